@@ -1,0 +1,178 @@
+"""Every constant of the cost model, in one place, and the named assumption profiles.
+
+COST_MODEL.md states each constant as "an assumption, settable". They live in the
+frozen dataclass `Assumptions`; a profile (models/assumptions/*.json) is a set of
+overrides of the defaults below, and an instance may override any field again
+(`assumptions.constants` in the instance file).
+
+Profiles (see ../shared/conformance/README.md):
+- `reference`: the MIRI calculator as published (evasion_calculator.py): relay
+  straggler, error-feedback quality tables, Chinchilla-based replica penalty.
+- `report-v1`: the assumptions behind the published report tables
+  (simulator_output.txt): synchronous straggler, v1 quality tables, linear
+  replica penalty.
+- `simulator`: the minimal simulator.py: no straggler, no quality loss.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping
+
+SCENARIOS = ("optimistic", "expected", "conservative")
+STRAGGLER_STRATEGIES = ("synchronous", "relay", "threshold", "backup", "none")
+REPLICA_PENALTIES = ("chinchilla", "linear_v1", "none")
+PRECISIONS = ("fp16", "fp8", "fp4")
+
+# A quality table maps a compression ratio to (optimistic, expected, conservative).
+QualityTable = dict[float, tuple[float, float, float]]
+
+# COST_MODEL.md section 5: pseudo-gradient compression quality, with and without
+# error feedback (evasion_calculator.py COMPRESSION_QUALITY_EF / _NO_EF).
+COMPRESSION_QUALITY_EF: QualityTable = {
+    1: (1.00, 1.00, 1.00),
+    4: (1.00, 1.00, 0.99),
+    16: (1.00, 1.00, 0.97),
+    100: (1.00, 0.99, 0.93),
+    150: (1.00, 0.99, 0.91),
+    500: (0.99, 0.96, 0.80),
+}
+COMPRESSION_QUALITY_NO_EF: QualityTable = {
+    1: (1.00, 1.00, 1.00),
+    4: (1.00, 1.00, 0.99),
+    16: (1.00, 0.99, 0.95),
+    100: (1.00, 0.98, 0.90),
+    150: (0.99, 0.96, 0.85),
+    500: (0.99, 0.95, 0.75),
+}
+# Per-boundary activation compression quality (pipeline modes).
+ACTIVATION_QUALITY: QualityTable = {
+    1: (1.00, 1.00, 1.00),
+    2: (1.00, 1.00, 0.99),
+    4: (1.00, 0.995, 0.96),
+    10: (0.995, 0.98, 0.90),
+}
+
+
+@dataclass(frozen=True)
+class Assumptions:
+    """The settable constants of COST_MODEL.md, with the calculator's values as defaults."""
+
+    # -- selection ---------------------------------------------------------------
+    profile: str = "reference"
+    scenario: str = "expected"               # optimistic | expected | conservative
+    straggler: str = "relay"                 # synchronous | relay | threshold | backup | none
+    error_feedback: bool = True
+    replica_penalty: str = "chinchilla"      # chinchilla | linear_v1 | none
+    mfu: float = 0.40                        # model FLOP utilisation u
+    # -- section 3: straggler factor f(n) -----------------------------------------
+    straggler_sync_coefficient: float = 0.05     # synchronous: 1 + c log2 n
+    straggler_relay_coefficient: float = 0.02    # relay: 1 + c log2 n
+    straggler_backup_scale: float = 0.3          # backup: 1 + scale * sync_coeff * log2 n
+    backup_spare_factor: float = 1.1             # backup: effective nodes N / factor
+    threshold_eta_divisor: float = 1.15          # threshold: eta_H divided by this
+    # -- section 1: precision -----------------------------------------------------
+    bytes_per_param_fp16: float = 16.0
+    bytes_per_param_fp8: float = 14.0
+    bytes_per_param_fp4: float = 13.0
+    bits_per_value_fp16: float = 16.0
+    bits_per_value_fp8: float = 8.0
+    bits_per_value_fp4: float = 4.0
+    activation_bytes_fp16: float = 2.0
+    activation_bytes_fp8: float = 1.0
+    activation_bytes_fp4: float = 0.5
+    hidden_size_coefficient: float = 0.03        # h = c * sqrt(P)
+    # -- section 5: algorithmic efficiency ----------------------------------------
+    alpha_coefficient: float = 0.08              # alpha(P) = c / (1 + log10(P/1e9)/d)
+    alpha_log_divisor: float = 5.0
+    eta_h_floor: float = 0.4
+    replica_beta_coefficient: float = 1.0923     # beta0(P) = c * P ** e
+    replica_beta_exponent: float = -0.2342
+    replica_h_ref: float = 30.0                  # Charles et al. (2025) H
+    linear_v1_coefficient: float = 0.005         # 1 - c * min(cap, P_B) / P_B * log2 K
+    linear_v1_cap_b: float = 2.4
+    compression_quality_ef: QualityTable = field(default_factory=lambda: dict(COMPRESSION_QUALITY_EF))
+    compression_quality_no_ef: QualityTable = field(default_factory=lambda: dict(COMPRESSION_QUALITY_NO_EF))
+    activation_quality: QualityTable = field(default_factory=lambda: dict(ACTIVATION_QUALITY))
+    # -- section 6: Chinchilla law (Besiroglu et al. 2024) ------------------------
+    chinchilla_e: float = 1.8172
+    chinchilla_a: float = 482.01
+    chinchilla_alpha: float = 0.3478
+    chinchilla_b: float = 2085.43
+    chinchilla_beta: float = 0.3658
+    tokens_per_param: float = 25.6
+    overtrain_target: float = 1.0
+    chi_search_low_flop: float = 1e10            # the reference's bisection bracket
+    chi_search_high_factor: float = 10.0
+    # -- section 7: run-level ------------------------------------------------------
+    mfu_per_hfu: float = 0.8                     # HFU = MFU / 0.8
+    h100_fp16_flops: float = 990e12              # one H100-equivalent
+    # -- section 8: maximum run duration ------------------------------------------
+    growth_hardware_x_per_year: float = 1.37
+    growth_software_x_per_year: float = 3.0
+    growth_investment_x_per_year: float = 3.5
+    days_per_year: float = 365.0
+
+    def bytes_per_param(self, precision: str) -> float:
+        """Training-state bytes per parameter beta (COST_MODEL.md section 1)."""
+        return float(getattr(self, f"bytes_per_param_{precision}"))
+
+    def bits_per_value(self, precision: str) -> float:
+        """Bits per exchanged pseudo-gradient value b (section 1)."""
+        return float(getattr(self, f"bits_per_value_{precision}"))
+
+    def activation_bytes(self, precision: str) -> float:
+        """Bytes per activation value at a pipeline boundary (section 1)."""
+        return float(getattr(self, f"activation_bytes_{precision}"))
+
+    @property
+    def scenario_index(self) -> int:
+        return SCENARIOS.index(self.scenario)
+
+    def replace(self, **changes: Any) -> "Assumptions":
+        return dataclasses.replace(self, **changes)
+
+
+TABLE_FIELDS = ("compression_quality_ef", "compression_quality_no_ef", "activation_quality")
+NUMERIC_FIELDS = tuple(
+    f.name for f in dataclasses.fields(Assumptions)
+    if f.type in ("float", float) and f.name not in TABLE_FIELDS
+)
+SETTABLE_FIELDS = tuple(f.name for f in dataclasses.fields(Assumptions) if f.name != "profile")
+
+PROFILES_DIR = Path(__file__).resolve().parents[2] / "models" / "assumptions"
+
+
+def table_from_json(rows: Mapping[str, Any]) -> QualityTable:
+    """A quality table from JSON: {"16": [opt, exp, cons], ...}."""
+    return {float(k): tuple(float(x) for x in v) for k, v in rows.items()}  # type: ignore[misc]
+
+
+def profile_names() -> list[str]:
+    return sorted(p.stem for p in PROFILES_DIR.glob("*.json"))
+
+
+def load_profile(name: str) -> Assumptions:
+    """The Assumptions of a named profile (models/assumptions/NAME.json)."""
+    path = PROFILES_DIR / f"{name}.json"
+    if not path.exists():
+        raise KeyError(f"unknown assumption profile {name!r}; known: {', '.join(profile_names())}")
+    data = json.loads(path.read_text())
+    return apply_overrides(Assumptions(profile=name), data.get("constants", {}))
+
+
+def apply_overrides(base: Assumptions, overrides: Mapping[str, Any]) -> Assumptions:
+    """Return `base` with some fields replaced; quality tables may be given as JSON objects."""
+    changes: dict[str, Any] = {}
+    for key, value in overrides.items():
+        if key not in SETTABLE_FIELDS:
+            raise KeyError(f"unknown assumption constant {key!r}")
+        changes[key] = table_from_json(value) if key in TABLE_FIELDS and not _is_table(value) else value
+    return dataclasses.replace(base, **changes)
+
+
+def _is_table(value: Any) -> bool:
+    return isinstance(value, dict) and all(isinstance(k, (int, float)) for k in value)
