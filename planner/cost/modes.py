@@ -1,0 +1,211 @@
+"""How replicas are formed and synchronised: the throughput of each mode (COST_MODEL.md section 4).
+
+Each mode function takes a `Setting` and a `PlanBatch` and returns a dict of arrays
+with the same keys (seconds, bits, bytes, counts), so that run-level scoring
+(`planner.cost.run`) is one code path for all modes:
+
+    t_comp_s            6 P_act B / (F u), one inner step of the whole model on one node
+    t_ep_s              expert all-to-all latency per step (MoE with EP), 2 lat_ep L_moe
+    t_step_s            wall time of one inner step (parts: step_compute_s, step_bubble_s,
+                        step_link_s, step_link_straggler_s, t_ep_s)
+    t_sync_base_s       one WAN exchange v / up + v / down + lat; f_sync its straggler factor
+    t_sync_s            t_sync_base_s * f_sync: the WAN sync that bounds an outer step
+    t_regional_s        regional sync (hierarchical), (2 v / bw_reg + lat_reg) f(k)
+    compute_block_s     compute per outer step (H t_step; hierarchical R H t_step)
+    outer_time_s        one outer step (hierarchical: one global cycle)
+    tokens_per_outer    tokens processed per outer step by all replicas
+    groups              DiLoCo groups synchronised over the WAN (G)
+    replicas            K, the replicas whose pseudo-gradients are averaged (eta_R)
+    h_eff               effective sync interval for eta_H and eta_R
+    eta_activation      eta_A = qa(Ca) ** (2 (S - 1)) (pipeline modes, else 1)
+    state_bytes_per_node, payload_bits
+    synchronised        1 where a DiLoCo sync exists (N > 1 and not pipeline over WAN)
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from planner.cost import memory, quality, timing
+from planner.cost.setting import PlanBatch, Setting
+from planner.cost.straggler import straggler_factor, throughput_fraction
+
+
+def _f(x) -> np.ndarray:
+    return np.asarray(x, dtype=float)
+
+
+def _common(s: Setting, b: PlanBatch) -> dict[str, np.ndarray]:
+    """Quantities every mode shares: compute time, payload and the EP latency."""
+    a = s.assumptions
+    flops = s.peak_flops[b.precision]
+    t_comp = timing.compute_time_s(s.active_params, s.local_batch_tokens, flops, a.mfu)
+    payload = timing.payload_bits(s.params, a.bits_per_value(b.precision), b.compression)
+    return {"t_comp_s": np.broadcast_to(t_comp, b.nodes.shape).astype(float), "payload_bits": _f(payload)}
+
+
+def _expert_parallel(s: Setting, b: PlanBatch, group_size) -> tuple[np.ndarray, np.ndarray]:
+    """(EP degree E, all-to-all time t_ep) for the batch's expert-parallel scope."""
+    if not s.is_moe or b.expert_parallel == "none":
+        return np.ones(b.nodes.shape), np.zeros(b.nodes.shape)
+    if b.expert_parallel == "global":
+        degree, latency = _f(b.nodes), s.wan_rtt_s
+    else:  # regional: experts sharded within a co-located group
+        degree, latency = _f(group_size), s.regional_rtt_s
+    t_ep = np.where(degree > 1, timing.expert_all_to_all_time_s(latency, s.moe_layers), 0.0)
+    return degree, t_ep
+
+
+def _data_parallel_state(s: Setting, b: PlanBatch, degree) -> np.ndarray:
+    beta = s.assumptions.bytes_per_param(b.precision)
+    if s.is_moe:
+        return memory.moe_state_bytes_per_node(s.params, s.active_params, beta, degree)
+    return np.broadcast_to(memory.state_bytes_per_node(s.params, beta), b.nodes.shape).astype(float)
+
+
+def _wan_sync(s: Setting, payload, parties):
+    base = timing.wan_sync_base_s(payload, s.wan_up_bps, s.wan_down_bps, s.wan_rtt_s)
+    f = straggler_factor(parties, s.assumptions)
+    return base, f, base * f
+
+
+def flat(s: Setting, b: PlanBatch) -> dict[str, np.ndarray]:
+    """A. Flat DiLoCo: G = N replicas of the whole model, one WAN sync every H steps.
+
+    t_step = t_comp (+ t_ep); t_sync = t_wan(N); outer = max(H t_step, t_sync) with
+    streaming, the sum without; tokens per outer step B N H. N = 1 is local training:
+    the outer step is H t_comp and t_sync is reported but never charged.
+    """
+    out = _common(s, b)
+    n = _f(b.nodes)
+    h = _f(b.inner_steps)
+    degree, t_ep = _expert_parallel(s, b, b.group_size)
+    t_step = out["t_comp_s"] + t_ep
+    base, f, t_sync = _wan_sync(s, out["payload_bits"], n)
+    block = h * t_step
+    outer = np.where(n > 1, timing.outer_time_s(block, t_sync, b.streaming), block)
+    out.update(_zero_pipeline(out["t_comp_s"]), t_ep_s=t_ep, t_step_s=t_step,
+               t_sync_base_s=base, f_sync=f, t_sync_s=t_sync, **_no_regional(n),
+               compute_block_s=block, outer_time_s=outer,
+               tokens_per_outer=s.local_batch_tokens * n * h * throughput_fraction(s.assumptions),
+               groups=n, replicas=n, h_eff=h, eta_activation=np.ones_like(n),
+               state_bytes_per_node=_data_parallel_state(s, b, degree),
+               synchronised=(n > 1).astype(float))
+    return out
+
+
+def hierarchical(s: Setting, b: PlanBatch) -> dict[str, np.ndarray]:
+    """A'. Hierarchical DiLoCo: groups of k co-located nodes, G = floor(N / k) groups.
+
+    Every H steps a regional sync t_reg = (2 v / bw_reg + lat_reg) f(k); every R
+    regional cycles a global sync among group leaders t_glob = t_wan(G). Streaming:
+    c_reg = max(H t_step, t_reg), c_glob = max(R c_reg, t_glob); without: sums.
+    Tokens per global cycle B N H R; H_eff = H sqrt(R); replicas K = N.
+    Needs G >= 2 (the reference degenerates to flat below that; the evaluator rejects it).
+    """
+    out = _common(s, b)
+    n = _f(b.nodes)
+    k = _f(b.group_size)
+    h = _f(b.inner_steps)
+    r = _f(b.regional_rounds)
+    g = np.floor(n / np.maximum(k, 1.0))
+    degree, t_ep = _expert_parallel(s, b, k)
+    t_step = out["t_comp_s"] + t_ep
+    f_reg = straggler_factor(k, s.assumptions)
+    reg_base = timing.regional_sync_base_s(out["payload_bits"], s.regional_bps, s.regional_rtt_s)
+    t_reg = reg_base * f_reg
+    base, f, t_glob = _wan_sync(s, out["payload_bits"], g)
+    c_reg = timing.outer_time_s(h * t_step, t_reg, b.streaming)
+    c_glob = timing.outer_time_s(r * c_reg, t_glob, b.streaming)
+    out.update(_zero_pipeline(out["t_comp_s"]), t_ep_s=t_ep, t_step_s=t_step,
+               t_sync_base_s=base, f_sync=f, t_sync_s=t_glob,
+               t_regional_base_s=reg_base, f_regional=f_reg, t_regional_s=t_reg, regional_cycle_s=c_reg,
+               compute_block_s=r * h * t_step, outer_time_s=c_glob,
+               tokens_per_outer=s.local_batch_tokens * n * h * r * throughput_fraction(s.assumptions),
+               groups=g, replicas=n, h_eff=h * np.sqrt(r), eta_activation=np.ones_like(n),
+               state_bytes_per_node=_data_parallel_state(s, b, degree),
+               synchronised=np.ones_like(n))
+    return out
+
+
+def _pipeline(s: Setting, b: PlanBatch, out, link_bps: float, link_rtt_s: float):
+    """Pipeline step parts over links of the given bandwidth and latency."""
+    a = s.assumptions
+    stages = _f(b.stages)
+    hidden = s.hidden_size if s.hidden_size is not None else timing.hidden_size(s.params, a.hidden_size_coefficient)
+    act = timing.activation_bits(s.local_batch_tokens, hidden, a.activation_bytes(b.precision), b.activation_compression)
+    f_pp = straggler_factor(stages, a)
+    t_pp, ticks, c, x = timing.pipeline_parts_s(out["t_comp_s"], stages, b.micro_batches, act, link_bps, link_rtt_s, f_pp)
+    link = ticks * (x + link_rtt_s)
+    parts = {"step_compute_s": _f(b.micro_batches) * c, "step_bubble_s": (stages - 1.0) * c,
+             "step_link_s": link, "step_link_straggler_s": link * (f_pp - 1.0), "f_pipeline": f_pp,
+             "activation_bits": _f(act) * np.ones_like(stages),
+             "bubble_fraction": timing.bubble_fraction(stages, b.micro_batches)}
+    state = memory.state_bytes_per_node(s.params, a.bytes_per_param(b.precision), stages)
+    eta_a = quality.activation_quality(b.activation_compression, stages, a)
+    return t_pp, parts, state, eta_a
+
+
+def pp_group(s: Setting, b: PlanBatch) -> dict[str, np.ndarray]:
+    """C. PP-group DiLoCo: groups of S co-located nodes each run a GPipe pipeline;
+    G = floor(N / S) >= 2 groups run DiLoCo over the WAN.
+
+    t_step = t_pp over the pipeline links; t_sync = t_wan(G); tokens per outer step
+    B G H; replicas K = G; eta_A = qa(Ca) ** (2 (S - 1)).
+    """
+    out = _common(s, b)
+    n = _f(b.nodes)
+    h = _f(b.inner_steps)
+    g = np.floor(n / _f(b.stages))
+    t_pp, parts, state, eta_a = _pipeline(s, b, out, s.pipeline_bps, s.pipeline_rtt_s)
+    base, f, t_sync = _wan_sync(s, out["payload_bits"], g)
+    block = h * t_pp
+    out.update(parts, t_ep_s=np.zeros_like(n), t_step_s=t_pp,
+               t_sync_base_s=base, f_sync=f, t_sync_s=t_sync, **_no_regional(n),
+               compute_block_s=block, outer_time_s=timing.outer_time_s(block, t_sync, b.streaming),
+               tokens_per_outer=s.local_batch_tokens * g * h * throughput_fraction(s.assumptions),
+               groups=g, replicas=g, h_eff=h, eta_activation=eta_a,
+               state_bytes_per_node=state, synchronised=np.ones_like(n))
+    return out
+
+
+def pipeline_wan(s: Setting, b: PlanBatch) -> dict[str, np.ndarray]:
+    """B. Pipeline over the WAN: one pipeline of S nodes, no DiLoCo (web app only).
+
+    Every micro-batch crosses the WAN: the pipeline links are the WAN upload bandwidth
+    and RTT (as the web app). No sync, so eta_H = eta_C = eta_R = 1; eta_A applies.
+    Tokens per step B. The last resort when fewer than two pipeline groups fit.
+    """
+    out = _common(s, b)
+    n = _f(b.nodes)
+    h = _f(b.inner_steps)
+    t_pp, parts, state, eta_a = _pipeline(s, b, out, s.wan_up_bps, s.wan_rtt_s)
+    zeros = np.zeros_like(n)
+    out.update(parts, t_ep_s=zeros, t_step_s=t_pp, payload_bits=zeros,
+               t_sync_base_s=zeros, f_sync=np.ones_like(n), t_sync_s=zeros, **_no_regional(n),
+               compute_block_s=h * t_pp, outer_time_s=h * t_pp,
+               tokens_per_outer=s.local_batch_tokens * h * throughput_fraction(s.assumptions),
+               groups=np.ones_like(n), replicas=np.ones_like(n), h_eff=np.ones_like(n), eta_activation=eta_a,
+               state_bytes_per_node=state, synchronised=zeros)
+    return out
+
+
+def _zero_pipeline(t_comp) -> dict[str, np.ndarray]:
+    zeros = np.zeros_like(t_comp)
+    return {"step_compute_s": t_comp, "step_bubble_s": zeros, "step_link_s": zeros,
+            "step_link_straggler_s": zeros, "f_pipeline": np.ones_like(t_comp),
+            "activation_bits": zeros, "bubble_fraction": zeros}
+
+
+def _no_regional(n) -> dict[str, np.ndarray]:
+    zeros = np.zeros_like(n)
+    return {"t_regional_base_s": zeros, "f_regional": np.ones_like(n), "t_regional_s": zeros,
+            "regional_cycle_s": zeros}
+
+
+MODE_FUNCTIONS = {"flat": flat, "hierarchical": hierarchical, "pp_group": pp_group, "pipeline_wan": pipeline_wan}
+
+
+def throughput(s: Setting, b: PlanBatch) -> dict[str, np.ndarray]:
+    """The mode's per-step and per-outer-step quantities for every plan of the batch."""
+    return MODE_FUNCTIONS[b.mode](s, b)

@@ -1,0 +1,110 @@
+"""Run-level outputs (COST_MODEL.md sections 5 and 7): efficiency, compute, time to train.
+
+Two views of a plan, both from the same mode throughput (`planner.cost.modes`):
+
+- window view, as the reference calculator: run for a fixed wall-clock T_wall;
+  tokens T = T_wall / outer_time * tokens_per_outer; C_thr = 6 P_act T;
+  C_local = C_thr * eta; C_quality = C_local * chi(P_act, T, C_thr; 1);
+  eta_R scored at (T, C_thr); global MFU = C_local / (N F T_wall), HFU = MFU / 0.8.
+- time to train (dtplan's default objective): the wall-clock at which C_local reaches
+  C_target, T_wall = C_target / (eta * 6 P_act * tokens_per_second), with eta_R scored
+  at the target point (T = D = C_target / (6 P_act), C = C_target). For a C_quality
+  target the window view is solved for T_wall (C_quality grows with T_wall).
+
+One node (N = 1) is local training: every efficiency and quality factor is 1.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from planner.cost import chinchilla, quality
+from planner.cost.setting import PlanBatch, Setting
+from planner.cost.straggler import eta_h_divisor
+
+
+def efficiency_without_replicas(s: Setting, b: PlanBatch, t: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """eta_H, eta_C, eta_A (eta_R depends on the run's tokens; see `replica_efficiency`).
+
+    eta_H = max(0.4, (1 - alpha(P) log10 H_eff) / s) with alpha on total P;
+    eta_C = q(Cr); both 1 where there is no DiLoCo sync (one node, pipeline over WAN).
+    """
+    a = s.assumptions
+    synced = t["synchronised"] > 0
+    eta_h = quality.eta_sync_interval(t["h_eff"], s.params, a, eta_h_divisor(a))
+    eta_c = quality.compression_quality(b.compression, a)
+    return {"eta_h": np.where(synced, eta_h, 1.0), "eta_c": np.where(synced, eta_c, 1.0),
+            "eta_a": t["eta_activation"], "alpha": np.where(synced, quality.alpha(s.params, a), 0.0)}
+
+
+def replica_efficiency(s: Setting, replicas, h_eff, tokens, compute_flop) -> np.ndarray:
+    """eta_R for K replicas at sync interval H_eff, scored at (T tokens, C FLOP).
+
+    chinchilla: chi(P_act, T, C; m) / chi(P_act, T, C; 1) with m = K ** beta(P, H_eff)
+    (replica exponent on total P); linear_v1: max(0, 1 - 0.005 min(2.4, P_B) / P_B log2 K);
+    none: 1.
+    """
+    a = s.assumptions
+    if a.replica_penalty == "none":
+        return np.ones(np.broadcast(replicas, h_eff, tokens).shape)
+    if a.replica_penalty == "linear_v1":
+        return quality.linear_v1_replica_factor(replicas, s.params, a) * np.ones_like(np.asarray(tokens, float))
+    m = quality.replica_loss_multiplier(replicas, s.params, h_eff, a)
+    full = chinchilla.chi(s.active_params, tokens, compute_flop, a, m)
+    plain = chinchilla.chi(s.active_params, tokens, compute_flop, a)
+    return np.where(plain > 0, full / np.where(plain > 0, plain, 1.0), 0.0)
+
+
+def window_view(s: Setting, b: PlanBatch, t: dict[str, np.ndarray], eff: dict[str, np.ndarray],
+                window_s) -> dict[str, np.ndarray]:
+    """Compute reached in a fixed wall-clock window (the reference calculator's view)."""
+    a = s.assumptions
+    n = np.asarray(b.nodes, dtype=float)
+    synced = t["synchronised"] > 0
+    window = np.asarray(window_s, dtype=float)
+    tokens = window / t["outer_time_s"] * t["tokens_per_outer"]
+    c_thr = 6.0 * s.active_params * tokens
+    eta_r = np.where(synced, replica_efficiency(s, t["replicas"], t["h_eff"], tokens, c_thr), 1.0)
+    eta = eff["eta_h"] * eff["eta_c"] * eff["eta_a"] * eta_r
+    c_local = c_thr * eta
+    chi = np.where(n > 1, chinchilla.chi(s.active_params, tokens, c_thr, a), 1.0)
+    mfu = c_local / (n * s.peak_flops[b.precision] * window)
+    return {"window_s": window * np.ones_like(n), "tokens": tokens, "c_throughput": c_thr, "eta_r": eta_r,
+            "eta": eta, "c_local": c_local, "chi": chi, "c_quality": c_local * chi,
+            "global_mfu": mfu, "global_hfu": mfu / a.mfu_per_hfu}
+
+
+def time_to_target(s: Setting, b: PlanBatch, t: dict[str, np.ndarray], eff: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """Wall-clock until the target is reached (dtplan's `min_time` objective)."""
+    if s.target_kind == "c_quality":
+        return _time_to_quality_target(s, b, t, eff)
+    n = np.asarray(b.nodes, dtype=float)
+    synced = t["synchronised"] > 0
+    target = s.target
+    tokens_per_s = t["tokens_per_outer"] / t["outer_time_s"]
+    eta_r = np.where(synced, replica_efficiency(s, t["replicas"], t["h_eff"], s.target_tokens, target), 1.0)
+    eta = eff["eta_h"] * eff["eta_c"] * eff["eta_a"] * eta_r
+    with np.errstate(divide="ignore"):
+        time_s = target / (eta * 6.0 * s.active_params * tokens_per_s)
+    return {"time_to_target_s": time_s, "eta_r_target": eta_r, "eta_target": eta,
+            "tokens_per_s": tokens_per_s * np.ones_like(n)}
+
+
+def _time_to_quality_target(s, b, t, eff, iterations: int = 200):
+    """Solve C_quality(T_wall) = C_target by bisection in log T_wall (C_quality is increasing)."""
+    n = np.asarray(b.nodes, dtype=float)
+    lo = np.full(n.shape, np.log(1e-3))
+    hi = np.full(n.shape, np.log(1e13))
+    reachable = window_view(s, b, t, eff, np.exp(hi))["c_quality"] >= s.target
+    for _ in range(iterations):
+        mid = 0.5 * (lo + hi)
+        above = window_view(s, b, t, eff, np.exp(mid))["c_quality"] >= s.target
+        hi = np.where(above, mid, hi)
+        lo = np.where(above, lo, mid)
+        if np.all(hi - lo < 1e-13):
+            break
+    time_s = np.where(reachable, np.exp(hi), np.inf)
+    at = window_view(s, b, t, eff, np.where(reachable, time_s, 1.0))
+    tokens_per_s = t["tokens_per_outer"] / t["outer_time_s"]
+    return {"time_to_target_s": time_s, "eta_r_target": at["eta_r"], "eta_target": at["eta"],
+            "tokens_per_s": tokens_per_s * np.ones_like(n)}

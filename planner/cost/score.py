@@ -1,0 +1,104 @@
+"""Score plans: every figure of the cost model, and which limits each plan breaks.
+
+`score(setting, batch)` is the evaluator's one entry point; it is vectorised over the
+plans of a `PlanBatch` and returns a dict of arrays (names carry units). The scalar
+evaluator (`planner.evaluate`) and, later, the planner and the brute-force oracle
+all call it, so the physics exists once.
+
+Constraint families (stable names, shared with the MIP):
+    memory-cap        training state per node exceeds node memory V
+    node-limit        more nodes than the fleet, or than limits.max_nodes
+    structure         the mode's shape is impossible (e.g. fewer than 2 DiLoCo groups)
+    duration-limit    the target is not reached within the run-duration limit
+    budget-limit      hardware cost above the budget
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from planner.cost import chinchilla, memory, modes, run
+from planner.cost.setting import PlanBatch, Setting
+
+CONSTRAINTS = ("memory-cap", "node-limit", "structure", "duration-limit", "budget-limit")
+STRICT_THRESHOLD_FLOP = 1e24  # the MIRI proposal's strict compute threshold, for C_local / 1e24
+BOTTLENECKS = ("compute", "wan-sync", "regional-sync", "pipeline-bubble", "pipeline-link", "expert-all-to-all")
+
+
+def score(s: Setting, b: PlanBatch, fleet_nodes: int | None = None) -> dict[str, np.ndarray]:
+    """All outputs for every plan of the batch (see module docstring for the limit names).
+
+    Structurally impossible plans (e.g. a pipeline group with no group) score as NaN or
+    infinity where a quantity has no meaning; their `violates:structure` is True.
+    """
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return _score(s, b, fleet_nodes)
+
+
+def _score(s: Setting, b: PlanBatch, fleet_nodes: int | None) -> dict[str, np.ndarray]:
+    t = modes.throughput(s, b)
+    eff = run.efficiency_without_replicas(s, b, t)
+    out = dict(t)
+    out.update(eff)
+    out.update(run.window_view(s, b, t, eff, s.window_s))
+    out.update(run.time_to_target(s, b, t, eff))
+    n = np.asarray(b.nodes, dtype=float)
+    synced = t["synchronised"] > 0
+    out["cost_usd"] = n * s.node_price_usd
+    out["duty_cycle"] = np.where(synced, t["t_sync_s"] / t["outer_time_s"], 0.0)
+    out["comm_gb_per_sync"] = 2.0 * t["payload_bits"] / 8.0 / 1e9
+    out["memory_bytes"] = np.full(n.shape, s.memory_bytes)
+    out["min_stages"] = np.broadcast_to(
+        memory.min_stages(s.params, s.assumptions.bytes_per_param(b.precision), s.memory_bytes), n.shape)
+    out["max_params_one_node"] = np.full(n.shape, s.memory_bytes / s.assumptions.bytes_per_param(b.precision))
+    out["chinchilla_tokens"] = np.full(n.shape, chinchilla.tokens_per_param(s.assumptions) * s.active_params)
+    out["overtraining_ratio"] = out["tokens"] / out["chinchilla_tokens"]
+    out["threshold_multiple"] = out["c_local"] / STRICT_THRESHOLD_FLOP
+    out["compute_utilization"] = t["compute_block_s"] / t["outer_time_s"]
+    out["outer_steps"] = s.window_s / t["outer_time_s"]
+    out["total_gpus"] = n * s.accelerators_per_node
+    out["bottleneck"] = bottleneck_code(b, t)
+    out.update(violations(s, b, out, fleet_nodes))
+    return out
+
+
+def violations(s: Setting, b: PlanBatch, out: dict[str, np.ndarray], fleet_nodes: int | None) -> dict[str, np.ndarray]:
+    """One boolean array per constraint family, True where the plan breaks it."""
+    n = np.asarray(b.nodes)
+    groups = out["groups"]
+    node_cap = min(x for x in (fleet_nodes, s.max_nodes, np.iinfo(np.int64).max) if x is not None)
+    if b.mode in ("hierarchical", "pp_group"):
+        bad_shape = groups < 2
+    elif b.mode == "pipeline_wan":
+        bad_shape = (n < b.stages) | (b.stages < 2)
+    else:
+        bad_shape = np.zeros(n.shape, dtype=bool)
+    budget = np.inf if s.budget_usd is None else s.budget_usd
+    return {
+        "violates:memory-cap": out["state_bytes_per_node"] > s.memory_bytes,
+        "violates:node-limit": n > node_cap,
+        "violates:structure": np.asarray(bad_shape),
+        "violates:duration-limit": ~(out["time_to_target_s"] <= s.window_s),
+        "violates:budget-limit": out["cost_usd"] > budget,
+    }
+
+
+def bottleneck_code(b: PlanBatch, t: dict[str, np.ndarray]) -> np.ndarray:
+    """Index into BOTTLENECKS of what sets the pace.
+
+    First the outer step: the WAN sync when it lasts longer than the compute it
+    overlaps (or adds to, without streaming), then likewise the regional sync of a
+    hierarchical cycle. Otherwise the largest part of an inner step: useful compute,
+    pipeline bubble, pipeline link time (with its straggler share) or expert all-to-all.
+    """
+    hierarchical = b.mode == "hierarchical"
+    r = np.asarray(b.regional_rounds, dtype=float) if hierarchical else 1.0
+    h = np.asarray(b.inner_steps, dtype=float)
+    paced_by_wan = (t["synchronised"] > 0) & (t["t_sync_s"] > (r * t["regional_cycle_s"] if hierarchical
+                                                                else t["compute_block_s"]))
+    paced_by_region = hierarchical & (t["t_regional_s"] > h * t["t_step_s"])
+    step_parts = np.stack([t["step_compute_s"], np.zeros_like(h), np.zeros_like(h), t["step_bubble_s"],
+                           t["step_link_s"] + t["step_link_straggler_s"], t["t_ep_s"] * np.ones_like(h)])
+    code = np.argmax(step_parts, axis=0)
+    code = np.where(paced_by_region, BOTTLENECKS.index("regional-sync"), code)
+    return np.where(paced_by_wan, BOTTLENECKS.index("wan-sync"), code)
