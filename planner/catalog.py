@@ -1,0 +1,180 @@
+"""Presets from models/: hardware nodes (models/hardware/ID.json) and LLMs (models/llm/ID.json).
+
+The id of a preset is its file name without `.json`; an `id` key in the file, if
+present, must agree. The directory is `<repo>/models`, or `$DTPLAN_MODELS_DIR`.
+Loads are cached per (directory, id); `cache_clear()` forgets them.
+"""
+
+import os
+from functools import lru_cache
+from pathlib import Path
+from typing import Annotated, Any
+
+from pydantic import BeforeValidator, Field, ValidationError, model_validator
+
+from planner.cost.assumptions import PRECISIONS
+from planner.errors import InputError, Problem
+from planner.strict import (Int, Num, StrictModel, closest_first, did_you_mean, load_file, number_error,
+                            problems_from, raise_problems, show)
+
+MODELS_DIR_ENV = "DTPLAN_MODELS_DIR"
+H100_FP16_TFLOPS = 990.0  # one H100-equivalent, dense FP16
+
+
+def models_dir() -> Path:
+    """`$DTPLAN_MODELS_DIR` if set, else `<repo>/models`."""
+    env = os.environ.get(MODELS_DIR_ENV)
+    return Path(env) if env else Path(__file__).resolve().parents[1] / "models"
+
+
+def _check_tflops(value: Any) -> dict[str, float]:
+    """{"fp16": 990, "fp8": 1980}: fp16 required, keys among fp16/fp8/fp4, values > 0."""
+    if not isinstance(value, dict):
+        raise_problems([Problem("", f"must be an object like {{\"fp16\": 990, \"fp8\": 1980}}, got {show(value)}")])
+    problems = [Problem(k, f"unknown precision{did_you_mean(k, PRECISIONS)}; known: {', '.join(PRECISIONS)}")
+                for k in value if k not in PRECISIONS]
+    if "fp16" not in value:
+        problems.append(Problem("fp16", "required field missing (every hardware has an fp16 peak)"))
+    problems += [Problem(k, msg) for k in PRECISIONS if k in value
+                 for msg in [number_error(value[k], gt=0, hint=" (TFLOP/s per accelerator, dense)")] if msg]
+    if problems:
+        raise_problems(problems)
+    return {k: float(value[k]) for k in PRECISIONS if k in value}
+
+
+def _default_name(data: Any) -> Any:
+    """Raw input with `name` filled in from `id` (or 'custom') when absent."""
+    if isinstance(data, dict) and "name" not in data:
+        return {**data, "name": data["id"] if isinstance(data.get("id"), str) else "custom"}
+    return data
+
+
+class HardwareSpec(StrictModel):
+    """One node type: a number of identical accelerators. Units: TFLOP/s, GB (1e9 bytes), USD."""
+
+    id: str = Field("custom", description="Preset id (the file name); 'custom' for an inline spec.")
+    name: str = Field("", description="Display name. Default: the id.")
+    accelerator: str = Field("", description="Accelerator model, e.g. 'NVIDIA H100 SXM5 80GB'. Default ''.")
+    accelerators_per_node: Int(ge=1) = Field(description="Accelerators in one node (required).")
+    peak_tflops_per_accelerator: Annotated[dict[str, float], BeforeValidator(_check_tflops)] = Field(
+        description="Dense peak TFLOP/s per accelerator by precision; 'fp16' required, 'fp8'/'fp4' optional.")
+    hbm_gb_per_accelerator: Num(gt=0) = Field(description="Accelerator memory in GB (1e9 bytes), required.")
+    price_usd_per_accelerator: Num(ge=0) = Field(0.0, description="Purchase price per accelerator, USD. Default 0.")
+    notes: str = Field("", description="Free text. Default ''.")
+    sources: dict[str, str] = Field(default_factory=dict, description="Field name -> citation. Default {}.")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _name_defaults_to_id(cls, data: Any) -> Any:
+        return _default_name(data)
+
+    @property
+    def precisions(self) -> tuple[str, ...]:
+        """Supported precisions, in the order fp16, fp8, fp4."""
+        return tuple(p for p in PRECISIONS if p in self.peak_tflops_per_accelerator)
+
+    def node_peak_flops(self, precision: str) -> float:
+        """Node peak in FLOP/s at `precision`: accelerators_per_node * TFLOP/s * 1e12."""
+        if precision not in self.peak_tflops_per_accelerator:
+            raise ValueError(f"hardware {self.id!r} has no {precision!r} peak; supported: {', '.join(self.precisions)}")
+        return self.accelerators_per_node * self.peak_tflops_per_accelerator[precision] * 1e12
+
+    @property
+    def node_hbm_gb(self) -> float:
+        """Node memory in GB: accelerators_per_node * hbm_gb_per_accelerator."""
+        return self.accelerators_per_node * self.hbm_gb_per_accelerator
+
+    @property
+    def node_hbm_bytes(self) -> float:
+        return self.node_hbm_gb * 1e9
+
+    @property
+    def node_price_usd(self) -> float:
+        return self.accelerators_per_node * self.price_usd_per_accelerator
+
+    @property
+    def h100_equivalents(self) -> float:
+        """Node dense FP16 peak in H100s (990 TFLOP/s each)."""
+        return self.accelerators_per_node * self.peak_tflops_per_accelerator["fp16"] / H100_FP16_TFLOPS
+
+
+class LLMSpec(StrictModel):
+    """A model preset. Parameter counts are raw counts (7e9, not 7)."""
+
+    id: str = Field(description="Preset id (the file name).")
+    name: str = Field("", description="Display name. Default: the id.")
+    params: Num(gt=0) = Field(description="Total parameters P (raw count).")
+    active_params: Num(gt=0) | None = Field(None, description="Parameters used per token (MoE); None = dense.")
+    moe_layers: Int(ge=1) | None = Field(None, description="Number of MoE layers; None for dense.")
+    hidden_size: Num(gt=0) | None = Field(None, description="Hidden size h; None = not published.")
+    notes: str = Field("", description="Free text. Default ''.")
+    source: str = Field("", description="Citation. Default ''.")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _name_defaults_to_id(cls, data: Any) -> Any:
+        return _default_name(data)
+
+    @model_validator(mode="after")
+    def _active_at_most_total(self) -> "LLMSpec":
+        if self.active_params is not None and self.active_params > self.params:
+            raise_problems([Problem("active_params", f"must be <= params ({show(self.params)}), got {show(self.active_params)}")])
+        return self
+
+
+def _ids(kind: str) -> list[str]:
+    return sorted(p.stem for p in (models_dir() / kind).glob("*.json"))
+
+
+@lru_cache(maxsize=None)
+def _load(cls: type[StrictModel], directory: str, id: str) -> Any:
+    path = Path(directory) / f"{id}.json"
+
+    def parse(data: Any, source: str) -> Any:
+        problems = []
+        if isinstance(data, dict):
+            if "id" in data and data["id"] != id:
+                problems.append(Problem("id", f"must match the file name {id!r}, got {show(data['id'])}"))
+            data = {**data, "id": id}
+        try:
+            spec = cls.model_validate(data)
+        except ValidationError as exc:
+            problems += problems_from(exc, cls)
+        if problems:
+            raise InputError(problems, source)
+        return spec
+
+    return load_file(path, parse)
+
+
+def _lookup(kind: str, noun: str, cls: type[StrictModel], id: str) -> Any:
+    known = _ids(kind)
+    if id not in known:
+        listed = ", ".join(closest_first(str(id), known)) or "(none)"
+        raise KeyError(f"unknown {noun} {id!r}; known (closest first): {listed}")
+    return _load(cls, str(models_dir() / kind), id)
+
+
+def hardware_ids() -> list[str]:
+    """Ids of the hardware presets (models/hardware/*.json), sorted."""
+    return _ids("hardware")
+
+
+def llm_ids() -> list[str]:
+    """Ids of the LLM presets (models/llm/*.json), sorted."""
+    return _ids("llm")
+
+
+def load_hardware(id: str) -> HardwareSpec:
+    """The hardware preset `id`; KeyError (listing known ids) if unknown, InputError if invalid."""
+    return _lookup("hardware", "hardware preset", HardwareSpec, id)
+
+
+def load_llm(id: str) -> LLMSpec:
+    """The LLM preset `id`; KeyError (listing known ids) if unknown, InputError if invalid."""
+    return _lookup("llm", "model preset", LLMSpec, id)
+
+
+def cache_clear() -> None:
+    """Forget cached presets (files are re-read on the next load)."""
+    _load.cache_clear()

@@ -1,0 +1,113 @@
+"""The `dtplan` command line: a thin click layer over the library.
+
+Exit codes: 0 success (a plan that meets every limit), 1 a plan or instance that
+breaks a limit, 2 bad input (every problem listed, no traceback).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import click
+from rich.console import Console
+from rich.table import Table
+
+from planner.errors import InputError, Problem
+
+EXIT_OK, EXIT_INFEASIBLE, EXIT_BAD_INPUT = 0, 1, 2
+
+
+class BadInput(click.ClickException):
+    """Bad input: printed without a traceback, exit code 2."""
+
+    exit_code = EXIT_BAD_INPUT
+
+    def show(self, file=None) -> None:  # noqa: D102 - click API
+        click.echo(self.format_message(), err=True)
+
+
+def _load(loader, path: Path):
+    try:
+        return loader(path)
+    except InputError as err:
+        raise BadInput(str(err)) from None
+
+
+def _check_plan(instance, plan, plan_path: Path) -> None:
+    from planner.plan import check_plan_against
+    problems = check_plan_against(instance, plan)
+    if problems:
+        raise BadInput(str(InputError(problems, source=str(plan_path))))
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="dtplan")
+def main() -> None:
+    """dtplan: plan decentralized LLM training runs against an exact cost model."""
+
+
+@main.command()
+@click.argument("instance_path", metavar="INSTANCE", type=click.Path(path_type=Path))
+def validate(instance_path: Path) -> None:
+    """Check an instance file: every problem at once, with its JSON path."""
+    from planner.evaluate import max_days, setting_from_instance
+    from planner.instance import load_instance
+    instance = _load(load_instance, instance_path)
+    s = setting_from_instance(instance)
+    days, source = max_days(instance)
+    hw = instance.hardware
+    click.echo(f"{instance_path}: valid")
+    click.echo(f"  model      {s.params / 1e9:,.1f}B parameters" + (f" ({s.active_params / 1e9:,.1f}B active)" if s.is_moe else ""))
+    click.echo(f"  fleet      {instance.fleet.nodes:,} x {hw.name} ({', '.join(hw.precisions)}; "
+               f"{hw.node_hbm_gb:,.0f} GB, {hw.h100_equivalents:.2f} H100-eq per node)")
+    click.echo(f"  target     {s.target:.3e} FLOP ({s.target_kind})")
+    click.echo(f"  max days   {days:,.1f} ({source})")
+    a = s.assumptions
+    click.echo(f"  profile    {a.profile} (scenario {a.scenario}, straggler {a.straggler}, MFU {a.mfu})")
+
+
+@main.command()
+@click.argument("instance_path", metavar="INSTANCE", type=click.Path(path_type=Path))
+@click.argument("plan_path", metavar="PLAN", type=click.Path(path_type=Path))
+@click.option("--json", "as_json", is_flag=True, help="Write the full result as JSON to standard output.")
+def evaluate(instance_path: Path, plan_path: Path, as_json: bool) -> None:
+    """Score one fixed PLAN of an INSTANCE: the full cost breakdown.
+
+    Exit 0 when the plan meets every limit, 1 when it breaks one, 2 on bad input.
+    """
+    from planner.evaluate import evaluate as run_evaluation
+    from planner.instance import load_instance
+    from planner.plan import load_plan
+    from planner.render import render_evaluation
+    instance = _load(load_instance, instance_path)
+    plan = _load(load_plan, plan_path)
+    _check_plan(instance, plan, plan_path)
+    result = run_evaluation(instance, plan)
+    if as_json:
+        click.echo(json.dumps(result.to_dict(), indent=2, default=_json_default))
+    else:
+        render_evaluation(result, Console(highlight=False))
+    sys.exit(EXIT_OK if result.feasible else EXIT_INFEASIBLE)
+
+
+@main.command()
+def hardware() -> None:
+    """List the hardware presets of models/hardware/."""
+    from planner.catalog import hardware_ids, load_hardware
+    table = Table("id", "node", "precisions", "peak fp16 PFLOP/s", "HBM GB", "H100-eq", "$ per node")
+    for hid in hardware_ids():
+        hw = load_hardware(hid)
+        table.add_row(hid, hw.name, ",".join(hw.precisions), f"{hw.node_peak_flops('fp16') / 1e15:.3f}",
+                      f"{hw.node_hbm_gb:,.0f}", f"{hw.h100_equivalents:.2f}", f"{hw.node_price_usd:,.0f}")
+    Console(highlight=False).print(table)
+
+
+def _json_default(value):
+    if isinstance(value, float) and value != value:
+        return None
+    return str(value)
+
+
+__all__ = ["main", "Problem"]

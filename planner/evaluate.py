@@ -1,0 +1,195 @@
+"""The evaluator's front door: one instance and one plan -> an `Evaluation`.
+
+Resolves the instance into a `Setting` (SI units, presets and defaults applied), the
+plan into a one-plan `PlanBatch`, scores it with `planner.cost.score.score` and
+collects what a person needs to read it: the figures, the limits it breaks, and
+warnings about assumptions the result leans on.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from planner.cost.duration import SECONDS_PER_DAY, max_run_days
+from planner.cost.score import BOTTLENECKS, CONSTRAINTS, score
+from planner.cost.setting import PlanBatch, Setting
+from planner.instance import Instance
+from planner.plan import Plan
+
+VALIDATED_PARAMS = 72e9          # largest published DiLoCo-style run over the internet (Covenant-72B)
+DEMONSTRATED_COMPRESSION = 150   # Covenant-72B used ~146x pseudo-gradient compression
+
+
+@dataclass
+class Evaluation:
+    """One scored plan: every figure (floats, units in the names), broken limits and warnings."""
+
+    instance: Instance
+    plan: Plan
+    setting: Setting
+    batch: PlanBatch
+    values: dict[str, float]
+    violations: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    max_days_source: str = ""
+
+    @property
+    def feasible(self) -> bool:
+        return not self.violations
+
+    @property
+    def bottleneck(self) -> str:
+        return BOTTLENECKS[int(self.values["bottleneck"])]
+
+    def to_dict(self) -> dict[str, Any]:
+        """The whole result as plain JSON-able data."""
+        return {
+            "instance": self.instance.name,
+            "plan": self.plan.model_dump(),
+            "resolved": {"stages": int(self.batch.stages[0]), "expert_parallel": self.batch.expert_parallel,
+                         "precision": self.batch.precision, "target_flop": self.setting.target,
+                         "target_kind": self.setting.target_kind, "max_days": self.setting.window_s / SECONDS_PER_DAY,
+                         "max_days_source": self.max_days_source, "assumptions": _assumption_summary(self.setting)},
+            "feasible": self.feasible,
+            "violations": self.violations,
+            "warnings": self.warnings,
+            "bottleneck": self.bottleneck,
+            "values": {k: _finite(x) for k, x in self.values.items()},
+        }
+
+
+def max_days(instance: Instance) -> tuple[float, str]:
+    """The run-duration limit in days and where it came from."""
+    limits = instance.limits
+    if limits.max_days == "growth":
+        a = instance.resolved_assumptions()
+        rates = (a.growth_hardware_x_per_year, a.growth_software_x_per_year, a.growth_investment_x_per_year)
+        days = max_run_days(*rates, a.days_per_year)
+        return days, (f"growth rates {rates[0]:g}x hardware, {rates[1]:g}x software, {rates[2]:g}x investment "
+                      "per year (Epoch AI, 'The longest training run')")
+    return float(limits.max_days), "limits.max_days"
+
+
+def setting_from_instance(instance: Instance) -> Setting:
+    """Resolve an instance into the evaluator's SI-unit `Setting`."""
+    hw = instance.hardware
+    model, training, net = instance.model, instance.training, instance.network
+    target = training.target_flop
+    if training.tokens is not None:
+        target = 6.0 * model.active_params * training.tokens
+    return Setting(
+        params=model.params, active_params=model.active_params, moe_layers=model.moe_layers,
+        hidden_size=model.hidden_size, local_batch_tokens=float(training.local_batch_tokens),
+        peak_flops={p: hw.node_peak_flops(p) for p in hw.precisions}, memory_bytes=hw.node_hbm_bytes,
+        accelerators_per_node=hw.accelerators_per_node, price_usd_per_accelerator=hw.price_usd_per_accelerator,
+        h100_equivalents=hw.h100_equivalents,
+        wan_up_bps=net.wan.up_mbps * 1e6, wan_down_bps=net.wan.down_mbps * 1e6, wan_rtt_s=net.wan.rtt_ms / 1e3,
+        regional_bps=net.regional.mbps * 1e6, regional_rtt_s=net.regional.rtt_ms / 1e3,
+        pipeline_bps=net.pipeline.mbps * 1e6, pipeline_rtt_s=net.pipeline.rtt_ms / 1e3,
+        window_s=max_days(instance)[0] * SECONDS_PER_DAY, target_flop=target, target_kind=training.target_kind,
+        max_nodes=instance.limits.max_nodes, budget_usd=instance.limits.budget_usd,
+        assumptions=instance.resolved_assumptions())
+
+
+def batch_from_plan(setting: Setting, plan: Plan) -> PlanBatch:
+    """A one-plan batch; unset stages become S_min, unset expert parallelism 'global' for MoE."""
+    stages = plan.stages
+    if stages is None:
+        if plan.mode in ("pp_group", "pipeline_wan"):
+            beta = setting.assumptions.bytes_per_param(plan.precision)
+            stages = max(2, int(np.ceil(setting.params * beta / setting.memory_bytes)))
+        else:
+            stages = 1
+    ep = plan.expert_parallel_for(setting.is_moe)
+    return PlanBatch.of(plan.mode, plan.precision, nodes=plan.nodes, inner_steps=plan.inner_steps,
+                        compression=plan.compression, streaming=plan.streaming, stages=stages,
+                        group_size=plan.group_size or 1, regional_rounds=plan.regional_rounds,
+                        micro_batches=plan.micro_batches, activation_compression=plan.activation_compression,
+                        expert_parallel=ep)
+
+
+def evaluate(instance: Instance, plan: Plan) -> Evaluation:
+    """Score one plan of one instance (the plan must have passed `check_plan_against`)."""
+    setting = setting_from_instance(instance)
+    batch = batch_from_plan(setting, plan)
+    raw = score(setting, batch, fleet_nodes=instance.fleet.nodes)
+    values = {k: float(np.asarray(v).ravel()[0]) for k, v in raw.items()}
+    evaluation = Evaluation(instance, plan, setting, batch, values, max_days_source=max_days(instance)[1])
+    evaluation.violations = _violation_messages(evaluation)
+    evaluation.warnings = _warnings(evaluation)
+    return evaluation
+
+
+def _violation_messages(e: Evaluation) -> list[str]:
+    v, s, b = e.values, e.setting, e.batch
+    messages = []
+    for name in CONSTRAINTS:
+        if not v[f"violates:{name}"]:
+            continue
+        if name == "memory-cap":
+            detail = (f"training state {v['state_bytes_per_node'] / 1e9:,.1f} GB per node exceeds node memory "
+                      f"{s.memory_bytes / 1e9:,.1f} GB (at least {int(v['min_stages'])} pipeline stages needed)")
+        elif name == "node-limit":
+            cap = min(x for x in (e.instance.fleet.nodes, s.max_nodes) if x is not None)
+            detail = f"{int(b.nodes[0])} nodes used, at most {cap} available"
+        elif name == "structure":
+            detail = _structure_message(b, v)
+        elif name == "duration-limit":
+            detail = (f"target reached after {v['time_to_target_s'] / SECONDS_PER_DAY:,.1f} days, "
+                      f"limit {s.window_s / SECONDS_PER_DAY:,.1f} days")
+        else:
+            detail = f"hardware costs ${v['cost_usd']:,.0f}, budget ${s.budget_usd:,.0f}"
+        messages.append(f"{name}: {detail}")
+    return messages
+
+
+def _structure_message(b: PlanBatch, v: dict[str, float]) -> str:
+    if b.mode == "pipeline_wan":
+        return f"a pipeline over the WAN needs at least 2 stages and {int(b.stages[0])} nodes, got {int(b.nodes[0])}"
+    unit = "group_size" if b.mode == "hierarchical" else "stages"
+    size = int((b.group_size if b.mode == "hierarchical" else b.stages)[0])
+    return f"{b.mode} needs at least 2 groups: floor(nodes / {unit}) = floor({int(b.nodes[0])} / {size}) = {int(v['groups'])}"
+
+
+def _warnings(e: Evaluation) -> list[str]:
+    a, b, v, s = e.setting.assumptions, e.batch, e.values, e.setting
+    out = []
+    cr = float(b.compression[0])
+    if v["synchronised"] and cr > 100 and not a.error_feedback:
+        out.append(f"compression {cr:g}x without error feedback: quality beyond 100x is poorly supported")
+    if v["synchronised"] and cr > DEMONSTRATED_COMPRESSION:
+        out.append(f"compression {cr:g}x is beyond what has been demonstrated at scale (~146x, Covenant-72B)")
+    if a.mfu > 0.6:
+        out.append(f"MFU {a.mfu:.2f} is above 0.6, beyond what large runs report")
+    if b.mode == "pipeline_wan":
+        out.append("pipeline over the WAN: every micro-batch pays WAN latency; a last resort")
+    if s.params > VALIDATED_PARAMS:
+        out.append(f"model of {s.params / 1e9:,.0f}B parameters is beyond validated scale (largest decentralized "
+                   "DiLoCo run: 72B); the efficiency and replica laws are extrapolated")
+    n = int(b.nodes[0])
+    if b.mode == "hierarchical" and n % int(b.group_size[0]):
+        out.append(f"{n % int(b.group_size[0])} of {n} nodes belong to no regional group; as in the reference, "
+                   "they still count towards throughput and replicas")
+    if b.mode == "pp_group" and n % int(b.stages[0]):
+        out.append(f"{n % int(b.stages[0])} of {n} nodes are idle: {n} is not a multiple of {int(b.stages[0])} stages")
+    if b.mode == "pipeline_wan" and n > int(b.stages[0]):
+        out.append(f"{n - int(b.stages[0])} of {n} nodes are idle in a single pipeline")
+    return out
+
+
+def _finite(x: float) -> float | str | None:
+    """JSON has no infinity or NaN: infinity becomes "inf", NaN (no meaning) null."""
+    if x != x:
+        return None
+    if x in (float("inf"), float("-inf")):
+        return "inf" if x > 0 else "-inf"
+    return x
+
+
+def _assumption_summary(s: Setting) -> dict[str, Any]:
+    a = s.assumptions
+    return {"profile": a.profile, "scenario": a.scenario, "straggler": a.straggler,
+            "error_feedback": a.error_feedback, "replica_penalty": a.replica_penalty, "mfu": a.mfu}

@@ -1,0 +1,398 @@
+"""The instance: what to train, on which fleet, over which network, within which limits.
+
+`load_instance(path)` / `parse_instance(data)` validate strictly and report every
+problem at once (`InputError`). Units are in the field names: `_mbps` megabits per
+second, `_ms` milliseconds, `_gb` 1e9 bytes, `_usd` US dollars, `max_days` days;
+parameter and token counts are raw counts (7e9, not 7).
+"""
+
+from functools import lru_cache
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import AfterValidator, BeforeValidator, Field, ValidationError, model_validator
+
+from planner.catalog import HardwareSpec, load_hardware, load_llm
+from planner.cost.assumptions import (NUMERIC_FIELDS, PRECISIONS, REPLICA_PENALTIES, SCENARIOS, SETTABLE_FIELDS,
+                                      STRAGGLER_STRATEGIES, TABLE_FIELDS, Assumptions, apply_overrides, load_profile,
+                                      profile_names)
+from planner.errors import InputError, Problem
+from planner.strict import (Bool, Choice, Int, List, Num, StrictModel, choice_error, did_you_mean, fail, fmt,
+                            load_file, number_error, problems_from, raise_problems, show)
+
+MODES = ("flat", "hierarchical", "pp_group", "pipeline_wan")
+PIPELINE_MODES = ("pp_group", "pipeline_wan")
+EXPERT_PARALLEL = ("none", "regional", "global")
+OBJECTIVES = ("min_time", "max_compute", "min_cost")
+DEFAULT_MAX_DAYS = 547.875          # the calculator's 1.5 years of 365.25 days
+DEFAULT_MOE_LAYERS = 32
+MIN_PARAMS = 1e6                    # alpha(P) is singular at 1e4 and meaningless below ~1e6
+_PARAMS_HINT = " (a raw parameter count, e.g. 7e9)"
+
+
+# -- model ------------------------------------------------------------------------
+
+
+def _known_llm(preset: str) -> str:
+    try:
+        load_llm(preset)
+    except KeyError as exc:
+        fail(exc.args[0])
+    except InputError as exc:
+        fail(f"preset {preset!r} has errors in its file: " + "; ".join(map(str, exc.problems)))
+    return preset
+
+
+class ModelSpec(StrictModel):
+    """The model to train: a preset (models/llm), explicit sizes, or a preset with overrides.
+
+    After validation the sizes are resolved: `active_params` = `params` for a dense
+    model, `moe_layers` = 0 for a dense model.
+    """
+
+    preset: Annotated[str, AfterValidator(_known_llm)] | None = Field(
+        None, description="LLM preset id (models/llm); its sizes fill the fields not given.")
+    params: Num(ge=MIN_PARAMS, hint=_PARAMS_HINT) | None = Field(
+        None, description="Total parameters P, raw count >= 1e6. Required unless preset.")
+    active_params: Num(ge=MIN_PARAMS, hint=_PARAMS_HINT) | None = Field(
+        None, description="Parameters used per token (MoE), <= params. Default: params (dense).")
+    moe_layers: Int(ge=0) | None = Field(
+        None, description="MoE layers (>= 1 for MoE). Default: 32 for MoE, 0 for dense.")
+    hidden_size: Num(gt=0) | None = Field(
+        None, description="Hidden size h. Default None (the cost model uses 0.03 * sqrt(P)).")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _fill_from_preset(cls, data: Any) -> Any:
+        """Copy the preset's sizes into the fields the user did not give."""
+        if not (isinstance(data, dict) and isinstance(data.get("preset"), str)):
+            return data
+        try:
+            spec = load_llm(data["preset"])
+        except (KeyError, InputError):
+            return data                      # reported by the `preset` field check
+        sizes = {k: getattr(spec, k) for k in ("params", "active_params", "moe_layers", "hidden_size")}
+        return {**{k: v for k, v in sizes.items() if v is not None}, **data}
+
+    @model_validator(mode="after")
+    def _resolve(self) -> "ModelSpec":
+        if self.params is None:
+            fail("required field missing (give params, or a preset)", "params")
+        active = self.params if self.active_params is None else self.active_params
+        problems = []
+        if active > self.params:
+            problems.append(Problem("active_params", f"must be <= params ({fmt(self.params)}), got {show(active)}"))
+        is_moe = active < self.params
+        if self.moe_layers == 0 and is_moe:
+            problems.append(Problem("moe_layers", "must be >= 1 for a mixture-of-experts model, got 0"))
+        if self.moe_layers and not is_moe:
+            problems.append(Problem("moe_layers", f"only for a mixture-of-experts model (active_params < params), "
+                                                  f"got {self.moe_layers} for a dense model"))
+        if problems:
+            raise_problems(problems)
+        layers = self.moe_layers if self.moe_layers is not None else (DEFAULT_MOE_LAYERS if is_moe else 0)
+        object.__setattr__(self, "active_params", active)    # resolve in place (frozen model)
+        object.__setattr__(self, "moe_layers", layers)
+        return self
+
+    @property
+    def is_moe(self) -> bool:
+        """Mixture of experts: fewer parameters per token than in total."""
+        return self.active_params < self.params
+
+
+# -- training, fleet, network, limits ---------------------------------------------
+
+
+class Training(StrictModel):
+    """How much to train. Neither tokens nor target_flop: the cost model's default target."""
+
+    local_batch_tokens: Int(ge=1) = Field(131072, description="Tokens per inner step per replica. Default 131072.")
+    tokens: Num(gt=0) | None = Field(None, description="Training tokens D. Default None. Not with target_flop.")
+    target_flop: Num(gt=0) | None = Field(None, description="Target compute in FLOP. Default None. Not with tokens.")
+    target_kind: Choice("c_local", "c_quality") = Field(
+        "c_local", description="Whether target_flop counts local compute or quality-adjusted compute. Default c_local.")
+
+    @model_validator(mode="after")
+    def _one_target(self) -> "Training":
+        if self.tokens is not None and self.target_flop is not None:
+            fail(f"give at most one of tokens and target_flop, got both "
+                 f"(tokens={show(self.tokens)}, target_flop={show(self.target_flop)})")
+        return self
+
+
+def _hardware_ref(value: Any) -> Any:
+    """A preset id becomes its HardwareSpec; an object is validated as an inline spec."""
+    if isinstance(value, str):
+        try:
+            return load_hardware(value)
+        except KeyError as exc:
+            fail(exc.args[0])
+        except InputError as exc:
+            fail(f"preset {value!r} has errors in its file: " + "; ".join(map(str, exc.problems)))
+    if isinstance(value, (dict, HardwareSpec)):
+        return value
+    fail(f"must be a hardware preset id (e.g. '16xH100-SXM') or an inline hardware object, got {show(value)}")
+
+
+class Fleet(StrictModel):
+    """The nodes available: one hardware type, a count, optionally a price override."""
+
+    hardware: Annotated[HardwareSpec, BeforeValidator(_hardware_ref)] = Field(
+        description="Hardware preset id (models/hardware) or an inline hardware object.")
+    nodes: Int(ge=1) = Field(description="Fleet size: nodes available (required).")
+    price_usd_per_accelerator: Num(ge=0) | None = Field(
+        None, description="Overrides the hardware's price per accelerator, USD. Default None (keep it).")
+
+
+class Wan(StrictModel):
+    """Per-node wide-area link."""
+
+    up_mbps: Num(gt=0) = Field(100.0, description="Upload bandwidth per node, Mbit/s. Default 100.")
+    down_mbps: Num(gt=0) = Field(100.0, description="Download bandwidth per node, Mbit/s. Default 100.")
+    rtt_ms: Num(ge=0) = Field(100.0, description="Round-trip time, ms. Default 100.")
+
+
+class Link(StrictModel):
+    """A symmetric link (regional between nodes of a group, or between pipeline stages)."""
+
+    mbps: Num(gt=0) = Field(1000.0, description="Bandwidth, Mbit/s. Default 1000.")
+    rtt_ms: Num(ge=0) = Field(20.0, description="Round-trip time, ms. Default 20.")
+
+
+class Network(StrictModel):
+    wan: Wan = Field(default_factory=Wan, description="Default 100/100 Mbit/s, 100 ms.")
+    regional: Link = Field(default_factory=Link, description="Default 1000 Mbit/s, 20 ms.")
+    pipeline: Link = Field(default_factory=Link, description="Default 1000 Mbit/s, 20 ms.")
+
+
+class Growth(StrictModel):
+    """Growth factors per year (x/year) deriving the maximum run duration ('growth')."""
+
+    hardware: Num(gt=1) = Field(1.37, description="Hardware price-performance, x/year. Default 1.37.")
+    software: Num(gt=1) = Field(3.0, description="Algorithmic efficiency, x/year. Default 3.0.")
+    investment: Num(gt=1) = Field(3.5, description="Investment, x/year. Default 3.5.")
+
+
+def _check_days(value: Any) -> Any:
+    if value == "growth" and isinstance(value, str):
+        return value
+    message = number_error(value, gt=0)
+    if message:
+        fail(message.replace("a number > 0", "a number of days > 0 or 'growth'"))
+    return float(value)
+
+
+class Limits(StrictModel):
+    max_days: Annotated[float | Literal["growth"], BeforeValidator(_check_days)] = Field(
+        DEFAULT_MAX_DAYS, description="Longest run in days, or 'growth' (derived from growth rates). "
+                                      "Default 547.875 (1.5 years of 365.25 days).")
+    growth_x_per_year: Growth = Field(
+        default_factory=Growth, description="Growth rates; those given override the assumption constants.")
+    budget_usd: Num(gt=0) | None = Field(None, description="Spending cap, USD. Default None (no cap).")
+    max_nodes: Int(ge=1) | None = Field(None, description="At most this many nodes, <= fleet.nodes. Default None.")
+
+
+# -- assumptions --------------------------------------------------------------------
+
+
+_STRING_CONSTANTS = {"scenario": SCENARIOS, "straggler": STRAGGLER_STRATEGIES, "replica_penalty": REPLICA_PENALTIES}
+
+
+# Constants for which 0 is meaningful (switching a term off).
+ZERO_ALLOWED_CONSTANTS = {"alpha_coefficient", "straggler_sync_coefficient", "straggler_relay_coefficient",
+                          "straggler_backup_scale", "eta_h_floor", "linear_v1_coefficient", "linear_v1_cap_b"}
+
+
+def _numeric_bounds(key: str) -> dict[str, float]:
+    if key == "replica_beta_exponent":
+        return {}
+    if key in ZERO_ALLOWED_CONSTANTS:
+        return {"ge": 0}
+    if key == "mfu":
+        return {"gt": 0, "le": 1}
+    return {"gt": 0}
+
+
+def _check_table(key: str, value: Any) -> tuple[dict[str, list[float]], list[Problem]]:
+    """{"16": [opt, exp, cons], ...}: ratio >= 1, values in [0, 1]."""
+    if not isinstance(value, dict) or not value:
+        return {}, [Problem(key, f"must be a non-empty object like {{\"16\": [1.0, 0.98, 0.95]}}, got {show(value)}")]
+    table, problems = {}, []
+    for ratio, row in value.items():
+        try:
+            ok = float(ratio) >= 1
+        except ValueError:
+            ok = False
+        if not ok:
+            problems.append(Problem(f"{key}.{ratio}", f"key must be a compression ratio >= 1, got {ratio!r}"))
+        if (not isinstance(row, list) or len(row) != 3
+                or any(number_error(x, ge=0, le=1) for x in row)):
+            problems.append(Problem(f"{key}.{ratio}", "must be [optimistic, expected, conservative], "
+                                                      f"three numbers in [0, 1], got {show(row)}"))
+        elif ok:
+            table[ratio] = [float(x) for x in row]
+    return table, problems
+
+
+def _check_constant(key: str, given: Any) -> tuple[Any, list[Problem]]:
+    """One entry of `assumptions.constants`: its normalised value and its problems."""
+    if key == "profile":
+        return given, [Problem(key, "not a constant: set assumptions.profile instead")]
+    if key not in SETTABLE_FIELDS:
+        return given, [Problem(key, f"unknown assumption constant{did_you_mean(key, SETTABLE_FIELDS)}")]
+    if key in TABLE_FIELDS:
+        return _check_table(key, given)
+    if key in _STRING_CONSTANTS:
+        message = choice_error(given, _STRING_CONSTANTS[key])
+    elif key == "error_feedback":
+        message = None if isinstance(given, bool) else f"must be true or false, got {show(given)}"
+    else:  # NUMERIC_FIELDS (test_every_settable_constant_has_a_check keeps this exhaustive)
+        message = number_error(given, **_numeric_bounds(key))
+    if message:
+        return given, [Problem(key, message)]
+    return (float(given) if key in NUMERIC_FIELDS else given), []
+
+
+def _check_constants(value: Any) -> dict[str, Any]:
+    """Overrides of planner.cost.assumptions.Assumptions fields, checked and normalised."""
+    if not isinstance(value, dict):
+        fail(f"must be an object of assumption constants, got {show(value)}")
+    checked = {key: _check_constant(key, given) for key, given in value.items()}
+    problems = [p for _, found in checked.values() for p in found]
+    if problems:
+        raise_problems(problems)
+    return {key: normalised for key, (normalised, _) in checked.items()}
+
+
+class AssumptionSettings(StrictModel):
+    """Which constants the cost model uses: a profile, then `constants`, then the explicit fields."""
+
+    profile: Choice(dynamic=profile_names) = Field(
+        "reference", description="Assumption profile (models/assumptions). Default 'reference'.")
+    scenario: Choice(*SCENARIOS) | None = Field(None, description="Quality-table column. Default: the profile's.")
+    straggler: Choice(*STRAGGLER_STRATEGIES) | None = Field(None, description="Straggler strategy. Default: the profile's.")
+    error_feedback: Bool | None = Field(None, description="Error feedback on compression. Default: the profile's.")
+    mfu: Num(gt=0, le=1) | None = Field(None, description="Model FLOP utilisation, (0, 1]. Default: the profile's.")
+    constants: Annotated[dict[str, Any], BeforeValidator(_check_constants)] = Field(
+        default_factory=dict, description="Overrides of any settable constant (planner.cost.assumptions). Default {}.")
+
+
+# -- search and the instance ----------------------------------------------------------
+
+
+class Search(StrictModel):
+    """Bounds on the planner's decision space (shapes and ranges only)."""
+
+    modes: List(Choice(*MODES)) = Field(list(MODES), description="Modes to consider. Default all four.")
+    min_nodes: Int(ge=1) = Field(1, description="Fewest nodes to use. Default 1.")
+    max_stages: Int(ge=1, le=64) = Field(64, description="Most pipeline stages S. Default 64.")
+    group_sizes: List(Int(ge=2)) | None = Field(None, description="Hierarchical group sizes. Default None = 2..64.")
+    max_inner_steps: Int(ge=1, le=10000) = Field(10000, description="Largest H. Default 10000.")
+    max_regional_rounds: Int(ge=1, le=1000) = Field(1000, description="Largest R. Default 1000.")
+    compression: List(Num(ge=1)) = Field(
+        [1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0, 100.0, 150.0, 250.0, 500.0],
+        description="Pseudo-gradient compression ratios Cr. Default 1..500 (11 values).")
+    precisions: List(Choice(*PRECISIONS)) | None = Field(
+        None, description="Precisions to consider. Default None = all the hardware supports.")
+    max_micro_batches: Int(ge=1, le=64) = Field(64, description="Most micro-batches M. Default 64.")
+    activation_compression: List(Num(ge=1)) = Field(
+        [1.0, 2.0, 4.0, 10.0], description="Activation compression ratios Ca. Default [1, 2, 4, 10].")
+    streaming: List(Bool) = Field([True, False], description="Streaming overlap on/off. Default both.")
+    expert_parallel: List(Choice(*EXPERT_PARALLEL)) | None = Field(
+        None, description="Expert-parallel scopes (MoE). Default None = all that apply.")
+
+
+class Instance(StrictModel):
+    """A planning problem. See the module docstring for units.
+
+    Validated once, then immutable. To vary a field (sweeps), change the raw dict and
+    call `parse_instance` again: `model_copy(update=...)` skips validation and the
+    resolution of presets and defaults (e.g. `model.active_params` of a dense model).
+    """
+
+    name: str = Field("", description="Default ''.")
+    description: str = Field("", description="Default ''.")
+    model: ModelSpec = Field(description="The model to train (required).")
+    training: Training = Field(default_factory=Training, description="Default: batch 131072, no explicit target.")
+    fleet: Fleet = Field(description="The hardware and fleet size (required).")
+    network: Network = Field(default_factory=Network, description="Default: see Network.")
+    limits: Limits = Field(default_factory=Limits, description="Default: 547.875 days, no budget, no node cap.")
+    assumptions: AssumptionSettings = Field(default_factory=AssumptionSettings, description="Default: 'reference'.")
+    search: Search = Field(default_factory=Search, description="Default: the whole decision space.")
+    objective: Choice(*OBJECTIVES) = Field("min_time", description="Default 'min_time'.")
+
+    @model_validator(mode="after")
+    def _cross_checks(self) -> "Instance":
+        problems = cross_problems(self.fleet, self.limits, self.search)
+        if problems:
+            raise_problems(problems)
+        return self
+
+    @property
+    def hardware(self) -> HardwareSpec:
+        """The fleet's hardware with `fleet.price_usd_per_accelerator` applied."""
+        price = self.fleet.price_usd_per_accelerator
+        hw = self.fleet.hardware
+        return hw if price is None else hw.model_copy(update={"price_usd_per_accelerator": price})
+
+    def resolved_assumptions(self) -> Assumptions:
+        """Profile, then `assumptions.constants`, then the explicit fields (scenario, straggler,
+        error_feedback, mfu and the growth rates given in limits.growth_x_per_year)."""
+        a = self.assumptions
+        explicit = {k: getattr(a, k) for k in ("scenario", "straggler", "error_feedback", "mfu")
+                    if getattr(a, k) is not None}
+        growth = self.limits.growth_x_per_year
+        explicit |= {f"growth_{k}_x_per_year": getattr(growth, k) for k in growth.model_fields_set}
+        return apply_overrides(apply_overrides(_profile(a.profile), a.constants), explicit)
+
+
+@lru_cache(maxsize=None)
+def _profile(name: str) -> Assumptions:
+    return load_profile(name)
+
+
+def cross_problems(fleet: Fleet | None, limits: Limits | None, search: Search | None) -> list[Problem]:
+    """Checks across sections; a section that did not parse is None and its checks are skipped."""
+    problems = []
+    if fleet and limits and limits.max_nodes is not None and limits.max_nodes > fleet.nodes:
+        problems.append(Problem("limits.max_nodes", f"must be <= fleet.nodes ({fleet.nodes}), got {limits.max_nodes}"))
+    if fleet and search and search.min_nodes > fleet.nodes:
+        problems.append(Problem("search.min_nodes", f"must be <= fleet.nodes ({fleet.nodes}), got {search.min_nodes}"))
+    if limits and search and limits.max_nodes is not None and search.min_nodes > limits.max_nodes:
+        problems.append(Problem("search.min_nodes",
+                                f"must be <= limits.max_nodes ({limits.max_nodes}), got {search.min_nodes}"))
+    if fleet and search and search.precisions:
+        hw = fleet.hardware
+        problems += [Problem(f"search.precisions[{i}]", f"hardware {hw.id!r} does not support {p!r}; "
+                                                        f"supported: {', '.join(hw.precisions)}")
+                     for i, p in enumerate(search.precisions) if p not in hw.precisions]
+    return problems
+
+
+def _section(data: dict, name: str) -> Any:
+    """The section `name` of raw instance data on its own, or None if missing or invalid."""
+    field = Instance.model_fields[name]
+    if name not in data:
+        return None if field.is_required() else field.get_default(call_default_factory=True)
+    try:
+        return field.annotation.model_validate(data[name])
+    except ValidationError:
+        return None
+
+
+def parse_instance(data: Any, source: str = "<dict>") -> Instance:
+    """Validate raw instance data (parsed JSON); InputError listing every problem."""
+    try:
+        return Instance.model_validate(data)
+    except ValidationError as exc:
+        problems = problems_from(exc, Instance)
+        if isinstance(data, dict) and all(err["loc"] for err in exc.errors()):
+            # Field errors kept the cross checks from running; run those whose sections parsed.
+            problems += cross_problems(*(_section(data, name) for name in ("fleet", "limits", "search")))
+        raise InputError(problems, source) from None
+
+
+def load_instance(path: str | Path) -> Instance:
+    """Read and validate an instance JSON file; InputError (prefixed by the file) on any problem."""
+    return load_file(path, parse_instance)

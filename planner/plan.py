@@ -1,0 +1,106 @@
+"""A plan: one choice of every decision (mode, nodes, precision, H, Cr, ...) to evaluate.
+
+`load_plan(path)` / `parse_plan(data)` check the plan on its own (types, ranges and the
+per-mode rules); `check_plan_against(instance, plan)` checks it against an instance.
+"""
+
+from pathlib import Path
+from typing import Any
+
+from pydantic import Field, ValidationError, model_validator
+
+from planner.cost.assumptions import PRECISIONS
+from planner.errors import InputError, Problem
+from planner.instance import EXPERT_PARALLEL, MODES, PIPELINE_MODES, Instance
+from planner.strict import Bool, Choice, Int, Num, StrictModel, load_file, problems_from, raise_problems, show
+
+
+class Plan(StrictModel):
+    """One plan. Symbols as in COST_MODEL.md: H, Cr, S, k, R, M, Ca."""
+
+    mode: Choice(*MODES) = Field(description="flat | hierarchical | pp_group | pipeline_wan (required).")
+    nodes: Int(ge=1) = Field(description="Nodes used N (required).")
+    precision: Choice(*PRECISIONS) = Field("fp16", description="Training precision. Default fp16.")
+    inner_steps: Int(ge=1) = Field(1, description="Inner steps between syncs H. Default 1.")
+    compression: Num(ge=1) = Field(1.0, description="Pseudo-gradient compression ratio Cr. Default 1.")
+    streaming: Bool = Field(True, description="Overlap sync with compute (streaming DiLoCo). Default true.")
+    stages: Int(ge=1) | None = Field(
+        None, description="Pipeline stages S (pp_group, pipeline_wan only). Default None = fewest that fit.")
+    group_size: Int(ge=2) | None = Field(None, description="Nodes per group k (hierarchical only, required there).")
+    regional_rounds: Int(ge=1) = Field(1, description="Regional rounds per global sync R (hierarchical). Default 1.")
+    micro_batches: Int(ge=1) = Field(8, description="Pipeline micro-batches M. Default 8.")
+    activation_compression: Num(ge=1) = Field(4.0, description="Activation compression Ca (pipelines). Default 4.")
+    expert_parallel: Choice(*EXPERT_PARALLEL) | None = Field(
+        None, description="none | regional | global (MoE only). Default None = 'global' for MoE in flat and "
+                          "hierarchical modes, 'none' in pipeline modes (which support MoE only without EP).")
+    description: str = Field("", description="Free text. Default ''.")
+
+    @model_validator(mode="after")
+    def _mode_rules(self) -> "Plan":
+        problems = mode_problems(self)
+        if problems:
+            raise_problems(problems)
+        return self
+
+    def expert_parallel_for(self, is_moe: bool) -> str:
+        """The scope in effect: 'none' for a dense model or a pipeline mode unless given, else 'global'."""
+        if not is_moe:
+            return "none"
+        if self.expert_parallel is None:
+            return "none" if self.mode in PIPELINE_MODES else "global"
+        return self.expert_parallel
+
+
+def mode_problems(plan: Plan) -> list[Problem]:
+    """The per-mode rules (paths relative to the plan)."""
+    problems = []
+    mode = plan.mode
+    if mode == "hierarchical":
+        if plan.group_size is None:
+            problems.append(Problem("group_size", "required for mode 'hierarchical'"))
+        elif plan.nodes // plan.group_size < 2:
+            problems.append(Problem("group_size", f"mode 'hierarchical' needs at least 2 groups, got nodes // "
+                                                  f"group_size = {plan.nodes} // {plan.group_size} = "
+                                                  f"{plan.nodes // plan.group_size}"))
+    elif plan.group_size is not None:
+        problems.append(Problem("group_size", f"only for mode 'hierarchical', not {mode!r}"))
+    if plan.stages is not None and mode not in PIPELINE_MODES:
+        problems.append(Problem("stages", f"only for modes 'pp_group' and 'pipeline_wan', not {mode!r}"))
+    if plan.expert_parallel == "regional" and mode != "hierarchical":
+        problems.append(Problem("expert_parallel", f"'regional' needs mode 'hierarchical' (its groups are the "
+                                                   f"regions), not {mode!r}"))
+    return problems
+
+
+def check_plan_against(instance: Instance, plan: Plan) -> list[Problem]:
+    """Problems of `plan` on `instance` (fleet size, node cap, precision, MoE rules); [] if none."""
+    problems = []
+    if plan.nodes > instance.fleet.nodes:
+        problems.append(Problem("plan.nodes", f"must be <= fleet.nodes ({instance.fleet.nodes}), got {plan.nodes}"))
+    max_nodes = instance.limits.max_nodes
+    if max_nodes is not None and plan.nodes > max_nodes:
+        problems.append(Problem("plan.nodes", f"must be <= limits.max_nodes ({max_nodes}), got {plan.nodes}"))
+    hw = instance.hardware
+    if plan.precision not in hw.precisions:
+        problems.append(Problem("plan.precision", f"hardware {hw.id!r} does not support {plan.precision!r}; "
+                                                  f"supported: {', '.join(hw.precisions)}"))
+    if not instance.model.is_moe and plan.expert_parallel is not None:
+        problems.append(Problem("plan.expert_parallel", f"only for a mixture-of-experts model; the model is dense, "
+                                                        f"got {show(plan.expert_parallel)}"))
+    if instance.model.is_moe and plan.mode in PIPELINE_MODES and plan.expert_parallel not in (None, "none"):
+        problems.append(Problem("plan.expert_parallel", "pipeline modes support MoE only without expert "
+                                                        f"parallelism: set it to 'none', got {plan.expert_parallel!r}"))
+    return problems
+
+
+def parse_plan(data: Any, source: str = "<dict>") -> Plan:
+    """Validate raw plan data (parsed JSON); InputError listing every problem."""
+    try:
+        return Plan.model_validate(data)
+    except ValidationError as exc:
+        raise InputError(problems_from(exc, Plan), source) from None
+
+
+def load_plan(path: str | Path) -> Plan:
+    """Read and validate a plan JSON file; InputError (prefixed by the file) on any problem."""
+    return load_file(path, parse_plan)

@@ -1,0 +1,138 @@
+"""Readable tables of an evaluation for the terminal (rich)."""
+
+from __future__ import annotations
+
+from rich.console import Console, Group
+from rich.table import Table
+from rich.text import Text
+
+from planner.cost.duration import SECONDS_PER_DAY
+from planner.evaluate import Evaluation
+
+MODE_NAMES = {"flat": "flat DiLoCo", "hierarchical": "hierarchical DiLoCo", "pp_group": "PP-group DiLoCo",
+              "pipeline_wan": "pipeline over the WAN (no DiLoCo)"}
+
+
+def _table(title: str) -> Table:
+    table = Table(title=title, title_justify="left", title_style="bold", show_header=False, box=None, pad_edge=False)
+    table.add_column(style="cyan", no_wrap=True)
+    table.add_column(justify="right")
+    table.add_column(style="dim")
+    return table
+
+
+def _s(x: float) -> str:
+    return f"{x:,.3f}" if abs(x) < 1e5 else f"{x:,.0f}"
+
+
+def _flop(x: float) -> str:
+    return f"{x:.3e}"
+
+
+def plan_table(e: Evaluation) -> Table:
+    b, v, s, hw = e.batch, e.values, e.setting, e.instance.hardware
+    a = s.assumptions
+    t = _table("Plan")
+    n = int(b.nodes[0])
+    t.add_row("mode", MODE_NAMES[b.mode], f"{int(v['groups'])} DiLoCo group(s), {int(v['replicas'])} replica(s) averaged")
+    t.add_row("nodes", f"{n:,} x {hw.name}", f"{int(v['total_gpus']):,} accelerators, ${v['cost_usd']:,.0f}")
+    t.add_row("precision", b.precision, f"{a.bytes_per_param(b.precision):g} B/param state, "
+              f"{a.bits_per_value(b.precision):g}-bit pseudo-gradients")
+    if v["synchronised"]:
+        t.add_row("inner steps H", f"{int(b.inner_steps[0]):,}", "")
+        t.add_row("compression Cr", f"{float(b.compression[0]):g}x", "on top of precision")
+        t.add_row("streaming overlap", "on" if bool(b.streaming[0]) else "off", "")
+    if b.mode == "hierarchical":
+        t.add_row("group size k", f"{int(b.group_size[0])}", "")
+        t.add_row("regional rounds R", f"{int(b.regional_rounds[0])}", f"H_eff = H sqrt(R) = {v['h_eff']:,.1f}")
+    if b.mode in ("pp_group", "pipeline_wan"):
+        t.add_row("pipeline stages S", f"{int(b.stages[0])}", f"at least {int(v['min_stages'])} to fit")
+        t.add_row("micro-batches M", f"{int(b.micro_batches[0])}", f"bubble {v['bubble_fraction']:.1%}")
+        t.add_row("activation compression", f"{float(b.activation_compression[0]):g}x", "")
+    if s.is_moe:
+        t.add_row("expert parallelism", b.expert_parallel, "")
+    t.add_row("memory per node", f"{v['state_bytes_per_node'] / 1e9:,.1f} GB", f"of {s.memory_bytes / 1e9:,.0f} GB")
+    return t
+
+
+def step_table(e: Evaluation) -> Table:
+    v, b = e.values, e.batch
+    t = _table("Per inner step (seconds)")
+    t.add_row("compute (whole model, one node)", _s(v["t_comp_s"]), "6 P_act B / (F u)")
+    if b.mode in ("pp_group", "pipeline_wan"):
+        t.add_row("useful compute per stage", _s(v["step_compute_s"]), "M c, c = t_comp / (S M)")
+        t.add_row("pipeline bubble", _s(v["step_bubble_s"]), "(S - 1) c")
+        t.add_row("pipeline links", _s(v["step_link_s"]), "(M + S - 1)(x + lat_pp)")
+        t.add_row("straggler on links", _s(v["step_link_straggler_s"]), f"f(S) = {v['f_pipeline']:.4f}")
+    if v["t_ep_s"]:
+        t.add_row("expert all-to-all", _s(v["t_ep_s"]), "2 lat_ep L_moe")
+    t.add_row("inner step", _s(v["t_step_s"]), "")
+    return t
+
+
+def outer_table(e: Evaluation) -> Table:
+    v, b = e.values, e.batch
+    t = _table("Per outer step (seconds)")
+    t.add_row("compute block", _s(v["compute_block_s"]), "R H t_step" if b.mode == "hierarchical" else "H t_step")
+    if v["synchronised"]:
+        base = v["t_sync_base_s"]
+        t.add_row("WAN sync", _s(v["t_sync_s"]), f"base {_s(base)} x straggler f = {v['f_sync']:.4f}")
+        t.add_row("  of which straggler", _s(v["t_sync_s"] - base), "")
+        t.add_row("payload per sync", f"{v['comm_gb_per_sync']:,.3f} GB", "up + down")
+    if b.mode == "hierarchical":
+        t.add_row("regional sync", _s(v["t_regional_s"]), f"f(k) = {v['f_regional']:.4f}")
+        t.add_row("regional cycle", _s(v["regional_cycle_s"]), "")
+    t.add_row("outer step", _s(v["outer_time_s"]), f"compute utilisation {v['compute_utilization']:.1%}")
+    t.add_row("tokens per outer step", f"{v['tokens_per_outer']:,.0f}", f"{v['tokens_per_s']:,.0f} tokens/s")
+    return t
+
+
+def efficiency_table(e: Evaluation) -> Table:
+    v = e.values
+    t = _table("Efficiency (fraction of compute that counts)")
+    t.add_row("eta_H sync interval", f"{v['eta_h']:.4f}", f"alpha(P) = {v['alpha']:.5f}, H_eff = {v['h_eff']:,.1f}")
+    t.add_row("eta_C compression", f"{v['eta_c']:.4f}", "")
+    t.add_row("eta_A activations", f"{v['eta_a']:.4f}", "")
+    t.add_row("eta_R replicas (at target)", f"{v['eta_r_target']:.4f}", f"K = {int(v['replicas']):,}")
+    t.add_row("eta (at target)", f"{v['eta_target']:.4f}", "")
+    return t
+
+
+def run_table(e: Evaluation) -> Table:
+    v, s = e.values, e.setting
+    days = s.window_s / SECONDS_PER_DAY
+    t = _table("Run")
+    kind = "C_quality" if s.target_kind == "c_quality" else "C_local"
+    t.add_row("target", f"{_flop(s.target)} FLOP", f"{kind}; D = {s.target_tokens / 1e12:,.3f} T tokens")
+    t.add_row("time to target", f"{v['time_to_target_s'] / SECONDS_PER_DAY:,.1f} days",
+              f"limit {days:,.1f} days ({e.max_days_source})")
+    t.add_row(f"in {days:,.1f} days: tokens", f"{v['tokens'] / 1e12:,.2f} T", f"{v['overtraining_ratio']:.2f}x Chinchilla")
+    t.add_row("  C_throughput", _flop(v["c_throughput"]), "6 P_act T")
+    t.add_row("  C_local", _flop(v["c_local"]), f"eta = {v['eta']:.4f} (eta_R {v['eta_r']:.4f})")
+    t.add_row("  C_quality", _flop(v["c_quality"]), f"chi = {v['chi']:.4f}")
+    t.add_row("  global MFU / HFU", f"{v['global_mfu']:.1%} / {v['global_hfu']:.1%}", "")
+    t.add_row("bandwidth duty cycle", f"{v['duty_cycle']:.1%}", "")
+    t.add_row("bottleneck", e.bottleneck, "")
+    return t
+
+
+def render_evaluation(e: Evaluation, console: Console) -> None:
+    title = e.instance.name or "instance"
+    console.print(Text(f"dtplan evaluate: {title}", style="bold underline"))
+    for table in (plan_table(e), step_table(e), outer_table(e), efficiency_table(e), run_table(e)):
+        console.print()
+        console.print(table)
+    console.print()
+    if e.violations:
+        console.print(Text("Limits broken", style="bold red"))
+        for line in e.violations:
+            console.print(f"  [red]x[/red] {line}")
+    else:
+        console.print(Text("All limits met (memory, nodes, structure, duration, budget).", style="bold green"))
+    if e.warnings:
+        console.print(Text("Warnings", style="bold yellow"))
+        for line in e.warnings:
+            console.print(f"  [yellow]![/yellow] {line}")
+
+
+__all__ = ["render_evaluation", "Group"]

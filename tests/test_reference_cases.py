@@ -1,0 +1,27 @@
+"""Every evaluation case of the reference simulator, reproduced to 1e-9 relative.
+
+The expected numbers are the reference implementation's outputs
+(../shared/conformance/reference_cases.json); `planner.conformance` only states which
+dtplan plan each reference call is.
+"""
+
+import pytest
+
+from planner.conformance import SEARCH_FUNCTIONS, check_case
+from tests.conftest import load_reference_cases
+
+EVALUATION_CASES = [c for c in load_reference_cases() if c["function"] not in SEARCH_FUNCTIONS]
+
+
+@pytest.mark.skipif(not EVALUATION_CASES, reason="reference cases not found (set DTPLAN_SHARED_DIR)")
+@pytest.mark.parametrize("case", EVALUATION_CASES, ids=[c["id"] for c in EVALUATION_CASES])
+def test_reference_case(case):
+    result = check_case(case)
+    assert result.status == "passed", "\n".join(result.mismatches)
+    assert result.compared >= 1
+
+
+def test_every_reference_function_is_covered(reference_cases):
+    functions = {c["function"] for c in reference_cases} - set(SEARCH_FUNCTIONS)
+    assert functions >= {"compute_scenario", "compute_hierarchical_scenario", "compute_pp_diloco_scenario",
+                         "compute_moe_ep_scenario", "simulate_diloco", "straggler_factor", "chinchilla_efficiency"}
