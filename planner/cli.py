@@ -11,7 +11,6 @@ import sys
 from pathlib import Path
 
 import click
-from rich.console import Console
 from rich.table import Table
 
 from planner.errors import InputError, Problem
@@ -80,7 +79,7 @@ def evaluate(instance_path: Path, plan_path: Path, as_json: bool) -> None:
     from planner.evaluate import evaluate as run_evaluation
     from planner.instance import load_instance
     from planner.plan import load_plan
-    from planner.render import render_evaluation
+    from planner.render import make_console, render_evaluation
     instance = _load(load_instance, instance_path)
     plan = _load(load_plan, plan_path)
     _check_plan(instance, plan, plan_path)
@@ -88,7 +87,7 @@ def evaluate(instance_path: Path, plan_path: Path, as_json: bool) -> None:
     if as_json:
         click.echo(json.dumps(result.to_dict(), indent=2, default=_json_default))
     else:
-        render_evaluation(result, Console(highlight=False))
+        render_evaluation(result, make_console())
     sys.exit(EXIT_OK if result.feasible else EXIT_INFEASIBLE)
 
 
@@ -96,12 +95,14 @@ def evaluate(instance_path: Path, plan_path: Path, as_json: bool) -> None:
 def hardware() -> None:
     """List the hardware presets of models/hardware/."""
     from planner.catalog import hardware_ids, load_hardware
+    from planner.render import make_console
     table = Table("id", "node", "precisions", "peak fp16 PFLOP/s", "HBM GB", "H100-eq", "$ per node")
+    table.columns[0].no_wrap = True
     for hid in hardware_ids():
         hw = load_hardware(hid)
         table.add_row(hid, hw.name, ",".join(hw.precisions), f"{hw.node_peak_flops('fp16') / 1e15:.3f}",
                       f"{hw.node_hbm_gb:,.0f}", f"{hw.h100_equivalents:.2f}", f"{hw.node_price_usd:,.0f}")
-    Console(highlight=False).print(table)
+    make_console().print(table)
 
 
 def _json_default(value):

@@ -13,6 +13,12 @@ MODE_NAMES = {"flat": "flat DiLoCo", "hierarchical": "hierarchical DiLoCo", "pp_
               "pipeline_wan": "pipeline over the WAN (no DiLoCo)"}
 
 
+def make_console() -> Console:
+    """A console for stdout; 120 columns when it is not a terminal (pipes, files, tests)."""
+    probe = Console()
+    return Console(highlight=False, width=None if probe.is_terminal else 120)
+
+
 def _table(title: str) -> Table:
     table = Table(title=title, title_justify="left", title_style="bold", show_header=False, box=None, pad_edge=False)
     table.add_column(style="cyan", no_wrap=True)
