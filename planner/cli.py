@@ -13,7 +13,7 @@ from pathlib import Path
 import click
 from rich.table import Table
 
-from planner.errors import InputError, Problem
+from planner.errors import InputError
 
 EXIT_OK, EXIT_INFEASIBLE, EXIT_BAD_INPUT = 0, 1, 2
 
@@ -110,5 +110,3 @@ def _json_default(value):
         return None
     return str(value)
 
-
-__all__ = ["main", "Problem"]

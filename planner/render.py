@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from rich.console import Console, Group
+from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
@@ -140,5 +140,3 @@ def render_evaluation(e: Evaluation, console: Console) -> None:
         for line in e.warnings:
             console.print(f"  [yellow]![/yellow] {line}")
 
-
-__all__ = ["render_evaluation", "Group"]
