@@ -92,6 +92,34 @@ def evaluate(instance_path: Path, plan_path: Path, as_json: bool) -> None:
 
 
 @main.command()
+@click.argument("instance_path", metavar="INSTANCE", type=click.Path(path_type=Path))
+@click.option("--objective", type=click.Choice(["min_time", "max_compute", "min_cost"]),
+              help="Override the instance's objective.")
+@click.option("--solver", default="oracle", show_default=True, help="Solver backend.")
+@click.option("--json", "as_json", is_flag=True, help="Write the full result as JSON to standard output.")
+def solve(instance_path: Path, objective: str | None, solver: str, as_json: bool) -> None:
+    """Find the optimal plan of an INSTANCE and prove it optimal.
+
+    Exit 0 when solved, 1 when no plan meets every limit (with the reason), 2 on bad input.
+    """
+    from planner.instance import load_instance
+    from planner.render import make_console, render_solve
+    from planner.solve import SOLVERS, UnsupportedObjective, solve as run_solve
+    instance = _load(load_instance, instance_path)
+    if solver not in SOLVERS:
+        raise BadInput(f"--solver: unknown solver {solver!r}; available: {', '.join(SOLVERS)}")
+    try:
+        result = run_solve(instance, objective=objective, solver=solver)
+    except UnsupportedObjective as err:
+        raise BadInput(f"--objective: {err}") from None
+    if as_json:
+        click.echo(json.dumps(result.to_dict(), indent=2, default=_json_default))
+    else:
+        render_solve(result, make_console())
+    sys.exit(EXIT_OK if result.status == "optimal" else EXIT_INFEASIBLE)
+
+
+@main.command()
 def hardware() -> None:
     """List the hardware presets of models/hardware/."""
     from planner.catalog import hardware_ids, load_hardware

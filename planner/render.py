@@ -122,9 +122,9 @@ def run_table(e: Evaluation) -> Table:
     return t
 
 
-def render_evaluation(e: Evaluation, console: Console) -> None:
+def render_evaluation(e: Evaluation, console: Console, heading: str = "dtplan evaluate") -> None:
     title = e.instance.name or "instance"
-    console.print(Text(f"dtplan evaluate: {title}", style="bold underline"))
+    console.print(Text(f"{heading}: {title}", style="bold underline"))
     for table in (plan_table(e), step_table(e), outer_table(e), efficiency_table(e), run_table(e)):
         console.print()
         console.print(table)
@@ -140,3 +140,28 @@ def render_evaluation(e: Evaluation, console: Console) -> None:
         for line in e.warnings:
             console.print(f"  [yellow]![/yellow] {line}")
 
+
+
+def render_solve(r, console: Console) -> None:
+    """A solve result: status line, then the optimal plan's full evaluation, binding limits."""
+    if r.objective == "min_time" and r.objective_value is not None:
+        value = f"{r.objective_value / SECONDS_PER_DAY:,.3f} days to target"
+    elif r.objective_value is not None:
+        value = f"${r.objective_value:,.0f}"
+    else:
+        value = "-"
+    status_style = "bold green" if r.status == "optimal" else "bold red"
+    console.print(Text(f"{r.status.upper()}  {r.objective}: {value}", style=status_style))
+    gap = "-" if r.gap is None else f"{r.gap:.2e}"
+    console.print(f"solver {r.solver}, gap {gap}, {r.solve_time_s:.2f} s, {r.evaluations:,} plans scored")
+    if r.evaluation is None:
+        console.print(Text("No plan meets every limit:", style="bold red"))
+        for line in r.infeasibility:
+            console.print(f"  [red]x[/red] {line}")
+        return
+    console.print()
+    render_evaluation(r.evaluation, console, heading="dtplan solve")
+    if r.binding:
+        console.print(Text("Binding at the optimum", style="bold"))
+        for line in r.binding:
+            console.print(f"  - {line}")

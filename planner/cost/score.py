@@ -62,6 +62,23 @@ def _score(s: Setting, b: PlanBatch, fleet_nodes: int | None) -> dict[str, np.nd
     return out
 
 
+def time_to_target(s: Setting, b: PlanBatch) -> dict[str, np.ndarray]:
+    """Only what the `min_time` objective needs: time to target and the efficiency it used.
+
+    Same functions as `score` (modes.throughput, run.efficiency_without_replicas,
+    run.time_to_target), without the window view; for the planner's enumeration.
+    """
+    with np.errstate(divide="ignore", invalid="ignore"):
+        t = modes.throughput(s, b)
+        eff = run.efficiency_without_replicas(s, b, t)
+        out = run.time_to_target(s, b, t, eff)
+        out["outer_time_s"] = t["outer_time_s"]
+        out["state_bytes_per_node"] = t["state_bytes_per_node"]
+        out["groups"] = t["groups"]
+        out["eta_h"] = eff["eta_h"]
+        return out
+
+
 def violations(s: Setting, b: PlanBatch, out: dict[str, np.ndarray], fleet_nodes: int | None) -> dict[str, np.ndarray]:
     """One boolean array per constraint family, True where the plan breaks it."""
     n = np.asarray(b.nodes)

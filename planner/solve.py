@@ -1,0 +1,203 @@
+"""Find the best plan of an instance and explain it (PLANNER.md, "Objectives").
+
+Objectives:
+- `min_time`: least wall-clock until C_local (or C_quality) reaches the target, among
+  plans that meet every limit (memory, nodes, structure, budget, run duration).
+- `min_cost`: fewest dollars (= fewest nodes of the fleet's hardware) that reach the
+  target within the run-duration limit; ties go to the faster plan.
+
+The chosen plan is re-scored by the evaluator (`planner.evaluate.evaluate`) and must
+agree with the solver's objective to 1e-9 relative. Ties are broken by
+`planner.oracle.tie_key`.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from planner import oracle
+from planner.cost.duration import SECONDS_PER_DAY
+from planner.cost.setting import PlanBatch, Setting
+from planner.evaluate import Evaluation, evaluate, setting_from_instance
+from planner.instance import Instance
+from planner.plan import Plan, parse_plan
+from planner.space import DecisionSpace
+
+SOLVERS = ("oracle",)
+SUPPORTED_OBJECTIVES = ("min_time", "min_cost")
+AGREEMENT_REL = 1e-9
+
+
+class UnsupportedObjective(ValueError):
+    """An objective the planner cannot answer yet."""
+
+
+@dataclass
+class SolveResult:
+    """What a solve found, how sure it is, and how long it took."""
+
+    objective: str
+    solver: str
+    status: str                              # optimal | infeasible
+    objective_value: float | None            # seconds (min_time) or USD (min_cost)
+    best_bound: float | None
+    gap: float | None
+    solve_time_s: float
+    evaluations: int
+    plan: Plan | None = None
+    evaluation: Evaluation | None = None
+    binding: list[str] = field(default_factory=list)
+    infeasibility: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "objective": self.objective, "solver": self.solver, "status": self.status,
+            "objective_value": self.objective_value, "best_bound": self.best_bound, "gap": self.gap,
+            "solve_time_s": self.solve_time_s, "evaluations": self.evaluations,
+            "plan": self.plan.model_dump() if self.plan else None,
+            "binding": self.binding, "infeasibility": self.infeasibility,
+            "evaluation": self.evaluation.to_dict() if self.evaluation else None,
+        }
+
+
+def solve(instance: Instance, objective: str | None = None, solver: str = "oracle") -> SolveResult:
+    """The optimal plan of `instance` for `objective` (default: the instance's)."""
+    objective = objective or instance.objective
+    if objective not in SUPPORTED_OBJECTIVES:
+        raise UnsupportedObjective(f"objective {objective!r} is not supported by the planner yet; "
+                                   f"supported: {', '.join(SUPPORTED_OBJECTIVES)}")
+    if solver not in SOLVERS:
+        raise ValueError(f"unknown solver {solver!r}; available: {', '.join(SOLVERS)}")
+    start = time.perf_counter()
+    setting = setting_from_instance(instance)
+    space = DecisionSpace.from_instance(instance, setting)
+    found, evaluations = optimise(setting, space, objective)
+    elapsed = time.perf_counter() - start
+    if found is None:
+        return SolveResult(objective, solver, "infeasible", None, None, None, elapsed, evaluations,
+                           infeasibility=explain_infeasible(setting, space))
+    batch, value = found
+    plan = plan_from_batch(batch, 0)
+    result = evaluate(instance, plan)
+    rescored = result.values["time_to_target_s"] if objective == "min_time" else result.values["cost_usd"]
+    if not abs(rescored - value) <= AGREEMENT_REL * abs(value):
+        raise AssertionError(f"re-scored objective {rescored!r} disagrees with the solver's {value!r}")
+    return SolveResult(objective, solver, "optimal", value, value, 0.0, elapsed, evaluations, plan, result,
+                       binding=binding_limits(result, space))
+
+
+def optimise(setting: Setting, space: DecisionSpace, objective: str):
+    """((one-plan batch, objective value) or None, plans evaluated) for a resolved setting."""
+    return (_min_time if objective == "min_time" else _min_cost)(setting, space)
+
+
+def _best(s: Setting, candidates: list[oracle.Found]) -> tuple[PlanBatch, float] | None:
+    """The least time among candidates, ties broken by `oracle.tie_key`."""
+    candidates = [c for c in candidates if c.time_s.size]
+    if not candidates:
+        return None
+    best = min(float(c.time_s.min()) for c in candidates)
+    tied = [(oracle.tie_key(s, c.batch, i), c, i) for c in candidates
+            for i in np.flatnonzero(c.time_s <= best * (1 + oracle.TIE_REL))]
+    _, c, i = min(tied, key=lambda x: x[0])
+    return c.batch.take(slice(i, i + 1)), float(c.time_s[i])
+
+
+def _min_time(s: Setting, space: DecisionSpace):
+    bound = s.window_s
+    found, evaluations = [], 0
+    for b in oracle.batches(s, space):
+        f = oracle.minimise_time(s, b, space.max_inner_steps, space.max_regional_rounds, bound)
+        evaluations += f.evaluations
+        if f.time_s.size:
+            found.append(f)
+            bound = min(bound, float(f.time_s.min()) * (1 + oracle.TIE_REL))
+    return _best(s, found), evaluations
+
+
+def _min_cost(s: Setting, space: DecisionSpace):
+    """Fewest nodes (cost is nodes x node price) reaching the target within the limit; then fastest."""
+    batches = list(oracle.batches(s, space))
+    feasible_nodes, evaluations = [], 0
+    for b in batches:
+        ok, n = oracle.reaches_within(s, b, space.max_inner_steps, space.max_regional_rounds, s.window_s)
+        evaluations += n
+        if ok.any():
+            feasible_nodes.append(int(b.nodes[ok].min()))
+    if not feasible_nodes:
+        return None, evaluations
+    fewest = min(feasible_nodes)
+    found = []
+    for b in batches:
+        at = b.nodes == fewest
+        if at.any():
+            f = oracle.minimise_time(s, b.take(at), space.max_inner_steps, space.max_regional_rounds, s.window_s)
+            evaluations += f.evaluations
+            found.append(f)
+    best = _best(s, found)
+    if best is None:
+        return None, evaluations
+    batch, _ = best
+    return (batch, float(batch.nodes[0] * s.node_price_usd)), evaluations
+
+
+def plan_from_batch(b: PlanBatch, i: int) -> Plan:
+    """A user-facing Plan from row i of a batch (only the fields its mode uses)."""
+    data: dict[str, Any] = {"mode": b.mode, "nodes": int(b.nodes[i]), "precision": b.precision}
+    if b.mode != "pipeline_wan":
+        data.update(inner_steps=int(b.inner_steps[i]), compression=float(b.compression[i]),
+                    streaming=bool(b.streaming[i]))
+    if b.mode == "hierarchical":
+        data.update(group_size=int(b.group_size[i]), regional_rounds=int(b.regional_rounds[i]))
+    if b.mode in ("pp_group", "pipeline_wan"):
+        data.update(stages=int(b.stages[i]), micro_batches=int(b.micro_batches[i]),
+                    activation_compression=float(b.activation_compression[i]))
+    if b.expert_parallel != "none" or b.mode in ("flat", "hierarchical"):
+        if b.expert_parallel != "none":
+            data["expert_parallel"] = b.expert_parallel
+    return parse_plan(data, "<solver>")
+
+
+def binding_limits(e: Evaluation, space: DecisionSpace) -> list[str]:
+    """Limits and search bounds the optimum sits on (where relaxing them could help)."""
+    b, v, s = e.batch, e.values, e.setting
+    out = []
+    n = int(b.nodes[0])
+    if n == space.max_nodes:
+        out.append(f"node-limit: uses all {n} nodes available")
+    if s.budget_usd is not None and (n + 1) * s.node_price_usd > s.budget_usd:
+        out.append(f"budget-limit: one more node would exceed ${s.budget_usd:,.0f}")
+    if v["time_to_target_s"] > 0.999 * s.window_s:
+        out.append(f"duration-limit: {v['time_to_target_s'] / SECONDS_PER_DAY:,.1f} of "
+                   f"{s.window_s / SECONDS_PER_DAY:,.1f} days")
+    if b.mode in ("pp_group", "pipeline_wan") and int(b.stages[0]) == int(v["min_stages"]):
+        out.append(f"memory-cap: {int(b.stages[0])} stages, the fewest that hold the model")
+    if v["synchronised"] and int(b.inner_steps[0]) == space.max_inner_steps:
+        out.append(f"search bound: H = max_inner_steps = {space.max_inner_steps}")
+    if v["synchronised"] and float(b.compression[0]) == max(space.compression):
+        out.append(f"search bound: compression {float(b.compression[0]):g}x, the largest allowed")
+    if b.mode == "hierarchical" and int(b.regional_rounds[0]) == space.max_regional_rounds:
+        out.append(f"search bound: R = max_regional_rounds = {space.max_regional_rounds}")
+    return out
+
+
+def explain_infeasible(s: Setting, space: DecisionSpace) -> list[str]:
+    """Which limits cannot be met together, in words."""
+    reasons = []
+    batches = list(oracle.batches(s, space))
+    if not batches:
+        reasons.append("no plan meets memory, node, structure and budget limits together: "
+                       f"the model needs {s.params * s.assumptions.bytes_per_param('fp16') / 1e9:,.0f} GB "
+                       f"of training state in fp16, a node has {s.memory_bytes / 1e9:,.0f} GB, "
+                       f"at most {space.max_nodes} nodes and {space.max_stages} stages are allowed")
+        return reasons
+    fastest = _best(s, [oracle.minimise_time(s, b, space.max_inner_steps, space.max_regional_rounds) for b in batches])
+    if fastest is not None:
+        _, t = fastest
+        reasons.append(f"duration-limit: the fastest plan reaches the target in {t / SECONDS_PER_DAY:,.1f} days, "
+                       f"the limit is {s.window_s / SECONDS_PER_DAY:,.1f} days")
+    return reasons

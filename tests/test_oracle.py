@@ -1,0 +1,114 @@
+"""The branch-and-bound oracle against a naive brute force on small random instances.
+
+The brute force scores every plan of the declared space with the full evaluator
+(`planner.cost.score.score`): every node count, every H and R, every micro-batch
+count, without any of the space's reductions, keeps the plans that break no limit,
+and takes the least time (or cost) with the documented tie-break.
+"""
+
+import itertools
+
+import numpy as np
+import pytest
+
+from planner.cost.assumptions import Assumptions
+from planner.cost.score import score
+from planner.cost.setting import PlanBatch, Setting
+from planner.oracle import TIE_REL, tie_key
+from planner.solve import optimise
+from planner.space import DecisionSpace
+
+LIMITS = ("memory-cap", "node-limit", "structure", "duration-limit", "budget-limit")
+
+
+def random_case(seed: int):
+    rng = np.random.default_rng(seed)
+    params = float(rng.choice([2e9, 20e9, 70e9, 150e9, 400e9]))
+    moe = rng.random() < 0.2 and params >= 70e9
+    node_gb = float(rng.choice([640, 1280, 2304]))
+    setting = Setting(
+        params=params, active_params=params / 4 if moe else params, moe_layers=16 if moe else 0, hidden_size=None,
+        local_batch_tokens=float(rng.choice([65536, 131072])),
+        peak_flops={"fp16": 7.92e15, "fp8": 15.84e15}, memory_bytes=node_gb * 1e9, accelerators_per_node=8,
+        price_usd_per_accelerator=25000.0, h100_equivalents=8.0,
+        wan_up_bps=float(10 ** rng.uniform(7, 10)), wan_down_bps=float(10 ** rng.uniform(7, 10)),
+        wan_rtt_s=float(rng.uniform(0.005, 0.3)), regional_bps=float(10 ** rng.uniform(8.5, 10.5)),
+        regional_rtt_s=float(rng.uniform(0.001, 0.03)), pipeline_bps=float(10 ** rng.uniform(8.5, 10.5)),
+        pipeline_rtt_s=float(rng.uniform(0.001, 0.03)),
+        window_s=float(rng.choice([30, 365, 5000])) * 86400, target_flop=float(10 ** rng.uniform(22, 25)),
+        budget_usd=float(rng.choice([1e12, 3e6])),
+        assumptions=Assumptions(straggler=str(rng.choice(["relay", "synchronous", "threshold"])),
+                                error_feedback=bool(rng.random() < 0.7)))
+    space = DecisionSpace(
+        modes=("flat", "hierarchical", "pp_group", "pipeline_wan"), precisions=("fp16", "fp8"),
+        min_nodes=1, max_nodes=int(rng.integers(1, 19)), max_stages=6, group_sizes=(2, 3),
+        max_inner_steps=int(rng.integers(1, 41)), max_regional_rounds=int(rng.integers(1, 5)),
+        compression=(1.0, 16.0, 500.0), max_micro_batches=3, activation_compression=(1.0, 4.0),
+        streaming=(True, False), expert_parallel=None)
+    return setting, space
+
+
+def naive(setting: Setting, space: DecisionSpace, objective: str):
+    """Every plan, scored; the best one that breaks no limit."""
+    best = None
+    for mode, precision in itertools.product(space.modes, space.precisions):
+        for ep in space.expert_scopes(setting, mode):
+            axes = dict(nodes=range(space.min_nodes, space.max_nodes + 1), compression=space.compression,
+                        streaming=space.streaming, inner_steps=range(1, space.max_inner_steps + 1),
+                        stages=[1], group_size=[1], regional_rounds=[1], micro_batches=[8],
+                        activation_compression=[4.0])
+            if mode == "hierarchical":
+                axes.update(group_size=space.group_sizes, regional_rounds=range(1, space.max_regional_rounds + 1))
+            if mode in ("pp_group", "pipeline_wan"):
+                axes.update(stages=range(1, space.max_stages + 1), micro_batches=range(1, space.max_micro_batches + 1),
+                            activation_compression=space.activation_compression)
+            if mode == "pipeline_wan":
+                axes.update(inner_steps=[1], compression=[1.0], streaming=[True])
+            grid = np.meshgrid(*[np.asarray(list(v)) for v in axes.values()], indexing="ij")
+            b = PlanBatch.of(mode, precision, expert_parallel=ep, **{k: g.ravel() for k, g in zip(axes, grid)})
+            if mode == "pipeline_wan":
+                b = b.take(b.nodes == b.stages)
+            if b.size == 0:
+                continue
+            out = score(setting, b, fleet_nodes=space.max_nodes)
+            ok = np.ones(b.size, dtype=bool)
+            for name in LIMITS:
+                ok &= ~out[f"violates:{name}"]
+            if mode in ("pp_group", "pipeline_wan"):
+                ok &= b.stages >= 2
+            if not ok.any():
+                continue
+            value = out["time_to_target_s"] if objective == "min_time" else out["cost_usd"]
+            for i in np.flatnonzero(ok):
+                key = (value[i], out["time_to_target_s"][i])
+                if best is None or _better(setting, key, b, i, best):
+                    best = (key, b.take(slice(i, i + 1)))
+    return best
+
+
+def _better(setting, key, b, i, best):
+    (v, t), (bv, bt) = key, best[0]
+    if v < bv * (1 - TIE_REL):
+        return True
+    if v > bv * (1 + TIE_REL):
+        return False
+    if t < bt * (1 - TIE_REL):
+        return True
+    if t > bt * (1 + TIE_REL):
+        return False
+    return tie_key(setting, b, i) < tie_key(setting, best[1], 0)
+
+
+@pytest.mark.parametrize("seed", range(60))
+@pytest.mark.parametrize("objective", ["min_time", "min_cost"])
+def test_oracle_matches_brute_force(seed, objective):
+    setting, space = random_case(seed)
+    expected = naive(setting, space, objective)
+    found, _ = optimise(setting, space, objective)
+    if expected is None:
+        assert found is None
+        return
+    assert found is not None, f"brute force found {expected[1]}"
+    batch, value = found
+    assert value == pytest.approx(expected[0][0], rel=1e-12)
+    assert tie_key(setting, batch, 0) == tie_key(setting, expected[1], 0)
