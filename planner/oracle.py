@@ -191,3 +191,13 @@ def batches(s: Setting, space: DecisionSpace):
                 b = space.tuples(s, mode, precision, ep)
                 if b is not None:
                     yield b
+
+
+def batches_most_promising_first(s: Setting, space: DecisionSpace) -> list[PlanBatch]:
+    """The batches ordered by their best seed plan, so that early incumbents prune the rest."""
+    scored = []
+    for b in batches(s, space):
+        idx, h, r = _seeds(s, b, space.max_inner_steps, space.max_regional_rounds)
+        t = _time_and_efficiency(s, b, idx, h, r)[0]
+        scored.append((float(np.nanmin(t)) if np.isfinite(t).any() else math.inf, len(scored), b))
+    return [b for _, _, b in sorted(scored, key=lambda x: (x[0], x[1]))]

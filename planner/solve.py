@@ -110,7 +110,7 @@ def _best(s: Setting, candidates: list[oracle.Found]) -> tuple[PlanBatch, float]
 def _min_time(s: Setting, space: DecisionSpace):
     bound = s.window_s
     found, evaluations = [], 0
-    for b in oracle.batches(s, space):
+    for b in oracle.batches_most_promising_first(s, space):
         f = oracle.minimise_time(s, b, space.max_inner_steps, space.max_regional_rounds, bound)
         evaluations += f.evaluations
         if f.time_s.size:

@@ -7,7 +7,11 @@ combination of all decisions but H and R as one `PlanBatch` (H = R = 1 placehold
 the solvers choose H and R. A tuple is valid when it meets every limit that does not
 depend on H or R: memory per node, node count, the mode's structure, budget.
 
-Two reductions are applied, each exact for the time and cost objectives:
+Three reductions are applied, each exact for the time and cost objectives:
+- Streaming: the outer step with overlap, max(H t_step, t_sync), never exceeds the one
+  without, H t_step + t_sync (at both levels of a hierarchy), all else equal; so when
+  streaming is allowed, plans without it are never better and lose ties (streaming on
+  is preferred), and are not listed.
 - PP-group: T depends on N only through G = floor(N / S), so only N = G S is listed
   (a larger N with the same G is slower by nothing and costs more; the tie-break
   prefers fewer nodes). Pipeline over the WAN uses N = S.
@@ -62,7 +66,7 @@ class DecisionSpace:
             compression=tuple(sorted(set(float(c) for c in search.compression))),
             max_micro_batches=search.max_micro_batches,
             activation_compression=tuple(sorted(set(float(c) for c in search.activation_compression))),
-            streaming=tuple(sorted(set(search.streaming), reverse=True)),
+            streaming=(True,) if True in search.streaming else (False,),
             expert_parallel=tuple(search.expert_parallel) if search.expert_parallel else None)
 
     def expert_scopes(self, setting: Setting, mode: str) -> tuple[str, ...]:

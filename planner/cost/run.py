@@ -50,7 +50,13 @@ def replica_efficiency(s: Setting, replicas, h_eff, tokens, compute_flop) -> np.
     if a.replica_penalty == "linear_v1":
         return quality.linear_v1_replica_factor(replicas, s.params, a) * np.ones_like(np.asarray(tokens, float))
     m = quality.replica_loss_multiplier(replicas, s.params, h_eff, a)
-    full = chinchilla.chi(s.active_params, tokens, compute_flop, a, m)
+    if np.ndim(tokens) == 0 and np.ndim(compute_flop) == 0:
+        # One (T, C) for all plans (the time-to-train view): chi depends on m alone, and
+        # many plans share m (same K and H_eff); solve once per distinct m.
+        unique_m, inverse = np.unique(m, return_inverse=True)
+        full = chinchilla.chi(s.active_params, tokens, compute_flop, a, unique_m)[inverse.reshape(np.shape(m))]
+    else:
+        full = chinchilla.chi(s.active_params, tokens, compute_flop, a, m)
     plain = chinchilla.chi(s.active_params, tokens, compute_flop, a)
     return np.where(plain > 0, full / np.where(plain > 0, plain, 1.0), 0.0)
 
