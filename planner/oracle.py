@@ -28,6 +28,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from planner.cost.modes import throughput
 from planner.cost.score import time_to_target
 from planner.cost.setting import PlanBatch, Setting
 from planner.space import MODE_ORDER, PRECISION_ORDER, DecisionSpace
@@ -61,9 +62,7 @@ def _time_and_efficiency(s: Setting, b: PlanBatch, idx, h, r):
 def _seeds(s: Setting, b: PlanBatch, h_max: int, r_max: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Good starting plans per tuple: the smallest compute-bound H (and R), as the reference picks them."""
     idx = np.arange(b.size)
-    probe = _with_hr(b, idx, np.ones(b.size), np.ones(b.size))
-    from planner.cost.modes import throughput
-    t = throughput(s, probe)
+    t = throughput(s, _with_hr(b, idx, np.ones(b.size), np.ones(b.size)))
     with np.errstate(divide="ignore", invalid="ignore"):
         sync = np.where(b.mode == "hierarchical", t["t_regional_s"], t["t_sync_s"])
         h = np.clip(np.ceil(sync / t["t_step_s"]), 1, h_max)
@@ -74,75 +73,77 @@ def _seeds(s: Setting, b: PlanBatch, h_max: int, r_max: int) -> tuple[np.ndarray
     return idx, h, r
 
 
+def _h_r_bounds(b: PlanBatch, h_max: int, r_max: int) -> tuple[int, int]:
+    """H and R ranges that matter for a mode: none for a pipeline over the WAN, R only when hierarchical."""
+    if b.mode == "pipeline_wan":
+        return 1, 1
+    return h_max, (r_max if b.mode == "hierarchical" else 1)
+
+
+def _branch_and_bound(s: Setting, b: PlanBatch, tuples: np.ndarray, h_max: int, r_max: int, visit, cutoff) -> int:
+    """Search boxes of (H, R) per tuple; returns the number of plans scored.
+
+    `visit(idx, h, r, t)` sees every scored plan; `cutoff(idx)` gives, per box, the time
+    above which its plans are of no interest (read after each visit). A box is dropped
+    when its lower bound exceeds its cutoff or it is a single plan.
+    """
+    n = tuples.size
+    box = {"i": tuples, "h1": np.ones(n, np.int64), "h2": np.full(n, h_max, np.int64),
+           "r1": np.ones(n, np.int64), "r2": np.full(n, r_max, np.int64)}
+    evaluations = 0
+    while box["i"].size:
+        t_hi, e_hi = _time_and_efficiency(s, b, box["i"], box["h2"], box["r2"])
+        t_lo, e_lo = _time_and_efficiency(s, b, box["i"], box["h1"], box["r1"])
+        evaluations += 2 * box["i"].size
+        visit(box["i"], box["h2"], box["r2"], t_hi)
+        visit(box["i"], box["h1"], box["r1"], t_lo)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            lower = np.where(e_lo > 0, t_hi * e_hi / e_lo, 0.0)
+        leaf = (box["h1"] == box["h2"]) & (box["r1"] == box["r2"])
+        alive = ~leaf & ~(lower > cutoff(box["i"]))      # a NaN bound (no meaning) is kept
+        box = _split({k: v[alive] for k, v in box.items()})
+    return evaluations
+
+
 def minimise_time(s: Setting, b: PlanBatch, h_max: int, r_max: int, bound: float = math.inf) -> Found:
     """All plans of the batch within TIE_REL of the least time to target (over every H, R).
 
     `bound`: a time no plan of interest exceeds (e.g. the best found in other batches,
     or the duration limit); boxes above it are pruned from the start.
     """
-    if b.mode == "pipeline_wan":           # no DiLoCo: H and R do not enter
-        h_max = r_max = 1
-    if b.mode != "hierarchical":
-        r_max = 1
+    h_max, r_max = _h_r_bounds(b, h_max, r_max)
     best = bound
-    evaluations = b.size
-    kept_idx, kept_h, kept_r, kept_t = [], [], [], []
+    kept: list[tuple[np.ndarray, ...]] = []
 
-    def consider(idx, h, r, t):
+    def visit(idx, h, r, t):
         nonlocal best
         ok = np.isfinite(t)
         if ok.any():
             best = min(best, float(t[ok].min()))
         keep = ok & (t <= best * (1 + TIE_REL))
-        kept_idx.append(idx[keep]), kept_h.append(h[keep]), kept_r.append(r[keep]), kept_t.append(t[keep])
+        kept.append((idx[keep], h[keep], r[keep], t[keep]))
 
     idx, h, r = _seeds(s, b, h_max, r_max)
-    consider(idx, h, r, _time_and_efficiency(s, b, idx, h, r)[0])
-    # Boxes: one per tuple to start with.
-    box = {"i": np.arange(b.size), "h1": np.ones(b.size, np.int64), "h2": np.full(b.size, h_max, np.int64),
-           "r1": np.ones(b.size, np.int64), "r2": np.full(b.size, r_max, np.int64)}
-    while box["i"].size:
-        t_hi, e_hi = _time_and_efficiency(s, b, box["i"], box["h2"], box["r2"])
-        t_lo, e_lo = _time_and_efficiency(s, b, box["i"], box["h1"], box["r1"])
-        evaluations += 2 * box["i"].size
-        consider(box["i"], box["h2"], box["r2"], t_hi)
-        consider(box["i"], box["h1"], box["r1"], t_lo)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            lower = np.where(e_lo > 0, t_hi * e_hi / e_lo, 0.0)
-        leaf = (box["h1"] == box["h2"]) & (box["r1"] == box["r2"])
-        alive = ~leaf & ~(lower > best * (1 + TIE_REL))      # a NaN bound (no meaning) is kept
-        box = _split({k: v[alive] for k, v in box.items()})
-    idx = np.concatenate(kept_idx)
-    t = np.concatenate(kept_t)
+    visit(idx, h, r, _time_and_efficiency(s, b, idx, h, r)[0])
+    evaluations = b.size + _branch_and_bound(s, b, np.arange(b.size), h_max, r_max, visit,
+                                             lambda i: best * (1 + TIE_REL))
+    idx, h, r, t = (np.concatenate(x) for x in zip(*kept))
     final = t <= best * (1 + TIE_REL)
-    return Found(_with_hr(b, idx[final], np.concatenate(kept_h)[final], np.concatenate(kept_r)[final]), t[final],
-                 evaluations)
+    return Found(_with_hr(b, idx[final], h[final], r[final]), t[final], evaluations)
 
 
 def reaches_within(s: Setting, b: PlanBatch, h_max: int, r_max: int, limit_s: float) -> tuple[np.ndarray, int]:
     """Per tuple: does some H (and R) reach the target within `limit_s`? Same boxes and bound."""
-    if b.mode == "pipeline_wan":
-        h_max = r_max = 1
-    if b.mode != "hierarchical":
-        r_max = 1
+    h_max, r_max = _h_r_bounds(b, h_max, r_max)
     done = np.zeros(b.size, dtype=bool)
+
+    def visit(idx, h, r, t):
+        done[idx[t <= limit_s]] = True
+
     idx, h, r = _seeds(s, b, h_max, r_max)
-    done |= _time_and_efficiency(s, b, idx, h, r)[0] <= limit_s
-    evaluations = b.size
-    box = {"i": np.flatnonzero(~done)}
-    n = box["i"].size
-    box.update(h1=np.ones(n, np.int64), h2=np.full(n, h_max, np.int64), r1=np.ones(n, np.int64),
-               r2=np.full(n, r_max, np.int64))
-    while box["i"].size:
-        t_hi, e_hi = _time_and_efficiency(s, b, box["i"], box["h2"], box["r2"])
-        t_lo, e_lo = _time_and_efficiency(s, b, box["i"], box["h1"], box["r1"])
-        evaluations += 2 * box["i"].size
-        done[box["i"][(t_hi <= limit_s) | (t_lo <= limit_s)]] = True
-        with np.errstate(divide="ignore", invalid="ignore"):
-            lower = np.where(e_lo > 0, t_hi * e_hi / e_lo, 0.0)
-        leaf = (box["h1"] == box["h2"]) & (box["r1"] == box["r2"])
-        alive = ~leaf & ~(lower > limit_s) & ~done[box["i"]]
-        box = _split({k: v[alive] for k, v in box.items()})
+    visit(idx, h, r, _time_and_efficiency(s, b, idx, h, r)[0])
+    evaluations = b.size + _branch_and_bound(s, b, np.flatnonzero(~done), h_max, r_max, visit,
+                                             lambda i: np.where(done[i], -np.inf, limit_s))
     return done, evaluations
 
 
@@ -175,7 +176,6 @@ def tie_key(s: Setting, b: PlanBatch, i: int) -> tuple:
 
     (The inner step comes before M: when the WAN sync sets the pace several M tie, and
     the one with the shortest pipeline step, which the space keeps, is preferred.)"""
-    from planner.cost.modes import throughput
     t_step = float(throughput(s, b.take(slice(i, i + 1)))["t_step_s"][0])
     return (int(b.nodes[i]), float(b.compression[i]), int(b.inner_steps[i]), int(b.regional_rounds[i]),
             MODE_ORDER.index(b.mode), PRECISION_ORDER.index(b.precision), int(b.stages[i]), int(b.group_size[i]),
