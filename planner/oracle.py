@@ -1,21 +1,29 @@
-"""Exact enumeration of the decision space: the planner's oracle.
+"""Exact search of the decision space: the planner's oracle.
 
-Every tuple of `DecisionSpace.tuples` (all decisions but H and R) is searched over
-every H in 1..H_max and, for hierarchical plans, every R in 1..R_max, by a vectorised
-branch and bound over boxes [H1, H2] x [R1, R2] whose bound is valid by construction:
+The classes of `DecisionSpace.classes` (all decisions but the replica count n, H and R;
+nodes N = n for flat and hierarchical plans, N = n S for pipelines, n over an
+interval) are the unit of search. Each class is
+searched over every n, every H in 1..H_max and, for hierarchical plans, every R in
+1..R_max, by a vectorised branch and bound over boxes [n1, n2] x [H1, H2] x [R1, R2]
+whose bound is valid by construction. Write the time to target as
 
-    T(H, R) = kappa * q(H, R) / e(H_eff),   H_eff = H sqrt(R)
+    T(n, H, R) = kappa * q(n, H, R) / (n * e(n, H_eff)),   H_eff = H sqrt(R),
 
-where kappa holds what does not depend on H or R, q = outer_time / (H R) is
-non-increasing in H and in R (max(a, s / H) or a + s / H, and their hierarchical
-analogues), and e = eta_H * eta_R (at the target point) is non-increasing in H_eff
-(alpha >= 0, replica exponent >= 0). Hence on a box
+kappa holding what depends on none of them, q = outer_time / (H R) per replica, and
+e = eta_H * eta_R (at the target point). Then
+- q is non-increasing in H and R (max(a, s / H) or a + s / H, and their hierarchical
+  analogues) and non-decreasing in n (the WAN straggler factor f(G) grows with G);
+- tokens per outer step grow in proportion to n;
+- e is non-increasing in H_eff and in n (alpha >= 0; the replica exponent >= 0 and the
+  replica count K grows with n). (A single node has eta_C = 1 where larger n has
+  eta_C <= 1, which only raises the others' times: the bound still holds.)
+Hence on a box
 
-    T >= kappa * q(H2, R2) / e(H1 sqrt(R1)) = T(H2, R2) * e(H2 sqrt R2) / e(H1 sqrt R1),
+    T >= T(n1, H2, R2) * (n1 / n2) * e(n1, H2 sqrt R2) / e(n1, H1 sqrt R1),
 
-a box whose bound exceeds the incumbent cannot hold the optimum and is dropped, and a
-plan within the tie tolerance of the optimum is never dropped. Every number comes from
-`planner.cost.score.time_to_target`, the evaluator itself.
+computed from two real plans at n1. A box whose bound exceeds the incumbent cannot
+hold the optimum and is dropped; a plan within the tie tolerance of the optimum is
+never dropped. Every number comes from `planner.cost.score.time_to_target`.
 
 tests/test_oracle.py checks it against a naive brute force (every N, H, R, M scored
 one by one) on small random instances.
@@ -25,13 +33,14 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Callable
 
 import numpy as np
 
 from planner.cost.modes import throughput
 from planner.cost.score import time_to_target
 from planner.cost.setting import PlanBatch, Setting
-from planner.space import MODE_ORDER, PRECISION_ORDER, DecisionSpace
+from planner.space import MODE_ORDER, PRECISION_ORDER, Classes, DecisionSpace
 
 TIE_REL = 1e-12          # plans whose objectives differ by less are tied, broken by `tie_key`
 SPLIT = 8                # children per box and level
@@ -40,120 +49,78 @@ EP_ORDER = ("none", "regional", "global")
 
 @dataclass
 class Found:
-    """Plans of one batch at their (H, R), with their time to target."""
+    """Plans at their (N, H, R), with their time to target."""
 
-    batch: PlanBatch       # one row per plan, H and R filled in
+    batch: PlanBatch       # one row per plan
     time_s: np.ndarray
     evaluations: int = 0   # plans scored to find them
 
 
-def _with_hr(b: PlanBatch, idx: np.ndarray, h: np.ndarray, r: np.ndarray) -> PlanBatch:
-    sub = b.take(idx)
-    sub.inner_steps = np.asarray(h, dtype=np.int64)
-    sub.regional_rounds = np.asarray(r, dtype=np.int64)
-    return sub
-
-
-def _time_and_efficiency(s: Setting, b: PlanBatch, idx, h, r):
-    out = time_to_target(s, _with_hr(b, idx, h, r))
+def _time_and_efficiency(s: Setting, c: Classes, idx, n, h, r):
+    out = time_to_target(s, c.plans(idx, n, h, r))
     return out["time_to_target_s"], out["eta_h"] * out["eta_r_target"]
 
 
-def _seeds(s: Setting, b: PlanBatch, h_max: int, r_max: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Good starting plans per tuple: the smallest compute-bound H (and R), as the reference picks them."""
-    idx = np.arange(b.size)
-    t = throughput(s, _with_hr(b, idx, np.ones(b.size), np.ones(b.size)))
-    with np.errstate(divide="ignore", invalid="ignore"):
-        sync = np.where(b.mode == "hierarchical", t["t_regional_s"], t["t_sync_s"])
-        h = np.clip(np.ceil(sync / t["t_step_s"]), 1, h_max)
-        cycle = np.maximum(h * t["t_step_s"], t["t_regional_s"])
-        r = np.clip(np.ceil(t["t_sync_s"] / cycle), 1, r_max) if b.mode == "hierarchical" else np.ones(b.size)
-    h = np.nan_to_num(h, nan=1.0).astype(np.int64)
-    r = np.nan_to_num(r, nan=1.0).astype(np.int64)
-    return idx, h, r
-
-
-def _h_r_bounds(b: PlanBatch, h_max: int, r_max: int) -> tuple[int, int]:
+def _h_r_max(c: Classes, h_max: int, r_max: int) -> tuple[int, int]:
     """H and R ranges that matter for a mode: none for a pipeline over the WAN, R only when hierarchical."""
-    if b.mode == "pipeline_wan":
+    mode = c.rows.mode
+    if mode == "pipeline_wan":
         return 1, 1
-    return h_max, (r_max if b.mode == "hierarchical" else 1)
+    return h_max, (r_max if mode == "hierarchical" else 1)
 
 
-def _branch_and_bound(s: Setting, b: PlanBatch, tuples: np.ndarray, h_max: int, r_max: int, visit, cutoff) -> int:
-    """Search boxes of (H, R) per tuple; returns the number of plans scored.
+def _seeds(s: Setting, c: Classes, h_max: int, r_max: int):
+    """Good first plans per class: all replicas, the smallest compute-bound H (and R), as the reference picks them."""
+    idx = np.arange(c.size)
+    n = c.n_hi
+    t = throughput(s, c.plans(idx, n, np.ones(c.size), np.ones(c.size)))
+    hierarchical = c.rows.mode == "hierarchical"
+    with np.errstate(divide="ignore", invalid="ignore"):
+        sync = t["t_regional_s"] if hierarchical else t["t_sync_s"]
+        h = np.clip(np.nan_to_num(np.ceil(sync / t["t_step_s"]), nan=1.0), 1, h_max)
+        cycle = np.maximum(h * t["t_step_s"], t["t_regional_s"])
+        r = np.clip(np.nan_to_num(np.ceil(t["t_sync_s"] / cycle), nan=1.0), 1, r_max) if hierarchical \
+            else np.ones(c.size)
+    return idx, n, h.astype(np.int64), r.astype(np.int64)
 
-    `visit(idx, h, r, t)` sees every scored plan; `cutoff(idx)` gives, per box, the time
-    above which its plans are of no interest (read after each visit). A box is dropped
-    when its lower bound exceeds its cutoff or it is a single plan.
+
+def _branch_and_bound(s: Setting, c: Classes, h_max: int, r_max: int, visit: Callable, cutoff: Callable,
+                      n_range: tuple[np.ndarray, np.ndarray] | None = None) -> int:
+    """Search (n, H, R) boxes of every class; returns the number of plans scored.
+
+    `visit(idx, n, h, r, t)` sees every scored plan; `cutoff(box)` gives, per box, the
+    time above which its plans are of no interest (read after each visit).
     """
-    n = tuples.size
-    box = {"i": tuples, "h1": np.ones(n, np.int64), "h2": np.full(n, h_max, np.int64),
-           "r1": np.ones(n, np.int64), "r2": np.full(n, r_max, np.int64)}
+    lo, hi = n_range if n_range is not None else (c.n_lo, c.n_hi)
+    keep = lo <= hi
+    size = int(keep.sum())
+    box = {"i": np.flatnonzero(keep), "n1": lo[keep], "n2": hi[keep],
+           "h1": np.ones(size, np.int64), "h2": np.full(size, h_max, np.int64),
+           "r1": np.ones(size, np.int64), "r2": np.full(size, r_max, np.int64)}
     evaluations = 0
     while box["i"].size:
-        t_hi, e_hi = _time_and_efficiency(s, b, box["i"], box["h2"], box["r2"])
-        t_lo, e_lo = _time_and_efficiency(s, b, box["i"], box["h1"], box["r1"])
+        t_hi, e_hi = _time_and_efficiency(s, c, box["i"], box["n1"], box["h2"], box["r2"])
+        t_lo, e_lo = _time_and_efficiency(s, c, box["i"], box["n1"], box["h1"], box["r1"])
         evaluations += 2 * box["i"].size
-        visit(box["i"], box["h2"], box["r2"], t_hi)
-        visit(box["i"], box["h1"], box["r1"], t_lo)
+        visit(box["i"], box["n1"], box["h2"], box["r2"], t_hi)
+        visit(box["i"], box["n1"], box["h1"], box["r1"], t_lo)
         with np.errstate(divide="ignore", invalid="ignore"):
-            lower = np.where(e_lo > 0, t_hi * e_hi / e_lo, 0.0)
-        leaf = (box["h1"] == box["h2"]) & (box["r1"] == box["r2"])
-        alive = ~leaf & ~(lower > cutoff(box["i"]))      # a NaN bound (no meaning) is kept
+            lower = np.where(e_lo > 0, t_hi * (box["n1"] / box["n2"]) * e_hi / e_lo, 0.0)
+        leaf = (box["n1"] == box["n2"]) & (box["h1"] == box["h2"]) & (box["r1"] == box["r2"])
+        alive = ~leaf & ~(lower > cutoff(box))      # a NaN bound (no meaning) is kept
         box = _split({k: v[alive] for k, v in box.items()})
     return evaluations
 
 
-def minimise_time(s: Setting, b: PlanBatch, h_max: int, r_max: int, bound: float = math.inf) -> Found:
-    """All plans of the batch within TIE_REL of the least time to target (over every H, R).
-
-    `bound`: a time no plan of interest exceeds (e.g. the best found in other batches,
-    or the duration limit); boxes above it are pruned from the start.
-    """
-    h_max, r_max = _h_r_bounds(b, h_max, r_max)
-    best = bound
-    kept: list[tuple[np.ndarray, ...]] = []
-
-    def visit(idx, h, r, t):
-        nonlocal best
-        ok = np.isfinite(t)
-        if ok.any():
-            best = min(best, float(t[ok].min()))
-        keep = ok & (t <= best * (1 + TIE_REL))
-        kept.append((idx[keep], h[keep], r[keep], t[keep]))
-
-    idx, h, r = _seeds(s, b, h_max, r_max)
-    visit(idx, h, r, _time_and_efficiency(s, b, idx, h, r)[0])
-    evaluations = b.size + _branch_and_bound(s, b, np.arange(b.size), h_max, r_max, visit,
-                                             lambda i: best * (1 + TIE_REL))
-    idx, h, r, t = (np.concatenate(x) for x in zip(*kept))
-    final = t <= best * (1 + TIE_REL)
-    return Found(_with_hr(b, idx[final], h[final], r[final]), t[final], evaluations)
-
-
-def reaches_within(s: Setting, b: PlanBatch, h_max: int, r_max: int, limit_s: float) -> tuple[np.ndarray, int]:
-    """Per tuple: does some H (and R) reach the target within `limit_s`? Same boxes and bound."""
-    h_max, r_max = _h_r_bounds(b, h_max, r_max)
-    done = np.zeros(b.size, dtype=bool)
-
-    def visit(idx, h, r, t):
-        done[idx[t <= limit_s]] = True
-
-    idx, h, r = _seeds(s, b, h_max, r_max)
-    visit(idx, h, r, _time_and_efficiency(s, b, idx, h, r)[0])
-    evaluations = b.size + _branch_and_bound(s, b, np.flatnonzero(~done), h_max, r_max, visit,
-                                             lambda i: np.where(done[i], -np.inf, limit_s))
-    return done, evaluations
-
-
 def _split(box: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-    """Cut each box along its longer side (in log terms) into up to SPLIT parts."""
+    """Cut each box along its longest side (in log terms) into up to SPLIT parts."""
     if not box["i"].size:
         return box
-    along_h = np.log(box["h2"] / box["h1"]) >= np.log(box["r2"] / box["r1"])
-    lo = np.where(along_h, box["h1"], box["r1"])
-    hi = np.where(along_h, box["h2"], box["r2"])
+    sides = ("n", "h", "r")
+    ratios = np.stack([np.log(box[f"{d}2"] / box[f"{d}1"]) for d in sides])
+    along = np.argmax(ratios, axis=0)
+    lo = np.choose(along, [box[f"{d}1"] for d in sides])
+    hi = np.choose(along, [box[f"{d}2"] for d in sides])
     width = hi - lo + 1
     parts = np.minimum(SPLIT, width)
     rep = np.repeat(np.arange(box["i"].size), parts)
@@ -161,12 +128,68 @@ def _split(box: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     start = lo[rep] + (width[rep] * k) // parts[rep]
     end = lo[rep] + (width[rep] * (k + 1)) // parts[rep] - 1
     out = {key: v[rep].copy() for key, v in box.items()}
-    h_side = along_h[rep]
-    out["h1"] = np.where(h_side, start, out["h1"])
-    out["h2"] = np.where(h_side, end, out["h2"])
-    out["r1"] = np.where(h_side, out["r1"], start)
-    out["r2"] = np.where(h_side, out["r2"], end)
+    for j, d in enumerate(sides):
+        on = along[rep] == j
+        out[f"{d}1"] = np.where(on, start, out[f"{d}1"])
+        out[f"{d}2"] = np.where(on, end, out[f"{d}2"])
     return out
+
+
+def minimise_time(s: Setting, c: Classes, h_max: int, r_max: int, bound: float = math.inf) -> Found:
+    """All plans of the classes within TIE_REL of the least time to target.
+
+    `bound`: a time no plan of interest exceeds (the best found in other classes, or the
+    duration limit); boxes above it are pruned from the start.
+    """
+    h_max, r_max = _h_r_max(c, h_max, r_max)
+    best = bound
+    kept: list[tuple[np.ndarray, ...]] = []
+
+    def visit(idx, n, h, r, t):
+        nonlocal best
+        ok = np.isfinite(t)
+        if ok.any():
+            best = min(best, float(t[ok].min()))
+        keep = ok & (t <= best * (1 + TIE_REL))
+        kept.append((idx[keep], n[keep], h[keep], r[keep], t[keep]))
+
+    idx, n, h, r = _seeds(s, c, h_max, r_max)
+    visit(idx, n, h, r, _time_and_efficiency(s, c, idx, n, h, r)[0])
+    evaluations = c.size + _branch_and_bound(s, c, h_max, r_max, visit, lambda box: best * (1 + TIE_REL))
+    idx, n, h, r, t = (np.concatenate(x) for x in zip(*kept))
+    final = t <= best * (1 + TIE_REL)
+    return Found(c.plans(idx[final], n[final], h[final], r[final]), t[final], evaluations)
+
+
+def fewest_nodes_within(s: Setting, c: Classes, h_max: int, r_max: int, limit_s: float,
+                        at_most: float = math.inf) -> tuple[float, int]:
+    """The fewest nodes of any plan of the classes reaching the target within `limit_s` (inf if none)."""
+    h_max, r_max = _h_r_max(c, h_max, r_max)
+    fewest = at_most
+
+    def visit(idx, n, h, r, t):
+        nonlocal fewest
+        ok = t <= limit_s
+        if ok.any():
+            fewest = min(fewest, float((n[ok] * c.unit[idx[ok]]).min()))
+
+    idx, n, h, r = _seeds(s, c, h_max, r_max)
+    visit(idx, n, h, r, _time_and_efficiency(s, c, idx, n, h, r)[0])
+    evaluations = c.size + _branch_and_bound(
+        s, c, h_max, r_max, visit,
+        lambda box: np.where(box["n1"] * c.unit[box["i"]] >= fewest, -np.inf, limit_s))
+    return fewest, evaluations
+
+
+def with_nodes(c: Classes, nodes: int) -> Classes | None:
+    """The classes narrowed to plans of exactly `nodes` nodes (None if no class has them)."""
+    n = nodes // c.unit
+    ok = (n * c.unit == nodes) & (c.n_lo <= n) & (n <= c.n_hi)
+    if not ok.any():
+        return None
+    sub = c.take(ok)
+    sub.n_lo = sub.n_hi = n[ok]
+    return sub
 
 
 def tie_key(s: Setting, b: PlanBatch, i: int) -> tuple:
@@ -184,20 +207,20 @@ def tie_key(s: Setting, b: PlanBatch, i: int) -> tuple:
 
 
 def batches(s: Setting, space: DecisionSpace):
-    """Every tuple batch of the space, in mode, precision, EP order."""
+    """The classes of the space, one group per mode, precision and EP scope, in that order."""
     for mode in space.modes:
         for precision in space.precisions:
             for ep in space.expert_scopes(s, mode):
-                b = space.tuples(s, mode, precision, ep)
-                if b is not None:
-                    yield b
+                c = space.classes(s, mode, precision, ep)
+                if c is not None:
+                    yield c
 
 
-def batches_most_promising_first(s: Setting, space: DecisionSpace) -> list[PlanBatch]:
-    """The batches ordered by their best seed plan, so that early incumbents prune the rest."""
+def batches_most_promising_first(s: Setting, space: DecisionSpace) -> list[Classes]:
+    """The class groups ordered by their best seed plan, so that early incumbents prune the rest."""
     scored = []
-    for b in batches(s, space):
-        idx, h, r = _seeds(s, b, space.max_inner_steps, space.max_regional_rounds)
-        t = _time_and_efficiency(s, b, idx, h, r)[0]
-        scored.append((float(np.nanmin(t)) if np.isfinite(t).any() else math.inf, len(scored), b))
-    return [b for _, _, b in sorted(scored, key=lambda x: (x[0], x[1]))]
+    for c in batches(s, space):
+        idx, n, h, r = _seeds(s, c, space.max_inner_steps, space.max_regional_rounds)
+        t = _time_and_efficiency(s, c, idx, n, h, r)[0]
+        scored.append((float(np.nanmin(t)) if np.isfinite(t).any() else math.inf, len(scored), c))
+    return [c for _, _, c in sorted(scored, key=lambda x: (x[0], x[1]))]

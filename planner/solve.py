@@ -13,6 +13,7 @@ agree with the solver's objective to 1e-9 relative. Ties are broken by
 
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -121,21 +122,19 @@ def _min_time(s: Setting, space: DecisionSpace):
 
 def _min_cost(s: Setting, space: DecisionSpace):
     """Fewest nodes (cost is nodes x node price) reaching the target within the limit; then fastest."""
-    batches = list(oracle.batches(s, space))
-    feasible_nodes, evaluations = [], 0
+    batches = oracle.batches_most_promising_first(s, space)
+    fewest, evaluations = math.inf, 0
     for b in batches:
-        ok, n = oracle.reaches_within(s, b, space.max_inner_steps, space.max_regional_rounds, s.window_s)
-        evaluations += n
-        if ok.any():
-            feasible_nodes.append(int(b.nodes[ok].min()))
-    if not feasible_nodes:
+        n, count = oracle.fewest_nodes_within(s, b, space.max_inner_steps, space.max_regional_rounds, s.window_s,
+                                              at_most=fewest)
+        fewest, evaluations = min(fewest, n), evaluations + count
+    if not math.isfinite(fewest):
         return None, evaluations
-    fewest = min(feasible_nodes)
     found = []
     for b in batches:
-        at = b.nodes == fewest
-        if at.any():
-            f = oracle.minimise_time(s, b.take(at), space.max_inner_steps, space.max_regional_rounds, s.window_s)
+        at = oracle.with_nodes(b, int(fewest))
+        if at is not None:
+            f = oracle.minimise_time(s, at, space.max_inner_steps, space.max_regional_rounds, s.window_s)
             evaluations += f.evaluations
             found.append(f)
     best = _best(s, found)

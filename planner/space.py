@@ -2,10 +2,10 @@
 
 A plan is (mode, precision, nodes N, pipeline stages S, group size k, inner steps H,
 regional rounds R, compression Cr, micro-batches M, activation compression Ca,
-streaming, expert-parallel scope). `DecisionSpace.tuples(...)` yields every valid
-combination of all decisions but H and R as one `PlanBatch` (H = R = 1 placeholders);
-the solvers choose H and R. A tuple is valid when it meets every limit that does not
-depend on H or R: memory per node, node count, the mode's structure, budget.
+streaming, expert-parallel scope). `DecisionSpace.classes(...)` lists every valid
+combination of all decisions but the replica count n (N = n, or n S for pipelines),
+H and R, each with the interval of n that meets every limit not depending on H or R
+(memory per node, node count, the mode's structure, budget); the solvers choose n, H, R.
 
 Three reductions are applied, each exact for the time and cost objectives:
 - Streaming: the outer step with overlap, max(H t_step, t_sync), never exceeds the one
@@ -13,7 +13,7 @@ Three reductions are applied, each exact for the time and cost objectives:
   streaming is allowed, plans without it are never better and lose ties (streaming on
   is preferred), and are not listed.
 - PP-group: T depends on N only through G = floor(N / S), so only N = G S is listed
-  (a larger N with the same G is slower by nothing and costs more; the tie-break
+  (a larger N with the same G is faster by nothing and costs more; the tie-break
   prefers fewer nodes). Pipeline over the WAN uses N = S.
 - Pipelines: M enters only the pipeline step time t_pp, and the time to target is
   non-decreasing in t_pp for every H, so per (precision, S, Ca) only the M of least
@@ -78,14 +78,36 @@ class DecisionSpace:
             scopes = tuple(s for s in scopes if s in self.expert_parallel)
         return scopes
 
-    def tuples(self, setting: Setting, mode: str, precision: str, expert_parallel: str = "none") -> PlanBatch | None:
-        """Every valid (all decisions but H, R) combination of one mode, precision and EP scope."""
+    def classes(self, setting: Setting, mode: str, precision: str, expert_parallel: str = "none") -> "Classes | None":
+        """Every valid combination of all decisions but n (replicas), H and R, each with its range of n.
+
+        A class's plans use N = n * unit nodes (unit = S for pipelines, else 1). The valid
+        n form an interval: the mode's structure needs n >= a threshold, cost grows with n
+        (budget, node limit), and memory per node is constant in n or, with global expert
+        parallelism, falls with n (found by bisection on the evaluator's memory figure).
+        """
         build = {"flat": self._flat, "hierarchical": self._hierarchical,
                  "pp_group": self._pp_group, "pipeline_wan": self._pipeline_wan}[mode]
-        batch = build(setting, precision, expert_parallel)
-        if batch is None or batch.size == 0:
+        c = build(setting, precision, expert_parallel)
+        if c is None or c.size == 0:
             return None
-        return self._within_limits(setting, batch)
+        if setting.budget_usd is not None and setting.node_price_usd > 0:
+            c.n_hi = np.minimum(c.n_hi, np.floor(setting.budget_usd / (c.unit * setting.node_price_usd)).astype(np.int64))
+        c = c.take(c.n_lo <= c.n_hi)
+        if c.size == 0:
+            return None
+        fits_at = lambda n: throughput(setting, c.plans(np.arange(c.size), n, 1, 1))["state_bytes_per_node"] \
+            <= setting.memory_bytes
+        c = c.take(fits_at(c.n_hi))          # memory never grows with n: fits at n_hi or nowhere
+        if c.size and mode in ("flat", "hierarchical") and expert_parallel == "global":
+            lo, hi = c.n_lo.copy(), c.n_hi.copy()   # smallest n that fits, by bisection
+            while (lo < hi).any():
+                mid = (lo + hi) // 2
+                ok = fits_at(mid)
+                hi = np.where(ok, mid, hi)
+                lo = np.where(ok, lo, mid + 1)
+            c.n_lo = lo
+        return c if c.size else None
 
     # -- per mode ---------------------------------------------------------------------
 
@@ -94,90 +116,92 @@ class DecisionSpace:
         grids = np.meshgrid(*[np.asarray(axes[n]) for n in names], indexing="ij")
         return {n: g.ravel() for n, g in zip(names, grids)}
 
-    def _node_range(self, low: int = 1) -> np.ndarray:
-        return np.arange(max(low, self.min_nodes), self.max_nodes + 1)
+    def _classes(self, rows: PlanBatch, n_lo, n_hi, unit) -> "Classes":
+        shape = rows.nodes.shape
+        return Classes(rows, np.broadcast_to(np.asarray(n_lo, dtype=np.int64), shape).copy(),
+                       np.broadcast_to(np.asarray(n_hi, dtype=np.int64), shape).copy(),
+                       np.broadcast_to(np.asarray(unit, dtype=np.int64), shape).copy())
 
-    def _flat(self, s: Setting, precision: str, ep: str) -> PlanBatch:
-        g = self._grid(nodes=self._node_range(), compression=self.compression, streaming=self.streaming)
-        return PlanBatch.of("flat", precision, expert_parallel=ep, **g)
+    def _flat(self, s: Setting, precision: str, ep: str) -> "Classes":
+        g = self._grid(compression=self.compression, streaming=self.streaming)
+        rows = PlanBatch.of("flat", precision, nodes=1, expert_parallel=ep, **g)
+        return self._classes(rows, max(1, self.min_nodes), self.max_nodes, 1)
 
-    def _hierarchical(self, s: Setting, precision: str, ep: str) -> PlanBatch | None:
-        parts = []
-        for k in self.group_sizes:
-            nodes = self._node_range(low=2 * k)
-            if nodes.size == 0:
-                continue
-            g = self._grid(nodes=nodes, compression=self.compression, streaming=self.streaming)
-            parts.append(PlanBatch.of("hierarchical", precision, group_size=k, expert_parallel=ep, **g))
-        return _concat(parts)
+    def _hierarchical(self, s: Setting, precision: str, ep: str) -> "Classes | None":
+        g = self._grid(group_size=self.group_sizes, compression=self.compression, streaming=self.streaming)
+        rows = PlanBatch.of("hierarchical", precision, nodes=1, expert_parallel=ep, **g)
+        return self._classes(rows, np.maximum(2 * rows.group_size, self.min_nodes), self.max_nodes, 1)
 
     def _stage_range(self, s: Setting, precision: str) -> np.ndarray:
         beta = s.assumptions.bytes_per_param(precision)
         s_min = max(2, int(memory.min_stages(s.params, beta, s.memory_bytes)))
         return np.arange(s_min, self.max_stages + 1)
 
-    def _best_micro_batches(self, s: Setting, precision: str, stages: int, ca: float) -> int:
-        """argmin over M of the pipeline step time (exact; ties to the smaller M)."""
-        m = np.arange(1, self.max_micro_batches + 1)
-        probe = PlanBatch.of("pp_group", precision, nodes=2 * stages, stages=stages, micro_batches=m,
-                             activation_compression=ca)
-        return int(m[np.argmin(throughput(s, probe)["t_step_s"])])
+    def _pipelines(self, s: Setting, mode: str, precision: str) -> PlanBatch | None:
+        """(S, Ca) rows with M = argmin over M of the pipeline step (exact; ties to the smaller M)."""
+        stages = self._stage_range(s, precision)
+        if stages.size == 0:
+            return None
+        g = self._grid(stages=stages, activation_compression=self.activation_compression,
+                       micro_batches=np.arange(1, self.max_micro_batches + 1))
+        probe = PlanBatch.of(mode, precision, nodes=2 * g["stages"], **g)
+        t_step = throughput(s, probe)["t_step_s"].reshape(stages.size, len(self.activation_compression), -1)
+        best_m = np.argmin(t_step, axis=2) + 1
+        sa = self._grid(stages=stages, activation_compression=self.activation_compression)
+        return PlanBatch.of(mode, precision, nodes=1, micro_batches=best_m.ravel(), **sa)
 
-    def _pp_group(self, s: Setting, precision: str, ep: str) -> PlanBatch | None:
-        parts = []
-        for stages in self._stage_range(s, precision):
-            groups = np.arange(2, self.max_nodes // stages + 1)
-            groups = groups[groups * stages >= self.min_nodes]
-            if groups.size == 0:
-                continue
-            for ca in self.activation_compression:
-                m = self._best_micro_batches(s, precision, int(stages), ca)
-                g = self._grid(nodes=groups * stages, compression=self.compression, streaming=self.streaming)
-                parts.append(PlanBatch.of("pp_group", precision, stages=stages, micro_batches=m,
-                                          activation_compression=ca, **g))
-        return _concat(parts)
+    def _pp_group(self, s: Setting, precision: str, ep: str) -> "Classes | None":
+        pipes = self._pipelines(s, "pp_group", precision)
+        if pipes is None:
+            return None
+        rep = np.repeat(np.arange(pipes.size), len(self.compression) * len(self.streaming))
+        rows = pipes.take(rep)
+        g = self._grid(k=np.arange(pipes.size), compression=self.compression, streaming=self.streaming)
+        rows.compression, rows.streaming = g["compression"].astype(float), g["streaming"].astype(bool)
+        n_lo = np.maximum(2, -(-self.min_nodes // rows.stages))
+        return self._classes(rows, n_lo, self.max_nodes // rows.stages, rows.stages)
 
-    def _pipeline_wan(self, s: Setting, precision: str, ep: str) -> PlanBatch | None:
-        parts = []
-        for stages in self._stage_range(s, precision):
-            if not self.min_nodes <= stages <= self.max_nodes:
-                continue
-            for ca in self.activation_compression:
-                probe = PlanBatch.of("pipeline_wan", precision, nodes=stages, stages=stages,
-                                     micro_batches=np.arange(1, self.max_micro_batches + 1), activation_compression=ca)
-                m = int(probe.micro_batches[np.argmin(throughput(s, probe)["t_step_s"])])
-                parts.append(PlanBatch.of("pipeline_wan", precision, nodes=stages, stages=stages, micro_batches=m,
-                                          activation_compression=ca))
-        return _concat(parts)
-
-    def _within_limits(self, s: Setting, b: PlanBatch) -> PlanBatch | None:
-        """Drop the tuples that break a limit independent of H and R (memory, structure, budget)."""
-        t = throughput(s, b)
-        ok = t["state_bytes_per_node"] <= s.memory_bytes
-        if b.mode in ("hierarchical", "pp_group"):
-            ok &= t["groups"] >= 2
-        if s.budget_usd is not None:
-            ok &= b.nodes * s.node_price_usd <= s.budget_usd
-        return b.take(ok) if ok.any() else None
+    def _pipeline_wan(self, s: Setting, precision: str, ep: str) -> "Classes | None":
+        rows = self._pipelines(s, "pipeline_wan", precision)
+        if rows is None:
+            return None
+        ok = (rows.stages >= self.min_nodes) & (rows.stages <= self.max_nodes)
+        return self._classes(rows, np.where(ok, 1, 2), 1, rows.stages)
 
     def size(self, setting: Setting) -> int:
-        """Number of plans in the declared space (every H and R counted)."""
+        """Number of plans in the declared space (every n, H and R counted)."""
         total = 0
+        per_plan = {"pipeline_wan": 1, "hierarchical": self.max_inner_steps * self.max_regional_rounds}
         for mode in self.modes:
             for precision in self.precisions:
                 for ep in self.expert_scopes(setting, mode):
-                    batch = self.tuples(setting, mode, precision, ep)
-                    if batch is not None:
-                        per_tuple = {"pipeline_wan": 1, "hierarchical": self.max_inner_steps * self.max_regional_rounds}
-                        total += batch.size * per_tuple.get(mode, self.max_inner_steps)
+                    c = self.classes(setting, mode, precision, ep)
+                    if c is not None:
+                        total += int((c.n_hi - c.n_lo + 1).sum()) * per_plan.get(mode, self.max_inner_steps)
         return total
 
 
-def _concat(parts: list[PlanBatch]) -> PlanBatch | None:
-    if not parts:
-        return None
-    first = parts[0]
-    fields = ("nodes", "inner_steps", "compression", "streaming", "stages", "group_size", "regional_rounds",
-              "micro_batches", "activation_compression")
-    arrays = {f: np.concatenate([getattr(p, f) for p in parts]) for f in fields}
-    return PlanBatch(first.mode, first.precision, expert_parallel=first.expert_parallel, **arrays)
+@dataclass
+class Classes:
+    """Plans that differ only in the replica count n, over the interval n_lo..n_hi."""
+
+    rows: PlanBatch        # one row per class (its nodes, H and R fields are placeholders)
+    n_lo: np.ndarray
+    n_hi: np.ndarray
+    unit: np.ndarray       # nodes per replica: S for pipelines, else 1
+
+    @property
+    def size(self) -> int:
+        return int(self.n_lo.size)
+
+    def plans(self, idx, n, h, r) -> PlanBatch:
+        """Plans of the classes `idx` with n replicas, H inner steps, R regional rounds."""
+        sub = self.rows.take(idx)
+        shape = sub.nodes.shape
+        sub.nodes = np.broadcast_to(np.asarray(n, dtype=np.int64) * self.unit[idx], shape).copy()
+        sub.inner_steps = np.broadcast_to(np.asarray(h, dtype=np.int64), shape).copy()
+        sub.regional_rounds = np.broadcast_to(np.asarray(r, dtype=np.int64), shape).copy()
+        return sub
+
+    def take(self, index) -> "Classes":
+        return Classes(self.rows.take(index), self.n_lo[index], self.n_hi[index], self.unit[index])
