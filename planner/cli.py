@@ -95,7 +95,7 @@ def evaluate(instance_path: Path, plan_path: Path, as_json: bool) -> None:
 @click.argument("instance_path", metavar="INSTANCE", type=click.Path(path_type=Path))
 @click.option("--objective", type=click.Choice(["min_time", "max_compute", "min_cost"]),
               help="Override the instance's objective.")
-@click.option("--solver", default="oracle", show_default=True, help="Solver backend.")
+@click.option("--solver", default="oracle", show_default=True, help="Solver backend (oracle: exact branch and bound over the evaluator).")
 @click.option("--json", "as_json", is_flag=True, help="Write the full result as JSON to standard output.")
 def solve(instance_path: Path, objective: str | None, solver: str, as_json: bool) -> None:
     """Find the optimal plan of an INSTANCE and prove it optimal.

@@ -29,6 +29,7 @@ from planner.plan import Plan, parse_plan
 from planner.space import DecisionSpace
 
 SOLVERS = ("oracle",)
+DEFAULT_SOLVER = "oracle"
 SUPPORTED_OBJECTIVES = ("min_time", "min_cost")
 AGREEMENT_REL = 1e-9
 
@@ -82,7 +83,7 @@ def solve(instance: Instance, objective: str | None = None, solver: str = "oracl
         return SolveResult(objective, solver, "infeasible", None, None, None, elapsed, evaluations,
                            infeasibility=explain_infeasible(setting, space))
     batch, value = found
-    plan = plan_from_batch(batch, 0)
+    plan = plan_from_batch(batch, 0, setting.is_moe)
     result = evaluate(instance, plan)
     rescored = result.values["time_to_target_s"] if objective == "min_time" else result.values["cost_usd"]
     if not abs(rescored - value) <= AGREEMENT_REL * abs(value):
@@ -102,8 +103,12 @@ def _best(s: Setting, candidates: list[oracle.Found]) -> tuple[PlanBatch, float]
     if not candidates:
         return None
     best = min(float(c.time_s.min()) for c in candidates)
-    tied = [(oracle.tie_key(s, c.batch, i), c, i) for c in candidates
-            for i in np.flatnonzero(c.time_s <= best * (1 + oracle.TIE_REL))]
+    tied = []
+    for c in candidates:
+        within = np.flatnonzero(c.time_s <= best * (1 + oracle.TIE_REL))
+        if within.size:
+            i = int(within[oracle.first_in_tie_order(s, c.batch.take(within))])
+            tied.append((oracle.tie_key(s, c.batch, i), c, i))
     _, c, i = min(tied, key=lambda x: x[0])
     return c.batch.take(slice(i, i + 1)), float(c.time_s[i])
 
@@ -144,8 +149,9 @@ def _min_cost(s: Setting, space: DecisionSpace):
     return (batch, float(batch.nodes[0] * s.node_price_usd)), evaluations
 
 
-def plan_from_batch(b: PlanBatch, i: int) -> Plan:
-    """A user-facing Plan from row i of a batch (only the fields its mode uses)."""
+def plan_from_batch(b: PlanBatch, i: int, is_moe: bool) -> Plan:
+    """A user-facing Plan from row i of a batch (only the fields its mode uses; the
+    expert-parallel scope always stated for a MoE model, never for a dense one)."""
     data: dict[str, Any] = {"mode": b.mode, "nodes": int(b.nodes[i]), "precision": b.precision}
     if b.mode != "pipeline_wan":
         data.update(inner_steps=int(b.inner_steps[i]), compression=float(b.compression[i]),
@@ -155,9 +161,8 @@ def plan_from_batch(b: PlanBatch, i: int) -> Plan:
     if b.mode in ("pp_group", "pipeline_wan"):
         data.update(stages=int(b.stages[i]), micro_batches=int(b.micro_batches[i]),
                     activation_compression=float(b.activation_compression[i]))
-    if b.expert_parallel != "none" or b.mode in ("flat", "hierarchical"):
-        if b.expert_parallel != "none":
-            data["expert_parallel"] = b.expert_parallel
+    if is_moe:
+        data["expert_parallel"] = b.expert_parallel
     return parse_plan(data, "<solver>")
 
 

@@ -87,3 +87,18 @@ def test_model_too_large_for_the_fleet_is_explained(tmp_path):
     r = solve(parse_instance(data))
     assert r.status == "infeasible"
     assert "memory" in r.infeasibility[0]
+
+
+def test_moe_plans_state_their_expert_parallel_scope():
+    # A small-active-fraction MoE on A100s where keeping every expert on each node
+    # (no expert parallelism) beats paying WAN all-to-alls: the printed plan must say
+    # 'none' (unset means 'global' for MoE) and re-score to the solver's optimum.
+    data = {"model": {"params": 98e9, "active_params": 6e9, "moe_layers": 58},
+            "training": {"target_flop": 1e24}, "fleet": {"hardware": "50xA100-80GB", "nodes": 64},
+            "limits": {"max_days": 365}}
+    r = solve(parse_instance(data))
+    assert r.status == "optimal"
+    assert r.plan.expert_parallel in ("none", "global")
+    assert evaluate(parse_instance(data), r.plan).values["time_to_target_s"] == pytest.approx(r.objective_value,
+                                                                                                 rel=1e-12)
+    assert r.plan.expert_parallel == "none"
