@@ -204,13 +204,24 @@ ZERO_ALLOWED_CONSTANTS = {"alpha_coefficient", "straggler_sync_coefficient", "st
                           "straggler_backup_scale", "eta_h_floor", "linear_v1_coefficient", "linear_v1_cap_b"}
 
 
+# replica_h_ref > 1 keeps the replica exponent ln(H) / ln(H_ref) growing with H (the planner's
+# bounds rely on efficiency never rising with H); growth factors below 1 are not growth.
+GREATER_THAN_ONE_CONSTANTS = {"replica_h_ref", "growth_hardware_x_per_year", "growth_software_x_per_year",
+                              "growth_investment_x_per_year"}
+AT_LEAST_ONE_CONSTANTS = {"backup_spare_factor", "threshold_eta_divisor", "chi_search_high_factor"}
+
+
 def _numeric_bounds(key: str) -> dict[str, float]:
     if key == "replica_beta_exponent":
         return {}
     if key in ZERO_ALLOWED_CONSTANTS:
         return {"ge": 0}
-    if key == "mfu":
+    if key in ("mfu", "mfu_per_hfu"):
         return {"gt": 0, "le": 1}
+    if key in GREATER_THAN_ONE_CONSTANTS:
+        return {"gt": 1}
+    if key in AT_LEAST_ONE_CONSTANTS:
+        return {"ge": 1}
     return {"gt": 0}
 
 
