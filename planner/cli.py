@@ -96,11 +96,14 @@ def evaluate(instance_path: Path, plan_path: Path, as_json: bool) -> None:
 @click.option("--objective", type=click.Choice(["min_time", "max_compute", "min_cost"]),
               help="Override the instance's objective.")
 @click.option("--solver", default="oracle", show_default=True, help="Solver backend (oracle: exact branch and bound over the evaluator).")
+@click.option("--time-limit", "time_limit_s", type=click.FloatRange(min=0, min_open=True),
+              help="Seconds; when reached, print the best plan found and its gap to a proven bound.")
 @click.option("--json", "as_json", is_flag=True, help="Write the full result as JSON to standard output.")
-def solve(instance_path: Path, objective: str | None, solver: str, as_json: bool) -> None:
+def solve(instance_path: Path, objective: str | None, solver: str, time_limit_s: float | None, as_json: bool) -> None:
     """Find the optimal plan of an INSTANCE and prove it optimal.
 
-    Exit 0 when solved, 1 when no plan meets every limit (with the reason), 2 on bad input.
+    Exit 0 when a plan is returned (optimal, or the best within --time-limit with its gap),
+    1 when no plan meets every limit (with the reason), 2 on bad input.
     """
     from planner.instance import load_instance
     from planner.render import make_console, render_solve
@@ -109,14 +112,14 @@ def solve(instance_path: Path, objective: str | None, solver: str, as_json: bool
     if solver not in SOLVERS:
         raise BadInput(f"--solver: unknown solver {solver!r}; available: {', '.join(SOLVERS)}")
     try:
-        result = run_solve(instance, objective=objective, solver=solver)
+        result = run_solve(instance, objective=objective, solver=solver, time_limit_s=time_limit_s)
     except UnsupportedObjective as err:
         raise BadInput(f"--objective: {err}") from None
     if as_json:
         click.echo(json.dumps(result.to_dict(), indent=2, default=_json_default))
     else:
         render_solve(result, make_console())
-    sys.exit(EXIT_OK if result.status == "optimal" else EXIT_INFEASIBLE)
+    sys.exit(EXIT_INFEASIBLE if result.status == "infeasible" or result.plan is None else EXIT_OK)
 
 
 @main.command()

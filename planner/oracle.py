@@ -32,6 +32,7 @@ one by one) on small random instances.
 from __future__ import annotations
 
 import math
+import time
 from dataclasses import dataclass
 from typing import Callable
 
@@ -54,6 +55,7 @@ class Found:
     batch: PlanBatch       # one row per plan
     time_s: np.ndarray
     evaluations: int = 0   # plans scored to find them
+    open_bound: float = math.inf   # least lower bound of the boxes left open at a deadline (inf: none)
 
 
 def _time_and_efficiency(s: Setting, c: Classes, idx, n, h, r):
@@ -85,11 +87,14 @@ def _seeds(s: Setting, c: Classes, h_max: int, r_max: int):
 
 
 def _branch_and_bound(s: Setting, c: Classes, h_max: int, r_max: int, visit: Callable, cutoff: Callable,
-                      n_range: tuple[np.ndarray, np.ndarray] | None = None) -> int:
-    """Search (n, H, R) boxes of every class; returns the number of plans scored.
+                      n_range: tuple[np.ndarray, np.ndarray] | None = None,
+                      deadline: float = math.inf) -> tuple[int, dict[str, np.ndarray] | None]:
+    """Search (n, H, R) boxes of every class.
 
     `visit(idx, n, h, r, t)` sees every scored plan; `cutoff(box)` gives, per box, the
-    time above which its plans are of no interest (read after each visit).
+    time above which its plans are of no interest (read after each visit). Returns the
+    number of plans scored and, when `deadline` (time.perf_counter()) passed first, the
+    boxes left open with their lower bounds (key "lower"); else None.
     """
     lo, hi = n_range if n_range is not None else (c.n_lo, c.n_hi)
     keep = lo <= hi
@@ -108,8 +113,12 @@ def _branch_and_bound(s: Setting, c: Classes, h_max: int, r_max: int, visit: Cal
             lower = np.where(e_lo > 0, t_hi * (box["n1"] / box["n2"]) * e_hi / e_lo, 0.0)
         leaf = (box["n1"] == box["n2"]) & (box["h1"] == box["h2"]) & (box["r1"] == box["r2"])
         alive = ~leaf & ~(lower > cutoff(box))      # a NaN bound (no meaning) is kept
+        if alive.any() and time.perf_counter() > deadline:
+            left = {k: v[alive] for k, v in box.items()}
+            left["lower"] = np.nan_to_num(lower[alive], nan=0.0)
+            return evaluations, left
         box = _split({k: v[alive] for k, v in box.items()})
-    return evaluations
+    return evaluations, None
 
 
 def _split(box: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
@@ -135,11 +144,13 @@ def _split(box: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     return out
 
 
-def minimise_time(s: Setting, c: Classes, h_max: int, r_max: int, bound: float = math.inf) -> Found:
+def minimise_time(s: Setting, c: Classes, h_max: int, r_max: int, bound: float = math.inf,
+                  deadline: float = math.inf) -> Found:
     """All plans of the classes within TIE_REL of the least time to target.
 
     `bound`: a time no plan of interest exceeds (the best found in other classes, or the
-    duration limit); boxes above it are pruned from the start.
+    duration limit); boxes above it are pruned from the start. Past `deadline`
+    (time.perf_counter()) the search stops; `Found.open_bound` then bounds what is left.
     """
     h_max, r_max = _h_r_max(c, h_max, r_max)
     best = bound
@@ -155,15 +166,17 @@ def minimise_time(s: Setting, c: Classes, h_max: int, r_max: int, bound: float =
 
     idx, n, h, r = _seeds(s, c, h_max, r_max)
     visit(idx, n, h, r, _time_and_efficiency(s, c, idx, n, h, r)[0])
-    evaluations = c.size + _branch_and_bound(s, c, h_max, r_max, visit, lambda box: best * (1 + TIE_REL))
+    count, left = _branch_and_bound(s, c, h_max, r_max, visit, lambda box: best * (1 + TIE_REL), deadline=deadline)
     idx, n, h, r, t = (np.concatenate(x) for x in zip(*kept))
     final = t <= best * (1 + TIE_REL)
-    return Found(c.plans(idx[final], n[final], h[final], r[final]), t[final], evaluations)
+    open_bound = float(left["lower"].min()) if left is not None else math.inf
+    return Found(c.plans(idx[final], n[final], h[final], r[final]), t[final], c.size + count, open_bound)
 
 
 def fewest_nodes_within(s: Setting, c: Classes, h_max: int, r_max: int, limit_s: float,
-                        at_most: float = math.inf) -> tuple[float, int]:
-    """The fewest nodes of any plan of the classes reaching the target within `limit_s` (inf if none)."""
+                        at_most: float = math.inf, deadline: float = math.inf) -> tuple[float, int, float]:
+    """The fewest nodes of any plan of the classes reaching the target within `limit_s` (inf if none),
+    the plans scored, and (when stopped at `deadline`) the fewest nodes a box left open could use."""
     h_max, r_max = _h_r_max(c, h_max, r_max)
     fewest = at_most
 
@@ -175,10 +188,11 @@ def fewest_nodes_within(s: Setting, c: Classes, h_max: int, r_max: int, limit_s:
 
     idx, n, h, r = _seeds(s, c, h_max, r_max)
     visit(idx, n, h, r, _time_and_efficiency(s, c, idx, n, h, r)[0])
-    evaluations = c.size + _branch_and_bound(
+    count, left = _branch_and_bound(
         s, c, h_max, r_max, visit,
-        lambda box: np.where(box["n1"] * c.unit[box["i"]] >= fewest, -np.inf, limit_s))
-    return fewest, evaluations
+        lambda box: np.where(box["n1"] * c.unit[box["i"]] >= fewest, -np.inf, limit_s), deadline=deadline)
+    open_nodes = float((left["n1"] * c.unit[left["i"]]).min()) if left is not None else math.inf
+    return fewest, c.size + count, open_nodes
 
 
 def with_nodes(c: Classes, nodes: int) -> Classes | None:

@@ -150,10 +150,14 @@ def render_solve(r, console: Console) -> None:
         value = f"${r.objective_value:,.0f}"
     else:
         value = "-"
-    status_style = "bold green" if r.status == "optimal" else "bold red"
+    status_style = {"optimal": "bold green", "time_limit": "bold yellow"}.get(r.status, "bold red")
     console.print(Text(f"{r.status.upper()}  {r.objective}: {value}", style=status_style))
     gap = "-" if r.gap is None else f"{r.gap:.2e}"
     console.print(f"solver {r.solver}, gap {gap}, {r.solve_time_s:.2f} s, {r.evaluations:,} plans scored")
+    if r.evaluation is None and r.status == "time_limit":
+        console.print(Text("The time limit was reached before any plan meeting every limit was found.",
+                           style="bold yellow"))
+        return
     if r.evaluation is None:
         console.print(Text("No plan meets every limit:", style="bold red"))
         for line in r.infeasibility:

@@ -44,7 +44,7 @@ class SolveResult:
 
     objective: str
     solver: str
-    status: str                              # optimal | infeasible
+    status: str                              # optimal | time_limit | infeasible
     objective_value: float | None            # seconds (min_time) or USD (min_cost)
     best_bound: float | None
     gap: float | None
@@ -66,8 +66,13 @@ class SolveResult:
         }
 
 
-def solve(instance: Instance, objective: str | None = None, solver: str = "oracle") -> SolveResult:
-    """The optimal plan of `instance` for `objective` (default: the instance's)."""
+def solve(instance: Instance, objective: str | None = None, solver: str = DEFAULT_SOLVER,
+          time_limit_s: float | None = None) -> SolveResult:
+    """The optimal plan of `instance` for `objective` (default: the instance's).
+
+    With `time_limit_s`, a search that has not finished returns the best plan found,
+    status `time_limit`, and the gap to a proven bound.
+    """
     objective = objective or instance.objective
     if objective not in SUPPORTED_OBJECTIVES:
         raise UnsupportedObjective(f"objective {objective!r} is not supported by the planner yet; "
@@ -77,24 +82,31 @@ def solve(instance: Instance, objective: str | None = None, solver: str = "oracl
     start = time.perf_counter()
     setting = setting_from_instance(instance)
     space = DecisionSpace.from_instance(instance, setting)
-    found, evaluations = optimise(setting, space, objective)
+    deadline = start + time_limit_s if time_limit_s is not None else math.inf
+    found, evaluations, bound = optimise(setting, space, objective, deadline)
     elapsed = time.perf_counter() - start
     if found is None:
+        if math.isfinite(deadline) and bound < math.inf:
+            return SolveResult(objective, solver, "time_limit", None, bound, None, elapsed, evaluations)
         return SolveResult(objective, solver, "infeasible", None, None, None, elapsed, evaluations,
                            infeasibility=explain_infeasible(setting, space))
     batch, value = found
+    bound = min(bound, value)
+    status = "optimal" if bound >= value * (1 - oracle.TIE_REL) else "time_limit"
+    gap = 0.0 if status == "optimal" else (value - bound) / value
     plan = plan_from_batch(batch, 0, setting.is_moe)
     result = evaluate(instance, plan)
     rescored = result.values["time_to_target_s"] if objective == "min_time" else result.values["cost_usd"]
     if not abs(rescored - value) <= AGREEMENT_REL * abs(value):
         raise AssertionError(f"re-scored objective {rescored!r} disagrees with the solver's {value!r}")
-    return SolveResult(objective, solver, "optimal", value, value, 0.0, elapsed, evaluations, plan, result,
+    return SolveResult(objective, solver, status, value, bound, gap, elapsed, evaluations, plan, result,
                        binding=binding_limits(result, space))
 
 
-def optimise(setting: Setting, space: DecisionSpace, objective: str):
-    """((one-plan batch, objective value) or None, plans evaluated) for a resolved setting."""
-    return (_min_time if objective == "min_time" else _min_cost)(setting, space)
+def optimise(setting: Setting, space: DecisionSpace, objective: str, deadline: float = math.inf):
+    """((one-plan batch, objective value) or None, plans evaluated, proven lower bound on the
+    objective; the bound is inf when the search finished) for a resolved setting."""
+    return (_min_time if objective == "min_time" else _min_cost)(setting, space, deadline)
 
 
 def _best(s: Setting, candidates: list[oracle.Found]) -> tuple[PlanBatch, float] | None:
@@ -113,28 +125,30 @@ def _best(s: Setting, candidates: list[oracle.Found]) -> tuple[PlanBatch, float]
     return c.batch.take(slice(i, i + 1)), float(c.time_s[i])
 
 
-def _min_time(s: Setting, space: DecisionSpace):
+def _min_time(s: Setting, space: DecisionSpace, deadline: float = math.inf):
     bound = s.window_s
-    found, evaluations = [], 0
+    found, evaluations, open_bound = [], 0, math.inf
     for b in oracle.batches_most_promising_first(s, space):
-        f = oracle.minimise_time(s, b, space.max_inner_steps, space.max_regional_rounds, bound)
+        f = oracle.minimise_time(s, b, space.max_inner_steps, space.max_regional_rounds, bound, deadline)
         evaluations += f.evaluations
+        open_bound = min(open_bound, f.open_bound)
         if f.time_s.size:
             found.append(f)
             bound = min(bound, float(f.time_s.min()) * (1 + oracle.TIE_REL))
-    return _best(s, found), evaluations
+    return _best(s, found), evaluations, open_bound
 
 
-def _min_cost(s: Setting, space: DecisionSpace):
+def _min_cost(s: Setting, space: DecisionSpace, deadline: float = math.inf):
     """Fewest nodes (cost is nodes x node price) reaching the target within the limit; then fastest."""
     batches = oracle.batches_most_promising_first(s, space)
-    fewest, evaluations = math.inf, 0
+    fewest, evaluations, open_nodes = math.inf, 0, math.inf
     for b in batches:
-        n, count = oracle.fewest_nodes_within(s, b, space.max_inner_steps, space.max_regional_rounds, s.window_s,
-                                              at_most=fewest)
-        fewest, evaluations = min(fewest, n), evaluations + count
+        n, count, left = oracle.fewest_nodes_within(s, b, space.max_inner_steps, space.max_regional_rounds,
+                                                    s.window_s, at_most=fewest, deadline=deadline)
+        fewest, evaluations, open_nodes = min(fewest, n), evaluations + count, min(open_nodes, left)
+    cost_bound = open_nodes * s.node_price_usd if math.isfinite(open_nodes) else math.inf
     if not math.isfinite(fewest):
-        return None, evaluations
+        return None, evaluations, cost_bound
     found = []
     for b in batches:
         at = oracle.with_nodes(b, int(fewest))
@@ -144,9 +158,9 @@ def _min_cost(s: Setting, space: DecisionSpace):
             found.append(f)
     best = _best(s, found)
     if best is None:
-        return None, evaluations
+        return None, evaluations, cost_bound
     batch, _ = best
-    return (batch, float(batch.nodes[0] * s.node_price_usd)), evaluations
+    return (batch, float(batch.nodes[0] * s.node_price_usd)), evaluations, cost_bound
 
 
 def plan_from_batch(b: PlanBatch, i: int, is_moe: bool) -> Plan:

@@ -102,3 +102,29 @@ def test_moe_plans_state_their_expert_parallel_scope():
     assert evaluate(parse_instance(data), r.plan).values["time_to_target_s"] == pytest.approx(r.objective_value,
                                                                                                  rel=1e-12)
     assert r.plan.expert_parallel == "none"
+
+
+@pytest.mark.parametrize("objective", ["min_time", "min_cost"])
+def test_time_limit_returns_the_best_plan_and_a_valid_bound(objective):
+    data = {"model": {"params": 70e9}, "training": {"target_flop": 1e26}, "fleet": {"hardware": "16xH100-SXM",
+            "nodes": 20000}, "limits": {"max_days": 2000}, "objective": objective}
+    instance = parse_instance(data)
+    exact = solve(instance)
+    assert exact.status == "optimal"
+    cut = solve(instance, time_limit_s=1e-6)
+    assert cut.status in ("time_limit", "optimal")
+    assert cut.best_bound <= exact.objective_value * (1 + 1e-12)       # the bound is proven
+    if cut.plan is not None:
+        assert cut.objective_value >= exact.objective_value * (1 - 1e-12)
+        assert cut.gap == pytest.approx((cut.objective_value - cut.best_bound) / cut.objective_value)
+    if cut.status == "time_limit" and cut.plan is not None:
+        assert cut.gap > 0
+    generous = solve(instance, time_limit_s=600)
+    assert generous.status == "optimal" and generous.plan == exact.plan
+
+
+def test_cli_time_limit_prints_the_gap():
+    result = run("solve", SMALL, "--time-limit", "0.000001")
+    assert result.exit_code == 0, result.output
+    assert ("TIME_LIMIT" in result.output and "gap" in result.output) or "OPTIMAL" in result.output
+    assert run("solve", SMALL, "--time-limit", "-1").exit_code == 2
