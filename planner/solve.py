@@ -135,7 +135,10 @@ def _min_time(s: Setting, space: DecisionSpace, deadline: float = math.inf):
         if f.time_s.size:
             found.append(f)
             bound = min(bound, float(f.time_s.min()) * (1 + oracle.TIE_REL))
-    return _best(s, found), evaluations, open_bound
+    best = _best(s, found)
+    if best is not None and best[1] > s.window_s:     # within the tie tolerance, but over the limit
+        best = None
+    return best, evaluations, open_bound
 
 
 def _min_cost(s: Setting, space: DecisionSpace, deadline: float = math.inf):
@@ -205,17 +208,29 @@ def binding_limits(e: Evaluation, space: DecisionSpace) -> list[str]:
 
 def explain_infeasible(s: Setting, space: DecisionSpace) -> list[str]:
     """Which limits cannot be met together, in words."""
-    reasons = []
     batches = list(oracle.batches(s, space))
-    if not batches:
-        reasons.append("no plan meets memory, node, structure and budget limits together: "
-                       f"the model needs {s.params * s.assumptions.bytes_per_param('fp16') / 1e9:,.0f} GB "
-                       f"of training state in fp16, a node has {s.memory_bytes / 1e9:,.0f} GB, "
-                       f"at most {space.max_nodes} nodes and {space.max_stages} stages are allowed")
-        return reasons
-    fastest = _best(s, [oracle.minimise_time(s, b, space.max_inner_steps, space.max_regional_rounds) for b in batches])
-    if fastest is not None:
-        _, t = fastest
-        reasons.append(f"duration-limit: the fastest plan reaches the target in {t / SECONDS_PER_DAY:,.1f} days, "
-                       f"the limit is {s.window_s / SECONDS_PER_DAY:,.1f} days")
+    if batches:
+        fastest = _best(s, [oracle.minimise_time(s, b, space.max_inner_steps, space.max_regional_rounds)
+                            for b in batches])
+        if fastest is not None:
+            return [f"duration-limit: the fastest plan reaches the target in {fastest[1] / SECONDS_PER_DAY:,.1f} "
+                    f"days, the limit is {s.window_s / SECONDS_PER_DAY:,.1f} days"]
+    # No plan meets the limits that do not depend on H and R: say what each allows.
+    a = s.assumptions
+    lightest = min(space.precisions, key=a.bytes_per_param)
+    state_gb = s.params * a.bytes_per_param(lightest) / 1e9
+    stages = int(np.ceil(s.params * a.bytes_per_param(lightest) / s.memory_bytes))
+    affordable = (math.inf if s.budget_usd is None or s.node_price_usd == 0
+                  else math.floor(s.budget_usd / s.node_price_usd))
+    reasons = [f"memory-cap: the training state is {state_gb:,.0f} GB in {lightest}; a node holds "
+               f"{s.memory_bytes / 1e9:,.0f} GB, so a copy of the model needs at least {stages} pipeline stages"
+               + (f" (search.max_stages = {space.max_stages})" if stages > space.max_stages else "")]
+    reasons.append(f"node-limit: at most {space.max_nodes} nodes" + (
+        f"; one pipeline of {stages} stages needs {stages}, two DiLoCo groups of them {2 * stages}"
+        if stages > 1 else ""))
+    if math.isfinite(affordable):
+        reasons.append(f"budget-limit: ${s.budget_usd:,.0f} buys {affordable} nodes at ${s.node_price_usd:,.0f} each")
+    if s.is_moe:
+        reasons.append("mixture of experts: expert parallelism can cut the state per node in flat and "
+                       "hierarchical modes (search.expert_parallel)")
     return reasons
