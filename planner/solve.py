@@ -54,12 +54,13 @@ class SolveResult:
     evaluation: Evaluation | None = None
     binding: list[str] = field(default_factory=list)
     infeasibility: list[str] = field(default_factory=list)
+    space_size: int = 0                      # plans in the space searched (every n, H, R; after exact reductions)
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "objective": self.objective, "solver": self.solver, "status": self.status,
             "objective_value": self.objective_value, "best_bound": self.best_bound, "gap": self.gap,
-            "solve_time_s": self.solve_time_s, "evaluations": self.evaluations,
+            "solve_time_s": self.solve_time_s, "evaluations": self.evaluations, "space_size": self.space_size,
             "plan": self.plan.model_dump() if self.plan else None,
             "binding": self.binding, "infeasibility": self.infeasibility,
             "evaluation": self.evaluation.to_dict() if self.evaluation else None,
@@ -85,11 +86,13 @@ def solve(instance: Instance, objective: str | None = None, solver: str = DEFAUL
     deadline = start + time_limit_s if time_limit_s is not None else math.inf
     found, evaluations, bound = optimise(setting, space, objective, deadline)
     elapsed = time.perf_counter() - start
+    size = space.size(setting)
     if found is None:
         if math.isfinite(deadline) and bound < math.inf:
-            return SolveResult(objective, solver, "time_limit", None, bound, None, elapsed, evaluations)
+            return SolveResult(objective, solver, "time_limit", None, bound, None, elapsed, evaluations,
+                               space_size=size)
         return SolveResult(objective, solver, "infeasible", None, None, None, elapsed, evaluations,
-                           infeasibility=explain_infeasible(setting, space))
+                           infeasibility=explain_infeasible(setting, space), space_size=size)
     batch, value = found
     bound = min(bound, value)
     status = "optimal" if bound >= value * (1 - oracle.TIE_REL) else "time_limit"
@@ -100,7 +103,7 @@ def solve(instance: Instance, objective: str | None = None, solver: str = DEFAUL
     if not abs(rescored - value) <= AGREEMENT_REL * abs(value):
         raise AssertionError(f"re-scored objective {rescored!r} disagrees with the solver's {value!r}")
     return SolveResult(objective, solver, status, value, bound, gap, elapsed, evaluations, plan, result,
-                       binding=binding_limits(result, space))
+                       binding=binding_limits(result, space), space_size=size)
 
 
 def optimise(setting: Setting, space: DecisionSpace, objective: str, deadline: float = math.inf):

@@ -65,7 +65,8 @@ def replica_loss_multiplier(replicas, params, h_eff, a: Assumptions):
     """Loss multiplier m = K ** beta(P, H_eff); m = 1 when K <= 1 or H_eff <= 1."""
     k = np.asarray(replicas, dtype=float)
     h = np.asarray(h_eff, dtype=float)
-    m = np.maximum(k, 1.0) ** replica_beta(params, h, a)
+    with np.errstate(over="ignore"):   # an infinite multiplier is meaningful: eta_R -> 0
+        m = np.maximum(k, 1.0) ** replica_beta(params, h, a)
     return np.where((k <= 1.0) | (h <= 1.0), 1.0, m)
 
 
