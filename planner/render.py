@@ -153,8 +153,8 @@ def render_solve(r, console: Console) -> None:
     status_style = {"optimal": "bold green", "time_limit": "bold yellow"}.get(r.status, "bold red")
     console.print(Text(f"{r.status.upper()}  {r.objective}: {value}", style=status_style))
     gap = "-" if r.gap is None else f"{r.gap:.2e}"
-    console.print(f"solver {r.solver}, gap {gap}, {r.solve_time_s:.2f} s, {r.evaluations:,} plans scored "
-                  f"of {r.space_size:,.0f} in the space searched (after its exact reductions)")
+    console.print(f"solver {r.solver}, gap {gap}, {r.solve_time_s:.2f} s, {r.evaluations:,} of "
+                  f"{r.space_size:.2e} plans scored (docs/planner.md)")
     if r.evaluation is None and r.status == "time_limit":
         console.print(Text("The time limit was reached before any plan meeting every limit was found.",
                            style="bold yellow"))
