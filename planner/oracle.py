@@ -10,13 +10,15 @@ whose bound is valid by construction. Write the time to target as
     T(n, H, R) = kappa * q(n, H, R) / (n * e(n, H_eff)),   H_eff = H sqrt(R),
 
 kappa holding what depends on none of them, q = outer_time / (H R) per replica, and
-e = eta_H * eta_R (at the target point). Then
+e the fraction of throughput compute that counts at the target (eta, with eta_R at the
+target point, for a C_local target; eta * chi at the run's tokens for a C_quality one). Then
 - q is non-increasing in H and R (max(a, s / H) or a + s / H, and their hierarchical
   analogues) and non-decreasing in n (the WAN straggler factor f(G) grows with G);
 - tokens per outer step grow in proportion to n;
 - e is non-increasing in H_eff and in n (alpha >= 0; the replica exponent >= 0 and the
-  replica count K grows with n). (A single node has eta_C = 1 where larger n has
-  eta_C <= 1, which only raises the others' times: the bound still holds.)
+  replica count K grows with n; for a C_quality target the tokens needed grow with the
+  replica loss multiplier and with 1 / eta_H). (A single node has eta_C = 1 where larger
+  n has eta_C <= 1, which only raises the others' times: the bound still holds.)
 Hence on a box
 
     T >= T(n1, H2, R2) * (n1 / n2) * e(n1, H2 sqrt R2) / e(n1, H1 sqrt R1),
@@ -59,8 +61,15 @@ class Found:
 
 
 def _time_and_efficiency(s: Setting, c: Classes, idx, n, h, r):
+    """Time to target and e, the fraction of throughput compute that counts at the target:
+    e = C_target / (6 P_act * tokens per second * T). For a C_local target e is eta (eta_R
+    at the target point); for a C_quality target it is eta * chi at the run's own tokens.
+    Either way e never rises with n or H_eff (docs/planner.md), which the bound needs."""
     out = time_to_target(s, c.plans(idx, n, h, r))
-    return out["time_to_target_s"], out["eta_h"] * out["eta_r_target"]
+    t = out["time_to_target_s"]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        e = s.target / (6.0 * s.active_params * out["tokens_per_s"] * t)
+    return t, np.where(np.isfinite(t) & (t > 0), e, 0.0)
 
 
 def _h_r_max(c: Classes, h_max: int, r_max: int) -> tuple[int, int]:

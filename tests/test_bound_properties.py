@@ -5,7 +5,9 @@ planner/oracle.py prunes a box (n, H, R) with
 which holds when, for every mode and class,
   (a) q = outer_time / (H R) is non-increasing in H and in R and non-decreasing in n,
   (b) tokens per outer step are proportional to n * H * R,
-  (c) e = eta_H * eta_R (time-to-target view) is non-increasing in H_eff and in n.
+  (c) e = C_target / (6 P_act tokens/s T), the fraction of throughput compute that counts
+      at the target (eta for a C_local target, eta * chi for C_quality), is
+      non-increasing in H_eff and in n.
 The brute-force comparison covers small instances; these properties cover the whole
 range of sizes the planner searches (n up to 10^5, H up to 10^4, R up to 10^3).
 """
@@ -40,7 +42,8 @@ def cases(draw):
                 wan_up_bps=draw(st.floats(1e6, 1e11)), wan_down_bps=draw(st.floats(1e6, 1e11)),
                 wan_rtt_s=draw(st.floats(0, 0.5)), regional_bps=draw(st.floats(1e7, 1e11)),
                 regional_rtt_s=draw(st.floats(0, 0.1)), pipeline_bps=draw(st.floats(1e7, 1e11)),
-                pipeline_rtt_s=draw(st.floats(0, 0.1)), target_flop=draw(st.floats(1e20, 1e28)), assumptions=a)
+                pipeline_rtt_s=draw(st.floats(0, 0.1)), target_flop=draw(st.floats(1e20, 1e28)),
+                target_kind=draw(st.sampled_from(["c_local", "c_quality"])), assumptions=a)
     mode = draw(st.sampled_from(MODES))
     ep = "none"
     if moe and mode in ("flat", "hierarchical"):
@@ -60,11 +63,15 @@ def _evaluate(s, mode, ep, fixed, n, h, r):
     eff = efficiency_without_replicas(s, b, t)
     target = time_to_target(s, b, t, eff)
     q = t["outer_time_s"] / (np.asarray(h, float) * np.asarray(r, float))
-    e = eff["eta_h"] * target["eta_r_target"]
+    # The oracle's e: the fraction of throughput compute that counts at the target.
+    with np.errstate(divide="ignore", invalid="ignore"):
+        e = s.target / (6 * s.active_params * target["tokens_per_s"] * target["time_to_target_s"])
+    e = np.where(np.isfinite(target["time_to_target_s"]), e, 0.0)
     return q, e, t["tokens_per_outer"]
 
 
 def _non_increasing(x):
+    x = x[x > 0]     # reachable plans only (an unreachable C_quality target has e = 0)
     return bool(np.all(np.diff(x) <= 1e-12 * np.abs(x[:-1])))
 
 

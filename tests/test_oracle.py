@@ -22,8 +22,9 @@ from planner.space import DecisionSpace
 LIMITS = ("memory-cap", "node-limit", "structure", "duration-limit", "budget-limit")
 
 
-def random_case(seed: int):
+def random_case(seed: int, target_kind: str = "c_local"):
     rng = np.random.default_rng(seed)
+    small = target_kind == "c_quality"     # each C_quality time is a bisection: smaller spaces
     params = float(rng.choice([2e9, 20e9, 70e9, 150e9, 400e9]))
     moe = rng.random() < 0.2 and params >= 70e9
     node_gb = float(rng.choice([640, 1280, 2304]))
@@ -37,14 +38,15 @@ def random_case(seed: int):
         regional_rtt_s=float(rng.uniform(0.001, 0.03)), pipeline_bps=float(10 ** rng.uniform(8.5, 10.5)),
         pipeline_rtt_s=float(rng.uniform(0.001, 0.03)),
         window_s=float(rng.choice([30, 365, 5000])) * 86400, target_flop=float(10 ** rng.uniform(22, 25)),
-        budget_usd=float(rng.choice([1e12, 3e6])),
+        budget_usd=float(rng.choice([1e12, 3e6])), target_kind=target_kind,
         assumptions=Assumptions(straggler=str(rng.choice(["relay", "synchronous", "threshold"])),
                                 error_feedback=bool(rng.random() < 0.7)))
     space = DecisionSpace(
         modes=("flat", "hierarchical", "pp_group", "pipeline_wan"), precisions=("fp16", "fp8"),
-        min_nodes=1, max_nodes=int(rng.integers(1, 19)), max_stages=6, group_sizes=(2, 3),
-        max_inner_steps=int(rng.integers(1, 41)), max_regional_rounds=int(rng.integers(1, 5)),
-        compression=(1.0, 16.0, 500.0), max_micro_batches=3, activation_compression=(1.0, 4.0),
+        min_nodes=1, max_nodes=int(rng.integers(1, 9 if small else 19)), max_stages=4 if small else 6,
+        group_sizes=(2, 3), max_inner_steps=int(rng.integers(1, 13 if small else 41)),
+        max_regional_rounds=int(rng.integers(1, 3 if small else 5)),
+        compression=(1.0, 16.0, 500.0), max_micro_batches=2 if small else 3, activation_compression=(1.0, 4.0),
         streaming=(True,), expert_parallel=None)
     allowed = (True, False) if rng.random() < 0.8 else (False,)
     if allowed == (False,):
@@ -116,4 +118,19 @@ def test_oracle_matches_brute_force(seed, objective):
     assert found is not None, f"brute force found {expected[1]}"
     batch, value = found
     assert value == pytest.approx(expected[0][0], rel=1e-12)
+    assert tie_key(setting, batch, 0) == tie_key(setting, expected[1], 0)
+
+
+@pytest.mark.parametrize("seed", range(20))
+@pytest.mark.parametrize("objective", ["min_time", "min_cost"])
+def test_oracle_matches_brute_force_for_c_quality_targets(seed, objective):
+    setting, space, streaming = random_case(1000 + seed, target_kind="c_quality")
+    expected = naive(setting, space, objective, streaming)
+    found, _, _ = optimise(setting, space, objective)
+    if expected is None:
+        assert found is None
+        return
+    assert found is not None, f"brute force found {expected[1]}"
+    batch, value = found
+    assert value == pytest.approx(expected[0][0], rel=1e-9)
     assert tie_key(setting, batch, 0) == tie_key(setting, expected[1], 0)

@@ -100,7 +100,7 @@ def _time_to_quality_target(s, b, t, eff, iterations: int = 200):
     """Solve C_quality(T_wall) = C_target by bisection in log T_wall (C_quality is increasing)."""
     n = np.asarray(b.nodes, dtype=float)
     lo = np.full(n.shape, np.log(1e-3))
-    hi = np.full(n.shape, np.log(1e13))
+    hi = np.full(n.shape, np.log(1e18))        # about 3e10 years: beyond it, "unreachable"
     reachable = window_view(s, b, t, eff, np.exp(hi))["c_quality"] >= s.target
     for _ in range(iterations):
         mid = 0.5 * (lo + hi)
