@@ -120,6 +120,9 @@ def _branch_and_bound(s: Setting, c: Classes, h_max: int, r_max: int, visit: Cal
         visit(box["i"], box["n1"], box["h1"], box["r1"], t_lo)
         with np.errstate(divide="ignore", invalid="ignore"):
             lower = np.where(e_lo > 0, t_hi * (box["n1"] / box["n2"]) * e_hi / e_lo, 0.0)
+        # The corner (n1, H1, R1) has the box's highest efficiency; if even it never reaches
+        # the target (eta = 0, or a C_quality target beyond the loss floor), no plan of the box does.
+        lower = np.where(np.isinf(t_lo), np.inf, lower)
         leaf = (box["n1"] == box["n2"]) & (box["h1"] == box["h2"]) & (box["r1"] == box["r2"])
         alive = ~leaf & ~(lower > cutoff(box))      # a NaN bound (no meaning) is kept
         if alive.any() and time.perf_counter() > deadline:
