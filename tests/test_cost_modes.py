@@ -179,3 +179,32 @@ def test_a_batch_scores_like_plans_one_by_one(nodes, h, cr, streaming, mode):
         alone = score(s, batch.take(slice(i, i + 1)))
         for key in ("outer_time_s", "time_to_target_s", "c_local", "c_quality", "eta"):
             assert together[key][i] == pytest.approx(float(alone[key][0]), rel=1e-12, nan_ok=True)
+
+
+def _bisect_time_to_quality(s, plan):
+    """Independent check: bisect the window view's C_quality in log T_wall."""
+    lo, hi = math.log(1e-3), math.log(1e18)
+    if one(score(s.replace(window_s=math.exp(hi)), plan))["c_quality"] < s.target:
+        return math.inf
+    for _ in range(200):
+        mid = 0.5 * (lo + hi)
+        if one(score(s.replace(window_s=math.exp(mid)), plan))["c_quality"] >= s.target:
+            hi = mid
+        else:
+            lo = mid
+    return math.exp(hi)
+
+
+@pytest.mark.parametrize("penalty", ["chinchilla", "linear_v1", "none"])
+@pytest.mark.parametrize("nodes, h, target", [(1, 1, 1e23), (72, 64, 3e24), (500, 300, 1e25), (4000, 30, 1e26),
+                                              (72, 64, 1e29)])
+def test_time_to_c_quality_target_closed_form_matches_bisection(penalty, nodes, h, target):
+    s = setting(params=70e9, target_flop=target, target_kind="c_quality",
+                assumptions=Assumptions(replica_penalty=penalty))
+    plan = PlanBatch.of("flat", "fp16", nodes=nodes, inner_steps=h, compression=100)
+    closed = one(score(s, plan))["time_to_target_s"]
+    expected = _bisect_time_to_quality(s, plan)
+    if math.isinf(expected):
+        assert math.isinf(closed)            # beyond the loss floor (1e29 FLOP of a 70B model)
+    else:
+        assert closed == pytest.approx(expected, rel=1e-10)

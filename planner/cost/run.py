@@ -96,21 +96,42 @@ def time_to_target(s: Setting, b: PlanBatch, t: dict[str, np.ndarray], eff: dict
             "tokens_per_s": tokens_per_s * np.ones_like(n)}
 
 
-def _time_to_quality_target(s, b, t, eff, iterations: int = 200):
-    """Solve C_quality(T_wall) = C_target by bisection in log T_wall (C_quality is increasing)."""
+def _time_to_quality_target(s, b, t, eff):
+    """Solve C_quality(T_wall) = C_target in closed form.
+
+    In the window view C_quality = g * min(C_thr, max(C'_mu(T), 1e10)) with C_thr = 6 P_act T
+    and C'_mu(T) the compute whose compute-optimal model reaches loss mu * L(P_act, T):
+    (g, mu) = (eta_H eta_C eta_A, m) with the Chinchilla replica penalty (eta_R * chi =
+    chi(m)), (eta_H eta_C eta_A eta_R, 1) otherwise; g = 1 for one node. Both terms grow
+    with T, so the tokens needed are the larger of
+        T1 = c / (6 P_act)                       (c = C_target / g), and
+        T2 with mu * L(P_act, T2) = L*(c), the loss of the compute-optimal model at c:
+        T2 = (B / (L*(c) / mu - E - A P_act^-alpha)) ** (1 / beta)  (unreachable if <= 0),
+    and T_wall = tokens / tokens per second.
+    """
+    a = s.assumptions
     n = np.asarray(b.nodes, dtype=float)
-    lo = np.full(n.shape, np.log(1e-3))
-    hi = np.full(n.shape, np.log(1e18))        # about 3e10 years: beyond it, "unreachable"
-    reachable = window_view(s, b, t, eff, np.exp(hi))["c_quality"] >= s.target
-    for _ in range(iterations):
-        mid = 0.5 * (lo + hi)
-        above = window_view(s, b, t, eff, np.exp(mid))["c_quality"] >= s.target
-        hi = np.where(above, mid, hi)
-        lo = np.where(above, lo, mid)
-        if np.all(hi - lo < 1e-13):
-            break
-    time_s = np.where(reachable, np.exp(hi), np.inf)
-    at = window_view(s, b, t, eff, np.where(reachable, time_s, 1.0))
+    synced = t["synchronised"] > 0
     tokens_per_s = t["tokens_per_outer"] / t["outer_time_s"]
+    g = eff["eta_h"] * eff["eta_c"] * eff["eta_a"]
+    mu = np.ones_like(n)
+    if a.replica_penalty == "chinchilla":
+        mu = np.where(synced, quality.replica_loss_multiplier(t["replicas"], s.params, t["h_eff"], a), 1.0)
+    elif a.replica_penalty == "linear_v1":
+        g = g * np.where(synced, quality.linear_v1_replica_factor(t["replicas"], s.params, a), 1.0)
+    g = np.where(synced, g, 1.0)
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        c = s.target / g
+        t1 = c / (6.0 * s.active_params)
+        n_opt, d_opt = chinchilla.optimal_allocation(c, a)
+        floor = a.chinchilla_e + a.chinchilla_a * s.active_params ** (-a.chinchilla_alpha)
+        excess = chinchilla.chinchilla_loss(n_opt, d_opt, a) / mu - floor
+        t2 = np.where(c <= a.chi_search_low_flop, 0.0,
+                      np.where(excess > 0, (a.chinchilla_b / excess) ** (1.0 / a.chinchilla_beta), np.inf))
+        # one node: chi = 1, so C_quality = C_thr
+        tokens = np.where(synced, np.maximum(t1, t2), t1)
+        time_s = tokens / tokens_per_s
+    reachable = np.isfinite(time_s)
+    at = window_view(s, b, t, eff, np.where(reachable, time_s, 1.0))
     return {"time_to_target_s": time_s, "eta_r_target": at["eta_r"], "eta_target": at["eta"],
             "tokens_per_s": tokens_per_s * np.ones_like(n)}
