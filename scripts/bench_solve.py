@@ -14,7 +14,6 @@ relative, or a different plan), and its speed relative to the oracle; the last l
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
 from pathlib import Path
