@@ -75,9 +75,52 @@ def window_view(s: Setting, b: PlanBatch, t: dict[str, np.ndarray], eff: dict[st
     c_local = c_thr * eta
     chi = np.where(n > 1, chinchilla.chi(s.active_params, tokens, c_thr, a), 1.0)
     mfu = c_local / (n * s.peak_flops[b.precision] * window)
+    g, mu, with_chi = quality_terms(s, b, t, eff)
     return {"window_s": window * np.ones_like(n), "tokens": tokens, "c_throughput": c_thr, "eta_r": eta_r,
-            "eta": eta, "c_local": c_local, "chi": chi, "c_quality": c_local * chi,
+            "eta": eta, "c_local": c_local, "chi": chi, "c_quality": quality_compute(s, tokens, g, mu, with_chi),
             "global_mfu": mfu, "global_hfu": mfu / a.mfu_per_hfu}
+
+
+def quality_terms(s: Setting, b: PlanBatch, t: dict[str, np.ndarray], eff: dict[str, np.ndarray]):
+    """(g, mu, with_chi) such that C_quality = `quality_compute(s, T, g, mu, with_chi)` for every T.
+
+    g = eta_H eta_C eta_A (times the linear v1 replica factor under that penalty), mu the
+    replica loss multiplier m under the Chinchilla penalty (else 1), with_chi False for
+    one node (local training: chi = 1). A pipeline over the WAN (no DiLoCo sync) has
+    g = eta_A, mu = 1 and chi applied, as in the window view.
+    """
+    a = s.assumptions
+    n = np.asarray(b.nodes, dtype=float)
+    synced = t["synchronised"] > 0
+    g = eff["eta_h"] * eff["eta_c"] * eff["eta_a"] * np.ones_like(n)
+    mu = np.ones_like(n)
+    if a.replica_penalty == "chinchilla":
+        mu = np.where(synced, quality.replica_loss_multiplier(t["replicas"], s.params, t["h_eff"], a), 1.0)
+    elif a.replica_penalty == "linear_v1":
+        g = g * np.where(synced, quality.linear_v1_replica_factor(t["replicas"], s.params, a), 1.0)
+    return g, mu, n > 1
+
+
+def quality_compute(s: Setting, tokens, g, mu, with_chi) -> np.ndarray:
+    """C_quality reached with T tokens, in FLOP (COST_MODEL.md sections 5-7, window view).
+
+    C_quality = C_thr * eta * chi(P_act, T, C_thr; 1), and with eta_R = chi(m) / chi(1)
+    (Chinchilla penalty; chi clamps C' to [1e10, 10 C]) this is
+
+        C_quality = g * min(C_thr, max(C'_mu(T), 1e10)),   C_thr = 6 P_act T,
+
+    C'_mu(T) the compute whose compute-optimal model reaches loss mu * L(P_act, T), and
+    (g, mu) from `quality_terms`; without chi (one node) C_quality = g * C_thr.
+    It grows with T and g and falls with mu (C' falls as the loss it must reach rises).
+    """
+    a = s.assumptions
+    tokens = np.asarray(tokens, dtype=float)
+    c_thr = 6.0 * s.active_params * tokens
+    with np.errstate(over="ignore", invalid="ignore"):
+        loss = chinchilla.chinchilla_loss(s.active_params, tokens, a) * np.asarray(mu, dtype=float)
+        c_eq = chinchilla.equivalent_optimal_compute(loss, a)
+    capped = np.minimum(c_thr, np.maximum(c_eq, a.chi_search_low_flop))
+    return np.asarray(g, dtype=float) * np.where(with_chi, capped, c_thr)
 
 
 def time_to_target(s: Setting, b: PlanBatch, t: dict[str, np.ndarray], eff: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
@@ -99,27 +142,17 @@ def time_to_target(s: Setting, b: PlanBatch, t: dict[str, np.ndarray], eff: dict
 def _time_to_quality_target(s, b, t, eff):
     """Solve C_quality(T_wall) = C_target in closed form.
 
-    In the window view C_quality = g * min(C_thr, max(C'_mu(T), 1e10)) with C_thr = 6 P_act T
-    and C'_mu(T) the compute whose compute-optimal model reaches loss mu * L(P_act, T):
-    (g, mu) = (eta_H eta_C eta_A, m) with the Chinchilla replica penalty (eta_R * chi =
-    chi(m)), (eta_H eta_C eta_A eta_R, 1) otherwise; g = 1 for one node. Both terms grow
-    with T, so the tokens needed are the larger of
+    C_quality = g * min(C_thr, max(C'_mu(T), 1e10)) with C_thr = 6 P_act T (`quality_compute`,
+    (g, mu) from `quality_terms`). Both terms grow with T, so the tokens needed are the larger of
         T1 = c / (6 P_act)                       (c = C_target / g), and
         T2 with mu * L(P_act, T2) = L*(c), the loss of the compute-optimal model at c:
         T2 = (B / (L*(c) / mu - E - A P_act^-alpha)) ** (1 / beta)  (unreachable if <= 0),
-    and T_wall = tokens / tokens per second.
+    (T1 alone without chi, i.e. one node), and T_wall = tokens / tokens per second.
     """
     a = s.assumptions
     n = np.asarray(b.nodes, dtype=float)
-    synced = t["synchronised"] > 0
     tokens_per_s = t["tokens_per_outer"] / t["outer_time_s"]
-    g = eff["eta_h"] * eff["eta_c"] * eff["eta_a"]
-    mu = np.ones_like(n)
-    if a.replica_penalty == "chinchilla":
-        mu = np.where(synced, quality.replica_loss_multiplier(t["replicas"], s.params, t["h_eff"], a), 1.0)
-    elif a.replica_penalty == "linear_v1":
-        g = g * np.where(synced, quality.linear_v1_replica_factor(t["replicas"], s.params, a), 1.0)
-    g = np.where(synced, g, 1.0)
+    g, mu, with_chi = quality_terms(s, b, t, eff)
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         c = s.target / g
         t1 = c / (6.0 * s.active_params)
@@ -128,8 +161,7 @@ def _time_to_quality_target(s, b, t, eff):
         excess = chinchilla.chinchilla_loss(n_opt, d_opt, a) / mu - floor
         t2 = np.where(c <= a.chi_search_low_flop, 0.0,
                       np.where(excess > 0, (a.chinchilla_b / excess) ** (1.0 / a.chinchilla_beta), np.inf))
-        # one node: chi = 1, so C_quality = C_thr
-        tokens = np.where(synced, np.maximum(t1, t2), t1)
+        tokens = np.where(with_chi, np.maximum(t1, t2), t1)
         time_s = tokens / tokens_per_s
     reachable = np.isfinite(time_s)
     at = window_view(s, b, t, eff, np.where(reachable, time_s, 1.0))
