@@ -1,0 +1,467 @@
+"""The planning problem as a mixed-integer linear program in log space.
+
+Every coefficient is a number computed by the cost model (`planner.cost`) for one plan
+or one factor; the formulation only arranges them. Building never solves.
+
+Decisions (columns)
+    y[c]        1 if class c is chosen: every decision but n, H and R (mode, precision,
+                EP scope, S, k, M, Ca, Cr, streaming), as `DecisionSpace.classes` lists
+                them (with its exact reductions), c over the classes with a DiLoCo sync
+    lam[c]      1 if fixed plan c is chosen: one node training alone (flat, n = 1) or a
+                pipeline over the WAN (N = S); their time is a single number
+    u[i]        1 if n = i (replicas: nodes in flat and hierarchical modes, pipeline
+                groups in PP-group mode), i = 1 .. n_max
+    v[j]        1 if H = j, j = 1 .. H_max
+    w[r]        1 if R = r, r = 1 .. R_max (hierarchical; other modes use R = 1)
+    z           ln(outer step time / (H R)), the time per inner step of one replica
+    omega       ln(eta_H(H_eff) eta_R(n, H_eff)), the efficiency that depends on n and H
+    L           ln(time to target)
+    nodes       nodes used (min_cost)
+
+The time to target of a synchronised plan factors as (COST_MODEL.md section 7)
+
+    T = C_target / (6 P_act tokens/s eta),   tokens/s = B tf n H R / outer_time,
+
+so ln T = kappa_c - ln n + z - omega, with kappa_c = ln(C_target / (6 P_act B tf
+eta_C eta_A)) per class. kappa_c is read off the evaluator at one plan of the class and
+the factorisation is checked at a second plan (`FormulationError` if they disagree).
+
+Constraint families (one function each, stable names)
+    choice            exactly one class or fixed plan; exactly one n, H and R
+    structure         n >= the mode's minimum (2 replicas; 2 groups of k in hierarchical)
+    node-limit        N = n * unit within search.min_nodes .. min(fleet, limits.max_nodes)
+    budget-limit      N * node price <= budget
+    memory-cap        with global expert parallelism the state per node falls with n:
+                      n >= the smallest n that fits (classes that never fit are not listed)
+    fixed-shape       fixed plans take n = H = R = 1; non-hierarchical classes R = 1
+    sync-overlap      z >= each part of the outer step: with streaming, z >= ln t_step,
+                      z >= ln(t_sync(n)) - ln H (flat, PP-group), plus z >= ln t_reg - ln H
+                      and the WAN sync over H R (hierarchical); without streaming, z >= the
+                      tabulated ln(outer/(H R)) per (class, n) (and R)
+    efficiency        omega <= ln(eta_H eta_R)(n, H sqrt R), tabulated per (n, R) over H
+    time-to-target    L >= kappa_c - ln n + z - omega for the chosen class
+    duration-limit    L <= ln(run-duration limit)
+    nodes-used        nodes >= N of the chosen class (min_cost)
+
+Every "for the chosen class / n / R" row is switched off by a big-M computed from the
+tables' own ranges. The objective pushes z and L down and omega up, so at an optimum
+they equal their definitions and the model's objective is the evaluator's time (or
+cost) of the decoded plan: `planner.solvers` re-scores it and certifies it exactly.
+
+The model grows with the domains: n_max + H_max + R_max binaries, and (n_max R_max) H_max
+non-zeros in the efficiency rows, since eta_R couples n and H_eff (and, without streaming,
+the sync rows couple class, n and H too). `estimate_size` says how large it would be.
+Only C_local targets: a C_quality target scores eta_R at the run's own tokens, which
+couples every decision (`UnsupportedTarget`).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from planner import oracle
+from planner.cost import quality
+from planner.cost.modes import throughput
+from planner.cost.run import replica_efficiency
+from planner.cost.score import time_to_target
+from planner.cost.setting import PlanBatch, Setting
+from planner.cost.straggler import eta_h_divisor
+from planner.mip.model import INF, Model
+from planner.space import Classes, DecisionSpace
+
+OMEGA_FLOOR = -200.0      # ln of an efficiency of ~1e-87: the plan never reaches its target
+CHECK_REL = 1e-9
+
+
+class FormulationError(AssertionError):
+    """The cost model did not factor as the formulation assumes (a bug, never an input error)."""
+
+
+class UnsupportedTarget(ValueError):
+    """A question this formulation cannot express."""
+
+
+@dataclass
+class Formulation:
+    """A built model and what is needed to read a plan back from a solution."""
+
+    model: Model
+    objective: str
+    groups: list[Classes]            # class groups (one mode, precision and EP scope each)
+    sync_keys: list[tuple[int, int]]  # y[c] -> (group, class)
+    fixed_keys: list[tuple[int, int]]  # lam[c] -> (group, class)
+    fixed_log_time: np.ndarray       # ln T of each fixed plan
+    y: np.ndarray
+    lam: np.ndarray
+    u: np.ndarray
+    v: np.ndarray
+    w: np.ndarray
+    col_L: int
+    col_nodes: int | None
+
+    def decode(self, x: np.ndarray) -> PlanBatch:
+        """The plan a solution vector chooses (one row)."""
+        n = int(np.argmax(x[self.u])) + 1
+        h = int(np.argmax(x[self.v])) + 1
+        r = int(np.argmax(x[self.w])) + 1
+        chosen = np.concatenate([x[self.y], x[self.lam]])
+        k = int(np.argmax(chosen))
+        if k >= self.y.size:
+            g, c = self.fixed_keys[k - self.y.size]
+            return self.groups[g].plans(np.array([c]), 1, 1, 1)
+        g, c = self.sync_keys[k]
+        return self.groups[g].plans(np.array([c]), n, h, r)
+
+    def fixing(self, group: int, cls: int, n: int, h: int = 1, r: int = 1) -> dict[int, tuple[float, float]]:
+        """Column bounds that fix the model to one plan (class `cls` of `group` with n, H, R):
+        for checking the model against the evaluator plan by plan."""
+        bounds = {int(j): (0.0, 0.0) for j in np.concatenate([self.y, self.lam, self.u, self.v, self.w])}
+        key = (group, cls)
+        if key in self.sync_keys and not (n == 1 and key in self.fixed_keys):
+            bounds[int(self.y[self.sync_keys.index(key)])] = (1.0, 1.0)
+            n_, h_, r_ = n, h, r
+        else:
+            bounds[int(self.lam[self.fixed_keys.index(key)])] = (1.0, 1.0)
+            n_, h_, r_ = 1, 1, 1
+        for cols, k in ((self.u, n_), (self.v, h_), (self.w, r_)):
+            bounds[int(cols[k - 1])] = (1.0, 1.0)
+        return bounds
+
+
+def estimate_size(setting: Setting, space: DecisionSpace) -> dict[str, int]:
+    """Binaries and non-zeros the model would have (to within a few per cent), without building it."""
+    groups = list(oracle.batches(setting, space))
+    n_max, h_max, r_max, _, _ = _domains(groups, space)
+    classes = fixed = nonzeros = 0
+    for c in groups:
+        if c.rows.mode == "pipeline_wan":
+            fixed += c.size
+            continue
+        classes += c.size
+        width = (c.n_hi - c.n_lo + 1)
+        nonzeros += c.size * (n_max + 4)                                  # time-to-target
+        if c.rows.mode == "hierarchical":
+            nonzeros += np.where(c.rows.streaming, width + 2 * h_max + r_max + 6,
+                                 width * r_max * (h_max + 3)).sum()
+        else:
+            nonzeros += np.where(c.rows.streaming, width + h_max + 4, width * (h_max + 2)).sum()
+    nonzeros += 6 * (n_max + classes + fixed) + 8 * fixed                 # choice, limits, fixed shape
+    nonzeros += n_max * r_max * (h_max + 3)                               # efficiency
+    return {"binaries": int(classes + fixed + n_max + h_max + r_max), "nonzeros": int(nonzeros)}
+
+
+def _domains(groups: list[Classes], space: DecisionSpace):
+    n_max = max((int(c.n_hi.max()) for c in groups if c.rows.mode != "pipeline_wan"), default=1)
+    h_max = space.max_inner_steps if any(c.rows.mode != "pipeline_wan" for c in groups) else 1
+    r_max = space.max_regional_rounds if any(c.rows.mode == "hierarchical" for c in groups) else 1
+    return max(n_max, 1), h_max, r_max, 0, 0
+
+
+def build(setting: Setting, space: DecisionSpace, objective: str = "min_time") -> Formulation:
+    """The model of `space` for `objective` (min_time or min_cost); see the module docstring."""
+    if setting.target_kind != "c_local":
+        raise UnsupportedTarget("the mixed-integer formulation covers C_local targets only (a C_quality "
+                                "target scores eta_R at the run's own tokens, which couples every decision); "
+                                "use --solver oracle")
+    if objective not in ("min_time", "min_cost"):
+        raise UnsupportedTarget(f"the mixed-integer formulation covers min_time and min_cost, not {objective!r}")
+    groups = list(oracle.batches(setting, space))
+    n_max, h_max, r_max, _, _ = _domains(groups, space)
+    m = Model(name="dtplan")
+    b = _Builder(setting, space, m, groups, n_max, h_max, r_max, objective)
+    b.columns()
+    b.tables()
+    b.choice()
+    b.fixed_shape()
+    b.structure()
+    b.node_limit()
+    b.budget_limit()
+    b.memory_cap()
+    b.sync_overlap()
+    b.efficiency()
+    b.time_to_target()
+    b.duration_limit()
+    if objective == "min_cost":
+        b.nodes_used()
+        m.objective = {b.col_nodes: setting.node_price_usd if setting.node_price_usd > 0 else 1.0}
+    else:
+        m.objective = {b.col_L: 1.0}
+    return Formulation(m, objective, groups, b.sync_keys, b.fixed_keys, b.fixed_log_time,
+                       b.y, b.lam, b.u, b.v, b.w, b.col_L, b.col_nodes)
+
+
+class _Builder:
+    """Fills the model family by family (one method each, named after the family)."""
+
+    def __init__(self, s, space, m, groups, n_max, h_max, r_max, objective):
+        self.s, self.space, self.m, self.groups = s, space, m, groups
+        self.n_max, self.h_max, self.r_max, self.objective = n_max, h_max, r_max, objective
+        self.sync_keys: list[tuple[int, int]] = []
+        self.fixed_keys: list[tuple[int, int]] = []
+        for g, c in enumerate(groups):
+            for k in range(c.size):
+                if c.rows.mode == "pipeline_wan":
+                    self.fixed_keys.append((g, k))
+                    continue
+                if c.rows.mode == "flat" and c.n_lo[k] == 1:
+                    self.fixed_keys.append((g, k))        # n = 1: local training
+                if c.rows.mode != "flat" or c.n_hi[k] >= 2:
+                    self.sync_keys.append((g, k))
+        self.col_nodes = None
+
+    # -- columns and tables -------------------------------------------------------------
+
+    def columns(self):
+        m = self.m
+        self.y = m.add_binaries("y", [self._label(g, k) for g, k in self.sync_keys])
+        self.lam = m.add_binaries("lam", [self._label(g, k) + ",n=1" for g, k in self.fixed_keys])
+        self.u = m.add_binaries("u", range(1, self.n_max + 1))
+        self.v = m.add_binaries("v", range(1, self.h_max + 1))
+        self.w = m.add_binaries("w", range(1, self.r_max + 1))
+        self.ln_i = np.log(np.arange(1, self.n_max + 1))
+        self.ln_h = np.log(np.arange(1, self.h_max + 1))
+        self.ln_r = np.log(np.arange(1, self.r_max + 1))
+
+    def _label(self, g, k):
+        c = self.groups[g]
+        r = c.rows
+        parts = [r.mode, r.precision]
+        if r.expert_parallel != "none":
+            parts.append(f"ep={r.expert_parallel}")
+        if r.mode == "hierarchical":
+            parts.append(f"k={int(r.group_size[k])}")
+        if r.mode in ("pp_group", "pipeline_wan"):
+            parts += [f"S={int(r.stages[k])}", f"M={int(r.micro_batches[k])}", f"Ca={float(r.activation_compression[k]):g}"]
+        if r.mode != "pipeline_wan":
+            parts += [f"Cr={float(r.compression[k]):g}", "stream" if r.streaming[k] else "nostream"]
+        return ",".join(parts)
+
+    def _plans(self, g, k, n, h, r) -> PlanBatch:
+        c = self.groups[g]
+        n, h, r = np.broadcast_arrays(np.asarray(n), np.asarray(h), np.asarray(r))
+        return c.plans(np.full(n.shape, k), n, h, r)
+
+    def tables(self):
+        """Per class: n range, ln t_step, sync parts, kappa; per fixed plan: ln T. All from the evaluator."""
+        s = self.s
+        self.fixed_log_time = np.empty(len(self.fixed_keys))
+        for j, (g, k) in enumerate(self.fixed_keys):
+            t = time_to_target(s, self._plans(g, k, 1, 1, 1))["time_to_target_s"][0]
+            self.fixed_log_time[j] = math.log(t) if np.isfinite(t) and t > 0 else INF
+        self.cls = []
+        for g, k in self.sync_keys:
+            c = self.groups[g]
+            lo = max(int(c.n_lo[k]), 2) if c.rows.mode == "flat" else int(c.n_lo[k])
+            hi = int(c.n_hi[k])
+            ns = np.arange(lo, hi + 1)
+            t = throughput(s, self._plans(g, k, ns, 1, 1))
+            entry = {"g": g, "k": k, "lo": lo, "hi": hi, "unit": int(c.unit[k]), "mode": c.rows.mode,
+                     "streaming": bool(c.rows.streaming[k]), "ns": ns,
+                     "ln_step": float(np.log(t["t_step_s"][0])),
+                     "ln_sync_base": float(np.log(t["t_sync_base_s"][0])),
+                     "ln_f": np.log(t["f_sync"]),
+                     "ln_reg": float(np.log(t["t_regional_s"][0])) if c.rows.mode == "hierarchical" else None}
+            if not np.allclose(t["t_step_s"], t["t_step_s"][0], rtol=1e-12):
+                raise FormulationError(f"t_step varies with n in class {self._label(g, k)}")
+            entry["kappa"] = self._kappa(g, k, lo, 1, 1)
+            for n, h, r in ((hi, self.h_max, self.r_max), (lo, max(1, self.h_max // 2), 1)):
+                r = r if c.rows.mode == "hierarchical" else 1
+                got = entry["kappa"] - math.log(n) + self._z(g, k, n, h, r) - self._omega(n, h * math.sqrt(r))
+                want = float(np.log(time_to_target(s, self._plans(g, k, n, h, r))["time_to_target_s"][0]))
+                if np.isfinite(want) and abs(got - want) > CHECK_REL * max(1.0, abs(want)):
+                    raise FormulationError(f"ln T does not factor for {self._label(g, k)} at n={n}, H={h}, R={r}: "
+                                           f"{got} != {want}")
+            self.cls.append(entry)
+
+    def _z(self, g, k, n, h, r) -> float:
+        t = throughput(self.s, self._plans(g, k, n, h, r))
+        return float(np.log(t["outer_time_s"][0] / (h * r)))
+
+    def _omega(self, n, h_eff) -> float:
+        return float(self.omega_table(np.array([n]), np.array([h_eff]))[0])
+
+    def omega_table(self, n, h_eff) -> np.ndarray:
+        """ln(eta_H(H_eff) * eta_R(n, H_eff)) at the target point (COST_MODEL.md sections 5, 7), floored."""
+        s = self.s
+        a = s.assumptions
+        eta_h = quality.eta_sync_interval(h_eff, s.params, a, eta_h_divisor(a))
+        eta_r = replica_efficiency(s, n, h_eff, s.target_tokens, s.target)
+        with np.errstate(divide="ignore"):
+            return np.maximum(np.log(eta_h * eta_r), OMEGA_FLOOR)
+
+    def _kappa(self, g, k, n, h, r) -> float:
+        """kappa_c = ln T + ln n - z + omega at one plan of the class."""
+        t = time_to_target(self.s, self._plans(g, k, n, h, r))["time_to_target_s"][0]
+        if not (np.isfinite(t) and t > 0):
+            return INF
+        h_eff = h * math.sqrt(r)
+        return math.log(t) + math.log(n) - self._z(g, k, n, h, r) + self._omega(n, h_eff)
+
+    # -- families -------------------------------------------------------------------------
+
+    def choice(self):
+        m = self.m
+        m.add_row("choice", np.concatenate([self.y, self.lam]), np.ones(self.y.size + self.lam.size), 1, 1)
+        for cols in (self.u, self.v, self.w):
+            m.add_row("choice", cols, np.ones(cols.size), 1, 1)
+
+    def fixed_shape(self):
+        """Fixed plans use n = H = R = 1; classes other than hierarchical use R = 1."""
+        m = self.m
+        for lam in self.lam:
+            for first in (self.u[0], self.v[0], self.w[0]):
+                m.add_row("fixed-shape", [first, lam], [1.0, -1.0], 0)
+        flat_like = [int(self.y[j]) for j, e in enumerate(self.cls) if e["mode"] != "hierarchical"]
+        if flat_like and self.r_max > 1:
+            m.add_row("fixed-shape", [self.w[0]] + flat_like, [1.0] + [-1.0] * len(flat_like), 0)
+
+    def _n_row(self, family, bound_of, sense):
+        """n >= (or <=) sum_c bound_c y_c (+ 1 for fixed plans, which use n = 1)."""
+        bounds = np.array([bound_of(e) for e in self.cls], dtype=float)
+        cols = np.concatenate([self.u, self.y, self.lam])
+        coefs = np.concatenate([np.arange(1, self.n_max + 1), -bounds, -np.ones(self.lam.size)])
+        if sense == ">=":
+            self.m.add_row(family, cols, coefs, lo=0)
+        else:
+            self.m.add_row(family, cols, coefs, hi=0)
+
+    def structure(self):
+        """Two DiLoCo replicas at least (two groups of k nodes in hierarchical mode)."""
+        def least(e):
+            c = self.groups[e["g"]]
+            return 2 * int(c.rows.group_size[e["k"]]) if e["mode"] == "hierarchical" else 2
+        self._n_row("structure", least, ">=")
+
+    def node_limit(self):
+        """search.min_nodes <= n * unit <= min(fleet nodes, limits.max_nodes)."""
+        sp = self.space
+        self._n_row("node-limit", lambda e: sp.max_nodes // e["unit"], "<=")
+        self._n_row("node-limit", lambda e: max(1, -(-sp.min_nodes // e["unit"])), ">=")
+
+    def budget_limit(self):
+        s = self.s
+        if s.budget_usd is None or s.node_price_usd <= 0:
+            return
+        self._n_row("budget-limit", lambda e: math.floor(s.budget_usd / (e["unit"] * s.node_price_usd)), "<=")
+
+    def memory_cap(self):
+        """With global EP the state per node falls with n: n >= the least n that fits (by the
+        evaluator's memory figure, `DecisionSpace.classes`); other classes fit at every n."""
+        if any(self.groups[e["g"]].rows.expert_parallel == "global" for e in self.cls):
+            self._n_row("memory-cap", lambda e: e["lo"] if self.groups[e["g"]].rows.expert_parallel == "global"
+                        else 1, ">=")
+        for e in self.cls:     # the interval the space derived must be what the rows allow
+            if e["lo"] > e["hi"]:
+                raise FormulationError(f"empty n range for {self._label(e['g'], e['k'])}")
+
+    def sync_overlap(self):
+        m = self.m
+        self.col_z = m.add_col("z", -INF, INF)
+        z_lo = min((e["ln_step"] for e in self.cls), default=0.0)
+        m.col_lo[self.col_z] = z_lo
+        z_hi = z_lo
+        rows = []       # (cols, coefs, const, activators): z - sum coefs x >= const, when all activators are 1
+        for j, e in enumerate(self.cls):
+            y = int(self.y[j])
+            if e["streaming"]:
+                rows.append(([], [], e["ln_step"], [y]))
+                i = self.u[e["ns"] - 1]
+                hr = -self.ln_r if e["mode"] == "hierarchical" else np.zeros(0)
+                wcols = self.w if e["mode"] == "hierarchical" else np.zeros(0, np.int64)
+                rows.append((np.concatenate([i, self.v, wcols]), np.concatenate([e["ln_f"], -self.ln_h, hr]),
+                             e["ln_sync_base"], [y]))
+                if e["mode"] == "hierarchical":
+                    rows.append((self.v, -self.ln_h, e["ln_reg"], [y]))
+            else:
+                r_values = range(1, self.r_max + 1) if e["mode"] == "hierarchical" else [1]
+                hs = np.arange(1, self.h_max + 1)
+                for n in e["ns"]:
+                    for r in r_values:
+                        t = throughput(self.s, self._plans(e["g"], e["k"], np.full(hs.size, n), hs, r))
+                        table = np.log(t["outer_time_s"] / (hs * r))
+                        act = [y, int(self.u[n - 1])] + ([int(self.w[r - 1])] if e["mode"] == "hierarchical" else [])
+                        rows.append((self.v, table, 0.0, act))
+        for cols, coefs, const, act in rows:
+            coefs = np.asarray(coefs, dtype=float)
+            cols = np.asarray(cols, dtype=np.int64)
+            top = const + self._max_over_onehots(cols, coefs)
+            z_hi = max(z_hi, top)
+            big = top - z_lo
+            # z - coefs.x - big * sum(act) >= const - big * len(act)
+            m.add_row("sync-overlap", np.concatenate([[self.col_z], cols, act]),
+                      np.concatenate([[1.0], -coefs, -big * np.ones(len(act))]), lo=const - big * len(act))
+        m.col_hi[self.col_z] = z_hi
+        self.z_lo, self.z_hi = z_lo, z_hi
+
+    def _max_over_onehots(self, cols, coefs) -> float:
+        """Largest value of coefs . x over the one-hot groups (u, v, w) the columns belong to."""
+        total = 0.0
+        for group in (self.u, self.v, self.w):
+            on = np.isin(cols, group)
+            if on.any():
+                total += max(0.0, float(coefs[on].max())) if on.sum() < group.size else float(coefs[on].max())
+        return total
+
+    def efficiency(self):
+        """omega <= ln(eta_H eta_R)(n, H sqrt R) for the chosen n and R, over every H."""
+        m = self.m
+        n_lo = min((e["lo"] for e in self.cls), default=2)
+        ns = np.arange(n_lo, self.n_max + 1)
+        hs = np.arange(1, self.h_max + 1)
+        rs = np.arange(1, self.r_max + 1)
+        nn, rr, hh = np.meshgrid(ns, rs, hs, indexing="ij")
+        table = self.omega_table(nn.ravel(), (hh * np.sqrt(rr)).ravel()).reshape(nn.shape)
+        self.col_omega = m.add_col("omega", float(table.min()) if table.size else 0.0,
+                                   float(table.max()) if table.size else 0.0)
+        om_hi = m.col_hi[self.col_omega]
+        for a, n in enumerate(ns):
+            for b, r in enumerate(rs):
+                row = table[a, b]
+                big = om_hi - float(row.min())
+                act = [int(self.u[n - 1])] + ([int(self.w[r - 1])] if self.r_max > 1 else [])
+                # omega - row.v + big * sum(act) <= big * len(act)
+                m.add_row("efficiency", np.concatenate([[self.col_omega], self.v, act]),
+                          np.concatenate([[1.0], -row, big * np.ones(len(act))]), hi=big * len(act))
+
+    def time_to_target(self):
+        """L >= kappa_c - ln n + z - omega (chosen class c); L >= ln T_c (chosen fixed plan)."""
+        m = self.m
+        om_lo, om_hi = m.col_lo[self.col_omega], m.col_hi[self.col_omega]
+        lows = [e["kappa"] - math.log(e["hi"]) + self.z_lo - om_hi for e in self.cls if np.isfinite(e["kappa"])]
+        lows += list(self.fixed_log_time[np.isfinite(self.fixed_log_time)])
+        l_lo = min(lows) if lows else 0.0
+        self.col_L = m.add_col("L", l_lo, INF)
+        for j, e in enumerate(self.cls):
+            y = int(self.y[j])
+            if not np.isfinite(e["kappa"]):
+                m.add_row("time-to-target", [y], [1.0], hi=0)     # never reaches its target
+                continue
+            big = e["kappa"] + self.z_hi - om_lo - l_lo
+            # L + ln_i.u - z + omega - big y >= kappa - big
+            m.add_row("time-to-target", np.concatenate([[self.col_L], self.u, [self.col_z, self.col_omega, y]]),
+                      np.concatenate([[1.0], self.ln_i, [-1.0, 1.0, -big]]), lo=e["kappa"] - big)
+        for j, lam in enumerate(self.lam):
+            t = self.fixed_log_time[j]
+            if not np.isfinite(t):
+                m.add_row("time-to-target", [int(lam)], [1.0], hi=0)
+                continue
+            big = t - l_lo
+            m.add_row("time-to-target", [self.col_L, int(lam)], [1.0, -big], lo=t - big)
+
+    def duration_limit(self):
+        self.m.add_row("duration-limit", [self.col_L], [1.0], hi=math.log(self.s.window_s))
+
+    def nodes_used(self):
+        """nodes >= n * unit for the chosen class; nodes >= S for a chosen WAN pipeline."""
+        m = self.m
+        self.col_nodes = m.add_col("nodes", 1, self.space.max_nodes, integer=True)
+        for j, e in enumerate(self.cls):
+            big = e["unit"] * self.n_max
+            m.add_row("nodes-used", np.concatenate([[self.col_nodes], self.u, [int(self.y[j])]]),
+                      np.concatenate([[1.0], -e["unit"] * np.arange(1, self.n_max + 1), [-big]]), lo=-big)
+        for j, (g, k) in enumerate(self.fixed_keys):
+            nodes = int(self.groups[g].unit[k])
+            m.add_row("nodes-used", [self.col_nodes, int(self.lam[j])], [1.0, -nodes], lo=0)

@@ -1,0 +1,56 @@
+"""Mixed-integer backends behind one small protocol, and the exact search that certifies them.
+
+A backend takes a `planner.mip.model.Model` and returns a `BackendResult`: status,
+objective, best bound, gap, solve time, branch-and-bound nodes and the solution.
+`BACKENDS` maps the names `dtplan solve --solver` accepts to them; the planner's own
+exact search (`planner.oracle`) is the solver named "oracle" in `planner.solve`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol
+
+import numpy as np
+
+from planner.mip.model import Model
+
+
+@dataclass
+class BackendResult:
+    """What one backend run reports (objective and bound in the model's own units)."""
+
+    backend: str
+    status: str                   # optimal | time_limit | infeasible | error
+    objective: float | None
+    bound: float | None
+    gap: float | None
+    time_s: float
+    nodes: int
+    x: np.ndarray | None = None
+    message: str = ""
+
+
+class Backend(Protocol):
+    name: str
+
+    def solve(self, model: Model, time_limit_s: float | None = None,
+              fixed: dict[int, tuple[float, float]] | None = None) -> BackendResult:
+        """Solve `model` (with the column bounds in `fixed` overriding the model's)."""
+
+    def write(self, model: Model, path: str) -> None:
+        """Write the model to `path` in a format the file's suffix names."""
+
+
+def backends() -> dict[str, Backend]:
+    """The backends that can be imported here, by name."""
+    from planner.solvers.highs import HighsBackend
+    from planner.solvers.scip import ScipBackend
+    found: dict[str, Backend] = {}
+    for cls in (HighsBackend, ScipBackend):
+        if cls.available():
+            found[cls.name] = cls()
+    return found
+
+
+BACKEND_NAMES = ("highs", "scip")

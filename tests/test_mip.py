@@ -1,0 +1,130 @@
+"""The mixed-integer formulation and its backends.
+
+1. Plan by plan: with every decision fixed to one plan, the model's optimum is the
+   evaluator's ln(time to target) of that plan (to the backend's tolerance), and the
+   plan is infeasible exactly when it misses the duration limit.
+2. Whole spaces: each backend, certified by the exact search, returns the same optimum
+   and the same plan (after tie-breaking) as the brute force of tests/test_oracle.py.
+"""
+
+import math
+
+import numpy as np
+import pytest
+
+from planner.cost.score import time_to_target
+from planner.mip.formulation import FormulationError, UnsupportedTarget, build, estimate_size
+from planner.oracle import tie_key
+from planner.solvers import backends
+from planner.solvers.certified import ModelTooLarge, check_size, optimise
+from tests.test_oracle import naive, random_case
+
+BACKENDS = sorted(backends())
+
+
+def test_both_backends_are_installed():
+    assert BACKENDS == ["highs", "scip"]
+
+
+def _feasible_case(seed):
+    """A random case whose space has at least one class with a DiLoCo sync."""
+    s, space, allowed = random_case(seed)
+    f = build(s, space, "min_time")
+    return s, space, allowed, f
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_model_equals_the_evaluator_plan_by_plan(seed):
+    s, space, _, f = _feasible_case(seed)
+    rng = np.random.default_rng(seed)
+    backend = backends()["highs"]
+    keys = f.sync_keys + f.fixed_keys
+    if not keys:
+        pytest.skip("no plan in this space")
+    for _ in range(8):
+        g, k = keys[int(rng.integers(len(keys)))]
+        c = f.groups[g]
+        n = int(rng.integers(c.n_lo[k], c.n_hi[k] + 1))
+        if (g, k) in f.sync_keys and c.rows.mode == "flat" and n == 1 and (g, k) not in f.fixed_keys:
+            continue
+        h = int(rng.integers(1, space.max_inner_steps + 1)) if c.rows.mode != "pipeline_wan" else 1
+        r = int(rng.integers(1, space.max_regional_rounds + 1)) if c.rows.mode == "hierarchical" else 1
+        if (g, k) in f.fixed_keys and ((g, k) not in f.sync_keys or n == 1):
+            n, h, r = 1, 1, 1
+        plan = c.plans(np.array([k]), n, h, r)
+        want = float(time_to_target(s, plan)["time_to_target_s"][0])
+        result = backend.solve(f.model, fixed=f.fixing(g, k, n, h, r))
+        if not want <= s.window_s * (1 - 1e-6):
+            assert result.status == "infeasible" or want <= s.window_s * (1 + 1e-6)
+            continue
+        assert result.status == "optimal"
+        assert result.objective == pytest.approx(math.log(want), abs=1e-6)
+        decoded = f.decode(result.x)
+        assert int(decoded.nodes[0]) == int(plan.nodes[0])
+        assert int(decoded.inner_steps[0]) == h
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("objective", ["min_time", "min_cost"])
+@pytest.mark.parametrize("seed", range(30))
+def test_certified_backend_matches_brute_force(seed, objective, backend):
+    s, space, streaming = random_case(seed)
+    expected = naive(s, space, objective, streaming)
+    found, _, bound, report = optimise(s, space, objective, backend)
+    assert bound == math.inf
+    assert report.backend == backend
+    if expected is None:
+        assert found is None
+        assert report.status == "infeasible"
+        return
+    assert found is not None
+    assert found[1] == pytest.approx(expected[0][0], rel=1e-12)
+    assert tie_key(s, found[0], 0) == tie_key(s, expected[1], 0)
+    # the backend alone is right to its tolerance, before certification
+    assert report.status == "optimal"
+    assert report.objective == pytest.approx(expected[0][0], rel=1e-5)
+    assert not report.certified_improved
+
+
+def test_c_quality_targets_are_refused_with_a_reason():
+    s, space, _ = random_case(3, target_kind="c_quality")
+    with pytest.raises(UnsupportedTarget, match="C_local targets only"):
+        build(s, space, "min_time")
+
+
+def test_size_guard_names_the_fields_to_narrow():
+    s, space, _ = random_case(4)
+    import dataclasses
+    big = dataclasses.replace(space, max_nodes=100_000, max_inner_steps=10_000)
+    with pytest.raises(ModelTooLarge, match="max_inner_steps"):
+        check_size(s, big)
+
+
+def test_size_estimate_is_close_to_the_built_model():
+    for seed in range(6):
+        s, space, _, f = _feasible_case(seed)
+        est = estimate_size(s, space)
+        assert est["nonzeros"] >= f.model.n_nonzeros * 0.5
+        assert est["nonzeros"] <= f.model.n_nonzeros * 3 + 100
+
+
+def test_every_row_belongs_to_a_named_family():
+    s, space, _, f = _feasible_case(4)
+    fams = f.model.families()
+    assert {"choice", "structure", "node-limit", "sync-overlap", "efficiency", "time-to-target",
+            "duration-limit"} <= set(fams)
+    assert sum(fams.values()) == f.model.n_rows
+    assert len(set(f.model.row_names)) == f.model.n_rows
+
+
+@pytest.mark.parametrize("suffix", [".lp", ".mps", ".cip"])
+def test_written_model_names_its_families(tmp_path, suffix):
+    s, space, _, f = _feasible_case(4)
+    path = tmp_path / f"model{suffix}"
+    backends()["scip" if suffix == ".cip" else "highs"].write(f.model, str(path))
+    text = path.read_text()
+    assert "duration_limit.0" in text and "sync_overlap.0" in text and "u.1" in text
+
+
+def test_formulation_error_is_an_assertion():
+    assert issubclass(FormulationError, AssertionError)
