@@ -58,7 +58,11 @@ def validate(instance_path: Path) -> None:
     days, source = max_days(instance)
     hw = instance.hardware
     click.echo(f"{instance_path}: valid")
-    click.echo(f"  model      {s.params / 1e9:,.1f}B parameters" + (f" ({s.active_params / 1e9:,.1f}B active)" if s.is_moe else ""))
+    if instance.search.params:
+        click.echo("  model      candidate sizes " + ", ".join(f"{p / 1e9:,.4g}B" for p in instance.search.params)
+                   + " (dense; search.params)")
+    else:
+        click.echo(f"  model      {s.params / 1e9:,.1f}B parameters" + (f" ({s.active_params / 1e9:,.1f}B active)" if s.is_moe else ""))
     click.echo(f"  fleet      {instance.fleet.nodes:,} x {hw.name} ({', '.join(hw.precisions)}; "
                f"{hw.node_hbm_gb:,.0f} GB, {hw.h100_equivalents:.2f} H100-eq per node)")
     click.echo(f"  target     {s.target:.3e} FLOP ({s.target_kind})")
@@ -115,6 +119,8 @@ def solve(instance_path: Path, objective: str | None, solver: str, time_limit_s:
         result = run_solve(instance, objective=objective, solver=solver, time_limit_s=time_limit_s)
     except UnsupportedObjective as err:
         raise BadInput(f"--objective: {err}") from None
+    except InputError as err:      # the instance cannot be solved for this objective (e.g. --objective)
+        raise BadInput(str(InputError(err.problems, source=str(instance_path)))) from None
     if as_json:
         click.echo(json.dumps(result.to_dict(), indent=2, default=_json_default))
     else:

@@ -94,6 +94,12 @@ def setting_from_instance(instance: Instance) -> Setting:
         assumptions=instance.resolved_assumptions())
 
 
+def with_params(setting: Setting, params: float) -> Setting:
+    """The setting of a dense model of `params` total parameters (hidden size 0.03 sqrt(P)):
+    one candidate of `search.params`."""
+    return setting.replace(params=float(params), active_params=float(params), moe_layers=0, hidden_size=None)
+
+
 def batch_from_plan(setting: Setting, plan: Plan) -> PlanBatch:
     """A one-plan batch; unset stages become S_min, unset expert parallelism 'global' for MoE."""
     stages = plan.stages
@@ -111,9 +117,14 @@ def batch_from_plan(setting: Setting, plan: Plan) -> PlanBatch:
                         expert_parallel=ep)
 
 
-def evaluate(instance: Instance, plan: Plan) -> Evaluation:
-    """Score one plan of one instance (the plan must have passed `check_plan_against`)."""
+def evaluate(instance: Instance, plan: Plan, params: float | None = None) -> Evaluation:
+    """Score one plan of one instance (the plan must have passed `check_plan_against`).
+
+    `params`: score a dense model of this many total parameters instead of the instance's
+    (one of `search.params`, the candidate sizes; hidden size 0.03 sqrt(P))."""
     setting = setting_from_instance(instance)
+    if params is not None:
+        setting = with_params(setting, params)
     batch = batch_from_plan(setting, plan)
     raw = score(setting, batch, fleet_nodes=instance.fleet.nodes)
     values = {k: float(np.asarray(v).ravel()[0]) for k, v in raw.items()}

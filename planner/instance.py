@@ -292,6 +292,22 @@ class AssumptionSettings(StrictModel):
 # -- search and the instance ----------------------------------------------------------
 
 
+def _distinct_sizes(sizes: list[float]) -> list[float]:
+    """Candidate sizes, each once, smallest first (the solver's tie order)."""
+    seen: dict[float, int] = {}
+    problems = []
+    for i, p in enumerate(sizes):
+        if p in seen:
+            problems.append(Problem(f"[{i}]", f"duplicate of search.params[{seen[p]}] ({show(p)})"))
+        seen.setdefault(p, i)
+    if problems:
+        raise_problems(problems)
+    return sorted(sizes)
+
+
+MODEL_SIZE_KEYS = ("params", "preset", "active_params", "moe_layers", "hidden_size")
+
+
 class Search(StrictModel):
     """Bounds on the planner's decision space (shapes and ranges only)."""
 
@@ -312,6 +328,12 @@ class Search(StrictModel):
     streaming: List(Bool) = Field([True, False], description="Streaming overlap on/off. Default both.")
     expert_parallel: List(Choice(*EXPERT_PARALLEL)) | None = Field(
         None, description="Expert-parallel scopes (MoE). Default None = all that apply.")
+    params: Annotated[List(Num(ge=MIN_PARAMS, hint=_PARAMS_HINT)), AfterValidator(_distinct_sizes)] | None = Field(
+        None, description="Candidate model sizes: total parameters of a dense model, raw counts >= 1e6 "
+                          "(e.g. [7e9, 70e9]). The planner solves every size and keeps the best (ties to the "
+                          "smaller). The model section then gives no size (model.params defaults to the "
+                          "smallest candidate; the hidden size is 0.03 sqrt(P) for each), and min_time / "
+                          "min_cost need training.target_flop. Default None: the model's own size.")
 
 
 class Instance(StrictModel):
@@ -333,9 +355,32 @@ class Instance(StrictModel):
     search: Search = Field(default_factory=Search, description="Default: the whole decision space.")
     objective: Choice(*OBJECTIVES) = Field("min_time", description="Default 'min_time'.")
 
+    @model_validator(mode="before")
+    @classmethod
+    def _model_from_size_set(cls, data: Any) -> Any:
+        """With search.params (candidate sizes) the model section gives no size: the model is
+        dense, its size the smallest candidate until the planner picks one."""
+        if not isinstance(data, dict) or not isinstance(data.get("search"), dict):
+            return data
+        sizes = data["search"].get("params")
+        if not isinstance(sizes, list) or not sizes:
+            return data
+        model = data.get("model", {})
+        if not isinstance(model, dict):
+            return data
+        given = [k for k in MODEL_SIZE_KEYS if k in model]
+        if given:
+            raise_problems([Problem(f"model.{k}", "not with search.params: the candidate sizes set the model "
+                                                  "(dense, hidden size 0.03 sqrt(P)); remove it or remove "
+                                                  "search.params") for k in given])
+        valid = [x for x in sizes if isinstance(x, (int, float)) and not isinstance(x, bool) and x >= MIN_PARAMS]
+        if not valid:
+            return data
+        return {**data, "model": {**model, "params": min(valid)}}
+
     @model_validator(mode="after")
     def _cross_checks(self) -> "Instance":
-        problems = cross_problems(self.fleet, self.limits, self.search)
+        problems = cross_problems(self.fleet, self.limits, self.search) + size_set_problems(self, self.objective)
         if problems:
             raise_problems(problems)
         return self
@@ -379,6 +424,18 @@ def cross_problems(fleet: Fleet | None, limits: Limits | None, search: Search | 
                                                         f"supported: {', '.join(hw.precisions)}")
                      for i, p in enumerate(search.precisions) if p not in hw.precisions]
     return problems
+
+
+def size_set_problems(instance: "Instance", objective: str) -> list[Problem]:
+    """Why a set of candidate model sizes (search.params) cannot be solved for `objective`:
+    min_time and min_cost compare sizes by a fixed FLOP target (6 P D would differ per size)."""
+    if not instance.search.params or objective == "max_compute" or instance.training.target_flop is not None:
+        return []
+    given = ("training.tokens sets 6 P D, which differs per size" if instance.training.tokens is not None
+             else "the default target is compute-optimal for each size")
+    return [Problem("training.target_flop", f"required with search.params for objective {objective} "
+                                            f"(a fixed FLOP target to compare model sizes; {given}); "
+                                            "or use objective max_compute")]
 
 
 def _section(data: dict, name: str) -> Any:

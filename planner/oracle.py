@@ -40,8 +40,9 @@ from typing import Callable
 
 import numpy as np
 
+from planner.cost import chinchilla, run
 from planner.cost.modes import throughput
-from planner.cost.score import time_to_target
+from planner.cost.score import time_to_target, window_compute
 from planner.cost.setting import PlanBatch, Setting
 from planner.space import MODE_ORDER, PRECISION_ORDER, Classes, DecisionSpace
 
@@ -72,6 +73,91 @@ def _time_and_efficiency(s: Setting, c: Classes, idx, n, h, r):
     return t, np.where(np.isfinite(t) & (t > 0), e, 0.0)
 
 
+# -- what is minimised ------------------------------------------------------------------
+#
+# A *measure* is the quantity a search minimises, plan by plan, with a lower bound per box:
+# "time" (the time to target, seconds) or "1/c_quality", "1/c_local" (the reciprocal of
+# the compute reached within the duration limit, 1/FLOP; minimising it is `max_compute`).
+
+TIME = "time"
+MEASURES = (TIME, "1/c_quality", "1/c_local")
+
+
+def compute_measure(target_kind: str) -> str:
+    """The measure of `max_compute` for a target kind (c_quality or c_local)."""
+    return f"1/{target_kind}"
+
+
+def _measure(s: Setting, c: Classes, idx, n, h, r, measure: str) -> np.ndarray:
+    """The minimised quantity of each plan (inf where it has no meaning)."""
+    if measure == TIME:
+        return _time_and_efficiency(s, c, idx, n, h, r)[0]
+    out = window_compute(s, c.plans(idx, n, h, r))
+    with np.errstate(divide="ignore"):
+        return 1.0 / out[measure[2:]]
+
+
+def _time_box(s: Setting, c: Classes, box):
+    """Lower bound of the time to target on each box (module docstring), and its two corners."""
+    t_hi, e_hi = _time_and_efficiency(s, c, box["i"], box["n1"], box["h2"], box["r2"])
+    t_lo, e_lo = _time_and_efficiency(s, c, box["i"], box["n1"], box["h1"], box["r1"])
+    with np.errstate(divide="ignore", invalid="ignore"):
+        lower = np.where(e_lo > 0, t_hi * (box["n1"] / box["n2"]) * e_hi / e_lo, 0.0)
+    # The corner (n1, H1, R1) has the box's highest efficiency; if even it never reaches
+    # the target (eta = 0, or a C_quality target beyond the loss floor), no plan of the box does.
+    lower = np.where(np.isinf(t_lo), np.inf, lower)
+    return lower, [("h2", t_hi), ("h1", t_lo)]
+
+
+def _compute_box(s: Setting, c: Classes, box, kind: str):
+    """Lower bound of 1/C on each box [n1, n2] x [H1, H2] x [R1, R2], C = C_quality or C_local
+    reached within the duration limit W (window view), from real plans at its corners.
+
+    With q = outer time / (H R) non-increasing in H, R and non-decreasing in n, tokens per
+    second B n / q of any plan of the box is at most n2/n1 times that of (n1, H2, R2), so
+    its tokens T <= T_up = W tps(n1, H2, R2) n2 / n1; likewise T >= T_lo = W tps(n2, H1, R1) n1 / n2.
+    g = eta_H eta_C eta_A (x the linear v1 factor) is at most g(n1, H1 sqrt R1) (eta_H falls
+    with H_eff, the linear factor with K) and the loss multiplier m at least m(n1, H1 sqrt R1)
+    (`run.quality_terms`). Then, with Q(T, g, mu) = `run.quality_compute`:
+
+    - C_quality = Q(T, g, m) grows with T and g and falls with m, so C_quality <= Q(T_up, g_up, m_lo);
+    - C_local = g 6 P_act T eta_R <= g_up 6 P_act T_up (eta_R <= 1; with the linear v1 or no
+      replica penalty this is the bound, eta_R being in g); under the Chinchilla penalty also
+      C_local = Q(T, g, m) / chi(1; T) with chi(1; T) = min(1, max(C'_1(T), 1e10) / C_thr)
+      >= min(1, C'_1(T_lo) / (6 P_act T_up)) (C'_1 grows with T, C_thr = 6 P_act T), so
+      C_local <= Q(T_up, g_up, m_lo) / min(1, C'_1(T_lo) / (6 P_act T_up)); the slack
+      T_up / T_lo vanishes as boxes shrink. (eta_R = chi(m) / chi(1) itself is not monotone
+      in T: it returns to 1 near the compute-optimal point, so no bound rests on that.)
+    A box holding one node (n1 = 1: no chi, g = 1) is bounded by 6 P_act T_up (g, chi, eta_R <= 1).
+    """
+    a = s.assumptions
+    hi = window_compute(s, c.plans(box["i"], box["n1"], box["h2"], box["r2"]))
+    lo = window_compute(s, c.plans(box["i"], box["n1"], box["h1"], box["r1"]))
+    ratio = box["n2"] / box["n1"]
+    t_up = s.window_s * hi["tokens_per_s"] * ratio
+    c_up = 6.0 * s.active_params * t_up
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        q_up = run.quality_compute(s, t_up, lo["g"], lo["mu"], True)
+        corners = [("h2", 1.0 / hi[kind]), ("h1", 1.0 / lo[kind])]
+        if kind == "c_quality":
+            upper = q_up
+        else:
+            upper = lo["g"] * c_up
+            if a.replica_penalty == "chinchilla":
+                far = window_compute(s, c.plans(box["i"], box["n2"], box["h1"], box["r1"]))
+                corners.append(("n2h1", 1.0 / far[kind]))
+                t_lo = s.window_s * far["tokens_per_s"] / ratio
+                c_eq_lo = chinchilla.equivalent_optimal_compute(chinchilla.chinchilla_loss(s.active_params, t_lo, a), a)
+                chi_lo = np.minimum(1.0, c_eq_lo / c_up)
+                upper = np.minimum(upper, np.where(chi_lo > 0, q_up / chi_lo, np.inf))
+        upper = np.where(lo["with_chi"], upper, c_up)
+        return np.nan_to_num(1.0 / upper, nan=0.0), corners
+
+
+def _box_bound(s: Setting, c: Classes, box, measure: str):
+    return _time_box(s, c, box) if measure == TIME else _compute_box(s, c, box, measure[2:])
+
+
 def _h_r_max(c: Classes, h_max: int, r_max: int) -> tuple[int, int]:
     """H and R ranges that matter for a mode: none for a pipeline over the WAN, R only when hierarchical."""
     mode = c.rows.mode
@@ -97,12 +183,12 @@ def _seeds(s: Setting, c: Classes, h_max: int, r_max: int):
 
 def _branch_and_bound(s: Setting, c: Classes, h_max: int, r_max: int, visit: Callable, cutoff: Callable,
                       n_range: tuple[np.ndarray, np.ndarray] | None = None,
-                      deadline: float = math.inf) -> tuple[int, dict[str, np.ndarray] | None]:
+                      deadline: float = math.inf, measure: str = TIME) -> tuple[int, dict[str, np.ndarray] | None]:
     """Search (n, H, R) boxes of every class.
 
-    `visit(idx, n, h, r, t)` sees every scored plan; `cutoff(box)` gives, per box, the
-    time above which its plans are of no interest (read after each visit). Returns the
-    number of plans scored and, when `deadline` (time.perf_counter()) passed first, the
+    `visit(idx, n, h, r, t)` sees every scored plan (t its `measure`); `cutoff(box)` gives, per
+    box, the measure above which its plans are of no interest (read after each visit). Returns
+    the number of plans scored and, when `deadline` (time.perf_counter()) passed first, the
     boxes left open with their lower bounds (key "lower"); else None.
     """
     lo, hi = n_range if n_range is not None else (c.n_lo, c.n_hi)
@@ -113,16 +199,12 @@ def _branch_and_bound(s: Setting, c: Classes, h_max: int, r_max: int, visit: Cal
            "r1": np.ones(size, np.int64), "r2": np.full(size, r_max, np.int64)}
     evaluations = 0
     while box["i"].size:
-        t_hi, e_hi = _time_and_efficiency(s, c, box["i"], box["n1"], box["h2"], box["r2"])
-        t_lo, e_lo = _time_and_efficiency(s, c, box["i"], box["n1"], box["h1"], box["r1"])
-        evaluations += 2 * box["i"].size
-        visit(box["i"], box["n1"], box["h2"], box["r2"], t_hi)
-        visit(box["i"], box["n1"], box["h1"], box["r1"], t_lo)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            lower = np.where(e_lo > 0, t_hi * (box["n1"] / box["n2"]) * e_hi / e_lo, 0.0)
-        # The corner (n1, H1, R1) has the box's highest efficiency; if even it never reaches
-        # the target (eta = 0, or a C_quality target beyond the loss floor), no plan of the box does.
-        lower = np.where(np.isinf(t_lo), np.inf, lower)
+        lower, corners = _box_bound(s, c, box, measure)
+        evaluations += len(corners) * box["i"].size
+        for corner, value in corners:
+            n = box["n2"] if corner == "n2h1" else box["n1"]
+            h, r = (box["h2"], box["r2"]) if corner == "h2" else (box["h1"], box["r1"])
+            visit(box["i"], n, h, r, value)
         leaf = (box["n1"] == box["n2"]) & (box["h1"] == box["h2"]) & (box["r1"] == box["r2"])
         alive = ~leaf & ~(lower > cutoff(box))      # a NaN bound (no meaning) is kept
         if alive.any() and time.perf_counter() > deadline:
@@ -157,8 +239,9 @@ def _split(box: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
 
 
 def minimise_time(s: Setting, c: Classes, h_max: int, r_max: int, bound: float = math.inf,
-                  deadline: float = math.inf) -> Found:
-    """All plans of the classes within TIE_REL of the least time to target.
+                  deadline: float = math.inf, measure: str = TIME) -> Found:
+    """All plans of the classes within TIE_REL of the least time to target (or of another
+    `measure`: `Found.time_s` then holds it, e.g. 1/C_quality for `max_compute`).
 
     `bound`: a time no plan of interest exceeds (the best found in other classes, or the
     duration limit); boxes above it are pruned from the start. Past `deadline`
@@ -177,8 +260,9 @@ def minimise_time(s: Setting, c: Classes, h_max: int, r_max: int, bound: float =
         kept.append((idx[keep], n[keep], h[keep], r[keep], t[keep]))
 
     idx, n, h, r = _seeds(s, c, h_max, r_max)
-    visit(idx, n, h, r, _time_and_efficiency(s, c, idx, n, h, r)[0])
-    count, left = _branch_and_bound(s, c, h_max, r_max, visit, lambda box: best * (1 + TIE_REL), deadline=deadline)
+    visit(idx, n, h, r, _measure(s, c, idx, n, h, r, measure))
+    count, left = _branch_and_bound(s, c, h_max, r_max, visit, lambda box: best * (1 + TIE_REL), deadline=deadline,
+                                    measure=measure)
     idx, n, h, r, t = (np.concatenate(x) for x in zip(*kept))
     final = t <= best * (1 + TIE_REL)
     open_bound = float(left["lower"].min()) if left is not None else math.inf
@@ -186,9 +270,13 @@ def minimise_time(s: Setting, c: Classes, h_max: int, r_max: int, bound: float =
 
 
 def fewest_nodes_within(s: Setting, c: Classes, h_max: int, r_max: int, limit_s: float,
-                        at_most: float = math.inf, deadline: float = math.inf) -> tuple[float, int, float]:
+                        at_most: float = math.inf, deadline: float = math.inf,
+                        measure: str = TIME) -> tuple[float, int, float]:
     """The fewest nodes of any plan of the classes reaching the target within `limit_s` (inf if none),
-    the plans scored, and (when stopped at `deadline`) the fewest nodes a box left open could use."""
+    the plans scored, and (when stopped at `deadline`) the fewest nodes a box left open could use.
+
+    With another `measure`, the fewest nodes of a plan whose measure is at most `limit_s`
+    (e.g. measure 1/C_local, limit 1/C_target: C_local within the duration limit reaches C_target)."""
     h_max, r_max = _h_r_max(c, h_max, r_max)
     fewest = at_most
 
@@ -199,10 +287,11 @@ def fewest_nodes_within(s: Setting, c: Classes, h_max: int, r_max: int, limit_s:
             fewest = min(fewest, float((n[ok] * c.unit[idx[ok]]).min()))
 
     idx, n, h, r = _seeds(s, c, h_max, r_max)
-    visit(idx, n, h, r, _time_and_efficiency(s, c, idx, n, h, r)[0])
+    visit(idx, n, h, r, _measure(s, c, idx, n, h, r, measure))
     count, left = _branch_and_bound(
         s, c, h_max, r_max, visit,
-        lambda box: np.where(box["n1"] * c.unit[box["i"]] >= fewest, -np.inf, limit_s), deadline=deadline)
+        lambda box: np.where(box["n1"] * c.unit[box["i"]] >= fewest, -np.inf, limit_s), deadline=deadline,
+        measure=measure)
     open_nodes = float((left["n1"] * c.unit[left["i"]]).min()) if left is not None else math.inf
     return fewest, c.size + count, open_nodes
 
@@ -250,11 +339,11 @@ def batches(s: Setting, space: DecisionSpace):
                     yield c
 
 
-def batches_most_promising_first(s: Setting, space: DecisionSpace) -> list[Classes]:
+def batches_most_promising_first(s: Setting, space: DecisionSpace, measure: str = TIME) -> list[Classes]:
     """The class groups ordered by their best seed plan, so that early incumbents prune the rest."""
     scored = []
     for c in batches(s, space):
         idx, n, h, r = _seeds(s, c, space.max_inner_steps, space.max_regional_rounds)
-        t = _time_and_efficiency(s, c, idx, n, h, r)[0]
+        t = _measure(s, c, idx, n, h, r, measure)
         scored.append((float(np.nanmin(t)) if np.isfinite(t).any() else math.inf, len(scored), c))
     return [c for _, _, c in sorted(scored, key=lambda x: (x[0], x[1]))]

@@ -146,6 +146,9 @@ def render_solve(r, console: Console) -> None:
     """A solve result: status line, then the optimal plan's full evaluation, binding limits."""
     if r.objective == "min_time" and r.objective_value is not None:
         value = f"{r.objective_value / SECONDS_PER_DAY:,.3f} days to target"
+    elif r.objective == "max_compute" and r.objective_value is not None:
+        name = {"c_quality": "C_quality", "c_local": "C_local"}[r.compute_kind]
+        value = f"{r.objective_value:.6e} FLOP {name} within the duration limit"
     elif r.objective_value is not None:
         value = f"${r.objective_value:,.0f}"
     else:
@@ -155,6 +158,10 @@ def render_solve(r, console: Console) -> None:
     gap = "-" if r.gap is None else f"{r.gap:.2e}"
     console.print(f"solver {r.solver}, gap {gap}, {r.solve_time_s:.2f} s, {r.evaluations:,} of "
                   f"{r.space_size:.2e} plans scored (docs/planner.md)")
+    if r.candidates:
+        sizes = ", ".join(f"{c['params'] / 1e9:,.4g}B" for c in r.candidates)
+        chosen = f"{r.model_params / 1e9:,.4g}B" if r.model_params is not None else "none"
+        console.print(f"model size {chosen} parameters, best of the candidates {sizes} (search.params)")
     if r.evaluation is None and r.status == "time_limit":
         console.print(Text("The time limit was reached before any plan meeting every limit was found.",
                            style="bold yellow"))

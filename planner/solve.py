@@ -5,6 +5,13 @@ Objectives:
   plans that meet every limit (memory, nodes, structure, budget, run duration).
 - `min_cost`: fewest dollars (= fewest nodes of the fleet's hardware) that reach the
   target within the run-duration limit; ties go to the faster plan.
+- `max_compute`: the most C_quality (or C_local, per `training.target_kind`) reached
+  within the run-duration limit W, in the window view (`planner.cost.run.window_view`:
+  the run lasts W, eta_R is scored at its own tokens); no target.
+
+With `search.params` (candidate model sizes) every size is solved and the best kept:
+least time, least cost (then least time), or most compute; ties (1e-12 relative) go to
+the smaller model. `SolveResult.model_params` reports the size chosen.
 
 The chosen plan is re-scored by the evaluator (`planner.evaluate.evaluate`) and must
 agree with the solver's objective to 1e-9 relative. Ties are broken by
@@ -22,15 +29,17 @@ import numpy as np
 
 from planner import oracle
 from planner.cost.duration import SECONDS_PER_DAY
+from planner.cost.score import time_to_target, window_compute
 from planner.cost.setting import PlanBatch, Setting
-from planner.evaluate import Evaluation, evaluate, setting_from_instance
-from planner.instance import Instance
+from planner.errors import InputError
+from planner.evaluate import Evaluation, evaluate, setting_from_instance, with_params
+from planner.instance import Instance, size_set_problems
 from planner.plan import Plan, parse_plan
 from planner.space import DecisionSpace
 
 SOLVERS = ("oracle",)
 DEFAULT_SOLVER = "oracle"
-SUPPORTED_OBJECTIVES = ("min_time", "min_cost")
+SUPPORTED_OBJECTIVES = ("min_time", "min_cost", "max_compute")
 AGREEMENT_REL = 1e-9
 
 
@@ -45,8 +54,8 @@ class SolveResult:
     objective: str
     solver: str
     status: str                              # optimal | time_limit | infeasible
-    objective_value: float | None            # seconds (min_time) or USD (min_cost)
-    best_bound: float | None
+    objective_value: float | None            # seconds (min_time), USD (min_cost), FLOP (max_compute)
+    best_bound: float | None                 # proven lower (min_*) or upper (max_compute) bound
     gap: float | None
     solve_time_s: float
     evaluations: int
@@ -55,12 +64,16 @@ class SolveResult:
     binding: list[str] = field(default_factory=list)
     infeasibility: list[str] = field(default_factory=list)
     space_size: int = 0                      # plans in the space searched (every n, H, R; after exact reductions)
+    model_params: float | None = None        # total parameters of the model the plan trains
+    candidates: list[dict[str, Any]] = field(default_factory=list)   # per candidate size (search.params)
+    compute_kind: str | None = None          # max_compute: c_quality or c_local
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "objective": self.objective, "solver": self.solver, "status": self.status,
             "objective_value": self.objective_value, "best_bound": self.best_bound, "gap": self.gap,
             "solve_time_s": self.solve_time_s, "evaluations": self.evaluations, "space_size": self.space_size,
+            "model_params": self.model_params, "compute_kind": self.compute_kind, "candidates": self.candidates,
             "plan": self.plan.model_dump() if self.plan else None,
             "binding": self.binding, "infeasibility": self.infeasibility,
             "evaluation": self.evaluation.to_dict() if self.evaluation else None,
@@ -72,7 +85,10 @@ def solve(instance: Instance, objective: str | None = None, solver: str = DEFAUL
     """The optimal plan of `instance` for `objective` (default: the instance's).
 
     With `time_limit_s`, a search that has not finished returns the best plan found,
-    status `time_limit`, and the gap to a proven bound.
+    status `time_limit`, and the gap to a proven bound. With `search.params`, every
+    candidate model size is solved (one `Setting` each) and the best is returned.
+    Raises `InputError` when the instance cannot be solved for this objective (a set of
+    model sizes without a fixed FLOP target for min_time / min_cost).
     """
     objective = objective or instance.objective
     if objective not in SUPPORTED_OBJECTIVES:
@@ -80,35 +96,94 @@ def solve(instance: Instance, objective: str | None = None, solver: str = DEFAUL
                                    f"supported: {', '.join(SUPPORTED_OBJECTIVES)}")
     if solver not in SOLVERS:
         raise ValueError(f"unknown solver {solver!r}; available: {', '.join(SOLVERS)}")
+    problems = size_set_problems(instance, objective)
+    if problems:
+        raise InputError(problems)
     start = time.perf_counter()
-    setting = setting_from_instance(instance)
-    space = DecisionSpace.from_instance(instance, setting)
     deadline = start + time_limit_s if time_limit_s is not None else math.inf
-    found, evaluations, bound = optimise(setting, space, objective, deadline)
+    base = setting_from_instance(instance)
+    maximise = objective == "max_compute"
+    runs = []
+    for params in instance.search.params or [None]:
+        setting = base if params is None else with_params(base, params)
+        space = DecisionSpace.from_instance(instance, setting)
+        found, evaluations, bound = optimise(setting, space, objective, deadline)
+        if found is not None:     # the proven bound of this size: its open boxes and its optimum
+            bound = max(bound, found[1]) if maximise else min(bound, found[1])
+        runs.append((params, setting, space, found, evaluations, bound))
     elapsed = time.perf_counter() - start
-    size = space.size(setting)
-    if found is None:
-        if math.isfinite(deadline) and bound < math.inf:
-            return SolveResult(objective, solver, "time_limit", None, bound, None, elapsed, evaluations,
-                               space_size=size)
+    evaluations = sum(r[4] for r in runs)
+    size = sum(r[2].for_objective(r[1], objective).size(r[1]) for r in runs)
+    bound = max(r[5] for r in runs) if maximise else min(r[5] for r in runs)
+    kind = base.target_kind if maximise else None
+    candidates = [{"params": r[0], "objective_value": r[3][1] if r[3] else None, "bound": r[5]}
+                  for r in runs] if instance.search.params else []
+    common = dict(space_size=size, candidates=candidates, compute_kind=kind)
+    best = _best_size(objective, runs)
+    if best is None:
+        if math.isfinite(deadline) and (bound > 0 if maximise else bound < math.inf):
+            return SolveResult(objective, solver, "time_limit", None, bound, None, elapsed, evaluations, **common)
+        reasons = []
+        for params, setting, space, *_ in runs:
+            prefix = f"model of {params / 1e9:,.4g}B parameters: " if params is not None and len(runs) > 1 else ""
+            reasons += [prefix + line for line in explain_infeasible(setting, space)]
         return SolveResult(objective, solver, "infeasible", None, None, None, elapsed, evaluations,
-                           infeasibility=explain_infeasible(setting, space), space_size=size)
-    batch, value = found
-    bound = min(bound, value)
-    status = "optimal" if bound >= value * (1 - oracle.TIE_REL) else "time_limit"
-    gap = 0.0 if status == "optimal" else (value - bound) / value
+                           infeasibility=reasons, **common)
+    params, setting, space, (batch, value), *_ = best
+    if maximise:
+        status = "optimal" if bound <= value * (1 + oracle.TIE_REL) else "time_limit"
+        gap = 0.0 if status == "optimal" else (bound - value) / value
+    else:
+        status = "optimal" if bound >= value * (1 - oracle.TIE_REL) else "time_limit"
+        gap = 0.0 if status == "optimal" else (value - bound) / value
     plan = plan_from_batch(batch, 0, setting.is_moe)
-    result = evaluate(instance, plan)
-    rescored = result.values["time_to_target_s"] if objective == "min_time" else result.values["cost_usd"]
+    result = evaluate(instance, plan, params=params)
+    rescored = result.values[{"min_time": "time_to_target_s", "min_cost": "cost_usd"}.get(objective, kind)]
     if not abs(rescored - value) <= AGREEMENT_REL * abs(value):
         raise AssertionError(f"re-scored objective {rescored!r} disagrees with the solver's {value!r}")
     return SolveResult(objective, solver, status, value, bound, gap, elapsed, evaluations, plan, result,
-                       binding=binding_limits(result, space), space_size=size)
+                       binding=binding_limits(result, space, objective), model_params=setting.params, **common)
+
+
+def _best_size(objective: str, runs: list) -> tuple | None:
+    """The run whose plan is best for the objective; ties (TIE_REL) to the earlier (smaller) size,
+    and for min_cost first to the faster plan."""
+    best, best_key = None, None
+    for run_ in runs:
+        found = run_[3]
+        if found is None:
+            continue
+        value = found[1]
+        key = (-value if objective == "max_compute" else value,)
+        if objective == "min_cost":
+            key += (float(time_to_target(run_[1], found[0])["time_to_target_s"][0]),)
+        if best is None or _less(key, best_key):
+            best, best_key = run_, key
+    return best
+
+
+def _less(a: tuple, b: tuple) -> bool:
+    """a before b, comparing each entry with the relative tie tolerance (equal: not less)."""
+    for x, y in zip(a, b):
+        if x < y - oracle.TIE_REL * abs(y):
+            return True
+        if x > y + oracle.TIE_REL * abs(y):
+            return False
+    return False
 
 
 def optimise(setting: Setting, space: DecisionSpace, objective: str, deadline: float = math.inf):
-    """((one-plan batch, objective value) or None, plans evaluated, proven lower bound on the
-    objective; the bound is inf when the search finished) for a resolved setting."""
+    """((one-plan batch, objective value) or None, plans evaluated, proven bound from the part of
+    the space left unsearched) for a resolved setting.
+
+    min_time / min_cost: the value is seconds / USD and the bound a lower bound (inf when the
+    search finished). max_compute: the value is FLOP (C_quality or C_local per
+    `setting.target_kind`) and the bound an upper bound (0 when the search finished).
+    The space's reductions are those exact for the objective (`DecisionSpace.for_objective`).
+    """
+    space = space.for_objective(setting, objective)
+    if objective == "max_compute":
+        return _max_compute(setting, space, deadline)
     return (_min_time if objective == "min_time" else _min_cost)(setting, space, deadline)
 
 
@@ -169,6 +244,62 @@ def _min_cost(s: Setting, space: DecisionSpace, deadline: float = math.inf):
     return (batch, float(batch.nodes[0] * s.node_price_usd)), evaluations, cost_bound
 
 
+def _max_compute(s: Setting, space: DecisionSpace, deadline: float = math.inf):
+    """Most compute (C_quality or C_local, per target kind) within the duration limit, in the
+    window view: the least 1/C over the space (`oracle.compute_measure`), ties by `tie_key`."""
+    measure = oracle.compute_measure(s.target_kind)
+    bound, found, evaluations, open_bound = math.inf, [], 0, math.inf
+    for b in oracle.batches_most_promising_first(s, space, measure):
+        f = oracle.minimise_time(s, b, space.max_inner_steps, space.max_regional_rounds, bound, deadline, measure)
+        evaluations += f.evaluations
+        open_bound = min(open_bound, f.open_bound)
+        if f.time_s.size:
+            found.append(f)
+            bound = min(bound, float(f.time_s.min()) * (1 + oracle.TIE_REL))
+    upper = 0.0 if open_bound == math.inf else (1.0 / open_bound if open_bound > 0 else math.inf)
+    best = _best(s, found)
+    if best is None:
+        return None, evaluations, upper
+    batch, _ = best
+    return (batch, float(window_compute(s, batch)[s.target_kind][0])), evaluations, upper
+
+
+def fewest_nodes_in_window(s: Setting, space: DecisionSpace, deadline: float = math.inf):
+    """Fewest nodes (cost) of a plan whose compute within the duration limit (window view,
+    C_quality or C_local per target kind) reaches the target; among those the most compute.
+
+    This is the reference calculator's question (`find_nodes_for_target`: eta_R scored at the
+    run's own tokens), not dtplan's min_cost (time to target, eta_R at the target point); the
+    two agree when eta_R does not depend on the tokens (linear v1 or no replica penalty).
+    Same return convention as `optimise` for min_cost. The space keeps the reductions of
+    max_compute (`for_objective`).
+    """
+    space = space.for_objective(s, "max_compute")
+    measure = oracle.compute_measure(s.target_kind)
+    limit = 1.0 / s.target
+    batches = oracle.batches_most_promising_first(s, space, measure)
+    fewest, evaluations, open_nodes = math.inf, 0, math.inf
+    for b in batches:
+        n, count, left = oracle.fewest_nodes_within(s, b, space.max_inner_steps, space.max_regional_rounds, limit,
+                                                    at_most=fewest, deadline=deadline, measure=measure)
+        fewest, evaluations, open_nodes = min(fewest, n), evaluations + count, min(open_nodes, left)
+    cost_bound = open_nodes * s.node_price_usd if math.isfinite(open_nodes) else math.inf
+    if not math.isfinite(fewest):
+        return None, evaluations, cost_bound
+    found = []
+    for b in batches:
+        at = oracle.with_nodes(b, int(fewest))
+        if at is not None:
+            f = oracle.minimise_time(s, at, space.max_inner_steps, space.max_regional_rounds, limit, measure=measure)
+            evaluations += f.evaluations
+            found.append(f)
+    best = _best(s, found)
+    if best is None:
+        return None, evaluations, cost_bound
+    batch, _ = best
+    return (batch, float(batch.nodes[0] * s.node_price_usd)), evaluations, cost_bound
+
+
 def plan_from_batch(b: PlanBatch, i: int, is_moe: bool) -> Plan:
     """A user-facing Plan from row i of a batch (only the fields its mode uses; the
     expert-parallel scope always stated for a MoE model, never for a dense one)."""
@@ -186,7 +317,7 @@ def plan_from_batch(b: PlanBatch, i: int, is_moe: bool) -> Plan:
     return parse_plan(data, "<solver>")
 
 
-def binding_limits(e: Evaluation, space: DecisionSpace) -> list[str]:
+def binding_limits(e: Evaluation, space: DecisionSpace, objective: str = "min_time") -> list[str]:
     """Limits and search bounds the optimum sits on (where relaxing them could help)."""
     b, v, s = e.batch, e.values, e.setting
     out = []
@@ -195,7 +326,9 @@ def binding_limits(e: Evaluation, space: DecisionSpace) -> list[str]:
         out.append(f"node-limit: uses all {n} nodes available")
     if s.budget_usd is not None and (n + 1) * s.node_price_usd > s.budget_usd:
         out.append(f"budget-limit: one more node would exceed ${s.budget_usd:,.0f}")
-    if v["time_to_target_s"] > 0.999 * s.window_s:
+    if objective == "max_compute":
+        out.append(f"duration-limit: the run lasts the whole {s.window_s / SECONDS_PER_DAY:,.1f} days")
+    elif v["time_to_target_s"] > 0.999 * s.window_s:
         out.append(f"duration-limit: {v['time_to_target_s'] / SECONDS_PER_DAY:,.1f} of "
                    f"{s.window_s / SECONDS_PER_DAY:,.1f} days")
     if b.mode in ("pp_group", "pipeline_wan") and int(b.stages[0]) == int(v["min_stages"]):

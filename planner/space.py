@@ -7,7 +7,10 @@ combination of all decisions but the replica count n (N = n, or n S for pipeline
 H and R, each with the interval of n that meets every limit not depending on H or R
 (memory per node, node count, the mode's structure, budget); the solvers choose n, H, R.
 
-Three reductions are applied, each exact for the time and cost objectives:
+Three reductions are applied, each exact for the time and cost objectives and for
+`max_compute` of C_quality (which grows with the tokens of the run, so a faster plan
+of the same class never scores lower), and for `max_compute` of C_local under the
+linear v1 or no replica penalty (C_local is then proportional to the tokens):
 - Streaming: the outer step with overlap, max(H t_step, t_sync), never exceeds the one
   without, H t_step + t_sync (at both levels of a hierarchy), all else equal; so when
   streaming is allowed, plans without it are never better and lose ties (streaming on
@@ -18,11 +21,18 @@ Three reductions are applied, each exact for the time and cost objectives:
 - Pipelines: M enters only the pipeline step time t_pp, and the time to target is
   non-decreasing in t_pp for every H, so per (precision, S, Ca) only the M of least
   t_pp is listed (ties to the smaller M).
+
+`max_compute` of C_local under the Chinchilla replica penalty is different: eta_R is
+scored at the run's own tokens and C_local is not monotone in them (an overtrained run
+with m above ~1.1 can lose C_local by running more tokens), so a slower plan can
+score higher. `for_objective` then keeps streaming off (when allowed) and every M.
+The PP-group reduction stays exact for every objective (the score depends on N only
+through G).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -49,8 +59,21 @@ class DecisionSpace:
     compression: tuple[float, ...]
     max_micro_batches: int
     activation_compression: tuple[float, ...]
-    streaming: tuple[bool, ...]
-    expert_parallel: tuple[str, ...] | None
+    streaming: tuple[bool, ...]              # (True,) when streaming is allowed: plans without it never win
+    expert_parallel: tuple[str, ...] | None  # the monotone objectives, see the module docstring
+    streaming_off_allowed: bool = True       # with streaming = (True,): may plans run without it (for_objective)
+    all_micro_batches: bool = False          # list every M, not only the one of least pipeline step
+
+    def for_objective(self, setting: Setting, objective: str) -> "DecisionSpace":
+        """The space with the reductions exact for `objective`: all of them, except for
+        `max_compute` of C_local under the Chinchilla replica penalty (module docstring),
+        which searches streaming off (when allowed) and every micro-batch count."""
+        monotone = not (objective == "max_compute" and setting.target_kind == "c_local"
+                        and setting.assumptions.replica_penalty == "chinchilla")
+        if monotone:
+            return self
+        streaming = (True, False) if self.streaming == (True,) and self.streaming_off_allowed else self.streaming
+        return replace(self, streaming=streaming, all_micro_batches=True)
 
     @classmethod
     def from_instance(cls, instance, setting: Setting) -> "DecisionSpace":
@@ -67,7 +90,8 @@ class DecisionSpace:
             max_micro_batches=search.max_micro_batches,
             activation_compression=tuple(sorted(set(float(c) for c in search.activation_compression))),
             streaming=(True,) if True in search.streaming else (False,),
-            expert_parallel=tuple(search.expert_parallel) if search.expert_parallel else None)
+            expert_parallel=tuple(search.expert_parallel) if search.expert_parallel else None,
+            streaming_off_allowed=False in search.streaming)
 
     def expert_scopes(self, setting: Setting, mode: str) -> tuple[str, ...]:
         """The EP scopes that apply to a mode: none for dense models and pipelines."""
@@ -138,12 +162,15 @@ class DecisionSpace:
         return np.arange(s_min, self.max_stages + 1)
 
     def _pipelines(self, s: Setting, mode: str, precision: str) -> PlanBatch | None:
-        """(S, Ca) rows with M = argmin over M of the pipeline step (exact; ties to the smaller M)."""
+        """(S, Ca) rows with M = argmin over M of the pipeline step (exact; ties to the smaller M),
+        or (S, Ca, M) rows for every M when `all_micro_batches`."""
         stages = self._stage_range(s, precision)
         if stages.size == 0:
             return None
         g = self._grid(stages=stages, activation_compression=self.activation_compression,
                        micro_batches=np.arange(1, self.max_micro_batches + 1))
+        if self.all_micro_batches:
+            return PlanBatch.of(mode, precision, nodes=1, **g)
         probe = PlanBatch.of(mode, precision, nodes=2 * g["stages"], **g)
         t_step = throughput(s, probe)["t_step_s"].reshape(stages.size, len(self.activation_compression), -1)
         best_m = np.argmin(t_step, axis=2) + 1

@@ -113,3 +113,99 @@ def test_efficiency_falls_with_h_eff_and_n(case, n, r):
     ns = np.unique(np.geomspace(low, 100000, 40).astype(int))
     _, e, _ = _evaluate(s, mode, ep, fixed, ns, 50, r)
     assert _non_increasing(e)
+
+
+# -- max_compute (planner/oracle.py `_compute_box`) -----------------------------------------
+
+from planner.cost import chinchilla  # noqa: E402
+from planner.cost.run import quality_compute, quality_terms  # noqa: E402
+from planner.oracle import _compute_box  # noqa: E402
+from planner.space import Classes  # noqa: E402
+
+
+def _quality_terms(s, mode, ep, fixed, n, h, r):
+    unit = fixed["stages"] if mode in ("pp_group", "pipeline_wan") else 1
+    b = PlanBatch.of(mode, "fp16", nodes=np.asarray(n) * unit, inner_steps=h, regional_rounds=r,
+                     expert_parallel=ep, **fixed)
+    t = throughput(s, b)
+    return quality_terms(s, b, t, efficiency_without_replicas(s, b, t))
+
+
+@settings(max_examples=200, deadline=None)
+@given(case=cases(), n=st.integers(2, 100000), r=st.integers(1, 1000))
+def test_quality_terms_g_falls_and_mu_rises_with_h_eff_and_n(case, n, r):
+    """g = eta_H eta_C eta_A (x linear v1 factor) never rises, the loss multiplier mu never falls."""
+    s, mode, ep, fixed = case
+    if mode == "hierarchical":
+        n = max(n, 2 * fixed["group_size"])
+    hs = np.unique(np.geomspace(1, 10000, 40).astype(int))
+    g, mu, _ = _quality_terms(s, mode, ep, fixed, n, hs, r)
+    assert _non_increasing(g) and _rises(mu)
+    low = 2 * fixed["group_size"] if mode == "hierarchical" else 2
+    ns = np.unique(np.geomspace(low, 100000, 40).astype(int))
+    g, mu, _ = _quality_terms(s, mode, ep, fixed, ns, 50, r)
+    assert _non_increasing(g) and _rises(mu)
+
+
+def _rises(x):
+    """Non-decreasing, an infinite multiplier (overflow: nothing counts) included."""
+    return bool(np.all(x[1:] >= x[:-1] * (1 - 1e-12)))
+
+
+@st.composite
+def chinchilla_settings(draw):
+    a = Assumptions(chinchilla_e=draw(st.floats(0.5, 3)), chinchilla_a=draw(st.floats(10, 2000)),
+                    chinchilla_alpha=draw(st.floats(0.1, 0.6)), chinchilla_b=draw(st.floats(10, 5000)),
+                    chinchilla_beta=draw(st.floats(0.1, 0.6)), overtrain_target=draw(st.floats(0.1, 10)))
+    p = draw(st.floats(1e6, 3e12))
+    return Setting(params=p, active_params=p, moe_layers=0, hidden_size=None, local_batch_tokens=131072.0,
+                   peak_flops={"fp16": 1e15}, memory_bytes=1e12, accelerators_per_node=8,
+                   price_usd_per_accelerator=1.0, h100_equivalents=1.0, assumptions=a)
+
+
+@settings(max_examples=300, deadline=None)
+@given(s=chinchilla_settings(), g=st.floats(0.01, 1), mu=st.floats(1, 100))
+def test_quality_compute_grows_with_tokens_and_falls_with_mu(s, g, mu):
+    tokens = np.geomspace(1e4, 1e17, 200)
+    q = quality_compute(s, tokens, g, mu, True)
+    assert _non_decreasing(q)
+    mus = np.geomspace(1, 100, 50)
+    assert _non_increasing(quality_compute(s, 1e12, g, mus, True))
+
+
+@settings(max_examples=300, deadline=None)
+@given(s=chinchilla_settings())
+def test_equivalent_compute_grows_with_tokens(s):
+    """C'_1(T), the compute whose compute-optimal model reaches L(P_act, T), grows with T
+    (the C_local bound of max_compute divides by C'_1(T_lo) / (6 P_act T_up))."""
+    tokens = np.geomspace(1e3, 1e18, 400)
+    a = s.assumptions
+    assert _non_decreasing(chinchilla.equivalent_optimal_compute(chinchilla.chinchilla_loss(s.active_params, tokens, a), a))
+
+
+@settings(max_examples=150, deadline=None)
+@given(case=cases(), n1=st.integers(1, 300), dn=st.integers(0, 40), h1=st.integers(1, 3000),
+       dh=st.integers(0, 30), r1=st.integers(1, 200), dr=st.integers(0, 4), window_days=st.floats(1, 2000))
+def test_compute_box_bound_holds_for_every_plan_of_the_box(case, n1, dn, h1, dh, r1, dr, window_days):
+    """No plan of a box reaches more C_quality / C_local than the box's bound says."""
+    s, mode, ep, fixed = case
+    s = s.replace(window_s=window_days * 86400.0)
+    if mode == "pipeline_wan":
+        return
+    if mode == "hierarchical":
+        n1 = max(n1, 2 * fixed["group_size"])
+    else:
+        r1, dr = 1, 0
+    unit = fixed["stages"] if mode == "pp_group" else 1
+    rows = PlanBatch.of(mode, "fp16", nodes=unit, expert_parallel=ep, **fixed)
+    c = Classes(rows, np.array([n1]), np.array([n1 + dn]), np.array([unit]))
+    box = {"i": np.array([0]), "n1": np.array([n1]), "n2": np.array([n1 + dn]), "h1": np.array([h1]),
+           "h2": np.array([h1 + dh]), "r1": np.array([r1]), "r2": np.array([r1 + dr])}
+    grid = np.meshgrid(np.arange(n1, n1 + dn + 1), np.arange(h1, h1 + dh + 1), np.arange(r1, r1 + dr + 1),
+                       indexing="ij")
+    n, h, r = (x.ravel() for x in grid)
+    from planner.cost.score import window_compute
+    out = window_compute(s, c.plans(np.zeros(n.size, int), n, h, r))
+    for kind in ("c_quality", "c_local"):
+        lower, _ = _compute_box(s, c, box, kind)
+        assert np.all(out[kind] <= (1 / lower[0]) * (1 + 1e-9)), kind

@@ -22,7 +22,7 @@ from planner.space import DecisionSpace
 LIMITS = ("memory-cap", "node-limit", "structure", "duration-limit", "budget-limit")
 
 
-def random_case(seed: int, target_kind: str = "c_local"):
+def random_case(seed: int, target_kind: str = "c_local", penalty: str | None = None):
     rng = np.random.default_rng(seed)
     small = target_kind == "c_quality"     # each C_quality time is a bisection: smaller spaces
     params = float(rng.choice([2e9, 20e9, 70e9, 150e9, 400e9]))
@@ -41,6 +41,8 @@ def random_case(seed: int, target_kind: str = "c_local"):
         budget_usd=float(rng.choice([1e12, 3e6])), target_kind=target_kind,
         assumptions=Assumptions(straggler=str(rng.choice(["relay", "synchronous", "threshold"])),
                                 error_feedback=bool(rng.random() < 0.7)))
+    if penalty is not None:
+        setting = setting.replace(assumptions=setting.assumptions.replace(replica_penalty=penalty))
     space = DecisionSpace(
         modes=("flat", "hierarchical", "pp_group", "pipeline_wan"), precisions=("fp16", "fp8"),
         min_nodes=1, max_nodes=int(rng.integers(1, 9 if small else 19)), max_stages=4 if small else 6,
@@ -79,14 +81,19 @@ def naive(setting: Setting, space: DecisionSpace, objective: str, streaming=(Tru
             out = score(setting, b, fleet_nodes=space.max_nodes)
             ok = np.ones(b.size, dtype=bool)
             for name in LIMITS:
-                ok &= ~out[f"violates:{name}"]
+                if not (objective == "max_compute" and name == "duration-limit"):   # no target: runs the window
+                    ok &= ~out[f"violates:{name}"]
             if mode in ("pp_group", "pipeline_wan"):
                 ok &= b.stages >= 2
             if not ok.any():
                 continue
-            value = out["time_to_target_s"] if objective == "min_time" else out["cost_usd"]
+            if objective == "max_compute":      # least 1/C, then the tie order
+                value, second = 1.0 / out[setting.target_kind], np.zeros(b.size)
+            else:
+                value = out["time_to_target_s"] if objective == "min_time" else out["cost_usd"]
+                second = out["time_to_target_s"]
             for i in np.flatnonzero(ok):
-                key = (value[i], out["time_to_target_s"][i])
+                key = (value[i], second[i])
                 if best is None or _better(setting, key, b, i, best):
                     best = (key, b.take(slice(i, i + 1)))
     return best
@@ -108,13 +115,15 @@ def _better(setting, key, b, i, best):
 def check_against_brute_force(setting, space, streaming, objective, rel):
     expected = naive(setting, space, objective, streaming)
     found, _, bound = optimise(setting, space, objective)
-    assert bound == float("inf")          # no deadline: the search finished
+    # no deadline: the search finished (no open box: lower bound inf, or upper bound 0 for max_compute)
+    assert bound == (0.0 if objective == "max_compute" else float("inf"))
     if expected is None:
         assert found is None
         return
     assert found is not None, f"brute force found {expected[1]}"
     batch, value = found
-    assert value == pytest.approx(expected[0][0], rel=rel)
+    want = 1.0 / expected[0][0] if objective == "max_compute" else expected[0][0]
+    assert value == pytest.approx(want, rel=rel)
     assert tie_key(setting, batch, 0) == tie_key(setting, expected[1], 0)
 
 
@@ -128,3 +137,19 @@ def test_oracle_matches_brute_force(seed, objective):
 @pytest.mark.parametrize("objective", ["min_time", "min_cost"])
 def test_oracle_matches_brute_force_for_c_quality_targets(seed, objective):
     check_against_brute_force(*random_case(1000 + seed, target_kind="c_quality"), objective, rel=1e-9)
+
+
+@pytest.mark.parametrize("seed", range(30))
+@pytest.mark.parametrize("target_kind", ["c_quality", "c_local"])
+def test_max_compute_matches_brute_force(seed, target_kind):
+    """Most C_quality / C_local within the duration limit (window view): the brute force scores
+    every plan (both streaming settings, every M), so it also checks that the reductions the
+    space keeps for each kind are exact."""
+    check_against_brute_force(*random_case(2000 + seed, target_kind=target_kind), "max_compute", rel=1e-12)
+
+
+@pytest.mark.parametrize("seed", range(10))
+@pytest.mark.parametrize("target_kind", ["c_quality", "c_local"])
+@pytest.mark.parametrize("penalty", ["linear_v1", "none"])
+def test_max_compute_matches_brute_force_other_replica_penalties(seed, target_kind, penalty):
+    check_against_brute_force(*random_case(3000 + seed, target_kind, penalty), "max_compute", rel=1e-12)

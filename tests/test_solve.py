@@ -74,8 +74,14 @@ def test_cli_solve_infeasible_exits_1_with_the_reason(tmp_path):
 
 def test_cli_solve_bad_input_exits_2(tmp_path):
     assert run("solve", tmp_path / "missing.json").exit_code == 2
-    result = run("solve", SMALL, "--objective", "max_compute")
-    assert result.exit_code == 2 and "--objective" in result.stderr
+    data = json.loads(SMALL.read_text())
+    data["model"], data["training"] = {}, {"tokens": 1e12}
+    data["search"] = {"params": [2e9, 7e9]}
+    data["objective"] = "max_compute"
+    sizes = tmp_path / "sizes.json"
+    sizes.write_text(json.dumps(data))
+    result = run("solve", sizes, "--objective", "min_time")     # sizes compared by a fixed FLOP target only
+    assert result.exit_code == 2 and "training.target_flop: required with search.params" in result.stderr
     result = run("solve", SMALL, "--solver", "gurobi")
     assert result.exit_code == 2 and "unknown solver" in result.stderr
 
@@ -128,3 +134,105 @@ def test_cli_time_limit_prints_the_gap():
     assert result.exit_code == 0, result.output
     assert ("TIME_LIMIT" in result.output and "gap" in result.output) or "OPTIMAL" in result.output
     assert run("solve", SMALL, "--time-limit", "-1").exit_code == 2
+
+
+# -- max_compute ----------------------------------------------------------------------------
+
+@pytest.mark.parametrize("kind", ["c_quality", "c_local"])
+def test_max_compute_rescores_and_beats_the_min_time_plan(kind):
+    data = json.loads(SMALL.read_text())
+    data["training"]["target_kind"] = kind
+    instance = parse_instance(data)
+    r = solve(instance, objective="max_compute")
+    assert r.status == "optimal" and r.gap == 0.0 and r.compute_kind == kind
+    again = evaluate(instance, r.plan)
+    assert again.values[kind] == pytest.approx(r.objective_value, rel=1e-12)
+    fastest = solve(instance, objective="min_time")
+    if fastest.plan is None:     # no plan reaches the target in time: not even the most compute does
+        assert fastest.status == "infeasible" and r.objective_value < instance.training.target_flop
+    else:
+        assert fastest.evaluation.values[kind] <= r.objective_value * (1 + 1e-12)
+
+
+def test_cli_max_compute_exit_codes_and_json(tmp_path):
+    result = run("solve", SMALL, "--objective", "max_compute")
+    assert result.exit_code == 0, result.output
+    assert "OPTIMAL  max_compute:" in result.output and "FLOP C_local within the duration limit" in result.output
+    out = json.loads(run("solve", SMALL, "--objective", "max_compute", "--json").stdout)
+    assert out["objective"] == "max_compute" and out["compute_kind"] == "c_local"
+    assert out["evaluation"]["values"]["c_local"] == pytest.approx(out["objective_value"], rel=1e-12)
+    data = json.loads(SMALL.read_text())
+    data["model"] = {"params": 5e12}
+    data["fleet"]["nodes"] = 8
+    too_big = tmp_path / "too_big.json"
+    too_big.write_text(json.dumps(data))
+    result = run("solve", too_big, "--objective", "max_compute")
+    assert result.exit_code == 1 and "memory-cap" in result.output
+
+
+# -- model size as a decision (search.params) ----------------------------------------------
+
+def _sizes(sizes, objective="max_compute", **training):
+    data = json.loads(SMALL.read_text())
+    data["model"] = {}
+    data["training"] = training or {"target_flop": 1e24}
+    data["search"] = {"params": sizes}
+    data["objective"] = objective
+    return data
+
+
+@pytest.mark.parametrize("objective", ["max_compute", "min_time", "min_cost"])
+def test_a_size_set_picks_the_best_single_size(objective):
+    sizes = [2e9, 20e9, 7e9]
+    r = solve(parse_instance(_sizes(sizes, objective)))
+    single = {}
+    for p in sizes:
+        data = json.loads(SMALL.read_text())
+        data["model"] = {"params": p}
+        data["objective"] = objective
+        single[p] = solve(parse_instance(data)).objective_value
+    best = (max if objective == "max_compute" else min)(single.values())
+    assert r.objective_value == pytest.approx(best, rel=1e-12)
+    assert single[r.model_params] == pytest.approx(best, rel=1e-12)
+    assert [c["params"] for c in r.candidates] == sorted(sizes)
+    assert r.evaluation.setting.params == r.model_params
+    assert r.to_dict()["model_params"] == r.model_params
+
+
+def test_tied_sizes_go_to_the_smaller_model():
+    # min_cost by a target any size reaches with one node: same cost, then the faster (smaller) model
+    data = _sizes([7e9, 2e9], "min_cost", target_flop=1e18)
+    r = solve(parse_instance(data))
+    assert r.plan.nodes == 1 and r.model_params == 2e9
+
+
+def test_cli_shows_the_chosen_size(tmp_path):
+    path = tmp_path / "sizes.json"
+    path.write_text(json.dumps(_sizes([2e9, 7e9])))
+    result = run("solve", path)
+    assert result.exit_code == 0, result.output
+    assert "best of the candidates 2B, 7B (search.params)" in result.output
+    out = json.loads(run("solve", path, "--json").stdout)
+    assert out["model_params"] in (2e9, 7e9) and len(out["candidates"]) == 2
+    assert "candidate sizes 2B, 7B" in run("validate", path).output
+
+
+@pytest.mark.parametrize("change, message", [
+    (lambda d: d["search"].update(params=[2e9, 2e9]), "search.params[1]: duplicate of search.params[0]"),
+    (lambda d: d["search"].update(params=[2e9, 5]), "search.params[1]: must be a number >= 1e6"),
+    (lambda d: d["search"].update(params=[]), "search.params: must be a non-empty list"),
+    (lambda d: d["model"].update(params=7e9), "model.params: not with search.params"),
+    (lambda d: d["model"].update(preset="covenant-72B"), "model.preset: not with search.params"),
+    (lambda d: d.update(objective="min_time", training={"tokens": 1e12}),
+     "training.target_flop: required with search.params for objective min_time"),
+    (lambda d: d.update(objective="min_cost", training={}),
+     "training.target_flop: required with search.params for objective min_cost"),
+])
+def test_size_set_errors_name_the_field(tmp_path, change, message):
+    data = _sizes([2e9, 7e9])
+    change(data)
+    path = tmp_path / "bad.json"
+    path.write_text(json.dumps(data))
+    for command in ("validate", "solve"):
+        result = run(command, path)
+        assert result.exit_code == 2 and message in result.stderr, result.stderr

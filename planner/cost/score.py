@@ -79,6 +79,19 @@ def time_to_target(s: Setting, b: PlanBatch) -> dict[str, np.ndarray]:
         return out
 
 
+def window_compute(s: Setting, b: PlanBatch) -> dict[str, np.ndarray]:
+    """Only what the `max_compute` objective needs: the window view (compute reached within
+    the duration limit: c_local, c_quality, tokens) and its ingredients (tokens_per_s, and g,
+    mu, with_chi of `run.quality_terms`). Same functions as `score`, for the planner's search."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        t = modes.throughput(s, b)
+        eff = run.efficiency_without_replicas(s, b, t)
+        out = run.window_view(s, b, t, eff, s.window_s)
+        out["g"], out["mu"], out["with_chi"] = run.quality_terms(s, b, t, eff)
+        out["tokens_per_s"] = t["tokens_per_outer"] / t["outer_time_s"]
+        return out
+
+
 def violations(s: Setting, b: PlanBatch, out: dict[str, np.ndarray], fleet_nodes: int | None) -> dict[str, np.ndarray]:
     """One boolean array per constraint family, True where the plan breaks it."""
     n = np.asarray(b.nodes)
