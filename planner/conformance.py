@@ -53,7 +53,8 @@ def check_case(case: dict) -> CaseResult:
     """Evaluate one reference case with dtplan and compare every output it has."""
     fn = case["function"]
     if fn in SEARCH_FUNCTIONS:
-        return CaseResult(case["id"], fn, "skipped", ["search function: answered by the planner (dtplan solve)"])
+        return CaseResult(case["id"], fn, "skipped", ["search function: answered by the planner "
+                                                      "(planner.reference_search)"])
     handler = HANDLERS.get(fn)
     if handler is None:
         return CaseResult(case["id"], fn, "failed", [f"no dtplan mapping for reference function {fn!r}"])

@@ -119,7 +119,7 @@ def solve(instance: Instance, objective: str | None = None, solver: str = DEFAUL
     candidates = [{"params": r[0], "objective_value": r[3][1] if r[3] else None, "bound": r[5]}
                   for r in runs] if instance.search.params else []
     common = dict(space_size=size, candidates=candidates, compute_kind=kind)
-    best = _best_size(objective, runs)
+    best = best_of_sizes(objective, runs)
     if best is None:
         if math.isfinite(deadline) and (bound > 0 if maximise else bound < math.inf):
             return SolveResult(objective, solver, "time_limit", None, bound, None, elapsed, evaluations, **common)
@@ -145,7 +145,7 @@ def solve(instance: Instance, objective: str | None = None, solver: str = DEFAUL
                        binding=binding_limits(result, space, objective), model_params=setting.params, **common)
 
 
-def _best_size(objective: str, runs: list) -> tuple | None:
+def best_of_sizes(objective: str, runs: list) -> tuple | None:
     """The run whose plan is best for the objective; ties (TIE_REL) to the earlier (smaller) size,
     and for min_cost first to the faster plan."""
     best, best_key = None, None

@@ -8,9 +8,16 @@ dtplan plan each reference call is.
 import pytest
 
 from planner.conformance import SEARCH_FUNCTIONS, check_case
+from planner.reference_search import answer
 from tests.conftest import load_reference_cases
 
 EVALUATION_CASES = [c for c in load_reference_cases() if c["function"] not in SEARCH_FUNCTIONS]
+# The search cases (planner.reference_search): every find_nodes_for_target and sweep_model_sizes
+# case (about 3 s together) and the find_optimal_config_for_target cases that solve in a few
+# seconds each; scripts/check_reference.py runs all 14 of those (about 50 s).
+SLOW_SEARCHES = {"cur.part6.ccc_a100.16.opt.target24", "cur.part6.ccc_a100.16.opt.target25",
+                 "cur.part6.ccc_a100.8.opt.target24", "cur.part6.ccc_a100.4.opt.target24"}
+SEARCH_CASES = [c for c in load_reference_cases() if c["function"] in SEARCH_FUNCTIONS and c["id"] not in SLOW_SEARCHES]
 
 
 @pytest.mark.skipif(not EVALUATION_CASES, reason="reference cases not found (set DTPLAN_SHARED_DIR)")
@@ -25,3 +32,19 @@ def test_every_reference_function_is_covered(reference_cases):
     functions = {c["function"] for c in reference_cases} - set(SEARCH_FUNCTIONS)
     assert functions >= {"compute_scenario", "compute_hierarchical_scenario", "compute_pp_diloco_scenario",
                          "compute_moe_ep_scenario", "simulate_diloco", "straggler_factor", "chinchilla_efficiency"}
+
+
+@pytest.mark.skipif(not SEARCH_CASES, reason="reference cases not found (set DTPLAN_SHARED_DIR)")
+@pytest.mark.parametrize("case", SEARCH_CASES, ids=[c["id"] for c in SEARCH_CASES])
+def test_reference_search_case(case):
+    """dtplan's planner answers the reference's search at least as well, with a feasible plan."""
+    outcome = answer(case)
+    assert outcome.status == "passed", "; ".join(outcome.problems) or f"dtplan {outcome.dtplan}, reference {outcome.reference}"
+    if outcome.reference is not None:
+        assert outcome.dtplan is not None and outcome.improvement >= -1e-12
+
+
+def test_reference_searches_cover_every_function(reference_cases):
+    counts = {fn: sum(c["function"] == fn for c in SEARCH_CASES) for fn in SEARCH_FUNCTIONS}
+    assert counts["find_nodes_for_target"] == 67 and counts["sweep_model_sizes"] == 3
+    assert counts["find_optimal_config_for_target"] >= 10

@@ -1,0 +1,254 @@
+"""The reference simulator's three searches, answered by dtplan's planner (issue 3).
+
+The reference calculator (evasion_calculator.py) answers three questions by searching a
+few fixed plans; dtplan answers the same question exactly over the same model sizes,
+modes, precision, compression and links, letting its planner choose everything else
+(H, R, group size k in 2..64, stages S >= S_min, micro-batches M in 1..64, activation
+compression Ca in {1, 2, 4, 10}, streaming on or off). A case passes when dtplan's answer
+is at least as good as the reference's and dtplan's plan, re-scored by the evaluator
+(`planner.cost.score.score`), is feasible and meets the question's target.
+
+- `find_nodes_for_target(cfg, target_flop)`: the reference runs flat DiLoCo of the
+  largest model one node holds (P = V / beta) with its compression, H at the smallest
+  compute-bound value, and bisects N in 1..100,000 for the fewest nodes whose C_local
+  over the window (1.5 years, eta_R scored at the run's own tokens) reaches target_flop.
+  dtplan: the fewest nodes (N <= 100,000) of a flat plan of that model whose C_local
+  within the window reaches the target. With a replica penalty that does not depend on
+  the tokens (profile v1_48xA100: the linear v1 penalty) this is exactly dtplan's
+  `min_cost` objective with a C_local target (the time to target is within the window
+  exactly when C_local over the window reaches the target). Under the Chinchilla penalty
+  (profile current) dtplan's `min_cost` scores eta_R at the target point instead
+  (COST_MODEL.md section 7), a different question; the reference's is answered by
+  `planner.solve.fewest_nodes_in_window` (the max_compute bound, exact).
+- `find_optimal_config_for_target(cfg, target_c_quality)`: the reference tries flat
+  DiLoCo at P = f V / beta (f in 0.25, 0.5, 0.75, 1; a few H), hierarchical DiLoCo at the
+  same sizes (k in 4, 8, 16; H and R compute-bound; regional link = the WAN link) and
+  PP-group DiLoCo at P = x V / beta (x in 1.5, 2, 3, 4, 6, 8; M = 8, Ca 4 or 10; pipeline
+  link = the WAN link), bisecting N <= 100,000 for C_quality over the window >= the
+  target, and keeps the cheapest. dtplan: `min_cost` with a C_quality target over the
+  same sizes (one Setting each; ties to the faster plan, then the smaller model) and
+  modes (flat, hierarchical, pp_group). C_quality over a window grows with its length,
+  so "reaches the target within the window" is "C_quality over the window >= target".
+- `sweep_model_sizes(config_name, n_nodes)`: the reference scores flat DiLoCo at
+  P = f V / beta (f as above, H compute-bound) and PP-group DiLoCo at P = x V / beta
+  (x in 1.5, 2, 2.5, 3, 4, 5, 6, 8; M = 8, Ca = 4, pipeline link 1 Gb/s, 20 ms) on
+  n_nodes nodes and ranks them by C_quality over the window. dtplan: `max_compute`
+  (C_quality) with at most n_nodes nodes over the same sizes and modes (flat, pp_group).
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from planner import conformance
+from planner.cost.score import score
+from planner.cost.setting import Setting
+from planner.solve import best_of_sizes, fewest_nodes_in_window, optimise, plan_from_batch
+from planner.space import DecisionSpace
+
+MAX_NODES = 100_000                       # the reference's bisection range
+FLAT_FRACTIONS = (0.25, 0.5, 0.75, 1.0)   # of the largest model one node holds
+OPTIMAL_CONFIG_MULTIPLES = (1.5, 2.0, 3.0, 4.0, 6.0, 8.0)
+SWEEP_MULTIPLES = (1.5, 2.0, 2.5, 3.0, 4.0, 5.0, 6.0, 8.0)
+LIMITS = ("memory-cap", "node-limit", "structure", "budget-limit")
+
+
+@dataclass
+class SearchOutcome:
+    """dtplan's answer to one reference search case, compared with the reference's."""
+
+    case_id: str
+    function: str
+    status: str                      # passed | failed
+    quantity: str                    # nodes | cost_usd | c_quality
+    reference: float | None          # None: the reference found no configuration
+    dtplan: float | None             # None: dtplan proved none exists
+    improvement: float = 0.0         # relative: fewer nodes / dollars, or more compute, than the reference
+    params: float | None = None      # model size of dtplan's plan
+    plan: dict[str, Any] | None = None
+    seconds: float = 0.0
+    problems: list[str] = field(default_factory=list)
+
+    @property
+    def strictly_better(self) -> bool:
+        if self.dtplan is None:
+            return False
+        return self.reference is None or self.improvement > 1e-12
+
+
+def answer(case: dict) -> SearchOutcome:
+    """Answer one search case of reference_cases.json with dtplan and compare."""
+    start = time.perf_counter()
+    handler = {"find_nodes_for_target": _find_nodes, "find_optimal_config_for_target": _optimal_config,
+               "sweep_model_sizes": _sweep}[case["function"]]
+    outcome = handler(case)
+    outcome.seconds = time.perf_counter() - start
+    return outcome
+
+
+# -- building blocks -----------------------------------------------------------------------
+
+def _bytes(case: dict) -> float:
+    return case["resolved_inputs"].get("bytes_per_param", 16)
+
+
+def _largest_on_one_node_b(case: dict) -> float:
+    """The reference's max_single_b = V_GB / beta, in billions."""
+    return case["resolved_inputs"]["node"]["vram_gb"] / _bytes(case)
+
+
+def _space(precision: str, modes: tuple[str, ...], max_nodes: int, compression: float) -> DecisionSpace:
+    return DecisionSpace(
+        modes=modes, precisions=(precision,), min_nodes=1, max_nodes=max_nodes, max_stages=64,
+        group_sizes=tuple(range(2, 65)), max_inner_steps=10_000, max_regional_rounds=1000,
+        compression=(float(compression),), max_micro_batches=64, activation_compression=(1.0, 2.0, 4.0, 10.0),
+        streaming=(True,), expert_parallel=None, streaming_off_allowed=True)
+
+
+def _setting(case: dict, params: float, links_are_wan: bool = False, **target) -> tuple[Setting, str]:
+    ri = case["resolved_inputs"]
+    wan = conformance._wan(ri)
+    links = {}
+    if links_are_wan:      # find_optimal_config_for_target: "all connections use the same bandwidth"
+        links = {"regional_bps": wan["wan_up_bps"], "regional_rtt_s": wan["wan_rtt_s"],
+                 "pipeline_bps": wan["wan_up_bps"], "pipeline_rtt_s": wan["wan_rtt_s"]}
+    setting, precision = conformance._setting(case, params, **wan, **links)
+    return setting.replace(**target), precision
+
+
+def _rescore(setting: Setting, batch, kind: str | None, target: float | None) -> tuple[dict, list[str]]:
+    """The evaluator's figures for dtplan's plan and what it breaks (limits; the target in the window)."""
+    out = {k: np.asarray(v).ravel()[0] for k, v in score(setting, batch).items()}
+    problems = [name for name in LIMITS if out[f"violates:{name}"]]
+    if kind is not None and target is not None and not out[kind] >= target:
+        problems.append(f"{kind} within the window {out[kind]:.6e} < target {target:.6e}")
+    return out, problems
+
+
+def _plan_dict(batch, setting: Setting) -> dict[str, Any]:
+    return plan_from_batch(batch, 0, setting.is_moe).model_dump(exclude_unset=True)
+
+
+# -- the three searches -------------------------------------------------------------------------
+
+def _find_nodes(case: dict) -> SearchOutcome:
+    ri = case["resolved_inputs"]
+    target = float(ri["target_flop"])
+    setting, precision = _setting(case, _largest_on_one_node_b(case) * 1e9, target_flop=target, target_kind="c_local")
+    space = _space(precision, ("flat",), MAX_NODES, ri["compression"])
+    if setting.assumptions.replica_penalty == "chinchilla":
+        found, _, _ = fewest_nodes_in_window(setting, space)
+    else:
+        found, _, _ = optimise(setting, space, "min_cost")
+    reference = float(case["outputs"]["n_nodes"])
+    outcome = SearchOutcome(case["id"], case["function"], "passed", "nodes", reference, None)
+    if found is None:
+        outcome.status, outcome.problems = "failed", ["dtplan found no plan reaching the target"]
+        return outcome
+    batch = found[0]
+    _, problems = _rescore(setting, batch, "c_local", target)
+    outcome.dtplan = float(batch.nodes[0])
+    outcome.improvement = (reference - outcome.dtplan) / reference
+    outcome.params, outcome.plan, outcome.problems = setting.params, _plan_dict(batch, setting), problems
+    if problems or outcome.dtplan > reference:
+        outcome.status = "failed"
+    return outcome
+
+
+def _solve_sizes(case: dict, sizes_b, objective: str, modes, max_nodes: int, links_are_wan: bool, **target):
+    """Solve every model size; the best run (`planner.solve.best_of_sizes`: ties to the smaller model)."""
+    runs = []
+    for params_b in sorted(sizes_b):
+        setting, precision = _setting(case, params_b * 1e9, links_are_wan, **target)
+        space = _space(precision, modes, max_nodes, case["resolved_inputs"]["compression"])
+        found, evaluations, bound = optimise(setting, space, objective)
+        runs.append((setting.params, setting, space, found, evaluations, bound))
+    return best_of_sizes(objective, runs)
+
+
+def _optimal_config(case: dict) -> SearchOutcome:
+    ri = case["resolved_inputs"]
+    target = float(ri["target_c_quality"])
+    largest = _largest_on_one_node_b(case)
+    sizes = [f * largest for f in FLAT_FRACTIONS] + [x * largest for x in OPTIMAL_CONFIG_MULTIPLES]
+    best = _solve_sizes(case, [p for p in sizes if p >= 1], "min_cost", ("flat", "hierarchical", "pp_group"),
+                        MAX_NODES, True, target_flop=target, target_kind="c_quality")
+    ref = case["outputs"].get("cost_usd") if "return" not in case["outputs"] else None
+    outcome = SearchOutcome(case["id"], case["function"], "passed", "cost_usd",
+                            None if ref is None else float(ref), None)
+    if best is None:
+        if ref is not None:
+            outcome.status, outcome.problems = "failed", ["dtplan found no plan reaching the target"]
+        return outcome
+    params, setting, _, (batch, cost), *_ = best
+    _, problems = _rescore(setting, batch, "c_quality", target)
+    outcome.dtplan, outcome.params, outcome.plan, outcome.problems = cost, params, _plan_dict(batch, setting), problems
+    if ref is not None:
+        outcome.improvement = (ref - cost) / ref
+    if problems or (ref is not None and cost > ref * (1 + 1e-12)):
+        outcome.status = "failed"
+    return outcome
+
+
+def _sweep(case: dict) -> SearchOutcome:
+    ri = case["resolved_inputs"]
+    largest = _largest_on_one_node_b(case)
+    sizes = [f * largest for f in FLAT_FRACTIONS] + [x * largest for x in SWEEP_MULTIPLES]
+    best = _solve_sizes(case, sizes, "max_compute", ("flat", "pp_group"), int(ri["n_nodes"]), False,
+                        target_kind="c_quality")
+    reference = float(case["outputs"]["best"]["c_quality"])
+    outcome = SearchOutcome(case["id"], case["function"], "passed", "c_quality", reference, None)
+    if best is None:
+        outcome.status, outcome.problems = "failed", ["dtplan found no plan"]
+        return outcome
+    params, setting, _, (batch, value), *_ = best
+    _, problems = _rescore(setting, batch, None, None)
+    outcome.dtplan, outcome.params, outcome.plan, outcome.problems = value, params, _plan_dict(batch, setting), problems
+    outcome.improvement = (value - reference) / reference
+    if problems or value < reference * (1 - 1e-12):
+        outcome.status = "failed"
+    return outcome
+
+
+# -- summary -------------------------------------------------------------------------------------
+
+def summarise(outcomes: list[SearchOutcome]) -> list[str]:
+    """Per search function: passed / failed, how often dtplan is strictly better and by how much."""
+    lines = []
+    for fn in conformance.SEARCH_FUNCTIONS:
+        mine = [o for o in outcomes if o.function == fn]
+        if not mine:
+            continue
+        passed = sum(o.status == "passed" for o in mine)
+        better = [o for o in mine if o.strictly_better]
+        gains = [o.improvement for o in better if o.reference is not None]
+        what = {"nodes": "fewer nodes", "cost_usd": "lower cost", "c_quality": "more C_quality"}[mine[0].quantity]
+        line = (f"{fn}: {passed} passed, {len(mine) - passed} failed; dtplan strictly better in {len(better)} "
+                f"of {len(mine)}")
+        if gains:
+            line += f" ({what}: median {statistics.median(gains):.1%}, max {max(gains):.1%})"
+        found_where_none = sum(o.reference is None and o.dtplan is not None for o in mine)
+        if found_where_none:
+            line += f"; {found_where_none} where the reference found no configuration"
+        line += f"; {sum(o.seconds for o in mine):.1f} s"
+        lines.append(line)
+    return lines
+
+
+def describe(o: SearchOutcome) -> str:
+    ref = "none" if o.reference is None else f"{o.reference:,.6g}"
+    got = "none" if o.dtplan is None else f"{o.dtplan:,.6g}"
+    size = f", {o.params / 1e9:,.4g}B" if o.params else ""
+    extra = ("; " + "; ".join(o.problems)) if o.problems else ""
+    return (f"{o.status:6} {o.case_id} [{o.function}] {o.quantity}: reference {ref}, dtplan {got} "
+            f"({o.improvement:+.1%}{size}) {o.seconds:.2f} s {o.plan or ''}{extra}")
+
+
+def is_finite(x: float | None) -> bool:
+    return x is not None and math.isfinite(x)
