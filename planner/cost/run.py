@@ -9,7 +9,8 @@ Two views of a plan, both from the same mode throughput (`planner.cost.modes`):
 - time to train (dtplan's default objective): the wall-clock at which C_local reaches
   C_target, T_wall = C_target / (eta * 6 P_act * tokens_per_second), with eta_R scored
   at the target point (T = D = C_target / (6 P_act), C = C_target). For a C_quality
-  target the window view is solved for T_wall (C_quality grows with T_wall).
+  target the window view is solved for T_wall (C_quality grows with T_wall) in closed
+  form, through the one expression of C_quality in (T, g, mu), `quality_compute`.
 
 One node (N = 1) is local training: every efficiency and quality factor is 1.
 """
