@@ -350,7 +350,14 @@ def binding_limits(e: Evaluation, space: DecisionSpace, objective: str = "min_ti
 def explain_infeasible(s: Setting, space: DecisionSpace) -> list[str]:
     """Which limits cannot be met together, in words."""
     batches = list(oracle.batches(s, space))
-    if batches:
+    if batches and s.target_kind == "c_quality":
+        # C_quality grows with the run: the target is missed exactly when the most C_quality
+        # within the limit falls short (and the time bound is weak near the loss floor).
+        most, _, _ = _max_compute(s, space.for_objective(s, "max_compute"))
+        if most is not None:
+            return [f"duration-limit: the most C_quality any plan reaches in {s.window_s / SECONDS_PER_DAY:,.1f} "
+                    f"days is {most[1]:.3e} FLOP, the target is {s.target:.3e} FLOP"]
+    elif batches:
         fastest = _best(s, [oracle.minimise_time(s, b, space.max_inner_steps, space.max_regional_rounds)
                             for b in batches])
         if fastest is not None:

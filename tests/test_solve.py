@@ -152,6 +152,8 @@ def test_max_compute_rescores_and_beats_the_min_time_plan(kind):
     if fastest.plan is None:     # no plan reaches the target in time: not even the most compute does
         assert fastest.status == "infeasible" and r.objective_value < instance.training.target_flop
         assert any("max_compute has no target" in w for w in r.evaluation.warnings)
+        assert fastest.infeasibility == [f"duration-limit: the most C_quality any plan reaches in 365.0 days is "
+                                         f"{r.objective_value:.3e} FLOP, the target is 1.000e+24 FLOP"]
     else:
         assert fastest.evaluation.values[kind] <= r.objective_value * (1 + 1e-12)
 
@@ -174,10 +176,15 @@ def test_cli_max_compute_exit_codes_and_json(tmp_path):
 
 # -- model size as a decision (search.params) ----------------------------------------------
 
+def _kind(objective):
+    return "c_quality" if objective == "max_compute" else "c_local"
+
+
 def _sizes(sizes, objective="max_compute", **training):
+    """SMALL with candidate sizes (max_compute of C_quality: the faster max_compute search)."""
     data = json.loads(SMALL.read_text())
     data["model"] = {}
-    data["training"] = training or {"target_flop": 1e24}
+    data["training"] = training or {"target_flop": 1e24, "target_kind": _kind(objective)}
     data["search"] = {"params": sizes}
     data["objective"] = objective
     return data
@@ -191,6 +198,7 @@ def test_a_size_set_picks_the_best_single_size(objective):
     for p in sizes:
         data = json.loads(SMALL.read_text())
         data["model"] = {"params": p}
+        data["training"]["target_kind"] = _kind(objective)
         data["objective"] = objective
         single[p] = solve(parse_instance(data)).objective_value
     best = (max if objective == "max_compute" else min)(single.values())
