@@ -246,3 +246,18 @@ def test_size_set_errors_name_the_field(tmp_path, change, message):
     for command in ("validate", "solve"):
         result = run(command, path)
         assert result.exit_code == 2 and message in result.stderr, result.stderr
+
+
+def test_max_compute_time_limit_returns_the_best_plan_and_a_valid_upper_bound():
+    data = json.loads(SMALL.read_text())
+    data["training"]["target_kind"] = "c_quality"
+    data["fleet"]["nodes"] = 2000
+    instance = parse_instance(data)
+    exact = solve(instance, objective="max_compute")
+    assert exact.status == "optimal" and exact.best_bound == exact.objective_value
+    cut = solve(instance, objective="max_compute", time_limit_s=1e-6)
+    assert cut.status in ("time_limit", "optimal")
+    assert cut.best_bound >= exact.objective_value * (1 - 1e-12)      # an upper bound on the compute
+    if cut.plan is not None:
+        assert cut.objective_value <= exact.objective_value * (1 + 1e-12)
+        assert cut.gap == pytest.approx((cut.best_bound - cut.objective_value) / cut.objective_value)
