@@ -49,7 +49,8 @@ class Evaluation:
         return {
             "instance": self.instance.name,
             "plan": self.plan.model_dump(),
-            "resolved": {"stages": int(self.batch.stages[0]), "expert_parallel": self.batch.expert_parallel,
+            "resolved": {"params": self.setting.params, "active_params": self.setting.active_params,
+                         "stages": int(self.batch.stages[0]), "expert_parallel": self.batch.expert_parallel,
                          "precision": self.batch.precision, "target_flop": self.setting.target,
                          "target_kind": self.setting.target_kind, "max_days": self.setting.window_s / SECONDS_PER_DAY,
                          "max_days_source": self.max_days_source, "assumptions": _assumption_summary(self.setting)},

@@ -224,6 +224,7 @@ def test_cli_shows_the_chosen_size(tmp_path):
     assert "best of the candidates 2B, 7B (search.params)" in result.output
     out = json.loads(run("solve", path, "--json").stdout)
     assert out["model_params"] in (2e9, 7e9) and len(out["candidates"]) == 2
+    assert out["evaluation"]["resolved"]["params"] == out["model_params"]
     assert "candidate sizes 2B, 7B" in run("validate", path).output
 
 
