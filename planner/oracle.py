@@ -92,7 +92,7 @@ def _measure(s: Setting, c: Classes, idx, n, h, r, measure: str) -> np.ndarray:
     """The minimised quantity of each plan (inf where it has no meaning)."""
     if measure == TIME:
         return _time_and_efficiency(s, c, idx, n, h, r)[0]
-    out = window_compute(s, c.plans(idx, n, h, r))
+    out = window_compute(s, c.plans(idx, n, h, r), measure[2:])
     with np.errstate(divide="ignore"):
         return 1.0 / out[measure[2:]]
 
@@ -131,8 +131,8 @@ def _compute_box(s: Setting, c: Classes, box, kind: str):
     A box holding one node (n1 = 1: no chi, g = 1) is bounded by 6 P_act T_up (g, chi, eta_R <= 1).
     """
     a = s.assumptions
-    hi = window_compute(s, c.plans(box["i"], box["n1"], box["h2"], box["r2"]))
-    lo = window_compute(s, c.plans(box["i"], box["n1"], box["h1"], box["r1"]))
+    hi = window_compute(s, c.plans(box["i"], box["n1"], box["h2"], box["r2"]), kind)
+    lo = window_compute(s, c.plans(box["i"], box["n1"], box["h1"], box["r1"]), kind)
     ratio = box["n2"] / box["n1"]
     t_up = s.window_s * hi["tokens_per_s"] * ratio
     c_up = 6.0 * s.active_params * t_up
@@ -144,7 +144,7 @@ def _compute_box(s: Setting, c: Classes, box, kind: str):
         else:
             upper = lo["g"] * c_up
             if a.replica_penalty == "chinchilla":
-                far = window_compute(s, c.plans(box["i"], box["n2"], box["h1"], box["r1"]))
+                far = window_compute(s, c.plans(box["i"], box["n2"], box["h1"], box["r1"]), kind)
                 corners.append(("n2h1", 1.0 / far[kind]))
                 t_lo = s.window_s * far["tokens_per_s"] / ratio
                 c_eq_lo = chinchilla.equivalent_optimal_compute(chinchilla.chinchilla_loss(s.active_params, t_lo, a), a)

@@ -266,7 +266,7 @@ def _max_compute(s: Setting, space: DecisionSpace, deadline: float = math.inf):
     if best is None:
         return None, evaluations, upper
     batch, _ = best
-    return (batch, float(window_compute(s, batch)[s.target_kind][0])), evaluations, upper
+    return (batch, float(window_compute(s, batch, s.target_kind)[s.target_kind][0])), evaluations, upper
 
 
 def fewest_nodes_in_window(s: Setting, space: DecisionSpace, deadline: float = math.inf):

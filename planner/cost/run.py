@@ -67,19 +67,26 @@ def window_view(s: Setting, b: PlanBatch, t: dict[str, np.ndarray], eff: dict[st
     """Compute reached in a fixed wall-clock window (the reference calculator's view)."""
     a = s.assumptions
     n = np.asarray(b.nodes, dtype=float)
-    synced = t["synchronised"] > 0
     window = np.asarray(window_s, dtype=float)
     tokens = window / t["outer_time_s"] * t["tokens_per_outer"]
     c_thr = 6.0 * s.active_params * tokens
-    eta_r = np.where(synced, replica_efficiency(s, t["replicas"], t["h_eff"], tokens, c_thr), 1.0)
-    eta = eff["eta_h"] * eff["eta_c"] * eff["eta_a"] * eta_r
-    c_local = c_thr * eta
+    c_local, eta_r, eta = local_compute(s, t, eff, tokens)
     chi = np.where(n > 1, chinchilla.chi(s.active_params, tokens, c_thr, a), 1.0)
     mfu = c_local / (n * s.peak_flops[b.precision] * window)
     g, mu, with_chi = quality_terms(s, b, t, eff)
     return {"window_s": window * np.ones_like(n), "tokens": tokens, "c_throughput": c_thr, "eta_r": eta_r,
             "eta": eta, "c_local": c_local, "chi": chi, "c_quality": quality_compute(s, tokens, g, mu, with_chi),
             "global_mfu": mfu, "global_hfu": mfu / a.mfu_per_hfu}
+
+
+def local_compute(s: Setting, t: dict[str, np.ndarray], eff: dict[str, np.ndarray], tokens):
+    """(C_local, eta_R, eta) of a run of T tokens: C_local = 6 P_act T * eta, eta = eta_H eta_C
+    eta_A eta_R with eta_R scored at (T, 6 P_act T) (1 without a DiLoCo sync)."""
+    c_thr = 6.0 * s.active_params * np.asarray(tokens, dtype=float)
+    synced = t["synchronised"] > 0
+    eta_r = np.where(synced, replica_efficiency(s, t["replicas"], t["h_eff"], tokens, c_thr), 1.0)
+    eta = eff["eta_h"] * eff["eta_c"] * eff["eta_a"] * eta_r
+    return c_thr * eta, eta_r, eta
 
 
 def quality_terms(s: Setting, b: PlanBatch, t: dict[str, np.ndarray], eff: dict[str, np.ndarray]):

@@ -79,16 +79,21 @@ def time_to_target(s: Setting, b: PlanBatch) -> dict[str, np.ndarray]:
         return out
 
 
-def window_compute(s: Setting, b: PlanBatch) -> dict[str, np.ndarray]:
-    """Only what the `max_compute` objective needs: the window view (compute reached within
-    the duration limit: c_local, c_quality, tokens) and its ingredients (tokens_per_s, and g,
-    mu, with_chi of `run.quality_terms`). Same functions as `score`, for the planner's search."""
+def window_compute(s: Setting, b: PlanBatch, kind: str | None = None) -> dict[str, np.ndarray]:
+    """Only what the `max_compute` objective needs: the compute reached within the duration
+    limit (window view) as c_quality and c_local (only `kind` when given), and the
+    ingredients of the bound: tokens_per_s and g, mu, with_chi of `run.quality_terms`.
+    Same functions as `score` (`run.quality_compute`, `run.local_compute`), for the search."""
     with np.errstate(divide="ignore", invalid="ignore"):
         t = modes.throughput(s, b)
         eff = run.efficiency_without_replicas(s, b, t)
-        out = run.window_view(s, b, t, eff, s.window_s)
+        out = {"tokens_per_s": t["tokens_per_outer"] / t["outer_time_s"]}
         out["g"], out["mu"], out["with_chi"] = run.quality_terms(s, b, t, eff)
-        out["tokens_per_s"] = t["tokens_per_outer"] / t["outer_time_s"]
+        tokens = s.window_s * out["tokens_per_s"]
+        if kind in (None, "c_quality"):
+            out["c_quality"] = run.quality_compute(s, tokens, out["g"], out["mu"], out["with_chi"])
+        if kind in (None, "c_local"):
+            out["c_local"] = run.local_compute(s, t, eff, tokens)[0]
         return out
 
 
