@@ -131,10 +131,14 @@ def quality_compute(s: Setting, tokens, g, mu, with_chi) -> np.ndarray:
     return np.asarray(g, dtype=float) * np.where(with_chi, capped, c_thr)
 
 
-def time_to_target(s: Setting, b: PlanBatch, t: dict[str, np.ndarray], eff: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-    """Wall-clock until the target is reached (dtplan's `min_time` objective)."""
+def time_to_target(s: Setting, b: PlanBatch, t: dict[str, np.ndarray], eff: dict[str, np.ndarray],
+                   details: bool = True) -> dict[str, np.ndarray]:
+    """Wall-clock until the target is reached (dtplan's `min_time` objective).
+
+    `details=False` leaves out eta_r_target and eta_target for a C_quality target (they
+    need the window view at the time found; the planner's search does not read them)."""
     if s.target_kind == "c_quality":
-        return _time_to_quality_target(s, b, t, eff)
+        return _time_to_quality_target(s, b, t, eff, details)
     n = np.asarray(b.nodes, dtype=float)
     synced = t["synchronised"] > 0
     target = s.target
@@ -147,7 +151,7 @@ def time_to_target(s: Setting, b: PlanBatch, t: dict[str, np.ndarray], eff: dict
             "tokens_per_s": tokens_per_s * np.ones_like(n)}
 
 
-def _time_to_quality_target(s, b, t, eff):
+def _time_to_quality_target(s, b, t, eff, details=True):
     """Solve C_quality(T_wall) = C_target in closed form.
 
     C_quality = g * min(C_thr, max(C'_mu(T), 1e10)) with C_thr = 6 P_act T (`quality_compute`,
@@ -171,7 +175,8 @@ def _time_to_quality_target(s, b, t, eff):
                       np.where(excess > 0, (a.chinchilla_b / excess) ** (1.0 / a.chinchilla_beta), np.inf))
         tokens = np.where(with_chi, np.maximum(t1, t2), t1)
         time_s = tokens / tokens_per_s
-    reachable = np.isfinite(time_s)
-    at = window_view(s, b, t, eff, np.where(reachable, time_s, 1.0))
-    return {"time_to_target_s": time_s, "eta_r_target": at["eta_r"], "eta_target": at["eta"],
-            "tokens_per_s": tokens_per_s * np.ones_like(n)}
+    out = {"time_to_target_s": time_s, "tokens_per_s": tokens_per_s * np.ones_like(n)}
+    if details:
+        at = window_view(s, b, t, eff, np.where(np.isfinite(time_s), time_s, 1.0))
+        out.update(eta_r_target=at["eta_r"], eta_target=at["eta"])
+    return out

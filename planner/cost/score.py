@@ -66,12 +66,13 @@ def time_to_target(s: Setting, b: PlanBatch) -> dict[str, np.ndarray]:
     """Only what the `min_time` objective needs: time to target and the efficiency it used.
 
     Same functions as `score` (modes.throughput, run.efficiency_without_replicas,
-    run.time_to_target), without the window view; for the planner's enumeration.
+    run.time_to_target), without the window view (so, for a C_quality target, without
+    eta_target and eta_r_target); for the planner's enumeration.
     """
     with np.errstate(divide="ignore", invalid="ignore"):
         t = modes.throughput(s, b)
         eff = run.efficiency_without_replicas(s, b, t)
-        out = run.time_to_target(s, b, t, eff)
+        out = run.time_to_target(s, b, t, eff, details=False)
         out["outer_time_s"] = t["outer_time_s"]
         out["state_bytes_per_node"] = t["state_bytes_per_node"]
         out["groups"] = t["groups"]
