@@ -262,3 +262,13 @@ def test_max_compute_time_limit_returns_the_best_plan_and_a_valid_upper_bound():
     if cut.plan is not None:
         assert cut.objective_value <= exact.objective_value * (1 + 1e-12)
         assert cut.gap == pytest.approx((cut.best_bound - cut.objective_value) / cut.objective_value)
+
+
+def test_equal_compute_across_sizes_goes_to_the_smaller_model():
+    # One node reaches C_quality = C_thr = F u W whatever the size (no sync, chi = 1): an exact tie.
+    data = _sizes([7e9, 2e9, 4e9])
+    data["fleet"]["nodes"] = 1
+    r = solve(parse_instance(data))
+    values = [c["objective_value"] for c in r.candidates]
+    assert max(values) == pytest.approx(min(values), rel=1e-12)
+    assert r.model_params == 2e9 and r.plan.nodes == 1
