@@ -111,7 +111,8 @@ class Training(StrictModel):
     tokens: Num(gt=0) | None = Field(None, description="Training tokens D. Default None. Not with target_flop.")
     target_flop: Num(gt=0) | None = Field(None, description="Target compute in FLOP. Default None. Not with tokens.")
     target_kind: Choice("c_local", "c_quality") = Field(
-        "c_local", description="Whether target_flop counts local compute or quality-adjusted compute. Default c_local.")
+        "c_local", description="Whether target_flop counts local compute or quality-adjusted compute, and which of "
+                   "them max_compute maximises. Default c_local.")
 
     @model_validator(mode="after")
     def _one_target(self) -> "Training":

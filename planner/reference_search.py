@@ -38,7 +38,6 @@ is at least as good as the reference's and dtplan's plan, re-scored by the evalu
 
 from __future__ import annotations
 
-import math
 import statistics
 import time
 from dataclasses import dataclass, field
@@ -49,7 +48,7 @@ import numpy as np
 from planner import conformance
 from planner.cost.score import score
 from planner.cost.setting import Setting
-from planner.solve import best_of_sizes, fewest_nodes_in_window, optimise, plan_from_batch
+from planner.solve import SizeRun, best_of_sizes, fewest_nodes_in_window, optimise, plan_from_batch
 from planner.space import DecisionSpace
 
 MAX_NODES = 100_000                       # the reference's bisection range
@@ -168,7 +167,7 @@ def _solve_sizes(case: dict, sizes_b, objective: str, modes, max_nodes: int, lin
         setting, precision = _setting(case, params_b * 1e9, links_are_wan, **target)
         space = _space(precision, modes, max_nodes, case["resolved_inputs"]["compression"])
         found, evaluations, bound = optimise(setting, space, objective)
-        runs.append((setting.params, setting, space, found, evaluations, bound))
+        runs.append(SizeRun(setting.params, setting, space, found, evaluations, bound))
     return best_of_sizes(objective, runs)
 
 
@@ -248,7 +247,3 @@ def describe(o: SearchOutcome) -> str:
     extra = ("; " + "; ".join(o.problems)) if o.problems else ""
     return (f"{o.status:6} {o.case_id} [{o.function}] {o.quantity}: reference {ref}, dtplan {got} "
             f"({o.improvement:+.1%}{size}) {o.seconds:.2f} s {o.plan or ''}{extra}")
-
-
-def is_finite(x: float | None) -> bool:
-    return x is not None and math.isfinite(x)

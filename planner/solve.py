@@ -23,7 +23,7 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -80,6 +80,17 @@ class SolveResult:
         }
 
 
+class SizeRun(NamedTuple):
+    """One candidate model size solved: its optimum (or None) and proven bound (`optimise`)."""
+
+    params: float | None          # total parameters (None: the instance's own model)
+    setting: Setting
+    space: DecisionSpace
+    found: tuple[PlanBatch, float] | None
+    evaluations: int
+    bound: float                  # lower (min_*) or upper (max_compute) bound, the optimum included
+
+
 def solve(instance: Instance, objective: str | None = None, solver: str = DEFAULT_SOLVER,
           time_limit_s: float | None = None) -> SolveResult:
     """The optimal plan of `instance` for `objective` (default: the instance's).
@@ -110,13 +121,13 @@ def solve(instance: Instance, objective: str | None = None, solver: str = DEFAUL
         found, evaluations, bound = optimise(setting, space, objective, deadline)
         if found is not None:     # the proven bound of this size: its open boxes and its optimum
             bound = max(bound, found[1]) if maximise else min(bound, found[1])
-        runs.append((params, setting, space, found, evaluations, bound))
+        runs.append(SizeRun(params, setting, space, found, evaluations, bound))
     elapsed = time.perf_counter() - start
-    evaluations = sum(r[4] for r in runs)
-    size = sum(r[2].for_objective(r[1], objective).size(r[1]) for r in runs)
-    bound = max(r[5] for r in runs) if maximise else min(r[5] for r in runs)
+    evaluations = sum(r.evaluations for r in runs)
+    size = sum(r.space.for_objective(r.setting, objective).size(r.setting) for r in runs)
+    bound = max(r.bound for r in runs) if maximise else min(r.bound for r in runs)
     kind = base.target_kind if maximise else None
-    candidates = [{"params": r[0], "objective_value": r[3][1] if r[3] else None, "bound": r[5]}
+    candidates = [{"params": r.params, "objective_value": r.found[1] if r.found else None, "bound": r.bound}
                   for r in runs] if instance.search.params else []
     common = dict(space_size=size, candidates=candidates, compute_kind=kind)
     best = best_of_sizes(objective, runs)
@@ -150,18 +161,17 @@ def solve(instance: Instance, objective: str | None = None, solver: str = DEFAUL
                        binding=binding_limits(result, space, objective), model_params=setting.params, **common)
 
 
-def best_of_sizes(objective: str, runs: list) -> tuple | None:
+def best_of_sizes(objective: str, runs: list[SizeRun]) -> SizeRun | None:
     """The run whose plan is best for the objective; ties (TIE_REL) to the earlier (smaller) size,
     and for min_cost first to the faster plan."""
     best, best_key = None, None
     for run_ in runs:
-        found = run_[3]
-        if found is None:
+        if run_.found is None:
             continue
-        value = found[1]
+        batch, value = run_.found
         key = (-value if objective == "max_compute" else value,)
         if objective == "min_cost":
-            key += (float(time_to_target(run_[1], found[0])["time_to_target_s"][0]),)
+            key += (float(time_to_target(run_.setting, batch)["time_to_target_s"][0]),)
         if best is None or _less(key, best_key):
             best, best_key = run_, key
     return best
