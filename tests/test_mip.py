@@ -128,3 +128,18 @@ def test_written_model_names_its_families(tmp_path, suffix):
 
 def test_formulation_error_is_an_assertion():
     assert issubclass(FormulationError, AssertionError)
+
+
+@pytest.mark.parametrize("objective", ["min_time", "min_cost"])
+@pytest.mark.parametrize("seed", range(40))
+def test_exhaustive_oracle_matches_brute_force(seed, objective):
+    from planner.solvers import exhaustive
+    s, space, streaming = random_case(seed)
+    expected = naive(s, space, objective, streaming)
+    found, evaluations = exhaustive.optimise(s, space, objective)
+    if expected is None:
+        assert found is None
+        return
+    assert found[1] == pytest.approx(expected[0][0], rel=1e-12)
+    assert tie_key(s, found[0], 0) == tie_key(s, expected[1], 0)
+    assert evaluations == space.size(s)

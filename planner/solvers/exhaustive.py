@@ -1,0 +1,76 @@
+"""The exhaustive oracle: every plan of the space scored, in vectorised chunks.
+
+The same space as the other solvers (`DecisionSpace.classes`, after its exact
+reductions), every n, H and R of every class, each scored by
+`planner.cost.score.time_to_target`. No bound, no pruning: its cost is the size of the
+space (`DecisionSpace.size`) divided by the evaluator's rate (about 1.4 million plans
+per second here), so it is for small spaces, the tests, and as the yardstick of
+`scripts/bench_solve.py`. Ties are broken as everywhere (`planner.oracle.tie_key`).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from planner import oracle
+from planner.cost.score import time_to_target
+from planner.cost.setting import Setting
+from planner.space import Classes, DecisionSpace
+
+CHUNK = 1 << 20
+
+
+def _plans(c: Classes, h_max: int, r_max: int):
+    """(class index, n, H, R) arrays covering every plan of the classes, chunk by chunk."""
+    h_max, r_max = oracle._h_r_max(c, h_max, r_max)
+    per_class = (c.n_hi - c.n_lo + 1) * h_max * r_max
+    for k in np.flatnonzero(per_class > 0):
+        total = int(per_class[k])
+        for start in range(0, total, CHUNK):
+            flat = np.arange(start, min(total, start + CHUNK))
+            r = flat % r_max + 1
+            h = (flat // r_max) % h_max + 1
+            n = flat // (r_max * h_max) + c.n_lo[k]
+            yield np.full(flat.size, k), n, h, r
+
+
+def optimise(setting: Setting, space: DecisionSpace, objective: str):
+    """((one-plan batch, value) or None, plans evaluated): min_time or min_cost, exactly."""
+    from planner.solve import _best
+    h_max, r_max = space.max_inner_steps, space.max_regional_rounds
+    groups = list(oracle.batches(setting, space))
+    evaluations = 0
+    fewest = math.inf
+    kept = []
+    for c in groups:
+        best_t, rows = math.inf, []
+        for idx, n, h, r in _plans(c, h_max, r_max):
+            t = time_to_target(setting, c.plans(idx, n, h, r))["time_to_target_s"]
+            evaluations += t.size
+            ok = t <= setting.window_s
+            if objective == "min_cost":
+                if ok.any():
+                    fewest = min(fewest, float((n[ok] * c.unit[idx[ok]]).min()))
+                rows.append((idx[ok], n[ok], h[ok], r[ok], t[ok]))
+                continue
+            if ok.any():
+                best_t = min(best_t, float(t[ok].min()))
+                keep = ok & (t <= best_t * (1 + oracle.TIE_REL))
+                rows.append((idx[keep], n[keep], h[keep], r[keep], t[keep]))
+        if rows:
+            kept.append((c, *(np.concatenate(x) for x in zip(*rows))))
+    found = []
+    for c, idx, n, h, r, t in kept:
+        if objective == "min_cost":
+            on = n * c.unit[idx] == fewest
+            idx, n, h, r, t = idx[on], n[on], h[on], r[on], t[on]
+        if t.size:
+            found.append(oracle.Found(c.plans(idx, n, h, r), t))
+    best = _best(setting, found)
+    if best is None:
+        return None, evaluations
+    if objective == "min_cost":
+        return (best[0], float(best[0].nodes[0] * setting.node_price_usd)), evaluations
+    return best, evaluations
