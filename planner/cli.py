@@ -99,11 +99,16 @@ def evaluate(instance_path: Path, plan_path: Path, as_json: bool) -> None:
 @click.argument("instance_path", metavar="INSTANCE", type=click.Path(path_type=Path))
 @click.option("--objective", type=click.Choice(["min_time", "max_compute", "min_cost"]),
               help="Override the instance's objective.")
-@click.option("--solver", default="oracle", show_default=True, help="Solver backend (oracle: exact branch and bound over the evaluator).")
+@click.option("--solver", default="oracle", show_default=True,
+              help="oracle: exact branch and bound over the evaluator (the default, fastest); highs, scip: the "
+                   "mixed-integer model (docs/mip.md), certified by the branch and bound; exhaustive: every plan scored.")
 @click.option("--time-limit", "time_limit_s", type=click.FloatRange(min=0, min_open=True),
               help="Seconds; when reached, print the best plan found and its gap to a proven bound.")
 @click.option("--json", "as_json", is_flag=True, help="Write the full result as JSON to standard output.")
-def solve(instance_path: Path, objective: str | None, solver: str, time_limit_s: float | None, as_json: bool) -> None:
+@click.option("--write-model", "model_path", type=click.Path(path_type=Path),
+              help="Also write the mixed-integer model to FILE (.lp, .mps or .cip) for a person to read.")
+def solve(instance_path: Path, objective: str | None, solver: str, time_limit_s: float | None, as_json: bool,
+          model_path: Path | None) -> None:
     """Find the optimal plan of an INSTANCE and prove it optimal.
 
     Exit 0 when a plan is returned (optimal, or the best within --time-limit with its gap),
@@ -112,13 +117,24 @@ def solve(instance_path: Path, objective: str | None, solver: str, time_limit_s:
     from planner.instance import load_instance
     from planner.render import make_console, render_solve
     from planner.solve import SOLVERS, UnsupportedObjective, solve as run_solve
+    from planner.solvers import UnsupportedBySolver
     instance = _load(load_instance, instance_path)
     if solver not in SOLVERS:
         raise BadInput(f"--solver: unknown solver {solver!r}; available: {', '.join(SOLVERS)}")
     try:
+        if model_path is not None:
+            from planner.mip.export import UnknownFormat, write_model
+            try:
+                written = write_model(instance, objective or instance.objective, model_path)
+            except (UnsupportedBySolver, UnknownFormat) as err:
+                raise BadInput(f"--write-model: {err}") from None
+            for path in written:
+                click.echo(f"model written to {path}", err=True)
         result = run_solve(instance, objective=objective, solver=solver, time_limit_s=time_limit_s)
     except UnsupportedObjective as err:
         raise BadInput(f"--objective: {err}") from None
+    except UnsupportedBySolver as err:
+        raise BadInput(f"--solver: {err}") from None
     except InputError as err:      # the instance cannot be solved for this objective (e.g. --objective)
         raise BadInput(str(InputError(err.problems, source=str(instance_path)))) from None
     if as_json:

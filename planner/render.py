@@ -158,6 +158,15 @@ def render_solve(r, console: Console) -> None:
     gap = "-" if r.gap is None else f"{r.gap:.2e}"
     console.print(f"solver {r.solver}, gap {gap}, {r.solve_time_s:.2f} s, {r.evaluations:,} of "
                   f"{r.space_size:.2e} plans scored (docs/planner.md)")
+    for m in r.mip:
+        units = (lambda v: f"{v / SECONDS_PER_DAY:,.6f} days") if r.objective == "min_time" else (lambda v: f"${v:,.0f}")
+        found = "-" if m["objective"] is None else units(m["objective"])
+        bound = "-" if m["bound"] is None else units(m["bound"])
+        console.print(f"MIP {m['backend']}: {m['status']}, {found} (bound {bound}), {m['time_s']:.2f} s, "
+                      f"{m['nodes']:,} nodes; model {m['columns']:,} columns, {m['rows']:,} rows, "
+                      f"{m['nonzeros']:,} non-zeros (built in {m['build_s']:.2f} s); certified by the exact "
+                      f"search in {m['certify_s']:.2f} s" + (", which chose another plan"
+                                                             if m["certified_changed_plan"] else ""))
     if r.candidates:
         sizes = ", ".join(f"{c['params'] / 1e9:,.4g}B" for c in r.candidates)
         chosen = f"{r.model_params / 1e9:,.4g}B" if r.model_params is not None else "none"

@@ -35,10 +35,12 @@ from planner.errors import InputError
 from planner.evaluate import Evaluation, evaluate, setting_from_instance, with_params
 from planner.instance import Instance, size_set_problems
 from planner.plan import Plan, parse_plan
+from planner.solvers import UnsupportedBySolver
 from planner.space import DecisionSpace
 
-SOLVERS = ("oracle",)
-DEFAULT_SOLVER = "oracle"
+SOLVERS = ("oracle", "highs", "scip", "exhaustive")
+MIP_SOLVERS = ("highs", "scip")          # planner.mip + planner.solvers, certified by the exact search
+DEFAULT_SOLVER = "oracle"                # chosen by scripts/bench_solve.py (docs/mip.md)
 SUPPORTED_OBJECTIVES = ("min_time", "min_cost", "max_compute")
 AGREEMENT_REL = 1e-9
 
@@ -67,6 +69,7 @@ class SolveResult:
     model_params: float | None = None        # total parameters of the model the plan trains
     candidates: list[dict[str, Any]] = field(default_factory=list)   # per candidate size (search.params)
     compute_kind: str | None = None          # max_compute: c_quality or c_local
+    mip: list[dict[str, Any]] = field(default_factory=list)   # what a MIP backend reported, per size solved
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -74,6 +77,7 @@ class SolveResult:
             "objective_value": self.objective_value, "best_bound": self.best_bound, "gap": self.gap,
             "solve_time_s": self.solve_time_s, "evaluations": self.evaluations, "space_size": self.space_size,
             "model_params": self.model_params, "compute_kind": self.compute_kind, "candidates": self.candidates,
+            "mip": self.mip,
             "plan": self.plan.model_dump() if self.plan else None,
             "binding": self.binding, "infeasibility": self.infeasibility,
             "evaluation": self.evaluation.to_dict() if self.evaluation else None,
@@ -110,15 +114,20 @@ def solve(instance: Instance, objective: str | None = None, solver: str = DEFAUL
     problems = size_set_problems(instance, objective)
     if problems:
         raise InputError(problems)
+    if solver in MIP_SOLVERS and (objective == "max_compute" or instance.training.target_kind != "c_local"):
+        raise UnsupportedBySolver(f"solver {solver!r} answers min_time and min_cost for C_local targets; "
+                                  f"use --solver oracle for max_compute and C_quality targets")
+    if solver == "exhaustive" and objective == "max_compute":
+        raise UnsupportedBySolver("solver 'exhaustive' answers min_time and min_cost; use --solver oracle")
     start = time.perf_counter()
     deadline = start + time_limit_s if time_limit_s is not None else math.inf
     base = setting_from_instance(instance)
     maximise = objective == "max_compute"
-    runs = []
+    runs, mip = [], []
     for params in instance.search.params or [None]:
         setting = base if params is None else with_params(base, params)
         space = DecisionSpace.from_instance(instance, setting)
-        found, evaluations, bound = optimise(setting, space, objective, deadline)
+        found, evaluations, bound = optimise(setting, space, objective, deadline, solver=solver, reports=mip)
         if found is not None:     # the proven bound of this size: its open boxes and its optimum
             bound = max(bound, found[1]) if maximise else min(bound, found[1])
         runs.append(SizeRun(params, setting, space, found, evaluations, bound))
@@ -129,7 +138,7 @@ def solve(instance: Instance, objective: str | None = None, solver: str = DEFAUL
     kind = base.target_kind if maximise else None
     candidates = [{"params": r.params, "objective_value": r.found[1] if r.found else None, "bound": r.bound}
                   for r in runs] if instance.search.params else []
-    common = dict(space_size=size, candidates=candidates, compute_kind=kind)
+    common = dict(space_size=size, candidates=candidates, compute_kind=kind, mip=[r.to_dict() for r in mip])
     best = best_of_sizes(objective, runs)
     if best is None:
         if math.isfinite(deadline) and (bound > 0 if maximise else bound < math.inf):
@@ -187,7 +196,8 @@ def _less(a: tuple, b: tuple) -> bool:
     return False
 
 
-def optimise(setting: Setting, space: DecisionSpace, objective: str, deadline: float = math.inf):
+def optimise(setting: Setting, space: DecisionSpace, objective: str, deadline: float = math.inf,
+             solver: str = "oracle", reports: list | None = None):
     """((one-plan batch, objective value) or None, plans evaluated, proven bound from the part of
     the space left unsearched) for a resolved setting.
 
@@ -195,8 +205,22 @@ def optimise(setting: Setting, space: DecisionSpace, objective: str, deadline: f
     search finished). max_compute: the value is FLOP (C_quality or C_local per
     `setting.target_kind`) and the bound an upper bound (0 when the search finished).
     The space's reductions are those exact for the objective (`DecisionSpace.for_objective`).
+
+    `solver`: "oracle" (the exact branch and bound), "exhaustive" (every plan scored), or a
+    MIP backend ("highs", "scip": min_time / min_cost of C_local targets; its answer is
+    certified by the branch and bound, and what it reported is appended to `reports`).
     """
     space = space.for_objective(setting, objective)
+    if solver in MIP_SOLVERS:
+        from planner.solvers import certified
+        found, evaluations, bound, report = certified.optimise(setting, space, objective, solver, deadline)
+        if reports is not None:
+            reports.append(report)
+        return found, evaluations, bound
+    if solver == "exhaustive":
+        from planner.solvers import exhaustive
+        found, evaluations = exhaustive.optimise(setting, space, objective)
+        return found, evaluations, math.inf
     if objective == "max_compute":
         return _max_compute(setting, space, deadline)
     return (_min_time if objective == "min_time" else _min_cost)(setting, space, deadline)

@@ -143,3 +143,64 @@ def test_exhaustive_oracle_matches_brute_force(seed, objective):
     assert found[1] == pytest.approx(expected[0][0], rel=1e-12)
     assert tie_key(s, found[0], 0) == tie_key(s, expected[1], 0)
     assert evaluations == space.size(s)
+
+
+# -- through the CLI -------------------------------------------------------------------
+
+SMALL = {
+    "name": "small", "model": {"params": 20e9}, "training": {"target_flop": 1e23},
+    "fleet": {"hardware": "16xH100-SXM", "nodes": 12},
+    "network": {"wan": {"up_mbps": 100, "down_mbps": 100, "rtt_ms": 100}},
+    "limits": {"max_days": 365},
+    "search": {"max_inner_steps": 60, "max_regional_rounds": 3, "group_sizes": [2, 3], "max_stages": 4,
+               "compression": [1, 16, 500]},
+}
+
+
+def _cli(tmp_path, instance, *args):
+    import json as _json
+    from click.testing import CliRunner
+    from planner.cli import main
+    path = tmp_path / "instance.json"
+    path.write_text(_json.dumps(instance))
+    return CliRunner().invoke(main, ["solve", str(path), *[str(a) for a in args]])
+
+
+@pytest.mark.parametrize("objective", ["min_time", "min_cost"])
+def test_cli_backends_agree_with_the_default_solver(tmp_path, objective):
+    import json as _json
+    results = {}
+    for solver in ("oracle", "highs", "scip", "exhaustive"):
+        r = _cli(tmp_path, SMALL, "--objective", objective, "--solver", solver, "--json")
+        assert r.exit_code == 0, r.output
+        results[solver] = _json.loads(r.output)
+    for solver in ("highs", "scip", "exhaustive"):
+        assert results[solver]["plan"] == results["oracle"]["plan"]
+        assert results[solver]["objective_value"] == pytest.approx(results["oracle"]["objective_value"], rel=1e-12)
+    for solver in ("highs", "scip"):
+        (mip,) = results[solver]["mip"]
+        assert mip["backend"] == solver and mip["status"] == "optimal"
+        assert mip["objective"] == pytest.approx(results["oracle"]["objective_value"], rel=1e-6)
+        assert mip["families"]["duration-limit"] == 1
+    assert results["oracle"]["mip"] == []
+
+
+@pytest.mark.parametrize("suffix", [".lp", ".mps", ".cip"])
+def test_cli_writes_the_model(tmp_path, suffix):
+    out = tmp_path / f"model{suffix}"
+    r = _cli(tmp_path, SMALL, "--write-model", out)
+    assert r.exit_code == 0, r.output
+    assert "time_to_target.0" in out.read_text()
+
+
+def test_cli_refuses_what_a_backend_cannot_answer(tmp_path):
+    r = _cli(tmp_path, SMALL, "--solver", "highs", "--objective", "max_compute")
+    assert r.exit_code == 2
+    assert "--solver" in r.output and "use --solver oracle" in r.output
+    r = _cli(tmp_path, SMALL, "--write-model", tmp_path / "model.txt")
+    assert r.exit_code == 2 and "unknown format '.txt'" in r.output
+    big = dict(SMALL, search={}, fleet={"hardware": "16xH100-SXM", "nodes": 1000})
+    r = _cli(tmp_path, big, "--solver", "scip")
+    assert r.exit_code == 2
+    assert "non-zeros" in r.output and "search.max_inner_steps" in r.output
+    assert "Traceback" not in r.output

@@ -70,6 +70,7 @@ from planner.cost.score import time_to_target
 from planner.cost.setting import PlanBatch, Setting
 from planner.cost.straggler import eta_h_divisor
 from planner.mip.model import INF, Model
+from planner.solvers import UnsupportedBySolver
 from planner.space import Classes, DecisionSpace
 
 OMEGA_FLOOR = -200.0      # ln of an efficiency of ~1e-87: the plan never reaches its target
@@ -80,7 +81,7 @@ class FormulationError(AssertionError):
     """The cost model did not factor as the formulation assumes (a bug, never an input error)."""
 
 
-class UnsupportedTarget(ValueError):
+class UnsupportedTarget(UnsupportedBySolver):
     """A question this formulation cannot express."""
 
 

@@ -16,6 +16,10 @@ import numpy as np
 from planner.mip.model import Model
 
 
+class UnsupportedBySolver(ValueError):
+    """A question the chosen solver cannot answer, or an instance too large for it (another solver can)."""
+
+
 @dataclass
 class BackendResult:
     """What one backend run reports (objective and bound in the model's own units)."""

@@ -25,13 +25,13 @@ from planner import oracle
 from planner.cost.score import time_to_target
 from planner.cost.setting import Setting
 from planner.mip.formulation import build, estimate_size
-from planner.solvers import backends
+from planner.solvers import UnsupportedBySolver, backends
 from planner.space import DecisionSpace
 
 MAX_NONZEROS = 20_000_000     # above this the model is not built (memory and build time): say so
 
 
-class ModelTooLarge(ValueError):
+class ModelTooLarge(UnsupportedBySolver):
     """The model would be too large to build here."""
 
 
