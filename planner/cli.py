@@ -99,8 +99,8 @@ def evaluate(instance_path: Path, plan_path: Path, as_json: bool) -> None:
 @click.argument("instance_path", metavar="INSTANCE", type=click.Path(path_type=Path))
 @click.option("--objective", type=click.Choice(["min_time", "max_compute", "min_cost"]),
               help="Override the instance's objective.")
-@click.option("--solver", default="oracle", show_default=True,
-              help="oracle: exact branch and bound over the evaluator (the default, fastest); highs, scip: the "
+@click.option("--solver", default="bnb", show_default=True,
+              help="bnb: exact branch and bound over the evaluator (the default, fastest); highs, scip: the "
                    "mixed-integer model (docs/mip.md), certified by the branch and bound; exhaustive: every plan scored.")
 @click.option("--time-limit", "time_limit_s", type=click.FloatRange(min=0, min_open=True),
               help="Seconds; when reached, print the best plan found and its gap to a proven bound.")

@@ -15,7 +15,7 @@ the smaller model. `SolveResult.model_params` reports the size chosen.
 
 The chosen plan is re-scored by the evaluator (`planner.evaluate.evaluate`) and must
 agree with the solver's objective to 1e-9 relative. Ties are broken by
-`planner.oracle.tie_key`.
+`planner.bnb.tie_key`.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from planner import oracle
+from planner.solvers import bnb
 from planner.cost.duration import SECONDS_PER_DAY
 from planner.cost.score import time_to_target, window_compute
 from planner.cost.setting import PlanBatch, Setting
@@ -38,9 +38,9 @@ from planner.plan import Plan, parse_plan
 from planner.solvers import UnsupportedBySolver
 from planner.space import DecisionSpace
 
-SOLVERS = ("oracle", "highs", "scip", "exhaustive")
+SOLVERS = ("bnb", "highs", "scip", "exhaustive")
 MIP_SOLVERS = ("highs", "scip")          # planner.mip + planner.solvers, certified by the exact search
-DEFAULT_SOLVER = "oracle"                # chosen by scripts/bench_solve.py (docs/mip.md)
+DEFAULT_SOLVER = "bnb"                   # chosen by scripts/bench_solve.py (docs/mip.md)
 SUPPORTED_OBJECTIVES = ("min_time", "min_cost", "max_compute")
 AGREEMENT_REL = 1e-9
 
@@ -116,9 +116,9 @@ def solve(instance: Instance, objective: str | None = None, solver: str = DEFAUL
         raise InputError(problems)
     if solver in MIP_SOLVERS and (objective == "max_compute" or instance.training.target_kind != "c_local"):
         raise UnsupportedBySolver(f"solver {solver!r} answers min_time and min_cost for C_local targets; "
-                                  f"use --solver oracle for max_compute and C_quality targets")
+                                  f"use --solver bnb for max_compute and C_quality targets")
     if solver == "exhaustive" and objective == "max_compute":
-        raise UnsupportedBySolver("solver 'exhaustive' answers min_time and min_cost; use --solver oracle")
+        raise UnsupportedBySolver("solver 'exhaustive' answers min_time and min_cost; use --solver bnb")
     start = time.perf_counter()
     deadline = start + time_limit_s if time_limit_s is not None else math.inf
     base = setting_from_instance(instance)
@@ -151,10 +151,10 @@ def solve(instance: Instance, objective: str | None = None, solver: str = DEFAUL
                            infeasibility=reasons, **common)
     params, setting, space, (batch, value), *_ = best
     if maximise:
-        status = "optimal" if bound <= value * (1 + oracle.TIE_REL) else "time_limit"
+        status = "optimal" if bound <= value * (1 + bnb.TIE_REL) else "time_limit"
         gap = 0.0 if status == "optimal" else (bound - value) / value
     else:
-        status = "optimal" if bound >= value * (1 - oracle.TIE_REL) else "time_limit"
+        status = "optimal" if bound >= value * (1 - bnb.TIE_REL) else "time_limit"
         gap = 0.0 if status == "optimal" else (value - bound) / value
     plan = plan_from_batch(batch, 0, setting.is_moe)
     result = evaluate(instance, plan, params=params)
@@ -189,15 +189,15 @@ def best_of_sizes(objective: str, runs: list[SizeRun]) -> SizeRun | None:
 def _less(a: tuple, b: tuple) -> bool:
     """a before b, comparing each entry with the relative tie tolerance (equal: not less)."""
     for x, y in zip(a, b):
-        if x < y - oracle.TIE_REL * abs(y):
+        if x < y - bnb.TIE_REL * abs(y):
             return True
-        if x > y + oracle.TIE_REL * abs(y):
+        if x > y + bnb.TIE_REL * abs(y):
             return False
     return False
 
 
 def optimise(setting: Setting, space: DecisionSpace, objective: str, deadline: float = math.inf,
-             solver: str = "oracle", reports: list | None = None):
+             solver: str = "bnb", reports: list | None = None):
     """((one-plan batch, objective value) or None, plans evaluated, proven bound from the part of
     the space left unsearched) for a resolved setting.
 
@@ -206,7 +206,7 @@ def optimise(setting: Setting, space: DecisionSpace, objective: str, deadline: f
     `setting.target_kind`) and the bound an upper bound (0 when the search finished).
     The space's reductions are those exact for the objective (`DecisionSpace.for_objective`).
 
-    `solver`: "oracle" (the exact branch and bound), "exhaustive" (every plan scored), or a
+    `solver`: "bnb" (the exact branch and bound), "exhaustive" (every plan scored), or a
     MIP backend ("highs", "scip": min_time / min_cost of C_local targets; its answer is
     certified by the branch and bound, and what it reported is appended to `reports`).
     """
@@ -226,18 +226,18 @@ def optimise(setting: Setting, space: DecisionSpace, objective: str, deadline: f
     return (_min_time if objective == "min_time" else _min_cost)(setting, space, deadline)
 
 
-def _best(s: Setting, candidates: list[oracle.Found]) -> tuple[PlanBatch, float] | None:
-    """The least time among candidates, ties broken by `oracle.tie_key`."""
+def _best(s: Setting, candidates: list[bnb.Found]) -> tuple[PlanBatch, float] | None:
+    """The least time among candidates, ties broken by `bnb.tie_key`."""
     candidates = [c for c in candidates if c.time_s.size]
     if not candidates:
         return None
     best = min(float(c.time_s.min()) for c in candidates)
     tied = []
     for c in candidates:
-        within = np.flatnonzero(c.time_s <= best * (1 + oracle.TIE_REL))
+        within = np.flatnonzero(c.time_s <= best * (1 + bnb.TIE_REL))
         if within.size:
-            i = int(within[oracle.first_in_tie_order(s, c.batch.take(within))])
-            tied.append((oracle.tie_key(s, c.batch, i), c, i))
+            i = int(within[bnb.first_in_tie_order(s, c.batch.take(within))])
+            tied.append((bnb.tie_key(s, c.batch, i), c, i))
     _, c, i = min(tied, key=lambda x: x[0])
     return c.batch.take(slice(i, i + 1)), float(c.time_s[i])
 
@@ -245,13 +245,13 @@ def _best(s: Setting, candidates: list[oracle.Found]) -> tuple[PlanBatch, float]
 def _min_time(s: Setting, space: DecisionSpace, deadline: float = math.inf):
     bound = s.window_s
     found, evaluations, open_bound = [], 0, math.inf
-    for b in oracle.batches_most_promising_first(s, space):
-        f = oracle.minimise_time(s, b, space.max_inner_steps, space.max_regional_rounds, bound, deadline)
+    for b in bnb.batches_most_promising_first(s, space):
+        f = bnb.minimise_time(s, b, space.max_inner_steps, space.max_regional_rounds, bound, deadline)
         evaluations += f.evaluations
         open_bound = min(open_bound, f.open_bound)
         if f.time_s.size:
             found.append(f)
-            bound = min(bound, float(f.time_s.min()) * (1 + oracle.TIE_REL))
+            bound = min(bound, float(f.time_s.min()) * (1 + bnb.TIE_REL))
     best = _best(s, found)
     if best is not None and best[1] > s.window_s:     # within the tie tolerance, but over the limit
         best = None
@@ -260,10 +260,10 @@ def _min_time(s: Setting, space: DecisionSpace, deadline: float = math.inf):
 
 def _min_cost(s: Setting, space: DecisionSpace, deadline: float = math.inf):
     """Fewest nodes (cost is nodes x node price) reaching the target within the limit; then fastest."""
-    batches = oracle.batches_most_promising_first(s, space)
+    batches = bnb.batches_most_promising_first(s, space)
     fewest, evaluations, open_nodes = math.inf, 0, math.inf
     for b in batches:
-        n, count, left = oracle.fewest_nodes_within(s, b, space.max_inner_steps, space.max_regional_rounds,
+        n, count, left = bnb.fewest_nodes_within(s, b, space.max_inner_steps, space.max_regional_rounds,
                                                     s.window_s, at_most=fewest, deadline=deadline)
         fewest, evaluations, open_nodes = min(fewest, n), evaluations + count, min(open_nodes, left)
     cost_bound = open_nodes * s.node_price_usd if math.isfinite(open_nodes) else math.inf
@@ -271,9 +271,9 @@ def _min_cost(s: Setting, space: DecisionSpace, deadline: float = math.inf):
         return None, evaluations, cost_bound
     found = []
     for b in batches:
-        at = oracle.with_nodes(b, int(fewest))
+        at = bnb.with_nodes(b, int(fewest))
         if at is not None:
-            f = oracle.minimise_time(s, at, space.max_inner_steps, space.max_regional_rounds, s.window_s)
+            f = bnb.minimise_time(s, at, space.max_inner_steps, space.max_regional_rounds, s.window_s)
             evaluations += f.evaluations
             found.append(f)
     best = _best(s, found)
@@ -285,16 +285,16 @@ def _min_cost(s: Setting, space: DecisionSpace, deadline: float = math.inf):
 
 def _max_compute(s: Setting, space: DecisionSpace, deadline: float = math.inf):
     """Most compute (C_quality or C_local, per target kind) within the duration limit, in the
-    window view: the least 1/C over the space (`oracle.compute_measure`), ties by `tie_key`."""
-    measure = oracle.compute_measure(s.target_kind)
+    window view: the least 1/C over the space (`bnb.compute_measure`), ties by `tie_key`."""
+    measure = bnb.compute_measure(s.target_kind)
     bound, found, evaluations, open_bound = math.inf, [], 0, math.inf
-    for b in oracle.batches_most_promising_first(s, space, measure):
-        f = oracle.minimise_time(s, b, space.max_inner_steps, space.max_regional_rounds, bound, deadline, measure)
+    for b in bnb.batches_most_promising_first(s, space, measure):
+        f = bnb.minimise_time(s, b, space.max_inner_steps, space.max_regional_rounds, bound, deadline, measure)
         evaluations += f.evaluations
         open_bound = min(open_bound, f.open_bound)
         if f.time_s.size:
             found.append(f)
-            bound = min(bound, float(f.time_s.min()) * (1 + oracle.TIE_REL))
+            bound = min(bound, float(f.time_s.min()) * (1 + bnb.TIE_REL))
     upper = 0.0 if open_bound == math.inf else (1.0 / open_bound if open_bound > 0 else math.inf)
     best = _best(s, found)
     if best is None:
@@ -314,12 +314,12 @@ def fewest_nodes_in_window(s: Setting, space: DecisionSpace, deadline: float = m
     max_compute (`for_objective`).
     """
     space = space.for_objective(s, "max_compute")
-    measure = oracle.compute_measure(s.target_kind)
+    measure = bnb.compute_measure(s.target_kind)
     limit = 1.0 / s.target
-    batches = oracle.batches_most_promising_first(s, space, measure)
+    batches = bnb.batches_most_promising_first(s, space, measure)
     fewest, evaluations, open_nodes = math.inf, 0, math.inf
     for b in batches:
-        n, count, left = oracle.fewest_nodes_within(s, b, space.max_inner_steps, space.max_regional_rounds, limit,
+        n, count, left = bnb.fewest_nodes_within(s, b, space.max_inner_steps, space.max_regional_rounds, limit,
                                                     at_most=fewest, deadline=deadline, measure=measure)
         fewest, evaluations, open_nodes = min(fewest, n), evaluations + count, min(open_nodes, left)
     cost_bound = open_nodes * s.node_price_usd if math.isfinite(open_nodes) else math.inf
@@ -327,9 +327,9 @@ def fewest_nodes_in_window(s: Setting, space: DecisionSpace, deadline: float = m
         return None, evaluations, cost_bound
     found = []
     for b in batches:
-        at = oracle.with_nodes(b, int(fewest))
+        at = bnb.with_nodes(b, int(fewest))
         if at is not None:
-            f = oracle.minimise_time(s, at, space.max_inner_steps, space.max_regional_rounds, limit, measure=measure)
+            f = bnb.minimise_time(s, at, space.max_inner_steps, space.max_regional_rounds, limit, measure=measure)
             evaluations += f.evaluations
             found.append(f)
     best = _best(s, found)
@@ -383,7 +383,7 @@ def binding_limits(e: Evaluation, space: DecisionSpace, objective: str = "min_ti
 
 def explain_infeasible(s: Setting, space: DecisionSpace) -> list[str]:
     """Which limits cannot be met together, in words."""
-    batches = list(oracle.batches(s, space))
+    batches = list(bnb.batches(s, space))
     if batches and s.target_kind == "c_quality":
         # C_quality grows with the run: the target is missed exactly when the most C_quality
         # within the limit falls short (and the time bound is weak near the loss floor).
@@ -392,7 +392,7 @@ def explain_infeasible(s: Setting, space: DecisionSpace) -> list[str]:
             return [f"duration-limit: the most C_quality any plan reaches in {s.window_s / SECONDS_PER_DAY:,.1f} "
                     f"days is {most[1]:.3e} FLOP, the target is {s.target:.3e} FLOP"]
     elif batches:
-        fastest = _best(s, [oracle.minimise_time(s, b, space.max_inner_steps, space.max_regional_rounds)
+        fastest = _best(s, [bnb.minimise_time(s, b, space.max_inner_steps, space.max_regional_rounds)
                             for b in batches])
         if fastest is not None:
             return [f"duration-limit: the fastest plan reaches the target in {fastest[1] / SECONDS_PER_DAY:,.1f} "

@@ -1,14 +1,27 @@
 #!/usr/bin/env python3
-"""Benchmark `dtplan solve` backends on the shipped instances and a seeded random suite.
+"""Benchmark the solvers of `dtplan solve` against the exhaustive oracle.
 
-Usage: scripts/bench_solve.py [--random 300] [--seed 0] [--solvers oracle,...]
+Usage: scripts/bench_solve.py [--random 300] [--small 30] [--large 5] [--huge 3] [--seed 0]
+                              [--exhaustive-max-plans 3e7] [--mip-time-limit 60]
 
-Random instances: hardware from the catalog, model sizes 1B..2T (some MoE), node counts
-log-uniform in 1..10^4, WAN 10 Mb/s..10 Gb/s, RTT 5..340 ms, targets 1e22..1e27 FLOP,
-duration limits 30..1000 days, every mode, both objectives. For each solver prints the
-median and p95 solve time, how many optima differ from the oracle's (value beyond 1e-9
-relative, or a different plan), and its speed relative to the oracle; the last line is
-`median_s=... p95_s=... mismatches=... speedup_vs_oracle=...` for the default solver.
+Suites (all seeded):
+- main: the shipped instances and `--random` instances (hardware from the catalog, 1B-2T
+  parameters incl. MoE, 1 to 10^4 nodes, WAN 10 Mb/s-10 Gb/s, RTT 5-340 ms, targets
+  1e22-1e27 FLOP, 30-1000 days, every mode, min_time and min_cost), default search
+  ranges (H <= 10^4, R <= 10^3). Solved with the default solver; the exhaustive oracle
+  (every plan scored) also runs where the space has at most `--exhaustive-max-plans`.
+- large: `--large` instances with 1,000-3,000 nodes, H <= 100, R <= 4, k in {2, 4, 8}, so that the
+  exhaustive oracle can finish: the default solver's speed-up over it at N >= 1000.
+- huge: `--huge` instances with 10^5 nodes (default solver only).
+- small: `--small` instances with <= 32 nodes, H <= 100, R <= 4: every solver, the MIP
+  backends included (their model grows as n_max R_max H_max; docs/mip.md).
+
+For each solver: median, p95 and max solve time, the instances where its optimum
+differs from the exhaustive oracle's (value beyond 1e-9 relative, or another plan),
+and its speed relative to the oracle. The last line is
+`median_s=... p95_s=... mismatches=... speedup_vs_oracle=...` for the default solver:
+median and p95 over the main suite, mismatches over every instance compared with the
+oracle, speed-up (total oracle time / total solver time) over the large suite.
 """
 
 from __future__ import annotations
@@ -24,86 +37,170 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from planner.catalog import hardware_ids  # noqa: E402
 from planner.errors import InputError  # noqa: E402
+from planner.evaluate import setting_from_instance  # noqa: E402
 from planner.instance import load_instance, parse_instance  # noqa: E402
 from planner.solve import DEFAULT_SOLVER, SOLVERS, solve  # noqa: E402
+from planner.solvers import UnsupportedBySolver  # noqa: E402
+from planner.space import DecisionSpace  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 
 
-def random_instance(rng: np.random.Generator, i: int) -> dict:
+def random_instance(rng: np.random.Generator, i: int, nodes: tuple[float, float] = (0, 4),
+                    search: dict | None = None) -> dict:
     params = float(10 ** rng.uniform(9, 12.3))
     model = {"params": params}
     if rng.random() < 0.15 and params > 5e10:
         model.update(active_params=params / float(rng.choice([4, 8, 16])), moe_layers=int(rng.choice([16, 32, 58])))
     up = float(10 ** rng.uniform(1, 4))
-    return {
+    inst = {
         "name": f"random {i}",
         "model": model,
         "training": {"target_flop": float(10 ** rng.uniform(22, 27))},
-        "fleet": {"hardware": str(rng.choice(hardware_ids())), "nodes": int(np.round(10 ** rng.uniform(0, 4)))},
+        "fleet": {"hardware": str(rng.choice(hardware_ids())), "nodes": int(np.round(10 ** rng.uniform(*nodes)))},
         "network": {"wan": {"up_mbps": up, "down_mbps": float(up * rng.choice([1, 2, 5])),
                             "rtt_ms": float(rng.uniform(5, 340))}},
         "limits": {"max_days": float(rng.choice([30, 180, 365, 548, 1000]))},
         "assumptions": {"straggler": str(rng.choice(["relay", "synchronous", "threshold"]))},
         "objective": str(rng.choice(["min_time", "min_cost"])),
     }
+    if search:
+        inst["search"] = search
+    return inst
 
 
-def instances(n_random: int, seed: int):
-    for path in sorted((REPO / "instances").glob("*.json")):
-        if path.name.endswith(".plan.json"):
-            continue
-        yield path.stem, load_instance(path)
-    rng = np.random.default_rng(seed)
-    for i in range(n_random):
+def suite(name: str, count: int, seed: int, nodes, search=None, shipped=False):
+    if shipped:
+        for path in sorted((REPO / "instances").glob("*.json")):
+            if not path.name.endswith(".plan.json"):
+                yield path.stem, load_instance(path)
+    rng = np.random.default_rng([seed, hash(name) % 1000])
+    made = 0
+    while made < count:
         try:
-            yield f"random-{i}", parse_instance(random_instance(rng, i))
+            inst = parse_instance(random_instance(rng, made, nodes, search))
         except InputError:
             continue
+        made += 1
+        yield f"{name}-{made}", inst
 
 
-def summary(times: list[float]) -> tuple[float, float]:
-    return float(np.median(times)), float(np.percentile(times, 95))
+def space_size(inst) -> int:
+    s = setting_from_instance(inst)
+    return DecisionSpace.from_instance(inst, s).size(s)
+
+
+def timed(inst, solver, **kw):
+    start = time.perf_counter()
+    r = solve(inst, solver=solver, **kw)
+    return r, time.perf_counter() - start
+
+
+def same(a, b) -> bool:
+    if a.status != b.status or (a.plan is None) != (b.plan is None):
+        return False
+    return a.plan is None or (abs(a.objective_value - b.objective_value) <= 1e-9 * abs(b.objective_value)
+                              and a.plan == b.plan)
+
+
+def stats(times: list[float]) -> str:
+    if not times:
+        return "no instance"
+    return (f"median {np.median(times):.3f} s  p95 {np.percentile(times, 95):.3f} s  max {max(times):.3f} s  "
+            f"({len(times)} instances)")
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--random", type=int, default=300)
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--solvers", default=",".join(SOLVERS))
-    args = parser.parse_args(argv)
-    solvers = args.solvers.split(",")
-    times = {s: [] for s in solvers}
-    oracle_times = []
-    mismatches = {s: 0 for s in solvers}
-    count = 0
-    for name, inst in instances(args.random, args.seed):
-        start = time.perf_counter()
-        reference = solve(inst, solver="oracle")
-        oracle_times.append(time.perf_counter() - start)
-        for s in solvers:
-            if s == "oracle":
-                times[s].append(oracle_times[-1])
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--random", type=int, default=300)
+    p.add_argument("--small", type=int, default=30)
+    p.add_argument("--large", type=int, default=5)
+    p.add_argument("--huge", type=int, default=3)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--exhaustive-max-plans", type=float, default=3e7)
+    p.add_argument("--mip-time-limit", type=float, default=60.0)
+    args = p.parse_args(argv)
+    default = DEFAULT_SOLVER
+    mismatches = 0
+    compared = 0
+
+    # main suite: default solver, exhaustive where affordable
+    main_times, vs = [], []
+    for name, inst in suite("main", args.random, args.seed, (0, 4), shipped=True):
+        r, t = timed(inst, default)
+        main_times.append(t)
+        if space_size(inst) <= args.exhaustive_max_plans:
+            ref, t_ref = timed(inst, "exhaustive")
+            compared += 1
+            vs.append((t, t_ref))
+            if not same(r, ref):
+                mismatches += 1
+                print(f"mismatch {name} [{default}]: {r.objective_value} vs exhaustive {ref.objective_value}")
+    print(f"main suite, {default}: {stats(main_times)}")
+    if vs:
+        t, t_ref = np.array(vs).T
+        print(f"  vs exhaustive on the {len(vs)} with at most {args.exhaustive_max_plans:.0e} plans: "
+              f"speed-up {t_ref.sum() / t.sum():.1f}x")
+
+    # large: N >= 1000, narrowed so that the exhaustive oracle finishes
+    narrow = {"max_inner_steps": 100, "max_regional_rounds": 4, "group_sizes": [2, 4, 8]}
+    large = []
+    for name, inst in suite("large", args.large, args.seed, (3, 3.48), narrow):
+        r, t = timed(inst, default)
+        ref, t_ref = timed(inst, "exhaustive")
+        compared += 1
+        if not same(r, ref):
+            mismatches += 1
+            print(f"mismatch {name} [{default}]: {r.objective_value} vs exhaustive {ref.objective_value}")
+        large.append((t, t_ref))
+        print(f"  {name}: {inst.fleet.nodes} nodes, {space_size(inst):.2e} plans: {default} {t:.3f} s, "
+              f"exhaustive {t_ref:.1f} s", flush=True)
+    speedup = float("nan")
+    if large:
+        t, t_ref = np.array(large).T
+        speedup = float(t_ref.sum() / t.sum())
+        print(f"large suite (N >= 1000): {default} {stats(list(t))}; exhaustive {stats(list(t_ref))}; "
+              f"speed-up {speedup:.0f}x")
+
+    # huge: 10^5 nodes, default solver only
+    huge = []
+    for name, inst in suite("huge", args.huge, args.seed, (5, 5)):
+        r, t = timed(inst, default)
+        huge.append(t)
+        print(f"  {name}: {inst.fleet.nodes} nodes, {inst.objective}, {r.status}: {t:.2f} s", flush=True)
+    print(f"huge suite (10^5 nodes), {default}: {stats(huge)}")
+
+    # small: every solver, MIP backends included
+    small_search = {"max_inner_steps": 100, "max_regional_rounds": 4, "group_sizes": [2, 4]}
+    times = {s: [] for s in SOLVERS}
+    wrong = {s: 0 for s in SOLVERS}
+    skipped = {s: 0 for s in SOLVERS}
+    for name, inst in suite("small", args.small, args.seed, (0, 1.5), small_search):
+        ref, t_ref = timed(inst, "exhaustive")
+        times["exhaustive"].append(t_ref)
+        for s in SOLVERS:
+            if s == "exhaustive":
                 continue
-            start = time.perf_counter()
-            r = solve(inst, solver=s)
-            times[s].append(time.perf_counter() - start)
-            same = (r.status == reference.status and (r.plan is None or (
-                abs(r.objective_value - reference.objective_value) <= 1e-9 * abs(reference.objective_value)
-                and r.plan == reference.plan)))
-            if not same:
-                mismatches[s] += 1
-                print(f"mismatch {name} [{s}]: {r.objective_value} vs oracle {reference.objective_value}")
-        count += 1
-    print(f"{count} instances ({args.random} random, seed {args.seed})")
-    for s in solvers:
-        med, p95 = summary(times[s])
-        speedup = float(np.sum(oracle_times) / np.sum(times[s]))
-        print(f"{s:10s} median {med:.3f} s  p95 {p95:.3f} s  max {max(times[s]):.3f} s  "
-              f"mismatches {mismatches[s]}  speedup vs oracle {speedup:.1f}x")
-    med, p95 = summary(times[DEFAULT_SOLVER])
-    speedup = float(np.sum(oracle_times) / np.sum(times[DEFAULT_SOLVER]))
-    print(f"median_s={med:.3f} p95_s={p95:.3f} mismatches={mismatches[DEFAULT_SOLVER]} speedup_vs_oracle={speedup:.1f}")
+            try:
+                r, t = timed(inst, s, time_limit_s=args.mip_time_limit if s != default else None)
+            except UnsupportedBySolver:
+                skipped[s] += 1
+                continue
+            times[s].append(t)
+            if not same(r, ref):
+                wrong[s] += 1
+                print(f"mismatch {name} [{s}]: {r.status} {r.objective_value} vs exhaustive {ref.objective_value}")
+        compared += 1
+    mismatches += wrong[default]
+    print("small suite (<= 32 nodes, H <= 100, R <= 4), every solver:")
+    for s in SOLVERS:
+        ratio = (np.sum(times["exhaustive"]) / np.sum(times[s])) if times[s] else float("nan")
+        print(f"  {s:10s} {stats(times[s])}  mismatches {wrong[s]}  skipped {skipped[s]}  "
+              f"speed-up vs exhaustive {ratio:.2f}x")
+
+    print(f"{compared} instances compared with the exhaustive oracle")
+    print(f"median_s={np.median(main_times):.3f} p95_s={np.percentile(main_times, 95):.3f} "
+          f"mismatches={mismatches} speedup_vs_oracle={speedup:.1f}")
     return 0
 
 

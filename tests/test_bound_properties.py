@@ -1,6 +1,6 @@
-"""The monotonicity facts the oracle's bound rests on, checked over wide random settings.
+"""The monotonicity facts the branch and bound's bound rests on, checked over wide random settings.
 
-planner/oracle.py prunes a box (n, H, R) with
+planner/bnb.py prunes a box (n, H, R) with
     T >= T(n1, H2, R2) * (n1 / n2) * e(n1, H2 sqrt R2) / e(n1, H1 sqrt R1),
 which holds when, for every mode and class,
   (a) q = outer_time / (H R) is non-increasing in H and in R and non-decreasing in n,
@@ -63,7 +63,7 @@ def _evaluate(s, mode, ep, fixed, n, h, r):
     eff = efficiency_without_replicas(s, b, t)
     target = time_to_target(s, b, t, eff)
     q = t["outer_time_s"] / (np.asarray(h, float) * np.asarray(r, float))
-    # The oracle's e: the fraction of throughput compute that counts at the target.
+    # The branch and bound's e: the fraction of throughput compute that counts at the target.
     with np.errstate(divide="ignore", invalid="ignore"):
         e = s.target / (6 * s.active_params * target["tokens_per_s"] * target["time_to_target_s"])
     e = np.where(np.isfinite(target["time_to_target_s"]), e, 0.0)
@@ -115,11 +115,11 @@ def test_efficiency_falls_with_h_eff_and_n(case, n, r):
     assert _non_increasing(e)
 
 
-# -- max_compute (planner/oracle.py `_compute_box`) -----------------------------------------
+# -- max_compute (planner/bnb.py `_compute_box`) -----------------------------------------
 
 from planner.cost import chinchilla  # noqa: E402
 from planner.cost.run import quality_compute, quality_terms  # noqa: E402
-from planner.oracle import _compute_box  # noqa: E402
+from planner.solvers.bnb import _compute_box  # noqa: E402
 from planner.space import Classes  # noqa: E402
 
 

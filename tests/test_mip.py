@@ -4,7 +4,7 @@
    evaluator's ln(time to target) of that plan (to the backend's tolerance), and the
    plan is infeasible exactly when it misses the duration limit.
 2. Whole spaces: each backend, certified by the exact search, returns the same optimum
-   and the same plan (after tie-breaking) as the brute force of tests/test_oracle.py.
+   and the same plan (after tie-breaking) as the brute force of tests/test_bnb.py.
 """
 
 import math
@@ -14,10 +14,10 @@ import pytest
 
 from planner.cost.score import time_to_target
 from planner.mip.formulation import FormulationError, UnsupportedTarget, build, estimate_size
-from planner.oracle import tie_key
+from planner.solvers.bnb import tie_key
 from planner.solvers import backends
 from planner.solvers.certified import ModelTooLarge, check_size, optimise
-from tests.test_oracle import naive, random_case
+from tests.test_bnb import naive, random_case
 
 BACKENDS = sorted(backends())
 
@@ -170,19 +170,19 @@ def _cli(tmp_path, instance, *args):
 def test_cli_backends_agree_with_the_default_solver(tmp_path, objective):
     import json as _json
     results = {}
-    for solver in ("oracle", "highs", "scip", "exhaustive"):
+    for solver in ("bnb", "highs", "scip", "exhaustive"):
         r = _cli(tmp_path, SMALL, "--objective", objective, "--solver", solver, "--json")
         assert r.exit_code == 0, r.output
         results[solver] = _json.loads(r.output)
     for solver in ("highs", "scip", "exhaustive"):
-        assert results[solver]["plan"] == results["oracle"]["plan"]
-        assert results[solver]["objective_value"] == pytest.approx(results["oracle"]["objective_value"], rel=1e-12)
+        assert results[solver]["plan"] == results["bnb"]["plan"]
+        assert results[solver]["objective_value"] == pytest.approx(results["bnb"]["objective_value"], rel=1e-12)
     for solver in ("highs", "scip"):
         (mip,) = results[solver]["mip"]
         assert mip["backend"] == solver and mip["status"] == "optimal"
-        assert mip["objective"] == pytest.approx(results["oracle"]["objective_value"], rel=1e-6)
+        assert mip["objective"] == pytest.approx(results["bnb"]["objective_value"], rel=1e-6)
         assert mip["families"]["duration-limit"] == 1
-    assert results["oracle"]["mip"] == []
+    assert results["bnb"]["mip"] == []
 
 
 @pytest.mark.parametrize("suffix", [".lp", ".mps", ".cip"])
@@ -196,7 +196,7 @@ def test_cli_writes_the_model(tmp_path, suffix):
 def test_cli_refuses_what_a_backend_cannot_answer(tmp_path):
     r = _cli(tmp_path, SMALL, "--solver", "highs", "--objective", "max_compute")
     assert r.exit_code == 2
-    assert "--solver" in r.output and "use --solver oracle" in r.output
+    assert "--solver" in r.output and "use --solver bnb" in r.output
     r = _cli(tmp_path, SMALL, "--write-model", tmp_path / "model.txt")
     assert r.exit_code == 2 and "unknown format '.txt'" in r.output
     big = dict(SMALL, search={}, fleet={"hardware": "16xH100-SXM", "nodes": 1000})

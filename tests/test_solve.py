@@ -52,7 +52,7 @@ def test_min_cost_uses_the_fewest_nodes_that_meet_the_deadline():
 def test_cli_solve_prints_status_plan_and_binding_limits():
     result = run("solve", SMALL)
     assert result.exit_code == 0, result.output
-    for text in ("OPTIMAL", "min_time", "solver oracle", "Binding at the optimum", "Per outer step"):
+    for text in ("OPTIMAL", "min_time", "solver bnb", "Binding at the optimum", "Per outer step"):
         assert text in result.output
 
 

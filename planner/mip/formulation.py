@@ -62,7 +62,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from planner import oracle
+from planner.solvers import bnb
 from planner.cost import quality
 from planner.cost.modes import throughput
 from planner.cost.run import replica_efficiency
@@ -134,7 +134,7 @@ class Formulation:
 
 def estimate_size(setting: Setting, space: DecisionSpace) -> dict[str, int]:
     """Binaries and non-zeros the model would have (to within a few per cent), without building it."""
-    groups = list(oracle.batches(setting, space))
+    groups = list(bnb.batches(setting, space))
     n_max, h_max, r_max, _, _ = _domains(groups, space)
     classes = fixed = nonzeros = 0
     for c in groups:
@@ -166,10 +166,10 @@ def build(setting: Setting, space: DecisionSpace, objective: str = "min_time") -
     if setting.target_kind != "c_local":
         raise UnsupportedTarget("the mixed-integer formulation covers C_local targets only (a C_quality "
                                 "target scores eta_R at the run's own tokens, which couples every decision); "
-                                "use --solver oracle")
+                                "use --solver bnb")
     if objective not in ("min_time", "min_cost"):
         raise UnsupportedTarget(f"the mixed-integer formulation covers min_time and min_cost, not {objective!r}")
-    groups = list(oracle.batches(setting, space))
+    groups = list(bnb.batches(setting, space))
     n_max, h_max, r_max, _, _ = _domains(groups, space)
     m = Model(name="dtplan")
     b = _Builder(setting, space, m, groups, n_max, h_max, r_max, objective)

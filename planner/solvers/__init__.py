@@ -3,7 +3,8 @@
 A backend takes a `planner.mip.model.Model` and returns a `BackendResult`: status,
 objective, best bound, gap, solve time, branch-and-bound nodes and the solution.
 `BACKENDS` maps the names `dtplan solve --solver` accepts to them; the planner's own
-exact search (`planner.oracle`) is the solver named "oracle" in `planner.solve`.
+exact search (`planner.solvers.bnb`) is the solver named "bnb" in `planner.solve`; the exhaustive oracle
+(`planner.solvers.exhaustive`, every plan scored) is "exhaustive".
 """
 
 from __future__ import annotations

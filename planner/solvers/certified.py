@@ -3,7 +3,7 @@
 1. `planner.mip.formulation.build` writes the space as a MILP (tables from the evaluator).
 2. The backend solves it: a plan, its objective and a bound, up to the solver's
    tolerances (feasibility 1e-6 on log-time rows, integrality 1e-6).
-3. The plan is re-scored by the evaluator, and the exact search of `planner.oracle`
+3. The plan is re-scored by the evaluator, and the exact search of `planner.solvers.bnb`
    runs with that value as its incumbent: it proves that no plan is better beyond the
    tie tolerance (1e-12), finds one if the solver's tolerances hid it, and breaks ties
    in the documented order. So every answer is the exact optimum of the cost model,
@@ -21,7 +21,7 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
-from planner import oracle
+from planner.solvers import bnb
 from planner.cost.score import time_to_target
 from planner.cost.setting import Setting
 from planner.mip.formulation import build, estimate_size
@@ -65,7 +65,7 @@ def check_size(setting: Setting, space: DecisionSpace) -> dict[str, int]:
         raise ModelTooLarge(
             f"the mixed-integer model would have about {size['nonzeros']:,} non-zeros ({size['binaries']:,} "
             f"binaries; eta_R couples n and H, so it grows as n_max x R_max x H_max); narrow the search "
-            f"(search.max_inner_steps, fleet.nodes) or use --solver oracle")
+            f"(search.max_inner_steps, fleet.nodes) or use --solver bnb")
     return size
 
 
@@ -93,17 +93,17 @@ def optimise(setting: Setting, space: DecisionSpace, objective: str, backend: st
     plan = formulation.decode(r.x)
     t_plan = float(time_to_target(setting, plan)["time_to_target_s"][0])
     h_max, r_max = space.max_inner_steps, space.max_regional_rounds
-    groups = oracle.batches_most_promising_first(setting, space)
+    groups = bnb.batches_most_promising_first(setting, space)
     evaluations = 0
     if objective == "min_time":
-        bound = min(t_plan, setting.window_s) * (1 + oracle.TIE_REL) if np.isfinite(t_plan) else setting.window_s
+        bound = min(t_plan, setting.window_s) * (1 + bnb.TIE_REL) if np.isfinite(t_plan) else setting.window_s
         found = []
         for c in groups:
-            f = oracle.minimise_time(setting, c, h_max, r_max, bound, deadline)
+            f = bnb.minimise_time(setting, c, h_max, r_max, bound, deadline)
             evaluations += f.evaluations
             if f.time_s.size:
                 found.append(f)
-                bound = min(bound, float(f.time_s.min()) * (1 + oracle.TIE_REL))
+                bound = min(bound, float(f.time_s.min()) * (1 + bnb.TIE_REL))
         best = _best(setting, found)
         if best is not None and best[1] > setting.window_s:
             best = None
@@ -111,7 +111,7 @@ def optimise(setting: Setting, space: DecisionSpace, objective: str, backend: st
         sentinel = float(plan.nodes[0]) + 1 if t_plan <= setting.window_s else math.inf   # at_most is exclusive
         fewest = sentinel
         for c in groups:
-            n, count, _ = oracle.fewest_nodes_within(setting, c, h_max, r_max, setting.window_s,
+            n, count, _ = bnb.fewest_nodes_within(setting, c, h_max, r_max, setting.window_s,
                                                      at_most=fewest, deadline=deadline)
             fewest, evaluations = min(fewest, n), evaluations + count
         if fewest == sentinel:       # the backend's plan was not within the limit after all: search it all
@@ -123,9 +123,9 @@ def optimise(setting: Setting, space: DecisionSpace, objective: str, backend: st
         if math.isfinite(fewest):
             found = []
             for c in groups:
-                at = oracle.with_nodes(c, int(fewest))
+                at = bnb.with_nodes(c, int(fewest))
                 if at is not None:
-                    f = oracle.minimise_time(setting, at, h_max, r_max, setting.window_s)
+                    f = bnb.minimise_time(setting, at, h_max, r_max, setting.window_s)
                     evaluations += f.evaluations
                     found.append(f)
             best = _best(setting, found)

@@ -5,7 +5,7 @@ reductions), every n, H and R of every class, each scored by
 `planner.cost.score.time_to_target`. No bound, no pruning: its cost is the size of the
 space (`DecisionSpace.size`) divided by the evaluator's rate (about 1.4 million plans
 per second here), so it is for small spaces, the tests, and as the yardstick of
-`scripts/bench_solve.py`. Ties are broken as everywhere (`planner.oracle.tie_key`).
+`scripts/bench_solve.py`. Ties are broken as everywhere (`planner.bnb.tie_key`).
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import math
 
 import numpy as np
 
-from planner import oracle
+from planner.solvers import bnb
 from planner.cost.score import time_to_target
 from planner.cost.setting import Setting
 from planner.space import Classes, DecisionSpace
@@ -24,7 +24,7 @@ CHUNK = 1 << 20
 
 def _plans(c: Classes, h_max: int, r_max: int):
     """(class index, n, H, R) arrays covering every plan of the classes, chunk by chunk."""
-    h_max, r_max = oracle._h_r_max(c, h_max, r_max)
+    h_max, r_max = bnb._h_r_max(c, h_max, r_max)
     per_class = (c.n_hi - c.n_lo + 1) * h_max * r_max
     for k in np.flatnonzero(per_class > 0):
         total = int(per_class[k])
@@ -40,7 +40,7 @@ def optimise(setting: Setting, space: DecisionSpace, objective: str):
     """((one-plan batch, value) or None, plans evaluated): min_time or min_cost, exactly."""
     from planner.solve import _best
     h_max, r_max = space.max_inner_steps, space.max_regional_rounds
-    groups = list(oracle.batches(setting, space))
+    groups = list(bnb.batches(setting, space))
     evaluations = 0
     fewest = math.inf
     kept = []
@@ -57,7 +57,7 @@ def optimise(setting: Setting, space: DecisionSpace, objective: str):
                 continue
             if ok.any():
                 best_t = min(best_t, float(t[ok].min()))
-                keep = ok & (t <= best_t * (1 + oracle.TIE_REL))
+                keep = ok & (t <= best_t * (1 + bnb.TIE_REL))
                 rows.append((idx[keep], n[keep], h[keep], r[keep], t[keep]))
         if rows:
             kept.append((c, *(np.concatenate(x) for x in zip(*rows))))
@@ -67,7 +67,7 @@ def optimise(setting: Setting, space: DecisionSpace, objective: str):
             on = n * c.unit[idx] == fewest
             idx, n, h, r, t = idx[on], n[on], h[on], r[on], t[on]
         if t.size:
-            found.append(oracle.Found(c.plans(idx, n, h, r), t))
+            found.append(bnb.Found(c.plans(idx, n, h, r), t))
     best = _best(setting, found)
     if best is None:
         return None, evaluations

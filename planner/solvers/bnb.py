@@ -1,4 +1,4 @@
-"""Exact search of the decision space: the planner's oracle.
+"""Exact search of the decision space: a branch and bound over (n, H, R) boxes (solver "bnb", the default).
 
 The classes of `DecisionSpace.classes` (all decisions but the replica count n, H and R;
 nodes N = n for flat and hierarchical plans, N = n S for pipelines, n over an
@@ -27,7 +27,7 @@ computed from two real plans at n1. A box whose bound exceeds the incumbent cann
 hold the optimum and is dropped; a plan within the tie tolerance of the optimum is
 never dropped. Every number comes from `planner.cost.score.time_to_target`.
 
-tests/test_oracle.py checks it against a naive brute force (every N, H, R, M scored
+tests/test_bnb.py checks it against a naive brute force (every N, H, R, M scored
 one by one) on small random instances.
 """
 

@@ -1,4 +1,4 @@
-"""The branch-and-bound oracle against a naive brute force on small random instances.
+"""The branch and bound (solver "bnb") against a naive brute force on small random instances.
 
 The brute force scores every plan of the declared space with the full evaluator
 (`planner.cost.score.score`): every node count, every H and R, every micro-batch
@@ -15,7 +15,7 @@ import pytest
 from planner.cost.assumptions import Assumptions
 from planner.cost.score import score
 from planner.cost.setting import PlanBatch, Setting
-from planner.oracle import TIE_REL, tie_key
+from planner.solvers.bnb import TIE_REL, tie_key
 from planner.solve import optimise
 from planner.space import DecisionSpace
 
@@ -129,13 +129,13 @@ def check_against_brute_force(setting, space, streaming, objective, rel):
 
 @pytest.mark.parametrize("seed", range(60))
 @pytest.mark.parametrize("objective", ["min_time", "min_cost"])
-def test_oracle_matches_brute_force(seed, objective):
+def test_bnb_matches_brute_force(seed, objective):
     check_against_brute_force(*random_case(seed), objective, rel=1e-12)
 
 
 @pytest.mark.parametrize("seed", range(20))
 @pytest.mark.parametrize("objective", ["min_time", "min_cost"])
-def test_oracle_matches_brute_force_for_c_quality_targets(seed, objective):
+def test_bnb_matches_brute_force_for_c_quality_targets(seed, objective):
     check_against_brute_force(*random_case(1000 + seed, target_kind="c_quality"), objective, rel=1e-9)
 
 
