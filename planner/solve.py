@@ -242,8 +242,10 @@ def _best(s: Setting, candidates: list[bnb.Found]) -> tuple[PlanBatch, float] | 
     return c.batch.take(slice(i, i + 1)), float(c.time_s[i])
 
 
-def _min_time(s: Setting, space: DecisionSpace, deadline: float = math.inf):
-    bound = s.window_s
+def _min_time(s: Setting, space: DecisionSpace, deadline: float = math.inf, incumbent_s: float = math.inf):
+    """Least time to target within the limit (`incumbent_s`: the time of a plan known to
+    exist, e.g. a MIP backend's, which prunes from the start)."""
+    bound = min(s.window_s, incumbent_s * (1 + bnb.TIE_REL))
     found, evaluations, open_bound = [], 0, math.inf
     for b in bnb.batches_most_promising_first(s, space):
         f = bnb.minimise_time(s, b, space.max_inner_steps, space.max_regional_rounds, bound, deadline)
@@ -258,14 +260,19 @@ def _min_time(s: Setting, space: DecisionSpace, deadline: float = math.inf):
     return best, evaluations, open_bound
 
 
-def _min_cost(s: Setting, space: DecisionSpace, deadline: float = math.inf):
-    """Fewest nodes (cost is nodes x node price) reaching the target within the limit; then fastest."""
+def _min_cost(s: Setting, space: DecisionSpace, deadline: float = math.inf, incumbent_nodes: float = math.inf):
+    """Fewest nodes (cost is nodes x node price) reaching the target within the limit; then fastest.
+    `incumbent_nodes`: the nodes of a plan believed to reach it (e.g. a MIP backend's)."""
     batches = bnb.batches_most_promising_first(s, space)
-    fewest, evaluations, open_nodes = math.inf, 0, math.inf
+    start = incumbent_nodes + 1            # searched: plans with fewer nodes than `start`
+    fewest, evaluations, open_nodes = start, 0, math.inf
     for b in batches:
         n, count, left = bnb.fewest_nodes_within(s, b, space.max_inner_steps, space.max_regional_rounds,
                                                     s.window_s, at_most=fewest, deadline=deadline)
         fewest, evaluations, open_nodes = min(fewest, n), evaluations + count, min(open_nodes, left)
+    if fewest == start and math.isfinite(start):     # the incumbent did not hold up: search everything
+        best, count, cost_bound = _min_cost(s, space, deadline)
+        return best, evaluations + count, cost_bound
     cost_bound = open_nodes * s.node_price_usd if math.isfinite(open_nodes) else math.inf
     if not math.isfinite(fewest):
         return None, evaluations, cost_bound

@@ -204,3 +204,18 @@ def test_cli_refuses_what_a_backend_cannot_answer(tmp_path):
     assert r.exit_code == 2
     assert "non-zeros" in r.output and "search.max_inner_steps" in r.output
     assert "Traceback" not in r.output
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_time_limit_reports_a_valid_bound(backend):
+    from planner.instance import parse_instance
+    from planner.solve import solve
+    inst = parse_instance(dict(SMALL, fleet={"hardware": "16xH100-SXM", "nodes": 48},
+                               search=dict(SMALL["search"], max_inner_steps=300)))
+    exact = solve(inst, solver="bnb")
+    r = solve(inst, solver=backend, time_limit_s=0.05)
+    assert r.status in ("time_limit", "optimal")
+    assert r.best_bound is not None and r.best_bound <= exact.objective_value * (1 + 1e-12)
+    if r.objective_value is not None:
+        assert r.objective_value >= exact.objective_value * (1 - 1e-12)
+        assert r.best_bound <= r.objective_value * (1 + 1e-12)

@@ -21,7 +21,6 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
-from planner.solvers import bnb
 from planner.cost.score import time_to_target
 from planner.cost.setting import Setting
 from planner.mip.formulation import build, estimate_size
@@ -72,7 +71,7 @@ def check_size(setting: Setting, space: DecisionSpace) -> dict[str, int]:
 def optimise(setting: Setting, space: DecisionSpace, objective: str, backend: str,
              deadline: float = math.inf):
     """((one-plan batch, value) or None, plans evaluated, proven bound, MipReport)."""
-    from planner.solve import optimise as exact_optimise, _best   # the exact search and its tie-break
+    from planner.solve import _min_cost, _min_time, optimise as exact_optimise   # the exact search
     check_size(setting, space)
     solver = backends()[backend]
     start = time.perf_counter()
@@ -92,52 +91,21 @@ def optimise(setting: Setting, space: DecisionSpace, objective: str, backend: st
         return found, evaluations, bound, report
     plan = formulation.decode(r.x)
     t_plan = float(time_to_target(setting, plan)["time_to_target_s"][0])
-    h_max, r_max = space.max_inner_steps, space.max_regional_rounds
-    groups = bnb.batches_most_promising_first(setting, space)
-    evaluations = 0
     if objective == "min_time":
-        bound = min(t_plan, setting.window_s) * (1 + bnb.TIE_REL) if np.isfinite(t_plan) else setting.window_s
-        found = []
-        for c in groups:
-            f = bnb.minimise_time(setting, c, h_max, r_max, bound, deadline)
-            evaluations += f.evaluations
-            if f.time_s.size:
-                found.append(f)
-                bound = min(bound, float(f.time_s.min()) * (1 + bnb.TIE_REL))
-        best = _best(setting, found)
-        if best is not None and best[1] > setting.window_s:
-            best = None
+        best, evaluations, bound = _min_time(setting, space, deadline, incumbent_s=t_plan)
+        mine = t_plan
     else:
-        sentinel = float(plan.nodes[0]) + 1 if t_plan <= setting.window_s else math.inf   # at_most is exclusive
-        fewest = sentinel
-        for c in groups:
-            n, count, _ = bnb.fewest_nodes_within(setting, c, h_max, r_max, setting.window_s,
-                                                     at_most=fewest, deadline=deadline)
-            fewest, evaluations = min(fewest, n), evaluations + count
-        if fewest == sentinel:       # the backend's plan was not within the limit after all: search it all
-            found, count, bound = exact_optimise(setting, space, objective, deadline)
-            report.certify_s = time.perf_counter() - start
-            report.certified_changed_plan = True
-            return found, evaluations + count, bound, report
-        best = None
-        if math.isfinite(fewest):
-            found = []
-            for c in groups:
-                at = bnb.with_nodes(c, int(fewest))
-                if at is not None:
-                    f = bnb.minimise_time(setting, at, h_max, r_max, setting.window_s)
-                    evaluations += f.evaluations
-                    found.append(f)
-            best = _best(setting, found)
-            if best is not None:
-                best = (best[0], float(best[0].nodes[0] * setting.node_price_usd))
+        within = t_plan <= setting.window_s
+        best, evaluations, bound = _min_cost(setting, space, deadline,
+                                             incumbent_nodes=float(plan.nodes[0]) if within else math.inf)
+        mine = float(plan.nodes[0] * setting.node_price_usd) if within else math.inf
     report.certify_s = time.perf_counter() - start
     if best is not None:
-        same = all(np.array_equal(getattr(best[0], k), getattr(plan, k)) for k in
-                   ("nodes", "inner_steps", "regional_rounds", "compression", "stages", "group_size",
-                    "micro_batches", "activation_compression", "streaming")) and best[0].mode == plan.mode \
-            and best[0].precision == plan.precision and best[0].expert_parallel == plan.expert_parallel
+        b = best[0]
+        same = b.mode == plan.mode and b.precision == plan.precision and b.expert_parallel == plan.expert_parallel \
+            and all(np.array_equal(getattr(b, k), getattr(plan, k)) for k in
+                    ("nodes", "inner_steps", "regional_rounds", "compression", "stages", "group_size",
+                     "micro_batches", "activation_compression", "streaming"))
         report.certified_changed_plan = not same
-        mine = t_plan if objective == "min_time" else float(plan.nodes[0] * setting.node_price_usd)
         report.certified_improved = bool(best[1] < mine * (1 - 1e-9))
-    return best, evaluations, math.inf, report
+    return best, evaluations, bound, report
