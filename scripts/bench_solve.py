@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Benchmark the solvers of `dtplan solve` against the exhaustive oracle.
 
-Usage: scripts/bench_solve.py [--random 300] [--small 30] [--large 5] [--huge 3] [--seed 0]
+Usage: scripts/bench_solve.py [--random 300] [--compare 300] [--small 30] [--large 5] [--huge 3] [--seed 0]
                               [--exhaustive-max-plans 3e7] [--mip-time-limit 60]
 
 Suites (all seeded):
@@ -10,6 +10,8 @@ Suites (all seeded):
   1e22-1e27 FLOP, 30-1000 days, every mode, min_time and min_cost), default search
   ranges (H <= 10^4, R <= 10^3). Solved with the default solver; the exhaustive oracle
   (every plan scored) also runs where the space has at most `--exhaustive-max-plans`.
+- compare: `--compare` instances like the main suite's with <= 100 nodes, H <= 100, R <= 4 and
+  k in {2, 4, 8, 16}: the default solver against the exhaustive oracle, plan for plan.
 - large: `--large` instances with 1,000-3,000 nodes, H <= 100, R <= 4, k in {2, 4, 8}, so that the
   exhaustive oracle can finish: the default solver's speed-up over it at N >= 1000.
 - huge: `--huge` instances with 10^5 nodes (default solver only).
@@ -113,6 +115,7 @@ def stats(times: list[float]) -> str:
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--random", type=int, default=300)
+    p.add_argument("--compare", type=int, default=300)
     p.add_argument("--small", type=int, default=30)
     p.add_argument("--large", type=int, default=5)
     p.add_argument("--huge", type=int, default=3)
@@ -141,6 +144,22 @@ def main(argv: list[str] | None = None) -> int:
         t, t_ref = np.array(vs).T
         print(f"  vs exhaustive on the {len(vs)} with at most {args.exhaustive_max_plans:.0e} plans: "
               f"speed-up {t_ref.sum() / t.sum():.1f}x")
+
+    # compare: the default solver against the exhaustive oracle on small spaces
+    narrow = {"max_inner_steps": 100, "max_regional_rounds": 4, "group_sizes": [2, 4, 8, 16]}
+    pairs = []
+    for name, inst in suite("compare", args.compare, args.seed, (0, 2), narrow):
+        r, t = timed(inst, default)
+        ref, t_ref = timed(inst, "exhaustive")
+        compared += 1
+        pairs.append((t, t_ref))
+        if not same(r, ref):
+            mismatches += 1
+            print(f"mismatch {name} [{default}]: {r.objective_value} vs exhaustive {ref.objective_value}")
+    if pairs:
+        t, t_ref = np.array(pairs).T
+        print(f"compare suite (<= 100 nodes, H <= 100, R <= 4): {default} {stats(list(t))}; "
+              f"exhaustive {stats(list(t_ref))}; speed-up {t_ref.sum() / t.sum():.1f}x")
 
     # large: N >= 1000, narrowed so that the exhaustive oracle finishes
     narrow = {"max_inner_steps": 100, "max_regional_rounds": 4, "group_sizes": [2, 4, 8]}
