@@ -246,43 +246,59 @@ class _Builder:
         return c.plans(np.full(n.shape, k), n, h, r)
 
     def tables(self):
-        """Per class: n range, ln t_step, sync parts, kappa; per fixed plan: ln T. All from the evaluator."""
+        """Per class: n range, ln t_step, sync parts, kappa; per fixed plan: ln T. All from the
+        evaluator, one vectorised call per class group and quantity."""
         s = self.s
         self.fixed_log_time = np.empty(len(self.fixed_keys))
         for j, (g, k) in enumerate(self.fixed_keys):
             t = time_to_target(s, self._plans(g, k, 1, 1, 1))["time_to_target_s"][0]
             self.fixed_log_time[j] = math.log(t) if np.isfinite(t) and t > 0 else INF
         self.cls = []
-        for g, k in self.sync_keys:
-            c = self.groups[g]
-            lo = max(int(c.n_lo[k]), 2) if c.rows.mode == "flat" else int(c.n_lo[k])
-            hi = int(c.n_hi[k])
-            ns = np.arange(lo, hi + 1)
-            t = throughput(s, self._plans(g, k, ns, 1, 1))
-            entry = {"g": g, "k": k, "lo": lo, "hi": hi, "unit": int(c.unit[k]), "mode": c.rows.mode,
-                     "streaming": bool(c.rows.streaming[k]), "ns": ns,
-                     "ln_step": float(np.log(t["t_step_s"][0])),
-                     "ln_sync_base": float(np.log(t["t_sync_base_s"][0])),
-                     "ln_f": np.log(t["f_sync"]),
-                     "ln_reg": float(np.log(t["t_regional_s"][0])) if c.rows.mode == "hierarchical" else None}
-            if not np.allclose(t["t_step_s"], t["t_step_s"][0], rtol=1e-12):
-                raise FormulationError(f"t_step varies with n in class {self._label(g, k)}")
-            entry["kappa"] = self._kappa(g, k, lo, 1, 1)
-            for n, h, r in ((hi, self.h_max, self.r_max), (lo, max(1, self.h_max // 2), 1)):
-                r = r if c.rows.mode == "hierarchical" else 1
-                got = entry["kappa"] - math.log(n) + self._z(g, k, n, h, r) - self._omega(n, h * math.sqrt(r))
-                want = float(np.log(time_to_target(s, self._plans(g, k, n, h, r))["time_to_target_s"][0]))
-                if np.isfinite(want) and abs(got - want) > CHECK_REL * max(1.0, abs(want)):
-                    raise FormulationError(f"ln T does not factor for {self._label(g, k)} at n={n}, H={h}, R={r}: "
-                                           f"{got} != {want}")
-            self.cls.append(entry)
+        for g, c in enumerate(self.groups):
+            ks = np.array([k for gg, k in self.sync_keys if gg == g], dtype=np.int64)
+            if ks.size:
+                self.cls += self._group_tables(g, c, ks)
 
-    def _z(self, g, k, n, h, r) -> float:
-        t = throughput(self.s, self._plans(g, k, n, h, r))
-        return float(np.log(t["outer_time_s"][0] / (h * r)))
+    def _group_tables(self, g: int, c: Classes, ks: np.ndarray) -> list[dict]:
+        s = self.s
+        mode = c.rows.mode
+        lo = np.maximum(c.n_lo[ks], 2) if mode == "flat" else c.n_lo[ks]
+        hi = c.n_hi[ks]
+        width = hi - lo + 1
+        owner = np.repeat(np.arange(ks.size), width)
+        ns = np.arange(owner.size) - np.repeat(np.cumsum(width) - width, width) + lo[owner]
+        t = throughput(s, c.plans(ks[owner], ns, 1, 1))
+        step = t["t_step_s"]
+        if np.any(np.abs(step - step[np.repeat(np.cumsum(width) - width, width)]) > 1e-12 * step):
+            raise FormulationError(f"t_step varies with n in a {mode} class")
+        kappa = self._kappa(c, ks, lo)
+        hierarchical = mode == "hierarchical"
+        for n, h, r in ((hi, self.h_max, self.r_max), (lo, max(1, self.h_max // 2), 1)):
+            r = r if hierarchical else 1
+            z = self._z(c, ks, n, h, r)
+            got = kappa - np.log(n) + z - self.omega_table(n, np.full(n.shape, h * math.sqrt(r)))
+            want = np.log(time_to_target(s, c.plans(ks, n, h, r))["time_to_target_s"])
+            bad = np.isfinite(want) & np.isfinite(kappa) & (np.abs(got - want) > CHECK_REL * np.maximum(1.0, np.abs(want)))
+            if bad.any():
+                k = int(ks[np.argmax(bad)])
+                raise FormulationError(f"ln T does not factor for {self._label(g, k)} at H={h}, R={r}")
+        starts = np.cumsum(width) - width
+        out = []
+        for a, k in enumerate(ks):
+            part = slice(starts[a], starts[a] + width[a])
+            out.append({"g": g, "k": int(k), "lo": int(lo[a]), "hi": int(hi[a]), "unit": int(c.unit[k]),
+                        "mode": mode, "streaming": bool(c.rows.streaming[k]), "ns": ns[part],
+                        "ln_step": float(np.log(step[starts[a]])),
+                        "ln_sync_base": float(np.log(t["t_sync_base_s"][starts[a]])),
+                        "ln_f": np.log(t["f_sync"][part]),
+                        "ln_reg": float(np.log(t["t_regional_s"][starts[a]])) if hierarchical else None,
+                        "kappa": float(kappa[a])})
+        return out
 
-    def _omega(self, n, h_eff) -> float:
-        return float(self.omega_table(np.array([n]), np.array([h_eff]))[0])
+    def _z(self, c: Classes, ks, n, h, r) -> np.ndarray:
+        """ln(outer step / (H R)) of the classes ks at (n, H, R)."""
+        t = throughput(self.s, c.plans(ks, n, h, r))
+        return np.log(t["outer_time_s"] / (h * r))
 
     def omega_table(self, n, h_eff) -> np.ndarray:
         """ln(eta_H(H_eff) * eta_R(n, H_eff)) at the target point (COST_MODEL.md sections 5, 7), floored."""
@@ -293,13 +309,13 @@ class _Builder:
         with np.errstate(divide="ignore"):
             return np.maximum(np.log(eta_h * eta_r), OMEGA_FLOOR)
 
-    def _kappa(self, g, k, n, h, r) -> float:
-        """kappa_c = ln T + ln n - z + omega at one plan of the class."""
-        t = time_to_target(self.s, self._plans(g, k, n, h, r))["time_to_target_s"][0]
-        if not (np.isfinite(t) and t > 0):
-            return INF
-        h_eff = h * math.sqrt(r)
-        return math.log(t) + math.log(n) - self._z(g, k, n, h, r) + self._omega(n, h_eff)
+    def _kappa(self, c: Classes, ks, n) -> np.ndarray:
+        """kappa_c = ln T + ln n - z + omega at (n, H = 1, R = 1) of each class (inf: never reaches the target)."""
+        t = time_to_target(self.s, c.plans(ks, n, 1, 1))["time_to_target_s"]
+        ok = np.isfinite(t) & (t > 0)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            kappa = np.log(t) + np.log(n) - self._z(c, ks, n, 1, 1) + self.omega_table(n, np.ones(n.shape))
+        return np.where(ok, kappa, INF)
 
     # -- families -------------------------------------------------------------------------
 
