@@ -1,0 +1,228 @@
+"""Can the target be reached within the limits, and if not, what single change would do it?
+
+`feasible(raw)` answers for an instance given as its raw JSON dict (so that variants are
+built by editing the dict and validating it again, never by skipping validation):
+
+- the verdict: the fastest plan (`min_time`) and whether it meets every limit;
+- when it does not: the limits that cannot be met together (`planner.solve.explain_infeasible`)
+  and, for each of four limits, the smallest change of that limit alone that makes the
+  instance feasible, each found by re-solving and each checked twice: the instance with
+  the fix is feasible, and with the next smaller step it is not.
+
+| fix | field(s) changed | how it is found | next smaller step |
+|---|---|---|---|
+| nodes | `fleet.nodes` (and `limits.max_nodes`) | `min_cost` with the node cap raised: the fewest nodes reaching the target in time | one node fewer |
+| WAN bandwidth | `network.wan.up_mbps`, `down_mbps` (scaled together, 3 significant digits) | bisection on the scale | at most 1% less |
+| duration | `limits.max_days` | `min_time` without the duration limit, rounded up to 0.1 day | 0.1 day less |
+| budget | `limits.budget_usd` (only when set) | `min_cost` without the budget: nodes x node price | $1 less |
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from planner.cost.duration import SECONDS_PER_DAY
+from planner.instance import parse_instance
+from planner.solve import SolveResult, solve
+
+NODE_CAP_FACTOR = 1000          # search up to this many times the fleet (at least NODE_CAP_MIN nodes)
+NODE_CAP_MIN = 100_000
+BANDWIDTH_MAX_FACTOR = 1e5      # up to 10^5 times the instance's WAN bandwidth
+BANDWIDTH_STEP = 1.01
+UNLIMITED_DAYS = 1e6
+DAY_STEP = 0.1
+
+
+@dataclass
+class Fix:
+    """The smallest change of one limit that makes the instance feasible (verified)."""
+
+    limit: str                     # nodes | wan-bandwidth | duration | budget
+    fields: dict[str, Any]         # instance fields and their new values
+    current: dict[str, Any]        # the same fields' values now
+    summary: str
+    result: SolveResult            # the solve with the fix applied
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"limit": self.limit, "fields": self.fields, "current": self.current, "summary": self.summary,
+                "time_to_target_s": self.result.objective_value,
+                "plan": self.result.plan.model_dump() if self.result.plan else None}
+
+
+@dataclass
+class Feasibility:
+    feasible: bool
+    result: SolveResult                          # min_time on the instance as given
+    fixes: list[Fix] = field(default_factory=list)
+    no_fix: list[str] = field(default_factory=list)   # limits no change of which alone suffices, and why
+    solves: int = 1
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"feasible": self.feasible, "result": self.result.to_dict(),
+                "binding": self.result.infeasibility if not self.feasible else self.result.binding,
+                "fixes": [f.to_dict() for f in self.fixes], "no_fix": self.no_fix, "solves": self.solves}
+
+
+class _Solver:
+    """Solve variants of one raw instance, counting the solves."""
+
+    def __init__(self, raw: dict, source: str, progress: Callable[[str], None] | None):
+        self.raw, self.source, self.count = raw, source, 0
+        self.progress = progress or (lambda message: None)
+
+    def variant(self, edit: Callable[[dict], None]) -> dict:
+        data = copy.deepcopy(self.raw)
+        edit(data)
+        return data
+
+    def solve(self, data: dict, objective: str = "min_time") -> SolveResult:
+        self.count += 1
+        return solve(parse_instance(data, self.source), objective=objective)
+
+    def feasible(self, data: dict) -> bool:
+        return self.solve(data).status == "optimal"
+
+
+def _set(path: str, value) -> Callable[[dict], None]:
+    keys = path.split(".")
+
+    def edit(data: dict) -> None:
+        node = data
+        for k in keys[:-1]:
+            node = node.setdefault(k, {})
+        node[keys[-1]] = value
+    return edit
+
+
+def _chain(*edits) -> Callable[[dict], None]:
+    def edit(data: dict) -> None:
+        for e in edits:
+            e(data)
+    return edit
+
+
+def feasible(raw: dict, source: str = "<instance>", progress: Callable[[str], None] | None = None) -> Feasibility:
+    """The verdict for `raw` (an instance's JSON dict) and, when infeasible, the smallest single fixes."""
+    s = _Solver(raw, source, progress)
+    s.progress("solving the instance")
+    base = s.solve(copy.deepcopy(raw))
+    out = Feasibility(base.status == "optimal", base)
+    if out.feasible:
+        return out
+    instance = parse_instance(copy.deepcopy(raw), source)
+    for finder in (_fix_nodes, _fix_bandwidth, _fix_duration, _fix_budget):
+        fix, reason = finder(s, instance)
+        if fix is not None:
+            out.fixes.append(fix)
+        elif reason:
+            out.no_fix.append(reason)
+    out.solves = s.count
+    return out
+
+
+def _fix_nodes(s: _Solver, instance) -> tuple[Fix | None, str | None]:
+    s.progress("fewest nodes")
+    now = instance.limits.max_nodes or instance.fleet.nodes
+    cap = max(NODE_CAP_FACTOR * instance.fleet.nodes, NODE_CAP_MIN)
+    edit_cap = _chain(_set("fleet.nodes", cap), lambda d: d.get("limits", {}).pop("max_nodes", None))
+    r = s.solve(s.variant(edit_cap), objective="min_cost")
+    if r.status != "optimal":
+        why = "no node count up to {:,} reaches the target within the limits".format(cap)
+        if instance.limits.budget_usd is not None:
+            why += f" (the budget of ${instance.limits.budget_usd:,.0f} also caps the fleet)"
+        return None, f"nodes: {why}"
+    n = int(r.plan.nodes)
+
+    def at(nodes: int) -> dict:
+        edits = [_set("fleet.nodes", nodes)]
+        if instance.limits.max_nodes is not None:
+            edits.append(_set("limits.max_nodes", nodes))
+        return s.variant(_chain(*edits))
+
+    return _verified(s, "nodes", at(n), at(n - 1) if n > 1 else None,
+                     {"fleet.nodes": n} | ({"limits.max_nodes": n} if instance.limits.max_nodes else {}),
+                     {"fleet.nodes": instance.fleet.nodes} | ({"limits.max_nodes": instance.limits.max_nodes}
+                                                              if instance.limits.max_nodes else {}),
+                     f"{n:,} nodes instead of {now:,}")
+
+
+def _fix_bandwidth(s: _Solver, instance) -> tuple[Fix | None, str | None]:
+    s.progress("lowest WAN bandwidth")
+    up, down = instance.network.wan.up_mbps, instance.network.wan.down_mbps
+
+    def at(factor: float) -> dict:
+        return s.variant(_chain(_set("network.wan.up_mbps", _round_up(up * factor)),
+                                _set("network.wan.down_mbps", _round_up(down * factor))))
+
+    if not s.feasible(at(BANDWIDTH_MAX_FACTOR)):
+        return None, (f"WAN bandwidth: not even {BANDWIDTH_MAX_FACTOR:g} times the bandwidth "
+                      f"({_round_up(up * BANDWIDTH_MAX_FACTOR):,g} Mb/s up) is enough")
+    lo, hi = 1.0, BANDWIDTH_MAX_FACTOR           # infeasible at lo, feasible at hi
+    while hi / lo > BANDWIDTH_STEP:
+        mid = math.sqrt(lo * hi)
+        if s.feasible(at(mid)):
+            hi = mid
+        else:
+            lo = mid
+    new_up, new_down = _round_up(up * hi), _round_up(down * hi)
+    return _verified(s, "wan-bandwidth", at(hi), at(lo),
+                     {"network.wan.up_mbps": new_up, "network.wan.down_mbps": new_down},
+                     {"network.wan.up_mbps": up, "network.wan.down_mbps": down},
+                     f"WAN {new_up:,g} Mb/s up / {new_down:,g} Mb/s down instead of {up:,g} / {down:,g}")
+
+
+def _fix_duration(s: _Solver, instance) -> tuple[Fix | None, str | None]:
+    s.progress("shortest duration")
+    r = s.solve(s.variant(_set("limits.max_days", UNLIMITED_DAYS)))
+    if r.status != "optimal":
+        return None, "duration: no plan reaches the target however long the run (another limit binds)"
+    days = math.ceil(r.objective_value / SECONDS_PER_DAY / DAY_STEP) * DAY_STEP
+    days = round(days, 6)
+    current = instance.limits.max_days
+    now = f"{current:,g}" if isinstance(current, (int, float)) else f"'{current}' ({instance_window_days(instance):,.1f})"
+    return _verified(s, "duration", s.variant(_set("limits.max_days", days)),
+                     s.variant(_set("limits.max_days", round(days - DAY_STEP, 6))) if days > DAY_STEP else None,
+                     {"limits.max_days": days}, {"limits.max_days": current},
+                     f"a run of {days:,.1f} days instead of {now}")
+
+
+def _fix_budget(s: _Solver, instance) -> tuple[Fix | None, str | None]:
+    budget = instance.limits.budget_usd
+    if budget is None:
+        return None, None
+    s.progress("lowest budget")
+    r = s.solve(s.variant(lambda d: d["limits"].pop("budget_usd")), objective="min_cost")
+    if r.status != "optimal":
+        return None, "budget: no budget suffices (another limit binds)"
+    cost = float(r.objective_value)
+    return _verified(s, "budget", s.variant(_set("limits.budget_usd", cost)),
+                     s.variant(_set("limits.budget_usd", cost - 1.0)) if cost > 1 else None,
+                     {"limits.budget_usd": cost}, {"limits.budget_usd": budget},
+                     f"a budget of ${cost:,.0f} instead of ${budget:,.0f}")
+
+
+def _verified(s: _Solver, limit: str, fixed: dict, smaller: dict | None, fields: dict, current: dict,
+              summary: str) -> tuple[Fix | None, str | None]:
+    """The fix if the instance with it is feasible and with the next smaller step is not."""
+    r = s.solve(fixed)
+    if r.status != "optimal":
+        raise AssertionError(f"{limit}: the fix {fields} does not make the instance feasible")
+    if smaller is not None and s.feasible(smaller):
+        raise AssertionError(f"{limit}: the fix {fields} is not the smallest (one step less is feasible)")
+    return Fix(limit, fields, current, summary, r), None
+
+
+def _round_up(x: float, digits: int = 3) -> float:
+    """x rounded up to `digits` significant digits (a bandwidth a person would quote)."""
+    if x <= 0:
+        return x
+    scale = 10 ** (math.floor(math.log10(x)) - digits + 1)
+    return math.ceil(x / scale - 1e-9) * scale
+
+
+def instance_window_days(instance) -> float:
+    from planner.evaluate import setting_from_instance
+    return setting_from_instance(instance).window_s / SECONDS_PER_DAY

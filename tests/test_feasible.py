@@ -1,0 +1,96 @@
+"""`planner.feasible`: the verdict and the smallest single fixes, each re-checked here
+independently (apply the fix to the raw instance, solve; one step less, solve)."""
+
+import copy
+import math
+
+import pytest
+
+from planner.cost.duration import SECONDS_PER_DAY
+from planner.feasible import feasible
+from planner.instance import parse_instance
+from planner.solve import solve
+
+BASE = {
+    "name": "10^23 FLOP, 7B, H100 nodes", "model": {"params": 7e9}, "training": {"target_flop": 3e23},
+    "fleet": {"hardware": "16xH100-SXM", "nodes": 32},
+    "network": {"wan": {"up_mbps": 10, "down_mbps": 20, "rtt_ms": 100}},
+    "limits": {"max_days": 30},
+    "search": {"modes": ["flat"], "compression": [1, 4], "max_inner_steps": 50},
+}
+
+
+def _with(raw, **fields):
+    data = copy.deepcopy(raw)
+    for path, value in fields.items():
+        node = data
+        keys = path.split("__")
+        for k in keys[:-1]:
+            node = node.setdefault(k, {})
+        node[keys[-1]] = value
+    return data
+
+
+def _ok(raw) -> bool:
+    return solve(parse_instance(raw)).status == "optimal"
+
+
+def test_a_feasible_instance_has_no_fixes():
+    raw = _with(BASE, limits__max_days=3000)
+    r = feasible(raw)
+    assert r.feasible and r.fixes == [] and r.result.status == "optimal"
+    assert r.result.objective_value <= 3000 * SECONDS_PER_DAY
+
+
+def test_fixes_are_feasible_and_minimal():
+    r = feasible(BASE)
+    assert not r.feasible
+    assert any(line.startswith("duration-limit") for line in r.result.infeasibility)
+    limits = {f.limit: f for f in r.fixes}
+    assert set(limits) == {"nodes", "wan-bandwidth", "duration"}      # no budget in the instance
+
+    nodes = limits["nodes"].fields["fleet.nodes"]
+    assert _ok(_with(BASE, fleet__nodes=nodes)) and not _ok(_with(BASE, fleet__nodes=nodes - 1))
+
+    up = limits["wan-bandwidth"].fields["network.wan.up_mbps"]
+    down = limits["wan-bandwidth"].fields["network.wan.down_mbps"]
+    assert up > 10 and down > 20
+    faster = _with(BASE, network__wan={"up_mbps": up, "down_mbps": down, "rtt_ms": 100})
+    slower = _with(BASE, network__wan={"up_mbps": up / 1.02, "down_mbps": down / 1.02, "rtt_ms": 100})
+    assert _ok(faster) and not _ok(slower)
+
+    days = limits["duration"].fields["limits.max_days"]
+    fastest = solve(parse_instance(_with(BASE, limits__max_days=1e5)))
+    assert days == pytest.approx(math.ceil(fastest.objective_value / SECONDS_PER_DAY * 10) / 10)
+    assert _ok(_with(BASE, limits__max_days=days)) and not _ok(_with(BASE, limits__max_days=days - 0.1))
+
+
+def test_fewest_nodes_equals_a_scan():
+    raw = _with(BASE, limits__max_days=150, fleet__nodes=2,
+                network__wan={"up_mbps": 1000, "down_mbps": 1000, "rtt_ms": 50})
+    r = feasible(raw)
+    (fix,) = [f for f in r.fixes if f.limit == "nodes"]
+    scan = next(n for n in range(2, 40) if _ok(_with(raw, fleet__nodes=n)))
+    assert fix.fields["fleet.nodes"] == scan
+
+
+def test_budget_fix_is_the_cost_of_the_fewest_nodes():
+    raw = _with(BASE, limits__max_days=150, limits__budget_usd=1e6, fleet__nodes=100,
+                network__wan={"up_mbps": 1000, "down_mbps": 1000, "rtt_ms": 50})
+    r = feasible(raw)
+    assert not r.feasible
+    (fix,) = [f for f in r.fixes if f.limit == "budget"]
+    price = 16 * parse_instance(raw).hardware.price_usd_per_accelerator
+    cost = fix.fields["limits.budget_usd"]
+    assert cost % price == 0 and cost > 1e6
+    assert _ok(_with(raw, limits__budget_usd=cost)) and not _ok(_with(raw, limits__budget_usd=cost - 1))
+    assert not [f for f in r.fixes if f.limit == "nodes"]     # more nodes alone cannot help: the budget caps them
+    assert any(line.startswith("nodes:") and "budget" in line for line in r.no_fix)
+
+
+def test_what_no_single_change_fixes_is_said():
+    raw = _with(BASE, fleet__nodes=2, network__wan={"up_mbps": 10000, "down_mbps": 10000, "rtt_ms": 1},
+                limits__max_days=1)
+    r = feasible(raw)
+    assert not r.feasible
+    assert any(line.startswith("WAN bandwidth") for line in r.no_fix)
