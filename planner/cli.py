@@ -158,6 +158,100 @@ def hardware() -> None:
     make_console().print(table)
 
 
+@main.command()
+@click.argument("instance_path", metavar="INSTANCE", type=click.Path(path_type=Path))
+@click.option("--hardware", "hardware_list", default="all", show_default=True,
+              help="Hardware presets to compare: 'all' or ids separated by commas (see `dtplan hardware`).")
+@click.option("--objective", type=click.Choice(["min_time", "max_compute", "min_cost"]),
+              help="Override the instance's objective (the ranking follows it).")
+@click.option("--plot", "plot_paths", multiple=True, type=click.Path(path_type=Path), metavar="FILE",
+              help="Also write a bar chart per hardware to FILE (.png or .svg); may be given several times.")
+@click.option("--json", "as_json", is_flag=True,
+              help="Write the results as JSON to standard output: a list, best first, each solve result "
+                   "with its hardware id and rank.")
+def compare(instance_path: Path, hardware_list: str, objective: str | None, plot_paths: tuple[Path, ...],
+            as_json: bool) -> None:
+    """Solve one workload on each hardware preset and rank them.
+
+    Only fleet.hardware changes (same model, fleet size, network, limits, search and objective);
+    the ranking is by the objective (least time, least cost, or most compute), ties by hardware
+    id, presets without a plan last with the reason. Exit 0 when at least one preset has a plan,
+    1 when none has, 2 on bad input.
+    """
+    import time
+    from planner.compare import compare as run_compare, parse_hardware_list, render_comparison
+    from planner.instance import load_instance
+    from planner.render import make_console
+    instance = _load(load_instance, instance_path)
+    try:
+        from planner.plots import UnknownPlotFormat, check_plot_path
+        for path in plot_paths:
+            check_plot_path(path)
+    except UnknownPlotFormat as err:
+        raise BadInput(f"--plot: {err}") from None
+    try:
+        ids = parse_hardware_list(hardware_list)
+    except InputError as err:
+        raise BadInput(str(err)) from None
+    raw = json.loads(instance_path.read_text())     # vary the file's own data (it parsed above)
+    start = time.perf_counter()
+    try:
+        with _progress_after(1.0, "solving") as progress:
+            rows = run_compare(raw, ids, objective=objective, progress=progress)
+    except InputError as err:
+        raise BadInput(str(InputError(err.problems, source=str(instance_path)))) from None
+    elapsed = time.perf_counter() - start
+    objective = objective or instance.objective
+    if plot_paths:
+        from planner.plots import comparison_plot
+        try:
+            written = comparison_plot(rows, objective, list(plot_paths), title=instance.name)
+        except OSError as err:
+            raise BadInput(f"--plot: cannot write {err.filename or 'the plot'}: {err.strerror or err}") from None
+        for path in written:
+            click.echo(f"plot written to {path}", err=True)
+    if as_json:
+        click.echo(json.dumps([row.to_dict() for row in rows], indent=2, default=_json_default))
+    else:
+        render_comparison(rows, objective, make_console(), title=instance.name, elapsed_s=elapsed)
+    sys.exit(EXIT_OK if any(row.feasible for row in rows) else EXIT_INFEASIBLE)
+
+
+class _progress_after:
+    """A rich progress bar on stderr that appears only once the work has run `delay_s` seconds,
+    and never when stderr is not a terminal. Used as `with ... as progress:`; `progress(done,
+    total, label)` reports."""
+
+    def __init__(self, delay_s: float, verb: str):
+        from rich.console import Console
+        self.console = Console(stderr=True)
+        self.delay_s, self.verb = delay_s, verb
+        self.bar = self.task = self.timer = None
+
+    def __enter__(self):
+        if self.console.is_terminal:
+            import threading
+            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+            self.bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                                TimeElapsedColumn(), console=self.console, transient=True)
+            self.task = self.bar.add_task(self.verb, total=None)
+            self.timer = threading.Timer(self.delay_s, self.bar.start)
+            self.timer.daemon = True
+            self.timer.start()
+        return self
+
+    def __call__(self, done: int, total: int, label: str) -> None:
+        if self.bar is not None:
+            self.bar.update(self.task, completed=done, total=total,
+                            description=f"{self.verb} {label}" if label else "done")
+
+    def __exit__(self, *exc) -> None:
+        if self.timer is not None:
+            self.timer.cancel()
+            self.timer.join()
+            self.bar.stop()
+
+
 def _json_default(value):
     if isinstance(value, float) and value != value:
         return None

@@ -1,0 +1,270 @@
+"""One workload on each hardware preset: `dtplan compare`.
+
+Every variant is the user's instance with only `fleet.hardware` replaced by a preset id
+(same model, fleet size, network, limits, search bounds and objective), built by
+changing the raw instance data and validating it again with `parse_instance` (as the
+`Instance` docstring asks: `model_copy` would skip validation and preset resolution).
+Each variant is solved exactly with `planner.solve.solve`, then the results are ranked
+by the objective: least time (min_time), least cost (min_cost) or most compute
+(max_compute); ties go to the smaller hardware id, and presets without a plan come last.
+
+Two fields are hardware-specific and are not carried over blindly:
+- `fleet.price_usd_per_accelerator` overrides the price of the instance's own hardware;
+  it is kept for that preset and dropped for the others (each keeps its own price).
+- `search.precisions` may name a precision a preset lacks; that preset is then reported
+  as infeasible with the validation message as its reason (nothing is solved for it).
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from planner.catalog import hardware_ids as preset_ids
+from planner.cost.duration import SECONDS_PER_DAY
+from planner.errors import InputError, Problem
+from planner.instance import MODEL_SIZE_KEYS, Instance, parse_instance
+from planner.plan import Plan
+from planner.solve import SUPPORTED_OBJECTIVES, SolveResult, solve
+from planner.strict import closest_first
+
+@dataclass
+class Comparison:
+    """One hardware preset's optimum for the shared workload."""
+
+    hardware: str                      # preset id
+    result: SolveResult
+    rank: int = 0                      # 1 = best; presets without a plan rank after every feasible one
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def feasible(self) -> bool:
+        """A plan was found (optimal, or the best within a time limit)."""
+        return self.result.plan is not None
+
+    @property
+    def value(self) -> float | None:
+        """The objective value: seconds (min_time), USD (min_cost), FLOP (max_compute)."""
+        return self.result.objective_value
+
+    @property
+    def days(self) -> float | None:
+        """Time to the target in days (None without a plan; inf when max_compute's plan misses it)."""
+        e = self.result.evaluation
+        return None if e is None else e.values["time_to_target_s"] / SECONDS_PER_DAY
+
+    @property
+    def nodes(self) -> int | None:
+        return None if self.result.plan is None else self.result.plan.nodes
+
+    @property
+    def cost_usd(self) -> float | None:
+        e = self.result.evaluation
+        return None if e is None else float(e.values["cost_usd"])
+
+    @property
+    def bottleneck(self) -> str | None:
+        e = self.result.evaluation
+        return None if e is None else e.bottleneck
+
+    @property
+    def reason(self) -> str:
+        """Why there is no plan, in one line ('' when there is one)."""
+        if self.feasible:
+            return ""
+        if self.result.status == "time_limit":
+            return "time limit reached before a plan was found"
+        return "; ".join(self.result.infeasibility) or "no plan meets every limit"
+
+    def to_dict(self) -> dict[str, Any]:
+        """`SolveResult.to_dict()` with the hardware id, the rank and the notes."""
+        return {"rank": self.rank, "hardware": self.hardware, "notes": self.notes, **self.result.to_dict()}
+
+
+def parse_hardware_list(text: str) -> list[str]:
+    """'all' or 'id,id,...' -> preset ids (in the order given, each once).
+
+    InputError naming `--hardware` (with the closest known ids) for an unknown or empty entry.
+    """
+    known = preset_ids()
+    if text.strip().lower() == "all":
+        return known
+    ids, problems = [], []
+    for i, name in enumerate(part.strip() for part in text.split(",")):
+        if not name:
+            problems.append(Problem("--hardware", f"entry {i + 1} is empty; give 'all' or preset ids separated "
+                                                  f"by commas (known: {', '.join(known)})"))
+        elif name not in known:
+            problems.append(Problem("--hardware", f"unknown hardware preset {name!r}; known (closest first): "
+                                                  f"{', '.join(closest_first(name, known))}"))
+        elif name not in ids:
+            ids.append(name)
+    if problems:
+        raise InputError(problems)
+    return ids
+
+
+def raw_instance(instance: Instance | Mapping[str, Any]) -> dict[str, Any]:
+    """Raw instance data to vary: a deep copy of a mapping, or the dump of a validated Instance
+    (presets and defaults resolved; which re-validates to an equal Instance)."""
+    if isinstance(instance, Mapping):
+        return copy.deepcopy(dict(instance))
+    data = instance.model_dump(mode="json")
+    data["fleet"]["hardware"] = instance.fleet.hardware.id if instance.fleet.hardware.id != "custom" \
+        else instance.fleet.hardware.model_dump(mode="json")
+    if instance.search.params:          # the candidate sizes set the model; the dump resolved one
+        for key in MODEL_SIZE_KEYS:
+            data["model"].pop(key, None)
+    return data
+
+
+def variant(data: Mapping[str, Any], hardware: str) -> tuple[dict[str, Any], list[str]]:
+    """The raw instance with `fleet.hardware` replaced by the preset `hardware`, and notes on what
+    else had to change (a price override of another hardware is dropped)."""
+    out = copy.deepcopy(dict(data))
+    fleet = dict(out.get("fleet") or {})
+    own = fleet.get("hardware")
+    notes = []
+    if "price_usd_per_accelerator" in fleet and own != hardware:
+        price = fleet.pop("price_usd_per_accelerator")
+        notes.append(f"fleet.price_usd_per_accelerator ({price}) is for {_hardware_name(own)}; "
+                     f"{hardware} keeps its own price")
+    fleet["hardware"] = hardware
+    out["fleet"] = fleet
+    return out, notes
+
+
+def _hardware_name(value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    if isinstance(value, Mapping):
+        return str(value.get("id") or value.get("name") or "the inline hardware")
+    return "the instance's hardware"
+
+
+def compare(instance: Instance | Mapping[str, Any], hardware_ids: Iterable[str] | str = "all",
+            objective: str | None = None,
+            progress: Callable[[int, int, str], None] | None = None) -> list[Comparison]:
+    """Solve the workload of `instance` on each preset of `hardware_ids` ('all' or ids) and rank them.
+
+    `instance` is raw instance data (parsed JSON; it is validated here as given) or a validated
+    `Instance`. `objective` defaults to the instance's. `progress(done, total, hardware)` is
+    called before each preset is solved and once at the end (done == total).
+    Returns one `Comparison` per preset, best first (rank 1), presets without a plan last.
+    Raises InputError for bad input (the instance itself, an unknown preset id or objective).
+    """
+    data = raw_instance(instance)
+    base = parse_instance(data)                  # the instance as given must be valid on its own
+    objective = objective or base.objective
+    if objective not in SUPPORTED_OBJECTIVES:
+        raise InputError([Problem("--objective", f"must be one of {', '.join(SUPPORTED_OBJECTIVES)}, "
+                                                 f"got {objective!r}")])
+    ids = parse_hardware_list(hardware_ids) if isinstance(hardware_ids, str) else list(dict.fromkeys(hardware_ids))
+    unknown = [h for h in ids if h not in preset_ids()]
+    if unknown:
+        parse_hardware_list(",".join(unknown))   # raises, naming the field and the closest ids
+    rows = []
+    for i, hw in enumerate(ids):
+        if progress:
+            progress(i, len(ids), hw)
+        raw, notes = variant(data, hw)
+        try:
+            inst = parse_instance(raw)
+        except InputError as err:                # e.g. search.precisions the preset lacks
+            result = SolveResult(objective, "bnb", "infeasible", None, None, None, 0.0, 0,
+                                 infeasibility=["; ".join(map(str, err.problems))])
+        else:
+            result = solve(inst, objective=objective)
+        rows.append(Comparison(hw, result, notes=notes))
+    if progress:
+        progress(len(ids), len(ids), "")
+    return rank(rows, objective)
+
+
+def rank(rows: list[Comparison], objective: str) -> list[Comparison]:
+    """Sort best first by the objective (most compute first for max_compute), ties by hardware id;
+    presets without a plan after them (by hardware id). Sets `rank` (1-based) and returns the list."""
+    def key(row: Comparison):
+        if not row.feasible:
+            return (1, 0.0, row.hardware)
+        value = row.value
+        return (0, -value if objective == "max_compute" else value, row.hardware)
+    rows = sorted(rows, key=key)
+    for i, row in enumerate(rows, 1):
+        row.rank = i
+    return rows
+
+
+def plan_short(plan: Plan | None) -> str:
+    """One line: mode, precision, then the mode's decisions (H, Cr, S/M/Ca, k/R, EP scope)."""
+    if plan is None:
+        return "-"
+    parts = [{"hierarchical": "hier"}.get(plan.mode, plan.mode), plan.precision]
+    if plan.mode != "pipeline_wan":
+        parts += [f"H={plan.inner_steps}", f"Cr={plan.compression:g}"]
+        if not plan.streaming:
+            parts.append("no-stream")
+    if plan.mode == "hierarchical":
+        parts += [f"k={plan.group_size}", f"R={plan.regional_rounds}"]
+    if plan.mode in ("pp_group", "pipeline_wan"):
+        parts += [f"S={plan.stages}", f"M={plan.micro_batches}"]
+        if plan.activation_compression and plan.activation_compression != 1:
+            parts.append(f"Ca={plan.activation_compression:g}")
+    if plan.expert_parallel:
+        parts.append(f"EP={plan.expert_parallel}")
+    return " ".join(parts)
+
+
+def comparison_table(rows: list[Comparison], objective: str):
+    """A rich table of the ranking: rank, hardware, status, days, nodes, cost, (compute), plan, bottleneck."""
+    from rich.table import Table
+    table = Table()
+    table.add_column("#", justify="right")
+    table.add_column("hardware", no_wrap=True, style="cyan")
+    table.add_column("status", no_wrap=True)
+    table.add_column("days to target", justify="right")
+    table.add_column("nodes", justify="right")
+    table.add_column("cost USD", justify="right")
+    if objective == "max_compute":
+        table.add_column("compute FLOP", justify="right")
+    table.add_column("plan")
+    table.add_column("bottleneck", no_wrap=True)
+    for row in rows:
+        if not row.feasible:
+            cells = [str(row.rank), row.hardware, f"[red]{row.result.status}[/red]", "-", "-", "-"]
+            cells += ["-"] if objective == "max_compute" else []
+            table.add_row(*cells, "[red]see below[/red]", "-")
+            continue
+        days = row.days
+        cells = [str(row.rank), row.hardware,
+                 "[green]optimal[/green]" if row.result.status == "optimal" else f"[yellow]{row.result.status}[/yellow]",
+                 "not reached" if days is None or not math.isfinite(days) else f"{days:,.1f}",
+                 f"{row.nodes:,}", f"{row.cost_usd:,.0f}"]
+        if objective == "max_compute":
+            cells.append(f"{row.value:.3e}")
+        table.add_row(*cells, plan_short(row.result.plan), row.bottleneck)
+    return table
+
+
+def render_comparison(rows: list[Comparison], objective: str, console, title: str = "", elapsed_s: float = 0.0) -> None:
+    """The ranking table, the reason of each preset without a plan (one line each), and notes."""
+    from rich.markup import escape
+    from rich.text import Text
+    feasible = sum(r.feasible for r in rows)
+    console.print(Text(f"dtplan compare: {title or 'instance'}", style="bold underline"))
+    order = {"min_time": "least time to target first", "min_cost": "least cost first",
+             "max_compute": "most compute within the duration limit first"}[objective]
+    console.print(f"objective {objective} ({order}); {len(rows)} hardware preset(s), {feasible} with a plan; "
+                  f"{elapsed_s:.2f} s")
+    console.print(comparison_table(rows, objective))
+    missing = [r for r in rows if not r.feasible]
+    if missing:
+        console.print(Text("Without a plan", style="bold red"))
+        for r in missing:
+            console.print(f"  [red]x[/red] {r.rank}. {escape(r.hardware)}: {escape(r.reason)}")
+    notes = sorted({n.split(";")[0] for r in rows for n in r.notes})
+    for note in notes:
+        console.print(f"  [yellow]![/yellow] {note}; the other presets keep their own price")
