@@ -186,3 +186,36 @@ def render_solve(r, console: Console) -> None:
         console.print(Text("Binding at the optimum", style="bold"))
         for line in r.binding:
             console.print(f"  - {line}")
+
+
+def render_feasibility(f, console: Console, notes: list[str] | None = None) -> None:
+    """`dtplan feasible`: the verdict, then the plan (feasible) or the binding limits and fixes."""
+    for line in notes or []:
+        console.print(f"[dim]{line}[/dim]")
+    r = f.result
+    if f.feasible:
+        days = r.objective_value / SECONDS_PER_DAY
+        console.print(Text(f"FEASIBLE  the target is reached in {days:,.1f} days", style="bold green"))
+        console.print()
+        render_solve(r, console)
+        return
+    console.print(Text("INFEASIBLE  no plan reaches the target within every limit", style="bold red"))
+    for line in r.infeasibility:
+        console.print(f"  [red]x[/red] {line}")
+    if f.fixes:
+        table = Table(title="Smallest single change that makes it feasible (each re-solved and verified)",
+                      title_justify="left")
+        for col in ("limit", "change", "fields", "time to target", "plan"):
+            table.add_column(col)
+        for fix in f.fixes:
+            p = fix.result.plan
+            plan = "-" if p is None else f"{p.mode}, {p.nodes:,} nodes, {p.precision}" + (
+                f", H={p.inner_steps}, Cr={p.compression:g}" if p.mode != "pipeline_wan" else "")
+            fields = ", ".join(f"{k}={v:,g}" if isinstance(v, (int, float)) else f"{k}={v}"
+                               for k, v in fix.fields.items())
+            table.add_row(fix.limit, fix.summary, fields,
+                          f"{fix.result.objective_value / SECONDS_PER_DAY:,.1f} days", plan)
+        console.print(table)
+    for line in f.no_fix:
+        console.print(f"  [yellow]-[/yellow] no single change: {line}")
+    console.print(f"[dim]{f.solves} solves[/dim]")

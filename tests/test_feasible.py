@@ -94,3 +94,49 @@ def test_what_no_single_change_fixes_is_said():
     r = feasible(raw)
     assert not r.feasible
     assert any(line.startswith("WAN bandwidth") for line in r.no_fix)
+
+
+# -- dtplan feasible -----------------------------------------------------------------------
+
+def _cli(*args):
+    from click.testing import CliRunner
+    from planner.cli import main
+    return CliRunner().invoke(main, ["feasible", *[str(a) for a in args]])
+
+
+def test_cli_infeasible_instance_lists_binding_limits_and_fixes(tmp_path):
+    import json
+    path = tmp_path / "i.json"
+    path.write_text(json.dumps(BASE))
+    r = _cli(path)
+    assert r.exit_code == 1, r.output
+    assert "INFEASIBLE" in r.output and "duration-limit" in r.output
+    assert "fleet.nodes=" in r.output and "limits.max_days=" in r.output
+    data = json.loads(_cli(path, "--json").output)
+    assert data["feasible"] is False
+    assert {f["limit"] for f in data["fixes"]} == {"nodes", "wan-bandwidth", "duration"}
+    expected = feasible(BASE)
+    assert data["fixes"][0]["fields"] == expected.fixes[0].fields
+
+
+def test_cli_short_form_and_overrides(tmp_path):
+    r = _cli("--target-flop", 3e23, "--hardware", "16xH100-SXM", "--nodes", 64, "--wan-mbps", 1000,
+             "--rtt-ms", 50, "--max-days", 365, "--params", 7e9)
+    assert r.exit_code == 0, r.output
+    assert "FEASIBLE" in r.output
+    r = _cli("--target-flop", 1e24, "--hardware", "16xH100-SXM", "--nodes", 8, "--max-days", 10, "--json")
+    assert r.exit_code == 1
+    import json
+    data = json.loads(r.output)
+    assert "compute-optimal size" in data["notes"][0]
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--hardware", "16xH100-SXM", "--nodes", "8"], "--target-flop"),
+    (["--target-flop", "1e24", "--hardware", "16xH100-SXM", "--nodes", "8", "--max-days", "soon"], "--max-days"),
+    (["--target-flop", "1e24", "--hardware", "H100", "--nodes", "8"], "fleet.hardware"),
+])
+def test_cli_bad_input_exits_2(args, message):
+    r = _cli(*args)
+    assert r.exit_code == 2
+    assert message in r.output and "Traceback" not in r.output
