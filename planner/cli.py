@@ -114,6 +114,8 @@ def solve(instance_path: Path, objective: str | None, solver: str, time_limit_s:
     Exit 0 when a plan is returned (optimal, or the best within --time-limit with its gap),
     1 when no plan meets every limit (with the reason), 2 on bad input.
     """
+    from contextlib import nullcontext
+
     from planner.instance import load_instance
     from planner.render import make_console, render_solve
     from planner.solve import SOLVERS, UnsupportedObjective, solve as run_solve
@@ -130,7 +132,9 @@ def solve(instance_path: Path, objective: str | None, solver: str, time_limit_s:
                 raise BadInput(f"--write-model: {err}") from None
             for path in written:
                 click.echo(f"model written to {path}", err=True)
-        result = run_solve(instance, objective=objective, solver=solver, time_limit_s=time_limit_s)
+        console = make_console(stderr=True)
+        with console.status(f"solving ({solver})", spinner="dots") if console.is_terminal else nullcontext():
+            result = run_solve(instance, objective=objective, solver=solver, time_limit_s=time_limit_s)
     except UnsupportedObjective as err:
         raise BadInput(f"--objective: {err}") from None
     except UnsupportedBySolver as err:
@@ -217,8 +221,8 @@ def feasible(instance_path: Path | None, target_flop, target_kind, hardware, nod
         parse_instance(raw, source)
     except InputError as err:
         raise BadInput(str(err)) from None
-    console = make_console()
-    with console.status("checking feasibility", spinner="dots") if console.is_terminal and not as_json \
+    console, progress_console = make_console(), make_console(stderr=True)
+    with progress_console.status("checking feasibility", spinner="dots") if progress_console.is_terminal \
             else nullcontext() as status:
         progress = (lambda message: status.update(f"feasibility: {message}")) if status is not None else None
         result = run_feasible(raw, source, progress=progress)

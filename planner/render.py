@@ -13,10 +13,11 @@ MODE_NAMES = {"flat": "flat DiLoCo", "hierarchical": "hierarchical DiLoCo", "pp_
               "pipeline_wan": "pipeline over the WAN (no DiLoCo)"}
 
 
-def make_console() -> Console:
-    """A console for stdout; 120 columns when it is not a terminal (pipes, files, tests)."""
-    probe = Console()
-    return Console(highlight=False, width=None if probe.is_terminal else 120)
+def make_console(stderr: bool = False) -> Console:
+    """A console for stdout (or stderr, for progress); 120 columns when it is not a terminal
+    (pipes, files, tests)."""
+    probe = Console(stderr=stderr)
+    return Console(highlight=False, stderr=stderr, width=None if probe.is_terminal else 120)
 
 
 def _table(title: str) -> Table:
