@@ -263,15 +263,23 @@ def _min_time(s: Setting, space: DecisionSpace, deadline: float = math.inf, incu
 def _min_cost(s: Setting, space: DecisionSpace, deadline: float = math.inf, incumbent_nodes: float = math.inf):
     """Fewest nodes (cost is nodes x node price) reaching the target within the limit; then fastest.
     `incumbent_nodes`: the nodes of a plan believed to reach it (e.g. a MIP backend's)."""
-    batches = bnb.batches_most_promising_first(s, space)
+    return _fewest_nodes(s, space, s.window_s, bnb.TIME, deadline, incumbent_nodes)
+
+
+def _fewest_nodes(s: Setting, space: DecisionSpace, limit: float, measure, deadline: float,
+                  incumbent_nodes: float = math.inf):
+    """Fewest nodes of a plan whose measure (time to target, or 1 / compute in the window with
+    `bnb.compute_measure`) is within `limit`; among those the least measure, ties by `tie_key`.
+    Returns ((batch, cost) or None, plans scored, proven lower bound on the cost)."""
+    batches = bnb.batches_most_promising_first(s, space, measure)
     start = incumbent_nodes + 1            # searched: plans with fewer nodes than `start`
     fewest, evaluations, open_nodes = start, 0, math.inf
     for b in batches:
-        n, count, left = bnb.fewest_nodes_within(s, b, space.max_inner_steps, space.max_regional_rounds,
-                                                    s.window_s, at_most=fewest, deadline=deadline)
+        n, count, left = bnb.fewest_nodes_within(s, b, space.max_inner_steps, space.max_regional_rounds, limit,
+                                                 at_most=fewest, deadline=deadline, measure=measure)
         fewest, evaluations, open_nodes = min(fewest, n), evaluations + count, min(open_nodes, left)
     if fewest == start and math.isfinite(start):     # the incumbent did not hold up: search everything
-        best, count, cost_bound = _min_cost(s, space, deadline)
+        best, count, cost_bound = _fewest_nodes(s, space, limit, measure, deadline)
         return best, evaluations + count, cost_bound
     cost_bound = open_nodes * s.node_price_usd if math.isfinite(open_nodes) else math.inf
     if not math.isfinite(fewest):
@@ -280,7 +288,7 @@ def _min_cost(s: Setting, space: DecisionSpace, deadline: float = math.inf, incu
     for b in batches:
         at = bnb.with_nodes(b, int(fewest))
         if at is not None:
-            f = bnb.minimise_time(s, at, space.max_inner_steps, space.max_regional_rounds, s.window_s)
+            f = bnb.minimise_time(s, at, space.max_inner_steps, space.max_regional_rounds, limit, measure=measure)
             evaluations += f.evaluations
             found.append(f)
     best = _best(s, found)
@@ -321,29 +329,7 @@ def fewest_nodes_in_window(s: Setting, space: DecisionSpace, deadline: float = m
     max_compute (`for_objective`).
     """
     space = space.for_objective(s, "max_compute")
-    measure = bnb.compute_measure(s.target_kind)
-    limit = 1.0 / s.target
-    batches = bnb.batches_most_promising_first(s, space, measure)
-    fewest, evaluations, open_nodes = math.inf, 0, math.inf
-    for b in batches:
-        n, count, left = bnb.fewest_nodes_within(s, b, space.max_inner_steps, space.max_regional_rounds, limit,
-                                                    at_most=fewest, deadline=deadline, measure=measure)
-        fewest, evaluations, open_nodes = min(fewest, n), evaluations + count, min(open_nodes, left)
-    cost_bound = open_nodes * s.node_price_usd if math.isfinite(open_nodes) else math.inf
-    if not math.isfinite(fewest):
-        return None, evaluations, cost_bound
-    found = []
-    for b in batches:
-        at = bnb.with_nodes(b, int(fewest))
-        if at is not None:
-            f = bnb.minimise_time(s, at, space.max_inner_steps, space.max_regional_rounds, limit, measure=measure)
-            evaluations += f.evaluations
-            found.append(f)
-    best = _best(s, found)
-    if best is None:
-        return None, evaluations, cost_bound
-    batch, _ = best
-    return (batch, float(batch.nodes[0] * s.node_price_usd)), evaluations, cost_bound
+    return _fewest_nodes(s, space, 1.0 / s.target, bnb.compute_measure(s.target_kind), deadline)
 
 
 def plan_from_batch(b: PlanBatch, i: int, is_moe: bool) -> Plan:
