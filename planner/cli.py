@@ -34,6 +34,16 @@ def _load(loader, path: Path):
         raise BadInput(str(err)) from None
 
 
+def _check_report(path: Path | None) -> None:
+    """A --report path with a suffix the report writer knows (checked before any solving)."""
+    if path is not None:
+        from planner.report import UnknownReportFormat, check_report_path
+        try:
+            check_report_path(path)
+        except UnknownReportFormat as err:
+            raise BadInput(f"--report: {err}") from None
+
+
 def _check_plan(instance, plan, plan_path: Path) -> None:
     from planner.plan import check_plan_against
     problems = check_plan_against(instance, plan)
@@ -107,8 +117,10 @@ def evaluate(instance_path: Path, plan_path: Path, as_json: bool) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Write the full result as JSON to standard output.")
 @click.option("--write-model", "model_path", type=click.Path(path_type=Path),
               help="Also write the mixed-integer model to FILE (.lp, .mps or .cip) for a person to read.")
+@click.option("--report", "report_path", type=click.Path(path_type=Path),
+              help="Also write a report to FILE (.html, self-contained with plots; or .md).")
 def solve(instance_path: Path, objective: str | None, solver: str, time_limit_s: float | None, as_json: bool,
-          model_path: Path | None) -> None:
+          model_path: Path | None, report_path: Path | None) -> None:
     """Find the optimal plan of an INSTANCE and prove it optimal.
 
     Exit 0 when a plan is returned (optimal, or the best within --time-limit with its gap),
@@ -123,6 +135,7 @@ def solve(instance_path: Path, objective: str | None, solver: str, time_limit_s:
     instance = _load(load_instance, instance_path)
     if solver not in SOLVERS:
         raise BadInput(f"--solver: unknown solver {solver!r}; available: {', '.join(SOLVERS)}")
+    _check_report(report_path)
     try:
         if model_path is not None:
             from planner.mip.export import UnknownFormat, write_model
@@ -145,6 +158,9 @@ def solve(instance_path: Path, objective: str | None, solver: str, time_limit_s:
         click.echo(json.dumps(result.to_dict(), indent=2, default=_json_default))
     else:
         render_solve(result, make_console())
+    if report_path is not None:
+        from planner.report import solve_report
+        click.echo(f"report written to {solve_report(instance, result, report_path)}", err=True)
     sys.exit(EXIT_INFEASIBLE if result.status == "infeasible" or result.plan is None else EXIT_OK)
 
 
@@ -161,8 +177,10 @@ def solve(instance_path: Path, objective: str | None, solver: str, time_limit_s:
 @click.option("--max-days", help="Longest run in days, or 'growth' (limits.max_days).")
 @click.option("--budget-usd", type=click.FloatRange(min=0, min_open=True), help="Spending cap (limits.budget_usd).")
 @click.option("--json", "as_json", is_flag=True, help="Write the full result as JSON to standard output.")
+@click.option("--report", "report_path", type=click.Path(path_type=Path),
+              help="Also write a report to FILE (.html, self-contained with plots; or .md).")
 def feasible(instance_path: Path | None, target_flop, target_kind, hardware, nodes, params, wan_mbps, rtt_ms,
-             max_days, budget_usd, as_json: bool) -> None:
+             max_days, budget_usd, as_json: bool, report_path: Path | None) -> None:
     """Can the target be reached within the limits? If not, which limits bind together and
     the smallest single change that makes it feasible (fewest nodes, lowest WAN bandwidth,
     shortest duration, lowest budget), each found by re-solving and verified.
@@ -176,6 +194,7 @@ def feasible(instance_path: Path | None, target_flop, target_kind, hardware, nod
     from planner.feasible import feasible as run_feasible
     from planner.render import make_console, render_feasibility
     from planner.strict import read_json
+    _check_report(report_path)
     if instance_path is not None:
         raw, problems = read_json(instance_path)
         if problems:
@@ -218,7 +237,7 @@ def feasible(instance_path: Path | None, target_flop, target_kind, hardware, nod
                      f"for {target_flop:.3g} FLOP (--params to choose another)")
     try:
         from planner.instance import parse_instance
-        parse_instance(raw, source)
+        instance = parse_instance(raw, source)
     except InputError as err:
         raise BadInput(str(err)) from None
     console, progress_console = make_console(), make_console(stderr=True)
@@ -232,6 +251,9 @@ def feasible(instance_path: Path | None, target_flop, target_kind, hardware, nod
         click.echo(json.dumps(out, indent=2, default=_json_default))
     else:
         render_feasibility(result, console, notes)
+    if report_path is not None:
+        from planner.report import feasible_report
+        click.echo(f"report written to {feasible_report(instance, result, report_path, notes)}", err=True)
     sys.exit(EXIT_OK if result.feasible else EXIT_INFEASIBLE)
 
 
@@ -261,8 +283,10 @@ def hardware() -> None:
 @click.option("--json", "as_json", is_flag=True,
               help="Write the results as JSON to standard output: a list, best first, each solve result "
                    "with its hardware id and rank.")
+@click.option("--report", "report_path", type=click.Path(path_type=Path),
+              help="Also write a report to FILE (.html, self-contained with the chart; or .md).")
 def compare(instance_path: Path, hardware_list: str, objective: str | None, plot_paths: tuple[Path, ...],
-            as_json: bool) -> None:
+            as_json: bool, report_path: Path | None) -> None:
     """Solve one workload on each hardware preset and rank them.
 
     Only fleet.hardware changes (same model, fleet size, network, limits, search and objective);
@@ -281,6 +305,7 @@ def compare(instance_path: Path, hardware_list: str, objective: str | None, plot
             check_plot_path(path)
     except UnknownPlotFormat as err:
         raise BadInput(f"--plot: {err}") from None
+    _check_report(report_path)
     try:
         ids = parse_hardware_list(hardware_list)
     except InputError as err:
@@ -306,6 +331,9 @@ def compare(instance_path: Path, hardware_list: str, objective: str | None, plot
         click.echo(json.dumps([row.to_dict() for row in rows], indent=2, default=_json_default))
     else:
         render_comparison(rows, objective, make_console(), title=instance.name, elapsed_s=elapsed)
+    if report_path is not None:
+        from planner.report import compare_report
+        click.echo(f"report written to {compare_report(instance, rows, objective, report_path)}", err=True)
     sys.exit(EXIT_OK if any(row.feasible for row in rows) else EXIT_INFEASIBLE)
 
 
