@@ -174,13 +174,21 @@ def solve(instance_path: Path, objective: str | None, solver: str, time_limit_s:
               "default: the compute-optimal size for the target.")
 @click.option("--wan-mbps", type=click.FloatRange(min=0, min_open=True), help="WAN up and down, Mb/s.")
 @click.option("--rtt-ms", type=click.FloatRange(min=0), help="WAN round-trip time, ms.")
-@click.option("--max-days", help="Longest run in days, or 'growth' (limits.max_days).")
+@click.option("--max-days", help="Longest run in days, or 'growth': derived from the three growth rates "
+              "(limits.max_days; COST_MODEL.md section 8).")
+@click.option("--growth-hardware", type=click.FloatRange(min=1, min_open=True),
+              help="Hardware price-performance growth, x/year (limits.growth_x_per_year.hardware).")
+@click.option("--growth-software", type=click.FloatRange(min=1, min_open=True),
+              help="Algorithmic efficiency growth, x/year (limits.growth_x_per_year.software).")
+@click.option("--growth-investment", type=click.FloatRange(min=1, min_open=True),
+              help="Investment growth, x/year (limits.growth_x_per_year.investment).")
 @click.option("--budget-usd", type=click.FloatRange(min=0, min_open=True), help="Spending cap (limits.budget_usd).")
 @click.option("--json", "as_json", is_flag=True, help="Write the full result as JSON to standard output.")
 @click.option("--report", "report_path", type=click.Path(path_type=Path),
               help="Also write a report to FILE (.html, self-contained with plots; or .md).")
 def feasible(instance_path: Path | None, target_flop, target_kind, hardware, nodes, params, wan_mbps, rtt_ms,
-             max_days, budget_usd, as_json: bool, report_path: Path | None) -> None:
+             max_days, growth_hardware, growth_software, growth_investment, budget_usd, as_json: bool,
+             report_path: Path | None) -> None:
     """Can the target be reached within the limits? If not, which limits bind together and
     the smallest single change that makes it feasible (fewest nodes, lowest WAN bandwidth,
     shortest duration, lowest budget), each found by re-solving and verified.
@@ -223,6 +231,10 @@ def feasible(instance_path: Path | None, target_flop, target_kind, hardware, nod
         wan.update(up_mbps=wan_mbps, down_mbps=wan_mbps)
     if rtt_ms is not None:
         wan["rtt_ms"] = rtt_ms
+    for key, value in (("hardware", growth_hardware), ("software", growth_software),
+                       ("investment", growth_investment)):
+        if value is not None:
+            sections["limits"].setdefault("growth_x_per_year", {})[key] = value
     if max_days is not None:
         try:
             sections["limits"]["max_days"] = max_days if max_days == "growth" else float(max_days)

@@ -140,3 +140,19 @@ def test_cli_bad_input_exits_2(args, message):
     r = _cli(*args)
     assert r.exit_code == 2
     assert message in r.output and "Traceback" not in r.output
+
+
+def test_cli_growth_rate_duration_limit():
+    import json
+    from planner.cost.duration import max_run_days
+    r = _cli("--target-flop", 1e25, "--hardware", "16xH100-SXM", "--nodes", 100, "--max-days", "growth",
+             "--growth-software", 2, "--json")
+    assert r.exit_code == 1
+    data = json.loads(r.stdout)
+    limit = max_run_days(1.37, 2.0, 3.5)          # hardware and investment at their defaults
+    (line,) = data["binding"]
+    assert f"the limit is {limit:,.1f} days" in line
+    (duration,) = [f for f in data["fixes"] if f["limit"] == "duration"]
+    assert duration["current"] == {"limits.max_days": "growth"}
+    r = _cli("--target-flop", 1e25, "--hardware", "16xH100-SXM", "--nodes", 100, "--growth-investment", 1)
+    assert r.exit_code == 2 and "--growth-investment" in r.output
