@@ -88,3 +88,18 @@ def test_markdown_report_and_bad_suffix(tmp_path):
     assert "## Plan" in text and "## Breakdown" in text and "days to target" in text
     r = _run("solve", SHIPPED, "--report", tmp_path / "x.pdf")
     assert r.exit_code == 2 and "--report: unknown format '.pdf'" in r.output
+
+
+def test_compare_ranks_every_preset_for_a_1e27_target(tmp_path):
+    from planner.catalog import hardware_ids
+    png, out = tmp_path / "c.png", tmp_path / "c.html"
+    r = _run("compare", "instances/compare-1e27.json", "--plot", png, "--report", out, "--json")
+    assert r.exit_code == 0
+    rows = json.loads(r.stdout)
+    assert sorted(row["hardware"] for row in rows) == sorted(hardware_ids()) and len(rows) >= 12
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    html = out.read_text()
+    for row in rows:
+        assert row["hardware"] in html
+    days = [row["evaluation"]["values"]["time_to_target_s"] for row in rows if row["plan"]]
+    assert days == sorted(days)                      # ranked by time to target
