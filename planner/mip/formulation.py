@@ -135,7 +135,7 @@ class Formulation:
 def estimate_size(setting: Setting, space: DecisionSpace) -> dict[str, int]:
     """Binaries and non-zeros the model would have (to within a few per cent), without building it."""
     groups = list(bnb.batches(setting, space))
-    n_max, h_max, r_max, _, _ = _domains(groups, space)
+    n_max, h_max, r_max = _domains(groups, space)
     classes = fixed = nonzeros = 0
     for c in groups:
         if c.rows.mode == "pipeline_wan":
@@ -158,7 +158,7 @@ def _domains(groups: list[Classes], space: DecisionSpace):
     n_max = max((int(c.n_hi.max()) for c in groups if c.rows.mode != "pipeline_wan"), default=1)
     h_max = space.max_inner_steps if any(c.rows.mode != "pipeline_wan" for c in groups) else 1
     r_max = space.max_regional_rounds if any(c.rows.mode == "hierarchical" for c in groups) else 1
-    return max(n_max, 1), h_max, r_max, 0, 0
+    return max(n_max, 1), h_max, r_max
 
 
 def build(setting: Setting, space: DecisionSpace, objective: str = "min_time") -> Formulation:
@@ -170,7 +170,7 @@ def build(setting: Setting, space: DecisionSpace, objective: str = "min_time") -
     if objective not in ("min_time", "min_cost"):
         raise UnsupportedTarget(f"the mixed-integer formulation covers min_time and min_cost, not {objective!r}")
     groups = list(bnb.batches(setting, space))
-    n_max, h_max, r_max, _, _ = _domains(groups, space)
+    n_max, h_max, r_max = _domains(groups, space)
     m = Model(name="dtplan")
     b = _Builder(setting, space, m, groups, n_max, h_max, r_max, objective)
     b.columns()

@@ -57,5 +57,3 @@ def backends() -> dict[str, Backend]:
             found[cls.name] = cls()
     return found
 
-
-BACKEND_NAMES = ("highs", "scip")
