@@ -28,7 +28,8 @@ RUNS = validate_published.runs()
 
 
 def test_the_issue_runs_are_covered():
-    assert {"intellect-1", "llama3-405b-8192", "llama3-405b-16384", "deepseek-v3", "palm-540b"} <= set(RUNS)
+    assert {"intellect-1", "llama3-405b-8192", "llama3-405b-16384", "deepseek-v3", "palm-540b",
+            "streaming-diloco-1b", "streaming-diloco-10b", "streaming-diloco-100b"} <= set(RUNS)
 
 
 @pytest.mark.parametrize("name", RUNS)
@@ -44,8 +45,8 @@ def test_each_run_validates_evaluates_and_cites_its_source(name):
         assert row["value"] > 0 and row["source"] and row["kind"]
     e = evaluate(instance, plan)
     assert e.violations == []
-    predicted = validate_published.predicted_quantities(instance, plan, e)
-    assert all(predicted[k] > 0 for k in reported["reported"])
+    predicted = validate_published.validate_run(name, with_solve=False)["predicted"]
+    assert all(0 < predicted[k] < float("inf") for k in reported["reported"])
 
 
 def test_every_reported_file_has_its_run():
@@ -59,6 +60,12 @@ def test_intellect1_compute_utilisation_is_within_5_percent_of_83():
     assert row["reported"] == 0.83
     assert abs(row["error"]) <= 0.05, row
     assert row["predicted"] == pytest.approx(38.0 / (38.0 + 8.3), rel=2e-3)   # H t_step / (H t_step + t_sync)
+
+
+def test_streaming_diloco_calibration_reproduces_the_data_parallel_figure():
+    for name, dp_gbps in (("streaming-diloco-1b", 184), ("streaming-diloco-10b", 222), ("streaming-diloco-100b", 391)):
+        result = validate_published.validate_run(name, with_solve=False)
+        assert result["predicted"]["data_parallel_bandwidth_for_90pct_gbps"] == pytest.approx(dp_gbps, rel=1e-3)
 
 
 def test_goodput_is_applied_to_wall_clock_only():
