@@ -13,7 +13,6 @@ from planner.evaluate import setting_from_instance, with_params
 from planner.instance import Instance
 from planner.mip.formulation import build
 from planner.solvers import backends
-from planner.solvers.certified import check_size
 from planner.space import DecisionSpace
 
 FORMATS = {".lp": "highs", ".mps": "highs", ".cip": "scip"}
@@ -35,7 +34,6 @@ def write_model(instance: Instance, objective: str, path: Path) -> list[Path]:
     for params in sizes:
         setting = base if params is None else with_params(base, params)
         space = DecisionSpace.from_instance(instance, setting).for_objective(setting, objective)
-        check_size(setting, space)
         f = build(setting, space, objective)
         target = path if params is None else path.with_name(f"{path.stem}.{params / 1e9:g}B{path.suffix}")
         backends()[writer].write(f.model, str(target))

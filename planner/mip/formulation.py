@@ -77,6 +77,13 @@ OMEGA_FLOOR = -200.0      # ln of an efficiency of ~1e-87: the plan never reache
 CHECK_REL = 1e-9
 
 
+MAX_NONZEROS = 20_000_000     # above this the model is not built (memory and build time): say so
+
+
+class ModelTooLarge(UnsupportedBySolver):
+    """The model would be too large to build here."""
+
+
 class FormulationError(AssertionError):
     """The cost model did not factor as the formulation assumes (a bug, never an input error)."""
 
@@ -132,9 +139,9 @@ class Formulation:
         return bounds
 
 
-def estimate_size(setting: Setting, space: DecisionSpace) -> dict[str, int]:
+def estimate_size(setting: Setting, space: DecisionSpace, groups: list[Classes] | None = None) -> dict[str, int]:
     """Binaries and non-zeros the model would have (to within a few per cent), without building it."""
-    groups = list(bnb.batches(setting, space))
+    groups = list(bnb.batches(setting, space)) if groups is None else groups
     n_max, h_max, r_max = _domains(groups, space)
     classes = fixed = nonzeros = 0
     for c in groups:
@@ -170,6 +177,12 @@ def build(setting: Setting, space: DecisionSpace, objective: str = "min_time") -
     if objective not in ("min_time", "min_cost"):
         raise UnsupportedTarget(f"the mixed-integer formulation covers min_time and min_cost, not {objective!r}")
     groups = list(bnb.batches(setting, space))
+    size = estimate_size(setting, space, groups)
+    if size["nonzeros"] > MAX_NONZEROS:
+        raise ModelTooLarge(
+            f"the mixed-integer model would have about {size['nonzeros']:,} non-zeros ({size['binaries']:,} "
+            f"binaries; eta_R couples n and H, so it grows as n_max x R_max x H_max); narrow the search "
+            f"(search.max_inner_steps, fleet.nodes) or use --solver bnb")
     n_max, h_max, r_max = _domains(groups, space)
     m = Model(name="dtplan")
     b = _Builder(setting, space, m, groups, n_max, h_max, r_max, objective)

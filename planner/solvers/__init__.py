@@ -9,6 +9,7 @@ exact search (`planner.solvers.bnb`) is the solver named "bnb" in `planner.solve
 
 from __future__ import annotations
 
+import importlib.util
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -45,6 +46,11 @@ class Backend(Protocol):
 
     def write(self, model: Model, path: str) -> None:
         """Write the model to `path` in a format the file's suffix names."""
+
+
+def installed(module: str) -> bool:
+    """Whether a backend's Python package can be imported here (without importing it)."""
+    return importlib.util.find_spec(module) is not None
 
 
 def backends() -> dict[str, Backend]:

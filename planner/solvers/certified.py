@@ -23,16 +23,9 @@ import numpy as np
 
 from planner.cost.score import time_to_target
 from planner.cost.setting import Setting
-from planner.mip.formulation import build, estimate_size
-from planner.solvers import UnsupportedBySolver, backends
+from planner.mip.formulation import build
+from planner.solvers import backends
 from planner.space import DecisionSpace
-
-MAX_NONZEROS = 20_000_000     # above this the model is not built (memory and build time): say so
-
-
-class ModelTooLarge(UnsupportedBySolver):
-    """The model would be too large to build here."""
-
 
 @dataclass
 class MipReport:
@@ -58,21 +51,10 @@ class MipReport:
         return asdict(self)
 
 
-def check_size(setting: Setting, space: DecisionSpace) -> dict[str, int]:
-    size = estimate_size(setting, space)
-    if size["nonzeros"] > MAX_NONZEROS:
-        raise ModelTooLarge(
-            f"the mixed-integer model would have about {size['nonzeros']:,} non-zeros ({size['binaries']:,} "
-            f"binaries; eta_R couples n and H, so it grows as n_max x R_max x H_max); narrow the search "
-            f"(search.max_inner_steps, fleet.nodes) or use --solver bnb")
-    return size
-
-
 def optimise(setting: Setting, space: DecisionSpace, objective: str, backend: str,
              deadline: float = math.inf):
     """((one-plan batch, value) or None, plans evaluated, proven bound, MipReport)."""
     from planner.solve import _min_cost, _min_time, optimise as exact_optimise   # the exact search
-    check_size(setting, space)
     solver = backends()[backend]
     start = time.perf_counter()
     formulation = build(setting, space, objective)

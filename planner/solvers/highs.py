@@ -13,7 +13,7 @@ import time
 import numpy as np
 
 from planner.mip.model import Model
-from planner.solvers import BackendResult
+from planner.solvers import BackendResult, installed
 
 
 class HighsBackend:
@@ -21,11 +21,7 @@ class HighsBackend:
 
     @staticmethod
     def available() -> bool:
-        try:
-            import highspy  # noqa: F401
-        except ImportError:
-            return False
-        return True
+        return installed("highspy")
 
     def _highs(self, model: Model, fixed=None, time_limit_s=None):
         import highspy

@@ -11,7 +11,7 @@ import time
 import numpy as np
 
 from planner.mip.model import Model
-from planner.solvers import BackendResult
+from planner.solvers import BackendResult, installed
 
 
 class ScipBackend:
@@ -19,11 +19,7 @@ class ScipBackend:
 
     @staticmethod
     def available() -> bool:
-        try:
-            import pyscipopt  # noqa: F401
-        except ImportError:
-            return False
-        return True
+        return installed("pyscipopt")
 
     def _scip(self, model: Model, fixed=None, time_limit_s=None):
         import pyscipopt
