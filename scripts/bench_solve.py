@@ -75,7 +75,7 @@ def random_instance(rng: np.random.Generator, i: int, nodes: tuple[float, float]
 def suite(name: str, count: int, seed: int, nodes, search=None, shipped=False):
     if shipped:
         for path in sorted((REPO / "instances").glob("*.json")):
-            if not path.name.endswith(".plan.json"):
+            if not (path.name == "index.json" or path.name.endswith((".plan.json", ".expected.json"))):
                 yield path.stem, load_instance(path)
     rng = np.random.default_rng([seed, zlib.crc32(name.encode())])   # str hash() differs per process
     made = 0
@@ -106,6 +106,16 @@ def same(a, b) -> bool:
                               and a.plan == b.plan)
 
 
+def versus_exhaustive(name: str, inst, solver: str) -> tuple[float, float, bool]:
+    """(solver time, exhaustive time, same optimum and plan), printing any mismatch."""
+    r, t = timed(inst, solver)
+    ref, t_ref = timed(inst, "exhaustive")
+    agree = same(r, ref)
+    if not agree:
+        print(f"mismatch {name} [{solver}]: {r.objective_value} vs exhaustive {ref.objective_value}")
+    return t, t_ref, agree
+
+
 def stats(times: list[float]) -> str:
     if not times:
         return "no instance"
@@ -131,15 +141,13 @@ def main(argv: list[str] | None = None) -> int:
     # main suite: default solver, exhaustive where affordable
     main_times, vs = [], []
     for name, inst in suite("main", args.random, args.seed, (0, 4), shipped=True):
-        r, t = timed(inst, default)
-        main_times.append(t)
         if space_size(inst) <= args.exhaustive_max_plans:
-            ref, t_ref = timed(inst, "exhaustive")
-            compared += 1
+            t, t_ref, agree = versus_exhaustive(name, inst, default)
+            compared, mismatches = compared + 1, mismatches + (not agree)
             vs.append((t, t_ref))
-            if not same(r, ref):
-                mismatches += 1
-                print(f"mismatch {name} [{default}]: {r.objective_value} vs exhaustive {ref.objective_value}")
+        else:
+            t = timed(inst, default)[1]
+        main_times.append(t)
     print(f"main suite, {default}: {stats(main_times)}")
     if vs:
         t, t_ref = np.array(vs).T
@@ -150,13 +158,9 @@ def main(argv: list[str] | None = None) -> int:
     narrow = {"max_inner_steps": 100, "max_regional_rounds": 4, "group_sizes": [2, 4, 8, 16]}
     pairs = []
     for name, inst in suite("compare", args.compare, args.seed, (0, 2), narrow):
-        r, t = timed(inst, default)
-        ref, t_ref = timed(inst, "exhaustive")
-        compared += 1
+        t, t_ref, agree = versus_exhaustive(name, inst, default)
+        compared, mismatches = compared + 1, mismatches + (not agree)
         pairs.append((t, t_ref))
-        if not same(r, ref):
-            mismatches += 1
-            print(f"mismatch {name} [{default}]: {r.objective_value} vs exhaustive {ref.objective_value}")
     if pairs:
         t, t_ref = np.array(pairs).T
         print(f"compare suite (<= 100 nodes, H <= 100, R <= 4): {default} {stats(list(t))}; "
@@ -166,12 +170,8 @@ def main(argv: list[str] | None = None) -> int:
     narrow = {"max_inner_steps": 100, "max_regional_rounds": 4, "group_sizes": [2, 4, 8]}
     large = []
     for name, inst in suite("large", args.large, args.seed, (3, 3.48), narrow):
-        r, t = timed(inst, default)
-        ref, t_ref = timed(inst, "exhaustive")
-        compared += 1
-        if not same(r, ref):
-            mismatches += 1
-            print(f"mismatch {name} [{default}]: {r.objective_value} vs exhaustive {ref.objective_value}")
+        t, t_ref, agree = versus_exhaustive(name, inst, default)
+        compared, mismatches = compared + 1, mismatches + (not agree)
         large.append((t, t_ref))
         print(f"  {name}: {inst.fleet.nodes} nodes, {space_size(inst):.2e} plans: {default} {t:.3f} s, "
               f"exhaustive {t_ref:.1f} s", flush=True)
