@@ -183,15 +183,17 @@ def solve(instance_path: Path, objective: str | None, solver: str, time_limit_s:
 @click.option("--growth-investment", type=click.FloatRange(min=1, min_open=True),
               help="Investment growth, x/year (limits.growth_x_per_year.investment).")
 @click.option("--budget-usd", type=click.FloatRange(min=0, min_open=True), help="Spending cap (limits.budget_usd).")
+@click.option("--goodput", type=click.FloatRange(min=0, max=1, min_open=True),
+              help="Fraction of wall-clock spent training, (0, 1]: downtime, restarts, churn (fleet.goodput).")
 @click.option("--json", "as_json", is_flag=True, help="Write the full result as JSON to standard output.")
 @click.option("--report", "report_path", type=click.Path(path_type=Path),
               help="Also write a report to FILE (.html, self-contained with plots; or .md).")
 def feasible(instance_path: Path | None, target_flop, target_kind, hardware, nodes, params, wan_mbps, rtt_ms,
-             max_days, growth_hardware, growth_software, growth_investment, budget_usd, as_json: bool,
+             max_days, growth_hardware, growth_software, growth_investment, budget_usd, goodput, as_json: bool,
              report_path: Path | None) -> None:
     """Can the target be reached within the limits? If not, which limits bind together and
     the smallest single change that makes it feasible (fewest nodes, lowest WAN bandwidth,
-    shortest duration, lowest budget), each found by re-solving and verified.
+    shortest duration, lowest budget, goodput needed), each found by re-solving and verified.
 
     Give an INSTANCE file, flags for the common case (e.g. --target-flop 1e27 --hardware
     16xH100-SXM --nodes 2000 --wan-mbps 100 --rtt-ms 100 --max-days 548), or both (the
@@ -224,7 +226,8 @@ def feasible(instance_path: Path | None, target_flop, target_kind, hardware, nod
     wan = sections["network"].setdefault("wan", {})
     for section, key, value in (("training", "target_flop", target_flop), ("training", "target_kind", target_kind),
                                 ("fleet", "hardware", hardware), ("fleet", "nodes", nodes),
-                                ("model", "params", params), ("limits", "budget_usd", budget_usd)):
+                                ("model", "params", params), ("limits", "budget_usd", budget_usd),
+                                ("fleet", "goodput", goodput)):
         if value is not None:
             sections[section][key] = value
     if wan_mbps is not None:

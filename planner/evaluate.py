@@ -53,7 +53,8 @@ class Evaluation:
                          "stages": int(self.batch.stages[0]), "expert_parallel": self.batch.expert_parallel,
                          "precision": self.batch.precision, "target_flop": self.setting.target,
                          "target_kind": self.setting.target_kind, "max_days": self.setting.window_s / SECONDS_PER_DAY,
-                         "max_days_source": self.max_days_source, "assumptions": _assumption_summary(self.setting)},
+                         "max_days_source": self.max_days_source, "goodput": self.setting.goodput,
+                         "assumptions": _assumption_summary(self.setting)},
             "feasible": self.feasible,
             "violations": self.violations,
             "warnings": self.warnings,
@@ -90,7 +91,7 @@ def setting_from_instance(instance: Instance) -> Setting:
         wan_up_bps=net.wan.up_mbps * 1e6, wan_down_bps=net.wan.down_mbps * 1e6, wan_rtt_s=net.wan.rtt_ms / 1e3,
         regional_bps=net.regional.mbps * 1e6, regional_rtt_s=net.regional.rtt_ms / 1e3,
         pipeline_bps=net.pipeline.mbps * 1e6, pipeline_rtt_s=net.pipeline.rtt_ms / 1e3,
-        window_s=max_days(instance)[0] * SECONDS_PER_DAY, target_flop=target, target_kind=training.target_kind,
+        window_s=max_days(instance)[0] * SECONDS_PER_DAY, goodput=instance.fleet.goodput, target_flop=target, target_kind=training.target_kind,
         max_nodes=instance.limits.max_nodes, budget_usd=instance.limits.budget_usd,
         assumptions=instance.resolved_assumptions())
 
@@ -150,8 +151,9 @@ def _violation_messages(e: Evaluation) -> list[str]:
         elif name == "structure":
             detail = _structure_message(b, v)
         elif name == "duration-limit":
-            detail = (f"target reached after {v['time_to_target_s'] / SECONDS_PER_DAY:,.1f} days, "
-                      f"limit {s.window_s / SECONDS_PER_DAY:,.1f} days")
+            detail = (f"target reached after {v['time_to_target_s'] / SECONDS_PER_DAY:,.1f} days"
+                      + (f" ({v['training_time_s'] / SECONDS_PER_DAY:,.1f} training at goodput {s.goodput:g})"
+                         if s.goodput < 1 else "") + f", limit {s.window_s / SECONDS_PER_DAY:,.1f} days")
         else:
             detail = f"hardware costs ${v['cost_usd']:,.0f}, budget ${s.budget_usd:,.0f}"
         messages.append(f"{name}: {detail}")

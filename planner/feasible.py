@@ -15,6 +15,7 @@ built by editing the dict and validating it again, never by skipping validation)
 | WAN bandwidth | `network.wan.up_mbps`, `down_mbps` (scaled together, 3 significant digits) | bisection on the scale | at most 1% less |
 | duration | `limits.max_days` | `min_time` without the duration limit, rounded up to 0.1 day | 0.1 day less |
 | budget | `limits.budget_usd` (only when set) | `min_cost` without the budget: nodes x node price | $1 less |
+| goodput | `fleet.goodput` (only when below 1) | `min_time` at goodput 1 gives the training time T; the goodput needed is T / limit, rounded up to 0.001 | 0.001 less |
 """
 
 from __future__ import annotations
@@ -34,13 +35,14 @@ BANDWIDTH_MAX_FACTOR = 1e5      # up to 10^5 times the instance's WAN bandwidth
 BANDWIDTH_STEP = 1.01
 UNLIMITED_DAYS = 1e6
 DAY_STEP = 0.1
+GOODPUT_STEP = 0.001
 
 
 @dataclass
 class Fix:
     """The smallest change of one limit that makes the instance feasible (verified)."""
 
-    limit: str                     # nodes | wan-bandwidth | duration | budget
+    limit: str                     # nodes | wan-bandwidth | duration | budget | goodput
     fields: dict[str, Any]         # instance fields and their new values
     current: dict[str, Any]        # the same fields' values now
     summary: str
@@ -113,7 +115,7 @@ def feasible(raw: dict, source: str = "<instance>", progress: Callable[[str], No
     if out.feasible:
         return out
     instance = parse_instance(copy.deepcopy(raw), source)
-    for finder in (_fix_nodes, _fix_bandwidth, _fix_duration, _fix_budget):
+    for finder in (_fix_nodes, _fix_bandwidth, _fix_duration, _fix_budget, _fix_goodput):
         fix, reason = finder(s, instance)
         if fix is not None:
             out.fixes.append(fix)
@@ -202,6 +204,25 @@ def _fix_budget(s: _Solver, instance) -> tuple[Fix | None, str | None]:
                      s.variant(_set("limits.budget_usd", cost - 1.0)) if cost > 1 else None,
                      {"limits.budget_usd": cost}, {"limits.budget_usd": budget},
                      f"a budget of ${cost:,.0f} instead of ${budget:,.0f}")
+
+
+def _fix_goodput(s: _Solver, instance) -> tuple[Fix | None, str | None]:
+    """Wall-clock is training time / goodput for every plan alike, so the fastest plan does not
+    depend on the goodput, and the goodput needed is its training time over the duration limit."""
+    goodput = instance.fleet.goodput
+    if goodput >= 1:
+        return None, None
+    s.progress("goodput needed")
+    r = s.solve(s.variant(_set("fleet.goodput", 1.0)))
+    if r.status != "optimal":
+        return None, "goodput: not even without downtime (goodput 1) is the target reached in time"
+    needed = math.ceil(r.objective_value / (instance_window_days(instance) * SECONDS_PER_DAY) / GOODPUT_STEP
+                       - 1e-9) * GOODPUT_STEP
+    needed = round(min(needed, 1.0), 6)
+    return _verified(s, "goodput", s.variant(_set("fleet.goodput", needed)),
+                     s.variant(_set("fleet.goodput", round(needed - GOODPUT_STEP, 6))) if needed > GOODPUT_STEP else None,
+                     {"fleet.goodput": needed}, {"fleet.goodput": goodput},
+                     f"a goodput of {needed:g} instead of {goodput:g} (training {needed:.1%} of the wall-clock)")
 
 
 def _verified(s: _Solver, limit: str, fixed: dict, smaller: dict | None, fields: dict, current: dict,

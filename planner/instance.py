@@ -144,6 +144,10 @@ class Fleet(StrictModel):
     nodes: Int(ge=1) = Field(description="Fleet size: nodes available (required).")
     price_usd_per_accelerator: Num(ge=0) | None = Field(
         None, description="Overrides the hardware's price per accelerator, USD. Default None (keep it).")
+    goodput: Num(gt=0, le=1, hint=" (the fraction of wall-clock spent training, e.g. 0.9)") = Field(
+        1.0, description="Fraction of wall-clock the fleet spends making training progress, (0, 1]: "
+                         "availability x (1 - restart, checkpoint and rollback overhead); downtime and node "
+                         "churn the static model does not see. Wall-clock = training time / goodput. Default 1.")
 
 
 class Wan(StrictModel):

@@ -113,6 +113,9 @@ def run_table(e: Evaluation) -> Table:
     t.add_row("target", f"{_flop(s.target)} FLOP", f"{kind}; D = {s.target_tokens / 1e12:,.3f} T tokens")
     t.add_row("time to target", f"{v['time_to_target_s'] / SECONDS_PER_DAY:,.1f} days",
               f"limit {days:,.1f} days ({e.max_days_source})")
+    if s.goodput < 1:
+        t.add_row("  of which training", f"{v['training_time_s'] / SECONDS_PER_DAY:,.1f} days",
+                  f"goodput {s.goodput:g} (fleet.goodput)")
     t.add_row(f"in {days:,.1f} days: tokens", f"{v['tokens'] / 1e12:,.2f} T", f"{v['overtraining_ratio']:.2f}x Chinchilla")
     t.add_row("  C_throughput", _flop(v["c_throughput"]), "6 P_act T")
     t.add_row("  C_local", _flop(v["c_local"]), f"eta = {v['eta']:.4f} (eta_R {v['eta_r']:.4f})")

@@ -158,7 +158,8 @@ def _question(doc: _Doc, instance) -> None:
     doc.table(["", "given"], [
         ["model", f"{s.params / 1e9:,.4g}B parameters" + (f" ({s.active_params / 1e9:,.4g}B active)" if s.is_moe else "")],
         ["target", f"{s.target:.3e} FLOP ({s.target_kind})"],
-        ["fleet", f"{instance.fleet.nodes:,} x {instance.hardware.name}"],
+        ["fleet", f"{instance.fleet.nodes:,} x {instance.hardware.name}"
+                  + (f", goodput {s.goodput:g}" if s.goodput < 1 else "")],
         ["WAN", f"{wan.up_mbps:,g} Mb/s up, {wan.down_mbps:,g} Mb/s down, {wan.rtt_ms:,g} ms RTT"],
         ["longest run", f"{s.window_s / SECONDS_PER_DAY:,.1f} days"],
         ["budget", "none" if s.budget_usd is None else f"${s.budget_usd:,.0f}"],
@@ -175,7 +176,9 @@ def _plan_and_breakdown(doc: _Doc, result) -> None:
     doc.table(["decision", "value"], _plan_rows(result.plan))
     doc.h2("Breakdown")
     doc.table(["quantity", "value"], [
-        ["time to target", f"{v['time_to_target_s'] / SECONDS_PER_DAY:,.2f} days"],
+        ["time to target", f"{v['time_to_target_s'] / SECONDS_PER_DAY:,.2f} days"
+                           + (f" ({v['training_time_s'] / SECONDS_PER_DAY:,.2f} training, goodput {e.setting.goodput:g})"
+                              if e.setting.goodput < 1 else "")],
         ["nodes / GPUs", f"{int(e.batch.nodes[0]):,} / {int(v['total_gpus']):,}"],
         ["hardware cost", f"${v['cost_usd']:,.0f}"],
         ["inner step", f"{v['t_step_s']:.3g} s"],

@@ -382,14 +382,16 @@ def explain_infeasible(s: Setting, space: DecisionSpace) -> list[str]:
         # within the limit falls short (and the time bound is weak near the loss floor).
         most, _, _ = _max_compute(s, space.for_objective(s, "max_compute"))
         if most is not None:
+            at_goodput = f" at goodput {s.goodput:g}" if s.goodput < 1 else ""
             return [f"duration-limit: the most C_quality any plan reaches in {s.window_s / SECONDS_PER_DAY:,.1f} "
-                    f"days is {most[1]:.3e} FLOP, the target is {s.target:.3e} FLOP"]
+                    f"days{at_goodput} is {most[1]:.3e} FLOP, the target is {s.target:.3e} FLOP"]
     elif batches:
         fastest = _best(s, [bnb.minimise_time(s, b, space.max_inner_steps, space.max_regional_rounds)
                             for b in batches])
         if fastest is not None:
+            at_goodput = f" at goodput {s.goodput:g}" if s.goodput < 1 else ""
             return [f"duration-limit: the fastest plan reaches the target in {fastest[1] / SECONDS_PER_DAY:,.1f} "
-                    f"days, the limit is {s.window_s / SECONDS_PER_DAY:,.1f} days"]
+                    f"days{at_goodput}, the limit is {s.window_s / SECONDS_PER_DAY:,.1f} days"]
     # No plan meets the limits that do not depend on H and R: say what each allows.
     a = s.assumptions
     lightest = min(space.precisions, key=a.bytes_per_param)

@@ -43,6 +43,8 @@ def random_case(seed: int, target_kind: str = "c_local", penalty: str | None = N
                                 error_feedback=bool(rng.random() < 0.7)))
     if penalty is not None:
         setting = setting.replace(assumptions=setting.assumptions.replace(replica_penalty=penalty))
+    # fleet.goodput, from its own generator so that the draws above stay as they were
+    setting = setting.replace(goodput=float(np.random.default_rng(seed + 7_000_000).choice([1.0, 0.85, 0.4])))
     space = DecisionSpace(
         modes=("flat", "hierarchical", "pp_group", "pipeline_wan"), precisions=("fp16", "fp8"),
         min_nodes=1, max_nodes=int(rng.integers(1, 9 if small else 19)), max_stages=4 if small else 6,

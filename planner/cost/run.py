@@ -13,6 +13,13 @@ Two views of a plan, both from the same mode throughput (`planner.cost.modes`):
   form, through the one expression of C_quality in (T, g, mu), `quality_compute`.
 
 One node (N = 1) is local training: every efficiency and quality factor is 1.
+
+Goodput gamma (`fleet.goodput`, default 1): the fraction of wall-clock the fleet spends
+making training progress (availability, restarts, checkpoint rollbacks, churn), an explicit
+input, not part of the reference model. Tokens per second while training are unchanged;
+wall-clock is training time / gamma: the window view trains for gamma T_wall, and the time to
+target is T_train / gamma (`training_time_s` = T_train). With gamma = 1 every figure is the
+reference calculator's.
 """
 
 from __future__ import annotations
@@ -64,11 +71,12 @@ def replica_efficiency(s: Setting, replicas, h_eff, tokens, compute_flop) -> np.
 
 def window_view(s: Setting, b: PlanBatch, t: dict[str, np.ndarray], eff: dict[str, np.ndarray],
                 window_s) -> dict[str, np.ndarray]:
-    """Compute reached in a fixed wall-clock window (the reference calculator's view)."""
+    """Compute reached in a fixed wall-clock window (the reference calculator's view), of which
+    the fraction `s.goodput` is spent training; global MFU is over the whole window."""
     a = s.assumptions
     n = np.asarray(b.nodes, dtype=float)
     window = np.asarray(window_s, dtype=float)
-    tokens = window / t["outer_time_s"] * t["tokens_per_outer"]
+    tokens = window * s.goodput / t["outer_time_s"] * t["tokens_per_outer"]
     c_thr = 6.0 * s.active_params * tokens
     c_local, eta_r, eta = local_compute(s, t, eff, tokens)
     chi = np.where(n > 1, chinchilla.chi(s.active_params, tokens, c_thr, a), 1.0)
@@ -133,7 +141,8 @@ def quality_compute(s: Setting, tokens, g, mu, with_chi) -> np.ndarray:
 
 def time_to_target(s: Setting, b: PlanBatch, t: dict[str, np.ndarray], eff: dict[str, np.ndarray],
                    details: bool = True) -> dict[str, np.ndarray]:
-    """Wall-clock until the target is reached (dtplan's `min_time` objective).
+    """Wall-clock until the target is reached (dtplan's `min_time` objective): the training
+    time T_train = C_target / (eta 6 P_act tokens/s) divided by the goodput.
 
     `details=False` leaves out eta_r_target and eta_target for a C_quality target (they
     need the window view at the time found; the planner's search does not read them)."""
@@ -146,9 +155,9 @@ def time_to_target(s: Setting, b: PlanBatch, t: dict[str, np.ndarray], eff: dict
     eta_r = np.where(synced, replica_efficiency(s, t["replicas"], t["h_eff"], s.target_tokens, target), 1.0)
     eta = eff["eta_h"] * eff["eta_c"] * eff["eta_a"] * eta_r
     with np.errstate(divide="ignore"):
-        time_s = target / (eta * 6.0 * s.active_params * tokens_per_s)
-    return {"time_to_target_s": time_s, "eta_r_target": eta_r, "eta_target": eta,
-            "tokens_per_s": tokens_per_s * np.ones_like(n)}
+        training_s = target / (eta * 6.0 * s.active_params * tokens_per_s)
+    return {"time_to_target_s": training_s / s.goodput, "training_time_s": training_s, "eta_r_target": eta_r,
+            "eta_target": eta, "tokens_per_s": tokens_per_s * np.ones_like(n)}
 
 
 def _time_to_quality_target(s, b, t, eff, details=True):
@@ -159,7 +168,7 @@ def _time_to_quality_target(s, b, t, eff, details=True):
         T1 = c / (6 P_act)                       (c = C_target / g), and
         T2 with mu * L(P_act, T2) = L*(c), the loss of the compute-optimal model at c:
         T2 = (B / (L*(c) / mu - E - A P_act^-alpha)) ** (1 / beta)  (unreachable if <= 0),
-    (T1 alone without chi, i.e. one node), and T_wall = tokens / tokens per second.
+    (T1 alone without chi, i.e. one node), and T_wall = tokens / tokens per second / goodput.
     """
     a = s.assumptions
     n = np.asarray(b.nodes, dtype=float)
@@ -174,9 +183,10 @@ def _time_to_quality_target(s, b, t, eff, details=True):
         t2 = np.where(c <= a.chi_search_low_flop, 0.0,
                       np.where(excess > 0, (a.chinchilla_b / excess) ** (1.0 / a.chinchilla_beta), np.inf))
         tokens = np.where(with_chi, np.maximum(t1, t2), t1)
-        time_s = tokens / tokens_per_s
-    out = {"time_to_target_s": time_s, "tokens_per_s": tokens_per_s * np.ones_like(n)}
+        training_s = tokens / tokens_per_s
+        time_s = training_s / s.goodput
+    out = {"time_to_target_s": time_s, "training_time_s": training_s, "tokens_per_s": tokens_per_s * np.ones_like(n)}
     if details:
-        at = window_view(s, b, t, eff, np.where(np.isfinite(time_s), time_s, 1.0))
+        at = window_view(s, b, t, eff, np.where(np.isfinite(time_s), time_s, 1.0 / s.goodput))
         out.update(eta_r_target=at["eta_r"], eta_target=at["eta"])
     return out

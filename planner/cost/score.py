@@ -55,7 +55,8 @@ def _score(s: Setting, b: PlanBatch, fleet_nodes: int | None) -> dict[str, np.nd
     out["overtraining_ratio"] = out["tokens"] / out["chinchilla_tokens"]
     out["threshold_multiple"] = out["c_local"] / STRICT_THRESHOLD_FLOP
     out["compute_utilization"] = t["compute_block_s"] / t["outer_time_s"]
-    out["outer_steps"] = s.window_s / t["outer_time_s"]
+    out["outer_steps"] = s.training_window_s / t["outer_time_s"]
+    out["goodput"] = np.full(n.shape, s.goodput)
     out["total_gpus"] = n * s.accelerators_per_node
     out["bottleneck"] = bottleneck_code(b, t)
     out.update(violations(s, b, out, fleet_nodes))
@@ -83,14 +84,15 @@ def time_to_target(s: Setting, b: PlanBatch) -> dict[str, np.ndarray]:
 def window_compute(s: Setting, b: PlanBatch, kind: str | None = None) -> dict[str, np.ndarray]:
     """Only what the `max_compute` objective needs: the compute reached within the duration
     limit (window view) as c_quality and c_local (only `kind` when given), and the
-    ingredients of the bound: tokens_per_s and g, mu, with_chi of `run.quality_terms`.
+    ingredients of the bound: tokens_per_s (while training; the window trains for
+    `s.training_window_s`) and g, mu, with_chi of `run.quality_terms`.
     Same functions as `score` (`run.quality_compute`, `run.local_compute`), for the search."""
     with np.errstate(divide="ignore", invalid="ignore"):
         t = modes.throughput(s, b)
         eff = run.efficiency_without_replicas(s, b, t)
         out = {"tokens_per_s": t["tokens_per_outer"] / t["outer_time_s"]}
         out["g"], out["mu"], out["with_chi"] = run.quality_terms(s, b, t, eff)
-        tokens = s.window_s * out["tokens_per_s"]
+        tokens = s.training_window_s * out["tokens_per_s"]
         if kind in (None, "c_quality"):
             out["c_quality"] = run.quality_compute(s, tokens, out["g"], out["mu"], out["with_chi"])
         if kind in (None, "c_local"):

@@ -40,6 +40,7 @@ class Setting:
     pipeline_bps: float = 1e9
     pipeline_rtt_s: float = 0.020
     window_s: float = 47_336_400.0       # run-duration limit (the calculator's 1.5 years)
+    goodput: float = 1.0                 # fraction of wall-clock spent training (downtime, restarts, churn)
     target_flop: float | None = None     # C_target; None = 6 * P_act * r * P_act (compute-optimal)
     target_kind: str = "c_local"         # c_local | c_quality
     max_nodes: int | None = None
@@ -53,6 +54,11 @@ class Setting:
     @property
     def node_price_usd(self) -> float:
         return self.accelerators_per_node * self.price_usd_per_accelerator
+
+    @property
+    def training_window_s(self) -> float:
+        """Seconds of the run-duration limit spent training: W * goodput."""
+        return self.window_s * self.goodput
 
     @property
     def target(self) -> float:

@@ -69,7 +69,7 @@ def _time_and_efficiency(s: Setting, c: Classes, idx, n, h, r):
     out = time_to_target(s, c.plans(idx, n, h, r))
     t = out["time_to_target_s"]
     with np.errstate(divide="ignore", invalid="ignore"):
-        e = s.target / (6.0 * s.active_params * out["tokens_per_s"] * t)
+        e = s.target / (6.0 * s.active_params * out["tokens_per_s"] * out["training_time_s"])
     return t, np.where(np.isfinite(t) & (t > 0), e, 0.0)
 
 
@@ -115,7 +115,8 @@ def _compute_box(s: Setting, c: Classes, box, kind: str):
 
     With q = outer time / (H R) non-increasing in H, R and non-decreasing in n, tokens per
     second B n / q of any plan of the box is at most n2/n1 times that of (n1, H2, R2), so
-    its tokens T <= T_up = W tps(n1, H2, R2) n2 / n1; likewise T >= T_lo = W tps(n2, H1, R1) n1 / n2.
+    its tokens T <= T_up = W' tps(n1, H2, R2) n2 / n1; likewise T >= T_lo = W' tps(n2, H1, R1) n1 / n2,
+    W' = W * goodput the time spent training.
     g = eta_H eta_C eta_A (x the linear v1 factor) is at most g(n1, H1 sqrt R1) (eta_H falls
     with H_eff, the linear factor with K) and the loss multiplier m at least m(n1, H1 sqrt R1)
     (`run.quality_terms`). Then, with Q(T, g, mu) = `run.quality_compute`:
@@ -134,7 +135,7 @@ def _compute_box(s: Setting, c: Classes, box, kind: str):
     hi = window_compute(s, c.plans(box["i"], box["n1"], box["h2"], box["r2"]), kind)
     lo = window_compute(s, c.plans(box["i"], box["n1"], box["h1"], box["r1"]), kind)
     ratio = box["n2"] / box["n1"]
-    t_up = s.window_s * hi["tokens_per_s"] * ratio
+    t_up = s.training_window_s * hi["tokens_per_s"] * ratio
     c_up = 6.0 * s.active_params * t_up
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         q_up = run.quality_compute(s, t_up, lo["g"], lo["mu"], True)
@@ -146,7 +147,7 @@ def _compute_box(s: Setting, c: Classes, box, kind: str):
             if a.replica_penalty == "chinchilla":
                 far = window_compute(s, c.plans(box["i"], box["n2"], box["h1"], box["r1"]), kind)
                 corners.append(("n2h1", 1.0 / far[kind]))
-                t_lo = s.window_s * far["tokens_per_s"] / ratio
+                t_lo = s.training_window_s * far["tokens_per_s"] / ratio
                 c_eq_lo = chinchilla.equivalent_optimal_compute(chinchilla.chinchilla_loss(s.active_params, t_lo, a), a)
                 chi_lo = np.minimum(1.0, c_eq_lo / c_up)
                 upper = np.minimum(upper, np.where(chi_lo > 0, q_up / chi_lo, np.inf))
