@@ -69,6 +69,15 @@ def bandwidth_for_utilisation(raw: dict, plan, target: float) -> float:
     return math.exp(hi) / 1e3
 
 
+def bandwidth_range_for(raw: dict, plan, spec: dict | None) -> list[tuple[float, float]]:
+    """[(utilisation, WAN Mb/s per node at which the plan reaches it)] for the utilisations a
+    reported file lists under `[bandwidth_range] utilisation`: how far a prediction of compute
+    utilisation rests on an assumed bandwidth."""
+    if not spec:
+        return []
+    return [(float(u), bandwidth_for_utilisation(raw, plan, float(u)) * 1e3) for u in spec["utilisation"]]
+
+
 def runs() -> list[str]:
     """Names of the published runs: every <name>.plan.json with its instance and reported file."""
     return sorted(p.name[: -len(".plan.json")] for p in PUBLISHED.glob("*.plan.json"))
@@ -129,6 +138,7 @@ def validate_run(name: str, with_solve: bool = True) -> dict:
         if key in reported.get("reported", {}):
             pred[key] = bandwidth_for_utilisation(raw, plan, target)
             pred["data_parallel_" + key] = bandwidth_for_utilisation(raw, data_parallel_plan(plan), target)
+    bandwidth_range = bandwidth_range_for(raw, plan, reported.get("bandwidth_range"))
     goodput = reported.get("goodput", {})
     factor = float(goodput.get("factor", 1.0))
     applies = set(goodput.get("applies_to", []))
@@ -150,7 +160,8 @@ def validate_run(name: str, with_solve: bool = True) -> dict:
         rows.append(row)
     result = {"name": name, "run": reported.get("run", name), "source": reported.get("source", ""),
               "notes": reported.get("notes", ""), "goodput": goodput, "rows": rows, "predicted": pred,
-              "plan": plan.model_dump(exclude={"description"}), "violations": evaluation.violations,
+              "plan": plan.model_dump(exclude={"description"}), "bandwidth_range": bandwidth_range,
+              "wan_mbps": instance.network.wan.up_mbps, "violations": evaluation.violations,
               "warnings": evaluation.warnings}
     if with_solve:
         result["planner"] = planner_choice(instance, plan, evaluation)
@@ -226,8 +237,9 @@ outcomes in `instances/published/` (sources: `../shared/data/published_runs.md`)
 evaluated with its own plan; the error is predicted / reported - 1. Nothing is fitted to the
 reported outcome except where a row's instance says so (INTELLECT-1's MFU and bandwidth are derived
 from its reported per-step compute and sync time; Streaming DiLoCo's step time is calibrated on the
-table's data-parallel bandwidth: see their notes). Every instance's `description`
-lists the inputs that are assumed rather than reported.
+table's data-parallel bandwidth: see their notes). OpenDiLoCo's bandwidth is the one derived for
+INTELLECT-1, used as a prior, not fitted to OpenDiLoCo. Every instance's `description` lists the inputs
+that are assumed rather than reported.
 
 How quantities are derived from an evaluation (no new physics): tokens/s = dtplan's `tokens_per_s`;
 MFU = 6 P_act x tokens/s / (accelerators x dense bf16/fp16 peak), i.e. hardware utilisation, not
@@ -270,6 +282,10 @@ def render(results: list[dict], skipped: list[tuple[str, str]]) -> str:
         if "data_parallel_bandwidth_for_90pct_gbps" in p:
             lines += [f"Calibration check: the same instance as data parallelism (H = 1, no compression, blocking) "
                       f"needs {p['data_parallel_bandwidth_for_90pct_gbps']:,.1f} Gb/s for 90% utilisation.", ""]
+        if r["bandwidth_range"]:
+            reached = ", ".join(f"{u:.0%} at {mbps:,.1f} Mb/s" for u, mbps in r["bandwidth_range"])
+            lines += [f"Bandwidth range: dtplan predicts compute utilisation {reached} per node for this plan; the "
+                      f"instance assumes {r['wan_mbps']:,.1f} Mb/s (predicted {p['compute_utilization']:.1%}).", ""]
         lines += ["Notes: " + " ".join(r["notes"].split()), ""]
         if r["warnings"]:
             lines += ["dtplan warnings: " + "; ".join(r["warnings"]) + ".", ""]
@@ -300,17 +316,42 @@ def render(results: list[dict], skipped: list[tuple[str, str]]) -> str:
               "dtplan's streaming overlaps the whole sync with all H inner steps; Streaming DiLoCo overlaps each "
               "fragment's sync with only a few inner steps, so it needs far more bandwidth than dtplan's model of it. "
               "An input for the overlap window (steps the sync may hide behind) is not in the schema."]
-    lines += ["", "## Runs not covered", ""]
+    ranged = [r for r in results if r["bandwidth_range"]]
+    if ranged:
+        targets = [u for u, _ in ranged[0]["bandwidth_range"]]
+        lines += ["", "## How far a verdict rests on an assumed bandwidth", "",
+                  "Where neither the compute time per step nor the bandwidth between nodes is reported, the predicted "
+                  "compute utilisation is set by their ratio. For such runs, the per-node WAN bandwidth (up = down, "
+                  "every other input as in the instance) at which dtplan predicts each reported bound, found by "
+                  "bisection over `evaluate`:", "",
+                  "| run | assumed bandwidth (Mb/s) | predicted utilisation | reported | "
+                  + " | ".join(f"bandwidth for {u:.0%} (Mb/s)" for u in targets) + " | assumed bandwidth in that range |",
+                  "|---|---|---|---|" + "---|" * len(targets) + "---|"]
+        for r in ranged:
+            row = next(x for x in r["rows"] if x["quantity"] == "compute_utilization")
+            rep = _num(row["reported"]) + (f" ({_num(row['low'])}-{_num(row['high'])})" if row.get("low") is not None else "")
+            mbps = [m for _, m in r["bandwidth_range"]]
+            inside = "yes" if min(mbps) <= r["wan_mbps"] <= max(mbps) else ("no, above" if r["wan_mbps"] > max(mbps) else "no, below")
+            lines.append(f"| {r['run']} | {r['wan_mbps']:,.1f} | {r['predicted']['compute_utilization']:.3f} | {rep} | "
+                         + " | ".join(f"{m:,.1f}" for m in mbps) + f" | {inside} |")
+    lines += ["", "## Runs not covered", "", COVERAGE, "", "Reported figures not compared:", ""]
     lines += [f"- **{name}**: {why}" for name, why in skipped]
     return "\n".join(lines) + "\n"
 
 
+COVERAGE = ("None: every run listed in ../shared/data/published_runs.md has an instance here (OpenDiLoCo since its "
+            "configuration was read from PrimeIntellect-ai/OpenDiloco; its GPU type, MFU and bandwidth are assumptions, "
+            "see its section).")
+
 SKIPPED = [
-    ("OpenDiLoCo (arXiv 2407.07852)",
-     "not expressed. published_runs.md gives 1.1B, 4 workers x 8 GPUs on 2 continents, H = 500, fp16 all-reduce and "
-     "90-95% compute utilisation, but neither the GPU type, the per-step compute time nor the bandwidth between "
-     "workers. Compute utilisation is H x t_step / (H x t_step + t_sync), so with two of its three inputs unknown "
-     "any prediction would be set by the assumptions, not by the model."),
+    ("INTELLECT-1, 96% US-only utilisation",
+     "the nodes, bandwidth and sync time of the US-only phase are not in published_runs.md."),
+    ("PaLM 540B, two pods at 1.95x one pod's throughput (97% weak scaling; arXiv 2204.02311 section 4)",
+     "dtplan's compute utilisation for it depends on how the paper's 81 Tbps aggregate burst is read (see the instance)."),
+    ("PaLM 540B, HFU 57.8%",
+     "dtplan's HFU is its MFU / 0.8 (a constant of the cost model), so comparing it adds nothing to the MFU row."),
+    ("Llama 3 405B, 16,384 GPUs with context parallelism 16 (131,072-token sequences; arXiv 2407.21783 Table 4)",
+     "not in published_runs.md, and context parallelism is not in the schema."),
 ]
 
 

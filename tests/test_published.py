@@ -3,13 +3,14 @@ evaluate, docs/validation.md is what scripts/validate_published.py writes, and I
 predicted compute utilisation is within 5% of the reported 83% (the issue's acceptance figure)."""
 
 import importlib.util
+import json
 import tomllib
 from pathlib import Path
 
 import pytest
 
 from planner.evaluate import evaluate
-from planner.instance import load_instance
+from planner.instance import load_instance, parse_instance
 from planner.plan import check_plan_against, load_plan
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -28,7 +29,7 @@ RUNS = validate_published.runs()
 
 
 def test_the_issue_runs_are_covered():
-    assert {"intellect-1", "llama3-405b-8192", "llama3-405b-16384", "deepseek-v3", "palm-540b",
+    assert {"intellect-1", "opendiloco", "llama3-405b-8192", "llama3-405b-16384", "deepseek-v3", "palm-540b",
             "streaming-diloco-1b", "streaming-diloco-10b", "streaming-diloco-100b"} <= set(RUNS)
 
 
@@ -60,6 +61,25 @@ def test_intellect1_compute_utilisation_is_within_5_percent_of_83():
     assert row["reported"] == 0.83
     assert abs(row["error"]) <= 0.05, row
     assert row["predicted"] == pytest.approx(38.0 / (38.0 + 8.3), rel=2e-3)   # H t_step / (H t_step + t_sync)
+
+
+def test_opendiloco_utilisation_is_predicted_from_priors_not_fitted():
+    """OpenDiLoCo reports only 90-95% utilisation: its bandwidth is INTELLECT-1's, its MFU the profile
+    default, and the bandwidths for 90% and 95% bracket the utilisation the plan reaches."""
+    od = load_instance(PUBLISHED / "opendiloco.json")
+    i1 = load_instance(PUBLISHED / "intellect-1.json")
+    assert od.network.wan.up_mbps == od.network.wan.down_mbps == i1.network.wan.up_mbps
+    assert od.resolved_assumptions().mfu == 0.40 and "mfu" not in od.assumptions.model_fields_set
+    result = validate_published.validate_run("opendiloco", with_solve=False)
+    row = next(r for r in result["rows"] if r["quantity"] == "compute_utilization")
+    assert (row["low"], row["reported"], row["high"]) == (0.90, 0.925, 0.95)
+    (u90, bw90), (u95, bw95) = result["bandwidth_range"]
+    assert (u90, u95) == (0.90, 0.95) and 0 < bw90 < bw95 < float("inf")
+    for u, mbps in result["bandwidth_range"]:
+        raw = json.loads((PUBLISHED / "opendiloco.json").read_text())
+        raw["network"]["wan"].update(up_mbps=mbps, down_mbps=mbps)
+        assert evaluate(parse_instance(raw), load_plan(PUBLISHED / "opendiloco.plan.json")).values[
+            "compute_utilization"] == pytest.approx(u, abs=1e-9)
 
 
 def test_streaming_diloco_calibration_reproduces_the_data_parallel_figure():
