@@ -6,10 +6,14 @@ reported with the relative error (predicted / reported - 1). Then ask the planne
 min_time, same hardware, network and target) what it would have chosen, and report the
 predicted gain in time to target (both scored by dtplan's model, quality factors included).
 
-Availability / goodput: the static model has no downtime, churn or restarts. Where a
-reported file gives `[goodput] factor` with `applies_to = ["wall_clock_days"]`, the predicted
-wall-clock is also shown divided by that factor; the row's basis says whether the factor was
-reported for that run or assumed. Nothing in planner/cost is changed or fitted.
+Goodput: each instance gives `fleet.goodput` (the fraction of wall-clock spent training) and
+states its basis (REPORTED or ASSUMED) after "GOODPUT:" in its description. Every run is
+evaluated twice, as written and with fleet.goodput = 1. Quantities measured while training
+(utilisation, tokens/s, MFU, TFLOP/s) use the rate while training, the same in both. Time
+quantities say in the reported file whether the source meant wall-clock (`clock = "wall"`) or
+time at the training rate (`clock = "training"`); wall-clock ones are shown from both
+evaluations (without and with goodput), using the evaluator's wall-clock token rate (its window
+view: tokens in the run-duration limit / that limit). Nothing in planner/cost is changed or fitted.
 
 Usage:  .venv/bin/python scripts/validate_published.py            # print and write docs/validation.md
         .venv/bin/python scripts/validate_published.py --check    # exit 1 if docs/validation.md is stale
@@ -44,11 +48,13 @@ QUANTITIES = {
     "tokens_per_s": "tokens/s",
     "hardware_mfu": "MFU (6 P_act tokens/s over dense bf16/fp16 peak)",
     "tflops_per_gpu": "model TFLOP/s per accelerator",
-    "wall_clock_days": "wall-clock for the run's tokens (days)",
+    "run_days": "days for the run's tokens",
     "days_per_trillion_tokens": "days per 10^12 tokens",
     "gpu_hours_per_trillion_tokens": "accelerator-hours per 10^12 tokens",
     "bandwidth_for_90pct_gbps": "WAN bandwidth for 90% compute utilisation (Gb/s)",
 }
+TIME_QUANTITIES = ("run_days", "days_per_trillion_tokens", "gpu_hours_per_trillion_tokens")   # need `clock`
+CLOCKS = {"wall": "wall-clock", "training": "at the training rate"}
 SEARCHED = {"bandwidth_for_90pct_gbps": 0.90}      # quantity -> utilisation whose bandwidth is searched
 
 
@@ -94,29 +100,53 @@ def load_run(name: str):
 
 
 def predicted_quantities(instance, plan, evaluation) -> dict[str, float]:
-    """The reported kinds of quantity, derived from one evaluation (no new physics)."""
+    """The reported kinds of quantity, derived from one evaluation (no new physics): rates
+    while training, and time quantities at the training rate."""
     v = evaluation.values
     hw = instance.hardware
     tps = v["tokens_per_s"]
-    gpus = plan.nodes * hw.accelerators_per_node
     model_flops = 6.0 * instance.model.active_params * tps
-    tokens = instance.training.tokens
     out = {
         "compute_utilization": v["compute_utilization"],
         "outer_time_s": v["outer_time_s"],
         "tokens_per_s": tps,
         "hardware_mfu": model_flops / (plan.nodes * hw.node_peak_flops("fp16")),
-        "tflops_per_gpu": model_flops / gpus / 1e12,
-        "days_per_trillion_tokens": 1e12 / tps / DAY,
-        "gpu_hours_per_trillion_tokens": gpus * 1e12 / tps / 3600.0,
+        "tflops_per_gpu": model_flops / (plan.nodes * hw.accelerators_per_node) / 1e12,
+        **time_quantities(instance, plan, tps),
         # dtplan's own figures, shown for reference (not compared):
         "planner_global_mfu": v["global_mfu"],
         "eta": v["eta"],
+        "goodput": v["goodput"],
+        "training_time_days": v["training_time_s"] / DAY,
         "time_to_target_days": v["time_to_target_s"] / DAY,
     }
-    if tokens is not None:
-        out["wall_clock_days"] = tokens / tps / DAY
     return out
+
+
+def time_quantities(instance, plan, tokens_per_s: float) -> dict[str, float]:
+    """Days and accelerator-hours at a token rate (raw compute time: no quality factor)."""
+    gpus = plan.nodes * instance.hardware.accelerators_per_node
+    out = {"days_per_trillion_tokens": 1e12 / tokens_per_s / DAY,
+           "gpu_hours_per_trillion_tokens": gpus * 1e12 / tokens_per_s / 3600.0}
+    if instance.training.tokens is not None:
+        out["run_days"] = instance.training.tokens / tokens_per_s / DAY
+    return out
+
+
+def wall_clock_tokens_per_s(evaluation) -> float:
+    """Tokens per second of wall-clock, from the evaluator's window view: the tokens it trains
+    within the run-duration limit over that limit (= goodput x tokens_per_s)."""
+    return evaluation.values["tokens"] / evaluation.values["window_s"]
+
+
+def at_goodput_one(raw: dict):
+    """The instance as written but with fleet.goodput = 1 (no downtime)."""
+    return parse_instance({**raw, "fleet": {**raw["fleet"], "goodput": 1.0}})
+
+
+def goodput_basis(description: str) -> str:
+    """What the instance description says after 'GOODPUT:' (its basis, REPORTED or ASSUMED)."""
+    return description.split("GOODPUT:", 1)[1].strip() if "GOODPUT:" in description else ""
 
 
 def data_parallel_plan(plan):
@@ -139,27 +169,32 @@ def validate_run(name: str, with_solve: bool = True) -> dict:
             pred[key] = bandwidth_for_utilisation(raw, plan, target)
             pred["data_parallel_" + key] = bandwidth_for_utilisation(raw, data_parallel_plan(plan), target)
     bandwidth_range = bandwidth_range_for(raw, plan, reported.get("bandwidth_range"))
-    goodput = reported.get("goodput", {})
-    factor = float(goodput.get("factor", 1.0))
-    applies = set(goodput.get("applies_to", []))
+    goodput = instance.fleet.goodput
+    wall = time_quantities(instance, plan, wall_clock_tokens_per_s(evaluation))                     # as written
+    wall_g1 = time_quantities(instance, plan, wall_clock_tokens_per_s(evaluate(at_goodput_one(raw), plan)))
     rows = []
     for key, rep in reported.get("reported", {}).items():
         if key not in pred:
             raise KeyError(f"{name}: reported quantity {key!r} has no prediction; known: {', '.join(QUANTITIES)}")
-        row = {"quantity": key, "label": QUANTITIES.get(key, key), "reported": float(rep["value"]),
+        clock = rep.get("clock")
+        if (key in TIME_QUANTITIES) != (clock in CLOCKS):
+            raise ValueError(f"{name}: {key!r} needs clock = 'wall' or 'training' exactly when it is one of "
+                             f"{', '.join(TIME_QUANTITIES)} (got {clock!r})")
+        label = QUANTITIES.get(key, key) + (f" ({CLOCKS[clock]})" if clock else "")
+        row = {"quantity": key, "label": label, "clock": clock, "reported": float(rep["value"]),
                "low": rep.get("low"), "high": rep.get("high"), "kind": rep.get("kind", ""),
-               "source": rep.get("source", ""), "predicted": pred[key]}
+               "source": rep.get("source", ""), "predicted": wall_g1[key] if clock == "wall" else pred[key]}
         row["error"] = rel_error(row["predicted"], row["reported"])
         if row["low"] is not None and row["high"] is not None:
             row["in_range"] = row["low"] <= row["predicted"] <= row["high"]
-        if key in applies and factor != 1.0:
-            row["goodput"] = factor
-            row["predicted_with_goodput"] = pred[key] / factor
+        if clock == "wall":
+            row["predicted_with_goodput"] = wall[key]
             row["error_with_goodput"] = rel_error(row["predicted_with_goodput"], row["reported"])
-            row["implied_goodput"] = pred[key] / row["reported"]
+            row["implied_goodput"] = row["predicted"] / row["reported"]
         rows.append(row)
     result = {"name": name, "run": reported.get("run", name), "source": reported.get("source", ""),
-              "notes": reported.get("notes", ""), "goodput": goodput, "rows": rows, "predicted": pred,
+              "notes": reported.get("notes", ""), "goodput": goodput,
+              "goodput_basis": goodput_basis(instance.description), "rows": rows, "predicted": pred,
               "plan": plan.model_dump(exclude={"description"}), "bandwidth_range": bandwidth_range,
               "wan_mbps": instance.network.wan.up_mbps, "violations": evaluation.violations,
               "warnings": evaluation.warnings}
@@ -244,9 +279,14 @@ that are assumed rather than reported.
 How quantities are derived from an evaluation (no new physics): tokens/s = dtplan's `tokens_per_s`;
 MFU = 6 P_act x tokens/s / (accelerators x dense bf16/fp16 peak), i.e. hardware utilisation, not
 dtplan's `global_mfu` (which also multiplies by the quality factor eta and is listed separately);
-wall-clock = the run's tokens / tokens/s (raw compute time, no quality factor); accelerator-hours
-= accelerators x time. Wall-clock with goodput = that / the `[goodput] factor` of the reported
-file, applied to wall-clock only; its basis says whether it was reported or assumed.
+time quantities = the run's tokens (or 10^12) / a token rate (raw compute time, no quality factor);
+accelerator-hours = accelerators x time. Each time quantity is marked as the source meant it: at the
+training rate (tokens/s while training) or wall-clock. Goodput, the fraction of wall-clock spent
+training, is an input of each instance (`fleet.goodput`, its basis stated as REPORTED or ASSUMED):
+every run is evaluated as written and with fleet.goodput = 1, and a wall-clock quantity shows both,
+"predicted" at goodput 1 and "with goodput" as written (the evaluator's wall-clock token rate,
+goodput x tokens/s). Rates while training do not depend on goodput; days to target below are
+wall-clock at the instance's goodput.
 """
 
 
@@ -271,14 +311,14 @@ def render(results: list[dict], skipped: list[tuple[str, str]]) -> str:
                   f"Source: {r['source']}.", "", f"Plan: {_plan_text(r['plan'])}.", "",
                   f"dtplan's own figures for this plan: quality factor eta = {p['eta']:.3f}, global MFU (eta "
                   f"included) = {p['planner_global_mfu']:.3f}, time to target (eta included) = "
-                  f"{p['time_to_target_days']:,.1f} days.", ""]
-        for row in r["rows"]:
-            if "implied_goodput" in row:
-                lines.append(f"Goodput: factor {row['goodput']:g} ({r['goodput'].get('basis', '').strip()}). "
-                             f"The goodput the reported wall-clock implies is {row['implied_goodput']:.2f}.")
-                lines.append("")
-        if r["goodput"] and not r["goodput"].get("applies_to"):
-            lines += [f"Goodput: {r['goodput'].get('basis', '').strip()} (not applied).", ""]
+                  f"{p['training_time_days']:,.1f} days of training"
+                  + (f", {p['time_to_target_days']:,.1f} days wall-clock at goodput {p['goodput']:g}."
+                     if p["goodput"] < 1 else "."), ""]
+        goodput = f"Goodput: fleet.goodput = {r['goodput']:g}. Basis: {r['goodput_basis']}"
+        implied = [row["implied_goodput"] for row in r["rows"] if "implied_goodput" in row]
+        if implied:
+            goodput += f" The goodput the reported wall-clock implies is {implied[0]:.2f}."
+        lines += [goodput, ""]
         if "data_parallel_bandwidth_for_90pct_gbps" in p:
             lines += [f"Calibration check: the same instance as data parallelism (H = 1, no compression, blocking) "
                       f"needs {p['data_parallel_bandwidth_for_90pct_gbps']:,.1f} Gb/s for 90% utilisation.", ""]

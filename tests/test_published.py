@@ -89,11 +89,44 @@ def test_streaming_diloco_calibration_reproduces_the_data_parallel_figure():
 
 
 def test_goodput_is_applied_to_wall_clock_only():
+    """INTELLECT-1's goodput (fleet.goodput 0.9, assumed) scales its wall-clock only: evaluate as
+    written and at goodput 1 train at the same rate, and the wall-clock with goodput is the wall-clock
+    without it / goodput; every other row is a rate while training with one figure."""
+    raw = json.loads((PUBLISHED / "intellect-1.json").read_text())
+    instance = load_instance(PUBLISHED / "intellect-1.json")
+    plan = load_plan(PUBLISHED / "intellect-1.plan.json")
+    goodput = instance.fleet.goodput
+    assert goodput == 0.9 and "ASSUMED" in validate_published.goodput_basis(instance.description)
+    as_written = evaluate(instance, plan).values
+    without = evaluate(parse_instance({**raw, "fleet": {**raw["fleet"], "goodput": 1.0}}), plan).values
+    assert as_written["tokens_per_s"] == without["tokens_per_s"]
+    assert as_written["time_to_target_s"] == pytest.approx(without["time_to_target_s"] / goodput, rel=1e-12)
+
     result = validate_published.validate_run("intellect-1", with_solve=False)
     rows = {r["quantity"]: r for r in result["rows"]}
-    wall = rows["wall_clock_days"]
-    assert wall["predicted_with_goodput"] == pytest.approx(wall["predicted"] / result["goodput"]["factor"])
-    assert all("predicted_with_goodput" not in r for q, r in rows.items() if q != "wall_clock_days")
+    wall = rows["run_days"]
+    assert wall["clock"] == "wall"
+    assert wall["predicted"] == pytest.approx(instance.training.tokens / without["tokens_per_s"] / 86400, rel=1e-12)
+    assert wall["predicted_with_goodput"] == pytest.approx(wall["predicted"] / goodput, rel=1e-9)
+    assert wall["implied_goodput"] == pytest.approx(wall["predicted"] / wall["reported"])
+    assert all("predicted_with_goodput" not in r for q, r in rows.items() if q != "run_days")
+    assert rows["hardware_mfu"]["predicted"] == pytest.approx(
+        6 * instance.model.active_params * without["tokens_per_s"] / (14 * 8 * 990e12))
+
+
+@pytest.mark.parametrize("name", RUNS)
+def test_goodput_is_an_instance_input_with_its_basis(name):
+    """Goodput lives in the instance (fleet.goodput) with its basis after 'GOODPUT:' in the description;
+    the reported files carry none, and every time quantity says whether it is wall-clock."""
+    instance = load_instance(PUBLISHED / f"{name}.json")
+    basis = validate_published.goodput_basis(instance.description)
+    assert "REPORTED" in basis or "ASSUMED" in basis, basis
+    reported = tomllib.loads((PUBLISHED / f"{name}.reported.toml").read_text())
+    assert "goodput" not in reported
+    for key, row in reported["reported"].items():
+        assert (key in validate_published.TIME_QUANTITIES) == (row.get("clock") in ("wall", "training")), key
+    if instance.fleet.goodput < 1:
+        assert any(row.get("clock") == "wall" for row in reported["reported"].values())
 
 
 def test_the_doc_is_what_the_script_writes():
