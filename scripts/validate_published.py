@@ -248,6 +248,11 @@ def _num(x: float) -> str:
     return f"{x:.3f}"
 
 
+def _days(x: float) -> str:
+    """Days with one decimal, or three significant digits below 10 days (a 1B run takes hours)."""
+    return f"{x:,.1f}" if x >= 10 else f"{x:.3g}"
+
+
 def _pct(x: float | None) -> str:
     return "-" if x is None else f"{x * 100:+.1f}%"
 
@@ -311,8 +316,8 @@ def render(results: list[dict], skipped: list[tuple[str, str]]) -> str:
                   f"Source: {r['source']}.", "", f"Plan: {_plan_text(r['plan'])}.", "",
                   f"dtplan's own figures for this plan: quality factor eta = {p['eta']:.3f}, global MFU (eta "
                   f"included) = {p['planner_global_mfu']:.3f}, time to target (eta included) = "
-                  f"{p['training_time_days']:,.1f} days of training"
-                  + (f", {p['time_to_target_days']:,.1f} days wall-clock at goodput {p['goodput']:g}."
+                  f"{_days(p['training_time_days'])} days of training"
+                  + (f", {_days(p['time_to_target_days'])} days wall-clock at goodput {p['goodput']:g}."
                      if p["goodput"] < 1 else "."), ""]
         goodput = f"Goodput: fleet.goodput = {r['goodput']:g}. Basis: {r['goodput_basis']}"
         implied = [row["implied_goodput"] for row in r["rows"] if "implied_goodput" in row]
@@ -345,10 +350,10 @@ def render(results: list[dict], skipped: list[tuple[str, str]]) -> str:
         for key in ("any_precision", "run_precision"):
             s = c[key]
             if s.get("plan"):
-                cells += [_plan_text(s["plan"]), f"{s['time_to_target_days']:,.1f}", f"{s['speedup']:.2f}x"]
+                cells += [_plan_text(s["plan"]), _days(s["time_to_target_days"]), f"{s['speedup']:.2f}x"]
             else:
                 cells += [s["status"], "-", "-"]
-        lines.append(f"| {r['run']} | {c['run_time_to_target_days']:,.1f} | " + " | ".join(cells) + " |")
+        lines.append(f"| {r['run']} | {_days(c['run_time_to_target_days'])} | " + " | ".join(cells) + " |")
     lines += ["", "## Streaming DiLoCo: what the error means", "",
               "Independent of the calibrated step time (RTT 0), dtplan predicts the ratio of data-parallel (bf16, H = 1, "
               "blocking) to Streaming DiLoCo (fp4, H = 100, full overlap) bandwidth at 90% utilisation to be "
