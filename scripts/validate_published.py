@@ -193,7 +193,7 @@ def validate_run(name: str, with_solve: bool = True) -> dict:
             row["implied_goodput"] = row["predicted"] / row["reported"]
         rows.append(row)
     result = {"name": name, "run": reported.get("run", name), "source": reported.get("source", ""),
-              "notes": reported.get("notes", ""), "goodput": goodput,
+              "notes": reported.get("notes", ""), "reading": reported.get("reading", ""), "goodput": goodput,
               "goodput_basis": goodput_basis(instance.description), "rows": rows, "predicted": pred,
               "plan": plan.model_dump(exclude={"description"}), "bandwidth_range": bandwidth_range,
               "wan_mbps": instance.network.wan.up_mbps, "violations": evaluation.violations,
@@ -309,6 +309,13 @@ def render(results: list[dict], skipped: list[tuple[str, str]]) -> str:
                 err += " (in range)" if row["in_range"] else " (outside range)"
             lines.append(f"| {r['run']} | {row['label']} | {rep} | {row['kind']} | {_num(row['predicted'])} | {err} "
                          f"| {_num(row.get('predicted_with_goodput'))} | {_pct(row.get('error_with_goodput'))} |")
+    lines += ["", "## What the errors say", "",
+              "The largest error of each run (without goodput) and what causes it, from each run's "
+              "`reading` in its reported file; the sections below give the inputs and notes.", "",
+              "| run | largest error | on | reading |", "|---|---|---|---|"]
+    for r in results:
+        worst = max(r["rows"], key=lambda row: abs(row["error"]))
+        lines.append(f"| {r['run']} | {_pct(worst['error'])} | {worst['label']} | {' '.join(r['reading'].split())} |")
     lines += ["", "## The runs", ""]
     for r in results:
         p = r["predicted"]

@@ -40,7 +40,7 @@ def test_each_run_validates_evaluates_and_cites_its_source(name):
     assert check_plan_against(instance, plan) == []
     assert instance.name == name and "ASSUMPTIONS" in instance.description
     reported = tomllib.loads((PUBLISHED / f"{name}.reported.toml").read_text())
-    assert reported["source"] and reported["notes"] and reported["reported"]
+    assert reported["source"] and reported["notes"] and reported["reading"] and reported["reported"]
     for key, row in reported["reported"].items():
         assert key in validate_published.QUANTITIES, key
         assert row["value"] > 0 and row["source"] and row["kind"]
