@@ -1,7 +1,6 @@
 """`planner.feasible`: the verdict and the smallest single fixes, each re-checked here
 independently (apply the fix to the raw instance, solve; one step less, solve)."""
 
-import copy
 import math
 
 import pytest
@@ -10,6 +9,7 @@ from planner.cost.duration import SECONDS_PER_DAY
 from planner.feasible import feasible
 from planner.instance import parse_instance
 from planner.solve import solve
+from tests.raw import with_fields as _with
 
 BASE = {
     "name": "10^23 FLOP, 7B, H100 nodes", "model": {"params": 7e9}, "training": {"target_flop": 3e23},
@@ -18,17 +18,6 @@ BASE = {
     "limits": {"max_days": 30},
     "search": {"modes": ["flat"], "compression": [1, 4], "max_inner_steps": 50},
 }
-
-
-def _with(raw, **fields):
-    data = copy.deepcopy(raw)
-    for path, value in fields.items():
-        node = data
-        keys = path.split("__")
-        for k in keys[:-1]:
-            node = node.setdefault(k, {})
-        node[keys[-1]] = value
-    return data
 
 
 def _ok(raw) -> bool:

@@ -12,7 +12,6 @@ What is asserted, each against an independent figure:
   rounded up to 0.001, feasible there and not 0.001 below (re-solved here).
 """
 
-import copy
 import json
 import math
 
@@ -27,6 +26,7 @@ from planner.instance import parse_instance
 from planner.plan import parse_plan
 from planner.solve import solve
 from planner.solvers import installed
+from tests.raw import with_fields as _with
 
 BASE = {
     "name": "7B to 3e23 FLOP on 32 H100 nodes", "model": {"params": 7e9}, "training": {"target_flop": 3e23},
@@ -36,17 +36,6 @@ BASE = {
     "search": {"modes": ["flat"], "compression": [1, 4], "max_inner_steps": 200},
 }
 PLAN = {"mode": "flat", "nodes": 32, "precision": "fp16", "inner_steps": 100, "compression": 4, "streaming": False}
-
-
-def _with(raw: dict, **fields) -> dict:
-    data = copy.deepcopy(raw)
-    for path, value in fields.items():
-        node = data
-        keys = path.split("__")
-        for k in keys[:-1]:
-            node = node.setdefault(k, {})
-        node[keys[-1]] = value
-    return data
 
 
 def _evaluate(raw: dict, plan: dict = PLAN):
