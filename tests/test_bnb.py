@@ -12,7 +12,7 @@ import itertools
 import numpy as np
 import pytest
 
-from planner.cost.assumptions import Assumptions
+from planner.cost.assumptions import Assumptions, load_profile
 from planner.cost.score import score
 from planner.cost.setting import PlanBatch, Setting
 from planner.solvers.bnb import TIE_REL, tie_key
@@ -155,3 +155,16 @@ def test_max_compute_matches_brute_force(seed, target_kind):
 @pytest.mark.parametrize("penalty", ["linear_v1", "none"])
 def test_max_compute_matches_brute_force_other_replica_penalties(seed, target_kind, penalty):
     check_against_brute_force(*random_case(3000 + seed, target_kind, penalty), "max_compute", rel=1e-12)
+
+
+@pytest.mark.parametrize("seed", range(20))
+@pytest.mark.parametrize("objective", ["min_time", "min_cost", "max_compute"])
+def test_bnb_matches_brute_force_on_plateaus(seed, objective):
+    """Under the 'simulator' profile (no efficiency, quality or straggler loss) every compute-bound
+    H and R gives the same time, so many plans tie; the search drops boxes whose plans come after
+    an equally fast plan in tie order (it enumerated such plateaus plan by plan and ran out of
+    memory on the 10^25 baseline with the default search, found by tests/test_fuzz_cli.py)."""
+    setting, space, streaming = random_case(4000 + seed)
+    setting = setting.replace(assumptions=load_profile("simulator"), wan_rtt_s=0.0)
+    space = dataclasses.replace(space, compression=(1.0, 16.0))
+    check_against_brute_force(setting, space, streaming, objective, rel=1e-12)

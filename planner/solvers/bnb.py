@@ -25,7 +25,11 @@ Hence on a box
 
 computed from two real plans at n1. A box whose bound exceeds the incumbent cannot
 hold the optimum and is dropped; a plan within the tie tolerance of the optimum is
-never dropped. Every number comes from `planner.cost.score.time_to_target`.
+never dropped unless a plan of its class at most as slow (within the tolerance) comes
+before it in tie order, which within a class is (n, H, R): a box whose bound ties is cut
+along n, then H, then R, so that a plateau of equal times (no efficiency loss, every
+compute-bound H) is not enumerated plan by plan. Every number comes from
+`planner.cost.score.time_to_target`.
 
 tests/test_bnb.py checks it against a naive brute force (every N, H, R, M scored
 one by one) on small random instances.
@@ -69,7 +73,7 @@ def _time_and_efficiency(s: Setting, c: Classes, idx, n, h, r):
     out = time_to_target(s, c.plans(idx, n, h, r))
     t = out["time_to_target_s"]
     with np.errstate(divide="ignore", invalid="ignore"):
-        e = s.target / (6.0 * s.active_params * out["tokens_per_s"] * out["training_time_s"])
+        e = s.target / (6.0 * s.active_params * out["tokens_per_s"]) / out["training_time_s"]   # no overflow
     return t, np.where(np.isfinite(t) & (t > 0), e, 0.0)
 
 
@@ -184,13 +188,15 @@ def _seeds(s: Setting, c: Classes, h_max: int, r_max: int):
 
 def _branch_and_bound(s: Setting, c: Classes, h_max: int, r_max: int, visit: Callable, cutoff: Callable,
                       n_range: tuple[np.ndarray, np.ndarray] | None = None,
-                      deadline: float = math.inf, measure: str = TIME) -> tuple[int, dict[str, np.ndarray] | None]:
+                      deadline: float = math.inf, measure: str = TIME,
+                      dominated: Callable | None = None) -> tuple[int, dict[str, np.ndarray] | None]:
     """Search (n, H, R) boxes of every class.
 
     `visit(idx, n, h, r, t)` sees every scored plan (t its `measure`); `cutoff(box)` gives, per
-    box, the measure above which its plans are of no interest (read after each visit). Returns
-    the number of plans scored and, when `deadline` (time.perf_counter()) passed first, the
-    boxes left open with their lower bounds (key "lower"); else None.
+    box, the measure above which its plans are of no interest (read after each visit);
+    `dominated(box, lower)`, if given, marks boxes none of whose plans can be the answer
+    either. Returns the number of plans scored and, when `deadline` (time.perf_counter())
+    passed first, the boxes left open with their lower bounds (key "lower"); else None.
     """
     lo, hi = n_range if n_range is not None else (c.n_lo, c.n_hi)
     keep = lo <= hi
@@ -207,22 +213,29 @@ def _branch_and_bound(s: Setting, c: Classes, h_max: int, r_max: int, visit: Cal
             h, r = (box["h2"], box["r2"]) if corner == "h2" else (box["h1"], box["r1"])
             visit(box["i"], n, h, r, value)
         leaf = (box["n1"] == box["n2"]) & (box["h1"] == box["h2"]) & (box["r1"] == box["r2"])
-        alive = ~leaf & ~(lower > cutoff(box))      # a NaN bound (no meaning) is kept
+        cut = np.broadcast_to(cutoff(box), lower.shape)
+        alive = ~leaf & ~(lower > cut)      # a NaN bound (no meaning) is kept
+        if dominated is not None:
+            alive &= ~dominated(box, lower)
         if alive.any() and time.perf_counter() > deadline:
             left = {k: v[alive] for k, v in box.items()}
             left["lower"] = np.nan_to_num(lower[alive], nan=0.0)
             return evaluations, left
-        box = _split({k: v[alive] for k, v in box.items()})
+        tied = lower[alive] >= cut[alive] / (1 + TIE_REL)
+        box = _split({k: v[alive] for k, v in box.items()}, tied)
     return evaluations, None
 
 
-def _split(box: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-    """Cut each box along its longest side (in log terms) into up to SPLIT parts."""
+def _split(box: dict[str, np.ndarray], tied: np.ndarray | None = None) -> dict[str, np.ndarray]:
+    """Cut each box along its longest side (in log terms) into up to SPLIT parts; a `tied` box
+    (its bound at the cutoff: its plans can at best tie) along n, else H, else R, the tie order."""
     if not box["i"].size:
         return box
     sides = ("n", "h", "r")
     ratios = np.stack([np.log(box[f"{d}2"] / box[f"{d}1"]) for d in sides])
     along = np.argmax(ratios, axis=0)
+    if tied is not None:
+        along = np.where(tied, np.argmax(ratios > 0, axis=0), along)
     lo = np.choose(along, [box[f"{d}1"] for d in sides])
     hi = np.choose(along, [box[f"{d}2"] for d in sides])
     width = hi - lo + 1
@@ -251,23 +264,59 @@ def minimise_time(s: Setting, c: Classes, h_max: int, r_max: int, bound: float =
     h_max, r_max = _h_r_max(c, h_max, r_max)
     best = bound
     kept: list[tuple[np.ndarray, ...]] = []
+    # Per class, q: a visited plan within TIE_REL of the class's least visited measure m, the
+    # first such in tie order (within one class every decision but (n, H, R) is equal, so
+    # `tie_key` orders its plans by (n, H, R)).
+    q_m, q_t = np.full(c.size, np.inf), np.full(c.size, np.inf)
+    q_n, q_h, q_r = (np.zeros(c.size, np.int64) for _ in range(3))
+
+    def update_q(i, n, h, r, t):
+        np.minimum.at(q_m, i, t)
+        near = t <= q_m[i] * (1 + TIE_REL)
+        i, n, h, r, t = i[near], n[near], h[near], r[near], t[near]
+        order = np.lexsort((r, h, n, i))
+        first = order[np.r_[True, i[order][1:] != i[order][:-1]]] if order.size else order
+        i, n, h, r, t = i[first], n[first], h[first], r[first], t[first]
+        better = (q_t[i] > q_m[i] * (1 + TIE_REL)) | _lex_less((n, h, r), (q_n[i], q_h[i], q_r[i]))
+        i = i[better]
+        q_t[i], q_n[i], q_h[i], q_r[i] = t[better], n[better], h[better], r[better]
 
     def visit(idx, n, h, r, t):
         nonlocal best
         ok = np.isfinite(t)
         if ok.any():
             best = min(best, float(t[ok].min()))
+            update_q(idx[ok], n[ok], h[ok], r[ok], t[ok])
         keep = ok & (t <= best * (1 + TIE_REL))
         kept.append((idx[keep], n[keep], h[keep], r[keep], t[keep]))
+
+    def dominated(box, lower):
+        """Boxes whose every plan comes after the class's plan q in tie order and is not faster
+        than q by more than the tie tolerance: such a plan is the answer only if it ties with
+        the optimum while q, at most TIE_REL slower, does not. (Without this, a plateau of
+        equal times, e.g. every compute-bound H and R with no efficiency loss, would be
+        enumerated plan by plan.)"""
+        i = box["i"]
+        return (q_t[i] <= lower * (1 + TIE_REL)) & ~_lex_less((box["n1"], box["h1"], box["r1"]),
+                                                              (q_n[i], q_h[i], q_r[i]))
 
     idx, n, h, r = _seeds(s, c, h_max, r_max)
     visit(idx, n, h, r, _measure(s, c, idx, n, h, r, measure))
     count, left = _branch_and_bound(s, c, h_max, r_max, visit, lambda box: best * (1 + TIE_REL), deadline=deadline,
-                                    measure=measure)
+                                    measure=measure, dominated=dominated)
     idx, n, h, r, t = (np.concatenate(x) for x in zip(*kept))
     final = t <= best * (1 + TIE_REL)
     open_bound = float(left["lower"].min()) if left is not None else math.inf
     return Found(c.plans(idx[final], n[final], h[final], r[final]), t[final], c.size + count, open_bound)
+
+
+def _lex_less(a: tuple[np.ndarray, ...], b: tuple[np.ndarray, ...]) -> np.ndarray:
+    """Elementwise: the tuple of arrays `a` comes strictly before `b` lexicographically."""
+    less, equal = np.zeros(np.shape(a[0]), bool), np.ones(np.shape(a[0]), bool)
+    for x, y in zip(a, b):
+        less |= equal & (x < y)
+        equal &= x == y
+    return less
 
 
 def fewest_nodes_within(s: Setting, c: Classes, h_max: int, r_max: int, limit_s: float,
