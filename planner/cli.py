@@ -13,7 +13,7 @@ from pathlib import Path
 import click
 from rich.table import Table
 
-from planner.errors import InputError
+from planner.schema.errors import InputError
 
 EXIT_OK, EXIT_INFEASIBLE, EXIT_BAD_INPUT = 0, 1, 2
 
@@ -37,7 +37,7 @@ def _load(loader, path: Path):
 def _check_report(path: Path | None) -> None:
     """A --report path with a suffix the report writer knows (checked before any solving)."""
     if path is not None:
-        from planner.report import UnknownReportFormat, check_report_path
+        from planner.present.report import UnknownReportFormat, check_report_path
         try:
             check_report_path(path)
         except UnknownReportFormat as err:
@@ -45,7 +45,7 @@ def _check_report(path: Path | None) -> None:
 
 
 def _check_plan(instance, plan, plan_path: Path) -> None:
-    from planner.plan import check_plan_against
+    from planner.schema.plan import check_plan_against
     problems = check_plan_against(instance, plan)
     if problems:
         raise BadInput(str(InputError(problems, source=str(plan_path))))
@@ -62,7 +62,7 @@ def main() -> None:
 def validate(instance_path: Path) -> None:
     """Check an instance file: every problem at once, with its JSON path."""
     from planner.evaluate import max_days, setting_from_instance
-    from planner.instance import load_instance
+    from planner.schema.instance import load_instance
     instance = _load(load_instance, instance_path)
     s = setting_from_instance(instance)
     days, source = max_days(instance)
@@ -91,9 +91,9 @@ def evaluate(instance_path: Path, plan_path: Path, as_json: bool) -> None:
     Exit 0 when the plan meets every limit, 1 when it breaks one, 2 on bad input.
     """
     from planner.evaluate import evaluate as run_evaluation
-    from planner.instance import load_instance
-    from planner.plan import load_plan
-    from planner.render import make_console, render_evaluation
+    from planner.schema.instance import load_instance
+    from planner.schema.plan import load_plan
+    from planner.present.render import make_console, render_evaluation
     instance = _load(load_instance, instance_path)
     plan = _load(load_plan, plan_path)
     _check_plan(instance, plan, plan_path)
@@ -128,8 +128,8 @@ def solve(instance_path: Path, objective: str | None, solver: str, time_limit_s:
     """
     from contextlib import nullcontext
 
-    from planner.instance import load_instance
-    from planner.render import make_console, render_solve
+    from planner.schema.instance import load_instance
+    from planner.present.render import make_console, render_solve
     from planner.solve import SOLVERS, UnsupportedObjective, solve as run_solve
     from planner.solvers import UnsupportedBySolver
     instance = _load(load_instance, instance_path)
@@ -159,7 +159,7 @@ def solve(instance_path: Path, objective: str | None, solver: str, time_limit_s:
     else:
         render_solve(result, make_console())
     if report_path is not None:
-        from planner.report import solve_report
+        from planner.present.report import solve_report
         click.echo(f"report written to {solve_report(instance, result, report_path)}", err=True)
     sys.exit(EXIT_INFEASIBLE if result.status == "infeasible" or result.plan is None else EXIT_OK)
 
@@ -201,9 +201,9 @@ def feasible(instance_path: Path | None, target_flop, target_kind, hardware, nod
     """
     from contextlib import nullcontext
 
-    from planner.feasible import feasible as run_feasible
-    from planner.render import make_console, render_feasibility
-    from planner.strict import read_json
+    from planner.questions.feasible import feasible as run_feasible
+    from planner.present.render import make_console, render_feasibility
+    from planner.schema.strict import read_json
     _check_report(report_path)
     if instance_path is not None:
         raw, problems = read_json(instance_path)
@@ -251,7 +251,7 @@ def feasible(instance_path: Path | None, target_flop, target_kind, hardware, nod
         notes.append(f"model: {sections['model']['params'] / 1e9:,.4g}B parameters, the compute-optimal size "
                      f"for {target_flop:.3g} FLOP (--params to choose another)")
     try:
-        from planner.instance import parse_instance
+        from planner.schema.instance import parse_instance
         instance = parse_instance(raw, source)
     except InputError as err:
         raise BadInput(str(err)) from None
@@ -267,7 +267,7 @@ def feasible(instance_path: Path | None, target_flop, target_kind, hardware, nod
     else:
         render_feasibility(result, console, notes)
     if report_path is not None:
-        from planner.report import feasible_report
+        from planner.present.report import feasible_report
         click.echo(f"report written to {feasible_report(instance, result, report_path, notes)}", err=True)
     sys.exit(EXIT_OK if result.feasible else EXIT_INFEASIBLE)
 
@@ -276,8 +276,8 @@ def feasible(instance_path: Path | None, target_flop, target_kind, hardware, nod
 @main.command()
 def hardware() -> None:
     """List the hardware presets of models/hardware/."""
-    from planner.catalog import hardware_ids, load_hardware
-    from planner.render import make_console
+    from planner.schema.catalog import hardware_ids, load_hardware
+    from planner.present.render import make_console
     table = Table("id", "node", "precisions", "peak fp16 PFLOP/s", "HBM GB", "H100-eq", "$ per node")
     table.columns[0].no_wrap = True
     for hid in hardware_ids():
@@ -310,12 +310,12 @@ def compare(instance_path: Path, hardware_list: str, objective: str | None, plot
     1 when none has, 2 on bad input.
     """
     import time
-    from planner.compare import compare as run_compare, parse_hardware_list, render_comparison
-    from planner.instance import load_instance
-    from planner.render import make_console
+    from planner.questions.compare import compare as run_compare, parse_hardware_list, render_comparison
+    from planner.schema.instance import load_instance
+    from planner.present.render import make_console
     instance = _load(load_instance, instance_path)
     try:
-        from planner.plots import UnknownPlotFormat, check_plot_path
+        from planner.present.plots import UnknownPlotFormat, check_plot_path
         for path in plot_paths:
             check_plot_path(path)
     except UnknownPlotFormat as err:
@@ -335,7 +335,7 @@ def compare(instance_path: Path, hardware_list: str, objective: str | None, plot
     elapsed = time.perf_counter() - start
     objective = objective or instance.objective
     if plot_paths:
-        from planner.plots import comparison_plot
+        from planner.present.plots import comparison_plot
         try:
             written = comparison_plot(rows, objective, list(plot_paths), title=instance.name)
         except OSError as err:
@@ -347,7 +347,7 @@ def compare(instance_path: Path, hardware_list: str, objective: str | None, plot
     else:
         render_comparison(rows, objective, make_console(), title=instance.name, elapsed_s=elapsed)
     if report_path is not None:
-        from planner.report import compare_report
+        from planner.present.report import compare_report
         click.echo(f"report written to {compare_report(instance, rows, objective, report_path)}", err=True)
     sys.exit(EXIT_OK if any(row.feasible for row in rows) else EXIT_INFEASIBLE)
 

@@ -16,8 +16,8 @@ import numpy as np
 from planner.cost.duration import SECONDS_PER_DAY, max_run_days
 from planner.cost.score import BOTTLENECKS, CONSTRAINTS, score
 from planner.cost.setting import PlanBatch, Setting
-from planner.instance import Instance
-from planner.plan import Plan
+from planner.schema.instance import Instance
+from planner.schema.plan import Plan
 
 VALIDATED_PARAMS = 72e9          # largest published DiLoCo-style run over the internet (Covenant-72B)
 DEMONSTRATED_COMPRESSION = 150   # Covenant-72B used ~146x pseudo-gradient compression

@@ -23,20 +23,20 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import Any
 
 import numpy as np
 
 from planner.solvers import bnb
 from planner.cost.duration import SECONDS_PER_DAY
-from planner.cost.score import time_to_target, window_compute
 from planner.cost.setting import PlanBatch, Setting
-from planner.errors import InputError
+from planner.schema.errors import InputError
 from planner.evaluate import Evaluation, evaluate, setting_from_instance, with_params
-from planner.instance import Instance, size_set_problems
-from planner.plan import Plan, parse_plan
+from planner.schema.instance import Instance, size_set_problems
+from planner.schema.plan import Plan, parse_plan
 from planner.solvers import UnsupportedBySolver
 from planner.space import DecisionSpace
+from planner.objectives import SizeRun, best_of, best_of_sizes, max_compute, min_cost, min_time
 
 SOLVERS = ("bnb", "highs", "scip", "exhaustive")
 MIP_SOLVERS = ("highs", "scip")          # planner.mip + planner.solvers, certified by the exact search
@@ -82,17 +82,6 @@ class SolveResult:
             "binding": self.binding, "infeasibility": self.infeasibility,
             "evaluation": self.evaluation.to_dict() if self.evaluation else None,
         }
-
-
-class SizeRun(NamedTuple):
-    """One candidate model size solved: its optimum (or None) and proven bound (`optimise`)."""
-
-    params: float | None          # total parameters (None: the instance's own model)
-    setting: Setting
-    space: DecisionSpace
-    found: tuple[PlanBatch, float] | None
-    evaluations: int
-    bound: float                  # lower (min_*) or upper (max_compute) bound, the optimum included
 
 
 def solve(instance: Instance, objective: str | None = None, solver: str = DEFAULT_SOLVER,
@@ -170,32 +159,6 @@ def solve(instance: Instance, objective: str | None = None, solver: str = DEFAUL
                        binding=binding_limits(result, space, objective), model_params=setting.params, **common)
 
 
-def best_of_sizes(objective: str, runs: list[SizeRun]) -> SizeRun | None:
-    """The run whose plan is best for the objective; ties (TIE_REL) to the earlier (smaller) size,
-    and for min_cost first to the faster plan."""
-    best, best_key = None, None
-    for run_ in runs:
-        if run_.found is None:
-            continue
-        batch, value = run_.found
-        key = (-value if objective == "max_compute" else value,)
-        if objective == "min_cost":
-            key += (float(time_to_target(run_.setting, batch)["time_to_target_s"][0]),)
-        if best is None or _less(key, best_key):
-            best, best_key = run_, key
-    return best
-
-
-def _less(a: tuple, b: tuple) -> bool:
-    """a before b, comparing each entry with the relative tie tolerance (equal: not less)."""
-    for x, y in zip(a, b):
-        if x < y - bnb.TIE_REL * abs(y):
-            return True
-        if x > y + bnb.TIE_REL * abs(y):
-            return False
-    return False
-
-
 def optimise(setting: Setting, space: DecisionSpace, objective: str, deadline: float = math.inf,
              solver: str = "bnb", reports: list | None = None):
     """((one-plan batch, objective value) or None, plans evaluated, proven bound from the part of
@@ -222,114 +185,8 @@ def optimise(setting: Setting, space: DecisionSpace, objective: str, deadline: f
         found, evaluations = exhaustive.optimise(setting, space, objective)
         return found, evaluations, math.inf
     if objective == "max_compute":
-        return _max_compute(setting, space, deadline)
-    return (_min_time if objective == "min_time" else _min_cost)(setting, space, deadline)
-
-
-def _best(s: Setting, candidates: list[bnb.Found]) -> tuple[PlanBatch, float] | None:
-    """The least time among candidates, ties broken by `bnb.tie_key`."""
-    candidates = [c for c in candidates if c.time_s.size]
-    if not candidates:
-        return None
-    best = min(float(c.time_s.min()) for c in candidates)
-    tied = []
-    for c in candidates:
-        within = np.flatnonzero(c.time_s <= best * (1 + bnb.TIE_REL))
-        if within.size:
-            i = int(within[bnb.first_in_tie_order(s, c.batch.take(within))])
-            tied.append((bnb.tie_key(s, c.batch, i), c, i))
-    _, c, i = min(tied, key=lambda x: x[0])
-    return c.batch.take(slice(i, i + 1)), float(c.time_s[i])
-
-
-def _min_time(s: Setting, space: DecisionSpace, deadline: float = math.inf, incumbent_s: float = math.inf):
-    """Least time to target within the limit (`incumbent_s`: the time of a plan known to
-    exist, e.g. a MIP backend's, which prunes from the start)."""
-    bound = min(s.window_s, incumbent_s * (1 + bnb.TIE_REL))
-    found, evaluations, open_bound = [], 0, math.inf
-    for b in bnb.batches_most_promising_first(s, space):
-        f = bnb.minimise_time(s, b, space.max_inner_steps, space.max_regional_rounds, bound, deadline)
-        evaluations += f.evaluations
-        open_bound = min(open_bound, f.open_bound)
-        if f.time_s.size:
-            found.append(f)
-            bound = min(bound, float(f.time_s.min()) * (1 + bnb.TIE_REL))
-    best = _best(s, found)
-    if best is not None and best[1] > s.window_s:     # within the tie tolerance, but over the limit
-        best = None
-    return best, evaluations, open_bound
-
-
-def _min_cost(s: Setting, space: DecisionSpace, deadline: float = math.inf, incumbent_nodes: float = math.inf):
-    """Fewest nodes (cost is nodes x node price) reaching the target within the limit; then fastest.
-    `incumbent_nodes`: the nodes of a plan believed to reach it (e.g. a MIP backend's)."""
-    return _fewest_nodes(s, space, s.window_s, bnb.TIME, deadline, incumbent_nodes)
-
-
-def _fewest_nodes(s: Setting, space: DecisionSpace, limit: float, measure, deadline: float,
-                  incumbent_nodes: float = math.inf):
-    """Fewest nodes of a plan whose measure (time to target, or 1 / compute in the window with
-    `bnb.compute_measure`) is within `limit`; among those the least measure, ties by `tie_key`.
-    Returns ((batch, cost) or None, plans scored, proven lower bound on the cost)."""
-    batches = bnb.batches_most_promising_first(s, space, measure)
-    start = incumbent_nodes + 1            # searched: plans with fewer nodes than `start`
-    fewest, evaluations, open_nodes = start, 0, math.inf
-    for b in batches:
-        n, count, left = bnb.fewest_nodes_within(s, b, space.max_inner_steps, space.max_regional_rounds, limit,
-                                                 at_most=fewest, deadline=deadline, measure=measure)
-        fewest, evaluations, open_nodes = min(fewest, n), evaluations + count, min(open_nodes, left)
-    if fewest == start and math.isfinite(start):     # the incumbent did not hold up: search everything
-        best, count, cost_bound = _fewest_nodes(s, space, limit, measure, deadline)
-        return best, evaluations + count, cost_bound
-    cost_bound = open_nodes * s.node_price_usd if math.isfinite(open_nodes) else math.inf
-    if not math.isfinite(fewest):
-        return None, evaluations, cost_bound
-    found = []
-    for b in batches:
-        at = bnb.with_nodes(b, int(fewest))
-        if at is not None:
-            f = bnb.minimise_time(s, at, space.max_inner_steps, space.max_regional_rounds, limit, measure=measure)
-            evaluations += f.evaluations
-            found.append(f)
-    best = _best(s, found)
-    if best is None:
-        return None, evaluations, cost_bound
-    batch, _ = best
-    return (batch, float(batch.nodes[0] * s.node_price_usd)), evaluations, cost_bound
-
-
-def _max_compute(s: Setting, space: DecisionSpace, deadline: float = math.inf):
-    """Most compute (C_quality or C_local, per target kind) within the duration limit, in the
-    window view: the least 1/C over the space (`bnb.compute_measure`), ties by `tie_key`."""
-    measure = bnb.compute_measure(s.target_kind)
-    bound, found, evaluations, open_bound = math.inf, [], 0, math.inf
-    for b in bnb.batches_most_promising_first(s, space, measure):
-        f = bnb.minimise_time(s, b, space.max_inner_steps, space.max_regional_rounds, bound, deadline, measure)
-        evaluations += f.evaluations
-        open_bound = min(open_bound, f.open_bound)
-        if f.time_s.size:
-            found.append(f)
-            bound = min(bound, float(f.time_s.min()) * (1 + bnb.TIE_REL))
-    upper = 0.0 if open_bound == math.inf else (1.0 / open_bound if open_bound > 0 else math.inf)
-    best = _best(s, found)
-    if best is None:
-        return None, evaluations, upper
-    batch, _ = best
-    return (batch, float(window_compute(s, batch, s.target_kind)[s.target_kind][0])), evaluations, upper
-
-
-def fewest_nodes_in_window(s: Setting, space: DecisionSpace, deadline: float = math.inf):
-    """Fewest nodes (cost) of a plan whose compute within the duration limit (window view,
-    C_quality or C_local per target kind) reaches the target; among those the most compute.
-
-    This is the reference calculator's question (`find_nodes_for_target`: eta_R scored at the
-    run's own tokens), not dtplan's min_cost (time to target, eta_R at the target point); the
-    two agree when eta_R does not depend on the tokens (linear v1 or no replica penalty).
-    Same return convention as `optimise` for min_cost. The space keeps the reductions of
-    max_compute (`for_objective`).
-    """
-    space = space.for_objective(s, "max_compute")
-    return _fewest_nodes(s, space, 1.0 / s.target, bnb.compute_measure(s.target_kind), deadline)
+        return max_compute(setting, space, deadline)
+    return (min_time if objective == "min_time" else min_cost)(setting, space, deadline)
 
 
 def plan_from_batch(b: PlanBatch, i: int, is_moe: bool) -> Plan:
@@ -380,13 +237,13 @@ def explain_infeasible(s: Setting, space: DecisionSpace) -> list[str]:
     if batches and s.target_kind == "c_quality":
         # C_quality grows with the run: the target is missed exactly when the most C_quality
         # within the limit falls short (and the time bound is weak near the loss floor).
-        most, _, _ = _max_compute(s, space.for_objective(s, "max_compute"))
+        most, _, _ = max_compute(s, space.for_objective(s, "max_compute"))
         if most is not None:
             at_goodput = f" at goodput {s.goodput:g}" if s.goodput < 1 else ""
             return [f"duration-limit: the most C_quality any plan reaches in {s.window_s / SECONDS_PER_DAY:,.1f} "
                     f"days{at_goodput} is {most[1]:.3e} FLOP, the target is {s.target:.3e} FLOP"]
     elif batches:
-        fastest = _best(s, [bnb.minimise_time(s, b, space.max_inner_steps, space.max_regional_rounds)
+        fastest = best_of(s, [bnb.minimise_time(s, b, space.max_inner_steps, space.max_regional_rounds)
                             for b in batches])
         if fastest is not None:
             at_goodput = f" at goodput {s.goodput:g}" if s.goodput < 1 else ""

@@ -38,10 +38,10 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from planner.catalog import hardware_ids  # noqa: E402
-from planner.errors import InputError  # noqa: E402
+from planner.schema.catalog import hardware_ids  # noqa: E402
+from planner.schema.errors import InputError  # noqa: E402
 from planner.evaluate import setting_from_instance  # noqa: E402
-from planner.instance import load_instance, parse_instance  # noqa: E402
+from planner.schema.instance import load_instance, parse_instance  # noqa: E402
 from planner.solve import DEFAULT_SOLVER, SOLVERS, solve  # noqa: E402
 from planner.solvers import UnsupportedBySolver  # noqa: E402
 from planner.space import DecisionSpace  # noqa: E402

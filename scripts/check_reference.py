@@ -7,7 +7,7 @@ Usage: scripts/check_reference.py ../shared/conformance/reference_cases.json [--
 Evaluation cases: one line per failing case (its id, function and what differs), then
 `N passed, M failed` with the largest relative error over all compared values.
 Search cases (find_nodes_for_target, find_optimal_config_for_target, sweep_model_sizes;
-`planner.reference_search` states the mapping): one line per failing case (every case
+`planner.reference.search` states the mapping): one line per failing case (every case
 with --verbose), then per search function how many passed and failed (dtplan at least as
 good as the reference, its plan feasible when re-scored) and how often and by how much
 dtplan is strictly better (fewer nodes, lower cost, more C_quality; median and max).
@@ -24,8 +24,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from planner.conformance import SEARCH_FUNCTIONS, check_case  # noqa: E402
-from planner.reference_search import answer, describe, summarise  # noqa: E402
+from planner.reference.conformance import SEARCH_FUNCTIONS, check_case  # noqa: E402
+from planner.reference.search import answer, describe, summarise  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -35,8 +35,8 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from planner.cost.duration import SECONDS_PER_DAY  # noqa: E402
-from planner.feasible import feasible  # noqa: E402
-from planner.instance import parse_instance  # noqa: E402
+from planner.questions.feasible import feasible  # noqa: E402
+from planner.schema.instance import parse_instance  # noqa: E402
 from planner.solve import SolveResult, solve  # noqa: E402
 
 DEFAULT_LIBRARY = ROOT / "instances" / "miri"

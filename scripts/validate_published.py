@@ -31,8 +31,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from planner.instance import load_instance, parse_instance  # noqa: E402
-from planner.plan import check_plan_against, load_plan  # noqa: E402
+from planner.schema.instance import load_instance, parse_instance  # noqa: E402
+from planner.schema.plan import check_plan_against, load_plan  # noqa: E402
 from planner.evaluate import evaluate  # noqa: E402
 from planner.solve import solve  # noqa: E402
 

@@ -1,6 +1,6 @@
 """The monotonicity facts the branch and bound's bound rests on, checked over wide random settings.
 
-planner/bnb.py prunes a box (n, H, R) with
+planner/solvers/bnb.py prunes a box (n, H, R) with
     T >= T(n1, H2, R2) * (n1 / n2) * e(n1, H2 sqrt R2) / e(n1, H1 sqrt R1),
 which holds when, for every mode and class,
   (a) q = outer_time / (H R) is non-increasing in H and in R and non-decreasing in n,
@@ -115,7 +115,7 @@ def test_efficiency_falls_with_h_eff_and_n(case, n, r):
     assert _non_increasing(e)
 
 
-# -- max_compute (planner/bnb.py `_compute_box`) -----------------------------------------
+# -- max_compute (planner/solvers/bnb.py `_compute_box`) -----------------------------------------
 
 from planner.cost import chinchilla  # noqa: E402
 from planner.cost.run import quality_compute, quality_terms  # noqa: E402

@@ -5,10 +5,10 @@ import json
 import pytest
 from pydantic import ValidationError
 
-from planner import catalog
-from planner.catalog import HardwareSpec, LLMSpec, hardware_ids, llm_ids, load_hardware, load_llm
-from planner.errors import InputError, Problem
-from planner.strict import problems_from
+from planner.schema import catalog
+from planner.schema.catalog import HardwareSpec, LLMSpec, hardware_ids, llm_ids, load_hardware, load_llm
+from planner.schema.errors import InputError, Problem
+from planner.schema.strict import problems_from
 
 H100_NODE = {
     "id": "8xH100", "accelerator": "H100 SXM", "accelerators_per_node": 8,

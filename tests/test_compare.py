@@ -12,13 +12,13 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from planner.catalog import hardware_ids
+from planner.schema.catalog import hardware_ids
 from planner.cli import main
-from planner.compare import Comparison, compare, parse_hardware_list, plan_short, rank, variant
-from planner.errors import InputError
-from planner.instance import load_instance, parse_instance
-from planner.plan import parse_plan
-from planner.plots import comparison_plot, uses_log_scale
+from planner.questions.compare import Comparison, compare, parse_hardware_list, plan_short, rank, variant
+from planner.schema.errors import InputError
+from planner.schema.instance import load_instance, parse_instance
+from planner.schema.plan import parse_plan
+from planner.present.plots import comparison_plot, uses_log_scale
 from planner.solve import SolveResult, solve
 
 REPO = Path(__file__).resolve().parents[1]

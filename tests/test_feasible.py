@@ -1,4 +1,4 @@
-"""`planner.feasible`: the verdict and the smallest single fixes, each re-checked here
+"""`planner.questions.feasible`: the verdict and the smallest single fixes, each re-checked here
 independently (apply the fix to the raw instance, solve; one step less, solve)."""
 
 import math
@@ -6,8 +6,8 @@ import math
 import pytest
 
 from planner.cost.duration import SECONDS_PER_DAY
-from planner.feasible import feasible
-from planner.instance import parse_instance
+from planner.questions.feasible import feasible
+from planner.schema.instance import parse_instance
 from planner.solve import solve
 from tests.raw import with_fields as _with
 

@@ -21,9 +21,9 @@ from click.testing import CliRunner
 from planner.cli import main
 from planner.cost.duration import SECONDS_PER_DAY
 from planner.evaluate import evaluate
-from planner.feasible import feasible
-from planner.instance import parse_instance
-from planner.plan import parse_plan
+from planner.questions.feasible import feasible
+from planner.schema.instance import parse_instance
+from planner.schema.plan import parse_plan
 from planner.solve import solve
 from planner.solvers import installed
 from tests.raw import with_fields as _with
@@ -54,7 +54,7 @@ def test_goodput_defaults_to_one_and_is_echoed():
 @pytest.mark.parametrize("bad, shown", [(0, "got 0"), (-0.5, "got -0.5"), (1.2, "got 1.2"), ("0.9", "'0.9'"),
                                         (True, "true"), (None, "null")])
 def test_bad_goodput_names_the_field(bad, shown):
-    from planner.errors import InputError
+    from planner.schema.errors import InputError
     with pytest.raises(InputError) as err:
         parse_instance(_with(BASE, fleet__goodput=bad))
     message = str(err.value)

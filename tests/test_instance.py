@@ -7,10 +7,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
-from planner import catalog
+from planner.schema import catalog
 from planner.cost.assumptions import NUMERIC_FIELDS, SETTABLE_FIELDS, TABLE_FIELDS
-from planner.errors import InputError, Problem
-from planner.instance import DEFAULT_MAX_DAYS, Instance, load_instance, parse_instance
+from planner.schema.errors import InputError, Problem
+from planner.schema.instance import DEFAULT_MAX_DAYS, Instance, load_instance, parse_instance
 
 H100_NODE = {"accelerators_per_node": 8, "peak_tflops_per_accelerator": {"fp16": 990, "fp8": 1980},
              "hbm_gb_per_accelerator": 80, "price_usd_per_accelerator": 25000}

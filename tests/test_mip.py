@@ -208,7 +208,7 @@ def test_cli_refuses_what_a_backend_cannot_answer(tmp_path):
 
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_time_limit_reports_a_valid_bound(backend):
-    from planner.instance import parse_instance
+    from planner.schema.instance import parse_instance
     from planner.solve import solve
     inst = parse_instance(dict(SMALL, fleet={"hardware": "16xH100-SXM", "nodes": 48},
                                search=dict(SMALL["search"], max_inner_steps=300)))

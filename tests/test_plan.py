@@ -4,10 +4,10 @@ import json
 
 import pytest
 
-from planner import catalog
-from planner.errors import InputError, Problem
-from planner.instance import parse_instance
-from planner.plan import Plan, check_plan_against, load_plan, parse_plan
+from planner.schema import catalog
+from planner.schema.errors import InputError, Problem
+from planner.schema.instance import parse_instance
+from planner.schema.plan import Plan, check_plan_against, load_plan, parse_plan
 
 
 @pytest.fixture(autouse=True)

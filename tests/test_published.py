@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from planner.evaluate import evaluate
-from planner.instance import load_instance, parse_instance
-from planner.plan import check_plan_against, load_plan
+from planner.schema.instance import load_instance, parse_instance
+from planner.schema.plan import check_plan_against, load_plan
 
 ROOT = Path(__file__).resolve().parents[1]
 PUBLISHED = ROOT / "instances" / "published"

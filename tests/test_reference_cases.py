@@ -1,18 +1,18 @@
 """Every evaluation case of the reference simulator, reproduced to 1e-9 relative.
 
 The expected numbers are the reference implementation's outputs
-(../shared/conformance/reference_cases.json); `planner.conformance` only states which
+(../shared/conformance/reference_cases.json); `planner.reference.conformance` only states which
 dtplan plan each reference call is.
 """
 
 import pytest
 
-from planner.conformance import SEARCH_FUNCTIONS, check_case
-from planner.reference_search import answer
+from planner.reference.conformance import SEARCH_FUNCTIONS, check_case
+from planner.reference.search import answer
 from tests.conftest import load_reference_cases
 
 EVALUATION_CASES = [c for c in load_reference_cases() if c["function"] not in SEARCH_FUNCTIONS]
-# The search cases (planner.reference_search), all 84 (about 17 s together).
+# The search cases (planner.reference.search), all 84 (about 17 s together).
 SEARCH_CASES = [c for c in load_reference_cases() if c["function"] in SEARCH_FUNCTIONS]
 
 

@@ -15,7 +15,7 @@ from click.testing import CliRunner
 
 from planner.cli import main
 from planner.cost.duration import SECONDS_PER_DAY
-from planner.instance import load_instance
+from planner.schema.instance import load_instance
 from planner.solve import solve
 from tests.test_feasible import BASE
 
@@ -91,7 +91,7 @@ def test_markdown_report_and_bad_suffix(tmp_path):
 
 
 def test_compare_ranks_every_preset_for_a_1e27_target(tmp_path):
-    from planner.catalog import hardware_ids
+    from planner.schema.catalog import hardware_ids
     png, out = tmp_path / "c.png", tmp_path / "c.html"
     r = _run("compare", "instances/compare-1e27.json", "--plot", png, "--report", out, "--json")
     assert r.exit_code == 0

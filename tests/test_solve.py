@@ -8,7 +8,7 @@ from click.testing import CliRunner
 
 from planner.cli import main
 from planner.evaluate import evaluate
-from planner.instance import load_instance, parse_instance
+from planner.schema.instance import load_instance, parse_instance
 from planner.solve import solve
 
 REPO = Path(__file__).resolve().parents[1]

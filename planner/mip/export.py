@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from planner.evaluate import setting_from_instance, with_params
-from planner.instance import Instance
+from planner.schema.instance import Instance
 from planner.mip.formulation import build
 from planner.solvers import backends
 from planner.space import DecisionSpace

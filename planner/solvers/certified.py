@@ -25,6 +25,7 @@ from planner.cost.score import time_to_target
 from planner.cost.setting import Setting
 from planner.mip.formulation import build
 from planner.solvers import backends
+from planner.objectives import min_cost, min_time
 from planner.space import DecisionSpace
 
 @dataclass
@@ -54,7 +55,7 @@ class MipReport:
 def optimise(setting: Setting, space: DecisionSpace, objective: str, backend: str,
              deadline: float = math.inf):
     """((one-plan batch, value) or None, plans evaluated, proven bound, MipReport)."""
-    from planner.solve import _min_cost, _min_time, optimise as exact_optimise   # the exact search
+    from planner.solve import optimise as exact_optimise   # the exact search (solver dispatch)
     solver = backends()[backend]
     start = time.perf_counter()
     formulation = build(setting, space, objective)
@@ -74,11 +75,11 @@ def optimise(setting: Setting, space: DecisionSpace, objective: str, backend: st
     plan = formulation.decode(r.x)
     t_plan = float(time_to_target(setting, plan)["time_to_target_s"][0])
     if objective == "min_time":
-        best, evaluations, bound = _min_time(setting, space, deadline, incumbent_s=t_plan)
+        best, evaluations, bound = min_time(setting, space, deadline, incumbent_s=t_plan)
         mine = t_plan
     else:
         within = t_plan <= setting.window_s
-        best, evaluations, bound = _min_cost(setting, space, deadline,
+        best, evaluations, bound = min_cost(setting, space, deadline,
                                              incumbent_nodes=float(plan.nodes[0]) if within else math.inf)
         mine = float(plan.nodes[0] * setting.node_price_usd) if within else math.inf
     report.certify_s = time.perf_counter() - start

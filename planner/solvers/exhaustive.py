@@ -17,6 +17,7 @@ import numpy as np
 from planner.solvers import bnb
 from planner.cost.score import time_to_target
 from planner.cost.setting import Setting
+from planner.objectives import best_of
 from planner.space import Classes, DecisionSpace
 
 CHUNK = 1 << 20
@@ -38,7 +39,7 @@ def _plans(c: Classes, h_max: int, r_max: int):
 
 def optimise(setting: Setting, space: DecisionSpace, objective: str):
     """((one-plan batch, value) or None, plans evaluated): min_time or min_cost, exactly."""
-    from planner.solve import _best
+
     h_max, r_max = space.max_inner_steps, space.max_regional_rounds
     groups = list(bnb.batches(setting, space))
     evaluations = 0
@@ -68,7 +69,7 @@ def optimise(setting: Setting, space: DecisionSpace, objective: str):
             idx, n, h, r, t = idx[on], n[on], h[on], r[on], t[on]
         if t.size:
             found.append(bnb.Found(c.plans(idx, n, h, r), t))
-    best = _best(setting, found)
+    best = best_of(setting, found)
     if best is None:
         return None, evaluations
     if objective == "min_cost":

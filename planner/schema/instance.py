@@ -12,12 +12,12 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BeforeValidator, Field, ValidationError, model_validator
 
-from planner.catalog import HardwareSpec, load_hardware, load_llm
+from planner.schema.catalog import HardwareSpec, load_hardware, load_llm
 from planner.cost.assumptions import (NUMERIC_FIELDS, PRECISIONS, REPLICA_PENALTIES, SCENARIOS, SETTABLE_FIELDS,
                                       STRAGGLER_STRATEGIES, TABLE_FIELDS, Assumptions, apply_overrides, load_profile,
                                       profile_names)
-from planner.errors import InputError, Problem
-from planner.strict import (Bool, Choice, Int, List, Num, StrictModel, choice_error, did_you_mean, fail, fmt,
+from planner.schema.errors import InputError, Problem
+from planner.schema.strict import (Bool, Choice, Int, List, Num, StrictModel, choice_error, did_you_mean, fail, fmt,
                             load_file, number_error, problems_from, raise_problems, show)
 
 MODES = ("flat", "hierarchical", "pp_group", "pipeline_wan")

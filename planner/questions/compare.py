@@ -23,13 +23,13 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from planner.catalog import hardware_ids as preset_ids
+from planner.schema.catalog import hardware_ids as preset_ids
 from planner.cost.duration import SECONDS_PER_DAY
-from planner.errors import InputError, Problem
-from planner.instance import MODEL_SIZE_KEYS, Instance, parse_instance
-from planner.plan import Plan
+from planner.schema.errors import InputError, Problem
+from planner.schema.instance import MODEL_SIZE_KEYS, Instance, parse_instance
+from planner.schema.plan import Plan
 from planner.solve import SUPPORTED_OBJECTIVES, SolveResult, solve
-from planner.strict import closest_first
+from planner.schema.strict import closest_first
 
 @dataclass
 class Comparison:

@@ -54,7 +54,7 @@ def check_case(case: dict) -> CaseResult:
     fn = case["function"]
     if fn in SEARCH_FUNCTIONS:
         return CaseResult(case["id"], fn, "skipped", ["search function: answered by the planner "
-                                                      "(planner.reference_search)"])
+                                                      "(planner.reference.search)"])
     handler = HANDLERS.get(fn)
     if handler is None:
         return CaseResult(case["id"], fn, "failed", [f"no dtplan mapping for reference function {fn!r}"])
@@ -114,7 +114,7 @@ def _h100_equivalents(config_name: str | None, node: dict) -> float:
     preset = PRESET_OF_CONFIG.get(config_name or "")
     if preset is not None:
         try:
-            from planner.catalog import load_hardware
+            from planner.schema.catalog import load_hardware
             return load_hardware(preset).h100_equivalents
         except (ImportError, KeyError):
             pass

@@ -19,7 +19,7 @@ import matplotlib.pyplot as plt  # noqa: E402  (after the backend is chosen)
 from matplotlib.ticker import FuncFormatter  # noqa: E402
 from matplotlib.transforms import blended_transform_factory  # noqa: E402
 
-from planner.compare import Comparison  # noqa: E402
+from planner.questions.compare import Comparison  # noqa: E402
 from planner.cost.duration import SECONDS_PER_DAY  # noqa: E402
 
 PLOT_SUFFIXES = (".png", ".svg")
@@ -66,7 +66,7 @@ def _label(x: float, objective: str) -> str:
 def comparison_plot(rows: list[Comparison], objective: str, paths: list[str | Path], title: str = "") -> list[Path]:
     """Write the comparison bar chart to every path (format by suffix); returns the paths written.
 
-    `rows` in rank order (as `planner.compare.compare` returns them). Raises UnknownPlotFormat
+    `rows` in rank order (as `planner.questions.compare.compare` returns them). Raises UnknownPlotFormat
     before drawing anything if a suffix is not .png or .svg, OSError if a file cannot be written.
     """
     formats = [check_plot_path(p) for p in paths]

@@ -13,8 +13,8 @@ from typing import Annotated, Any
 from pydantic import BeforeValidator, Field, ValidationError, model_validator
 
 from planner.cost.assumptions import PRECISIONS
-from planner.errors import InputError, Problem
-from planner.strict import (Int, Num, StrictModel, closest_first, did_you_mean, load_file, number_error,
+from planner.schema.errors import InputError, Problem
+from planner.schema.strict import (Int, Num, StrictModel, closest_first, did_you_mean, load_file, number_error,
                             problems_from, raise_problems, show)
 
 MODELS_DIR_ENV = "DTPLAN_MODELS_DIR"
@@ -24,7 +24,7 @@ H100_FP16_TFLOPS = 990.0  # one H100-equivalent, dense FP16
 def models_dir() -> Path:
     """`$DTPLAN_MODELS_DIR` if set, else `<repo>/models`."""
     env = os.environ.get(MODELS_DIR_ENV)
-    return Path(env) if env else Path(__file__).resolve().parents[1] / "models"
+    return Path(env) if env else Path(__file__).resolve().parents[2] / "models"
 
 
 def _check_tflops(value: Any) -> dict[str, float]:

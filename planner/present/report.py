@@ -255,8 +255,8 @@ def feasible_report(instance, f, path: str | Path, notes: list[str] | None = Non
 
 
 def compare_report(instance, rows, objective: str, path: str | Path) -> Path:
-    from planner.compare import plan_short
-    from planner.plots import comparison_plot
+    from planner.questions.compare import plan_short
+    from planner.present.plots import comparison_plot
     doc = _Doc(f"dtplan compare: {instance.name or 'instance'}")
     _question(doc, instance)
     doc.h2("Ranking")

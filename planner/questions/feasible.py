@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from planner.cost.duration import SECONDS_PER_DAY
-from planner.instance import parse_instance
+from planner.schema.instance import parse_instance
 from planner.solve import SolveResult, solve
 
 NODE_CAP_FACTOR = 1000          # search up to this many times the fleet (at least NODE_CAP_MIN nodes)

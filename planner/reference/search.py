@@ -19,7 +19,7 @@ is at least as good as the reference's and dtplan's plan, re-scored by the evalu
   exactly when C_local over the window reaches the target). Under the Chinchilla penalty
   (profile current) dtplan's `min_cost` scores eta_R at the target point instead
   (COST_MODEL.md section 7), a different question; the reference's is answered by
-  `planner.solve.fewest_nodes_in_window` (the max_compute bound, exact).
+  `planner.objectives.fewest_nodes_in_window` (the max_compute bound, exact).
 - `find_optimal_config_for_target(cfg, target_c_quality)`: the reference tries flat
   DiLoCo at P = f V / beta (f in 0.25, 0.5, 0.75, 1; a few H), hierarchical DiLoCo at the
   same sizes (k in 4, 8, 16; H and R compute-bound; regional link = the WAN link) and
@@ -45,10 +45,11 @@ from typing import Any
 
 import numpy as np
 
-from planner import conformance
+from planner.reference import conformance
 from planner.cost.score import score
 from planner.cost.setting import Setting
-from planner.solve import SizeRun, best_of_sizes, fewest_nodes_in_window, optimise, plan_from_batch
+from planner.objectives import SizeRun, best_of_sizes, fewest_nodes_in_window
+from planner.solve import optimise, plan_from_batch
 from planner.space import DecisionSpace
 
 MAX_NODES = 100_000                       # the reference's bisection range
@@ -161,7 +162,7 @@ def _find_nodes(case: dict) -> SearchOutcome:
 
 
 def _solve_sizes(case: dict, sizes_b, objective: str, modes, max_nodes: int, links_are_wan: bool, **target):
-    """Solve every model size; the best run (`planner.solve.best_of_sizes`: ties to the smaller model)."""
+    """Solve every model size; the best run (`planner.objectives.best_of_sizes`: ties to the smaller model)."""
     runs = []
     for params_b in sorted(sizes_b):
         setting, precision = _setting(case, params_b * 1e9, links_are_wan, **target)

@@ -23,7 +23,7 @@ import annotated_types as at
 from pydantic import BaseModel, BeforeValidator, ConfigDict, ValidationError
 from pydantic_core import PydanticCustomError
 
-from planner.errors import InputError, Problem
+from planner.schema.errors import InputError, Problem
 
 
 class StrictModel(BaseModel):

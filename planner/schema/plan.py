@@ -10,9 +10,9 @@ from typing import Any
 from pydantic import Field, ValidationError, model_validator
 
 from planner.cost.assumptions import PRECISIONS
-from planner.errors import InputError, Problem
-from planner.instance import EXPERT_PARALLEL, MODES, PIPELINE_MODES, Instance
-from planner.strict import Bool, Choice, Int, Num, StrictModel, load_file, problems_from, raise_problems, show
+from planner.schema.errors import InputError, Problem
+from planner.schema.instance import EXPERT_PARALLEL, MODES, PIPELINE_MODES, Instance
+from planner.schema.strict import Bool, Choice, Int, Num, StrictModel, load_file, problems_from, raise_problems, show
 
 
 class Plan(StrictModel):

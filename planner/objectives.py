@@ -1,0 +1,172 @@
+"""The objectives every solver shares (PLANNER.md, "Objectives"), searched exactly by the
+branch and bound of `planner.solvers.bnb`.
+
+- `min_time`: least wall-clock until C_local (or C_quality) reaches the target, among plans
+  that meet every limit (memory, nodes, structure, budget, run duration).
+- `min_cost`: fewest dollars (= fewest nodes of the fleet's hardware) that reach the target
+  within the run-duration limit; ties go to the faster plan.
+- `max_compute`: the most C_quality (or C_local, per `training.target_kind`) reached within
+  the run-duration limit W, in the window view (`planner.cost.run.window_view`).
+- `fewest_nodes_in_window`: the reference calculator's own question (fewest nodes whose
+  compute within the window reaches the target).
+
+Each returns ((one-plan batch, objective value) or None, plans scored, proven bound). Ties
+among plans are broken by `planner.solvers.bnb.tie_key`; among model sizes by
+`best_of_sizes`. `planner.solve` (the user-facing solve), the MIP certification
+(`planner.solvers.certified`) and the exhaustive oracle all use these functions.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import NamedTuple
+
+import numpy as np
+
+from planner.cost.score import time_to_target, window_compute
+from planner.cost.setting import PlanBatch, Setting
+from planner.solvers import bnb
+from planner.space import DecisionSpace
+
+
+class SizeRun(NamedTuple):
+    """One candidate model size solved: its optimum (or None) and proven bound (`optimise`)."""
+
+    params: float | None          # total parameters (None: the instance's own model)
+    setting: Setting
+    space: DecisionSpace
+    found: tuple[PlanBatch, float] | None
+    evaluations: int
+    bound: float                  # lower (min_*) or upper (max_compute) bound, the optimum included
+
+
+def best_of_sizes(objective: str, runs: list[SizeRun]) -> SizeRun | None:
+    """The run whose plan is best for the objective; ties (TIE_REL) to the earlier (smaller) size,
+    and for min_cost first to the faster plan."""
+    best, best_key = None, None
+    for run_ in runs:
+        if run_.found is None:
+            continue
+        batch, value = run_.found
+        key = (-value if objective == "max_compute" else value,)
+        if objective == "min_cost":
+            key += (float(time_to_target(run_.setting, batch)["time_to_target_s"][0]),)
+        if best is None or tie_less(key, best_key):
+            best, best_key = run_, key
+    return best
+
+
+def tie_less(a: tuple, b: tuple) -> bool:
+    """a before b, comparing each entry with the relative tie tolerance (equal: not less)."""
+    for x, y in zip(a, b):
+        if x < y - bnb.TIE_REL * abs(y):
+            return True
+        if x > y + bnb.TIE_REL * abs(y):
+            return False
+    return False
+
+
+def best_of(s: Setting, candidates: list[bnb.Found]) -> tuple[PlanBatch, float] | None:
+    """The least time among candidates, ties broken by `bnb.tie_key`."""
+    candidates = [c for c in candidates if c.time_s.size]
+    if not candidates:
+        return None
+    best = min(float(c.time_s.min()) for c in candidates)
+    tied = []
+    for c in candidates:
+        within = np.flatnonzero(c.time_s <= best * (1 + bnb.TIE_REL))
+        if within.size:
+            i = int(within[bnb.first_in_tie_order(s, c.batch.take(within))])
+            tied.append((bnb.tie_key(s, c.batch, i), c, i))
+    _, c, i = min(tied, key=lambda x: x[0])
+    return c.batch.take(slice(i, i + 1)), float(c.time_s[i])
+
+
+def min_time(s: Setting, space: DecisionSpace, deadline: float = math.inf, incumbent_s: float = math.inf):
+    """Least time to target within the limit (`incumbent_s`: the time of a plan known to
+    exist, e.g. a MIP backend's, which prunes from the start)."""
+    bound = min(s.window_s, incumbent_s * (1 + bnb.TIE_REL))
+    found, evaluations, open_bound = [], 0, math.inf
+    for b in bnb.batches_most_promising_first(s, space):
+        f = bnb.minimise_time(s, b, space.max_inner_steps, space.max_regional_rounds, bound, deadline)
+        evaluations += f.evaluations
+        open_bound = min(open_bound, f.open_bound)
+        if f.time_s.size:
+            found.append(f)
+            bound = min(bound, float(f.time_s.min()) * (1 + bnb.TIE_REL))
+    best = best_of(s, found)
+    if best is not None and best[1] > s.window_s:     # within the tie tolerance, but over the limit
+        best = None
+    return best, evaluations, open_bound
+
+
+def min_cost(s: Setting, space: DecisionSpace, deadline: float = math.inf, incumbent_nodes: float = math.inf):
+    """Fewest nodes (cost is nodes x node price) reaching the target within the limit; then fastest.
+    `incumbent_nodes`: the nodes of a plan believed to reach it (e.g. a MIP backend's)."""
+    return fewest_nodes(s, space, s.window_s, bnb.TIME, deadline, incumbent_nodes)
+
+
+def fewest_nodes(s: Setting, space: DecisionSpace, limit: float, measure, deadline: float,
+                  incumbent_nodes: float = math.inf):
+    """Fewest nodes of a plan whose measure (time to target, or 1 / compute in the window with
+    `bnb.compute_measure`) is within `limit`; among those the least measure, ties by `tie_key`.
+    Returns ((batch, cost) or None, plans scored, proven lower bound on the cost)."""
+    batches = bnb.batches_most_promising_first(s, space, measure)
+    start = incumbent_nodes + 1            # searched: plans with fewer nodes than `start`
+    fewest, evaluations, open_nodes = start, 0, math.inf
+    for b in batches:
+        n, count, left = bnb.fewest_nodes_within(s, b, space.max_inner_steps, space.max_regional_rounds, limit,
+                                                 at_most=fewest, deadline=deadline, measure=measure)
+        fewest, evaluations, open_nodes = min(fewest, n), evaluations + count, min(open_nodes, left)
+    if fewest == start and math.isfinite(start):     # the incumbent did not hold up: search everything
+        best, count, cost_bound = fewest_nodes(s, space, limit, measure, deadline)
+        return best, evaluations + count, cost_bound
+    cost_bound = open_nodes * s.node_price_usd if math.isfinite(open_nodes) else math.inf
+    if not math.isfinite(fewest):
+        return None, evaluations, cost_bound
+    found = []
+    for b in batches:
+        at = bnb.with_nodes(b, int(fewest))
+        if at is not None:
+            f = bnb.minimise_time(s, at, space.max_inner_steps, space.max_regional_rounds, limit, measure=measure)
+            evaluations += f.evaluations
+            found.append(f)
+    best = best_of(s, found)
+    if best is None:
+        return None, evaluations, cost_bound
+    batch, _ = best
+    return (batch, float(batch.nodes[0] * s.node_price_usd)), evaluations, cost_bound
+
+
+def max_compute(s: Setting, space: DecisionSpace, deadline: float = math.inf):
+    """Most compute (C_quality or C_local, per target kind) within the duration limit, in the
+    window view: the least 1/C over the space (`bnb.compute_measure`), ties by `tie_key`."""
+    measure = bnb.compute_measure(s.target_kind)
+    bound, found, evaluations, open_bound = math.inf, [], 0, math.inf
+    for b in bnb.batches_most_promising_first(s, space, measure):
+        f = bnb.minimise_time(s, b, space.max_inner_steps, space.max_regional_rounds, bound, deadline, measure)
+        evaluations += f.evaluations
+        open_bound = min(open_bound, f.open_bound)
+        if f.time_s.size:
+            found.append(f)
+            bound = min(bound, float(f.time_s.min()) * (1 + bnb.TIE_REL))
+    upper = 0.0 if open_bound == math.inf else (1.0 / open_bound if open_bound > 0 else math.inf)
+    best = best_of(s, found)
+    if best is None:
+        return None, evaluations, upper
+    batch, _ = best
+    return (batch, float(window_compute(s, batch, s.target_kind)[s.target_kind][0])), evaluations, upper
+
+
+def fewest_nodes_in_window(s: Setting, space: DecisionSpace, deadline: float = math.inf):
+    """Fewest nodes (cost) of a plan whose compute within the duration limit (window view,
+    C_quality or C_local per target kind) reaches the target; among those the most compute.
+
+    This is the reference calculator's question (`find_nodes_for_target`: eta_R scored at the
+    run's own tokens), not dtplan's min_cost (time to target, eta_R at the target point); the
+    two agree when eta_R does not depend on the tokens (linear v1 or no replica penalty).
+    Same return convention as `optimise` for min_cost. The space keeps the reductions of
+    max_compute (`for_objective`).
+    """
+    space = space.for_objective(s, "max_compute")
+    return fewest_nodes(s, space, 1.0 / s.target, bnb.compute_measure(s.target_kind), deadline)

@@ -1,0 +1,1 @@
+"""How answers are shown: terminal tables (`render`), self-contained reports (`report`), plots (`plots`)."""
