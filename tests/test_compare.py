@@ -285,7 +285,7 @@ def test_cli_bad_instance_exits_2(tmp_path):
 def test_progress_bar_only_on_a_terminal_and_only_after_the_delay():
     import time
     from rich.console import Console
-    from planner.cli import _progress_after
+    from planner.cli.common import progress_after as _progress_after
     bar = _progress_after(0.0, "solving")
     bar.console = Console(stderr=True, force_terminal=False)
     with bar as progress:
