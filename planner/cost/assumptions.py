@@ -19,8 +19,9 @@ from __future__ import annotations
 import dataclasses
 import json
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Mapping
+
+from planner.presets_dir import bundled_models_dir
 
 SCENARIOS = ("optimistic", "expected", "conservative")
 STRAGGLER_STRATEGIES = ("synchronous", "relay", "threshold", "backup", "none")
@@ -143,7 +144,7 @@ NUMERIC_FIELDS = tuple(
 )
 SETTABLE_FIELDS = tuple(f.name for f in dataclasses.fields(Assumptions) if f.name != "profile")
 
-PROFILES_DIR = Path(__file__).resolve().parents[2] / "models" / "assumptions"
+PROFILES_DIR = bundled_models_dir() / "assumptions"  # checkout or wheel; see planner/presets_dir.py
 
 
 def table_from_json(rows: Mapping[str, Any]) -> QualityTable:
