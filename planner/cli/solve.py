@@ -35,7 +35,6 @@ def solve(instance_path: Path, objective: str | None, solver: str, time_limit_s:
     from contextlib import nullcontext
 
     from planner.schema.instance import load_instance
-    from planner.present.render import make_console, render_solve
     from planner.solve import SOLVERS, UnsupportedObjective, solve as run_solve
     from planner.solvers import UnsupportedBySolver
     instance = load_or_exit(load_instance, instance_path)
@@ -51,8 +50,13 @@ def solve(instance_path: Path, objective: str | None, solver: str, time_limit_s:
                 raise BadInput(f"--write-model: {err}") from None
             for path in written:
                 click.echo(f"model written to {path}", err=True)
-        console = make_console(stderr=True)
-        with console.status(f"solving ({solver})", spinner="dots") if console.is_terminal else nullcontext():
+        status = nullcontext()
+        if sys.stderr.isatty():      # a spinner only where someone watches (rich is not loaded otherwise)
+            from planner.present.render import make_console
+            console = make_console(stderr=True)
+            if console.is_terminal:
+                status = console.status(f"solving ({solver})", spinner="dots")
+        with status:
             result = run_solve(instance, objective=objective, solver=solver, time_limit_s=time_limit_s)
     except UnsupportedObjective as err:
         raise BadInput(f"--objective: {err}") from None
@@ -63,6 +67,7 @@ def solve(instance_path: Path, objective: str | None, solver: str, time_limit_s:
     if as_json:
         click.echo(json.dumps(result.to_dict(), indent=2, default=json_default))
     else:
+        from planner.present.render import make_console, render_solve
         render_solve(result, make_console())
     if report_path is not None:
         from planner.present.report import solve_report

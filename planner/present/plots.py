@@ -10,17 +10,12 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import matplotlib
+from planner.cost.duration import SECONDS_PER_DAY
 
-matplotlib.use("Agg")      # no display: the CLI and the tests run headless
-
-import matplotlib.pyplot as plt  # noqa: E402  (after the backend is chosen)
-from matplotlib.ticker import FuncFormatter  # noqa: E402
-from matplotlib.transforms import blended_transform_factory  # noqa: E402
-
-from planner.questions.compare import Comparison  # noqa: E402
-from planner.cost.duration import SECONDS_PER_DAY  # noqa: E402
+if TYPE_CHECKING:
+    from planner.questions.compare import Comparison
 
 PLOT_SUFFIXES = (".png", ".svg")
 LOG_SCALE_RATIO = 100.0      # largest / smallest value at which the axis becomes logarithmic
@@ -28,6 +23,17 @@ LOG_SCALE_RATIO = 100.0      # largest / smallest value at which the axis become
 _AXIS = {"min_time": "time to target, days", "min_cost": "minimum cost, USD",
          "max_compute": "compute within the duration limit, FLOP"}
 _BEST = {"min_time": "shorter is better", "min_cost": "lower is better", "max_compute": "larger is better"}
+
+
+def pyplot():
+    """matplotlib.pyplot on the Agg backend (no display: the CLI and the tests run headless).
+
+    Imported on first use only: matplotlib takes longer to import than a solve takes, and
+    most commands draw nothing."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    return plt
 
 
 class UnknownPlotFormat(ValueError):
@@ -73,6 +79,9 @@ def comparison_plot(rows: list[Comparison], objective: str, paths: list[str | Pa
     values = [_plotted(r, objective) for r in rows]
     shown = [v for v in values if v is not None and v > 0]
     log = uses_log_scale(shown)
+    plt = pyplot()
+    from matplotlib.ticker import FuncFormatter
+    from matplotlib.transforms import blended_transform_factory
     fig, ax = plt.subplots(figsize=(9, 1.2 + 0.42 * max(len(rows), 1)), layout="constrained")
     try:
         ys = list(range(len(rows)))
