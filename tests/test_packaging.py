@@ -120,3 +120,31 @@ def _loaded(*args: str) -> set[str]:
 ])
 def test_commands_do_not_import_what_they_do_not_use(args, not_loaded):
     assert _loaded(*args) & not_loaded == set()
+
+
+# -- a plain clone, without ../shared (issue 10 item 11) -----------------------------------------
+
+
+@pytest.mark.parametrize("make", ["missing", "folder", "not-json"])
+def test_check_reference_says_what_is_wrong_with_the_file(tmp_path, make):
+    path = tmp_path / "cases.json"
+    if make == "folder":
+        path.mkdir()
+    elif make == "not-json":
+        path.write_text("[{,}]")
+    done = subprocess.run([sys.executable, str(REPO / "scripts" / "check_reference.py"), str(path), "--no-search"],
+                          capture_output=True, text=True, env=_clean_env())
+    assert done.returncode == 2
+    assert "Traceback" not in done.stderr and str(path) in done.stderr
+    assert {"missing": "no such file", "folder": "is a folder", "not-json": "not JSON"}[make] in done.stderr
+
+
+def test_conformance_tests_say_loudly_that_they_skip(tmp_path):
+    missing = tmp_path / "no-shared"
+    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/test_reference_cases.py"],
+                          cwd=REPO, capture_output=True, text=True, env={**_clean_env(), "DTPLAN_SHARED_DIR": str(missing)})
+    assert done.returncode == 0, done.stdout + done.stderr
+    where = str(missing / "conformance" / "reference_cases.json")
+    loud = [line for line in done.stdout.splitlines() if line.startswith("! WARNING")]
+    assert loud and where in loud[0] and "DTPLAN_SHARED_DIR" in loud[0] and "SKIPPED" in loud[0]
+    assert "PytestWarning" in done.stdout
