@@ -8,13 +8,14 @@ from __future__ import annotations
 
 import click
 
+from planner.cli.common import RecordingGroup
 from planner.cli.compare import compare
 from planner.cli.evaluate import evaluate, hardware, validate
 from planner.cli.feasible import feasible
 from planner.cli.solve import solve
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(cls=RecordingGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="dtplan")
 def main() -> None:
     """dtplan: plan decentralized LLM training runs against an exact cost model."""

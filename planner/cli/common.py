@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import shlex
+import sys
 from pathlib import Path
 
 import click
@@ -20,6 +22,23 @@ class BadInput(click.ClickException):
         click.echo(self.format_message(), err=True)
 
 
+class RecordingGroup(click.Group):
+    """The `dtplan` command group; remembers the arguments it was called with, so that reports can
+    say which command made them (`command_line`)."""
+
+    def main(self, args=None, prog_name=None, **extra):  # noqa: D102 - click API
+        _invocation[:] = ["dtplan", *(sys.argv[1:] if args is None else args)]
+        return super().main(args, prog_name, **extra)
+
+
+_invocation: list[str] = []
+
+
+def command_line() -> str | None:
+    """The command line of this run (`dtplan solve ...`, shell-quoted), None outside the CLI."""
+    return shlex.join(_invocation) if _invocation else None
+
+
 def load_or_exit(loader, path: Path):
     try:
         return loader(path)
@@ -30,10 +49,11 @@ def load_or_exit(loader, path: Path):
 def check_report(path: Path | None) -> None:
     """A --report path with a suffix the report writer knows (checked before any solving)."""
     if path is not None:
+        from planner.present.output import OutputPathError
         from planner.present.report import UnknownReportFormat, check_report_path
         try:
             check_report_path(path)
-        except UnknownReportFormat as err:
+        except (UnknownReportFormat, OutputPathError) as err:
             raise BadInput(f"--report: {err}") from None
 
 

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import click
 
-from planner.cli.common import (EXIT_INFEASIBLE, EXIT_OK, BadInput, check_report, json_default, load_or_exit,
-                                progress_after)
+from planner.cli.common import (EXIT_INFEASIBLE, EXIT_OK, BadInput, check_report, command_line, json_default,
+                                load_or_exit, progress_after)
 from planner.schema.errors import InputError
 
 @click.command()
@@ -60,9 +60,14 @@ def compare(instance_path: Path, hardware_list: str, objective: str | None, plot
     elapsed = time.perf_counter() - start
     objective = objective or instance.objective
     if plot_paths:
+        from planner.evaluate import max_days
+        from planner.present.output import OutputPathError
         from planner.present.plots import comparison_plot
         try:
-            written = comparison_plot(rows, objective, list(plot_paths), title=instance.name)
+            written = comparison_plot(rows, objective, list(plot_paths), title=instance.name,
+                                      limit_days=max_days(instance)[0])
+        except OutputPathError as err:
+            raise BadInput(f"--plot: cannot write: {err}") from None
         except OSError as err:
             raise BadInput(f"--plot: cannot write {err.filename or 'the plot'}: {err.strerror or err}") from None
         for path in written:
@@ -73,5 +78,5 @@ def compare(instance_path: Path, hardware_list: str, objective: str | None, plot
         render_comparison(rows, objective, make_console(), title=instance.name, elapsed_s=elapsed)
     if report_path is not None:
         from planner.present.report import compare_report
-        click.echo(f"report written to {compare_report(instance, rows, objective, report_path)}", err=True)
+        click.echo(f"report written to {compare_report(instance, rows, objective, report_path, command_line())}", err=True)
     sys.exit(EXIT_OK if any(row.feasible for row in rows) else EXIT_INFEASIBLE)

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import click
 
-from planner.cli.common import EXIT_INFEASIBLE, EXIT_OK, BadInput, check_plan, json_default, load_or_exit
+from planner.cli.common import (EXIT_INFEASIBLE, EXIT_OK, BadInput, check_plan, check_report, command_line, json_default,
+                                load_or_exit)
 
 @click.command()
 @click.argument("instance_path", metavar="INSTANCE", type=click.Path(path_type=Path))
@@ -38,7 +39,9 @@ def validate(instance_path: Path) -> None:
 @click.argument("instance_path", metavar="INSTANCE", type=click.Path(path_type=Path))
 @click.argument("plan_path", metavar="PLAN", type=click.Path(path_type=Path))
 @click.option("--json", "as_json", is_flag=True, help="Write the full result as JSON to standard output.")
-def evaluate(instance_path: Path, plan_path: Path, as_json: bool) -> None:
+@click.option("--report", "report_path", type=click.Path(path_type=Path),
+              help="Also write a report to FILE (.html, self-contained with plots; or .md).")
+def evaluate(instance_path: Path, plan_path: Path, as_json: bool, report_path: Path | None) -> None:
     """Score one fixed PLAN of an INSTANCE: the full cost breakdown.
 
     Exit 0 when the plan meets every limit, 1 when it breaks one, 2 on bad input.
@@ -46,15 +49,19 @@ def evaluate(instance_path: Path, plan_path: Path, as_json: bool) -> None:
     from planner.evaluate import evaluate as run_evaluation
     from planner.schema.instance import load_instance
     from planner.schema.plan import load_plan
-    from planner.present.render import make_console, render_evaluation
     instance = load_or_exit(load_instance, instance_path)
     plan = load_or_exit(load_plan, plan_path)
     check_plan(instance, plan, plan_path)
+    check_report(report_path)
     result = run_evaluation(instance, plan)
     if as_json:
         click.echo(json.dumps(result.to_dict(), indent=2, default=json_default))
     else:
+        from planner.present.render import make_console, render_evaluation
         render_evaluation(result, make_console())
+    if report_path is not None:
+        from planner.present.report import evaluate_report
+        click.echo(f"report written to {evaluate_report(instance, result, report_path, command_line())}", err=True)
     sys.exit(EXIT_OK if result.feasible else EXIT_INFEASIBLE)
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from planner.cli.common import EXIT_INFEASIBLE, EXIT_OK, BadInput, check_report, json_default
+from planner.cli.common import EXIT_INFEASIBLE, EXIT_OK, BadInput, check_report, command_line, json_default
 from planner.schema.errors import InputError
 
 @click.command()
@@ -115,5 +115,5 @@ def feasible(instance_path: Path | None, target_flop, target_kind, hardware, nod
         render_feasibility(result, console, notes)
     if report_path is not None:
         from planner.present.report import feasible_report
-        click.echo(f"report written to {feasible_report(instance, result, report_path, notes)}", err=True)
+        click.echo(f"report written to {feasible_report(instance, result, report_path, notes, command_line())}", err=True)
     sys.exit(EXIT_OK if result.feasible else EXIT_INFEASIBLE)

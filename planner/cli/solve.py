@@ -8,7 +8,8 @@ from pathlib import Path
 
 import click
 
-from planner.cli.common import EXIT_INFEASIBLE, EXIT_OK, BadInput, check_report, json_default, load_or_exit
+from planner.cli.common import (EXIT_INFEASIBLE, EXIT_OK, BadInput, check_report, command_line, json_default,
+                                load_or_exit)
 from planner.schema.errors import InputError
 
 @click.command()
@@ -71,5 +72,5 @@ def solve(instance_path: Path, objective: str | None, solver: str, time_limit_s:
         render_solve(result, make_console())
     if report_path is not None:
         from planner.present.report import solve_report
-        click.echo(f"report written to {solve_report(instance, result, report_path)}", err=True)
+        click.echo(f"report written to {solve_report(instance, result, report_path, command_line())}", err=True)
     sys.exit(EXIT_INFEASIBLE if result.status == "infeasible" or result.plan is None else EXIT_OK)
