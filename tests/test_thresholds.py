@@ -188,3 +188,62 @@ def test_caught_reasons(accs):
     assert caught(dgx, accs["H100-SXM"], Thresholds(compute_h100e=4, memory_gb=512, tpp=4800)) == \
         ["compute", "tpp", "memory"]
     assert caught(dgx, accs["H100-SXM"], Thresholds(compute_h100e=8, memory_gb=640)) == []
+
+
+# -- command line ----------------------------------------------------------------------------------
+
+
+def _cli(*args):
+    from click.testing import CliRunner
+    from planner.cli import main
+    return CliRunner().invoke(main, ["thresholds", *args])
+
+
+@pytest.mark.parametrize("args, flag", [
+    (["--compute", "0"], "--compute"),
+    (["--compute", "-4"], "--compute"),
+    (["--memory", "0"], "--memory"),
+    (["--compute", "16", "--memory", "-1"], "--memory"),
+    (["--tpp", "nan"], "--tpp"),
+    (["--compute", "0.01"], "--compute"),                     # below one RTX 5090 (0.105 H100-eq)
+    (["--compute", "0.2", "--accelerator", "A100-80GB"], "--compute"),   # one A100 is 0.315
+    (["--memory", "10", "--accelerator", "H100-SXM"], "--memory"),       # one H100 holds 80 GB
+    (["--compute", "16", "--wan-cap", "0"], "--wan-cap"),
+])
+def test_bad_thresholds_exit_2_naming_the_flag(args, flag):
+    r = _cli(*args, "--target-flop", "1e24")
+    assert r.exit_code == 2, r.output
+    assert flag in r.output and "Traceback" not in r.output
+
+
+def test_cli_other_bad_input_exits_2():
+    assert _cli("--target-flop", "1e24").exit_code == 2                       # no threshold
+    assert _cli("--compute", "16").exit_code == 2                             # no target
+    r = _cli("--compute", "16", "--target-flop", "1e24", "--accelerator", "A100")
+    assert r.exit_code == 2 and "A100-80GB" in r.output
+    assert _cli("--compute", "16", "--target-flop", "1e24", "--stop", "memory", "--within-nodes", "5").exit_code == 2
+    assert _cli("--compute", "16", "--target-flop", "1e24", "--stop", "compute").exit_code == 2
+    assert _cli("--compute", "16", "--target-flop", "1e24", "--report", "/nonexistent/x.html").exit_code == 2
+
+
+def test_cli_json_matches_the_library(tmp_path):
+    inst = str(MIRI / "countermeasure-memory-512gb.json")
+    r = _cli(inst, "--memory", "512", "--accelerator", "A100-80GB", "--json")
+    assert r.exit_code == 0, r.output
+    out = json.loads(r.output)
+    (a,) = out["answers"]
+    assert a["node"]["count"] == 6 and a["nodes"] == 32 and a["reachable"]
+    assert a["cost_usd"] == 32 * 6 * 15000
+    caught_ids = {c["deployment"] for c in out["collateral"] if c["caught_by"]}
+    assert len(caught_ids) == 10 and "dgx-h100" in caught_ids
+
+
+def test_cli_stop_and_report(tmp_path):
+    inst = str(MIRI / "countermeasure-ccc-threshold-1.json")
+    page = tmp_path / "t.html"
+    r = _cli(inst, "--compute", "4", "--fit-model", "--accelerator", "A100-80GB", "--stop", "compute",
+             "--within-nodes", "20", "--report", str(page), "--curve", "4,2")
+    assert r.exit_code == 0, r.output
+    html = page.read_text()
+    assert "Threshold curve" in html and "data:image/png;base64" in html and "Collateral" in html
+    assert "Where the target stops being reachable" in html
