@@ -29,12 +29,17 @@ OUT = ROOT / "instances" / "thresholds"
 CCC = "miri/countermeasure-ccc-threshold-1.json"      # 10^24 FLOP, flat DiLoCo 16x, 100 Mb/s, 1.5 years
 MEM = "miri/countermeasure-memory-512gb.json"
 BW = "miri/countermeasure-bandwidth-cap-10mbps.json"   # 10^25 FLOP, 240B, 72 nodes
+FP8 = "miri/1e27-fp8-h100.json"                        # 10^27 FLOP, flat DiLoCo in FP8, 16x, 100 Mb/s, 1.5 years
 A100 = ["--accelerator", "A100-80GB", "--fit-model"]
 
 QUESTIONS = [
     *[(f"ccc-{t}-a100", CCC, ["--compute", str(t), *A100],
        f"The report's lowered-CCC table: A100 80GB nodes under a {t} H100-equivalent threshold, model fitted "
        "to the node (16 bytes/param); fewest nodes for 10^24 FLOP in 1.5 years and their cost; who is caught.")
+      for t in (16, 8, 4, 2, 1)],
+    *[(f"1e27-fp8-ccc-{t}-h100", FP8, ["--compute", str(t), "--accelerator", "H100-SXM", "--fit-model"],
+       f"The report's lowered-CCC H100 FP8 configurations: H100 nodes under a {t} H100-equivalent threshold, "
+       "model fitted to the node (14 bytes/param in FP8); fewest nodes for 10^27 FLOP in 1.5 years and their cost.")
       for t in (16, 8, 4, 2, 1)],
     *[(f"memory-{m}-a100", MEM, ["--compute", "16", "--memory", str(m), *A100],
        f"The report's memory-threshold table: A100 80GB nodes under 16 H100-eq and {m} GB; fewest nodes for "

@@ -247,3 +247,36 @@ def test_cli_stop_and_report(tmp_path):
     html = page.read_text()
     assert "Threshold curve" in html and "data:image/png;base64" in html and "Collateral" in html
     assert "Where the target stops being reachable" in html
+
+
+@pytest.mark.parametrize("h100e", [16, 8, 4, 2, 1])
+def test_fewest_nodes_confirmed_by_the_exhaustive_oracle(accs, h100e):
+    """The report's lowered-CCC rows (A100 80GB, 10^24 FLOP, model fitted to the node): the exhaustive
+    solver (planner/solvers/exhaustive.py, no pruning) finds a plan with the fewest nodes and none with one fewer."""
+    from planner.questions.thresholds import node_instance
+    from planner.schema.instance import parse_instance
+    from planner.solve import solve
+    raw, _ = _miri("countermeasure-ccc-threshold-1")
+    th = Thresholds(compute_h100e=h100e)
+    node = build_node(accs["A100-80GB"], th)
+    a = answer(raw, node, th, fit=True)
+    assert a.nodes == {16: 4, 8: 8, 4: 16, 2: 32, 1: 63}[h100e]
+
+    def status(n):
+        return solve(parse_instance(node_instance(raw, node, th, n, True)), objective="min_time",
+                     solver="exhaustive").status
+    assert status(a.nodes) == "optimal" and status(a.nodes - 1) == "infeasible"
+
+
+def test_stop_point_compute_and_wan_combined(accs):
+    """Lowering a compute threshold and a WAN cap together (one factor): the bracket is within 1% and
+    both of its sides were re-solved (stop_point raises if either side disagrees)."""
+    raw, _ = _miri("countermeasure-bandwidth-cap-10mbps")
+    raw = {**raw, "network": {"wan": {"up_mbps": 100, "down_mbps": 100, "rtt_ms": 100}}}
+    th = Thresholds(compute_h100e=16, wan_mbps=100)
+    sp = stop_point(raw, accs["A100-80GB"], th, ("compute", "wan"), max_nodes=72)
+    assert sp.status == "found"
+    hi, lo = sp.reachable_at, sp.unreachable_at
+    assert hi.wan_mbps / lo.wan_mbps <= 1.01 + 1e-9
+    assert hi.compute_h100e / hi.wan_mbps == pytest.approx(16 / 100)      # scaled together
+    assert sp.count_reachable == build_node(accs["A100-80GB"], hi).count
