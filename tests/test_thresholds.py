@@ -280,3 +280,18 @@ def test_stop_point_compute_and_wan_combined(accs):
     assert hi.wan_mbps / lo.wan_mbps <= 1.01 + 1e-9
     assert hi.compute_h100e / hi.wan_mbps == pytest.approx(16 / 100)      # scaled together
     assert sp.count_reachable == build_node(accs["A100-80GB"], hi).count
+
+
+def test_the_reports_collateral_counts_on_its_17_systems():
+    """The first 17 deployments are the report calculator's LEGITIMATE_SYSTEMS. The report: 0 caught at
+    16 H100-eq, 4 at 4 (the 8x H100 systems, 8.0 each), 6 at 512 GB (the 640 GB systems), 0 at 1 TB.
+    At 1 H100-eq every system of at least 1.26 H100-eq: 17 minus the RTX 5090 (0.105), 2x RTX 4090
+    (0.333) and 4x RTX 6000 Ada (0.603) = 14. At 2: the 8x A100 80GB, p4d and DGX A100 (2.52), the Atlas node
+    (2.59), the TPU v4 slice (2.22) and the four 8x H100 systems = 9. Above 256 GB: the eleven systems of
+    320-640 GB (the TPU v4 slice holds exactly 256)."""
+    deps = load_deployments()[:17]
+
+    def count(th):
+        return sum(1 for _, why in collateral(th, deps) if why)
+    assert [count(Thresholds(compute_h100e=t)) for t in (16, 8, 4, 2, 1)] == [0, 0, 4, 9, 14]
+    assert [count(Thresholds(memory_gb=m)) for m in (2048, 1024, 512, 256)] == [0, 0, 6, 11]
