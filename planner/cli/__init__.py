@@ -12,6 +12,7 @@ from planner.cli.compare import compare
 from planner.cli.evaluate import evaluate, hardware, validate
 from planner.cli.feasible import feasible
 from planner.cli.solve import solve
+from planner.cli.sweep import sweep
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -20,5 +21,5 @@ def main() -> None:
     """dtplan: plan decentralized LLM training runs against an exact cost model."""
 
 
-for command in (validate, evaluate, solve, feasible, compare, hardware):
+for command in (validate, evaluate, solve, feasible, compare, sweep, hardware):
     main.add_command(command)
