@@ -46,6 +46,7 @@ from typing import Any, Callable, Iterable, Sequence
 
 import numpy as np
 
+from planner.present.frames import PLAN_FIELDS, _plan as _plan_columns
 from planner.schema.errors import InputError, Problem
 from planner.schema.instance import Instance, parse_instance
 from planner.schema.strict import _field_paths, _is_model, _unwrap
@@ -55,8 +56,6 @@ OUTPUT_SUFFIXES = (".parquet", ".csv", ".jsonl")
 MAX_CHUNK = 50                     # points per task at most (progress and load balance)
 CHUNKS_PER_WORKER = 4
 UNLIMITED_DAYS = 1e6               # "reach": the duration limit lifted (as feasible's duration fix)
-PLAN_FIELDS = ("mode", "nodes", "precision", "inner_steps", "compression", "streaming", "stages", "group_size",
-               "regional_rounds", "micro_batches", "activation_compression", "expert_parallel")
 RESULT_COLUMNS = {
     "solve": ("objective", "objective_value", "best_bound", "gap", "time_to_target_days", "cost_usd",
               "model_params", "bottleneck") + PLAN_FIELDS + ("infeasibility",),
@@ -393,11 +392,6 @@ class SweepSpec:
         return {"base": self.base, "source": self.source, "command": self.command, "objective": self.objective,
                 "solver": self.solver, "time_limit_s": self.time_limit_s, "plan": self.plan,
                 "columns": self.columns()}
-
-
-def _plan_columns(plan) -> dict[str, Any]:
-    dumped = plan.model_dump() if plan is not None else {}
-    return {k: dumped.get(k) for k in PLAN_FIELDS}
 
 
 def _answer(payload: dict, instance: Instance, data: dict) -> dict[str, Any]:
@@ -772,7 +766,7 @@ def _run_dask(scheduler, payload: dict, todo: list[Point], collect) -> str:
         remote = client.scatter(payload, broadcast=True)
         futures = client.map(run_chunk, [remote] * len(chunks), chunks, pure=False)
         index = {f.key: c for f, c in zip(futures, chunks)}
-        for fut in as_completed(futures):
+        for fut in as_completed(futures, loop=client.loop):
             try:
                 rows = fut.result()
             except Exception as err:  # noqa: BLE001
