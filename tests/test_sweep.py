@@ -242,3 +242,60 @@ def test_pareto_front():
     from planner.present.sweep_plots import pareto_front
     pts = [(1, 5), (2, 3), (3, 4), (4, 1), (2, 6)]
     assert pareto_front(pts) == [0, 1, 3]
+
+
+# -- dtplan feasible --monte-carlo ----------------------------------------------------------------
+
+
+def test_uncertainty_file_draws_stay_inside_published_intervals():
+    from planner.questions.uncertainty import load_uncertainty
+    inputs = load_uncertainty()
+    assert {i.field for i in inputs} >= {"assumptions.constants.chinchilla_alpha", "assumptions.mfu"}
+    spec = SweepSpec(BASE, vary={i.field: i.distribution for i in inputs}, samples=200, seed=5, command="reach")
+    for i in inputs:
+        assert i.source.strip()
+        values = [p.inputs[i.field] for p in spec.points()]
+        if i.distribution.kind == "choice":
+            assert set(values) <= set(i.distribution.args)
+        else:
+            low, high = i.distribution.bounds
+            assert min(values) >= low and max(values) <= high
+            assert max(values) > min(values)
+
+
+def test_wilson_interval_is_where_the_score_test_accepts():
+    from planner.questions.uncertainty import Z95, wilson_interval
+    for k, n in ((9, 20), (0, 10), (40, 40), (3, 7)):
+        low, high = wilson_interval(k, n)
+        p_hat = k / n
+        for p in (low, high):
+            if 0 < p < 1:   # an endpoint solves |p_hat - p| = z sqrt(p (1 - p) / n)
+                assert abs(abs(p_hat - p) - Z95 * (p * (1 - p) / n) ** 0.5) < 1e-12
+        assert low <= p_hat <= high
+
+
+def test_reach_rows_agree_with_solving_each_draw_under_the_limit():
+    from planner.questions.uncertainty import reach
+    data = json.loads((ROOT / "instances" / "miri" / "1e27-flat-a100.json").read_text())
+    r = reach(data, 6, seed=2, workers=1)
+    assert r.samples == 6 and r.failed == 0
+    for row in r.sweep.rows:
+        drawn = json.loads(json.dumps(data))
+        from planner.questions.sweep import set_field
+        for path in r.sweep.spec.vary:
+            set_field(drawn, path, row[path])
+        alone = solve(parse_instance(drawn))
+        assert row["reachable"] == (alone.status == "optimal") == (row["days"] <= row["limit_days"])
+        if alone.status == "optimal":
+            assert row["days"] == pytest.approx(alone.objective_value / 86400, rel=1e-9)
+    assert r.reachable == sum(row["reachable"] for row in r.sweep.rows)
+    assert r.base_reachable is False      # instances/miri/1e27-flat-a100.expected.json: infeasible as given
+
+
+def test_cli_feasible_monte_carlo_json():
+    path = ROOT / "instances" / "miri" / "1e27-flat-a100.json"
+    r = CliRunner().invoke(main, ["feasible", str(path), "--monte-carlo", "4", "--seed", "3", "--json"])
+    assert r.exit_code == 1, r.output
+    out = json.loads(r.output)
+    assert out["samples"] == 4 and 0 <= out["probability"] <= 1 and out["as_given"]["reachable"] is False
+    assert set(out["days_percentiles"]) == {"p5", "p25", "p50", "p75", "p95"}

@@ -193,3 +193,39 @@ def _fmt(v) -> str:
     if isinstance(v, float):
         return f"{v:,.4g}"
     return str(v)
+
+
+def feasible_monte_carlo(raw: dict, source: str, samples: int, seed: int, uncertainty: Path | None,
+                         as_json: bool) -> None:
+    """`dtplan feasible --monte-carlo N`: the probability the target is reachable and the days
+    it takes, over the uncertain inputs (planner.questions.uncertainty); exits with the verdict
+    of the instance as given (0 reachable, 1 not)."""
+    from rich.table import Table
+    from planner.present.render import make_console
+    from planner.questions.uncertainty import reach
+    try:
+        with sweep_progress("feasible (Monte Carlo)") as progress:
+            r = reach(raw, samples, seed=seed, uncertainty=uncertainty, source=source, progress=progress)
+    except InputError as err:
+        raise BadInput(str(err)) from None
+    if as_json:
+        click.echo(json.dumps(r.to_dict(), indent=2, default=json_default))
+        sys.exit(EXIT_OK if r.base_reachable else EXIT_INFEASIBLE)
+    console = make_console()
+    low, high = r.interval
+    limit = f"{r.limit_days:,.1f} days" if r.limit_days is not None else "the duration limit"
+    given = (f"{r.base_days:,.1f} days" if r.base_days is not None else "no plan")
+    console.print(f"as given: fastest plan {given}, limit {limit}: "
+                  f"{'reachable' if r.base_reachable else 'not reachable'}")
+    console.print(f"P(target reached within {limit}) = {r.probability:.1%} "
+                  f"({r.reachable} of {r.samples} draws; 95% interval {low:.1%} - {high:.1%})")
+    if r.days_percentiles:
+        console.print("days to target (fastest plan): " + ", ".join(
+            f"p{q} {v:,.1f}" for q, v in r.days_percentiles.items()))
+    table = Table("uncertain input", "distribution (inside the published interval)", "source")
+    for i in r.inputs:
+        table.add_row(i.field, str(i.distribution), i.source)
+    console.print(table)
+    for note in r.notes:
+        console.print(f"note: {note}")
+    sys.exit(EXIT_OK if r.base_reachable else EXIT_INFEASIBLE)
