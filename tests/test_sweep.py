@@ -39,13 +39,15 @@ def _strip(rows):
 
 @pytest.mark.parametrize("path", ["network.wan.up_mbps", "fleet.nodes", "fleet.hardware", "limits.max_days",
                                   "assumptions.scenario", "assumptions.constants.straggler_relay_coefficient",
-                                  "assumptions.constants.chinchilla_alpha", "search.compression", "objective"])
+                                  "assumptions.constants.chinchilla_alpha", "search.compression", "objective",
+                                  "network.wan", "network.wan.up_mbps+network.wan.down_mbps",
+                                  "fleet.hardware.accelerators_per_node"])
 def test_known_fields_are_accepted(path):
     assert check_field(path) is None
 
 
 @pytest.mark.parametrize("path, words", [("network.wan.upmbps", "did you mean 'network.wan.up_mbps'"),
-                                         ("network.wan", "section"), ("fleet.nodes.x", "no sub-fields"),
+                                         ("fleet.nodes.x", "no sub-fields"),
                                          ("assumptions.constants.mfuu", "did you mean 'mfu'"),
                                          ("Fleet nodes", "dotted")])
 def test_unknown_fields_are_named(path, words):
@@ -74,6 +76,21 @@ def test_cli_bad_field_exits_2_naming_it():
     assert r.exit_code == 2 and "fleet.nodes" in r.output and "must be an integer >= 1" in r.output
     r = CliRunner().invoke(main, ["sweep", str(BASE_PATH), "--grid", "fleet.nodes=1", "-o", "x.txt"])
     assert r.exit_code == 2 and "unknown output format" in r.output
+
+
+def test_linked_fields_and_sections():
+    spec = SweepSpec(BASE, grid={"network.wan.up_mbps+network.wan.down_mbps": [10],
+                                 "network.regional": [{"mbps": 500, "rtt_ms": 7}]})
+    result = run_sweep(spec, workers=1)
+    data = json.loads(json.dumps(BASE))
+    data["network"]["wan"].update(up_mbps=10, down_mbps=10)
+    data["network"]["regional"] = {"mbps": 500, "rtt_ms": 7}
+    assert result.rows[0]["objective_value"] == solve(parse_instance(data)).objective_value
+    with pytest.raises(InputError) as err:
+        SweepSpec(BASE, grid={"network.wan": [{"up_mbps": -1}], "network.wan.up_mbps+fleet.nodez": [1]}).check()
+    text = str(err.value)
+    assert "network.wan: --grid value {\"up_mbps\": -1}: network.wan.up_mbps: must be a number > 0" in text
+    assert "network.wan.up_mbps+fleet.nodez: fleet.nodez: unknown field 'nodez'" in text
 
 
 def test_grid_and_distribution_parsing():

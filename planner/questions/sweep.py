@@ -92,35 +92,40 @@ def _leaf(path: str) -> tuple[Any, str | None]:
             return type(getattr(Assumptions(), part)), None
         else:
             return None, f"{'.'.join(parts[:i])} has no sub-fields"
-    if _is_model(_unwrap(tp)) and path != "fleet.hardware":
-        return None, "is a section, not a field: name one of its fields"
     return tp, None
 
 
 def check_field(path: str) -> Problem | None:
-    """A Problem naming `path` if it is not a field of the instance schema a sweep can set."""
-    if not isinstance(path, str) or not re.fullmatch(r"[a-z_][a-z0-9_]*(\.[a-z_0-9][A-Za-z0-9_]*)*", path):
-        return Problem(str(path), "not a dotted field path (e.g. network.wan.up_mbps)")
-    _, problem = _leaf(path)
-    return Problem(path, problem) if problem else None
+    """A Problem naming `path` if it is not a field of the instance schema a sweep can set.
+
+    `a+b` (linked fields) sets every listed field to the same value (e.g.
+    `network.wan.up_mbps+network.wan.down_mbps`); a section (`network.wan`) takes an object."""
+    if not isinstance(path, str) or not re.fullmatch(
+            r"[a-z_][a-z0-9_]*(\.[a-z_0-9][A-Za-z0-9_]*)*(\+[a-z_][a-z0-9_]*(\.[a-z_0-9][A-Za-z0-9_]*)*)*", path):
+        return Problem(str(path), "not a dotted field path (e.g. network.wan.up_mbps; a+b for linked fields)")
+    for part in path.split("+"):
+        _, problem = _leaf(part)
+        if problem:
+            return Problem(path, problem if "+" not in path else f"{part}: {problem}")
+    return None
 
 
 def is_integer_field(path: str) -> bool:
     """Whether the schema wants a whole number at `path` (Monte Carlo draws are then rounded)."""
-    tp, _ = _leaf(path)
-    return _unwrap(tp) is int
+    return any(_unwrap(_leaf(p)[0]) is int for p in path.split("+"))
 
 
 def set_field(raw: dict, path: str, value: Any) -> None:
-    """Set `path` in raw instance data in place, creating the sections on the way."""
-    node = raw
-    keys = path.split(".")
-    for k in keys[:-1]:
-        nxt = node.get(k)
-        if not isinstance(nxt, dict):
-            nxt = node[k] = {}
-        node = nxt
-    node[keys[-1]] = value
+    """Set `path` (or each of linked `a+b`) in raw instance data in place, creating sections."""
+    for one in path.split("+"):
+        node = raw
+        keys = one.split(".")
+        for k in keys[:-1]:
+            nxt = node.get(k)
+            if not isinstance(nxt, dict):
+                nxt = node[k] = {}
+            node = nxt
+        node[keys[-1]] = copy.deepcopy(value)
 
 
 def with_fields(raw: dict, inputs: dict[str, Any]) -> dict:
@@ -135,9 +140,10 @@ def value_problems(raw: dict, path: str, value: Any, what: str) -> list[Problem]
     try:
         parse_instance(with_fields(raw, {path: value}))
     except InputError as err:
-        return [Problem(path, f"{what} {json.dumps(value)}: {p.message}")
-                for p in err.problems if p.path == path or p.path.startswith(path + ".")
-                or p.path.startswith(path + "[")]
+        parts = path.split("+")
+        return [Problem(path, f"{what} {json.dumps(value)}: " + (f"{p.path}: " if p.path != path else "") + p.message)
+                for p in err.problems
+                if any(p.path == q or p.path.startswith((q + ".", q + "[")) for q in parts)]
     return []
 
 
@@ -781,8 +787,8 @@ def _run_dask(scheduler, payload: dict, todo: list[Point], collect) -> str:
 # -- recipes ----------------------------------------------------------------------------------
 
 
-RECIPE_KEYS = {"name", "description", "instance", "command", "objective", "solver", "grid", "vary", "samples",
-               "seed", "plot", "source"}
+RECIPE_KEYS = {"name", "description", "instance", "set", "command", "objective", "solver", "grid", "vary",
+               "samples", "seed", "plot"}
 PLOT_KINDS = ("lines", "distribution", "pareto")
 
 
@@ -817,6 +823,11 @@ def load_recipe(path: str | Path) -> Recipe:
     raw, problems = read_json(instance_path)
     if problems:
         raise InputError(problems, str(instance_path))
+    fixed = data.get("set", {})
+    problems = [p for p in (check_field(k) for k in fixed) if p]
+    if problems:
+        raise InputError([Problem(f"set.{p.path}", p.message) for p in problems], str(path))
+    raw = with_fields(raw, fixed)
     try:
         vary = {k: Distribution.parse(v, f"vary.{k}") for k, v in data.get("vary", {}).items()}
         spec = SweepSpec(raw, str(instance_path), grid={k: list(v) for k, v in data.get("grid", {}).items()},
