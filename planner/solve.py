@@ -83,6 +83,11 @@ class SolveResult:
             "evaluation": self.evaluation.to_dict() if self.evaluation else None,
         }
 
+    def to_frame(self):
+        """One row (pandas DataFrame): status, objective, bound, gap, days, cost, plan fields."""
+        from planner.present.frames import solve_frame
+        return solve_frame(self)
+
 
 def solve(instance: Instance, objective: str | None = None, solver: str = DEFAULT_SOLVER,
           time_limit_s: float | None = None) -> SolveResult:

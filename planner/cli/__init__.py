@@ -12,6 +12,7 @@ from planner.cli.compare import compare
 from planner.cli.evaluate import evaluate, hardware, validate
 from planner.cli.feasible import feasible
 from planner.cli.solve import solve
+from planner.cli.sweep import sweep
 from planner.cli.thresholds import thresholds
 
 
@@ -21,5 +22,5 @@ def main() -> None:
     """dtplan: plan decentralized LLM training runs against an exact cost model."""
 
 
-for command in (validate, evaluate, solve, feasible, compare, hardware, thresholds):
+for command in (validate, evaluate, solve, feasible, compare, sweep, thresholds, hardware):
     main.add_command(command)

@@ -35,9 +35,14 @@ from planner.schema.errors import InputError
 @click.option("--json", "as_json", is_flag=True, help="Write the full result as JSON to standard output.")
 @click.option("--report", "report_path", type=click.Path(path_type=Path),
               help="Also write a report to FILE (.html, self-contained with plots; or .md).")
+@click.option("--monte-carlo", "monte_carlo", type=click.IntRange(min=1), metavar="N",
+              help="Instead: the probability the target is reachable and the percentiles of days, over N draws "
+                   "of the uncertain inputs of models/assumptions/uncertainty.json (scaling-law fit, MFU, quality "
+                   "scenario; drawn only inside their published intervals; --seed, default 0).")
+@click.option("--seed", type=int, default=0, help="Random seed of --monte-carlo (draw i depends on seed and i).")
 def feasible(instance_path: Path | None, target_flop, target_kind, hardware, nodes, params, wan_mbps, rtt_ms,
              max_days, growth_hardware, growth_software, growth_investment, budget_usd, goodput, as_json: bool,
-             report_path: Path | None) -> None:
+             report_path: Path | None, monte_carlo: int | None, seed: int) -> None:
     """Can the target be reached within the limits? If not, which limits bind together and
     the smallest single change that makes it feasible (fewest nodes, lowest WAN bandwidth,
     shortest duration, lowest budget, goodput needed), each found by re-solving and verified.
@@ -102,6 +107,9 @@ def feasible(instance_path: Path | None, target_flop, target_kind, hardware, nod
         instance = parse_instance(raw, source)
     except InputError as err:
         raise BadInput(str(err)) from None
+    if monte_carlo is not None:
+        from planner.cli.sweep import feasible_monte_carlo
+        feasible_monte_carlo(raw, source, monte_carlo, seed, None, as_json)
     console, progress_console = make_console(), make_console(stderr=True)
     with progress_console.status("checking feasibility", spinner="dots") if progress_console.is_terminal \
             else nullcontext() as status:
