@@ -13,7 +13,8 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, BeforeValidator, Field, ValidationError, model_validator
 
 from planner.schema.catalog import HardwareSpec, load_hardware, load_llm
-from planner.cost.assumptions import (NUMERIC_FIELDS, PRECISIONS, REPLICA_PENALTIES, SCENARIOS, SETTABLE_FIELDS,
+from planner.cost.assumptions import (BOOL_CONSTANTS, CHOICE_CONSTANTS, NUMERIC_FIELDS, PHYSICS_ZERO_ALLOWED,
+                                      PRECISIONS, REPLICA_PENALTIES, SCENARIOS, SETTABLE_FIELDS,
                                       STRAGGLER_STRATEGIES, TABLE_FIELDS, Assumptions, apply_overrides, load_profile,
                                       profile_names)
 from planner.schema.errors import InputError, Problem
@@ -201,12 +202,13 @@ class Limits(StrictModel):
 # -- assumptions --------------------------------------------------------------------
 
 
-_STRING_CONSTANTS = {"scenario": SCENARIOS, "straggler": STRAGGLER_STRATEGIES, "replica_penalty": REPLICA_PENALTIES}
+_STRING_CONSTANTS = CHOICE_CONSTANTS
 
 
 # Constants for which 0 is meaningful (switching a term off).
 ZERO_ALLOWED_CONSTANTS = {"alpha_coefficient", "straggler_sync_coefficient", "straggler_relay_coefficient",
-                          "straggler_backup_scale", "eta_h_floor", "linear_v1_coefficient", "linear_v1_cap_b"}
+                          "straggler_backup_scale", "eta_h_floor", "linear_v1_coefficient", "linear_v1_cap_b",
+                          *PHYSICS_ZERO_ALLOWED}
 
 
 # replica_h_ref > 1 keeps the replica exponent ln(H) / ln(H_ref) growing with H (the planner's
@@ -221,7 +223,7 @@ def _numeric_bounds(key: str) -> dict[str, float]:
         return {}
     if key in ZERO_ALLOWED_CONSTANTS:
         return {"ge": 0}
-    if key in ("mfu", "mfu_per_hfu"):
+    if key in ("mfu", "mfu_per_hfu", "backward_share"):
         return {"gt": 0, "le": 1}
     if key in GREATER_THAN_ONE_CONSTANTS:
         return {"gt": 1}
@@ -261,7 +263,7 @@ def _check_constant(key: str, given: Any) -> tuple[Any, list[Problem]]:
         return _check_table(key, given)
     if key in _STRING_CONSTANTS:
         message = choice_error(given, _STRING_CONSTANTS[key])
-    elif key == "error_feedback":
+    elif key in BOOL_CONSTANTS:
         message = None if isinstance(given, bool) else f"must be true or false, got {show(given)}"
     else:  # NUMERIC_FIELDS (test_every_settable_constant_has_a_check keeps this exhaustive)
         message = number_error(given, **_numeric_bounds(key))
