@@ -15,6 +15,14 @@ time at the training rate (`clock = "training"`); wall-clock ones are shown from
 evaluations (without and with goodput), using the evaluator's wall-clock token rate (its window
 view: tokens in the run-duration limit / that limit). Nothing in planner/cost is changed or fitted.
 
+Two assumption profiles side by side (issue 14): `reference`, the instance as written, and
+`dtplan` (docs/physics.md), the instance with its profile set to dtplan and the run's own
+inputs from the `[dtplan]` table of its reported file (`drop`: instance assumptions to remove,
+`constants`: how the run was done, `headline`: the quantity that must be within 15%, `missing`:
+the term that is missing where it is not, `sensitivity`: other values of an assumed input,
+`fitted`: set when a constant the profile uses was fitted on this run). The planner's own choice
+is solved under the reference profile only.
+
 Usage:  .venv/bin/python scripts/validate_published.py            # print and write docs/validation.md
         .venv/bin/python scripts/validate_published.py --check    # exit 1 if docs/validation.md is stale
 """
@@ -316,7 +324,8 @@ training, is an input of each instance (`fleet.goodput`, its basis stated as REP
 every run is evaluated as written and with fleet.goodput = 1, and a wall-clock quantity shows both,
 "predicted" at goodput 1 and "with goodput" as written (the evaluator's wall-clock token rate,
 goodput x tokens/s). Rates while training do not depend on goodput; days to target below are
-wall-clock at the instance's goodput.
+wall-clock at the instance's goodput. Under the `dtplan` profile a run may replace its goodput by
+the failure model's (docs/physics.md, section 7); its "with goodput" column then uses that.
 """
 
 
