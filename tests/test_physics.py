@@ -170,7 +170,8 @@ def test_failures_replace_fleet_goodput():
 
 
 def test_extrapolation_warnings():
-    assert len(physics.extrapolation_warnings(1, 500, 4)) == 2        # 500x, and compression at H = 1
+    assert len(physics.extrapolation_warnings(1, 500, 4)) == 1        # compression at H = 1 (500x: evaluate.py)
+    assert len(physics.extrapolation_warnings(1000, 4, 32)) == 2       # H and replicas
     assert physics.extrapolation_warnings(100, 2, 14) == []             # INTELLECT-1
     assert physics.extrapolation_warnings(1, 1, 128) == []              # plain data parallelism
     assert len(physics.extrapolation_warnings(30, 1, 64)) == 1          # 64 replicas
@@ -179,6 +180,7 @@ def test_extrapolation_warnings():
 def test_dtplan_evaluation_warns_on_extrapolation():
     e = evaluate(_instance(), parse_plan({"mode": "flat", "nodes": 8, "precision": "fp16", "compression": 500}))
     assert any("500x at every step" in w for w in e.warnings)
+    assert any("demonstrated at scale (~146x" in w for w in e.warnings)
 
 
 # -- the profile and the schema ---------------------------------------------------------------------------
@@ -238,3 +240,15 @@ def test_reference_profile_is_untouched_by_the_new_fields():
     ref = evaluate(_instance(profile="reference"), plan).values
     assert ref["payload_bits"] == 16e9
     assert ref["t_sync_s"] == pytest.approx((16e9 / 1e9 * 2) * (1 + 0.02 * 1), rel=1e-12)   # G = 2 groups
+
+
+def test_demonstrated_search_preset_keeps_the_search_inside_settings_shown_at_scale():
+    base = {"model": {"params": 1e9}, "fleet": {"hardware": "16xH100-SXM", "nodes": 8}}
+    s = parse_instance({**base, "search": {"preset": "demonstrated"}}).search
+    assert s.max_inner_steps == physics.DEMONSTRATED_MAX_INNER_STEPS
+    assert max(s.compression) == physics.DEMONSTRATED_MAX_COMPRESSION and 500.0 not in s.compression
+    assert parse_instance({**base, "search": {"preset": "demonstrated", "max_inner_steps": 50}}).search.max_inner_steps == 50
+    assert parse_instance(base).search.max_inner_steps == 10000          # no preset: the whole space
+    with pytest.raises(InputError) as info:
+        parse_instance({**base, "search": {"preset": "shown"}})
+    assert "search.preset" in str(info.value)

@@ -6,6 +6,7 @@ second, `_ms` milliseconds, `_gb` 1e9 bytes, `_usd` US dollars, `max_days` days;
 parameter and token counts are raw counts (7e9, not 7).
 """
 
+import json
 from functools import lru_cache
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -315,8 +316,28 @@ def _distinct_sizes(sizes: list[float]) -> list[float]:
 MODEL_SIZE_KEYS = ("params", "preset", "active_params", "moe_layers", "hidden_size")
 
 
+SEARCH_PRESETS_DIR = Path(__file__).resolve().parents[2] / "models" / "search"
+
+
+def search_preset_names() -> list[str]:
+    return sorted(p.stem for p in SEARCH_PRESETS_DIR.glob("*.json"))
+
+
 class Search(StrictModel):
     """Bounds on the planner's decision space (shapes and ranges only)."""
+
+    preset: Choice(dynamic=search_preset_names) | None = Field(
+        None, description="Named ranges from models/search (e.g. 'demonstrated': settings shown at scale); "
+                          "fields given here override the preset's. Default None.")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _fill_from_preset(cls, data: Any) -> Any:
+        """Copy the preset's ranges into the fields the user did not give (docs/physics.md, section 8)."""
+        if not (isinstance(data, dict) and data.get("preset") in search_preset_names()):
+            return data
+        spec = json.loads((SEARCH_PRESETS_DIR / f"{data['preset']}.json").read_text())["search"]
+        return {**spec, **data}
 
     modes: List(Choice(*MODES)) = Field(list(MODES), description="Modes to consider. Default all four.")
     min_nodes: Int(ge=1) = Field(1, description="Fewest nodes to use. Default 1.")
