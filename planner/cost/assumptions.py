@@ -88,6 +88,7 @@ class Assumptions:
     dp_overlap_buckets: float = 25.0             # buckets per sync; the last one is never hidden
     concurrent_up_down: bool = False             # up and down links transfer at once: max, not sum
     per_stage_payload: bool = False              # pp_group: each stage node syncs only its P / S
+    compressor_preset: str = ""                  # a preset of models/compressors.json (expanded on loading)
     compressor: str = "ratio"                    # ratio | quantise | topk
     compressor_value_bits: float = 2.0           # topk: bits per kept value
     compressor_index_bits: float = 12.0          # topk: bits per kept value's index
@@ -193,6 +194,15 @@ def _optimizer_table() -> dict[str, Any]:
     return json.loads((MODELS_DIR / "optimizers.json").read_text())["optimizers"]
 
 
+@lru_cache(maxsize=None)
+def _compressor_table() -> dict[str, Any]:
+    return json.loads((MODELS_DIR / "compressors.json").read_text())["presets"]
+
+
+def compressor_preset_names() -> tuple[str, ...]:
+    return tuple(sorted(_compressor_table()))
+
+
 def optimizer_preset(name: str) -> dict[str, Any]:
     """An inner-optimizer preset of models/optimizers.json (state bytes, reported quality penalty)."""
     return _optimizer_table()[name]
@@ -202,7 +212,7 @@ def optimizer_preset(name: str) -> dict[str, Any]:
 # (the schema checks instance overrides with these).
 CHOICE_CONSTANTS = {"scenario": SCENARIOS, "straggler": STRAGGLER_STRATEGIES, "replica_penalty": REPLICA_PENALTIES,
                     "compressor": COMPRESSORS, "sync_pattern": SYNC_PATTERNS, "pipeline_schedule": PIPELINE_SCHEDULES,
-                    "inner_optimizer": INNER_OPTIMIZERS}
+                    "inner_optimizer": INNER_OPTIMIZERS, "compressor_preset": compressor_preset_names()}
 BOOL_CONSTANTS = ("error_feedback", "mfu_from_table", "dp_overlap", "concurrent_up_down", "per_stage_payload",
                   "failures", "demonstrated_warnings")
 PHYSICS_ZERO_ALLOWED = ("mfu_fp8", "mfu_fp4", "compressor_scale_bits", "error_feedback_bytes", "churn_per_node_h", "checkpoint_write_s",
@@ -237,7 +247,12 @@ def load_profile(name: str) -> Assumptions:
 
 
 def apply_overrides(base: Assumptions, overrides: Mapping[str, Any]) -> Assumptions:
-    """Return `base` with some fields replaced; quality tables may be given as JSON objects."""
+    """Return `base` with some fields replaced; quality tables may be given as JSON objects.
+    A `compressor_preset` expands into its constants (models/compressors.json) first, so that
+    constants given beside it override the preset's."""
+    preset = overrides.get("compressor_preset")
+    if preset:
+        base = apply_overrides(base, _compressor_table()[preset]["constants"])
     changes: dict[str, Any] = {}
     for key, value in overrides.items():
         if key not in SETTABLE_FIELDS:
