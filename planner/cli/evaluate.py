@@ -7,9 +7,8 @@ import sys
 from pathlib import Path
 
 import click
-from rich.table import Table
 
-from planner.cli.common import EXIT_INFEASIBLE, EXIT_OK, check_plan, json_default, load_or_exit
+from planner.cli.common import EXIT_INFEASIBLE, EXIT_OK, BadInput, check_plan, json_default, load_or_exit
 
 @click.command()
 @click.argument("instance_path", metavar="INSTANCE", type=click.Path(path_type=Path))
@@ -62,11 +61,17 @@ def evaluate(instance_path: Path, plan_path: Path, as_json: bool) -> None:
 @click.command()
 def hardware() -> None:
     """List the hardware presets of models/hardware/."""
-    from planner.schema.catalog import hardware_ids, load_hardware
+    from rich.table import Table
+
     from planner.present.render import make_console
+    from planner.schema.catalog import MODELS_DIR_ENV, hardware_ids, load_hardware, models_dir
+    ids = hardware_ids()
+    if not ids:
+        raise BadInput(f"no hardware presets found: {models_dir() / 'hardware'} holds no *.json file "
+                       f"(is ${MODELS_DIR_ENV} set to the wrong folder, or is the install missing its presets?)")
     table = Table("id", "node", "precisions", "peak fp16 PFLOP/s", "HBM GB", "H100-eq", "$ per node")
     table.columns[0].no_wrap = True
-    for hid in hardware_ids():
+    for hid in ids:
         hw = load_hardware(hid)
         table.add_row(hid, hw.name, ",".join(hw.precisions), f"{hw.node_peak_flops('fp16') / 1e15:.3f}",
                       f"{hw.node_hbm_gb:,.0f}", f"{hw.h100_equivalents:.2f}", f"{hw.node_price_usd:,.0f}")
