@@ -39,9 +39,11 @@ import pyomo.environ as pyo
 
 from planner.mip.tables import OMEGA_FLOOR, Tables
 
+CUTOFF_LOG = 1e-9       # a plan must beat the incumbent by this much in ln T to be wanted
 Q_FLOOR = -40.0          # ln of a sync share of 4e-18 of a step: the relative sync terms' lower bound
 FAMILIES = ("choice", "bracket", "logarithm", "fixed-shape", "structure", "node-limit", "budget-limit",
-            "memory-cap", "sync-overlap", "efficiency", "time-to-target", "duration-limit", "nodes-used")
+            "memory-cap", "sync-overlap", "efficiency", "time-to-target", "duration-limit", "nodes-used",
+            "incumbent")
 
 
 def _octaves(top: int) -> list[int]:
@@ -72,11 +74,18 @@ class Grid:
         return cls(t.n_max, t.h_max, t.r_max, set(_octaves(t.n_max)), set(_octaves(t.h_max)), set(_octaves(t.r_max)))
 
     def refine(self, n: int, h: int, r: int, q: float | None, ab: tuple[float, float] | None) -> bool:
-        """Make n, H, R singletons of their brackets and add tangents at q and (a, b); whether anything changed."""
+        """Make n, H, R singletons of their brackets, halve (geometrically) what is left of the
+        brackets they were in, and add tangents at q and (a, b); whether anything changed."""
         before = (len(self.n_points), len(self.h_points), len(self.r_points), len(self.q_points), len(self.ab_points))
         for points, x, top in ((self.n_points, n, self.n_top), (self.h_points, h, self.h_top),
                                (self.r_points, r, self.r_top)):
-            points.update(v for v in (x, x + 1) if 1 <= v <= top)
+            lo, hi = next((a, b) for a, b in self.brackets(points, top) if a <= x <= b)
+            new = {x, x + 1}
+            if x - 1 > lo:
+                new.add(int(round(math.sqrt(lo * (x - 1)))) + 1)
+            if hi > x + 1:
+                new.add(int(round(math.sqrt((x + 1) * hi))))
+            points.update(v for v in new if 1 <= v <= top)
         if q is not None and q > Q_FLOOR + 1:
             self.q_points.add(round(q, 9))
         if ab is not None and max(ab) > Q_FLOOR + 1:
@@ -102,7 +111,7 @@ class Formulation:
     def decode(self):
         """(plan batch of one row, the model's q and (a, b) values) at the model's current values."""
         m, t = self.model, self.tables
-        chosen_y = [i for i in m.C if pyo.value(m.y[i]) > 0.5]
+        chosen_y = [i for i, y in enumerate(m.yv) if (y.value or 0) > 0.5]
         if chosen_y:
             e = t.sync[chosen_y[0]]
             n, h, r = (int(round(pyo.value(v))) for v in (m.n, m.H, m.R))
@@ -112,7 +121,7 @@ class Formulation:
             if e.mode == "hierarchical":
                 return plan, None, (m.a.value, m.b.value) if None not in (m.a.value, m.b.value) else None
             return plan, m.q.value, None
-        f = t.fixed[[i for i in m.F if pyo.value(m.lam[i]) > 0.5][0]]
+        f = t.fixed[[i for i, lam in enumerate(m.lamv) if (lam.value or 0) > 0.5][0]]
         return t.plan(f.group, f.index, 1, 1, 1), None, None
 
     def families(self) -> dict[str, int]:
@@ -132,8 +141,11 @@ class Formulation:
         return {"columns": cols, "rows": rows, "nonzeros": nz}
 
 
-def build(t: Tables, grid: Grid, objective: str = "min_time") -> Formulation:
-    """The model of the tables on the grid, for `objective` (min_time or min_cost)."""
+def build(t: Tables, grid: Grid, objective: str = "min_time", cutoff: float | None = None) -> Formulation:
+    """The model of the tables on the grid, for `objective` (min_time or min_cost).
+
+    `cutoff` (ln T for min_time, nodes for min_cost): only plans strictly better are wanted
+    (the `incumbent` family, one row): an infeasible model then proves the incumbent optimal."""
     m = pyo.ConcreteModel(name="dtplan")
     _columns(m, t, grid)
     for family in (choice, bracket, logarithm, fixed_shape, structure, node_limit, budget_limit, memory_cap,
@@ -144,16 +156,21 @@ def build(t: Tables, grid: Grid, objective: str = "min_time") -> Formulation:
         m.objective = pyo.Objective(expr=m.nodes, sense=pyo.minimize)
     else:
         m.objective = pyo.Objective(expr=m.L, sense=pyo.minimize)
+    if cutoff is not None and math.isfinite(cutoff):
+        m.incumbent = pyo.ConstraintList()
+        m.incumbent.add((m.nodes <= cutoff - 1) if objective == "min_cost" else (m.L <= cutoff - CUTOFF_LOG))
     return Formulation(m, t, objective)
 
 
 # -- columns ---------------------------------------------------------------------------------
 
 def _columns(m, t: Tables, grid: Grid):
-    m.C = pyo.Set(initialize=range(len(t.sync)))
-    m.F = pyo.Set(initialize=range(len(t.fixed)))
+    m.C = pyo.Set(initialize=[e.label for e in t.sync], ordered=True)      # readable: the class's decisions
+    m.F = pyo.Set(initialize=[p.label for p in t.fixed], ordered=True)
     m.y = pyo.Var(m.C, within=pyo.Binary)
     m.lam = pyo.Var(m.F, within=pyo.Binary)
+    m.yv = [m.y[e.label] for e in t.sync]            # by position in t.sync / t.fixed
+    m.lamv = [m.lam[p.label] for p in t.fixed]
     for name, points, top in (("n", grid.n_points, t.n_max), ("H", grid.h_points, t.h_max),
                               ("R", grid.r_points, t.r_max)):
         br = Grid.brackets(points, top)
@@ -174,11 +191,11 @@ def _columns(m, t: Tables, grid: Grid):
 
 
 def _sum_y(m, t: Tables, select, coef=lambda e: 1.0):
-    return sum(coef(e) * m.y[i] for i, e in enumerate(t.sync) if select(e))
+    return sum(coef(e) * m.yv[i] for i, e in enumerate(t.sync) if select(e))
 
 
 def _lam(m):
-    return sum(m.lam[f] for f in m.F)
+    return sum(m.lamv)
 
 
 # -- families --------------------------------------------------------------------------------
@@ -186,7 +203,7 @@ def _lam(m):
 def choice(m, t: Tables, grid: Grid):
     """One class or fixed plan; one bracket of n, of H and of R."""
     m.choice = pyo.ConstraintList()
-    m.choice.add(sum(m.y[i] for i in m.C) + _lam(m) == 1)
+    m.choice.add(sum(m.yv) + _lam(m) == 1)
     for name in ("n", "H", "R"):
         b = getattr(m, f"b{name}")
         m.choice.add(sum(b[k] for k in b) == 1)
@@ -293,7 +310,7 @@ def sync_overlap(m, t: Tables, grid: Grid):
             return
         top = max(const(t.sync[i]) for i in chosen)
         big = max(top, 0.0) + lnf_max - floor + 1.0
-        rows.add(var >= sum(const(t.sync[i]) * m.y[i] for i in chosen) + rest - big * (1 - sum(m.y[i] for i in chosen)))
+        rows.add(var >= sum(const(t.sync[i]) * m.yv[i] for i in chosen) + rest - big * (1 - sum(m.yv[i] for i in chosen)))
 
     flat_like = lambda e: e.mode != "hierarchical"
     switched(m.z, m.z_lo, lambda e: flat_like(e) and e.streaming, lambda e: e.ln_sync_base, lnf_n - m.ln_H)
@@ -326,17 +343,18 @@ def efficiency(m, t: Tables, grid: Grid):
     if not t.sync:
         return
     nb, hb, rb = m.n_brackets, m.H_brackets, m.R_brackets
-    n_lo = np.array([lo for lo, _ in nb])
+    n_lo = np.array([lo for lo, _ in nb], dtype=float)
     h_lo = np.array([lo for lo, _ in hb], dtype=float)
-    for i, (nl, _) in enumerate(nb):
-        for r, (rl, _) in enumerate(rb):
-            row = t.omega(np.full(h_lo.size, nl), h_lo * math.sqrt(rl))
-            if row.min() >= 0.0 and len(rb) == 1:
+    r_lo = np.array([lo for lo, _ in rb], dtype=float)
+    nn, rr, hh = np.meshgrid(n_lo, r_lo, h_lo, indexing="ij")
+    table = t.omega(nn.ravel(), (hh * np.sqrt(rr)).ravel()).reshape(nn.shape)
+    for i in range(n_lo.size):
+        for r in range(r_lo.size):
+            row = table[i, r]
+            if row.min() >= 0.0:
                 continue           # no loss at any H: omega <= 0 already says it
-            big = -OMEGA_FLOOR
-            off = (1 - m.bn[i]) + ((1 - m.bR[r]) if len(rb) > 1 else 0)
-            m.efficiency.add(m.omega <= sum(float(row[j]) * m.bH[j] for j in range(h_lo.size)) + big * off)
-    del n_lo
+            off = (1 - m.bn[i]) + ((1 - m.bR[r]) if r_lo.size > 1 else 0)
+            m.efficiency.add(m.omega <= sum(float(row[j]) * m.bH[j] for j in range(h_lo.size)) - OMEGA_FLOOR * off)
 
 
 def time_to_target(m, t: Tables, grid: Grid):
@@ -345,12 +363,12 @@ def time_to_target(m, t: Tables, grid: Grid):
     m.time_to_target = pyo.ConstraintList()
     for i, e in enumerate(t.sync):
         if not math.isfinite(e.kappa):
-            m.time_to_target.add(m.y[i] == 0)
+            m.time_to_target.add(m.yv[i] == 0)
     for f, p in enumerate(t.fixed):
         if not math.isfinite(p.log_time):
-            m.time_to_target.add(m.lam[f] == 0)
-    kappa = sum(e.kappa * m.y[i] for i, e in enumerate(t.sync) if math.isfinite(e.kappa))
-    fixed = sum(p.log_time * m.lam[f] for f, p in enumerate(t.fixed) if math.isfinite(p.log_time))
+            m.time_to_target.add(m.lamv[f] == 0)
+    kappa = sum(e.kappa * m.yv[i] for i, e in enumerate(t.sync) if math.isfinite(e.kappa))
+    fixed = sum(p.log_time * m.lamv[f] for f, p in enumerate(t.fixed) if math.isfinite(p.log_time))
     m.time_to_target.add(m.L >= kappa + fixed - m.ln_n + m.z - m.omega)
 
 
@@ -365,7 +383,7 @@ def nodes_used(m, t: Tables, grid: Grid):
     m.nodes = pyo.Var(within=pyo.Integers, bounds=(1, t.space.max_nodes))
     m.nodes_used = pyo.ConstraintList()
     for unit in sorted({e.unit for e in t.sync}):
-        chosen = sum(m.y[i] for i, e in enumerate(t.sync) if e.unit == unit)
+        chosen = sum(m.yv[i] for i, e in enumerate(t.sync) if e.unit == unit)
         m.nodes_used.add(m.nodes >= unit * m.n - unit * t.n_max * (1 - chosen))
     if t.fixed:
-        m.nodes_used.add(m.nodes >= sum(p.nodes * m.lam[f] for f, p in enumerate(t.fixed)))
+        m.nodes_used.add(m.nodes >= sum(p.nodes * m.lamv[f] for f, p in enumerate(t.fixed)))

@@ -98,22 +98,23 @@ def outer_approximation(setting: Setting, space: DecisionSpace, objective: str, 
         report.status = report.backend_status = "infeasible"
         report.bound = math.inf
         return None, math.inf, report
+    tol = LOG_TOL if objective == "min_time" else 1e-6
     for rounds in range(1, MAX_ROUNDS + 1):
         start = time.perf_counter()
-        f = build(tables, grid, objective)
+        f = build(tables, grid, objective, cutoff=best)
         report.build_s += time.perf_counter() - start
         remaining = None if math.isinf(deadline) else max(deadline - time.perf_counter(), 0.01)
         r = solver.solve(f.model, remaining)
         report.time_s += r.time_s
         report.nodes += r.nodes
         report.rounds, report.backend_status = rounds, r.status
-        if r.status == "infeasible":
+        if r.status == "infeasible":       # no plan better than the incumbent (or none at all)
             report.status = "infeasible" if best_plan is None else "optimal"
-            if best_plan is None:
-                bound = math.inf
+            bound = math.inf if best_plan is None else best
             break
         if r.bound is not None and r.status in ("optimal", "time_limit"):
-            bound = max(bound, r.bound if r.status == "time_limit" else min(r.bound, r.objective))
+            bound = max(bound, min(r.bound, r.objective) if r.status == "optimal" and r.objective is not None
+                        else r.bound)
         if not r.has_solution:
             report.status = r.status
             break
@@ -121,7 +122,6 @@ def outer_approximation(setting: Setting, space: DecisionSpace, objective: str, 
         value = _value(setting, plan, objective)
         if value < best:
             best_plan, best = plan, value
-        tol = LOG_TOL if objective == "min_time" else 1e-6
         if r.status == "optimal" and bound >= best - tol:
             report.status = "optimal"
             break
