@@ -127,8 +127,8 @@ def _comparison_figure(rows: list[Comparison], objective: str, title: str = "",
                     fontsize=9, fontweight="bold")
     if limit:
         ax.axvline(limit, color="#c0392b", linestyle="--", linewidth=1.2)
-        ax.text(limit, 1.0, f" duration limit {limit:,.0f} d", transform=blended_transform_factory(ax.transData, ax.transAxes),
-                va="bottom", ha="left", fontsize=8, color="#c0392b")
+        on_top = blended_transform_factory(ax.transData, ax.transAxes)
+        ax.text(limit, 1.0, f" duration limit {limit:,.0f} d", transform=on_top, va="bottom", ha="left", fontsize=8, color="#c0392b")
     ax.set_xlabel(_AXIS[objective] + (", log scale" if log else "") + f" ({_BEST[objective]})")
     ax.grid(axis="x", which="major", alpha=0.3)
     ax.set_axisbelow(True)
