@@ -3,9 +3,8 @@
 - `comparison_plot` / `comparison_png`: `dtplan compare`'s answer, one horizontal bar per
   hardware preset, best at the top, of the objective's value (time to target in days,
   minimum cost in USD, or compute in FLOP); a log scale when the values span two decades
-  or more; for min_time the duration limit drawn as a vertical line, and presets whose
-  fastest plan misses it drawn (hatched, red) at that fastest time; presets without
-  any plan marked where their bar would be.
+  or more; for min_time the duration limit drawn as a vertical line; presets without a
+  plan marked where their bar would be.
 - `outer_step_timeline_png`: one outer step (one global cycle when hierarchical) as a
   timeline with one lane per activity (compute, regional sync, WAN sync), so that what
   overlaps (streaming DiLoCo: the sync runs during the next block of compute) and what
@@ -78,18 +77,14 @@ def _label(x: float, objective: str) -> str:
     return f"{x:.2e}"
 
 
-def _comparison_figure(rows: list[Comparison], objective: str, title: str = "",
-                       limit_days: float | None = None, missed_days: dict[str, float] | None = None):
-    """The comparison bar chart as a matplotlib figure (see the module docstring).
-
-    `limit_days`: the duration limit, drawn for min_time. `missed_days`: hardware id -> the
-    fastest time (days) of a preset that has no plan within the limit, drawn hatched."""
+def comparison_figure(rows: list[Comparison], objective: str, title: str = "", limit_days: float | None = None):
+    """The comparison bar chart as a matplotlib figure (see the module docstring); `limit_days`,
+    the duration limit, is drawn when the axis is time (min_time)."""
     plt = pyplot()
     from matplotlib.ticker import FuncFormatter
     from matplotlib.transforms import blended_transform_factory
-    missed = dict(missed_days or {}) if objective == "min_time" else {}
     values = [_plotted(r, objective) for r in rows]
-    shown = [v for v in values if v is not None and v > 0] + [d for d in missed.values() if d > 0]
+    shown = [v for v in values if v is not None and v > 0]
     limit = limit_days if objective == "min_time" and limit_days and math.isfinite(limit_days) else None
     scale = shown + ([limit] if limit else [])
     log = uses_log_scale(scale)
@@ -116,15 +111,9 @@ def _comparison_figure(rows: list[Comparison], objective: str, title: str = "",
             ax.text(v, y, " " + _label(v, objective), va="center", ha="left", fontsize=8)
             continue
         bar.set_visible(False)
-        if row.hardware in missed:
-            d = missed[row.hardware]
-            ax.barh([y], [d], height=0.65, color="none", edgecolor="#c0392b", hatch="///")
-            ax.text(d, y, f" {_label(d, objective)}: misses the limit", va="center", ha="left", fontsize=8,
-                    color="#c0392b", fontweight="bold")
-        else:
-            reason = "no plan" if row.feasible else "infeasible"
-            ax.text(0.01, y, f"x {reason}", transform=at_left, va="center", ha="left", color="#c0392b",
-                    fontsize=9, fontweight="bold")
+        reason = "no plan" if row.feasible else "infeasible"
+        ax.text(0.01, y, f"x {reason}", transform=at_left, va="center", ha="left", color="#c0392b",
+                fontsize=9, fontweight="bold")
     if limit:
         ax.axvline(limit, color="#c0392b", linestyle="--", linewidth=1.2)
         on_top = blended_transform_factory(ax.transData, ax.transAxes)
@@ -138,7 +127,7 @@ def _comparison_figure(rows: list[Comparison], objective: str, title: str = "",
 
 
 def comparison_plot(rows: list[Comparison], objective: str, paths: list[str | Path], title: str = "",
-                    limit_days: float | None = None, missed_days: dict[str, float] | None = None) -> list[Path]:
+                    limit_days: float | None = None) -> list[Path]:
     """Write the comparison bar chart to every path (format by suffix, atomically); returns the paths.
 
     `rows` in rank order (as `planner.questions.compare.compare` returns them). Raises UnknownPlotFormat
@@ -147,7 +136,7 @@ def comparison_plot(rows: list[Comparison], objective: str, paths: list[str | Pa
     """
     from planner.present.output import atomic_path
     formats = [check_plot_path(p) for p in paths]
-    fig = _comparison_figure(rows, objective, title, limit_days, missed_days)
+    fig = comparison_figure(rows, objective, title, limit_days)
     try:
         written = []
         for path, fmt in zip(paths, formats):
@@ -160,10 +149,9 @@ def comparison_plot(rows: list[Comparison], objective: str, paths: list[str | Pa
         pyplot().close(fig)
 
 
-def comparison_png(rows: list[Comparison], objective: str, title: str = "", limit_days: float | None = None,
-                   missed_days: dict[str, float] | None = None) -> bytes:
+def comparison_png(rows: list[Comparison], objective: str, title: str = "", limit_days: float | None = None) -> bytes:
     """The comparison bar chart as PNG bytes (for reports)."""
-    return figure_png(_comparison_figure(rows, objective, title, limit_days, missed_days))
+    return figure_png(comparison_figure(rows, objective, title, limit_days))
 
 
 def figure_png(fig) -> bytes:
@@ -218,7 +206,13 @@ def outer_step_lanes(v: dict[str, float], mode: str, streaming: bool, inner_step
 
 def outer_step_timeline_png(v: dict[str, float], mode: str, streaming: bool, inner_steps: int,
                             regional_rounds: int | None) -> bytes:
-    """One outer step as a timeline (lanes of `outer_step_lanes`), the step's end marked."""
+    """`outer_step_timeline` as PNG bytes."""
+    return figure_png(outer_step_timeline(v, mode, streaming, inner_steps, regional_rounds))
+
+
+def outer_step_timeline(v: dict[str, float], mode: str, streaming: bool, inner_steps: int,
+                        regional_rounds: int | None):
+    """One outer step as a timeline (lanes of `outer_step_lanes`), the step's end marked; a figure."""
     plt = pyplot()
     lanes = outer_step_lanes(v, mode, streaming, inner_steps, regional_rounds)
     outer = float(v["outer_time_s"])
@@ -251,7 +245,7 @@ def outer_step_timeline_png(v: dict[str, float], mode: str, streaming: bool, inn
                  + f": {overlap}", fontsize=10, loc="left")
     ax.grid(axis="x", alpha=0.3)
     ax.set_axisbelow(True)
-    return figure_png(fig)
+    return fig
 
 
 EFFICIENCY_BARS = (("eta_H (sync interval)", "eta_h"), ("eta_C (compression)", "eta_c"),
@@ -260,6 +254,11 @@ EFFICIENCY_BARS = (("eta_H (sync interval)", "eta_h"), ("eta_C (compression)", "
 
 
 def efficiency_png(v: dict[str, float]) -> bytes:
+    """`efficiency_figure` as PNG bytes."""
+    return figure_png(efficiency_figure(v))
+
+
+def efficiency_figure(v: dict[str, float]):
     """The efficiency factors (fractions of compute that count), each bar with its value written."""
     plt = pyplot()
     labels = [n for n, _ in EFFICIENCY_BARS]
@@ -270,4 +269,4 @@ def efficiency_png(v: dict[str, float]) -> bytes:
     ax.invert_yaxis()
     ax.set_xlim(0, 1.15)
     ax.set_title("Efficiency factors: the fraction of compute that counts", fontsize=10, loc="left")
-    return figure_png(fig)
+    return fig
