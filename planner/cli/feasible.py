@@ -25,7 +25,7 @@ from planner.schema.limits import MAX_FLOP
 @click.option("--wan-mbps", type=click.FloatRange(min=0, min_open=True), help="WAN up and down, Mb/s.")
 @click.option("--rtt-ms", type=click.FloatRange(min=0), help="WAN round-trip time, ms.")
 @click.option("--max-days", help="Longest run in days, or 'growth': derived from the three growth rates "
-              "(limits.max_days; COST_MODEL.md section 8).")
+              "(limits.max_days; docs/cost_model.md section 8).")
 @click.option("--growth-hardware", type=click.FloatRange(min=1, min_open=True),
               help="Hardware price-performance growth, x/year (limits.growth_x_per_year.hardware).")
 @click.option("--growth-software", type=click.FloatRange(min=1, min_open=True),

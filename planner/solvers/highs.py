@@ -1,6 +1,6 @@
 """HiGHS backend: Pyomo's interface to highspy.
 
-Options as measured in ../shared/spec/FORMULATION_NOTES.md: relative gap 0 and an
+Options as measured in docs/mip.md: relative gap 0 and an
 absolute gap of 1e-9 (the objective is ln T: the default 1e-4 would be a 0.01% error
 in T), one thread, a fixed seed.
 """
