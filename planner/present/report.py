@@ -295,7 +295,8 @@ def compare_report(instance, rows, objective: str, path: str | Path, command: st
     for r in rows:
         res = r.result
         table.append([r.rank if r.feasible else "-", r.hardware, res.status,
-                      "-" if r.days is None else f"{r.days:,.1f}",
+                      f"{r.days:,.1f}" if r.days is not None else
+                      f"{res.fastest_time_s / SECONDS_PER_DAY:,.1f} (over the limit)" if res.fastest_time_s else "-",
                       "-" if res.plan is None else f"{res.plan.nodes:,}",
                       "-" if res.evaluation is None else f"${res.evaluation.values['cost_usd']:,.0f}",
                       plan_short(res.plan) if res.plan else "; ".join(res.infeasibility)[:120]])
