@@ -209,6 +209,7 @@ def _cli(*args):
     (["--compute", "0.2", "--accelerator", "A100-80GB"], "--compute"),   # one A100 is 0.315
     (["--memory", "10", "--accelerator", "H100-SXM"], "--memory"),       # one H100 holds 80 GB
     (["--compute", "16", "--wan-cap", "0"], "--wan-cap"),
+    (["--compute", "16", "--interconnect", "32"], "--interconnect"),     # the slowest link is PCIe 4, 64 GB/s
 ])
 def test_bad_thresholds_exit_2_naming_the_flag(args, flag):
     r = _cli(*args, "--target-flop", "1e24")
@@ -236,6 +237,16 @@ def test_cli_json_matches_the_library(tmp_path):
     assert a["cost_usd"] == 32 * 6 * 15000
     caught_ids = {c["deployment"] for c in out["collateral"] if c["caught_by"]}
     assert len(caught_ids) == 10 and "dgx-h100" in caught_ids
+
+
+def test_cli_max_nodes_caps_the_fleet():
+    inst = str(MIRI / "countermeasure-ccc-threshold-1.json")
+    r = _cli(inst, "--compute", "4", "--fit-model", "--accelerator", "A100-80GB", "--max-nodes", "20", "--json")
+    assert r.exit_code == 0 and json.loads(r.output)["answers"][0]["nodes"] == 16       # 16 <= 20
+    r = _cli(inst, "--compute", "1", "--fit-model", "--accelerator", "A100-80GB", "--max-nodes", "62", "--json")
+    assert r.exit_code == 1, r.output                                                   # 63 needed
+    (a,) = json.loads(r.output)["answers"]
+    assert not a["reachable"] and a["binding"]
 
 
 def test_cli_stop_and_report(tmp_path):

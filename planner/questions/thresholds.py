@@ -241,6 +241,12 @@ def check_thresholds(th: Thresholds, accelerators: list[AcceleratorSpec]) -> lis
     problems = th.problems()
     if problems:
         return problems
+    cap = th.interconnect_gb_s
+    if cap is not None and all(a.interconnect_gb_s is None or a.interconnect_gb_s > cap for a in accelerators):
+        slowest = min((a for a in accelerators if a.interconnect_gb_s), key=lambda a: a.interconnect_gb_s, default=None)
+        problems.append(Problem("--interconnect", f"{cap:g} GB/s is below the chip-to-chip bandwidth of every "
+                                f"accelerator considered" + (f" (the lowest is {slowest.id}: "
+                                                             f"{slowest.interconnect_gb_s:g} GB/s)" if slowest else "")))
     for flag, value, need, unit in (("--compute", th.compute_h100e, lambda a: a.h100_equivalents, "H100-eq"),
                                     ("--tpp", th.tpp, lambda a: a.tpp, "TPP"),
                                     ("--memory", th.memory_gb, lambda a: a.hbm_gb, "GB")):
@@ -301,6 +307,9 @@ def node_instance(raw: dict, node: NodeBuild, th: Thresholds, nodes: int, fit: b
     data["fleet"]["hardware"] = node.hardware()
     data["fleet"]["nodes"] = nodes
     data["fleet"].pop("price_usd_per_accelerator", None)
+    limits = data.get("limits")
+    if isinstance(limits, dict) and isinstance(limits.get("max_nodes"), int) and limits["max_nodes"] > nodes:
+        limits["max_nodes"] = nodes            # the schema wants max_nodes <= fleet.nodes; n nodes is the tighter cap
     if th.wan_mbps is not None:
         wan = data.setdefault("network", {}).setdefault("wan", {})
         for k in ("up_mbps", "down_mbps"):
@@ -457,8 +466,11 @@ def stop_point(raw: dict, acc: AcceleratorSpec, th: Thresholds, kinds: tuple[str
             else:
                 s_lo = mid
         t_hi, t_lo = th.scaled(s_hi, kinds), th.scaled(s_lo, kinds)
-    ok_hi, node_hi, a_hi = reachable(t_hi)
+    node_hi = build_node(acc, t_hi)
+    a_hi = answer(data, node_hi, t_hi, fit) if node_hi.count >= 1 else None   # fewest nodes, verified n / n - 1
+    ok_hi = a_hi is not None and a_hi.reachable
     ok_lo, node_lo, _ = reachable(t_lo)
+    out.solves += 1
     if not ok_hi or ok_lo:
         raise AssertionError(f"{acc.id}: the stop point is not verified (reachable at {t_hi.describe()}: {ok_hi}; "
                              f"at {t_lo.describe()}: {ok_lo})")
