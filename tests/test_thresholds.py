@@ -249,6 +249,17 @@ def test_cli_max_nodes_caps_the_fleet():
     assert not a["reachable"] and a["binding"]
 
 
+def test_cli_accelerator_the_instance_does_not_suit():
+    """1e27-fp8-h100 asks for fp8 (search.precisions); the A100 has none: its row says so, the H100 row answers."""
+    r = _cli(str(MIRI / "1e27-fp8-h100.json"), "--compute", "16", "--accelerator", "A100-80GB",
+             "--accelerator", "H100-SXM", "--fit-model", "--json")
+    assert r.exit_code == 0, r.output
+    a100, h100 = json.loads(r.output)["answers"]
+    assert not a100["reachable"] and "fp8" in a100["binding"][0]
+    assert h100["reachable"] and h100["node"]["count"] == 16
+    assert _cli(str(MIRI / "1e27-fp8-h100.json"), "--compute", "16", "--accelerator", "A100-80GB").exit_code == 2
+
+
 def test_cli_stop_and_report(tmp_path):
     inst = str(MIRI / "countermeasure-ccc-threshold-1.json")
     page = tmp_path / "t.html"

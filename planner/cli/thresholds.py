@@ -51,14 +51,19 @@ def _raw_from(instance_path: Path | None, target_flop, params, wan_mbps, rtt_ms,
     return raw, source
 
 
-def _check_instance(raw: dict, source: str, node, th, fit: bool) -> None:
-    """Validate the instance once with the first buildable node (bad input exits 2 before any solve)."""
+def _check_instance(raw: dict, source: str, nodes, th, fit: bool) -> None:
+    """Bad input exits 2 before any solve: the instance must validate with at least one of the nodes
+    (a node it does not suit, e.g. no fp8 when search.precisions asks for it, is reported in its row)."""
     from planner.questions.thresholds import _node_cap, node_instance
     from planner.schema.instance import parse_instance
-    try:
-        parse_instance(node_instance(raw, node, th, _node_cap(raw), fit), source)
-    except InputError as err:
-        raise BadInput(str(err)) from None
+    first = None
+    for node in nodes:
+        try:
+            parse_instance(node_instance(raw, node, th, _node_cap(raw), fit), source)
+            return
+        except InputError as err:
+            first = first or err
+    raise BadInput(str(first)) from None
 
 
 @click.command()
@@ -152,7 +157,7 @@ def thresholds(instance_path, compute, tpp, memory, interconnect, wan_cap, accel
     if not buildable:
         raise BadInput("thresholds: no accelerator considered fits under the thresholds: "
                        + "; ".join(n.rule for n in nodes))
-    _check_instance(raw, source, buildable[0], th, fit)
+    _check_instance(raw, source, buildable, th, fit)
 
     from planner.present.render import make_console
     from planner.present import threshold_report as page

@@ -331,9 +331,13 @@ def answer(raw: dict, node: NodeBuild, th: Thresholds, fit: bool = False) -> Ans
     if node.count < 1:
         return Answer(node, False, binding=[f"no node: {node.rule}"])
     cap = _node_cap(raw)
-    data = node_instance(raw, node, th, cap, fit)
+    try:
+        data = node_instance(raw, node, th, cap, fit)
+        instance = parse_instance(data, "<thresholds>")
+    except InputError as err:                # e.g. search.precisions asks for fp8 and the chip has none
+        return Answer(node, False, binding=[f"not applicable: {p}" for p in err.problems])
     params = float(data["model"]["params"]) if "params" in data.get("model", {}) else None
-    r = solve(parse_instance(data, "<thresholds>"), objective="min_cost")
+    r = solve(instance, objective="min_cost")
     if r.status != "optimal":
         return Answer(node, False, model_params=params, result=r,
                       binding=r.infeasibility or [f"no plan with up to {cap:,} nodes reaches the target"])
@@ -489,8 +493,11 @@ def stop_point(raw: dict, acc: AcceleratorSpec, th: Thresholds, kinds: tuple[str
 
 def _reach(data: dict, node: NodeBuild, th: Thresholds, fit: bool) -> Answer | None:
     """The min_cost answer if the target is reachable under `data`'s limits, else None."""
-    inst = node_instance(data, node, th, _node_cap(data), fit)
-    r = solve(parse_instance(inst, "<stop>"), objective="min_cost")
+    try:
+        instance = parse_instance(node_instance(data, node, th, _node_cap(data), fit), "<stop>")
+    except InputError:                        # the node does not suit the instance (a precision it lacks)
+        return None
+    r = solve(instance, objective="min_cost")
     if r.status != "optimal":
         return None
     return Answer(node, True, int(r.plan.nodes), int(r.plan.nodes) * node.price_usd, result=r)
