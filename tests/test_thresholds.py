@@ -317,3 +317,12 @@ def test_the_reports_collateral_counts_on_its_17_systems():
         return sum(1 for _, why in collateral(th, deps) if why)
     assert [count(Thresholds(compute_h100e=t)) for t in (16, 8, 4, 2, 1)] == [0, 0, 4, 9, 14]
     assert [count(Thresholds(memory_gb=m)) for m in (2048, 1024, 512, 256)] == [0, 0, 6, 11]
+
+
+def test_cli_set_overrides_the_instance():
+    inst = str(MIRI / "countermeasure-ccc-threshold-1.json")
+    r = _cli(inst, "--set", "limits.max_days=100", "--compute", "4", "--fit-model", "--accelerator", "A100-80GB",
+             "--json")
+    assert r.exit_code == 0, r.output
+    (a,) = json.loads(r.output)["answers"]
+    assert a["time_to_target_days"] <= 100 and a["nodes"] > 16        # a shorter run needs more than 16 nodes
