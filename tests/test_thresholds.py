@@ -326,3 +326,18 @@ def test_cli_set_overrides_the_instance():
     assert r.exit_code == 0, r.output
     (a,) = json.loads(r.output)["answers"]
     assert a["time_to_target_days"] <= 100 and a["nodes"] > 16        # a shorter run needs more than 16 nodes
+
+
+@pytest.mark.parametrize("th, kinds, field, value", [
+    (Thresholds(tpp=250_000), ("tpp",), "tpp", 40 * 4992),                   # 50 A100s at the start
+    (Thresholds(memory_gb=4000), ("memory",), "memory_gb", 40 * 80),
+    (Thresholds(compute_h100e=16), ("compute",), "compute_h100e", 40 * 312 / 990),
+])
+def test_stop_point_is_the_same_count_whatever_the_metric(accs, th, kinds, field, value):
+    """Every count threshold acts through the A100s per node, so within 5 nodes each stops at the same
+    count (40 reach 10^24, 39 do not: the stored stop-compute-within-5-nodes answer) at its own value."""
+    raw, _ = _miri("countermeasure-ccc-threshold-1")
+    sp = stop_point(raw, accs["A100-80GB"], th, kinds, max_nodes=5, fit=True)
+    assert (sp.count_reachable, sp.count_unreachable) == (40, 39)
+    assert getattr(sp.reachable_at, field) == pytest.approx(value)
+    assert getattr(sp.unreachable_at, field) < value
