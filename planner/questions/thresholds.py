@@ -422,10 +422,12 @@ def stop_point(raw: dict, acc: AcceleratorSpec, th: Thresholds, kinds: tuple[str
     target is no longer reachable within `max_nodes` nodes and/or `budget_usd`.
 
     Count limits (compute, tpp, memory) act only through the count n per node, so the search runs
-    over n (bisection, assuming more accelerators per node never hurt) and the answer is exact: with
-    n* the smallest count that reaches the target, s* = max over kinds of n* x need / threshold, the
-    thresholds at s* allow n* (reachable) and any lower ones n* - 1 (not). With a WAN cap among the
-    kinds the search runs over s (bisection to 1%). Both sides are re-solved (verified)."""
+    over n and the answer is exact: a bisection proposes n*, then every count below n* is solved (no
+    monotonicity assumed; a smaller count that reaches the target restarts the search below it), so
+    n* is the smallest count that reaches the target; s* = max over kinds of n* x need / threshold,
+    the thresholds at s* allow n* (reachable) and any lower ones at most n* - 1 (none reachable).
+    With a WAN cap among the kinds the search runs over s (bisection to 1%, assuming more bandwidth
+    never hurts); both sides of the bracket are re-solved."""
     if not kinds or any(k not in ("compute", "tpp", "memory", "wan") for k in kinds):
         raise ValueError(f"kinds must be among compute, tpp, memory, wan; got {kinds}")
     if any(_value(th, k) is None for k in kinds):
@@ -447,14 +449,29 @@ def stop_point(raw: dict, acc: AcceleratorSpec, th: Thresholds, kinds: tuple[str
         return out
     count_kinds = [k for k in kinds if k != "wan"]
     if "wan" not in kinds:
-        lo, hi = 0, node.count                            # not reachable with lo per node, reachable with hi
-        while hi - lo > 1:
-            mid = (lo + hi) // 2
-            s = max(mid * _count_need(acc, k) / _value(th, k) for k in count_kinds)
-            if reachable(th.scaled(s, tuple(count_kinds)))[0]:
-                hi = mid
-            else:
-                lo = mid
+        known: dict[int, bool] = {node.count: True}
+
+        def reach_count(c: int) -> bool:
+            if c not in known:
+                s = max(c * _count_need(acc, k) / _value(th, k) for k in count_kinds)
+                known[c] = reachable(th.scaled(s, tuple(count_kinds)))[0]
+            return known[c]
+
+        hi = node.count                                   # reachable with hi per node
+        while True:
+            lo = 0                                        # not reachable with lo per node
+            while hi - lo > 1:
+                mid = (lo + hi) // 2
+                if reach_count(mid):
+                    hi = mid
+                else:
+                    lo = mid
+            # the proof that no lower threshold reaches it: every smaller count is re-solved (no
+            # monotonicity assumed); a smaller count that reaches it restarts the search below it
+            lower = next((c for c in range(hi - 1, 0, -1) if reach_count(c)), None)
+            if lower is None:
+                break
+            hi = lower
         s_hi = max(hi * _count_need(acc, k) / _value(th, k) for k in count_kinds)
         t_hi, t_lo = th.scaled(s_hi, tuple(count_kinds)), th.scaled(s_hi * (1 - 1e-6), tuple(count_kinds))
     else:
