@@ -252,7 +252,7 @@ def test_cli_writes_a_readable_model(tmp_path, suffix):
     assert r.exit_code == 0, r.output
     text = out.read_text()
     for name in ("time_to_target", "sync_overlap", "efficiency", "duration_limit", "logarithm",
-                 "hierarchical_fp8_k2_Cr500_stream"):
+                 "hier_fp8_k2_Cr500"):
         assert name in text, name
     assert len(text.encode()) < 1_000_000
 

@@ -116,15 +116,15 @@ class Tables:
 def label(c: Classes, k: int) -> str:
     """A readable name of class k: its decisions, for the written model."""
     r = c.rows
-    parts = [r.mode, r.precision]
+    parts = [{"flat": "flat", "hierarchical": "hier", "pp_group": "ppg", "pipeline_wan": "pwan"}[r.mode], r.precision]
     if r.expert_parallel != "none":
-        parts.append(f"ep_{r.expert_parallel}")
+        parts.append(f"ep{r.expert_parallel[0]}")
     if r.mode == "hierarchical":
         parts.append(f"k{int(r.group_size[k])}")
     if r.mode in ("pp_group", "pipeline_wan"):
         parts += [f"S{int(r.stages[k])}", f"M{int(r.micro_batches[k])}", f"Ca{float(r.activation_compression[k]):g}"]
     if r.mode != "pipeline_wan":
-        parts += [f"Cr{float(r.compression[k]):g}", "stream" if r.streaming[k] else "nostream"]
+        parts += [f"Cr{float(r.compression[k]):g}"] + ([] if r.streaming[k] else ["nostream"])
     return "_".join(parts).replace(".", "p")
 
 
@@ -133,15 +133,15 @@ def build_tables(setting: Setting, space: DecisionSpace) -> Tables:
     groups = list(bnb.batches(setting, space))
     t = Tables(setting, space, groups)
     for g, c in enumerate(groups):
-        if c.rows.mode == "pipeline_wan":
-            for k in range(c.size):
-                t.fixed.append(FixedPlan(g, k, label(c, k), int(c.unit[k]), float(t.log_time(t.plan(g, k, 1))[0])))
-            continue
         ks = np.arange(c.size)
+        single = ks if c.rows.mode == "pipeline_wan" else (ks[c.n_lo == 1] if c.rows.mode == "flat" else ks[:0])
+        if single.size:                     # one node alone, or a pipeline over the WAN: one number each
+            log_t = t.log_time(c.plans(single, 1, 1, 1))
+            t.fixed += [FixedPlan(g, int(k), label(c, int(k)) + ("_single" if c.rows.mode == "flat" else ""),
+                                  int(c.unit[k]), float(log_t[a])) for a, k in enumerate(single)]
+        if c.rows.mode == "pipeline_wan":
+            continue
         if c.rows.mode == "flat":
-            for k in ks[c.n_lo == 1]:
-                t.fixed.append(FixedPlan(g, int(k), label(c, int(k)) + "_single", 1,
-                                         float(t.log_time(t.plan(g, int(k), 1))[0])))
             ks = ks[c.n_hi >= 2]
         if ks.size:
             t.sync += _sync_classes(t, g, c, ks)
@@ -186,6 +186,17 @@ def outer_per_step(e: SyncClass, t: Tables, n, h, r) -> np.ndarray:
     return np.log(np.maximum(np.maximum(step, reg), sync) if e.streaming else step + reg + sync)
 
 
+def _outer_per_step_all(classes: list[SyncClass], t: Tables, n, h, r) -> np.ndarray:
+    """`outer_per_step` of each class at its own n (same H, R), vectorised."""
+    col = lambda name: np.array([getattr(e, name) for e in classes])
+    k = col("k")
+    parties = np.floor(n / k) if classes[0].mode == "hierarchical" else n
+    sync = np.exp(col("ln_sync_base") + t.ln_straggler(parties)) / (h * r)
+    reg = np.exp(col("ln_regional")) / h
+    step = np.exp(col("ln_step"))
+    return np.log(np.where(col("streaming"), np.maximum(np.maximum(step, reg), sync), step + reg + sync))
+
+
 def _check(t: Tables, c: Classes, ks: np.ndarray, classes: list[SyncClass]) -> None:
     """ln T = kappa - ln n + z - omega at two more plans of every class (n_hi, H_max, R_max;
     n_lo, H_max // 2 + 1, R = 1), z from the constants above: the factorisation the model uses."""
@@ -196,7 +207,7 @@ def _check(t: Tables, c: Classes, ks: np.ndarray, classes: list[SyncClass]) -> N
         want = t.log_time(c.plans(ks, n, h, r))
         omega = t.omega(n, np.full(n.shape, h * math.sqrt(r)))
         kappa = np.array([e.kappa for e in classes])
-        z = np.array([float(outer_per_step(e, t, n[a], h, r)) for a, e in enumerate(classes)])
+        z = _outer_per_step_all(classes, t, n, h, r)
         with np.errstate(invalid="ignore"):
             got = kappa - np.log(n) + z - omega
             bad = np.isfinite(want) & np.isfinite(kappa) & (omega > OMEGA_FLOOR) \
@@ -205,3 +216,55 @@ def _check(t: Tables, c: Classes, ks: np.ndarray, classes: list[SyncClass]) -> N
             a = int(np.argmax(bad))
             raise FormulationError(f"ln T does not factor for {classes[a].label} at n={n[a]}, H={h}, R={r}: "
                                    f"{got[a]} != {want[a]}")
+
+
+def presolve(t: Tables, objective: str):
+    """Drop the classes and fixed plans that cannot hold an optimum; return a first incumbent.
+
+    Exact, like a MIP presolve with an objective cutoff. For every plan of class c,
+    ln T >= kappa_c - ln n_hi_c + ln t_step_c (z >= ln t_step, omega <= 0, n <= n_hi), so:
+    - min_time: classes whose bound exceeds the time of a real plan (the best of a few plans
+      per class scored by the evaluator: n = n_hi, H in {1, the balance point t_sync / t_step
+      and its neighbours, H_max}, R in {1, R_max}) are dropped, and so are fixed plans slower
+      than it; that plan is returned as the loop's first incumbent (its cutoff);
+    - min_cost: classes that cannot meet the duration limit at any n <= n_hi are dropped,
+      and fixed plans that miss it.
+    Returns (pruned tables, incumbent plan or None, its ln T or inf).
+    """
+    if not t.sync:
+        return t, None, math.inf
+    ln_w = math.log(t.setting.window_s)
+    lower = np.array([e.kappa - math.log(e.n_hi) + e.ln_step for e in t.sync])
+    best_plan, best = None, math.inf
+    if objective == "min_time":
+        for g in sorted({e.group for e in t.sync}):
+            members = [e for e in t.sync if e.group == g]
+            idx = np.array([e.index for e in members])
+            n = np.array([e.n_hi for e in members])
+            balance = np.exp(np.array([e.ln_sync_base - e.ln_step for e in members]) + t.ln_straggler(n))
+            r_values = (1, t.r_max) if members[0].mode == "hierarchical" else (1,)
+            for r in r_values:
+                hs = [np.ones(n.size), np.full(n.size, t.h_max)] + \
+                    [np.clip(np.floor(balance / r) + d, 1, t.h_max) for d in (0, 1)]
+                for h in hs:
+                    plans = t.groups[g].plans(idx, n, h.astype(np.int64), r)
+                    log_t = t.log_time(plans)
+                    a = int(np.argmin(log_t))
+                    if log_t[a] < best:
+                        best, best_plan = float(log_t[a]), plans.take(slice(a, a + 1))
+        for p in t.fixed:
+            if p.log_time < best:
+                best, best_plan = p.log_time, t.plan(p.group, p.index, 1)
+        cut = best + 1e-9 * max(1.0, abs(best))
+        keep = lower <= cut
+        fixed = [p for p in t.fixed if p.log_time <= cut]
+    else:
+        keep = lower <= ln_w + 1e-12
+        fixed = [p for p in t.fixed if p.log_time <= ln_w]
+    pruned = Tables(t.setting, t.space, t.groups, [e for e, k in zip(t.sync, keep) if k], fixed,
+                    t.n_max, t.h_max, t.r_max)
+    if pruned.sync:
+        pruned.n_max = max(e.n_hi for e in pruned.sync)
+    if not any(e.mode == "hierarchical" for e in pruned.sync):
+        pruned.r_max = 1
+    return pruned, best_plan, best
