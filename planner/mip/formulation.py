@@ -107,11 +107,13 @@ class Formulation:
     model: pyo.ConcreteModel
     tables: Tables
     objective: str
+    chosen: int | None = None         # position in tables.sync of the class of the last decoded plan
 
     def decode(self):
         """(plan batch of one row, the model's q and (a, b) values) at the model's current values."""
         m, t = self.model, self.tables
         chosen_y = [i for i, y in enumerate(m.yv) if (y.value or 0) > 0.5]
+        self.chosen = chosen_y[0] if chosen_y else None
         if chosen_y:
             e = t.sync[chosen_y[0]]
             n, h, r = (int(round(pyo.value(v))) for v in (m.n, m.H, m.R))
@@ -141,11 +143,14 @@ class Formulation:
         return {"columns": cols, "rows": rows, "nonzeros": nz}
 
 
-def build(t: Tables, grid: Grid, objective: str = "min_time", cutoff: float | None = None) -> Formulation:
+def build(t: Tables, grid: Grid, objective: str = "min_time", cutoff: float | None = None,
+          solved: frozenset = frozenset()) -> Formulation:
     """The model of the tables on the grid, for `objective` (min_time or min_cost).
 
     `cutoff` (ln T for min_time, nodes for min_cost): only plans strictly better are wanted
-    (the `incumbent` family, one row): an infeasible model then proves the incumbent optimal."""
+    (the `incumbent` family, one row): an infeasible model then proves the incumbent optimal.
+    `solved`: positions in `t.sync` of classes whose best plan is known exactly (no better plan
+    there than the incumbent): excluded, y = 0 (`incumbent` family too)."""
     m = pyo.ConcreteModel(name="dtplan")
     _columns(m, t, grid)
     for family in (choice, bracket, logarithm, fixed_shape, structure, node_limit, budget_limit, memory_cap,
@@ -156,8 +161,10 @@ def build(t: Tables, grid: Grid, objective: str = "min_time", cutoff: float | No
         m.objective = pyo.Objective(expr=m.nodes, sense=pyo.minimize)
     else:
         m.objective = pyo.Objective(expr=m.L, sense=pyo.minimize)
+    m.incumbent = pyo.ConstraintList()
+    for i in sorted(solved):
+        m.incumbent.add(m.yv[i] == 0)
     if cutoff is not None and math.isfinite(cutoff):
-        m.incumbent = pyo.ConstraintList()
         m.incumbent.add((m.nodes <= cutoff - 1) if objective == "min_cost" else (m.L <= cutoff - CUTOFF_LOG))
     return Formulation(m, t, objective)
 

@@ -218,40 +218,95 @@ def _check(t: Tables, c: Classes, ks: np.ndarray, classes: list[SyncClass]) -> N
                                    f"{got[a]} != {want[a]}")
 
 
+def _octave_boxes(top: int) -> np.ndarray:
+    """[lo, hi] rows covering 1..top, one per octave."""
+    lo = [1]
+    while lo[-1] * 2 <= top:
+        lo.append(lo[-1] * 2)
+    hi = [x - 1 for x in lo[1:]] + [top]
+    return np.array([lo, hi]).T
+
+
+def class_bounds(t: Tables) -> tuple[np.ndarray, np.ndarray]:
+    """Per class and octave box of n: a lower bound on ln T over the box (min over the H and R
+    octaves), shape (classes, n boxes), and the boxes' [lo, hi] of n (clipped to each class's range,
+    shape (classes, n boxes, 2); an empty box has bound inf).
+
+    On a box [n1, n2] x [H1, H2] x [R1, R2] every plan has (module docstring)
+        ln T >= kappa - ln n2 + z(n1, H2, R2) - omega(n1, H1 sqrt R1),
+    since z never decreases with n nor increases with H or R, and omega never increases with n
+    or H_eff: the bound of the branch and bound (`planner.solvers.bnb`) and of the model's
+    relaxation at the grid, computed from the tables in closed form for all classes at once.
+    """
+    nb, hb = _octave_boxes(t.n_max), _octave_boxes(t.h_max)
+    col = lambda name: np.array([getattr(e, name) for e in t.sync], dtype=float)[:, None]
+    n_lo, n_hi = col("n_lo"), col("n_hi")
+    lo = np.maximum(nb[None, :, 0], n_lo)
+    hi = np.minimum(nb[None, :, 1], n_hi)
+    empty = lo > hi
+    lo, hi = np.where(empty, n_lo, lo), np.where(empty, n_lo, hi)
+    hier = np.array([e.mode == "hierarchical" for e in t.sync])[:, None]
+    parties = np.where(hier, np.floor(lo / col("k")), lo)
+    f = np.exp(t.ln_straggler(parties))
+    step, base, reg = np.exp(col("ln_step")), np.exp(col("ln_sync_base")), np.exp(col("ln_regional"))
+    streaming = col("streaming") > 0
+    kappa = col("kappa")
+    rb = _octave_boxes(t.r_max)
+    best = np.full(lo.shape, np.inf)
+    omega_tab = lambda h_eff: t.omega(nb[:, 0], np.full(nb.shape[0], h_eff))   # at each box's lower end of n
+    for r1, r2 in rb:
+        r_lo, r_hi = np.where(hier, r1, 1), np.where(hier, r2, 1)
+        if not hier.any() and r1 > 1:
+            break
+        for h1, h2 in hb:
+            sync = base * f / (h2 * r_hi)
+            regional = reg / h2
+            outer = np.where(streaming, np.maximum(np.maximum(step, regional), sync), step + regional + sync)
+            omega = np.where(hier, omega_tab(h1 * math.sqrt(r1))[None, :], omega_tab(h1)[None, :])
+            with np.errstate(invalid="ignore"):
+                bound = kappa - np.log(hi) + np.log(outer) - omega
+            best = np.minimum(best, np.where(empty, np.inf, bound))
+    return best, np.stack([lo, hi], axis=2)
+
+
 def presolve(t: Tables, objective: str):
     """Drop the classes and fixed plans that cannot hold an optimum; return a first incumbent.
 
-    Exact, like a MIP presolve with an objective cutoff. For every plan of class c,
-    ln T >= kappa_c - ln n_hi_c + ln t_step_c (z >= ln t_step, omega <= 0, n <= n_hi), so:
-    - min_time: classes whose bound exceeds the time of a real plan (the best of a few plans
-      per class scored by the evaluator: n = n_hi, H in {1, the balance point t_sync / t_step
-      and its neighbours, H_max}, R in {1, R_max}) are dropped, and so are fixed plans slower
-      than it; that plan is returned as the loop's first incumbent (its cutoff);
-    - min_cost: classes that cannot meet the duration limit at any n <= n_hi are dropped,
-      and fixed plans that miss it.
-    Returns (pruned tables, incumbent plan or None, its ln T or inf).
+    Exact, like a MIP presolve with an objective cutoff, by the box bounds of `class_bounds`:
+    - min_time: a few plans per class are scored by the evaluator (n at the upper end of its
+      most promising box and at n_hi; H = 1, H_max, the balance point t_sync / t_step and its
+      neighbour; R = 1 and R_max); the best is the incumbent, and the classes whose every box
+      is bounded above its time are dropped, and fixed plans slower than it;
+    - min_cost: boxes bounded above the duration limit cannot hold a feasible plan; a class's
+      least nodes is unit x the lower end of its first box that can; plans at the upper end of
+      that box are scored, the fewest nodes among those within the limit is the incumbent,
+      and classes (and fixed plans) needing more nodes, or missing the limit, are dropped.
+    Returns (pruned tables, incumbent plan or None, its value: ln T or nodes; inf if none).
     """
     if not t.sync:
         return t, None, math.inf
     ln_w = math.log(t.setting.window_s)
-    lower = np.array([e.kappa - math.log(e.n_hi) + e.ln_step for e in t.sync])
+    bound, boxes = class_bounds(t)
+    lower = bound.min(axis=1)
+    first_box = np.argmin(bound, axis=1) if objective == "min_time" else np.argmax(bound <= ln_w, axis=1)
+    pick_n = boxes[np.arange(len(t.sync)), first_box, 1].astype(np.int64)
     best_plan, best = None, math.inf
-    if objective == "min_time":
-        for g in sorted({e.group for e in t.sync}):
-            members = [e for e in t.sync if e.group == g]
-            idx = np.array([e.index for e in members])
-            n = np.array([e.n_hi for e in members])
+    for g in sorted({e.group for e in t.sync}):
+        at = np.array([a for a, e in enumerate(t.sync) if e.group == g])
+        members = [t.sync[a] for a in at]
+        idx = np.array([e.index for e in members])
+        hier = members[0].mode == "hierarchical"
+        for n in (pick_n[at], np.array([e.n_hi for e in members])):
             balance = np.exp(np.array([e.ln_sync_base - e.ln_step for e in members]) + t.ln_straggler(n))
-            r_values = (1, t.r_max) if members[0].mode == "hierarchical" else (1,)
-            for r in r_values:
-                hs = [np.ones(n.size), np.full(n.size, t.h_max)] + \
-                    [np.clip(np.floor(balance / r) + d, 1, t.h_max) for d in (0, 1)]
-                for h in hs:
-                    plans = t.groups[g].plans(idx, n, h.astype(np.int64), r)
+            for r in ((1, t.r_max) if hier else (1,)):
+                for h in (np.ones(n.size), np.full(n.size, t.h_max), np.floor(balance / r), np.floor(balance / r) + 1):
+                    plans = t.groups[g].plans(idx, n, np.clip(h, 1, t.h_max).astype(np.int64), r)
                     log_t = t.log_time(plans)
-                    a = int(np.argmin(log_t))
-                    if log_t[a] < best:
-                        best, best_plan = float(log_t[a]), plans.take(slice(a, a + 1))
+                    value = log_t if objective == "min_time" else np.where(log_t <= ln_w, plans.nodes, np.inf)
+                    a = int(np.argmin(value))
+                    if value[a] < best:
+                        best, best_plan = float(value[a]), plans.take(slice(a, a + 1))
+    if objective == "min_time":
         for p in t.fixed:
             if p.log_time < best:
                 best, best_plan = p.log_time, t.plan(p.group, p.index, 1)
@@ -259,8 +314,12 @@ def presolve(t: Tables, objective: str):
         keep = lower <= cut
         fixed = [p for p in t.fixed if p.log_time <= cut]
     else:
-        keep = lower <= ln_w + 1e-12
-        fixed = [p for p in t.fixed if p.log_time <= ln_w]
+        for p in t.fixed:
+            if p.log_time <= ln_w and p.nodes < best:
+                best, best_plan = float(p.nodes), t.plan(p.group, p.index, 1)
+        least = boxes[np.arange(len(t.sync)), first_box, 0] * np.array([e.unit for e in t.sync])
+        keep = (lower <= ln_w + 1e-12) & (least <= best)
+        fixed = [p for p in t.fixed if p.log_time <= ln_w and p.nodes <= best]
     pruned = Tables(t.setting, t.space, t.groups, [e for e, k in zip(t.sync, keep) if k], fixed,
                     t.n_max, t.h_max, t.r_max)
     if pruned.sync:
