@@ -219,18 +219,19 @@ def _check(t: Tables, c: Classes, ks: np.ndarray, classes: list[SyncClass]) -> N
 
 
 def _octave_boxes(top: int) -> np.ndarray:
-    """[lo, hi] rows covering 1..top, one per octave."""
-    lo = [1]
-    while lo[-1] * 2 <= top:
-        lo.append(lo[-1] * 2)
+    """[lo, hi] rows covering 1..top, two per octave (1, 2, 3, 4, 6, 8, 12, ...)."""
+    lo = [1, 2, 3]
+    while lo[-1] * 4 // 3 <= top:
+        lo.append(lo[-1] * 4 // 3 if len(lo) % 2 == 0 else lo[-1] * 3 // 2)
+    lo = [x for x in lo if x <= top]
     hi = [x - 1 for x in lo[1:]] + [top]
     return np.array([lo, hi]).T
 
 
 def class_bounds(t: Tables) -> tuple[np.ndarray, np.ndarray]:
-    """Per class and octave box of n: a lower bound on ln T over the box (min over the H and R
-    octaves), shape (classes, n boxes), and the boxes' [lo, hi] of n (clipped to each class's range,
-    shape (classes, n boxes, 2); an empty box has bound inf).
+    """Per class and box of n (two per octave): a lower bound on ln T over the box (min over the
+    H and R boxes), shape (classes, n boxes), and the boxes' [lo, hi] of n clipped to each class's
+    range, shape (classes, n boxes, 2); an empty box has bound inf.
 
     On a box [n1, n2] x [H1, H2] x [R1, R2] every plan has (module docstring)
         ln T >= kappa - ln n2 + z(n1, H2, R2) - omega(n1, H1 sqrt R1),
@@ -238,35 +239,53 @@ def class_bounds(t: Tables) -> tuple[np.ndarray, np.ndarray]:
     or H_eff: the bound of the branch and bound (`planner.solvers.bnb`) and of the model's
     relaxation at the grid, computed from the tables in closed form for all classes at once.
     """
-    nb, hb = _octave_boxes(t.n_max), _octave_boxes(t.h_max)
-    col = lambda name: np.array([getattr(e, name) for e in t.sync], dtype=float)[:, None]
-    n_lo, n_hi = col("n_lo"), col("n_hi")
-    lo = np.maximum(nb[None, :, 0], n_lo)
-    hi = np.minimum(nb[None, :, 1], n_hi)
-    empty = lo > hi
-    lo, hi = np.where(empty, n_lo, lo), np.where(empty, n_lo, hi)
-    hier = np.array([e.mode == "hierarchical" for e in t.sync])[:, None]
-    parties = np.where(hier, np.floor(lo / col("k")), lo)
-    f = np.exp(t.ln_straggler(parties))
-    step, base, reg = np.exp(col("ln_step")), np.exp(col("ln_sync_base")), np.exp(col("ln_regional"))
-    streaming = col("streaming") > 0
-    kappa = col("kappa")
-    rb = _octave_boxes(t.r_max)
-    best = np.full(lo.shape, np.inf)
-    omega_tab = lambda h_eff: t.omega(nb[:, 0], np.full(nb.shape[0], h_eff))   # at each box's lower end of n
-    for r1, r2 in rb:
-        r_lo, r_hi = np.where(hier, r1, 1), np.where(hier, r2, 1)
-        if not hier.any() and r1 > 1:
-            break
-        for h1, h2 in hb:
-            sync = base * f / (h2 * r_hi)
-            regional = reg / h2
-            outer = np.where(streaming, np.maximum(np.maximum(step, regional), sync), step + regional + sync)
-            omega = np.where(hier, omega_tab(h1 * math.sqrt(r1))[None, :], omega_tab(h1)[None, :])
-            with np.errstate(invalid="ignore"):
-                bound = kappa - np.log(hi) + np.log(outer) - omega
-            best = np.minimum(best, np.where(empty, np.inf, bound))
-    return best, np.stack([lo, hi], axis=2)
+    nb, hb, rb = _octave_boxes(t.n_max), _octave_boxes(t.h_max), _octave_boxes(t.r_max)
+    nn, hh, rr = np.meshgrid(nb[:, 0], hb[:, 0], rb[:, 0], indexing="ij")
+    omega_all = t.omega(nn.ravel(), (hh * np.sqrt(rr)).ravel()).reshape(nn.shape)   # [n box, H box, R box]
+    bound = np.full((len(t.sync), nb.shape[0]), np.inf)
+    boxes = np.zeros((len(t.sync), nb.shape[0], 2))
+    hier_all = np.array([e.mode == "hierarchical" for e in t.sync])
+    for hier in (False, True):
+        at = np.flatnonzero(hier_all == hier)
+        if not at.size:
+            continue
+        col = lambda name: np.array([getattr(t.sync[a], name) for a in at], dtype=float)[:, None]
+        n_lo, n_hi = col("n_lo"), col("n_hi")
+        lo = np.maximum(nb[None, :, 0], n_lo)
+        hi = np.minimum(nb[None, :, 1], n_hi)
+        empty = lo > hi
+        lo, hi = np.where(empty, n_lo, lo), np.where(empty, n_lo, hi)
+        f = np.exp(t.ln_straggler(np.floor(lo / col("k")) if hier else lo))
+        step, sync_base, reg = np.exp(col("ln_step")), np.exp(col("ln_sync_base")) * f, np.exp(col("ln_regional"))
+        streaming = col("streaming") > 0
+        fixed_part = col("kappa") - np.log(hi)
+        best = np.full(lo.shape, np.inf)
+        for ri, (r1, r2) in enumerate(rb if hier else rb[:1]):
+            r_hi = r2 if hier else 1
+            for hj, (h1, h2) in enumerate(hb):
+                sync, regional = sync_base / (h2 * r_hi), reg / h2
+                outer = np.where(streaming, np.maximum(np.maximum(step, regional), sync), step + regional + sync)
+                best = np.minimum(best, np.log(outer) - omega_all[None, :, hj, ri])
+        bound[at] = np.where(empty, np.inf, fixed_part + best)
+        boxes[at] = np.stack([lo, hi], axis=2)
+    return bound, boxes
+
+
+EXACT_CLASSES = 1
+
+
+def solve_class(t: Tables, position: int, best: float = math.inf, deadline: float = math.inf):
+    """The best plan of one class over all its n, H, R, found exactly by the branch and bound
+    (`bnb.minimise_time`, public): (plan, ln T), or (None, inf) if none beats `best` (ln T)."""
+    s, e = t.setting, t.sync[position]
+    c = t.groups[e.group].take(np.array([e.index]))
+    bound = math.exp(best) * (1 + bnb.TIE_REL) if math.isfinite(best) else s.window_s
+    found = bnb.minimise_time(s, c, t.space.max_inner_steps, t.space.max_regional_rounds,
+                              min(bound, s.window_s), deadline)
+    if not found.time_s.size:
+        return None, math.inf
+    a = int(np.argmin(found.time_s))
+    return found.batch.take(slice(a, a + 1)), math.log(float(found.time_s[a]))
 
 
 def presolve(t: Tables, objective: str):
@@ -275,7 +294,8 @@ def presolve(t: Tables, objective: str):
     Exact, like a MIP presolve with an objective cutoff, by the box bounds of `class_bounds`:
     - min_time: a few plans per class are scored by the evaluator (n at the upper end of its
       most promising box and at n_hi; H = 1, H_max, the balance point t_sync / t_step and its
-      neighbour; R = 1 and R_max); the best is the incumbent, and the classes whose every box
+      neighbour; R = 1 and R_max), and the `EXACT_CLASSES` classes of least bound are solved
+      exactly (`solve_class`); the best is the incumbent, and the classes whose every box
       is bounded above its time are dropped, and fixed plans slower than it;
     - min_cost: boxes bounded above the duration limit cannot hold a feasible plan; a class's
       least nodes is unit x the lower end of its first box that can; plans at the upper end of
@@ -310,6 +330,12 @@ def presolve(t: Tables, objective: str):
         for p in t.fixed:
             if p.log_time < best:
                 best, best_plan = p.log_time, t.plan(p.group, p.index, 1)
+        for a in np.argsort(lower)[:EXACT_CLASSES]:       # the most promising classes, solved exactly
+            if lower[a] >= best:
+                break
+            plan, value = solve_class(t, int(a), best)
+            if value < best:
+                best, best_plan = value, plan
         cut = best + 1e-9 * max(1.0, abs(best))
         keep = lower <= cut
         fixed = [p for p in t.fixed if p.log_time <= cut]

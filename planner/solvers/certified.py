@@ -30,9 +30,9 @@ import numpy as np
 from planner.cost.score import time_to_target
 from planner.cost.setting import Setting
 from planner.mip.formulation import Grid, build
-from planner.mip.tables import build_tables, presolve
+from planner.mip.tables import build_tables, presolve, solve_class
 from planner.objectives import min_cost, min_time
-from planner.solvers import UnsupportedBySolver, backends, bnb
+from planner.solvers import UnsupportedBySolver, backends
 from planner.space import DecisionSpace
 
 MAX_ROUNDS = 12
@@ -137,7 +137,7 @@ def outer_approximation(setting: Setting, space: DecisionSpace, objective: str, 
             report.status = r.status
             break
         if objective == "min_time" and f.chosen is not None and f.chosen not in solved:
-            plan_c, value_c = _solve_class(setting, tables, f.chosen, best, deadline)
+            plan_c, value_c = solve_class(tables, f.chosen, best, deadline)
             solved.add(f.chosen)
             if value_c < best:
                 best_plan, best = plan_c, value_c
@@ -162,20 +162,6 @@ def outer_approximation(setting: Setting, space: DecisionSpace, objective: str, 
     if report.objective is not None and report.bound is not None and report.objective > 0:
         report.gap = max(0.0, (report.objective - report.bound) / report.objective)
     return best_plan, best, report
-
-
-def _solve_class(setting: Setting, tables, position: int, best: float, deadline: float):
-    """The best plan of one class (the one the model chose), found exactly by the branch and bound
-    over its n, H, R (`bnb.minimise_time`, public): (plan, ln T), or (None, inf) if none beats `best`."""
-    e = tables.sync[position]
-    c = tables.groups[e.group].take(np.array([e.index]))
-    bound = math.exp(best) * (1 + bnb.TIE_REL) if math.isfinite(best) else setting.window_s
-    found = bnb.minimise_time(setting, c, tables.space.max_inner_steps, tables.space.max_regional_rounds,
-                              min(bound, setting.window_s), deadline)
-    if not found.time_s.size:
-        return None, math.inf
-    a = int(np.argmin(found.time_s))
-    return found.batch.take(slice(a, a + 1)), math.log(float(found.time_s[a]))
 
 
 def _unit(tables, plan) -> int:
