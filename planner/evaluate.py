@@ -63,6 +63,11 @@ class Evaluation:
             "values": {k: _finite(x) for k, x in self.values.items()},
         }
 
+    def to_frame(self):
+        """One row (pandas DataFrame): the plan's fields, verdict and every figure."""
+        from planner.present.frames import evaluation_frame
+        return evaluation_frame(self)
+
 
 def max_days(instance: Instance) -> tuple[float, str]:
     """The run-duration limit in days and where it came from."""

@@ -26,8 +26,9 @@ import dataclasses
 import json
 from dataclasses import dataclass, field
 from functools import lru_cache
-from pathlib import Path
 from typing import Any, Mapping
+
+from planner.presets_dir import bundled_models_dir
 
 SCENARIOS = ("optimistic", "expected", "conservative")
 STRAGGLER_STRATEGIES = ("synchronous", "relay", "threshold", "backup", "none")
@@ -186,7 +187,7 @@ class Assumptions:
 
 
 ADAMW_STATE_BYTES = 8.0      # two fp32 moments per parameter, inside beta_ref = 16 (fp16)
-MODELS_DIR = Path(__file__).resolve().parents[2] / "models"
+MODELS_DIR = bundled_models_dir()   # checkout or wheel; see planner/presets_dir.py
 
 
 @lru_cache(maxsize=None)
@@ -225,7 +226,7 @@ NUMERIC_FIELDS = tuple(
 )
 SETTABLE_FIELDS = tuple(f.name for f in dataclasses.fields(Assumptions) if f.name != "profile")
 
-PROFILES_DIR = Path(__file__).resolve().parents[2] / "models" / "assumptions"
+PROFILES_DIR = bundled_models_dir() / "assumptions"  # checkout or wheel; see planner/presets_dir.py
 
 
 def table_from_json(rows: Mapping[str, Any]) -> QualityTable:
