@@ -73,7 +73,9 @@ class DecisionSpace:
         monotone = not (objective == "max_compute" and setting.target_kind == "c_local"
                         and setting.assumptions.replica_penalty == "chinchilla")
         if monotone:
-            return self
+            # dtplan's overlap of a blocking sync with the last micro-batch's backward pass
+            # (physics.overlap_window_s) makes the outer step depend on M beyond t_step
+            return replace(self, all_micro_batches=True) if setting.assumptions.dp_overlap else self
         streaming = (True, False) if self.streaming == (True,) and self.streaming_off_allowed else self.streaming
         return replace(self, streaming=streaming, all_micro_batches=True)
 
