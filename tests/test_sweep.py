@@ -316,3 +316,48 @@ def test_cli_feasible_monte_carlo_json():
     out = json.loads(r.output)
     assert out["samples"] == 4 and 0 <= out["probability"] <= 1 and out["as_given"]["reachable"] is False
     assert set(out["days_percentiles"]) == {"p5", "p25", "p50", "p75", "p95"}
+
+
+# -- recipes (instances/sweeps) --------------------------------------------------------------------
+
+
+def _make_sweep_expected():
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("make_sweep_expected", ROOT / "scripts" / "make_sweep_expected.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+MAKE = _make_sweep_expected()
+
+
+@pytest.mark.parametrize("recipe", MAKE.recipes(), ids=lambda p: p.stem)
+def test_recipe_answers_as_stored(recipe):
+    assert MAKE.expected_path(recipe).exists(), f"run scripts/make_sweep_expected.py for {recipe.stem}"
+    columns, rows, result, _ = MAKE.answer(recipe)
+    assert not result.errors
+    assert MAKE.compare(recipe, columns, rows) == []
+
+
+def test_recipes_agree_with_the_miri_instances_answered_alone():
+    """The deployment-profile sweep point by point equals instances/miri/profile-*.expected.json, and the
+    bandwidth sweep at 10 Mb/s and 16x equals countermeasure-bandwidth-cap-10mbps.expected.json."""
+    miri = ROOT / "instances" / "miri"
+    _, rows = MAKE.read_expected(ROOT / "instances" / "sweeps" / "deployment-profiles.expected.csv")
+    by_network = {}
+    for path in miri.glob("profile-*.json"):
+        if path.name.endswith(".expected.json"):
+            continue
+        wan = json.loads(path.read_text())["network"]["wan"]
+        by_network[(wan["up_mbps"], wan["rtt_ms"])] = json.loads(path.with_suffix(".expected.json").read_text())
+    assert len(by_network) == len(rows) == 8
+    for row in rows:
+        expected = by_network[(row["network.wan"]["up_mbps"], row["network.wan"]["rtt_ms"])]
+        assert row["objective_value"] == pytest.approx(expected["objective_value"], rel=1e-9)
+        assert row["inner_steps"] == expected["plan"]["inner_steps"]
+    _, rows = MAKE.read_expected(ROOT / "instances" / "sweeps" / "bandwidth.expected.csv")
+    expected = json.loads((miri / "countermeasure-bandwidth-cap-10mbps.expected.json").read_text())
+    row = next(r for r in rows if r["network.wan.up_mbps+network.wan.down_mbps"] == 10 and r["search.compression"] == [16])
+    assert expected["verdict"] == "feasible" and row["inner_steps"] == expected["plan"]["inner_steps"]
+    assert row["time_to_target_days"] == pytest.approx(expected["time_to_target_days"], rel=1e-9)

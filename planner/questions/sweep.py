@@ -868,4 +868,8 @@ def plot_sweep(result: SweepResult, path: str | Path, kind: str | None = None, x
         return sweep_plots.pareto_plot(result.rows, path, group=group, limit=limit, title=title)
     x = x or fields[0]
     series = series if series is not None else (list(spec.grid)[1] if len(spec.grid) > 1 else None)
-    return sweep_plots.lines_plot(result.rows, x, path, y=y, series=series, limit=limit, title=title)
+    ylabel = None
+    if y == "objective_value":
+        from planner.present.plots import _AXIS
+        ylabel = _AXIS.get(spec.objective or parse_instance(copy.deepcopy(spec.base)).objective)
+    return sweep_plots.lines_plot(result.rows, x, path, y=y, series=series, limit=limit, title=title, ylabel=ylabel)
