@@ -361,3 +361,8 @@ def test_recipes_agree_with_the_miri_instances_answered_alone():
     row = next(r for r in rows if r["network.wan.up_mbps+network.wan.down_mbps"] == 10 and r["search.compression"] == [16])
     assert expected["verdict"] == "feasible" and row["inner_steps"] == expected["plan"]["inner_steps"]
     assert row["time_to_target_days"] == pytest.approx(expected["time_to_target_days"], rel=1e-9)
+
+
+def test_bad_scheduler_address_is_bad_input():
+    r = CliRunner().invoke(main, ["sweep", str(BASE_PATH), "--grid", "fleet.nodes=72", "--scheduler", "no port"])
+    assert r.exit_code == 2 and "--scheduler: not a Dask scheduler address" in r.output
