@@ -197,6 +197,10 @@ def render_feasibility(f, console: Console, notes: list[str] | None = None) -> N
     for line in notes or []:
         console.print(f"[dim]{line}[/dim]")
     r = f.result
+    if getattr(f, "timed_out", False):
+        console.print(Text("TIME LIMIT  reached before a plan was found or infeasibility proven (no verdict)",
+                           style="bold yellow"))
+        return
     if f.feasible:
         days = r.objective_value / SECONDS_PER_DAY
         console.print(Text(f"FEASIBLE  the target is reached in {days:,.1f} days", style="bold green"))
