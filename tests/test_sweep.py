@@ -313,7 +313,7 @@ def test_cli_feasible_monte_carlo_json():
     path = ROOT / "instances" / "miri" / "1e27-flat-a100.json"
     r = CliRunner().invoke(main, ["feasible", str(path), "--monte-carlo", "4", "--seed", "3", "--json"])
     assert r.exit_code == 1, r.output
-    out = json.loads(r.output)
+    out = json.loads(r.stdout)
     assert out["samples"] == 4 and 0 <= out["probability"] <= 1 and out["as_given"]["reachable"] is False
     assert set(out["days_percentiles"]) == {"p5", "p25", "p50", "p75", "p95"}
 
@@ -366,3 +366,21 @@ def test_recipes_agree_with_the_miri_instances_answered_alone():
 def test_bad_scheduler_address_is_bad_input():
     r = CliRunner().invoke(main, ["sweep", str(BASE_PATH), "--grid", "fleet.nodes=72", "--scheduler", "no port"])
     assert r.exit_code == 2 and "--scheduler: not a Dask scheduler address" in r.output
+
+
+def test_cli_set_json_and_feasible_command():
+    path = ROOT / "instances" / "miri" / "1e27-flat-a100.json"
+    expected = json.loads((ROOT / "instances" / "miri" / "1e27-flat-a100.expected.json").read_text())
+    fewest = expected["fixes"][0]["fields"]["fleet.nodes"]          # 4,136 nodes (the nodes fix)
+    r = CliRunner().invoke(main, ["sweep", str(path), "--grid", f"fleet.nodes={fewest - 1},{fewest}",
+                                  "--command", "feasible", "--workers", "1", "--json"])
+    assert r.exit_code == 0, r.output
+    rows = json.loads(r.stdout)["rows"]
+    assert [row["status"] for row in rows] == ["infeasible", "feasible"]
+    assert rows[0]["fixes"].startswith(f"{fewest:,} nodes instead of {fewest - 1:,}")
+    assert rows[1]["nodes"] == fewest
+    r = CliRunner().invoke(main, ["sweep", str(BASE_PATH), "--set", "fleet.nodes=36", "--grid",
+                                  "network.wan.up_mbps=100", "--workers", "1", "--json"])
+    assert r.exit_code == 0 and json.loads(r.stdout)["rows"][0]["nodes"] == 36
+    r = CliRunner().invoke(main, ["sweep", str(BASE_PATH), "--grid", "fleet.nodez=1", "--json"])
+    assert r.exit_code == 2 and "fleet.nodez: unknown field 'nodez'" in r.output
