@@ -335,6 +335,18 @@ class SweepSpec:
             problems.append(Problem("--command", f"must be one of {', '.join(COMMANDS)}, got {self.command!r}"))
         if self.command == "evaluate" and self.plan is None:
             problems.append(Problem("--plan", "required with --command evaluate"))
+        if self.plan is not None:
+            from planner.schema.plan import parse_plan
+            try:
+                parse_plan(copy.deepcopy(self.plan), "--plan")
+            except InputError as err:
+                problems += [Problem(f"--plan: {p.path}", p.message) for p in err.problems]
+        from planner.solve import SOLVERS, SUPPORTED_OBJECTIVES
+        if self.objective is not None and self.objective not in SUPPORTED_OBJECTIVES:
+            problems.append(Problem("--objective", f"must be one of {', '.join(SUPPORTED_OBJECTIVES)}, "
+                                                   f"got {self.objective!r}"))
+        if self.solver not in SOLVERS:
+            problems.append(Problem("--solver", f"must be one of {', '.join(SOLVERS)}, got {self.solver!r}"))
         if self.vary and self.samples < 1:
             problems.append(Problem("--monte-carlo", "give the number of draws (>= 1) with --vary"))
         if self.samples and not self.vary:
