@@ -1,4 +1,4 @@
-"""Find the best plan of an instance and explain it (PLANNER.md, "Objectives").
+"""Find the best plan of an instance and explain it (docs/planner.md, "Objectives").
 
 Objectives:
 - `min_time`: least wall-clock until C_local (or C_quality) reaches the target, among
