@@ -51,10 +51,10 @@ def _json_mode() -> bool:
 
 
 def emit_error(exit_code: int, kind: str, message: str, problems: Iterable[Problem] = (),
-               source: str | None = None) -> None:
+               source: str | None = None, as_json: bool | None = None) -> None:
     """The error on standard error (plain) and, under --json, as a JSON document on standard output."""
     click.echo(_printable(message), err=True)
-    if _json_mode():
+    if as_json if as_json is not None else _json_mode():
         error = {"exit_code": exit_code, "kind": kind, "message": _printable(message),
                  "problems": [{"source": source, "path": p.path, "message": _printable(p.message)}
                               for p in problems]}
@@ -75,10 +75,10 @@ class BadInput(click.ClickException):
         source = source or err.source
         return cls(str(InputError(err.problems, source)), err.problems, source)
 
-    def show(self, file=None) -> None:  # noqa: D102 - click API
+    def show(self, file=None, as_json: bool | None = None) -> None:  # noqa: D102 - click API
         problems = self.problems or [Problem(self.message.split(":", 1)[0] if self.message.startswith("--") else "",
                                              self.message)]
-        emit_error(self.exit_code, "bad_input", self.format_message(), problems, self.source)
+        emit_error(self.exit_code, "bad_input", self.format_message(), problems, self.source, as_json)
 
 
 class DtplanGroup(click.Group):
@@ -90,14 +90,16 @@ class DtplanGroup(click.Group):
         return super().parse_args(ctx, args)
 
     def invoke(self, ctx: click.Context) -> Any:
+        as_json = bool(ctx.meta.get(_JSON_KEY))
         try:
             return super().invoke(ctx)
-        except BadInput:
-            raise
+        except BadInput as err:
+            err.show(as_json=as_json)
+            raise click.exceptions.Exit(err.exit_code) from None
         except click.ClickException as err:       # usage errors: exit 2 (click's own code)
-            if not ctx.meta.get(_JSON_KEY):
+            if not as_json:
                 raise
-            emit_error(err.exit_code, "usage", f"Error: {err.format_message()}")
+            emit_error(err.exit_code, "usage", f"Error: {err.format_message()}", as_json=True)
             raise click.exceptions.Exit(err.exit_code) from None
         except (click.exceptions.Exit, click.exceptions.Abort, KeyboardInterrupt):
             raise
@@ -109,7 +111,7 @@ class DtplanGroup(click.Group):
             emit_error(EXIT_INTERNAL, "internal_error",
                        f"dtplan: internal error ({kind}{': ' + detail if detail else ''}). This is a bug in "
                        f"dtplan: please report it with the command and its input files; run with "
-                       f"{DEBUG_ENV}=1 for the traceback.")
+                       f"{DEBUG_ENV}=1 for the traceback.", as_json=as_json)
             raise click.exceptions.Exit(EXIT_INTERNAL) from None
 
 
