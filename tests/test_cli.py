@@ -413,11 +413,17 @@ def test_set_overrides_a_field_in_every_command(tmp_path):
     ("fleet.nodes=many", "fleet.nodes: must be an integer >= 1, got 'many'"),
     ("fleet.nodes=NaN", "fleet.nodes: must be an integer >= 1, got nan"),
     ("fleet.colour=red", "fleet.colour: unknown field"),
+    ("name=" + "[" * 900 + "]" * 900, "--set: name: nested more than 32 levels deep"),
 ])
 def test_bad_set_overrides_name_the_field(text, message):
     result = run("validate", BASELINE, "--set", text)
     assert result.exit_code == 2
     assert message in result.stderr
+
+
+def test_a_time_limit_must_be_finite():
+    result = run("solve", BASELINE, "--time-limit", "nan")
+    assert result.exit_code == 2 and "--time-limit" in result.stderr and "finite" in result.stderr
 
 
 def test_errors_as_json_under_json():

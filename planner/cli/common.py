@@ -130,9 +130,15 @@ def set_option(f: Callable) -> Callable:
                              "the file and before the command's own flags.")(f)
 
 
+def _finite_seconds(ctx, param, value):
+    if value is not None and not math.isfinite(value):
+        raise click.BadParameter(f"must be a finite number of seconds, got {value}")
+    return value
+
+
 def time_limit_option(help_text: str) -> Callable:
     return click.option("--time-limit", "time_limit_s", type=click.FloatRange(min=0, min_open=True, max=1e6),
-                        help=help_text)
+                        callback=_finite_seconds, help=help_text)
 
 
 # -- loading: one path for every command ----------------------------------------------
@@ -181,8 +187,11 @@ def set_field(raw: Any, field: str, value: Any, flag: str) -> None:
 
 
 def apply_overrides(raw: Any, overrides: Iterable[str]) -> Any:
+    from planner.schema.strict import MAX_DEPTH, NESTING_MESSAGE, nesting
     for text in overrides:
         field, value = parse_set(text)
+        if nesting(value) > MAX_DEPTH:
+            raise BadInput(f"--set: {field}: {NESTING_MESSAGE}", [Problem(field, NESTING_MESSAGE)])
         set_field(raw, field, value, "--set")
     return raw
 
@@ -190,8 +199,11 @@ def apply_overrides(raw: Any, overrides: Iterable[str]) -> Any:
 def parse_or_exit(raw: Any, source: str, file_problems: list[Problem] = ()):
     """The validated Instance of `raw`; BadInput listing the file's problems and the schema's."""
     from planner.schema.instance import parse_instance
+    from planner.schema.strict import MAX_DEPTH, NESTING_MESSAGE, nesting
     problems = list(file_problems)
     instance = None
+    if nesting(raw) > MAX_DEPTH:          # e.g. a --set value nested deeper than any field
+        raise BadInput.from_error(InputError([Problem("<root>", NESTING_MESSAGE)], source))
     try:
         instance = parse_instance(raw, source)
     except InputError as err:
