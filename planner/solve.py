@@ -39,7 +39,7 @@ from planner.space import DecisionSpace
 from planner.objectives import SizeRun, best_of, best_of_sizes, max_compute, min_cost, min_time
 
 SOLVERS = ("bnb", "highs", "scip", "exhaustive")
-MIP_SOLVERS = ("highs", "scip")          # planner.mip + planner.solvers, certified by the exact search
+MIP_SOLVERS = ("highs", "scip")          # planner.mip + planner.solvers (HiGHS via Pyomo, SCIP via OR-Tools), certified
 DEFAULT_SOLVER = "bnb"                   # chosen by scripts/bench_solve.py (docs/mip.md)
 SUPPORTED_OBJECTIVES = ("min_time", "min_cost", "max_compute")
 AGREEMENT_REL = 1e-9
@@ -83,6 +83,11 @@ class SolveResult:
             "evaluation": self.evaluation.to_dict() if self.evaluation else None,
         }
 
+    def to_frame(self):
+        """One row (pandas DataFrame): status, objective, bound, gap, days, cost, plan fields."""
+        from planner.present.frames import solve_frame
+        return solve_frame(self)
+
 
 def solve(instance: Instance, objective: str | None = None, solver: str = DEFAULT_SOLVER,
           time_limit_s: float | None = None, deadline: float | None = None) -> SolveResult:
@@ -108,6 +113,11 @@ def solve(instance: Instance, objective: str | None = None, solver: str = DEFAUL
     if solver in MIP_SOLVERS and (objective == "max_compute" or instance.training.target_kind != "c_local"):
         raise UnsupportedBySolver(f"solver {solver!r} answers min_time and min_cost for C_local targets; "
                                   f"use --solver bnb for max_compute and C_quality targets")
+    if solver in MIP_SOLVERS:
+        from planner.solvers import backends
+        if solver not in backends():
+            raise UnsupportedBySolver(f"solver {solver!r} is not installed here (pyomo with highspy, or ortools); "
+                                      f"use --solver bnb")
     if solver == "exhaustive" and objective == "max_compute":
         raise UnsupportedBySolver("solver 'exhaustive' answers min_time and min_cost; use --solver bnb")
     start = time.perf_counter()

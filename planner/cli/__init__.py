@@ -14,6 +14,8 @@ from planner.cli.evaluate import evaluate, hardware, validate
 from planner.cli.feasible import feasible
 from planner.cli.info import presets, schema
 from planner.cli.solve import solve
+from planner.cli.sweep import sweep
+from planner.cli.thresholds import thresholds
 
 
 @click.group(cls=DtplanGroup, context_settings={"help_option_names": ["-h", "--help"]},
@@ -24,5 +26,5 @@ def main() -> None:
     """dtplan: plan decentralized LLM training runs against an exact cost model."""
 
 
-for command in (validate, evaluate, solve, feasible, compare, hardware, presets, schema):
+for command in (validate, evaluate, solve, feasible, compare, sweep, thresholds, hardware, presets, schema):
     main.add_command(command)

@@ -7,9 +7,8 @@ from pathlib import Path
 
 import click
 
-from planner.cli.common import (EXIT_INFEASIBLE, EXIT_OK, check_plan, echo_json, json_option,
+from planner.cli.common import (EXIT_INFEASIBLE, EXIT_OK, BadInput, check_plan, echo_json, json_option,
                                 load_instance_or_exit, load_or_exit, set_option)
-
 
 @click.command()
 @click.argument("instance_path", metavar="INSTANCE", type=click.Path(path_type=Path))
@@ -74,10 +73,14 @@ def evaluate(instance_path: Path, plan_path: Path, as_json: bool, overrides: tup
 
 
 def hardware_rows() -> list[dict]:
-    """Every hardware preset as a dict of the figures `dtplan hardware` shows."""
-    from planner.schema.catalog import hardware_ids, load_hardware
+    """Every hardware preset as a dict of the figures `dtplan hardware` shows (BadInput when none is found)."""
+    from planner.schema.catalog import MODELS_DIR_ENV, hardware_ids, load_hardware, models_dir
+    ids = hardware_ids()
+    if not ids:
+        raise BadInput(f"no hardware presets found: {models_dir() / 'hardware'} holds no *.json file "
+                       f"(is ${MODELS_DIR_ENV} set to the wrong folder, or is the install missing its presets?)")
     rows = []
-    for hid in hardware_ids():
+    for hid in ids:
         hw = load_hardware(hid)
         rows.append({"id": hid, "name": hw.name, "accelerator": hw.accelerator,
                      "accelerators_per_node": hw.accelerators_per_node, "precisions": list(hw.precisions),

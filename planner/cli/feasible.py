@@ -39,12 +39,18 @@ from planner.schema.limits import MAX_FLOP
              "{\"error\": ...}).")
 @click.option("--report", "report_path", type=click.Path(path_type=Path),
               help="Also write a report to FILE (.html, self-contained with plots; or .md).")
+@click.option("--monte-carlo", "monte_carlo", type=click.IntRange(min=1), metavar="N",
+              help="Instead: the probability the target is reachable and the percentiles of days, over N draws "
+                   "of the uncertain inputs of models/assumptions/uncertainty.json (scaling-law fit, MFU, quality "
+                   "scenario; drawn only inside their published intervals; --seed, default 0).")
+@click.option("--seed", type=int, default=0, help="Random seed of --monte-carlo (draw i depends on seed and i).")
 @time_limit_option("Seconds of wall-clock for the whole command (the verdict and every fix); fixes not "
                    "searched in time are listed as such. Exit 3 if the verdict itself was not reached.")
 @set_option
 def feasible(instance_path: Path | None, target_flop, target_kind, hardware, nodes, params, wan_mbps, rtt_ms,
              max_days, growth_hardware, growth_software, growth_investment, budget_usd, goodput, as_json: bool,
-             report_path: Path | None, time_limit_s: float | None, overrides: tuple[str, ...]) -> None:
+             report_path: Path | None, monte_carlo: int | None, seed: int, time_limit_s: float | None,
+             overrides: tuple[str, ...]) -> None:
     """Can the target be reached within the limits? If not, which limits bind together and
     the smallest single change that makes it feasible (fewest nodes, lowest WAN bandwidth,
     shortest duration, lowest budget, goodput needed), each found by re-solving and verified.
@@ -100,6 +106,9 @@ def feasible(instance_path: Path | None, target_flop, target_kind, hardware, nod
         notes.append(f"model: {raw['model']['params'] / 1e9:,.4g}B parameters, the compute-optimal size "
                      f"for {target_flop:.3g} FLOP (--params to choose another)")
     instance = parse_or_exit(raw, source, file_problems)
+    if monte_carlo is not None:
+        from planner.cli.sweep import feasible_monte_carlo
+        feasible_monte_carlo(raw, source, monte_carlo, seed, None, as_json)
     deadline = start + time_limit_s if time_limit_s is not None else None
     console, progress_console = make_console(), make_console(stderr=True)
     try:

@@ -17,14 +17,15 @@ from planner.schema.errors import InputError
 @click.option("--objective", type=click.Choice(["min_time", "max_compute", "min_cost"]),
               help="Override the instance's objective.")
 @click.option("--solver", default="bnb", show_default=True,
-              help="bnb: exact branch and bound over the evaluator (the default, fastest); highs, scip: the "
-                   "mixed-integer model (docs/mip.md), certified by the branch and bound; exhaustive: every plan scored.")
+              help="bnb: exact branch and bound over the evaluator (the default, fastest); highs (HiGHS via Pyomo), "
+                   "scip (SCIP bundled in OR-Tools): the mixed-integer model of docs/mip.md, min_time and min_cost "
+                   "of C_local targets, certified by the branch and bound; exhaustive: every plan scored.")
 @time_limit_option("Seconds of wall-clock for the whole command (search and explanation); when reached, "
                    "print the best plan found and its gap to a proven bound (exit 0), or exit 3 if none was found.")
 @json_option("Write the full result as JSON to standard output (non-finite numbers as null; errors as "
              "{\"error\": ...}).")
 @click.option("--write-model", "model_path", type=click.Path(path_type=Path),
-              help="Also write the mixed-integer model to FILE (.lp, .mps or .cip) for a person to read.")
+              help="Also write the mixed-integer model to FILE (.lp or .mps) for a person to read.")
 @click.option("--report", "report_path", type=click.Path(path_type=Path),
               help="Also write a report to FILE (.html, self-contained with plots; or .md).")
 @set_option
@@ -50,10 +51,12 @@ def solve(instance_path: Path, objective: str | None, solver: str, time_limit_s:
     deadline = start + time_limit_s if time_limit_s is not None else None
     try:
         if model_path is not None:
-            from planner.mip.export import UnknownFormat, write_model
+            from planner.mip.export import UnknownFormat, model_paths, write_model
+            from planner.present.output import OutputPathError
             try:
+                model_paths(instance, model_path)        # checked before any work
                 written = write_model(instance, objective or instance.objective, model_path)
-            except (UnsupportedBySolver, UnknownFormat) as err:
+            except (UnsupportedBySolver, UnknownFormat, OutputPathError) as err:
                 raise BadInput(f"--write-model: {err}") from None
             for path in written:
                 click.echo(f"model written to {path}", err=True)

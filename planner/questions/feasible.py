@@ -75,6 +75,11 @@ class Feasibility:
                 "binding": self.result.infeasibility if not self.feasible else self.result.binding,
                 "fixes": [f.to_dict() for f in self.fixes], "no_fix": self.no_fix, "solves": self.solves}
 
+    def to_frame(self):
+        """The instance as given, then one row per fix (pandas DataFrame)."""
+        from planner.present.frames import feasibility_frame
+        return feasibility_frame(self)
+
 
 class TimeUp(Exception):
     """The deadline passed before a solve could answer."""

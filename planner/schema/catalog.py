@@ -1,11 +1,12 @@
 """Presets from models/: hardware nodes (models/hardware/ID.json) and LLMs (models/llm/ID.json).
 
 The id of a preset is its file name without `.json`; an `id` key in the file, if
-present, must agree. The directory is `<repo>/models`, or `$DTPLAN_MODELS_DIR`.
+present, must agree. The directory is `$DTPLAN_MODELS_DIR` if set, else the presets
+shipped with dtplan (`<checkout>/models`, or `planner/models` in a wheel; see
+planner/presets_dir.py).
 Loads are cached per (directory, id); `cache_clear()` forgets them.
 """
 
-import os
 from functools import lru_cache
 from pathlib import Path
 from typing import Annotated, Any
@@ -13,20 +14,14 @@ from typing import Annotated, Any
 from pydantic import BeforeValidator, Field, ValidationError, model_validator
 
 from planner.cost.assumptions import PRECISIONS
+from planner.presets_dir import MODELS_DIR_ENV, models_dir  # noqa: F401  (re-exported)
 from planner.schema.errors import InputError, Problem
 from planner.schema.limits import (MAX_ACCELERATORS_PER_NODE, MAX_HBM_GB, MAX_HIDDEN_SIZE, MAX_MOE_LAYERS,
                                    MAX_PARAMS, MAX_PRICE_USD, MAX_TFLOPS)
 from planner.schema.strict import (Int, Num, StrictModel, Text, closest_first, did_you_mean, load_file, number_error,
                                    problems_from, raise_problems, show)
 
-MODELS_DIR_ENV = "DTPLAN_MODELS_DIR"
 H100_FP16_TFLOPS = 990.0  # one H100-equivalent, dense FP16
-
-
-def models_dir() -> Path:
-    """`$DTPLAN_MODELS_DIR` if set, else `<repo>/models`."""
-    env = os.environ.get(MODELS_DIR_ENV)
-    return Path(env) if env else Path(__file__).resolve().parents[2] / "models"
 
 
 def _check_tflops(value: Any) -> dict[str, float]:

@@ -6,6 +6,7 @@ second, `_ms` milliseconds, `_gb` 1e9 bytes, `_usd` US dollars, `max_days` days;
 parameter and token counts are raw counts (7e9, not 7).
 """
 
+import json
 from functools import lru_cache
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -13,7 +14,8 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, BeforeValidator, Field, ValidationError, model_validator
 
 from planner.schema.catalog import HardwareSpec, load_hardware, load_llm
-from planner.cost.assumptions import (NUMERIC_FIELDS, PRECISIONS, REPLICA_PENALTIES, SCENARIOS, SETTABLE_FIELDS,
+from planner.cost.assumptions import (BOOL_CONSTANTS, CHOICE_CONSTANTS, NUMERIC_FIELDS, PHYSICS_ZERO_ALLOWED,
+                                      PRECISIONS, REPLICA_PENALTIES, SCENARIOS, SETTABLE_FIELDS,
                                       STRAGGLER_STRATEGIES, TABLE_FIELDS, Assumptions, apply_overrides, load_profile,
                                       profile_names)
 from planner.schema.errors import InputError, Problem
@@ -204,12 +206,13 @@ class Limits(StrictModel):
 # -- assumptions --------------------------------------------------------------------
 
 
-_STRING_CONSTANTS = {"scenario": SCENARIOS, "straggler": STRAGGLER_STRATEGIES, "replica_penalty": REPLICA_PENALTIES}
+_STRING_CONSTANTS = CHOICE_CONSTANTS
 
 
 # Constants for which 0 is meaningful (switching a term off).
 ZERO_ALLOWED_CONSTANTS = {"alpha_coefficient", "straggler_sync_coefficient", "straggler_relay_coefficient",
-                          "straggler_backup_scale", "eta_h_floor", "linear_v1_coefficient", "linear_v1_cap_b"}
+                          "straggler_backup_scale", "eta_h_floor", "linear_v1_coefficient", "linear_v1_cap_b",
+                          *PHYSICS_ZERO_ALLOWED}
 
 
 # replica_h_ref > 1 keeps the replica exponent ln(H) / ln(H_ref) growing with H (the planner's
@@ -226,7 +229,7 @@ def _numeric_bounds(key: str) -> dict[str, float]:
         return {}
     if key in ZERO_ALLOWED_CONSTANTS:
         return {"ge": 0}
-    if key in ("mfu", "mfu_per_hfu"):
+    if key in ("mfu", "mfu_per_hfu", "backward_share"):
         return {"gt": 0, "le": 1}
     if key in GREATER_THAN_ONE_CONSTANTS:
         return {"gt": 1}
@@ -272,7 +275,7 @@ def _check_constant(key: str, given: Any) -> tuple[Any, list[Problem]]:
         return _check_table(key, given)
     if key in _STRING_CONSTANTS:
         message = choice_error(given, _STRING_CONSTANTS[key])
-    elif key == "error_feedback":
+    elif key in BOOL_CONSTANTS:
         message = None if isinstance(given, bool) else f"must be true or false, got {show(given)}"
     else:  # NUMERIC_FIELDS (test_every_settable_constant_has_a_check keeps this exhaustive)
         message = number_error(given, **_numeric_bounds(key),
@@ -325,8 +328,28 @@ def _distinct_sizes(sizes: list[float]) -> list[float]:
 MODEL_SIZE_KEYS = ("params", "preset", "active_params", "moe_layers", "hidden_size")
 
 
+SEARCH_PRESETS_DIR = Path(__file__).resolve().parents[2] / "models" / "search"
+
+
+def search_preset_names() -> list[str]:
+    return sorted(p.stem for p in SEARCH_PRESETS_DIR.glob("*.json"))
+
+
 class Search(StrictModel):
     """Bounds on the planner's decision space (shapes and ranges only)."""
+
+    preset: Choice(dynamic=search_preset_names) | None = Field(
+        None, description="Named ranges from models/search (e.g. 'demonstrated': settings shown at scale); "
+                          "fields given here override the preset's. Default None.")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _fill_from_preset(cls, data: Any) -> Any:
+        """Copy the preset's ranges into the fields the user did not give (docs/physics.md, section 8)."""
+        if not (isinstance(data, dict) and data.get("preset") in search_preset_names()):
+            return data
+        spec = json.loads((SEARCH_PRESETS_DIR / f"{data['preset']}.json").read_text())["search"]
+        return {**spec, **data}
 
     modes: List(Choice(*MODES)) = Field(list(MODES), description="Modes to consider. Default all four.")
     min_nodes: Int(ge=1, cap=MAX_NODES) = Field(1, description="Fewest nodes to use. Default 1.")
