@@ -139,7 +139,11 @@ import os
 import subprocess
 import sys
 
+import importlib
+
 from planner.cli.common import EXIT_INTERNAL, EXIT_TIME_LIMIT, dumps
+
+SOLVE_MODULE = importlib.import_module("planner.solve")      # `planner.solve` is also the function
 
 
 def strict_json(text):
@@ -157,11 +161,9 @@ def test_exit_codes_are_in_the_help():
 
 
 def test_an_internal_error_exits_4_in_one_line(monkeypatch):
-    import planner.solve
-
     def broken(*args, **kwargs):
         raise ZeroDivisionError("float division by zero")
-    monkeypatch.setattr(planner.solve, "solve", broken)
+    monkeypatch.setattr(SOLVE_MODULE, "solve", broken)
     monkeypatch.delenv("DTPLAN_DEBUG", raising=False)
     result = CliRunner().invoke(main, ["solve", str(BASELINE)])
     assert result.exit_code == EXIT_INTERNAL == 4
@@ -176,7 +178,8 @@ def test_an_internal_error_exits_4_in_one_line(monkeypatch):
 
 
 def test_an_internal_error_exits_4_in_a_real_process():
-    code = ("import sys, planner.solve as s\n"
+    code = ("import importlib, sys\n"
+            "s = importlib.import_module('planner.solve')\n"
             "def boom(*a, **k): raise RuntimeError('boom')\n"
             "s.solve = boom\n"
             "from planner.cli import main\n"
@@ -191,8 +194,7 @@ def test_an_internal_error_exits_4_in_a_real_process():
 
 def _cut_at_once(monkeypatch):
     """The search stops before any plan: no plan, and a finite bound on what is left (no proof)."""
-    import planner.solve
-    monkeypatch.setattr(planner.solve, "optimise", lambda *args, **kwargs: (None, 0, 1.0))
+    monkeypatch.setattr(SOLVE_MODULE, "optimise", lambda *args, **kwargs: (None, 0, 1.0))
 
 
 def test_a_time_limit_without_a_plan_exits_3_not_1(monkeypatch):
@@ -312,11 +314,9 @@ def test_the_time_limit_bounds_the_whole_feasible_command(tmp_path):
 @pytest.mark.parametrize("command, flag", [("solve", "--report"), ("feasible", "--report"), ("compare", "--report"),
                                            ("compare", "--plot")])
 def test_unwritable_outputs_exit_2_before_solving(tmp_path, monkeypatch, command, flag):
-    import planner.solve
-
     def never(*args, **kwargs):
         raise AssertionError("solved before checking the output path")
-    monkeypatch.setattr(planner.solve, "solve", never)
+    monkeypatch.setattr(SOLVE_MODULE, "solve", never)
     suffix = ".png" if flag == "--plot" else ".html"
     for target, reason in ((tmp_path / "missing" / f"out{suffix}", "does not exist"),
                            (tmp_path / f"dir{suffix}", "is a directory")):
