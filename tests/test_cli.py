@@ -463,3 +463,10 @@ def test_presets_and_hardware_as_json():
     assert gh200["node_hbm_gb"] == 2304
     result = run("presets")
     assert result.exit_code == 0 and "dense-144B" in result.output and "chinchilla_alpha" in result.output
+
+
+def test_every_command_that_reads_an_instance_takes_set():
+    for name, command in main.commands.items():
+        if name in ("hardware", "presets", "schema"):
+            continue
+        assert any(p.name == "overrides" and "--set" in p.opts for p in command.params), name

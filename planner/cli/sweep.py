@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 
 import click
 
-from planner.cli.common import EXIT_INFEASIBLE, EXIT_OK, BadInput, json_default
+from planner.cli.common import EXIT_INFEASIBLE, EXIT_OK, BadInput, apply_overrides, dumps, set_option
 from planner.schema.errors import InputError
 
 _DIST_HELP = ("normal(mean, sd); lognormal(median, sigma) = exp(N(ln median, sigma)); uniform(low, high); "
@@ -80,8 +79,9 @@ class sweep_progress:
 @click.option("--plot-kind", type=click.Choice(["lines", "distribution", "pareto"]),
               help="Kind of --plot (default: distribution for --vary, lines otherwise).")
 @click.option("--json", "as_json", is_flag=True, help="Write the summary and every row as JSON to standard output.")
+@set_option
 def sweep(instance_path: Path, grids, varies, samples, seed, command, plan_path, objective, solver, time_limit_s,
-          workers, scheduler, output, plot_path, plot_kind, as_json) -> None:
+          workers, scheduler, output, plot_path, plot_kind, as_json, overrides: tuple[str, ...] = ()) -> None:
     """Answer INSTANCE at every point of a grid or of Monte Carlo draws of its fields.
 
     INSTANCE is an instance file (.json) or a sweep recipe (.toml, see instances/sweeps/),
@@ -129,6 +129,7 @@ def sweep(instance_path: Path, grids, varies, samples, seed, command, plan_path,
             spec.plan = plan_raw
         if output is not None:
             output_format(output)
+        spec.base = apply_overrides(spec.base, overrides)
         spec.check()
     except InputError as err:
         raise BadInput(str(err)) from None
@@ -167,7 +168,7 @@ def sweep(instance_path: Path, grids, varies, samples, seed, command, plan_path,
     if output is not None:
         click.echo(f"rows written to {output}", err=True)
     if as_json:
-        click.echo(json.dumps(result.to_dict(), indent=1, default=json_default))
+        click.echo(dumps(result.to_dict()))
     elif output is None:
         _print_rows(result)
     sys.exit(EXIT_INFEASIBLE if result.errors else EXIT_OK)
@@ -209,7 +210,7 @@ def feasible_monte_carlo(raw: dict, source: str, samples: int, seed: int, uncert
     except InputError as err:
         raise BadInput(str(err)) from None
     if as_json:
-        click.echo(json.dumps(r.to_dict(), indent=2, default=json_default))
+        click.echo(dumps(r.to_dict()))
         sys.exit(EXIT_OK if r.base_reachable else EXIT_INFEASIBLE)
     console = make_console()
     low, high = r.interval

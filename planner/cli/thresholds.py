@@ -3,13 +3,13 @@ and which legitimate deployments it catches (issue 15; planner/questions/thresho
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 
 import click
 
-from planner.cli.common import EXIT_INFEASIBLE, EXIT_OK, BadInput, check_report, json_default
+from planner.cli.common import (EXIT_INFEASIBLE, EXIT_OK, BadInput, apply_overrides, check_report, dumps,
+                                set_option)
 from planner.schema.errors import InputError
 
 REPORT_CURVE_H100E = (16.0, 8.0, 4.0, 2.0, 1.0)     # the report's compute thresholds (Simulation_Notes.md, scenario 5)
@@ -17,7 +17,7 @@ STOP_KINDS = ("compute", "tpp", "memory", "wan")
 
 
 def _raw_from(instance_path: Path | None, target_flop, params, wan_mbps, rtt_ms, max_days, budget_usd,
-              max_nodes) -> tuple[dict, str]:
+              max_nodes, overrides=()) -> tuple[dict, str]:
     from planner.schema.strict import read_json
     if instance_path is not None:
         raw, problems = read_json(instance_path)
@@ -30,6 +30,7 @@ def _raw_from(instance_path: Path | None, target_flop, params, wan_mbps, rtt_ms,
         if target_flop is None:
             raise BadInput("thresholds: give an INSTANCE file or --target-flop")
         raw, source = {"name": "dtplan thresholds (command-line flags)"}, "<flags>"
+    raw = apply_overrides(raw, overrides)
     for key in ("model", "training", "fleet", "network", "limits"):
         if not isinstance(raw.setdefault(key, {}), dict):
             raise BadInput(f"{source}: {key}: must be an object")
@@ -93,9 +94,10 @@ def _check_instance(raw: dict, source: str, node, th, fit: bool) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Write the full result as JSON to standard output.")
 @click.option("--report", "report_path", type=click.Path(path_type=Path),
               help="Also write an HTML page (.html): the threshold curve and the collateral table.")
+@set_option
 def thresholds(instance_path, compute, tpp, memory, interconnect, wan_cap, accelerator_ids, target_flop, params,
                fit_model, wan_mbps, rtt_ms, max_days, budget_usd, max_nodes, stop_kinds, within_nodes, within_budget, curve,
-               as_json, report_path) -> None:
+               as_json, report_path, overrides: tuple[str, ...] = ()) -> None:
     """For each accelerator, the largest node under the thresholds (--compute, --tpp, --memory,
     --interconnect; a node exactly at a threshold is not caught), the fewest such nodes that reach the
     target within the limits (verified: one fewer does not), their cost and the binding limit; the
@@ -141,7 +143,8 @@ def thresholds(instance_path, compute, tpp, memory, interconnect, wan_cap, accel
     problems = q.check_thresholds(th, accelerators)
     if problems:
         raise BadInput("\n".join(str(p) for p in problems))
-    raw, source = _raw_from(instance_path, target_flop, params, wan_mbps, rtt_ms, max_days, budget_usd, max_nodes)
+    raw, source = _raw_from(instance_path, target_flop, params, wan_mbps, rtt_ms, max_days, budget_usd, max_nodes,
+                            overrides)
     if fit_model and params is not None:
         raise BadInput("--fit-model: not with --params (one sets the model size, the other fits it to the node)")
     fit = fit_model or ("params" not in raw["model"] and not (raw.get("search") or {}).get("params"))
@@ -176,7 +179,7 @@ def thresholds(instance_path, compute, tpp, memory, interconnect, wan_cap, accel
                "fit_model_to_node": fit, "answers": [a.to_dict() for a in answers],
                "collateral": [{"deployment": d.id, "name": d.name, "caught_by": why} for d, why in caught],
                "stop_points": [s.to_dict() for s in stops]}
-        click.echo(json.dumps(out, indent=2, default=json_default))
+        click.echo(dumps(out))
     else:
         page.render_terminal(th, answers, caught, stops, catalog, console, fit)
     if report_path is not None:
