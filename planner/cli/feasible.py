@@ -117,7 +117,9 @@ def feasible(instance_path: Path | None, target_flop, target_kind, hardware, nod
             progress = (lambda message: status.update(f"feasibility: {message}")) if status is not None else None
             result = run_feasible(raw, source, progress=progress, deadline=deadline)
     except InputError as err:       # e.g. search.params without a target: feasible asks min_time questions
-        raise BadInput.from_error(err, source) from None
+        problems = [Problem(p.path, f"dtplan feasible asks whether a fixed target is reached in time: {p.message}")
+                    for p in err.problems]
+        raise BadInput.from_error(InputError(problems, source)) from None
     if as_json:
         out = result.to_dict()
         out["notes"] = notes
