@@ -103,7 +103,7 @@ def hardware(as_json: bool) -> None:
     """List the hardware presets of models/hardware/."""
     from rich.table import Table
 
-    from planner.present.render import make_console
+    from planner.present.render import make_console, print_table
     rows = hardware_rows()
     if as_json:
         echo_json(rows)
@@ -113,4 +113,4 @@ def hardware(as_json: bool) -> None:
     for row in rows:
         table.add_row(row["id"], row["name"], ",".join(row["precisions"]), f"{row['node_peak_fp16_pflops']:.3f}",
                       f"{row['node_hbm_gb']:,.0f}", f"{row['h100_equivalents']:.2f}", f"{row['node_price_usd']:,.0f}")
-    make_console().print(table)
+    print_table(table, make_console())

@@ -41,8 +41,8 @@ from planner.schema.limits import MAX_FLOP
               help="Also write a report to FILE (.html, self-contained with plots; or .md).")
 @click.option("--monte-carlo", "monte_carlo", type=click.IntRange(min=1), metavar="N",
               help="Instead: the probability the target is reachable and the percentiles of days, over N draws "
-                   "of the uncertain inputs of models/assumptions/uncertainty.json (scaling-law fit, MFU, quality "
-                   "scenario; drawn only inside their published intervals; --seed, default 0).")
+                   "of the uncertain inputs of models/assumptions/uncertainty/published.json (scaling-law fit, "
+                   "MFU, quality scenario; drawn only inside their published intervals; --seed, default 0).")
 @click.option("--seed", type=int, default=0, help="Random seed of --monte-carlo (draw i depends on seed and i).")
 @time_limit_option("Seconds of wall-clock for the whole command (the verdict and every fix); fixes not "
                    "searched in time are listed as such. Exit 3 if the verdict itself was not reached.")
@@ -117,7 +117,9 @@ def feasible(instance_path: Path | None, target_flop, target_kind, hardware, nod
             progress = (lambda message: status.update(f"feasibility: {message}")) if status is not None else None
             result = run_feasible(raw, source, progress=progress, deadline=deadline)
     except InputError as err:       # e.g. search.params without a target: feasible asks min_time questions
-        raise BadInput.from_error(err, source) from None
+        problems = [Problem(p.path, f"dtplan feasible asks whether a fixed target is reached in time: {p.message}")
+                    for p in err.problems]
+        raise BadInput.from_error(InputError(problems, source)) from None
     if as_json:
         out = result.to_dict()
         out["notes"] = notes

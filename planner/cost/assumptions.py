@@ -235,7 +235,9 @@ def table_from_json(rows: Mapping[str, Any]) -> QualityTable:
 
 
 def profile_names() -> list[str]:
-    return sorted(p.stem for p in PROFILES_DIR.glob("*.json"))
+    """Names of the assumption profiles: the files of models/assumptions with a `constants` object
+    (the folder also holds other data, e.g. uncertainty.json for `feasible --monte-carlo`)."""
+    return sorted(p.stem for p in PROFILES_DIR.glob("*.json") if "constants" in json.loads(p.read_text()))
 
 
 def load_profile(name: str) -> Assumptions:

@@ -40,19 +40,25 @@ def _limit_names(lines: list[str]) -> str:
 
 
 def answer_rows(answers, short: bool = False) -> list[list[str]]:
+    """One row per accelerator (ANSWER_HEADER); `short` (the terminal) drops the node price and keeps
+    only the names of the binding limits."""
+    from planner.questions.compare import plan_short
     rows = []
     for a in answers:
         n = a.node
-        rows.append([n.accelerator.id, f"{n.count}", f"{n.memory_gb:,.0f}", f"{n.h100_equivalents:.2f}",
-                     _money(n.price_usd) if n.count else "-", ", ".join(n.binding), _params(a.model_params),
-                     "yes" if a.reachable else "no", "-" if a.nodes is None else f"{a.nodes:,}", _money(a.cost_usd),
-                     "-" if a.time_to_target_days is None else f"{a.time_to_target_days:,.1f}",
-                     _limit_names(a.binding) if short else "; ".join(a.binding) or "-"])
+        plan = a.result.plan if a.reachable and a.result is not None else None
+        row = [n.accelerator.id, f"{n.count}", f"{n.memory_gb:,.0f}", f"{n.h100_equivalents:.2f}",
+               _money(n.price_usd) if n.count else "-", ", ".join(n.binding), _params(a.model_params),
+               "yes" if a.reachable else "no", "-" if a.nodes is None else f"{a.nodes:,}", _money(a.cost_usd),
+               "-" if a.time_to_target_days is None else f"{a.time_to_target_days:,.1f}", plan_short(plan),
+               _limit_names(a.binding) if short else "; ".join(a.binding) or "-"]
+        rows.append(row[:4] + row[5:] if short else row)
     return rows
 
 
 ANSWER_HEADER = ["accelerator", "per node", "node GB", "node H100-eq", "node price", "node set by", "model",
-                 "reaches", "fewest nodes", "cost", "days", "binding"]
+                 "reaches", "fewest nodes", "cost", "days", "plan", "binding"]
+SHORT_HEADER = ANSWER_HEADER[:4] + ANSWER_HEADER[5:]
 
 
 def collateral_header(th) -> list[str]:
@@ -84,10 +90,10 @@ def render_terminal(th, answers, caught, stops, catalog, console: Console, fit: 
                       "parameter); --params to fix it[/dim]")
     table = Table(title="Largest node under the thresholds and the fewest such nodes that reach the target "
                         "(verified: one fewer does not)", title_justify="left")
-    for col in ANSWER_HEADER:
+    for col in SHORT_HEADER:
         table.add_column(col, overflow="fold")
     for row in answer_rows(answers, short=True):
-        table.add_row(*row, style=None if row[7] == "yes" else "red")
+        table.add_row(*row, style=None if row[SHORT_HEADER.index("reaches")] == "yes" else "red")
     console.print(table)
     if stops:
         t = Table(title="Where the target stops being reachable (verified on both sides)", title_justify="left")
