@@ -278,3 +278,17 @@ def test_presets_that_miss_the_duration_limit_are_drawn_at_their_fastest_time():
         assert any("misses the limit" in t.get_text() for t in ax.texts)
     finally:
         pyplot().close(fig)
+
+
+def test_thresholds_report_says_how_it_was_made(tmp_path):
+    from planner.schema.instance import load_instance as load
+    inst = "instances/miri/countermeasure-ccc-threshold-1.json"
+    page = tmp_path / "t.md.html"
+    command = ["thresholds", inst, "--compute", "4", "--fit-model", "--accelerator", "A100-80GB",
+               "--report", str(page), "--curve", "4"]
+    r = _run(*command)
+    assert r.exit_code in (0, 1), r.output
+    html = page.read_text()
+    a = load(inst).resolved_assumptions()
+    assert "<h2>Provenance</h2>" in html and f"<td>assumption profile</td><td>{a.profile} " in html
+    assert f"<td>MFU</td><td>{a.mfu:g}</td>" in html and "dtplan thresholds " + inst in html
