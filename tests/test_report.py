@@ -204,6 +204,15 @@ def test_outer_step_timeline_matches_the_cost_model(plan, streaming):
     if plan["mode"] == "hierarchical":
         assert len(lanes["regional sync"]) == plan["regional_rounds"]
         assert all(d == pytest.approx(v["t_regional_s"]) for _, d in lanes["regional sync"])
+    from planner.present.plots import outer_step_timeline, pyplot
+    fig = outer_step_timeline(v, plan["mode"], streaming, plan["inner_steps"], plan.get("regional_rounds"))
+    try:
+        texts = {t.get_text() for t in fig.axes[0].texts}
+        assert {f" {v['compute_block_s']:.3g} s", f" {v['t_sync_s']:.3g} s", f" outer step {v['outer_time_s']:.3g} s"} <= texts
+        if plan["mode"] == "hierarchical":
+            assert f" {v['t_regional_s'] * plan['regional_rounds']:.3g} s" in texts
+    finally:
+        pyplot().close(fig)
     if not streaming:       # without streaming nothing overlaps: the step is the sum of the lanes
         busy = sum(d for segments in lanes.values() for _, d in segments)
         assert _lanes_end(lanes) == pytest.approx(busy, rel=1e-12)

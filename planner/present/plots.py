@@ -188,6 +188,9 @@ def outer_step_lanes(v: dict[str, float], mode: str, streaming: bool, inner_step
     R regional cycles, each H t_step of compute with its regional sync t_reg alongside or
     after (cycle c_reg), then the global sync among group leaders t_glob alongside the R
     cycles or after them. Unsynchronised modes (pipeline_wan, one node): compute only.
+    Beyond MAX_DRAWN_CYCLES regional cycles the rest is drawn as one compute block. (With the
+    `dtplan` profile's overlap terms the evaluator's outer step can differ from these lanes;
+    the timeline marks the evaluator's figure.)
     """
     block = float(v["compute_block_s"])
     lanes: dict[str, list[tuple[float, float]]] = {"compute": [], "regional sync": [], "WAN sync": []}
@@ -224,11 +227,12 @@ def outer_step_timeline(v: dict[str, float], mode: str, streaming: bool, inner_s
     lanes = outer_step_lanes(v, mode, streaming, inner_steps, regional_rounds)
     outer = float(v["outer_time_s"])
     names = list(lanes)
+    busy = {"compute": float(v["compute_block_s"]), "WAN sync": float(v["t_sync_s"]),
+            "regional sync": float(v["t_regional_s"]) * (regional_rounds or 0)}
     fig, ax = plt.subplots(figsize=(8, 0.9 + 0.55 * len(names)))
     for y, name in enumerate(names):
         ax.broken_barh(lanes[name], (y - 0.3, 0.6), facecolors=LANE_COLORS[name], edgecolor="white", linewidth=0.5)
-        busy = sum(d for _, d in lanes[name])
-        ax.text(max(s + d for s, d in lanes[name]), y, f" {busy:.3g} s", va="center", ha="left", fontsize=8)
+        ax.text(max(s + d for s, d in lanes[name]), y, f" {busy[name]:.3g} s", va="center", ha="left", fontsize=8)
     compute_end = max(s + d for s, d in lanes["compute"])
     if outer > compute_end * (1 + 1e-9):           # compute waits for a sync: the exposed communication
         ax.broken_barh([(compute_end, outer - compute_end)], (-0.3, 0.6), facecolors="none", edgecolor="#999",
