@@ -16,7 +16,8 @@ from rich.console import Console
 from rich.table import Table
 
 from planner.present.output import write_text
-from planner.present.report import _Doc, _png
+from planner.present.plots import figure_png as _png
+from planner.present.report import _Doc
 
 
 def _money(x: float | None) -> str:
