@@ -8,8 +8,8 @@ from pathlib import Path
 
 import click
 
-from planner.cli.common import (EXIT_INFEASIBLE, EXIT_OK, BadInput, apply_overrides, check_report, dumps,
-                                read_instance_data, set_option)
+from planner.cli.common import (EXIT_INFEASIBLE, EXIT_OK, BadInput, apply_overrides, check_report, command_line,
+                                dumps, read_instance_data, set_option)
 from planner.schema.errors import InputError
 
 REPORT_CURVE_H100E = (16.0, 8.0, 4.0, 2.0, 1.0)     # the report's compute thresholds (Simulation_Notes.md, scenario 5)
@@ -182,7 +182,7 @@ def thresholds(instance_path, overrides, compute, tpp, memory, interconnect, wan
         page.render_terminal(th, answers, caught, stops, catalog, console, fit)
     if report_path is not None:
         written = page.threshold_report(raw.get("name") or source, th, answers, caught, stops, curve_rows,
-                                        catalog, report_path, fit)
+                                        catalog, report_path, fit, raw, command_line())
         click.echo(f"report written to {written}", err=True)
     sys.exit(EXIT_OK if any(a.reachable for a in answers) else EXIT_INFEASIBLE)
 

@@ -137,8 +137,9 @@ def _curve_plot(curve_rows) -> bytes:
 
 
 def threshold_report(title: str, th, answers, caught, stops, curve_rows, catalog, path: str | Path,
-                     fit: bool) -> Path:
-    doc = _Doc(f"dtplan thresholds: {title}")
+                     fit: bool, raw: dict | None = None, command: str | None = None) -> Path:
+    """The page; `raw` (the instance data) and `command` give its provenance."""
+    doc = _Doc(f"dtplan thresholds: {title}", raw, command)
     doc.p(f"Thresholds: {th.describe()}. A node (accelerators networked together) whose figures go above a "
           "threshold must register; one exactly at it does not.")
     if fit:
