@@ -225,6 +225,8 @@ def test_cli_other_bad_input_exits_2():
     assert _cli("--compute", "16", "--target-flop", "1e24", "--stop", "memory", "--within-nodes", "5").exit_code == 2
     assert _cli("--compute", "16", "--target-flop", "1e24", "--stop", "compute").exit_code == 2
     assert _cli("--compute", "16", "--target-flop", "1e24", "--report", "/nonexistent/x.html").exit_code == 2
+    assert _cli("--compute", "16", "--target-flop", "1e24", "--report", "page.md").exit_code == 2   # HTML only
+    assert _cli("--compute", "16", "--target-flop", "1e24", "--curve", "4,2").exit_code == 2        # needs --report
 
 
 def test_cli_json_matches_the_library(tmp_path):
