@@ -46,6 +46,8 @@ def test_tpp_is_tflops_times_bit_length(accs):
     assert accs["H100-SXM"].tpp == 1980 * 8 == 990 * 16 == 15840
     assert accs["A100-80GB"].tpp == 312 * 16 == 4992      # the published A100 TPP
     assert accs["B200"].tpp == 9000 * 4
+    assert accs["RTX-4090"].tpp == pytest.approx(660.6 * 8)    # published dense FP8 rate, not the report's FP16
+    assert all(a.tpp_published is None or "tpp_published" in a.sources for a in accs.values())
 
 
 def test_deployments_reference_known_accelerators():
