@@ -1,4 +1,4 @@
-"""Find the best plan of an instance and explain it (PLANNER.md, "Objectives").
+"""Find the best plan of an instance and explain it (docs/planner.md, "Objectives").
 
 Objectives:
 - `min_time`: least wall-clock until C_local (or C_quality) reaches the target, among
@@ -20,6 +20,7 @@ agree with the solver's objective to 1e-9 relative. Ties are broken by
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import time
 from dataclasses import dataclass, field
@@ -30,7 +31,7 @@ import numpy as np
 from planner.solvers import bnb
 from planner.cost.duration import SECONDS_PER_DAY
 from planner.cost.setting import PlanBatch, Setting
-from planner.schema.errors import InputError
+from planner.schema.errors import InputError, Problem
 from planner.evaluate import Evaluation, evaluate, setting_from_instance, with_params
 from planner.schema.instance import Instance, size_set_problems
 from planner.schema.plan import Plan, parse_plan
@@ -187,6 +188,8 @@ def optimise(setting: Setting, space: DecisionSpace, objective: str, deadline: f
     certified by the branch and bound, and what it reported is appended to `reports`).
     """
     space = space.for_objective(setting, objective)
+    if solver != "exhaustive":
+        solver, space = _without_bounds_if_needed(setting, space, solver)
     if solver in MIP_SOLVERS:
         from planner.solvers import certified
         found, evaluations, bound, report = certified.optimise(setting, space, objective, solver, deadline)
@@ -196,10 +199,29 @@ def optimise(setting: Setting, space: DecisionSpace, objective: str, deadline: f
     if solver == "exhaustive":
         from planner.solvers import exhaustive
         found, evaluations = exhaustive.optimise(setting, space, objective)
-        return found, evaluations, math.inf
+        return found, evaluations, (0.0 if objective == "max_compute" else math.inf)
     if objective == "max_compute":
         return max_compute(setting, space, deadline)
     return (min_time if objective == "min_time" else min_cost)(setting, space, deadline)
+
+
+def _without_bounds_if_needed(setting: Setting, space: DecisionSpace, solver: str) -> tuple[str, DecisionSpace]:
+    """("exhaustive", the space without its streaming and micro-batch reductions) when a
+    monotonicity the branch and bound's bounds need fails with no fallback bound
+    (`planner.solvers.monotone`; those reductions rest on the same facts) and that space is
+    small enough to score every plan; raises `InputError` naming the constants when it is
+    not; else (`solver`, `space`) unchanged."""
+    from planner.solvers import monotone
+    problems = monotone.check(setting).unsupported
+    if not problems:
+        return solver, space
+    streaming = (True, False) if space.streaming == (True,) and space.streaming_off_allowed else space.streaming
+    full = dataclasses.replace(space, streaming=streaming, all_micro_batches=True)
+    if full.size(setting) <= monotone.EXHAUSTIVE_MAX_PLANS:
+        return "exhaustive", full
+    raise InputError([Problem(p.path, f"{p.message}; no exact search bound holds without it and the space "
+                                      f"({full.size(setting):,} plans) is too large to score every plan")
+                      for p in problems])
 
 
 def plan_from_batch(b: PlanBatch, i: int, is_moe: bool) -> Plan:
