@@ -1,4 +1,4 @@
-"""The planner's decision space (PLANNER.md, "Decisions"), narrowed by the instance.
+"""The planner's decision space (docs/planner.md, "The declared space"), narrowed by the instance.
 
 A plan is (mode, precision, nodes N, pipeline stages S, group size k, inner steps H,
 regional rounds R, compression Cr, micro-batches M, activation compression Ca,

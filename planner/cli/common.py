@@ -51,10 +51,10 @@ def _json_mode() -> bool:
 
 
 def emit_error(exit_code: int, kind: str, message: str, problems: Iterable[Problem] = (),
-               source: str | None = None) -> None:
+               source: str | None = None, as_json: bool | None = None) -> None:
     """The error on standard error (plain) and, under --json, as a JSON document on standard output."""
     click.echo(_printable(message), err=True)
-    if _json_mode():
+    if as_json if as_json is not None else _json_mode():
         error = {"exit_code": exit_code, "kind": kind, "message": _printable(message),
                  "problems": [{"source": source, "path": p.path, "message": _printable(p.message)}
                               for p in problems]}
@@ -75,29 +75,36 @@ class BadInput(click.ClickException):
         source = source or err.source
         return cls(str(InputError(err.problems, source)), err.problems, source)
 
-    def show(self, file=None) -> None:  # noqa: D102 - click API
+    def show(self, file=None, as_json: bool | None = None) -> None:  # noqa: D102 - click API
         problems = self.problems or [Problem(self.message.split(":", 1)[0] if self.message.startswith("--") else "",
                                              self.message)]
-        emit_error(self.exit_code, "bad_input", self.format_message(), problems, self.source)
+        emit_error(self.exit_code, "bad_input", self.format_message(), problems, self.source, as_json)
 
 
 class DtplanGroup(click.Group):
     """The `dtplan` group: notes whether --json was asked for (before parsing, so that even a
-    usage error comes as JSON), and turns any unexpected exception into exit code 4."""
+    usage error comes as JSON), and turns any unexpected exception into exit code 4. It also
+    remembers the arguments it was called with, for the provenance of reports (`command_line`)."""
+
+    def main(self, args=None, prog_name=None, **extra):  # noqa: D102 - click API
+        _invocation[:] = ["dtplan", *(sys.argv[1:] if args is None else args)]
+        return super().main(args, prog_name, **extra)
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
         ctx.meta[_JSON_KEY] = "--json" in args[: args.index("--")] if "--" in args else "--json" in args
         return super().parse_args(ctx, args)
 
     def invoke(self, ctx: click.Context) -> Any:
+        as_json = bool(ctx.meta.get(_JSON_KEY))
         try:
             return super().invoke(ctx)
-        except BadInput:
-            raise
+        except BadInput as err:
+            err.show(as_json=as_json)
+            raise click.exceptions.Exit(err.exit_code) from None
         except click.ClickException as err:       # usage errors: exit 2 (click's own code)
-            if not ctx.meta.get(_JSON_KEY):
+            if not as_json:
                 raise
-            emit_error(err.exit_code, "usage", f"Error: {err.format_message()}")
+            emit_error(err.exit_code, "usage", f"Error: {err.format_message()}", as_json=True)
             raise click.exceptions.Exit(err.exit_code) from None
         except (click.exceptions.Exit, click.exceptions.Abort, KeyboardInterrupt):
             raise
@@ -109,7 +116,7 @@ class DtplanGroup(click.Group):
             emit_error(EXIT_INTERNAL, "internal_error",
                        f"dtplan: internal error ({kind}{': ' + detail if detail else ''}). This is a bug in "
                        f"dtplan: please report it with the command and its input files; run with "
-                       f"{DEBUG_ENV}=1 for the traceback.")
+                       f"{DEBUG_ENV}=1 for the traceback.", as_json=as_json)
             raise click.exceptions.Exit(EXIT_INTERNAL) from None
 
 
@@ -128,9 +135,15 @@ def set_option(f: Callable) -> Callable:
                              "the file and before the command's own flags.")(f)
 
 
+def _finite_seconds(ctx, param, value):
+    if value is not None and not math.isfinite(value):
+        raise click.BadParameter(f"must be a finite number of seconds, got {value}")
+    return value
+
+
 def time_limit_option(help_text: str) -> Callable:
     return click.option("--time-limit", "time_limit_s", type=click.FloatRange(min=0, min_open=True, max=1e6),
-                        help=help_text)
+                        callback=_finite_seconds, help=help_text)
 
 
 # -- loading: one path for every command ----------------------------------------------
@@ -179,8 +192,11 @@ def set_field(raw: Any, field: str, value: Any, flag: str) -> None:
 
 
 def apply_overrides(raw: Any, overrides: Iterable[str]) -> Any:
+    from planner.schema.strict import MAX_DEPTH, NESTING_MESSAGE, nesting
     for text in overrides:
         field, value = parse_set(text)
+        if nesting(value) > MAX_DEPTH:
+            raise BadInput(f"--set: {field}: {NESTING_MESSAGE}", [Problem(field, NESTING_MESSAGE)])
         set_field(raw, field, value, "--set")
     return raw
 
@@ -188,8 +204,11 @@ def apply_overrides(raw: Any, overrides: Iterable[str]) -> Any:
 def parse_or_exit(raw: Any, source: str, file_problems: list[Problem] = ()):
     """The validated Instance of `raw`; BadInput listing the file's problems and the schema's."""
     from planner.schema.instance import parse_instance
+    from planner.schema.strict import MAX_DEPTH, NESTING_MESSAGE, nesting
     problems = list(file_problems)
     instance = None
+    if nesting(raw) > MAX_DEPTH:          # e.g. a --set value nested deeper than any field
+        raise BadInput.from_error(InputError([Problem("<root>", NESTING_MESSAGE)], source))
     try:
         instance = parse_instance(raw, source)
     except InputError as err:
@@ -234,6 +253,15 @@ def check_output(flag: str, path: Path | None) -> None:
         check_writable(path)
     except OutputPathError as err:
         raise BadInput(f"{flag}: cannot write to {path}: {err}", [Problem(flag, str(err))]) from None
+
+
+_invocation: list[str] = []
+
+
+def command_line() -> str | None:
+    """This run's command line (`dtplan solve ...`, shell-quoted); None outside the CLI."""
+    import shlex
+    return shlex.join(_invocation) if _invocation else None
 
 
 def check_report(path: Path | None) -> None:

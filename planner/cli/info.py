@@ -36,7 +36,7 @@ def presets(as_json: bool) -> None:
     """List the presets: hardware, models, assumption profiles and their constants."""
     from rich.table import Table
 
-    from planner.present.render import make_console
+    from planner.present.render import make_console, print_table
     data = presets_data()
     if as_json:
         echo_json(data)
@@ -47,13 +47,13 @@ def presets(as_json: bool) -> None:
     for row in data["hardware"]:
         hw.add_row(row["id"], row["name"], ",".join(row["precisions"]), f"{row['node_peak_fp16_pflops']:.3f}",
                    f"{row['node_hbm_gb']:,.0f}", f"{row['node_price_usd']:,.0f}")
-    console.print(hw)
+    print_table(hw, console)
     models = Table("id", "name", "params", "active", "MoE layers", title="Models (model.preset)", title_justify="left")
     for m in data["models"]:
         models.add_row(m["id"], m["name"], f"{m['params']:.4g}",
                        "-" if m["active_params"] is None else f"{m['active_params']:.4g}",
                        "-" if m["moe_layers"] is None else str(m["moe_layers"]))
-    console.print(models)
+    print_table(models, console)
     constants = Table("constant", *data["profiles"],
                       title="Assumption profiles (assumptions.profile) and constants (assumptions.constants)",
                       title_justify="left")
@@ -64,7 +64,7 @@ def presets(as_json: bool) -> None:
             cells.append(f"{len(value)} rows" if isinstance(value, dict) else (f"{value:g}" if isinstance(value, float)
                                                                               else str(value)))
         constants.add_row(c["name"], *cells)
-    console.print(constants)
+    print_table(constants, console)
 
 
 @click.command()

@@ -262,7 +262,8 @@ def render_comparison(rows: list[Comparison], objective: str, console, title: st
              "max_compute": "most compute within the duration limit first"}[objective]
     console.print(f"objective {objective} ({order}); {len(rows)} hardware preset(s), {feasible} with a plan; "
                   f"{elapsed_s:.2f} s")
-    console.print(comparison_table(rows, objective))
+    from planner.present.render import print_table
+    print_table(comparison_table(rows, objective), console)
     missing = [r for r in rows if not r.feasible]
     if missing:
         console.print(Text("Without a plan", style="bold red"))

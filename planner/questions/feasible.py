@@ -101,7 +101,7 @@ class _Solver:
     def solve(self, data: dict, objective: str = "min_time", exact: bool = True) -> SolveResult:
         """The solve of a variant; TimeUp if the deadline cut it short (when `exact`: an answer
         found in time but not proven optimal is no answer for a fix)."""
-        if self.deadline is not None and time.perf_counter() >= self.deadline:
+        if exact and self.deadline is not None and time.perf_counter() >= self.deadline:
             raise TimeUp
         self.count += 1
         result = solve(parse_instance(data, self.source), objective=objective, deadline=self.deadline)
