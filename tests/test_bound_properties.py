@@ -257,4 +257,5 @@ def test_box_bounds_hold_when_eta_h_rises_or_exceeds_one(case, divisor, floor, s
         assert np.all(out[kind] <= (1 / lower[0]) * (1 + 1e-9)), kind
     times = evaluate_time(s, plans)["time_to_target_s"]
     lower, _ = _time_box(s, c, box, mono)
-    assert np.all(times >= lower[0] * (1 - 1e-9))
+    # NaN: no bound (e.g. the fastest corner never reaches the target); the search keeps such boxes
+    assert np.isnan(lower[0]) or np.all(times >= lower[0] * (1 - 1e-9))
