@@ -176,6 +176,17 @@ def _compute_box(s: Setting, c: Classes, box, kind: str, mono: monotone.Monotoni
       C_local <= Q(T_up, g_up, m_lo) / min(1, C'_1(T_lo) / (6 P_act T_up)); the slack
       T_up / T_lo vanishes as boxes shrink. (eta_R = chi(m) / chi(1) itself is not monotone
       in T: it returns to 1 near the compute-optimal point, so no bound rests on that.)
+      A second bound: with v = max(C'_m, F) / C_thr, u = max(C'_1, F) / C_thr (F = 1e10, the
+      clamp of chi) and rho = max(C'_m, F) / max(C'_1, F) = v / u <= 1, eta_R = min(1, v) where
+      u >= 1 and rho where u < 1, so C_local <= g min(C_thr, max(max(C'_m, F), C_thr rho)).
+      rho falls as m rises and, for Chinchilla E >= 0, as T rises: d ln rho / d ln L =
+      eps(L) - eps(m L) with eps = -d ln C' / d ln L = (E + X + Y) / (a X + b Y) (X, Y the two
+      power terms of the compute-optimal loss, a, b their exponents), which falls as L rises
+      (E / (a X + b Y) falls; (X + Y) / (a X + b Y) moves towards the reciprocal of the larger
+      exponent, whose term grows faster); the clamp F keeps rho non-increasing. Hence
+      C_local <= max(Q(T_up, g_up, m_lo), g_up 6 P_act T_up rho(m_lo, T_lo)), whose slack is only
+      linear in T_up / T_lo (tests/test_bound_properties.py checks rho's monotonicity for
+      random Chinchilla constants).
     A box of one node (n1 = n2 = 1: no chi, g = 1) is bounded by 6 P_act T_up. Where eta_H
     rises with H_eff (`monotone.check`), g_up is g(n1, H1 sqrt R1) times
     max(1, eta_H(H2 sqrt R2) / eta_H(H1 sqrt R1)) (eta_H is monotone in H_eff; g is eta_H
@@ -213,9 +224,15 @@ def _compute_box(s: Setting, c: Classes, box, kind: str, mono: monotone.Monotoni
             if a.replica_penalty == "chinchilla":
                 far = throughput(s, c.plans(i[k], box["n2"][k], box["h1"][k], r_slow[k]))
                 t_lo = s.training_window_s * far["tokens_per_outer"] / far["outer_time_s"] / ratio[k]
-                c_eq_lo = chinchilla.equivalent_optimal_compute(chinchilla.chinchilla_loss(s.active_params, t_lo, a), a)
+                loss_lo = chinchilla.chinchilla_loss(s.active_params, t_lo, a)
+                c_eq_lo = chinchilla.equivalent_optimal_compute(loss_lo, a)
                 chi_lo = np.minimum(1.0, c_eq_lo / c_up[k])
                 sharper = np.minimum(sharper, np.where(chi_lo > 0, q_up / chi_lo, np.inf))
+                if a.chinchilla_e >= 0:     # eta_R <= rho(m_lo, T_lo) or C'_m / C_thr (docstring)
+                    floor = a.chi_search_low_flop
+                    c_eq_m_lo = chinchilla.equivalent_optimal_compute(loss_lo * mu_lo[k], a)
+                    rho = np.maximum(c_eq_m_lo, floor) / np.maximum(c_eq_lo, floor)
+                    sharper = np.minimum(sharper, np.maximum(q_up, g_up[k] * c_up[k] * np.minimum(rho, 1.0)))
         upper[k] = np.where(with_chi[k], np.minimum(upper[k], sharper), upper[k])
         return np.nan_to_num(1.0 / upper, nan=0.0), corners
 
