@@ -312,7 +312,7 @@ def _branch_and_bound(s: Setting, c: Classes, h_max: int, r_max: int, visit: Cal
             left["lower"] = np.nan_to_num(lower[alive], nan=0.0)
             return evaluations, left
         tied = lower[alive] >= cut[alive] / (1 + TIE_REL)
-        box = _split({k: v[alive] for k, v in box.items()}, tied, c)
+        box = _split({k: v[alive] for k, v in box.items()}, tied, c, compute=measure != TIME)
     return evaluations, None
 
 
@@ -329,16 +329,22 @@ def _geometric_edges(lo: np.ndarray, hi: np.ndarray, parts: np.ndarray) -> np.nd
     return np.minimum(strictly, hi[:, None] + 1 - parts_ + k)   # room left for the parts after k
 
 
-def _split(box: dict[str, np.ndarray], tied: np.ndarray | None = None, c: Classes | None = None) -> dict[str, np.ndarray]:
+def _split(box: dict[str, np.ndarray], tied: np.ndarray | None = None, c: Classes | None = None,
+           compute: bool = False) -> dict[str, np.ndarray]:
     """Cut each box along its longest side (in log terms) into up to SPLIT parts; a `tied` box
     (its bound at the cutoff: its plans can at best tie) along n, else H, else R, the tie order.
     The member axis of a pipeline class counts by the ratio of its pipeline steps (what
     its width adds to the bound's slack), plus a trace of log(j2 / j1) so that a side of
-    several members is never of length 0."""
+    several members is never of length 0. `compute` (the max_compute measures): parts about
+    geometric, and n's log ratio counted twice (it widens both the tokens range and the
+    replica multiplier's), which halves the boxes searched there; the time measure keeps
+    equal parts (measured no better for it)."""
     if not box["i"].size:
         return box
     sides = ("n", "h", "r")
     ratios = np.stack([np.log(box[f"{d}2"] / box[f"{d}1"]) for d in sides])
+    if compute:
+        ratios[0] *= 2.0
     if c is not None and c.members is not None:
         step = c.member_step_s
         with np.errstate(divide="ignore", invalid="ignore"):
@@ -351,11 +357,14 @@ def _split(box: dict[str, np.ndarray], tied: np.ndarray | None = None, c: Classe
     hi = np.choose(along, [box[f"{d}2"] for d in sides])
     width = hi - lo + 1
     parts = np.minimum(SPLIT, width)
-    edges = _geometric_edges(lo, hi, parts)
     rep = np.repeat(np.arange(box["i"].size), parts)
     k = np.arange(rep.size) - np.repeat(np.cumsum(parts) - parts, parts)
-    start = edges[rep, k]
-    end = edges[rep, k + 1] - 1
+    if compute:
+        edges = _geometric_edges(lo, hi, parts)
+        start, end = edges[rep, k], edges[rep, k + 1] - 1
+    else:
+        start = lo[rep] + (width[rep] * k) // parts[rep]
+        end = lo[rep] + (width[rep] * (k + 1)) // parts[rep] - 1
     out = {key: v[rep].copy() for key, v in box.items()}
     for j, d in enumerate(sides):
         on = along[rep] == j
