@@ -1,4 +1,4 @@
-"""Find the best plan of an instance and explain it (PLANNER.md, "Objectives").
+"""Find the best plan of an instance and explain it (docs/planner.md, "Objectives").
 
 Objectives:
 - `min_time`: least wall-clock until C_local (or C_quality) reaches the target, among
@@ -40,7 +40,7 @@ from planner.space import DecisionSpace
 from planner.objectives import SizeRun, best_of, best_of_sizes, max_compute, min_cost, min_time
 
 SOLVERS = ("bnb", "highs", "scip", "exhaustive")
-MIP_SOLVERS = ("highs", "scip")          # planner.mip + planner.solvers, certified by the exact search
+MIP_SOLVERS = ("highs", "scip")          # planner.mip + planner.solvers (HiGHS via Pyomo, SCIP via OR-Tools), certified
 DEFAULT_SOLVER = "bnb"                   # chosen by scripts/bench_solve.py (docs/mip.md)
 SUPPORTED_OBJECTIVES = ("min_time", "min_cost", "max_compute")
 AGREEMENT_REL = 1e-9
@@ -71,6 +71,8 @@ class SolveResult:
     candidates: list[dict[str, Any]] = field(default_factory=list)   # per candidate size (search.params)
     compute_kind: str | None = None          # max_compute: c_quality or c_local
     mip: list[dict[str, Any]] = field(default_factory=list)   # what a MIP backend reported, per size solved
+    # infeasible only by the duration limit: the fastest plan's time to target (s), proven; else None
+    fastest_time_s: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -80,17 +82,24 @@ class SolveResult:
             "model_params": self.model_params, "compute_kind": self.compute_kind, "candidates": self.candidates,
             "mip": self.mip,
             "plan": self.plan.model_dump() if self.plan else None,
-            "binding": self.binding, "infeasibility": self.infeasibility,
+            "binding": self.binding, "infeasibility": self.infeasibility, "fastest_time_s": self.fastest_time_s,
             "evaluation": self.evaluation.to_dict() if self.evaluation else None,
         }
 
+    def to_frame(self):
+        """One row (pandas DataFrame): status, objective, bound, gap, days, cost, plan fields."""
+        from planner.present.frames import solve_frame
+        return solve_frame(self)
+
 
 def solve(instance: Instance, objective: str | None = None, solver: str = DEFAULT_SOLVER,
-          time_limit_s: float | None = None) -> SolveResult:
+          time_limit_s: float | None = None, deadline: float | None = None) -> SolveResult:
     """The optimal plan of `instance` for `objective` (default: the instance's).
 
     With `time_limit_s`, a search that has not finished returns the best plan found,
-    status `time_limit`, and the gap to a proven bound. With `search.params`, every
+    status `time_limit`, and the gap to a proven bound; `deadline` (a `time.perf_counter()`
+    instant, e.g. a command's own wall limit) does the same, whichever comes first, and also
+    cuts short the explanation of an infeasible instance. With `search.params`, every
     candidate model size is solved (one `Setting` each) and the best is returned.
     Raises `InputError` when the instance cannot be solved for this objective (a set of
     model sizes without a fixed FLOP target for min_time / min_cost).
@@ -107,10 +116,14 @@ def solve(instance: Instance, objective: str | None = None, solver: str = DEFAUL
     if solver in MIP_SOLVERS and (objective == "max_compute" or instance.training.target_kind != "c_local"):
         raise UnsupportedBySolver(f"solver {solver!r} answers min_time and min_cost for C_local targets; "
                                   f"use --solver bnb for max_compute and C_quality targets")
-    if solver == "exhaustive" and objective == "max_compute":
-        raise UnsupportedBySolver("solver 'exhaustive' answers min_time and min_cost; use --solver bnb")
+    if solver in MIP_SOLVERS:
+        from planner.solvers import backends
+        if solver not in backends():
+            raise UnsupportedBySolver(f"solver {solver!r} is not installed here (pyomo with highspy, or ortools); "
+                                      f"use --solver bnb")
     start = time.perf_counter()
-    deadline = start + time_limit_s if time_limit_s is not None else math.inf
+    deadline = min(start + time_limit_s if time_limit_s is not None else math.inf,
+                   deadline if deadline is not None else math.inf)
     base = setting_from_instance(instance)
     maximise = objective == "max_compute"
     runs, mip = [], []
@@ -133,12 +146,14 @@ def solve(instance: Instance, objective: str | None = None, solver: str = DEFAUL
     if best is None:
         if math.isfinite(deadline) and (bound > 0 if maximise else bound < math.inf):
             return SolveResult(objective, solver, "time_limit", None, bound, None, elapsed, evaluations, **common)
-        reasons = []
+        reasons, fastest = [], []
         for params, setting, space, *_ in runs:
             prefix = f"model of {params / 1e9:,.4g}B parameters: " if params is not None and len(runs) > 1 else ""
-            reasons += [prefix + line for line in explain_infeasible(setting, space)]
+            lines, fastest_s = explain_infeasible(setting, space, deadline)
+            reasons += [prefix + line for line in lines]
+            fastest += [fastest_s] if fastest_s is not None else []
         return SolveResult(objective, solver, "infeasible", None, None, None, elapsed, evaluations,
-                           infeasibility=reasons, **common)
+                           infeasibility=reasons, fastest_time_s=min(fastest, default=None), **common)
     params, setting, space, (batch, value), *_ = best
     if maximise:
         status = "optimal" if bound <= value * (1 + bnb.TIE_REL) else "time_limit"
@@ -253,24 +268,31 @@ def binding_limits(e: Evaluation, space: DecisionSpace, objective: str = "min_ti
     return out
 
 
-def explain_infeasible(s: Setting, space: DecisionSpace) -> list[str]:
-    """Which limits cannot be met together, in words."""
+def explain_infeasible(s: Setting, space: DecisionSpace,
+                       deadline: float = math.inf) -> tuple[list[str], float | None]:
+    """Which limits cannot be met together, in words, and the fastest plan's time to target in
+    seconds when only the duration limit is missed (proven fastest; else None). Past `deadline`
+    (time.perf_counter()) the searches for the closest plan stop; the limits that do not depend
+    on H and R are then stated."""
     batches = list(bnb.batches(s, space))
+    if time.perf_counter() >= deadline:
+        batches = []
     if batches and s.target_kind == "c_quality":
         # C_quality grows with the run: the target is missed exactly when the most C_quality
         # within the limit falls short (and the time bound is weak near the loss floor).
-        most, _, _ = max_compute(s, space.for_objective(s, "max_compute"))
-        if most is not None:
+        most, _, upper = max_compute(s, space.for_objective(s, "max_compute"), deadline)
+        if most is not None and upper <= most[1] * (1 + bnb.TIE_REL):
             at_goodput = f" at goodput {s.goodput:g}" if s.goodput < 1 else ""
             return [f"duration-limit: the most C_quality any plan reaches in {s.window_s / SECONDS_PER_DAY:,.1f} "
-                    f"days{at_goodput} is {most[1]:.3e} FLOP, the target is {s.target:.3e} FLOP"]
+                    f"days{at_goodput} is {most[1]:.3e} FLOP, the target is {s.target:.3e} FLOP"], None
     elif batches:
-        fastest = best_of(s, [bnb.minimise_time(s, b, space.max_inner_steps, space.max_regional_rounds)
-                            for b in batches])
-        if fastest is not None:
+        found = [bnb.minimise_time(s, b, space.max_inner_steps, space.max_regional_rounds, deadline=deadline)
+                 for b in batches]
+        fastest = best_of(s, found)
+        if fastest is not None and all(f.open_bound == math.inf for f in found):
             at_goodput = f" at goodput {s.goodput:g}" if s.goodput < 1 else ""
             return [f"duration-limit: the fastest plan reaches the target in {fastest[1] / SECONDS_PER_DAY:,.1f} "
-                    f"days{at_goodput}, the limit is {s.window_s / SECONDS_PER_DAY:,.1f} days"]
+                    f"days{at_goodput}, the limit is {s.window_s / SECONDS_PER_DAY:,.1f} days"], float(fastest[1])
     # No plan meets the limits that do not depend on H and R: say what each allows.
     a = s.assumptions
     lightest = min(space.precisions, key=a.bytes_per_param)
@@ -289,4 +311,7 @@ def explain_infeasible(s: Setting, space: DecisionSpace) -> list[str]:
     if s.is_moe:
         reasons.append("mixture of experts: expert parallelism can cut the state per node in flat and "
                        "hierarchical modes (search.expert_parallel)")
-    return reasons
+    if time.perf_counter() >= deadline:
+        reasons.append("time limit: reached while explaining, so the closest plan to the limits was not "
+                       "searched for; the lines above say what each limit allows")
+    return reasons, None

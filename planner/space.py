@@ -1,4 +1,4 @@
-"""The planner's decision space (PLANNER.md, "Decisions"), narrowed by the instance.
+"""The planner's decision space (docs/planner.md, "The declared space"), narrowed by the instance.
 
 A plan is (mode, precision, nodes N, pipeline stages S, group size k, inner steps H,
 regional rounds R, compression Cr, micro-batches M, activation compression Ca,
@@ -73,7 +73,9 @@ class DecisionSpace:
         monotone = not (objective == "max_compute" and setting.target_kind == "c_local"
                         and setting.assumptions.replica_penalty == "chinchilla")
         if monotone:
-            return self
+            # dtplan's overlap of a blocking sync with the last micro-batch's backward pass
+            # (physics.overlap_window_s) makes the outer step depend on M beyond t_step
+            return replace(self, all_micro_batches=True) if setting.assumptions.dp_overlap else self
         streaming = (True, False) if self.streaming == (True,) and self.streaming_off_allowed else self.streaming
         return replace(self, streaming=streaming, all_micro_batches=True)
 
@@ -170,7 +172,8 @@ class DecisionSpace:
         """(S, Ca) rows with M = argmin over M of the pipeline step (exact; ties to the smaller M),
         and no members; or, when `all_micro_batches`, (S, Ca) rows whose members are every M,
         ordered by pipeline step (ties to the smaller M): one row per (S, Ca), M searched as
-        the row's member axis (`Classes.members`)."""
+        the row's member axis (`Classes.members`; the outer step must grow with the pipeline
+        step, so under `dp_overlap` every (S, Ca, M) is a row of its own instead)."""
         stages = self._stage_range(s, precision)
         if stages.size == 0:
             return None
@@ -179,6 +182,10 @@ class DecisionSpace:
         probe = PlanBatch.of(mode, precision, nodes=2 * g["stages"], **g)
         t_step = throughput(s, probe)["t_step_s"].reshape(stages.size * len(self.activation_compression), -1)
         sa = self._grid(stages=stages, activation_compression=self.activation_compression)
+        if self.all_micro_batches and s.assumptions.dp_overlap:
+            # the outer step also depends on M through the overlap window: not ordered by the
+            # pipeline step, so every M is a class of its own (no member axis)
+            return PlanBatch.of(mode, precision, nodes=1, **g), None
         order = np.argsort(t_step, axis=1, kind="stable")          # M - 1 by pipeline step, ties to the smaller M
         rows = PlanBatch.of(mode, precision, nodes=1, micro_batches=order[:, 0] + 1, **sa)
         if self.all_micro_batches:

@@ -1,8 +1,14 @@
 """`dtplan solve --write-model FILE`: the instance's model, written for a person to read.
 
-The suffix picks the format: `.lp` and `.mps` (HiGHS's writer), `.cip` (SCIP's). With
-several candidate model sizes (`search.params`) one file per size is written, the size
-in its name (`model.70B.lp`). Building never solves.
+The suffix picks the format, both written by Pyomo with the model's own names (constraint
+families as `sync_overlap(3)`, columns as `y(12)`, `bn(4)`, `ln_H`): `.lp` (CPLEX LP) or
+`.mps`. The model written is the first round of the outer-approximation loop: after the
+presolve (`planner.mip.tables.presolve`: classes that cannot hold an optimum dropped, the
+cutoff of its incumbent in the `incumbent` row), on the grid of `Grid.initial`; the loop
+refines it around each plan it finds (`planner.solvers.certified`).
+With several candidate model sizes (`search.params`) one file per size is written, the size
+in its name (`model.70B.lp`). Each file is written atomically (`planner.present.output`).
+Building never solves.
 """
 
 from __future__ import annotations
@@ -10,32 +16,43 @@ from __future__ import annotations
 from pathlib import Path
 
 from planner.evaluate import setting_from_instance, with_params
+from planner.mip.formulation import Grid, build
+from planner.mip.tables import build_tables, presolve
+from planner.present.output import atomic_path, check_writable
 from planner.schema.instance import Instance
-from planner.mip.formulation import build
-from planner.solvers import backends
+from planner.solvers.certified import check_supported, incumbent_value
 from planner.space import DecisionSpace
 
-FORMATS = {".lp": "highs", ".mps": "highs", ".cip": "scip"}
+FORMATS = (".lp", ".mps")
 
 
 class UnknownFormat(ValueError):
     pass
 
 
+def model_paths(instance: Instance, path: Path) -> list[Path]:
+    """The file(s) `write_model` will write, each checked writable (OutputPathError otherwise)."""
+    path = Path(path)
+    if path.suffix.lower() not in FORMATS:
+        raise UnknownFormat(f"unknown format {path.suffix!r}; use one of {', '.join(FORMATS)}")
+    sizes = instance.search.params or [None]
+    return [check_writable(path if p is None else path.with_name(f"{path.stem}.{p / 1e9:g}B{path.suffix}"))
+            for p in sizes]
+
+
 def write_model(instance: Instance, objective: str, path: Path) -> list[Path]:
     """Build and write the model(s); the paths written."""
-    path = Path(path)
-    writer = FORMATS.get(path.suffix.lower())
-    if writer is None:
-        raise UnknownFormat(f"unknown format {path.suffix!r}; use one of {', '.join(FORMATS)}")
+    targets = model_paths(instance, path)
     base = setting_from_instance(instance)
-    sizes = instance.search.params or [None]
     written = []
-    for params in sizes:
+    for params, target in zip(instance.search.params or [None], targets):
         setting = base if params is None else with_params(base, params)
+        check_supported(setting, objective)
         space = DecisionSpace.from_instance(instance, setting).for_objective(setting, objective)
-        f = build(setting, space, objective)
-        target = path if params is None else path.with_name(f"{path.stem}.{params / 1e9:g}B{path.suffix}")
-        backends()[writer].write(f.model, str(target))
+        tables, plan, _ = presolve(build_tables(setting, space), objective)
+        cutoff = incumbent_value(setting, plan, objective) if plan is not None else None
+        f = build(tables, Grid.initial(tables), objective, cutoff=cutoff)
+        with atomic_path(target) as tmp:
+            f.model.write(str(tmp), io_options={"symbolic_solver_labels": True})
         written.append(target)
     return written

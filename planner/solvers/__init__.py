@@ -1,10 +1,16 @@
 """Mixed-integer backends behind one small protocol, and the exact search that certifies them.
 
-A backend takes a `planner.mip.model.Model` and returns a `BackendResult`: status,
-objective, best bound, gap, solve time, branch-and-bound nodes and the solution.
-`BACKENDS` maps the names `dtplan solve --solver` accepts to them; the planner's own
-exact search (`planner.solvers.bnb`) is the solver named "bnb" in `planner.solve`; the exhaustive oracle
-(`planner.solvers.exhaustive`, every plan scored) is "exhaustive".
+A backend solves a Pyomo model (`planner.mip.formulation`), loads the solution into the
+model's variables and returns a `BackendResult`: its own status, objective, best bound,
+gap, solve time and branch-and-bound nodes. `backends()` maps the names `dtplan solve
+--solver` accepts to them:
+
+    highs   HiGHS (highspy) reading the MPS Pyomo writes
+    scip    SCIP as bundled in OR-Tools: Pyomo writes the model as MPS with its own names,
+            OR-Tools' model_builder reads it and solves it
+
+The planner's own exact search (`planner.solvers.bnb`) is the solver named "bnb" in
+`planner.solve`; the exhaustive oracle (`planner.solvers.exhaustive`) is "exhaustive".
 """
 
 from __future__ import annotations
@@ -13,13 +19,9 @@ import importlib.util
 from dataclasses import dataclass
 from typing import Protocol
 
-import numpy as np
-
-from planner.mip.model import Model
-
 
 class UnsupportedBySolver(ValueError):
-    """A question the chosen solver cannot answer, or an instance too large for it (another solver can)."""
+    """A question the chosen solver cannot answer (another solver can)."""
 
 
 @dataclass
@@ -33,33 +35,36 @@ class BackendResult:
     gap: float | None
     time_s: float
     nodes: int
-    x: np.ndarray | None = None
     message: str = ""
+
+    @property
+    def has_solution(self) -> bool:
+        return self.objective is not None
 
 
 class Backend(Protocol):
     name: str
 
-    def solve(self, model: Model, time_limit_s: float | None = None,
-              fixed: dict[int, tuple[float, float]] | None = None) -> BackendResult:
-        """Solve `model` (with the column bounds in `fixed` overriding the model's)."""
-
-    def write(self, model: Model, path: str) -> None:
-        """Write the model to `path` in a format the file's suffix names."""
+    def solve(self, model, time_limit_s: float | None = None) -> BackendResult:
+        """Solve the Pyomo `model`, loading the solution (if any) into its variables."""
 
 
 def installed(module: str) -> bool:
-    """Whether a backend's Python package can be imported here (without importing it)."""
+    """Whether a package can be imported here (without importing it)."""
     return importlib.util.find_spec(module) is not None
+
+
+BACKEND_NAMES = ("highs", "scip")
+BACKEND_HELP = {"highs": "HiGHS (highspy) reading the MPS Pyomo writes", "scip": "SCIP bundled in OR-Tools (model read as MPS)"}
 
 
 def backends() -> dict[str, Backend]:
     """The backends that can be imported here, by name."""
-    from planner.solvers.highs import HighsBackend
-    from planner.solvers.scip import ScipBackend
     found: dict[str, Backend] = {}
-    for cls in (HighsBackend, ScipBackend):
-        if cls.available():
-            found[cls.name] = cls()
+    if installed("pyomo") and installed("highspy"):
+        from planner.solvers.highs import HighsBackend
+        found["highs"] = HighsBackend()
+    if installed("pyomo") and installed("ortools"):
+        from planner.solvers.ortools import OrToolsBackend
+        found["scip"] = OrToolsBackend("scip")
     return found
-

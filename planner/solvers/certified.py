@@ -1,16 +1,22 @@
-"""Solve the mixed-integer model with a backend, then certify its plan with the exact search.
+"""Solve the mixed-integer model with a backend by outer approximation, then certify its plan.
 
-1. `planner.mip.formulation.build` writes the space as a MILP (tables from the evaluator).
-2. The backend solves it: a plan, its objective and a bound, up to the solver's
-   tolerances (feasibility 1e-6 on log-time rows, integrality 1e-6).
-3. The plan is re-scored by the evaluator, and the exact search of `planner.solvers.bnb`
-   runs with that value as its incumbent: it proves that no plan is better beyond the
-   tie tolerance (1e-12), finds one if the solver's tolerances hid it, and breaks ties
-   in the documented order. So every answer is the exact optimum of the cost model,
-   whichever backend produced the incumbent; `MipReport` says what the backend alone
-   reported and whether certification changed its plan.
+1. `planner.mip.tables` computes the model's numbers with the evaluator; `planner.mip.formulation`
+   builds the compact model on a coarse grid (brackets of n, H, R one per octave, a few
+   tangents of the convex sync terms). Its optimum is a valid lower bound (a relaxation).
+2. The outer-approximation loop: the backend solves the model; the plan it chooses is
+   re-scored by the evaluator (an upper bound when it meets every limit); if the two differ,
+   the grid is refined at that plan (its n, H and R become grid points, tangents are added
+   at its sync terms: there the model becomes exact, so that plan cannot come back with an
+   optimistic value) and the model is solved again, until the bound meets the best plan
+   found (gap 0 up to 1e-9 in ln T, or the node count for min_cost), or `MAX_ROUNDS`.
+3. Certification: the exact search of `planner.solvers.bnb` runs with the best plan's value
+   as its incumbent. It proves that no plan is better beyond the tie tolerance (1e-12),
+   finds one if the solver's tolerances hid it, and breaks ties in the documented order.
+   So every answer is the exact optimum of the cost model; `MipReport` says what the
+   backend and the loop alone reported, and whether certification changed the plan.
 
-An instance the backend finds infeasible is confirmed by the exact search too.
+An instance whose relaxation is infeasible is infeasible (a relaxation admits every plan);
+it is confirmed by the exact search too.
 """
 
 from __future__ import annotations
@@ -23,65 +29,160 @@ import numpy as np
 
 from planner.cost.score import time_to_target
 from planner.cost.setting import Setting
-from planner.mip.formulation import build
-from planner.solvers import backends
+from planner.mip.formulation import Grid, build
+from planner.mip.tables import build_tables, presolve, solve_class
 from planner.objectives import min_cost, min_time
+from planner.solvers import UnsupportedBySolver, backends
 from planner.space import DecisionSpace
+
+MAX_ROUNDS = 12
+LOG_TOL = 1e-9
+
 
 @dataclass
 class MipReport:
     """What the mixed-integer backend did, before certification."""
 
     backend: str
-    status: str
-    objective: float | None           # seconds (min_time) or USD (min_cost), as the backend reported it
-    bound: float | None               # the backend's proven bound, same units
-    gap: float | None
-    time_s: float
+    status: str                       # optimal (the loop closed its gap) | gap | time_limit | infeasible | error
+    objective: float | None           # seconds (min_time) or USD (min_cost): best plan the loop found, re-scored
+    bound: float | None               # the proven lower bound of the last relaxation, same units
+    gap: float | None                 # relative, (objective - bound) / objective
+    time_s: float                     # backend time over all rounds
     nodes: int
-    build_s: float
+    build_s: float                    # tables and models, all rounds
+    rounds: int
     columns: int
     rows: int
     nonzeros: int
+    backend_status: str = ""          # the backend's own status in the last round
+    classes: int = 0                  # classes and fixed plans of the space
+    classes_kept: int = 0             # ... left by the presolve (`planner.mip.tables.presolve`)
     families: dict[str, int] = field(default_factory=dict)
     certify_s: float = 0.0
     certified_changed_plan: bool = False   # the exact search chose another plan (better, or first in tie order)
-    certified_improved: bool = False       # ... one better beyond 1e-9 (the backend's tolerances hid it)
+    certified_improved: bool = False       # ... one better beyond 1e-9
 
     def to_dict(self) -> dict:
         return asdict(self)
 
 
-def optimise(setting: Setting, space: DecisionSpace, objective: str, backend: str,
-             deadline: float = math.inf):
-    """((one-plan batch, value) or None, plans evaluated, proven bound, MipReport)."""
-    from planner.solve import optimise as exact_optimise   # the exact search (solver dispatch)
+def check_supported(setting: Setting, objective: str) -> None:
+    """UnsupportedBySolver unless the formulation covers this question."""
+    if objective not in ("min_time", "min_cost"):
+        raise UnsupportedBySolver(f"the mixed-integer model covers min_time and min_cost, not {objective}; "
+                                  f"use --solver bnb")
+    if setting.target_kind != "c_local":
+        raise UnsupportedBySolver("the mixed-integer model covers C_local targets only (a C_quality target scores "
+                                  "eta_R at the run's own tokens); use --solver bnb")
+
+
+def incumbent_value(setting: Setting, plan, objective: str) -> float:
+    """The objective of a plan in the model's units (ln T, or nodes), inf if it misses the duration limit."""
+    t = float(time_to_target(setting, plan)["time_to_target_s"][0])
+    if not t <= setting.window_s:
+        return math.inf
+    return math.log(t) if objective == "min_time" else float(plan.nodes[0])
+
+
+def outer_approximation(setting: Setting, space: DecisionSpace, objective: str, backend: str,
+                        deadline: float = math.inf):
+    """(best plan or None, its value in model units, MipReport) from the OA loop alone."""
+    check_supported(setting, objective)
     solver = backends()[backend]
     start = time.perf_counter()
-    formulation = build(setting, space, objective)
+    full = build_tables(setting, space)
+    tables, best_plan, _ = presolve(full, objective)
+    best = incumbent_value(setting, best_plan, objective) if best_plan is not None else math.inf
+    if not math.isfinite(best):
+        best_plan = None
+    grid = Grid.initial(tables)
     build_s = time.perf_counter() - start
-    remaining = None if math.isinf(deadline) else max(deadline - time.perf_counter(), 0.01)
-    r = solver.solve(formulation.model, remaining)
-    m = formulation.model
-    to_units = (lambda v: None if v is None else math.exp(v)) if objective == "min_time" else (lambda v: v)
-    report = MipReport(backend, r.status, to_units(r.objective), to_units(r.bound), r.gap, r.time_s, r.nodes,
-                       build_s, m.n_cols, m.n_rows, m.n_nonzeros, m.families())
+    report = MipReport(backend, "error", None, None, None, 0.0, 0, build_s, 0, 0, 0, 0,
+                       classes=len(full.sync) + len(full.fixed), classes_kept=len(tables.sync) + len(tables.fixed))
+    bound = -math.inf
+    if not tables.sync and not tables.fixed:          # no plan meets the limits independent of n, H, R
+        report.status = report.backend_status = "infeasible"
+        report.bound = math.inf
+        return None, math.inf, report
+    tol = LOG_TOL if objective == "min_time" else 1e-6
+    solved: set[int] = set()
+    for rounds in range(1, MAX_ROUNDS + 1):
+        start = time.perf_counter()
+        f = build(tables, grid, objective, cutoff=best, solved=frozenset(solved))
+        report.build_s += time.perf_counter() - start
+        remaining = None if math.isinf(deadline) else max(deadline - time.perf_counter(), 0.01)
+        r = solver.solve(f.model, remaining)
+        report.time_s += r.time_s
+        report.nodes += r.nodes
+        report.rounds, report.backend_status = rounds, r.status
+        if r.status == "infeasible":       # no plan better than the incumbent (or none at all)
+            report.status = "infeasible" if best_plan is None else "optimal"
+            bound = math.inf if best_plan is None else best
+            break
+        if r.bound is not None and r.status in ("optimal", "time_limit"):
+            bound = max(bound, min(r.bound, r.objective) if r.status == "optimal" and r.objective is not None
+                        else r.bound)
+        if not r.has_solution:
+            report.status = r.status
+            break
+        plan, q, ab = f.decode()
+        value = incumbent_value(setting, plan, objective)
+        if value < best:
+            best_plan, best = plan, value
+        if r.status == "optimal" and bound >= best - tol:
+            report.status = "optimal"
+            break
+        if r.status != "optimal":
+            report.status = r.status
+            break
+        if objective == "min_time" and f.chosen is not None and f.chosen not in solved:
+            plan_c, value_c = solve_class(tables, f.chosen, best, deadline)
+            solved.add(f.chosen)
+            if value_c < best:
+                best_plan, best = plan_c, value_c
+            if bound >= best - tol:
+                report.status = "optimal"
+                break
+        n, h, rr = (int(x) for x in (plan.nodes[0] // _unit(tables, plan), plan.inner_steps[0],
+                                      plan.regional_rounds[0]))
+        if not grid.refine(max(n, 1), max(h, 1), max(rr, 1), q, ab) or time.perf_counter() >= deadline:
+            report.status = "gap"
+            break
+    else:
+        report.status = "gap"
+    size = f.size()
+    report.columns, report.rows, report.nonzeros = size["columns"], size["rows"], size["nonzeros"]
+    report.families = f.families()
+    to_units = (lambda v: math.exp(v)) if objective == "min_time" else (lambda v: v * setting.node_price_usd)
+    if math.isfinite(best):
+        report.objective = to_units(best)
+    if math.isfinite(bound):
+        report.bound = to_units(min(bound, best)) if math.isfinite(best) else to_units(bound)
+    if report.objective is not None and report.bound is not None and report.objective > 0:
+        report.gap = max(0.0, (report.objective - report.bound) / report.objective)
+    return best_plan, best, report
+
+
+def _unit(tables, plan) -> int:
+    return int(plan.stages[0]) if plan.mode == "pp_group" else 1
+
+
+def optimise(setting: Setting, space: DecisionSpace, objective: str, backend: str, deadline: float = math.inf):
+    """((one-plan batch, value) or None, plans evaluated, proven bound, MipReport)."""
+    plan, value, report = outer_approximation(setting, space, objective, backend, deadline)
     start = time.perf_counter()
-    if r.x is None:
+    if plan is None:
+        from planner.solve import optimise as exact_optimise   # the exact search confirms
         found, evaluations, bound = exact_optimise(setting, space, objective, deadline)
         report.certify_s = time.perf_counter() - start
         report.certified_changed_plan = found is not None
         return found, evaluations, bound, report
-    plan = formulation.decode(r.x)
-    t_plan = float(time_to_target(setting, plan)["time_to_target_s"][0])
     if objective == "min_time":
-        best, evaluations, bound = min_time(setting, space, deadline, incumbent_s=t_plan)
-        mine = t_plan
+        best, evaluations, bound = min_time(setting, space, deadline, incumbent_s=math.exp(value))
     else:
-        within = t_plan <= setting.window_s
-        best, evaluations, bound = min_cost(setting, space, deadline,
-                                             incumbent_nodes=float(plan.nodes[0]) if within else math.inf)
-        mine = float(plan.nodes[0] * setting.node_price_usd) if within else math.inf
+        best, evaluations, bound = min_cost(setting, space, deadline, incumbent_nodes=value)
+    mine = math.exp(value) if objective == "min_time" else value * setting.node_price_usd
     report.certify_s = time.perf_counter() - start
     if best is not None:
         b = best[0]

@@ -1,86 +1,71 @@
-"""HiGHS (highspy) backend: the model passed as one sparse row-wise matrix.
+"""HiGHS backend: Pyomo writes the model as MPS with its own (symbolic) names, highspy reads and
+solves it, and the solution is loaded back into the Pyomo variables by name.
 
-Options as measured in ../shared/spec/FORMULATION_NOTES.md: relative gap 0 and an
-absolute gap of 1e-9 (the objective is ln T, so the default 1e-4 would be a 0.01%
-error in T), one thread, a fixed seed. (ortools 9.15 bundles its own HiGHS and
-cannot be imported in the same process as highspy 1.15: dtplan does not use ortools.)
+(Measured on the shipped baseline instance: Pyomo's persistent HiGHS interface took twice as
+long per solve as writing MPS and reading it, the model being rebuilt every round of the
+outer-approximation loop anyway.)
+
+Options as measured (docs/mip.md): relative gap 0 and an absolute gap
+of 1e-9 (the objective is ln T: the default 1e-4 would be a 0.01% error in T), one thread, a
+fixed seed; the RINS and RENS sub-MIP heuristics off (they took most of the time of these small
+models, and the loop supplies an incumbent as cutoff).
 """
 
 from __future__ import annotations
 
+import math
+import os
+import tempfile
 import time
 
-import numpy as np
+from planner.solvers import BackendResult
 
-from planner.mip.model import Model
-from planner.solvers import BackendResult, installed
+OPTIONS = {"mip_rel_gap": 0.0, "mip_abs_gap": 1e-9, "threads": 1, "random_seed": 0,
+           "mip_heuristic_run_rins": False, "mip_heuristic_run_rens": False}
 
 
 class HighsBackend:
     name = "highs"
 
-    @staticmethod
-    def available() -> bool:
-        return installed("highspy")
-
-    def _highs(self, model: Model, fixed=None, time_limit_s=None):
-        import highspy
-        h = highspy.Highs()
-        h.setOptionValue("output_flag", False)
-        h.setOptionValue("threads", 1)
-        h.setOptionValue("random_seed", 0)
-        h.setOptionValue("mip_rel_gap", 0.0)
-        h.setOptionValue("mip_abs_gap", 1e-9)
-        if time_limit_s is not None:
-            h.setOptionValue("time_limit", max(float(time_limit_s), 0.01))
-        lp = highspy.HighsLp()
-        lp.model_name_ = model.name
-        lp.num_col_, lp.num_row_ = model.n_cols, model.n_rows
-        lp.col_cost_ = model.objective_vector()
-        lp.offset_ = model.objective_offset
-        lo, hi = np.array(model.col_lo), np.array(model.col_hi)
-        for j, (a, b) in (fixed or {}).items():
-            lo[j], hi[j] = a, b
-        lp.col_lower_, lp.col_upper_ = lo, hi
-        lp.row_lower_, lp.row_upper_ = np.array(model.row_lo), np.array(model.row_hi)
-        starts, cols, vals = model.csr()
-        lp.a_matrix_.format_ = highspy.MatrixFormat.kRowwise
-        lp.a_matrix_.num_col_, lp.a_matrix_.num_row_ = model.n_cols, model.n_rows
-        lp.a_matrix_.start_, lp.a_matrix_.index_, lp.a_matrix_.value_ = starts, cols, vals
-        lp.integrality_ = [highspy.HighsVarType.kInteger if i else highspy.HighsVarType.kContinuous
-                           for i in model.col_integer]
-        h.passModel(lp)
-        for j, name in enumerate(model.col_names):
-            h.passColName(j, name)
-        for i, name in enumerate(model.row_names):
-            h.passRowName(i, name)
-        return h
-
-    def solve(self, model: Model, time_limit_s: float | None = None, fixed=None) -> BackendResult:
+    def solve(self, model, time_limit_s: float | None = None) -> BackendResult:
         import highspy
         start = time.perf_counter()
-        h = self._highs(model, fixed, time_limit_s)
+        fd, path = tempfile.mkstemp(suffix=".mps")
+        os.close(fd)
+        try:
+            _, smap_id = model.write(path, io_options={"symbolic_solver_labels": True})
+            smap = model.solutions.symbol_map[smap_id]
+            h = highspy.Highs()
+            h.setOptionValue("output_flag", False)
+            for key, value in OPTIONS.items():
+                h.setOptionValue(key, value)
+            if time_limit_s is not None:
+                h.setOptionValue("time_limit", max(float(time_limit_s), 0.01))
+            h.readModel(path)
+        finally:
+            os.unlink(path)
         h.run()
         elapsed = time.perf_counter() - start
-        status = h.getModelStatus()
-        info = h.getInfo()
         S = highspy.HighsModelStatus
+        status, info = h.getModelStatus(), h.getInfo()
         nodes = int(getattr(info, "mip_node_count", 0))
         if status == S.kInfeasible:
             return BackendResult(self.name, "infeasible", None, None, None, elapsed, nodes)
-        has_solution = info.primal_solution_status == 2      # feasible
-        x = np.array(h.getSolution().col_value) if has_solution else None
-        objective = float(info.objective_function_value) if has_solution else None
-        bound = float(info.mip_dual_bound) if np.isfinite(info.mip_dual_bound) else None
+        has = info.primal_solution_status == 2
+        objective = float(info.objective_function_value) if has else None
+        bound = float(info.mip_dual_bound) if math.isfinite(info.mip_dual_bound) else None
+        if has:
+            values = h.getSolution().col_value
+            lp = h.getLp()
+            for j, name in enumerate(lp.col_names_):
+                var = smap.bySymbol.get(name)
+                if var is not None:
+                    var.set_value(float(values[j]), skip_validation=True)
+        gap = None if objective is None or bound is None else max(0.0, objective - bound)
         if status == S.kOptimal:
             return BackendResult(self.name, "optimal", objective, bound if bound is not None else objective,
-                                 0.0, elapsed, nodes, x)
+                                 gap or 0.0, elapsed, nodes)
         if status in (S.kTimeLimit, S.kInterrupt, S.kIterationLimit, S.kSolutionLimit):
-            gap = float(info.mip_gap) if has_solution else None
-            return BackendResult(self.name, "time_limit", objective, bound, gap, elapsed, nodes, x)
-        return BackendResult(self.name, "error", objective, bound, None, elapsed, nodes, x,
+            return BackendResult(self.name, "time_limit", objective, bound, gap, elapsed, nodes)
+        return BackendResult(self.name, "error", objective, bound, gap, elapsed, nodes,
                              message=h.modelStatusToString(status))
-
-    def write(self, model: Model, path: str) -> None:
-        """LP or MPS (by suffix)."""
-        self._highs(model).writeModel(str(path))

@@ -1,0 +1,355 @@
+"""The numbers the mixed-integer model is made of, all computed by the evaluator (`planner.cost`).
+
+No formula of the cost model is written here: every constant is read off
+`planner.cost.modes.throughput`, `planner.cost.score.time_to_target` or the efficiency
+functions of `planner.cost.run` / `planner.cost.quality` at real plans, one vectorised call
+per class group. The model (`planner.mip.formulation`) only arranges them.
+
+Per class c with a DiLoCo sync (mode, precision, EP scope, S, k, M, Ca, Cr, streaming) the time
+to target at n replicas, H inner steps and R regional rounds factors as (docs/cost_model.md section 7)
+
+    ln T = kappa_c - ln n + z - omega(n, H sqrt R),      z = ln(outer step / (H R)),
+
+with kappa_c = ln(C_target / (6 P_act B tf eta_C eta_A gamma)) read off the evaluator at one
+plan, and the outer step per inner step of one replica
+
+    flat, PP-group        streaming: max(t_step, t_sync(n) / H);   else t_step + t_sync(n) / H
+    hierarchical          streaming: max(t_step, t_reg / H, t_glob(G) / (H R));  else the sum
+
+with t_sync(n) = t_base f(parties), f the straggler factor (parties n for flat and PP-group,
+G = floor(n / k) for hierarchical). `Tables.check` verifies this factorisation at two plans
+of every class (`FormulationError` if it ever fails: a bug, not an input error).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from planner.cost import quality
+from planner.cost.modes import throughput
+from planner.cost.run import replica_efficiency
+from planner.cost.score import time_to_target
+from planner.cost.setting import PlanBatch, Setting
+from planner.cost.straggler import eta_h_divisor, straggler_factor
+from planner.solvers import bnb
+from planner.space import Classes, DecisionSpace
+
+CHECK_REL = 1e-9
+OMEGA_FLOOR = -50.0      # ln of an efficiency of ~2e-22: such a plan never reaches its target in any limit
+
+
+class FormulationError(AssertionError):
+    """The cost model did not factor as the formulation assumes (a bug, never an input error)."""
+
+
+@dataclass
+class SyncClass:
+    """One class with a DiLoCo sync: its constants (natural logs of seconds) and its n range."""
+
+    group: int
+    index: int                    # row in its Classes group
+    label: str
+    mode: str
+    streaming: bool
+    unit: int                     # nodes per replica (S for PP-group, else 1)
+    k: int                        # group size (hierarchical; parties of the WAN sync = n // k), else 1
+    n_lo: int
+    n_hi: int
+    n_structure: int              # least n the mode's shape allows
+    n_memory: int                 # least n whose state fits per node (global EP), else 1
+    kappa: float                  # inf: never reaches the target
+    ln_step: float
+    ln_sync_base: float
+    ln_regional: float            # hierarchical: ln t_reg, else -inf
+
+
+@dataclass
+class FixedPlan:
+    """A plan with no DiLoCo sync (one node alone, or a pipeline over the WAN): one number."""
+
+    group: int
+    index: int
+    label: str
+    nodes: int
+    log_time: float               # inf: never reaches the target
+
+
+@dataclass
+class Tables:
+    """Everything the model needs, by class."""
+
+    setting: Setting
+    space: DecisionSpace
+    groups: list[Classes]
+    sync: list[SyncClass] = field(default_factory=list)
+    fixed: list[FixedPlan] = field(default_factory=list)
+    n_max: int = 1
+    h_max: int = 1
+    r_max: int = 1
+
+    def omega(self, n, h_eff) -> np.ndarray:
+        """ln(eta_H(H_eff) eta_R(n, H_eff)) at the target point (docs/cost_model.md sections 5, 7), floored.
+        Non-increasing in n and in H_eff (`planner.solvers.bnb`'s docstring gives why)."""
+        s = self.setting
+        a = s.assumptions
+        eta_h = quality.eta_sync_interval(h_eff, s.params, a, eta_h_divisor(a))
+        eta_r = replica_efficiency(s, n, h_eff, s.target_tokens, s.target)
+        with np.errstate(divide="ignore"):
+            return np.maximum(np.log(eta_h * eta_r), OMEGA_FLOOR)
+
+    def ln_straggler(self, parties) -> np.ndarray:
+        """ln f(parties), the WAN straggler factor (non-decreasing in the parties)."""
+        return np.log(straggler_factor(np.maximum(np.asarray(parties), 1), self.setting.assumptions))
+
+    def plan(self, group: int, index: int, n: int, h: int = 1, r: int = 1) -> PlanBatch:
+        return self.groups[group].plans(np.array([index]), n, h, r)
+
+    def log_time(self, plans: PlanBatch) -> np.ndarray:
+        t = time_to_target(self.setting, plans)["time_to_target_s"]
+        with np.errstate(divide="ignore"):
+            return np.where(np.isfinite(t) & (t > 0), np.log(t), np.inf)
+
+
+def label(c: Classes, k: int) -> str:
+    """A readable name of class k: its decisions, for the written model."""
+    r = c.rows
+    parts = [{"flat": "flat", "hierarchical": "hier", "pp_group": "ppg", "pipeline_wan": "pwan"}[r.mode], r.precision]
+    if r.expert_parallel != "none":
+        parts.append(f"ep{r.expert_parallel[0]}")
+    if r.mode == "hierarchical":
+        parts.append(f"k{int(r.group_size[k])}")
+    if r.mode in ("pp_group", "pipeline_wan"):
+        parts += [f"S{int(r.stages[k])}", f"M{int(r.micro_batches[k])}", f"Ca{float(r.activation_compression[k]):g}"]
+    if r.mode != "pipeline_wan":
+        parts += [f"Cr{float(r.compression[k]):g}"] + ([] if r.streaming[k] else ["nostream"])
+    return "_".join(parts).replace(".", "p")
+
+
+def build_tables(setting: Setting, space: DecisionSpace) -> Tables:
+    """The tables of every class of the space (with its exact reductions)."""
+    groups = list(bnb.batches(setting, space))
+    t = Tables(setting, space, groups)
+    for g, c in enumerate(groups):
+        ks = np.arange(c.size)
+        single = ks if c.rows.mode == "pipeline_wan" else (ks[c.n_lo == 1] if c.rows.mode == "flat" else ks[:0])
+        if single.size:                     # one node alone, or a pipeline over the WAN: one number each
+            log_t = t.log_time(c.plans(single, 1, 1, 1))
+            t.fixed += [FixedPlan(g, int(k), label(c, int(k)) + ("_single" if c.rows.mode == "flat" else ""),
+                                  int(c.unit[k]), float(log_t[a])) for a, k in enumerate(single)]
+        if c.rows.mode == "pipeline_wan":
+            continue
+        if c.rows.mode == "flat":
+            ks = ks[c.n_hi >= 2]
+        if ks.size:
+            t.sync += _sync_classes(t, g, c, ks)
+    t.n_max = max([e.n_hi for e in t.sync], default=1)
+    t.h_max = space.max_inner_steps if t.sync else 1
+    t.r_max = space.max_regional_rounds if any(e.mode == "hierarchical" for e in t.sync) else 1
+    return t
+
+
+def _sync_classes(t: Tables, g: int, c: Classes, ks: np.ndarray) -> list[SyncClass]:
+    s, mode = t.setting, c.rows.mode
+    lo = np.maximum(c.n_lo[ks], 2) if mode == "flat" else c.n_lo[ks]
+    hi = c.n_hi[ks]
+    at_lo = throughput(s, c.plans(ks, lo, 1, 1))
+    at_hi = throughput(s, c.plans(ks, hi, 1, 1))
+    if np.any(np.abs(at_lo["t_step_s"] - at_hi["t_step_s"]) > 1e-12 * at_lo["t_step_s"]):
+        raise FormulationError(f"t_step varies with n in a {mode} class")
+    hierarchical = mode == "hierarchical"
+    k_size = c.rows.group_size[ks].astype(int) if hierarchical else np.ones(ks.size, int)
+    with np.errstate(divide="ignore"):
+        ln_reg = np.log(at_lo["t_regional_s"]) if hierarchical else np.full(ks.size, -np.inf)
+    # kappa = ln T + ln n - z + omega at (n_lo, H = 1, R = 1)
+    z1 = np.log(at_lo["outer_time_s"])
+    kappa = t.log_time(c.plans(ks, lo, 1, 1)) + np.log(lo) - z1 + t.omega(lo, np.ones(lo.shape))
+    structure = 2 * k_size if hierarchical else np.full(ks.size, 2)
+    memory = c.n_lo[ks] if c.rows.expert_parallel == "global" and mode in ("flat", "hierarchical") else np.ones(ks.size)
+    out = [SyncClass(g, int(k), label(c, int(k)), mode, bool(c.rows.streaming[k]), int(c.unit[k]), int(k_size[a]),
+                     int(lo[a]), int(hi[a]), int(structure[a]), int(memory[a]), float(kappa[a]),
+                     float(np.log(at_lo["t_step_s"][a])), float(np.log(at_lo["t_sync_base_s"][a])), float(ln_reg[a]))
+           for a, k in enumerate(ks)]
+    _check(t, c, ks, out)
+    return out
+
+
+def outer_per_step(e: SyncClass, t: Tables, n, h, r) -> np.ndarray:
+    """z = ln(outer step / (H R)) from the class's constants (the formula of the module docstring)."""
+    n, h, r = (np.asarray(x, dtype=float) for x in (n, h, r))
+    parties = np.floor(n / e.k) if e.mode == "hierarchical" else n
+    sync = math.exp(e.ln_sync_base) * np.exp(t.ln_straggler(parties)) / (h * r)
+    reg = math.exp(e.ln_regional) / h if e.mode == "hierarchical" else 0.0 * h
+    step = math.exp(e.ln_step) * np.ones_like(h)
+    return np.log(np.maximum(np.maximum(step, reg), sync) if e.streaming else step + reg + sync)
+
+
+def _outer_per_step_all(classes: list[SyncClass], t: Tables, n, h, r) -> np.ndarray:
+    """`outer_per_step` of each class at its own n (same H, R), vectorised."""
+    col = lambda name: np.array([getattr(e, name) for e in classes])
+    k = col("k")
+    parties = np.floor(n / k) if classes[0].mode == "hierarchical" else n
+    sync = np.exp(col("ln_sync_base") + t.ln_straggler(parties)) / (h * r)
+    reg = np.exp(col("ln_regional")) / h
+    step = np.exp(col("ln_step"))
+    return np.log(np.where(col("streaming"), np.maximum(np.maximum(step, reg), sync), step + reg + sync))
+
+
+def _check(t: Tables, c: Classes, ks: np.ndarray, classes: list[SyncClass]) -> None:
+    """ln T = kappa - ln n + z - omega at two more plans of every class (n_hi, H_max, R_max;
+    n_lo, H_max // 2 + 1, R = 1), z from the constants above: the factorisation the model uses."""
+    hier = classes[0].mode == "hierarchical"
+    for pick_n, h, r in ((lambda e: e.n_hi, t.space.max_inner_steps, t.space.max_regional_rounds if hier else 1),
+                         (lambda e: e.n_lo, t.space.max_inner_steps // 2 + 1, 1)):
+        n = np.array([pick_n(e) for e in classes])
+        want = t.log_time(c.plans(ks, n, h, r))
+        omega = t.omega(n, np.full(n.shape, h * math.sqrt(r)))
+        kappa = np.array([e.kappa for e in classes])
+        z = _outer_per_step_all(classes, t, n, h, r)
+        with np.errstate(invalid="ignore"):
+            got = kappa - np.log(n) + z - omega
+            bad = np.isfinite(want) & np.isfinite(kappa) & (omega > OMEGA_FLOOR) \
+                & ~(np.abs(got - want) <= CHECK_REL * np.maximum(1.0, np.abs(want)))
+        if bad.any():           # (a floored omega only makes the model optimistic there: a relaxation)
+            a = int(np.argmax(bad))
+            raise FormulationError(f"ln T does not factor for {classes[a].label} at n={n[a]}, H={h}, R={r}: "
+                                   f"{got[a]} != {want[a]}")
+
+
+def _octave_boxes(top: int) -> np.ndarray:
+    """[lo, hi] rows covering 1..top, two per octave (1, 2, 3, 4, 6, 8, 12, ...)."""
+    lo = [1, 2, 3]
+    while lo[-1] * 4 // 3 <= top:
+        lo.append(lo[-1] * 4 // 3 if len(lo) % 2 == 0 else lo[-1] * 3 // 2)
+    lo = [x for x in lo if x <= top]
+    hi = [x - 1 for x in lo[1:]] + [top]
+    return np.array([lo, hi]).T
+
+
+def class_bounds(t: Tables) -> tuple[np.ndarray, np.ndarray]:
+    """Per class and box of n (two per octave): a lower bound on ln T over the box (min over the
+    H and R boxes), shape (classes, n boxes), and the boxes' [lo, hi] of n clipped to each class's
+    range, shape (classes, n boxes, 2); an empty box has bound inf.
+
+    On a box [n1, n2] x [H1, H2] x [R1, R2] every plan has (module docstring)
+        ln T >= kappa - ln n2 + z(n1, H2, R2) - omega(n1, H1 sqrt R1),
+    since z never decreases with n nor increases with H or R, and omega never increases with n
+    or H_eff: the bound of the branch and bound (`planner.solvers.bnb`) and of the model's
+    relaxation at the grid, computed from the tables in closed form for all classes at once.
+    """
+    nb, hb, rb = _octave_boxes(t.n_max), _octave_boxes(t.h_max), _octave_boxes(t.r_max)
+    nn, hh, rr = np.meshgrid(nb[:, 0], hb[:, 0], rb[:, 0], indexing="ij")
+    omega_all = t.omega(nn.ravel(), (hh * np.sqrt(rr)).ravel()).reshape(nn.shape)   # [n box, H box, R box]
+    bound = np.full((len(t.sync), nb.shape[0]), np.inf)
+    boxes = np.zeros((len(t.sync), nb.shape[0], 2))
+    hier_all = np.array([e.mode == "hierarchical" for e in t.sync])
+    for hier in (False, True):
+        at = np.flatnonzero(hier_all == hier)
+        if not at.size:
+            continue
+        col = lambda name: np.array([getattr(t.sync[a], name) for a in at], dtype=float)[:, None]
+        n_lo, n_hi = col("n_lo"), col("n_hi")
+        lo = np.maximum(nb[None, :, 0], n_lo)
+        hi = np.minimum(nb[None, :, 1], n_hi)
+        empty = lo > hi
+        lo, hi = np.where(empty, n_lo, lo), np.where(empty, n_lo, hi)
+        f = np.exp(t.ln_straggler(np.floor(lo / col("k")) if hier else lo))
+        step, sync_base, reg = np.exp(col("ln_step")), np.exp(col("ln_sync_base")) * f, np.exp(col("ln_regional"))
+        streaming = col("streaming") > 0
+        fixed_part = col("kappa") - np.log(hi)
+        best = np.full(lo.shape, np.inf)
+        for ri, (r1, r2) in enumerate(rb if hier else rb[:1]):
+            r_hi = r2 if hier else 1
+            for hj, (h1, h2) in enumerate(hb):
+                sync, regional = sync_base / (h2 * r_hi), reg / h2
+                outer = np.where(streaming, np.maximum(np.maximum(step, regional), sync), step + regional + sync)
+                best = np.minimum(best, np.log(outer) - omega_all[None, :, hj, ri])
+        bound[at] = np.where(empty, np.inf, fixed_part + best)
+        boxes[at] = np.stack([lo, hi], axis=2)
+    return bound, boxes
+
+
+EXACT_CLASSES = 1
+
+
+def solve_class(t: Tables, position: int, best: float = math.inf, deadline: float = math.inf):
+    """The best plan of one class over all its n, H, R, found exactly by the branch and bound
+    (`bnb.minimise_time`, public): (plan, ln T), or (None, inf) if none beats `best` (ln T)."""
+    s, e = t.setting, t.sync[position]
+    c = t.groups[e.group].take(np.array([e.index]))
+    bound = math.exp(best) * (1 + bnb.TIE_REL) if math.isfinite(best) else s.window_s
+    found = bnb.minimise_time(s, c, t.space.max_inner_steps, t.space.max_regional_rounds,
+                              min(bound, s.window_s), deadline)
+    if not found.time_s.size:
+        return None, math.inf
+    a = int(np.argmin(found.time_s))
+    return found.batch.take(slice(a, a + 1)), math.log(float(found.time_s[a]))
+
+
+def presolve(t: Tables, objective: str):
+    """Drop the classes and fixed plans that cannot hold an optimum; return a first incumbent.
+
+    Exact, like a MIP presolve with an objective cutoff, by the box bounds of `class_bounds`:
+    - min_time: a few plans per class are scored by the evaluator (n at the upper end of its
+      most promising box and at n_hi; H = 1, H_max, the balance point t_sync / t_step and its
+      neighbour; R = 1 and R_max), and the `EXACT_CLASSES` classes of least bound are solved
+      exactly (`solve_class`); the best is the incumbent, and the classes whose every box
+      is bounded above its time are dropped, and fixed plans slower than it;
+    - min_cost: boxes bounded above the duration limit cannot hold a feasible plan; a class's
+      least nodes is unit x the lower end of its first box that can; plans at the upper end of
+      that box are scored, the fewest nodes among those within the limit is the incumbent,
+      and classes (and fixed plans) needing more nodes, or missing the limit, are dropped.
+    Returns (pruned tables, incumbent plan or None, its value: ln T or nodes; inf if none).
+    """
+    if not t.sync:
+        return t, None, math.inf
+    ln_w = math.log(t.setting.window_s)
+    bound, boxes = class_bounds(t)
+    lower = bound.min(axis=1)
+    first_box = np.argmin(bound, axis=1) if objective == "min_time" else np.argmax(bound <= ln_w, axis=1)
+    pick_n = boxes[np.arange(len(t.sync)), first_box, 1].astype(np.int64)
+    best_plan, best = None, math.inf
+    for g in sorted({e.group for e in t.sync}):
+        at = np.array([a for a, e in enumerate(t.sync) if e.group == g])
+        members = [t.sync[a] for a in at]
+        idx = np.array([e.index for e in members])
+        hier = members[0].mode == "hierarchical"
+        for n in (pick_n[at], np.array([e.n_hi for e in members])):
+            balance = np.exp(np.array([e.ln_sync_base - e.ln_step for e in members]) + t.ln_straggler(n))
+            for r in ((1, t.r_max) if hier else (1,)):
+                for h in (np.ones(n.size), np.full(n.size, t.h_max), np.floor(balance / r), np.floor(balance / r) + 1):
+                    plans = t.groups[g].plans(idx, n, np.clip(h, 1, t.h_max).astype(np.int64), r)
+                    log_t = t.log_time(plans)
+                    value = log_t if objective == "min_time" else np.where(log_t <= ln_w, plans.nodes, np.inf)
+                    a = int(np.argmin(value))
+                    if value[a] < best:
+                        best, best_plan = float(value[a]), plans.take(slice(a, a + 1))
+    if objective == "min_time":
+        for p in t.fixed:
+            if p.log_time < best:
+                best, best_plan = p.log_time, t.plan(p.group, p.index, 1)
+        for a in np.argsort(lower)[:EXACT_CLASSES]:       # the most promising classes, solved exactly
+            if lower[a] >= best:
+                break
+            plan, value = solve_class(t, int(a), best)
+            if value < best:
+                best, best_plan = value, plan
+        cut = best + 1e-9 * max(1.0, abs(best))
+        keep = lower <= cut
+        fixed = [p for p in t.fixed if p.log_time <= cut]
+    else:
+        for p in t.fixed:
+            if p.log_time <= ln_w and p.nodes < best:
+                best, best_plan = float(p.nodes), t.plan(p.group, p.index, 1)
+        least = boxes[np.arange(len(t.sync)), first_box, 0] * np.array([e.unit for e in t.sync])
+        keep = (lower <= ln_w + 1e-12) & (least <= best)
+        fixed = [p for p in t.fixed if p.log_time <= ln_w and p.nodes <= best]
+    pruned = Tables(t.setting, t.space, t.groups, [e for e, k in zip(t.sync, keep) if k], fixed,
+                    t.n_max, t.h_max, t.r_max)
+    if pruned.sync:
+        pruned.n_max = max(e.n_hi for e in pruned.sync)
+    if not any(e.mode == "hierarchical" for e in pruned.sync):
+        pruned.r_max = 1
+    return pruned, best_plan, best
