@@ -200,7 +200,7 @@ def feasible_monte_carlo(instance: InstanceLike, samples: int, seed: int = 0, un
                          workers: int | None = None, scheduler: Any = None, output: str | Path | None = None,
                          progress: Callable[[int, int], None] | None = None):
     """Probability that the target is reachable within the limits, and the distribution of days,
-    over the uncertain inputs of `uncertainty` (default models/assumptions/uncertainty.json)
+    over the uncertain inputs of `uncertainty` (default models/assumptions/uncertainty/published.json)
     -> `planner.questions.uncertainty.ReachResult`."""
     from planner.questions.uncertainty import reach
     raw, source = _raw(instance)

@@ -1,4 +1,4 @@
-"""Find the best plan of an instance and explain it (PLANNER.md, "Objectives").
+"""Find the best plan of an instance and explain it (docs/planner.md, "Objectives").
 
 Objectives:
 - `min_time`: least wall-clock until C_local (or C_quality) reaches the target, among
@@ -20,6 +20,7 @@ agree with the solver's objective to 1e-9 relative. Ties are broken by
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import time
 from dataclasses import dataclass, field
@@ -30,7 +31,7 @@ import numpy as np
 from planner.solvers import bnb
 from planner.cost.duration import SECONDS_PER_DAY
 from planner.cost.setting import PlanBatch, Setting
-from planner.schema.errors import InputError
+from planner.schema.errors import InputError, Problem
 from planner.evaluate import Evaluation, evaluate, setting_from_instance, with_params
 from planner.schema.instance import Instance, size_set_problems
 from planner.schema.plan import Plan, parse_plan
@@ -70,6 +71,8 @@ class SolveResult:
     candidates: list[dict[str, Any]] = field(default_factory=list)   # per candidate size (search.params)
     compute_kind: str | None = None          # max_compute: c_quality or c_local
     mip: list[dict[str, Any]] = field(default_factory=list)   # what a MIP backend reported, per size solved
+    # infeasible only by the duration limit: the fastest plan's time to target (s), proven; else None
+    fastest_time_s: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -79,7 +82,7 @@ class SolveResult:
             "model_params": self.model_params, "compute_kind": self.compute_kind, "candidates": self.candidates,
             "mip": self.mip,
             "plan": self.plan.model_dump() if self.plan else None,
-            "binding": self.binding, "infeasibility": self.infeasibility,
+            "binding": self.binding, "infeasibility": self.infeasibility, "fastest_time_s": self.fastest_time_s,
             "evaluation": self.evaluation.to_dict() if self.evaluation else None,
         }
 
@@ -145,12 +148,14 @@ def solve(instance: Instance, objective: str | None = None, solver: str = DEFAUL
     if best is None:
         if math.isfinite(deadline) and (bound > 0 if maximise else bound < math.inf):
             return SolveResult(objective, solver, "time_limit", None, bound, None, elapsed, evaluations, **common)
-        reasons = []
+        reasons, fastest = [], []
         for params, setting, space, *_ in runs:
             prefix = f"model of {params / 1e9:,.4g}B parameters: " if params is not None and len(runs) > 1 else ""
-            reasons += [prefix + line for line in explain_infeasible(setting, space, deadline)]
+            lines, fastest_s = explain_infeasible(setting, space, deadline)
+            reasons += [prefix + line for line in lines]
+            fastest += [fastest_s] if fastest_s is not None else []
         return SolveResult(objective, solver, "infeasible", None, None, None, elapsed, evaluations,
-                           infeasibility=reasons, **common)
+                           infeasibility=reasons, fastest_time_s=min(fastest, default=None), **common)
     params, setting, space, (batch, value), *_ = best
     if maximise:
         status = "optimal" if bound <= value * (1 + bnb.TIE_REL) else "time_limit"
@@ -187,6 +192,8 @@ def optimise(setting: Setting, space: DecisionSpace, objective: str, deadline: f
     certified by the branch and bound, and what it reported is appended to `reports`).
     """
     space = space.for_objective(setting, objective)
+    if solver != "exhaustive":
+        solver, space = _without_bounds_if_needed(setting, space, solver)
     if solver in MIP_SOLVERS:
         from planner.solvers import certified
         found, evaluations, bound, report = certified.optimise(setting, space, objective, solver, deadline)
@@ -196,10 +203,29 @@ def optimise(setting: Setting, space: DecisionSpace, objective: str, deadline: f
     if solver == "exhaustive":
         from planner.solvers import exhaustive
         found, evaluations = exhaustive.optimise(setting, space, objective)
-        return found, evaluations, math.inf
+        return found, evaluations, (0.0 if objective == "max_compute" else math.inf)
     if objective == "max_compute":
         return max_compute(setting, space, deadline)
     return (min_time if objective == "min_time" else min_cost)(setting, space, deadline)
+
+
+def _without_bounds_if_needed(setting: Setting, space: DecisionSpace, solver: str) -> tuple[str, DecisionSpace]:
+    """("exhaustive", the space without its streaming and micro-batch reductions) when a
+    monotonicity the branch and bound's bounds need fails with no fallback bound
+    (`planner.solvers.monotone`; those reductions rest on the same facts) and that space is
+    small enough to score every plan; raises `InputError` naming the constants when it is
+    not; else (`solver`, `space`) unchanged."""
+    from planner.solvers import monotone
+    problems = monotone.check(setting).unsupported
+    if not problems:
+        return solver, space
+    streaming = (True, False) if space.streaming == (True,) and space.streaming_off_allowed else space.streaming
+    full = dataclasses.replace(space, streaming=streaming, all_micro_batches=True)
+    if full.size(setting) <= monotone.EXHAUSTIVE_MAX_PLANS:
+        return "exhaustive", full
+    raise InputError([Problem(p.path, f"{p.message}; no exact search bound holds without it and the space "
+                                      f"({full.size(setting):,} plans) is too large to score every plan")
+                      for p in problems])
 
 
 def plan_from_batch(b: PlanBatch, i: int, is_moe: bool) -> Plan:
@@ -244,9 +270,12 @@ def binding_limits(e: Evaluation, space: DecisionSpace, objective: str = "min_ti
     return out
 
 
-def explain_infeasible(s: Setting, space: DecisionSpace, deadline: float = math.inf) -> list[str]:
-    """Which limits cannot be met together, in words. Past `deadline` (time.perf_counter()) the
-    searches for the closest plan stop; the limits that do not depend on H and R are then stated."""
+def explain_infeasible(s: Setting, space: DecisionSpace,
+                       deadline: float = math.inf) -> tuple[list[str], float | None]:
+    """Which limits cannot be met together, in words, and the fastest plan's time to target in
+    seconds when only the duration limit is missed (proven fastest; else None). Past `deadline`
+    (time.perf_counter()) the searches for the closest plan stop; the limits that do not depend
+    on H and R are then stated."""
     batches = list(bnb.batches(s, space))
     if time.perf_counter() >= deadline:
         batches = []
@@ -257,7 +286,7 @@ def explain_infeasible(s: Setting, space: DecisionSpace, deadline: float = math.
         if most is not None and upper <= most[1] * (1 + bnb.TIE_REL):
             at_goodput = f" at goodput {s.goodput:g}" if s.goodput < 1 else ""
             return [f"duration-limit: the most C_quality any plan reaches in {s.window_s / SECONDS_PER_DAY:,.1f} "
-                    f"days{at_goodput} is {most[1]:.3e} FLOP, the target is {s.target:.3e} FLOP"]
+                    f"days{at_goodput} is {most[1]:.3e} FLOP, the target is {s.target:.3e} FLOP"], None
     elif batches:
         found = [bnb.minimise_time(s, b, space.max_inner_steps, space.max_regional_rounds, deadline=deadline)
                  for b in batches]
@@ -265,7 +294,7 @@ def explain_infeasible(s: Setting, space: DecisionSpace, deadline: float = math.
         if fastest is not None and all(f.open_bound == math.inf for f in found):
             at_goodput = f" at goodput {s.goodput:g}" if s.goodput < 1 else ""
             return [f"duration-limit: the fastest plan reaches the target in {fastest[1] / SECONDS_PER_DAY:,.1f} "
-                    f"days{at_goodput}, the limit is {s.window_s / SECONDS_PER_DAY:,.1f} days"]
+                    f"days{at_goodput}, the limit is {s.window_s / SECONDS_PER_DAY:,.1f} days"], float(fastest[1])
     # No plan meets the limits that do not depend on H and R: say what each allows.
     a = s.assumptions
     lightest = min(space.precisions, key=a.bytes_per_param)
@@ -287,4 +316,4 @@ def explain_infeasible(s: Setting, space: DecisionSpace, deadline: float = math.
     if time.perf_counter() >= deadline:
         reasons.append("time limit: reached while explaining, so the closest plan to the limits was not "
                        "searched for; the lines above say what each limit allows")
-    return reasons
+    return reasons, None

@@ -3,6 +3,7 @@
 
 Usage: scripts/bench_solve.py [--random 300] [--compare 300] [--small 30] [--large 5] [--huge 3] [--seed 0]
                               [--exhaustive-max-plans 3e7] [--mip-time-limit 60]
+                              [--mip highs] [--mip-random 300] [--mip-huge 3] [--only-mip]
 
 Suites (all seeded):
 - main: the shipped instances and `--random` instances (hardware from the catalog, 1B-2T
@@ -16,7 +17,16 @@ Suites (all seeded):
   exhaustive oracle can finish: the default solver's speed-up over it at N >= 1000.
 - huge: `--huge` instances with 10^5 nodes (default solver only).
 - small: `--small` instances with <= 32 nodes, H <= 100, R <= 4: every solver, the MIP
-  backends included (their model grows as n_max R_max H_max; docs/mip.md).
+  backends included.
+- mip: the MIP path (`--mip` backend, build, outer approximation and certification included)
+  against the branch and bound on the shipped instances and `--mip-random` instances of the
+  main suite (<= 10^4 nodes, default search ranges, every mode, min_time and min_cost of
+  C_local targets: the questions it answers), the exhaustive oracle too where the space has at
+  most 10^6 plans, and on `--mip-huge` instances of 10^5 nodes. Printed: median, p95, max,
+  unanswered (no proven answer within `--mip-time-limit`), disagreements, the ratio to the
+  branch and bound (median of per-instance ratios, and total time over total time). Last line
+  `mip_median_s=... mip_p95_s=... mip_unanswered=... mip_disagreements=... mip_ratio_to_bnb=...
+  mip_huge_max_s=...`. `--only-mip` runs this suite alone.
 
 For each solver: median, p95 and max solve time, the instances where its optimum
 differs from the exhaustive oracle's (value beyond 1e-9 relative, or another plan),
@@ -133,7 +143,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--exhaustive-max-plans", type=float, default=3e7)
     p.add_argument("--mip-time-limit", type=float, default=60.0)
+    p.add_argument("--mip", default="highs", help="MIP backend of the mip suite")
+    p.add_argument("--mip-random", type=int, default=300)
+    p.add_argument("--mip-huge", type=int, default=3)
+    p.add_argument("--only-mip", action="store_true")
     args = p.parse_args(argv)
+    if args.only_mip:
+        return mip_suite(args)
     default = DEFAULT_SOLVER
     mismatches = 0
     compared = 0
@@ -219,8 +235,68 @@ def main(argv: list[str] | None = None) -> int:
               f"speed-up vs exhaustive {ratio:.2f}x")
 
     print(f"{compared} instances compared with the exhaustive oracle")
+    if args.mip_random or args.mip_huge:
+        mip_suite(args)
     print(f"median_s={np.median(main_times):.3f} p95_s={np.percentile(main_times, 95):.3f} "
           f"mismatches={mismatches} speedup_vs_oracle={speedup:.1f}")
+    return 0
+
+
+def mip_suite(args) -> int:
+    """The MIP path against the branch and bound (and the oracle on small spaces); module docstring."""
+    mip, rows, skipped, unanswered, disagreements, oracle_checked = args.mip, [], 0, [], 0, 0
+    for name, inst in suite("main", args.mip_random, args.seed, (0, 4), shipped=True):
+        if inst.objective not in ("min_time", "min_cost") or inst.training.target_kind != "c_local":
+            skipped += 1
+            continue
+        ref, t_ref = timed(inst, "bnb")
+        try:
+            r, t = timed(inst, mip, time_limit_s=args.mip_time_limit)
+        except UnsupportedBySolver as err:
+            print(f"  {name}: {mip} refused: {err}")
+            skipped += 1
+            continue
+        report = r.mip[0] if r.mip else {}
+        if r.status not in ("optimal", "infeasible"):
+            unanswered.append(name)
+        agree = same(r, ref) or r.status not in ("optimal", "infeasible")    # unanswered: counted above
+        if agree and r.status in ("optimal", "infeasible") and space_size(inst) <= 1e6:
+            agree = same(r, timed(inst, "exhaustive")[0])
+            oracle_checked += 1
+        if not agree:
+            disagreements += 1
+            print(f"disagreement {name}: {mip} {r.status} {r.objective_value} vs bnb {ref.objective_value}")
+        rows.append((t, t_ref))
+        if t > 5.0 or report.get("status") not in ("optimal", "infeasible"):
+            print(f"  {name}: {inst.fleet.nodes} nodes, {inst.objective}: {mip} {t:.2f} s (loop "
+                  f"{report.get('status')}, {report.get('rounds')} rounds, {report.get('classes_kept')} of "
+                  f"{report.get('classes')} classes kept), bnb {t_ref:.2f} s", flush=True)
+    t, t_ref = (np.array(rows).T if rows else (np.zeros(0), np.zeros(0)))
+    ratio_median = float(np.median(t / np.maximum(t_ref, 1e-9))) if rows else float("nan")
+    ratio_total = float(t.sum() / max(t_ref.sum(), 1e-9)) if rows else float("nan")
+    print(f"mip suite ({len(rows)} instances, N <= 10^4, default ranges; {skipped} not min_time/min_cost of "
+          f"C_local, not run):")
+    print(f"  {mip:10s} {stats(list(t))}  unanswered {len(unanswered)}  disagreements {disagreements} "
+          f"(all vs bnb, {oracle_checked} vs the exhaustive oracle too)")
+    print(f"  bnb        {stats(list(t_ref))}")
+    print(f"  ratio {mip}/bnb: median {ratio_median:.1f}x, total {ratio_total:.1f}x")
+    huge = []
+    for name, inst in suite("huge", args.mip_huge, args.seed, (5, 5)):
+        if inst.objective not in ("min_time", "min_cost"):
+            continue
+        ref, t_ref = timed(inst, "bnb")
+        r, t_m = timed(inst, mip, time_limit_s=args.mip_time_limit)
+        huge.append(t_m)
+        if not same(r, ref):
+            disagreements += 1
+            print(f"disagreement {name}: {mip} {r.objective_value} vs bnb {ref.objective_value}")
+        print(f"  {name}: {inst.fleet.nodes} nodes, {inst.objective}, {r.status}: {mip} {t_m:.2f} s, "
+              f"bnb {t_ref:.2f} s", flush=True)
+    print(f"huge suite (10^5 nodes), {mip}: {stats(huge)}")
+    if rows:
+        print(f"mip_median_s={np.median(t):.3f} mip_p95_s={np.percentile(t, 95):.3f} "
+              f"mip_unanswered={len(unanswered)} mip_disagreements={disagreements} "
+              f"mip_ratio_to_bnb={ratio_median:.1f} mip_huge_max_s={max(huge) if huge else float('nan'):.2f}")
     return 0
 
 

@@ -65,7 +65,7 @@ def answer(instance: str, args: list[str]) -> tuple[int, dict]:
     from click.testing import CliRunner
     from planner.cli import main
     r = CliRunner().invoke(main, ["thresholds", str(ROOT / "instances" / instance), *args, "--json"])
-    if r.exit_code not in (0, 1):
+    if r.exit_code not in (0, 1) or r.exception is not None and not isinstance(r.exception, SystemExit):
         raise RuntimeError(f"dtplan thresholds {instance} {' '.join(args)}: exit {r.exit_code}\n{r.output}")
     return r.exit_code, json.loads(r.stdout)
 

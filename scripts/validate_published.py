@@ -40,6 +40,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from planner.schema.instance import load_instance, parse_instance  # noqa: E402
+from planner.schema.limits import MAX_MBPS  # noqa: E402
 from planner.schema.plan import check_plan_against, load_plan  # noqa: E402
 from planner.evaluate import evaluate  # noqa: E402
 from planner.solve import solve  # noqa: E402
@@ -74,7 +75,7 @@ def bandwidth_for_utilisation(raw: dict, plan, target: float) -> float:
         wan = {**raw.get("network", {}).get("wan", {}), "up_mbps": mbps, "down_mbps": mbps}
         inst = parse_instance({**raw, "network": {**raw.get("network", {}), "wan": wan}})
         return evaluate(inst, plan).values["compute_utilization"]
-    lo, hi = math.log(1e-6), math.log(1e12)
+    lo, hi = math.log(1e-6), math.log(MAX_MBPS)       # the schema's largest bandwidth
     if utilisation(math.exp(hi)) < target:
         return math.inf
     for _ in range(80):

@@ -11,6 +11,7 @@ full dependency install.
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -87,3 +88,64 @@ def test_installed_wheel_solves_outside_the_checkout(installed_wheel, tmp_path):
                             capture_output=True, text=True)
     assert listed.returncode == 0, listed.stderr
     assert all(hid in listed.stdout for hid in hardware_ids())
+
+
+# -- start-up: what a command imports (issue 10 item 10) ----------------------------------------
+
+_LOADED = r"""
+import json, sys
+from planner.cli import main
+try:
+    main(sys.argv[1:], prog_name="dtplan")
+except SystemExit:
+    pass
+sys.stderr.write("@@loaded " + json.dumps(sorted({m.split(".")[0] for m in sys.modules})) + "\n")
+"""
+OPTIONAL_HEAVY = {"matplotlib", "scipy", "highspy", "pyscipopt", "ortools", "pandas", "pyarrow", "dask", "distributed",
+                  "networkx", "pyomo", "hypothesis"}
+
+
+def _loaded(*args: str) -> set[str]:
+    """Top-level packages imported by one `dtplan ARGS` in a fresh interpreter (stdout a pipe)."""
+    done = subprocess.run([sys.executable, "-c", _LOADED, *args], cwd=REPO, capture_output=True, text=True)
+    line = next(l for l in done.stderr.splitlines() if l.startswith("@@loaded "))
+    return set(json.loads(line.split(" ", 1)[1]))
+
+
+@pytest.mark.parametrize("args, not_loaded", [
+    (["solve", str(INSTANCE)], OPTIONAL_HEAVY),
+    (["solve", str(INSTANCE), "--json"], OPTIONAL_HEAVY | {"rich"}),
+    (["compare", str(REPO / "instances" / "compare-1e27.json"), "--hardware", "16xH100-SXM,7xB200"],
+     OPTIONAL_HEAVY),
+    (["--help"], OPTIONAL_HEAVY | {"numpy", "pydantic", "rich"}),
+])
+def test_commands_do_not_import_what_they_do_not_use(args, not_loaded):
+    assert _loaded(*args) & not_loaded == set()
+
+
+# -- a plain clone, without ../shared (issue 10 item 11) -----------------------------------------
+
+
+@pytest.mark.parametrize("make", ["missing", "folder", "not-json"])
+def test_check_reference_says_what_is_wrong_with_the_file(tmp_path, make):
+    path = tmp_path / "cases.json"
+    if make == "folder":
+        path.mkdir()
+    elif make == "not-json":
+        path.write_text("[{,}]")
+    done = subprocess.run([sys.executable, str(REPO / "scripts" / "check_reference.py"), str(path), "--no-search"],
+                          capture_output=True, text=True, env=_clean_env())
+    assert done.returncode == 2
+    assert "Traceback" not in done.stderr and str(path) in done.stderr
+    assert {"missing": "no such file", "folder": "is a folder", "not-json": "not JSON"}[make] in done.stderr
+
+
+def test_conformance_tests_say_loudly_that_they_skip(tmp_path):
+    missing = tmp_path / "no-shared"
+    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/test_reference_cases.py"],
+                          cwd=REPO, capture_output=True, text=True, env={**_clean_env(), "DTPLAN_SHARED_DIR": str(missing)})
+    assert done.returncode == 0, done.stdout + done.stderr
+    where = str(missing / "conformance" / "reference_cases.json")
+    loud = [line for line in done.stdout.splitlines() if line.startswith("! WARNING")]
+    assert loud and where in loud[0] and "DTPLAN_SHARED_DIR" in loud[0] and "SKIPPED" in loud[0]
+    assert "PytestWarning" in done.stdout

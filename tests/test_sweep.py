@@ -313,6 +313,74 @@ def test_cli_feasible_monte_carlo_json():
     path = ROOT / "instances" / "miri" / "1e27-flat-a100.json"
     r = CliRunner().invoke(main, ["feasible", str(path), "--monte-carlo", "4", "--seed", "3", "--json"])
     assert r.exit_code == 1, r.output
-    out = json.loads(r.output)
+    out = json.loads(r.stdout)
     assert out["samples"] == 4 and 0 <= out["probability"] <= 1 and out["as_given"]["reachable"] is False
     assert set(out["days_percentiles"]) == {"p5", "p25", "p50", "p75", "p95"}
+
+
+# -- recipes (instances/sweeps) --------------------------------------------------------------------
+
+
+def _make_sweep_expected():
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("make_sweep_expected", ROOT / "scripts" / "make_sweep_expected.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+MAKE = _make_sweep_expected()
+
+
+@pytest.mark.parametrize("recipe", MAKE.recipes(), ids=lambda p: p.stem)
+def test_recipe_answers_as_stored(recipe):
+    assert MAKE.expected_path(recipe).exists(), f"run scripts/make_sweep_expected.py for {recipe.stem}"
+    columns, rows, result, _ = MAKE.answer(recipe)
+    assert not result.errors
+    assert MAKE.compare(recipe, columns, rows) == []
+
+
+def test_recipes_agree_with_the_miri_instances_answered_alone():
+    """The deployment-profile sweep point by point equals instances/miri/profile-*.expected.json, and the
+    bandwidth sweep at 10 Mb/s and 16x equals countermeasure-bandwidth-cap-10mbps.expected.json."""
+    miri = ROOT / "instances" / "miri"
+    _, rows = MAKE.read_expected(ROOT / "instances" / "sweeps" / "deployment-profiles.expected.csv")
+    by_network = {}
+    for path in miri.glob("profile-*.json"):
+        if path.name.endswith(".expected.json"):
+            continue
+        wan = json.loads(path.read_text())["network"]["wan"]
+        by_network[(wan["up_mbps"], wan["rtt_ms"])] = json.loads(path.with_suffix(".expected.json").read_text())
+    assert len(by_network) == len(rows) == 8
+    for row in rows:
+        expected = by_network[(row["network.wan"]["up_mbps"], row["network.wan"]["rtt_ms"])]
+        assert row["objective_value"] == pytest.approx(expected["objective_value"], rel=1e-9)
+        assert row["inner_steps"] == expected["plan"]["inner_steps"]
+    _, rows = MAKE.read_expected(ROOT / "instances" / "sweeps" / "bandwidth.expected.csv")
+    expected = json.loads((miri / "countermeasure-bandwidth-cap-10mbps.expected.json").read_text())
+    row = next(r for r in rows if r["network.wan.up_mbps+network.wan.down_mbps"] == 10 and r["search.compression"] == [16])
+    assert expected["verdict"] == "feasible" and row["inner_steps"] == expected["plan"]["inner_steps"]
+    assert row["time_to_target_days"] == pytest.approx(expected["time_to_target_days"], rel=1e-9)
+
+
+def test_bad_scheduler_address_is_bad_input():
+    r = CliRunner().invoke(main, ["sweep", str(BASE_PATH), "--grid", "fleet.nodes=72", "--scheduler", "no port"])
+    assert r.exit_code == 2 and "--scheduler: not a Dask scheduler address" in r.output
+
+
+def test_cli_set_json_and_feasible_command():
+    path = ROOT / "instances" / "miri" / "1e27-flat-a100.json"
+    expected = json.loads((ROOT / "instances" / "miri" / "1e27-flat-a100.expected.json").read_text())
+    fewest = expected["fixes"][0]["fields"]["fleet.nodes"]          # 4,136 nodes (the nodes fix)
+    r = CliRunner().invoke(main, ["sweep", str(path), "--grid", f"fleet.nodes={fewest - 1},{fewest}",
+                                  "--command", "feasible", "--workers", "1", "--json"])
+    assert r.exit_code == 0, r.output
+    rows = json.loads(r.stdout)["rows"]
+    assert [row["status"] for row in rows] == ["infeasible", "feasible"]
+    assert rows[0]["fixes"].startswith(f"{fewest:,} nodes instead of {fewest - 1:,}")
+    assert rows[1]["nodes"] == fewest
+    r = CliRunner().invoke(main, ["sweep", str(BASE_PATH), "--set", "fleet.nodes=36", "--grid",
+                                  "network.wan.up_mbps=100", "--workers", "1", "--json"])
+    assert r.exit_code == 0 and json.loads(r.stdout)["rows"][0]["nodes"] == 36
+    r = CliRunner().invoke(main, ["sweep", str(BASE_PATH), "--grid", "fleet.nodez=1", "--json"])
+    assert r.exit_code == 2 and "fleet.nodez: unknown field 'nodez'" in r.output

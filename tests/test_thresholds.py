@@ -46,6 +46,8 @@ def test_tpp_is_tflops_times_bit_length(accs):
     assert accs["H100-SXM"].tpp == 1980 * 8 == 990 * 16 == 15840
     assert accs["A100-80GB"].tpp == 312 * 16 == 4992      # the published A100 TPP
     assert accs["B200"].tpp == 9000 * 4
+    assert accs["RTX-4090"].tpp == pytest.approx(660.6 * 8)    # published dense FP8 rate, not the report's FP16
+    assert all(a.tpp_published is None or "tpp_published" in a.sources for a in accs.values())
 
 
 def test_deployments_reference_known_accelerators():
@@ -209,6 +211,7 @@ def _cli(*args):
     (["--compute", "0.2", "--accelerator", "A100-80GB"], "--compute"),   # one A100 is 0.315
     (["--memory", "10", "--accelerator", "H100-SXM"], "--memory"),       # one H100 holds 80 GB
     (["--compute", "16", "--wan-cap", "0"], "--wan-cap"),
+    (["--compute", "16", "--interconnect", "32"], "--interconnect"),     # the slowest link is PCIe 4, 64 GB/s
 ])
 def test_bad_thresholds_exit_2_naming_the_flag(args, flag):
     r = _cli(*args, "--target-flop", "1e24")
@@ -224,6 +227,8 @@ def test_cli_other_bad_input_exits_2():
     assert _cli("--compute", "16", "--target-flop", "1e24", "--stop", "memory", "--within-nodes", "5").exit_code == 2
     assert _cli("--compute", "16", "--target-flop", "1e24", "--stop", "compute").exit_code == 2
     assert _cli("--compute", "16", "--target-flop", "1e24", "--report", "/nonexistent/x.html").exit_code == 2
+    assert _cli("--compute", "16", "--target-flop", "1e24", "--report", "page.md").exit_code == 2   # HTML only
+    assert _cli("--compute", "16", "--target-flop", "1e24", "--curve", "4,2").exit_code == 2        # needs --report
 
 
 def test_cli_json_matches_the_library(tmp_path):
@@ -236,6 +241,27 @@ def test_cli_json_matches_the_library(tmp_path):
     assert a["cost_usd"] == 32 * 6 * 15000
     caught_ids = {c["deployment"] for c in out["collateral"] if c["caught_by"]}
     assert len(caught_ids) == 10 and "dgx-h100" in caught_ids
+
+
+def test_cli_max_nodes_caps_the_fleet():
+    inst = str(MIRI / "countermeasure-ccc-threshold-1.json")
+    r = _cli(inst, "--compute", "4", "--fit-model", "--accelerator", "A100-80GB", "--max-nodes", "20", "--json")
+    assert r.exit_code == 0 and json.loads(r.output)["answers"][0]["nodes"] == 16       # 16 <= 20
+    r = _cli(inst, "--compute", "1", "--fit-model", "--accelerator", "A100-80GB", "--max-nodes", "62", "--json")
+    assert r.exit_code == 1, r.output                                                   # 63 needed
+    (a,) = json.loads(r.output)["answers"]
+    assert not a["reachable"] and a["binding"]
+
+
+def test_cli_accelerator_the_instance_does_not_suit():
+    """1e27-fp8-h100 asks for fp8 (search.precisions); the A100 has none: its row says so, the H100 row answers."""
+    r = _cli(str(MIRI / "1e27-fp8-h100.json"), "--compute", "16", "--accelerator", "A100-80GB",
+             "--accelerator", "H100-SXM", "--fit-model", "--json")
+    assert r.exit_code == 0, r.output
+    a100, h100 = json.loads(r.output)["answers"]
+    assert not a100["reachable"] and "fp8" in a100["binding"][0]
+    assert h100["reachable"] and h100["node"]["count"] == 16
+    assert _cli(str(MIRI / "1e27-fp8-h100.json"), "--compute", "16", "--accelerator", "A100-80GB").exit_code == 2
 
 
 def test_cli_stop_and_report(tmp_path):
@@ -295,3 +321,27 @@ def test_the_reports_collateral_counts_on_its_17_systems():
         return sum(1 for _, why in collateral(th, deps) if why)
     assert [count(Thresholds(compute_h100e=t)) for t in (16, 8, 4, 2, 1)] == [0, 0, 4, 9, 14]
     assert [count(Thresholds(memory_gb=m)) for m in (2048, 1024, 512, 256)] == [0, 0, 6, 11]
+
+
+def test_cli_set_overrides_the_instance():
+    inst = str(MIRI / "countermeasure-ccc-threshold-1.json")
+    r = _cli(inst, "--set", "limits.max_days=100", "--compute", "4", "--fit-model", "--accelerator", "A100-80GB",
+             "--json")
+    assert r.exit_code == 0, r.output
+    (a,) = json.loads(r.output)["answers"]
+    assert a["time_to_target_days"] <= 100 and a["nodes"] > 16        # a shorter run needs more than 16 nodes
+
+
+@pytest.mark.parametrize("th, kinds, field, value", [
+    (Thresholds(tpp=250_000), ("tpp",), "tpp", 40 * 4992),                   # 50 A100s at the start
+    (Thresholds(memory_gb=4000), ("memory",), "memory_gb", 40 * 80),
+    (Thresholds(compute_h100e=16), ("compute",), "compute_h100e", 40 * 312 / 990),
+])
+def test_stop_point_is_the_same_count_whatever_the_metric(accs, th, kinds, field, value):
+    """Every count threshold acts through the A100s per node, so within 5 nodes each stops at the same
+    count (40 reach 10^24, 39 do not: the stored stop-compute-within-5-nodes answer) at its own value."""
+    raw, _ = _miri("countermeasure-ccc-threshold-1")
+    sp = stop_point(raw, accs["A100-80GB"], th, kinds, max_nodes=5, fit=True)
+    assert (sp.count_reachable, sp.count_unreachable) == (40, 39)
+    assert getattr(sp.reachable_at, field) == pytest.approx(value)
+    assert getattr(sp.unreachable_at, field) < value

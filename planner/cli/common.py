@@ -83,7 +83,12 @@ class BadInput(click.ClickException):
 
 class DtplanGroup(click.Group):
     """The `dtplan` group: notes whether --json was asked for (before parsing, so that even a
-    usage error comes as JSON), and turns any unexpected exception into exit code 4."""
+    usage error comes as JSON), and turns any unexpected exception into exit code 4. It also
+    remembers the arguments it was called with, for the provenance of reports (`command_line`)."""
+
+    def main(self, args=None, prog_name=None, **extra):  # noqa: D102 - click API
+        _invocation[:] = ["dtplan", *(sys.argv[1:] if args is None else args)]
+        return super().main(args, prog_name, **extra)
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
         ctx.meta[_JSON_KEY] = "--json" in args[: args.index("--")] if "--" in args else "--json" in args
@@ -248,6 +253,15 @@ def check_output(flag: str, path: Path | None) -> None:
         check_writable(path)
     except OutputPathError as err:
         raise BadInput(f"{flag}: cannot write to {path}: {err}", [Problem(flag, str(err))]) from None
+
+
+_invocation: list[str] = []
+
+
+def command_line() -> str | None:
+    """This run's command line (`dtplan solve ...`, shell-quoted); None outside the CLI."""
+    import shlex
+    return shlex.join(_invocation) if _invocation else None
 
 
 def check_report(path: Path | None) -> None:

@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 
 from planner.cli.common import (EXIT_INFEASIBLE, EXIT_OK, EXIT_TIME_LIMIT, BadInput, check_output, check_report,
-                                echo_json, json_option, load_instance_or_exit, progress_after, set_option,
+                                command_line, echo_json, json_option, load_instance_or_exit, progress_after, set_option,
                                 time_limit_option, write_output)
 from planner.schema.errors import InputError
 
@@ -63,9 +63,12 @@ def compare(instance_path: Path, hardware_list: str, objective: str | None, plot
     elapsed = time.perf_counter() - start
     objective = objective or instance.objective
     if plot_paths:
+        from planner.evaluate import max_days
         from planner.present.plots import comparison_plot
+        limit_days = max_days(instance)[0]
         for path in plot_paths:
-            write_output("--plot", path, lambda tmp: comparison_plot(rows, objective, [tmp], title=instance.name))
+            write_output("--plot", path, lambda tmp: comparison_plot(rows, objective, [tmp], title=instance.name,
+                                                                     limit_days=limit_days))
             click.echo(f"plot written to {path}", err=True)
     if as_json:
         echo_json([row.to_dict() for row in rows])
@@ -73,7 +76,8 @@ def compare(instance_path: Path, hardware_list: str, objective: str | None, plot
         render_comparison(rows, objective, make_console(), title=instance.name, elapsed_s=elapsed)
     if report_path is not None:
         from planner.present.report import compare_report
-        write_output("--report", report_path, lambda tmp: compare_report(instance, rows, objective, tmp))
+        write_output("--report", report_path,
+                     lambda tmp: compare_report(instance, rows, objective, tmp, command_line()))
         click.echo(f"report written to {report_path}", err=True)
     if any(row.feasible for row in rows):
         sys.exit(EXIT_OK)

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import click
 
-from planner.cli.common import (EXIT_INFEASIBLE, EXIT_OK, BadInput, check_plan, echo_json, json_option,
-                                load_instance_or_exit, load_or_exit, set_option)
+from planner.cli.common import (EXIT_INFEASIBLE, EXIT_OK, BadInput, check_plan, check_report, command_line, echo_json,
+                                json_option, load_instance_or_exit, load_or_exit, set_option, write_output)
 
 @click.command()
 @click.argument("instance_path", metavar="INSTANCE", type=click.Path(path_type=Path))
@@ -52,23 +52,31 @@ def validate(instance_path: Path, as_json: bool, overrides: tuple[str, ...]) -> 
 @click.argument("plan_path", metavar="PLAN", type=click.Path(path_type=Path))
 @json_option("Write the full result as JSON to standard output (non-finite numbers as null; errors as "
              "{\"error\": ...}).")
+@click.option("--report", "report_path", type=click.Path(path_type=Path),
+              help="Also write a report to FILE (.html, self-contained with plots; or .md).")
 @set_option
-def evaluate(instance_path: Path, plan_path: Path, as_json: bool, overrides: tuple[str, ...]) -> None:
+def evaluate(instance_path: Path, plan_path: Path, as_json: bool, report_path: Path | None,
+             overrides: tuple[str, ...]) -> None:
     """Score one fixed PLAN of an INSTANCE: the full cost breakdown.
 
     Exit 0 when the plan meets every limit, 1 when it breaks one, 2 on bad input.
     """
     from planner.evaluate import evaluate as run_evaluation
     from planner.schema.plan import load_plan
-    from planner.present.render import make_console, render_evaluation
     instance, _ = load_instance_or_exit(instance_path, overrides)
     plan = load_or_exit(load_plan, plan_path)
     check_plan(instance, plan, plan_path)
+    check_report(report_path)
     result = run_evaluation(instance, plan)
     if as_json:
         echo_json(result.to_dict())
     else:
+        from planner.present.render import make_console, render_evaluation
         render_evaluation(result, make_console())
+    if report_path is not None:
+        from planner.present.report import evaluate_report
+        write_output("--report", report_path, lambda tmp: evaluate_report(instance, result, tmp, command_line()))
+        click.echo(f"report written to {report_path}", err=True)
     sys.exit(EXIT_OK if result.feasible else EXIT_INFEASIBLE)
 
 

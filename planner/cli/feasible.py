@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from planner.cli.common import (EXIT_OK, BadInput, apply_overrides, check_report, echo_json, json_option,
+from planner.cli.common import (EXIT_OK, BadInput, apply_overrides, check_report, command_line, echo_json, json_option,
                                 parse_or_exit, read_instance_data, set_field, set_option, solve_exit_code,
                                 time_limit_option, write_output)
 from planner.schema.errors import InputError, Problem
@@ -25,7 +25,7 @@ from planner.schema.limits import MAX_FLOP
 @click.option("--wan-mbps", type=click.FloatRange(min=0, min_open=True), help="WAN up and down, Mb/s.")
 @click.option("--rtt-ms", type=click.FloatRange(min=0), help="WAN round-trip time, ms.")
 @click.option("--max-days", help="Longest run in days, or 'growth': derived from the three growth rates "
-              "(limits.max_days; COST_MODEL.md section 8).")
+              "(limits.max_days; docs/cost_model.md section 8).")
 @click.option("--growth-hardware", type=click.FloatRange(min=1, min_open=True),
               help="Hardware price-performance growth, x/year (limits.growth_x_per_year.hardware).")
 @click.option("--growth-software", type=click.FloatRange(min=1, min_open=True),
@@ -41,8 +41,8 @@ from planner.schema.limits import MAX_FLOP
               help="Also write a report to FILE (.html, self-contained with plots; or .md).")
 @click.option("--monte-carlo", "monte_carlo", type=click.IntRange(min=1), metavar="N",
               help="Instead: the probability the target is reachable and the percentiles of days, over N draws "
-                   "of the uncertain inputs of models/assumptions/uncertainty.json (scaling-law fit, MFU, quality "
-                   "scenario; drawn only inside their published intervals; --seed, default 0).")
+                   "of the uncertain inputs of models/assumptions/uncertainty/published.json (scaling-law fit, "
+                   "MFU, quality scenario; drawn only inside their published intervals; --seed, default 0).")
 @click.option("--seed", type=int, default=0, help="Random seed of --monte-carlo (draw i depends on seed and i).")
 @time_limit_option("Seconds of wall-clock for the whole command (the verdict and every fix); fixes not "
                    "searched in time are listed as such. Exit 3 if the verdict itself was not reached.")
@@ -128,6 +128,6 @@ def feasible(instance_path: Path | None, target_flop, target_kind, hardware, nod
         render_feasibility(result, console, notes)
     if report_path is not None:
         from planner.present.report import feasible_report
-        write_output("--report", report_path, lambda tmp: feasible_report(instance, result, tmp, notes))
+        write_output("--report", report_path, lambda tmp: feasible_report(instance, result, tmp, notes, command_line()))
         click.echo(f"report written to {report_path}", err=True)
     sys.exit(EXIT_OK if result.feasible else solve_exit_code(result.result.status, False))

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import click
 
-from planner.cli.common import (BadInput, check_report, echo_json, json_option, load_instance_or_exit, set_option,
-                                solve_exit_code, time_limit_option, write_output)
+from planner.cli.common import (BadInput, check_report, command_line, echo_json, json_option, load_instance_or_exit,
+                                set_option, solve_exit_code, time_limit_option, write_output)
 from planner.schema.errors import InputError
 
 
@@ -40,7 +40,6 @@ def solve(instance_path: Path, objective: str | None, solver: str, time_limit_s:
     import time
     from contextlib import nullcontext
 
-    from planner.present.render import make_console, render_solve
     from planner.solve import SOLVERS, UnsupportedObjective, solve as run_solve
     from planner.solvers import UnsupportedBySolver
     start = time.perf_counter()
@@ -60,8 +59,13 @@ def solve(instance_path: Path, objective: str | None, solver: str, time_limit_s:
                 raise BadInput(f"--write-model: {err}") from None
             for path in written:
                 click.echo(f"model written to {path}", err=True)
-        console = make_console(stderr=True)
-        with console.status(f"solving ({solver})", spinner="dots") if console.is_terminal else nullcontext():
+        status = nullcontext()
+        if sys.stderr.isatty():      # a spinner only where someone watches (rich is not loaded otherwise)
+            from planner.present.render import make_console
+            console = make_console(stderr=True)
+            if console.is_terminal:
+                status = console.status(f"solving ({solver})", spinner="dots")
+        with status:
             result = run_solve(instance, objective=objective, solver=solver, time_limit_s=time_limit_s,
                                deadline=deadline)
     except UnsupportedObjective as err:
@@ -73,9 +77,10 @@ def solve(instance_path: Path, objective: str | None, solver: str, time_limit_s:
     if as_json:
         echo_json(result.to_dict())
     else:
+        from planner.present.render import make_console, render_solve
         render_solve(result, make_console())
     if report_path is not None:
         from planner.present.report import solve_report
-        write_output("--report", report_path, lambda tmp: solve_report(instance, result, tmp))
+        write_output("--report", report_path, lambda tmp: solve_report(instance, result, tmp, command_line()))
         click.echo(f"report written to {report_path}", err=True)
     sys.exit(solve_exit_code(result.status, result.plan is not None))

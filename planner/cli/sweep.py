@@ -7,8 +7,9 @@ from pathlib import Path
 
 import click
 
-from planner.cli.common import EXIT_INFEASIBLE, EXIT_OK, BadInput, apply_overrides, dumps, set_option
-from planner.schema.errors import InputError
+from planner.cli.common import (EXIT_INFEASIBLE, EXIT_OK, BadInput, apply_overrides, check_output,
+                                echo_json, json_option, set_option)
+from planner.schema.errors import InputError, Problem
 
 _DIST_HELP = ("normal(mean, sd); lognormal(median, sigma) = exp(N(ln median, sigma)); uniform(low, high); "
               "loguniform(low, high); triangular(low, mode, high); choice(a, b, ...)")
@@ -78,24 +79,23 @@ class sweep_progress:
                    "for Monte Carlo; --plot-kind pareto for time against cost.")
 @click.option("--plot-kind", type=click.Choice(["lines", "distribution", "pareto"]),
               help="Kind of --plot (default: distribution for --vary, lines otherwise).")
-@click.option("--json", "as_json", is_flag=True, help="Write the summary and every row as JSON to standard output.")
+@json_option("Write the summary and every row as JSON to standard output (errors too, as {\"error\": ...}).")
 @set_option
 def sweep(instance_path: Path, grids, varies, samples, seed, command, plan_path, objective, solver, time_limit_s,
-          workers, scheduler, output, plot_path, plot_kind, as_json, overrides: tuple[str, ...] = ()) -> None:
+          workers, scheduler, output, plot_path, plot_kind, as_json, overrides) -> None:
     """Answer INSTANCE at every point of a grid or of Monte Carlo draws of its fields.
 
     INSTANCE is an instance file (.json) or a sweep recipe (.toml, see instances/sweeps/),
-    whose grid, draws and question the options extend or override. One row per point:
-    its inputs, status, objective value, plan, gap, time and error. Exit 0 when every point
-    was answered (feasible or not), 1 when some points failed (their rows say why), 2 on
-    bad input (the field named, nothing run).
+    whose grid, draws and question the options extend or override (--set fixes a field of
+    the base instance for every point). One row per point: its inputs, status, objective
+    value, plan, gap, time and error (a point that fails is a row with its error). Exit 0
+    when the sweep completed (whatever the points' answers), 2 on bad input (the field
+    named, nothing run), 4 on an internal error.
 
     Example: dtplan sweep instances/miri/baseline-1e25.json --grid network.wan.up_mbps=10,100,1000
     --grid fleet.nodes=36,72 -o bandwidth.csv --plot bandwidth.png
     """
-    from planner.questions.sweep import (Distribution, SweepSpec, load_recipe, output_format, parse_grid,
-                                         parse_vary, run_sweep)
-    from planner.present.output import OutputPathError, check_writable
+    from planner.questions.sweep import SweepSpec, load_recipe, output_format, parse_grid, parse_vary, run_sweep
     from planner.schema.strict import read_json
     try:
         recipe_plot = {}
@@ -107,6 +107,8 @@ def sweep(instance_path: Path, grids, varies, samples, seed, command, plan_path,
             if problems:
                 raise InputError(problems, str(instance_path))
             spec = SweepSpec(raw, str(instance_path))
+        if overrides:
+            spec.base = apply_overrides(spec.base, overrides)
         for g in grids:
             path, values = parse_grid(g)
             spec.grid[path] = values
@@ -129,30 +131,25 @@ def sweep(instance_path: Path, grids, varies, samples, seed, command, plan_path,
             spec.plan = plan_raw
         if output is not None:
             output_format(output)
-        spec.base = apply_overrides(spec.base, overrides)
         spec.check()
     except InputError as err:
-        raise BadInput(str(err)) from None
-    for option, path in (("-o", output), ("--plot", plot_path)):
-        if path is not None:
-            try:
-                check_writable(path)
-            except OutputPathError as err:
-                raise BadInput(f"{option}: {err}") from None
+        raise BadInput.from_error(err) from None
+    check_output("-o", output)
+    check_output("--plot", plot_path)
     if plot_path is not None:
         from planner.present.plots import UnknownPlotFormat, check_plot_path
         try:
             check_plot_path(plot_path)
         except UnknownPlotFormat as err:
-            raise BadInput(f"--plot: {err}") from None
+            raise BadInput(f"--plot: {err}", [Problem("--plot", str(err))]) from None
     try:
         with sweep_progress(f"sweep ({spec.command})") as progress:
             result = run_sweep(spec, workers=workers, scheduler=scheduler, output=output, progress=progress)
     except InputError as err:
-        raise BadInput(str(err)) from None
+        raise BadInput.from_error(err) from None
     except OSError as err:
         if scheduler is not None:
-            raise BadInput(f"--scheduler: cannot reach {scheduler}: {err}") from None
+            raise BadInput(f"--scheduler: cannot reach {scheduler}: {err}", [Problem("--scheduler", str(err))]) from None
         raise
     resumed = f", {result.resumed} resumed from {output}" if output is not None else ""
     click.echo(f"{len(result.rows)} points ({result.computed} computed{resumed}) in {result.elapsed_s:,.1f} s, "
@@ -168,10 +165,10 @@ def sweep(instance_path: Path, grids, varies, samples, seed, command, plan_path,
     if output is not None:
         click.echo(f"rows written to {output}", err=True)
     if as_json:
-        click.echo(dumps(result.to_dict()))
+        echo_json(result.to_dict())
     elif output is None:
         _print_rows(result)
-    sys.exit(EXIT_INFEASIBLE if result.errors else EXIT_OK)
+    sys.exit(EXIT_OK)
 
 
 def _print_rows(result) -> None:
@@ -208,9 +205,9 @@ def feasible_monte_carlo(raw: dict, source: str, samples: int, seed: int, uncert
         with sweep_progress("feasible (Monte Carlo)") as progress:
             r = reach(raw, samples, seed=seed, uncertainty=uncertainty, source=source, progress=progress)
     except InputError as err:
-        raise BadInput(str(err)) from None
+        raise BadInput.from_error(err) from None
     if as_json:
-        click.echo(dumps(r.to_dict()))
+        echo_json(r.to_dict())
         sys.exit(EXIT_OK if r.base_reachable else EXIT_INFEASIBLE)
     console = make_console()
     low, high = r.interval

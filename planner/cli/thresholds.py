@@ -8,21 +8,20 @@ from pathlib import Path
 
 import click
 
-from planner.cli.common import (EXIT_INFEASIBLE, EXIT_OK, BadInput, apply_overrides, check_report, dumps,
-                                set_option)
+from planner.cli.common import (EXIT_INFEASIBLE, EXIT_OK, BadInput, apply_overrides, check_output, check_report, dumps,
+                                read_instance_data, set_option)
 from planner.schema.errors import InputError
 
 REPORT_CURVE_H100E = (16.0, 8.0, 4.0, 2.0, 1.0)     # the report's compute thresholds (Simulation_Notes.md, scenario 5)
 STOP_KINDS = ("compute", "tpp", "memory", "wan")
 
 
-def _raw_from(instance_path: Path | None, target_flop, params, wan_mbps, rtt_ms, max_days, budget_usd,
-              max_nodes, overrides=()) -> tuple[dict, str]:
-    from planner.schema.strict import read_json
+def _raw_from(instance_path: Path | None, overrides, target_flop, params, wan_mbps, rtt_ms, max_days, budget_usd,
+              max_nodes) -> tuple[dict, str]:
     if instance_path is not None:
-        raw, problems = read_json(instance_path)
+        raw, problems = read_instance_data(instance_path)
         if problems:
-            raise BadInput(str(InputError(problems, str(instance_path))))
+            raise BadInput.from_error(InputError(problems, str(instance_path)))
         if not isinstance(raw, dict):
             raise BadInput(f"{instance_path}: an instance must be a JSON object")
         source = str(instance_path)
@@ -30,7 +29,7 @@ def _raw_from(instance_path: Path | None, target_flop, params, wan_mbps, rtt_ms,
         if target_flop is None:
             raise BadInput("thresholds: give an INSTANCE file or --target-flop")
         raw, source = {"name": "dtplan thresholds (command-line flags)"}, "<flags>"
-    raw = apply_overrides(raw, overrides)
+    apply_overrides(raw, overrides)
     for key in ("model", "training", "fleet", "network", "limits"):
         if not isinstance(raw.setdefault(key, {}), dict):
             raise BadInput(f"{source}: {key}: must be an object")
@@ -52,18 +51,24 @@ def _raw_from(instance_path: Path | None, target_flop, params, wan_mbps, rtt_ms,
     return raw, source
 
 
-def _check_instance(raw: dict, source: str, node, th, fit: bool) -> None:
-    """Validate the instance once with the first buildable node (bad input exits 2 before any solve)."""
+def _check_instance(raw: dict, source: str, nodes, th, fit: bool) -> None:
+    """Bad input exits 2 before any solve: the instance must validate with at least one of the nodes
+    (a node it does not suit, e.g. no fp8 when search.precisions asks for it, is reported in its row)."""
     from planner.questions.thresholds import _node_cap, node_instance
     from planner.schema.instance import parse_instance
-    try:
-        parse_instance(node_instance(raw, node, th, _node_cap(raw), fit), source)
-    except InputError as err:
-        raise BadInput(str(err)) from None
+    first = None
+    for node in nodes:
+        try:
+            parse_instance(node_instance(raw, node, th, _node_cap(raw), fit), source)
+            return
+        except InputError as err:
+            first = first or err
+    raise BadInput.from_error(first) from None
 
 
 @click.command()
 @click.argument("instance_path", metavar="[INSTANCE]", required=False, type=click.Path(path_type=Path))
+@set_option
 @click.option("--compute", type=float, help="Compute threshold, H100-equivalents (dense FP16, 990 TFLOP/s each); "
               "a node above it is caught.")
 @click.option("--tpp", type=float, help="Threshold in Total Processing Performance (TFLOP/s x bit length).")
@@ -94,10 +99,9 @@ def _check_instance(raw: dict, source: str, node, th, fit: bool) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Write the full result as JSON to standard output.")
 @click.option("--report", "report_path", type=click.Path(path_type=Path),
               help="Also write an HTML page (.html): the threshold curve and the collateral table.")
-@set_option
-def thresholds(instance_path, compute, tpp, memory, interconnect, wan_cap, accelerator_ids, target_flop, params,
+def thresholds(instance_path, overrides, compute, tpp, memory, interconnect, wan_cap, accelerator_ids, target_flop, params,
                fit_model, wan_mbps, rtt_ms, max_days, budget_usd, max_nodes, stop_kinds, within_nodes, within_budget, curve,
-               as_json, report_path, overrides: tuple[str, ...] = ()) -> None:
+               as_json, report_path) -> None:
     """For each accelerator, the largest node under the thresholds (--compute, --tpp, --memory,
     --interconnect; a node exactly at a threshold is not caught), the fewest such nodes that reach the
     target within the limits (verified: one fewer does not), their cost and the binding limit; the
@@ -121,19 +125,15 @@ def thresholds(instance_path, compute, tpp, memory, interconnect, wan_cap, accel
             raise BadInput(f"--stop {kind}: give {flag} (the threshold to start lowering from)")
     curve_values = _curve(curve, report_path)
     if report_path is not None:
-        check_report(report_path)
         if report_path.suffix.lower() != ".html":
             raise BadInput("--report: the thresholds page is HTML; use a .html file")
-        from planner.present.output import check_writable
-        try:
-            check_writable(report_path)
-        except (OSError, ValueError) as err:
-            raise BadInput(f"--report: {err}") from None
+        check_output("--report", report_path)      # first: report.check_report_path raises OutputPathError itself
+        check_report(report_path)
     try:
         catalog = q.load_accelerators()
         deployments = q.load_deployments()
     except InputError as err:
-        raise BadInput(str(err)) from None
+        raise BadInput.from_error(err) from None
     unknown = [a for a in accelerator_ids if a not in catalog]
     if unknown:
         from planner.schema.strict import closest_first
@@ -142,9 +142,8 @@ def thresholds(instance_path, compute, tpp, memory, interconnect, wan_cap, accel
     accelerators = [catalog[a] for a in accelerator_ids] if accelerator_ids else list(catalog.values())
     problems = q.check_thresholds(th, accelerators)
     if problems:
-        raise BadInput("\n".join(str(p) for p in problems))
-    raw, source = _raw_from(instance_path, target_flop, params, wan_mbps, rtt_ms, max_days, budget_usd, max_nodes,
-                            overrides)
+        raise BadInput("\n".join(str(p) for p in problems), problems)
+    raw, source = _raw_from(instance_path, overrides, target_flop, params, wan_mbps, rtt_ms, max_days, budget_usd, max_nodes)
     if fit_model and params is not None:
         raise BadInput("--fit-model: not with --params (one sets the model size, the other fits it to the node)")
     fit = fit_model or ("params" not in raw["model"] and not (raw.get("search") or {}).get("params"))
@@ -155,7 +154,7 @@ def thresholds(instance_path, compute, tpp, memory, interconnect, wan_cap, accel
     if not buildable:
         raise BadInput("thresholds: no accelerator considered fits under the thresholds: "
                        + "; ".join(n.rule for n in nodes))
-    _check_instance(raw, source, buildable[0], th, fit)
+    _check_instance(raw, source, buildable, th, fit)
 
     from planner.present.render import make_console
     from planner.present import threshold_report as page
@@ -183,8 +182,13 @@ def thresholds(instance_path, compute, tpp, memory, interconnect, wan_cap, accel
     else:
         page.render_terminal(th, answers, caught, stops, catalog, console, fit)
     if report_path is not None:
+        from planner.cli.common import command_line
+        from planner.questions.thresholds import _node_cap, node_instance
+        from planner.schema.instance import parse_instance
+        suited = next((a.node for a in answers if a.result is not None), buildable[0])
+        instance = parse_instance(node_instance(raw, suited, th, _node_cap(raw), fit), source)
         written = page.threshold_report(raw.get("name") or source, th, answers, caught, stops, curve_rows,
-                                        catalog, report_path, fit)
+                                        catalog, report_path, fit, instance, command_line())
         click.echo(f"report written to {written}", err=True)
     sys.exit(EXIT_OK if any(a.reachable for a in answers) else EXIT_INFEASIBLE)
 

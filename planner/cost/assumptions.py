@@ -1,6 +1,6 @@
 """Every constant of the cost model, in one place, and the named assumption profiles.
 
-COST_MODEL.md states each constant as "an assumption, settable". They live in the
+docs/cost_model.md states each constant as "an assumption, settable". They live in the
 frozen dataclass `Assumptions`; a profile (models/assumptions/*.json) is a set of
 overrides of the defaults below, and an instance may override any field again
 (`assumptions.constants` in the instance file).
@@ -42,7 +42,7 @@ INNER_OPTIMIZERS = ("reference", "adamw", "muon", "demo")
 # A quality table maps a compression ratio to (optimistic, expected, conservative).
 QualityTable = dict[float, tuple[float, float, float]]
 
-# COST_MODEL.md section 5: pseudo-gradient compression quality, with and without
+# docs/cost_model.md section 5: pseudo-gradient compression quality, with and without
 # error feedback (evasion_calculator.py COMPRESSION_QUALITY_EF / _NO_EF).
 COMPRESSION_QUALITY_EF: QualityTable = {
     1: (1.00, 1.00, 1.00),
@@ -71,7 +71,7 @@ ACTIVATION_QUALITY: QualityTable = {
 
 @dataclass(frozen=True)
 class Assumptions:
-    """The settable constants of COST_MODEL.md, with the calculator's values as defaults."""
+    """The settable constants of docs/cost_model.md, with the calculator's values as defaults."""
 
     # -- selection ---------------------------------------------------------------
     profile: str = "reference"
@@ -154,7 +154,7 @@ class Assumptions:
     days_per_year: float = 365.0
 
     def bytes_per_param(self, precision: str) -> float:
-        """Training-state bytes per parameter beta (COST_MODEL.md section 1).
+        """Training-state bytes per parameter beta (docs/cost_model.md section 1).
 
         dtplan terms (off by default): an inner-optimizer preset replaces AdamW's 8 bytes of
         fp32 moments by its own state (models/optimizers.json), and error feedback adds its
@@ -235,7 +235,9 @@ def table_from_json(rows: Mapping[str, Any]) -> QualityTable:
 
 
 def profile_names() -> list[str]:
-    return sorted(p.stem for p in PROFILES_DIR.glob("*.json"))
+    """Names of the assumption profiles: the files of models/assumptions with a `constants` object
+    (the folder also holds other data, e.g. uncertainty.json for `feasible --monte-carlo`)."""
+    return sorted(p.stem for p in PROFILES_DIR.glob("*.json") if "constants" in json.loads(p.read_text()))
 
 
 def load_profile(name: str) -> Assumptions:

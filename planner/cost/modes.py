@@ -1,4 +1,4 @@
-"""How replicas are formed and synchronised: the throughput of each mode (COST_MODEL.md section 4).
+"""How replicas are formed and synchronised: the throughput of each mode (docs/cost_model.md section 4).
 
 Each mode function takes a `Setting` and a `PlanBatch` and returns a dict of arrays
 with the same keys (seconds, bits, bytes, counts), so that run-level scoring

@@ -25,14 +25,13 @@ from __future__ import annotations
 
 import json
 from functools import lru_cache
-from pathlib import Path
 
 import numpy as np
 
 from planner.cost import timing
-from planner.cost.assumptions import Assumptions
+from planner.cost.assumptions import MODELS_DIR, Assumptions
 
-MFU_TABLE = Path(__file__).resolve().parents[2] / "models" / "mfu.json"
+MFU_TABLE = MODELS_DIR / "mfu.json"
 SECONDS_PER_HOUR = 3600.0
 MIN_GOODPUT = 1e-9    # a fleet that cannot make progress (goodput 0) is scored at this, and warned about
 

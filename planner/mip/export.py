@@ -2,8 +2,10 @@
 
 The suffix picks the format, both written by Pyomo with the model's own names (constraint
 families as `sync_overlap(3)`, columns as `y(12)`, `bn(4)`, `ln_H`): `.lp` (CPLEX LP) or
-`.mps`. The model written is the first round of the outer-approximation loop (the grid
-of `Grid.initial`); the loop refines it around each plan it finds (`planner.solvers.certified`).
+`.mps`. The model written is the first round of the outer-approximation loop: after the
+presolve (`planner.mip.tables.presolve`: classes that cannot hold an optimum dropped, the
+cutoff of its incumbent in the `incumbent` row), on the grid of `Grid.initial`; the loop
+refines it around each plan it finds (`planner.solvers.certified`).
 With several candidate model sizes (`search.params`) one file per size is written, the size
 in its name (`model.70B.lp`). Each file is written atomically (`planner.present.output`).
 Building never solves.
@@ -15,10 +17,10 @@ from pathlib import Path
 
 from planner.evaluate import setting_from_instance, with_params
 from planner.mip.formulation import Grid, build
-from planner.mip.tables import build_tables
+from planner.mip.tables import build_tables, presolve
 from planner.present.output import atomic_path, check_writable
 from planner.schema.instance import Instance
-from planner.solvers.certified import check_supported
+from planner.solvers.certified import check_supported, incumbent_value
 from planner.space import DecisionSpace
 
 FORMATS = (".lp", ".mps")
@@ -47,8 +49,9 @@ def write_model(instance: Instance, objective: str, path: Path) -> list[Path]:
         setting = base if params is None else with_params(base, params)
         check_supported(setting, objective)
         space = DecisionSpace.from_instance(instance, setting).for_objective(setting, objective)
-        tables = build_tables(setting, space)
-        f = build(tables, Grid.initial(tables), objective)
+        tables, plan, _ = presolve(build_tables(setting, space), objective)
+        cutoff = incumbent_value(setting, plan, objective) if plan is not None else None
+        f = build(tables, Grid.initial(tables), objective, cutoff=cutoff)
         with atomic_path(target) as tmp:
             f.model.write(str(tmp), io_options={"symbolic_solver_labels": True})
         written.append(target)

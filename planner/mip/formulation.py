@@ -107,11 +107,13 @@ class Formulation:
     model: pyo.ConcreteModel
     tables: Tables
     objective: str
+    chosen: int | None = None         # position in tables.sync of the class of the last decoded plan
 
     def decode(self):
         """(plan batch of one row, the model's q and (a, b) values) at the model's current values."""
         m, t = self.model, self.tables
         chosen_y = [i for i, y in enumerate(m.yv) if (y.value or 0) > 0.5]
+        self.chosen = chosen_y[0] if chosen_y else None
         if chosen_y:
             e = t.sync[chosen_y[0]]
             n, h, r = (int(round(pyo.value(v))) for v in (m.n, m.H, m.R))
@@ -141,11 +143,14 @@ class Formulation:
         return {"columns": cols, "rows": rows, "nonzeros": nz}
 
 
-def build(t: Tables, grid: Grid, objective: str = "min_time", cutoff: float | None = None) -> Formulation:
+def build(t: Tables, grid: Grid, objective: str = "min_time", cutoff: float | None = None,
+          solved: frozenset = frozenset()) -> Formulation:
     """The model of the tables on the grid, for `objective` (min_time or min_cost).
 
     `cutoff` (ln T for min_time, nodes for min_cost): only plans strictly better are wanted
-    (the `incumbent` family, one row): an infeasible model then proves the incumbent optimal."""
+    (the `incumbent` family, one row): an infeasible model then proves the incumbent optimal.
+    `solved`: positions in `t.sync` of classes whose best plan is known exactly (no better plan
+    there than the incumbent): excluded, y = 0 (`incumbent` family too)."""
     m = pyo.ConcreteModel(name="dtplan")
     _columns(m, t, grid)
     for family in (choice, bracket, logarithm, fixed_shape, structure, node_limit, budget_limit, memory_cap,
@@ -156,8 +161,10 @@ def build(t: Tables, grid: Grid, objective: str = "min_time", cutoff: float | No
         m.objective = pyo.Objective(expr=m.nodes, sense=pyo.minimize)
     else:
         m.objective = pyo.Objective(expr=m.L, sense=pyo.minimize)
+    m.incumbent = pyo.ConstraintList()
+    for i in sorted(solved):
+        m.incumbent.add(m.yv[i] == 0)
     if cutoff is not None and math.isfinite(cutoff):
-        m.incumbent = pyo.ConstraintList()
         m.incumbent.add((m.nodes <= cutoff - 1) if objective == "min_cost" else (m.L <= cutoff - CUTOFF_LOG))
     return Formulation(m, t, objective)
 
@@ -241,24 +248,30 @@ def fixed_shape(m, t: Tables, grid: Grid):
         m.fixed_shape.add(m.R <= 1 + (t.r_max - 1) * hier)
 
 
-def _n_row(m, t: Tables, rows, bound, sense):
-    """n >= (or <=) sum_c bound_c y_c, a fixed plan counting as n = 1."""
-    rhs = _sum_y(m, t, lambda e: True, bound) + _lam(m)
+def _n_row(m, t: Tables, rows, bound, sense, default: int, fixed: int = 1):
+    """n >= (or <=) default + sum_c (bound_c - default) y_c + (fixed - default) sum_f lam_f: the
+    bound of the chosen class (a fixed plan has n = 1); only classes that differ from the
+    default carry a coefficient, so that the row stays short."""
+    rhs = default + sum((bound(e) - default) * m.yv[i] for i, e in enumerate(t.sync) if bound(e) != default)
+    if fixed != default:
+        rhs = rhs + (fixed - default) * _lam(m)
     rows.add(m.n >= rhs if sense == ">=" else m.n <= rhs)
 
 
 def structure(m, t: Tables, grid: Grid):
     """Two DiLoCo replicas at least (two groups of k nodes in hierarchical mode)."""
     m.structure = pyo.ConstraintList()
-    _n_row(m, t, m.structure, lambda e: e.n_structure, ">=")
+    _n_row(m, t, m.structure, lambda e: e.n_structure, ">=", 2)
 
 
 def node_limit(m, t: Tables, grid: Grid):
     """search.min_nodes <= n * unit <= min(fleet nodes, limits.max_nodes)."""
     sp = t.space
     m.node_limit = pyo.ConstraintList()
-    _n_row(m, t, m.node_limit, lambda e: sp.max_nodes // e.unit, "<=")
-    _n_row(m, t, m.node_limit, lambda e: max(1, -(-sp.min_nodes // e.unit)), ">=")
+    _n_row(m, t, m.node_limit, lambda e: sp.max_nodes // e.unit, "<=", sp.max_nodes)
+    least = max(1, sp.min_nodes)
+    if least > 1 or any(e.unit > 1 for e in t.sync):
+        _n_row(m, t, m.node_limit, lambda e: max(1, -(-sp.min_nodes // e.unit)), ">=", least)
 
 
 def budget_limit(m, t: Tables, grid: Grid):
@@ -266,7 +279,8 @@ def budget_limit(m, t: Tables, grid: Grid):
     s = t.setting
     m.budget_limit = pyo.ConstraintList()
     if s.budget_usd is not None and s.node_price_usd > 0:
-        _n_row(m, t, m.budget_limit, lambda e: math.floor(s.budget_usd / (e.unit * s.node_price_usd)), "<=")
+        cap = lambda e: min(math.floor(s.budget_usd / (e.unit * s.node_price_usd)), t.n_max)
+        _n_row(m, t, m.budget_limit, cap, "<=", min(math.floor(s.budget_usd / s.node_price_usd), t.n_max))
 
 
 def memory_cap(m, t: Tables, grid: Grid):
@@ -274,7 +288,7 @@ def memory_cap(m, t: Tables, grid: Grid):
     evaluator's memory figure in `DecisionSpace.classes`); other classes fit at every n."""
     m.memory_cap = pyo.ConstraintList()
     if any(e.n_memory > 1 for e in t.sync):
-        _n_row(m, t, m.memory_cap, lambda e: e.n_memory, ">=")
+        _n_row(m, t, m.memory_cap, lambda e: e.n_memory, ">=", 1)
 
 
 def _bracket_value(m, name: str, f) -> object:

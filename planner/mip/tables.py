@@ -6,7 +6,7 @@ functions of `planner.cost.run` / `planner.cost.quality` at real plans, one vect
 per class group. The model (`planner.mip.formulation`) only arranges them.
 
 Per class c with a DiLoCo sync (mode, precision, EP scope, S, k, M, Ca, Cr, streaming) the time
-to target at n replicas, H inner steps and R regional rounds factors as (COST_MODEL.md section 7)
+to target at n replicas, H inner steps and R regional rounds factors as (docs/cost_model.md section 7)
 
     ln T = kappa_c - ln n + z - omega(n, H sqrt R),      z = ln(outer step / (H R)),
 
@@ -91,7 +91,7 @@ class Tables:
     r_max: int = 1
 
     def omega(self, n, h_eff) -> np.ndarray:
-        """ln(eta_H(H_eff) eta_R(n, H_eff)) at the target point (COST_MODEL.md sections 5, 7), floored.
+        """ln(eta_H(H_eff) eta_R(n, H_eff)) at the target point (docs/cost_model.md sections 5, 7), floored.
         Non-increasing in n and in H_eff (`planner.solvers.bnb`'s docstring gives why)."""
         s = self.setting
         a = s.assumptions
@@ -116,15 +116,15 @@ class Tables:
 def label(c: Classes, k: int) -> str:
     """A readable name of class k: its decisions, for the written model."""
     r = c.rows
-    parts = [r.mode, r.precision]
+    parts = [{"flat": "flat", "hierarchical": "hier", "pp_group": "ppg", "pipeline_wan": "pwan"}[r.mode], r.precision]
     if r.expert_parallel != "none":
-        parts.append(f"ep_{r.expert_parallel}")
+        parts.append(f"ep{r.expert_parallel[0]}")
     if r.mode == "hierarchical":
         parts.append(f"k{int(r.group_size[k])}")
     if r.mode in ("pp_group", "pipeline_wan"):
         parts += [f"S{int(r.stages[k])}", f"M{int(r.micro_batches[k])}", f"Ca{float(r.activation_compression[k]):g}"]
     if r.mode != "pipeline_wan":
-        parts += [f"Cr{float(r.compression[k]):g}", "stream" if r.streaming[k] else "nostream"]
+        parts += [f"Cr{float(r.compression[k]):g}"] + ([] if r.streaming[k] else ["nostream"])
     return "_".join(parts).replace(".", "p")
 
 
@@ -133,15 +133,15 @@ def build_tables(setting: Setting, space: DecisionSpace) -> Tables:
     groups = list(bnb.batches(setting, space))
     t = Tables(setting, space, groups)
     for g, c in enumerate(groups):
-        if c.rows.mode == "pipeline_wan":
-            for k in range(c.size):
-                t.fixed.append(FixedPlan(g, k, label(c, k), int(c.unit[k]), float(t.log_time(t.plan(g, k, 1))[0])))
-            continue
         ks = np.arange(c.size)
+        single = ks if c.rows.mode == "pipeline_wan" else (ks[c.n_lo == 1] if c.rows.mode == "flat" else ks[:0])
+        if single.size:                     # one node alone, or a pipeline over the WAN: one number each
+            log_t = t.log_time(c.plans(single, 1, 1, 1))
+            t.fixed += [FixedPlan(g, int(k), label(c, int(k)) + ("_single" if c.rows.mode == "flat" else ""),
+                                  int(c.unit[k]), float(log_t[a])) for a, k in enumerate(single)]
+        if c.rows.mode == "pipeline_wan":
+            continue
         if c.rows.mode == "flat":
-            for k in ks[c.n_lo == 1]:
-                t.fixed.append(FixedPlan(g, int(k), label(c, int(k)) + "_single", 1,
-                                         float(t.log_time(t.plan(g, int(k), 1))[0])))
             ks = ks[c.n_hi >= 2]
         if ks.size:
             t.sync += _sync_classes(t, g, c, ks)
@@ -186,6 +186,17 @@ def outer_per_step(e: SyncClass, t: Tables, n, h, r) -> np.ndarray:
     return np.log(np.maximum(np.maximum(step, reg), sync) if e.streaming else step + reg + sync)
 
 
+def _outer_per_step_all(classes: list[SyncClass], t: Tables, n, h, r) -> np.ndarray:
+    """`outer_per_step` of each class at its own n (same H, R), vectorised."""
+    col = lambda name: np.array([getattr(e, name) for e in classes])
+    k = col("k")
+    parties = np.floor(n / k) if classes[0].mode == "hierarchical" else n
+    sync = np.exp(col("ln_sync_base") + t.ln_straggler(parties)) / (h * r)
+    reg = np.exp(col("ln_regional")) / h
+    step = np.exp(col("ln_step"))
+    return np.log(np.where(col("streaming"), np.maximum(np.maximum(step, reg), sync), step + reg + sync))
+
+
 def _check(t: Tables, c: Classes, ks: np.ndarray, classes: list[SyncClass]) -> None:
     """ln T = kappa - ln n + z - omega at two more plans of every class (n_hi, H_max, R_max;
     n_lo, H_max // 2 + 1, R = 1), z from the constants above: the factorisation the model uses."""
@@ -196,7 +207,7 @@ def _check(t: Tables, c: Classes, ks: np.ndarray, classes: list[SyncClass]) -> N
         want = t.log_time(c.plans(ks, n, h, r))
         omega = t.omega(n, np.full(n.shape, h * math.sqrt(r)))
         kappa = np.array([e.kappa for e in classes])
-        z = np.array([float(outer_per_step(e, t, n[a], h, r)) for a, e in enumerate(classes)])
+        z = _outer_per_step_all(classes, t, n, h, r)
         with np.errstate(invalid="ignore"):
             got = kappa - np.log(n) + z - omega
             bad = np.isfinite(want) & np.isfinite(kappa) & (omega > OMEGA_FLOOR) \
@@ -205,3 +216,140 @@ def _check(t: Tables, c: Classes, ks: np.ndarray, classes: list[SyncClass]) -> N
             a = int(np.argmax(bad))
             raise FormulationError(f"ln T does not factor for {classes[a].label} at n={n[a]}, H={h}, R={r}: "
                                    f"{got[a]} != {want[a]}")
+
+
+def _octave_boxes(top: int) -> np.ndarray:
+    """[lo, hi] rows covering 1..top, two per octave (1, 2, 3, 4, 6, 8, 12, ...)."""
+    lo = [1, 2, 3]
+    while lo[-1] * 4 // 3 <= top:
+        lo.append(lo[-1] * 4 // 3 if len(lo) % 2 == 0 else lo[-1] * 3 // 2)
+    lo = [x for x in lo if x <= top]
+    hi = [x - 1 for x in lo[1:]] + [top]
+    return np.array([lo, hi]).T
+
+
+def class_bounds(t: Tables) -> tuple[np.ndarray, np.ndarray]:
+    """Per class and box of n (two per octave): a lower bound on ln T over the box (min over the
+    H and R boxes), shape (classes, n boxes), and the boxes' [lo, hi] of n clipped to each class's
+    range, shape (classes, n boxes, 2); an empty box has bound inf.
+
+    On a box [n1, n2] x [H1, H2] x [R1, R2] every plan has (module docstring)
+        ln T >= kappa - ln n2 + z(n1, H2, R2) - omega(n1, H1 sqrt R1),
+    since z never decreases with n nor increases with H or R, and omega never increases with n
+    or H_eff: the bound of the branch and bound (`planner.solvers.bnb`) and of the model's
+    relaxation at the grid, computed from the tables in closed form for all classes at once.
+    """
+    nb, hb, rb = _octave_boxes(t.n_max), _octave_boxes(t.h_max), _octave_boxes(t.r_max)
+    nn, hh, rr = np.meshgrid(nb[:, 0], hb[:, 0], rb[:, 0], indexing="ij")
+    omega_all = t.omega(nn.ravel(), (hh * np.sqrt(rr)).ravel()).reshape(nn.shape)   # [n box, H box, R box]
+    bound = np.full((len(t.sync), nb.shape[0]), np.inf)
+    boxes = np.zeros((len(t.sync), nb.shape[0], 2))
+    hier_all = np.array([e.mode == "hierarchical" for e in t.sync])
+    for hier in (False, True):
+        at = np.flatnonzero(hier_all == hier)
+        if not at.size:
+            continue
+        col = lambda name: np.array([getattr(t.sync[a], name) for a in at], dtype=float)[:, None]
+        n_lo, n_hi = col("n_lo"), col("n_hi")
+        lo = np.maximum(nb[None, :, 0], n_lo)
+        hi = np.minimum(nb[None, :, 1], n_hi)
+        empty = lo > hi
+        lo, hi = np.where(empty, n_lo, lo), np.where(empty, n_lo, hi)
+        f = np.exp(t.ln_straggler(np.floor(lo / col("k")) if hier else lo))
+        step, sync_base, reg = np.exp(col("ln_step")), np.exp(col("ln_sync_base")) * f, np.exp(col("ln_regional"))
+        streaming = col("streaming") > 0
+        fixed_part = col("kappa") - np.log(hi)
+        best = np.full(lo.shape, np.inf)
+        for ri, (r1, r2) in enumerate(rb if hier else rb[:1]):
+            r_hi = r2 if hier else 1
+            for hj, (h1, h2) in enumerate(hb):
+                sync, regional = sync_base / (h2 * r_hi), reg / h2
+                outer = np.where(streaming, np.maximum(np.maximum(step, regional), sync), step + regional + sync)
+                best = np.minimum(best, np.log(outer) - omega_all[None, :, hj, ri])
+        bound[at] = np.where(empty, np.inf, fixed_part + best)
+        boxes[at] = np.stack([lo, hi], axis=2)
+    return bound, boxes
+
+
+EXACT_CLASSES = 1
+
+
+def solve_class(t: Tables, position: int, best: float = math.inf, deadline: float = math.inf):
+    """The best plan of one class over all its n, H, R, found exactly by the branch and bound
+    (`bnb.minimise_time`, public): (plan, ln T), or (None, inf) if none beats `best` (ln T)."""
+    s, e = t.setting, t.sync[position]
+    c = t.groups[e.group].take(np.array([e.index]))
+    bound = math.exp(best) * (1 + bnb.TIE_REL) if math.isfinite(best) else s.window_s
+    found = bnb.minimise_time(s, c, t.space.max_inner_steps, t.space.max_regional_rounds,
+                              min(bound, s.window_s), deadline)
+    if not found.time_s.size:
+        return None, math.inf
+    a = int(np.argmin(found.time_s))
+    return found.batch.take(slice(a, a + 1)), math.log(float(found.time_s[a]))
+
+
+def presolve(t: Tables, objective: str):
+    """Drop the classes and fixed plans that cannot hold an optimum; return a first incumbent.
+
+    Exact, like a MIP presolve with an objective cutoff, by the box bounds of `class_bounds`:
+    - min_time: a few plans per class are scored by the evaluator (n at the upper end of its
+      most promising box and at n_hi; H = 1, H_max, the balance point t_sync / t_step and its
+      neighbour; R = 1 and R_max), and the `EXACT_CLASSES` classes of least bound are solved
+      exactly (`solve_class`); the best is the incumbent, and the classes whose every box
+      is bounded above its time are dropped, and fixed plans slower than it;
+    - min_cost: boxes bounded above the duration limit cannot hold a feasible plan; a class's
+      least nodes is unit x the lower end of its first box that can; plans at the upper end of
+      that box are scored, the fewest nodes among those within the limit is the incumbent,
+      and classes (and fixed plans) needing more nodes, or missing the limit, are dropped.
+    Returns (pruned tables, incumbent plan or None, its value: ln T or nodes; inf if none).
+    """
+    if not t.sync:
+        return t, None, math.inf
+    ln_w = math.log(t.setting.window_s)
+    bound, boxes = class_bounds(t)
+    lower = bound.min(axis=1)
+    first_box = np.argmin(bound, axis=1) if objective == "min_time" else np.argmax(bound <= ln_w, axis=1)
+    pick_n = boxes[np.arange(len(t.sync)), first_box, 1].astype(np.int64)
+    best_plan, best = None, math.inf
+    for g in sorted({e.group for e in t.sync}):
+        at = np.array([a for a, e in enumerate(t.sync) if e.group == g])
+        members = [t.sync[a] for a in at]
+        idx = np.array([e.index for e in members])
+        hier = members[0].mode == "hierarchical"
+        for n in (pick_n[at], np.array([e.n_hi for e in members])):
+            balance = np.exp(np.array([e.ln_sync_base - e.ln_step for e in members]) + t.ln_straggler(n))
+            for r in ((1, t.r_max) if hier else (1,)):
+                for h in (np.ones(n.size), np.full(n.size, t.h_max), np.floor(balance / r), np.floor(balance / r) + 1):
+                    plans = t.groups[g].plans(idx, n, np.clip(h, 1, t.h_max).astype(np.int64), r)
+                    log_t = t.log_time(plans)
+                    value = log_t if objective == "min_time" else np.where(log_t <= ln_w, plans.nodes, np.inf)
+                    a = int(np.argmin(value))
+                    if value[a] < best:
+                        best, best_plan = float(value[a]), plans.take(slice(a, a + 1))
+    if objective == "min_time":
+        for p in t.fixed:
+            if p.log_time < best:
+                best, best_plan = p.log_time, t.plan(p.group, p.index, 1)
+        for a in np.argsort(lower)[:EXACT_CLASSES]:       # the most promising classes, solved exactly
+            if lower[a] >= best:
+                break
+            plan, value = solve_class(t, int(a), best)
+            if value < best:
+                best, best_plan = value, plan
+        cut = best + 1e-9 * max(1.0, abs(best))
+        keep = lower <= cut
+        fixed = [p for p in t.fixed if p.log_time <= cut]
+    else:
+        for p in t.fixed:
+            if p.log_time <= ln_w and p.nodes < best:
+                best, best_plan = float(p.nodes), t.plan(p.group, p.index, 1)
+        least = boxes[np.arange(len(t.sync)), first_box, 0] * np.array([e.unit for e in t.sync])
+        keep = (lower <= ln_w + 1e-12) & (least <= best)
+        fixed = [p for p in t.fixed if p.log_time <= ln_w and p.nodes <= best]
+    pruned = Tables(t.setting, t.space, t.groups, [e for e, k in zip(t.sync, keep) if k], fixed,
+                    t.n_max, t.h_max, t.r_max)
+    if pruned.sync:
+        pruned.n_max = max(e.n_hi for e in pruned.sync)
+    if not any(e.mode == "hierarchical" for e in pruned.sync):
+        pruned.r_max = 1
+    return pruned, best_plan, best

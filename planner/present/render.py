@@ -212,7 +212,8 @@ def render_solve(r, console: Console) -> None:
         units = (lambda v: f"{v / SECONDS_PER_DAY:,.6f} days") if r.objective == "min_time" else (lambda v: f"${v:,.0f}")
         found = "-" if m["objective"] is None else units(m["objective"])
         bound = "-" if m["bound"] is None else units(m["bound"])
-        console.print(f"MIP {m['backend']}: {m['status']}, {found} (bound {bound}), {m['time_s']:.2f} s, "
+        console.print(f"MIP {m['backend']}: {m['status']} after {m['rounds']} rounds of outer approximation (last: "
+                      f"{m['backend_status']}), {found} (bound {bound}), {m['time_s']:.2f} s, "
                       f"{m['nodes']:,} nodes; model {m['columns']:,} columns, {m['rows']:,} rows, "
                       f"{m['nonzeros']:,} non-zeros (built in {m['build_s']:.2f} s); certified by the exact "
                       f"search in {m['certify_s']:.2f} s" + (", which chose another plan"

@@ -33,6 +33,17 @@ def _label(column: str) -> str:
     return _LABELS.get(column, column)
 
 
+def value_label(value: Any) -> str:
+    """A swept value as a short label: an object as 'key=value, ...', a list as 'a/b'."""
+    if isinstance(value, dict):
+        return ", ".join(f"{k}={value_label(v)}" for k, v in value.items())
+    if isinstance(value, (list, tuple)):
+        return "/".join(value_label(v) for v in value)
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value)
+
+
 def _save(fig, path: str | Path) -> Path:
     fmt = check_plot_path(path)
     with atomic_path(path) as tmp:
@@ -50,25 +61,27 @@ def _numbers(values: Sequence[Any]) -> list[float | None]:
 
 
 def lines_plot(rows: list[dict[str, Any]], x: str, path: str | Path, y: str = "time_to_target_days",
-               series: str | None = None, limit: float | None = None, title: str = "") -> Path:
+               series: str | None = None, limit: float | None = None, title: str = "",
+               ylabel: str | None = None) -> Path:
     """`y` against swept field `x`, one curve per value of `series`; points without a value
     (infeasible, errors) are left out of their curve; `limit` drawn as a dashed line."""
     fig, ax = plt.subplots(figsize=(7, 4.2))
     groups: dict[Any, list[tuple[Any, float]]] = {}
+    numeric_x = all(isinstance(r.get(x), (int, float)) and not isinstance(r.get(x), bool) for r in rows)
+    xval = (lambda r: r.get(x)) if numeric_x else (lambda r: value_label(r.get(x)))
     for r in rows:
-        key = r.get(series) if series else None
+        key = value_label(r.get(series)) if series else None
         yv = _numbers([r.get(y)])[0]
         groups.setdefault(key, [])
         if yv is not None:
-            groups[key].append((r.get(x), yv))
-    numeric_x = all(isinstance(r.get(x), (int, float)) and not isinstance(r.get(x), bool) for r in rows)
-    categories = list(dict.fromkeys(r.get(x) for r in rows))
+            groups[key].append((xval(r), yv))
+    categories = list(dict.fromkeys(xval(r) for r in rows))
     for key, pts in groups.items():
         xs = [p[0] if numeric_x else categories.index(p[0]) for p in pts]
         ax.plot(xs, [p[1] for p in pts], marker="o", label=f"{series} = {key}" if series else None)
     if not numeric_x:
-        ax.set_xticks(range(len(categories)), [str(c) for c in categories], rotation=20)
-    elif len({r.get(x) for r in rows}) > 2:
+        ax.set_xticks(range(len(categories)), categories, rotation=25, ha="right", fontsize=7)
+    elif len(categories) > 2:
         xs = [r.get(x) for r in rows if r.get(x)]
         if xs and min(xs) > 0 and max(xs) / min(xs) >= 100:
             ax.set_xscale("log")
@@ -78,11 +91,11 @@ def lines_plot(rows: list[dict[str, Any]], x: str, path: str | Path, y: str = "t
     if limit is not None and y in ("time_to_target_days", "days"):
         ax.axhline(limit, color="crimson", linestyle="--", linewidth=1, label=f"duration limit {limit:,.0f} days")
     ax.set_xlabel(x)
-    ax.set_ylabel(_label(y))
+    ax.set_ylabel(ylabel or _label(y))
     ax.grid(True, alpha=0.3)
     if title:
         ax.set_title(title, fontsize=10)
-    if series or limit is not None:
+    if ax.get_legend_handles_labels()[0]:
         ax.legend(fontsize=8)
     return _save(fig, path)
 

@@ -1,7 +1,7 @@
 """`dtplan thresholds` output: terminal tables (rich) and the `--report FILE.html` page.
 
-The page reuses the document builder of planner/present/report.py and is written through
-planner/present/output.py (atomic). It holds: the thresholds and the node of each accelerator,
+The page reuses the document builder of planner/present/report.py (with its provenance block)
+and is written through planner/present/output.py (atomic). It holds: the thresholds and the node of each accelerator,
 the fewest nodes and cost per accelerator, the stop points (if asked), the threshold curve
 (fewest nodes and cost against the compute threshold, one line per accelerator) and the
 collateral table (which legitimate deployments each threshold catches). Every number comes
@@ -15,8 +15,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from planner.present.output import write_text
-from planner.present.report import _Doc, _png
+from planner.present.report import _Doc
 
 
 def _money(x: float | None) -> str:
@@ -40,19 +39,25 @@ def _limit_names(lines: list[str]) -> str:
 
 
 def answer_rows(answers, short: bool = False) -> list[list[str]]:
+    """One row per accelerator (ANSWER_HEADER); `short` (the terminal) drops the node price and keeps
+    only the names of the binding limits."""
+    from planner.questions.compare import plan_short
     rows = []
     for a in answers:
         n = a.node
-        rows.append([n.accelerator.id, f"{n.count}", f"{n.memory_gb:,.0f}", f"{n.h100_equivalents:.2f}",
-                     _money(n.price_usd) if n.count else "-", ", ".join(n.binding), _params(a.model_params),
-                     "yes" if a.reachable else "no", "-" if a.nodes is None else f"{a.nodes:,}", _money(a.cost_usd),
-                     "-" if a.time_to_target_days is None else f"{a.time_to_target_days:,.1f}",
-                     _limit_names(a.binding) if short else "; ".join(a.binding) or "-"])
+        plan = a.result.plan if a.reachable and a.result is not None else None
+        row = [n.accelerator.id, f"{n.count}", f"{n.memory_gb:,.0f}", f"{n.h100_equivalents:.2f}",
+               _money(n.price_usd) if n.count else "-", ", ".join(n.binding), _params(a.model_params),
+               "yes" if a.reachable else "no", "-" if a.nodes is None else f"{a.nodes:,}", _money(a.cost_usd),
+               "-" if a.time_to_target_days is None else f"{a.time_to_target_days:,.1f}", plan_short(plan),
+               _limit_names(a.binding) if short else "; ".join(a.binding) or "-"]
+        rows.append(row[:4] + row[5:] if short else row)
     return rows
 
 
 ANSWER_HEADER = ["accelerator", "per node", "node GB", "node H100-eq", "node price", "node set by", "model",
-                 "reaches", "fewest nodes", "cost", "days", "binding"]
+                 "reaches", "fewest nodes", "cost", "days", "plan", "binding"]
+SHORT_HEADER = ANSWER_HEADER[:4] + ANSWER_HEADER[5:]
 
 
 def collateral_header(th) -> list[str]:
@@ -84,10 +89,10 @@ def render_terminal(th, answers, caught, stops, catalog, console: Console, fit: 
                       "parameter); --params to fix it[/dim]")
     table = Table(title="Largest node under the thresholds and the fewest such nodes that reach the target "
                         "(verified: one fewer does not)", title_justify="left")
-    for col in ANSWER_HEADER:
+    for col in SHORT_HEADER:
         table.add_column(col, overflow="fold")
     for row in answer_rows(answers, short=True):
-        table.add_row(*row, style=None if row[7] == "yes" else "red")
+        table.add_row(*row, style=None if row[SHORT_HEADER.index("reaches")] == "yes" else "red")
     console.print(table)
     if stops:
         t = Table(title="Where the target stops being reachable (verified on both sides)", title_justify="left")
@@ -107,10 +112,8 @@ def render_terminal(th, answers, caught, stops, catalog, console: Console, fit: 
 
 def _curve_plot(curve_rows) -> bytes:
     """Fewest nodes and cost against the compute threshold, one line per accelerator (reachable points)."""
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    fig, (ax_n, ax_c) = plt.subplots(1, 2, figsize=(11, 4))
+    from planner.present.plots import figure_png, pyplot
+    fig, (ax_n, ax_c) = pyplot().subplots(1, 2, figsize=(11, 4))
     by_acc: dict[str, list] = {}
     for value, a in curve_rows:
         if a.reachable:
@@ -126,12 +129,14 @@ def _curve_plot(curve_rows) -> bytes:
         ax.set_ylabel(label)
         ax.grid(True, which="both", alpha=.3)
     ax_c.legend(fontsize=7, ncol=2)
-    return _png(fig)
+    return figure_png(fig)
 
 
 def threshold_report(title: str, th, answers, caught, stops, curve_rows, catalog, path: str | Path,
-                     fit: bool) -> Path:
-    doc = _Doc(f"dtplan thresholds: {title}")
+                     fit: bool, instance=None, command: str | None = None) -> Path:
+    """The page (atomic write through _Doc.write / planner/present/output.py); `instance` (the question
+    with one of the nodes) and `command` give the provenance block every report carries."""
+    doc = _Doc(f"dtplan thresholds: {title}", instance, command)
     doc.p(f"Thresholds: {th.describe()}. A node (accelerators networked together) whose figures go above a "
           "threshold must register; one exactly at it does not.")
     if fit:
@@ -151,4 +156,4 @@ def threshold_report(title: str, th, answers, caught, stops, curve_rows, catalog
     hit = sum(1 for _, why in caught if why)
     doc.h2(f"Collateral: legitimate deployments caught ({hit} of {len(caught)})")
     doc.table(collateral_header(th), collateral_rows(caught, catalog))
-    return write_text(path, doc.html())
+    return doc.write(path)

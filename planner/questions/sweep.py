@@ -63,6 +63,7 @@ RESULT_COLUMNS = {
     "evaluate": ("feasible", "time_to_target_days", "cost_usd", "bottleneck", "violations"),
     "reach": ("reachable", "days", "limit_days", "cost_usd") + PLAN_FIELDS + ("infeasibility",),
 }
+CONNECT_TIMEOUT_S = 20            # --scheduler: seconds to reach the Dask scheduler
 TIME_COLUMN = "time_s"             # wall time of the point: the one column two runs do not share
 
 
@@ -334,6 +335,18 @@ class SweepSpec:
             problems.append(Problem("--command", f"must be one of {', '.join(COMMANDS)}, got {self.command!r}"))
         if self.command == "evaluate" and self.plan is None:
             problems.append(Problem("--plan", "required with --command evaluate"))
+        if self.plan is not None:
+            from planner.schema.plan import parse_plan
+            try:
+                parse_plan(copy.deepcopy(self.plan), "--plan")
+            except InputError as err:
+                problems += [Problem(f"--plan: {p.path}", p.message) for p in err.problems]
+        from planner.solve import SOLVERS, SUPPORTED_OBJECTIVES
+        if self.objective is not None and self.objective not in SUPPORTED_OBJECTIVES:
+            problems.append(Problem("--objective", f"must be one of {', '.join(SUPPORTED_OBJECTIVES)}, "
+                                                   f"got {self.objective!r}"))
+        if self.solver not in SOLVERS:
+            problems.append(Problem("--solver", f"must be one of {', '.join(SOLVERS)}, got {self.solver!r}"))
         if self.vary and self.samples < 1:
             problems.append(Problem("--monte-carlo", "give the number of draws (>= 1) with --vary"))
         if self.samples and not self.vary:
@@ -602,6 +615,12 @@ def _json_default(value: Any) -> Any:
 
 def _py(value: Any) -> Any:
     """A pandas/numpy cell back to plain Python (NaN -> None)."""
+    if isinstance(value, np.ndarray):
+        return [_py(v) for v in value.tolist()]
+    if isinstance(value, dict):
+        return {k: _py(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_py(v) for v in value]
     if isinstance(value, np.generic):
         value = value.item()
     if isinstance(value, float) and value != value:
@@ -684,6 +703,8 @@ def run_sweep(spec: SweepSpec, workers: int | None = None, scheduler: str | None
     """
     start = time.perf_counter()
     spec.check()
+    if isinstance(scheduler, str):
+        check_scheduler(scheduler)
     points = spec.points()
     columns = spec.columns()
     sink = RowSink(output, columns) if output is not None else None
@@ -749,7 +770,8 @@ def _run_pool(workers: int, payload: dict, todo: list[Point], collect) -> None:
     import multiprocessing
     chunks = _chunks(todo, workers)
     ctx = multiprocessing.get_context("fork" if hasattr(os, "fork") else "spawn")
-    with ProcessPoolExecutor(max_workers=min(workers, len(chunks)), mp_context=ctx, initializer=_warm) as pool:
+    pool = ProcessPoolExecutor(max_workers=min(workers, len(chunks)), mp_context=ctx, initializer=_warm)
+    try:
         pending = {pool.submit(run_chunk, payload, c): c for c in chunks}
         while pending:
             finished, _ = wait(pending, return_when=FIRST_COMPLETED)
@@ -760,12 +782,28 @@ def _run_pool(workers: int, payload: dict, todo: list[Point], collect) -> None:
                 except Exception as err:  # noqa: BLE001 - a crashed worker: its points are error rows
                     rows = _failed_rows(payload, chunk, err)
                 collect(rows)
+    except BaseException:            # Ctrl-C: stop at once; the rows written so far stay for a resume
+        pool.shutdown(wait=False, cancel_futures=True)
+        raise
+    pool.shutdown(wait=True)
+
+
+def check_scheduler(address: str) -> None:
+    """InputError naming --scheduler if `address` is not a Dask address (tcp://host:port, ...)."""
+    from distributed.comm.addressing import parse_address, parse_host_port
+    try:
+        scheme, location = parse_address(address, strict=False)
+        if scheme in ("tcp", "tls"):
+            parse_host_port(location)
+    except (ValueError, TypeError) as err:
+        raise InputError([Problem("--scheduler", f"not a Dask scheduler address (e.g. tcp://10.0.0.5:8786): "
+                                                 f"{err}")]) from None
 
 
 def _run_dask(scheduler, payload: dict, todo: list[Point], collect) -> str:
     from distributed import Client, as_completed
     own = not isinstance(scheduler, Client)
-    client = Client(scheduler, set_as_default=False) if own else scheduler
+    client = Client(scheduler, set_as_default=False, timeout=CONNECT_TIMEOUT_S) if own else scheduler
     try:
         workers = max(1, sum(w.get("nthreads", 1) for w in client.scheduler_info()["workers"].values()))
         chunks = _chunks(todo, workers)
@@ -868,4 +906,8 @@ def plot_sweep(result: SweepResult, path: str | Path, kind: str | None = None, x
         return sweep_plots.pareto_plot(result.rows, path, group=group, limit=limit, title=title)
     x = x or fields[0]
     series = series if series is not None else (list(spec.grid)[1] if len(spec.grid) > 1 else None)
-    return sweep_plots.lines_plot(result.rows, x, path, y=y, series=series, limit=limit, title=title)
+    ylabel = None
+    if y == "objective_value":
+        from planner.present.plots import _AXIS
+        ylabel = _AXIS.get(spec.objective or parse_instance(copy.deepcopy(spec.base)).objective)
+    return sweep_plots.lines_plot(result.rows, x, path, y=y, series=series, limit=limit, title=title, ylabel=ylabel)

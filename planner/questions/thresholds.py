@@ -65,11 +65,16 @@ class AcceleratorSpec(StrictModel):
     interconnect_gb_s: Num(gt=0) | None = Field(description="Chip-to-chip bandwidth, GB/s bidirectional; "
                                                             "None = not published.")
     derived_from: str | None = Field(None, description="The models/hardware preset the figures come from.")
+    tpp_published: Num(gt=0) | None = Field(None, description="TPP from the vendor's dense rates where the "
+                                            "catalog's peak_tflops understate them (cited); None = computed.")
     sources: dict[str, str] = Field(description="Field -> citation.")
 
     @property
     def tpp(self) -> float:
-        """TPP = max over precisions of dense TFLOP/s x bit length (= 2 x MacTOPS x bits)."""
+        """`tpp_published` if given, else max over precisions of dense TFLOP/s x bit length
+        (= 2 x MacTOPS x bits)."""
+        if self.tpp_published is not None:
+            return float(self.tpp_published)
         return max(t * BITS[p] for p, t in self.peak_tflops.items())
 
     @property
@@ -241,6 +246,12 @@ def check_thresholds(th: Thresholds, accelerators: list[AcceleratorSpec]) -> lis
     problems = th.problems()
     if problems:
         return problems
+    cap = th.interconnect_gb_s
+    if cap is not None and all(a.interconnect_gb_s is None or a.interconnect_gb_s > cap for a in accelerators):
+        slowest = min((a for a in accelerators if a.interconnect_gb_s), key=lambda a: a.interconnect_gb_s, default=None)
+        problems.append(Problem("--interconnect", f"{cap:g} GB/s is below the chip-to-chip bandwidth of every "
+                                f"accelerator considered" + (f" (the lowest is {slowest.id}: "
+                                                             f"{slowest.interconnect_gb_s:g} GB/s)" if slowest else "")))
     for flag, value, need, unit in (("--compute", th.compute_h100e, lambda a: a.h100_equivalents, "H100-eq"),
                                     ("--tpp", th.tpp, lambda a: a.tpp, "TPP"),
                                     ("--memory", th.memory_gb, lambda a: a.hbm_gb, "GB")):
@@ -301,6 +312,9 @@ def node_instance(raw: dict, node: NodeBuild, th: Thresholds, nodes: int, fit: b
     data["fleet"]["hardware"] = node.hardware()
     data["fleet"]["nodes"] = nodes
     data["fleet"].pop("price_usd_per_accelerator", None)
+    limits = data.get("limits")
+    if isinstance(limits, dict) and isinstance(limits.get("max_nodes"), int) and limits["max_nodes"] > nodes:
+        limits["max_nodes"] = nodes            # the schema wants max_nodes <= fleet.nodes; n nodes is the tighter cap
     if th.wan_mbps is not None:
         wan = data.setdefault("network", {}).setdefault("wan", {})
         for k in ("up_mbps", "down_mbps"):
@@ -322,9 +336,13 @@ def answer(raw: dict, node: NodeBuild, th: Thresholds, fit: bool = False) -> Ans
     if node.count < 1:
         return Answer(node, False, binding=[f"no node: {node.rule}"])
     cap = _node_cap(raw)
-    data = node_instance(raw, node, th, cap, fit)
+    try:
+        data = node_instance(raw, node, th, cap, fit)
+        instance = parse_instance(data, "<thresholds>")
+    except InputError as err:                # e.g. search.precisions asks for fp8 and the chip has none
+        return Answer(node, False, binding=[f"not applicable: {p}" for p in err.problems])
     params = float(data["model"]["params"]) if "params" in data.get("model", {}) else None
-    r = solve(parse_instance(data, "<thresholds>"), objective="min_cost")
+    r = solve(instance, objective="min_cost")
     if r.status != "optimal":
         return Answer(node, False, model_params=params, result=r,
                       binding=r.infeasibility or [f"no plan with up to {cap:,} nodes reaches the target"])
@@ -409,10 +427,12 @@ def stop_point(raw: dict, acc: AcceleratorSpec, th: Thresholds, kinds: tuple[str
     target is no longer reachable within `max_nodes` nodes and/or `budget_usd`.
 
     Count limits (compute, tpp, memory) act only through the count n per node, so the search runs
-    over n (bisection, assuming more accelerators per node never hurt) and the answer is exact: with
-    n* the smallest count that reaches the target, s* = max over kinds of n* x need / threshold, the
-    thresholds at s* allow n* (reachable) and any lower ones n* - 1 (not). With a WAN cap among the
-    kinds the search runs over s (bisection to 1%). Both sides are re-solved (verified)."""
+    over n and the answer is exact: a bisection proposes n*, then every count below n* is solved (no
+    monotonicity assumed; a smaller count that reaches the target restarts the search below it), so
+    n* is the smallest count that reaches the target; s* = max over kinds of n* x need / threshold,
+    the thresholds at s* allow n* (reachable) and any lower ones at most n* - 1 (none reachable).
+    With a WAN cap among the kinds the search runs over s (bisection to 1%, assuming more bandwidth
+    never hurts); both sides of the bracket are re-solved."""
     if not kinds or any(k not in ("compute", "tpp", "memory", "wan") for k in kinds):
         raise ValueError(f"kinds must be among compute, tpp, memory, wan; got {kinds}")
     if any(_value(th, k) is None for k in kinds):
@@ -434,14 +454,29 @@ def stop_point(raw: dict, acc: AcceleratorSpec, th: Thresholds, kinds: tuple[str
         return out
     count_kinds = [k for k in kinds if k != "wan"]
     if "wan" not in kinds:
-        lo, hi = 0, node.count                            # not reachable with lo per node, reachable with hi
-        while hi - lo > 1:
-            mid = (lo + hi) // 2
-            s = max(mid * _count_need(acc, k) / _value(th, k) for k in count_kinds)
-            if reachable(th.scaled(s, tuple(count_kinds)))[0]:
-                hi = mid
-            else:
-                lo = mid
+        known: dict[int, bool] = {node.count: True}
+
+        def reach_count(c: int) -> bool:
+            if c not in known:
+                s = max(c * _count_need(acc, k) / _value(th, k) for k in count_kinds)
+                known[c] = reachable(th.scaled(s, tuple(count_kinds)))[0]
+            return known[c]
+
+        hi = node.count                                   # reachable with hi per node
+        while True:
+            lo = 0                                        # not reachable with lo per node
+            while hi - lo > 1:
+                mid = (lo + hi) // 2
+                if reach_count(mid):
+                    hi = mid
+                else:
+                    lo = mid
+            # the proof that no lower threshold reaches it: every smaller count is re-solved (no
+            # monotonicity assumed); a smaller count that reaches it restarts the search below it
+            lower = next((c for c in range(hi - 1, 0, -1) if reach_count(c)), None)
+            if lower is None:
+                break
+            hi = lower
         s_hi = max(hi * _count_need(acc, k) / _value(th, k) for k in count_kinds)
         t_hi, t_lo = th.scaled(s_hi, tuple(count_kinds)), th.scaled(s_hi * (1 - 1e-6), tuple(count_kinds))
     else:
@@ -457,8 +492,11 @@ def stop_point(raw: dict, acc: AcceleratorSpec, th: Thresholds, kinds: tuple[str
             else:
                 s_lo = mid
         t_hi, t_lo = th.scaled(s_hi, kinds), th.scaled(s_lo, kinds)
-    ok_hi, node_hi, a_hi = reachable(t_hi)
+    node_hi = build_node(acc, t_hi)
+    a_hi = answer(data, node_hi, t_hi, fit) if node_hi.count >= 1 else None   # fewest nodes, verified n / n - 1
+    ok_hi = a_hi is not None and a_hi.reachable
     ok_lo, node_lo, _ = reachable(t_lo)
+    out.solves += 1
     if not ok_hi or ok_lo:
         raise AssertionError(f"{acc.id}: the stop point is not verified (reachable at {t_hi.describe()}: {ok_hi}; "
                              f"at {t_lo.describe()}: {ok_lo})")
@@ -477,8 +515,11 @@ def stop_point(raw: dict, acc: AcceleratorSpec, th: Thresholds, kinds: tuple[str
 
 def _reach(data: dict, node: NodeBuild, th: Thresholds, fit: bool) -> Answer | None:
     """The min_cost answer if the target is reachable under `data`'s limits, else None."""
-    inst = node_instance(data, node, th, _node_cap(data), fit)
-    r = solve(parse_instance(inst, "<stop>"), objective="min_cost")
+    try:
+        instance = parse_instance(node_instance(data, node, th, _node_cap(data), fit), "<stop>")
+    except InputError:                        # the node does not suit the instance (a precision it lacks)
+        return None
+    r = solve(instance, objective="min_cost")
     if r.status != "optimal":
         return None
     return Answer(node, True, int(r.plan.nodes), int(r.plan.nodes) * node.price_usd, result=r)

@@ -3,7 +3,7 @@
 The cost model leans on inputs known only within intervals: the scaling-law fit
 (Besiroglu et al. 2024 give standard errors for E, A, alpha, beta), the model FLOP
 utilisation of real runs, the compression-quality scenario. models/assumptions/
-uncertainty.json gives each a distribution, the published interval its draws must stay
+uncertainty/published.json gives each a distribution, the published interval its draws must stay
 inside (a draw outside is redrawn: we sample only inside published intervals) and the
 source of both.
 
@@ -31,7 +31,14 @@ import numpy as np
 from planner.questions.sweep import Distribution, SweepResult, SweepSpec, check_field, run_sweep
 from planner.schema.errors import InputError, Problem
 
-DEFAULT_UNCERTAINTY = Path(__file__).resolve().parents[2] / "models" / "assumptions" / "uncertainty.json"
+UNCERTAINTY_FILE = ("assumptions", "uncertainty", "published.json")   # under the presets folder (models/)
+
+
+def default_uncertainty() -> Path:
+    """models/assumptions/uncertainty/published.json (a folder of its own: the *.json files of
+    models/assumptions/ are the assumption profiles)."""
+    from planner.presets_dir import models_dir
+    return models_dir().joinpath(*UNCERTAINTY_FILE)
 PERCENTILES = (5, 25, 50, 75, 95)
 Z95 = 1.959963984540054
 
@@ -49,9 +56,9 @@ class UncertainInput:
 
 
 def load_uncertainty(path: str | Path | None = None) -> list[UncertainInput]:
-    """The uncertain inputs of an assumptions file (default models/assumptions/uncertainty.json);
+    """The uncertain inputs of an assumptions file (default models/assumptions/uncertainty/published.json);
     InputError naming the entry on any problem."""
-    path = Path(path) if path is not None else DEFAULT_UNCERTAINTY
+    path = Path(path) if path is not None else default_uncertainty()
     source = str(path)
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
@@ -156,7 +163,7 @@ def reach(raw: dict, samples: int, seed: int = 0, uncertainty: str | Path | None
     days = np.array([r["days"] for r in rows if r.get("days") is not None], dtype=float)
     pct = {q: float(v) for q, v in zip(PERCENTILES, np.percentile(days, PERCENTILES))} if len(days) else {}
     limit = rows[0]["limit_days"] if rows and rows[0].get("limit_days") is not None else None
-    notes = ["draws only inside the published intervals of models/assumptions/uncertainty.json "
+    notes = ["draws only inside the published intervals of models/assumptions/uncertainty/published.json "
              "(independent; correlations between the scaling-law parameters ignored)"]
     no_plan = sum(1 for r in rows if r["status"] == "unreachable" and r.get("days") is None)
     if no_plan:

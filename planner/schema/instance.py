@@ -13,6 +13,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BeforeValidator, Field, ValidationError, model_validator
 
+from planner.presets_dir import bundled_models_dir
 from planner.schema.catalog import HardwareSpec, load_hardware, load_llm
 from planner.cost.assumptions import (BOOL_CONSTANTS, CHOICE_CONSTANTS, NUMERIC_FIELDS, PHYSICS_ZERO_ALLOWED,
                                       PRECISIONS, REPLICA_PENALTIES, SCENARIOS, SETTABLE_FIELDS,
@@ -328,7 +329,7 @@ def _distinct_sizes(sizes: list[float]) -> list[float]:
 MODEL_SIZE_KEYS = ("params", "preset", "active_params", "moe_layers", "hidden_size")
 
 
-SEARCH_PRESETS_DIR = Path(__file__).resolve().parents[2] / "models" / "search"
+SEARCH_PRESETS_DIR = bundled_models_dir() / "search"     # checkout or wheel; see planner/presets_dir.py
 
 
 def search_preset_names() -> list[str]:

@@ -19,7 +19,7 @@ from planner.schema.strict import (Bool, Choice, Int, Num, StrictModel, Text, lo
 
 
 class Plan(StrictModel):
-    """One plan. Symbols as in COST_MODEL.md: H, Cr, S, k, R, M, Ca."""
+    """One plan. Symbols as in docs/cost_model.md: H, Cr, S, k, R, M, Ca."""
 
     mode: Choice(*MODES) = Field(description="flat | hierarchical | pp_group | pipeline_wan (required).")
     nodes: Int(ge=1, cap=MAX_NODES) = Field(description="Nodes used N (required).")

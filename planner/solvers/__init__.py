@@ -5,7 +5,7 @@ model's variables and returns a `BackendResult`: its own status, objective, best
 gap, solve time and branch-and-bound nodes. `backends()` maps the names `dtplan solve
 --solver` accepts to them:
 
-    highs   HiGHS through Pyomo's persistent interface (highspy)
+    highs   HiGHS (highspy) reading the MPS Pyomo writes
     scip    SCIP as bundled in OR-Tools: Pyomo writes the model as MPS with its own names,
             OR-Tools' model_builder reads it and solves it
 
@@ -55,7 +55,7 @@ def installed(module: str) -> bool:
 
 
 BACKEND_NAMES = ("highs", "scip")
-BACKEND_HELP = {"highs": "HiGHS via Pyomo (highspy)", "scip": "SCIP bundled in OR-Tools (model read as MPS)"}
+BACKEND_HELP = {"highs": "HiGHS (highspy) reading the MPS Pyomo writes", "scip": "SCIP bundled in OR-Tools (model read as MPS)"}
 
 
 def backends() -> dict[str, Backend]:

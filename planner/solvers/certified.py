@@ -30,7 +30,7 @@ import numpy as np
 from planner.cost.score import time_to_target
 from planner.cost.setting import Setting
 from planner.mip.formulation import Grid, build
-from planner.mip.tables import build_tables
+from planner.mip.tables import build_tables, presolve, solve_class
 from planner.objectives import min_cost, min_time
 from planner.solvers import UnsupportedBySolver, backends
 from planner.space import DecisionSpace
@@ -56,6 +56,8 @@ class MipReport:
     rows: int
     nonzeros: int
     backend_status: str = ""          # the backend's own status in the last round
+    classes: int = 0                  # classes and fixed plans of the space
+    classes_kept: int = 0             # ... left by the presolve (`planner.mip.tables.presolve`)
     families: dict[str, int] = field(default_factory=dict)
     certify_s: float = 0.0
     certified_changed_plan: bool = False   # the exact search chose another plan (better, or first in tie order)
@@ -75,7 +77,7 @@ def check_supported(setting: Setting, objective: str) -> None:
                                   "eta_R at the run's own tokens); use --solver bnb")
 
 
-def _value(setting: Setting, plan, objective: str) -> float:
+def incumbent_value(setting: Setting, plan, objective: str) -> float:
     """The objective of a plan in the model's units (ln T, or nodes), inf if it misses the duration limit."""
     t = float(time_to_target(setting, plan)["time_to_target_s"][0])
     if not t <= setting.window_s:
@@ -89,19 +91,25 @@ def outer_approximation(setting: Setting, space: DecisionSpace, objective: str, 
     check_supported(setting, objective)
     solver = backends()[backend]
     start = time.perf_counter()
-    tables = build_tables(setting, space)
+    full = build_tables(setting, space)
+    tables, best_plan, _ = presolve(full, objective)
+    best = incumbent_value(setting, best_plan, objective) if best_plan is not None else math.inf
+    if not math.isfinite(best):
+        best_plan = None
     grid = Grid.initial(tables)
     build_s = time.perf_counter() - start
-    report = MipReport(backend, "error", None, None, None, 0.0, 0, build_s, 0, 0, 0, 0)
-    best_plan, best, bound = None, math.inf, -math.inf
+    report = MipReport(backend, "error", None, None, None, 0.0, 0, build_s, 0, 0, 0, 0,
+                       classes=len(full.sync) + len(full.fixed), classes_kept=len(tables.sync) + len(tables.fixed))
+    bound = -math.inf
     if not tables.sync and not tables.fixed:          # no plan meets the limits independent of n, H, R
         report.status = report.backend_status = "infeasible"
         report.bound = math.inf
         return None, math.inf, report
     tol = LOG_TOL if objective == "min_time" else 1e-6
+    solved: set[int] = set()
     for rounds in range(1, MAX_ROUNDS + 1):
         start = time.perf_counter()
-        f = build(tables, grid, objective, cutoff=best)
+        f = build(tables, grid, objective, cutoff=best, solved=frozenset(solved))
         report.build_s += time.perf_counter() - start
         remaining = None if math.isinf(deadline) else max(deadline - time.perf_counter(), 0.01)
         r = solver.solve(f.model, remaining)
@@ -119,7 +127,7 @@ def outer_approximation(setting: Setting, space: DecisionSpace, objective: str, 
             report.status = r.status
             break
         plan, q, ab = f.decode()
-        value = _value(setting, plan, objective)
+        value = incumbent_value(setting, plan, objective)
         if value < best:
             best_plan, best = plan, value
         if r.status == "optimal" and bound >= best - tol:
@@ -128,6 +136,14 @@ def outer_approximation(setting: Setting, space: DecisionSpace, objective: str, 
         if r.status != "optimal":
             report.status = r.status
             break
+        if objective == "min_time" and f.chosen is not None and f.chosen not in solved:
+            plan_c, value_c = solve_class(tables, f.chosen, best, deadline)
+            solved.add(f.chosen)
+            if value_c < best:
+                best_plan, best = plan_c, value_c
+            if bound >= best - tol:
+                report.status = "optimal"
+                break
         n, h, rr = (int(x) for x in (plan.nodes[0] // _unit(tables, plan), plan.inner_steps[0],
                                       plan.regional_rounds[0]))
         if not grid.refine(max(n, 1), max(h, 1), max(rr, 1), q, ab) or time.perf_counter() >= deadline:
