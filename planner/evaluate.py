@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from planner.cost import physics
 from planner.cost.duration import SECONDS_PER_DAY, max_run_days
 from planner.cost.score import BOTTLENECKS, CONSTRAINTS, score
 from planner.cost.setting import PlanBatch, Setting
@@ -62,6 +63,11 @@ class Evaluation:
             "values": {k: _finite(x) for k, x in self.values.items()},
         }
 
+    def to_frame(self):
+        """One row (pandas DataFrame): the plan's fields, verdict and every figure."""
+        from planner.present.frames import evaluation_frame
+        return evaluation_frame(self)
+
 
 def max_days(instance: Instance) -> tuple[float, str]:
     """The run-duration limit in days and where it came from."""
@@ -82,6 +88,7 @@ def setting_from_instance(instance: Instance) -> Setting:
     target = training.target_flop
     if training.tokens is not None:
         target = 6.0 * model.active_params * training.tokens
+    a, goodput = physics_assumptions(instance)
     return Setting(
         params=model.params, active_params=model.active_params, moe_layers=model.moe_layers,
         hidden_size=model.hidden_size, local_batch_tokens=float(training.local_batch_tokens),
@@ -91,9 +98,25 @@ def setting_from_instance(instance: Instance) -> Setting:
         wan_up_bps=net.wan.up_mbps * 1e6, wan_down_bps=net.wan.down_mbps * 1e6, wan_rtt_s=net.wan.rtt_ms / 1e3,
         regional_bps=net.regional.mbps * 1e6, regional_rtt_s=net.regional.rtt_ms / 1e3,
         pipeline_bps=net.pipeline.mbps * 1e6, pipeline_rtt_s=net.pipeline.rtt_ms / 1e3,
-        window_s=max_days(instance)[0] * SECONDS_PER_DAY, goodput=instance.fleet.goodput, target_flop=target, target_kind=training.target_kind,
+        window_s=max_days(instance)[0] * SECONDS_PER_DAY, goodput=goodput, target_flop=target, target_kind=training.target_kind,
         max_nodes=instance.limits.max_nodes, budget_usd=instance.limits.budget_usd,
-        assumptions=instance.resolved_assumptions())
+        assumptions=a)
+
+
+def physics_assumptions(instance: Instance):
+    """(assumptions, goodput) with the dtplan profile's setting-level terms applied (both are the
+    instance's own when they are off): u from models/mfu.json unless the instance sets an MFU
+    (`physics.resolve_mfu`), and with `failures` on, the goodput of the whole fleet from MTBF,
+    checkpoints and churn (`physics.failure_goodput`) in place of fleet.goodput."""
+    a = instance.resolved_assumptions()
+    explicit = instance.assumptions.mfu is not None or "mfu" in instance.assumptions.constants
+    a = physics.resolve_mfu(a, instance.hardware.accelerator, explicit)
+    goodput = instance.fleet.goodput
+    if a.failures:
+        hw = instance.hardware
+        fleet = physics.failure_goodput(a, instance.fleet.nodes * hw.accelerators_per_node, instance.fleet.nodes)
+        goodput = max(fleet["goodput"], physics.MIN_GOODPUT)
+    return a, goodput
 
 
 def with_params(setting: Setting, params: float) -> Setting:
@@ -178,6 +201,15 @@ def _warnings(e: Evaluation) -> list[str]:
         out.append(f"compression {cr:g}x is beyond what has been demonstrated at scale (~146x, Covenant-72B)")
     if a.mfu > 0.6:
         out.append(f"MFU {a.mfu:.2f} is above 0.6, beyond what large runs report")
+    if a.demonstrated_warnings and v["synchronised"]:
+        out += physics.extrapolation_warnings(float(b.inner_steps[0]), cr, v["replicas"],
+                                              float(b.regional_rounds[0]) if b.mode == "hierarchical" else 1.0)
+    if a.mfu_from_table and physics.table_mfu(e.instance.hardware.accelerator) is None:
+        out.append(f"no achieved-MFU entry in models/mfu.json for {e.instance.hardware.accelerator or 'this hardware'!r}: "
+                   f"MFU {a.mfu:g} (the profile's) is used")
+    if a.failures and s.goodput <= physics.MIN_GOODPUT:
+        out.append("failures and churn leave no time for training (goodput 0): the fleet fails faster than it "
+                   "can checkpoint and restart")
     if b.mode == "pipeline_wan":
         out.append("pipeline over the WAN: every micro-batch pays WAN latency; a last resort")
     if s.params > VALIDATED_PARAMS:
@@ -206,4 +238,5 @@ def _finite(x: float) -> float | str | None:
 def _assumption_summary(s: Setting) -> dict[str, Any]:
     a = s.assumptions
     return {"profile": a.profile, "scenario": a.scenario, "straggler": a.straggler,
-            "error_feedback": a.error_feedback, "replica_penalty": a.replica_penalty, "mfu": a.mfu}
+            "error_feedback": a.error_feedback, "replica_penalty": a.replica_penalty, "mfu": a.mfu,
+            **({"mfu_fp8": a.mfu_fp8} if a.mfu_fp8 else {})}

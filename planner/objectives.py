@@ -1,4 +1,4 @@
-"""The objectives every solver shares (PLANNER.md, "Objectives"), searched exactly by the
+"""The objectives every solver shares (docs/planner.md, "Objectives"), searched exactly by the
 branch and bound of `planner.solvers.bnb`.
 
 - `min_time`: least wall-clock until C_local (or C_quality) reaches the target, among plans

@@ -1,4 +1,4 @@
-"""Find the best plan of an instance and explain it (PLANNER.md, "Objectives").
+"""Find the best plan of an instance and explain it (docs/planner.md, "Objectives").
 
 Objectives:
 - `min_time`: least wall-clock until C_local (or C_quality) reaches the target, among
@@ -20,6 +20,7 @@ agree with the solver's objective to 1e-9 relative. Ties are broken by
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import time
 from dataclasses import dataclass, field
@@ -30,7 +31,7 @@ import numpy as np
 from planner.solvers import bnb
 from planner.cost.duration import SECONDS_PER_DAY
 from planner.cost.setting import PlanBatch, Setting
-from planner.schema.errors import InputError
+from planner.schema.errors import InputError, Problem
 from planner.evaluate import Evaluation, evaluate, setting_from_instance, with_params
 from planner.schema.instance import Instance, size_set_problems
 from planner.schema.plan import Plan, parse_plan
@@ -83,13 +84,20 @@ class SolveResult:
             "evaluation": self.evaluation.to_dict() if self.evaluation else None,
         }
 
+    def to_frame(self):
+        """One row (pandas DataFrame): status, objective, bound, gap, days, cost, plan fields."""
+        from planner.present.frames import solve_frame
+        return solve_frame(self)
+
 
 def solve(instance: Instance, objective: str | None = None, solver: str = DEFAULT_SOLVER,
-          time_limit_s: float | None = None) -> SolveResult:
+          time_limit_s: float | None = None, deadline: float | None = None) -> SolveResult:
     """The optimal plan of `instance` for `objective` (default: the instance's).
 
     With `time_limit_s`, a search that has not finished returns the best plan found,
-    status `time_limit`, and the gap to a proven bound. With `search.params`, every
+    status `time_limit`, and the gap to a proven bound; `deadline` (a `time.perf_counter()`
+    instant, e.g. a command's own wall limit) does the same, whichever comes first, and also
+    cuts short the explanation of an infeasible instance. With `search.params`, every
     candidate model size is solved (one `Setting` each) and the best is returned.
     Raises `InputError` when the instance cannot be solved for this objective (a set of
     model sizes without a fixed FLOP target for min_time / min_cost).
@@ -114,7 +122,8 @@ def solve(instance: Instance, objective: str | None = None, solver: str = DEFAUL
     if solver == "exhaustive" and objective == "max_compute":
         raise UnsupportedBySolver("solver 'exhaustive' answers min_time and min_cost; use --solver bnb")
     start = time.perf_counter()
-    deadline = start + time_limit_s if time_limit_s is not None else math.inf
+    deadline = min(start + time_limit_s if time_limit_s is not None else math.inf,
+                   deadline if deadline is not None else math.inf)
     base = setting_from_instance(instance)
     maximise = objective == "max_compute"
     runs, mip = [], []
@@ -140,7 +149,7 @@ def solve(instance: Instance, objective: str | None = None, solver: str = DEFAUL
         reasons = []
         for params, setting, space, *_ in runs:
             prefix = f"model of {params / 1e9:,.4g}B parameters: " if params is not None and len(runs) > 1 else ""
-            reasons += [prefix + line for line in explain_infeasible(setting, space)]
+            reasons += [prefix + line for line in explain_infeasible(setting, space, deadline)]
         return SolveResult(objective, solver, "infeasible", None, None, None, elapsed, evaluations,
                            infeasibility=reasons, **common)
     params, setting, space, (batch, value), *_ = best
@@ -179,6 +188,8 @@ def optimise(setting: Setting, space: DecisionSpace, objective: str, deadline: f
     certified by the branch and bound, and what it reported is appended to `reports`).
     """
     space = space.for_objective(setting, objective)
+    if solver != "exhaustive":
+        solver, space = _without_bounds_if_needed(setting, space, solver)
     if solver in MIP_SOLVERS:
         from planner.solvers import certified
         found, evaluations, bound, report = certified.optimise(setting, space, objective, solver, deadline)
@@ -188,10 +199,29 @@ def optimise(setting: Setting, space: DecisionSpace, objective: str, deadline: f
     if solver == "exhaustive":
         from planner.solvers import exhaustive
         found, evaluations = exhaustive.optimise(setting, space, objective)
-        return found, evaluations, math.inf
+        return found, evaluations, (0.0 if objective == "max_compute" else math.inf)
     if objective == "max_compute":
         return max_compute(setting, space, deadline)
     return (min_time if objective == "min_time" else min_cost)(setting, space, deadline)
+
+
+def _without_bounds_if_needed(setting: Setting, space: DecisionSpace, solver: str) -> tuple[str, DecisionSpace]:
+    """("exhaustive", the space without its streaming and micro-batch reductions) when a
+    monotonicity the branch and bound's bounds need fails with no fallback bound
+    (`planner.solvers.monotone`; those reductions rest on the same facts) and that space is
+    small enough to score every plan; raises `InputError` naming the constants when it is
+    not; else (`solver`, `space`) unchanged."""
+    from planner.solvers import monotone
+    problems = monotone.check(setting).unsupported
+    if not problems:
+        return solver, space
+    streaming = (True, False) if space.streaming == (True,) and space.streaming_off_allowed else space.streaming
+    full = dataclasses.replace(space, streaming=streaming, all_micro_batches=True)
+    if full.size(setting) <= monotone.EXHAUSTIVE_MAX_PLANS:
+        return "exhaustive", full
+    raise InputError([Problem(p.path, f"{p.message}; no exact search bound holds without it and the space "
+                                      f"({full.size(setting):,} plans) is too large to score every plan")
+                      for p in problems])
 
 
 def plan_from_batch(b: PlanBatch, i: int, is_moe: bool) -> Plan:
@@ -236,21 +266,25 @@ def binding_limits(e: Evaluation, space: DecisionSpace, objective: str = "min_ti
     return out
 
 
-def explain_infeasible(s: Setting, space: DecisionSpace) -> list[str]:
-    """Which limits cannot be met together, in words."""
+def explain_infeasible(s: Setting, space: DecisionSpace, deadline: float = math.inf) -> list[str]:
+    """Which limits cannot be met together, in words. Past `deadline` (time.perf_counter()) the
+    searches for the closest plan stop; the limits that do not depend on H and R are then stated."""
     batches = list(bnb.batches(s, space))
+    if time.perf_counter() >= deadline:
+        batches = []
     if batches and s.target_kind == "c_quality":
         # C_quality grows with the run: the target is missed exactly when the most C_quality
         # within the limit falls short (and the time bound is weak near the loss floor).
-        most, _, _ = max_compute(s, space.for_objective(s, "max_compute"))
-        if most is not None:
+        most, _, upper = max_compute(s, space.for_objective(s, "max_compute"), deadline)
+        if most is not None and upper <= most[1] * (1 + bnb.TIE_REL):
             at_goodput = f" at goodput {s.goodput:g}" if s.goodput < 1 else ""
             return [f"duration-limit: the most C_quality any plan reaches in {s.window_s / SECONDS_PER_DAY:,.1f} "
                     f"days{at_goodput} is {most[1]:.3e} FLOP, the target is {s.target:.3e} FLOP"]
     elif batches:
-        fastest = best_of(s, [bnb.minimise_time(s, b, space.max_inner_steps, space.max_regional_rounds)
-                            for b in batches])
-        if fastest is not None:
+        found = [bnb.minimise_time(s, b, space.max_inner_steps, space.max_regional_rounds, deadline=deadline)
+                 for b in batches]
+        fastest = best_of(s, found)
+        if fastest is not None and all(f.open_bound == math.inf for f in found):
             at_goodput = f" at goodput {s.goodput:g}" if s.goodput < 1 else ""
             return [f"duration-limit: the fastest plan reaches the target in {fastest[1] / SECONDS_PER_DAY:,.1f} "
                     f"days{at_goodput}, the limit is {s.window_s / SECONDS_PER_DAY:,.1f} days"]
@@ -272,4 +306,7 @@ def explain_infeasible(s: Setting, space: DecisionSpace) -> list[str]:
     if s.is_moe:
         reasons.append("mixture of experts: expert parallelism can cut the state per node in flat and "
                        "hierarchical modes (search.expert_parallel)")
+    if time.perf_counter() >= deadline:
+        reasons.append("time limit: reached while explaining, so the closest plan to the limits was not "
+                       "searched for; the lines above say what each limit allows")
     return reasons

@@ -1,9 +1,9 @@
-"""The planner's decision space (PLANNER.md, "Decisions"), narrowed by the instance.
+"""The planner's decision space (docs/planner.md, "The declared space"), narrowed by the instance.
 
 A plan is (mode, precision, nodes N, pipeline stages S, group size k, inner steps H,
 regional rounds R, compression Cr, micro-batches M, activation compression Ca,
 streaming, expert-parallel scope). `DecisionSpace.classes(...)` lists every valid
-combination of all decisions but the replica count n (N = n, or n S for pipelines),
+combination of all decisions but the replica count n (N = n, or max(n S, min_nodes) for pipelines),
 H and R, each with the interval of n that meets every limit not depending on H or R
 (memory per node, node count, the mode's structure, budget); the solvers choose n, H, R.
 
@@ -15,9 +15,11 @@ linear v1 or no replica penalty (C_local is then proportional to the tokens):
   without, H t_step + t_sync (at both levels of a hierarchy), all else equal; so when
   streaming is allowed, plans without it are never better and lose ties (streaming on
   is preferred), and are not listed.
-- PP-group: T depends on N only through G = floor(N / S), so only N = G S is listed
-  (a larger N with the same G is faster by nothing and costs more; the tie-break
-  prefers fewer nodes). Pipeline over the WAN uses N = S.
+- PP-group: T depends on N only through G = floor(N / S), so per G only the fewest valid
+  nodes are listed, N = max(G S, min_nodes) (a larger N with the same G is faster by
+  nothing and costs more; the tie-break prefers fewer nodes); when `search.min_nodes` is
+  not a multiple of S the smallest G runs with min_nodes - G S idle nodes. Pipeline over
+  the WAN uses N = max(S, min_nodes) (idle nodes beyond S likewise).
 - Pipelines: M enters only the pipeline step time t_pp, and the time to target is
   non-decreasing in t_pp for every H, so per (precision, S, Ca) only the M of least
   t_pp is listed (ties to the smaller M).
@@ -71,7 +73,9 @@ class DecisionSpace:
         monotone = not (objective == "max_compute" and setting.target_kind == "c_local"
                         and setting.assumptions.replica_penalty == "chinchilla")
         if monotone:
-            return self
+            # dtplan's overlap of a blocking sync with the last micro-batch's backward pass
+            # (physics.overlap_window_s) makes the outer step depend on M beyond t_step
+            return replace(self, all_micro_batches=True) if setting.assumptions.dp_overlap else self
         streaming = (True, False) if self.streaming == (True,) and self.streaming_off_allowed else self.streaming
         return replace(self, streaming=streaming, all_micro_batches=True)
 
@@ -105,7 +109,7 @@ class DecisionSpace:
     def classes(self, setting: Setting, mode: str, precision: str, expert_parallel: str = "none") -> "Classes | None":
         """Every valid combination of all decisions but n (replicas), H and R, each with its range of n.
 
-        A class's plans use N = n * unit nodes (unit = S for pipelines, else 1). The valid
+        A class's plans use N = max(n unit, min_nodes) nodes (unit = S for pipelines, else 1). The valid
         n form an interval: the mode's structure needs n >= a threshold, cost grows with n
         (budget, node limit), and memory per node is constant in n or, with global expert
         parallelism, falls with n (found by bisection on the evaluator's memory figure).
@@ -116,7 +120,9 @@ class DecisionSpace:
         if c is None or c.size == 0:
             return None
         if setting.budget_usd is not None and setting.node_price_usd > 0:
-            c.n_hi = np.minimum(c.n_hi, np.floor(setting.budget_usd / (c.unit * setting.node_price_usd)).astype(np.int64))
+            affordable = np.floor(setting.budget_usd / setting.node_price_usd)     # nodes, as a float
+            n_hi = np.minimum(c.n_hi, np.floor(affordable / c.unit))
+            c.n_hi = np.where(c.min_nodes > affordable, 0, n_hi).astype(np.int64)
         c = c.take(c.n_lo <= c.n_hi)
         if c.size == 0:
             return None
@@ -142,9 +148,8 @@ class DecisionSpace:
 
     def _classes(self, rows: PlanBatch, n_lo, n_hi, unit) -> "Classes":
         shape = rows.nodes.shape
-        return Classes(rows, np.broadcast_to(np.asarray(n_lo, dtype=np.int64), shape).copy(),
-                       np.broadcast_to(np.asarray(n_hi, dtype=np.int64), shape).copy(),
-                       np.broadcast_to(np.asarray(unit, dtype=np.int64), shape).copy())
+        as_array = lambda x: np.broadcast_to(np.asarray(x, dtype=np.int64), shape).copy()
+        return Classes(rows, as_array(n_lo), as_array(n_hi), as_array(unit), as_array(self.min_nodes))
 
     def _flat(self, s: Setting, precision: str, ep: str) -> "Classes":
         g = self._grid(compression=self.compression, streaming=self.streaming)
@@ -185,14 +190,14 @@ class DecisionSpace:
         rows = pipes.take(rep)
         g = self._grid(k=np.arange(pipes.size), compression=self.compression, streaming=self.streaming)
         rows.compression, rows.streaming = g["compression"].astype(float), g["streaming"].astype(bool)
-        n_lo = np.maximum(2, -(-self.min_nodes // rows.stages))
+        n_lo = np.maximum(2, self.min_nodes // rows.stages)     # G S <= min_nodes < (G + 1) S: idle nodes
         return self._classes(rows, n_lo, self.max_nodes // rows.stages, rows.stages)
 
     def _pipeline_wan(self, s: Setting, precision: str, ep: str) -> "Classes | None":
         rows = self._pipelines(s, "pipeline_wan", precision)
         if rows is None:
             return None
-        ok = (rows.stages >= self.min_nodes) & (rows.stages <= self.max_nodes)
+        ok = np.maximum(rows.stages, self.min_nodes) <= self.max_nodes     # N = max(S, min_nodes)
         return self._classes(rows, np.where(ok, 1, 2), 1, rows.stages)
 
     def size(self, setting: Setting) -> int:
@@ -210,25 +215,39 @@ class DecisionSpace:
 
 @dataclass
 class Classes:
-    """Plans that differ only in the replica count n, over the interval n_lo..n_hi."""
+    """Plans that differ only in the replica count n, over the interval n_lo..n_hi.
+
+    A plan of class k with n replicas uses N = max(n unit_k, min_nodes_k) nodes: n unit_k
+    busy, the rest (at most unit_k - 1, only at the smallest n) idle, so that a search
+    floor on N that is not a multiple of S hides no pipeline plan."""
 
     rows: PlanBatch        # one row per class (its nodes, H and R fields are placeholders)
     n_lo: np.ndarray
     n_hi: np.ndarray
     unit: np.ndarray       # nodes per replica: S for pipelines, else 1
+    min_nodes: np.ndarray | None = None   # fewest nodes a plan may use (None: no floor)
+
+    def __post_init__(self):
+        if self.min_nodes is None:
+            self.min_nodes = np.zeros_like(self.n_lo)
 
     @property
     def size(self) -> int:
         return int(self.n_lo.size)
 
+    def nodes(self, idx, n) -> np.ndarray:
+        """N = max(n unit, min_nodes) of the classes `idx` at n replicas (strictly increasing in n >= n_lo)."""
+        return np.maximum(np.asarray(n, dtype=np.int64) * self.unit[idx], self.min_nodes[idx])
+
     def plans(self, idx, n, h, r) -> PlanBatch:
         """Plans of the classes `idx` with n replicas, H inner steps, R regional rounds."""
         sub = self.rows.take(idx)
         shape = sub.nodes.shape
-        sub.nodes = np.broadcast_to(np.asarray(n, dtype=np.int64) * self.unit[idx], shape).copy()
+        sub.nodes = np.broadcast_to(self.nodes(idx, n), shape).copy()
         sub.inner_steps = np.broadcast_to(np.asarray(h, dtype=np.int64), shape).copy()
         sub.regional_rounds = np.broadcast_to(np.asarray(r, dtype=np.int64), shape).copy()
         return sub
 
     def take(self, index) -> "Classes":
-        return Classes(self.rows.take(index), self.n_lo[index], self.n_hi[index], self.unit[index])
+        return Classes(self.rows.take(index), self.n_lo[index], self.n_hi[index], self.unit[index],
+                       self.min_nodes[index])

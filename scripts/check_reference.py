@@ -11,7 +11,8 @@ Search cases (find_nodes_for_target, find_optimal_config_for_target, sweep_model
 with --verbose), then per search function how many passed and failed (dtplan at least as
 good as the reference, its plan feasible when re-scored) and how often and by how much
 dtplan is strictly better (fewer nodes, lower cost, more C_quality; median and max).
-Exit status 0 when no case fails, 1 otherwise.
+Exit status 0 when no case fails, 1 otherwise, 2 when the file cannot be read (missing,
+a folder, not JSON, not a list of cases).
 """
 
 from __future__ import annotations
@@ -28,13 +29,40 @@ from planner.reference.conformance import SEARCH_FUNCTIONS, check_case  # noqa: 
 from planner.reference.search import answer, describe, summarise  # noqa: E402
 
 
+class BadCasesFile(Exception):
+    """A reference-case file that cannot be read; the message says why."""
+
+
+def read_cases(path: Path) -> list[dict]:
+    """The cases of a reference-case file: a JSON list of objects with "function" (and "id")."""
+    hint = ("the reference cases are not part of the repository: they live beside the clone, in "
+            "../shared/conformance/reference_cases.json (or $DTPLAN_SHARED_DIR/conformance/)")
+    if not path.exists():
+        raise BadCasesFile(f"{path}: no such file; {hint}")
+    if path.is_dir():
+        raise BadCasesFile(f"{path} is a folder; give the JSON file, e.g. {path / 'reference_cases.json'}")
+    try:
+        cases = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError) as err:
+        raise BadCasesFile(f"{path}: cannot read: {err}") from None
+    except json.JSONDecodeError as err:
+        raise BadCasesFile(f"{path}: not JSON: {err.msg} at line {err.lineno} column {err.colno}") from None
+    if not isinstance(cases, list) or not all(isinstance(c, dict) and "function" in c for c in cases):
+        raise BadCasesFile(f"{path}: expected a JSON list of cases, each an object with a \"function\" key")
+    return cases
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("cases", type=Path, help="a JSON file in the format of reference_cases.json")
     parser.add_argument("--verbose", action="store_true", help="also list passing cases")
     parser.add_argument("--no-search", action="store_true", help="skip the search cases (about 17 s)")
     args = parser.parse_args(argv)
-    cases = json.loads(args.cases.read_text())
+    try:
+        cases = read_cases(args.cases)
+    except BadCasesFile as err:
+        print(f"check_reference.py: {err}", file=sys.stderr)
+        return 2
     results = [check_case(case) for case in cases if case["function"] not in SEARCH_FUNCTIONS]
     searches = [case for case in cases if case["function"] in SEARCH_FUNCTIONS]
     for r in results:

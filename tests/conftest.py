@@ -1,4 +1,9 @@
-"""Shared test fixtures: where the reference cases live."""
+"""Shared test fixtures: where the reference cases live.
+
+The reference cases are not in the repository (../shared/conformance, or
+$DTPLAN_SHARED_DIR/conformance). Without them the conformance tests skip, and the run
+says so loudly: a line in the header and in the final summary, and a pytest warning.
+"""
 
 import json
 import os
@@ -9,6 +14,24 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 SHARED = Path(os.environ.get("DTPLAN_SHARED_DIR", REPO.parent / "shared"))
 REFERENCE_CASES = SHARED / "conformance" / "reference_cases.json"
+
+
+MISSING_REFERENCE = (f"reference cases not found at {REFERENCE_CASES}: the conformance tests are SKIPPED; "
+                     f"set DTPLAN_SHARED_DIR to the folder that holds conformance/reference_cases.json")
+
+
+def pytest_configure(config) -> None:
+    if not REFERENCE_CASES.exists():
+        config.issue_config_time_warning(pytest.PytestWarning(MISSING_REFERENCE), stacklevel=2)
+
+
+def pytest_report_header(config) -> str | None:
+    return None if REFERENCE_CASES.exists() else "WARNING: " + MISSING_REFERENCE
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config) -> None:
+    if not REFERENCE_CASES.exists():
+        terminalreporter.write_sep("!", "WARNING: " + MISSING_REFERENCE, yellow=True, bold=True)
 
 
 def load_reference_cases() -> list[dict]:
@@ -22,5 +45,5 @@ def load_reference_cases() -> list[dict]:
 def reference_cases() -> list[dict]:
     cases = load_reference_cases()
     if not cases:
-        pytest.skip(f"reference cases not found at {REFERENCE_CASES} (set DTPLAN_SHARED_DIR)")
+        pytest.skip(MISSING_REFERENCE)
     return cases

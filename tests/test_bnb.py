@@ -77,7 +77,7 @@ def naive(setting: Setting, space: DecisionSpace, objective: str, streaming=(Tru
             grid = np.meshgrid(*[np.asarray(list(v)) for v in axes.values()], indexing="ij")
             b = PlanBatch.of(mode, precision, expert_parallel=ep, **{k: g.ravel() for k, g in zip(axes, grid)})
             if mode == "pipeline_wan":
-                b = b.take(b.nodes == b.stages)
+                b = b.take(b.nodes >= b.stages)     # nodes beyond S idle (the tie order prefers none)
             if b.size == 0:
                 continue
             out = score(setting, b, fleet_nodes=space.max_nodes)
@@ -168,3 +168,145 @@ def test_bnb_matches_brute_force_on_plateaus(seed, objective):
     setting = setting.replace(assumptions=load_profile("simulator"), wan_rtt_s=0.0)
     space = dataclasses.replace(space, compression=(1.0, 16.0))
     check_against_brute_force(setting, space, streaming, objective, rel=1e-12)
+
+
+# -- constants that break a monotonicity the bounds rest on (planner.solvers.monotone) ----------------
+
+def _eta_h_rises(setting: Setting) -> Setting:
+    """alpha(P) < 0: a 0.2B model with alpha_log_divisor 0.6 (1 + log10(0.2) / 0.6 < 0), so eta_H
+    rises with H_eff (the case of issue 10 item 1: bnb certified a plan ~4% below the optimum)."""
+    return setting.replace(params=2e8, active_params=2e8, moe_layers=0,
+                           assumptions=setting.assumptions.replace(alpha_log_divisor=0.6))
+
+
+def _eta_h_above_one(setting: Setting) -> Setting:
+    """eta_h_floor > 1: every synchronised plan has eta_H > 1, a single node eta_H = 1."""
+    return setting.replace(assumptions=setting.assumptions.replace(eta_h_floor=1.3))
+
+
+@pytest.mark.parametrize("seed", range(12))
+@pytest.mark.parametrize("objective", ["min_time", "min_cost", "max_compute"])
+@pytest.mark.parametrize("variant", [_eta_h_rises, _eta_h_above_one])
+def test_bnb_matches_brute_force_when_efficiency_can_rise(seed, objective, variant):
+    setting, space, streaming = random_case(5000 + seed)
+    check_against_brute_force(variant(setting), space, streaming, objective, rel=1e-12)
+
+
+@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("objective", ["min_time", "max_compute"])
+@pytest.mark.parametrize("variant", [_eta_h_rises, _eta_h_above_one])
+def test_bnb_matches_brute_force_when_efficiency_can_rise_c_quality(seed, objective, variant):
+    setting, space, streaming = random_case(5100 + seed, target_kind="c_quality")
+    check_against_brute_force(variant(setting), space, streaming, objective, rel=1e-9)
+
+
+def test_the_issue_case_where_bnb_certified_a_worse_plan():
+    """Seed 4 of the generator with alpha < 0: max_compute of C_local was ~3.6% below the
+    brute force's optimum before the bound took eta_H's box maximum."""
+    setting, space, streaming = random_case(4)
+    expected = naive(_eta_h_rises(setting), space, "max_compute", streaming)
+    found, _, _ = optimise(_eta_h_rises(setting), space, "max_compute")
+    assert found[1] == pytest.approx(1.0 / expected[0][0], rel=1e-12)
+
+
+def test_monotonicity_facts_from_the_constants():
+    from planner.solvers import monotone
+    setting, _, _ = random_case(0)
+    assert monotone.check(setting) == monotone.Monotonicity(eta_h_falls=True)
+    assert not monotone.check(_eta_h_rises(setting)).eta_h_falls
+    assert monotone.check(_eta_h_above_one(setting)) == monotone.Monotonicity(eta_h_falls=True)
+    singular = setting.replace(params=1e6, active_params=1e6, moe_layers=0,
+                               assumptions=setting.assumptions.replace(alpha_log_divisor=3.0))
+    assert [p.path for p in monotone.check(singular).unsupported] == ["assumptions.constants.alpha_log_divisor"]
+    broken = setting.replace(assumptions=setting.assumptions.replace(
+        straggler="relay", straggler_relay_coefficient=-0.02, replica_h_ref=0.5, chinchilla_beta=0.0))
+    assert sorted(p.path.split(".")[-1] for p in monotone.check(broken).unsupported) == \
+        ["chinchilla_beta", "replica_h_ref", "straggler_relay_coefficient"]
+
+
+def _unsupported(setting: Setting) -> Setting:
+    """Constants the schema rejects but a Setting built by hand may hold: the straggler factor
+    falls with n and the replica exponent is negative (no bound of the search holds)."""
+    return setting.replace(assumptions=setting.assumptions.replace(
+        straggler="synchronous", straggler_sync_coefficient=-0.05, replica_h_ref=0.5))
+
+
+@pytest.mark.parametrize("seed", range(5))
+@pytest.mark.parametrize("objective", ["min_time", "min_cost", "max_compute"])
+def test_without_a_valid_bound_small_spaces_are_scored_plan_by_plan(seed, objective):
+    setting, space, streaming = random_case(5200 + seed)
+    check_against_brute_force(_unsupported(setting), space, streaming, objective, rel=1e-12)
+
+
+def test_without_a_valid_bound_large_spaces_are_rejected_naming_the_constants():
+    from planner.schema.errors import InputError
+    from planner.solvers import bnb
+    setting, space, _ = random_case(0)
+    setting = _unsupported(setting).replace(budget_usd=None)
+    space = dataclasses.replace(space, max_nodes=10_000, max_inner_steps=10_000)
+    with pytest.raises(InputError) as err:
+        optimise(setting, space, "min_time")
+    assert {p.path for p in err.value.problems} == {"assumptions.constants.straggler_sync_coefficient",
+                                                   "assumptions.constants.replica_h_ref"}
+    with pytest.raises(InputError):      # called directly, the search refuses too (never certifies)
+        bnb.minimise_time(setting, next(bnb.batches(setting, space)), 10, 1)
+
+
+@pytest.mark.parametrize("seed", range(8))
+@pytest.mark.parametrize("objective", ["min_time", "min_cost", "max_compute"])
+def test_exhaustive_oracle_matches_brute_force(seed, objective):
+    """The oracle itself (solver "exhaustive"), with alpha < 0, against the brute force."""
+    setting, space, streaming = random_case(5300 + seed)
+    setting = _eta_h_rises(setting)
+    expected = naive(setting, space, objective, streaming)
+    found, _, _ = optimise(setting, space, objective, solver="exhaustive")
+    if expected is None:
+        assert found is None
+        return
+    want = 1.0 / expected[0][0] if objective == "max_compute" else expected[0][0]
+    assert found[1] == pytest.approx(want, rel=1e-12)
+    assert tie_key(setting, found[0], 0) == tie_key(setting, expected[1], 0)
+
+
+# -- search.min_nodes not a multiple of the stages (issue 10 item 2) ---------------------------------
+
+@pytest.mark.parametrize("seed", range(20))
+@pytest.mark.parametrize("objective", ["min_time", "min_cost", "max_compute"])
+def test_bnb_matches_brute_force_with_a_node_floor(seed, objective):
+    """search.min_nodes anywhere in 2..max_nodes (mostly not a multiple of S): pipelines with
+    idle nodes, N = max(G S, min_nodes), are in the space (they were hidden: N = G S only)."""
+    setting, space, streaming = random_case(6000 + seed)
+    rng = np.random.default_rng(seed)
+    space = dataclasses.replace(space, max_nodes=max(space.max_nodes, 5),
+                                min_nodes=int(rng.integers(2, max(space.max_nodes, 5) + 1)))
+    check_against_brute_force(setting, space, streaming, objective, rel=1e-12)
+
+
+def _five_nodes_two_stages(target_kind: str = "c_local"):
+    """The issue's shape: a 150B model that needs 2 stages, 5 nodes, search.min_nodes 5, S <= 2."""
+    setting, space, streaming = random_case(0, target_kind=target_kind)
+    setting = setting.replace(params=150e9, active_params=150e9, moe_layers=0, memory_bytes=1280e9,
+                              budget_usd=None, window_s=5000 * 86400.0, target_flop=1e21)
+    space = dataclasses.replace(space, min_nodes=5, max_nodes=5, max_stages=2)
+    return setting, space, streaming
+
+
+@pytest.mark.parametrize("objective", ["min_time", "min_cost", "max_compute"])
+@pytest.mark.parametrize("target_kind", ["c_local", "c_quality"])
+def test_five_nodes_with_min_nodes_five_and_two_stages(objective, target_kind):
+    setting, space, streaming = _five_nodes_two_stages(target_kind)
+    found, _, _ = optimise(setting, space, objective)
+    assert found is not None
+    assert found[0].mode == "pp_group" and int(found[0].nodes[0]) == 5 and int(found[0].stages[0]) == 2
+    check_against_brute_force(setting, space, streaming, objective, rel=1e-9)
+    assert optimise(setting, space, objective, solver="exhaustive")[0][1] == pytest.approx(found[1], rel=1e-12)
+
+
+def test_min_cost_answers_five_nodes_when_five_suffice():
+    """min_nodes 5 and up to 6 nodes: the cheapest plan uses 5 (2 groups of 2 stages, one node
+    idle), not 6 (3 groups), as long as 2 groups reach the target in time."""
+    setting, space, streaming = _five_nodes_two_stages()
+    space = dataclasses.replace(space, max_nodes=6)
+    found, _, _ = optimise(setting, space, "min_cost")
+    assert int(found[0].nodes[0]) == 5
+    check_against_brute_force(setting, space, streaming, "min_cost", rel=1e-12)

@@ -209,3 +209,52 @@ def test_compute_box_bound_holds_for_every_plan_of_the_box(case, n1, dn, h1, dh,
     for kind in ("c_quality", "c_local"):
         lower, _ = _compute_box(s, c, box, kind)
         assert np.all(out[kind] <= (1 / lower[0]) * (1 + 1e-9)), kind
+
+
+# -- both box bounds, with constants that make efficiency rise (planner/solvers/monotone.py) ---------
+
+from planner.solvers import monotone  # noqa: E402
+from planner.solvers.bnb import _time_box  # noqa: E402
+
+
+@settings(max_examples=150, deadline=None)
+@given(case=cases(), divisor=st.floats(0.3, 10), floor=st.floats(0, 1.5), small=st.booleans(),
+       n1=st.integers(1, 300), dn=st.integers(0, 40), h1=st.integers(1, 3000), dh=st.integers(0, 30),
+       r1=st.integers(1, 200), dr=st.integers(0, 4), window_days=st.floats(1, 2000))
+def test_box_bounds_hold_when_eta_h_rises_or_exceeds_one(case, divisor, floor, small, n1, dn, h1, dh, r1, dr,
+                                                        window_days):
+    """alpha(P) < 0 (small model, small `alpha_log_divisor`) or `eta_h_floor` > 1: the time and
+    compute bounds of a box still hold for every plan in it. (The search never puts one node in
+    a box with more: n1 = 1 boxes hold n = 1 only.)"""
+    s, mode, ep, fixed = case
+    a = s.assumptions.replace(alpha_log_divisor=divisor, eta_h_floor=floor)
+    s = s.replace(window_s=window_days * 86400.0, assumptions=a)
+    if small:
+        s = s.replace(params=2e8, active_params=2e8, moe_layers=0)
+        ep = "none"
+    mono = monotone.check(s)
+    if mono.unsupported or mode == "pipeline_wan":
+        return
+    if mode == "hierarchical":
+        n1 = max(n1, 2 * fixed["group_size"])
+    else:
+        r1, dr = 1, 0
+    if n1 == 1:
+        dn = 0
+    unit = fixed["stages"] if mode == "pp_group" else 1
+    rows = PlanBatch.of(mode, "fp16", nodes=unit, expert_parallel=ep, **fixed)
+    c = Classes(rows, np.array([n1]), np.array([n1 + dn]), np.array([unit]))
+    box = {"i": np.array([0]), "n1": np.array([n1]), "n2": np.array([n1 + dn]), "h1": np.array([h1]),
+           "h2": np.array([h1 + dh]), "r1": np.array([r1]), "r2": np.array([r1 + dr])}
+    grid = np.meshgrid(np.arange(n1, n1 + dn + 1), np.arange(h1, h1 + dh + 1), np.arange(r1, r1 + dr + 1),
+                       indexing="ij")
+    n, h, r = (x.ravel() for x in grid)
+    from planner.cost.score import time_to_target as evaluate_time, window_compute
+    plans = c.plans(np.zeros(n.size, int), n, h, r)
+    out = window_compute(s, plans)
+    for kind in ("c_quality", "c_local"):
+        lower, _ = _compute_box(s, c, box, kind, mono)
+        assert np.all(out[kind] <= (1 / lower[0]) * (1 + 1e-9)), kind
+    times = evaluate_time(s, plans)["time_to_target_s"]
+    lower, _ = _time_box(s, c, box, mono)
+    assert np.all(times >= lower[0] * (1 - 1e-9))

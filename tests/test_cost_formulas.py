@@ -1,4 +1,4 @@
-"""Hand-checked values for each formula of COST_MODEL.md.
+"""Hand-checked values for each formula of docs/cost_model.md.
 
 Every expected number is worked out in the test from the formula as printed in the
 spec (or from exact powers of two that make it short), never copied from the code.
@@ -186,4 +186,4 @@ def test_hidden_size_default():
 def test_max_run_duration_from_growth_rates():
     ooms = math.log10(1.37) + math.log10(3.0) + math.log10(3.5)
     assert max_run_days(1.37, 3.0, 3.5) == pytest.approx(365 / (ooms * math.log(10)))
-    assert max_run_days(1.37, 3.0, 3.5) == pytest.approx(136.9, abs=0.05)   # COST_MODEL.md section 8
+    assert max_run_days(1.37, 3.0, 3.5) == pytest.approx(136.9, abs=0.05)   # docs/cost_model.md section 8

@@ -1,4 +1,4 @@
-"""Hand-checked throughput and run-level figures for each mode (COST_MODEL.md sections 4-7)."""
+"""Hand-checked throughput and run-level figures for each mode (docs/cost_model.md sections 4-7)."""
 
 import math
 

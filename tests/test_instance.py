@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 from pydantic import ValidationError
 
 from planner.schema import catalog
-from planner.cost.assumptions import NUMERIC_FIELDS, SETTABLE_FIELDS, TABLE_FIELDS
+from planner.cost.assumptions import BOOL_CONSTANTS, CHOICE_CONSTANTS, NUMERIC_FIELDS, SETTABLE_FIELDS, TABLE_FIELDS
 from planner.schema.errors import InputError, Problem
 from planner.schema.instance import DEFAULT_MAX_DAYS, Instance, load_instance, parse_instance
 
@@ -319,7 +319,7 @@ def test_bad_assumptions():
         "profile": "simulator", "stragler": "relay", "straggler": "relays", "error_feedback": "yes", "alpha_coefficient": -1,
         "chinchilla_e": 0, "activation_quality": {"0.5": [1, 1, 1], "4": [1, 1.2, 0.9], "x": [1, 1, 1]},
         "compression_quality_no_ef": []}})) == [
-        "assumptions.profile: must be one of 'reference', 'report-v1', 'simulator'; got 'report-v2' "
+        "assumptions.profile: must be one of 'dtplan', 'reference', 'report-v1', 'simulator'; got 'report-v2' "
         "(did you mean 'report-v1'?)",
         "assumptions.mfu: must be a number in (0, 1], got 1.5",
         "assumptions.constants.profile: not a constant: set assumptions.profile instead",
@@ -339,7 +339,7 @@ def test_bad_assumptions():
 
 
 def test_every_settable_constant_has_a_check():
-    checked = set(NUMERIC_FIELDS) | set(TABLE_FIELDS) | {"scenario", "straggler", "replica_penalty", "error_feedback"}
+    checked = set(NUMERIC_FIELDS) | set(TABLE_FIELDS) | set(CHOICE_CONSTANTS) | set(BOOL_CONSTANTS)
     assert set(SETTABLE_FIELDS) <= checked
 
 

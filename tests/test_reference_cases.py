@@ -9,14 +9,14 @@ import pytest
 
 from planner.reference.conformance import SEARCH_FUNCTIONS, check_case
 from planner.reference.search import answer
-from tests.conftest import load_reference_cases
+from tests.conftest import MISSING_REFERENCE, load_reference_cases
 
 EVALUATION_CASES = [c for c in load_reference_cases() if c["function"] not in SEARCH_FUNCTIONS]
 # The search cases (planner.reference.search), all 84 (about 17 s together).
 SEARCH_CASES = [c for c in load_reference_cases() if c["function"] in SEARCH_FUNCTIONS]
 
 
-@pytest.mark.skipif(not EVALUATION_CASES, reason="reference cases not found (set DTPLAN_SHARED_DIR)")
+@pytest.mark.skipif(not EVALUATION_CASES, reason=MISSING_REFERENCE)
 @pytest.mark.parametrize("case", EVALUATION_CASES, ids=[c["id"] for c in EVALUATION_CASES])
 def test_reference_case(case):
     result = check_case(case)
@@ -30,7 +30,7 @@ def test_every_reference_function_is_covered(reference_cases):
                          "compute_moe_ep_scenario", "simulate_diloco", "straggler_factor", "chinchilla_efficiency"}
 
 
-@pytest.mark.skipif(not SEARCH_CASES, reason="reference cases not found (set DTPLAN_SHARED_DIR)")
+@pytest.mark.skipif(not SEARCH_CASES, reason=MISSING_REFERENCE)
 @pytest.mark.parametrize("case", SEARCH_CASES, ids=[c["id"] for c in SEARCH_CASES])
 def test_reference_search_case(case):
     """dtplan's planner answers the reference's search at least as well, with a feasible plan."""

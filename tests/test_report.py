@@ -103,3 +103,150 @@ def test_compare_ranks_every_preset_for_a_1e27_target(tmp_path):
         assert row["hardware"] in html
     days = [row["evaluation"]["values"]["time_to_target_s"] for row in rows if row["plan"]]
     assert days == sorted(days)                      # ranked by time to target
+
+
+# -- provenance, evaluate --report, fixes with plots, timeline, bar values, limit line (issue 10 items 12, 14) --
+
+BASELINE, BASELINE_PLAN = "instances/baseline-1e25.json", "instances/baseline-1e25.plan.json"
+
+
+def _provenance_ok(text: str, instance, command: list[str]) -> None:
+    from planner.present.report import dtplan_version
+    a = instance.resolved_assumptions()
+    assert "Provenance" in text and f"dtplan: {dtplan_version()}" in text
+    assert f"assumption profile: {a.profile}" in text and f"MFU: {a.mfu:g}" in text
+    assert "overridden constants:" in text
+    assert "dtplan " + " ".join(command) in text
+
+
+def test_every_report_says_how_it_was_made(tmp_path):
+    instance = tmp_path / "i.json"
+    instance.write_text(json.dumps(BASE))
+    runs = {"solve": ["solve", SHIPPED], "evaluate": ["evaluate", BASELINE, BASELINE_PLAN],
+            "feasible": ["feasible", str(instance)],
+            "compare": ["compare", SHIPPED, "--hardware", "16xH100-SXM,7xB200"]}
+    for name, args in runs.items():
+        out = tmp_path / f"{name}.md"
+        command = args + ["--report", str(out)]
+        r = _run(*command)
+        assert r.exit_code in (0, 1), r.output
+        _provenance_ok(out.read_text(), load_instance(args[1]), command)
+
+
+def test_overridden_constants_are_listed(tmp_path):
+    data = json.loads(open(SHIPPED).read())
+    data.setdefault("assumptions", {})["constants"] = {"alpha_log_divisor": 9.0}
+    data["assumptions"]["mfu"] = 0.35
+    path = tmp_path / "i.json"
+    path.write_text(json.dumps(data))
+    out = tmp_path / "r.md"
+    assert _run("solve", path, "--report", out).exit_code == 0
+    text = out.read_text()
+    assert "overridden constants: mfu = 0.35, alpha_log_divisor = 9.0" in text and "MFU: 0.35" in text
+
+
+def test_evaluate_report_in_a_browser(tmp_path):
+    from planner.evaluate import evaluate
+    from planner.schema.plan import load_plan
+    out = tmp_path / "evaluate.html"
+    r = _run("evaluate", BASELINE, BASELINE_PLAN, "--report", out)
+    e = evaluate(load_instance(BASELINE), load_plan(BASELINE_PLAN))
+    assert r.exit_code == (0 if e.feasible else 1)
+    html = out.read_text()
+    assert len(re.findall(r"src='data:image/png;base64,", html)) == 2
+    dom = _browser_text(out)
+    assert ("MEETS EVERY LIMIT" if e.feasible else "BREAKS A LIMIT") in dom
+    for violation in e.violations:
+        assert violation in html.replace("&#x27;", "'")
+    assert f"${e.values['cost_usd']:,.0f}" in dom and e.plan.mode in dom
+    assert _run("evaluate", BASELINE, BASELINE_PLAN, "--report", tmp_path / "x.pdf").exit_code == 2
+
+
+def test_infeasible_feasible_report_shows_each_fix_with_its_plots(tmp_path):
+    instance = tmp_path / "i.json"
+    instance.write_text(json.dumps(BASE))
+    out = tmp_path / "feasible.html"
+    r = _run("feasible", instance, "--report", out, "--json")
+    assert r.exit_code == 1
+    fixes = json.loads(r.stdout)["fixes"]
+    assert fixes
+    html = out.read_text()
+    assert len(re.findall(r"src='data:image/png;base64,", html)) == 2 * len(fixes)
+    for i, fix in enumerate(fixes, 1):
+        assert f"Plan with fix {i} ({fix['limit']}" in html
+        assert f"<td>mode</td><td>{fix['plan']['mode']}</td>" in html
+
+
+def _lanes_end(lanes) -> float:
+    return max(start + length for segments in lanes.values() for start, length in segments)
+
+
+@pytest.mark.parametrize("streaming", [True, False])
+@pytest.mark.parametrize("plan", [
+    {"mode": "flat", "nodes": 64, "precision": "fp8", "inner_steps": 50, "compression": 16.0},
+    {"mode": "hierarchical", "nodes": 64, "precision": "fp8", "inner_steps": 3, "compression": 16.0,
+     "group_size": 8, "regional_rounds": 4},
+])
+def test_outer_step_timeline_matches_the_cost_model(plan, streaming):
+    """The timeline's lanes end where the evaluator's outer step ends, and overlap exactly when streaming."""
+    from planner.evaluate import evaluate
+    from planner.present.plots import outer_step_lanes
+    from planner.schema.plan import parse_plan
+    instance = load_instance(SHIPPED)
+    e = evaluate(instance, parse_plan({**plan, "streaming": streaming}, instance))
+    v = e.values
+    lanes = outer_step_lanes(v, plan["mode"], streaming, plan["inner_steps"], plan.get("regional_rounds"))
+    assert _lanes_end(lanes) == pytest.approx(max(v["outer_time_s"], v["compute_block_s"]), rel=1e-12)
+    compute, wan = lanes["compute"], lanes["WAN sync"]
+    assert sum(d for _, d in compute) == pytest.approx(v["compute_block_s"], rel=1e-12)
+    local = {k: seg for k, seg in lanes.items() if k != "WAN sync"}   # compute and regional syncs
+    assert wan == [(0.0 if streaming else pytest.approx(_lanes_end(local)), pytest.approx(v["t_sync_s"]))]
+    if plan["mode"] == "hierarchical":
+        assert len(lanes["regional sync"]) == plan["regional_rounds"]
+        assert all(d == pytest.approx(v["t_regional_s"]) for _, d in lanes["regional sync"])
+    if not streaming:       # without streaming nothing overlaps: the step is the sum of the lanes
+        busy = sum(d for segments in lanes.values() for _, d in segments)
+        assert _lanes_end(lanes) == pytest.approx(busy, rel=1e-12)
+
+
+def test_efficiency_bars_carry_their_values():
+    from planner.present.plots import EFFICIENCY_BARS, efficiency_figure, pyplot
+    result = solve(load_instance(SHIPPED))
+    v = result.evaluation.values
+    fig = efficiency_figure(v)
+    try:
+        written = [t.get_text() for t in fig.axes[0].texts]
+        assert written == [f"{float(v[key]):.4f}" for _, key in EFFICIENCY_BARS]
+    finally:
+        pyplot().close(fig)
+
+
+def test_comparison_chart_draws_the_duration_limit():
+    from planner.evaluate import max_days
+    from planner.present.plots import comparison_figure, pyplot
+    from planner.questions.compare import compare
+    raw = json.loads(open(SHIPPED).read())
+    rows = compare(raw, ["16xH100-SXM", "7xB200"], objective="min_time")
+    limit = max_days(load_instance(SHIPPED))[0]
+    fig = comparison_figure(rows, "min_time", limit_days=limit)
+    try:
+        ax = fig.axes[0]
+        assert any(list(line.get_xdata()) == [limit, limit] for line in ax.lines)
+        assert any(t.get_text() == f" duration limit {limit:,.0f} d" for t in ax.texts)
+        assert ax.get_xlim()[1] > limit
+    finally:
+        pyplot().close(fig)
+
+
+def test_a_failed_report_leaves_the_old_one_whole(tmp_path, monkeypatch):
+    import planner.present.plots as plots
+    out = tmp_path / "solve.html"
+    out.write_text("the previous report")
+
+    def broken(*args, **kwargs):
+        raise OSError(28, "No space left on device")
+    monkeypatch.setattr(plots, "efficiency_png", broken)
+    r = _run("solve", SHIPPED, "--report", out)
+    assert r.exit_code == 2 and "No space left on device" in r.output
+    assert out.read_text() == "the previous report"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["solve.html"]

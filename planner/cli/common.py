@@ -1,47 +1,317 @@
-"""What every dtplan command shares: exit codes, the bad-input exception, loading, output checks, progress."""
+"""What every dtplan command shares: exit codes, errors (plain or JSON), the one way an instance
+is loaded (file, `--set` overrides, flags), output-path checks, JSON output, progress.
+
+Exit codes (the same for every command; `dtplan --help` and docs/cli.md list them):
+
+    0  success: a plan (or instance) that meets every limit
+    1  a verdict of "no": no plan meets every limit, or the plan given breaks one
+    2  bad input: every problem listed with its JSON path (or the flag), no traceback
+    3  the time limit was reached before any plan was found (neither a yes nor a no)
+    4  internal error: a bug in dtplan (one line; DTPLAN_DEBUG=1 prints the traceback)
+
+Under `--json`, standard output always holds exactly one JSON document: the result, or
+`{"error": {...}}` with the exit code, the kind, a message and the problems (path and
+message each); the plain message still goes to standard error.
+"""
 
 from __future__ import annotations
 
+import json
+import math
+import os
+import sys
+import traceback
 from pathlib import Path
+from typing import Any, Callable, Iterable
 
 import click
 
-from planner.schema.errors import InputError
+from planner.schema.errors import InputError, Problem
 
-EXIT_OK, EXIT_INFEASIBLE, EXIT_BAD_INPUT = 0, 1, 2
+EXIT_OK, EXIT_INFEASIBLE, EXIT_BAD_INPUT, EXIT_TIME_LIMIT, EXIT_INTERNAL = 0, 1, 2, 3, 4
+DEBUG_ENV = "DTPLAN_DEBUG"
+EXIT_CODES_HELP = ("Exit codes: 0 success; 1 no plan meets every limit (or the plan given breaks one); "
+                   "2 bad input (each problem named by its JSON path or flag); 3 the time limit was "
+                   "reached before any plan was found; 4 internal error (a bug: please report it; "
+                   f"{DEBUG_ENV}=1 shows the traceback).")
+_JSON_KEY = "dtplan.json"
+
+
+# -- errors ------------------------------------------------------------------------
+
+
+def _printable(text: str) -> str:
+    """`text` safe for any terminal encoding (lone surrogates and the like escaped)."""
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+def _json_mode() -> bool:
+    ctx = click.get_current_context(silent=True)
+    return bool(ctx and ctx.find_root().meta.get(_JSON_KEY))
+
+
+def emit_error(exit_code: int, kind: str, message: str, problems: Iterable[Problem] = (),
+               source: str | None = None, as_json: bool | None = None) -> None:
+    """The error on standard error (plain) and, under --json, as a JSON document on standard output."""
+    click.echo(_printable(message), err=True)
+    if as_json if as_json is not None else _json_mode():
+        error = {"exit_code": exit_code, "kind": kind, "message": _printable(message),
+                 "problems": [{"source": source, "path": p.path, "message": _printable(p.message)}
+                              for p in problems]}
+        click.echo(dumps({"error": error}))
 
 
 class BadInput(click.ClickException):
-    """Bad input: printed without a traceback, exit code 2."""
+    """Bad input: printed without a traceback, exit code 2 (JSON under --json)."""
 
     exit_code = EXIT_BAD_INPUT
 
-    def show(self, file=None) -> None:  # noqa: D102 - click API
-        click.echo(self.format_message(), err=True)
+    def __init__(self, message: str, problems: Iterable[Problem] = (), source: str | None = None):
+        super().__init__(message)
+        self.problems, self.source = list(problems), source
+
+    @classmethod
+    def from_error(cls, err: InputError, source: str | None = None) -> "BadInput":
+        source = source or err.source
+        return cls(str(InputError(err.problems, source)), err.problems, source)
+
+    def show(self, file=None, as_json: bool | None = None) -> None:  # noqa: D102 - click API
+        problems = self.problems or [Problem(self.message.split(":", 1)[0] if self.message.startswith("--") else "",
+                                             self.message)]
+        emit_error(self.exit_code, "bad_input", self.format_message(), problems, self.source, as_json)
+
+
+class DtplanGroup(click.Group):
+    """The `dtplan` group: notes whether --json was asked for (before parsing, so that even a
+    usage error comes as JSON), and turns any unexpected exception into exit code 4. It also
+    remembers the arguments it was called with, for the provenance of reports (`command_line`)."""
+
+    def main(self, args=None, prog_name=None, **extra):  # noqa: D102 - click API
+        _invocation[:] = ["dtplan", *(sys.argv[1:] if args is None else args)]
+        return super().main(args, prog_name, **extra)
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        ctx.meta[_JSON_KEY] = "--json" in args[: args.index("--")] if "--" in args else "--json" in args
+        return super().parse_args(ctx, args)
+
+    def invoke(self, ctx: click.Context) -> Any:
+        as_json = bool(ctx.meta.get(_JSON_KEY))
+        try:
+            return super().invoke(ctx)
+        except BadInput as err:
+            err.show(as_json=as_json)
+            raise click.exceptions.Exit(err.exit_code) from None
+        except click.ClickException as err:       # usage errors: exit 2 (click's own code)
+            if not as_json:
+                raise
+            emit_error(err.exit_code, "usage", f"Error: {err.format_message()}", as_json=True)
+            raise click.exceptions.Exit(err.exit_code) from None
+        except (click.exceptions.Exit, click.exceptions.Abort, KeyboardInterrupt):
+            raise
+        except Exception as err:                   # a bug: never a traceback, never exit 1
+            if os.environ.get(DEBUG_ENV, "") not in ("", "0"):
+                traceback.print_exc(file=sys.stderr)
+            kind = type(err).__name__
+            detail = str(err).splitlines()[0][:300] if str(err) else ""
+            emit_error(EXIT_INTERNAL, "internal_error",
+                       f"dtplan: internal error ({kind}{': ' + detail if detail else ''}). This is a bug in "
+                       f"dtplan: please report it with the command and its input files; run with "
+                       f"{DEBUG_ENV}=1 for the traceback.", as_json=as_json)
+            raise click.exceptions.Exit(EXIT_INTERNAL) from None
+
+
+# -- options shared by commands ------------------------------------------------------
+
+
+def json_option(help_text: str = "Write the result as JSON to standard output (errors too, as {\"error\": ...}).") -> Callable:
+    return click.option("--json", "as_json", is_flag=True, help=help_text)
+
+
+def set_option(f: Callable) -> Callable:
+    return click.option("--set", "overrides", multiple=True, metavar="FIELD=VALUE",
+                        help="Override one instance field by its dotted JSON path (e.g. fleet.nodes=500, "
+                             "network.wan.up_mbps=1000, search.compression=[1,16]); VALUE is parsed as JSON, "
+                             "else taken as a string. May be given several times; applied in order, after "
+                             "the file and before the command's own flags.")(f)
+
+
+def _finite_seconds(ctx, param, value):
+    if value is not None and not math.isfinite(value):
+        raise click.BadParameter(f"must be a finite number of seconds, got {value}")
+    return value
+
+
+def time_limit_option(help_text: str) -> Callable:
+    return click.option("--time-limit", "time_limit_s", type=click.FloatRange(min=0, min_open=True, max=1e6),
+                        callback=_finite_seconds, help=help_text)
+
+
+# -- loading: one path for every command ----------------------------------------------
+
+
+def read_instance_data(path: Path) -> tuple[Any, list[Problem]]:
+    """The raw JSON of an instance file and its file-level problems; BadInput if unreadable."""
+    from planner.schema.strict import read_json
+    try:
+        return read_json(path)
+    except InputError as err:
+        raise BadInput.from_error(err, str(path)) from None
+
+
+def parse_set(text: str) -> tuple[str, Any]:
+    """'fleet.nodes=500' -> ('fleet.nodes', 500); the value as JSON, else as a string."""
+    field, sep, value = text.partition("=")
+    field = field.strip()
+    if not sep or not field or any(not part for part in field.split(".")):
+        raise BadInput(f"--set: expected FIELD=VALUE with a dotted field path (e.g. fleet.nodes=500), "
+                       f"got {_printable(repr(text))}", [Problem("--set", "expected FIELD=VALUE")])
+    try:
+        parsed = json.loads(value)
+    except (ValueError, RecursionError):
+        parsed = value
+    return field, parsed
+
+
+def set_field(raw: Any, field: str, value: Any, flag: str) -> None:
+    """Set the dotted `field` of the raw instance to `value`, creating objects on the way;
+    BadInput naming the field when a section on the path is not an object."""
+    keys = field.split(".")
+    if not isinstance(raw, dict):
+        raise BadInput(f"{flag}: cannot set {field}: the instance is not a JSON object",
+                       [Problem("<root>", "must be an object")])
+    node = raw
+    for depth, key in enumerate(keys[:-1]):
+        child = node.setdefault(key, {})
+        if not isinstance(child, dict):
+            where = ".".join(keys[: depth + 1])
+            from planner.schema.strict import show
+            raise BadInput(f"{flag}: cannot set {field}: {where} must be an object, got {show(child)}",
+                           [Problem(where, f"must be an object, got {show(child)}")])
+        node = child
+    node[keys[-1]] = value
+
+
+def apply_overrides(raw: Any, overrides: Iterable[str]) -> Any:
+    from planner.schema.strict import MAX_DEPTH, NESTING_MESSAGE, nesting
+    for text in overrides:
+        field, value = parse_set(text)
+        if nesting(value) > MAX_DEPTH:
+            raise BadInput(f"--set: {field}: {NESTING_MESSAGE}", [Problem(field, NESTING_MESSAGE)])
+        set_field(raw, field, value, "--set")
+    return raw
+
+
+def parse_or_exit(raw: Any, source: str, file_problems: list[Problem] = ()):
+    """The validated Instance of `raw`; BadInput listing the file's problems and the schema's."""
+    from planner.schema.instance import parse_instance
+    from planner.schema.strict import MAX_DEPTH, NESTING_MESSAGE, nesting
+    problems = list(file_problems)
+    instance = None
+    if nesting(raw) > MAX_DEPTH:          # e.g. a --set value nested deeper than any field
+        raise BadInput.from_error(InputError([Problem("<root>", NESTING_MESSAGE)], source))
+    try:
+        instance = parse_instance(raw, source)
+    except InputError as err:
+        problems += err.problems
+    except RecursionError:
+        problems.append(Problem("<file>", "nested too deeply"))
+    if problems:
+        raise BadInput.from_error(InputError(problems, source))
+    return instance
+
+
+def load_instance_or_exit(path: Path, overrides: Iterable[str] = ()):
+    """(Instance, raw data with the overrides applied): the one loading path of every command."""
+    raw, problems = read_instance_data(path)
+    raw = apply_overrides(raw, overrides)
+    return parse_or_exit(raw, str(path), problems), raw
 
 
 def load_or_exit(loader, path: Path):
     try:
         return loader(path)
     except InputError as err:
-        raise BadInput(str(err)) from None
-
-
-def check_report(path: Path | None) -> None:
-    """A --report path with a suffix the report writer knows (checked before any solving)."""
-    if path is not None:
-        from planner.present.report import UnknownReportFormat, check_report_path
-        try:
-            check_report_path(path)
-        except UnknownReportFormat as err:
-            raise BadInput(f"--report: {err}") from None
+        raise BadInput.from_error(err) from None
 
 
 def check_plan(instance, plan, plan_path: Path) -> None:
     from planner.schema.plan import check_plan_against
     problems = check_plan_against(instance, plan)
     if problems:
-        raise BadInput(str(InputError(problems, source=str(plan_path))))
+        raise BadInput.from_error(InputError(problems, source=str(plan_path)))
+
+
+# -- outputs ------------------------------------------------------------------------
+
+
+def check_output(flag: str, path: Path | None) -> None:
+    """A path given to `flag` that a file can be written to (checked before any solving)."""
+    if path is None:
+        return
+    from planner.present.output import OutputPathError, check_writable
+    try:
+        check_writable(path)
+    except OutputPathError as err:
+        raise BadInput(f"{flag}: cannot write to {path}: {err}", [Problem(flag, str(err))]) from None
+
+
+_invocation: list[str] = []
+
+
+def command_line() -> str | None:
+    """This run's command line (`dtplan solve ...`, shell-quoted); None outside the CLI."""
+    import shlex
+    return shlex.join(_invocation) if _invocation else None
+
+
+def check_report(path: Path | None) -> None:
+    """A --report path with a suffix the report writer knows, in a writable place."""
+    if path is not None:
+        from planner.present.report import UnknownReportFormat, check_report_path
+        try:
+            check_report_path(path)
+        except UnknownReportFormat as err:
+            raise BadInput(f"--report: {err}", [Problem("--report", str(err))]) from None
+        check_output("--report", path)
+
+
+def write_output(flag: str, path: Path, writer: Callable[[Path], Any]) -> Path:
+    """Run `writer(tmp)` on a temporary file beside `path` and rename it over `path` when it
+    succeeded (planner.present.output.atomic_path); BadInput naming `flag` on an OS error."""
+    from planner.present.output import OutputPathError, atomic_path
+    try:
+        with atomic_path(path) as tmp:
+            writer(tmp)
+    except (OSError, OutputPathError) as err:
+        reason = getattr(err, "strerror", None) or str(err)
+        raise BadInput(f"{flag}: cannot write {path}: {reason}", [Problem(flag, reason)]) from None
+    return Path(path)
+
+
+def _finite(value: Any) -> Any:
+    """JSON-ready data: non-finite floats become null, numpy scalars and arrays plain Python."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, (str, int, bool)) or value is None:
+        return value
+    if isinstance(value, dict):
+        return {str(k): _finite(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite(v) for v in value]
+    if hasattr(value, "tolist"):           # numpy scalars and arrays
+        return _finite(value.tolist())
+    if isinstance(value, Path):
+        return str(value)
+    return str(value)
+
+
+def dumps(data: Any) -> str:
+    """JSON text that strict parsers accept: never NaN or Infinity (written as null)."""
+    return json.dumps(_finite(data), indent=2, allow_nan=False, ensure_ascii=True)
+
+
+def echo_json(data: Any) -> None:
+    click.echo(dumps(data))
 
 
 class progress_after:
@@ -79,7 +349,14 @@ class progress_after:
             self.bar.stop()
 
 
+def solve_exit_code(status: str, has_plan: bool) -> int:
+    """0 with a plan; 3 when the time limit came before any plan; 1 when proven infeasible."""
+    if has_plan:
+        return EXIT_OK
+    return EXIT_TIME_LIMIT if status == "time_limit" else EXIT_INFEASIBLE
+
+
 def json_default(value):
-    if isinstance(value, float) and value != value:
-        return None
-    return str(value)
+    """`default=` for json.dumps of results holding numpy values (prefer `dumps`, which also
+    writes non-finite numbers as null)."""
+    return _finite(value)

@@ -2,25 +2,38 @@
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 
 import click
-from rich.table import Table
 
-from planner.cli.common import EXIT_INFEASIBLE, EXIT_OK, check_plan, json_default, load_or_exit
+from planner.cli.common import (EXIT_INFEASIBLE, EXIT_OK, BadInput, check_plan, check_report, command_line, echo_json,
+                                json_option, load_instance_or_exit, load_or_exit, set_option, write_output)
 
 @click.command()
 @click.argument("instance_path", metavar="INSTANCE", type=click.Path(path_type=Path))
-def validate(instance_path: Path) -> None:
-    """Check an instance file: every problem at once, with its JSON path."""
+@json_option("Write the summary as JSON to standard output (errors as {\"error\": ...}).")
+@set_option
+def validate(instance_path: Path, as_json: bool, overrides: tuple[str, ...]) -> None:
+    """Check an instance file: every problem at once, with its JSON path. Exit 0 valid, 2 not."""
     from planner.evaluate import max_days, setting_from_instance
-    from planner.schema.instance import load_instance
-    instance = load_or_exit(load_instance, instance_path)
+    instance, _ = load_instance_or_exit(instance_path, overrides)
     s = setting_from_instance(instance)
     days, source = max_days(instance)
     hw = instance.hardware
+    a = s.assumptions
+    if as_json:
+        echo_json({"valid": True, "source": str(instance_path), "name": instance.name,
+                   "params": None if instance.search.params else s.params,
+                   "active_params": None if instance.search.params else s.active_params,
+                   "candidate_params": list(instance.search.params or []),
+                   "hardware": hw.id, "nodes": instance.fleet.nodes, "precisions": list(hw.precisions),
+                   "node_hbm_gb": hw.node_hbm_gb, "h100_equivalents_per_node": hw.h100_equivalents,
+                   "target_flop": s.target, "target_kind": s.target_kind, "max_days": days,
+                   "max_days_source": source, "objective": instance.objective,
+                   "assumptions": {"profile": a.profile, "scenario": a.scenario, "straggler": a.straggler,
+                                   "mfu": a.mfu}})
+        return
     click.echo(f"{instance_path}: valid")
     if instance.search.params:
         click.echo("  model      candidate sizes " + ", ".join(f"{p / 1e9:,.4g}B" for p in instance.search.params)
@@ -31,43 +44,73 @@ def validate(instance_path: Path) -> None:
                f"{hw.node_hbm_gb:,.0f} GB, {hw.h100_equivalents:.2f} H100-eq per node)")
     click.echo(f"  target     {s.target:.3e} FLOP ({s.target_kind})")
     click.echo(f"  max days   {days:,.1f} ({source})")
-    a = s.assumptions
     click.echo(f"  profile    {a.profile} (scenario {a.scenario}, straggler {a.straggler}, MFU {a.mfu})")
 
 
 @click.command()
 @click.argument("instance_path", metavar="INSTANCE", type=click.Path(path_type=Path))
 @click.argument("plan_path", metavar="PLAN", type=click.Path(path_type=Path))
-@click.option("--json", "as_json", is_flag=True, help="Write the full result as JSON to standard output.")
-def evaluate(instance_path: Path, plan_path: Path, as_json: bool) -> None:
+@json_option("Write the full result as JSON to standard output (non-finite numbers as null; errors as "
+             "{\"error\": ...}).")
+@click.option("--report", "report_path", type=click.Path(path_type=Path),
+              help="Also write a report to FILE (.html, self-contained with plots; or .md).")
+@set_option
+def evaluate(instance_path: Path, plan_path: Path, as_json: bool, report_path: Path | None,
+             overrides: tuple[str, ...]) -> None:
     """Score one fixed PLAN of an INSTANCE: the full cost breakdown.
 
     Exit 0 when the plan meets every limit, 1 when it breaks one, 2 on bad input.
     """
     from planner.evaluate import evaluate as run_evaluation
-    from planner.schema.instance import load_instance
     from planner.schema.plan import load_plan
-    from planner.present.render import make_console, render_evaluation
-    instance = load_or_exit(load_instance, instance_path)
+    instance, _ = load_instance_or_exit(instance_path, overrides)
     plan = load_or_exit(load_plan, plan_path)
     check_plan(instance, plan, plan_path)
+    check_report(report_path)
     result = run_evaluation(instance, plan)
     if as_json:
-        click.echo(json.dumps(result.to_dict(), indent=2, default=json_default))
+        echo_json(result.to_dict())
     else:
+        from planner.present.render import make_console, render_evaluation
         render_evaluation(result, make_console())
+    if report_path is not None:
+        from planner.present.report import evaluate_report
+        write_output("--report", report_path, lambda tmp: evaluate_report(instance, result, tmp, command_line()))
+        click.echo(f"report written to {report_path}", err=True)
     sys.exit(EXIT_OK if result.feasible else EXIT_INFEASIBLE)
 
 
+def hardware_rows() -> list[dict]:
+    """Every hardware preset as a dict of the figures `dtplan hardware` shows (BadInput when none is found)."""
+    from planner.schema.catalog import MODELS_DIR_ENV, hardware_ids, load_hardware, models_dir
+    ids = hardware_ids()
+    if not ids:
+        raise BadInput(f"no hardware presets found: {models_dir() / 'hardware'} holds no *.json file "
+                       f"(is ${MODELS_DIR_ENV} set to the wrong folder, or is the install missing its presets?)")
+    rows = []
+    for hid in ids:
+        hw = load_hardware(hid)
+        rows.append({"id": hid, "name": hw.name, "accelerator": hw.accelerator,
+                     "accelerators_per_node": hw.accelerators_per_node, "precisions": list(hw.precisions),
+                     "node_peak_fp16_pflops": hw.node_peak_flops("fp16") / 1e15, "node_hbm_gb": hw.node_hbm_gb,
+                     "h100_equivalents": hw.h100_equivalents, "node_price_usd": hw.node_price_usd})
+    return rows
+
+
 @click.command()
-def hardware() -> None:
+@json_option("Write the presets as a JSON list to standard output.")
+def hardware(as_json: bool) -> None:
     """List the hardware presets of models/hardware/."""
-    from planner.schema.catalog import hardware_ids, load_hardware
-    from planner.present.render import make_console
+    from rich.table import Table
+
+    from planner.present.render import make_console, print_table
+    rows = hardware_rows()
+    if as_json:
+        echo_json(rows)
+        return
     table = Table("id", "node", "precisions", "peak fp16 PFLOP/s", "HBM GB", "H100-eq", "$ per node")
     table.columns[0].no_wrap = True
-    for hid in hardware_ids():
-        hw = load_hardware(hid)
-        table.add_row(hid, hw.name, ",".join(hw.precisions), f"{hw.node_peak_flops('fp16') / 1e15:.3f}",
-                      f"{hw.node_hbm_gb:,.0f}", f"{hw.h100_equivalents:.2f}", f"{hw.node_price_usd:,.0f}")
-    make_console().print(table)
+    for row in rows:
+        table.add_row(row["id"], row["name"], ",".join(row["precisions"]), f"{row['node_peak_fp16_pflops']:.3f}",
+                      f"{row['node_hbm_gb']:,.0f}", f"{row['h100_equivalents']:.2f}", f"{row['node_price_usd']:,.0f}")
+    print_table(table, make_console())

@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
-import json
+import math
 import sys
 from pathlib import Path
 
 import click
 
-from planner.cli.common import EXIT_INFEASIBLE, EXIT_OK, BadInput, check_report, json_default
-from planner.schema.errors import InputError
+from planner.cli.common import (EXIT_OK, BadInput, apply_overrides, check_report, command_line, echo_json, json_option,
+                                parse_or_exit, read_instance_data, set_field, set_option, solve_exit_code,
+                                time_limit_option, write_output)
+from planner.schema.errors import InputError, Problem
+from planner.schema.limits import MAX_FLOP
 
 @click.command()
 @click.argument("instance_path", metavar="[INSTANCE]", required=False, type=click.Path(path_type=Path))
@@ -22,7 +25,7 @@ from planner.schema.errors import InputError
 @click.option("--wan-mbps", type=click.FloatRange(min=0, min_open=True), help="WAN up and down, Mb/s.")
 @click.option("--rtt-ms", type=click.FloatRange(min=0), help="WAN round-trip time, ms.")
 @click.option("--max-days", help="Longest run in days, or 'growth': derived from the three growth rates "
-              "(limits.max_days; COST_MODEL.md section 8).")
+              "(limits.max_days; docs/cost_model.md section 8).")
 @click.option("--growth-hardware", type=click.FloatRange(min=1, min_open=True),
               help="Hardware price-performance growth, x/year (limits.growth_x_per_year.hardware).")
 @click.option("--growth-software", type=click.FloatRange(min=1, min_open=True),
@@ -32,88 +35,99 @@ from planner.schema.errors import InputError
 @click.option("--budget-usd", type=click.FloatRange(min=0, min_open=True), help="Spending cap (limits.budget_usd).")
 @click.option("--goodput", type=click.FloatRange(min=0, max=1, min_open=True),
               help="Fraction of wall-clock spent training, (0, 1]: downtime, restarts, churn (fleet.goodput).")
-@click.option("--json", "as_json", is_flag=True, help="Write the full result as JSON to standard output.")
+@json_option("Write the full result as JSON to standard output (non-finite numbers as null; errors as "
+             "{\"error\": ...}).")
 @click.option("--report", "report_path", type=click.Path(path_type=Path),
               help="Also write a report to FILE (.html, self-contained with plots; or .md).")
+@click.option("--monte-carlo", "monte_carlo", type=click.IntRange(min=1), metavar="N",
+              help="Instead: the probability the target is reachable and the percentiles of days, over N draws "
+                   "of the uncertain inputs of models/assumptions/uncertainty/published.json (scaling-law fit, "
+                   "MFU, quality scenario; drawn only inside their published intervals; --seed, default 0).")
+@click.option("--seed", type=int, default=0, help="Random seed of --monte-carlo (draw i depends on seed and i).")
+@time_limit_option("Seconds of wall-clock for the whole command (the verdict and every fix); fixes not "
+                   "searched in time are listed as such. Exit 3 if the verdict itself was not reached.")
+@set_option
 def feasible(instance_path: Path | None, target_flop, target_kind, hardware, nodes, params, wan_mbps, rtt_ms,
              max_days, growth_hardware, growth_software, growth_investment, budget_usd, goodput, as_json: bool,
-             report_path: Path | None) -> None:
+             report_path: Path | None, monte_carlo: int | None, seed: int, time_limit_s: float | None,
+             overrides: tuple[str, ...]) -> None:
     """Can the target be reached within the limits? If not, which limits bind together and
     the smallest single change that makes it feasible (fewest nodes, lowest WAN bandwidth,
     shortest duration, lowest budget, goodput needed), each found by re-solving and verified.
 
     Give an INSTANCE file, flags for the common case (e.g. --target-flop 1e27 --hardware
     16xH100-SXM --nodes 2000 --wan-mbps 100 --rtt-ms 100 --max-days 548), or both (the
-    flags then override the file). Exit 0 feasible, 1 infeasible, 2 bad input.
+    flags then override the file and --set). Exit 0 feasible, 1 infeasible, 2 bad input,
+    3 time limit reached before the verdict, 4 internal error.
     """
+    import time
     from contextlib import nullcontext
 
     from planner.questions.feasible import feasible as run_feasible
     from planner.present.render import make_console, render_feasibility
-    from planner.schema.strict import read_json
+    start = time.perf_counter()
     check_report(report_path)
     if instance_path is not None:
-        raw, problems = read_json(instance_path)
-        if problems:
-            raise BadInput(str(InputError(problems, str(instance_path))))
+        raw, file_problems = read_instance_data(instance_path)
         source = str(instance_path)
     else:
         missing = [f for f, v in (("--target-flop", target_flop), ("--hardware", hardware), ("--nodes", nodes))
                    if v is None]
         if missing:
-            raise BadInput(f"feasible: give an INSTANCE file or at least {', '.join(missing)}")
-        raw, source = {"name": "dtplan feasible (command-line flags)", "model": {}, "training": {},
-                       "fleet": {}, "network": {"wan": {}}, "limits": {}}, "<flags>"
+            raise BadInput(f"feasible: give an INSTANCE file or at least {', '.join(missing)}",
+                           [Problem(f, "required without an INSTANCE file") for f in missing])
+        raw, source, file_problems = {"name": "dtplan feasible (command-line flags)"}, "<flags>", []
+    raw = apply_overrides(raw, overrides)
     notes = []
-    if not isinstance(raw, dict):
-        raise BadInput(f"{source}: an instance must be a JSON object")
-    sections = {k: raw.setdefault(k, {}) for k in ("model", "training", "fleet", "network", "limits")}
-    if not isinstance(sections["network"], dict):
-        raise BadInput(f"{source}: network: must be an object")
-    wan = sections["network"].setdefault("wan", {})
-    for section, key, value in (("training", "target_flop", target_flop), ("training", "target_kind", target_kind),
-                                ("fleet", "hardware", hardware), ("fleet", "nodes", nodes),
-                                ("model", "params", params), ("limits", "budget_usd", budget_usd),
-                                ("fleet", "goodput", goodput)):
-        if value is not None:
-            sections[section][key] = value
-    if wan_mbps is not None:
-        wan.update(up_mbps=wan_mbps, down_mbps=wan_mbps)
-    if rtt_ms is not None:
-        wan["rtt_ms"] = rtt_ms
-    for key, value in (("hardware", growth_hardware), ("software", growth_software),
-                       ("investment", growth_investment)):
-        if value is not None:
-            sections["limits"].setdefault("growth_x_per_year", {})[key] = value
+    flags = [("--target-flop", "training.target_flop", target_flop), ("--target-kind", "training.target_kind", target_kind),
+             ("--hardware", "fleet.hardware", hardware), ("--nodes", "fleet.nodes", nodes),
+             ("--params", "model.params", params), ("--budget-usd", "limits.budget_usd", budget_usd),
+             ("--goodput", "fleet.goodput", goodput),
+             ("--wan-mbps", "network.wan.up_mbps", wan_mbps), ("--wan-mbps", "network.wan.down_mbps", wan_mbps),
+             ("--rtt-ms", "network.wan.rtt_ms", rtt_ms),
+             ("--growth-hardware", "limits.growth_x_per_year.hardware", growth_hardware),
+             ("--growth-software", "limits.growth_x_per_year.software", growth_software),
+             ("--growth-investment", "limits.growth_x_per_year.investment", growth_investment)]
     if max_days is not None:
         try:
-            sections["limits"]["max_days"] = max_days if max_days == "growth" else float(max_days)
+            days = max_days if max_days == "growth" else float(max_days)
         except ValueError:
-            raise BadInput(f"--max-days: must be a number of days or 'growth', got {max_days!r}") from None
-    if instance_path is None and params is None:
+            raise BadInput(f"--max-days: must be a number of days or 'growth', got {max_days!r}",
+                           [Problem("--max-days", "must be a number of days or 'growth'")]) from None
+        flags.append(("--max-days", "limits.max_days", days))
+    for flag, field, value in flags:
+        if value is not None:
+            set_field(raw, field, value, flag)
+    if instance_path is None and params is None and math.isfinite(target_flop) and target_flop <= MAX_FLOP:
         from planner.cost.assumptions import Assumptions
         from planner.cost.chinchilla import optimal_allocation
         size, _ = optimal_allocation(float(target_flop), Assumptions())
-        sections["model"]["params"] = float(f"{float(size):.3g}")
-        notes.append(f"model: {sections['model']['params'] / 1e9:,.4g}B parameters, the compute-optimal size "
+        set_field(raw, "model.params", float(f"{float(size):.3g}"), "--params")
+        notes.append(f"model: {raw['model']['params'] / 1e9:,.4g}B parameters, the compute-optimal size "
                      f"for {target_flop:.3g} FLOP (--params to choose another)")
-    try:
-        from planner.schema.instance import parse_instance
-        instance = parse_instance(raw, source)
-    except InputError as err:
-        raise BadInput(str(err)) from None
+    instance = parse_or_exit(raw, source, file_problems)
+    if monte_carlo is not None:
+        from planner.cli.sweep import feasible_monte_carlo
+        feasible_monte_carlo(raw, source, monte_carlo, seed, None, as_json)
+    deadline = start + time_limit_s if time_limit_s is not None else None
     console, progress_console = make_console(), make_console(stderr=True)
-    with progress_console.status("checking feasibility", spinner="dots") if progress_console.is_terminal \
-            else nullcontext() as status:
-        progress = (lambda message: status.update(f"feasibility: {message}")) if status is not None else None
-        result = run_feasible(raw, source, progress=progress)
+    try:
+        with progress_console.status("checking feasibility", spinner="dots") if progress_console.is_terminal \
+                else nullcontext() as status:
+            progress = (lambda message: status.update(f"feasibility: {message}")) if status is not None else None
+            result = run_feasible(raw, source, progress=progress, deadline=deadline)
+    except InputError as err:       # e.g. search.params without a target: feasible asks min_time questions
+        problems = [Problem(p.path, f"dtplan feasible asks whether a fixed target is reached in time: {p.message}")
+                    for p in err.problems]
+        raise BadInput.from_error(InputError(problems, source)) from None
     if as_json:
         out = result.to_dict()
         out["notes"] = notes
-        click.echo(json.dumps(out, indent=2, default=json_default))
+        echo_json(out)
     else:
         render_feasibility(result, console, notes)
     if report_path is not None:
         from planner.present.report import feasible_report
-        click.echo(f"report written to {feasible_report(instance, result, report_path, notes)}", err=True)
-    sys.exit(EXIT_OK if result.feasible else EXIT_INFEASIBLE)
+        write_output("--report", report_path, lambda tmp: feasible_report(instance, result, tmp, notes, command_line()))
+        click.echo(f"report written to {report_path}", err=True)
+    sys.exit(EXIT_OK if result.feasible else solve_exit_code(result.result.status, False))

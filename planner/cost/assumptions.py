@@ -1,6 +1,6 @@
 """Every constant of the cost model, in one place, and the named assumption profiles.
 
-COST_MODEL.md states each constant as "an assumption, settable". They live in the
+docs/cost_model.md states each constant as "an assumption, settable". They live in the
 frozen dataclass `Assumptions`; a profile (models/assumptions/*.json) is a set of
 overrides of the defaults below, and an instance may override any field again
 (`assumptions.constants` in the instance file).
@@ -12,6 +12,12 @@ Profiles (see ../shared/conformance/README.md):
   (simulator_output.txt): synchronous straggler, v1 quality tables, linear
   replica penalty.
 - `simulator`: the minimal simulator.py: no straggler, no quality loss.
+- `dtplan`: the reference with the terms of planner/cost/physics.py switched on (per-hardware
+  achieved MFU, overlapped and concurrent syncs, per-stage payloads, compressor payloads from
+  their parts, pipeline schedules, failures); docs/physics.md.
+
+The dtplan terms are fields below whose defaults switch them off, so every other profile
+scores exactly as before.
 """
 
 from __future__ import annotations
@@ -19,18 +25,24 @@ from __future__ import annotations
 import dataclasses
 import json
 from dataclasses import dataclass, field
-from pathlib import Path
+from functools import lru_cache
 from typing import Any, Mapping
+
+from planner.presets_dir import bundled_models_dir
 
 SCENARIOS = ("optimistic", "expected", "conservative")
 STRAGGLER_STRATEGIES = ("synchronous", "relay", "threshold", "backup", "none")
 REPLICA_PENALTIES = ("chinchilla", "linear_v1", "none")
 PRECISIONS = ("fp16", "fp8", "fp4")
+COMPRESSORS = ("ratio", "quantise", "topk")          # how a pseudo-gradient payload is built (physics.py)
+SYNC_PATTERNS = ("all_reduce", "all_gather")
+PIPELINE_SCHEDULES = ("gpipe", "1f1b", "interleaved", "zero_bubble")
+INNER_OPTIMIZERS = ("reference", "adamw", "muon", "demo")
 
 # A quality table maps a compression ratio to (optimistic, expected, conservative).
 QualityTable = dict[float, tuple[float, float, float]]
 
-# COST_MODEL.md section 5: pseudo-gradient compression quality, with and without
+# docs/cost_model.md section 5: pseudo-gradient compression quality, with and without
 # error feedback (evasion_calculator.py COMPRESSION_QUALITY_EF / _NO_EF).
 COMPRESSION_QUALITY_EF: QualityTable = {
     1: (1.00, 1.00, 1.00),
@@ -59,7 +71,7 @@ ACTIVATION_QUALITY: QualityTable = {
 
 @dataclass(frozen=True)
 class Assumptions:
-    """The settable constants of COST_MODEL.md, with the calculator's values as defaults."""
+    """The settable constants of docs/cost_model.md, with the calculator's values as defaults."""
 
     # -- selection ---------------------------------------------------------------
     profile: str = "reference"
@@ -68,6 +80,31 @@ class Assumptions:
     error_feedback: bool = True
     replica_penalty: str = "chinchilla"      # chinchilla | linear_v1 | none
     mfu: float = 0.40                        # model FLOP utilisation u
+    # -- dtplan profile terms (planner/cost/physics.py, docs/physics.md); defaults = off --
+    mfu_from_table: bool = False                 # u from models/mfu.json by accelerator and precision
+    mfu_fp8: float = 0.0                         # u at fp8 (of the fp8 peak); 0 = the same as mfu
+    mfu_fp4: float = 0.0                         # u at fp4 (of the fp4 peak); 0 = the same as mfu
+    dp_overlap: bool = False                     # sync buckets hide behind the last backward pass
+    backward_share: float = 2.0 / 3.0            # backward share of a step's compute (4 of 6 P FLOP)
+    dp_overlap_buckets: float = 25.0             # buckets per sync; the last one is never hidden
+    concurrent_up_down: bool = False             # up and down links transfer at once: max, not sum
+    per_stage_payload: bool = False              # pp_group: each stage node syncs only its P / S
+    compressor_preset: str = ""                  # a preset of models/compressors.json (expanded on loading)
+    compressor: str = "ratio"                    # ratio | quantise | topk
+    compressor_value_bits: float = 2.0           # topk: bits per kept value
+    compressor_index_bits: float = 12.0          # topk: bits per kept value's index
+    compressor_scale_bits: float = 0.0           # quantise/topk: scale bits per parameter (block scales)
+    sync_pattern: str = "all_reduce"             # all_reduce | all_gather (Covenant's gather)
+    error_feedback_bytes: float = 0.0            # memory of the error-feedback buffer, bytes per parameter
+    inner_optimizer: str = "reference"           # reference | adamw | muon | demo (models/optimizers.json)
+    pipeline_schedule: str = "gpipe"             # gpipe | 1f1b | interleaved | zero_bubble
+    pipeline_chunks: float = 1.0                 # interleaved: model chunks v per pipeline rank
+    failures: bool = False                       # goodput from MTBF and checkpoints (replaces fleet.goodput)
+    accelerator_mtbf_h: float = 50_000.0         # hours between failures of one accelerator
+    checkpoint_write_s: float = 60.0             # time to write one checkpoint (training paused)
+    checkpoint_restore_s: float = 600.0          # time to restart and restore after a failure
+    churn_per_node_h: float = 0.0                # volunteer departures per node per hour (each costs a restore)
+    demonstrated_warnings: bool = False          # warn where a plan leaves the settings shown at scale
     # -- section 3: straggler factor f(n) -----------------------------------------
     straggler_sync_coefficient: float = 0.05     # synchronous: 1 + c log2 n
     straggler_relay_coefficient: float = 0.02    # relay: 1 + c log2 n
@@ -117,8 +154,21 @@ class Assumptions:
     days_per_year: float = 365.0
 
     def bytes_per_param(self, precision: str) -> float:
-        """Training-state bytes per parameter beta (COST_MODEL.md section 1)."""
-        return float(getattr(self, f"bytes_per_param_{precision}"))
+        """Training-state bytes per parameter beta (docs/cost_model.md section 1).
+
+        dtplan terms (off by default): an inner-optimizer preset replaces AdamW's 8 bytes of
+        fp32 moments by its own state (models/optimizers.json), and error feedback adds its
+        buffer: beta = beta_ref - 8 + optimizer_state_bytes + error_feedback_bytes."""
+        beta = float(getattr(self, f"bytes_per_param_{precision}"))
+        if self.inner_optimizer != "reference":
+            beta += optimizer_preset(self.inner_optimizer)["state_bytes_per_param"] - ADAMW_STATE_BYTES
+        return beta + self.error_feedback_bytes if self.error_feedback_bytes else beta
+
+    def mfu_for(self, precision: str) -> float:
+        """Model FLOP utilisation u at a precision (of that precision's peak): `mfu` unless a
+        per-precision value is set (dtplan's table gives fp8 its own)."""
+        value = getattr(self, f"mfu_{precision}", 0.0) if precision != "fp16" else 0.0
+        return float(value) if value else self.mfu
 
     def bits_per_value(self, precision: str) -> float:
         """Bits per exchanged pseudo-gradient value b (section 1)."""
@@ -136,6 +186,39 @@ class Assumptions:
         return dataclasses.replace(self, **changes)
 
 
+ADAMW_STATE_BYTES = 8.0      # two fp32 moments per parameter, inside beta_ref = 16 (fp16)
+MODELS_DIR = bundled_models_dir()   # checkout or wheel; see planner/presets_dir.py
+
+
+@lru_cache(maxsize=None)
+def _optimizer_table() -> dict[str, Any]:
+    return json.loads((MODELS_DIR / "optimizers.json").read_text())["optimizers"]
+
+
+@lru_cache(maxsize=None)
+def _compressor_table() -> dict[str, Any]:
+    return json.loads((MODELS_DIR / "compressors.json").read_text())["presets"]
+
+
+def compressor_preset_names() -> tuple[str, ...]:
+    return tuple(sorted(_compressor_table()))
+
+
+def optimizer_preset(name: str) -> dict[str, Any]:
+    """An inner-optimizer preset of models/optimizers.json (state bytes, reported quality penalty)."""
+    return _optimizer_table()[name]
+
+
+# Constants that take one of a few words, that are true/false, or for which 0 is meaningful
+# (the schema checks instance overrides with these).
+CHOICE_CONSTANTS = {"scenario": SCENARIOS, "straggler": STRAGGLER_STRATEGIES, "replica_penalty": REPLICA_PENALTIES,
+                    "compressor": COMPRESSORS, "sync_pattern": SYNC_PATTERNS, "pipeline_schedule": PIPELINE_SCHEDULES,
+                    "inner_optimizer": INNER_OPTIMIZERS, "compressor_preset": compressor_preset_names()}
+BOOL_CONSTANTS = ("error_feedback", "mfu_from_table", "dp_overlap", "concurrent_up_down", "per_stage_payload",
+                  "failures", "demonstrated_warnings")
+PHYSICS_ZERO_ALLOWED = ("mfu_fp8", "mfu_fp4", "compressor_scale_bits", "error_feedback_bytes", "churn_per_node_h", "checkpoint_write_s",
+                        "checkpoint_restore_s", "compressor_index_bits")
+
 TABLE_FIELDS = ("compression_quality_ef", "compression_quality_no_ef", "activation_quality")
 NUMERIC_FIELDS = tuple(
     f.name for f in dataclasses.fields(Assumptions)
@@ -143,7 +226,7 @@ NUMERIC_FIELDS = tuple(
 )
 SETTABLE_FIELDS = tuple(f.name for f in dataclasses.fields(Assumptions) if f.name != "profile")
 
-PROFILES_DIR = Path(__file__).resolve().parents[2] / "models" / "assumptions"
+PROFILES_DIR = bundled_models_dir() / "assumptions"  # checkout or wheel; see planner/presets_dir.py
 
 
 def table_from_json(rows: Mapping[str, Any]) -> QualityTable:
@@ -152,7 +235,9 @@ def table_from_json(rows: Mapping[str, Any]) -> QualityTable:
 
 
 def profile_names() -> list[str]:
-    return sorted(p.stem for p in PROFILES_DIR.glob("*.json"))
+    """Names of the assumption profiles: the files of models/assumptions with a `constants` object
+    (the folder also holds other data, e.g. uncertainty.json for `feasible --monte-carlo`)."""
+    return sorted(p.stem for p in PROFILES_DIR.glob("*.json") if "constants" in json.loads(p.read_text()))
 
 
 def load_profile(name: str) -> Assumptions:
@@ -165,7 +250,12 @@ def load_profile(name: str) -> Assumptions:
 
 
 def apply_overrides(base: Assumptions, overrides: Mapping[str, Any]) -> Assumptions:
-    """Return `base` with some fields replaced; quality tables may be given as JSON objects."""
+    """Return `base` with some fields replaced; quality tables may be given as JSON objects.
+    A `compressor_preset` expands into its constants (models/compressors.json) first, so that
+    constants given beside it override the preset's."""
+    preset = overrides.get("compressor_preset")
+    if preset:
+        base = apply_overrides(base, _compressor_table()[preset]["constants"])
     changes: dict[str, Any] = {}
     for key, value in overrides.items():
         if key not in SETTABLE_FIELDS:

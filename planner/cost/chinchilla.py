@@ -1,4 +1,4 @@
-"""Scaling-law quality terms (COST_MODEL.md section 6).
+"""Scaling-law quality terms (docs/cost_model.md section 6).
 
 Loss L(N, D) = E + A / N**alpha + B / D**beta (Besiroglu et al. 2024, arXiv 2404.10102,
 the replication of Hoffmann et al. 2022 approach 3): E = 1.8172, A = 482.01,

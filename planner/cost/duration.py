@@ -1,4 +1,4 @@
-"""Maximum useful run duration (COST_MODEL.md section 8).
+"""Maximum useful run duration (docs/cost_model.md section 8).
 
 Runs longer than L are dominated by waiting for better hardware, software and budgets
 (Epoch AI, "The longest training run", 2022): L = 1 / ((g_hw + g_sw + g_inv) ln 10)

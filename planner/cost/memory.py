@@ -1,4 +1,4 @@
-"""Memory and sharding (COST_MODEL.md section 2).
+"""Memory and sharding (docs/cost_model.md section 2).
 
 Dense: training state M = P * beta bytes; a plan with S pipeline stages needs
 P * beta / S <= V. The fewest stages S_min = ceil(P * beta / V), computed in float64

@@ -1,4 +1,4 @@
-"""How replicas are formed and synchronised: the throughput of each mode (COST_MODEL.md section 4).
+"""How replicas are formed and synchronised: the throughput of each mode (docs/cost_model.md section 4).
 
 Each mode function takes a `Setting` and a `PlanBatch` and returns a dict of arrays
 with the same keys (seconds, bits, bytes, counts), so that run-level scoring
@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from planner.cost import memory, quality, timing
+from planner.cost import memory, physics, quality, timing
 from planner.cost.setting import PlanBatch, Setting
 from planner.cost.straggler import straggler_factor, throughput_fraction
 
@@ -39,8 +39,9 @@ def _common(s: Setting, b: PlanBatch) -> dict[str, np.ndarray]:
     """Quantities every mode shares: compute time, payload and the EP latency."""
     a = s.assumptions
     flops = s.peak_flops[b.precision]
-    t_comp = timing.compute_time_s(s.active_params, s.local_batch_tokens, flops, a.mfu)
-    payload = timing.payload_bits(s.params, a.bits_per_value(b.precision), b.compression)
+    t_comp = timing.compute_time_s(s.active_params, s.local_batch_tokens, flops, a.mfu_for(b.precision))
+    per_stage = a.per_stage_payload and b.mode == "pp_group"
+    payload = physics.payload_bits(a, s.params, b.precision, b.compression, b.stages, per_stage)
     return {"t_comp_s": np.broadcast_to(t_comp, b.nodes.shape).astype(float), "payload_bits": _f(payload)}
 
 
@@ -64,9 +65,19 @@ def _data_parallel_state(s: Setting, b: PlanBatch, degree) -> np.ndarray:
 
 
 def _wan_sync(s: Setting, payload, parties):
-    base = timing.wan_sync_base_s(payload, s.wan_up_bps, s.wan_down_bps, s.wan_rtt_s)
+    base = physics.sync_base_s(s.assumptions, payload, parties, s.wan_up_bps, s.wan_down_bps, s.wan_rtt_s)
     f = straggler_factor(parties, s.assumptions)
     return base, f, base * f
+
+
+def _outer(s: Setting, block, t_sync, streaming, last_micro_batch_compute_s):
+    """Outer step: max(block, t_sync) with streaming; without, block + the sync's exposed part
+    (all of it unless the dtplan overlap term is on: `physics.exposed_sync_s`)."""
+    a = s.assumptions
+    if not a.dp_overlap:
+        return timing.outer_time_s(block, t_sync, streaming)
+    exposed = physics.exposed_sync_s(a, t_sync, physics.overlap_window_s(a, last_micro_batch_compute_s))
+    return np.where(streaming, np.maximum(block, t_sync), block + exposed)
 
 
 def flat(s: Setting, b: PlanBatch) -> dict[str, np.ndarray]:
@@ -83,7 +94,7 @@ def flat(s: Setting, b: PlanBatch) -> dict[str, np.ndarray]:
     t_step = out["t_comp_s"] + t_ep
     base, f, t_sync = _wan_sync(s, out["payload_bits"], n)
     block = h * t_step
-    outer = np.where(n > 1, timing.outer_time_s(block, t_sync, b.streaming), block)
+    outer = np.where(n > 1, _outer(s, block, t_sync, b.streaming, out["t_comp_s"]), block)
     out.update(_zero_pipeline(out["t_comp_s"]), t_ep_s=t_ep, t_step_s=t_step,
                t_sync_base_s=base, f_sync=f, t_sync_s=t_sync, **_no_regional(n),
                compute_block_s=block, outer_time_s=outer,
@@ -135,15 +146,18 @@ def _pipeline(s: Setting, b: PlanBatch, out, link_bps: float, link_rtt_s: float)
     hidden = s.hidden_size if s.hidden_size is not None else timing.hidden_size(s.params, a.hidden_size_coefficient)
     act = timing.activation_bits(s.local_batch_tokens, hidden, a.activation_bytes(b.precision), b.activation_compression)
     f_pp = straggler_factor(stages, a)
-    t_pp, ticks, c, x = timing.pipeline_parts_s(out["t_comp_s"], stages, b.micro_batches, act, link_bps, link_rtt_s, f_pp)
-    link = ticks * (x + link_rtt_s)
-    parts = {"step_compute_s": _f(b.micro_batches) * c, "step_bubble_s": (stages - 1.0) * c,
+    t_pp, ticks, c, x, k = physics.pipeline_parts_s(a, out["t_comp_s"], stages, b.micro_batches, act, link_bps,
+                                                    link_rtt_s, f_pp)
+    link = ticks * k * (x + link_rtt_s)
+    parts = {"step_compute_s": _f(b.micro_batches) * c, "step_bubble_s": (stages - 1.0) * c if a.pipeline_schedule == "gpipe"
+             else (ticks - _f(b.micro_batches)) * c,
              "step_link_s": link, "step_link_straggler_s": link * (f_pp - 1.0), "f_pipeline": f_pp,
              "activation_bits": _f(act) * np.ones_like(stages),
-             "bubble_fraction": timing.bubble_fraction(stages, b.micro_batches)}
+             "bubble_fraction": timing.bubble_fraction(stages, b.micro_batches) if a.pipeline_schedule == "gpipe"
+             else (ticks - _f(b.micro_batches)) / ticks}
     state = memory.state_bytes_per_node(s.params, a.bytes_per_param(b.precision), stages)
     eta_a = quality.activation_quality(b.activation_compression, stages, a)
-    return t_pp, parts, state, eta_a
+    return t_pp, parts, state, eta_a, c
 
 
 def pp_group(s: Setting, b: PlanBatch) -> dict[str, np.ndarray]:
@@ -157,12 +171,12 @@ def pp_group(s: Setting, b: PlanBatch) -> dict[str, np.ndarray]:
     n = _f(b.nodes)
     h = _f(b.inner_steps)
     g = np.floor(n / _f(b.stages))
-    t_pp, parts, state, eta_a = _pipeline(s, b, out, s.pipeline_bps, s.pipeline_rtt_s)
+    t_pp, parts, state, eta_a, c = _pipeline(s, b, out, s.pipeline_bps, s.pipeline_rtt_s)
     base, f, t_sync = _wan_sync(s, out["payload_bits"], g)
     block = h * t_pp
     out.update(parts, t_ep_s=np.zeros_like(n), t_step_s=t_pp,
                t_sync_base_s=base, f_sync=f, t_sync_s=t_sync, **_no_regional(n),
-               compute_block_s=block, outer_time_s=timing.outer_time_s(block, t_sync, b.streaming),
+               compute_block_s=block, outer_time_s=_outer(s, block, t_sync, b.streaming, c),
                tokens_per_outer=s.local_batch_tokens * g * h * throughput_fraction(s.assumptions),
                groups=g, replicas=g, h_eff=h, eta_activation=eta_a,
                state_bytes_per_node=state, synchronised=np.ones_like(n))
@@ -179,7 +193,7 @@ def pipeline_wan(s: Setting, b: PlanBatch) -> dict[str, np.ndarray]:
     out = _common(s, b)
     n = _f(b.nodes)
     h = _f(b.inner_steps)
-    t_pp, parts, state, eta_a = _pipeline(s, b, out, s.wan_up_bps, s.wan_rtt_s)
+    t_pp, parts, state, eta_a, _ = _pipeline(s, b, out, s.wan_up_bps, s.wan_rtt_s)
     zeros = np.zeros_like(n)
     out.update(parts, t_ep_s=zeros, t_step_s=t_pp, payload_bits=zeros,
                t_sync_base_s=zeros, f_sync=np.ones_like(n), t_sync_s=zeros, **_no_regional(n),

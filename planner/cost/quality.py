@@ -1,4 +1,4 @@
-"""Algorithmic-efficiency factors (COST_MODEL.md section 5).
+"""Algorithmic-efficiency factors (docs/cost_model.md section 5).
 
 eta = eta_H * eta_C * eta_A * eta_R, each a fraction of the compute that counts.
 All functions are vectorised (numpy arrays broadcast) and pure.

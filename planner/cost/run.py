@@ -1,4 +1,4 @@
-"""Run-level outputs (COST_MODEL.md sections 5 and 7): efficiency, compute, time to train.
+"""Run-level outputs (docs/cost_model.md sections 5 and 7): efficiency, compute, time to train.
 
 Two views of a plan, both from the same mode throughput (`planner.cost.modes`):
 
@@ -118,7 +118,7 @@ def quality_terms(s: Setting, b: PlanBatch, t: dict[str, np.ndarray], eff: dict[
 
 
 def quality_compute(s: Setting, tokens, g, mu, with_chi) -> np.ndarray:
-    """C_quality reached with T tokens, in FLOP (COST_MODEL.md sections 5-7, window view).
+    """C_quality reached with T tokens, in FLOP (docs/cost_model.md sections 5-7, window view).
 
     C_quality = C_thr * eta * chi(P_act, T, C_thr; 1), and with eta_R = chi(m) / chi(1)
     (Chinchilla penalty; chi clamps C' to [1e10, 10 C]) this is

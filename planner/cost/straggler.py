@@ -1,4 +1,4 @@
-"""Straggler factor f(n) for a synchronous exchange among n parties (COST_MODEL.md section 3).
+"""Straggler factor f(n) for a synchronous exchange among n parties (docs/cost_model.md section 3).
 
 | strategy     | f(n)                              | other effect                       |
 |--------------|-----------------------------------|------------------------------------|

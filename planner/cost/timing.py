@@ -1,4 +1,4 @@
-"""Per-step and per-sync times (COST_MODEL.md sections 3 and 4). Seconds, bits, bits/s.
+"""Per-step and per-sync times (docs/cost_model.md sections 3 and 4). Seconds, bits, bits/s.
 
 Each formula is written in the reference's order of operations so that values that
 sit on an integer after a ceil (H = ceil(t_sync / t_comp)) land on the same side.
@@ -46,7 +46,7 @@ def activation_bits(local_batch_tokens, hidden, activation_bytes, activation_com
 
 
 def pipeline_parts_s(step_compute_s, stages, micro_batches, act_bits, link_bps, link_latency_s, straggler):
-    """GPipe pipeline step and its parts (COST_MODEL.md section 4.C).
+    """GPipe pipeline step and its parts (docs/cost_model.md section 4.C).
 
     c = t_comp / (S M) per micro-batch per stage; x = (2 a / M) / bw_pp per micro-batch
     transfer; t_pp = (M + S - 1) * (c + (x + lat_pp) * f(S)).

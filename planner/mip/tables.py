@@ -6,7 +6,7 @@ functions of `planner.cost.run` / `planner.cost.quality` at real plans, one vect
 per class group. The model (`planner.mip.formulation`) only arranges them.
 
 Per class c with a DiLoCo sync (mode, precision, EP scope, S, k, M, Ca, Cr, streaming) the time
-to target at n replicas, H inner steps and R regional rounds factors as (COST_MODEL.md section 7)
+to target at n replicas, H inner steps and R regional rounds factors as (docs/cost_model.md section 7)
 
     ln T = kappa_c - ln n + z - omega(n, H sqrt R),      z = ln(outer step / (H R)),
 
@@ -92,7 +92,7 @@ class Tables:
     class_lower: np.ndarray | None = None   # per class, a lower bound on ln T (`class_bounds`), after presolve
 
     def omega(self, n, h_eff) -> np.ndarray:
-        """ln(eta_H(H_eff) eta_R(n, H_eff)) at the target point (COST_MODEL.md sections 5, 7), floored.
+        """ln(eta_H(H_eff) eta_R(n, H_eff)) at the target point (docs/cost_model.md sections 5, 7), floored.
         Non-increasing in n and in H_eff (`planner.solvers.bnb`'s docstring gives why)."""
         s = self.setting
         a = s.assumptions

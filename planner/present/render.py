@@ -1,6 +1,13 @@
-"""Readable tables of an evaluation for the terminal (rich)."""
+"""Readable tables of an evaluation for the terminal (rich).
+
+Every table goes through `print_table`: printed as a table when each cell fits the
+console's width, else stacked (one block per row, a `header  value` line per column), so
+that a number is never cut at any width (tests run at 80 and 60 columns).
+"""
 
 from __future__ import annotations
+
+import io
 
 from rich.console import Console
 from rich.table import Table
@@ -18,6 +25,45 @@ def make_console(stderr: bool = False) -> Console:
     (pipes, files, tests)."""
     probe = Console(stderr=stderr)
     return Console(highlight=False, stderr=stderr, width=None if probe.is_terminal else 120)
+
+
+ELLIPSIS = "\u2026"
+
+
+def fits(table: Table, width: int) -> bool:
+    """Whether rich renders `table` at `width` columns without cutting any cell (no ellipsis)."""
+    probe = Console(width=width, file=io.StringIO(), record=True, color_system=None, highlight=False)
+    probe.print(table)
+    return ELLIPSIS not in probe.export_text()
+
+
+def stacked(table: Table) -> list:
+    """The rows of `table` as blocks of `header  value` lines (a grid per row), for narrow consoles."""
+    headers = [Text.from_markup(c.header) if isinstance(c.header, str) else c.header for c in table.columns]
+    columns = [list(c.cells) for c in table.columns]
+    blocks = []
+    for r in range(table.row_count):
+        grid = Table.grid(padding=(0, 2))
+        grid.add_column(style="cyan", no_wrap=True)
+        grid.add_column(overflow="fold")
+        for header, cells in zip(headers, columns):
+            label = header.plain if isinstance(header, Text) else str(header)
+            grid.add_row(label or "-", cells[r])
+        blocks.append(grid)
+    return blocks
+
+
+def print_table(table: Table, console: Console) -> None:
+    """`table` as it is if it fits the console's width, else stacked (`stacked`): never a cut number."""
+    if fits(table, console.width):
+        console.print(table)
+        return
+    if table.title:
+        console.print(Text(str(table.title), style="bold"))
+    for i, block in enumerate(stacked(table)):
+        if i:
+            console.print()
+        console.print(block)
 
 
 def _table(title: str) -> Table:
@@ -131,7 +177,7 @@ def render_evaluation(e: Evaluation, console: Console, heading: str = "dtplan ev
     console.print(Text(f"{heading}: {title}", style="bold underline"))
     for table in (plan_table(e), step_table(e), outer_table(e), efficiency_table(e), run_table(e)):
         console.print()
-        console.print(table)
+        print_table(table, console)
     console.print()
     if e.violations:
         console.print(Text("Limits broken", style="bold red"))
@@ -198,6 +244,10 @@ def render_feasibility(f, console: Console, notes: list[str] | None = None) -> N
     for line in notes or []:
         console.print(f"[dim]{line}[/dim]")
     r = f.result
+    if getattr(f, "timed_out", False):
+        console.print(Text("TIME LIMIT  reached before a plan was found or infeasibility proven (no verdict)",
+                           style="bold yellow"))
+        return
     if f.feasible:
         days = r.objective_value / SECONDS_PER_DAY
         console.print(Text(f"FEASIBLE  the target is reached in {days:,.1f} days", style="bold green"))
@@ -220,7 +270,7 @@ def render_feasibility(f, console: Console, notes: list[str] | None = None) -> N
                                for k, v in fix.fields.items())
             table.add_row(fix.limit, fix.summary, fields,
                           f"{fix.result.objective_value / SECONDS_PER_DAY:,.1f} days", plan)
-        console.print(table)
+        print_table(table, console)
     for line in f.no_fix:
         console.print(f"  [yellow]-[/yellow] no single change: {line}")
     console.print(f"[dim]{f.solves} solves[/dim]")

@@ -2,17 +2,19 @@
 
 One self-contained file (plots embedded as PNG data URIs, styles inline, no external
 resource) per command: the question (the instance), the answer (status and objective),
-the plan, the breakdown of one outer step and of the efficiency, the binding limits and
-warnings; `feasible` adds the fixes, `compare` the ranked table and its chart.
-Every number comes from the result objects the terminal output is made from.
+the plan, the breakdown of one outer step (as a timeline) and of the efficiency, the
+binding limits and warnings; `evaluate` scores a given plan, `feasible` adds the fixes
+(each with its plan and plots), `compare` the ranked table and its chart.
+Every report says how it was made (provenance: dtplan version, assumption profile, MFU,
+overridden constants, the command line), under the title and in full at the end.
+Every number comes from the result objects the terminal output is made from; files are
+written atomically (planner/present/output.py).
 """
 
 from __future__ import annotations
 
 import base64
 import html
-import io
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +25,8 @@ STYLE = """body{font-family:system-ui,sans-serif;max-width:60rem;margin:2rem aut
 h1{font-size:1.5rem}h2{font-size:1.15rem;margin-top:2rem;border-bottom:1px solid #ddd}
 table{border-collapse:collapse;margin:.5rem 0}td,th{border:1px solid #ccc;padding:.25rem .6rem;text-align:left}
 th{background:#f4f4f4}.ok{color:#176b1f;font-weight:bold}.bad{color:#a01010;font-weight:bold}
-.warn{color:#8a5a00}img{max-width:100%}code{background:#f4f4f4;padding:0 .2rem}"""
+.warn{color:#8a5a00}img{max-width:100%}code{background:#f4f4f4;padding:0 .2rem}
+.prov{color:#555;font-size:.85rem}"""
 
 
 class UnknownReportFormat(ValueError):
@@ -31,17 +34,23 @@ class UnknownReportFormat(ValueError):
 
 
 def check_report_path(path: str | Path) -> Path:
+    """`path` if a report can be written there: UnknownReportFormat for a suffix other than .html
+    or .md, OutputPathError (planner/present/output.py) for a path that cannot be written."""
+    from planner.present.output import check_writable
     path = Path(path)
     if path.suffix.lower() not in FORMATS:
         raise UnknownReportFormat(f"unknown format {path.suffix!r}; use .html or .md")
-    return path
+    return check_writable(path)
 
 
 class _Doc:
     """A document built as (kind, payload) blocks, written as HTML or Markdown."""
 
-    def __init__(self, title: str):
+    def __init__(self, title: str, instance=None, command: str | None = None):
         self.title, self.blocks = title, []
+        self.provenance = provenance(instance, command) if instance is not None else []
+        if self.provenance:
+            self.p("; ".join(f"{k}: {v}" for k, v in self.provenance), "prov")
 
     def h2(self, text):
         self.blocks.append(("h2", text))
@@ -59,11 +68,16 @@ class _Doc:
     def image(self, png: bytes, alt: str):
         self.blocks.append(("img", (png, alt)))
 
+    def _with_provenance(self) -> list:
+        if not self.provenance:
+            return self.blocks
+        return self.blocks + [("h2", "Provenance"), ("table", (["", "value"], [list(r) for r in self.provenance]))]
+
     def html(self) -> str:
         e = html.escape
         out = [f"<!doctype html><html><head><meta charset='utf-8'><title>{e(self.title)}</title>"
                f"<style>{STYLE}</style></head><body><h1>{e(self.title)}</h1>"]
-        for kind, x in self.blocks:
+        for kind, x in self._with_provenance():
             if kind == "h2":
                 out.append(f"<h2>{e(x)}</h2>")
             elif kind == "p":
@@ -83,7 +97,7 @@ class _Doc:
 
     def markdown(self) -> str:
         out = [f"# {self.title}", ""]
-        for kind, x in self.blocks:
+        for kind, x in self._with_provenance():
             if kind == "h2":
                 out += [f"## {x}", ""]
             elif kind == "p":
@@ -101,48 +115,34 @@ class _Doc:
         return "\n".join(out)
 
     def write(self, path: str | Path) -> Path:
+        """Write atomically (a complete report or none; an existing one is never left truncated)."""
+        from planner.present.output import write_text
         path = check_report_path(path)
-        path.write_text(self.html() if path.suffix.lower() == ".html" else self.markdown(), encoding="utf-8")
-        return path
+        return write_text(path, self.html() if path.suffix.lower() == ".html" else self.markdown())
 
 
-# -- plots ----------------------------------------------------------------------------------
+def dtplan_version() -> str:
+    """The installed distribution's version ('unknown' when dtplan runs from a bare checkout)."""
+    from importlib.metadata import PackageNotFoundError, version
+    try:
+        return version("dtplan")
+    except PackageNotFoundError:
+        return "unknown (not installed)"
 
 
-def _png(fig) -> bytes:
-    import matplotlib.pyplot as plt
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=110, bbox_inches="tight")
-    plt.close(fig)
-    return buf.getvalue()
-
-
-def _outer_step_plot(v: dict[str, Any]) -> bytes:
-    """Compute vs communication per outer step (seconds)."""
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    parts = [("compute per outer step", v["compute_block_s"]), ("WAN sync", v["t_sync_s"]),
-             ("regional sync", v["t_regional_s"]), ("outer step (wall)", v["outer_time_s"])]
-    parts = [(k, float(x)) for k, x in parts if x and float(x) > 0]
-    fig, ax = plt.subplots(figsize=(7, 0.5 + 0.45 * len(parts)))
-    ax.barh([k for k, _ in parts][::-1], [x for _, x in parts][::-1], color=["#4c72b0", "#dd8452", "#55a868", "#8172b3"][:len(parts)][::-1])
-    ax.set_xlabel("seconds")
-    ax.set_title("One outer step: compute and communication")
-    return _png(fig)
-
-
-def _efficiency_plot(v: dict[str, Any]) -> bytes:
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    names = [("eta_H (sync interval)", "eta_h"), ("eta_C (compression)", "eta_c"), ("eta_A (activations)", "eta_a"),
-             ("eta_R (replicas, at target)", "eta_r_target"), ("eta (all)", "eta_target")]
-    fig, ax = plt.subplots(figsize=(7, 2.8))
-    ax.barh([n for n, _ in names][::-1], [float(v[k]) for _, k in names][::-1], color="#4c72b0")
-    ax.set_xlim(0, 1)
-    ax.set_title("Efficiency factors: the fraction of compute that counts")
-    return _png(fig)
+def provenance(instance, command: str | None = None) -> list[tuple[str, str]]:
+    """How a report was made: dtplan version, assumption profile (scenario, straggler strategy),
+    MFU, the constants the instance overrides, and the command line (when run from the CLI)."""
+    chosen = instance.assumptions
+    a = instance.resolved_assumptions()
+    overridden = {k: getattr(chosen, k) for k in ("scenario", "straggler", "error_feedback", "mfu")
+                  if getattr(chosen, k) is not None}
+    overridden.update(chosen.constants)
+    return [("dtplan", dtplan_version()),
+            ("assumption profile", f"{a.profile} (scenario {a.scenario}, straggler {a.straggler})"),
+            ("MFU", f"{a.mfu:g}"),
+            ("overridden constants", ", ".join(f"{k} = {v}" for k, v in overridden.items()) or "none"),
+            ("command", command or "called from Python (no command line)")]
 
 
 # -- content -----------------------------------------------------------------------------------
@@ -167,14 +167,26 @@ def _question(doc: _Doc, instance) -> None:
     ])
 
 
-def _plan_and_breakdown(doc: _Doc, result) -> None:
+def _plan_and_breakdown(doc: _Doc, result, heading: str = "") -> None:
     e = result.evaluation
     if e is None or result.plan is None:
         return
-    v = e.values
-    doc.h2("Plan")
-    doc.table(["decision", "value"], _plan_rows(result.plan))
-    doc.h2("Breakdown")
+    _evaluation(doc, e, heading)
+    if result.binding:
+        doc.h2(f"Binding at the optimum{heading}")
+        doc.items(result.binding)
+    if e.warnings:
+        doc.h2(f"Warnings{heading}")
+        doc.items(e.warnings, "warn")
+
+
+def _evaluation(doc: _Doc, e, heading: str = "") -> None:
+    """The plan, its breakdown and the two plots (one outer step as a timeline, the efficiency)."""
+    from planner.present.plots import efficiency_png, outer_step_timeline_png
+    v, plan = e.values, e.plan
+    doc.h2(f"Plan{heading}")
+    doc.table(["decision", "value"], _plan_rows(plan))
+    doc.h2(f"Breakdown{heading}")
     doc.table(["quantity", "value"], [
         ["time to target", f"{v['time_to_target_s'] / SECONDS_PER_DAY:,.2f} days"
                            + (f" ({v['training_time_s'] / SECONDS_PER_DAY:,.2f} training, goodput {e.setting.goodput:g})"
@@ -188,14 +200,10 @@ def _plan_and_breakdown(doc: _Doc, result) -> None:
         ["eta at the target", f"{v['eta_target']:.4f}"],
         ["bottleneck", e.bottleneck],
     ])
-    doc.image(_outer_step_plot(v), "compute and communication per outer step")
-    doc.image(_efficiency_plot(v), "efficiency factors")
-    if result.binding:
-        doc.h2("Binding at the optimum")
-        doc.items(result.binding)
-    if e.warnings:
-        doc.h2("Warnings")
-        doc.items(e.warnings, "warn")
+    regional = plan.regional_rounds if plan.mode == "hierarchical" else None
+    doc.image(outer_step_timeline_png(v, plan.mode, bool(plan.streaming), int(plan.inner_steps or 1), regional),
+              "one outer step as a timeline: compute and synchronisation lanes")
+    doc.image(efficiency_png(v), "efficiency factors")
 
 
 def _plan_rows(plan) -> list[list]:
@@ -224,8 +232,8 @@ def _answer_line(result) -> tuple[str, str]:
            f"{0 if result.gap is None else result.gap:.1e}, {result.solve_time_s:.2f} s", "ok"
 
 
-def solve_report(instance, result, path: str | Path) -> Path:
-    doc = _Doc(f"dtplan solve: {instance.name or 'instance'}")
+def solve_report(instance, result, path: str | Path, command: str | None = None) -> Path:
+    doc = _Doc(f"dtplan solve: {instance.name or 'instance'}", instance, command)
     _question(doc, instance)
     doc.h2("Answer")
     text, css = _answer_line(result)
@@ -235,8 +243,28 @@ def solve_report(instance, result, path: str | Path) -> Path:
     return doc.write(path)
 
 
-def feasible_report(instance, f, path: str | Path, notes: list[str] | None = None) -> Path:
-    doc = _Doc(f"dtplan feasible: {instance.name or 'instance'}")
+def evaluate_report(instance, evaluation, path: str | Path, command: str | None = None) -> Path:
+    """`dtplan evaluate --report`: one given plan scored, with every limit it breaks."""
+    doc = _Doc(f"dtplan evaluate: {instance.name or 'instance'}", instance, command)
+    _question(doc, instance)
+    doc.h2("Answer")
+    v = evaluation.values
+    if evaluation.feasible:
+        doc.p(f"MEETS EVERY LIMIT: {v['time_to_target_s'] / SECONDS_PER_DAY:,.2f} days to target, "
+              f"${v['cost_usd']:,.0f}", "ok")
+    else:
+        doc.p("BREAKS A LIMIT: the plan does not meet every limit", "bad")
+        doc.items(evaluation.violations, "bad")
+    _evaluation(doc, evaluation)
+    if evaluation.warnings:
+        doc.h2("Warnings")
+        doc.items(evaluation.warnings, "warn")
+    return doc.write(path)
+
+
+def feasible_report(instance, f, path: str | Path, notes: list[str] | None = None,
+                    command: str | None = None) -> Path:
+    doc = _Doc(f"dtplan feasible: {instance.name or 'instance'}", instance, command)
     doc.items(notes or [])
     _question(doc, instance)
     doc.h2("Answer")
@@ -251,13 +279,16 @@ def feasible_report(instance, f, path: str | Path, notes: list[str] | None = Non
               [[x.limit, x.summary, ", ".join(f"{k} = {v}" for k, v in x.fields.items()),
                 f"{x.result.objective_value / SECONDS_PER_DAY:,.1f} days"] for x in f.fixes])
     doc.items([f"no single change: {line}" for line in f.no_fix])
+    for i, fix in enumerate(f.fixes, 1):
+        _plan_and_breakdown(doc, fix.result, f" with fix {i} ({fix.limit}: {fix.summary})")
     return doc.write(path)
 
 
-def compare_report(instance, rows, objective: str, path: str | Path) -> Path:
+def compare_report(instance, rows, objective: str, path: str | Path, command: str | None = None) -> Path:
+    from planner.evaluate import max_days
+    from planner.present.plots import comparison_png
     from planner.questions.compare import plan_short
-    from planner.present.plots import comparison_plot
-    doc = _Doc(f"dtplan compare: {instance.name or 'instance'}")
+    doc = _Doc(f"dtplan compare: {instance.name or 'instance'}", instance, command)
     _question(doc, instance)
     doc.h2("Ranking")
     table = []
@@ -269,8 +300,6 @@ def compare_report(instance, rows, objective: str, path: str | Path) -> Path:
                       "-" if res.evaluation is None else f"${res.evaluation.values['cost_usd']:,.0f}",
                       plan_short(res.plan) if res.plan else "; ".join(res.infeasibility)[:120]])
     doc.table(["rank", "hardware", "status", "days", "nodes", "cost", "plan / reason"], table)
-    with tempfile.TemporaryDirectory() as tmp:
-        png = Path(tmp) / "compare.png"
-        comparison_plot(rows, objective, [png], title=instance.name or "")
-        doc.image(png.read_bytes(), "comparison chart")
+    doc.image(comparison_png(rows, objective, title=instance.name or "", limit_days=max_days(instance)[0]),
+              "comparison chart")
     return doc.write(path)

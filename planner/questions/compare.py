@@ -147,12 +147,15 @@ def _hardware_name(value: Any) -> str:
 
 def compare(instance: Instance | Mapping[str, Any], hardware_ids: Iterable[str] | str = "all",
             objective: str | None = None,
-            progress: Callable[[int, int, str], None] | None = None) -> list[Comparison]:
+            progress: Callable[[int, int, str], None] | None = None,
+            deadline: float | None = None) -> list[Comparison]:
     """Solve the workload of `instance` on each preset of `hardware_ids` ('all' or ids) and rank them.
 
     `instance` is raw instance data (parsed JSON; it is validated here as given) or a validated
     `Instance`. `objective` defaults to the instance's. `progress(done, total, hardware)` is
-    called before each preset is solved and once at the end (done == total).
+    called before each preset is solved and once at the end (done == total). `deadline`
+    (time.perf_counter()) bounds the whole comparison: presets not solved by then keep the
+    best plan found in time, or none (status time_limit).
     Returns one `Comparison` per preset, best first (rank 1), presets without a plan last.
     Raises InputError for bad input (the instance itself, an unknown preset id or objective).
     """
@@ -177,7 +180,7 @@ def compare(instance: Instance | Mapping[str, Any], hardware_ids: Iterable[str] 
             result = SolveResult(objective, "bnb", "infeasible", None, None, None, 0.0, 0,
                                  infeasibility=["; ".join(map(str, err.problems))])
         else:
-            result = solve(inst, objective=objective)
+            result = solve(inst, objective=objective, deadline=deadline)
         rows.append(Comparison(hw, result, notes=notes))
     if progress:
         progress(len(ids), len(ids), "")
@@ -259,7 +262,8 @@ def render_comparison(rows: list[Comparison], objective: str, console, title: st
              "max_compute": "most compute within the duration limit first"}[objective]
     console.print(f"objective {objective} ({order}); {len(rows)} hardware preset(s), {feasible} with a plan; "
                   f"{elapsed_s:.2f} s")
-    console.print(comparison_table(rows, objective))
+    from planner.present.render import print_table
+    print_table(comparison_table(rows, objective), console)
     missing = [r for r in rows if not r.feasible]
     if missing:
         console.print(Text("Without a plan", style="bold red"))

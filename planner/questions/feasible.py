@@ -16,24 +16,31 @@ built by editing the dict and validating it again, never by skipping validation)
 | duration | `limits.max_days` | `min_time` without the duration limit, rounded up to 0.1 day | 0.1 day less |
 | budget | `limits.budget_usd` (only when set) | `min_cost` without the budget: nodes x node price | $1 less |
 | goodput | `fleet.goodput` (only when below 1) | `min_time` at goodput 1 gives the training time T; the goodput needed is T / limit, rounded up to 0.001 | 0.001 less |
+
+Every search stays within the schema's magnitude bounds (planner.schema.limits: at most
+10^7 nodes, 10^9 Mbit/s, 10^6 days, $10^15). With a `deadline` (time.perf_counter()), every
+solve stops at it: a verdict not reached in time leaves `Feasibility.timed_out` set, and
+fixes not searched in time are listed in `no_fix` as such (never guessed).
 """
 
 from __future__ import annotations
 
 import copy
 import math
+import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from planner.cost.duration import SECONDS_PER_DAY
 from planner.schema.instance import parse_instance
+from planner.schema.limits import MAX_BUDGET_USD, MAX_DAYS, MAX_MBPS, MAX_NODES
 from planner.solve import SolveResult, solve
 
 NODE_CAP_FACTOR = 1000          # search up to this many times the fleet (at least NODE_CAP_MIN nodes)
 NODE_CAP_MIN = 100_000
 BANDWIDTH_MAX_FACTOR = 1e5      # up to 10^5 times the instance's WAN bandwidth
 BANDWIDTH_STEP = 1.01
-UNLIMITED_DAYS = 1e6
+UNLIMITED_DAYS = MAX_DAYS
 DAY_STEP = 0.1
 GOODPUT_STEP = 0.001
 
@@ -61,18 +68,29 @@ class Feasibility:
     fixes: list[Fix] = field(default_factory=list)
     no_fix: list[str] = field(default_factory=list)   # limits no change of which alone suffices, and why
     solves: int = 1
+    timed_out: bool = False                      # the time limit came before the verdict (no plan, no proof)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"feasible": self.feasible, "result": self.result.to_dict(),
+        return {"feasible": self.feasible, "timed_out": self.timed_out, "result": self.result.to_dict(),
                 "binding": self.result.infeasibility if not self.feasible else self.result.binding,
                 "fixes": [f.to_dict() for f in self.fixes], "no_fix": self.no_fix, "solves": self.solves}
 
+    def to_frame(self):
+        """The instance as given, then one row per fix (pandas DataFrame)."""
+        from planner.present.frames import feasibility_frame
+        return feasibility_frame(self)
+
+
+class TimeUp(Exception):
+    """The deadline passed before a solve could answer."""
+
 
 class _Solver:
-    """Solve variants of one raw instance, counting the solves."""
+    """Solve variants of one raw instance, counting the solves, all before one deadline."""
 
-    def __init__(self, raw: dict, source: str, progress: Callable[[str], None] | None):
-        self.raw, self.source, self.count = raw, source, 0
+    def __init__(self, raw: dict, source: str, progress: Callable[[str], None] | None,
+                 deadline: float | None = None):
+        self.raw, self.source, self.count, self.deadline = raw, source, 0, deadline
         self.progress = progress or (lambda message: None)
 
     def variant(self, edit: Callable[[dict], None]) -> dict:
@@ -80,9 +98,16 @@ class _Solver:
         edit(data)
         return data
 
-    def solve(self, data: dict, objective: str = "min_time") -> SolveResult:
+    def solve(self, data: dict, objective: str = "min_time", exact: bool = True) -> SolveResult:
+        """The solve of a variant; TimeUp if the deadline cut it short (when `exact`: an answer
+        found in time but not proven optimal is no answer for a fix)."""
+        if exact and self.deadline is not None and time.perf_counter() >= self.deadline:
+            raise TimeUp
         self.count += 1
-        return solve(parse_instance(data, self.source), objective=objective)
+        result = solve(parse_instance(data, self.source), objective=objective, deadline=self.deadline)
+        if exact and result.status == "time_limit":
+            raise TimeUp
+        return result
 
     def feasible(self, data: dict) -> bool:
         return self.solve(data).status == "optimal"
@@ -106,17 +131,26 @@ def _chain(*edits) -> Callable[[dict], None]:
     return edit
 
 
-def feasible(raw: dict, source: str = "<instance>", progress: Callable[[str], None] | None = None) -> Feasibility:
-    """The verdict for `raw` (an instance's JSON dict) and, when infeasible, the smallest single fixes."""
-    s = _Solver(raw, source, progress)
+def feasible(raw: dict, source: str = "<instance>", progress: Callable[[str], None] | None = None,
+             deadline: float | None = None) -> Feasibility:
+    """The verdict for `raw` (an instance's JSON dict) and, when infeasible, the smallest single fixes.
+
+    A plan found before `deadline` proves feasibility even if not proven fastest; with no plan
+    and no proof by then, `timed_out` is set and no fix is searched."""
+    s = _Solver(raw, source, progress, deadline)
     s.progress("solving the instance")
-    base = s.solve(copy.deepcopy(raw))
-    out = Feasibility(base.status == "optimal", base)
-    if out.feasible:
+    base = s.solve(copy.deepcopy(raw), exact=False)
+    out = Feasibility(base.plan is not None, base)
+    if out.feasible or base.status == "time_limit":
+        out.timed_out = not out.feasible
         return out
     instance = parse_instance(copy.deepcopy(raw), source)
-    for finder in (_fix_nodes, _fix_bandwidth, _fix_duration, _fix_budget, _fix_goodput):
-        fix, reason = finder(s, instance)
+    for name, finder in (("nodes", _fix_nodes), ("WAN bandwidth", _fix_bandwidth), ("duration", _fix_duration),
+                         ("budget", _fix_budget), ("goodput", _fix_goodput)):
+        try:
+            fix, reason = finder(s, instance)
+        except TimeUp:
+            fix, reason = None, f"{name}: not searched: the time limit was reached"
         if fix is not None:
             out.fixes.append(fix)
         elif reason:
@@ -128,7 +162,7 @@ def feasible(raw: dict, source: str = "<instance>", progress: Callable[[str], No
 def _fix_nodes(s: _Solver, instance) -> tuple[Fix | None, str | None]:
     s.progress("fewest nodes")
     now = instance.limits.max_nodes or instance.fleet.nodes
-    cap = max(NODE_CAP_FACTOR * instance.fleet.nodes, NODE_CAP_MIN)
+    cap = min(max(NODE_CAP_FACTOR * instance.fleet.nodes, NODE_CAP_MIN), MAX_NODES)
     edit_cap = _chain(_set("fleet.nodes", cap), lambda d: d.get("limits", {}).pop("max_nodes", None))
     r = s.solve(s.variant(edit_cap), objective="min_cost")
     if r.status != "optimal":
@@ -156,13 +190,14 @@ def _fix_bandwidth(s: _Solver, instance) -> tuple[Fix | None, str | None]:
     up, down = instance.network.wan.up_mbps, instance.network.wan.down_mbps
 
     def at(factor: float) -> dict:
-        return s.variant(_chain(_set("network.wan.up_mbps", _round_up(up * factor)),
-                                _set("network.wan.down_mbps", _round_up(down * factor))))
+        return s.variant(_chain(_set("network.wan.up_mbps", min(_round_up(up * factor), MAX_MBPS)),
+                                _set("network.wan.down_mbps", min(_round_up(down * factor), MAX_MBPS))))
 
-    if not s.feasible(at(BANDWIDTH_MAX_FACTOR)):
-        return None, (f"WAN bandwidth: not even {BANDWIDTH_MAX_FACTOR:g} times the bandwidth "
-                      f"({_round_up(up * BANDWIDTH_MAX_FACTOR):,g} Mb/s up) is enough")
-    lo, hi = 1.0, BANDWIDTH_MAX_FACTOR           # infeasible at lo, feasible at hi
+    most = min(BANDWIDTH_MAX_FACTOR, MAX_MBPS / max(up, down))     # within the schema's bound
+    if most <= 1 or not s.feasible(at(most)):
+        return None, (f"WAN bandwidth: not even {most:,.4g} times the bandwidth "
+                      f"({_round_up(up * most):,g} Mb/s up) is enough")
+    lo, hi = 1.0, most                           # infeasible at lo, feasible at hi
     while hi / lo > BANDWIDTH_STEP:
         mid = math.sqrt(lo * hi)
         if s.feasible(at(mid)):
@@ -182,7 +217,7 @@ def _fix_duration(s: _Solver, instance) -> tuple[Fix | None, str | None]:
     if r.status != "optimal":
         return None, "duration: no plan reaches the target however long the run (another limit binds)"
     days = math.ceil(r.objective_value / SECONDS_PER_DAY / DAY_STEP) * DAY_STEP
-    days = round(days, 6)
+    days = min(round(days, 6), MAX_DAYS)
     current = instance.limits.max_days
     now = f"{current:,g}" if isinstance(current, (int, float)) else f"'{current}' ({instance_window_days(instance):,.1f})"
     return _verified(s, "duration", s.variant(_set("limits.max_days", days)),
@@ -200,6 +235,8 @@ def _fix_budget(s: _Solver, instance) -> tuple[Fix | None, str | None]:
     if r.status != "optimal":
         return None, "budget: no budget suffices (another limit binds)"
     cost = float(r.objective_value)
+    if cost > MAX_BUDGET_USD:
+        return None, f"budget: the budget needed, ${cost:,.0f}, exceeds dtplan's bound of ${MAX_BUDGET_USD:,.0f}"
     return _verified(s, "budget", s.variant(_set("limits.budget_usd", cost)),
                      s.variant(_set("limits.budget_usd", cost - 1.0)) if cost > 1 else None,
                      {"limits.budget_usd": cost}, {"limits.budget_usd": budget},

@@ -18,7 +18,7 @@ is at least as good as the reference's and dtplan's plan, re-scored by the evalu
   `min_cost` objective with a C_local target (the time to target is within the window
   exactly when C_local over the window reaches the target). Under the Chinchilla penalty
   (profile current) dtplan's `min_cost` scores eta_R at the target point instead
-  (COST_MODEL.md section 7), a different question; the reference's is answered by
+  (docs/cost_model.md section 7), a different question; the reference's is answered by
   `planner.objectives.fewest_nodes_in_window` (the max_compute bound, exact).
 - `find_optimal_config_for_target(cfg, target_c_quality)`: the reference tries flat
   DiLoCo at P = f V / beta (f in 0.25, 0.5, 0.75, 1; a few H), hierarchical DiLoCo at the

@@ -1,11 +1,12 @@
 """Presets from models/: hardware nodes (models/hardware/ID.json) and LLMs (models/llm/ID.json).
 
 The id of a preset is its file name without `.json`; an `id` key in the file, if
-present, must agree. The directory is `<repo>/models`, or `$DTPLAN_MODELS_DIR`.
+present, must agree. The directory is `$DTPLAN_MODELS_DIR` if set, else the presets
+shipped with dtplan (`<checkout>/models`, or `planner/models` in a wheel; see
+planner/presets_dir.py).
 Loads are cached per (directory, id); `cache_clear()` forgets them.
 """
 
-import os
 from functools import lru_cache
 from pathlib import Path
 from typing import Annotated, Any
@@ -13,18 +14,14 @@ from typing import Annotated, Any
 from pydantic import BeforeValidator, Field, ValidationError, model_validator
 
 from planner.cost.assumptions import PRECISIONS
+from planner.presets_dir import MODELS_DIR_ENV, models_dir  # noqa: F401  (re-exported)
 from planner.schema.errors import InputError, Problem
-from planner.schema.strict import (Int, Num, StrictModel, closest_first, did_you_mean, load_file, number_error,
-                            problems_from, raise_problems, show)
+from planner.schema.limits import (MAX_ACCELERATORS_PER_NODE, MAX_HBM_GB, MAX_HIDDEN_SIZE, MAX_MOE_LAYERS,
+                                   MAX_PARAMS, MAX_PRICE_USD, MAX_TFLOPS)
+from planner.schema.strict import (Int, Num, StrictModel, Text, closest_first, did_you_mean, load_file, number_error,
+                                   problems_from, raise_problems, show)
 
-MODELS_DIR_ENV = "DTPLAN_MODELS_DIR"
 H100_FP16_TFLOPS = 990.0  # one H100-equivalent, dense FP16
-
-
-def models_dir() -> Path:
-    """`$DTPLAN_MODELS_DIR` if set, else `<repo>/models`."""
-    env = os.environ.get(MODELS_DIR_ENV)
-    return Path(env) if env else Path(__file__).resolve().parents[2] / "models"
 
 
 def _check_tflops(value: Any) -> dict[str, float]:
@@ -36,7 +33,7 @@ def _check_tflops(value: Any) -> dict[str, float]:
     if "fp16" not in value:
         problems.append(Problem("fp16", "required field missing (every hardware has an fp16 peak)"))
     problems += [Problem(k, msg) for k in PRECISIONS if k in value
-                 for msg in [number_error(value[k], gt=0, hint=" (TFLOP/s per accelerator, dense)")] if msg]
+                 for msg in [number_error(value[k], gt=0, hint=" (TFLOP/s per accelerator, dense)", cap=MAX_TFLOPS)] if msg]
     if problems:
         raise_problems(problems)
     return {k: float(value[k]) for k in PRECISIONS if k in value}
@@ -52,16 +49,16 @@ def _default_name(data: Any) -> Any:
 class HardwareSpec(StrictModel):
     """One node type: a number of identical accelerators. Units: TFLOP/s, GB (1e9 bytes), USD."""
 
-    id: str = Field("custom", description="Preset id (the file name); 'custom' for an inline spec.")
-    name: str = Field("", description="Display name. Default: the id.")
-    accelerator: str = Field("", description="Accelerator model, e.g. 'NVIDIA H100 SXM5 80GB'. Default ''.")
-    accelerators_per_node: Int(ge=1) = Field(description="Accelerators in one node (required).")
+    id: Text = Field("custom", description="Preset id (the file name); 'custom' for an inline spec.")
+    name: Text = Field("", description="Display name. Default: the id.")
+    accelerator: Text = Field("", description="Accelerator model, e.g. 'NVIDIA H100 SXM5 80GB'. Default ''.")
+    accelerators_per_node: Int(ge=1, cap=MAX_ACCELERATORS_PER_NODE) = Field(description="Accelerators in one node (required).")
     peak_tflops_per_accelerator: Annotated[dict[str, float], BeforeValidator(_check_tflops)] = Field(
         description="Dense peak TFLOP/s per accelerator by precision; 'fp16' required, 'fp8'/'fp4' optional.")
-    hbm_gb_per_accelerator: Num(gt=0) = Field(description="Accelerator memory in GB (1e9 bytes), required.")
-    price_usd_per_accelerator: Num(ge=0) = Field(0.0, description="Purchase price per accelerator, USD. Default 0.")
-    notes: str = Field("", description="Free text. Default ''.")
-    sources: dict[str, str] = Field(default_factory=dict, description="Field name -> citation. Default {}.")
+    hbm_gb_per_accelerator: Num(gt=0, cap=MAX_HBM_GB) = Field(description="Accelerator memory in GB (1e9 bytes), required.")
+    price_usd_per_accelerator: Num(ge=0, cap=MAX_PRICE_USD) = Field(0.0, description="Purchase price per accelerator, USD. Default 0.")
+    notes: Text = Field("", description="Free text. Default ''.")
+    sources: dict[Text, Text] = Field(default_factory=dict, description="Field name -> citation. Default {}.")
 
     @model_validator(mode="before")
     @classmethod
@@ -101,14 +98,14 @@ class HardwareSpec(StrictModel):
 class LLMSpec(StrictModel):
     """A model preset. Parameter counts are raw counts (7e9, not 7)."""
 
-    id: str = Field(description="Preset id (the file name).")
-    name: str = Field("", description="Display name. Default: the id.")
-    params: Num(gt=0) = Field(description="Total parameters P (raw count).")
-    active_params: Num(gt=0) | None = Field(None, description="Parameters used per token (MoE); None = dense.")
-    moe_layers: Int(ge=1) | None = Field(None, description="Number of MoE layers; None for dense.")
-    hidden_size: Num(gt=0) | None = Field(None, description="Hidden size h; None = not published.")
-    notes: str = Field("", description="Free text. Default ''.")
-    source: str = Field("", description="Citation. Default ''.")
+    id: Text = Field(description="Preset id (the file name).")
+    name: Text = Field("", description="Display name. Default: the id.")
+    params: Num(gt=0, cap=MAX_PARAMS) = Field(description="Total parameters P (raw count).")
+    active_params: Num(gt=0, cap=MAX_PARAMS) | None = Field(None, description="Parameters used per token (MoE); None = dense.")
+    moe_layers: Int(ge=1, cap=MAX_MOE_LAYERS) | None = Field(None, description="Number of MoE layers; None for dense.")
+    hidden_size: Num(gt=0, cap=MAX_HIDDEN_SIZE) | None = Field(None, description="Hidden size h; None = not published.")
+    notes: Text = Field("", description="Free text. Default ''.")
+    source: Text = Field("", description="Citation. Default ''.")
 
     @model_validator(mode="before")
     @classmethod

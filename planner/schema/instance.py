@@ -6,19 +6,25 @@ second, `_ms` milliseconds, `_gb` 1e9 bytes, `_usd` US dollars, `max_days` days;
 parameter and token counts are raw counts (7e9, not 7).
 """
 
+import json
 from functools import lru_cache
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BeforeValidator, Field, ValidationError, model_validator
 
+from planner.presets_dir import bundled_models_dir
 from planner.schema.catalog import HardwareSpec, load_hardware, load_llm
-from planner.cost.assumptions import (NUMERIC_FIELDS, PRECISIONS, REPLICA_PENALTIES, SCENARIOS, SETTABLE_FIELDS,
+from planner.cost.assumptions import (BOOL_CONSTANTS, CHOICE_CONSTANTS, NUMERIC_FIELDS, PHYSICS_ZERO_ALLOWED,
+                                      PRECISIONS, REPLICA_PENALTIES, SCENARIOS, SETTABLE_FIELDS,
                                       STRAGGLER_STRATEGIES, TABLE_FIELDS, Assumptions, apply_overrides, load_profile,
                                       profile_names)
 from planner.schema.errors import InputError, Problem
-from planner.schema.strict import (Bool, Choice, Int, List, Num, StrictModel, choice_error, did_you_mean, fail, fmt,
-                            load_file, number_error, problems_from, raise_problems, show)
+from planner.schema.limits import (MAX_BATCH_TOKENS, MAX_BUDGET_USD, MAX_DAYS, MAX_EXPONENT, MAX_FLOP, MAX_GROWTH,
+                                   MAX_HIDDEN_SIZE, MAX_LIST, MAX_MBPS, MAX_MOE_LAYERS, MAX_NODES, MAX_NUMBER,
+                                   MAX_PARAMS, MAX_PRICE_USD, MAX_RATIO, MAX_RTT_MS, MAX_SIZES, MAX_TOKENS)
+from planner.schema.strict import (Bool, Choice, Int, List, Num, StrictModel, Text, choice_error, did_you_mean, fail,
+                                   fmt, load_file, number_error, problems_from, raise_problems, show)
 
 MODES = ("flat", "hierarchical", "pp_group", "pipeline_wan")
 PIPELINE_MODES = ("pp_group", "pipeline_wan")
@@ -52,13 +58,13 @@ class ModelSpec(StrictModel):
 
     preset: Annotated[str, AfterValidator(_known_llm)] | None = Field(
         None, description="LLM preset id (models/llm); its sizes fill the fields not given.")
-    params: Num(ge=MIN_PARAMS, hint=_PARAMS_HINT) | None = Field(
+    params: Num(ge=MIN_PARAMS, hint=_PARAMS_HINT, cap=MAX_PARAMS) | None = Field(
         None, description="Total parameters P, raw count >= 1e6. Required unless preset.")
-    active_params: Num(ge=MIN_PARAMS, hint=_PARAMS_HINT) | None = Field(
+    active_params: Num(ge=MIN_PARAMS, hint=_PARAMS_HINT, cap=MAX_PARAMS) | None = Field(
         None, description="Parameters used per token (MoE), <= params. Default: params (dense).")
-    moe_layers: Int(ge=0) | None = Field(
+    moe_layers: Int(ge=0, cap=MAX_MOE_LAYERS) | None = Field(
         None, description="MoE layers (>= 1 for MoE). Default: 32 for MoE, 0 for dense.")
-    hidden_size: Num(gt=0) | None = Field(
+    hidden_size: Num(gt=0, cap=MAX_HIDDEN_SIZE) | None = Field(
         None, description="Hidden size h. Default None (the cost model uses 0.03 * sqrt(P)).")
 
     @model_validator(mode="before")
@@ -107,9 +113,9 @@ class ModelSpec(StrictModel):
 class Training(StrictModel):
     """How much to train. Neither tokens nor target_flop: the cost model's default target."""
 
-    local_batch_tokens: Int(ge=1) = Field(131072, description="Tokens per inner step per replica. Default 131072.")
-    tokens: Num(gt=0) | None = Field(None, description="Training tokens D. Default None. Not with target_flop.")
-    target_flop: Num(gt=0) | None = Field(None, description="Target compute in FLOP. Default None. Not with tokens.")
+    local_batch_tokens: Int(ge=1, cap=MAX_BATCH_TOKENS) = Field(131072, description="Tokens per inner step per replica. Default 131072.")
+    tokens: Num(gt=0, cap=MAX_TOKENS) | None = Field(None, description="Training tokens D. Default None. Not with target_flop.")
+    target_flop: Num(gt=0, cap=MAX_FLOP) | None = Field(None, description="Target compute in FLOP. Default None. Not with tokens.")
     target_kind: Choice("c_local", "c_quality") = Field(
         "c_local", description="Whether target_flop counts local compute or quality-adjusted compute, and which of "
                    "them max_compute maximises. Default c_local.")
@@ -139,10 +145,10 @@ def _hardware_ref(value: Any) -> Any:
 class Fleet(StrictModel):
     """The nodes available: one hardware type, a count, optionally a price override."""
 
-    hardware: Annotated[HardwareSpec, BeforeValidator(_hardware_ref)] = Field(
+    hardware: Annotated[HardwareSpec, BeforeValidator(_hardware_ref, json_schema_input_type=str | HardwareSpec)] = Field(
         description="Hardware preset id (models/hardware) or an inline hardware object.")
-    nodes: Int(ge=1) = Field(description="Fleet size: nodes available (required).")
-    price_usd_per_accelerator: Num(ge=0) | None = Field(
+    nodes: Int(ge=1, cap=MAX_NODES) = Field(description="Fleet size: nodes available (required).")
+    price_usd_per_accelerator: Num(ge=0, cap=MAX_PRICE_USD) | None = Field(
         None, description="Overrides the hardware's price per accelerator, USD. Default None (keep it).")
     goodput: Num(gt=0, le=1, hint=" (the fraction of wall-clock spent training, e.g. 0.9)") = Field(
         1.0, description="Fraction of wall-clock the fleet spends making training progress, (0, 1]: "
@@ -153,16 +159,16 @@ class Fleet(StrictModel):
 class Wan(StrictModel):
     """Per-node wide-area link."""
 
-    up_mbps: Num(gt=0) = Field(100.0, description="Upload bandwidth per node, Mbit/s. Default 100.")
-    down_mbps: Num(gt=0) = Field(100.0, description="Download bandwidth per node, Mbit/s. Default 100.")
-    rtt_ms: Num(ge=0) = Field(100.0, description="Round-trip time, ms. Default 100.")
+    up_mbps: Num(gt=0, cap=MAX_MBPS) = Field(100.0, description="Upload bandwidth per node, Mbit/s. Default 100.")
+    down_mbps: Num(gt=0, cap=MAX_MBPS) = Field(100.0, description="Download bandwidth per node, Mbit/s. Default 100.")
+    rtt_ms: Num(ge=0, cap=MAX_RTT_MS) = Field(100.0, description="Round-trip time, ms. Default 100.")
 
 
 class Link(StrictModel):
     """A symmetric link (regional between nodes of a group, or between pipeline stages)."""
 
-    mbps: Num(gt=0) = Field(1000.0, description="Bandwidth, Mbit/s. Default 1000.")
-    rtt_ms: Num(ge=0) = Field(20.0, description="Round-trip time, ms. Default 20.")
+    mbps: Num(gt=0, cap=MAX_MBPS) = Field(1000.0, description="Bandwidth, Mbit/s. Default 1000.")
+    rtt_ms: Num(ge=0, cap=MAX_RTT_MS) = Field(20.0, description="Round-trip time, ms. Default 20.")
 
 
 class Network(StrictModel):
@@ -174,15 +180,15 @@ class Network(StrictModel):
 class Growth(StrictModel):
     """Growth factors per year (x/year) deriving the maximum run duration ('growth')."""
 
-    hardware: Num(gt=1) = Field(1.37, description="Hardware price-performance, x/year. Default 1.37.")
-    software: Num(gt=1) = Field(3.0, description="Algorithmic efficiency, x/year. Default 3.0.")
-    investment: Num(gt=1) = Field(3.5, description="Investment, x/year. Default 3.5.")
+    hardware: Num(gt=1, cap=MAX_GROWTH) = Field(1.37, description="Hardware price-performance, x/year. Default 1.37.")
+    software: Num(gt=1, cap=MAX_GROWTH) = Field(3.0, description="Algorithmic efficiency, x/year. Default 3.0.")
+    investment: Num(gt=1, cap=MAX_GROWTH) = Field(3.5, description="Investment, x/year. Default 3.5.")
 
 
 def _check_days(value: Any) -> Any:
     if value == "growth" and isinstance(value, str):
         return value
-    message = number_error(value, gt=0)
+    message = number_error(value, gt=0, cap=MAX_DAYS)
     if message:
         fail(message.replace("a number > 0", "a number of days > 0 or 'growth'"))
     return float(value)
@@ -194,25 +200,28 @@ class Limits(StrictModel):
                                       "Default 547.875 (1.5 years of 365.25 days).")
     growth_x_per_year: Growth = Field(
         default_factory=Growth, description="Growth rates; those given override the assumption constants.")
-    budget_usd: Num(gt=0) | None = Field(None, description="Spending cap, USD. Default None (no cap).")
-    max_nodes: Int(ge=1) | None = Field(None, description="At most this many nodes, <= fleet.nodes. Default None.")
+    budget_usd: Num(gt=0, cap=MAX_BUDGET_USD) | None = Field(None, description="Spending cap, USD. Default None (no cap).")
+    max_nodes: Int(ge=1, cap=MAX_NODES) | None = Field(None, description="At most this many nodes, <= fleet.nodes. Default None.")
 
 
 # -- assumptions --------------------------------------------------------------------
 
 
-_STRING_CONSTANTS = {"scenario": SCENARIOS, "straggler": STRAGGLER_STRATEGIES, "replica_penalty": REPLICA_PENALTIES}
+_STRING_CONSTANTS = CHOICE_CONSTANTS
 
 
 # Constants for which 0 is meaningful (switching a term off).
 ZERO_ALLOWED_CONSTANTS = {"alpha_coefficient", "straggler_sync_coefficient", "straggler_relay_coefficient",
-                          "straggler_backup_scale", "eta_h_floor", "linear_v1_coefficient", "linear_v1_cap_b"}
+                          "straggler_backup_scale", "eta_h_floor", "linear_v1_coefficient", "linear_v1_cap_b",
+                          *PHYSICS_ZERO_ALLOWED}
 
 
 # replica_h_ref > 1 keeps the replica exponent ln(H) / ln(H_ref) growing with H (the planner's
 # bounds rely on efficiency never rising with H); growth factors below 1 are not growth.
 GREATER_THAN_ONE_CONSTANTS = {"replica_h_ref", "growth_hardware_x_per_year", "growth_software_x_per_year",
                               "growth_investment_x_per_year"}
+# Exponents of power laws: beyond MAX_EXPONENT in magnitude, P ** e overflows.
+EXPONENT_CONSTANTS = {"replica_beta_exponent", "chinchilla_alpha", "chinchilla_beta"}
 AT_LEAST_ONE_CONSTANTS = {"backup_spare_factor", "threshold_eta_divisor", "chi_search_high_factor"}
 
 
@@ -221,7 +230,7 @@ def _numeric_bounds(key: str) -> dict[str, float]:
         return {}
     if key in ZERO_ALLOWED_CONSTANTS:
         return {"ge": 0}
-    if key in ("mfu", "mfu_per_hfu"):
+    if key in ("mfu", "mfu_per_hfu", "backward_share"):
         return {"gt": 0, "le": 1}
     if key in GREATER_THAN_ONE_CONSTANTS:
         return {"gt": 1}
@@ -234,6 +243,8 @@ def _check_table(key: str, value: Any) -> tuple[dict[str, list[float]], list[Pro
     """{"16": [opt, exp, cons], ...}: ratio >= 1, values in [0, 1]."""
     if not isinstance(value, dict) or not value:
         return {}, [Problem(key, f"must be a non-empty object like {{\"16\": [1.0, 0.98, 0.95]}}, got {show(value)}")]
+    if len(value) > MAX_LIST:
+        return {}, [Problem(key, f"must hold at most {MAX_LIST} rows, got {len(value):,}")]
     table, problems = {}, []
     for ratio, row in value.items():
         try:
@@ -242,6 +253,10 @@ def _check_table(key: str, value: Any) -> tuple[dict[str, list[float]], list[Pro
             ok = False
         if not ok:
             problems.append(Problem(f"{key}.{ratio}", f"key must be a compression ratio >= 1, got {ratio!r}"))
+        elif float(ratio) > MAX_RATIO:
+            ok = False
+            problems.append(Problem(f"{key}.{ratio}", f"key must be a compression ratio of at most {MAX_RATIO:g} "
+                                                      f"(dtplan's bound), got {ratio!r}"))
         if (not isinstance(row, list) or len(row) != 3
                 or any(number_error(x, ge=0, le=1) for x in row)):
             problems.append(Problem(f"{key}.{ratio}", "must be [optimistic, expected, conservative], "
@@ -261,10 +276,11 @@ def _check_constant(key: str, given: Any) -> tuple[Any, list[Problem]]:
         return _check_table(key, given)
     if key in _STRING_CONSTANTS:
         message = choice_error(given, _STRING_CONSTANTS[key])
-    elif key == "error_feedback":
+    elif key in BOOL_CONSTANTS:
         message = None if isinstance(given, bool) else f"must be true or false, got {show(given)}"
     else:  # NUMERIC_FIELDS (test_every_settable_constant_has_a_check keeps this exhaustive)
-        message = number_error(given, **_numeric_bounds(key))
+        message = number_error(given, **_numeric_bounds(key),
+                               cap=MAX_EXPONENT if key in EXPONENT_CONSTANTS else MAX_NUMBER)
     if message:
         return given, [Problem(key, message)]
     return (float(given) if key in NUMERIC_FIELDS else given), []
@@ -313,27 +329,47 @@ def _distinct_sizes(sizes: list[float]) -> list[float]:
 MODEL_SIZE_KEYS = ("params", "preset", "active_params", "moe_layers", "hidden_size")
 
 
+SEARCH_PRESETS_DIR = bundled_models_dir() / "search"     # checkout or wheel; see planner/presets_dir.py
+
+
+def search_preset_names() -> list[str]:
+    return sorted(p.stem for p in SEARCH_PRESETS_DIR.glob("*.json"))
+
+
 class Search(StrictModel):
     """Bounds on the planner's decision space (shapes and ranges only)."""
 
+    preset: Choice(dynamic=search_preset_names) | None = Field(
+        None, description="Named ranges from models/search (e.g. 'demonstrated': settings shown at scale); "
+                          "fields given here override the preset's. Default None.")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _fill_from_preset(cls, data: Any) -> Any:
+        """Copy the preset's ranges into the fields the user did not give (docs/physics.md, section 8)."""
+        if not (isinstance(data, dict) and data.get("preset") in search_preset_names()):
+            return data
+        spec = json.loads((SEARCH_PRESETS_DIR / f"{data['preset']}.json").read_text())["search"]
+        return {**spec, **data}
+
     modes: List(Choice(*MODES)) = Field(list(MODES), description="Modes to consider. Default all four.")
-    min_nodes: Int(ge=1) = Field(1, description="Fewest nodes to use. Default 1.")
+    min_nodes: Int(ge=1, cap=MAX_NODES) = Field(1, description="Fewest nodes to use. Default 1.")
     max_stages: Int(ge=1, le=64) = Field(64, description="Most pipeline stages S. Default 64.")
-    group_sizes: List(Int(ge=2)) | None = Field(None, description="Hierarchical group sizes. Default None = 2..64.")
+    group_sizes: List(Int(ge=2, cap=MAX_NODES)) | None = Field(None, description="Hierarchical group sizes. Default None = 2..64.")
     max_inner_steps: Int(ge=1, le=10000) = Field(10000, description="Largest H. Default 10000.")
     max_regional_rounds: Int(ge=1, le=1000) = Field(1000, description="Largest R. Default 1000.")
-    compression: List(Num(ge=1)) = Field(
+    compression: List(Num(ge=1, cap=MAX_RATIO)) = Field(
         [1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0, 100.0, 150.0, 250.0, 500.0],
         description="Pseudo-gradient compression ratios Cr. Default 1..500 (11 values).")
     precisions: List(Choice(*PRECISIONS)) | None = Field(
         None, description="Precisions to consider. Default None = all the hardware supports.")
     max_micro_batches: Int(ge=1, le=64) = Field(64, description="Most micro-batches M. Default 64.")
-    activation_compression: List(Num(ge=1)) = Field(
+    activation_compression: List(Num(ge=1, cap=MAX_RATIO)) = Field(
         [1.0, 2.0, 4.0, 10.0], description="Activation compression ratios Ca. Default [1, 2, 4, 10].")
     streaming: List(Bool) = Field([True, False], description="Streaming overlap on/off. Default both.")
     expert_parallel: List(Choice(*EXPERT_PARALLEL)) | None = Field(
         None, description="Expert-parallel scopes (MoE). Default None = all that apply.")
-    params: Annotated[List(Num(ge=MIN_PARAMS, hint=_PARAMS_HINT)), AfterValidator(_distinct_sizes)] | None = Field(
+    params: Annotated[List(Num(ge=MIN_PARAMS, hint=_PARAMS_HINT, cap=MAX_PARAMS), max_len=MAX_SIZES), AfterValidator(_distinct_sizes)] | None = Field(
         None, description="Candidate model sizes: total parameters of a dense model, raw counts >= 1e6 "
                           "(e.g. [7e9, 70e9]). The planner solves every size and keeps the best (ties to the "
                           "smaller). The model section then gives no size (model.params defaults to the "
@@ -349,8 +385,8 @@ class Instance(StrictModel):
     resolution of presets and defaults (e.g. `model.active_params` of a dense model).
     """
 
-    name: str = Field("", description="Default ''.")
-    description: str = Field("", description="Default ''.")
+    name: Text = Field("", description="Default ''.")
+    description: Text = Field("", description="Default ''.")
     model: ModelSpec = Field(description="The model to train (required).")
     training: Training = Field(default_factory=Training, description="Default: batch 131072, no explicit target.")
     fleet: Fleet = Field(description="The hardware and fleet size (required).")
@@ -464,6 +500,13 @@ def parse_instance(data: Any, source: str = "<dict>") -> Instance:
             # Field errors kept the cross checks from running; run those whose sections parsed.
             problems += cross_problems(*(_section(data, name) for name in ("fleet", "limits", "search")))
         raise InputError(problems, source) from None
+
+
+def instance_json_schema() -> dict[str, Any]:
+    """The JSON Schema of an instance file (pydantic's, from the field types and descriptions)."""
+    schema = Instance.model_json_schema(mode="validation")
+    schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+    return schema
 
 
 def load_instance(path: str | Path) -> Instance:

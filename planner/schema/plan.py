@@ -12,28 +12,31 @@ from pydantic import Field, ValidationError, model_validator
 from planner.cost.assumptions import PRECISIONS
 from planner.schema.errors import InputError, Problem
 from planner.schema.instance import EXPERT_PARALLEL, MODES, PIPELINE_MODES, Instance
-from planner.schema.strict import Bool, Choice, Int, Num, StrictModel, load_file, problems_from, raise_problems, show
+from planner.schema.limits import (MAX_INNER_STEPS, MAX_MICRO_BATCHES, MAX_NODES, MAX_RATIO, MAX_REGIONAL_ROUNDS,
+                                   MAX_STAGES)
+from planner.schema.strict import (Bool, Choice, Int, Num, StrictModel, Text, load_file, problems_from, raise_problems,
+                                   show)
 
 
 class Plan(StrictModel):
-    """One plan. Symbols as in COST_MODEL.md: H, Cr, S, k, R, M, Ca."""
+    """One plan. Symbols as in docs/cost_model.md: H, Cr, S, k, R, M, Ca."""
 
     mode: Choice(*MODES) = Field(description="flat | hierarchical | pp_group | pipeline_wan (required).")
-    nodes: Int(ge=1) = Field(description="Nodes used N (required).")
+    nodes: Int(ge=1, cap=MAX_NODES) = Field(description="Nodes used N (required).")
     precision: Choice(*PRECISIONS) = Field("fp16", description="Training precision. Default fp16.")
-    inner_steps: Int(ge=1) = Field(1, description="Inner steps between syncs H. Default 1.")
-    compression: Num(ge=1) = Field(1.0, description="Pseudo-gradient compression ratio Cr. Default 1.")
+    inner_steps: Int(ge=1, cap=MAX_INNER_STEPS) = Field(1, description="Inner steps between syncs H. Default 1.")
+    compression: Num(ge=1, cap=MAX_RATIO) = Field(1.0, description="Pseudo-gradient compression ratio Cr. Default 1.")
     streaming: Bool = Field(True, description="Overlap sync with compute (streaming DiLoCo). Default true.")
-    stages: Int(ge=1) | None = Field(
+    stages: Int(ge=1, cap=MAX_STAGES) | None = Field(
         None, description="Pipeline stages S (pp_group, pipeline_wan only). Default None = fewest that fit.")
-    group_size: Int(ge=2) | None = Field(None, description="Nodes per group k (hierarchical only, required there).")
-    regional_rounds: Int(ge=1) = Field(1, description="Regional rounds per global sync R (hierarchical). Default 1.")
-    micro_batches: Int(ge=1) = Field(8, description="Pipeline micro-batches M. Default 8.")
-    activation_compression: Num(ge=1) = Field(4.0, description="Activation compression Ca (pipelines). Default 4.")
+    group_size: Int(ge=2, cap=MAX_NODES) | None = Field(None, description="Nodes per group k (hierarchical only, required there).")
+    regional_rounds: Int(ge=1, cap=MAX_REGIONAL_ROUNDS) = Field(1, description="Regional rounds per global sync R (hierarchical). Default 1.")
+    micro_batches: Int(ge=1, cap=MAX_MICRO_BATCHES) = Field(8, description="Pipeline micro-batches M. Default 8.")
+    activation_compression: Num(ge=1, cap=MAX_RATIO) = Field(4.0, description="Activation compression Ca (pipelines). Default 4.")
     expert_parallel: Choice(*EXPERT_PARALLEL) | None = Field(
         None, description="none | regional | global (MoE only). Default None = 'global' for MoE in flat and "
                           "hierarchical modes, 'none' in pipeline modes (which support MoE only without EP).")
-    description: str = Field("", description="Free text. Default ''.")
+    description: Text = Field("", description="Free text. Default ''.")
 
     @model_validator(mode="after")
     def _mode_rules(self) -> "Plan":

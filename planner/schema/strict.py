@@ -24,6 +24,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, ValidationError
 from pydantic_core import PydanticCustomError
 
 from planner.schema.errors import InputError, Problem
+from planner.schema.limits import MAX_INTEGER, MAX_LIST, MAX_NUMBER, MAX_TEXT
 
 
 class StrictModel(BaseModel):
@@ -135,24 +136,34 @@ def _in_range(x: float, gt: float | None, ge: float | None, le: float | None) ->
     return (gt is None or x > gt) and (ge is None or x >= ge) and (le is None or x <= le)
 
 
-def number_error(value: Any, gt=None, ge=None, le=None, hint: str = "") -> str | None:
-    """None if `value` is a finite JSON number within the bounds, else the message."""
+def _cap_error(value: Any, cap: float | None, hint: str) -> str | None:
+    """The message for a number beyond dtplan's magnitude bound `cap` (planner.schema.limits)."""
+    if cap is None or abs(value) <= cap:
+        return None
+    return (f"must be at most {fmt(cap)}{' in magnitude' if value < 0 else ''}{hint} (dtplan's bound: beyond "
+            f"it the cost model cannot compute), got {show(value)}")
+
+
+def number_error(value: Any, gt=None, ge=None, le=None, hint: str = "", cap: float | None = None) -> str | None:
+    """None if `value` is a finite JSON number within the bounds (and |value| <= cap), else the message."""
     want = _describe("a number", gt, ge, le, integer=False)
     is_number = isinstance(value, (int, float)) and not isinstance(value, bool)
     try:
         ok = is_number and math.isfinite(value) and _in_range(value, gt, ge, le)
     except OverflowError:
         ok = False
-    return None if ok else f"must be {want}{hint}, {_got(value)}"
+    if not ok:
+        return f"must be {want}{hint}, {_got(value)}"
+    return _cap_error(value, cap, hint)
 
 
-def integer_error(value: Any, gt=None, ge=None, le=None, hint: str = "") -> str | None:
+def integer_error(value: Any, gt=None, ge=None, le=None, hint: str = "", cap: float | None = None) -> str | None:
     """None if `value` is a whole JSON number (72 or 72.0, not 72.5) within the bounds."""
     want = _describe("an integer", gt, ge, le, integer=True)
     if isinstance(value, float) and math.isfinite(value) and not value.is_integer():
         return f"must be {want}{hint}, got {show(value)} (not a whole number)"
     if number_error(value, gt, ge, le) is None:
-        return None
+        return _cap_error(value, cap, hint)
     return f"must be {want}{hint}, {_got(value)}"
 
 
@@ -171,24 +182,51 @@ def _bounds(gt, ge, le) -> list[Any]:
                         le is not None and at.Le(le)) if c]
 
 
-def Num(*, gt: float | None = None, ge: float | None = None, le: float | None = None, hint: str = ""):
-    """A float field: a finite JSON number (not a string, not a boolean) within the bounds."""
+def Num(*, gt: float | None = None, ge: float | None = None, le: float | None = None, hint: str = "",
+        cap: float = MAX_NUMBER):
+    """A float field: a finite JSON number (not a string, not a boolean) within the bounds, and
+    at most `cap` in magnitude (planner.schema.limits: what the cost model can compute)."""
     def check(value: Any) -> float:
-        message = number_error(value, gt, ge, le, hint)
+        message = number_error(value, gt, ge, le, hint, cap)
         if message:
             fail(message)
         return float(value)
-    return Annotated[float, *_bounds(gt, ge, le), BeforeValidator(check)]
+    return Annotated[float, *_bounds(gt, ge, le if le is not None else cap), BeforeValidator(check)]
 
 
-def Int(*, ge: int | None = None, le: int | None = None, hint: str = ""):
-    """An int field: a whole JSON number (72, 72.0 or 1e4; not 72.5, not "72") within bounds."""
+def Int(*, ge: int | None = None, le: int | None = None, hint: str = "", cap: int = MAX_INTEGER):
+    """An int field: a whole JSON number (72, 72.0 or 1e4; not 72.5, not "72") within bounds,
+    and at most `cap` (planner.schema.limits)."""
     def check(value: Any) -> int:
-        message = integer_error(value, None, ge, le, hint)
+        message = integer_error(value, None, ge, le, hint, cap)
         if message:
             fail(message)
         return int(value)
-    return Annotated[int, *_bounds(None, ge, le), BeforeValidator(check)]
+    return Annotated[int, *_bounds(None, ge, le if le is not None else cap), BeforeValidator(check)]
+
+
+def text_error(value: Any) -> str | None:
+    """None if `value` is a string of valid Unicode (no unpaired surrogate) of at most MAX_TEXT characters."""
+    if not isinstance(value, str):
+        return f"must be a string, got {show(value)}"
+    if len(value) > MAX_TEXT:
+        return f"must be at most {MAX_TEXT:,} characters, got {len(value):,}"
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        return (f"must be valid Unicode text: character {exc.start + 1} is an unpaired surrogate "
+                f"({value[exc.start]!a})")
+    return None
+
+
+def _check_text(value: Any) -> str:
+    message = text_error(value)
+    if message:
+        fail(message)
+    return value
+
+
+Text = Annotated[str, BeforeValidator(_check_text)]
 
 
 def _check_bool(value: Any) -> bool:
@@ -210,15 +248,19 @@ def Choice(*choices: str, dynamic: Callable[[], Sequence[str]] | None = None):
     return Annotated[str if dynamic else Literal[choices], BeforeValidator(check)]
 
 
-def List(item: Any, *, nonempty: bool = True):
-    """A JSON list of `item`s, non-empty unless told otherwise; item errors get `[i]` paths."""
+def List(item: Any, *, nonempty: bool = True, max_len: int = MAX_LIST):
+    """A JSON list of `item`s, non-empty unless told otherwise, of at most `max_len` values
+    (each value of a search list multiplies the work); item errors get `[i]` paths."""
     def check(value: Any) -> list:
         if not isinstance(value, list):
             fail(f"must be a list, got {show(value)}")
         if nonempty and not value:
             fail("must be a non-empty list, got []")
+        if len(value) > max_len:
+            fail(f"must hold at most {max_len} values (dtplan's bound: each value multiplies the search), "
+                 f"got {len(value):,}")
         return value
-    return Annotated[list[item], BeforeValidator(check)]
+    return Annotated[list[item], BeforeValidator(check), at.MaxLen(max_len)]
 
 
 # -- pydantic errors -> problems ---------------------------------------------------
@@ -350,7 +392,33 @@ def read_json(path: str | Path) -> tuple[Any, list[Problem]]:
     except json.JSONDecodeError as exc:
         message = f"not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}"
         raise InputError([Problem("<file>", message)], source) from None
+    except RecursionError:
+        raise InputError([Problem("<file>", "not readable: the JSON is nested too deeply")], source) from None
+    except ValueError as exc:        # e.g. an integer of more than 4,300 digits
+        raise InputError([Problem("<file>", f"not readable: {exc}")], source) from None
+    if nesting(data) > MAX_DEPTH:
+        raise InputError([Problem("<file>", NESTING_MESSAGE)], source)
     return data, problems
+
+
+MAX_DEPTH = 32          # an instance nests at most ~5 levels (assumptions.constants.table.row)
+
+
+NESTING_MESSAGE = f"nested more than {MAX_DEPTH} levels deep (an input file needs at most about 5)"
+
+
+def nesting(data: Any) -> int:
+    """How deeply lists and objects nest in `data` (0 for a number or a string), without recursion."""
+    deepest, stack = 0, [(data, 1)]
+    while stack:
+        node, level = stack.pop()
+        if isinstance(node, dict):
+            node = list(node.values())
+        if isinstance(node, list):
+            deepest = max(deepest, level)
+            if level <= MAX_DEPTH:
+                stack.extend((child, level + 1) for child in node)
+    return deepest
 
 
 def load_file(path: str | Path, parse: Callable[[Any, str], Any]) -> Any:

@@ -1,7 +1,7 @@
 """Exact search of the decision space: a branch and bound over (n, H, R) boxes (solver "bnb", the default).
 
 The classes of `DecisionSpace.classes` (all decisions but the replica count n, H and R;
-nodes N = n for flat and hierarchical plans, N = n S for pipelines, n over an
+nodes N = n for flat and hierarchical plans, N = max(n S, min_nodes) for pipelines, n over an
 interval) are the unit of search. Each class is
 searched over every n, every H in 1..H_max and, for hierarchical plans, every R in
 1..R_max, by a vectorised branch and bound over boxes [n1, n2] x [H1, H2] x [R1, R2]
@@ -15,10 +15,14 @@ target point, for a C_local target; eta * chi at the run's tokens for a C_qualit
 - q is non-increasing in H and R (max(a, s / H) or a + s / H, and their hierarchical
   analogues) and non-decreasing in n (the WAN straggler factor f(G) grows with G);
 - tokens per outer step grow in proportion to n;
-- e is non-increasing in H_eff and in n (alpha >= 0; the replica exponent >= 0 and the
+- e is non-increasing in H_eff and in n >= 2 (alpha >= 0; the replica exponent >= 0 and the
   replica count K grows with n; for a C_quality target the tokens needed grow with the
-  replica loss multiplier and with 1 / eta_H). (A single node has eta_C = 1 where larger
-  n has eta_C <= 1, which only raises the others' times: the bound still holds.)
+  replica loss multiplier and with 1 / eta_H). One node (no sync, every efficiency 1) is
+  never in a box with two or more, whose efficiencies may exceed 1. The constants decide
+  whether these facts hold (`planner.solvers.monotone`): where alpha(P) < 0, eta_H rises
+  with H_eff and e(n1, H1 sqrt R1) below is taken with eta_H at its box maximum (the larger
+  of its values at the two ends of the H_eff range); where a fact fails with no such
+  fallback, the search refuses to run (`planner.solve` then scores every plan).
 Hence on a box
 
     T >= T(n1, H2, R2) * (n1 / n2) * e(n1, H2 sqrt R2) / e(n1, H1 sqrt R1),
@@ -44,10 +48,13 @@ from typing import Callable
 
 import numpy as np
 
-from planner.cost import chinchilla, run
+from planner.cost import chinchilla, quality, run
 from planner.cost.modes import throughput
+from planner.cost.straggler import eta_h_divisor
 from planner.cost.score import time_to_target, window_compute
 from planner.cost.setting import PlanBatch, Setting
+from planner.schema.errors import InputError
+from planner.solvers import monotone
 from planner.space import MODE_ORDER, PRECISION_ORDER, Classes, DecisionSpace
 
 TIE_REL = 1e-12          # plans whose objectives differ by less are tied, broken by `tie_key`
@@ -65,12 +72,27 @@ class Found:
     open_bound: float = math.inf   # least lower bound of the boxes left open at a deadline (inf: none)
 
 
-def _time_and_efficiency(s: Setting, c: Classes, idx, n, h, r):
+def _time_and_efficiency(s: Setting, c: Classes, idx, n, h, r, eta_h_also_at=None):
     """Time to target and e, the fraction of throughput compute that counts at the target:
     e = C_target / (6 P_act * tokens per second * T). For a C_local target e is eta (eta_R
     at the target point); for a C_quality target it is eta * chi at the run's own tokens.
-    Either way e never rises with n or H_eff (docs/planner.md), which the bound needs."""
-    out = time_to_target(s, c.plans(idx, n, h, r))
+    e never rises with n (n >= 2) or, when eta_H falls with H_eff (`monotone.check`), with
+    H_eff (docs/planner.md), which the bound needs.
+
+    `eta_h_also_at` (H_eff values): score the plans with eta_H replaced by the larger of
+    their own eta_H and eta_H at these H_eff (the box maximum of eta_H when it rises with
+    H_eff: it is monotone in H_eff, so its maximum over an interval is at an end)."""
+    b = c.plans(idx, n, h, r)
+    if eta_h_also_at is None:
+        out = time_to_target(s, b)
+    else:
+        a = s.assumptions
+        with np.errstate(divide="ignore", invalid="ignore"):
+            t = throughput(s, b)
+            eff = run.efficiency_without_replicas(s, b, t)
+            top = quality.eta_sync_interval(eta_h_also_at, s.params, a, eta_h_divisor(a))
+            eff["eta_h"] = np.where(t["synchronised"] > 0, np.maximum(eff["eta_h"], top), eff["eta_h"])
+            out = run.time_to_target(s, b, t, eff, details=False)
     t = out["time_to_target_s"]
     with np.errstate(divide="ignore", invalid="ignore"):
         e = s.target / (6.0 * s.active_params * out["tokens_per_s"]) / out["training_time_s"]   # no overflow
@@ -101,19 +123,28 @@ def _measure(s: Setting, c: Classes, idx, n, h, r, measure: str) -> np.ndarray:
         return 1.0 / out[measure[2:]]
 
 
-def _time_box(s: Setting, c: Classes, box):
+def _h_eff(h, r):
+    """H_eff = H sqrt(R) (R = 1 outside hierarchical plans, H = 1 for a pipeline over the WAN)."""
+    return np.asarray(h, dtype=float) * np.sqrt(np.asarray(r, dtype=float))
+
+
+def _time_box(s: Setting, c: Classes, box, mono: monotone.Monotonicity):
     """Lower bound of the time to target on each box (module docstring), and its two corners."""
     t_hi, e_hi = _time_and_efficiency(s, c, box["i"], box["n1"], box["h2"], box["r2"])
     t_lo, e_lo = _time_and_efficiency(s, c, box["i"], box["n1"], box["h1"], box["r1"])
+    t_best, e_best = t_lo, e_lo
+    if not mono.eta_h_falls:     # eta_H rises with H_eff: the box's best efficiency takes its largest eta_H
+        t_best, e_best = _time_and_efficiency(s, c, box["i"], box["n1"], box["h1"], box["r1"],
+                                              eta_h_also_at=_h_eff(box["h2"], box["r2"]))
     with np.errstate(divide="ignore", invalid="ignore"):
-        lower = np.where(e_lo > 0, t_hi * (box["n1"] / box["n2"]) * e_hi / e_lo, 0.0)
-    # The corner (n1, H1, R1) has the box's highest efficiency; if even it never reaches
-    # the target (eta = 0, or a C_quality target beyond the loss floor), no plan of the box does.
-    lower = np.where(np.isinf(t_lo), np.inf, lower)
+        lower = np.where(e_best > 0, t_hi * (box["n1"] / box["n2"]) * e_hi / e_best, 0.0)
+    # e_best bounds the box's efficiency; if even it never reaches the target (eta = 0, or a
+    # C_quality target beyond the loss floor), no plan of the box does.
+    lower = np.where(np.isinf(t_best), np.inf, lower)
     return lower, [("h2", t_hi), ("h1", t_lo)]
 
 
-def _compute_box(s: Setting, c: Classes, box, kind: str):
+def _compute_box(s: Setting, c: Classes, box, kind: str, mono: monotone.Monotonicity | None = None):
     """Lower bound of 1/C on each box [n1, n2] x [H1, H2] x [R1, R2], C = C_quality or C_local
     reached within the duration limit W (window view), from real plans at its corners.
 
@@ -133,11 +164,20 @@ def _compute_box(s: Setting, c: Classes, box, kind: str):
       C_local <= Q(T_up, g_up, m_lo) / min(1, C'_1(T_lo) / (6 P_act T_up)); the slack
       T_up / T_lo vanishes as boxes shrink. (eta_R = chi(m) / chi(1) itself is not monotone
       in T: it returns to 1 near the compute-optimal point, so no bound rests on that.)
-    A box holding one node (n1 = 1: no chi, g = 1) is bounded by 6 P_act T_up (g, chi, eta_R <= 1).
+    A box of one node (n1 = n2 = 1: no chi, g = 1) is bounded by 6 P_act T_up. Where eta_H
+    rises with H_eff (`monotone.check`), g_up is g(n1, H1 sqrt R1) times
+    max(1, eta_H(H2 sqrt R2) / eta_H(H1 sqrt R1)) (eta_H is monotone in H_eff; g is eta_H
+    times factors that do not rise with n or H_eff).
     """
     a = s.assumptions
     hi = window_compute(s, c.plans(box["i"], box["n1"], box["h2"], box["r2"]), kind)
     lo = window_compute(s, c.plans(box["i"], box["n1"], box["h1"], box["r1"]), kind)
+    if mono is not None and not mono.eta_h_falls:
+        divisor = eta_h_divisor(a)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            rise = quality.eta_sync_interval(_h_eff(box["h2"], box["r2"]), s.params, a, divisor) \
+                / quality.eta_sync_interval(_h_eff(box["h1"], box["r1"]), s.params, a, divisor)
+        lo = dict(lo, g=lo["g"] * np.maximum(1.0, np.nan_to_num(rise, nan=np.inf)))
     ratio = box["n2"] / box["n1"]
     t_up = s.training_window_s * hi["tokens_per_s"] * ratio
     c_up = 6.0 * s.active_params * t_up
@@ -159,8 +199,8 @@ def _compute_box(s: Setting, c: Classes, box, kind: str):
         return np.nan_to_num(1.0 / upper, nan=0.0), corners
 
 
-def _box_bound(s: Setting, c: Classes, box, measure: str):
-    return _time_box(s, c, box) if measure == TIME else _compute_box(s, c, box, measure[2:])
+def _box_bound(s: Setting, c: Classes, box, measure: str, mono: monotone.Monotonicity):
+    return _time_box(s, c, box, mono) if measure == TIME else _compute_box(s, c, box, measure[2:], mono)
 
 
 def _h_r_max(c: Classes, h_max: int, r_max: int) -> tuple[int, int]:
@@ -198,15 +238,25 @@ def _branch_and_bound(s: Setting, c: Classes, h_max: int, r_max: int, visit: Cal
     either. Returns the number of plans scored and, when `deadline` (time.perf_counter())
     passed first, the boxes left open with their lower bounds (key "lower"); else None.
     """
+    mono = monotone.check(s)
+    if mono.unsupported:      # no valid bound: never certify (planner.solve falls back to the exhaustive oracle)
+        raise InputError(list(mono.unsupported))
     lo, hi = n_range if n_range is not None else (c.n_lo, c.n_hi)
     keep = lo <= hi
-    size = int(keep.sum())
-    box = {"i": np.flatnonzero(keep), "n1": lo[keep], "n2": hi[keep],
+    i, n1, n2 = np.flatnonzero(keep), lo[keep], hi[keep]
+    # One node (local training, every efficiency 1) never shares a box with two or more,
+    # whose efficiencies may exceed 1 (`monotone`): the bound compares plans of n >= 2 only.
+    single = (n1 == 1) & (n2 > 1)
+    i = np.concatenate([i, i[single]])
+    n1, n2 = np.concatenate([np.where(single, 2, n1), np.ones(int(single.sum()), np.int64)]), \
+        np.concatenate([n2, np.ones(int(single.sum()), np.int64)])
+    size = i.size
+    box = {"i": i, "n1": n1, "n2": n2,
            "h1": np.ones(size, np.int64), "h2": np.full(size, h_max, np.int64),
            "r1": np.ones(size, np.int64), "r2": np.full(size, r_max, np.int64)}
     evaluations = 0
     while box["i"].size:
-        lower, corners = _box_bound(s, c, box, measure)
+        lower, corners = _box_bound(s, c, box, measure, mono)
         evaluations += len(corners) * box["i"].size
         for corner, value in corners:
             n = box["n2"] if corner == "n2h1" else box["n1"]
@@ -334,22 +384,22 @@ def fewest_nodes_within(s: Setting, c: Classes, h_max: int, r_max: int, limit_s:
         nonlocal fewest
         ok = t <= limit_s
         if ok.any():
-            fewest = min(fewest, float((n[ok] * c.unit[idx[ok]]).min()))
+            fewest = min(fewest, float(c.nodes(idx[ok], n[ok]).min()))
 
     idx, n, h, r = _seeds(s, c, h_max, r_max)
     visit(idx, n, h, r, _measure(s, c, idx, n, h, r, measure))
     count, left = _branch_and_bound(
         s, c, h_max, r_max, visit,
-        lambda box: np.where(box["n1"] * c.unit[box["i"]] >= fewest, -np.inf, limit_s), deadline=deadline,
+        lambda box: np.where(c.nodes(box["i"], box["n1"]) >= fewest, -np.inf, limit_s), deadline=deadline,
         measure=measure)
-    open_nodes = float((left["n1"] * c.unit[left["i"]]).min()) if left is not None else math.inf
+    open_nodes = float(c.nodes(left["i"], left["n1"]).min()) if left is not None else math.inf
     return fewest, c.size + count, open_nodes
 
 
 def with_nodes(c: Classes, nodes: int) -> Classes | None:
     """The classes narrowed to plans of exactly `nodes` nodes (None if no class has them)."""
-    n = nodes // c.unit
-    ok = (n * c.unit == nodes) & (c.n_lo <= n) & (n <= c.n_hi)
+    n = nodes // c.unit                      # N = max(n unit, min_nodes): n = N // unit either way
+    ok = (c.nodes(np.arange(c.size), n) == nodes) & (c.n_lo <= n) & (n <= c.n_hi)
     if not ok.any():
         return None
     sub = c.take(ok)

@@ -2,7 +2,7 @@
 
 The same space as the other solvers (`DecisionSpace.classes`, after its exact
 reductions), every n, H and R of every class, each scored by
-`planner.cost.score.time_to_target`. No bound, no pruning: its cost is the size of the
+`planner.cost.score.time_to_target` (or, for `max_compute`, `window_compute`). No bound, no pruning: its cost is the size of the
 space (`DecisionSpace.size`) divided by the evaluator's rate (about 1.4 million plans
 per second here), so it is for small spaces, the tests, and as the yardstick of
 `scripts/bench_solve.py`. Ties are broken as everywhere (`planner.bnb.tie_key`).
@@ -15,7 +15,7 @@ import math
 import numpy as np
 
 from planner.solvers import bnb
-from planner.cost.score import time_to_target
+from planner.cost.score import window_compute
 from planner.cost.setting import Setting
 from planner.objectives import best_of
 from planner.space import Classes, DecisionSpace
@@ -38,9 +38,15 @@ def _plans(c: Classes, h_max: int, r_max: int):
 
 
 def optimise(setting: Setting, space: DecisionSpace, objective: str):
-    """((one-plan batch, value) or None, plans evaluated): min_time or min_cost, exactly."""
+    """((one-plan batch, value) or None, plans evaluated): min_time, min_cost or max_compute, exactly.
+
+    min_time / min_cost score the time to target (plans over the duration limit are out);
+    max_compute the reciprocal of the compute reached within the limit (`bnb.compute_measure`),
+    every plan counting. Values: seconds, USD, FLOP."""
 
     h_max, r_max = space.max_inner_steps, space.max_regional_rounds
+    measure = bnb.compute_measure(setting.target_kind) if objective == "max_compute" else bnb.TIME
+    limit = math.inf if objective == "max_compute" else setting.window_s
     groups = list(bnb.batches(setting, space))
     evaluations = 0
     fewest = math.inf
@@ -48,12 +54,12 @@ def optimise(setting: Setting, space: DecisionSpace, objective: str):
     for c in groups:
         best_t, rows = math.inf, []
         for idx, n, h, r in _plans(c, h_max, r_max):
-            t = time_to_target(setting, c.plans(idx, n, h, r))["time_to_target_s"]
+            t = bnb._measure(setting, c, idx, n, h, r, measure)
             evaluations += t.size
-            ok = t <= setting.window_s
+            ok = t <= limit
             if objective == "min_cost":
                 if ok.any():
-                    fewest = min(fewest, float((n[ok] * c.unit[idx[ok]]).min()))
+                    fewest = min(fewest, float(c.nodes(idx[ok], n[ok]).min()))
                 rows.append((idx[ok], n[ok], h[ok], r[ok], t[ok]))
                 continue
             if ok.any():
@@ -65,7 +71,7 @@ def optimise(setting: Setting, space: DecisionSpace, objective: str):
     found = []
     for c, idx, n, h, r, t in kept:
         if objective == "min_cost":
-            on = n * c.unit[idx] == fewest
+            on = c.nodes(idx, n) == fewest
             idx, n, h, r, t = idx[on], n[on], h[on], r[on], t[on]
         if t.size:
             found.append(bnb.Found(c.plans(idx, n, h, r), t))
@@ -74,4 +80,6 @@ def optimise(setting: Setting, space: DecisionSpace, objective: str):
         return None, evaluations
     if objective == "min_cost":
         return (best[0], float(best[0].nodes[0] * setting.node_price_usd)), evaluations
+    if objective == "max_compute":
+        return (best[0], float(window_compute(setting, best[0], setting.target_kind)[setting.target_kind][0])), evaluations
     return best, evaluations

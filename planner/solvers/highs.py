@@ -5,7 +5,7 @@ solves it, and the solution is loaded back into the Pyomo variables by name.
 long per solve as writing MPS and reading it, the model being rebuilt every round of the
 outer-approximation loop anyway.)
 
-Options as measured in ../shared/spec/FORMULATION_NOTES.md: relative gap 0 and an absolute gap
+Options as measured (docs/mip.md): relative gap 0 and an absolute gap
 of 1e-9 (the objective is ln T: the default 1e-4 would be a 0.01% error in T), one thread, a
 fixed seed; the RINS and RENS sub-MIP heuristics off (they took most of the time of these small
 models, and the loop supplies an incumbent as cutoff).

@@ -1,0 +1,49 @@
+"""Results as pandas DataFrames (`to_frame()` of the API's result classes): one row per answer,
+flat columns with units in their names, plan fields as columns (as in a sweep's rows)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+PLAN_FIELDS = ("mode", "nodes", "precision", "inner_steps", "compression", "streaming", "stages", "group_size",
+               "regional_rounds", "micro_batches", "activation_compression", "expert_parallel")
+
+
+def _plan(plan) -> dict[str, Any]:
+    dumped = plan.model_dump() if plan is not None else {}
+    return {k: dumped.get(k) for k in PLAN_FIELDS}
+
+
+def solve_row(r) -> dict[str, Any]:
+    """One SolveResult as a flat row."""
+    from planner.cost.duration import SECONDS_PER_DAY
+    e = r.evaluation
+    return {"objective": r.objective, "solver": r.solver, "status": r.status, "objective_value": r.objective_value,
+            "best_bound": r.best_bound, "gap": r.gap, "solve_time_s": r.solve_time_s, "evaluations": r.evaluations,
+            "time_to_target_days": e.values["time_to_target_s"] / SECONDS_PER_DAY if e else None,
+            "cost_usd": e.values["cost_usd"] if e else None, "bottleneck": e.bottleneck if e else None,
+            "model_params": r.model_params, **_plan(r.plan),
+            "binding": "; ".join(r.binding) or None, "infeasibility": "; ".join(r.infeasibility) or None}
+
+
+def solve_frame(r):
+    import pandas as pd
+    return pd.DataFrame([solve_row(r)])
+
+
+def evaluation_frame(e):
+    """Every figure of an Evaluation as one row (values keyed as in `Evaluation.values`)."""
+    import pandas as pd
+    row = {"instance": e.instance.name, **_plan(e.plan), "feasible": e.feasible, "bottleneck": e.bottleneck,
+           "violations": "; ".join(e.violations) or None}
+    row.update({k: v for k, v in e.values.items() if k not in row})
+    return pd.DataFrame([row])
+
+
+def feasibility_frame(f):
+    """The verdict's solve as the first row (`change` = 'as given'), then one row per fix."""
+    import pandas as pd
+    rows = [{"change": "as given", "limit": None, "fields": None, **solve_row(f.result)}]
+    rows += [{"change": x.summary, "limit": x.limit, "fields": ", ".join(f"{k}={v}" for k, v in x.fields.items()),
+              **solve_row(x.result)} for x in f.fixes]
+    return pd.DataFrame(rows)
