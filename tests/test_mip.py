@@ -281,3 +281,15 @@ def test_time_limit_reports_a_valid_bound(backend):
     if r.objective_value is not None:
         assert r.objective_value >= exact.objective_value * (1 - 1e-12)
         assert r.best_bound <= r.objective_value * (1 + 1e-12)
+
+
+@pytest.mark.parametrize("name", ["baseline-1e25", "solve-1e24-64xh100"])
+def test_shipped_models_are_well_under_a_megabyte(tmp_path, name):
+    from pathlib import Path
+    from planner.mip.export import write_model
+    from planner.schema.instance import load_instance
+    inst = load_instance(Path(__file__).resolve().parents[1] / "instances" / f"{name}.json")
+    for suffix in (".lp", ".mps"):
+        (path,) = write_model(inst, inst.objective, tmp_path / f"model{suffix}")
+        assert path.stat().st_size < 500_000, (suffix, path.stat().st_size)
+        assert "time_to_target" in path.read_text()
