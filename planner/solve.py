@@ -121,8 +121,6 @@ def solve(instance: Instance, objective: str | None = None, solver: str = DEFAUL
         if solver not in backends():
             raise UnsupportedBySolver(f"solver {solver!r} is not installed here (pyomo with highspy, or ortools); "
                                       f"use --solver bnb")
-    if solver == "exhaustive" and objective == "max_compute":
-        raise UnsupportedBySolver("solver 'exhaustive' answers min_time and min_cost; use --solver bnb")
     start = time.perf_counter()
     deadline = min(start + time_limit_s if time_limit_s is not None else math.inf,
                    deadline if deadline is not None else math.inf)
