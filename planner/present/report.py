@@ -34,12 +34,13 @@ class UnknownReportFormat(ValueError):
 
 
 def check_report_path(path: str | Path) -> Path:
-    """`path` if its suffix is .html or .md, else UnknownReportFormat (whether the path can be
-    written is planner/present/output.py's `check_writable`, which the CLI runs after this)."""
+    """`path` if a report can be written there: UnknownReportFormat for a suffix other than .html
+    or .md, OutputPathError (planner/present/output.py) for a path that cannot be written."""
+    from planner.present.output import check_writable
     path = Path(path)
     if path.suffix.lower() not in FORMATS:
         raise UnknownReportFormat(f"unknown format {path.suffix!r}; use .html or .md")
-    return path
+    return check_writable(path)
 
 
 class _Doc:
