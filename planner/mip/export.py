@@ -17,10 +17,10 @@ from pathlib import Path
 
 from planner.evaluate import setting_from_instance, with_params
 from planner.mip.formulation import Grid, build
-from planner.mip.tables import build_tables, presolve
+from planner.mip.tables import presolve
 from planner.present.output import atomic_path, check_writable
 from planner.schema.instance import Instance
-from planner.solvers.certified import check_supported, incumbent_value
+from planner.solvers.certified import check_supported, incumbent_value, tables_or_refuse
 from planner.space import DecisionSpace
 
 FORMATS = (".lp", ".mps")
@@ -49,7 +49,7 @@ def write_model(instance: Instance, objective: str, path: Path) -> list[Path]:
         setting = base if params is None else with_params(base, params)
         check_supported(setting, objective)
         space = DecisionSpace.from_instance(instance, setting).for_objective(setting, objective)
-        tables, plan, _ = presolve(build_tables(setting, space), objective)
+        tables, plan, _ = presolve(tables_or_refuse(setting, space), objective)
         cutoff = incumbent_value(setting, plan, objective) if plan is not None else None
         f = build(tables, Grid.initial(tables), objective, cutoff=cutoff)
         with atomic_path(target) as tmp:
