@@ -71,6 +71,8 @@ class SolveResult:
     candidates: list[dict[str, Any]] = field(default_factory=list)   # per candidate size (search.params)
     compute_kind: str | None = None          # max_compute: c_quality or c_local
     mip: list[dict[str, Any]] = field(default_factory=list)   # what a MIP backend reported, per size solved
+    # infeasible only by the duration limit: the fastest plan's time to target (s), proven; else None
+    fastest_time_s: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -80,7 +82,7 @@ class SolveResult:
             "model_params": self.model_params, "compute_kind": self.compute_kind, "candidates": self.candidates,
             "mip": self.mip,
             "plan": self.plan.model_dump() if self.plan else None,
-            "binding": self.binding, "infeasibility": self.infeasibility,
+            "binding": self.binding, "infeasibility": self.infeasibility, "fastest_time_s": self.fastest_time_s,
             "evaluation": self.evaluation.to_dict() if self.evaluation else None,
         }
 
@@ -119,8 +121,6 @@ def solve(instance: Instance, objective: str | None = None, solver: str = DEFAUL
         if solver not in backends():
             raise UnsupportedBySolver(f"solver {solver!r} is not installed here (pyomo with highspy, or ortools); "
                                       f"use --solver bnb")
-    if solver == "exhaustive" and objective == "max_compute":
-        raise UnsupportedBySolver("solver 'exhaustive' answers min_time and min_cost; use --solver bnb")
     start = time.perf_counter()
     deadline = min(start + time_limit_s if time_limit_s is not None else math.inf,
                    deadline if deadline is not None else math.inf)
@@ -146,12 +146,14 @@ def solve(instance: Instance, objective: str | None = None, solver: str = DEFAUL
     if best is None:
         if math.isfinite(deadline) and (bound > 0 if maximise else bound < math.inf):
             return SolveResult(objective, solver, "time_limit", None, bound, None, elapsed, evaluations, **common)
-        reasons = []
+        reasons, fastest = [], []
         for params, setting, space, *_ in runs:
             prefix = f"model of {params / 1e9:,.4g}B parameters: " if params is not None and len(runs) > 1 else ""
-            reasons += [prefix + line for line in explain_infeasible(setting, space, deadline)]
+            lines, fastest_s = explain_infeasible(setting, space, deadline)
+            reasons += [prefix + line for line in lines]
+            fastest += [fastest_s] if fastest_s is not None else []
         return SolveResult(objective, solver, "infeasible", None, None, None, elapsed, evaluations,
-                           infeasibility=reasons, **common)
+                           infeasibility=reasons, fastest_time_s=min(fastest, default=None), **common)
     params, setting, space, (batch, value), *_ = best
     if maximise:
         status = "optimal" if bound <= value * (1 + bnb.TIE_REL) else "time_limit"
@@ -266,9 +268,12 @@ def binding_limits(e: Evaluation, space: DecisionSpace, objective: str = "min_ti
     return out
 
 
-def explain_infeasible(s: Setting, space: DecisionSpace, deadline: float = math.inf) -> list[str]:
-    """Which limits cannot be met together, in words. Past `deadline` (time.perf_counter()) the
-    searches for the closest plan stop; the limits that do not depend on H and R are then stated."""
+def explain_infeasible(s: Setting, space: DecisionSpace,
+                       deadline: float = math.inf) -> tuple[list[str], float | None]:
+    """Which limits cannot be met together, in words, and the fastest plan's time to target in
+    seconds when only the duration limit is missed (proven fastest; else None). Past `deadline`
+    (time.perf_counter()) the searches for the closest plan stop; the limits that do not depend
+    on H and R are then stated."""
     batches = list(bnb.batches(s, space))
     if time.perf_counter() >= deadline:
         batches = []
@@ -279,7 +284,7 @@ def explain_infeasible(s: Setting, space: DecisionSpace, deadline: float = math.
         if most is not None and upper <= most[1] * (1 + bnb.TIE_REL):
             at_goodput = f" at goodput {s.goodput:g}" if s.goodput < 1 else ""
             return [f"duration-limit: the most C_quality any plan reaches in {s.window_s / SECONDS_PER_DAY:,.1f} "
-                    f"days{at_goodput} is {most[1]:.3e} FLOP, the target is {s.target:.3e} FLOP"]
+                    f"days{at_goodput} is {most[1]:.3e} FLOP, the target is {s.target:.3e} FLOP"], None
     elif batches:
         found = [bnb.minimise_time(s, b, space.max_inner_steps, space.max_regional_rounds, deadline=deadline)
                  for b in batches]
@@ -287,7 +292,7 @@ def explain_infeasible(s: Setting, space: DecisionSpace, deadline: float = math.
         if fastest is not None and all(f.open_bound == math.inf for f in found):
             at_goodput = f" at goodput {s.goodput:g}" if s.goodput < 1 else ""
             return [f"duration-limit: the fastest plan reaches the target in {fastest[1] / SECONDS_PER_DAY:,.1f} "
-                    f"days{at_goodput}, the limit is {s.window_s / SECONDS_PER_DAY:,.1f} days"]
+                    f"days{at_goodput}, the limit is {s.window_s / SECONDS_PER_DAY:,.1f} days"], float(fastest[1])
     # No plan meets the limits that do not depend on H and R: say what each allows.
     a = s.assumptions
     lightest = min(space.precisions, key=a.bytes_per_param)
@@ -309,4 +314,4 @@ def explain_infeasible(s: Setting, space: DecisionSpace, deadline: float = math.
     if time.perf_counter() >= deadline:
         reasons.append("time limit: reached while explaining, so the closest plan to the limits was not "
                        "searched for; the lines above say what each limit allows")
-    return reasons
+    return reasons, None

@@ -146,10 +146,12 @@ class DecisionSpace:
         grids = np.meshgrid(*[np.asarray(axes[n]) for n in names], indexing="ij")
         return {n: g.ravel() for n, g in zip(names, grids)}
 
-    def _classes(self, rows: PlanBatch, n_lo, n_hi, unit) -> "Classes":
+    def _classes(self, rows: PlanBatch, n_lo, n_hi, unit, members=None) -> "Classes":
+        """`members`: None, or (M of each member, its pipeline step in seconds), one row per class."""
         shape = rows.nodes.shape
         as_array = lambda x: np.broadcast_to(np.asarray(x, dtype=np.int64), shape).copy()
-        return Classes(rows, as_array(n_lo), as_array(n_hi), as_array(unit), as_array(self.min_nodes))
+        m, step = (None, None) if members is None else members
+        return Classes(rows, as_array(n_lo), as_array(n_hi), as_array(unit), as_array(self.min_nodes), m, step)
 
     def _flat(self, s: Setting, precision: str, ep: str) -> "Classes":
         g = self._grid(compression=self.compression, streaming=self.streaming)
@@ -166,39 +168,50 @@ class DecisionSpace:
         s_min = max(2, int(memory.min_stages(s.params, beta, s.memory_bytes)))
         return np.arange(s_min, self.max_stages + 1)
 
-    def _pipelines(self, s: Setting, mode: str, precision: str) -> PlanBatch | None:
+    def _pipelines(self, s: Setting, mode: str, precision: str) -> tuple[PlanBatch, np.ndarray | None] | None:
         """(S, Ca) rows with M = argmin over M of the pipeline step (exact; ties to the smaller M),
-        or (S, Ca, M) rows for every M when `all_micro_batches`."""
+        and no members; or, when `all_micro_batches`, (S, Ca) rows whose members are every M,
+        ordered by pipeline step (ties to the smaller M): one row per (S, Ca), M searched as
+        the row's member axis (`Classes.members`; the outer step must grow with the pipeline
+        step, so under `dp_overlap` every (S, Ca, M) is a row of its own instead)."""
         stages = self._stage_range(s, precision)
         if stages.size == 0:
             return None
         g = self._grid(stages=stages, activation_compression=self.activation_compression,
                        micro_batches=np.arange(1, self.max_micro_batches + 1))
-        if self.all_micro_batches:
-            return PlanBatch.of(mode, precision, nodes=1, **g)
         probe = PlanBatch.of(mode, precision, nodes=2 * g["stages"], **g)
-        t_step = throughput(s, probe)["t_step_s"].reshape(stages.size, len(self.activation_compression), -1)
-        best_m = np.argmin(t_step, axis=2) + 1
+        t_step = throughput(s, probe)["t_step_s"].reshape(stages.size * len(self.activation_compression), -1)
         sa = self._grid(stages=stages, activation_compression=self.activation_compression)
-        return PlanBatch.of(mode, precision, nodes=1, micro_batches=best_m.ravel(), **sa)
+        if self.all_micro_batches and s.assumptions.dp_overlap:
+            # the outer step also depends on M through the overlap window: not ordered by the
+            # pipeline step, so every M is a class of its own (no member axis)
+            return PlanBatch.of(mode, precision, nodes=1, **g), None
+        order = np.argsort(t_step, axis=1, kind="stable")          # M - 1 by pipeline step, ties to the smaller M
+        rows = PlanBatch.of(mode, precision, nodes=1, micro_batches=order[:, 0] + 1, **sa)
+        if self.all_micro_batches:
+            return rows, (order + 1, np.take_along_axis(t_step, order, axis=1))
+        return rows, None
 
     def _pp_group(self, s: Setting, precision: str, ep: str) -> "Classes | None":
-        pipes = self._pipelines(s, "pp_group", precision)
-        if pipes is None:
+        built = self._pipelines(s, "pp_group", precision)
+        if built is None:
             return None
+        pipes, members = built
         rep = np.repeat(np.arange(pipes.size), len(self.compression) * len(self.streaming))
         rows = pipes.take(rep)
         g = self._grid(k=np.arange(pipes.size), compression=self.compression, streaming=self.streaming)
         rows.compression, rows.streaming = g["compression"].astype(float), g["streaming"].astype(bool)
         n_lo = np.maximum(2, self.min_nodes // rows.stages)     # G S <= min_nodes < (G + 1) S: idle nodes
-        return self._classes(rows, n_lo, self.max_nodes // rows.stages, rows.stages)
+        return self._classes(rows, n_lo, self.max_nodes // rows.stages, rows.stages,
+                             None if members is None else (members[0][rep], members[1][rep]))
 
     def _pipeline_wan(self, s: Setting, precision: str, ep: str) -> "Classes | None":
-        rows = self._pipelines(s, "pipeline_wan", precision)
-        if rows is None:
+        built = self._pipelines(s, "pipeline_wan", precision)
+        if built is None:
             return None
+        rows, members = built
         ok = np.maximum(rows.stages, self.min_nodes) <= self.max_nodes     # N = max(S, min_nodes)
-        return self._classes(rows, np.where(ok, 1, 2), 1, rows.stages)
+        return self._classes(rows, np.where(ok, 1, 2), 1, rows.stages, members)
 
     def size(self, setting: Setting) -> int:
         """Number of plans in the declared space (every n, H and R counted)."""
@@ -209,7 +222,8 @@ class DecisionSpace:
                 for ep in self.expert_scopes(setting, mode):
                     c = self.classes(setting, mode, precision, ep)
                     if c is not None:
-                        total += int((c.n_hi - c.n_lo + 1).sum()) * per_plan.get(mode, self.max_inner_steps)
+                        total += int((c.n_hi - c.n_lo + 1).sum()) * per_plan.get(mode, self.max_inner_steps) \
+                            * c.member_count
         return total
 
 
@@ -226,6 +240,8 @@ class Classes:
     n_hi: np.ndarray
     unit: np.ndarray       # nodes per replica: S for pipelines, else 1
     min_nodes: np.ndarray | None = None   # fewest nodes a plan may use (None: no floor)
+    members: np.ndarray | None = None     # (classes, j) micro-batch counts M, slowest last; None: M fixed
+    member_step_s: np.ndarray | None = None   # (classes, j) their pipeline steps, non-decreasing in j
 
     def __post_init__(self):
         if self.min_nodes is None:
@@ -235,19 +251,31 @@ class Classes:
     def size(self) -> int:
         return int(self.n_lo.size)
 
+    @property
+    def member_count(self) -> int:
+        """Values of the member axis j (the R axis of a pipeline class): 1 without members."""
+        return 1 if self.members is None else int(self.members.shape[1])
+
     def nodes(self, idx, n) -> np.ndarray:
         """N = max(n unit, min_nodes) of the classes `idx` at n replicas (strictly increasing in n >= n_lo)."""
         return np.maximum(np.asarray(n, dtype=np.int64) * self.unit[idx], self.min_nodes[idx])
 
     def plans(self, idx, n, h, r) -> PlanBatch:
-        """Plans of the classes `idx` with n replicas, H inner steps, R regional rounds."""
+        """Plans of the classes `idx` with n replicas, H inner steps, R regional rounds (for a
+        class with members, r is the member index j instead)."""
         sub = self.rows.take(idx)
         shape = sub.nodes.shape
         sub.nodes = np.broadcast_to(self.nodes(idx, n), shape).copy()
         sub.inner_steps = np.broadcast_to(np.asarray(h, dtype=np.int64), shape).copy()
-        sub.regional_rounds = np.broadcast_to(np.asarray(r, dtype=np.int64), shape).copy()
+        if self.members is None:
+            sub.regional_rounds = np.broadcast_to(np.asarray(r, dtype=np.int64), shape).copy()
+        else:   # r is the member index j (1-based): M = members[class, j - 1], R = 1
+            j = np.broadcast_to(np.asarray(r, dtype=np.int64), shape)
+            sub.micro_batches = self.members[np.broadcast_to(np.asarray(idx), shape), j - 1]
+            sub.regional_rounds = np.ones(shape, np.int64)
         return sub
 
     def take(self, index) -> "Classes":
         return Classes(self.rows.take(index), self.n_lo[index], self.n_hi[index], self.unit[index],
-                       self.min_nodes[index])
+                       self.min_nodes[index], None if self.members is None else self.members[index],
+                       None if self.members is None else self.member_step_s[index])

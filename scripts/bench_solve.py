@@ -2,7 +2,7 @@
 """Benchmark the solvers of `dtplan solve` against the exhaustive oracle.
 
 Usage: scripts/bench_solve.py [--random 300] [--compare 300] [--small 30] [--large 5] [--huge 3] [--seed 0]
-                              [--exhaustive-max-plans 3e7] [--mip-time-limit 60]
+                              [--max-compute 40] [--exhaustive-max-plans 3e7] [--mip-time-limit 60]
                               [--mip highs] [--mip-random 300] [--mip-huge 3] [--only-mip]
 
 Suites (all seeded):
@@ -16,6 +16,11 @@ Suites (all seeded):
 - large: `--large` instances with 1,000-3,000 nodes, H <= 100, R <= 4, k in {2, 4, 8}, so that the
   exhaustive oracle can finish: the default solver's speed-up over it at N >= 1000.
 - huge: `--huge` instances with 10^5 nodes (default solver only).
+- max_compute: the shipped instances and `--max-compute` random instances of the main suite's
+  kind, solved for `max_compute` of C_local and of C_quality (each instance both ways;
+  figures printed per target kind), against the exhaustive oracle where the space has at
+  most `--exhaustive-max-plans`, and `--max-compute` narrowed ones (<= 100 nodes, H <= 100,
+  R <= 4, M <= 16) always against it.
 - small: `--small` instances with <= 32 nodes, H <= 100, R <= 4: every solver, the MIP
   backends included.
 - mip: the MIP path (`--mip` backend, build, outer approximation and certification included)
@@ -100,7 +105,15 @@ def suite(name: str, count: int, seed: int, nodes, search=None, shipped=False):
 
 def space_size(inst) -> int:
     s = setting_from_instance(inst)
-    return DecisionSpace.from_instance(inst, s).size(s)
+    return DecisionSpace.from_instance(inst, s).for_objective(s, inst.objective).size(s)
+
+
+def as_max_compute(inst, target_kind: str):
+    """The instance asking for the most C_local or C_quality within its duration limit."""
+    data = inst.model_dump(exclude_none=True)
+    data["objective"] = "max_compute"
+    data.setdefault("training", {})["target_kind"] = target_kind
+    return parse_instance(data)
 
 
 def timed(inst, solver, **kw):
@@ -141,6 +154,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--large", type=int, default=5)
     p.add_argument("--huge", type=int, default=3)
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--max-compute", type=int, default=40)
     p.add_argument("--exhaustive-max-plans", type=float, default=3e7)
     p.add_argument("--mip-time-limit", type=float, default=60.0)
     p.add_argument("--mip", default="highs", help="MIP backend of the mip suite")
@@ -206,6 +220,29 @@ def main(argv: list[str] | None = None) -> int:
         print(f"  {name}: {inst.fleet.nodes} nodes, {inst.objective}, {r.status}: {t:.2f} s", flush=True)
     print(f"huge suite (10^5 nodes), {default}: {stats(huge)}")
 
+    # max_compute: both target kinds, figures apart (C_local under the Chinchilla penalty is the hard one)
+    kinds = {"c_local": [], "c_quality": []}
+    narrow_mc = {"max_inner_steps": 100, "max_regional_rounds": 4, "group_sizes": [2, 4, 8, 16], "max_micro_batches": 16}
+    runs = list(suite("max_compute", args.max_compute, args.seed, (0, 4), shipped=True))
+    runs += [(name, inst, True) for name, inst in suite("max_compute_narrow", args.max_compute, args.seed, (0, 2),
+                                                        narrow_mc)]
+    for entry in runs:
+        name, base = entry[0], entry[1]
+        always = len(entry) == 3
+        for kind in kinds:
+            try:
+                inst = as_max_compute(base, kind)
+            except InputError:
+                continue
+            if always or space_size(inst) <= args.exhaustive_max_plans:
+                t, t_ref, agree = versus_exhaustive(f"{name} ({kind})", inst, default)
+                compared, mismatches = compared + 1, mismatches + (not agree)
+            else:
+                t = timed(inst, default)[1]
+            kinds[kind].append(t)
+    for kind, times_ in kinds.items():
+        print(f"max_compute suite, {kind}, {default}: {stats(times_)}")
+
     # small: every solver, MIP backends included
     small_search = {"max_inner_steps": 100, "max_regional_rounds": 4, "group_sizes": [2, 4]}
     times = {s: [] for s in SOLVERS}
@@ -239,6 +276,9 @@ def main(argv: list[str] | None = None) -> int:
         mip_suite(args)
     print(f"median_s={np.median(main_times):.3f} p95_s={np.percentile(main_times, 95):.3f} "
           f"mismatches={mismatches} speedup_vs_oracle={speedup:.1f}")
+    if kinds["c_local"]:
+        print(f"max_compute_c_local_median_s={np.median(kinds['c_local']):.3f} "
+              f"max_compute_c_local_max_s={max(kinds['c_local']):.3f}")
     return 0
 
 

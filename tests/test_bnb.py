@@ -310,3 +310,18 @@ def test_min_cost_answers_five_nodes_when_five_suffice():
     found, _, _ = optimise(setting, space, "min_cost")
     assert int(found[0].nodes[0]) == 5
     check_against_brute_force(setting, space, streaming, "min_cost", rel=1e-12)
+
+
+# -- max_compute of C_local under the Chinchilla penalty: M as a member axis (issue 10 item 3) ------
+
+@pytest.mark.parametrize("seed", range(16))
+@pytest.mark.parametrize("target_kind", ["c_local", "c_quality"])
+def test_max_compute_matches_brute_force_with_many_micro_batch_counts(seed, target_kind):
+    """Up to 12 micro-batch counts: for C_local under the Chinchilla penalty each pipeline class
+    searches every M as a member axis (ordered by pipeline step) with the box bound taking its
+    fastest and slowest members; the brute force scores every M on its own."""
+    setting, space, streaming = random_case(7000 + seed, target_kind=target_kind)
+    rng = np.random.default_rng(seed)
+    space = dataclasses.replace(space, max_micro_batches=int(rng.integers(4, 13)), max_stages=5,
+                                min_nodes=int(rng.integers(1, 4)))
+    check_against_brute_force(setting, space, streaming, "max_compute", rel=1e-12)

@@ -19,7 +19,7 @@ def _shell_blocks(text: str) -> list[str]:
 
 def test_readme_commands_write_no_file_into_the_checkout():
     for block in _shell_blocks(README):
-        for flag, path in re.findall(r"(--report|--plot|--write-model|--out|--output)[ =](\S+)", block):
+        for flag, path in re.findall(r"(-o|--report|--plot|--write-model|--out|--output)[ =](\S+)", block):
             assert path.startswith("/tmp/"), f"README: {flag} {path} would write into the checkout"
 
 

@@ -101,7 +101,8 @@ except SystemExit:
     pass
 sys.stderr.write("@@loaded " + json.dumps(sorted({m.split(".")[0] for m in sys.modules})) + "\n")
 """
-OPTIONAL_HEAVY = {"matplotlib", "scipy", "highspy", "pyscipopt", "pandas", "networkx", "pyomo", "hypothesis"}
+OPTIONAL_HEAVY = {"matplotlib", "scipy", "highspy", "pyscipopt", "ortools", "pandas", "pyarrow", "dask", "distributed",
+                  "networkx", "pyomo", "hypothesis"}
 
 
 def _loaded(*args: str) -> set[str]:

@@ -204,6 +204,15 @@ def test_outer_step_timeline_matches_the_cost_model(plan, streaming):
     if plan["mode"] == "hierarchical":
         assert len(lanes["regional sync"]) == plan["regional_rounds"]
         assert all(d == pytest.approx(v["t_regional_s"]) for _, d in lanes["regional sync"])
+    from planner.present.plots import outer_step_timeline, pyplot
+    fig = outer_step_timeline(v, plan["mode"], streaming, plan["inner_steps"], plan.get("regional_rounds"))
+    try:
+        texts = {t.get_text() for t in fig.axes[0].texts}
+        assert {f" {v['compute_block_s']:.3g} s", f" {v['t_sync_s']:.3g} s", f" outer step {v['outer_time_s']:.3g} s"} <= texts
+        if plan["mode"] == "hierarchical":
+            assert f" {v['t_regional_s'] * plan['regional_rounds']:.3g} s" in texts
+    finally:
+        pyplot().close(fig)
     if not streaming:       # without streaming nothing overlaps: the step is the sum of the lanes
         busy = sum(d for segments in lanes.values() for _, d in segments)
         assert _lanes_end(lanes) == pytest.approx(busy, rel=1e-12)
@@ -232,7 +241,7 @@ def test_comparison_chart_draws_the_duration_limit():
     try:
         ax = fig.axes[0]
         assert any(list(line.get_xdata()) == [limit, limit] for line in ax.lines)
-        assert any(t.get_text() == f" duration limit {limit:,.0f} d" for t in ax.texts)
+        assert [t.get_text() for t in ax.get_legend().get_texts()] == [f"duration limit {limit:,.0f} d"]
         assert ax.get_xlim()[1] > limit
     finally:
         pyplot().close(fig)
@@ -250,3 +259,45 @@ def test_a_failed_report_leaves_the_old_one_whole(tmp_path, monkeypatch):
     assert r.exit_code == 2 and "No space left on device" in r.output
     assert out.read_text() == "the previous report"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["solve.html"]
+
+
+def test_presets_that_miss_the_duration_limit_are_drawn_at_their_fastest_time():
+    """The fastest time of an infeasible preset equals the optimum with the duration limit lifted."""
+    from planner.present.plots import comparison_figure, pyplot
+    from planner.questions.compare import compare
+    from planner.schema.instance import parse_instance
+    raw = json.loads(open(SHIPPED).read())
+    raw.setdefault("limits", {})["max_days"] = 40
+    rows = compare(raw, ["16xH100-SXM", "48xA100-80GB"], objective="min_time")
+    missed = [r for r in rows if not r.feasible]
+    assert missed and all(r.result.fastest_time_s for r in missed)
+    for row in missed:
+        lifted = json.loads(json.dumps(raw))
+        lifted["limits"]["max_days"] = 10_000
+        lifted["fleet"]["hardware"] = row.hardware
+        lifted["fleet"].pop("price_usd_per_accelerator", None)
+        best = solve(parse_instance(lifted), objective="min_time")
+        assert row.result.fastest_time_s == pytest.approx(best.objective_value, rel=1e-9)
+        assert row.result.fastest_time_s / SECONDS_PER_DAY > 40
+    fig = comparison_figure(rows, "min_time", limit_days=40)
+    try:
+        ax = fig.axes[0]
+        hatched = sorted(p.get_width() for p in ax.patches if p.get_hatch() == "///")
+        assert hatched == pytest.approx(sorted(r.result.fastest_time_s / SECONDS_PER_DAY for r in missed))
+        assert any("misses the limit" in t.get_text() for t in ax.texts)
+    finally:
+        pyplot().close(fig)
+
+
+def test_thresholds_report_says_how_it_was_made(tmp_path):
+    from planner.schema.instance import load_instance as load
+    inst = "instances/miri/countermeasure-ccc-threshold-1.json"
+    page = tmp_path / "t.md.html"
+    command = ["thresholds", inst, "--compute", "4", "--fit-model", "--accelerator", "A100-80GB",
+               "--report", str(page), "--curve", "4"]
+    r = _run(*command)
+    assert r.exit_code in (0, 1), r.output
+    html = page.read_text()
+    a = load(inst).resolved_assumptions()
+    assert "<h2>Provenance</h2>" in html and f"<td>assumption profile</td><td>{a.profile} " in html
+    assert f"<td>MFU</td><td>{a.mfu:g}</td>" in html and "dtplan thresholds " + inst in html

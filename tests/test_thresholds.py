@@ -46,6 +46,8 @@ def test_tpp_is_tflops_times_bit_length(accs):
     assert accs["H100-SXM"].tpp == 1980 * 8 == 990 * 16 == 15840
     assert accs["A100-80GB"].tpp == 312 * 16 == 4992      # the published A100 TPP
     assert accs["B200"].tpp == 9000 * 4
+    assert accs["RTX-4090"].tpp == pytest.approx(660.6 * 8)    # published dense FP8 rate, not the report's FP16
+    assert all(a.tpp_published is None or "tpp_published" in a.sources for a in accs.values())
 
 
 def test_deployments_reference_known_accelerators():
@@ -225,6 +227,8 @@ def test_cli_other_bad_input_exits_2():
     assert _cli("--compute", "16", "--target-flop", "1e24", "--stop", "memory", "--within-nodes", "5").exit_code == 2
     assert _cli("--compute", "16", "--target-flop", "1e24", "--stop", "compute").exit_code == 2
     assert _cli("--compute", "16", "--target-flop", "1e24", "--report", "/nonexistent/x.html").exit_code == 2
+    assert _cli("--compute", "16", "--target-flop", "1e24", "--report", "page.md").exit_code == 2   # HTML only
+    assert _cli("--compute", "16", "--target-flop", "1e24", "--curve", "4,2").exit_code == 2        # needs --report
 
 
 def test_cli_json_matches_the_library(tmp_path):

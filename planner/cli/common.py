@@ -267,12 +267,14 @@ def command_line() -> str | None:
 def check_report(path: Path | None) -> None:
     """A --report path with a suffix the report writer knows, in a writable place."""
     if path is not None:
+        from planner.present.output import OutputPathError
         from planner.present.report import UnknownReportFormat, check_report_path
         try:
             check_report_path(path)
         except UnknownReportFormat as err:
             raise BadInput(f"--report: {err}", [Problem("--report", str(err))]) from None
-        check_output("--report", path)
+        except OutputPathError as err:
+            raise BadInput(f"--report: cannot write to {path}: {err}", [Problem("--report", str(err))]) from None
 
 
 def write_output(flag: str, path: Path, writer: Callable[[Path], Any]) -> Path:

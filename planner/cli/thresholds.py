@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from planner.cli.common import (EXIT_INFEASIBLE, EXIT_OK, BadInput, apply_overrides, check_report, dumps,
+from planner.cli.common import (EXIT_INFEASIBLE, EXIT_OK, BadInput, apply_overrides, check_output, check_report, dumps,
                                 read_instance_data, set_option)
 from planner.schema.errors import InputError
 
@@ -127,6 +127,7 @@ def thresholds(instance_path, overrides, compute, tpp, memory, interconnect, wan
     if report_path is not None:
         if report_path.suffix.lower() != ".html":
             raise BadInput("--report: the thresholds page is HTML; use a .html file")
+        check_output("--report", report_path)      # first: report.check_report_path raises OutputPathError itself
         check_report(report_path)
     try:
         catalog = q.load_accelerators()
@@ -181,8 +182,13 @@ def thresholds(instance_path, overrides, compute, tpp, memory, interconnect, wan
     else:
         page.render_terminal(th, answers, caught, stops, catalog, console, fit)
     if report_path is not None:
+        from planner.cli.common import command_line
+        from planner.questions.thresholds import _node_cap, node_instance
+        from planner.schema.instance import parse_instance
+        suited = next((a.node for a in answers if a.result is not None), buildable[0])
+        instance = parse_instance(node_instance(raw, suited, th, _node_cap(raw), fit), source)
         written = page.threshold_report(raw.get("name") or source, th, answers, caught, stops, curve_rows,
-                                        catalog, report_path, fit)
+                                        catalog, report_path, fit, instance, command_line())
         click.echo(f"report written to {written}", err=True)
     sys.exit(EXIT_OK if any(a.reachable for a in answers) else EXIT_INFEASIBLE)
 

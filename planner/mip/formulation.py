@@ -367,8 +367,9 @@ def efficiency(m, t: Tables, grid: Grid):
             row = table[i, r]
             if row.min() >= 0.0:
                 continue           # no loss at any H: omega <= 0 already says it
+            big = -float(row.min())            # omega <= 0 always: the row is off with this margin
             off = (1 - m.bn[i]) + ((1 - m.bR[r]) if r_lo.size > 1 else 0)
-            m.efficiency.add(m.omega <= sum(float(row[j]) * m.bH[j] for j in range(h_lo.size)) - OMEGA_FLOOR * off)
+            m.efficiency.add(m.omega <= sum(float(row[j]) * m.bH[j] for j in range(h_lo.size)) + big * off)
 
 
 def time_to_target(m, t: Tables, grid: Grid):
@@ -384,6 +385,9 @@ def time_to_target(m, t: Tables, grid: Grid):
     kappa = sum(e.kappa * m.yv[i] for i, e in enumerate(t.sync) if math.isfinite(e.kappa))
     fixed = sum(p.log_time * m.lamv[f] for f, p in enumerate(t.fixed) if math.isfinite(p.log_time))
     m.time_to_target.add(m.L >= kappa + fixed - m.ln_n + m.z - m.omega)
+    if t.class_lower is not None:     # a valid cut: ln T >= the class's box bound (`tables.class_bounds`)
+        m.time_to_target.add(m.L >= sum(float(lb) * m.yv[i] for i, lb in enumerate(t.class_lower)
+                                        if math.isfinite(lb)) + fixed)
 
 
 def duration_limit(m, t: Tables, grid: Grid):

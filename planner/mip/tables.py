@@ -89,6 +89,7 @@ class Tables:
     n_max: int = 1
     h_max: int = 1
     r_max: int = 1
+    class_lower: np.ndarray | None = None   # per class, a lower bound on ln T (`class_bounds`), after presolve
 
     def omega(self, n, h_eff) -> np.ndarray:
         """ln(eta_H(H_eff) eta_R(n, H_eff)) at the target point (docs/cost_model.md sections 5, 7), floored.
@@ -347,7 +348,7 @@ def presolve(t: Tables, objective: str):
         keep = (lower <= ln_w + 1e-12) & (least <= best)
         fixed = [p for p in t.fixed if p.log_time <= ln_w and p.nodes <= best]
     pruned = Tables(t.setting, t.space, t.groups, [e for e, k in zip(t.sync, keep) if k], fixed,
-                    t.n_max, t.h_max, t.r_max)
+                    t.n_max, t.h_max, t.r_max, lower[keep])
     if pruned.sync:
         pruned.n_max = max(e.n_hi for e in pruned.sync)
     if not any(e.mode == "hierarchical" for e in pruned.sync):

@@ -3,8 +3,9 @@
 - `comparison_plot` / `comparison_png`: `dtplan compare`'s answer, one horizontal bar per
   hardware preset, best at the top, of the objective's value (time to target in days,
   minimum cost in USD, or compute in FLOP); a log scale when the values span two decades
-  or more; for min_time the duration limit drawn as a vertical line; presets without a
-  plan marked where their bar would be.
+  or more; for min_time the duration limit drawn as a vertical line, and a preset whose
+  fastest plan misses it drawn at that fastest time (hatched, red; `SolveResult.fastest_time_s`);
+  presets without any plan marked where their bar would be.
 - `outer_step_timeline_png`: one outer step (one global cycle when hierarchical) as a
   timeline with one lane per activity (compute, regional sync, WAN sync), so that what
   overlaps (streaming DiLoCo: the sync runs during the next block of compute) and what
@@ -84,7 +85,9 @@ def comparison_figure(rows: list[Comparison], objective: str, title: str = "", l
     from matplotlib.ticker import FuncFormatter
     from matplotlib.transforms import blended_transform_factory
     values = [_plotted(r, objective) for r in rows]
-    shown = [v for v in values if v is not None and v > 0]
+    missed = {i: r.result.fastest_time_s / SECONDS_PER_DAY for i, r in enumerate(rows)
+              if objective == "min_time" and values[i] is None and r.result.fastest_time_s}
+    shown = [v for v in values if v is not None and v > 0] + list(missed.values())
     limit = limit_days if objective == "min_time" and limit_days and math.isfinite(limit_days) else None
     scale = shown + ([limit] if limit else [])
     log = uses_log_scale(scale)
@@ -111,13 +114,17 @@ def comparison_figure(rows: list[Comparison], objective: str, title: str = "", l
             ax.text(v, y, " " + _label(v, objective), va="center", ha="left", fontsize=8)
             continue
         bar.set_visible(False)
+        if y in missed:
+            ax.barh([y], [missed[y]], height=0.65, color="none", edgecolor="#c0392b", hatch="///")
+            ax.text(missed[y], y, f" {_label(missed[y], objective)}: misses the limit", va="center", ha="left",
+                    fontsize=8, color="#c0392b", fontweight="bold")
+            continue
         reason = "no plan" if row.feasible else "infeasible"
         ax.text(0.01, y, f"x {reason}", transform=at_left, va="center", ha="left", color="#c0392b",
                 fontsize=9, fontweight="bold")
-    if limit:
-        ax.axvline(limit, color="#c0392b", linestyle="--", linewidth=1.2)
-        on_top = blended_transform_factory(ax.transData, ax.transAxes)
-        ax.text(limit, 1.0, f" duration limit {limit:,.0f} d", transform=on_top, va="bottom", ha="left", fontsize=8, color="#c0392b")
+    if limit:       # a legend at the top right: the best (shortest) bars are at the top
+        ax.axvline(limit, color="#c0392b", linestyle="--", linewidth=1.2, label=f"duration limit {limit:,.0f} d")
+        ax.legend(loc="upper right", fontsize=8)
     ax.set_xlabel(_AXIS[objective] + (", log scale" if log else "") + f" ({_BEST[objective]})")
     ax.grid(axis="x", which="major", alpha=0.3)
     ax.set_axisbelow(True)
@@ -181,6 +188,9 @@ def outer_step_lanes(v: dict[str, float], mode: str, streaming: bool, inner_step
     R regional cycles, each H t_step of compute with its regional sync t_reg alongside or
     after (cycle c_reg), then the global sync among group leaders t_glob alongside the R
     cycles or after them. Unsynchronised modes (pipeline_wan, one node): compute only.
+    Beyond MAX_DRAWN_CYCLES regional cycles the rest is drawn as one compute block. (With the
+    `dtplan` profile's overlap terms the evaluator's outer step can differ from these lanes;
+    the timeline marks the evaluator's figure.)
     """
     block = float(v["compute_block_s"])
     lanes: dict[str, list[tuple[float, float]]] = {"compute": [], "regional sync": [], "WAN sync": []}
@@ -217,11 +227,12 @@ def outer_step_timeline(v: dict[str, float], mode: str, streaming: bool, inner_s
     lanes = outer_step_lanes(v, mode, streaming, inner_steps, regional_rounds)
     outer = float(v["outer_time_s"])
     names = list(lanes)
+    busy = {"compute": float(v["compute_block_s"]), "WAN sync": float(v["t_sync_s"]),
+            "regional sync": float(v["t_regional_s"]) * (regional_rounds or 0)}
     fig, ax = plt.subplots(figsize=(8, 0.9 + 0.55 * len(names)))
     for y, name in enumerate(names):
         ax.broken_barh(lanes[name], (y - 0.3, 0.6), facecolors=LANE_COLORS[name], edgecolor="white", linewidth=0.5)
-        busy = sum(d for _, d in lanes[name])
-        ax.text(max(s + d for s, d in lanes[name]), y, f" {busy:.3g} s", va="center", ha="left", fontsize=8)
+        ax.text(max(s + d for s, d in lanes[name]), y, f" {busy[name]:.3g} s", va="center", ha="left", fontsize=8)
     compute_end = max(s + d for s, d in lanes["compute"])
     if outer > compute_end * (1 + 1e-9):           # compute waits for a sync: the exposed communication
         ax.broken_barh([(compute_end, outer - compute_end)], (-0.3, 0.6), facecolors="none", edgecolor="#999",

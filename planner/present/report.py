@@ -132,12 +132,23 @@ def dtplan_version() -> str:
 
 def provenance(instance, command: str | None = None) -> list[tuple[str, str]]:
     """How a report was made: dtplan version, assumption profile (scenario, straggler strategy),
-    MFU, the constants the instance overrides, and the command line (when run from the CLI)."""
-    chosen = instance.assumptions
-    a = instance.resolved_assumptions()
-    overridden = {k: getattr(chosen, k) for k in ("scenario", "straggler", "error_feedback", "mfu")
-                  if getattr(chosen, k) is not None}
-    overridden.update(chosen.constants)
+    MFU, the constants the instance overrides, and the command line (when run from the CLI).
+
+    `instance`: an `Instance`, or the raw (validated) instance data where no single instance
+    stands for the report (`dtplan thresholds`, whose hardware varies per row)."""
+    from planner.cost.assumptions import apply_overrides, load_profile
+    explicit_fields = ("scenario", "straggler", "error_feedback", "mfu")
+    if isinstance(instance, dict):
+        chosen = instance.get("assumptions") or {}
+        profile, constants = chosen.get("profile", "reference"), dict(chosen.get("constants") or {})
+        explicit = {k: chosen[k] for k in explicit_fields if chosen.get(k) is not None}
+        a = apply_overrides(apply_overrides(load_profile(profile), constants), explicit)
+    else:
+        constants = dict(instance.assumptions.constants)
+        explicit = {k: getattr(instance.assumptions, k) for k in explicit_fields
+                    if getattr(instance.assumptions, k) is not None}
+        a = instance.resolved_assumptions()
+    overridden = {**explicit, **constants}
     return [("dtplan", dtplan_version()),
             ("assumption profile", f"{a.profile} (scenario {a.scenario}, straggler {a.straggler})"),
             ("MFU", f"{a.mfu:g}"),
@@ -295,7 +306,8 @@ def compare_report(instance, rows, objective: str, path: str | Path, command: st
     for r in rows:
         res = r.result
         table.append([r.rank if r.feasible else "-", r.hardware, res.status,
-                      "-" if r.days is None else f"{r.days:,.1f}",
+                      f"{r.days:,.1f}" if r.days is not None else
+                      f"{res.fastest_time_s / SECONDS_PER_DAY:,.1f} (over the limit)" if res.fastest_time_s else "-",
                       "-" if res.plan is None else f"{res.plan.nodes:,}",
                       "-" if res.evaluation is None else f"${res.evaluation.values['cost_usd']:,.0f}",
                       plan_short(res.plan) if res.plan else "; ".join(res.infeasibility)[:120]])

@@ -1,7 +1,7 @@
 """`dtplan thresholds` output: terminal tables (rich) and the `--report FILE.html` page.
 
-The page reuses the document builder of planner/present/report.py and is written through
-planner/present/output.py (atomic). It holds: the thresholds and the node of each accelerator,
+The page reuses the document builder of planner/present/report.py (with its provenance block)
+and is written through planner/present/output.py (atomic). It holds: the thresholds and the node of each accelerator,
 the fewest nodes and cost per accelerator, the stop points (if asked), the threshold curve
 (fewest nodes and cost against the compute threshold, one line per accelerator) and the
 collateral table (which legitimate deployments each threshold catches). Every number comes
@@ -15,8 +15,6 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from planner.present.output import write_text
-from planner.present.plots import figure_png as _png
 from planner.present.report import _Doc
 
 
@@ -114,10 +112,8 @@ def render_terminal(th, answers, caught, stops, catalog, console: Console, fit: 
 
 def _curve_plot(curve_rows) -> bytes:
     """Fewest nodes and cost against the compute threshold, one line per accelerator (reachable points)."""
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    fig, (ax_n, ax_c) = plt.subplots(1, 2, figsize=(11, 4))
+    from planner.present.plots import figure_png, pyplot
+    fig, (ax_n, ax_c) = pyplot().subplots(1, 2, figsize=(11, 4))
     by_acc: dict[str, list] = {}
     for value, a in curve_rows:
         if a.reachable:
@@ -133,12 +129,14 @@ def _curve_plot(curve_rows) -> bytes:
         ax.set_ylabel(label)
         ax.grid(True, which="both", alpha=.3)
     ax_c.legend(fontsize=7, ncol=2)
-    return _png(fig)
+    return figure_png(fig)
 
 
 def threshold_report(title: str, th, answers, caught, stops, curve_rows, catalog, path: str | Path,
-                     fit: bool) -> Path:
-    doc = _Doc(f"dtplan thresholds: {title}")
+                     fit: bool, instance=None, command: str | None = None) -> Path:
+    """The page (atomic write through _Doc.write / planner/present/output.py); `instance` (the question
+    with one of the nodes) and `command` give the provenance block every report carries."""
+    doc = _Doc(f"dtplan thresholds: {title}", instance, command)
     doc.p(f"Thresholds: {th.describe()}. A node (accelerators networked together) whose figures go above a "
           "threshold must register; one exactly at it does not.")
     if fit:
@@ -158,4 +156,4 @@ def threshold_report(title: str, th, answers, caught, stops, curve_rows, catalog
     hit = sum(1 for _, why in caught if why)
     doc.h2(f"Collateral: legitimate deployments caught ({hit} of {len(caught)})")
     doc.table(collateral_header(th), collateral_rows(caught, catalog))
-    return write_text(path, doc.html())
+    return doc.write(path)

@@ -18,7 +18,7 @@ built by editing the dict and validating it again, never by skipping validation)
 | goodput | `fleet.goodput` (only when below 1) | `min_time` at goodput 1 gives the training time T; the goodput needed is T / limit, rounded up to 0.001 | 0.001 less |
 
 Every search stays within the schema's magnitude bounds (planner.schema.limits: at most
-10^7 nodes, 10^9 Mbit/s, 10^6 days, $10^15). With a `deadline` (time.perf_counter()), every
+10^7 nodes, 10^12 Mbit/s, 10^6 days, $10^15). With a `deadline` (time.perf_counter()), every
 solve stops at it: a verdict not reached in time leaves `Feasibility.timed_out` set, and
 fixes not searched in time are listed in `no_fix` as such (never guessed).
 """
@@ -195,7 +195,7 @@ def _fix_bandwidth(s: _Solver, instance) -> tuple[Fix | None, str | None]:
 
     most = min(BANDWIDTH_MAX_FACTOR, MAX_MBPS / max(up, down))     # within the schema's bound
     if most <= 1 or not s.feasible(at(most)):
-        return None, (f"WAN bandwidth: not even {most:,.4g} times the bandwidth "
+        return None, (f"WAN bandwidth: not even {most:g} times the bandwidth "
                       f"({_round_up(up * most):,g} Mb/s up) is enough")
     lo, hi = 1.0, most                           # infeasible at lo, feasible at hi
     while hi / lo > BANDWIDTH_STEP:

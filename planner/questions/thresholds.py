@@ -65,11 +65,16 @@ class AcceleratorSpec(StrictModel):
     interconnect_gb_s: Num(gt=0) | None = Field(description="Chip-to-chip bandwidth, GB/s bidirectional; "
                                                             "None = not published.")
     derived_from: str | None = Field(None, description="The models/hardware preset the figures come from.")
+    tpp_published: Num(gt=0) | None = Field(None, description="TPP from the vendor's dense rates where the "
+                                            "catalog's peak_tflops understate them (cited); None = computed.")
     sources: dict[str, str] = Field(description="Field -> citation.")
 
     @property
     def tpp(self) -> float:
-        """TPP = max over precisions of dense TFLOP/s x bit length (= 2 x MacTOPS x bits)."""
+        """`tpp_published` if given, else max over precisions of dense TFLOP/s x bit length
+        (= 2 x MacTOPS x bits)."""
+        if self.tpp_published is not None:
+            return float(self.tpp_published)
         return max(t * BITS[p] for p, t in self.peak_tflops.items())
 
     @property

@@ -9,7 +9,7 @@ so that no sensible instance meets it:
   holds node counts in int64 arrays and scans them in boxes.
 - parameters <= 10^15 (a thousand times the largest models); tokens <= 10^25;
   FLOP <= 10^40; local batch <= 2^30 tokens per inner step.
-- days <= 10^6 (2,700 years); bandwidth <= 10^9 Mbit/s (1 Pbit/s); latency <= 10^6 ms.
+- days <= 10^6 (2,700 years); bandwidth <= 10^12 Mbit/s (1 Ebit/s); latency <= 10^6 ms.
 - money: <= 10^9 USD per accelerator, <= 10^15 USD of budget.
 - search lists: at most 64 values each (compression, group sizes, ...; the default lists
   hold 2 to 63), at most 32 candidate model sizes; each extra value multiplies the work.
@@ -22,7 +22,7 @@ MAX_TOKENS = 1e25
 MAX_FLOP = 1e40
 MAX_BATCH_TOKENS = 2**30
 MAX_DAYS = 1e6
-MAX_MBPS = 1e9
+MAX_MBPS = 1e12
 MAX_RTT_MS = 1e6
 MAX_PRICE_USD = 1e9
 MAX_BUDGET_USD = 1e15

@@ -123,28 +123,40 @@ def _measure(s: Setting, c: Classes, idx, n, h, r, measure: str) -> np.ndarray:
         return 1.0 / out[measure[2:]]
 
 
-def _h_eff(h, r):
-    """H_eff = H sqrt(R) (R = 1 outside hierarchical plans, H = 1 for a pipeline over the WAN)."""
-    return np.asarray(h, dtype=float) * np.sqrt(np.asarray(r, dtype=float))
+def _h_eff(c: Classes, h, r):
+    """H_eff = H sqrt(R) (hierarchical), else H (H = 1 for a pipeline over the WAN; r of a pipeline
+    class is its member index, not R)."""
+    h = np.asarray(h, dtype=float)
+    return h * np.sqrt(np.asarray(r, dtype=float)) if c.rows.mode == "hierarchical" else h
+
+
+def _fast_slow_r(c: Classes, box):
+    """(r of the box's fastest corner, r of its slowest): R2, R1 (q falls with R); for a pipeline
+    class with members (M ordered by pipeline step, slowest last), j1, j2."""
+    return (box["r1"], box["r2"]) if c.members is not None else (box["r2"], box["r1"])
 
 
 def _time_box(s: Setting, c: Classes, box, mono: monotone.Monotonicity):
-    """Lower bound of the time to target on each box (module docstring), and its two corners."""
-    t_hi, e_hi = _time_and_efficiency(s, c, box["i"], box["n1"], box["h2"], box["r2"])
-    t_lo, e_lo = _time_and_efficiency(s, c, box["i"], box["n1"], box["h1"], box["r1"])
+    """Lower bound of the time to target on each box (module docstring), and its corners
+    (n, H, r, time): the fastest corner (n1, H2, r_fast) and the most efficient (n1, H1, r_slow)
+    (e does not depend on M)."""
+    r_fast, r_slow = _fast_slow_r(c, box)
+    t_hi, e_hi = _time_and_efficiency(s, c, box["i"], box["n1"], box["h2"], r_fast)
+    t_lo, e_lo = _time_and_efficiency(s, c, box["i"], box["n1"], box["h1"], r_slow)
     t_best, e_best = t_lo, e_lo
     if not mono.eta_h_falls:     # eta_H rises with H_eff: the box's best efficiency takes its largest eta_H
-        t_best, e_best = _time_and_efficiency(s, c, box["i"], box["n1"], box["h1"], box["r1"],
-                                              eta_h_also_at=_h_eff(box["h2"], box["r2"]))
+        t_best, e_best = _time_and_efficiency(s, c, box["i"], box["n1"], box["h1"], r_slow,
+                                              eta_h_also_at=_h_eff(c, box["h2"], r_fast))
     with np.errstate(divide="ignore", invalid="ignore"):
         lower = np.where(e_best > 0, t_hi * (box["n1"] / box["n2"]) * e_hi / e_best, 0.0)
     # e_best bounds the box's efficiency; if even it never reaches the target (eta = 0, or a
     # C_quality target beyond the loss floor), no plan of the box does.
     lower = np.where(np.isinf(t_best), np.inf, lower)
-    return lower, [("h2", t_hi), ("h1", t_lo)]
+    return lower, [(box["i"], box["n1"], box["h2"], r_fast, t_hi), (box["i"], box["n1"], box["h1"], r_slow, t_lo)]
 
 
-def _compute_box(s: Setting, c: Classes, box, kind: str, mono: monotone.Monotonicity | None = None):
+def _compute_box(s: Setting, c: Classes, box, kind: str, mono: monotone.Monotonicity | None = None,
+                 cut: np.ndarray | None = None):
     """Lower bound of 1/C on each box [n1, n2] x [H1, H2] x [R1, R2], C = C_quality or C_local
     reached within the duration limit W (window view), from real plans at its corners.
 
@@ -164,51 +176,81 @@ def _compute_box(s: Setting, c: Classes, box, kind: str, mono: monotone.Monotoni
       C_local <= Q(T_up, g_up, m_lo) / min(1, C'_1(T_lo) / (6 P_act T_up)); the slack
       T_up / T_lo vanishes as boxes shrink. (eta_R = chi(m) / chi(1) itself is not monotone
       in T: it returns to 1 near the compute-optimal point, so no bound rests on that.)
+      A second bound: with v = max(C'_m, F) / C_thr, u = max(C'_1, F) / C_thr (F = 1e10, the
+      clamp of chi) and rho = max(C'_m, F) / max(C'_1, F) = v / u <= 1, eta_R = min(1, v) where
+      u >= 1 and rho where u < 1, so C_local <= g min(C_thr, max(max(C'_m, F), C_thr rho)).
+      rho falls as m rises and, for Chinchilla E >= 0, as T rises: d ln rho / d ln L =
+      eps(L) - eps(m L) with eps = -d ln C' / d ln L = (E + X + Y) / (a X + b Y) (X, Y the two
+      power terms of the compute-optimal loss, a, b their exponents), which falls as L rises
+      (E / (a X + b Y) falls; (X + Y) / (a X + b Y) moves towards the reciprocal of the larger
+      exponent, whose term grows faster); the clamp F keeps rho non-increasing. Hence
+      C_local <= max(Q(T_up, g_up, m_lo), g_up 6 P_act T_up rho(m_lo, T_lo)), whose slack is only
+      linear in T_up / T_lo (tests/test_bound_properties.py checks rho's monotonicity for
+      random Chinchilla constants).
     A box of one node (n1 = n2 = 1: no chi, g = 1) is bounded by 6 P_act T_up. Where eta_H
     rises with H_eff (`monotone.check`), g_up is g(n1, H1 sqrt R1) times
     max(1, eta_H(H2 sqrt R2) / eta_H(H1 sqrt R1)) (eta_H is monotone in H_eff; g is eta_H
     times factors that do not rise with n or H_eff).
     """
     a = s.assumptions
-    hi = window_compute(s, c.plans(box["i"], box["n1"], box["h2"], box["r2"]), kind)
-    lo = window_compute(s, c.plans(box["i"], box["n1"], box["h1"], box["r1"]), kind)
+    r_fast, r_slow = _fast_slow_r(c, box)
+    i = box["i"]
+    hi_t = throughput(s, c.plans(i, box["n1"], box["h2"], r_fast))
+    lo_b = c.plans(i, box["n1"], box["h1"], r_slow)
+    lo_t = throughput(s, lo_b)
+    g_up, mu_lo, with_chi = run.quality_terms(s, lo_b, lo_t, run.efficiency_without_replicas(s, lo_b, lo_t))
     if mono is not None and not mono.eta_h_falls:
         divisor = eta_h_divisor(a)
         with np.errstate(divide="ignore", invalid="ignore"):
-            rise = quality.eta_sync_interval(_h_eff(box["h2"], box["r2"]), s.params, a, divisor) \
-                / quality.eta_sync_interval(_h_eff(box["h1"], box["r1"]), s.params, a, divisor)
-        lo = dict(lo, g=lo["g"] * np.maximum(1.0, np.nan_to_num(rise, nan=np.inf)))
+            rise = quality.eta_sync_interval(_h_eff(c, box["h2"], r_fast), s.params, a, divisor) \
+                / quality.eta_sync_interval(_h_eff(c, box["h1"], r_slow), s.params, a, divisor)
+        g_up = g_up * np.maximum(1.0, np.nan_to_num(rise, nan=np.inf))
     ratio = box["n2"] / box["n1"]
-    t_up = s.training_window_s * hi["tokens_per_s"] * ratio
-    c_up = 6.0 * s.active_params * t_up
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        q_up = run.quality_compute(s, t_up, lo["g"], lo["mu"], True)
-        corners = [("h2", 1.0 / hi[kind]), ("h1", 1.0 / lo[kind])]
+        t_up = s.training_window_s * hi_t["tokens_per_outer"] / hi_t["outer_time_s"] * ratio
+        c_up = 6.0 * s.active_params * t_up
+        # C <= g_up C_up (chi, eta_R <= 1): boxes this prunes need no chi at all (`cut`)
+        upper = np.where(with_chi, g_up * c_up, c_up)
+        k = np.flatnonzero(~(1.0 / upper > cut)) if cut is not None else np.arange(i.size)
+        hi = window_compute(s, c.plans(i[k], box["n1"][k], box["h2"][k], r_fast[k]), kind)
+        lo = window_compute(s, lo_b.take(k), kind)
+        corners = [(i[k], box["n1"][k], box["h2"][k], r_fast[k], 1.0 / hi[kind]),
+                   (i[k], box["n1"][k], box["h1"][k], r_slow[k], 1.0 / lo[kind])]
+        q_up = run.quality_compute(s, t_up[k], g_up[k], mu_lo[k], True)
         if kind == "c_quality":
-            upper = q_up
+            sharper = q_up
         else:
-            upper = lo["g"] * c_up
+            sharper = upper[k]
             if a.replica_penalty == "chinchilla":
-                far = window_compute(s, c.plans(box["i"], box["n2"], box["h1"], box["r1"]), kind)
-                corners.append(("n2h1", 1.0 / far[kind]))
-                t_lo = s.training_window_s * far["tokens_per_s"] / ratio
-                c_eq_lo = chinchilla.equivalent_optimal_compute(chinchilla.chinchilla_loss(s.active_params, t_lo, a), a)
-                chi_lo = np.minimum(1.0, c_eq_lo / c_up)
-                upper = np.minimum(upper, np.where(chi_lo > 0, q_up / chi_lo, np.inf))
-        upper = np.where(lo["with_chi"], upper, c_up)
+                far = throughput(s, c.plans(i[k], box["n2"][k], box["h1"][k], r_slow[k]))
+                t_lo = s.training_window_s * far["tokens_per_outer"] / far["outer_time_s"] / ratio[k]
+                loss_lo = chinchilla.chinchilla_loss(s.active_params, t_lo, a)
+                c_eq_lo = chinchilla.equivalent_optimal_compute(loss_lo, a)
+                chi_lo = np.minimum(1.0, c_eq_lo / c_up[k])
+                sharper = np.minimum(sharper, np.where(chi_lo > 0, q_up / chi_lo, np.inf))
+                if a.chinchilla_e >= 0:     # eta_R <= rho(m_lo, T_lo) or C'_m / C_thr (docstring)
+                    floor = a.chi_search_low_flop
+                    c_eq_m_lo = chinchilla.equivalent_optimal_compute(loss_lo * mu_lo[k], a)
+                    rho = np.maximum(c_eq_m_lo, floor) / np.maximum(c_eq_lo, floor)
+                    sharper = np.minimum(sharper, np.maximum(q_up, g_up[k] * c_up[k] * np.minimum(rho, 1.0)))
+        upper[k] = np.where(with_chi[k], np.minimum(upper[k], sharper), upper[k])
         return np.nan_to_num(1.0 / upper, nan=0.0), corners
 
 
-def _box_bound(s: Setting, c: Classes, box, measure: str, mono: monotone.Monotonicity):
-    return _time_box(s, c, box, mono) if measure == TIME else _compute_box(s, c, box, measure[2:], mono)
+def _box_bound(s: Setting, c: Classes, box, measure: str, mono: monotone.Monotonicity, cut=None):
+    """(lower bound of the measure on each box, corner plans scored); `cut`: a cutoff above
+    which a box is pruned anyway (a bound part that cannot matter may be skipped)."""
+    return _time_box(s, c, box, mono) if measure == TIME else _compute_box(s, c, box, measure[2:], mono, cut)
 
 
 def _h_r_max(c: Classes, h_max: int, r_max: int) -> tuple[int, int]:
-    """H and R ranges that matter for a mode: none for a pipeline over the WAN, R only when hierarchical."""
+    """H and R ranges that matter for a mode: no H for a pipeline over the WAN, R only when
+    hierarchical; for pipeline classes with members the R axis is the member index j."""
     mode = c.rows.mode
+    j_max = c.member_count
     if mode == "pipeline_wan":
-        return 1, 1
-    return h_max, (r_max if mode == "hierarchical" else 1)
+        return 1, j_max
+    return h_max, (r_max if mode == "hierarchical" else j_max)
 
 
 def _seeds(s: Setting, c: Classes, h_max: int, r_max: int):
@@ -256,12 +298,10 @@ def _branch_and_bound(s: Setting, c: Classes, h_max: int, r_max: int, visit: Cal
            "r1": np.ones(size, np.int64), "r2": np.full(size, r_max, np.int64)}
     evaluations = 0
     while box["i"].size:
-        lower, corners = _box_bound(s, c, box, measure, mono)
-        evaluations += len(corners) * box["i"].size
-        for corner, value in corners:
-            n = box["n2"] if corner == "n2h1" else box["n1"]
-            h, r = (box["h2"], box["r2"]) if corner == "h2" else (box["h1"], box["r1"])
-            visit(box["i"], n, h, r, value)
+        lower, corners = _box_bound(s, c, box, measure, mono, np.broadcast_to(cutoff(box), box["i"].shape))
+        for idx, n, h, r, value in corners:
+            evaluations += idx.size
+            visit(idx, n, h, r, value)
         leaf = (box["n1"] == box["n2"]) & (box["h1"] == box["h2"]) & (box["r1"] == box["r2"])
         cut = np.broadcast_to(cutoff(box), lower.shape)
         alive = ~leaf & ~(lower > cut)      # a NaN bound (no meaning) is kept
@@ -272,17 +312,44 @@ def _branch_and_bound(s: Setting, c: Classes, h_max: int, r_max: int, visit: Cal
             left["lower"] = np.nan_to_num(lower[alive], nan=0.0)
             return evaluations, left
         tied = lower[alive] >= cut[alive] / (1 + TIE_REL)
-        box = _split({k: v[alive] for k, v in box.items()}, tied)
+        box = _split({k: v[alive] for k, v in box.items()}, tied, c, compute=measure != TIME)
     return evaluations, None
 
 
-def _split(box: dict[str, np.ndarray], tied: np.ndarray | None = None) -> dict[str, np.ndarray]:
+def _geometric_edges(lo: np.ndarray, hi: np.ndarray, parts: np.ndarray) -> np.ndarray:
+    """Per row, parts + 1 strictly increasing integers from lo to hi + 1 (columns beyond parts:
+    hi + 1), spaced about geometrically (lo >= 1): part k is [edges[k], edges[k + 1] - 1].
+    Geometric parts have like ratios hi / lo, which the bounds' slack depends on."""
+    k = np.arange(SPLIT + 1)[None, :]
+    lo_, hi_, parts_ = lo[:, None].astype(float), hi[:, None].astype(float), parts[:, None]
+    with np.errstate(over="ignore"):
+        a = np.floor(lo_ * ((hi_ + 1) / lo_) ** np.minimum(k / parts_, 1.0))
+    a = np.where(k >= parts_, hi_ + 1, np.where(k == 0, lo_, a)).astype(np.int64)
+    strictly = k + np.maximum.accumulate(a - k, axis=1)          # s_k = max(a_k, s_(k-1) + 1)
+    return np.minimum(strictly, hi[:, None] + 1 - parts_ + k)   # room left for the parts after k
+
+
+def _split(box: dict[str, np.ndarray], tied: np.ndarray | None = None, c: Classes | None = None,
+           compute: bool = False) -> dict[str, np.ndarray]:
     """Cut each box along its longest side (in log terms) into up to SPLIT parts; a `tied` box
-    (its bound at the cutoff: its plans can at best tie) along n, else H, else R, the tie order."""
+    (its bound at the cutoff: its plans can at best tie) along n, else H, else R, the tie order.
+    The member axis of a pipeline class counts by the ratio of its pipeline steps (what
+    its width adds to the bound's slack), plus a trace of log(j2 / j1) so that a side of
+    several members is never of length 0. `compute` (the max_compute measures): parts about
+    geometric, and n's log ratio counted twice (it widens both the tokens range and the
+    replica multiplier's), which halves the boxes searched there; the time measure keeps
+    equal parts (measured no better for it)."""
     if not box["i"].size:
         return box
     sides = ("n", "h", "r")
     ratios = np.stack([np.log(box[f"{d}2"] / box[f"{d}1"]) for d in sides])
+    if compute:
+        ratios[0] *= 2.0
+    if c is not None and c.members is not None:
+        step = c.member_step_s
+        with np.errstate(divide="ignore", invalid="ignore"):
+            spread = np.log(step[box["i"], box["r2"] - 1] / step[box["i"], box["r1"] - 1])
+        ratios[2] = np.nan_to_num(spread, nan=0.0, posinf=0.0) + 1e-6 * ratios[2]
     along = np.argmax(ratios, axis=0)
     if tied is not None:
         along = np.where(tied, np.argmax(ratios > 0, axis=0), along)
@@ -292,8 +359,12 @@ def _split(box: dict[str, np.ndarray], tied: np.ndarray | None = None) -> dict[s
     parts = np.minimum(SPLIT, width)
     rep = np.repeat(np.arange(box["i"].size), parts)
     k = np.arange(rep.size) - np.repeat(np.cumsum(parts) - parts, parts)
-    start = lo[rep] + (width[rep] * k) // parts[rep]
-    end = lo[rep] + (width[rep] * (k + 1)) // parts[rep] - 1
+    if compute:
+        edges = _geometric_edges(lo, hi, parts)
+        start, end = edges[rep, k], edges[rep, k + 1] - 1
+    else:
+        start = lo[rep] + (width[rep] * k) // parts[rep]
+        end = lo[rep] + (width[rep] * (k + 1)) // parts[rep] - 1
     out = {key: v[rep].copy() for key, v in box.items()}
     for j, d in enumerate(sides):
         on = along[rep] == j

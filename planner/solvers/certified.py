@@ -136,7 +136,8 @@ def outer_approximation(setting: Setting, space: DecisionSpace, objective: str, 
         if r.status != "optimal":
             report.status = r.status
             break
-        if objective == "min_time" and f.chosen is not None and f.chosen not in solved:
+        newly_solved = objective == "min_time" and f.chosen is not None and f.chosen not in solved
+        if newly_solved:
             plan_c, value_c = solve_class(tables, f.chosen, best, deadline)
             solved.add(f.chosen)
             if value_c < best:
@@ -146,8 +147,12 @@ def outer_approximation(setting: Setting, space: DecisionSpace, objective: str, 
                 break
         n, h, rr = (int(x) for x in (plan.nodes[0] // _unit(tables, plan), plan.inner_steps[0],
                                       plan.regional_rounds[0]))
-        if not grid.refine(max(n, 1), max(h, 1), max(rr, 1), q, ab) or time.perf_counter() >= deadline:
-            report.status = "gap"
+        refined = grid.refine(max(n, 1), max(h, 1), max(rr, 1), q, ab)
+        if time.perf_counter() >= deadline:
+            report.status = "time_limit"
+            break
+        if not (refined or newly_solved):
+            report.status = "gap"          # nothing left to refine at the model's plan (tolerances)
             break
     else:
         report.status = "gap"
