@@ -10,6 +10,14 @@ import os
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
+
+# Property-based tests draw new examples on every local run (to find new failures); under CI
+# (CI=true) they are derandomized, so that a landing does not depend on the luck of the draw
+# and any failure there reproduces exactly. Failures found locally are kept in .hypothesis/.
+settings.register_profile("ci", derandomize=True, print_blob=True)
+if os.environ.get("CI"):
+    settings.load_profile("ci")
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = Path(os.environ.get("DTPLAN_SHARED_DIR", REPO.parent / "shared"))

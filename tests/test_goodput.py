@@ -129,7 +129,7 @@ def test_duration_limit_counts_the_wall_clock():
 def _cases():
     """(solver, objective, target kind, target FLOP): every combination a solver answers
     (the exhaustive oracle: min_time and min_cost; MIP backends: those for C_local targets)."""
-    solvers = ["bnb", "exhaustive"] + (["highs"] if installed("highs") else [])
+    solvers = ["bnb", "exhaustive"] + (["highs"] if installed("highspy") else [])
     for solver in solvers:
         for objective in ("min_time", "max_compute", "min_cost"):
             for kind, flop in TARGETS:
