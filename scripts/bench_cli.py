@@ -32,7 +32,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT_ARGS = ["solve", str(REPO / "instances" / "solve-1e24-64xh100.json")]
-HEAVY = ("pydantic", "rich", "matplotlib", "scipy", "highspy", "pyscipopt", "ortools", "pandas", "pyarrow", "dask",
+HEAVY = ("pydantic", "rich", "matplotlib", "scipy", "highspy", "ortools", "pandas", "pyarrow", "dask",
          "distributed", "networkx", "pyomo")
 MARKER = "@@bench"
 

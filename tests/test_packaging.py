@@ -101,7 +101,7 @@ except SystemExit:
     pass
 sys.stderr.write("@@loaded " + json.dumps(sorted({m.split(".")[0] for m in sys.modules})) + "\n")
 """
-OPTIONAL_HEAVY = {"matplotlib", "scipy", "highspy", "pyscipopt", "ortools", "pandas", "pyarrow", "dask", "distributed",
+OPTIONAL_HEAVY = {"matplotlib", "scipy", "highspy", "ortools", "pandas", "pyarrow", "dask", "distributed",
                   "networkx", "pyomo", "hypothesis"}
 
 
