@@ -16,6 +16,9 @@ The planner's own exact search (`planner.solvers.bnb`) is the solver named "bnb"
 from __future__ import annotations
 
 import importlib.util
+import os
+import tempfile
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -68,3 +71,17 @@ def backends() -> dict[str, Backend]:
         from planner.solvers.ortools import OrToolsBackend
         found["scip"] = OrToolsBackend("scip")
     return found
+
+
+@contextmanager
+def written_as_mps(model):
+    """The Pyomo `model` written to a temporary MPS file with its own symbolic names (so that a
+    backend's solution maps back to the Pyomo variables); yields (path, Pyomo's symbol map) and
+    removes the file afterwards."""
+    fd, path = tempfile.mkstemp(suffix=".mps")
+    os.close(fd)
+    try:
+        _, symbol_map_id = model.write(path, io_options={"symbolic_solver_labels": True})
+        yield path, model.solutions.symbol_map[symbol_map_id]
+    finally:
+        os.unlink(path)

@@ -14,11 +14,9 @@ models, and the loop supplies an incumbent as cutoff).
 from __future__ import annotations
 
 import math
-import os
-import tempfile
 import time
 
-from planner.solvers import BackendResult
+from planner.solvers import BackendResult, written_as_mps
 
 OPTIONS = {"mip_rel_gap": 0.0, "mip_abs_gap": 1e-9, "threads": 1, "random_seed": 0,
            "mip_heuristic_run_rins": False, "mip_heuristic_run_rens": False}
@@ -30,11 +28,7 @@ class HighsBackend:
     def solve(self, model, time_limit_s: float | None = None) -> BackendResult:
         import highspy
         start = time.perf_counter()
-        fd, path = tempfile.mkstemp(suffix=".mps")
-        os.close(fd)
-        try:
-            _, smap_id = model.write(path, io_options={"symbolic_solver_labels": True})
-            smap = model.solutions.symbol_map[smap_id]
+        with written_as_mps(model) as (path, smap):
             h = highspy.Highs()
             h.setOptionValue("output_flag", False)
             for key, value in OPTIONS.items():
@@ -42,8 +36,6 @@ class HighsBackend:
             if time_limit_s is not None:
                 h.setOptionValue("time_limit", max(float(time_limit_s), 0.01))
             h.readModel(path)
-        finally:
-            os.unlink(path)
         h.run()
         elapsed = time.perf_counter() - start
         S = highspy.HighsModelStatus

@@ -9,11 +9,9 @@ highspy 1.14, which can, in either order: tests/test_mip.py checks both.)
 
 from __future__ import annotations
 
-import os
-import tempfile
 import time
 
-from planner.solvers import BackendResult
+from planner.solvers import BackendResult, written_as_mps
 
 PARAMETERS = {"scip": "limits/gap = 0\nlimits/absgap = 1e-9\nrandomization/randomseedshift = 0\nparallel/maxnthreads = 1"}
 
@@ -26,17 +24,11 @@ class OrToolsBackend:
     def solve(self, model, time_limit_s: float | None = None) -> BackendResult:
         from ortools.linear_solver.python import model_builder as mb
         start = time.perf_counter()
-        fd, path = tempfile.mkstemp(suffix=".mps")
-        os.close(fd)
-        try:
-            _, smap_id = model.write(path, io_options={"symbolic_solver_labels": True})
-            smap = model.solutions.symbol_map[smap_id]
+        with written_as_mps(model) as (path, smap):
             built = mb.Model()
             if not built.import_from_mps_file(path):
                 return BackendResult(self.name, "error", None, None, None, time.perf_counter() - start, 0,
                                      message="OR-Tools could not read the model")
-        finally:
-            os.unlink(path)
         solver = mb.Solver(self.solver)
         if time_limit_s is not None:
             solver.set_time_limit_in_seconds(max(float(time_limit_s), 0.01))
