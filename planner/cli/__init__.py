@@ -28,3 +28,7 @@ def main() -> None:
 
 for command in (validate, evaluate, solve, feasible, compare, sweep, thresholds, hardware, presets, schema):
     main.add_command(command)
+
+from planner.cli.serve import serve  # noqa: E402 - `dtplan serve` (planner/web)
+
+main.add_command(serve)

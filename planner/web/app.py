@@ -1,0 +1,195 @@
+"""The web application of `dtplan serve` (Starlette, served by uvicorn).
+
+Routes:
+
+    GET    /                    the page (static/index.html; its script and style under /static)
+    GET    /api/meta            the fields, presets, network profiles, curves and example instances
+    GET    /api/examples/NAME   an example instance (and its plan, when it has one)
+    POST   /api/evaluate        {instance, plan} -> problems, resolved values, the plan's evaluation
+    POST   /api/jobs            {kind, instance, plan?, objective?, time_limit_s?, curve?} -> the job
+    GET    /api/jobs/ID?after=V&wait=S   the job once its version passes V (or after S seconds)
+    DELETE /api/jobs/ID         cancel the job
+    GET    /api/health          {"ok": true}
+
+Bad input answers 400 with {"problems": [{field, path, message, text}]}: the schema's problems,
+`text` being the line the command line prints for it. Evaluation runs in a thread of the server
+(milliseconds); everything else runs as a job (planner/web/jobs.py).
+"""
+
+from __future__ import annotations
+
+import json
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import FileResponse, Response
+from starlette.routing import Mount, Route
+from starlette.staticfiles import StaticFiles
+
+from planner.cli.common import json_default
+from planner.schema.errors import InputError, Problem
+from planner.web import answers
+from planner.web.jobs import JobManager
+
+STATIC_DIR = Path(__file__).parent / "static"
+MAX_BODY_BYTES = 2_000_000
+MAX_WAIT_S = 25.0
+
+
+def json_response(data: Any, status: int = 200) -> Response:
+    """JSON that strict parsers accept: non-finite numbers as null, numpy values as Python's."""
+    body = json.dumps(json_default(data), allow_nan=False, separators=(",", ":"))
+    return Response(body, status_code=status, media_type="application/json")
+
+
+def bad_input(problems: list[Problem]) -> Response:
+    return json_response({"problems": [answers.problem_view(p) for p in problems]}, 400)
+
+
+async def _body(request: Request) -> dict:
+    """The request's JSON object; InputError naming `<request>` when it is not one."""
+    raw = await request.body()
+    if len(raw) > MAX_BODY_BYTES:
+        raise InputError([Problem("<request>", f"larger than {MAX_BODY_BYTES:,} bytes")])
+    try:
+        data = json.loads(raw)
+    except (ValueError, RecursionError) as err:
+        raise InputError([Problem("<request>", f"not valid JSON: {err}")]) from None
+    if not isinstance(data, dict):
+        raise InputError([Problem("<request>", "must be a JSON object")])
+    return data
+
+
+def examples_in(folder: Path | None) -> dict[str, Path]:
+    """Example instances: every instance file of `folder` and its subfolders one level down,
+    by name (relative path without .json); stored answers, plans and indexes left out."""
+    if folder is None or not folder.is_dir():
+        return {}
+    found = {}
+    for path in sorted(list(folder.glob("*.json")) + list(folder.glob("*/*.json"))):
+        if path.name.endswith((".expected.json", ".plan.json")) or path.name == "index.json":
+            continue
+        found[path.relative_to(folder).with_suffix("").as_posix()] = path
+    return found
+
+
+def default_examples_dir() -> Path | None:
+    """The checkout's instances/ folder, when dtplan runs from a checkout."""
+    folder = Path(__file__).resolve().parents[2] / "instances"
+    return folder if folder.is_dir() else None
+
+
+def create_app(examples_dir: Path | None = None, max_running: int | None = None) -> Starlette:
+    """The application; `examples_dir`: instances offered on the page (default: the checkout's)."""
+    from planner.web.meta import meta
+    examples = examples_in(examples_dir if examples_dir is not None else default_examples_dir())
+    manager = JobManager(max_running)
+    page_meta: dict[str, Any] = {}
+
+    @asynccontextmanager
+    async def lifespan(app):
+        import asyncio
+        manager.start(asyncio.get_running_loop())
+        yield
+        manager.shutdown()
+
+    async def index(request: Request) -> Response:
+        return FileResponse(STATIC_DIR / "index.html", headers={"Cache-Control": "no-cache"})
+
+    async def get_meta(request: Request) -> Response:
+        if not page_meta:
+            page_meta.update(await run_in_threadpool(meta, sorted(examples)))
+        return json_response(page_meta)
+
+    async def get_example(request: Request) -> Response:
+        name = request.path_params["name"]
+        if name not in examples:
+            return json_response({"problems": [{"field": "example", "path": "example", "text":
+                                                f"example: unknown example {name!r}",
+                                                "message": f"unknown example {name!r}"}]}, 404)
+        path = examples[name]
+        plan_path = path.with_name(path.name[:-len(".json")] + ".plan.json")
+        return json_response({"name": name, "instance": json.loads(path.read_text()),
+                              "plan": json.loads(plan_path.read_text()) if plan_path.exists() else None})
+
+    async def evaluate(request: Request) -> Response:
+        try:
+            data = await _body(request)
+        except InputError as err:
+            return bad_input(err.problems)
+        return json_response(await run_in_threadpool(answers.evaluate_answer, data.get("instance"), data.get("plan")))
+
+    async def submit(request: Request) -> Response:
+        try:
+            data = await _body(request)
+            kind = data.get("kind")
+            await run_in_threadpool(answers.check_job, kind, data)
+        except InputError as err:
+            return bad_input(err.problems)
+        payload = {k: data.get(k) for k in ("instance", "plan", "objective", "time_limit_s", "curve")}
+        job = manager.submit(kind, payload, answers.time_limit(data))
+        return json_response(job.to_dict(), 202)
+
+    def _job(request: Request):
+        return manager.get(request.path_params["job_id"])
+
+    async def get_job(request: Request) -> Response:
+        job = _job(request)
+        if job is None:
+            return json_response({"error": "no such job (finished jobs are kept ten minutes)"}, 404)
+        try:
+            after = int(request.query_params.get("after", -1))
+            wait_s = min(MAX_WAIT_S, max(0.0, float(request.query_params.get("wait", 0))))
+        except ValueError:
+            return bad_input([Problem("<request>", "after and wait must be numbers")])
+        if wait_s:
+            await manager.wait(job, after, wait_s)
+        return json_response(job.to_dict())
+
+    async def cancel_job(request: Request) -> Response:
+        job = _job(request)
+        if job is None:
+            return json_response({"error": "no such job"}, 404)
+        manager.cancel(job)
+        return json_response(job.to_dict())
+
+    async def health(request: Request) -> Response:
+        return json_response({"ok": True})
+
+    routes = [
+        Route("/", index),
+        Route("/api/meta", get_meta),
+        Route("/api/examples/{name:path}", get_example),
+        Route("/api/evaluate", evaluate, methods=["POST"]),
+        Route("/api/jobs", submit, methods=["POST"]),
+        Route("/api/jobs/{job_id}", get_job, methods=["GET"]),
+        Route("/api/jobs/{job_id}", cancel_job, methods=["DELETE"]),
+        Route("/api/health", health),
+        Mount("/static", StaticFiles(directory=STATIC_DIR), name="static"),
+    ]
+    app = Starlette(routes=routes, lifespan=lifespan)
+    app.state.jobs = manager
+    return app
+
+
+def serve(host: str = "127.0.0.1", port: int = 8000, examples_dir: Path | None = None,
+          announce=print) -> None:
+    """Run the app with uvicorn until interrupted; `port` 0 picks a free port. The address is
+    announced (one line) once the socket is bound."""
+    import socket
+
+    import uvicorn
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind((host, port))
+    bound = sock.getsockname()[1]
+    shown = f"[{host}]" if family == socket.AF_INET6 else host
+    config = uvicorn.Config(create_app(examples_dir), log_level="warning", lifespan="on")
+    server = uvicorn.Server(config)
+    announce(f"dtplan: serving on http://{shown}:{bound}/ (Ctrl-C to stop)")
+    server.run(sockets=[sock])
