@@ -33,7 +33,7 @@ from starlette.staticfiles import StaticFiles
 from planner.cli.common import json_default
 from planner.schema.errors import InputError, Problem
 from planner.web import answers
-from planner.web.jobs import JobManager
+from planner.web.jobs import GRACE_S, JobManager
 
 STATIC_DIR = Path(__file__).parent / "static"
 MAX_BODY_BYTES = 2_000_000
@@ -83,11 +83,13 @@ def default_examples_dir() -> Path | None:
     return folder if folder.is_dir() else None
 
 
-def create_app(examples_dir: Path | None = None, max_running: int | None = None) -> Starlette:
-    """The application; `examples_dir`: instances offered on the page (default: the checkout's)."""
+def create_app(examples_dir: Path | None = None, max_running: int | None = None,
+               grace_s: float = GRACE_S) -> Starlette:
+    """The application; `examples_dir`: instances offered on the page (default: the checkout's);
+    `max_running` jobs at once (default: one per core); `grace_s` after a job's time limit."""
     from planner.web.meta import meta
     examples = examples_in(examples_dir if examples_dir is not None else default_examples_dir())
-    manager = JobManager(max_running)
+    manager = JobManager(max_running, grace_s)
     page_meta: dict[str, Any] = {}
 
     @asynccontextmanager

@@ -84,7 +84,8 @@ class Job:
 class JobManager:
     """Starts, watches, cancels and forgets jobs (see the module docstring)."""
 
-    def __init__(self, max_running: int | None = None):
+    def __init__(self, max_running: int | None = None, grace_s: float = GRACE_S):
+        self.grace_s = grace_s
         self.max_running = max_running or max(1, os.cpu_count() or 1)
         self.slots = threading.BoundedSemaphore(self.max_running)
         self.jobs: dict[str, Job] = {}
@@ -161,14 +162,14 @@ class JobManager:
                 job.process.join(5)
 
     def _watch(self, job: Job, receive) -> None:
-        kill_at = None if job.time_limit_s is None else job.started + job.time_limit_s + GRACE_S
+        kill_at = None if job.time_limit_s is None else job.started + job.time_limit_s + self.grace_s
         while True:
             if job.cancel_requested:
                 return self._finish(job, "cancelled")
             if kill_at is not None and time.monotonic() > kill_at:
                 job.process.kill()
                 return self._finish(job, "time_limit", error=f"no answer within the time limit of "
-                                                             f"{job.time_limit_s:g} s (and {GRACE_S:g} s of grace)")
+                                                             f"{job.time_limit_s:g} s (and {self.grace_s:g} s of grace)")
             try:
                 if not receive.poll(POLL_S):
                     continue
