@@ -62,7 +62,7 @@ const Charts = (() => {
   /* One outer step: a lane per activity, the step's end marked, compute waiting for a sync hatched. */
   function timeline(t, W = 640) {
     const narrow = W < 520, lanes = t.lanes, left = narrow ? 84 : 96, right = narrow ? 62 : 110, laneH = 26;
-    const top = narrow ? 44 : 28;
+    const top = narrow ? 56 : 28;
     const H = top + lanes.length * laneH + 34;
     const s = svg(W, H, t.title);
     const defs = el("defs");
