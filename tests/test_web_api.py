@@ -225,3 +225,24 @@ def test_a_running_job_can_be_cancelled_and_the_server_keeps_answering(client):
 def test_a_job_past_its_time_limit_is_stopped(client):
     job = _wait(client, _long_curve(client, time_limit_s=0.2), 30)
     assert job["state"] == "time_limit" and "time limit of 0.2 s" in job["error"]
+
+
+def test_without_examples_the_page_starts_from_a_valid_instance(tmp_path):
+    with TestClient(create_app(tmp_path)) as c:
+        meta = c.get("/api/meta").json()
+        assert meta["examples"] == []
+        start = {"instance": meta["default_instance"], "plan": {**meta["default_plan"], "nodes": 72}}
+        answer = c.post("/api/evaluate", json=start).json()
+    assert answer["instance_problems"] == [] and answer["plan_problems"] == []
+    e = planner.evaluate(BASELINE, {**meta["default_plan"], "nodes": 72})     # the same question as the file
+    assert answer["evaluation"]["headline"]["days"] == pytest.approx(e.values["time_to_target_s"] / SECONDS_PER_DAY)
+
+
+def test_serve_on_a_port_in_use_is_bad_input():
+    import socket
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        r = CliRunner().invoke(main, ["serve", "--port", str(port)])
+    assert r.exit_code == 2 and f"--port: cannot listen on 127.0.0.1:{port}" in r.output

@@ -173,7 +173,11 @@ def create_app(examples_dir: Path | None = None, max_running: int | None = None,
         Route("/api/health", health),
         Mount("/static", StaticFiles(directory=STATIC_DIR), name="static"),
     ]
-    app = Starlette(routes=routes, lifespan=lifespan)
+    async def internal_error(request: Request, exc: Exception) -> Response:
+        return json_response({"error": f"internal error ({type(exc).__name__}: {str(exc)[:300]}); this is a bug "
+                                       f"in dtplan: please report it with the instance"}, 500)
+
+    app = Starlette(routes=routes, lifespan=lifespan, exception_handlers={Exception: internal_error})
     app.state.jobs = manager
     return app
 

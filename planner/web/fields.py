@@ -144,6 +144,12 @@ PLAN_FIELDS: tuple[tuple[Field, tuple[str, ...]], ...] = (
     (Field("description", "description", kind="text"), _ALL),
 )
 
+# The instance the page starts with when it has no example to offer (an installed wheel): the
+# MIRI report's 10^25 FLOP baseline, as instances/baseline-1e25.json states it.
+DEFAULT_INSTANCE = {"name": "10^25 FLOP baseline", "model": {"preset": "dense-144B"}, "training": {"tokens": 12e12},
+                    "fleet": {"hardware": "16xGH200", "nodes": 72}}
+
+
 # A plan for an instance loaded without one: the reference calculator's baseline choices on the
 # whole fleet (flat streaming DiLoCo, fp16, H = 128, 16x compression).
 def default_plan(nodes: int) -> dict[str, Any]:

@@ -20,7 +20,8 @@ def meta(examples: list[str]) -> dict[str, Any]:
     from planner.cli.info import presets_data
     from planner.present.report import dtplan_version
     from planner.schema.instance import search_preset_names
-    from planner.web.fields import CURVES, INSTANCE_FIELDS, PLAN_FIELDS, SECTIONS, default_plan, descriptions
+    from planner.web.fields import (CURVES, DEFAULT_INSTANCE, INSTANCE_FIELDS, PLAN_FIELDS, SECTIONS, default_plan,
+                                    descriptions)
     help_text = descriptions()
     return {
         "version": dtplan_version(),
@@ -28,6 +29,7 @@ def meta(examples: list[str]) -> dict[str, Any]:
         "fields": [{**f.to_dict(), "help": help_text.get(f.path, "")} for f in INSTANCE_FIELDS],
         "plan_fields": [{**f.to_dict(), "modes": list(modes)} for f, modes in PLAN_FIELDS],
         "default_plan": default_plan(1),
+        "default_instance": DEFAULT_INSTANCE,
         "presets": {**presets_data(), "search": search_preset_names()},
         "network_profiles": network_profiles(),
         "curves": [c.to_dict() for c in CURVES],

@@ -109,8 +109,13 @@ function notice(text, ms = 2500) {
 }
 
 async function api(method, url, body) {
-  const response = await fetch(url, {method, headers: body ? {"Content-Type": "application/json"} : {},
-                                     body: body ? JSON.stringify(body) : undefined});
+  let response;
+  try {
+    response = await fetch(url, {method, headers: body ? {"Content-Type": "application/json"} : {},
+                                 body: body ? JSON.stringify(body) : undefined});
+  } catch (e) {
+    return {status: 0, data: {error: `the dtplan server cannot be reached (${e.message}): is dtplan serve still running?`}};
+  }
   let data = null;
   try { data = await response.json(); } catch (e) { data = {error: `the server answered ${response.status}`}; }
   return {status: response.status, data};
@@ -476,7 +481,11 @@ async function evaluate() {
   if (seq !== state.seq) return;           // a newer edit is on its way
   clearProblems("instance");
   clearProblems("plan");
-  if (status !== 200) return showProblems(data.problems || [{field: "<root>", text: data.error}], "instance");
+  if (status !== 200) {
+    showProblems(data.problems || [{field: "<root>", text: data.error}], "instance");
+    state.evaluation = null;
+    return renderEvaluation();
+  }
   state.resolved = data.resolved || {};
   showProblems(data.instance_problems, "instance");
   showProblems(data.plan_problems, "plan");
@@ -743,8 +752,7 @@ async function start() {
   if (fromHash()) return;
   const preferred = ["baseline-1e25", "solve-1e24-64xh100"].find(x => data.examples.includes(x));
   if (preferred) return loadExample(preferred);
-  setState({name: "10^25 FLOP baseline", model: {preset: "dense-144B"}, training: {tokens: 12e12},
-            fleet: {hardware: "16xGH200", nodes: 72}}, null);
+  setState(structuredClone(data.default_instance), null);
 }
 
 start();
