@@ -551,6 +551,7 @@ async function runJob(kind, card, body, render) {
   }
   const id = data.id;
   state.jobs[kind] = id;
+  answer.replaceChildren();          // the previous answer is for another question
   const bar = h("div", {class: "bar indeterminate"}, h("div"));
   const label = h("span", {class: "job-label"}, "starting…");
   const cancel = h("button", {type: "button", class: "cancel", onclick: () => api("DELETE", `/api/jobs/${id}`)}, "Cancel");
