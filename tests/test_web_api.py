@@ -246,3 +246,15 @@ def test_serve_on_a_port_in_use_is_bad_input():
         port = taken.getsockname()[1]
         r = CliRunner().invoke(main, ["serve", "--port", str(port)])
     assert r.exit_code == 2 and f"--port: cannot listen on 127.0.0.1:{port}" in r.output
+
+
+def test_the_page_can_open_on_an_instance_and_plan_given_to_serve(tmp_path):
+    start = {"name": BASELINE.name, "instance": _json(BASELINE), "plan": _json(BASELINE_PLAN)}
+    with TestClient(create_app(tmp_path, start=start)) as c:
+        assert c.get("/api/meta").json()["start"] == start
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps({**_json(BASELINE), "fleet": {"hardware": "16xGH200", "nodes": -8}}))
+    r = CliRunner().invoke(main, ["serve", str(bad), "--port", "0"])     # refused before serving
+    assert r.exit_code == 2 and "fleet.nodes: must be an integer >= 1, got -8" in r.output
+    r = CliRunner().invoke(main, ["serve", str(BASELINE), str(BASELINE_PLAN), "--set", "fleet.nodes=10", "--port", "0"])
+    assert r.exit_code == 2 and "plan.nodes: must be <= fleet.nodes (10), got 72" in r.output

@@ -27,12 +27,12 @@ from planner.cost.duration import SECONDS_PER_DAY
 from planner.questions import compare as compare_module
 from planner.questions import feasible as feasible_module
 from planner.schema.errors import InputError, Problem
+from planner.solve import SUPPORTED_OBJECTIVES
 from planner.web import views
 from planner.web.fields import CURVE_BY_KEY
 
 Progress = Callable[..., None]
 MAX_CURVE_POINTS = 60
-OBJECTIVES = ("min_time", "min_cost", "max_compute")
 
 
 def problem_view(p: Problem, prefix: str = "") -> dict[str, str]:
@@ -98,8 +98,9 @@ def evaluate_answer(raw_instance: Any, raw_plan: Any) -> dict[str, Any]:
 
 def _objective(payload: dict) -> str | None:
     objective = payload.get("objective")
-    if objective is not None and objective not in OBJECTIVES:
-        raise InputError([Problem("objective", f"must be one of {', '.join(OBJECTIVES)}, got {objective!r}")])
+    if objective is not None and objective not in SUPPORTED_OBJECTIVES:
+        raise InputError([Problem("objective", f"must be one of {', '.join(SUPPORTED_OBJECTIVES)}, "
+                                               f"got {objective!r}")])
     return objective
 
 
@@ -202,6 +203,7 @@ def curve_points(payload: dict) -> tuple[Any, list[float]]:
 
 
 def _x(curve, x: float) -> float | int:
+    """x as the field takes it (a whole number for nodes and H)."""
     return int(x) if curve.integer else x
 
 

@@ -3,7 +3,8 @@
 Routes:
 
     GET    /                    the page (static/index.html; its script and style under /static)
-    GET    /api/meta            the fields, presets, network profiles, curves and example instances
+    GET    /api/meta            the fields, presets, network profiles, curves, example instances and
+                                the instance the page opens on (`dtplan serve INSTANCE [PLAN]`)
     GET    /api/examples/NAME   an example instance (and its plan, when it has one)
     POST   /api/evaluate        {instance, plan} -> problems, resolved values, the plan's evaluation
     POST   /api/jobs            {kind, instance, plan?, objective?, time_limit_s?, curve?} -> the job
@@ -84,9 +85,10 @@ def default_examples_dir() -> Path | None:
 
 
 def create_app(examples_dir: Path | None = None, max_running: int | None = None,
-               grace_s: float = GRACE_S) -> Starlette:
+               grace_s: float = GRACE_S, start: dict | None = None) -> Starlette:
     """The application; `examples_dir`: instances offered on the page (default: the checkout's);
-    `max_running` jobs at once (default: one per core); `grace_s` after a job's time limit."""
+    `max_running` jobs at once (default: one per core); `grace_s` after a job's time limit;
+    `start`: {name, instance, plan} the page opens on (raw JSON data, checked by the caller)."""
     from planner.web.meta import meta
     examples = examples_in(examples_dir if examples_dir is not None else default_examples_dir())
     manager = JobManager(max_running, grace_s)
@@ -104,7 +106,7 @@ def create_app(examples_dir: Path | None = None, max_running: int | None = None,
 
     async def get_meta(request: Request) -> Response:
         if not page_meta:
-            page_meta.update(await run_in_threadpool(meta, sorted(examples)))
+            page_meta.update(await run_in_threadpool(meta, sorted(examples)), start=start)
         return json_response(page_meta)
 
     async def get_example(request: Request) -> Response:
@@ -183,7 +185,7 @@ def create_app(examples_dir: Path | None = None, max_running: int | None = None,
 
 
 def serve(host: str = "127.0.0.1", port: int = 8000, examples_dir: Path | None = None,
-          announce=print) -> None:
+          start: dict | None = None, announce=print) -> None:
     """Run the app with uvicorn until interrupted; `port` 0 picks a free port. The address is
     announced (one line) once the socket is bound."""
     import socket
@@ -195,7 +197,7 @@ def serve(host: str = "127.0.0.1", port: int = 8000, examples_dir: Path | None =
     sock.bind((host, port))
     bound = sock.getsockname()[1]
     shown = f"[{host}]" if family == socket.AF_INET6 else host
-    config = uvicorn.Config(create_app(examples_dir), log_level="warning", lifespan="on")
+    config = uvicorn.Config(create_app(examples_dir, start=start), log_level="warning", lifespan="on")
     server = uvicorn.Server(config)
     announce(f"dtplan: serving on http://{shown}:{bound}/ (Ctrl-C to stop)")
     server.run(sockets=[sock])

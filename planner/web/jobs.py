@@ -92,15 +92,19 @@ class JobManager:
         self.lock = threading.Lock()
         self.ids = itertools.count(1)
         self.loop: asyncio.AbstractEventLoop | None = None
-        self.ctx = multiprocessing.get_context("forkserver")
-        self.ctx.set_forkserver_preload(["planner.web.answers"])
+        try:
+            self.ctx = multiprocessing.get_context("forkserver")
+            self.ctx.set_forkserver_preload(["planner.web.answers"])
+        except ValueError:       # no fork server on this platform (Windows): each job starts afresh
+            self.ctx = multiprocessing.get_context("spawn")
 
     def start(self, loop: asyncio.AbstractEventLoop | None = None) -> None:
         """Remember the server's event loop (to wake waiting requests) and start the fork server
         in the background, so that the first job does not pay for it."""
         self.loop = loop
-        from multiprocessing import forkserver
-        threading.Thread(target=forkserver.ensure_running, daemon=True, name="dtplan-forkserver").start()
+        if self.ctx.get_start_method() == "forkserver":
+            from multiprocessing import forkserver
+            threading.Thread(target=forkserver.ensure_running, daemon=True, name="dtplan-forkserver").start()
 
     def submit(self, kind: str, payload: dict, time_limit_s: float | None) -> Job:
         self._forget_old()

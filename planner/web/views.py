@@ -24,7 +24,7 @@ def table_view(table) -> dict[str, Any]:
 
 def plan_dict(plan) -> dict[str, Any] | None:
     """A plan as raw data (the fields it sets), as a plan file would hold it."""
-    return None if plan is None else plan.model_dump(exclude_none=True, exclude_defaults=False)
+    return None if plan is None else plan.model_dump(exclude_none=True)
 
 
 def timeline_view(e) -> dict[str, Any]:

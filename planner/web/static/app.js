@@ -608,6 +608,8 @@ function renderOptimum() {
                    `${r.status.toUpperCase()} (${r.objective}): ${r.objective_text}`),
                  h("div", {class: "muted"}, `solver ${r.solver}, gap ${gap}, ${r.solve_time_s.toFixed(2)} s, ` +
                    `${r.evaluations.toLocaleString("en-US")} of ${fmt(r.space_size)} plans scored`)];
+  if (r.model_params && getPath(state.instance, "search.params"))
+    parts.push(h("div", {}, `model size chosen among search.params: ${fmt(r.model_params / 1e9, 4)}B parameters`));
   if (!r.evaluation) {
     parts.push(h("ul", {class: "bad"}, r.infeasibility.map(x => h("li", {}, x))));
     if (r.fastest_days) parts.push(h("div", {}, `the fastest plan needs ${days(r.fastest_days)}`));
@@ -751,6 +753,8 @@ async function start() {
   $("#footer").textContent = `dtplan ${data.version}: every figure from the same cost model and solver as the ` +
     "command line (docs/web.md). Network profiles: " + data.network_profiles.source;
   if (fromHash()) return;
+  if (data.start) return setState(structuredClone(data.start.instance),
+                                  data.start.plan ? structuredClone(data.start.plan) : null, data.start.name);
   const preferred = ["baseline-1e25", "solve-1e24-64xh100"].find(x => data.examples.includes(x));
   if (preferred) return loadExample(preferred);
   setState(structuredClone(data.default_instance), null);
