@@ -4,7 +4,7 @@ The server is the command itself (`python -m planner.cli serve --port 0`). The p
 shipped instance from its file, the bandwidth is changed and the days change to what the API
 computes, optimise shows the optimal plan beside the user's (the API's optimum), the download
 gives back the instance as loaded with the change, the link opens the same state in a new page,
-a bad value shows the command line's message next to its field, and a long curve shows its
+the bandwidth slider moves both WAN fields and the days, a bad value shows the command line's message next to its field, and a long curve shows its
 progress and is cancelled.
 
 Needs chromium and the playwright package (test extras). Without a browser the test skips,
@@ -139,6 +139,14 @@ def test_the_page_in_a_browser(sync_playwright, server, tmp_path):
             assert _download(shared, tmp_path, "two.json") == expected
             assert _days(shared) == pytest.approx(after, rel=1e-4)
             shared.close()
+
+            # the bandwidth slider (log scale, 1 Mb/s to 100 Gb/s): half way is 10^2.5 = 316 Mb/s, both ways
+            page.fill("#slide-bandwidth", "500")
+            assert page.input_value("#i-network-wan-up-mbps") == page.input_value("#i-network-wan-down-mbps") == "316"
+            slid = planner.evaluate(raw, plan, overrides={"network.wan.up_mbps": 316, "network.wan.down_mbps": 316})
+            slid_days = slid.values["time_to_target_s"] / SECONDS_PER_DAY
+            page.wait_for_function("d => Math.abs(parseFloat(document.querySelector('#days').textContent"
+                                   ".replace(/,/g, '')) - d) <= 1e-4 * d", arg=slid_days)
 
             # a bad value: the command line's message next to its field, and no figures
             page.fill("#i-fleet-nodes", "-8")

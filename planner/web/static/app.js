@@ -369,6 +369,61 @@ function fillPlanForm() {
   showPlanFields();
 }
 
+// -- sliders: the reference page's way of asking "and with more bandwidth?" --------------------------
+
+// Each slider moves one input on a log scale and writes it into the instance or the plan (the
+// fields of the form follow); the evaluation answers within milliseconds.
+const SLIDERS = [
+  {key: "bandwidth", label: "WAN bandwidth", unit: "Mb/s", lo: 1, hi: 100000, digits: 3,
+   get: () => getPath(state.instance, "network.wan.up_mbps") ?? state.resolved["network.wan.up_mbps"],
+   set: v => { setPath(state.instance, "network.wan.up_mbps", v); setPath(state.instance, "network.wan.down_mbps", v); }},
+  {key: "nodes", label: "nodes used", unit: "", lo: 1, hi: () => getPath(state.instance, "fleet.nodes"), integer: true,
+   get: () => state.plan.nodes, set: v => { state.plan.nodes = v; }},
+  {key: "inner_steps", label: "inner steps H", unit: "", lo: 1, hi: 10000, integer: true, synced: true,
+   get: () => state.plan.inner_steps ?? 1, set: v => { state.plan.inner_steps = v; }},
+  {key: "compression", label: "compression Cr", unit: "x", lo: 1, hi: 1000, digits: 3, synced: true,
+   get: () => state.plan.compression ?? 1, set: v => { state.plan.compression = v; }},
+];
+const STEPS = 1000;
+
+function sliderBounds(s) {
+  const hi = typeof s.hi === "function" ? s.hi() : s.hi;
+  return [s.lo, typeof hi === "number" && hi > s.lo ? hi : s.lo * 10];
+}
+
+function buildSliders() {
+  const box = $("#sliders");
+  box.replaceChildren(...SLIDERS.map(s => {
+    const range = h("input", {type: "range", min: 0, max: STEPS, step: 1, id: `slide-${s.key}`, "aria-label": s.label});
+    const out = h("output", {for: range.id, id: `slide-${s.key}-value`});
+    range.addEventListener("input", () => {
+      const [lo, hi] = sliderBounds(s);
+      let v = lo * (hi / lo) ** (range.value / STEPS);
+      v = s.integer ? Math.round(v) : Number(v.toPrecision(s.digits));
+      s.set(v);
+      out.textContent = `${v.toLocaleString("en-US")} ${s.unit}`;
+      fillInstanceForm();
+      fillPlanForm();
+      changed();
+    });
+    return h("label", {class: "slider", "data-slider": s.key}, h("span", {}, s.label), range, out);
+  }));
+}
+
+function syncSliders() {
+  const piped = state.plan.mode === "pipeline_wan";
+  for (const s of SLIDERS) {
+    const wrap = document.querySelector(`[data-slider="${s.key}"]`);
+    if (!wrap) continue;
+    wrap.hidden = Boolean(s.synced && piped);
+    const v = s.get(), [lo, hi] = sliderBounds(s), range = $("input", wrap);
+    if (typeof v !== "number" || !(v > 0)) continue;
+    if (document.activeElement !== range)
+      range.value = Math.round(STEPS * Math.log(Math.min(hi, Math.max(lo, v)) / lo) / Math.log(hi / lo));
+    $("output", wrap).textContent = `${v.toLocaleString("en-US")} ${s.unit}`;
+  }
+}
+
 // -- state: load, change, link, download -----------------------------------------------------------
 
 function setState(instance, plan, source) {
@@ -396,6 +451,7 @@ function link() {
 
 function changed() {
   history.replaceState(null, "", link());
+  syncSliders();
   clearTimeout(state.timer);
   state.timer = setTimeout(evaluate, 120);
 }
@@ -491,6 +547,7 @@ async function evaluate() {
   showProblems(data.plan_problems, "plan");
   fillPlaceholders();
   showPlanFields();
+  syncSliders();
   state.evaluation = data.evaluation;
   renderEvaluation();
   if (state.optimum) renderOptimum();
@@ -731,6 +788,7 @@ async function start() {
   state.meta = data;
   buildInstanceForm();
   buildPlanForm();
+  buildSliders();
   $("#curve-input").replaceChildren(...data.curves.map(c => h("option", {value: c.key}, `${c.label} (${c.unit})`)));
   $("#curve-input").addEventListener("change", setCurveRange);
   const examples = $("#example");
