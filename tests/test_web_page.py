@@ -133,6 +133,10 @@ def test_the_page_in_a_browser(sync_playwright, server, tmp_path):
             expected = json.loads(SHIPPED.read_text())
             expected["network"]["wan"].update(up_mbps=1000, down_mbps=1000)
             assert _download(page, tmp_path, "one.json") == expected
+            with page.expect_download() as info:
+                page.click("#download-plan")
+            info.value.save_as(tmp_path / "plan.json")
+            assert json.loads((tmp_path / "plan.json").read_text()) == plan
             shared = browser.new_page(accept_downloads=True)
             shared.goto(page.url)
             shared.wait_for_selector("#days")
@@ -157,6 +161,13 @@ def test_the_page_in_a_browser(sync_playwright, server, tmp_path):
             page.wait_for_selector("#no-evaluation")
             page.fill("#i-fleet-nodes", "64")
             page.wait_for_selector("#days")
+
+            # a max_compute question: the compute reached within the limit is the headline
+            page.select_option("#example", "miri/profile-colocated")
+            page.wait_for_selector("#compute")
+            colocated = REPO / "instances" / "miri" / "profile-colocated.json"
+            reached = planner.evaluate(colocated, default_plan(72)).values["c_local"]
+            assert float(page.text_content("#compute")) == pytest.approx(reached, rel=1e-3)
 
             # a long answer shows its progress and can be cancelled
             page.select_option("#curve-input", "nodes")

@@ -470,12 +470,14 @@ function fromHash() {
   }
 }
 
-function download() {
-  const name = (typeof state.instance.name === "string" && state.instance.name.trim()
-                ? state.instance.name.trim().replace(/[^A-Za-z0-9._-]+/g, "-").replace(/^-+|-+$/g, "").slice(0, 60)
-                : "instance") || "instance";
-  const blob = new Blob([JSON.stringify(state.instance, null, 2) + "\n"], {type: "application/json"});
-  const a = h("a", {href: URL.createObjectURL(blob), download: `${name}.json`});
+function fileStem() {
+  const name = typeof state.instance.name === "string" ? state.instance.name.trim() : "";
+  return name.replace(/[^A-Za-z0-9._-]+/g, "-").replace(/^-+|-+$/g, "").slice(0, 60) || "instance";
+}
+
+function download(data = state.instance, filename = `${fileStem()}.json`) {
+  const blob = new Blob([JSON.stringify(data, null, 2) + "\n"], {type: "application/json"});
+  const a = h("a", {href: URL.createObjectURL(blob), download: filename});
   document.body.append(a);
   a.click();
   setTimeout(() => { URL.revokeObjectURL(a.href); a.remove(); }, 1000);
@@ -566,16 +568,24 @@ function renderEvaluation() {
   }
   const x = e.headline;
   const verdict = e.feasible ? h("span", {class: "chip ok"}, "meets every limit") : h("span", {class: "chip bad"}, "breaks a limit");
+  // max_compute asks how much compute the run reaches within the limit: that is the big figure then
+  const compute = state.resolved.objective === "max_compute";
+  const kind = x.target_kind === "c_quality" ? "C_quality" : "C_local";
+  const reached = x.target_kind === "c_quality" ? x.c_quality : x.c_local;
   headline.replaceChildren(
-    h("div", {}, h("span", {class: "big", id: "days"}, fmt(x.days, 5)), " days to target ", verdict),
+    compute ? h("div", {}, h("span", {class: "big", id: "compute"}, fmt(reached, 4)), ` FLOP ${kind} within the limit `, verdict)
+            : h("div", {}, h("span", {class: "big", id: "days"}, fmt(x.days, 5)), " days to target ", verdict),
     h("div", {class: "facts"},
+      compute ? h("span", {}, "days to target ", h("b", {id: "days"}, fmt(x.days, 5))) : null,
       h("span", {}, "limit ", h("b", {}, days(x.limit_days))),
       h("span", {}, "cost ", h("b", {id: "cost"}, usd(x.cost_usd))),
       h("span", {}, `${x.nodes.toLocaleString("en-US")} nodes, ${Math.round(x.gpus).toLocaleString("en-US")} accelerators`),
       h("span", {}, "bottleneck ", h("b", {id: "bottleneck"}, e.bottleneck)),
       h("span", {}, "in the limit: C_local ", h("b", {}, fmt(x.c_local, 4)), " FLOP of ", fmt(x.target_flop, 4)),
       h("span", {}, "eta ", h("b", {}, fmt(x.eta, 4)), ", global MFU ", h("b", {}, (100 * x.global_mfu).toFixed(1) + "%"))));
-  $("#summary").replaceChildren(h("span", {class: "days", id: "summary-days"}, `${fmt(x.days, 5)} days`), " to target, ",
+  $("#summary").replaceChildren(compute ? h("span", {class: "days"}, `${fmt(reached, 4)} FLOP`) :
+                                h("span", {class: "days", id: "summary-days"}, `${fmt(x.days, 5)} days`),
+                                compute ? ` ${kind} in the limit, ` : " to target, ",
                                 e.feasible ? h("span", {class: "chip ok"}, "within limits") : h("span", {class: "chip bad"}, "breaks a limit"));
   $("#limits-broken").replaceChildren(e.violations.length ? h("ul", {class: "bad", id: "violations"}, e.violations.map(v => h("li", {}, v))) : "");
   draw($("#timeline"), Charts.timeline, e.timeline);
@@ -795,7 +805,8 @@ async function start() {
   examples.append(...data.examples.map(name => h("option", {value: name}, name)));
   examples.addEventListener("change", () => { if (examples.value) loadExample(examples.value); examples.value = ""; });
   $("#load-file").addEventListener("change", e => { if (e.target.files[0]) loadFile(e.target.files[0]); e.target.value = ""; });
-  $("#download").addEventListener("click", download);
+  $("#download").addEventListener("click", () => download());
+  $("#download-plan").addEventListener("click", () => download(state.plan, `${fileStem()}.plan.json`));
   $("#share").addEventListener("click", async () => {
     const url = link();
     try { await navigator.clipboard.writeText(url); notice("link copied: it holds the instance and the plan"); }
