@@ -22,7 +22,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
 import statistics
 import subprocess
 import sys
@@ -34,7 +33,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from planner.web.answers import evaluate_answer  # noqa: E402
-from planner.web.app import examples_in  # noqa: E402
+from planner.web.app import examples_in, spawn_server  # noqa: E402
 from planner.web.fields import default_plan  # noqa: E402
 
 
@@ -50,14 +49,8 @@ def get(url: str) -> dict:
 
 
 def start_server() -> tuple[subprocess.Popen, str]:
-    proc = subprocess.Popen([sys.executable, "-m", "planner.cli", "serve", "--port", "0"], cwd=REPO,
-                            stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True)
-    line = proc.stderr.readline()
-    match = re.search(r"http://[\w.\[\]:]+/", line)
-    if not match:
-        proc.kill()
-        raise SystemExit(f"dtplan serve did not start: {line!r}")
-    url = match.group(0)
+    """`dtplan serve --port 0` in a new process, once it answers."""
+    proc, url = spawn_server(cwd=REPO)
     for _ in range(100):             # the fork server warms up in the background
         try:
             get(url + "api/health")

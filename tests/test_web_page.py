@@ -13,11 +13,7 @@ loudly; with DTPLAN_REQUIRE_BROWSER=1 (set by .ci/run) it fails instead.
 
 import json
 import os
-import re
 import shutil
-import subprocess
-import sys
-import threading
 import warnings
 from pathlib import Path
 
@@ -25,6 +21,7 @@ import pytest
 
 import planner
 from planner.cost.duration import SECONDS_PER_DAY
+from planner.web.app import spawn_server
 from planner.web.fields import default_plan
 
 REPO = Path(__file__).resolve().parents[1]
@@ -54,16 +51,10 @@ def sync_playwright():
 @pytest.fixture(scope="module")
 def server():
     """`dtplan serve --port 0`: its address, from the line it prints once listening."""
-    proc = subprocess.Popen([sys.executable, "-m", "planner.cli", "serve", "--port", "0"], cwd=REPO,
-                            stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True)
+    proc, url = spawn_server(cwd=REPO)
     try:
-        line = proc.stderr.readline()
-        match = re.search(r"http://[\w.\[\]:]+/", line)
-        assert match, f"dtplan serve did not announce its address: {line!r} (exit {proc.poll()})"
-        lines: list[str] = []
-        threading.Thread(target=lambda: lines.extend(proc.stderr), daemon=True).start()
-        yield match.group(0)
-        assert not [x for x in lines if "Traceback" in x], "".join(lines)
+        yield url
+        assert not [x for x in proc.log if "Traceback" in x], "".join(proc.log)
     finally:
         proc.terminate()
         proc.wait(20)

@@ -6,8 +6,8 @@
   JSON the page draws, with the tables `dtplan evaluate` prints (planner/present/render.py).
 - `answers.py`: the questions the page asks, on `planner.api`: evaluate (in the request),
   solve, feasible, compare and the curve of days against one input (in a job).
-- `jobs.py`: jobs in worker processes (forked from a warm fork server), with progress, a time
-  limit and cancellation; the server never waits on a solve.
+- `jobs.py`: jobs in worker processes (forked from a warm fork server, `warm.py`), with
+  progress, a time limit and cancellation; the server never waits on a solve.
 - `app.py`: the Starlette application (`create_app`) and `serve` (uvicorn).
 - `static/`: the page itself: plain HTML, CSS and JavaScript (charts drawn as SVG), no build step.
 """

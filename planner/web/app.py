@@ -201,3 +201,26 @@ def serve(host: str = "127.0.0.1", port: int = 8000, examples_dir: Path | None =
     server = uvicorn.Server(config)
     announce(f"dtplan: serving on http://{shown}:{bound}/ (Ctrl-C to stop)")
     server.run(sockets=[sock])
+
+
+def spawn_server(*args: str, cwd: str | Path | None = None):
+    """`dtplan serve --port 0 ARGS` in a new process (this Python): (the process, its address).
+
+    For scripts and tests (benchmarks, screenshots, the browser test). The server's standard
+    error is read on a thread into `process.log` (a list of lines), so that it never blocks; the
+    caller ends the process (`terminate()`)."""
+    import re
+    import subprocess
+    import sys
+    import threading
+    proc = subprocess.Popen([sys.executable, "-m", "planner.cli", "serve", "--port", "0", *args], cwd=cwd,
+                            stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True)
+    proc.log = [proc.stderr.readline()]        # warnings, if any, come before the address
+    while not re.search(r"serving on http://", proc.log[-1]) and proc.log[-1] and len(proc.log) < 100:
+        proc.log.append(proc.stderr.readline())
+    match = re.search(r"http://[\w.\[\]:]+/", proc.log[-1])
+    if not match:
+        proc.kill()
+        raise RuntimeError(f"dtplan serve did not start (exit {proc.wait()}): {''.join(proc.log)}")
+    threading.Thread(target=lambda: proc.log.extend(proc.stderr), daemon=True).start()
+    return proc, match.group(0)

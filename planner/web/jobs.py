@@ -2,8 +2,9 @@
 process, so that the server never waits on one and a job can be cancelled at once.
 
 Worker processes are forked from a fork server (`multiprocessing`'s "forkserver" start
-method) that has imported `planner.web.answers` (and so the solver) once: a job starts in
-milliseconds, warm, and never inherits the server's threads. A job reports progress and its
+method) that has imported `planner.web.warm` once (every module a job uses, the preset caches
+filled by a small question): a job starts in milliseconds, warm, and never inherits the
+server's threads. A job reports progress and its
 answer through a pipe; a thread of the server per job reads it, enforces the time limit (the
 solver's own limit, plus `GRACE_S` for the explanation, then the process is killed) and
 wakes the requests waiting on the job. At most `max_running` jobs run at once (the others
@@ -94,7 +95,7 @@ class JobManager:
         self.loop: asyncio.AbstractEventLoop | None = None
         try:
             self.ctx = multiprocessing.get_context("forkserver")
-            self.ctx.set_forkserver_preload(["planner.web.answers"])
+            self.ctx.set_forkserver_preload(["planner.web.warm"])
         except ValueError:       # no fork server on this platform (Windows): each job starts afresh
             self.ctx = multiprocessing.get_context("spawn")
 
