@@ -451,6 +451,7 @@ function link() {
 
 function changed() {
   history.replaceState(null, "", link());
+  document.title = `dtplan: ${typeof state.instance.name === "string" && state.instance.name || "instance"}`;
   syncSliders();
   clearTimeout(state.timer);
   state.timer = setTimeout(evaluate, 120);
