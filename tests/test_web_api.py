@@ -3,7 +3,9 @@ schema has a control, answers equal the Python API's and the stored answers, bad
 the command line's messages, and jobs report progress, can be cancelled and are killed after
 their time limit while the server keeps answering."""
 
+import html
 import json
+import shlex
 import time
 from pathlib import Path
 
@@ -258,3 +260,18 @@ def test_the_page_can_open_on_an_instance_and_plan_given_to_serve(tmp_path):
     assert r.exit_code == 2 and "fleet.nodes: must be an integer >= 1, got -8" in r.output
     r = CliRunner().invoke(main, ["serve", str(BASELINE), str(BASELINE_PLAN), "--set", "fleet.nodes=10", "--port", "0"])
     assert r.exit_code == 2 and "plan.nodes: must be <= fleet.nodes (10), got 72" in r.output
+
+
+def test_report_is_the_cli_report(client, tmp_path):
+    r = client.post("/api/report", json={"instance": _json(BASELINE), "plan": _json(BASELINE_PLAN)})
+    assert r.status_code == 200 and r.headers["content-type"].startswith("text/html")
+    page = r.text
+    cli = tmp_path / "cli.html"
+    args = ["evaluate", str(BASELINE), str(BASELINE_PLAN), "--report", str(cli)]
+    CliRunner().invoke(main, args)
+    # the same page but for the provenance's command line
+    cli_page = cli.read_text().replace(html.escape(shlex.join(["dtplan", *args])), "COMMAND")
+    assert page.replace(html.escape("dtplan serve (the page's instance and plan)"), "COMMAND") == cli_page
+    assert "BREAKS A LIMIT" in page
+    bad = client.post("/api/report", json={"instance": _json(BASELINE), "plan": {"mode": "flat", "nodes": 99}})
+    assert bad.status_code == 400 and bad.json()["problems"][0]["path"] == "plan.nodes"

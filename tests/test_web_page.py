@@ -128,6 +128,11 @@ def test_the_page_in_a_browser(sync_playwright, server, tmp_path):
                 page.click("#download-plan")
             info.value.save_as(tmp_path / "plan.json")
             assert json.loads((tmp_path / "plan.json").read_text()) == plan
+            with page.expect_download() as info:
+                page.click("#download-report")
+            info.value.save_as(tmp_path / "report.html")
+            report = (tmp_path / "report.html").read_text()
+            assert "dtplan evaluate" in report and f"{after:,.2f} days" in report
             shared = browser.new_page(accept_downloads=True)
             shared.goto(page.url)
             shared.wait_for_selector("#days")

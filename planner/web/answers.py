@@ -4,13 +4,13 @@
 - `evaluate_answer`: the instance's and the plan's problems (the schema's, as the CLI prints
   them), the values the schema resolves (presets, profile, defaults: the page's placeholders),
   and the plan's evaluation. Fast enough to run in the request (a few milliseconds).
+- `evaluation_report`: the same evaluation as `dtplan evaluate --report` writes it (HTML).
 - `JOBS`: the answers that may take long, run in a worker process by `planner.web.jobs`, each
   `job(payload, progress) -> dict`: `solve` (the optimal plan), `feasible` (the verdict and the
   smallest single fixes), `compare` (every hardware preset, ranked) and `curve` (days to target
   against one input: the fastest plan at each point by a sweep, and the user's plan).
 
-Importing this module imports the solver, so that the worker processes forked from a server
-that preloaded it start warm.
+Jobs' processes start warm: their fork server imports `planner.web.warm`, which imports this.
 """
 
 from __future__ import annotations
@@ -54,14 +54,12 @@ def _flatten(data: Any, prefix: str = "") -> dict[str, Any]:
 def resolved_values(instance) -> dict[str, Any]:
     """Every field's value as the schema resolves it (presets, profile and defaults applied), by
     dotted path: what an empty field of the page stands for."""
-    from planner.evaluate import max_days
     data = compare_module.raw_instance(instance)
     a = instance.resolved_assumptions()
     data["assumptions"].update(scenario=a.scenario, straggler=a.straggler, error_feedback=a.error_feedback, mfu=a.mfu)
     constants = data["assumptions"].pop("constants", {}) or {}
     out = _flatten(data)
     out["assumptions.constants"] = constants
-    out["limits.max_days.resolved"] = max_days(instance)[0]
     return out
 
 
@@ -94,6 +92,21 @@ def evaluate_answer(raw_instance: Any, raw_plan: Any) -> dict[str, Any]:
         return out
     out["evaluation"] = views.evaluation_view(api.evaluate(instance, plan))
     return out
+
+
+def evaluation_report(raw_instance: Any, raw_plan: Any) -> str:
+    """The plan's evaluation as the self-contained HTML report `dtplan evaluate --report` writes
+    (planner/present/report.py); InputError for bad input."""
+    import tempfile
+    from pathlib import Path
+
+    from planner.present.report import evaluate_report
+    instance = api.instance_from_dict(raw_instance)
+    evaluation = api.evaluate(instance, raw_plan)
+    with tempfile.TemporaryDirectory(prefix="dtplan-report-") as folder:
+        path = evaluate_report(instance, evaluation, Path(folder) / "report.html",
+                               "dtplan serve (the page's instance and plan)")
+        return path.read_text()
 
 
 def _objective(payload: dict) -> str | None:

@@ -7,6 +7,7 @@ Routes:
                                 the instance the page opens on (`dtplan serve INSTANCE [PLAN]`)
     GET    /api/examples/NAME   an example instance (and its plan, when it has one)
     POST   /api/evaluate        {instance, plan} -> problems, resolved values, the plan's evaluation
+    POST   /api/report          {instance, plan} -> the evaluation as `dtplan evaluate --report` (HTML)
     POST   /api/jobs            {kind, instance, plan?, objective?, time_limit_s?, curve?} -> the job
     GET    /api/jobs/ID?after=V&wait=S   the job once its version passes V (or after S seconds)
     DELETE /api/jobs/ID         cancel the job
@@ -127,6 +128,15 @@ def create_app(examples_dir: Path | None = None, max_running: int | None = None,
             return bad_input(err.problems)
         return json_response(await run_in_threadpool(answers.evaluate_answer, data.get("instance"), data.get("plan")))
 
+    async def report(request: Request) -> Response:
+        try:
+            data = await _body(request)
+            page = await run_in_threadpool(answers.evaluation_report, data.get("instance"), data.get("plan"))
+        except InputError as err:
+            return bad_input(err.problems)
+        return Response(page, media_type="text/html; charset=utf-8",
+                        headers={"Content-Disposition": 'attachment; filename="dtplan-report.html"'})
+
     async def submit(request: Request) -> Response:
         try:
             data = await _body(request)
@@ -169,6 +179,7 @@ def create_app(examples_dir: Path | None = None, max_running: int | None = None,
         Route("/api/meta", get_meta),
         Route("/api/examples/{name:path}", get_example),
         Route("/api/evaluate", evaluate, methods=["POST"]),
+        Route("/api/report", report, methods=["POST"]),
         Route("/api/jobs", submit, methods=["POST"]),
         Route("/api/jobs/{job_id}", get_job, methods=["GET"]),
         Route("/api/jobs/{job_id}", cancel_job, methods=["DELETE"]),

@@ -476,12 +476,34 @@ function fileStem() {
   return name.replace(/[^A-Za-z0-9._-]+/g, "-").replace(/^-+|-+$/g, "").slice(0, 60) || "instance";
 }
 
-function download(data = state.instance, filename = `${fileStem()}.json`) {
-  const blob = new Blob([JSON.stringify(data, null, 2) + "\n"], {type: "application/json"});
+function saveBlob(blob, filename) {
   const a = h("a", {href: URL.createObjectURL(blob), download: filename});
   document.body.append(a);
   a.click();
   setTimeout(() => { URL.revokeObjectURL(a.href); a.remove(); }, 1000);
+}
+
+function download(data = state.instance, filename = `${fileStem()}.json`) {
+  saveBlob(new Blob([JSON.stringify(data, null, 2) + "\n"], {type: "application/json"}), filename);
+}
+
+// The report is made by the server (the same writer as `dtplan evaluate --report`), then saved.
+async function downloadReport() {
+  const button = $("#download-report");
+  button.disabled = true;
+  try {
+    const response = await fetch("/api/report", {method: "POST", headers: {"Content-Type": "application/json"},
+                                                 body: JSON.stringify({instance: state.instance, plan: state.plan})});
+    if (!response.ok) {
+      const data = await response.json().catch(() => ({}));
+      return notice((data.problems || []).map(p => p.text).join("; ") || data.error || `report: ${response.status}`, 6000);
+    }
+    saveBlob(await response.blob(), `${fileStem()}.report.html`);
+  } catch (e) {
+    notice(`report: ${e.message}`, 6000);
+  } finally {
+    button.disabled = false;
+  }
 }
 
 async function loadFile(file) {
@@ -808,6 +830,7 @@ async function start() {
   $("#load-file").addEventListener("change", e => { if (e.target.files[0]) loadFile(e.target.files[0]); e.target.value = ""; });
   $("#download").addEventListener("click", () => download());
   $("#download-plan").addEventListener("click", () => download(state.plan, `${fileStem()}.plan.json`));
+  $("#download-report").addEventListener("click", downloadReport);
   $("#share").addEventListener("click", async () => {
     const url = link();
     try { await navigator.clipboard.writeText(url); notice("link copied: it holds the instance and the plan"); }
