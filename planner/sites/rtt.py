@@ -1,0 +1,64 @@
+"""Round-trip time between two sites when the instance gives none: a measured pair, else the distance rule.
+
+1. Measured: both sites name a place (`city`) and the table models/network/wan_latency.json has
+   a measured RTT for that exact pair of names (e.g. "London | Tokyo", "UK South | Japan East").
+   The figure is used as it is (the median if the table lists the pair more than once).
+2. Distance rule: light in fibre over the cable route, there and back,
+
+       rtt_ms = 2 * d_km * route_factor / v_fibre_km_s * 1000
+
+   with d_km the great-circle distance between the sites' coordinates (haversine,
+   planner.sites.places.great_circle_km), route_factor = 1.5 (cable routes are longer than the
+   great circle: `typical_routing_overhead_factor`) and v_fibre = 200,000 km/s (c / 1.5, the
+   refractive index of silica fibre: `speed_of_light_fiber_km_s`), both from the table's
+   PHYSICAL_CONSTANTS: 15 ms per 1,000 km. The table gives no fixed per-route overhead, so
+   none is added; the rule is a lower estimate for routes with many hops (scripts/rtt_rule_error.py
+   prints its error on every measured pair: it underestimates intercontinental routes).
+
+Nothing is fitted per pair. The source of every RTT is reported with it (`rtt_source`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from planner.sites.places import fibre_constants, great_circle_km, measured_rtts
+
+
+@dataclass(frozen=True)
+class RttEstimate:
+    rtt_ms: float
+    source: str          # "measured: London | Tokyo" or "distance rule: 9559 km x 1.5 / 200000 km/s x 2"
+
+
+def distance_rule_rtt_ms(distance_km: float) -> float:
+    """rtt_ms = 2 * distance_km * route_factor / fibre_km_per_s * 1000 (module docstring)."""
+    k = fibre_constants()
+    return 2.0 * distance_km * k.route_factor / k.fibre_km_per_s * 1000.0
+
+
+def distance_rule_source(distance_km: float) -> str:
+    k = fibre_constants()
+    return (f"distance rule: {distance_km:.0f} km great circle x {k.route_factor:g} route factor "
+            f"/ {k.fibre_km_per_s:.0f} km/s in fibre x 2 (round trip)")
+
+
+def measured_rtt(place_a: str | None, place_b: str | None) -> RttEstimate | None:
+    """The measured RTT of the pair of place names, or None if the table has none."""
+    if place_a is None or place_b is None or place_a == place_b:
+        return None
+    found = measured_rtts().get(frozenset((place_a, place_b)))
+    if found is None:
+        return None
+    return RttEstimate(found.rtt_ms, f"measured: {found.pair}")
+
+
+def estimate_rtt(place_a: str | None, coords_a: tuple[float, float], place_b: str | None,
+                 coords_b: tuple[float, float]) -> RttEstimate:
+    """RTT between two sites: the measured pair of their places when there is one, else the distance
+    rule on their coordinates ((lat, lon) in degrees)."""
+    found = measured_rtt(place_a, place_b)
+    if found is not None:
+        return found
+    km = great_circle_km(*coords_a, *coords_b)
+    return RttEstimate(distance_rule_rtt_ms(km), distance_rule_source(km))
