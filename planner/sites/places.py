@@ -37,6 +37,7 @@ class Place:
     country: str
     kind: str                       # "city", "area", "Azure region", "AWS region"
     city: str | None = None         # for a region: the city it is placed at
+    metro: str | None = None        # the city whose metro area holds it (a city: itself; None if unknown)
     note: str = ""
 
 
@@ -54,7 +55,8 @@ def places() -> dict[str, Place]:
     """Every place of models/network/places.json by name."""
     rows = json.loads(PLACES_FILE.read_text(encoding="utf-8"))["places"]
     return {name: Place(name, row["lat"], row["lon"], row["country"], row["kind"], row.get("city"),
-                        row.get("note", "")) for name, row in rows.items()}
+                        name if row["kind"] == "city" else row.get("metro"), row.get("note", ""))
+            for name, row in rows.items()}
 
 
 @lru_cache(maxsize=1)
@@ -89,18 +91,33 @@ def measured_rtts() -> dict[frozenset[str], MeasuredRtt]:
             for pair, rows in figures.items()}
 
 
+@lru_cache(maxsize=1)
+def measured_by_metros() -> dict[frozenset[str], list[MeasuredRtt]]:
+    """The measured pairs by the unordered pair of their ends' metro areas (pairs with both ends in
+    known and distinct metro areas only): {London, Tokyo} -> [London | Tokyo, UK South | Japan East, ...]."""
+    by_metros: dict[frozenset[str], list[MeasuredRtt]] = {}
+    table = places()
+    for pair, found in measured_rtts().items():
+        metros = frozenset(table[name].metro for name in pair)
+        if None not in metros and len(metros) == 2:
+            by_metros.setdefault(metros, []).append(found)
+    return by_metros
+
+
 @dataclass(frozen=True)
 class FibreConstants:
     """The distance rule's constants, from wan_latency.json PHYSICAL_CONSTANTS."""
 
     fibre_km_per_s: float           # speed of light in fibre, ~2/3 c (refractive index ~1.5)
     route_factor: float             # cable route length / great-circle distance
+    overhead_ms: float              # RTT at zero distance: the table's same-metro tier (LATENCY_TIERS_MS)
 
 
 @lru_cache(maxsize=1)
 def fibre_constants() -> FibreConstants:
     c = latency_table()["PHYSICAL_CONSTANTS"]
-    return FibreConstants(float(c["speed_of_light_fiber_km_s"]), float(c["typical_routing_overhead_factor"]))
+    return FibreConstants(float(c["speed_of_light_fiber_km_s"]), float(c["typical_routing_overhead_factor"]),
+                          float(latency_table()["LATENCY_TIERS_MS"]["same_metro"]))
 
 
 def great_circle_km(lat1: float, lon1: float, lat2: float, lon2: float) -> float:
