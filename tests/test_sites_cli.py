@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from xml.etree import ElementTree
 
 import pytest
@@ -15,14 +16,9 @@ from planner.schema.instance import parse_instance
 from planner.sites import regional_groups, site_graph
 
 BASE = {"name": "sites", "model": {"params": 7e9}, "fleet": {"hardware": "16xH100-SXM", "nodes": 8}}
-SITES = [{"name": "lon", "city": "London"}, {"name": "fra", "city": "Frankfurt"},
-         {"name": "par", "city": "Paris", "lan_mbps": 40000}, {"name": "nyc", "city": "New York"},
-         {"name": "ash", "city": "Ashburn"}, {"name": "tok", "city": "Tokyo"}, {"name": "lab", "lat": 1.3, "lon": 103.8}]
-LINKS = [{"a": "lon", "b": "fra", "up_mbps": 10000}, {"a": "lon", "b": "par", "up_mbps": 10000},
-         {"a": "par", "b": "fra", "up_mbps": 5000, "rtt_ms": 11}, {"a": "lon", "b": "nyc", "up_mbps": 1000, "down_mbps": 400},
-         {"a": "nyc", "b": "ash", "up_mbps": 10000}, {"a": "tok", "b": "lab", "up_mbps": 1000},
-         {"a": "fra", "b": "lab", "up_mbps": 500}, {"a": "ash", "b": "tok", "up_mbps": 300}]
-WORLD = {**BASE, "network": {"regional": {"mbps": 1000, "rtt_ms": 30}, "sites": SITES, "links": LINKS}}
+SHIPPED = Path(__file__).resolve().parents[1] / "instances" / "sites-seven-cities.json"
+WORLD = json.loads(SHIPPED.read_text())          # seven sites, eight links, tier 1000 Mb/s / 30 ms
+SITES, LINKS = WORLD["network"]["sites"], WORLD["network"]["links"]
 
 
 def run(*args):
@@ -37,8 +33,8 @@ def write(tmp_path, data, name="instance.json"):
     return path
 
 
-def test_sites_json(tmp_path):
-    result = run("sites", write(tmp_path, WORLD), "--json")
+def test_sites_json():
+    result = run("sites", SHIPPED, "--json")
     assert result.exit_code == 0, result.output
     data = json.loads(result.stdout)
     assert [s["name"] for s in data["sites"]] == [s["name"] for s in SITES]
@@ -131,7 +127,7 @@ def _texts(svg: str) -> list[str]:
 def test_svg_names_every_site_and_group_and_labels_links(tmp_path):
     graph = site_graph(parse_instance(WORLD).network)
     groups = regional_groups(graph, 1000, 30)
-    path = draw_site_graph(graph, groups, tmp_path / "g.svg", title="seven sites")
+    path = draw_site_graph(graph, groups, tmp_path / "g.svg", title=WORLD["name"])
     texts = _texts(path.read_text())
     for site in graph.nodes:
         assert site in texts, site
