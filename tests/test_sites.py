@@ -221,6 +221,29 @@ def test_unreachable_sites():
     assert str(err.value.problems[0]).startswith("network.links: the site graph is disconnected: 2 parts")
 
 
+def test_slowest_link_without_a_route_and_the_connectivity_of_a_subset():
+    net = network([{"name": n, "city": c} for n, c in (("a", "Paris"), ("b", "Rome"), ("c", "Madrid"))],
+                  [{"a": "a", "b": "b", "up_mbps": 100, "rtt_ms": 9}])
+    g = site_graph(net)
+    assert slowest_link(g, ["a", "b", "c"]) == (0.0, math.inf)
+    check_connected(g, sites=["a", "b"])
+    with pytest.raises(InputError, match="2 parts"):
+        check_connected(g, sites=["b", "c"])
+    with pytest.raises(KeyError, match="unknown site 'd'"):
+        check_connected(g, sites=["a", "d"])
+    with pytest.raises(KeyError, match="unknown site 'd'"):
+        path_mbps(g, "a", "d")
+
+
+def test_the_route_table_follows_changes_to_the_graph():
+    g = _chain()
+    assert path_mbps(g, "a", "c") == 50
+    g.edges["b", "c"]["up_mbps"] = g.edges["b", "c"]["down_mbps"] = 15    # a -> c direct (20) now wider
+    assert path_mbps(g, "a", "c") == 20
+    g.edges["a", "c"]["rtt_ms"] = 1
+    assert path_rtt_ms(g, "a", "c") == 1
+
+
 def test_connected_graphs_pass_the_check():
     check_connected(_chain())
     check_connected(site_graph(network([{"name": "a", "city": "Paris"}])))
