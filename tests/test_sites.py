@@ -288,3 +288,13 @@ def test_regional_groups_agree_with_brute_force_over_every_subset(seed):
     maximal = {s for s in ok if not any(s < t for t in ok)}
     groups = regional_groups(g, min_mbps, max_rtt)
     assert set(groups) == maximal and len(groups) == len(maximal)
+
+
+def test_the_json_schema_describes_sites_and_links():
+    from planner.schema.instance import instance_json_schema
+    defs = instance_json_schema()["$defs"]
+    assert {"sites", "links"} <= set(defs["Network"]["properties"])
+    assert list(defs["Site"]["properties"]) == ["name", "city", "lat", "lon", "lan_mbps", "lan_rtt_ms"]
+    assert list(defs["SiteLink"]["properties"]) == ["a", "b", "up_mbps", "down_mbps", "rtt_ms"]
+    assert defs["Site"]["properties"]["lat"]["anyOf"][0] == {"maximum": 90, "minimum": -90, "type": "number"}
+    assert all(p.get("description") for d in ("Site", "SiteLink") for p in defs[d]["properties"].values())
