@@ -298,3 +298,17 @@ def test_the_json_schema_describes_sites_and_links():
     assert list(defs["SiteLink"]["properties"]) == ["a", "b", "up_mbps", "down_mbps", "rtt_ms"]
     assert defs["Site"]["properties"]["lat"]["anyOf"][0] == {"maximum": 90, "minimum": -90, "type": "number"}
     assert all(p.get("description") for d in ("Site", "SiteLink") for p in defs[d]["properties"].values())
+
+
+def test_the_error_table_of_docs_sites_md_is_what_the_script_computes():
+    import importlib.util
+    from pathlib import Path
+    root = Path(__file__).resolve().parents[1]
+    spec = importlib.util.spec_from_file_location("rtt_rule_error", root / "scripts" / "rtt_rule_error.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    doc = (root / "docs" / "sites.md").read_text()
+    rows = module.markdown_rows()
+    assert len(rows) == 5 and rows[-1].startswith("| all | 181 |")
+    for row in rows:
+        assert row in doc, row

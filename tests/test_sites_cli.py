@@ -178,3 +178,20 @@ def test_convex_hull():
     square = [(0, 0), (1, 0), (1, 1), (0, 1), (0.5, 0.5)]
     assert convex_hull(square) == [(0, 0), (1, 0), (1, 1), (0, 1)]
     assert convex_hull([(2, 3)]) == [(2, 3)]
+
+
+def test_sites_routes_by_hand():
+    data = json.loads(run("sites", SHIPPED, "--routes", "--json").stdout)["routes"]
+    at = {name: i for i, name in enumerate(data["sites"])}
+
+    def route(a, b):
+        return data["mbps"][at[a]][at[b]], data["rtt_ms"][at[a]][at[b]]
+
+    # widest London -> Tokyo: via Frankfurt (10000) and the lab (500) then 1000 to Tokyo: 500 Mb/s;
+    # least RTT: via New York (75) and Ashburn (13) then 152 to Tokyo: 240 ms
+    assert route("lon", "tok") == (500, 240)
+    # New York -> London: the direct link carries 400 back; Ashburn's 10000 then the same link
+    assert route("nyc", "lon") == (400, 75) and route("ash", "lon") == (400, 88)
+    assert route("par", "par") == (40000, 30)                 # the diagonal: the site's own LAN
+    text = run("sites", SHIPPED, "--routes").output
+    assert "500 / 240" in text and "40,000 / 30" in text

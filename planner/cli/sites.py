@@ -12,8 +12,9 @@ from planner.cli.common import (BadInput, check_output, echo_json, json_option, 
 from planner.schema.errors import InputError, Problem
 
 
-def sites_data(instance) -> dict:
-    """What `dtplan sites` shows, as JSON-ready data: sites, links, the tier, the candidate groups.
+def sites_data(instance, routes: bool = False) -> dict:
+    """What `dtplan sites` shows, as JSON-ready data: sites, links, the tier, the candidate groups
+    and, with `routes`, every pair's widest route (Mb/s, row to column) and least RTT (ms).
 
     InputError (network.links) when two sites have no route between them: groups and the WAN
     sync of a group spanning sites need one."""
@@ -28,8 +29,13 @@ def sites_data(instance) -> dict:
              for n, d in graph.nodes(data=True)]
     links = [{k: d[k] for k in ("a", "b", "up_mbps", "down_mbps", "rtt_ms", "rtt_source")}
              for _, _, d in sorted(graph.edges(data=True), key=lambda e: e[2]["index"])]
-    return {"sites": sites, "links": links, "regional_tier": tier, "groups": [sorted(g) for g in groups],
+    data = {"sites": sites, "links": links, "regional_tier": tier, "groups": [sorted(g) for g in groups],
             "connected": True}
+    if routes:
+        from planner.sites.routes import route_table
+        table = route_table(graph)
+        data["routes"] = {"sites": list(table.names), "mbps": table.mbps.tolist(), "rtt_ms": table.rtt_ms.tolist()}
+    return data
 
 
 @click.command()
@@ -37,9 +43,13 @@ def sites_data(instance) -> dict:
 @click.option("--plot", "plot_path", type=click.Path(path_type=Path), metavar="FILE",
               help="Draw the site graph (sites at their coordinates, links with Mb/s and RTT, the candidate "
                    "groups coloured) to FILE: .png or .svg.")
+@click.option("--routes", "show_routes", is_flag=True,
+              help="Also show every pair of sites' widest route (Mb/s from row to column) and least RTT (ms), "
+                   "routes over other sites included; the diagonal is each site's LAN.")
 @json_option("Write the sites, links (with rtt_source), regional tier and groups as JSON to standard output.")
 @set_option
-def sites(instance_path: Path, plot_path: Path | None, as_json: bool, overrides: tuple[str, ...]) -> None:
+def sites(instance_path: Path, plot_path: Path | None, show_routes: bool, as_json: bool,
+          overrides: tuple[str, ...]) -> None:
     """Show the sites and links of an instance, where each link's RTT comes from (given, a measured pair
     of the shipped table, or the distance rule), and the candidate regional groups: the largest sets of
     sites whose every pair meets the regional tier (network.regional). Exit 2 if some sites have no route
@@ -53,7 +63,7 @@ def sites(instance_path: Path, plot_path: Path | None, as_json: bool, overrides:
         check_output("--plot", plot_path)
     instance, _ = load_instance_or_exit(instance_path, overrides)
     try:
-        data = sites_data(instance)
+        data = sites_data(instance, routes=show_routes)
     except InputError as err:
         raise BadInput.from_error(err, str(instance_path)) from None
     if plot_path is not None:
@@ -100,3 +110,10 @@ def _print(data: dict) -> None:
     for k, group in enumerate(data["groups"], 1):
         table.add_row(str(k), ", ".join(group), str(len(group)))
     print_table(table, console)
+    if "routes" in data:
+        routes = data["routes"]
+        table = Table("from \\ to", *routes["sites"], title="Routes: widest Mb/s / least RTT ms (diagonal: the LAN)",
+                      title_justify="left")
+        for name, mbps_row, rtt_row in zip(routes["sites"], routes["mbps"], routes["rtt_ms"]):
+            table.add_row(name, *(f"{m:,.6g} / {r:.4g}" for m, r in zip(mbps_row, rtt_row)))
+        print_table(table, console)
