@@ -252,9 +252,9 @@ def test_connected_graphs_pass_the_check():
 
 def _random_graph(seed: int, n: int = 6) -> nx.Graph:
     rng = random.Random(seed)
-    sites = [{"name": f"s{i}", "lat": rng.uniform(-60, 60), "lon": rng.uniform(-170, 170)} for i in range(n)]
+    sites = [{"name": f"s{i}", "lat": rng.uniform(45, 48), "lon": rng.uniform(5, 8)} for i in range(n)]   # <= 420 km apart
     links = [{"a": f"s{i}", "b": f"s{j}", "up_mbps": rng.choice([10, 50, 100, 400, 1000]),
-              "down_mbps": rng.choice([10, 50, 100, 400, 1000]), "rtt_ms": rng.choice([2, 5, 10, 20, 40])}
+              "down_mbps": rng.choice([10, 50, 100, 400, 1000]), "rtt_ms": rng.choice([3, 5, 10, 20, 40])}
              for i, j in itertools.combinations(range(n), 2) if rng.random() < 0.45]
     return site_graph(network(sites, links))
 
@@ -312,3 +312,22 @@ def test_the_error_table_of_docs_sites_md_is_what_the_script_computes():
     assert len(rows) == 5 and rows[-1].startswith("| all | 181 |")
     for row in rows:
         assert row in doc, row
+
+
+def test_a_given_rtt_below_what_light_allows_is_refused():
+    # London - Tokyo: 9,559 km great circle; light needs 2 x (9559 - 100) km / 299,792.458 km/s = 63.1 ms
+    found = problems({"sites": [{"name": "l", "city": "London"}, {"name": "t", "city": "Tokyo"}],
+                      "links": [{"a": "l", "b": "t", "up_mbps": 100, "rtt_ms": 0.243}]})
+    assert found == ["network.links[0].rtt_ms: must be at least 63.1 ms for sites 9,559 km apart ('l', 't': light "
+                     "in vacuum there and back, 50 km of metro area allowed at each end), got 0.243 (milliseconds, "
+                     "not seconds)"]
+    # 100 km apart at most within two metro areas: any RTT will do
+    network([{"name": "a", "lat": 0, "lon": 0}, {"name": "b", "lat": 0, "lon": 0.5}],
+            [{"a": "a", "b": "b", "up_mbps": 100, "rtt_ms": 0}])
+
+
+def test_every_measured_pair_respects_the_light_bound():
+    from planner.schema.sites import min_rtt_ms
+    for pair, found in measured_rtts().items():
+        a, b = (places()[name] for name in pair)
+        assert found.rtt_ms >= min_rtt_ms(great_circle_km(a.lat, a.lon, b.lat, b.lon)), found.pair

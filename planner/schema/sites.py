@@ -24,6 +24,8 @@ from planner.sites.places import great_circle_km, places
 # A site giving both a city and coordinates must lie this close to the city's centre: farther,
 # the city's measured RTTs would not be the site's.
 MAX_KM_FROM_CITY = 300.0
+METRO_RADIUS_KM = 50.0          # how far from its city's centre a site named by the city may lie
+LIGHT_KM_PER_S = 299_792.458    # speed of light in vacuum (exact, SI definition of the metre)
 
 
 def _city_message(city: str) -> str:
@@ -157,7 +159,39 @@ def with_site_references(model: type, data: Any, handler: Callable[[Any], Any]) 
     problems = site_problems([s.name for s in network.sites], [(l.a, l.b) for l in network.links])
     if problems:
         raise_problems(problems)
+    problems = rtt_bound_problems(network.sites, network.links)
+    if problems:
+        raise_problems(problems)
     return network
+
+
+def min_rtt_ms(distance_km: float) -> float:
+    """The least RTT two sites `distance_km` apart can have: light in vacuum there and back over the
+    great circle, less METRO_RADIUS_KM at each end (a site named by its city may lie anywhere in the
+    metro area, not at the centre the table gives):
+
+        min_rtt_ms = 2 * max(0, d - 2 * METRO_RADIUS_KM) / c * 1000,  c = 299,792.458 km/s
+
+    No link beats it (fibre is 1.5 times slower; microwave and hollow-core links come close to c)."""
+    return 2.0 * max(0.0, distance_km - 2 * METRO_RADIUS_KM) / LIGHT_KM_PER_S * 1000.0
+
+
+def rtt_bound_problems(sites: Sequence[Site], links: Sequence[SiteLink]) -> list[Problem]:
+    """Given RTTs below what light allows between the two sites (min_rtt_ms): a unit slip (seconds
+    for milliseconds) or sites placed wrong; paths relative to `network`."""
+    where = {s.name: s.coordinates for s in sites}
+    problems = []
+    for i, link in enumerate(links):
+        if link.rtt_ms is None:
+            continue
+        km = great_circle_km(*where[link.a], *where[link.b])
+        least = min_rtt_ms(km)
+        if link.rtt_ms < least:
+            problems.append(Problem(f"links[{i}].rtt_ms", f"must be at least {least:.3g} ms for sites {km:,.0f} km "
+                                                           f"apart ({link.a!r}, {link.b!r}: light in vacuum there and "
+                                                           f"back, {METRO_RADIUS_KM:g} km of metro area allowed at each "
+                                                           f"end), got {fmt(link.rtt_ms)} (milliseconds, not seconds)"))
+    return problems
 
 
 def unknown_site_message(name: Any, known: list[str]) -> str:
