@@ -2,7 +2,7 @@
 
     nice python scripts/bench_sites.py [--repeat 5]
 
-Random site graphs over cities of models/network/places.json (seeded; beyond its 581 cities, sites
+Random site graphs over cities of models/network/places.json (seeded; beyond its cities, sites
 at random coordinates): each site linked to its 4
 nearest others and, with probability 0.05, to any other (so far links exist too), bandwidths drawn
 from {100, 1000, 10000} Mb/s each way, RTTs estimated (measured pair or distance rule). For n

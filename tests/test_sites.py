@@ -110,7 +110,7 @@ def test_a_site_by_city_takes_the_city_coordinates_and_down_defaults_to_up():
 
 @pytest.mark.parametrize("net, expected", [
     ({"sites": [{"name": "tokyo", "city": "Tokio"}]},
-     "network.sites[0].city: unknown city or region 'Tokio' (did you mean 'Tokyo'?)"),
+     "network.sites[0].city: unknown city or region 'Tokio' (did you mean 'Tokyo', 'Tokai' or 'Tokoza'?)"),
     ({"sites": [{"name": "a", "lat": 91, "lon": 0}]}, "network.sites[0].lat: must be a number in [-90, 90], got 91"),
     ({"sites": [{"name": "a", "lat": 0, "lon": -180.5}]},
      "network.sites[0].lon: must be a number in [-180, 180], got -180.5"),

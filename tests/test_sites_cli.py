@@ -83,7 +83,7 @@ def test_a_disconnected_graph_exits_2_naming_network_links(tmp_path):
      "unknown site 'tokio' (sites: 'lon', 'fra', 'par', 'nyc', 'ash', 'tok', 'lab'; did you mean 'tok'?)"),
     ({"links": [{**LINKS[0], "up_mbps": -8}] + LINKS[1:]}, "network.links[0].up_mbps", "must be a number > 0, got -8"),
     ({"sites": SITES + [{"name": "x", "city": "Tokio"}]}, "network.sites[7].city",
-     "unknown city or region 'Tokio' (did you mean 'Tokyo'?)"),
+     "unknown city or region 'Tokio' (did you mean 'Tokyo', 'Tokai' or 'Tokoza'?)"),
     ({"sites": SITES + [{"name": "lon", "city": "Paris"}]}, "network.sites[7].name", "duplicate site name 'lon'"),
     ({"sites": SITES + [{"name": "x", "lat": -91, "lon": 0}]}, "network.sites[7].lat", "must be a number in [-90, 90]"),
     ({"sites": SITES + [{"name": "x", "lat": 0, "lon": 190}]}, "network.sites[7].lon", "must be a number in [-180, 180]"),

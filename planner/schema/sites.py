@@ -1,7 +1,7 @@
 """Sites and the links between them (`network.sites`, `network.links`).
 
 A site is a place where nodes sit: a city of the shipped table (models/network/places.json:
-every city of >= 1 million inhabitants and the cloud regions of the measured RTT table, e.g.
+every city of >= 100,000 inhabitants and the cloud regions of the measured RTT table, e.g.
 "Frankfurt", "UK South", "us-east-1") or explicit coordinates. A link joins two sites with an
 upload and a download bandwidth and, optionally, a round-trip time; a missing RTT is estimated
 (planner.sites.rtt: a measured city pair, else the distance rule) and the estimate says which.
@@ -29,10 +29,11 @@ LIGHT_KM_PER_S = 299_792.458    # speed of light in vacuum (exact, SI definition
 
 
 def _city_message(city: str) -> str:
-    near = close_matches(city, places(), n=3)
-    hint = f" (did you mean {' or '.join(repr(n) for n in near)}?)" if near else ""
+    near = [repr(n) for n in close_matches(city, places(), n=3)]
+    listed = near[0] if len(near) == 1 else ", ".join(near[:-1]) + f" or {near[-1]}" if near else ""
+    hint = f" (did you mean {listed}?)" if near else ""
     return (f"unknown city or region {city!r}{hint}; the table (models/network/places.json) holds every city "
-            f"of at least 1 million inhabitants and the cloud regions of the measured RTTs (e.g. 'Frankfurt', "
+            f"of at least 100,000 inhabitants and the cloud regions of the measured RTTs (e.g. 'Frankfurt', "
             f"'UK South', 'us-east-1'); or give lat and lon instead")
 
 

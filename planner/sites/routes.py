@@ -63,9 +63,12 @@ def route_table(graph: nx.Graph) -> RouteTable:
         a, b = index[d["a"]], index[v if d["a"] == u else u]     # up_mbps flows from the link's a
         wide[a, b], wide[b, a] = d["up_mbps"], d["down_mbps"]
         rtt[a, b] = rtt[b, a] = d["rtt_ms"]
-    for k in range(n):
-        wide = np.maximum(wide, np.minimum(wide[:, k:k + 1], wide[k:k + 1, :]))
-        rtt = np.minimum(rtt, rtt[:, k:k + 1] + rtt[k:k + 1, :])
+    via = np.empty((n, n))
+    for k in range(n):             # in place: row and column k do not change at step k (diagonal 0)
+        np.minimum(wide[:, k:k + 1], wide[k:k + 1, :], out=via)
+        np.maximum(wide, via, out=wide)
+        np.add(rtt[:, k:k + 1], rtt[k:k + 1, :], out=via)
+        np.minimum(rtt, via, out=rtt)
     lan = [graph.nodes[s] for s in names]
     wide[np.arange(n), np.arange(n)] = [d["lan_mbps"] for d in lan]
     rtt[np.arange(n), np.arange(n)] = [d["lan_rtt_ms"] for d in lan]
