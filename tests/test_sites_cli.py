@@ -195,3 +195,10 @@ def test_sites_routes_by_hand():
     assert route("par", "par") == (40000, 30)                 # the diagonal: the site's own LAN
     text = run("sites", SHIPPED, "--routes").output
     assert "500 / 240" in text and "40,000 / 30" in text
+
+
+def test_site_graph_png_bytes_for_reports():
+    from planner.present.site_plot import site_graph_png
+    graph = site_graph(parse_instance(WORLD).network)
+    data = site_graph_png(graph, regional_groups(graph, 1000, 30), title="seven")
+    assert data.startswith(b"\x89PNG") and len(data) > 10_000
