@@ -76,6 +76,8 @@ def test_a_disconnected_graph_exits_2_naming_network_links(tmp_path):
     error = json.loads(result.stdout)["error"]
     assert error["problems"][0]["path"] == "network.links"
     assert "disconnected: 3 parts" in error["problems"][0]["message"]
+    # the nearest pair between Europe-America and the Singapore lab: Frankfurt (10,265 km; Paris 10,730)
+    assert "e.g. between 'fra' and 'lab'" in error["problems"][0]["message"]
 
 
 @pytest.mark.parametrize("change, path, message", [
