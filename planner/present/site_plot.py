@@ -53,12 +53,12 @@ def positions(graph: nx.Graph, centre: float = 0.0, min_gap: float = 0.08) -> di
     """Map positions (longitude around `centre`, latitude) of every site, nudged apart where two sites
     are closer than `min_gap` of the map's span (a metro area's sites would hide each other): pairs
     too close move apart along the line joining them, in a few rounds; sites at one point first
-    spread on a small circle. Geography is kept wherever sites do not crowd."""
+    spread on a circle, neighbours `min_gap` apart. Geography is kept wherever sites do not crowd."""
     raw = {n: (shifted(float(d["lon"]), centre), float(d["lat"])) for n, d in graph.nodes(data=True)}
     if len(raw) < 2 or min_gap <= 0:
         return raw
     xs, ys = [p[0] for p in raw.values()], [p[1] for p in raw.values()]
-    gap = min_gap * max(10.0, max(xs) - min(xs), max(ys) - min(ys))
+    gap = min_gap * max(MIN_FRAME_DEG[0], max(xs) - min(xs), max(ys) - min(ys))
     at: dict[tuple[float, float], list[str]] = {}
     for name, p in raw.items():
         at.setdefault(p, []).append(name)
@@ -66,7 +66,7 @@ def positions(graph: nx.Graph, centre: float = 0.0, min_gap: float = 0.08) -> di
     for (x, y), names in at.items():
         for k, name in enumerate(names):
             angle = 2 * math.pi * k / len(names) + math.pi / 2
-            r = gap / 2 if len(names) > 1 else 0.0
+            r = gap / (2 * math.sin(math.pi / len(names))) if len(names) > 1 else 0.0   # neighbours gap apart
             pos[name] = [x + r * math.cos(angle), y + r * math.sin(angle)]
     names = sorted(pos)
     for _ in range(60):
@@ -186,7 +186,8 @@ def site_figure(graph: nx.Graph, groups: Sequence[Iterable[str]] = (), title: st
     ax.grid(True, color="#e6e6e6", linewidth=0.6)
     ax.set_axisbelow(True)
     _frame(ax, pos)
-    ax.xaxis.set_major_locator(FixedLocator(sorted(shifted(t, centre) for t in range(-180, 180, 30))))
+    if ax.get_xlim()[1] - ax.get_xlim()[0] > 90:      # a world map: meridians every 30 degrees
+        ax.xaxis.set_major_locator(FixedLocator(sorted(shifted(t, centre) for t in range(-180, 180, 30))))
     _draw_across_the_edge(ax, [(pos[u], pos[v]) for u, v in across], [width[e] for e in across],
                           [link_label(graph.edges[e]) if labelled else "" for e in across])
     if handles:       # "best" weighs every artist: affordable only for small figures
@@ -242,14 +243,17 @@ def _draw_across_the_edge(ax, ends: list[tuple[tuple[float, float], tuple[float,
                                      linestyles="--"))
 
 
+MIN_FRAME_DEG = (8.0, 5.0)       # smallest map, degrees of longitude and latitude (a metro area's sites)
+
+
 def _frame(ax, pos: dict[str, tuple[float, float]]) -> None:
-    """Limits with a margin, at least 20 degrees wide and 12 high, within the globe (plus a margin)."""
+    """Limits with a margin, at least MIN_FRAME_DEG, within the globe (plus a margin)."""
     if not pos:
         return
     xs, ys = [p[0] for p in pos.values()], [p[1] for p in pos.values()]
     cx, cy = (max(xs) + min(xs)) / 2, (max(ys) + min(ys)) / 2
-    w = max(20.0, (max(xs) - min(xs)) * 1.2 + 16)
-    h = max(12.0, (max(ys) - min(ys)) * 1.3 + 6)
+    w = max(MIN_FRAME_DEG[0], (max(xs) - min(xs)) * 1.2 + 16 * (max(xs) - min(xs) > 40))
+    h = max(MIN_FRAME_DEG[1], (max(ys) - min(ys)) * 1.3 + 6 * (max(ys) - min(ys) > 20))
     ax.set_xlim(max(-185.0, cx - w / 2), min(185.0, cx + w / 2))
     ax.set_ylim(max(-95.0, cy - h / 2), min(95.0, cy + h / 2))
 
