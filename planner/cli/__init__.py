@@ -29,6 +29,7 @@ def main() -> None:
 for command in (validate, evaluate, solve, feasible, compare, sweep, thresholds, hardware, presets, schema):
     main.add_command(command)
 
+from planner.cli.sites import sites  # noqa: E402 (appended: one line per command added since)
+main.add_command(sites)
 from planner.cli.serve import serve  # noqa: E402 - `dtplan serve` (planner/web)
-
 main.add_command(serve)
