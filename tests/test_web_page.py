@@ -64,11 +64,12 @@ def _days(page) -> float:
     return float(page.text_content("#days").replace(",", ""))
 
 
-def _cli_line(override: str) -> str:
+def _cli_line(instance: Path, *overrides: str) -> str:
+    """The first problem as `dtplan validate INSTANCE --set ...` reports it: 'path: message'."""
     from click.testing import CliRunner
 
     from planner.cli import main
-    r = CliRunner().invoke(main, ["validate", str(SHIPPED), "--json", "--set", override])
+    r = CliRunner().invoke(main, ["validate", str(instance), "--json", *[a for o in overrides for a in ("--set", o)]])
     problem = json.loads(r.stdout)["error"]["problems"][0]
     return f"{problem['path']}: {problem['message']}"
 
@@ -152,11 +153,25 @@ def test_the_page_in_a_browser(sync_playwright, server, tmp_path):
             page.fill("#i-fleet-nodes", "-8")
             error = page.locator('[data-error-for="fleet.nodes"]')
             error.wait_for(state="visible")
-            assert error.text_content() == _cli_line("fleet.nodes=-8")
+            assert error.text_content() == _cli_line(SHIPPED, "fleet.nodes=-8")
             assert "invalid" in page.get_attribute("#i-fleet-nodes", "class")
             page.wait_for_selector("#no-evaluation")
             page.fill("#i-fleet-nodes", "64")
             page.wait_for_selector("#days")
+
+            # a list of objects (network.sites) is a table; a bad cell's message sits under its row
+            page.select_option("#example", "sites-seven-cities")
+            city = page.locator('[data-path="network.sites[2].city"]')
+            city.wait_for()
+            assert city.input_value() == "Paris"
+            city.fill("Parris")
+            row_error = page.locator('[data-error-for="network.sites[2]"]')
+            row_error.wait_for(state="visible")
+            bad = json.loads((REPO / "instances" / "sites-seven-cities.json").read_text())
+            bad["network"]["sites"][2]["city"] = "Parris"
+            (tmp_path / "bad-city.json").write_text(json.dumps(bad))
+            assert row_error.text_content() == _cli_line(tmp_path / "bad-city.json")
+            assert "unknown city or region 'Parris'" in row_error.text_content()
 
             # a max_compute question: the compute reached within the limit is the headline
             page.select_option("#example", "miri/profile-colocated")

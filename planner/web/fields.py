@@ -12,7 +12,9 @@ Kinds: `number`, `integer` (typed as text, sent as a JSON number when it reads a
 `text`, `choice` (a fixed list, or presets named by `presets`: hardware, models, profiles,
 search), `bool`, `list` (comma-separated values, sent as a JSON list), `json` (an object
 typed as JSON), `constants` (assumption constants, one per row), `days` (a number of days or
-the word 'growth'). An empty control means the field is absent (the schema's default).
+the word 'growth'), `table` (a list of objects, one row each: sites, links). An empty control
+means the field is absent (the schema's default). A schema field this list does not name gets
+a control of the kind its type suggests (`page_fields`), so the page never lacks an input.
 """
 
 from __future__ import annotations
@@ -89,7 +91,10 @@ INSTANCE_FIELDS: tuple[Field, ...] = tuple(
               Field("network.regional.mbps", "regional bandwidth", "Mb/s"),
               Field("network.regional.rtt_ms", "regional round trip", "ms"),
               Field("network.pipeline.mbps", "pipeline link bandwidth", "Mb/s"),
-              Field("network.pipeline.rtt_ms", "pipeline link round trip", "ms"))
+              Field("network.pipeline.rtt_ms", "pipeline link round trip", "ms"),
+              Field("network.sites", "sites", "one row per site: a city or region, or lat and lon", kind="table"),
+              Field("network.links", "links between sites", "Mb/s each way, ms; a missing RTT is estimated",
+                    kind="table"))
     + _fields("limits",
               Field("limits.max_days", "longest run", "days, or 'growth'", kind="days"),
               Field("limits.growth_x_per_year.hardware", "hardware growth", "x per year"),
@@ -199,27 +204,85 @@ def descriptions() -> dict[str, str]:
     return {path: text for path, text, _ in schema_fields()}
 
 
-@lru_cache(maxsize=1)
-def schema_fields() -> tuple[tuple[str, str, bool], ...]:
-    """(dotted path, description, whether it is an object with free keys) of every field of the
-    instance schema, the inline hardware's included."""
+def _schema():
     from planner.schema.instance import instance_json_schema
     schema = instance_json_schema()
     defs = schema.get("$defs", {})
-    out: list[tuple[str, str, bool]] = []
 
     def refs(node: dict) -> list[dict]:
         found = [node] + list(node.get("anyOf", [])) + list(node.get("allOf", []))
         return [defs[r["$ref"].split("/")[-1]] for r in found if "$ref" in r]
+    return schema, refs
+
+
+@lru_cache(maxsize=1)
+def schema_nodes() -> dict[str, dict]:
+    """Every field of the instance schema (the inline hardware's included) by dotted path: its
+    JSON Schema node, and `sections`: the objects it holds (their own fields are listed too)."""
+    schema, refs = _schema()
+    out: dict[str, dict] = {}
 
     def walk(props: dict, prefix: str) -> None:
         for name, node in props.items():
-            path = prefix + name
             subs = refs(node)
-            free = node.get("type") == "object" and not subs
-            out.append((path, (node.get("description") or "").strip(), free))
+            out[prefix + name] = {"node": node, "sections": subs}
             for sub in subs:
-                walk(sub.get("properties", {}), path + ".")
+                walk(sub.get("properties", {}), prefix + name + ".")
 
     walk(schema.get("properties", {}), "")
-    return tuple(out)
+    return out
+
+
+def schema_fields() -> tuple[tuple[str, str, bool], ...]:
+    """(dotted path, description, whether it is an object with free keys) of every schema field."""
+    return tuple((path, (x["node"].get("description") or "").strip(),
+                  x["node"].get("type") == "object" and not x["sections"]) for path, x in schema_nodes().items())
+
+
+def table_columns(path: str) -> list[dict[str, str]]:
+    """The columns of a list of objects (`network.sites`): each property of its items, with the
+    schema's description."""
+    _, refs = _schema()
+    node = schema_nodes()[path]["node"]
+    items = node.get("items") or next((n.get("items") for n in node.get("anyOf", []) if n.get("items")), {})
+    return [{"name": name, "help": (prop.get("description") or "").strip()}
+            for item in refs(items) for name, prop in item.get("properties", {}).items()]
+
+
+def _guess(path: str, node: dict) -> Field:
+    """A control for a schema field the page does not list (a field added since): its kind from
+    the schema's type, its label the field's name, in the section of its first part."""
+    kinds = [n for n in node.get("anyOf", [node]) if n.get("type") != "null"]
+    types = {n.get("type") for n in kinds}
+    if any(n.get("type") == "array" and "$ref" in (n.get("items") or {}) for n in kinds):
+        kind = "table"
+    elif "array" in types:
+        kind = "list"
+    elif "object" in types:
+        kind = "json"
+    elif types <= {"number", "integer"} and types:
+        kind = "integer" if types == {"integer"} else "number"
+    elif types == {"boolean"}:
+        kind = "bool"
+    else:
+        kind = "text"
+    top = path.split(".")[0]
+    section = top if top in {s for s, _ in SECTIONS} else "question"
+    return Field(path, path.split(".")[-1].replace("_", " "), "", kind, section=section)
+
+
+def page_fields() -> list[dict[str, Any]]:
+    """What the page shows: `INSTANCE_FIELDS`, then a control for every schema field they do not
+    cover (so that every input of the instance can be set), each with the schema's help and, for a
+    table, its columns."""
+    nodes = schema_nodes()
+    listed = {f.path for f in INSTANCE_FIELDS}
+    fields = list(INSTANCE_FIELDS)
+    for path, x in nodes.items():
+        covered = path in listed or any(p.startswith(path + ".") for p in listed) or x["sections"] \
+            or any(path.startswith(p + ".") for p in listed)
+        if not covered:
+            fields.append(_guess(path, x["node"]))
+    help_text = descriptions()
+    return [{**f.to_dict(), "help": help_text.get(f.path, ""),
+             **({"columns": table_columns(f.path)} if f.kind == "table" else {})} for f in fields]

@@ -20,13 +20,11 @@ def meta(examples: list[str]) -> dict[str, Any]:
     from planner.cli.info import presets_data
     from planner.present.report import dtplan_version
     from planner.schema.instance import search_preset_names
-    from planner.web.fields import (CURVES, DEFAULT_INSTANCE, INSTANCE_FIELDS, PLAN_FIELDS, SECTIONS, default_plan,
-                                    descriptions)
-    help_text = descriptions()
+    from planner.web.fields import CURVES, DEFAULT_INSTANCE, PLAN_FIELDS, SECTIONS, default_plan, page_fields
     return {
         "version": dtplan_version(),
         "sections": [{"id": s, "title": t} for s, t in SECTIONS],
-        "fields": [{**f.to_dict(), "help": help_text.get(f.path, "")} for f in INSTANCE_FIELDS],
+        "fields": page_fields(),
         "plan_fields": [{**f.to_dict(), "modes": list(modes)} for f, modes in PLAN_FIELDS],
         "default_plan": default_plan(1),
         "default_instance": DEFAULT_INSTANCE,

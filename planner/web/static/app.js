@@ -183,6 +183,7 @@ function buildInstanceForm() {
     if (section.id === "network") box.append(...networkProfileRow());
     for (const field of state.meta.fields.filter(f => f.section === section.id)) {
       if (field.kind === "constants") { box.append(...constantsEditor(field)); continue; }
+      if (field.kind === "table") { box.append(...tableEditor(field)); continue; }
       const input = control(field, "i");
       input.title = field.help;
       box.append(h("label", {for: input.id, title: field.help}, field.label, field.unit ? h("span", {class: "unit"}, field.unit) : null),
@@ -229,6 +230,56 @@ function constantsEditor(field) {
   });
   return [h("label", {class: "full", title: field.help}, field.label, h("span", {class: "unit"}, field.unit)),
           wrap, add, h("div", {class: "field-error", "data-error-for": "assumptions.constants"})];
+}
+
+// A list of objects (network.sites, network.links): one row per object, one column per property
+// of the schema; an empty cell leaves the property out.
+function tableEditor(field) {
+  const wrap = h("div", {class: "table-editor full table-wrap", "data-table": field.path});
+  const add = h("button", {type: "button", class: "full", onclick: () => {
+    const rows = getPath(state.instance, field.path);
+    setPath(state.instance, field.path, [...(Array.isArray(rows) ? rows : []), {}]);
+    fillTables();
+    changed();
+  }}, `add a row to ${field.path}`);
+  return [h("label", {class: "full", title: field.help}, field.label, h("span", {class: "unit"}, field.unit)),
+          wrap, add, h("div", {class: "field-error", "data-error-for": field.path})];
+}
+
+function fillTables() {
+  for (const field of state.meta.fields.filter(f => f.kind === "table")) {
+    const wrap = document.querySelector(`[data-table="${field.path}"]`);
+    const rows = getPath(state.instance, field.path);
+    if (!wrap) continue;
+    if (!Array.isArray(rows) || !rows.length) { wrap.replaceChildren(); continue; }
+    const head = h("tr", {}, field.columns.map(c => h("th", {title: c.help}, c.name)), h("th"));
+    const body = rows.map((row, i) => {
+      const cells = field.columns.map(c => {
+        const path = `${field.path}[${i}].${c.name}`;
+        const value = row && typeof row === "object" ? row[c.name] : undefined;
+        const input = h("input", {type: "text", value: showValue(value, "number"), title: c.help, spellcheck: "false",
+                                  "aria-label": `${field.path} row ${i + 1} ${c.name}`});
+        input.dataset.path = path;
+        input.addEventListener("input", () => {
+          const list = getPath(state.instance, field.path);
+          if (!list[i] || typeof list[i] !== "object" || Array.isArray(list[i])) list[i] = {};
+          const t = input.value.trim();
+          if (t === "") delete list[i][c.name];
+          else list[i][c.name] = NUMBER.test(t) ? Number(t) : t;
+          changed();
+        });
+        return h("td", {}, input);
+      });
+      const remove = h("button", {type: "button", title: `remove row ${i + 1}`, onclick: () => {
+        getPath(state.instance, field.path).splice(i, 1);
+        fillTables();
+        changed();
+      }}, "×");
+      return [h("tr", {}, cells, h("td", {}, remove)),
+              h("tr", {}, h("td", {colspan: field.columns.length + 1, class: "field-error", "data-error-for": `${field.path}[${i}]`}))];
+    });
+    wrap.replaceChildren(h("table", {class: "rows"}, head, body.flat()));
+  }
 }
 
 function fillConstants() {
@@ -308,6 +359,7 @@ function fillInstanceForm() {
     else if (document.activeElement !== input) input.value = showValue(value, kind);
   }
   fillConstants();
+  fillTables();
   showHardwareSection();
   syncNetworkProfile();
   fillPlaceholders();
@@ -549,7 +601,8 @@ function showProblems(problems, scope) {
     }
     if (!target) target = scope === "plan" ? $('[data-error-for="plan"]') : $("#general-problems");
     target.textContent += (target.textContent ? "\n" : "") + p.text;
-    const input = document.querySelector(`[data-path="${CSS.escape(path)}"]`);
+    const input = document.querySelector(`[data-path="${CSS.escape(p.field || "")}"]`) ||
+                  document.querySelector(`[data-path="${CSS.escape(path)}"]`);
     if (input) input.classList.add("invalid");
     const details = target.closest("details");
     if (details) details.open = true;
