@@ -196,11 +196,12 @@ class JobManager:
 
     def _finish(self, job: Job, state: str, result: Any = None, problems: list | None = None,
                 error: str | None = None) -> None:
-        if job.state in FINISHED:
-            return
-        job.result, job.problems, job.error = result, problems or [], error
-        job.finished = time.monotonic()
-        job.state = state
+        with self.lock:            # the job's thread and a cancel request may finish it at once: one wins
+            if job.state in FINISHED:
+                return
+            job.result, job.problems, job.error = result, problems or [], error
+            job.finished = time.monotonic()
+            job.state = state
         self._changed(job)
 
     def _changed(self, job: Job) -> None:
