@@ -286,3 +286,16 @@ def test_report_is_the_cli_report(client, tmp_path):
     assert "BREAKS A LIMIT" in page
     bad = client.post("/api/report", json={"instance": _json(BASELINE), "plan": {"mode": "flat", "nodes": 99}})
     assert bad.status_code == 400 and bad.json()["problems"][0]["path"] == "plan.nodes"
+
+
+def test_the_page_is_package_data():
+    """pyproject.toml ships planner/web as "static/*" and "*.json": every file the page needs is
+    matched (none in a subfolder), so that an installed wheel serves the same page."""
+    import tomllib
+    web = REPO / "planner" / "web"
+    patterns = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"]["planner.web"]
+    files = [p.relative_to(web) for p in web.rglob("*") if p.is_file() and p.suffix not in (".py", ".pyc")]
+    assert {"static/index.html", "static/app.js", "static/svg.js", "static/style.css", "network_profiles.json"} <= \
+           {f.as_posix() for f in files}
+    for f in files:
+        assert any(f.match(pattern) for pattern in patterns), f"planner/web/{f} is not in the wheel"

@@ -169,6 +169,7 @@ function control(field, prefix) {
   }
   input.dataset.path = field.path;
   input.dataset.kind = field.kind;
+  if (field.presets) input.dataset.presets = field.presets;
   return input;
 }
 
@@ -372,8 +373,9 @@ function fillPlaceholders() {
     const resolved = state.resolved[path];
     if (input.tagName === "SELECT") {
       const first = input.options[0];
+      const none = ["models", "search"].includes(input.dataset.presets) ? "none" : "default";
       if (first && first.value === "") first.textContent = resolved === undefined || resolved === null
-        ? "default" : `default (${showValue(resolved, input.dataset.kind)})`;
+        ? none : `default (${showValue(resolved, input.dataset.kind)})`;
     } else {
       input.placeholder = resolved === undefined || resolved === null ? "" : showValue(resolved, input.dataset.kind);
     }
