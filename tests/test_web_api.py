@@ -295,7 +295,8 @@ def test_the_page_is_package_data():
     web = REPO / "planner" / "web"
     patterns = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"]["planner.web"]
     files = [p.relative_to(web) for p in web.rglob("*") if p.is_file() and p.suffix not in (".py", ".pyc")]
-    assert {"static/index.html", "static/app.js", "static/svg.js", "static/style.css", "network_profiles.json"} <= \
+    assert {"static/index.html", "static/app.js", "static/util.js", "static/forms.js", "static/results.js",
+            "static/svg.js", "static/style.css", "network_profiles.json"} <= \
            {f.as_posix() for f in files}
     for f in files:
         assert any(f.match(pattern) for pattern in patterns), f"planner/web/{f} is not in the wheel"

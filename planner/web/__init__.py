@@ -9,5 +9,6 @@
 - `jobs.py`: jobs in worker processes (forked from a warm fork server, `warm.py`), with
   progress, a time limit and cancellation; the server never waits on a solve.
 - `app.py`: the Starlette application (`create_app`) and `serve` (uvicorn).
-- `static/`: the page itself: plain HTML, CSS and JavaScript (charts drawn as SVG), no build step.
+- `static/`: the page itself: plain HTML, CSS and JavaScript (util, forms, results, charts drawn
+  as SVG, app), no build step.
 """
