@@ -156,13 +156,24 @@ def test_solve_job_gives_the_stored_answer(client):
     assert r["evaluation"]["headline"]["days"] == pytest.approx(expected["time_to_target_days"], rel=1e-9)
 
 
+def test_solve_job_with_the_mip_backend_agrees(client):
+    pytest.importorskip("highspy")
+    expected = _json(REPO / "instances" / "solve-1e24-64xh100.expected.json")
+    job = client.post("/api/jobs", json={"kind": "solve", "instance": _json(SHIPPED), "solver": "highs"})
+    job = _wait(client, job.json(), 120)
+    assert job["state"] == "done", job
+    assert job["result"]["solver"] == "highs"
+    assert job["result"]["objective_value"] == pytest.approx(expected["objective_value"], rel=1e-9)
+
+
 def test_job_with_bad_input_is_refused_before_it_starts(client):
     raw = _json(SHIPPED)
     raw["fleet"]["nodes"] = 0
-    r = client.post("/api/jobs", json={"kind": "solve", "instance": raw, "objective": "fastest", "time_limit_s": -1})
+    r = client.post("/api/jobs", json={"kind": "solve", "instance": raw, "objective": "fastest", "time_limit_s": -1,
+                                       "solver": "gurobi"})
     assert r.status_code == 400
     paths = sorted(p["path"] for p in r.json()["problems"])
-    assert paths == ["fleet.nodes", "objective", "time_limit_s"]
+    assert paths == ["fleet.nodes", "objective", "solver", "time_limit_s"]
     r = client.post("/api/jobs", json={"kind": "curve", "instance": _json(SHIPPED),
                                        "curve": {"input": "latency", "low": 5, "high": 1, "points": 500}})
     assert sorted(p["path"] for p in r.json()["problems"]) == ["curve.high", "curve.input", "curve.points"]

@@ -117,6 +117,14 @@ def _objective(payload: dict) -> str | None:
     return objective
 
 
+def _solver(payload: dict) -> str:
+    from planner.solve import SOLVERS
+    solver = payload.get("solver") or "bnb"
+    if solver not in SOLVERS:
+        raise InputError([Problem("solver", f"must be one of {', '.join(SOLVERS)}, got {solver!r}")])
+    return solver
+
+
 def time_limit(payload: dict) -> float | None:
     """The job's time limit in seconds (`time_limit_s`, > 0 and finite), or None."""
     value = payload.get("time_limit_s")
@@ -134,7 +142,7 @@ def check_job(kind: str, payload: dict) -> None:
     problems = []
     instance, bad = check_instance(payload.get("instance"))
     problems += [Problem(p["path"], p["message"]) for p in bad]
-    for check in (_objective, time_limit):
+    for check in (_objective, _solver, time_limit):
         try:
             check(payload)
         except InputError as err:
@@ -153,8 +161,9 @@ def check_job(kind: str, payload: dict) -> None:
 
 def solve_job(payload: dict, progress: Progress) -> dict[str, Any]:
     """The optimal plan for the objective asked (default: the instance's)."""
-    progress(message="solving (exact branch and bound)")
-    r = api.solve(payload["instance"], objective=_objective(payload), time_limit_s=time_limit(payload))
+    solver = _solver(payload)
+    progress(message=f"solving ({solver})")
+    r = api.solve(payload["instance"], objective=_objective(payload), solver=solver, time_limit_s=time_limit(payload))
     return views.solve_view(r)
 
 

@@ -8,7 +8,7 @@ Routes:
     GET    /api/examples/NAME   an example instance (and its plan, when it has one)
     POST   /api/evaluate        {instance, plan} -> problems, resolved values, the plan's evaluation
     POST   /api/report          {instance, plan} -> the evaluation as `dtplan evaluate --report` (HTML)
-    POST   /api/jobs            {kind, instance, plan?, objective?, time_limit_s?, curve?} -> the job
+    POST   /api/jobs            {kind, instance, plan?, objective?, solver?, time_limit_s?, curve?} -> the job
     GET    /api/jobs/ID?after=V&wait=S   the job once its version passes V (or after S seconds)
     DELETE /api/jobs/ID         cancel the job
     GET    /api/health          {"ok": true}
@@ -144,7 +144,7 @@ def create_app(examples_dir: Path | None = None, max_running: int | None = None,
             await run_in_threadpool(answers.check_job, kind, data)
         except InputError as err:
             return bad_input(err.problems)
-        payload = {k: data.get(k) for k in ("instance", "plan", "objective", "time_limit_s", "curve")}
+        payload = {k: data.get(k) for k in ("instance", "plan", "objective", "solver", "time_limit_s", "curve")}
         job = manager.submit(kind, payload, answers.time_limit(data))
         return json_response(job.to_dict(), 202)
 

@@ -266,7 +266,8 @@ async function start() {
     catch (e) { notice(url, 8000); }
   });
   $("#optimise").addEventListener("click", () => runJob("solve", "optimum-card",
-    {objective: objective(), time_limit_s: timeLimit()}, r => { state.optimum = r; renderOptimum(); }));
+    {objective: objective(), solver: $("#solver").value, time_limit_s: timeLimit()},
+    r => { state.optimum = r; renderOptimum(); }));
   $("#feasible").addEventListener("click", () => runJob("feasible", "feasible-card", {time_limit_s: timeLimit()}, renderFeasible));
   $("#compare").addEventListener("click", () => runJob("compare", "compare-card",
     {objective: objective(), time_limit_s: timeLimit()}, renderCompare));
