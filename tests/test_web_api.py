@@ -311,3 +311,28 @@ def test_the_page_is_package_data():
            {f.as_posix() for f in files}
     for f in files:
         assert any(f.match(pattern) for pattern in patterns), f"planner/web/{f} is not in the wheel"
+
+
+def test_ctrl_c_stops_the_server_and_its_jobs_cleanly():
+    import signal
+    import urllib.request
+
+    from planner.web.app import spawn_server
+    proc, url = spawn_server(cwd=REPO)
+    try:
+        body = {"kind": "curve", "instance": _json(BASELINE), "curve": {"input": "nodes", "low": 8, "high": 4000,
+                                                                         "points": 60}}
+        request = urllib.request.Request(url + "api/jobs", json.dumps(body).encode(), {"Content-Type": "application/json"})
+        job = json.loads(urllib.request.urlopen(request, timeout=60).read())
+        while job["state"] == "queued":
+            job = json.loads(urllib.request.urlopen(f"{url}api/jobs/{job['id']}?after={job['version']}&wait=5",
+                                                    timeout=60).read())
+        assert job["state"] == "running"
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(30) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    time.sleep(0.2)
+    log = "".join(proc.log)
+    assert "Traceback" not in log and "dtplan: stopped" in log

@@ -43,6 +43,8 @@ def serve(instance_path: Path | None, plan_path: Path | None, port: int, host: s
         raise BadInput("--set: needs an INSTANCE to apply to", [Problem("--set", "needs an INSTANCE")])
     try:
         run(host, port, examples_dir, start=start, announce=lambda line: click.echo(line, err=True))
+    except KeyboardInterrupt:    # uvicorn shuts down on Ctrl-C, then raises it again: a normal stop
+        click.echo("dtplan: stopped", err=True)
     except OSError as err:       # the address is taken or not ours: bad input, not a traceback
         reason = err.strerror or str(err)
         raise BadInput(f"--port: cannot listen on {host}:{port}: {reason}", [Problem("--port", reason)]) from None

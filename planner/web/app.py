@@ -198,7 +198,7 @@ def create_app(examples_dir: Path | None = None, max_running: int | None = None,
 def serve(host: str = "127.0.0.1", port: int = 8000, examples_dir: Path | None = None,
           start: dict | None = None, announce=print) -> None:
     """Run the app with uvicorn until interrupted; `port` 0 picks a free port. The address is
-    announced (one line) once the socket is bound."""
+    announced (one line) once the socket listens: a client may connect from then on."""
     import socket
 
     import uvicorn
@@ -206,6 +206,7 @@ def serve(host: str = "127.0.0.1", port: int = 8000, examples_dir: Path | None =
     sock = socket.socket(family, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind((host, port))
+    sock.listen(2048)                # connections made as soon as the address is announced wait for uvicorn
     bound = sock.getsockname()[1]
     shown = f"[{host}]" if family == socket.AF_INET6 else host
     config = uvicorn.Config(create_app(examples_dir, start=start), log_level="warning", lifespan="on")

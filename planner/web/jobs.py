@@ -207,7 +207,10 @@ class JobManager:
     def _changed(self, job: Job) -> None:
         job.version += 1
         if self.loop is not None and job.changed is not None:
-            self.loop.call_soon_threadsafe(self._wake, job)
+            try:
+                self.loop.call_soon_threadsafe(self._wake, job)
+            except RuntimeError:        # the server is shutting down: its loop is closed, nobody waits
+                pass
 
     @staticmethod
     def _wake(job: Job) -> None:
