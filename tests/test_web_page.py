@@ -118,6 +118,7 @@ def test_the_page_in_a_browser(sync_playwright, server, tmp_path):
             status = page.text_content("#optimum-status")
             assert status.startswith("OPTIMAL (min_time)")
             assert f"{best.objective_value / SECONDS_PER_DAY:,.3f} days to target" in status
+            assert page.is_hidden("#optimum-card .stale")
             side = page.text_content("#side-by-side")
             assert "your plan" in side and "optimal plan" in side and best.plan.mode in side
 
@@ -148,6 +149,7 @@ def test_the_page_in_a_browser(sync_playwright, server, tmp_path):
             slid_days = slid.values["time_to_target_s"] / SECONDS_PER_DAY
             page.wait_for_function("d => Math.abs(parseFloat(document.querySelector('#days').textContent"
                                    ".replace(/,/g, '')) - d) <= 1e-4 * d", arg=slid_days)
+            assert page.is_visible("#optimum-card .stale")       # the optimum was for 1000 Mb/s
 
             # a bad value: the command line's message next to its field, and no figures
             page.fill("#i-fleet-nodes", "-8")

@@ -17,6 +17,7 @@ function setState(instance, plan, source) {
   state.plan = plan && typeof plan === "object" ? plan : defaultPlan();
   state.optimum = null;
   for (const id of ["optimum-card", "feasible-card", "compare-card"]) $(`#${id}`).hidden = true;
+  for (const box of document.querySelectorAll("[data-asked]")) delete box.dataset.asked;
   $("#curve-card .answer").replaceChildren();
   fillInstanceForm();
   fillPlanForm();
@@ -35,8 +36,23 @@ function link() {
          `&p=${b64urlEncode(JSON.stringify(state.plan))}`;
 }
 
+// What an answer was asked about: the instance (and, for the curve, the plan too: one of its series).
+function askedOf(kind) {
+  return JSON.stringify(kind === "curve" ? [state.instance, state.plan] : state.instance);
+}
+
+// An answer to an instance that has changed since says so (it is kept: it may still be wanted).
+function markStale() {
+  for (const [card, kind] of [["optimum-card", "solve"], ["feasible-card", "feasible"], ["compare-card", "compare"],
+                              ["curve-card", "curve"]]) {
+    const box = $(`#${card}`);
+    $(".stale", box).hidden = !box.dataset.asked || box.dataset.asked === askedOf(kind);
+  }
+}
+
 function changed() {
   history.replaceState(null, "", link());
+  markStale();
   document.title = `dtplan: ${typeof state.instance.name === "string" && state.instance.name || "instance"}`;
   syncSliders();
   clearTimeout(state.timer);
@@ -188,6 +204,7 @@ async function runJob(kind, card, body, render) {
   }
   const id = data.id;
   state.jobs[kind] = id;
+  box.dataset.asked = askedOf(kind);
   answer.replaceChildren();          // the previous answer is for another question
   const bar = h("div", {class: "bar indeterminate"}, h("div"));
   const label = h("span", {class: "job-label"}, "starting…");
