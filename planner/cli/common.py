@@ -86,6 +86,25 @@ class DtplanGroup(click.Group):
     usage error comes as JSON), and turns any unexpected exception into exit code 4. It also
     remembers the arguments it was called with, for the provenance of reports (`command_line`)."""
 
+    def __init__(self, *args, lazy_commands: dict[str, str] | None = None, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.lazy_commands = dict(lazy_commands or {})     # name -> "module:attribute", imported when used
+
+    def list_commands(self, ctx: click.Context) -> list[str]:  # noqa: D102 - click API
+        return sorted({*super().list_commands(ctx), *self.lazy_commands})
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:  # noqa: D102 - click API
+        if name not in self.commands and name in self.lazy_commands:
+            import importlib
+            module, _, attribute = self.lazy_commands[name].partition(":")
+            self.add_command(getattr(importlib.import_module(module), attribute), name)
+        return super().get_command(ctx, name)
+
+    def all_commands(self) -> dict[str, click.Command]:
+        """Every command by name, importing those not yet loaded (for help and tests)."""
+        ctx = click.Context(self)
+        return {name: self.get_command(ctx, name) for name in self.list_commands(ctx)}
+
     def main(self, args=None, prog_name=None, **extra):  # noqa: D102 - click API
         _invocation[:] = ["dtplan", *(sys.argv[1:] if args is None else args)]
         return super().main(args, prog_name, **extra)
