@@ -136,3 +136,26 @@ def test_lazy_commands_are_the_registered_commands():
     assert sorted(commands) == sorted(COMMANDS)
     for name, command in commands.items():
         assert command.name == name and command.help
+
+
+# -- a closed standard output (issue 10: `dtplan solve X | head -1`) ------------------------------
+
+
+@pytest.mark.parametrize("args", [["solve", str(INSTANCES / "solve-1e24-64xh100.json")],
+                                  ["solve", str(INSTANCES / "solve-1e24-64xh100.json"), "--json"],
+                                  ["hardware"], ["--help"]])
+@pytest.mark.parametrize("buffered", [True, False])
+def test_a_closed_pipe_ends_quietly_with_141(args, buffered):
+    read, write = os.pipe()
+    os.close(read)                    # the reader is gone before dtplan writes anything: EPIPE for sure
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}
+    if not buffered:
+        env["PYTHONUNBUFFERED"] = "1"
+    dtplan = Path(sys.executable).with_name("dtplan")
+    try:
+        done = subprocess.run([str(dtplan), *args], cwd=REPO, stdout=write, stderr=subprocess.PIPE, text=True,
+                              env=env, timeout=120)
+    finally:
+        os.close(write)
+    assert done.returncode == 141, done.stderr
+    assert done.stderr == ""

@@ -138,6 +138,25 @@ class PlainTable:
         return lines
 
 
+_PIPE_CONSOLE: list[type] = []
+
+
+def rich_console(**options: Any):
+    """A rich Console whose closed-pipe handling is dtplan's: rich's own `on_broken_pipe` exits
+    with code 1 (dtplan's "infeasible"); this one raises BrokenPipeError, which the CLI turns
+    into a quiet exit 141 (planner/cli/common.py)."""
+    if not _PIPE_CONSOLE:
+        from rich.console import Console
+
+        class PipeConsole(Console):
+            def on_broken_pipe(self) -> None:
+                self.quiet = True          # nothing more from this console
+                raise BrokenPipeError("standard output was closed")
+
+        _PIPE_CONSOLE.append(PipeConsole)
+    return _PIPE_CONSOLE[0](**options)
+
+
 class PlainConsole:
     """A console for standard output when it is not a terminal: `print` writes `Styled`
     lines, safe strings and simple `PlainTable`s itself, anything else through `rich` (a
@@ -153,8 +172,7 @@ class PlainConsole:
     def rich(self):
         """The rich Console this one hands over to (standard output, `width` columns, no highlighting)."""
         if self._rich is None:
-            from rich.console import Console
-            self._rich = Console(highlight=False, width=self.width)
+            self._rich = rich_console(highlight=False, width=self.width)
         return self._rich
 
     def __getattr__(self, name: str):

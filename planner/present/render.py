@@ -15,7 +15,7 @@ import io
 from typing import TYPE_CHECKING, Any
 
 from planner.cost.duration import SECONDS_PER_DAY
-from planner.present.plain import PlainConsole, PlainTable, Styled, stdout_is_plain
+from planner.present.plain import PlainConsole, PlainTable, Styled, rich_console, stdout_is_plain
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -32,9 +32,8 @@ def make_console(stderr: bool = False) -> "Console | PlainConsole":
     (pipes, files, tests): then, for stdout, a PlainConsole that loads rich only if needed."""
     if not stderr and stdout_is_plain():
         return PlainConsole()
-    from rich.console import Console
-    probe = Console(stderr=stderr)
-    return Console(highlight=False, stderr=stderr, width=None if probe.is_terminal else 120)
+    probe = rich_console(stderr=stderr)
+    return rich_console(highlight=False, stderr=stderr, width=None if probe.is_terminal else 120)
 
 
 ELLIPSIS = "\u2026"
