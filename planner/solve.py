@@ -66,7 +66,8 @@ class SolveResult:
     evaluation: Evaluation | None = None
     binding: list[str] = field(default_factory=list)
     infeasibility: list[str] = field(default_factory=list)
-    space_size: int = 0                      # plans in the space searched (every n, H, R; after exact reductions)
+    space_size: int | None = 0               # plans in the space searched (every n, H, R; after exact reductions);
+                                             # None: not counted, the time limit came first
     model_params: float | None = None        # total parameters of the model the plan trains
     candidates: list[dict[str, Any]] = field(default_factory=list)   # per candidate size (search.params)
     compute_kind: str | None = None          # max_compute: c_quality or c_local
@@ -136,7 +137,9 @@ def solve(instance: Instance, objective: str | None = None, solver: str = DEFAUL
         runs.append(SizeRun(params, setting, space, found, evaluations, bound))
     elapsed = time.perf_counter() - start
     evaluations = sum(r.evaluations for r in runs)
-    size = sum(r.space.for_objective(r.setting, objective).size(r.setting) for r in runs)
+    # the declared space's size (every class built: costly on large fleets), not counted past the deadline
+    size = None if time.perf_counter() > deadline else \
+        sum(r.space.for_objective(r.setting, objective).size(r.setting) for r in runs)
     bound = max(r.bound for r in runs) if maximise else min(r.bound for r in runs)
     kind = base.target_kind if maximise else None
     candidates = [{"params": r.params, "objective_value": r.found[1] if r.found else None, "bound": r.bound}
@@ -274,9 +277,7 @@ def explain_infeasible(s: Setting, space: DecisionSpace,
     seconds when only the duration limit is missed (proven fastest; else None). Past `deadline`
     (time.perf_counter()) the searches for the closest plan stop; the limits that do not depend
     on H and R are then stated."""
-    batches = list(bnb.batches(s, space))
-    if time.perf_counter() >= deadline:
-        batches = []
+    batches = [] if time.perf_counter() >= deadline else list(bnb.batches(s, space))
     if batches and s.target_kind == "c_quality":
         # C_quality grows with the run: the target is missed exactly when the most C_quality
         # within the limit falls short (and the time bound is weak near the loss floor).

@@ -229,8 +229,9 @@ def render_solve(r, console: "Console | PlainConsole") -> None:
     status_style = {"optimal": "bold green", "time_limit": "bold yellow"}.get(r.status, "bold red")
     console.print(Styled.line(f"{r.status.upper()}  {r.objective}: {value}", style=status_style))
     gap = "-" if r.gap is None else f"{r.gap:.2e}"
-    console.print(f"solver {r.solver}, gap {gap}, {r.solve_time_s:.2f} s, {r.evaluations:,} of "
-                  f"{r.space_size:.2e} plans scored (docs/planner.md)")
+    scored = (f"{r.evaluations:,} plans scored (the space's size not counted: time limit)" if r.space_size is None
+              else f"{r.evaluations:,} of {r.space_size:.2e} plans scored")
+    console.print(f"solver {r.solver}, gap {gap}, {r.solve_time_s:.2f} s, {scored} (docs/planner.md)")
     for m in r.mip:
         units = (lambda v: f"{v / SECONDS_PER_DAY:,.6f} days") if r.objective == "min_time" else (lambda v: f"${v:,.0f}")
         found = "-" if m["objective"] is None else units(m["objective"])
