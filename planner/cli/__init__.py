@@ -37,6 +37,7 @@ COMMANDS = {
     "hardware": "planner.cli.evaluate:hardware",
     "presets": "planner.cli.info:presets",
     "schema": "planner.cli.info:schema",
+    "sites": "planner.cli.sites:sites",
 }
 
 
