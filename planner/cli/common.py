@@ -37,7 +37,8 @@ DEBUG_ENV = "DTPLAN_DEBUG"
 EXIT_CODES_HELP = ("Exit codes: 0 success; 1 no plan meets every limit (or the plan given breaks one); "
                    "2 bad input (each problem named by its JSON path or flag); 3 the time limit was "
                    "reached before any plan was found; 4 internal error (a bug: please report it; "
-                   f"{DEBUG_ENV}=1 shows the traceback).")
+                   f"{DEBUG_ENV}=1 shows the traceback); 141 standard output closed before the end "
+                   "(e.g. piped into head).")
 _JSON_KEY = "dtplan.json"
 
 
