@@ -12,6 +12,8 @@ import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from planner.present.plain import PlainConsole, PlainTable, Styled, is_plain_safe
 
@@ -159,3 +161,40 @@ def test_a_closed_pipe_ends_quietly_with_141(args, buffered):
         os.close(write)
     assert done.returncode == 141, done.stderr
     assert done.stderr == ""
+
+
+def _rich_lines(table: PlainTable, width: int) -> list[str]:
+    console = _rich_console(width)
+    console.print(table.to_rich())
+    return console.file.getvalue().splitlines()
+
+
+_CELL = st.text(alphabet=st.characters(min_codepoint=32, max_codepoint=126), max_size=30)
+
+
+@settings(max_examples=150, deadline=None, derandomize=True)
+@given(rows=st.lists(st.tuples(_CELL, _CELL, _CELL), min_size=1, max_size=6), title=_CELL,
+       width=st.sampled_from([40, 80, 120]))
+def test_plain_tables_are_what_rich_writes_or_handed_over(rows, title, width):
+    """Any table of printable ASCII: either the plain layout is exactly rich's, or the plain
+    path declines it (markup, emoji codes, too wide) and rich lays it out."""
+    table = PlainTable(title=title, title_justify="left", title_style="bold", show_header=False, box=None,
+                       pad_edge=False)
+    table.add_column(style="cyan", no_wrap=True)
+    table.add_column(justify="right")
+    table.add_column(style="dim")
+    for row in rows:
+        table.add_row(*row)
+    lines = table.lines(width)
+    if lines is not None:
+        assert lines == _rich_lines(table, width)
+
+
+@settings(max_examples=200, deadline=None, derandomize=True)
+@given(text=st.text(alphabet=st.characters(min_codepoint=32, max_codepoint=126), max_size=130))
+def test_plain_lines_are_what_rich_writes_or_handed_over(text):
+    """A line the plain path writes itself is exactly the line rich writes for it."""
+    if is_plain_safe(text, 120):
+        rich = _rich_console()
+        rich.print(text)
+        assert rich.file.getvalue() == text + "\n"

@@ -126,6 +126,9 @@ class PlainTable:
             return None
         if not all(is_plain_safe(cell, width) for row in self.rows for cell in row):
             return None
+        if any(cell != cell.rstrip() or (c.justify != "left" and cell != cell.lstrip())
+               for row in self.rows for cell, c in zip(row, self.columns)) or self.title != self.title.strip():
+            return None           # rich trims such whitespace its own way
         widths = [max(len(row[i]) for row in self.rows) for i in range(len(self.columns))]
         total = sum(widths) + 2 * (len(widths) - 1)
         if total > width or not is_plain_safe(self.title, width) or len(self.title) > total:
