@@ -17,9 +17,9 @@ DAY_S = SECONDS_PER_DAY
 
 
 def table_view(table) -> dict[str, Any]:
-    """A rich `Table` as {title, rows: [[cell text, ...]]}."""
-    columns = [[getattr(c, "plain", str(c)) for c in col.cells] for col in table.columns]
-    return {"title": str(table.title or ""), "rows": [list(row) for row in zip(*columns)]}
+    """A table of planner/present/render.py (a `PlainTable`: title, rows of cell texts) as
+    {title, rows: [[cell text, ...]]}."""
+    return {"title": str(table.title or ""), "rows": [[str(cell) for cell in row] for row in table.rows]}
 
 
 def plan_dict(plan) -> dict[str, Any] | None:
