@@ -108,22 +108,27 @@ class Formulation:
     tables: Tables
     objective: str
     chosen: int | None = None         # position in tables.sync of the class of the last decoded plan
+    point: tuple[int, int, int] = (1, 1, 1)   # (n, H, R) of the last decoded plan (replicas, not nodes)
 
     def decode(self):
-        """(plan batch of one row, the model's q and (a, b) values) at the model's current values."""
+        """(plan batch of one row, the model's q and (a, b) values) at the model's current values;
+        sets `chosen` and `point`. The plan uses N = max(n unit, min_nodes) nodes (`Classes.nodes`)."""
         m, t = self.model, self.tables
         chosen_y = [i for i, y in enumerate(m.yv) if (y.value or 0) > 0.5]
         self.chosen = chosen_y[0] if chosen_y else None
         if chosen_y:
             e = t.sync[chosen_y[0]]
             n, h, r = (int(round(pyo.value(v))) for v in (m.n, m.H, m.R))
-            plan = t.plan(e.group, e.index, n, h, r if e.mode == "hierarchical" else 1)
+            r = r if e.mode == "hierarchical" else 1
+            self.point = (n, h, r)
+            plan = t.plan(e.group, e.index, n, h, r)
             if e.streaming:
                 return plan, None, None
             if e.mode == "hierarchical":
                 return plan, None, (m.a.value, m.b.value) if None not in (m.a.value, m.b.value) else None
             return plan, m.q.value, None
         f = t.fixed[[i for i, lam in enumerate(m.lamv) if (lam.value or 0) > 0.5][0]]
+        self.point = (1, 1, 1)
         return t.plan(f.group, f.index, 1, 1, 1), None, None
 
     def families(self) -> dict[str, int]:
@@ -265,13 +270,15 @@ def structure(m, t: Tables, grid: Grid):
 
 
 def node_limit(m, t: Tables, grid: Grid):
-    """search.min_nodes <= n * unit <= min(fleet nodes, limits.max_nodes)."""
+    """search.min_nodes <= N <= min(fleet nodes, limits.max_nodes), N = max(n unit, min_nodes)
+    (`Classes.nodes`: a pipeline whose n S falls short of min_nodes runs with idle nodes), i.e.
+    floor(min_nodes / unit) <= n <= floor(node cap / unit)."""
     sp = t.space
     m.node_limit = pyo.ConstraintList()
     _n_row(m, t, m.node_limit, lambda e: sp.max_nodes // e.unit, "<=", sp.max_nodes)
     least = max(1, sp.min_nodes)
     if least > 1 or any(e.unit > 1 for e in t.sync):
-        _n_row(m, t, m.node_limit, lambda e: max(1, -(-sp.min_nodes // e.unit)), ">=", least)
+        _n_row(m, t, m.node_limit, lambda e: max(1, sp.min_nodes // e.unit), ">=", least)
 
 
 def budget_limit(m, t: Tables, grid: Grid):
@@ -397,8 +404,9 @@ def duration_limit(m, t: Tables, grid: Grid):
 
 
 def nodes_used(m, t: Tables, grid: Grid):
-    """nodes >= unit * n for the chosen class (per distinct unit, big-M), >= S_f for a fixed plan."""
-    m.nodes = pyo.Var(within=pyo.Integers, bounds=(1, t.space.max_nodes))
+    """nodes >= unit * n for the chosen class (per distinct unit, big-M), >= N_f for a fixed plan,
+    and nodes >= search.min_nodes: N = max(n unit, min_nodes) (`Classes.nodes`)."""
+    m.nodes = pyo.Var(within=pyo.Integers, bounds=(max(1, t.space.min_nodes), t.space.max_nodes))
     m.nodes_used = pyo.ConstraintList()
     for unit in sorted({e.unit for e in t.sync}):
         chosen = sum(m.yv[i] for i, e in enumerate(t.sync) if e.unit == unit)

@@ -138,8 +138,9 @@ def build_tables(setting: Setting, space: DecisionSpace) -> Tables:
         single = ks if c.rows.mode == "pipeline_wan" else (ks[c.n_lo == 1] if c.rows.mode == "flat" else ks[:0])
         if single.size:                     # one node alone, or a pipeline over the WAN: one number each
             log_t = t.log_time(c.plans(single, 1, 1, 1))
+            nodes = c.nodes(single, 1)     # N = max(S, min_nodes) for a pipeline over the WAN
             t.fixed += [FixedPlan(g, int(k), label(c, int(k)) + ("_single" if c.rows.mode == "flat" else ""),
-                                  int(c.unit[k]), float(log_t[a])) for a, k in enumerate(single)]
+                                  int(nodes[a]), float(log_t[a])) for a, k in enumerate(single)]
         if c.rows.mode == "pipeline_wan":
             continue
         if c.rows.mode == "flat":

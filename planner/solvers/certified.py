@@ -156,9 +156,8 @@ def outer_approximation(setting: Setting, space: DecisionSpace, objective: str, 
             if bound >= best - tol:
                 report.status = "optimal"
                 break
-        n, h, rr = (int(x) for x in (plan.nodes[0] // _unit(tables, plan), plan.inner_steps[0],
-                                      plan.regional_rounds[0]))
-        refined = grid.refine(max(n, 1), max(h, 1), max(rr, 1), q, ab)
+        n, h, rr = f.point
+        refined = grid.refine(n, h, rr, q, ab)
         if time.perf_counter() >= deadline:
             report.status = "time_limit"
             break
@@ -178,10 +177,6 @@ def outer_approximation(setting: Setting, space: DecisionSpace, objective: str, 
     if report.objective is not None and report.bound is not None and report.objective > 0:
         report.gap = max(0.0, (report.objective - report.bound) / report.objective)
     return best_plan, best, report
-
-
-def _unit(tables, plan) -> int:
-    return int(plan.stages[0]) if plan.mode == "pp_group" else 1
 
 
 def optimise(setting: Setting, space: DecisionSpace, objective: str, backend: str, deadline: float = math.inf):
