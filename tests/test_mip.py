@@ -80,8 +80,8 @@ def test_logarithm_chords_are_exact_at_grid_points_and_above_elsewhere():
             assert r.objective >= math.log(n) - 1e-9
 
 
-def _case_with_classes(seed):
-    s, space, streaming = random_case(seed)
+def _case_with_classes(seed, target_kind="c_local"):
+    s, space, streaming = random_case(seed, target_kind=target_kind)
     t = build_tables(s, space)
     return s, space, streaming, t
 
@@ -122,9 +122,11 @@ def _true_sync_terms(t, e, n, h, r):
     return e.ln_sync_base + lnf(n) - e.ln_step - math.log(h), None
 
 
-@pytest.mark.parametrize("seed", [6, 7, 10, 11, 12, 13])
-def test_model_is_a_relaxation_exact_once_refined_plan_by_plan(seed):
-    s, space, _, t = _case_with_classes(seed)
+@pytest.mark.parametrize("seed, target_kind", [(seed, "c_local") for seed in (6, 7, 10, 11, 12, 13)]
+                         + [(seed, "c_quality") for seed in (102, 104, 110, 111, 112, 129)])
+def test_model_is_a_relaxation_exact_once_refined_plan_by_plan(seed, target_kind):
+    """(C_quality seeds: several gains, H_max > 3.)"""
+    s, space, _, t = _case_with_classes(seed, target_kind)
     rng = np.random.default_rng(seed)
     backend = backends()["highs"]
     for _ in range(6):
@@ -140,7 +142,7 @@ def test_model_is_a_relaxation_exact_once_refined_plan_by_plan(seed):
             grid = Grid.initial(t)
             if refined:
                 q, ab = _true_sync_terms(t, e, n, h, r)
-                grid.refine(n, h, r, q, ab)
+                grid.refine(n, h, r, q, ab, e.gain if target_kind == "c_quality" else None)
             f = build(t, grid)
             m = f.model
             for j, y in enumerate(m.yv):
@@ -158,11 +160,14 @@ def test_model_is_a_relaxation_exact_once_refined_plan_by_plan(seed):
 # -- whole spaces ----------------------------------------------------------------------------
 
 @pytest.mark.parametrize("objective", ["min_time", "min_cost"])
-@pytest.mark.parametrize("backend, seed", [("highs", seed) for seed in range(24)] + [("scip", seed) for seed in range(8)])
-def test_mip_bnb_and_oracle_agree_with_brute_force(seed, objective, backend):
+@pytest.mark.parametrize("backend, seed, target_kind",
+                         [("highs", seed, "c_local") for seed in range(24)] + [("scip", seed, "c_local") for seed in range(8)]
+                         + [("highs", seed, "c_quality") for seed in range(100, 112)]
+                         + [("scip", seed, "c_quality") for seed in range(112, 116)])
+def test_mip_bnb_and_oracle_agree_with_brute_force(seed, objective, backend, target_kind):
     from planner import objectives
     from planner.solvers import exhaustive
-    s, space, streaming = random_case(seed)
+    s, space, streaming = random_case(seed, target_kind=target_kind)
     expected = naive(s, space, objective, streaming)
     found, _, bound, report = optimise(s, space, objective, backend)
     oracle, _ = exhaustive.optimise(s, space, objective)
@@ -204,11 +209,9 @@ def test_mip_with_a_node_floor_agrees_with_brute_force(seed, objective):
     assert not report.certified_improved
 
 
-def test_c_quality_and_max_compute_are_refused_with_a_reason():
-    s, space, _ = random_case(3, target_kind="c_quality")
-    with pytest.raises(UnsupportedBySolver, match="C_local targets only"):
-        optimise(s, space, "min_time", "highs")
-    s, space, _ = random_case(3)
+@pytest.mark.parametrize("target_kind", ["c_local", "c_quality"])
+def test_max_compute_is_refused_with_a_reason(target_kind):
+    s, space, _ = random_case(3, target_kind=target_kind)
     with pytest.raises(UnsupportedBySolver, match="use --solver bnb"):
         optimise(s, space, "max_compute", "highs")
 

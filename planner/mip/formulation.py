@@ -37,7 +37,9 @@ from dataclasses import dataclass, field
 import numpy as np
 import pyomo.environ as pyo
 
-from planner.mip.tables import OMEGA_FLOOR, Tables
+from planner.mip.tables import OMEGA_FLOOR, Tables, gain_buckets
+
+GAIN_BUCKET_LOG = 0.1    # first gain buckets of the model: 10% in ln (C_quality; refined at each chosen class)
 
 CUTOFF_LOG = 1e-9       # a plan must beat the incumbent by this much in ln T to be wanted
 Q_FLOOR = -40.0          # ln of a sync share of 4e-18 of a step: the relative sync terms' lower bound
@@ -68,15 +70,34 @@ class Grid:
     q_points: set = field(default_factory=lambda: {-8.0, -4.0, -2.0, -1.0, 0.0, 1.0, 2.0, 4.0, 8.0})
     ab_points: set = field(default_factory=lambda: {(x, y) for x in (-6.0, -2.0, 0.0, 2.0, 6.0)
                                                       for y in (-6.0, -2.0, 0.0, 2.0, 6.0)})
+    gain_points: set = field(default_factory=set)     # tops of the gain buckets (C_quality; module tables)
 
     @classmethod
     def initial(cls, t: Tables) -> "Grid":
-        return cls(t.n_max, t.h_max, t.r_max, set(_octaves(t.n_max)), set(_octaves(t.h_max)), set(_octaves(t.r_max)))
+        """One bracket per octave of n, H, R; gain buckets of GAIN_BUCKET_LOG in ln, each topped by
+        the largest gain of a class in it (so that those classes are exact)."""
+        gains = np.array([e.gain for e in t.sync])
+        tops = set()
+        if gains.size:
+            _, which = gain_buckets(gains, GAIN_BUCKET_LOG)
+            tops = {float(gains[which == a].max()) for a in np.unique(which)}
+        return cls(t.n_max, t.h_max, t.r_max, set(_octaves(t.n_max)), set(_octaves(t.h_max)), set(_octaves(t.r_max)),
+                   gain_points=tops)
 
-    def refine(self, n: int, h: int, r: int, q: float | None, ab: tuple[float, float] | None) -> bool:
+    def gain_brackets(self) -> list[tuple[float, float]]:
+        """(previous top, top] intervals of the gains, one per point (the first from 0)."""
+        tops = sorted(self.gain_points)
+        return [(tops[i - 1] if i else 0.0, top) for i, top in enumerate(tops)]
+
+    def refine(self, n: int, h: int, r: int, q: float | None, ab: tuple[float, float] | None,
+               gain: float | None = None) -> bool:
         """Make n, H, R singletons of their brackets, halve (geometrically) what is left of the
-        brackets they were in, and add tangents at q and (a, b); whether anything changed."""
-        before = (len(self.n_points), len(self.h_points), len(self.r_points), len(self.q_points), len(self.ab_points))
+        brackets they were in, add tangents at q and (a, b), and make `gain` the top of a gain
+        bucket; whether anything changed."""
+        before = (len(self.n_points), len(self.h_points), len(self.r_points), len(self.q_points), len(self.ab_points),
+                  len(self.gain_points))
+        if gain is not None:
+            self.gain_points.add(float(gain))
         for points, x, top in ((self.n_points, n, self.n_top), (self.h_points, h, self.h_top),
                                (self.r_points, r, self.r_top)):
             lo, hi = next((a, b) for a, b in self.brackets(points, top) if a <= x <= b)
@@ -90,7 +111,8 @@ class Grid:
             self.q_points.add(round(q, 9))
         if ab is not None and max(ab) > Q_FLOOR + 1:
             self.ab_points.add((round(ab[0], 9), round(ab[1], 9)))
-        after = (len(self.n_points), len(self.h_points), len(self.r_points), len(self.q_points), len(self.ab_points))
+        after = (len(self.n_points), len(self.h_points), len(self.r_points), len(self.q_points), len(self.ab_points),
+                 len(self.gain_points))
         return after != before
 
     @staticmethod
@@ -109,6 +131,7 @@ class Formulation:
     objective: str
     chosen: int | None = None         # position in tables.sync of the class of the last decoded plan
     point: tuple[int, int, int] = (1, 1, 1)   # (n, H, R) of the last decoded plan (replicas, not nodes)
+    gain: float | None = None         # its class's gain (`SyncClass.gain`), None for a fixed plan
 
     def decode(self):
         """(plan batch of one row, the model's q and (a, b) values) at the model's current values;
@@ -120,7 +143,7 @@ class Formulation:
             e = t.sync[chosen_y[0]]
             n, h, r = (int(round(pyo.value(v))) for v in (m.n, m.H, m.R))
             r = r if e.mode == "hierarchical" else 1
-            self.point = (n, h, r)
+            self.point, self.gain = (n, h, r), e.gain
             plan = t.plan(e.group, e.index, n, h, r)
             if e.streaming:
                 return plan, None, None
@@ -128,7 +151,7 @@ class Formulation:
                 return plan, None, (m.a.value, m.b.value) if None not in (m.a.value, m.b.value) else None
             return plan, m.q.value, None
         f = t.fixed[[i for i, lam in enumerate(m.lamv) if (lam.value or 0) > 0.5][0]]
-        self.point = (1, 1, 1)
+        self.point, self.gain = (1, 1, 1), None
         return t.plan(f.group, f.index, 1, 1, 1), None, None
 
     def families(self) -> dict[str, int]:
@@ -198,7 +221,7 @@ def _columns(m, t: Tables, grid: Grid):
     m.q = pyo.Var(bounds=(Q_FLOOR, None))
     m.a = pyo.Var(bounds=(Q_FLOOR, None))
     m.b = pyo.Var(bounds=(Q_FLOOR, None))
-    m.omega = pyo.Var(bounds=(OMEGA_FLOOR, 0.0))
+    m.omega = pyo.Var(bounds=(OMEGA_FLOOR, 0.0))     # upper bound raised by `efficiency` if omega can exceed 0
     m.L = pyo.Var()
 
 
@@ -356,27 +379,51 @@ def sync_overlap(m, t: Tables, grid: Grid):
 
 
 def efficiency(m, t: Tables, grid: Grid):
-    """omega <= ln(eta_H eta_R)(lo_n, lo_H sqrt(lo_R)) for the chosen brackets of n, H and R: one
-    row per (n bracket, R bracket), over the H brackets, switched off by big-M when that n or R
-    bracket is not chosen (omega never increases with n or H_eff: its value at the lower ends
-    bounds it on the whole box). A fixed plan has omega = 0, which omega <= 0 allows."""
+    """omega <= omega(lo_n, lo_H sqrt(lo_R), gain top) for the chosen brackets of n, H and R and
+    the chosen class's gain bucket: one row per (gain bucket, n bracket, R bracket), over the H
+    brackets, switched off by big-M when that n bracket, R bracket or bucket is not chosen
+    (omega never increases with n or H_eff and never decreases with the gain: its value at the
+    lower ends and the bucket's top bounds it on the whole box; where eta_H may rise with H_eff,
+    eta_H is taken at the larger end of the box, `Tables.omega`). A C_local target has one
+    bucket (omega does not depend on the gain), whose rows are not switched by it. R brackets
+    above the first only for buckets with a hierarchical class (the others have R = 1). A
+    fixed plan has omega <= its upper bound, omega(1, 1) = 0 under C_local; under C_quality its
+    rows are off (no bucket chosen)."""
     m.efficiency = pyo.ConstraintList()
     if not t.sync:
         return
     nb, hb, rb = m.n_brackets, m.H_brackets, m.R_brackets
     n_lo = np.array([lo for lo, _ in nb], dtype=float)
-    h_lo = np.array([lo for lo, _ in hb], dtype=float)
-    r_lo = np.array([lo for lo, _ in rb], dtype=float)
-    nn, rr, hh = np.meshgrid(n_lo, r_lo, h_lo, indexing="ij")
-    table = t.omega(nn.ravel(), (hh * np.sqrt(rr)).ravel()).reshape(nn.shape)
-    for i in range(n_lo.size):
-        for r in range(r_lo.size):
-            row = table[i, r]
-            if row.min() >= 0.0:
-                continue           # no loss at any H: omega <= 0 already says it
-            big = -float(row.min())            # omega <= 0 always: the row is off with this margin
-            off = (1 - m.bn[i]) + ((1 - m.bR[r]) if r_lo.size > 1 else 0)
-            m.efficiency.add(m.omega <= sum(float(row[j]) * m.bH[j] for j in range(h_lo.size)) + big * off)
+    h_lo, h_hi = (np.array([x[i] for x in hb], dtype=float) for i in (0, 1))
+    r_lo, r_hi = (np.array([x[i] for x in rb], dtype=float) for i in (0, 1))
+    switch = t.quality_target
+    buckets = grid.gain_brackets() if switch else [(0.0, 1.0)]
+    members = [[i for i, e in enumerate(t.sync) if lo < e.gain <= top] if switch else list(range(len(t.sync)))
+               for lo, top in buckets]
+    used = [b for b, chosen in enumerate(members) if chosen]
+    tops = np.array([buckets[b][1] for b in used])
+    nn, rr, hh, gg = np.meshgrid(n_lo, r_lo, h_lo, tops, indexing="ij")
+    _, rr_hi, hh_hi, _ = np.meshgrid(n_lo, r_hi, h_hi, tops, indexing="ij")
+    table = t.omega(nn.ravel(), (hh * np.sqrt(rr)).ravel(), gg.ravel(),
+                    None if t.eta_h_falls else (hh_hi * np.sqrt(rr_hi)).ravel()).reshape(nn.shape)
+    top = max(0.0, float(table.max()))
+    m.omega.setub(top)
+    if top > 0 and t.fixed:            # efficiencies above 1 somewhere: a fixed plan's omega is still 0
+        m.efficiency.add(m.omega <= top * sum(m.yv))
+    if switch:
+        m.w = pyo.Var(range(len(used)), bounds=(0.0, 1.0))     # 1 if the chosen class is in bucket b
+    for a, b in enumerate(used):
+        if switch:
+            m.efficiency.add(m.w[a] == sum(m.yv[i] for i in members[b]))
+        hier = any(t.sync[i].mode == "hierarchical" for i in members[b])
+        for i in range(n_lo.size):
+            for r in range(r_lo.size if hier else 1):
+                row = table[i, r, :, a]
+                if row.min() >= top:
+                    continue           # no loss at any H: omega <= top already says it
+                big = top - float(row.min())
+                off = (1 - m.bn[i]) + ((1 - m.bR[r]) if r_lo.size > 1 else 0) + ((1 - m.w[a]) if switch else 0)
+                m.efficiency.add(m.omega <= sum(float(row[j]) * m.bH[j] for j in range(h_lo.size)) + big * off)
 
 
 def time_to_target(m, t: Tables, grid: Grid):

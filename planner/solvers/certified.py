@@ -72,9 +72,6 @@ def check_supported(setting: Setting, objective: str) -> None:
     if objective not in ("min_time", "min_cost"):
         raise UnsupportedBySolver(f"the mixed-integer model covers min_time and min_cost, not {objective}; "
                                   f"use --solver bnb")
-    if setting.target_kind != "c_local":
-        raise UnsupportedBySolver("the mixed-integer model covers C_local targets only (a C_quality target scores "
-                                  "eta_R at the run's own tokens); use --solver bnb")
 
 
 def tables_or_refuse(setting: Setting, space: DecisionSpace):
@@ -157,7 +154,7 @@ def outer_approximation(setting: Setting, space: DecisionSpace, objective: str, 
                 report.status = "optimal"
                 break
         n, h, rr = f.point
-        refined = grid.refine(n, h, rr, q, ab)
+        refined = grid.refine(n, h, rr, q, ab, f.gain if tables.quality_target else None)
         if time.perf_counter() >= deadline:
             report.status = "time_limit"
             break
