@@ -24,7 +24,7 @@ from planner.mip.formulation import Grid, build
 from planner.mip.tables import build_tables
 from planner.solvers import UnsupportedBySolver, backends
 from planner.solvers.bnb import tie_key
-from planner.solvers.certified import optimise
+from planner.solvers.certified import optimise, outer_approximation
 from tests.test_bnb import naive, random_case
 
 BACKENDS = sorted(backends())
@@ -207,6 +207,27 @@ def test_mip_with_a_node_floor_agrees_with_brute_force(seed, objective):
     assert tie_key(s, found[0], 0) == tie_key(s, expected[1], 0)
     assert report.status == "optimal" and report.objective == pytest.approx(expected[0][0], rel=1e-9)
     assert not report.certified_improved
+
+
+@pytest.mark.parametrize("objective", ["min_time", "min_cost"])
+@pytest.mark.parametrize("seed, target_kind", [(5000 + seed, "c_local") for seed in (2, 5, 7, 9)]
+                         + [(5100 + seed, "c_quality") for seed in (1, 3)])
+@pytest.mark.parametrize("variant", ["eta_h_rises", "eta_h_above_one"])
+def test_loop_alone_is_exact_when_efficiency_can_rise(seed, target_kind, objective, variant):
+    """alpha(P) < 0 (eta_H rises with H_eff) or eta_H above 1: the loop's own answer and bound,
+    before certification, against the brute force (a model with omega <= 0 cut off the
+    optimum of seed 5007, eta_H above 1, min_cost)."""
+    from tests import test_bnb
+    s, space, streaming = random_case(seed, target_kind=target_kind)
+    s = getattr(test_bnb, f"_{variant}")(s)
+    expected = naive(s, space, objective, streaming)
+    plan, value, report = outer_approximation(s, space, objective, "highs")
+    if expected is None:
+        assert plan is None and report.status == "infeasible"
+        return
+    assert report.status == "optimal"
+    assert report.objective == pytest.approx(expected[0][0], rel=1e-9)
+    assert report.bound <= expected[0][0] * (1 + 1e-9)
 
 
 @pytest.mark.parametrize("target_kind", ["c_local", "c_quality"])
