@@ -44,7 +44,7 @@ GAIN_BUCKET_LOG = 0.1    # first gain buckets of the model: 10% in ln (C_quality
 CUTOFF_LOG = 1e-9       # a plan must beat the incumbent by this much in ln T to be wanted
 Q_FLOOR = -40.0          # ln of a sync share of 4e-18 of a step: the relative sync terms' lower bound
 FAMILIES = ("choice", "bracket", "logarithm", "fixed-shape", "structure", "node-limit", "budget-limit",
-            "memory-cap", "sync-overlap", "efficiency", "time-to-target", "duration-limit", "nodes-used",
+            "memory-cap", "sync-overlap", "efficiency", "efficiency-switch", "time-to-target", "duration-limit", "nodes-used",
             "incumbent")
 
 
@@ -389,8 +389,10 @@ def efficiency(m, t: Tables, grid: Grid):
     above the first only for buckets with a hierarchical class (the others have R = 1). A
     fixed plan has omega <= its upper bound, omega(1, 1) = 0 under C_local; under C_quality its
     rows are off (no bucket chosen)."""
-    m.efficiency = pyo.ConstraintList()
+    m.efficiency_switch = pyo.ConstraintList()
+    rows = {}
     if not t.sync:
+        m.efficiency = pyo.Constraint(pyo.Any)
         return
     nb, hb, rb = m.n_brackets, m.H_brackets, m.R_brackets
     n_lo = np.array([lo for lo, _ in nb], dtype=float)
@@ -409,21 +411,36 @@ def efficiency(m, t: Tables, grid: Grid):
     top = max(0.0, float(table.max()))
     m.omega.setub(top)
     if top > 0 and t.fixed:            # efficiencies above 1 somewhere: a fixed plan's omega is still 0
-        m.efficiency.add(m.omega <= top * sum(m.yv))
+        m.efficiency_switch.add(m.omega <= top * sum(m.yv))
     if switch:
         m.w = pyo.Var(range(len(used)), bounds=(0.0, 1.0))     # 1 if the chosen class is in bucket b
+    # lift[axis][x', x]: how much more omega may be at index x' than at x of that axis, the other
+    # axes anywhere (>= 0): the coefficient of "the chosen index is x'" in the row of x
+    lift = [np.maximum(0.0, _most_above(table, axis)) for axis in (0, 1, 3)]
     for a, b in enumerate(used):
         if switch:
-            m.efficiency.add(m.w[a] == sum(m.yv[i] for i in members[b]))
+            m.efficiency_switch.add(m.w[a] == sum(m.yv[i] for i in members[b]))
         hier = any(t.sync[i].mode == "hierarchical" for i in members[b])
         for i in range(n_lo.size):
             for r in range(r_lo.size if hier else 1):
                 row = table[i, r, :, a]
                 if row.min() >= top:
                     continue           # no loss at any H: omega <= top already says it
-                big = top - float(row.min())
-                off = (1 - m.bn[i]) + ((1 - m.bR[r]) if r_lo.size > 1 else 0) + ((1 - m.w[a]) if switch else 0)
-                m.efficiency.add(m.omega <= sum(float(row[j]) * m.bH[j] for j in range(h_lo.size)) + big * off)
+                rhs = sum(float(row[j]) * m.bH[j] for j in range(h_lo.size))
+                rhs += sum(float(lift[0][k, i]) * m.bn[k] for k in range(n_lo.size) if lift[0][k, i] > 0)
+                rhs += sum(float(lift[1][k, r]) * m.bR[k] for k in range(r_lo.size) if lift[1][k, r] > 0)
+                if switch:
+                    rhs += sum(float(lift[2][k, a]) * m.w[k] for k in range(len(used)) if lift[2][k, a] > 0)
+                    rhs += (top - float(row.min())) * _lam(m) if t.fixed else 0
+                rows[a, i, r] = m.omega <= rhs
+    m.efficiency = pyo.Constraint(list(rows), rule=lambda m, a, i, r: rows[a, i, r])   # (bucket, n bracket, R bracket)
+
+
+def _most_above(table: np.ndarray, axis: int) -> np.ndarray:
+    """out[x', x] = max over the other axes of table[.., x', ..] - table[.., x, ..] along `axis`."""
+    moved = np.moveaxis(table, axis, 0)
+    flat = moved.reshape(moved.shape[0], -1)
+    return (flat[:, None, :] - flat[None, :, :]).max(axis=2)
 
 
 def time_to_target(m, t: Tables, grid: Grid):

@@ -95,7 +95,10 @@ def incumbent_value(setting: Setting, plan, objective: str) -> float:
 
 def outer_approximation(setting: Setting, space: DecisionSpace, objective: str, backend: str,
                         deadline: float = math.inf):
-    """(best plan or None, its value in model units, MipReport) from the OA loop alone."""
+    """(best plan or None, its value in model units, MipReport) from the OA loop alone.
+
+    The loop stops when its bound is within LOG_TOL of the best plan's ln T (min_time; each
+    round's backend solves to that absolute gap) or within a node (min_cost)."""
     check_supported(setting, objective)
     solver = backends()[backend]
     start = time.perf_counter()
