@@ -287,6 +287,24 @@ def test_cli_backends_agree_with_the_default_solver(tmp_path, objective):
     assert results["bnb"]["mip"] == []
 
 
+@pytest.mark.parametrize("objective", ["min_time", "min_cost"])
+def test_cli_backends_answer_c_quality_with_a_choice_of_model_size(tmp_path, objective):
+    """A C_quality target and two candidate model sizes (search.params): one model per size,
+    the best kept, as the default solver does."""
+    instance = dict(SMALL, model={}, training={"target_flop": 1e23, "target_kind": "c_quality"},
+                    search=dict(SMALL["search"], params=[7e9, 20e9]))
+    results = {}
+    for solver in ("bnb", "highs", "scip"):
+        r = _cli(tmp_path, instance, "--objective", objective, "--solver", solver, "--json")
+        assert r.exit_code == 0, r.output
+        results[solver] = json.loads(r.output)
+    for solver in ("highs", "scip"):
+        assert results[solver]["plan"] == results["bnb"]["plan"]
+        assert results[solver]["model_params"] == results["bnb"]["model_params"]
+        assert results[solver]["objective_value"] == pytest.approx(results["bnb"]["objective_value"], rel=1e-12)
+        assert [m["status"] for m in results[solver]["mip"]] == ["optimal", "optimal"]
+
+
 @pytest.mark.parametrize("suffix", [".lp", ".mps"])
 def test_cli_writes_a_readable_model(tmp_path, suffix):
     out = tmp_path / f"model{suffix}"

@@ -49,7 +49,7 @@ def write_model(instance: Instance, objective: str, path: Path) -> list[Path]:
         setting = base if params is None else with_params(base, params)
         check_supported(setting, objective)
         space = DecisionSpace.from_instance(instance, setting).for_objective(setting, objective)
-        tables, plan, _ = presolve(tables_or_refuse(setting, space), objective)
+        tables, plan, _, _ = presolve(tables_or_refuse(setting, space), objective)
         cutoff = incumbent_value(setting, plan, objective) if plan is not None else None
         f = build(tables, Grid.initial(tables), objective, cutoff=cutoff)
         with atomic_path(target) as tmp:

@@ -274,20 +274,25 @@ def _check(t: Tables, c: Classes, ks: np.ndarray, classes: list[SyncClass]) -> N
                                    f"{got[a]} != {want[a]}")
 
 
-def _octave_boxes(top: int) -> np.ndarray:
-    """[lo, hi] rows covering 1..top, two per octave (1, 2, 3, 4, 6, 8, 12, ...)."""
-    lo = [1, 2, 3]
-    while lo[-1] * 4 // 3 <= top:
-        lo.append(lo[-1] * 4 // 3 if len(lo) % 2 == 0 else lo[-1] * 3 // 2)
+def _octave_boxes(top: int, per_octave: int = 2) -> np.ndarray:
+    """[lo, hi] rows covering 1..top, `per_octave` per octave (two: 1, 2, 3, 4, 6, 8, 12, ...)."""
+    if per_octave == 2:
+        lo = [1, 2, 3]
+        while lo[-1] * 4 // 3 <= top:
+            lo.append(lo[-1] * 4 // 3 if len(lo) % 2 == 0 else lo[-1] * 3 // 2)
+    else:
+        steps = int(per_octave * math.log2(max(top, 1))) + 1
+        lo = sorted({1, 2, 3} | {int(round(2 ** (i / per_octave))) for i in range(steps + 1)})
     lo = [x for x in lo if x <= top]
     hi = [x - 1 for x in lo[1:]] + [top]
     return np.array([lo, hi]).T
 
 
-def class_bounds(t: Tables) -> tuple[np.ndarray, np.ndarray]:
-    """Per class and box of n (two per octave): a lower bound on ln T over the box (min over the
-    H and R boxes), shape (classes, n boxes), and the boxes' [lo, hi] of n clipped to each class's
-    range, shape (classes, n boxes, 2); an empty box has bound inf.
+def class_bounds(t: Tables, per_octave: int = 2) -> tuple[np.ndarray, np.ndarray]:
+    """Per class and box of n (`per_octave` per octave, as the boxes of H and R): a lower bound
+    on ln T over the box (min over the H and R boxes), shape (classes, n boxes), and the boxes'
+    [lo, hi] of n clipped to each class's range, shape (classes, n boxes, 2); an empty box has
+    bound inf.
 
     On a box [n1, n2] x [H1, H2] x [R1, R2] every plan has (module docstring)
         ln T >= kappa - ln n2 + z(n1, H2, R2) - omega(n1, H1 sqrt R1),
@@ -297,7 +302,7 @@ def class_bounds(t: Tables) -> tuple[np.ndarray, np.ndarray]:
     omega is taken at the top of the class's gain bucket (`gain_buckets`; it never decreases with
     the gain), and with eta_H at the larger end of [H1 sqrt R1, H2 sqrt R2] where eta_H may rise.
     """
-    nb, hb, rb = _octave_boxes(t.n_max), _octave_boxes(t.h_max), _octave_boxes(t.r_max)
+    nb, hb, rb = (_octave_boxes(x, per_octave) for x in (t.n_max, t.h_max, t.r_max))
     tops, which = gain_buckets(np.array([e.gain for e in t.sync]), GAIN_BUCKET_LOG)
     nn, hh, rr, gg = np.meshgrid(nb[:, 0], hb[:, 0], rb[:, 0], tops, indexing="ij")
     hi = None if t.eta_h_falls else np.meshgrid(nb[:, 0], hb[:, 1], rb[:, 1], tops, indexing="ij")
@@ -348,21 +353,38 @@ def gain_buckets(gains: np.ndarray, step_log: float) -> tuple[np.ndarray, np.nda
         which.reshape(gains.shape)
 
 
-EXACT_CLASSES = 1
+FINE_CLASSES = 500      # presolve: when at most this many classes are kept, their bounds are recomputed
+FINE_PER_OCTAVE = 6     # ... with this many boxes per octave of n, H and R
+EXACT_CLASSES = 8       # classes solved exactly by the presolve, and by each round of the loop
 
 
-def solve_class(t: Tables, position: int, best: float = math.inf, deadline: float = math.inf):
-    """The best plan of one class over all its n, H, R, found exactly by the branch and bound
-    (`bnb.minimise_time`, public): (plan, ln T), or (None, inf) if none beats `best` (ln T)."""
-    s, e = t.setting, t.sync[position]
-    c = t.groups[e.group].take(np.array([e.index]))
-    bound = math.exp(best) * (1 + bnb.TIE_REL) if math.isfinite(best) else s.window_s
-    found = bnb.minimise_time(s, c, t.space.max_inner_steps, t.space.max_regional_rounds,
-                              min(bound, s.window_s), deadline)
-    if not found.time_s.size:
-        return None, math.inf
-    a = int(np.argmin(found.time_s))
-    return found.batch.take(slice(a, a + 1)), math.log(float(found.time_s[a]))
+def solve_classes(t: Tables, positions, best: float = math.inf, deadline: float = math.inf):
+    """The best plan of the classes at `positions` (in `t.sync`) over all their n, H, R, found
+    exactly by the branch and bound (`bnb.minimise_time`, public; one vectorised call per class
+    group): (plan, ln T), or (None, inf) if none beats `best` (ln T)."""
+    s = t.setting
+    found_plan, found = None, math.inf
+    by_group: dict[int, list[int]] = {}
+    for a in positions:
+        by_group.setdefault(t.sync[a].group, []).append(t.sync[a].index)
+    for g, index in sorted(by_group.items()):
+        c = t.groups[g].take(np.array(sorted(index)))
+        limit = min(best, found)
+        bound = math.exp(limit) * (1 + bnb.TIE_REL) if math.isfinite(limit) else s.window_s
+        result = bnb.minimise_time(s, c, t.space.max_inner_steps, t.space.max_regional_rounds,
+                                   min(bound, s.window_s), deadline)
+        if result.time_s.size:
+            a = int(np.argmin(result.time_s))
+            value = math.log(float(result.time_s[a]))
+            if value < found:
+                found_plan, found = result.batch.take(slice(a, a + 1)), value
+    return (found_plan, found) if found < best else (None, math.inf)
+
+
+def most_promising(t: Tables, solved, count: int) -> list[int]:
+    """Up to `count` positions in `t.sync` not in `solved`, least lower bound (`class_lower`) first."""
+    order = np.argsort(t.class_lower, kind="stable") if t.class_lower is not None else range(len(t.sync))
+    return [int(a) for a in order if int(a) not in solved][:count]
 
 
 def presolve(t: Tables, objective: str):
@@ -372,16 +394,17 @@ def presolve(t: Tables, objective: str):
     - min_time: a few plans per class are scored by the evaluator (n at the upper end of its
       most promising box and at n_hi; H = 1, H_max, the balance point t_sync / t_step and its
       neighbour; R = 1 and R_max), and the `EXACT_CLASSES` classes of least bound are solved
-      exactly (`solve_class`); the best is the incumbent, and the classes whose every box
+      exactly (`solve_classes`); the best is the incumbent, and the classes whose every box
       is bounded above its time are dropped, and fixed plans slower than it;
     - min_cost: boxes bounded above the duration limit cannot hold a feasible plan; a class's
       least nodes is unit x the lower end of its first box that can; plans at the upper end of
       that box are scored, the fewest nodes among those within the limit is the incumbent,
       and classes (and fixed plans) needing more nodes, or missing the limit, are dropped.
-    Returns (pruned tables, incumbent plan or None, its value: ln T or nodes; inf if none).
+    Returns (pruned tables, incumbent plan or None, its value: ln T or nodes; inf if none, the
+    positions in the pruned tables' `sync` of the classes solved exactly: none better than it).
     """
     if not t.sync:
-        return t, None, math.inf
+        return t, None, math.inf, set()
     ln_w = math.log(t.setting.window_s)
     bound, boxes = class_bounds(t)
     lower = bound.min(axis=1)
@@ -407,12 +430,10 @@ def presolve(t: Tables, objective: str):
         for p in t.fixed:
             if p.log_time < best:
                 best, best_plan = p.log_time, t.plan(p.group, p.index, 1)
-        for a in np.argsort(lower)[:EXACT_CLASSES]:       # the most promising classes, solved exactly
-            if lower[a] >= best:
-                break
-            plan, value = solve_class(t, int(a), best)
-            if value < best:
-                best, best_plan = value, plan
+        exact = [int(a) for a in np.argsort(lower, kind="stable")[:EXACT_CLASSES] if lower[a] < best]
+        plan, value = solve_classes(t, exact, best)       # the most promising classes, solved exactly
+        if value < best:
+            best, best_plan = value, plan
         cut = best + 1e-9 * max(1.0, abs(best))
         keep = lower <= cut
         fixed = [p for p in t.fixed if p.log_time <= cut]
@@ -423,10 +444,18 @@ def presolve(t: Tables, objective: str):
         least = boxes[np.arange(len(t.sync)), first_box, 0] * np.array([e.unit for e in t.sync])
         keep = (lower <= ln_w + 1e-12) & (least <= best)
         fixed = [p for p in t.fixed if p.log_time <= ln_w and p.nodes <= best]
+    if FINE_CLASSES >= keep.sum() > 0:        # the few kept: finer boxes, a tighter bound, maybe dropped
+        kept = np.flatnonzero(keep)
+        fine = Tables(t.setting, t.space, t.groups, [t.sync[a] for a in kept], [], t.n_max, t.h_max, t.r_max,
+                      eta_h_falls=t.eta_h_falls)
+        lower[kept] = np.maximum(lower[kept], class_bounds(fine, FINE_PER_OCTAVE)[0].min(axis=1))
+        keep &= lower <= (cut if objective == "min_time" else ln_w + 1e-12)
     pruned = Tables(t.setting, t.space, t.groups, [e for e, k in zip(t.sync, keep) if k], fixed,
                     t.n_max, t.h_max, t.r_max, lower[keep], t.eta_h_falls)
+    at = np.cumsum(keep) - 1                               # old position -> new position
+    solved = {int(at[a]) for a in (exact if objective == "min_time" else []) if keep[a]}
     if pruned.sync:
         pruned.n_max = max(e.n_hi for e in pruned.sync)
     if not any(e.mode == "hierarchical" for e in pruned.sync):
         pruned.r_max = 1
-    return pruned, best_plan, best
+    return pruned, best_plan, best, solved

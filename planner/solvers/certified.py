@@ -30,7 +30,7 @@ import numpy as np
 from planner.cost.score import time_to_target
 from planner.cost.setting import Setting
 from planner.mip.formulation import Grid, build
-from planner.mip.tables import FormulationError, build_tables, presolve, solve_class
+from planner.mip.tables import EXACT_CLASSES, FormulationError, build_tables, most_promising, presolve, solve_classes
 from planner.objectives import min_cost, min_time
 from planner.solvers import UnsupportedBySolver, backends
 from planner.space import DecisionSpace
@@ -103,7 +103,7 @@ def outer_approximation(setting: Setting, space: DecisionSpace, objective: str, 
     solver = backends()[backend]
     start = time.perf_counter()
     full = tables_or_refuse(setting, space)
-    tables, best_plan, _ = presolve(full, objective)
+    tables, best_plan, _, solved = presolve(full, objective)
     best = incumbent_value(setting, best_plan, objective) if best_plan is not None else math.inf
     if not math.isfinite(best):
         best_plan = None
@@ -117,7 +117,6 @@ def outer_approximation(setting: Setting, space: DecisionSpace, objective: str, 
         report.bound = math.inf
         return None, math.inf, report
     tol = LOG_TOL if objective == "min_time" else 1e-6
-    solved: set[int] = set()
     for rounds in range(1, MAX_ROUNDS + 1):
         start = time.perf_counter()
         f = build(tables, grid, objective, cutoff=best, solved=frozenset(solved))
@@ -148,9 +147,10 @@ def outer_approximation(setting: Setting, space: DecisionSpace, objective: str, 
             report.status = r.status
             break
         newly_solved = objective == "min_time" and f.chosen is not None and f.chosen not in solved
-        if newly_solved:
-            plan_c, value_c = solve_class(tables, f.chosen, best, deadline)
-            solved.add(f.chosen)
+        if newly_solved:       # the chosen class and the next most promising ones, solved exactly
+            batch = [f.chosen] + most_promising(tables, solved | {f.chosen}, EXACT_CLASSES - 1)
+            plan_c, value_c = solve_classes(tables, batch, best, deadline)
+            solved.update(batch)
             if value_c < best:
                 best_plan, best = plan_c, value_c
             if bound >= best - tol:
