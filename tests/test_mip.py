@@ -353,3 +353,22 @@ def test_shipped_models_are_well_under_a_megabyte(tmp_path, name):
         (path,) = write_model(inst, inst.objective, tmp_path / f"model{suffix}")
         assert path.stat().st_size < 500_000, (suffix, path.stat().st_size)
         assert "time_to_target" in path.read_text()
+
+
+def test_a_model_proven_infeasible_by_the_presolve_is_written_small_and_infeasible(tmp_path):
+    """pp-group-480B-h100 asked for min_cost: no plan meets its duration limit (bnb agrees);
+    the model written is that of the class of least bound, and HiGHS finds it infeasible."""
+    from pathlib import Path
+    import highspy
+    from planner.mip.export import write_model
+    from planner.schema.instance import load_instance
+    from planner.solve import solve
+    inst = load_instance(Path(__file__).resolve().parents[1] / "instances" / "pp-group-480B-h100.json")
+    assert solve(inst, "min_cost").status == "infeasible"
+    (path,) = write_model(inst, "min_cost", tmp_path / "model.mps")
+    assert path.stat().st_size < 100_000
+    h = highspy.Highs()
+    h.setOptionValue("output_flag", False)
+    h.readModel(str(path))
+    h.run()
+    assert h.getModelStatus() == highspy.HighsModelStatus.kInfeasible
