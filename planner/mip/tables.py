@@ -353,8 +353,9 @@ def gain_buckets(gains: np.ndarray, step_log: float) -> tuple[np.ndarray, np.nda
         which.reshape(gains.shape)
 
 
-FINE_CLASSES = 500      # presolve: when at most this many classes are kept, their bounds are recomputed
-FINE_PER_OCTAVE = 6     # ... with this many boxes per octave of n, H and R
+FINE_CLASSES = 500      # presolve: when at most this many classes (and more than EXACT_CLASSES) are kept,
+                        # their bounds are recomputed
+FINE_PER_OCTAVE = 4     # ... with this many boxes per octave of n, H and R
 EXACT_CLASSES = 8       # classes solved exactly by the presolve, and by each round of the loop
 
 
@@ -444,7 +445,7 @@ def presolve(t: Tables, objective: str):
         least = boxes[np.arange(len(t.sync)), first_box, 0] * np.array([e.unit for e in t.sync])
         keep = (lower <= ln_w + 1e-12) & (least <= best)
         fixed = [p for p in t.fixed if p.log_time <= ln_w and p.nodes <= best]
-    if FINE_CLASSES >= keep.sum() > 0:        # the few kept: finer boxes, a tighter bound, maybe dropped
+    if FINE_CLASSES >= keep.sum() > EXACT_CLASSES:    # the few kept: finer boxes, a tighter bound, maybe dropped
         kept = np.flatnonzero(keep)
         fine = Tables(t.setting, t.space, t.groups, [t.sync[a] for a in kept], [], t.n_max, t.h_max, t.r_max,
                       eta_h_falls=t.eta_h_falls)
