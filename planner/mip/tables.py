@@ -436,8 +436,8 @@ def presolve(t: Tables, objective: str):
         if value < best:
             best, best_plan = value, plan
         cut = best + 1e-9 * max(1.0, abs(best))
-        keep = lower <= cut
-        fixed = [p for p in t.fixed if p.log_time <= cut]
+        keep = (lower <= cut) & np.isfinite(lower)         # inf: never reaches the target
+        fixed = [p for p in t.fixed if p.log_time <= cut and math.isfinite(p.log_time)]
     else:
         for p in t.fixed:
             if p.log_time <= ln_w and p.nodes < best:
