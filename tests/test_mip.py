@@ -372,3 +372,17 @@ def test_a_model_proven_infeasible_by_the_presolve_is_written_small_and_infeasib
     h.readModel(str(path))
     h.run()
     assert h.getModelStatus() == highspy.HighsModelStatus.kInfeasible
+
+
+def test_classes_that_never_reach_the_target_leave_no_rows(tmp_path):
+    """compare-1e27 with a C_quality target: no class reaches it even at its most efficient
+    plan (infinite bound), so none is kept without an incumbent (each used to keep a row
+    'y = 0': an 11.8 MB model)."""
+    from pathlib import Path
+    from planner.mip.export import write_model
+    from planner.schema.instance import load_instance, parse_instance
+    data = load_instance(Path(__file__).resolve().parents[1] / "instances" / "compare-1e27.json").model_dump(
+        exclude_none=True)
+    data["training"]["target_kind"] = "c_quality"
+    (path,) = write_model(parse_instance(data), "min_time", tmp_path / "model.mps")
+    assert path.stat().st_size < 100_000
