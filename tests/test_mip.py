@@ -159,7 +159,8 @@ def test_model_is_a_relaxation_exact_once_refined_plan_by_plan(seed, target_kind
 
 @pytest.mark.parametrize("objective", ["min_time", "min_cost"])
 @pytest.mark.parametrize("backend, seed, target_kind",
-                         [("highs", seed, "c_local") for seed in range(24)] + [("scip", seed, "c_local") for seed in range(8)]
+                         [("highs", seed, "c_local") for seed in range(24)]
+                         + [("scip", seed, "c_local") for seed in range(8)]
                          + [("highs", seed, "c_quality") for seed in range(100, 112)]
                          + [("scip", seed, "c_quality") for seed in range(112, 116)])
 def test_mip_bnb_and_oracle_agree_with_brute_force(seed, objective, backend, target_kind):

@@ -44,8 +44,8 @@ GAIN_BUCKET_LOG = 0.1    # first gain buckets of the model: 10% in ln (C_quality
 CUTOFF_LOG = 1e-9       # a plan must beat the incumbent by this much in ln T to be wanted
 Q_FLOOR = -40.0          # ln of a sync share of 4e-18 of a step: the relative sync terms' lower bound
 FAMILIES = ("choice", "bracket", "logarithm", "fixed-shape", "structure", "node-limit", "budget-limit",
-            "memory-cap", "sync-overlap", "efficiency", "efficiency-switch", "time-to-target", "duration-limit", "nodes-used",
-            "incumbent")
+            "memory-cap", "sync-overlap", "efficiency", "efficiency-switch", "time-to-target", "duration-limit",
+            "nodes-used", "incumbent")
 
 
 def _octaves(top: int) -> list[int]:
@@ -380,15 +380,20 @@ def sync_overlap(m, t: Tables, grid: Grid):
 
 def efficiency(m, t: Tables, grid: Grid):
     """omega <= omega(lo_n, lo_H sqrt(lo_R), gain top) for the chosen brackets of n, H and R and
-    the chosen class's gain bucket: one row per (gain bucket, n bracket, R bracket), over the H
-    brackets, switched off by big-M when that n bracket, R bracket or bucket is not chosen
-    (omega never increases with n or H_eff and never decreases with the gain: its value at the
-    lower ends and the bucket's top bounds it on the whole box; where eta_H may rise with H_eff,
-    eta_H is taken at the larger end of the box, `Tables.omega`). A C_local target has one
-    bucket (omega does not depend on the gain), whose rows are not switched by it. R brackets
-    above the first only for buckets with a hierarchical class (the others have R = 1). A
-    fixed plan has omega <= its upper bound, omega(1, 1) = 0 under C_local; under C_quality its
-    rows are off (no bucket chosen)."""
+    the chosen class's gain bucket: one row `efficiency[b, i, r]` per (gain bucket, n bracket,
+    R bracket), over the H brackets (omega never increases with n or H_eff and never decreases
+    with the gain: its value at the lower ends and the bucket's top bounds it on the whole box;
+    where eta_H may rise with H_eff, eta_H is taken at the larger end of the box, `Tables.omega`).
+
+    Lifted rather than switched by big-M: for every other n bracket k the row adds
+    lift_n(k, i) bn[k], the most the table at k exceeds the table at i (over the other axes),
+    likewise for R brackets and buckets; these are 0 for later n and R brackets and lower
+    buckets, so a row holds as it is wherever the chosen brackets are at or beyond its own.
+    A C_local target has one bucket (omega does not depend on the gain). R brackets above the
+    first only for buckets with a hierarchical class (the others have R = 1). A fixed plan:
+    under C_local, omega(1, 1) = 0 and omega <= 0 unless an efficiency can exceed 1, when
+    `efficiency-switch` holds omega <= 0 for it; under C_quality its rows carry a lift on the
+    fixed plans' lam (no bucket is chosen)."""
     m.efficiency_switch = pyo.ConstraintList()
     rows = {}
     if not t.sync:
