@@ -114,9 +114,9 @@ def solve(instance: Instance, objective: str | None = None, solver: str = DEFAUL
     problems = size_set_problems(instance, objective)
     if problems:
         raise InputError(problems)
-    if solver in MIP_SOLVERS and (objective == "max_compute" or instance.training.target_kind != "c_local"):
-        raise UnsupportedBySolver(f"solver {solver!r} answers min_time and min_cost for C_local targets; "
-                                  f"use --solver bnb for max_compute and C_quality targets")
+    if solver in MIP_SOLVERS and objective == "max_compute":
+        raise UnsupportedBySolver(f"solver {solver!r} answers min_time and min_cost (C_local and C_quality "
+                                  f"targets); use --solver bnb for max_compute")
     if solver in MIP_SOLVERS:
         from planner.solvers import backends
         if solver not in backends():
@@ -189,7 +189,7 @@ def optimise(setting: Setting, space: DecisionSpace, objective: str, deadline: f
     The space's reductions are those exact for the objective (`DecisionSpace.for_objective`).
 
     `solver`: "bnb" (the exact branch and bound), "exhaustive" (every plan scored), or a
-    MIP backend ("highs", "scip": min_time / min_cost of C_local targets; its answer is
+    MIP backend ("highs", "scip": min_time / min_cost, C_local and C_quality targets; its answer is
     certified by the branch and bound, and what it reported is appended to `reports`).
     """
     space = space.for_objective(setting, objective)
