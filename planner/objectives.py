@@ -144,12 +144,15 @@ def fewest_nodes(s: Setting, space: DecisionSpace, limit: float, measure, deadli
     return (batch, float(batch.nodes[0] * s.node_price_usd)), evaluations, cost_bound
 
 
-def max_compute(s: Setting, space: DecisionSpace, deadline: float = math.inf):
+def max_compute(s: Setting, space: DecisionSpace, deadline: float = math.inf, incumbent_compute: float = 0.0):
     """Most compute (C_quality or C_local, per target kind) within the duration limit, in the
-    window view: the least 1/C over the space (`bnb.compute_measure`), ties by `tie_key`."""
+    window view: the least 1/C over the space (`bnb.compute_measure`), ties by `tie_key`.
+    `incumbent_compute`: the compute (FLOP) of a plan known to exist, e.g. a MIP backend's,
+    which prunes from the start."""
     measure = bnb.compute_measure(s.target_kind)
     groups = bnb.batches_most_promising_first(s, space, measure, deadline)
-    bound, found, evaluations = math.inf, [], 0
+    bound = (1.0 / incumbent_compute) * (1 + bnb.TIE_REL) if incumbent_compute > 0 else math.inf
+    found, evaluations = [], 0
     open_bound = math.inf if groups.complete else 0.0      # groups never listed: nothing known of them
     for b in groups:
         f = bnb.minimise_time(s, b, space.max_inner_steps, space.max_regional_rounds, bound, deadline, measure)

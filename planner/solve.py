@@ -114,9 +114,6 @@ def solve(instance: Instance, objective: str | None = None, solver: str = DEFAUL
     problems = size_set_problems(instance, objective)
     if problems:
         raise InputError(problems)
-    if solver in MIP_SOLVERS and objective == "max_compute":
-        raise UnsupportedBySolver(f"solver {solver!r} answers min_time and min_cost (C_local and C_quality "
-                                  f"targets); use --solver bnb for max_compute")
     if solver in MIP_SOLVERS:
         from planner.solvers import backends
         if solver not in backends():

@@ -3,8 +3,8 @@
 
 Usage: scripts/bench_solve.py [--random 300] [--compare 300] [--small 30] [--large 5] [--huge 3] [--seed 0]
                               [--max-compute 40] [--exhaustive-max-plans 3e7] [--mip-time-limit 60]
-                              [--mip highs] [--mip-random 300] [--mip-quality 100] [--mip-huge 3]
-                              [--mip-compare 300] [--only-mip]
+                              [--mip highs] [--mip-random 300] [--mip-quality 100] [--mip-max-compute 40]
+                              [--mip-huge 3] [--mip-compare 300] [--only-mip]
 
 Suites (all seeded):
 - main: the shipped instances and `--random` instances (hardware from the catalog, 1B-2T
@@ -28,15 +28,20 @@ Suites (all seeded):
   against the branch and bound on the shipped instances and `--mip-random` instances of the
   main suite (<= 10^4 nodes, default search ranges, every mode, min_time and min_cost: the
   questions it answers), the first `--mip-quality` of them also with a C_quality target, the
+  first `--mip-max-compute` of them also as max_compute of C_quality and of C_local (under the
+  linear_v1 replica penalty: the MIP refuses C_local under the chinchilla one), the
   exhaustive oracle too where the space has at most 10^6 plans, and on `--mip-huge` instances
   of 10^5 nodes. Printed: median, p95, max, unanswered (no proven answer within
   `--mip-time-limit`), disagreements, the ratio to the branch and bound (median of
   per-instance ratios, and total time over total time), per target kind and together, with
   the load average. Then `--mip-compare` small instances (<= 32 nodes, H <= 60, R <= 4, k in
-  {2, 4}; min_time or min_cost, C_local or C_quality, every mode): the MIP loop's own answer
-  (before certification), the certified answer, bnb and the exhaustive oracle, plan for plan.
+  {2, 4}; min_time or min_cost, C_local or C_quality, every mode; each also as max_compute of
+  C_quality or of C_local under the linear_v1 penalty, alternately): the MIP loop's own answer
+  (before certification; max_compute: within its tolerance COMPUTE_LOG_TOL in ln C), the certified
+  answer, bnb and the exhaustive oracle, plan for plan.
   Last line `mip_median_s=... mip_p95_s=... mip_unanswered=... mip_disagreements=...
-  mip_ratio_to_bnb=... mip_huge_max_s=... mip_compared=... mip_compare_disagreements=...`.
+  mip_ratio_to_bnb=... mip_huge_max_s=... mip_compared=... mip_compare_disagreements=...
+  mip_max_compute_median_s=... mip_max_compute_compared=... mip_max_compute_compare_disagreements=...`.
   `--only-mip` runs this suite alone.
 
 For each solver: median, p95 and max solve time, the instances where its optimum
@@ -123,6 +128,15 @@ def as_max_compute(inst, target_kind: str):
     return parse_instance(data)
 
 
+def as_mip_max_compute(inst, target_kind: str):
+    """max_compute of C_quality, or of C_local under the linear_v1 replica penalty (the one the
+    MIP answers for C_local: under the chinchilla penalty C_local is not monotone in the tokens)."""
+    data = as_max_compute(inst, target_kind).model_dump(exclude_none=True)
+    if target_kind == "c_local":
+        data.setdefault("assumptions", {}).setdefault("constants", {})["replica_penalty"] = "linear_v1"
+    return parse_instance(data)
+
+
 def with_target_kind(inst, target_kind: str):
     """The instance with its target read as C_local or C_quality compute."""
     data = inst.model_dump(exclude_none=True)
@@ -178,6 +192,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--mip", default="highs", help="MIP backend of the mip suite")
     p.add_argument("--mip-random", type=int, default=300)
     p.add_argument("--mip-quality", type=int, default=100)
+    p.add_argument("--mip-max-compute", type=int, default=40)
     p.add_argument("--mip-huge", type=int, default=3)
     p.add_argument("--mip-compare", type=int, default=300)
     p.add_argument("--only-mip", action="store_true")
@@ -304,26 +319,32 @@ def main(argv: list[str] | None = None) -> int:
 
 def mip_runs(args):
     """(name, instance) of the mip suite: shipped and random instances as given, then the first
-    `--mip-quality` random ones with a C_quality target."""
-    quality = []
+    `--mip-quality` random ones with a C_quality target, then the first `--mip-max-compute` as
+    max_compute of C_quality and of C_local (linear_v1 penalty)."""
+    quality, most = [], []
     for name, inst in suite("main", args.mip_random, args.seed, (0, 4), shipped=True):
         yield name, inst
         if name.startswith("main-") and len(quality) < args.mip_quality \
                 and inst.training.target_kind == "c_local":
             quality.append((f"{name}-quality", with_target_kind(inst, "c_quality")))
+        if name.startswith("main-") and len(most) < 2 * args.mip_max_compute:
+            most += [(f"{name}-max-{kind}", as_mip_max_compute(inst, kind)) for kind in ("c_quality", "c_local")]
     yield from quality
+    yield from most
 
 
 def mip_suite(args) -> int:
     """The MIP path against the branch and bound (and the oracle on small spaces); module docstring."""
     mip, skipped, unanswered, disagreements, oracle_checked = args.mip, 0, [], 0, 0
-    rows = {"c_local": [], "c_quality": []}
+    rows = {"c_local": [], "c_quality": [], "max_compute c_quality": [], "max_compute c_local": []}
     print(f"mip suite starts, {load()}", flush=True)
     for name, inst in mip_runs(args):
         kind = inst.training.target_kind
-        if inst.objective not in ("min_time", "min_cost"):
-            skipped += 1
+        if inst.objective == "max_compute" and "-max-" not in name:
+            skipped += 1       # a shipped max_compute of C_local under the chinchilla penalty: refused
             continue
+        if inst.objective == "max_compute":
+            kind = f"max_compute {kind}"
         ref, t_ref = timed(inst, "bnb")
         try:
             r, t = timed(inst, mip, time_limit_s=args.mip_time_limit)
@@ -349,14 +370,18 @@ def mip_suite(args) -> int:
                   f"{report.get('time_s', 0):.2f} s, certify {report.get('certify_s', 0):.2f} s), bnb {t_ref:.2f} s",
                   flush=True)
     both = rows["c_local"] + rows["c_quality"]
-    print(f"mip suite (N <= 10^4, default ranges; {skipped} not min_time/min_cost, not run), {load()}:")
-    for label, part in (("c_local", rows["c_local"]), ("c_quality", rows["c_quality"]), ("all", both)):
+    most = rows["max_compute c_quality"] + rows["max_compute c_local"]
+    print(f"mip suite (N <= 10^4, default ranges; {skipped} not run), {load()}:")
+    for label, part in (("c_local", rows["c_local"]), ("c_quality", rows["c_quality"]), ("min_*", both),
+                        ("max_compute c_quality", rows["max_compute c_quality"]),
+                        ("max_compute c_local", rows["max_compute c_local"]), ("max_compute", most),
+                        ("all", both + most)):
         if not part:
             continue
         t, t_ref = np.array(part).T
-        print(f"  {label:9s} {mip:6s} {stats(list(t))}")
-        print(f"  {label:9s} bnb    {stats(list(t_ref))}")
-        print(f"  {label:9s} ratio {mip}/bnb: median {float(np.median(t / np.maximum(t_ref, 1e-9))):.1f}x, "
+        print(f"  {label:21s} {mip:6s} {stats(list(t))}")
+        print(f"  {label:21s} bnb    {stats(list(t_ref))}")
+        print(f"  {label:21s} ratio {mip}/bnb: median {float(np.median(t / np.maximum(t_ref, 1e-9))):.1f}x, "
               f"total {float(t.sum() / max(t_ref.sum(), 1e-9)):.1f}x")
     print(f"  unanswered {len(unanswered)}  disagreements {disagreements} (all vs bnb, {oracle_checked} vs the "
           f"exhaustive oracle too)")
@@ -375,22 +400,27 @@ def mip_suite(args) -> int:
         print(f"  {name}: {inst.fleet.nodes} nodes, {inst.objective}, {r.status}: {mip} {t_m:.2f} s, "
               f"bnb {t_ref_h:.2f} s, {load()}", flush=True)
     print(f"huge suite (10^5 nodes), {mip}: {stats(huge)}")
-    compared, compare_wrong = mip_compare(args)
+    compared, compare_wrong, most_compared, most_wrong = mip_compare(args)
     if both:
         print(f"mip_median_s={np.median(t):.3f} mip_p95_s={np.percentile(t, 95):.3f} "
               f"mip_unanswered={len(unanswered)} mip_disagreements={disagreements} "
               f"mip_ratio_to_bnb={ratio_median:.1f} mip_huge_max_s={max(huge) if huge else float('nan'):.2f} "
               f"mip_compared={compared} mip_compare_disagreements={compare_wrong}")
+    most_median = float(np.median(np.array(most)[:, 0])) if most else float("nan")
+    print(f"mip_max_compute_median_s={most_median:.3f} mip_max_compute_compared={most_compared} "
+          f"mip_max_compute_compare_disagreements={most_wrong}")
     return 0
 
 
-def mip_compare(args) -> tuple[int, int]:
+def mip_compare(args) -> tuple[int, int, int, int]:
     """MIP (the loop alone, and certified), bnb and the exhaustive oracle on `--mip-compare` small
-    instances, every objective the MIP answers and both target kinds: (compared, disagreements)."""
-    from planner.solvers.certified import outer_approximation
+    instances, every objective the MIP answers and both target kinds: (compared, disagreements)
+    for min_time / min_cost, then for max_compute."""
+    from planner.solvers.certified import COMPUTE_LOG_TOL, outer_approximation
     narrow = {"max_inner_steps": 60, "max_regional_rounds": 4, "group_sizes": [2, 4], "max_stages": 8,
               "max_micro_batches": 8}
     compared = wrong = loop_wrong = 0
+    most = {"compared": 0, "wrong": 0, "loop_wrong": 0}
     start = time.perf_counter()
     for name, inst in suite("mip_compare", args.mip_compare, args.seed, (0, 1.5), narrow):
         kind = "c_quality" if compared % 2 else "c_local"
@@ -398,6 +428,10 @@ def mip_compare(args) -> tuple[int, int]:
             inst = with_target_kind(inst, kind)
         except InputError:
             continue
+        ok, loop_ok = compare_one(name, as_mip_max_compute(inst, kind), args, COMPUTE_LOG_TOL)
+        most["compared"] += 1
+        most["wrong"] += not ok
+        most["loop_wrong"] += not loop_ok
         ref = solve(inst, solver="exhaustive")
         exact = solve(inst, solver="bnb")
         try:
@@ -420,8 +454,31 @@ def mip_compare(args) -> tuple[int, int]:
                   f"{loop.status} {loop.objective}), bnb {exact.objective_value}, exhaustive {ref.objective_value}")
     print(f"mip compare suite (<= 32 nodes, H <= 60, R <= 4): {compared} instances, MIP (loop alone and "
           f"certified) vs bnb vs exhaustive: {wrong} disagreements ({loop_wrong} of the loop alone); "
-          f"{time.perf_counter() - start:.0f} s, {load()}")
-    return compared, wrong
+          f"max_compute: {most['compared']} instances, {most['wrong']} disagreements ({most['loop_wrong']} of the "
+          f"loop alone); {time.perf_counter() - start:.0f} s, {load()}")
+    return compared, wrong, most["compared"], most["wrong"]
+
+
+def compare_one(name: str, inst, args, log_tol: float) -> tuple[bool, bool]:
+    """One max_compute instance: (certified MIP, bnb and oracle agree, the loop alone's value is within
+    `log_tol` in ln C of the optimum with status optimal)."""
+    from planner.solvers.certified import outer_approximation
+    ref = solve(inst, solver="exhaustive")
+    exact = solve(inst, solver="bnb")
+    r = solve(inst, solver=args.mip)
+    s = setting_from_instance(inst)
+    space = DecisionSpace.from_instance(inst, s).for_objective(s, inst.objective)
+    _, _, loop = outer_approximation(s, space, inst.objective, args.mip)
+    loop_ok = (ref.plan is None and loop.objective is None) or (
+        ref.plan is not None and loop.objective is not None and loop.status == "optimal"
+        and abs(np.log(loop.objective) - np.log(ref.objective_value)) <= log_tol
+        and loop.bound >= ref.objective_value * (1 - 1e-12))
+    ok = same(r, ref) and same(exact, ref)
+    if not (ok and loop_ok):
+        print(f"disagreement {name} (max_compute, {inst.training.target_kind}): {args.mip} {r.objective_value} "
+              f"(loop {loop.status} {loop.objective}, bound {loop.bound}), bnb {exact.objective_value}, "
+              f"exhaustive {ref.objective_value}")
+    return ok, loop_ok
 
 
 if __name__ == "__main__":

@@ -120,6 +120,26 @@ def _true_sync_terms(t, e, n, h, r):
     return e.ln_sync_base + lnf(n) - e.ln_step - math.log(h), None
 
 
+def _random_plan(t, rng):
+    """(position in t.sync, class, n, H, R) of a random plan of the tables' space."""
+    i = int(rng.integers(len(t.sync)))
+    e = t.sync[i]
+    n = int(rng.integers(e.n_lo, e.n_hi + 1))
+    h = int(rng.integers(1, t.h_max + 1))
+    r = int(rng.integers(1, t.r_max + 1)) if e.mode == "hierarchical" else 1
+    return i, e, n, h, r
+
+
+def _solve_at(backend, m, i, n, h, r):
+    """The model solved with its class (position i), n, H and R fixed."""
+    for j, y in enumerate(m.yv):
+        y.fix(1 if j == i else 0)
+    for lam in m.lamv:
+        lam.fix(0)
+    m.n.fix(n), m.H.fix(h), m.R.fix(r)
+    return backend.solve(m)
+
+
 @pytest.mark.parametrize("seed, target_kind", [(seed, "c_local") for seed in (6, 7, 10, 11, 12, 13)]
                          + [(seed, "c_quality") for seed in (102, 104, 110, 111, 112, 129)])
 def test_model_is_a_relaxation_exact_once_refined_plan_by_plan(seed, target_kind):
@@ -128,11 +148,7 @@ def test_model_is_a_relaxation_exact_once_refined_plan_by_plan(seed, target_kind
     rng = np.random.default_rng(seed)
     backend = backends()["highs"]
     for _ in range(6):
-        i = int(rng.integers(len(t.sync)))
-        e = t.sync[i]
-        n = int(rng.integers(e.n_lo, e.n_hi + 1))
-        h = int(rng.integers(1, t.h_max + 1))
-        r = int(rng.integers(1, t.r_max + 1)) if e.mode == "hierarchical" else 1
+        i, e, n, h, r = _random_plan(t, rng)
         want = float(np.log(time_to_target(s, t.plan(e.group, e.index, n, h, r))["time_to_target_s"][0]))
         if not (math.isfinite(want) and want <= math.log(s.window_s) - 1e-6):
             continue
@@ -141,14 +157,7 @@ def test_model_is_a_relaxation_exact_once_refined_plan_by_plan(seed, target_kind
             if refined:
                 q, ab = _true_sync_terms(t, e, n, h, r)
                 grid.refine(n, h, r, q, ab, e.gain if target_kind == "c_quality" else None)
-            f = build(t, grid)
-            m = f.model
-            for j, y in enumerate(m.yv):
-                y.fix(1 if j == i else 0)
-            for lam in m.lamv:
-                lam.fix(0)
-            m.n.fix(n), m.H.fix(h), m.R.fix(r)
-            res = backend.solve(m)
+            res = _solve_at(backend, build(t, grid).model, i, n, h, r)
             assert res.status == "optimal"
             assert res.objective <= want + 1e-7
             if refined:
@@ -229,11 +238,107 @@ def test_loop_alone_is_exact_when_efficiency_can_rise(seed, target_kind, objecti
     assert report.bound <= expected[0][0] * (1 + 1e-9)
 
 
-@pytest.mark.parametrize("target_kind", ["c_local", "c_quality"])
-def test_max_compute_is_refused_with_a_reason(target_kind):
-    s, space, _ = random_case(3, target_kind=target_kind)
-    with pytest.raises(UnsupportedBySolver, match="use --solver bnb"):
-        optimise(s, space, "max_compute", "highs")
+def test_max_compute_of_c_local_under_the_chinchilla_penalty_is_refused_with_a_reason():
+    """eta_R is then scored at the run's own tokens and C_local is not monotone in them."""
+    s, space, _ = random_case(3, target_kind="c_local")
+    assert s.assumptions.replica_penalty == "chinchilla"
+    with pytest.raises(UnsupportedBySolver, match="chinchilla penalty.*use --solver bnb"):
+        optimise(s, space.for_objective(s, "max_compute"), "max_compute", "highs")
+
+
+# -- max_compute -----------------------------------------------------------------------------
+
+COMPUTE_KINDS = [("c_quality", None), ("c_local", "linear_v1"), ("c_local", "none")]
+
+
+def _compute_case(seed, target_kind, penalty):
+    s, space, streaming = random_case(seed, target_kind=target_kind, penalty=penalty)
+    return s, space.for_objective(s, "max_compute"), streaming
+
+
+@pytest.mark.parametrize("target_kind, penalty", COMPUTE_KINDS)
+@pytest.mark.parametrize("seed", [5, 10, 14, 21])
+def test_max_compute_model_over_estimates_and_is_tight_once_refined_plan_by_plan(seed, target_kind, penalty):
+    """With the class, n, H and R fixed, the model's most ln C is at least the evaluator's (a
+    relaxation of a maximisation) and, on the grid refined at that plan, within the loop's
+    tolerance of it (C_local: exact; C_quality: the refined u bracket is U_STEP wide)."""
+    from planner.mip.formulation import U_STEP
+    from planner.mip.tables import outer_per_step, sync_terms
+    s, space, _ = _compute_case(seed, target_kind, penalty)
+    t = build_tables(s, space)
+    rng = np.random.default_rng(seed)
+    backend = backends()["highs"]
+    checked = 0
+    for _ in range(8):
+        i, e, n, h, r = _random_plan(t, rng)
+        want = float(t.log_compute(t.plan(e.group, e.index, n, h, r))[0])
+        if not math.isfinite(want):
+            continue
+        for refined in (False, True):
+            grid = Grid.initial_compute(t)
+            if refined:
+                q, ab = sync_terms(e, t, n, h, r)
+                grid.refine(n, h, r, q, ab, None, e.u_const + math.log(n) - float(outer_per_step(e, t, n, h, r)))
+            res = _solve_at(backend, build(t, grid, "max_compute").model, i, n, h, r)
+            assert res.status == "optimal"
+            assert -res.objective >= want - 1e-7
+            if refined:
+                assert -res.objective == pytest.approx(want, abs=1e-7 if target_kind == "c_local" else 10 * U_STEP)
+        checked += 1
+    assert checked
+
+
+@pytest.mark.parametrize("backend, seed, target_kind, penalty",
+                         [("highs", seed, kind, pen) for seed in range(16) for kind, pen in COMPUTE_KINDS]
+                         + [("scip", seed, kind, pen) for seed in range(16, 20) for kind, pen in COMPUTE_KINDS])
+def test_max_compute_mip_bnb_and_oracle_agree_with_brute_force(backend, seed, target_kind, penalty):
+    """Every mode, random small spaces: the certified MIP answer, bnb and the exhaustive oracle
+    equal the brute force (value and plan); the loop alone closes its gap (COMPUTE_LOG_TOL in
+    ln C) with an upper bound at or above the optimum."""
+    from planner import objectives
+    from planner.solvers import exhaustive
+    from planner.solvers.certified import COMPUTE_LOG_TOL
+    s, space, streaming = _compute_case(seed, target_kind, penalty)
+    expected = naive(s, space, "max_compute", streaming)
+    found, _, bound, report = optimise(s, space, "max_compute", backend)
+    oracle, _ = exhaustive.optimise(s, space, "max_compute")
+    exact, _, _ = objectives.max_compute(s, space)
+    assert report.backend == backend
+    if expected is None or not expected[0][0] < math.inf:
+        assert found is None and oracle is None and exact is None
+        return
+    most = 1.0 / expected[0][0]
+    for got in (found, exact):
+        assert got is not None
+        assert got[1] == pytest.approx(most, rel=1e-12)
+        assert tie_key(s, got[0], 0) == tie_key(s, expected[1], 0)
+    assert oracle[1] == pytest.approx(most, rel=1e-12) and tie_key(s, oracle[0], 0) == tie_key(s, expected[1], 0)
+    assert report.status == "optimal"
+    assert math.log(report.objective) == pytest.approx(math.log(most), abs=COMPUTE_LOG_TOL)
+    assert report.objective <= most * (1 + 1e-12)
+    assert report.bound >= most * (1 - 1e-12)
+
+
+@pytest.mark.parametrize("seed, target_kind, penalty", [(5000 + seed, "c_local", "none") for seed in (2, 5, 7, 9)]
+                         + [(5100 + seed, "c_quality", None) for seed in (1, 3, 4)])
+@pytest.mark.parametrize("variant", ["eta_h_rises", "eta_h_above_one"])
+def test_max_compute_loop_alone_when_efficiency_can_rise(seed, target_kind, penalty, variant):
+    from planner.solvers.certified import COMPUTE_LOG_TOL
+    from tests import test_bnb
+    s, _, streaming = random_case(seed, target_kind=target_kind, penalty=penalty)
+    s = getattr(test_bnb, f"_{variant}")(s)
+    _, space, _ = random_case(seed, target_kind=target_kind, penalty=penalty)
+    space = space.for_objective(s, "max_compute")
+    expected = naive(s, space, "max_compute", streaming)
+    found, _, _, report = optimise(s, space, "max_compute", "highs")
+    if expected is None:
+        assert found is None
+        return
+    most = 1.0 / expected[0][0]
+    assert found[1] == pytest.approx(most, rel=1e-12)
+    assert report.status == "optimal"
+    assert math.log(report.objective) == pytest.approx(math.log(most), abs=COMPUTE_LOG_TOL)
+    assert report.bound >= most * (1 - 1e-12)
 
 
 def test_model_size_does_not_grow_with_n_max_times_h_max():
@@ -269,16 +374,22 @@ def _cli(tmp_path, instance, *args):
     return CliRunner().invoke(main, ["solve", str(path), *[str(a) for a in args]])
 
 
-@pytest.mark.parametrize("objective", ["min_time", "min_cost"])
-def test_cli_backends_agree_with_the_default_solver(tmp_path, objective):
+def _cli_every_solver_agrees(tmp_path, instance, objective) -> dict:
+    """Each solver's --json answer; the plan and value of every one equal bnb's."""
     results = {}
     for solver in ("bnb", "highs", "scip", "exhaustive"):
-        r = _cli(tmp_path, SMALL, "--objective", objective, "--solver", solver, "--json")
+        r = _cli(tmp_path, instance, "--objective", objective, "--solver", solver, "--json")
         assert r.exit_code == 0, r.output
         results[solver] = json.loads(r.output)
     for solver in ("highs", "scip", "exhaustive"):
         assert results[solver]["plan"] == results["bnb"]["plan"]
         assert results[solver]["objective_value"] == pytest.approx(results["bnb"]["objective_value"], rel=1e-12)
+    return results
+
+
+@pytest.mark.parametrize("objective", ["min_time", "min_cost"])
+def test_cli_backends_agree_with_the_default_solver(tmp_path, objective):
+    results = _cli_every_solver_agrees(tmp_path, SMALL, objective)
     for solver in ("highs", "scip"):
         (mip,) = results[solver]["mip"]
         assert mip["backend"] == solver and mip["status"] == "optimal"
@@ -304,6 +415,24 @@ def test_cli_backends_answer_c_quality_with_a_choice_of_model_size(tmp_path, obj
         assert results[solver]["model_params"] == results["bnb"]["model_params"]
         assert results[solver]["objective_value"] == pytest.approx(results["bnb"]["objective_value"], rel=1e-12)
         assert [m["status"] for m in results[solver]["mip"]] == ["optimal", "optimal"]
+
+
+@pytest.mark.parametrize("target_kind, constants", [("c_quality", {}), ("c_local", {"replica_penalty": "linear_v1"})])
+def test_cli_backends_answer_max_compute(tmp_path, target_kind, constants):
+    instance = dict(SMALL, training={"target_flop": 1e23, "target_kind": target_kind},
+                    assumptions={"constants": constants})
+    results = _cli_every_solver_agrees(tmp_path, instance, "max_compute")
+    for solver in ("highs", "scip"):
+        (mip,) = results[solver]["mip"]
+        assert mip["backend"] == solver and mip["status"] == "optimal"
+        assert mip["bound"] >= results["bnb"]["objective_value"] * (1 - 1e-12)
+        assert set(mip["families"]) >= {"window-tokens", "compute-in-window", "efficiency"}
+        assert "duration-limit" not in mip["families"] and "time-to-target" not in mip["families"]
+    out = tmp_path / "model.lp"
+    r = _cli(tmp_path, instance, "--objective", "max_compute", "--write-model", out)
+    assert r.exit_code == 0, r.output
+    text = out.read_text()
+    assert "window_tokens" in text and "compute_in_window" in text and len(text.encode()) < 1_000_000
 
 
 @pytest.mark.parametrize("suffix", [".lp", ".mps"])

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from planner.evaluate import setting_from_instance, with_params
 from planner.mip.formulation import Grid, build
-from planner.mip.tables import Tables, class_bounds, presolve
+from planner.mip.tables import Tables, class_bounds, compute_bounds, presolve, presolve_compute
 from planner.present.output import atomic_path, check_writable
 from planner.schema.instance import Instance
 from planner.solvers import UnsupportedBySolver
@@ -43,15 +43,16 @@ def model_paths(instance: Instance, path: Path) -> list[Path]:
             for p in sizes]
 
 
-def least_bound(t: Tables) -> Tables:
-    """The tables cut to the class of least lower bound on ln T (`class_bounds`), or else to the
-    fixed plan of least ln T: a small model that is infeasible exactly as the whole one."""
+def least_bound(t: Tables, objective: str = "min_time") -> Tables:
+    """The tables cut to the class of least lower bound on ln T (`class_bounds`; max_compute: of
+    largest upper bound on ln C, `compute_bounds`), or else to the fixed plan of least ln T (most
+    compute): a small model that is infeasible exactly as the whole one (with the incumbent's cutoff)."""
     if t.sync:
-        lower = class_bounds(t)[0].min(axis=1)
+        lower = -compute_bounds(t) if objective == "max_compute" else class_bounds(t)[0].min(axis=1)
         a = int(lower.argmin())
         return Tables(t.setting, t.space, t.groups, [t.sync[a]], [], t.n_max, t.h_max, t.r_max, lower[a:a + 1],
                       t.eta_h_falls)
-    fixed = sorted(t.fixed, key=lambda p: p.log_time)[:1]
+    fixed = sorted(t.fixed, key=lambda p: -p.log_compute if objective == "max_compute" else p.log_time)[:1]
     return Tables(t.setting, t.space, t.groups, [], fixed, 1, 1, 1, None, t.eta_h_falls)
 
 
@@ -65,13 +66,15 @@ def write_model(instance: Instance, objective: str, path: Path) -> list[Path]:
         check_supported(setting, objective)
         space = DecisionSpace.from_instance(instance, setting).for_objective(setting, objective)
         full = tables_or_refuse(setting, space)
-        tables, plan, _, _ = presolve(full, objective)
+        compute = objective == "max_compute"
+        tables, plan, _, _ = presolve_compute(full) if compute else presolve(full, objective)
         if not (tables.sync or tables.fixed):
-            tables = least_bound(full)
+            tables = least_bound(full, objective)
         if not (tables.sync or tables.fixed):
             raise UnsupportedBySolver("the search space holds no plan at all: no model to write")
         cutoff = incumbent_value(setting, plan, objective) if plan is not None else None
-        f = build(tables, Grid.initial(tables), objective, cutoff=cutoff)
+        grid = Grid.initial_compute(tables, cutoff) if compute else Grid.initial(tables)
+        f = build(tables, grid, objective, cutoff=cutoff)
         with atomic_path(target) as tmp:
             f.model.write(str(tmp), io_options={"symbolic_solver_labels": True})
         written.append(target)

@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pyomo.environ as pyo
 
-from planner.mip.tables import OMEGA_FLOOR, Tables, gain_buckets
+from planner.mip.tables import OMEGA_FLOOR, Tables, compute_bounds, gain_buckets, outer_per_step
 
 GAIN_BUCKET_LOG = 0.1    # first gain buckets of the model: 10% in ln (C_quality; refined at each chosen class)
 
@@ -45,7 +45,10 @@ CUTOFF_LOG = 1e-9       # a plan must beat the incumbent by this much in ln T to
 Q_FLOOR = -40.0          # ln of a sync share of 4e-18 of a step: the relative sync terms' lower bound
 FAMILIES = ("choice", "bracket", "logarithm", "fixed-shape", "structure", "node-limit", "budget-limit",
             "memory-cap", "sync-overlap", "efficiency", "efficiency-switch", "time-to-target", "duration-limit",
-            "nodes-used", "incumbent")
+            "nodes-used", "incumbent", "window-tokens", "compute-in-window")
+LN_FLOP_CAP = 1000.0     # max_compute: switches a row off (ln of any compute, and of u, is far below it)
+U_OCTAVES = 24           # max_compute: first brackets of u = ln(window tokens), one per octave below the top
+U_STEP = 1e-5            # max_compute: refined u brackets [u*, u* + U_STEP] (above the backends' 1e-6 tolerance)
 
 
 def _octaves(top: int) -> list[int]:
@@ -71,6 +74,8 @@ class Grid:
     ab_points: set = field(default_factory=lambda: {(x, y) for x in (-6.0, -2.0, 0.0, 2.0, 6.0)
                                                       for y in (-6.0, -2.0, 0.0, 2.0, 6.0)})
     gain_points: set = field(default_factory=set)     # tops of the gain buckets (C_quality; module tables)
+    u_points: set = field(default_factory=set)        # max_compute: tops of the brackets of u
+    u_floor: float = 0.0                              # max_compute: lower end of the first u bracket
 
     @classmethod
     def initial(cls, t: Tables) -> "Grid":
@@ -84,20 +89,50 @@ class Grid:
         return cls(t.n_max, t.h_max, t.r_max, set(_octaves(t.n_max)), set(_octaves(t.h_max)), set(_octaves(t.r_max)),
                    gain_points=tops)
 
+    @classmethod
+    def initial_compute(cls, t: Tables, cutoff: float | None = None) -> "Grid":
+        """max_compute: the grid of `initial` (one gain bucket) and brackets of u = ln(window tokens):
+        tops one octave apart below the largest u any plan can have, u_top = max_c u_const_c +
+        ln n_hi - ln t_step (z >= ln t_step), `U_OCTAVES` of them, only down to the first top
+        where no class can beat `cutoff` (-ln C) any more; the first bracket starts at u_floor,
+        below the least u of any plan (n = 1 and the slowest outer step: every part at n_max)."""
+        grid = cls(t.n_max, t.h_max, t.r_max, set(_octaves(t.n_max)), set(_octaves(t.h_max)), set(_octaves(t.r_max)))
+        if not t.sync:
+            return grid
+        col = lambda name: np.array([getattr(e, name) for e in t.sync], dtype=float)
+        u_top = float(np.max(col("u_const") + np.log(col("n_hi")) - col("ln_step")))
+        slowest = np.logaddexp(np.logaddexp(col("ln_step"), col("ln_regional")),
+                               col("ln_sync_base") + t.ln_straggler(t.n_max))
+        grid.u_floor = min(0.0, float(np.min(col("u_const") - slowest)) - 1.0)
+        tops = [u_top - k * math.log(2.0) for k in range(U_OCTAVES + 1)]
+        tops = [u for u in tops if u > grid.u_floor]
+        if cutoff is not None and math.isfinite(cutoff):
+            useful = [u for u in tops if np.any(compute_bounds(t, u) >= -cutoff)]
+            tops = tops[:len(useful) + 1]
+        grid.u_points = set(tops)
+        return grid
+
     def gain_brackets(self) -> list[tuple[float, float]]:
         """(previous top, top] intervals of the gains, one per point (the first from 0)."""
         tops = sorted(self.gain_points)
         return [(tops[i - 1] if i else 0.0, top) for i, top in enumerate(tops)]
 
     def refine(self, n: int, h: int, r: int, q: float | None, ab: tuple[float, float] | None,
-               gain: float | None = None) -> bool:
+               gain: float | None = None, u: float | None = None) -> bool:
         """Make n, H, R singletons of their brackets, halve (geometrically) what is left of the
-        brackets they were in, add tangents at q and (a, b), and make `gain` the top of a gain
-        bucket; whether anything changed."""
+        brackets they were in, add tangents at q and (a, b), make `gain` the top of a gain
+        bucket and (max_compute) u the top of a u bracket, followed by [u, u + U_STEP], halving
+        what is left of its bracket on both sides;
+        whether anything changed."""
         before = (len(self.n_points), len(self.h_points), len(self.r_points), len(self.q_points), len(self.ab_points),
-                  len(self.gain_points))
+                  len(self.gain_points), len(self.u_points))
         if gain is not None:
             self.gain_points.add(float(gain))
+        if u is not None and self.u_points and self.u_floor < u < max(self.u_points):
+            lo, hi = next((a, b) for a, b in self.u_brackets() if a <= u <= b)
+            self.u_points.update({float(u), float(u) + U_STEP})
+            self.u_points.update(x for x in ((lo + u) / 2, (u + U_STEP + hi) / 2)       # halve what is left
+                                 if min(abs(x - lo), abs(x - hi), abs(x - u)) > U_STEP)
         for points, x, top in ((self.n_points, n, self.n_top), (self.h_points, h, self.h_top),
                                (self.r_points, r, self.r_top)):
             lo, hi = next((a, b) for a, b in self.brackets(points, top) if a <= x <= b)
@@ -112,8 +147,13 @@ class Grid:
         if ab is not None and max(ab) > Q_FLOOR + 1:
             self.ab_points.add((round(ab[0], 9), round(ab[1], 9)))
         after = (len(self.n_points), len(self.h_points), len(self.r_points), len(self.q_points), len(self.ab_points),
-                 len(self.gain_points))
+                 len(self.gain_points), len(self.u_points))
         return after != before
+
+    def u_brackets(self) -> list[tuple[float, float]]:
+        """max_compute: [previous top, top] intervals of u, the first from u_floor."""
+        tops = sorted(self.u_points)
+        return [(tops[i - 1] if i else self.u_floor, top) for i, top in enumerate(tops)]
 
     @staticmethod
     def brackets(points: set, top: int) -> list[tuple[int, int]]:
@@ -180,20 +220,27 @@ def build(t: Tables, grid: Grid, objective: str = "min_time", cutoff: float | No
     `solved`: positions in `t.sync` of classes whose best plan is known exactly (no better plan
     there than the incumbent): excluded, y = 0 (`incumbent` family too)."""
     m = pyo.ConcreteModel(name="dtplan")
+    m.max_compute = objective == "max_compute"
+    m.u_axis = m.max_compute and t.quality_target and bool(t.sync)   # C_local: psi is linear in u, no brackets
     _columns(m, t, grid)
+    last = (window_tokens, efficiency, compute_in_window) if m.max_compute else \
+        (efficiency, time_to_target, duration_limit)
     for family in (choice, bracket, logarithm, fixed_shape, structure, node_limit, budget_limit, memory_cap,
-                   sync_overlap, efficiency, time_to_target, duration_limit):
+                   sync_overlap) + last:
         family(m, t, grid)
     if objective == "min_cost":
         nodes_used(m, t, grid)
         m.objective = pyo.Objective(expr=m.nodes, sense=pyo.minimize)
+    elif m.max_compute:       # minimise -ln C, so that the loop and the backends read one sense
+        m.objective = pyo.Objective(expr=-m.Lc, sense=pyo.minimize)
     else:
         m.objective = pyo.Objective(expr=m.L, sense=pyo.minimize)
     m.incumbent = pyo.ConstraintList()
     for i in sorted(solved):
         m.incumbent.add(m.yv[i] == 0)
     if cutoff is not None and math.isfinite(cutoff):
-        m.incumbent.add((m.nodes <= cutoff - 1) if objective == "min_cost" else (m.L <= cutoff - CUTOFF_LOG))
+        m.incumbent.add((m.nodes <= cutoff - 1) if objective == "min_cost" else
+                        (-m.Lc <= cutoff - CUTOFF_LOG) if m.max_compute else (m.L <= cutoff - CUTOFF_LOG))
     return Formulation(m, t, objective)
 
 
@@ -222,7 +269,15 @@ def _columns(m, t: Tables, grid: Grid):
     m.a = pyo.Var(bounds=(Q_FLOOR, None))
     m.b = pyo.Var(bounds=(Q_FLOOR, None))
     m.omega = pyo.Var(bounds=(OMEGA_FLOOR, 0.0))     # upper bound raised by `efficiency` if omega can exceed 0
-    m.L = pyo.Var()
+    if m.max_compute:       # u = ln(window tokens); C_quality: its brackets, the third axis of `efficiency`
+        m.U_brackets = grid.u_brackets()
+        if m.u_axis:
+            m.BU = pyo.Set(initialize=range(len(m.U_brackets)))
+            m.bU = pyo.Var(m.BU, within=pyo.Binary)
+        m.u = pyo.Var(bounds=(grid.u_floor, max((top for _, top in m.U_brackets), default=grid.u_floor)))
+        m.Lc = pyo.Var()
+    else:
+        m.L = pyo.Var()
 
 
 def _sum_y(m, t: Tables, select, coef=lambda e: 1.0):
@@ -239,18 +294,21 @@ def choice(m, t: Tables, grid: Grid):
     """One class or fixed plan; one bracket of n, of H and of R."""
     m.choice = pyo.ConstraintList()
     m.choice.add(sum(m.yv) + _lam(m) == 1)
-    for name in ("n", "H", "R"):
+    for name in ("n", "H", "R") + (("U",) if getattr(m, "u_axis", False) else ()):
         b = getattr(m, f"b{name}")
         m.choice.add(sum(b[k] for k in b) == 1)
 
 
 def bracket(m, t: Tables, grid: Grid):
-    """n (H, R) lies in its chosen bracket: sum lo_i bn_i <= n <= sum hi_i bn_i."""
+    """n (H, R) lies in its chosen bracket: sum lo_i bn_i <= n <= sum hi_i bn_i; max_compute:
+    u >= the lower end of its chosen bracket (u's upper ends are the efficiency rows' business)."""
     m.bracket = pyo.ConstraintList()
     for name in ("n", "H", "R"):
         b, br, x = getattr(m, f"b{name}"), getattr(m, f"{name}_brackets"), getattr(m, name)
         m.bracket.add(x >= sum(lo * b[k] for k, (lo, hi) in enumerate(br)))
         m.bracket.add(x <= sum(hi * b[k] for k, (lo, hi) in enumerate(br)))
+    if getattr(m, "u_axis", False):
+        m.bracket.add(m.u >= sum(lo * m.bU[k] for k, (lo, _) in enumerate(m.U_brackets)))
 
 
 def logarithm(m, t: Tables, grid: Grid):
@@ -393,7 +451,12 @@ def efficiency(m, t: Tables, grid: Grid):
     first only for buckets with a hierarchical class (the others have R = 1). A fixed plan:
     under C_local, omega(1, 1) = 0 and omega <= 0 unless an efficiency can exceed 1, when
     `efficiency-switch` holds omega <= 0 for it; under C_quality its rows carry a lift on the
-    fixed plans' lam (no bucket is chosen)."""
+    fixed plans' lam (no bucket is chosen).
+
+    max_compute: the same rows bound psi (`Tables.psi`, ln of the compute per unit of the class's
+    eta_C eta_A) with the brackets of u = ln(window tokens) in place of the gain buckets: psi never
+    decreases with u, so its value at a bracket's top bounds it on the bracket, lifted by the
+    higher brackets' bU as by the higher buckets' w; omega then stands for psi."""
     m.efficiency_switch = pyo.ConstraintList()
     rows = {}
     if not t.sync:
@@ -403,16 +466,18 @@ def efficiency(m, t: Tables, grid: Grid):
     n_lo = np.array([lo for lo, _ in nb], dtype=float)
     h_lo, h_hi = (np.array([x[i] for x in hb], dtype=float) for i in (0, 1))
     r_lo, r_hi = (np.array([x[i] for x in rb], dtype=float) for i in (0, 1))
-    switch = t.quality_target
-    buckets = grid.gain_brackets() if switch else [(0.0, 1.0)]
+    compute = getattr(m, "u_axis", False)
+    switch = t.quality_target and not compute
+    buckets = m.U_brackets if compute else grid.gain_brackets() if switch else [(0.0, 1.0)]
     members = [[i for i, e in enumerate(t.sync) if lo < e.gain <= top] if switch else list(range(len(t.sync)))
                for lo, top in buckets]
     used = [b for b, chosen in enumerate(members) if chosen]
     tops = np.array([buckets[b][1] for b in used])
     nn, rr, hh, gg = np.meshgrid(n_lo, r_lo, h_lo, tops, indexing="ij")
     _, rr_hi, hh_hi, _ = np.meshgrid(n_lo, r_hi, h_hi, tops, indexing="ij")
-    table = t.omega(nn.ravel(), (hh * np.sqrt(rr)).ravel(), gg.ravel(),
-                    None if t.eta_h_falls else (hh_hi * np.sqrt(rr_hi)).ravel()).reshape(nn.shape)
+    bound = t.psi if compute else t.omega      # max_compute: the third axis is u, not the gain
+    table = bound(nn.ravel(), (hh * np.sqrt(rr)).ravel(), gg.ravel(),
+                  None if t.eta_h_falls else (hh_hi * np.sqrt(rr_hi)).ravel()).reshape(nn.shape)
     top = max(0.0, float(table.max()))
     m.omega.setub(top)
     if top > 0 and t.fixed:            # efficiencies above 1 somewhere: a fixed plan's omega is still 0
@@ -437,6 +502,8 @@ def efficiency(m, t: Tables, grid: Grid):
                 if switch:
                     rhs += sum(float(lift[2][k, a]) * m.w[k] for k in range(len(used)) if lift[2][k, a] > 0)
                     rhs += (top - float(row.min())) * _lam(m) if t.fixed else 0
+                if compute:
+                    rhs += sum(float(lift[2][k, a]) * m.bU[used[k]] for k in range(len(used)) if lift[2][k, a] > 0)
                 rows[a, i, r] = m.omega <= rhs
     m.efficiency = pyo.Constraint(list(rows), rule=lambda m, a, i, r: rows[a, i, r])   # (bucket, n bracket, R bracket)
 
@@ -448,22 +515,53 @@ def _most_above(table: np.ndarray, axis: int) -> np.ndarray:
     return (flat[:, None, :] - flat[None, :, :]).max(axis=2)
 
 
+def _finite_terms(m, t: Tables, rows, of_class, of_fixed):
+    """(sum_c v_c y_c, sum_f v_f lam_f) over the finite values; a class or fixed plan whose value is
+    infinite (it never reaches the target, or no compute) is excluded by a row `y = 0` in `rows`."""
+    for i, e in enumerate(t.sync):
+        if not math.isfinite(of_class(e)):
+            rows.add(m.yv[i] == 0)
+    for f, p in enumerate(t.fixed):
+        if not math.isfinite(of_fixed(p)):
+            rows.add(m.lamv[f] == 0)
+    return (sum(of_class(e) * m.yv[i] for i, e in enumerate(t.sync) if math.isfinite(of_class(e))),
+            sum(of_fixed(p) * m.lamv[f] for f, p in enumerate(t.fixed) if math.isfinite(of_fixed(p))))
+
+
 def time_to_target(m, t: Tables, grid: Grid):
     """L >= kappa_c - ln n + z - omega (the chosen class), or L >= ln T_f for a chosen fixed plan
     (it has n = 1, z >= 0, omega <= 0). A class or plan that never reaches the target is excluded."""
     m.time_to_target = pyo.ConstraintList()
-    for i, e in enumerate(t.sync):
-        if not math.isfinite(e.kappa):
-            m.time_to_target.add(m.yv[i] == 0)
-    for f, p in enumerate(t.fixed):
-        if not math.isfinite(p.log_time):
-            m.time_to_target.add(m.lamv[f] == 0)
-    kappa = sum(e.kappa * m.yv[i] for i, e in enumerate(t.sync) if math.isfinite(e.kappa))
-    fixed = sum(p.log_time * m.lamv[f] for f, p in enumerate(t.fixed) if math.isfinite(p.log_time))
+    kappa, fixed = _finite_terms(m, t, m.time_to_target, lambda e: e.kappa, lambda p: p.log_time)
     m.time_to_target.add(m.L >= kappa + fixed - m.ln_n + m.z - m.omega)
     if t.class_lower is not None:     # a valid cut: ln T >= the class's box bound (`tables.class_bounds`)
         m.time_to_target.add(m.L >= sum(float(lb) * m.yv[i] for i, lb in enumerate(t.class_lower)
                                         if math.isfinite(lb)) + fixed)
+
+
+def window_tokens(m, t: Tables, grid: Grid):
+    """max_compute: u <= ln(tokens trained in the window) = u_const_c + ln n - z for the chosen
+    class (`planner.mip.tables`); ln_n over- and z under-estimates make it an over-estimate,
+    exact where they are exact. A fixed plan leaves u free (its compute is one number)."""
+    m.window_tokens = pyo.ConstraintList()
+    m.window_tokens.add(m.u <= _sum_y(m, t, lambda e: True, lambda e: e.u_const) + m.ln_n - m.z)
+
+
+def compute_in_window(m, t: Tables, grid: Grid):
+    """max_compute: Lc <= compute_const_c + psi (omega, bounded by `efficiency`) for the chosen
+    class, or ln C_f for a chosen fixed plan (omega <= 0 then, `efficiency-switch`). A class or
+    plan that reaches no compute is excluded."""
+    m.compute_in_window = pyo.ConstraintList()
+    const, fixed = _finite_terms(m, t, m.compute_in_window, lambda e: e.compute_const, lambda p: p.log_compute)
+    # C_local (linear v1 or no replica penalty): psi = ln(6 P_act) + u + omega(n, H_eff), omega = ln(eta_H eta_R)
+    # of `Tables.omega` (eta_R does not depend on the tokens: exact, no brackets of u)
+    psi = m.omega if m.u_axis else math.log(6.0 * t.setting.active_params) + m.u + m.omega
+    if not t.fixed:
+        m.compute_in_window.add(m.Lc <= const + psi)
+        return
+    # with fixed plans (only in a written model: the presolve keeps none), one row each, the other off
+    m.compute_in_window.add(m.Lc <= const + psi + LN_FLOP_CAP * _lam(m))
+    m.compute_in_window.add(m.Lc <= fixed + LN_FLOP_CAP * sum(m.yv))
 
 
 def duration_limit(m, t: Tables, grid: Grid):

@@ -45,13 +45,14 @@ import numpy as np
 from planner.cost import quality, run
 from planner.cost.modes import throughput
 from planner.cost.run import replica_efficiency
-from planner.cost.score import time_to_target
+from planner.cost.score import time_to_target, window_compute
 from planner.cost.setting import PlanBatch, Setting
 from planner.cost.straggler import eta_h_divisor, straggler_factor
 from planner.solvers import bnb, monotone
 from planner.space import Classes, DecisionSpace
 
 CHECK_REL = 1e-9
+PSI_FLOOR = 0.0          # ln of one FLOP: max_compute's psi below it is raised to it (an over-estimate)
 OMEGA_FLOOR = -50.0      # ln of an efficiency of ~2e-22: such a plan never reaches its target in any limit
 
 
@@ -79,6 +80,8 @@ class SyncClass:
     ln_sync_base: float
     ln_regional: float            # hierarchical: ln t_reg, else -inf
     gain: float = 1.0             # C_quality: eta_C eta_A, on which omega depends; C_local: 1
+    u_const: float = 0.0          # max_compute: u = ln(tokens in the window) = u_const + ln n - z
+    compute_const: float = 0.0    # max_compute: ln C = compute_const + psi(u, n, H_eff) (`Tables.psi`)
 
 
 @dataclass
@@ -90,6 +93,7 @@ class FixedPlan:
     label: str
     nodes: int
     log_time: float               # inf: never reaches the target
+    log_compute: float = -math.inf  # max_compute: ln of the compute it reaches in the window
 
 
 @dataclass
@@ -142,6 +146,42 @@ class Tables:
             out = np.log(s.target / (6.0 * s.active_params)) - np.log(needed)
         return np.maximum(np.where(np.isnan(out), -np.inf, out), OMEGA_FLOOR)
 
+    def psi(self, n, h_eff, u, h_eff_hi=None) -> np.ndarray:
+        """max_compute: ln of the compute reached in the window with tokens e^u, per unit of the
+        class's eta_C eta_A (the class enters only through `SyncClass.compute_const`), floored
+        at PSI_FLOOR:
+            C_quality: ln(eta_H * Q(e^u, mu(n, H_eff))) [times the linear v1 factor] (`run.quality_compute`),
+            C_local:   ln(6 P_act e^u eta_H eta_R(n, H_eff))           (`run.local_compute`).
+        Read off the evaluator's own functions (a plan with eta_C = eta_A = 1), never rewritten.
+        Non-decreasing in u (C_quality grows with the tokens; C_local is proportional to them
+        unless the Chinchilla replica penalty scores eta_R at the tokens: refused,
+        `planner.solvers.certified.check_supported`), non-increasing in n and H_eff when eta_H
+        falls with H_eff; `h_eff_hi`: eta_H at the larger end, as in `omega`."""
+        s = self.setting
+        a = s.assumptions
+        n, h_eff, u = (np.asarray(x, dtype=float) for x in (n, h_eff, u))
+        eta_h = quality.eta_sync_interval(h_eff, s.params, a, eta_h_divisor(a))
+        if h_eff_hi is not None:
+            eta_h = np.maximum(eta_h, quality.eta_sync_interval(h_eff_hi, s.params, a, eta_h_divisor(a)))
+        ones = np.ones(np.broadcast(n, h_eff, u).shape)
+        t = {"synchronised": ones, "replicas": n * ones, "h_eff": h_eff * ones}
+        eff = {"eta_h": eta_h * ones, "eta_c": ones, "eta_a": ones}
+        tokens = np.exp(u) * ones
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            if self.quality_target:
+                g, mu, with_chi = run.quality_terms(s, _Nodes(n * ones), t, eff)
+                c = run.quality_compute(s, tokens, g, mu, with_chi)
+            else:
+                c = run.local_compute(s, t, eff, tokens)[0]
+            out = np.log(c)
+        return np.maximum(np.where(np.isnan(out), -np.inf, out), PSI_FLOOR)
+
+    def log_compute(self, plans: PlanBatch) -> np.ndarray:
+        """ln of the compute each plan reaches within the duration limit (window view; -inf if none)."""
+        c = window_compute(self.setting, plans, self.setting.target_kind)[self.setting.target_kind]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return np.where(np.isfinite(c) & (c > 0), np.log(c), -np.inf)
+
     def ln_straggler(self, parties) -> np.ndarray:
         """ln f(parties), the WAN straggler factor (non-decreasing in the parties)."""
         return np.log(straggler_factor(np.maximum(np.asarray(parties), 1), self.setting.assumptions))
@@ -187,8 +227,9 @@ def build_tables(setting: Setting, space: DecisionSpace) -> Tables:
         if single.size:                     # one node alone, or a pipeline over the WAN: one number each
             log_t = t.log_time(c.plans(single, 1, 1, 1))
             nodes = c.nodes(single, 1)     # N = max(S, min_nodes) for a pipeline over the WAN
+            log_c = t.log_compute(c.plans(single, 1, 1, 1))
             t.fixed += [FixedPlan(g, int(k), label(c, int(k)) + ("_single" if c.rows.mode == "flat" else ""),
-                                  int(nodes[a]), float(log_t[a])) for a, k in enumerate(single)]
+                                  int(nodes[a]), float(log_t[a]), float(log_c[a])) for a, k in enumerate(single)]
         if c.rows.mode == "pipeline_wan":
             continue
         if c.rows.mode == "flat":
@@ -221,12 +262,18 @@ def _sync_classes(t: Tables, g: int, c: Classes, ks: np.ndarray) -> list[SyncCla
     else:
         gain = np.ones(ks.size)
     kappa = t.log_time(c.plans(ks, lo, 1, 1)) + np.log(lo) - z1 + t.omega(lo, np.ones(lo.shape), gain)
+    # max_compute: u = ln(window tokens) = u_const + ln n - z, ln C = compute_const + psi(u, n, H_eff)
+    at_plans = c.plans(ks, lo, 1, 1)
+    u1 = np.log(s.training_window_s * at_lo["tokens_per_outer"] / at_lo["outer_time_s"])
+    u_const = u1 - np.log(lo) + z1
+    with np.errstate(invalid="ignore"):
+        compute_const = t.log_compute(at_plans) - t.psi(lo, np.ones(lo.shape), u1)
     structure = 2 * k_size if hierarchical else np.full(ks.size, 2)
     memory = c.n_lo[ks] if c.rows.expert_parallel == "global" and mode in ("flat", "hierarchical") else np.ones(ks.size)
     out = [SyncClass(g, int(k), label(c, int(k)), mode, bool(c.rows.streaming[k]), int(c.unit[k]), int(k_size[a]),
                      int(lo[a]), int(hi[a]), int(structure[a]), int(memory[a]), float(kappa[a]),
                      float(np.log(at_lo["t_step_s"][a])), float(np.log(at_lo["t_sync_base_s"][a])), float(ln_reg[a]),
-                     float(gain[a]))
+                     float(gain[a]), float(u_const[a]), float(compute_const[a]))
            for a, k in enumerate(ks)]
     _check(t, c, ks, out)
     return out
@@ -240,6 +287,18 @@ def outer_per_step(e: SyncClass, t: Tables, n, h, r) -> np.ndarray:
     reg = math.exp(e.ln_regional) / h if e.mode == "hierarchical" else 0.0 * h
     step = math.exp(e.ln_step) * np.ones_like(h)
     return np.log(np.maximum(np.maximum(step, reg), sync) if e.streaming else step + reg + sync)
+
+
+def sync_terms(e: SyncClass, t: Tables, n: int, h: int, r: int):
+    """(q, (a, b)) of a plan without streaming: the arguments of ln(1 + e^q) (flat, PP-group) or
+    ln(1 + e^a + e^b) (hierarchical) in z = ln t_step + that (module docstring); None where unused."""
+    if e.streaming:
+        return None, None
+    if e.mode == "hierarchical":
+        a = e.ln_regional - e.ln_step - math.log(h)
+        b = e.ln_sync_base + float(t.ln_straggler(n // e.k)) - e.ln_step - math.log(h) - math.log(r)
+        return None, (a, b)
+    return e.ln_sync_base + float(t.ln_straggler(n)) - e.ln_step - math.log(h), None
 
 
 def _outer_per_step_all(classes: list[SyncClass], t: Tables, n, h, r) -> np.ndarray:
@@ -272,6 +331,19 @@ def _check(t: Tables, c: Classes, ks: np.ndarray, classes: list[SyncClass]) -> N
             a = int(np.argmax(bad))
             raise FormulationError(f"ln T does not factor for {classes[a].label} at n={n[a]}, H={h}, R={r}: "
                                    f"{got[a]} != {want[a]}")
+        # max_compute: ln C = compute_const + psi(u_const + ln n - z, n, H_eff)
+        plans = c.plans(ks, n, h, r)
+        want_c = t.log_compute(plans)
+        u = np.array([e.u_const for e in classes]) + np.log(n) - z
+        psi = t.psi(n, np.full(n.shape, h * math.sqrt(r)), u)
+        with np.errstate(invalid="ignore"):
+            got_c = np.array([e.compute_const for e in classes]) + psi
+            bad = np.isfinite(want_c) & (psi > PSI_FLOOR) \
+                & ~(np.abs(got_c - want_c) <= CHECK_REL * np.maximum(1.0, np.abs(want_c)))
+        if bad.any():
+            a = int(np.argmax(bad))
+            raise FormulationError(f"ln C does not factor for {classes[a].label} at n={n[a]}, H={h}, R={r}: "
+                                   f"{got_c[a]} != {want_c[a]}")
 
 
 def _octave_boxes(top: int, per_octave: int = 2) -> np.ndarray:
@@ -460,3 +532,63 @@ def presolve(t: Tables, objective: str):
     if not any(e.mode == "hierarchical" for e in pruned.sync):
         pruned.r_max = 1
     return pruned, best_plan, best, solved
+
+
+def compute_bounds(t: Tables, u: float | None = None) -> np.ndarray:
+    """max_compute: per class an upper bound on ln C over all its n, H, R: compute_const +
+    psi(u_max, n_lo, 1) with u_max = u_const + ln n_hi - ln t_step (z >= ln t_step; psi never
+    decreases with u nor increases with n or H_eff; eta_H at the largest H_eff where it may rise);
+    with `u`, over its plans whose window tokens are at most e^u (u_max capped at u)."""
+    col = lambda name: np.array([getattr(e, name) for e in t.sync], dtype=float)
+    u_max = col("u_const") + np.log(col("n_hi")) - col("ln_step")
+    if u is not None:
+        u_max = np.minimum(u_max, u)
+    hi = None if t.eta_h_falls else np.full(len(t.sync), t.h_max * math.sqrt(t.r_max))
+    with np.errstate(invalid="ignore"):
+        out = col("compute_const") + t.psi(col("n_lo"), np.ones(len(t.sync)), u_max, hi)
+    return np.where(np.isnan(out), -np.inf, out)
+
+
+def presolve_compute(t: Tables):
+    """max_compute: a first incumbent and the classes that may beat it (exact, like `presolve`).
+
+    The incumbent is the best of the fixed plans (their compute is one number each) and of a few
+    plans per class (n at n_lo and n_hi; H = 1, H_max, the balance point t_sync / t_step and its
+    neighbour; R = 1 and R_max), scored by the evaluator. Classes whose `compute_bounds` is below
+    it are dropped; the fixed plans leave the model (none beats the incumbent). Values are
+    -ln C (the loop minimises). Returns (pruned tables, incumbent plan or None, its value, set()).
+
+    C_local (linear v1 or no replica penalty: eta_R does not depend on the tokens) has a tighter
+    bound: C = 6 P_act (W gamma tokens/s) eta and T = C_target / (6 P_act eta tokens/s gamma), so
+    C T = C_target W for every plan, and ln C <= ln(C_target W) - the box bound on ln T of
+    `class_bounds`."""
+    best_plan, best = None, math.inf
+    for p in t.fixed:
+        if -p.log_compute < best:
+            best, best_plan = -p.log_compute, t.plan(p.group, p.index, 1)
+    for g in sorted({e.group for e in t.sync}):
+        members = [e for e in t.sync if e.group == g]
+        idx = np.array([e.index for e in members])
+        hier = members[0].mode == "hierarchical"
+        for n in (np.array([e.n_lo for e in members]), np.array([e.n_hi for e in members])):
+            balance = np.exp(np.array([e.ln_sync_base - e.ln_step for e in members]) + t.ln_straggler(n))
+            for r in ((1, t.r_max) if hier else (1,)):
+                for h in (np.ones(n.size), np.full(n.size, t.h_max), np.floor(balance / r), np.floor(balance / r) + 1):
+                    plans = t.groups[g].plans(idx, n, np.clip(h, 1, t.h_max).astype(np.int64), r)
+                    value = -t.log_compute(plans)
+                    a = int(np.argmin(value))
+                    if value[a] < best:
+                        best, best_plan = float(value[a]), plans.take(slice(a, a + 1))
+    keep = np.zeros(0, dtype=bool)
+    if t.sync:
+        upper = compute_bounds(t)
+        if not t.quality_target:
+            upper = np.minimum(upper, math.log(t.setting.target * t.setting.window_s) - class_bounds(t)[0].min(axis=1))
+        keep = np.isfinite(upper) & (-upper <= best + 1e-9 * max(1.0, abs(best)))
+    pruned = Tables(t.setting, t.space, t.groups, [e for e, k in zip(t.sync, keep) if k], [],
+                    t.n_max, t.h_max, t.r_max, None, t.eta_h_falls)
+    if pruned.sync:
+        pruned.n_max = max(e.n_hi for e in pruned.sync)
+    if not any(e.mode == "hierarchical" for e in pruned.sync):
+        pruned.r_max = 1
+    return pruned, best_plan, best, set()

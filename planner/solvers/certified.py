@@ -27,16 +27,19 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
-from planner.cost.score import time_to_target
+from planner.cost.score import time_to_target, window_compute
 from planner.cost.setting import Setting
 from planner.mip.formulation import Grid, build
-from planner.mip.tables import EXACT_CLASSES, FormulationError, build_tables, most_promising, presolve, solve_classes
-from planner.objectives import min_cost, min_time
+from planner.mip.tables import (EXACT_CLASSES, FormulationError, build_tables, most_promising, outer_per_step, presolve,
+                                 presolve_compute, solve_classes, sync_terms)
+from planner.objectives import max_compute, min_cost, min_time
 from planner.solvers import UnsupportedBySolver, backends
 from planner.space import DecisionSpace
 
 MAX_ROUNDS = 12
 LOG_TOL = 1e-9
+COMPUTE_LOG_TOL = 1e-4   # max_compute: the loop's gap in ln C (u is continuous: its refined brackets are
+                         # U_STEP wide, above the backends' feasibility tolerance); the certification is exact
 
 
 @dataclass
@@ -45,9 +48,10 @@ class MipReport:
 
     backend: str
     status: str                       # optimal (the loop closed its gap) | gap | time_limit | infeasible | error
-    objective: float | None           # seconds (min_time) or USD (min_cost): best plan the loop found, re-scored
-    bound: float | None               # the proven lower bound of the last relaxation, same units
-    gap: float | None                 # relative, (objective - bound) / objective
+    objective: float | None           # seconds (min_time), USD (min_cost) or FLOP (max_compute): best plan
+                                      # the loop found, re-scored
+    bound: float | None               # the proven bound of the last relaxation (upper for max_compute), same units
+    gap: float | None                 # relative, |objective - bound| / objective
     time_s: float                     # backend time over all rounds
     nodes: int
     build_s: float                    # tables and models, all rounds
@@ -68,10 +72,17 @@ class MipReport:
 
 
 def check_supported(setting: Setting, objective: str) -> None:
-    """UnsupportedBySolver unless the formulation covers this question."""
-    if objective not in ("min_time", "min_cost"):
-        raise UnsupportedBySolver(f"the mixed-integer model covers min_time and min_cost, not {objective}; "
-                                  f"use --solver bnb")
+    """UnsupportedBySolver unless the formulation covers this question: min_time, min_cost, and
+    max_compute except of C_local under the Chinchilla replica penalty (eta_R scored at the run's
+    own tokens: C_local is not monotone in them, so no bracket of u bounds it, `Tables.psi`)."""
+    if objective not in ("min_time", "min_cost", "max_compute"):
+        raise UnsupportedBySolver(f"the mixed-integer model covers min_time, min_cost and max_compute, "
+                                  f"not {objective}; use --solver bnb")
+    if objective == "max_compute" and setting.target_kind == "c_local" \
+            and setting.assumptions.replica_penalty == "chinchilla":
+        raise UnsupportedBySolver("the mixed-integer model answers max_compute of C_quality, and of C_local under "
+                                  "the linear_v1 or no replica penalty, not of C_local under the chinchilla penalty "
+                                  "(C_local is not monotone in the run's tokens there); use --solver bnb")
 
 
 def tables_or_refuse(setting: Setting, space: DecisionSpace):
@@ -86,11 +97,22 @@ def tables_or_refuse(setting: Setting, space: DecisionSpace):
 
 
 def incumbent_value(setting: Setting, plan, objective: str) -> float:
-    """The objective of a plan in the model's units (ln T, or nodes), inf if it misses the duration limit."""
+    """The objective of a plan in the model's units (ln T, nodes, or -ln C for max_compute: the
+    loop minimises), inf if it misses the duration limit (or reaches no compute)."""
+    if objective == "max_compute":
+        c = float(window_compute(setting, plan, setting.target_kind)[setting.target_kind][0])
+        return -math.log(c) if c > 0 and math.isfinite(c) else math.inf
     t = float(time_to_target(setting, plan)["time_to_target_s"][0])
     if not t <= setting.window_s:
         return math.inf
     return math.log(t) if objective == "min_time" else float(plan.nodes[0])
+
+
+def incumbent_units(setting: Setting, objective: str, value: float) -> float:
+    """A value in the model's units (ln T, nodes, -ln C) in the objective's (s, USD, FLOP)."""
+    if objective == "min_time":
+        return math.exp(value)
+    return math.exp(-value) if objective == "max_compute" else value * setting.node_price_usd
 
 
 def outer_approximation(setting: Setting, space: DecisionSpace, objective: str, backend: str,
@@ -103,20 +125,26 @@ def outer_approximation(setting: Setting, space: DecisionSpace, objective: str, 
     solver = backends()[backend]
     start = time.perf_counter()
     full = tables_or_refuse(setting, space)
-    tables, best_plan, _, solved = presolve(full, objective)
+    compute = objective == "max_compute"
+    tables, best_plan, _, solved = (presolve_compute if compute else presolve)(full, *(() if compute else (objective,)))
     best = incumbent_value(setting, best_plan, objective) if best_plan is not None else math.inf
     if not math.isfinite(best):
         best_plan = None
-    grid = Grid.initial(tables)
+    grid = Grid.initial_compute(tables, best) if compute else Grid.initial(tables)
     build_s = time.perf_counter() - start
     report = MipReport(backend, "error", None, None, None, 0.0, 0, build_s, 0, 0, 0, 0,
                        classes=len(full.sync) + len(full.fixed), classes_kept=len(tables.sync) + len(tables.fixed))
     bound = -math.inf
     if not tables.sync and not tables.fixed:          # no plan meets the limits independent of n, H, R
+        if best_plan is not None:                     # ... or none but the presolve's incumbent could beat it
+            report.status = report.backend_status = "optimal"
+            report.objective = report.bound = incumbent_units(setting, objective, best)
+            report.gap = 0.0
+            return best_plan, best, report
         report.status = report.backend_status = "infeasible"
-        report.bound = math.inf
+        report.bound = 0.0 if compute else math.inf
         return None, math.inf, report
-    tol = LOG_TOL if objective == "min_time" else 1e-6
+    tol = {"min_time": LOG_TOL, "max_compute": COMPUTE_LOG_TOL}.get(objective, 1e-6)
     for rounds in range(1, MAX_ROUNDS + 1):
         start = time.perf_counter()
         f = build(tables, grid, objective, cutoff=best, solved=frozenset(solved))
@@ -157,7 +185,12 @@ def outer_approximation(setting: Setting, space: DecisionSpace, objective: str, 
                 report.status = "optimal"
                 break
         n, h, rr = f.point
-        refined = grid.refine(n, h, rr, q, ab, f.gain if tables.quality_target else None)
+        u = None
+        if compute and f.chosen is not None:      # the plan's own u = ln(window tokens): a top of a u bracket
+            e = tables.sync[f.chosen]
+            u = e.u_const + math.log(n) - float(outer_per_step(e, tables, n, h, rr))
+            q, ab = sync_terms(e, tables, n, h, rr)     # the plan's own, not the model's (free when slack)
+        refined = grid.refine(n, h, rr, q, ab, f.gain if tables.quality_target and not compute else None, u)
         if time.perf_counter() >= deadline:
             report.status = "time_limit"
             break
@@ -169,13 +202,15 @@ def outer_approximation(setting: Setting, space: DecisionSpace, objective: str, 
     size = f.size()
     report.columns, report.rows, report.nonzeros = size["columns"], size["rows"], size["nonzeros"]
     report.families = f.families()
-    to_units = (lambda v: math.exp(v)) if objective == "min_time" else (lambda v: v * setting.node_price_usd)
+    to_units = lambda v: incumbent_units(setting, objective, v)
     if math.isfinite(best):
         report.objective = to_units(best)
     if math.isfinite(bound):
         report.bound = to_units(min(bound, best)) if math.isfinite(best) else to_units(bound)
+    elif compute and bound == math.inf:      # proven: no plan reaches any compute
+        report.bound = 0.0
     if report.objective is not None and report.bound is not None and report.objective > 0:
-        report.gap = max(0.0, (report.objective - report.bound) / report.objective)
+        report.gap = max(0.0, abs(report.objective - report.bound) / report.objective)
     return best_plan, best, report
 
 
@@ -191,9 +226,11 @@ def optimise(setting: Setting, space: DecisionSpace, objective: str, backend: st
         return found, evaluations, bound, report
     if objective == "min_time":
         best, evaluations, bound = min_time(setting, space, deadline, incumbent_s=math.exp(value))
+    elif objective == "max_compute":
+        best, evaluations, bound = max_compute(setting, space, deadline, incumbent_compute=math.exp(-value))
     else:
         best, evaluations, bound = min_cost(setting, space, deadline, incumbent_nodes=value)
-    mine = math.exp(value) if objective == "min_time" else value * setting.node_price_usd
+    mine = {"min_time": math.exp(value), "max_compute": math.exp(-value)}.get(objective, value * setting.node_price_usd)
     report.certify_s = time.perf_counter() - start
     if best is not None:
         b = best[0]
@@ -202,5 +239,6 @@ def optimise(setting: Setting, space: DecisionSpace, objective: str, backend: st
                     ("nodes", "inner_steps", "regional_rounds", "compression", "stages", "group_size",
                      "micro_batches", "activation_compression", "streaming"))
         report.certified_changed_plan = not same
-        report.certified_improved = bool(best[1] < mine * (1 - 1e-9))
+        report.certified_improved = bool(best[1] > mine * (1 + 1e-9) if objective == "max_compute"
+                                         else best[1] < mine * (1 - 1e-9))
     return best, evaluations, bound, report
