@@ -47,7 +47,8 @@ FAMILIES = ("choice", "bracket", "logarithm", "fixed-shape", "structure", "node-
             "memory-cap", "sync-overlap", "efficiency", "efficiency-switch", "time-to-target", "duration-limit",
             "nodes-used", "incumbent", "window-tokens", "compute-in-window")
 LN_FLOP_CAP = 1000.0     # max_compute: switches a row off (ln of any compute, and of u, is far below it)
-U_OCTAVES = 24           # max_compute: first brackets of u = ln(window tokens), one per octave below the top
+U_BRACKETS = 6           # max_compute: first brackets of u = ln(window tokens), below the top ...
+U_OCTAVES_EACH = 4       # ... each four octaves of tokens wide (the loop halves them where it looks)
 U_STEP = 1e-5            # max_compute: refined u brackets [u*, u* + U_STEP] (above the backends' 1e-6 tolerance)
 
 
@@ -92,8 +93,8 @@ class Grid:
     @classmethod
     def initial_compute(cls, t: Tables, cutoff: float | None = None) -> "Grid":
         """max_compute: the grid of `initial` (one gain bucket) and brackets of u = ln(window tokens):
-        tops one octave apart below the largest u any plan can have, u_top = max_c u_const_c +
-        ln n_hi - ln t_step (z >= ln t_step), `U_OCTAVES` of them, only down to the first top
+        tops `U_OCTAVES_EACH` octaves apart below the largest u any plan can have, u_top = max_c u_const_c +
+        ln n_hi - ln t_step (z >= ln t_step), `U_BRACKETS` of them, only down to the first top
         where no class can beat `cutoff` (-ln C) any more; the first bracket starts at u_floor,
         below the least u of any plan (n = 1 and the slowest outer step: every part at n_max)."""
         grid = cls(t.n_max, t.h_max, t.r_max, set(_octaves(t.n_max)), set(_octaves(t.h_max)), set(_octaves(t.r_max)))
@@ -104,7 +105,7 @@ class Grid:
         slowest = np.logaddexp(np.logaddexp(col("ln_step"), col("ln_regional")),
                                col("ln_sync_base") + t.ln_straggler(t.n_max))
         grid.u_floor = min(0.0, float(np.min(col("u_const") - slowest)) - 1.0)
-        tops = [u_top - k * math.log(2.0) for k in range(U_OCTAVES + 1)]
+        tops = [u_top - k * U_OCTAVES_EACH * math.log(2.0) for k in range(U_BRACKETS)]
         tops = [u for u in tops if u > grid.u_floor]
         if cutoff is not None and math.isfinite(cutoff):
             useful = [u for u in tops if np.any(compute_bounds(t, u) >= -cutoff)]

@@ -360,6 +360,22 @@ def _octave_boxes(top: int, per_octave: int = 2) -> np.ndarray:
     return np.array([lo, hi]).T
 
 
+def _in_boxes(t: Tables, nb: np.ndarray):
+    """Per mode kind (flat-like, then hierarchical): (hierarchical, positions in t.sync, a column
+    getter (classes x 1), n boxes clipped to each class's range lo and hi (classes x boxes), empty
+    boxes (lo, hi set to n_lo there))."""
+    hier_all = np.array([e.mode == "hierarchical" for e in t.sync])
+    for hier in (False, True):
+        at = np.flatnonzero(hier_all == hier)
+        if not at.size:
+            continue
+        col = lambda name, at=at: np.array([getattr(t.sync[a], name) for a in at], dtype=float)[:, None]
+        n_lo, n_hi = col("n_lo"), col("n_hi")
+        lo, hi = np.maximum(nb[None, :, 0], n_lo), np.minimum(nb[None, :, 1], n_hi)
+        empty = lo > hi
+        yield hier, at, col, np.where(empty, n_lo, lo), np.where(empty, n_lo, hi), empty
+
+
 def class_bounds(t: Tables, per_octave: int = 2) -> tuple[np.ndarray, np.ndarray]:
     """Per class and box of n (`per_octave` per octave, as the boxes of H and R): a lower bound
     on ln T over the box (min over the H and R boxes), shape (classes, n boxes), and the boxes'
@@ -383,17 +399,7 @@ def class_bounds(t: Tables, per_octave: int = 2) -> tuple[np.ndarray, np.ndarray
     omega_all = np.moveaxis(omega_all, 3, 0)                     # [gain bucket, n box, H box, R box]
     bound = np.full((len(t.sync), nb.shape[0]), np.inf)
     boxes = np.zeros((len(t.sync), nb.shape[0], 2))
-    hier_all = np.array([e.mode == "hierarchical" for e in t.sync])
-    for hier in (False, True):
-        at = np.flatnonzero(hier_all == hier)
-        if not at.size:
-            continue
-        col = lambda name: np.array([getattr(t.sync[a], name) for a in at], dtype=float)[:, None]
-        n_lo, n_hi = col("n_lo"), col("n_hi")
-        lo = np.maximum(nb[None, :, 0], n_lo)
-        hi = np.minimum(nb[None, :, 1], n_hi)
-        empty = lo > hi
-        lo, hi = np.where(empty, n_lo, lo), np.where(empty, n_lo, hi)
+    for hier, at, col, lo, hi, empty in _in_boxes(t, nb):
         f = np.exp(t.ln_straggler(np.floor(lo / col("k")) if hier else lo))
         step, sync_base, reg = np.exp(col("ln_step")), np.exp(col("ln_sync_base")) * f, np.exp(col("ln_regional"))
         streaming = col("streaming") > 0
@@ -431,11 +437,13 @@ FINE_PER_OCTAVE = 4     # ... with this many boxes per octave of n, H and R
 EXACT_CLASSES = 8       # classes solved exactly by the presolve, and by each round of the loop
 
 
-def solve_classes(t: Tables, positions, best: float = math.inf, deadline: float = math.inf):
+def solve_classes(t: Tables, positions, best: float = math.inf, deadline: float = math.inf, measure: str = bnb.TIME):
     """The best plan of the classes at `positions` (in `t.sync`) over all their n, H, R, found
     exactly by the branch and bound (`bnb.minimise_time`, public; one vectorised call per class
-    group): (plan, ln T), or (None, inf) if none beats `best` (ln T)."""
+    group): (plan, ln T), or (None, inf) if none beats `best` (ln T). With the max_compute
+    `measure` (`bnb.compute_measure`, 1/C): (plan, -ln C), no duration limit."""
     s = t.setting
+    cap = s.window_s if measure == bnb.TIME else math.inf
     found_plan, found = None, math.inf
     by_group: dict[int, list[int]] = {}
     for a in positions:
@@ -443,9 +451,9 @@ def solve_classes(t: Tables, positions, best: float = math.inf, deadline: float 
     for g, index in sorted(by_group.items()):
         c = t.groups[g].take(np.array(sorted(index)))
         limit = min(best, found)
-        bound = math.exp(limit) * (1 + bnb.TIE_REL) if math.isfinite(limit) else s.window_s
+        bound = math.exp(limit) * (1 + bnb.TIE_REL) if math.isfinite(limit) else cap
         result = bnb.minimise_time(s, c, t.space.max_inner_steps, t.space.max_regional_rounds,
-                                   min(bound, s.window_s), deadline)
+                                   min(bound, cap), deadline, measure)
         if result.time_s.size:
             a = int(np.argmin(result.time_s))
             value = math.log(float(result.time_s[a]))
@@ -549,14 +557,41 @@ def compute_bounds(t: Tables, u: float | None = None) -> np.ndarray:
     return np.where(np.isnan(out), -np.inf, out)
 
 
+def compute_box_bounds(t: Tables) -> np.ndarray:
+    """max_compute: per class an upper bound on ln C, the largest over boxes [n1, n2] x [H1, H2] of n
+    and H (two per octave) of compute_const + psi(u_const + ln n2 - z(n1, H2, R_max), n1, H1): z never
+    decreases with n nor increases with H or R (`class_bounds`), psi never decreases with u nor
+    increases with n or H_eff (eta_H at the largest H_eff of the box where it may rise)."""
+    nb, hb = _octave_boxes(t.n_max), _octave_boxes(t.h_max)
+    out = np.full(len(t.sync), -np.inf)
+    for hier, at, col, lo, hi, empty in _in_boxes(t, nb):
+        r_max = t.r_max if hier else 1
+        sync_base = np.exp(col("ln_sync_base") + t.ln_straggler(np.floor(lo / col("k")) if hier else lo))
+        step, streaming = np.exp(col("ln_step")), col("streaming") > 0
+        best = np.full(lo.shape, -np.inf)
+        for h1, h2 in hb:
+            sync, reg = sync_base / (h2 * r_max), np.exp(col("ln_regional")) / h2
+            outer = np.where(streaming, np.maximum(np.maximum(step, reg), sync), step + reg + sync)
+            u = col("u_const") + np.log(hi) - np.log(outer)
+            top = None if t.eta_h_falls else np.full(lo.shape, h2 * math.sqrt(r_max))
+            with np.errstate(invalid="ignore"):
+                bound = col("compute_const") + t.psi(lo, np.full(lo.shape, float(h1)), u, top)
+            best = np.maximum(best, np.where(np.isnan(bound), -np.inf, bound))
+        out[at] = np.where(empty, -np.inf, best).max(axis=1)
+    return out
+
+
 def presolve_compute(t: Tables):
     """max_compute: a first incumbent and the classes that may beat it (exact, like `presolve`).
 
     The incumbent is the best of the fixed plans (their compute is one number each) and of a few
     plans per class (n at n_lo and n_hi; H = 1, H_max, the balance point t_sync / t_step and its
-    neighbour; R = 1 and R_max), scored by the evaluator. Classes whose `compute_bounds` is below
-    it are dropped; the fixed plans leave the model (none beats the incumbent). Values are
-    -ln C (the loop minimises). Returns (pruned tables, incumbent plan or None, its value, set()).
+    neighbour; R = 1 and R_max), scored by the evaluator, and of the `EXACT_CLASSES` classes of
+    largest bound (`compute_bounds`, `compute_box_bounds`) solved exactly (`solve_classes`).
+    Classes whose bound is below it are dropped; the fixed plans leave the model (none beats the
+    incumbent). Values are -ln C (the loop minimises); `class_lower` holds -(the bound).
+    Returns (pruned tables, incumbent plan or None, its value, the positions in the pruned
+    tables of the classes solved exactly).
 
     C_local (linear v1 or no replica penalty: eta_R does not depend on the tokens) has a tighter
     bound: C = 6 P_act (W gamma tokens/s) eta and T = C_target / (6 P_act eta tokens/s gamma), so
@@ -579,16 +614,22 @@ def presolve_compute(t: Tables):
                     a = int(np.argmin(value))
                     if value[a] < best:
                         best, best_plan = float(value[a]), plans.take(slice(a, a + 1))
-    keep = np.zeros(0, dtype=bool)
+    keep, lower, exact = np.zeros(0, dtype=bool), None, []
     if t.sync:
-        upper = compute_bounds(t)
+        upper = np.minimum(compute_bounds(t), compute_box_bounds(t))
         if not t.quality_target:
             upper = np.minimum(upper, math.log(t.setting.target * t.setting.window_s) - class_bounds(t)[0].min(axis=1))
-        keep = np.isfinite(upper) & (-upper <= best + 1e-9 * max(1.0, abs(best)))
+        lower = np.where(np.isfinite(upper), -upper, np.inf)     # a lower bound on -ln C per class
+        exact = [int(a) for a in np.argsort(lower, kind="stable")[:EXACT_CLASSES] if lower[a] < best]
+        plan, value = solve_classes(t, exact, best, measure=bnb.compute_measure(t.setting.target_kind))
+        if value < best:
+            best, best_plan = value, plan
+        keep = np.isfinite(lower) & (lower <= best + 1e-9 * max(1.0, abs(best)))
     pruned = Tables(t.setting, t.space, t.groups, [e for e, k in zip(t.sync, keep) if k], [],
-                    t.n_max, t.h_max, t.r_max, None, t.eta_h_falls)
+                    t.n_max, t.h_max, t.r_max, None if lower is None else lower[keep], t.eta_h_falls)
     if pruned.sync:
         pruned.n_max = max(e.n_hi for e in pruned.sync)
     if not any(e.mode == "hierarchical" for e in pruned.sync):
         pruned.r_max = 1
-    return pruned, best_plan, best, set()
+    at = np.cumsum(keep) - 1                               # old position -> new position
+    return pruned, best_plan, best, {int(at[a]) for a in exact if keep[a]}

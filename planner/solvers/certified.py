@@ -34,6 +34,7 @@ from planner.mip.tables import (EXACT_CLASSES, FormulationError, build_tables, m
                                  presolve_compute, solve_classes, sync_terms)
 from planner.objectives import max_compute, min_cost, min_time
 from planner.solvers import UnsupportedBySolver, backends
+from planner.solvers.bnb import TIME, compute_measure
 from planner.space import DecisionSpace
 
 MAX_ROUNDS = 12
@@ -174,10 +175,11 @@ def outer_approximation(setting: Setting, space: DecisionSpace, objective: str, 
         if r.status != "optimal":
             report.status = r.status
             break
-        newly_solved = objective == "min_time" and f.chosen is not None and f.chosen not in solved
+        newly_solved = objective != "min_cost" and f.chosen is not None and f.chosen not in solved
         if newly_solved:       # the chosen class and the next most promising ones, solved exactly
             batch = [f.chosen] + most_promising(tables, solved | {f.chosen}, EXACT_CLASSES - 1)
-            plan_c, value_c = solve_classes(tables, batch, best, deadline)
+            plan_c, value_c = solve_classes(tables, batch, best, deadline,
+                                            compute_measure(setting.target_kind) if compute else TIME)
             solved.update(batch)
             if value_c < best:
                 best_plan, best = plan_c, value_c
