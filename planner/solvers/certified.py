@@ -39,6 +39,8 @@ from planner.space import DecisionSpace
 
 MAX_ROUNDS = 12
 LOG_TOL = 1e-9
+COMPUTE_ROUND_S = 2.0    # max_compute: backend time per round; past it the loop stops and the exact certification
+                         # (fast from a good incumbent) answers: the loop's relaxations can be slow to close
 COMPUTE_LOG_TOL = 1e-4   # max_compute: the loop's gap in ln C (u is continuous: its refined brackets are
                          # U_STEP wide, above the backends' feasibility tolerance); the certification is exact
 
@@ -151,6 +153,8 @@ def outer_approximation(setting: Setting, space: DecisionSpace, objective: str, 
         f = build(tables, grid, objective, cutoff=best, solved=frozenset(solved))
         report.build_s += time.perf_counter() - start
         remaining = None if math.isinf(deadline) else max(deadline - time.perf_counter(), 0.01)
+        if compute:
+            remaining = min(remaining or math.inf, COMPUTE_ROUND_S)
         r = solver.solve(f.model, remaining)
         report.time_s += r.time_s
         report.nodes += r.nodes
