@@ -336,3 +336,22 @@ def test_ctrl_c_stops_the_server_and_its_jobs_cleanly():
     time.sleep(0.2)
     log = "".join(proc.log)
     assert "Traceback" not in log and "dtplan: stopped" in log
+
+
+def test_a_job_whose_server_closed_the_pipe_ends_quietly(monkeypatch):
+    """The server stopped (Ctrl-C) or dropped the job while it ran: the worker's next progress
+    report meets a closed pipe and the worker ends without a traceback (before: BrokenPipeError
+    raised again from its error report, printed on the server's terminal)."""
+    import multiprocessing
+
+    from planner.web import answers
+    from planner.web.jobs import run_job
+
+    def reporting(payload, progress):
+        progress(1, 2, "half way")
+        return {"never": "sent"}
+
+    monkeypatch.setitem(answers.JOBS, "reporting", reporting)
+    server_end, worker_end = multiprocessing.Pipe()
+    server_end.close()
+    run_job("reporting", {}, worker_end)      # returns; raises nothing
