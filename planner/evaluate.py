@@ -146,7 +146,11 @@ def evaluate(instance: Instance, plan: Plan, params: float | None = None) -> Eva
     """Score one plan of one instance (the plan must have passed `check_plan_against`).
 
     `params`: score a dense model of this many total parameters instead of the instance's
-    (one of `search.params`, the candidate sizes; hidden size 0.03 sqrt(P))."""
+    (one of `search.params`, the candidate sizes; hidden size 0.03 sqrt(P)). A fleet of pools
+    is scored by `planner.fleet.evaluate.evaluate_mixed` (the plan gives its pool_nodes)."""
+    if instance.fleet.is_mixed:
+        from planner.fleet.evaluate import evaluate_mixed
+        return evaluate_mixed(instance, plan, params)
     setting = setting_from_instance(instance)
     if params is not None:
         setting = with_params(setting, params)
@@ -204,7 +208,7 @@ def _warnings(e: Evaluation) -> list[str]:
     if a.demonstrated_warnings and v["synchronised"]:
         out += physics.extrapolation_warnings(float(b.inner_steps[0]), cr, v["replicas"],
                                               float(b.regional_rounds[0]) if b.mode == "hierarchical" else 1.0)
-    if a.mfu_from_table and physics.table_mfu(e.instance.hardware.accelerator) is None:
+    if a.mfu_from_table and e.instance.hardware is not None and physics.table_mfu(e.instance.hardware.accelerator) is None:
         out.append(f"no achieved-MFU entry in models/mfu.json for {e.instance.hardware.accelerator or 'this hardware'!r}: "
                    f"MFU {a.mfu:g} (the profile's) is used")
     if a.failures and s.goodput <= physics.MIN_GOODPUT:
