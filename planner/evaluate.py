@@ -82,8 +82,10 @@ def max_days(instance: Instance) -> tuple[float, str]:
 
 
 def setting_from_instance(instance: Instance) -> Setting:
-    """Resolve an instance into the evaluator's SI-unit `Setting`."""
-    hw = instance.hardware
+    """Resolve an instance into the evaluator's SI-unit `Setting`. For a fleet of pools the model,
+    target, network and limits are the instance's and the node fields those of its first pool
+    (each pool's own setting: `planner.fleet.pools.pool_settings`)."""
+    hw = _hardware(instance)
     model, training, net = instance.model, instance.training, instance.network
     target = training.target_flop
     if training.tokens is not None:
@@ -103,6 +105,11 @@ def setting_from_instance(instance: Instance) -> Setting:
         assumptions=a)
 
 
+def _hardware(instance: Instance):
+    """The fleet's hardware (price applied); for a fleet of pools, the first pool's."""
+    return instance.hardware if not instance.fleet.is_mixed else instance.fleet.pools[0].priced_hardware
+
+
 def physics_assumptions(instance: Instance):
     """(assumptions, goodput) with the dtplan profile's setting-level terms applied (both are the
     instance's own when they are off): u from models/mfu.json unless the instance sets an MFU
@@ -110,10 +117,10 @@ def physics_assumptions(instance: Instance):
     checkpoints and churn (`physics.failure_goodput`) in place of fleet.goodput."""
     a = instance.resolved_assumptions()
     explicit = instance.assumptions.mfu is not None or "mfu" in instance.assumptions.constants
-    a = physics.resolve_mfu(a, instance.hardware.accelerator, explicit)
+    a = physics.resolve_mfu(a, _hardware(instance).accelerator, explicit)
     goodput = instance.fleet.goodput
     if a.failures:
-        hw = instance.hardware
+        hw = _hardware(instance)
         fleet = physics.failure_goodput(a, instance.fleet.nodes * hw.accelerators_per_node, instance.fleet.nodes)
         goodput = max(fleet["goodput"], physics.MIN_GOODPUT)
     return a, goodput

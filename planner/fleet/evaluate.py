@@ -89,21 +89,30 @@ def evaluate_mixed(instance: Instance, plan: Plan, params: float | None = None,
     if params is not None:
         setting = with_params(setting, params)
     batch = batch_from_plan(setting, plan)
-    raw = score(setting, batch, fleet_nodes=instance.fleet.nodes)
+    values = score_on_pools(pools, counts, setting, batch, instance.fleet.nodes)
+    e = MixedEvaluation(instance, plan, setting, batch, values, max_days_source=max_days(instance)[1])
+    e.pool_rows = pool_rows(pools, counts, plan.precision, setting)
+    e.violations = _violation_messages(e)
+    e.warnings = _warnings(e) + _pool_warnings(pools, counts, plan.precision)
+    return e
+
+
+def score_on_pools(pools: list[PoolSetting], counts: list[int], setting, batch, fleet_nodes: int | None) -> dict[str, float]:
+    """Every figure of a one-plan batch on `counts` nodes of the pools, scored in `setting` (the
+    plan's `mixed_setting`): the uniform `score`, then cost, accelerators, global MFU / HFU and the
+    budget limit from the pools (module docstring)."""
+    precision = batch.precision
+    raw = score(setting, batch, fleet_nodes=fleet_nodes)
     values = {k: float(np.asarray(v).ravel()[0]) for k, v in raw.items()}
-    peak = sum(n * pools[i].setting.peak_flops[plan.precision] for i, n in enumerate(counts) if n)
-    slow_peak = setting.peak_flops[plan.precision] * plan.nodes
+    peak = sum(n * pools[i].setting.peak_flops[precision] for i, n in enumerate(counts) if n)
+    slow_peak = setting.peak_flops[precision] * int(batch.nodes[0])
     values["cost_usd"] = fleet_cost_usd(pools, counts)
     values["total_gpus"] = float(sum(n * p.hardware.accelerators_per_node for p, n in zip(pools, counts)))
     values["global_mfu"] *= slow_peak / peak
     values["global_hfu"] *= slow_peak / peak
     budget = setting.budget_usd
     values["violates:budget-limit"] = float(budget is not None and values["cost_usd"] > budget)
-    e = MixedEvaluation(instance, plan, setting, batch, values, max_days_source=max_days(instance)[1])
-    e.pool_rows = pool_rows(pools, counts, plan.precision, setting)
-    e.violations = _violation_messages(e)
-    e.warnings = _warnings(e) + _pool_warnings(pools, counts, plan.precision)
-    return e
+    return values
 
 
 def pool_rows(pools: list[PoolSetting], counts: list[int], precision: str, setting) -> list[dict[str, Any]]:

@@ -83,12 +83,13 @@ def _flop(x: float) -> str:
 
 
 def plan_table(e: Evaluation) -> Table:
-    b, v, s, hw = e.batch, e.values, e.setting, e.instance.hardware
+    from planner.fleet.present import nodes_label
+    b, v, s = e.batch, e.values, e.setting
     a = s.assumptions
     t = _table("Plan")
     n = int(b.nodes[0])
     t.add_row("mode", MODE_NAMES[b.mode], f"{int(v['groups'])} DiLoCo group(s), {int(v['replicas'])} replica(s) averaged")
-    t.add_row("nodes", f"{n:,} x {hw.name}", f"{int(v['total_gpus']):,} accelerators, ${v['cost_usd']:,.0f}")
+    t.add_row("nodes", nodes_label(e), f"{int(v['total_gpus']):,} accelerators, ${v['cost_usd']:,.0f}")
     t.add_row("precision", b.precision, f"{a.bytes_per_param(b.precision):g} B/param state, "
               f"{a.bits_per_value(b.precision):g}-bit pseudo-gradients")
     if v["synchronised"]:
@@ -178,6 +179,10 @@ def render_evaluation(e: Evaluation, console: Console, heading: str = "dtplan ev
     for table in (plan_table(e), step_table(e), outer_table(e), efficiency_table(e), run_table(e)):
         console.print()
         print_table(table, console)
+    if getattr(e, "pool_rows", None):          # a fleet of pools (planner.fleet)
+        from planner.fleet.present import pool_table
+        console.print()
+        print_table(pool_table(e), console)
     console.print()
     if e.violations:
         console.print(Text("Limits broken", style="bold red"))

@@ -1,0 +1,47 @@
+"""How a fleet of pools and a mixed plan are shown: labels, the per-pool table (terminal, via
+rich) and the rows of the HTML report. Used by planner/present (render.py, report.py) and the CLI."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.table import Table
+
+POOL_HEADER = ["pool", "hardware", "site", "used / available", "cost USD", "peak PFLOP/s per node", "MFU",
+               "t_comp s", "waits for the slowest"]
+
+
+def fleet_label(instance) -> str:
+    """'64 x 16x H100' for a uniform fleet, '48 x 48x A100 (a100) + 16 x 16x H100 (h100)' for pools."""
+    fleet = instance.fleet
+    if not fleet.is_mixed:
+        return f"{fleet.nodes:,} x {instance.hardware.name}"
+    return " + ".join(f"{p.count:,} x {p.hardware.name} ({label})" for label, p in zip(fleet.pool_labels(), fleet.pools))
+
+
+def nodes_label(e) -> str:
+    """The nodes a plan uses: 'N x name', or per pool 'n1 x name1 + n2 x name2'."""
+    rows = getattr(e, "pool_rows", None)
+    if not rows:
+        return f"{int(e.batch.nodes[0]):,} x {e.instance.hardware.name}"
+    return " + ".join(f"{r['nodes_used']:,} x {r['hardware_name']} ({r['pool']})" for r in rows if r["nodes_used"])
+
+
+def pool_cells(row: dict[str, Any]) -> list[str]:
+    """One pool's row as text cells, in POOL_HEADER order."""
+    def num(x, fmt):
+        return "-" if x is None else format(x, fmt)
+    pace = "sets the pace" if row["sets_pace"] else (
+        "-" if row["idle_fraction"] is None else f"{row['idle_fraction']:.1%} of each step")
+    return [row["pool"], row["hardware"], row["site"] or "-", f"{row['nodes_used']:,} / {row['count']:,}",
+            f"{row['cost_usd']:,.0f}", num(row["peak_pflops_per_node"], ".3f"), num(row["mfu"], ".3f"),
+            num(row["t_comp_s"], ".3f"), pace]
+
+
+def pool_table(e) -> Table:
+    """Per pool: nodes used of those available, cost, speed and the time it waits (rich table)."""
+    table = Table(*POOL_HEADER, title="Pools (synchronous: every step waits for the slowest pool used)",
+                  title_justify="left", title_style="bold")
+    for row in e.pool_rows:
+        table.add_row(*pool_cells(row))
+    return table

@@ -1,0 +1,60 @@
+"""Random small instances of fleets of pools, for the comparison of the planner with its
+exhaustive oracle (tests/test_fleet_planner.py, scripts/check_mixed_oracle.py).
+
+Each draw: 1 to 3 pools of hardware presets or inline nodes (small memory, so that pipelines are
+needed; an fp16-only node, so that precisions differ), 1 to `max_count` nodes each, prices
+overridden now and then (0 included: free pools tie on cost), a model of 1e8 to 3e11 parameters,
+a target and duration limit that leave some instances infeasible, sometimes a budget or a node cap,
+WAN links from 10 Mb/s to 10 Gb/s, and a search space small enough to score every plan.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+PRESETS = ("16xH100-SXM", "48xA100-80GB", "7xB200", "17xTPU-v6e", "49xAscend-910B")
+
+
+def _inline(rng: np.random.Generator) -> dict:
+    """A made-up node: 1 to 8 accelerators of 20 to 400 TFLOP/s and 8 to 80 GB."""
+    tflops = float(rng.uniform(20, 400))
+    spec = {"id": "custom", "name": "custom node", "accelerators_per_node": int(rng.integers(1, 9)),
+            "peak_tflops_per_accelerator": {"fp16": tflops}, "hbm_gb_per_accelerator": float(rng.uniform(8, 80)),
+            "price_usd_per_accelerator": float(rng.uniform(1000, 30000))}
+    if rng.random() < 0.5:
+        spec["peak_tflops_per_accelerator"]["fp8"] = 2 * tflops
+    return spec
+
+
+def random_instance(rng: np.random.Generator, max_count: int = 4) -> dict:
+    """One random instance (raw JSON data) of a fleet of 1 to 3 pools."""
+    pools = []
+    for i in range(int(rng.integers(1, 4))):
+        hw = str(rng.choice(PRESETS)) if rng.random() < 0.6 else _inline(rng)
+        pool = {"name": f"p{i}", "hardware": hw, "count": int(rng.integers(1, max_count + 1))}
+        if rng.random() < 0.3:
+            pool["price_usd_per_accelerator"] = float(rng.choice([0.0, 5000.0, 20000.0]))
+        pools.append(pool)
+    params = float(10 ** rng.uniform(8, 11.5))
+    data = {
+        "model": {"params": params},
+        "training": {"target_flop": float(6 * params * params * 20 * 10 ** rng.uniform(-1.0, 1.0))},
+        "fleet": {"pools": pools},
+        "network": {"wan": {"up_mbps": float(10 ** rng.uniform(1, 4)), "down_mbps": float(10 ** rng.uniform(1, 4)),
+                            "rtt_ms": float(rng.uniform(5, 200))}},
+        "limits": {"max_days": float(rng.uniform(2, 120))},
+        "search": {"max_inner_steps": int(rng.integers(1, 25)), "max_regional_rounds": int(rng.integers(1, 4)),
+                   "compression": sorted({1.0, float(rng.choice([4.0, 16.0, 100.0]))}), "max_stages": 4,
+                   "group_sizes": [2, 3], "max_micro_batches": 4, "activation_compression": [1.0, 4.0]},
+        "objective": str(rng.choice(["min_time", "min_cost", "max_compute"])),
+    }
+    total = sum(p["count"] for p in pools)
+    if rng.random() < 0.25:
+        data["limits"]["max_nodes"] = int(rng.integers(1, total + 1))
+    if rng.random() < 0.25:
+        data["limits"]["budget_usd"] = float(10 ** rng.uniform(5, 7.5))
+    if rng.random() < 0.2:
+        data["search"]["min_nodes"] = int(rng.integers(1, min(total, data["limits"].get("max_nodes", total)) + 1))
+    if rng.random() < 0.2:
+        data["search"]["streaming"] = [bool(rng.random() < 0.5)]
+    return data
