@@ -11,20 +11,27 @@ POOL_HEADER = ["pool", "hardware", "site", "used / available", "cost USD", "peak
                "t_comp s", "waits for the slowest"]
 
 
+def _hardware(hw) -> str:
+    """A preset's id, an inline node's name."""
+    return hw.name if hw.id == "custom" else hw.id
+
+
 def fleet_label(instance) -> str:
-    """'64 x 16x H100' for a uniform fleet, '48 x 48x A100 (a100) + 16 x 16x H100 (h100)' for pools."""
+    """'64 x 16x H100 SXM' for a uniform fleet, '12 x a100 (48xA100-80GB) + 8 x h100 (16xH100-SXM)' for pools."""
     fleet = instance.fleet
     if not fleet.is_mixed:
         return f"{fleet.nodes:,} x {instance.hardware.name}"
-    return " + ".join(f"{p.count:,} x {p.hardware.name} ({label})" for label, p in zip(fleet.pool_labels(), fleet.pools))
+    return " + ".join(f"{p.count:,} x {label} ({_hardware(p.hardware)})"
+                      for label, p in zip(fleet.pool_labels(), fleet.pools))
 
 
 def nodes_label(e) -> str:
-    """The nodes a plan uses: 'N x name', or per pool 'n1 x name1 + n2 x name2'."""
+    """The nodes a plan uses: 'N x name', or per pool 'n1 x pool1 (hardware) + n2 x pool2 (hardware)'."""
     rows = getattr(e, "pool_rows", None)
     if not rows:
         return f"{int(e.batch.nodes[0]):,} x {e.instance.hardware.name}"
-    return " + ".join(f"{r['nodes_used']:,} x {r['hardware_name']} ({r['pool']})" for r in rows if r["nodes_used"])
+    return " + ".join(f"{r['nodes_used']:,} x {r['pool']} ({r['hardware'] if r['hardware'] != 'custom' else r['hardware_name']})"
+                      for r in rows if r["nodes_used"])
 
 
 def pool_cells(row: dict[str, Any]) -> list[str]:

@@ -9,7 +9,7 @@ from typing import Any
 
 from typing import Annotated
 
-from pydantic import BeforeValidator, Field, ValidationError, model_validator
+from pydantic import BeforeValidator, Field, ValidationError, model_serializer, model_validator
 
 from planner.cost.assumptions import PRECISIONS
 from planner.schema.errors import InputError, Problem
@@ -60,6 +60,14 @@ class Plan(StrictModel):
         if problems:
             raise_problems(problems)
         return self
+
+    @model_serializer(mode="wrap")
+    def _without_pools_unless_mixed(self, handler) -> dict[str, Any]:
+        """A plan of a uniform fleet dumps as before fleet.pools existed (no pool_nodes key)."""
+        data = handler(self)
+        if self.pool_nodes is None:
+            data.pop("pool_nodes", None)
+        return data
 
     def expert_parallel_for(self, is_moe: bool) -> str:
         """The scope in effect: 'none' for a dense model or a pipeline mode unless given, else 'global'."""
