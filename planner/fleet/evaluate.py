@@ -17,10 +17,11 @@ import numpy as np
 from planner.cost.score import score
 from planner.evaluate import (Evaluation, _finite, _violation_messages, _warnings, batch_from_plan, max_days,
                               with_params)
+from planner.fleet.network import site_network
 from planner.fleet.pools import PoolSetting, pool_settings
 from planner.fleet.replicas import (fleet_cost_usd, idle_fraction, mixed_setting, node_price_usd, slowest,
                                     unsupported, used_pools)
-from planner.schema.errors import Problem
+from planner.schema.errors import InputError, Problem
 from planner.schema.instance import Instance
 from planner.schema.plan import Plan
 from planner.schema.strict import did_you_mean
@@ -31,11 +32,14 @@ class MixedEvaluation(Evaluation):
     """An `Evaluation` of a plan on a fleet of pools, with one row per pool (`pool_rows`)."""
 
     pool_rows: list[dict[str, Any]] = field(default_factory=list)
+    sites: dict[str, Any] | None = None          # with network.sites: the sites used, regions and links
 
     def to_dict(self) -> dict[str, Any]:
         out = super().to_dict()
         out["pools"] = [{k: _finite(v) if isinstance(v, float) else v for k, v in row.items()}
                         for row in self.pool_rows]
+        if self.sites is not None:
+            out["sites"] = self.sites
         return out
 
 
@@ -73,6 +77,10 @@ def mixed_plan_problems(instance: Instance, plan: Plan) -> list[Problem]:
     max_nodes = instance.limits.max_nodes
     if max_nodes is not None and plan.nodes > max_nodes:
         problems.append(Problem("plan.nodes", f"must be <= limits.max_nodes ({max_nodes}), got {plan.nodes}"))
+    try:
+        site_network(instance)                 # the sites holding pools must be joined by links
+    except InputError as err:
+        problems += err.problems
     return problems
 
 
@@ -85,13 +93,16 @@ def evaluate_mixed(instance: Instance, plan: Plan, params: float | None = None,
     used = used_pools(counts)
     if unsupported(pools, used, plan.precision):
         raise ValueError(f"pools {unsupported(pools, used, plan.precision)} cannot run {plan.precision}")
-    setting = mixed_setting(pools, used, plan.precision)
+    sites = site_network(instance)
+    setting = mixed_setting(pools, used, plan.precision, sites)
     if params is not None:
         setting = with_params(setting, params)
     batch = batch_from_plan(setting, plan)
     values = score_on_pools(pools, counts, setting, batch, instance.fleet.nodes)
     e = MixedEvaluation(instance, plan, setting, batch, values, max_days_source=max_days(instance)[1])
     e.pool_rows = pool_rows(pools, counts, plan.precision, setting)
+    if sites is not None:
+        e.sites = site_rows(pools, counts, sites)
     e.violations = _violation_messages(e)
     e.warnings = _warnings(e) + _pool_warnings(pools, counts, plan.precision)
     return e
@@ -136,6 +147,22 @@ def pool_rows(pools: list[PoolSetting], counts: list[int], precision: str, setti
             "max_params_one_node": p.setting.memory_bytes / beta,
         })
     return rows
+
+
+def site_rows(pools: list[PoolSetting], counts: list[int], sites) -> dict[str, Any]:
+    """The sites a plan uses (nodes at each), the regions they form and the links that bound it."""
+    from planner.fleet.replicas import sites_of
+    used = used_pools(counts)
+    links = sites.links(sites_of(pools, used))
+    nodes: dict[str, int] = {}
+    for p, n in zip(pools, counts):
+        if n:
+            nodes[p.site] = nodes.get(p.site, 0) + n
+    return {"nodes_per_site": nodes, "regions": [list(r) for r in links.regions],
+            "slowest_route_mbps": links.route_mbps, "slowest_route_rtt_ms": links.route_rtt_ms,
+            "wan_up_mbps": links.wan_up_bps / 1e6, "wan_down_mbps": links.wan_down_bps / 1e6,
+            "wan_rtt_ms": links.wan_rtt_s * 1e3, "regional_mbps": links.regional_bps / 1e6,
+            "regional_rtt_ms": links.regional_rtt_s * 1e3}
 
 
 def _pool_warnings(pools: list[PoolSetting], counts: list[int], precision: str) -> list[str]:

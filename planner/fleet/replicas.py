@@ -59,13 +59,21 @@ def slowest(pools: Sequence[PoolSetting], used: Sequence[int], precision: str) -
     return min(used, key=lambda i: (pools[i].rate(precision), i))
 
 
-def mixed_setting(pools: Sequence[PoolSetting], used: Sequence[int], precision: str) -> Setting:
+def mixed_setting(pools: Sequence[PoolSetting], used: Sequence[int], precision: str, sites=None) -> Setting:
     """The setting that scores a plan on pools `used` at `precision` (module docstring): the
     slowest pool's own setting (its peak F, MFU u and every other field), with node memory the
-    least of the pools used. Only `precision` is kept in its peaks (the one every pool used runs)."""
+    least of the pools used. Only `precision` is kept in its peaks (the one every pool used runs).
+    With `sites` (a `planner.fleet.network.SiteNetwork`), the links of the pools' sites."""
+    from planner.fleet.network import with_links
     s = pools[slowest(pools, used, precision)].setting
     memory = min(pools[i].setting.memory_bytes for i in used)
-    return s.replace(peak_flops={precision: s.peak_flops[precision]}, memory_bytes=memory)
+    s = s.replace(peak_flops={precision: s.peak_flops[precision]}, memory_bytes=memory)
+    return with_links(s, sites.links(sites_of(pools, used)) if sites is not None else None)
+
+
+def sites_of(pools: Sequence[PoolSetting], used: Sequence[int]) -> tuple[str, ...]:
+    """S(U): the sites of the pools used, in listing order, each once."""
+    return tuple(dict.fromkeys(pools[i].site for i in used if pools[i].site is not None))
 
 
 def node_price_usd(pool: PoolSetting) -> float:

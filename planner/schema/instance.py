@@ -518,6 +518,8 @@ class Instance(StrictModel):
     @model_validator(mode="after")
     def _cross_checks(self) -> "Instance":
         problems = cross_problems(self.fleet, self.limits, self.search) + size_set_problems(self, self.objective)
+        from planner.fleet.network import pool_site_problems
+        problems += pool_site_problems(self.fleet, self.network)
         if problems:
             raise_problems(problems)
         return self

@@ -36,6 +36,7 @@ from typing import NamedTuple
 from planner.cost.setting import PlanBatch, Setting
 from planner.evaluate import with_params
 from planner.fleet.evaluate import MixedEvaluation, evaluate_mixed
+from planner.fleet.network import site_network
 from planner.fleet.pools import PoolSetting, pool_settings
 from planner.fleet.replicas import affordable_nodes, cheapest_fill, fleet_cost_usd, mixed_setting, unsupported
 from planner.objectives import tie_less
@@ -93,6 +94,7 @@ def parts(instance: Instance, pools: list[PoolSetting], params: float | None) ->
                                                  f"(2^P - 1 subsets of pools are solved), got {len(pools)}")])
     space = base_space(instance, pools)
     cap = instance.limits.max_nodes or math.inf
+    sites = site_network(instance)
     out = []
     for used in subsets(len(pools)):
         top = min(affordable_nodes(pools, used, instance.limits.budget_usd), cap)
@@ -102,7 +104,7 @@ def parts(instance: Instance, pools: list[PoolSetting], params: float | None) ->
         for precision in space.precisions:
             if unsupported(pools, used, precision):
                 continue
-            s = mixed_setting(pools, used, precision)
+            s = mixed_setting(pools, used, precision, sites)
             s = unit_price(s if params is None else with_params(s, params))
             out.append(Part(params, used, precision, s,
                             dataclasses.replace(space, precisions=(precision,), min_nodes=low, max_nodes=int(top))))
@@ -243,10 +245,11 @@ def explain_mixed(instance: Instance, pools: list[PoolSetting], deadline: float)
     groups = [(everything, common)] if common else [((i,), [p for p in space.precisions if p in pools[i].precisions])
                                                       for i in range(len(pools))]
     reasons = []
+    sites = site_network(instance)
     for used, precisions in groups:
         if not precisions:
             continue
-        s = mixed_setting(pools, used, precisions[0]).replace(
+        s = mixed_setting(pools, used, precisions[0], sites).replace(
             peak_flops={p: mixed_setting(pools, used, p).peak_flops[p] for p in precisions},
             max_nodes=instance.limits.max_nodes, budget_usd=instance.limits.budget_usd)
         part_space = dataclasses.replace(space, precisions=tuple(precisions),

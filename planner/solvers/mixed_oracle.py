@@ -19,6 +19,7 @@ from itertools import product
 
 from planner.cost.score import time_to_target
 from planner.evaluate import with_params
+from planner.fleet.network import site_network
 from planner.fleet.pools import pool_settings
 from planner.fleet.replicas import fleet_cost_usd, mixed_setting, unsupported, used_pools
 from planner.objectives import tie_less
@@ -35,6 +36,7 @@ def oracle(instance: Instance, objective: str | None = None) -> tuple[float, tup
     space = base_space(instance, pools)
     cap = instance.limits.max_nodes or math.inf
     budget = instance.limits.budget_usd
+    sites = site_network(instance)
     best = None
     for counts in product(*(range(p.count + 1) for p in pools)):
         n = sum(counts)
@@ -45,7 +47,7 @@ def oracle(instance: Instance, objective: str | None = None) -> tuple[float, tup
         for precision in space.precisions:
             if unsupported(pools, used, precision):
                 continue
-            s = mixed_setting(pools, used, precision)
+            s = mixed_setting(pools, used, precision, sites)
             for params in instance.search.params or [None]:
                 sized = unit_price(s if params is None else with_params(s, params))
                 fixed = dataclasses.replace(space, precisions=(precision,), min_nodes=n, max_nodes=n)
