@@ -5,7 +5,8 @@ Each draw: 1 to 3 pools of hardware presets or inline nodes (small memory, so th
 needed; an fp16-only node, so that precisions differ), 1 to `max_count` nodes each, prices
 overridden now and then (0 included: free pools tie on cost), a model of 1e8 to 3e11 parameters,
 a target and duration limit that leave some instances infeasible, sometimes a budget or a node cap,
-WAN links from 10 Mb/s to 10 Gb/s, and a search space small enough to score every plan.
+WAN links from 10 Mb/s to 10 Gb/s, half of the time 2 to 6 sites joined by a ring of links with
+the pools among them, and a search space small enough to score every plan.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 PRESETS = ("16xH100-SXM", "48xA100-80GB", "7xB200", "17xTPU-v6e", "49xAscend-910B")
+CITIES = ("London", "Paris", "Frankfurt", "New York", "Ashburn", "Los Angeles", "Tokyo", "Singapore")
 
 
 def _inline(rng: np.random.Generator) -> dict:
@@ -48,6 +50,8 @@ def random_instance(rng: np.random.Generator, max_count: int = 4) -> dict:
                    "group_sizes": [2, 3], "max_micro_batches": 4, "activation_compression": [1.0, 4.0]},
         "objective": str(rng.choice(["min_time", "min_cost", "max_compute"])),
     }
+    if rng.random() < 0.5:
+        _add_sites(rng, data)
     total = sum(p["count"] for p in pools)
     if rng.random() < 0.25:
         data["limits"]["max_nodes"] = int(rng.integers(1, total + 1))
@@ -58,3 +62,24 @@ def random_instance(rng: np.random.Generator, max_count: int = 4) -> dict:
     if rng.random() < 0.2:
         data["search"]["streaming"] = [bool(rng.random() < 0.5)]
     return data
+
+
+def _add_sites(rng: np.random.Generator, data: dict) -> None:
+    """2 to 6 sites in a ring of links (10 Mb/s to 10 Gb/s; RTTs measured or estimated, some given),
+    a chord now and then, and each pool at one of them."""
+    names = [str(c) for c in rng.choice(CITIES, size=int(rng.integers(2, 7)), replace=False)]
+    data["network"]["sites"] = [{"name": n, "city": n} for n in names]
+    links = []
+    for a, b in zip(names, names[1:] + names[:1]):
+        if a == names[-1] and len(names) == 2:
+            break
+        link = {"a": a, "b": b, "up_mbps": float(10 ** rng.uniform(1, 4))}
+        if rng.random() < 0.3:
+            link["rtt_ms"] = float(rng.uniform(1, 150))
+        links.append(link)
+    if len(names) >= 4 and rng.random() < 0.5:
+        links.append({"a": names[0], "b": names[2], "up_mbps": float(10 ** rng.uniform(1, 4))})
+    data["network"]["links"] = links
+    data["network"]["regional"] = {"mbps": float(rng.choice([100.0, 1000.0, 5000.0])), "rtt_ms": float(rng.uniform(5, 40))}
+    for pool in data["fleet"]["pools"]:
+        pool["site"] = str(rng.choice(names))

@@ -211,8 +211,9 @@ def render_solve(r, console: Console) -> None:
     status_style = {"optimal": "bold green", "time_limit": "bold yellow"}.get(r.status, "bold red")
     console.print(Text(f"{r.status.upper()}  {r.objective}: {value}", style=status_style))
     gap = "-" if r.gap is None else f"{r.gap:.2e}"
-    console.print(f"solver {r.solver}, gap {gap}, {r.solve_time_s:.2f} s, {r.evaluations:,} of "
-                  f"{r.space_size:.2e} plans scored (docs/planner.md)")
+    of = f" of {r.space_size:.2e}" if r.space_size else ""          # 0: not counted (planner/solvers/mixed.py)
+    console.print(f"solver {r.solver}, gap {gap}, {r.solve_time_s:.2f} s, {r.evaluations:,}{of} "
+                  f"plans scored (docs/planner.md)")
     for m in r.mip:
         units = (lambda v: f"{v / SECONDS_PER_DAY:,.6f} days") if r.objective == "min_time" else (lambda v: f"${v:,.0f}")
         found = "-" if m["objective"] is None else units(m["objective"])

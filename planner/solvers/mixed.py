@@ -39,12 +39,13 @@ from planner.fleet.evaluate import MixedEvaluation, evaluate_mixed
 from planner.fleet.network import site_network
 from planner.fleet.pools import PoolSetting, pool_settings
 from planner.fleet.replicas import affordable_nodes, cheapest_fill, fleet_cost_usd, mixed_setting, unsupported
-from planner.objectives import tie_less
+from planner.objectives import min_time, tie_less
 from planner.schema.instance import Instance
 from planner.schema.plan import parse_plan
 from planner.space import PRECISION_ORDER, DecisionSpace
 
 MAX_EXACT_POOLS = 12            # 4,095 subsets: beyond that the decomposition is refused (exit 2)
+MAX_COUNTED_PARTS = 64          # beyond, the space's size is not counted (SolveResult.space_size = 0)
 
 
 class Part(NamedTuple):
@@ -61,8 +62,8 @@ class PartResult(NamedTuple):
     part: Part
     batch: PlanBatch
     counts: list[int]
-    key: tuple[float, ...]        # what the objective compares (time / cost / -compute, then tie-breaks)
-    value: float
+    key: tuple[float, ...]        # what the objective compares (time / cost / -compute, then tie-breaks,
+    value: float                  # then the part's place in `parts`: fewer pools first)
 
 
 def subsets(count: int):
@@ -112,12 +113,19 @@ def parts(instance: Instance, pools: list[PoolSetting], params: float | None) ->
 
 
 def solve_part(instance: Instance, pools: list[PoolSetting], part: Part, objective: str, solver: str,
-               deadline: float) -> tuple[PartResult | None, int, float]:
+               deadline: float, incumbent_s: float = math.inf) -> tuple[PartResult | None, int, float]:
     """The part's optimum, the plans it scored and its proven bound in the objective's units
-    (seconds, USD, FLOP)."""
+    (seconds, USD, FLOP). `incumbent_s` (min_time): the time of a plan of another part; the
+    branch and bound then prunes every box that cannot come within the tie tolerance of it
+    (`objectives.min_time`), and a part with nothing as good returns None with bound inf."""
     from planner.solve import optimise
+    from planner.solvers import monotone
     s, space = part.setting, part.space
-    found, evaluations, bound = optimise(s, space, objective, deadline, solver=solver)
+    if (objective == "min_time" and solver == "bnb" and math.isfinite(incumbent_s)
+            and not monotone.check(s).unsupported):
+        found, evaluations, bound = min_time(s, space.for_objective(s, objective), deadline, incumbent_s)
+    else:
+        found, evaluations, bound = optimise(s, space, objective, deadline, solver=solver)
     if objective == "min_cost":          # bound and value are node counts (unit price)
         bound = _cost_of(pools, part.used, bound)
     if found is None:
@@ -164,7 +172,7 @@ def _fastest_at_same_cost(pools, part: Part, batch: PlanBatch, deadline: float, 
 
 
 def best_part(results: list[PartResult]) -> PartResult | None:
-    """Least key (tie tolerance TIE_REL), ties to the earlier part."""
+    """Least key (tie tolerance TIE_REL; its last entry is the part's index: ties to the earlier part)."""
     best = None
     for r in results:
         if best is None or tie_less(r.key, best.key):
@@ -190,11 +198,27 @@ def solve_mixed(instance: Instance, objective: str, solver: str, deadline: float
     bound = 0.0 if maximise else math.inf
     candidates = []
     for params in instance.search.params or [None]:
-        size_found, size_bound = [], (0.0 if maximise else math.inf)
-        for part in parts(instance, pools, params):
-            result, count, part_bound = solve_part(instance, pools, part, objective, solver, deadline)
+        size_found, size_bound, incumbent = [], (0.0 if maximise else math.inf), math.inf
+        listed = parts(instance, pools, params)
+        # min_time, max_compute: most pools first (they tend to be fastest; for min_time their time
+        # prunes the other parts); min_cost: fewest pools first, and a part may use only the nodes
+        # that cost at most the cheapest plan found so far (ties included)
+        order = range(len(listed)) if objective == "min_cost" else reversed(range(len(listed)))
+        for index in order:
+            part = listed[index]
+            if objective == "min_cost" and math.isfinite(incumbent):
+                top = min(part.space.max_nodes, affordable_nodes(pools, part.used, incumbent))
+                if top < part.space.min_nodes:
+                    continue              # every plan of the part costs more than the incumbent
+                part = part._replace(space=dataclasses.replace(part.space, max_nodes=top))
+            result, count, part_bound = solve_part(instance, pools, part, objective, solver, deadline, incumbent)
+            if result is not None:
+                result = result._replace(key=result.key + (index,))
+                if objective in ("min_time", "min_cost"):
+                    incumbent = min(incumbent, result.value)
             evaluations += count
-            size += part.space.for_objective(part.setting, objective).size(part.setting)
+            if len(listed) <= MAX_COUNTED_PARTS:       # counting costs about a third of the solve
+                size += part.space.for_objective(part.setting, objective).size(part.setting)
             if result is not None:
                 size_found.append(result)
                 part_bound = max(part_bound, result.value) if maximise else min(part_bound, result.value)
@@ -208,7 +232,7 @@ def solve_mixed(instance: Instance, objective: str, solver: str, deadline: float
     elapsed = time.perf_counter() - start
     kind = instance.training.target_kind if maximise else None
     common = dict(space_size=size, candidates=candidates, compute_kind=kind)
-    best = best_part(found)
+    best = best_part([r._replace(key=r.key[:-1] + (k,)) for k, r in enumerate(found)])   # ties: the smaller size
     if best is None:
         if math.isfinite(deadline) and (bound > 0 if maximise else bound < math.inf):
             return SolveResult(objective, solver, "time_limit", None, bound, None, elapsed, evaluations, **common)
