@@ -12,6 +12,7 @@ from click.testing import CliRunner
 
 from planner.cli import main
 from planner.fleet.samples import random_instance
+from planner.schema.errors import InputError
 from planner.schema.instance import parse_instance
 from planner.solve import solve
 from planner.solvers.mixed_oracle import oracle
@@ -105,3 +106,92 @@ def test_solve_command_prints_and_writes_the_pools(tmp_path):
     text = CliRunner().invoke(main, ["solve", str(A100_H100), "--report", str(report)])
     assert text.exit_code == 0 and "12 x a100 (48xA100-80GB) + 8 x h100 (16xH100-SXM)" in text.output
     assert "Pools" in report.read_text()
+
+
+# -- sites ---------------------------------------------------------------------------------------
+
+SIX_SITES = ROOT / "instances" / "mixed-six-sites.json"
+
+
+def two_sites(link_mbps=50.0, **pool_sites):
+    return {"model": {"params": 1e9}, "training": {"target_flop": 1e21},
+            "fleet": {"pools": [{"name": "a", "hardware": "16xH100-SXM", "count": 2, "site": pool_sites.get("a", "X")},
+                                {"name": "b", "hardware": "16xH100-SXM", "count": 2, "site": pool_sites.get("b", "Y")}]},
+            "network": {"wan": {"up_mbps": 100, "down_mbps": 100, "rtt_ms": 100},
+                        "sites": [{"name": "X", "city": "London", "lan_mbps": 400, "lan_rtt_ms": 2},
+                                  {"name": "Y", "city": "Paris"}, {"name": "Z", "city": "Tokyo"}],
+                        "links": [{"a": "X", "b": "Y", "up_mbps": link_mbps, "rtt_ms": 11},
+                                  {"a": "Y", "b": "Z", "up_mbps": 1000}]}}
+
+
+def test_a_sync_across_sites_is_limited_by_the_slowest_route_and_each_node_access():
+    from planner.evaluate import evaluate
+    from planner.schema.plan import parse_plan
+    plan = {"mode": "flat", "nodes": 2, "inner_steps": 10, "compression": 16}
+    across = evaluate(parse_instance(two_sites()), parse_plan({**plan, "pool_nodes": {"a": 1, "b": 1}}))
+    v = 1e9 * 16 / 16                       # payload bits: P x 16 bits / Cr
+    f = 1 + 0.02 * 1                        # straggler f(2), relay coefficient (reference profile)
+    rtt = 0.020         # the largest of the link's 11 ms and each site's LAN (X: 2 ms, Y: network.regional's 20)
+    assert across.values["t_sync_base_s"] == pytest.approx(v / 50e6 + v / 50e6 + rtt, rel=1e-12)
+    assert across.values["t_sync_s"] == pytest.approx((v / 50e6 + v / 50e6 + rtt) * f, rel=1e-12)
+    fast = evaluate(parse_instance(two_sites(link_mbps=5000)), parse_plan({**plan, "pool_nodes": {"a": 1, "b": 1}}))
+    assert fast.values["t_sync_base_s"] == pytest.approx(v / 100e6 + v / 100e6 + rtt, rel=1e-12)  # access cap
+    inside = evaluate(parse_instance(two_sites()), parse_plan({**plan, "pool_nodes": {"a": 2}}))
+    assert inside.values["t_sync_base_s"] == pytest.approx(v / 400e6 + v / 400e6 + 0.002, rel=1e-12)  # X's LAN
+    assert across.sites["nodes_per_site"] == {"X": 1, "Y": 1}
+
+
+def test_pool_sites_are_checked():
+    def problems(data):
+        with pytest.raises(InputError) as err:
+            parse_instance(data)
+        return [str(p) for p in err.value.problems]
+    assert problems(two_sites(a="Q")) == ["fleet.pools[0].site: unknown site 'Q'; network.sites: X, Y, Z"]
+    data = two_sites()
+    del data["fleet"]["pools"][1]["site"]
+    assert problems(data) == ["fleet.pools[1].site: required when network.sites are given: the name of the "
+                              "pool's site (one of 'X', 'Y', 'Z')"]
+    data = two_sites()
+    data["network"] = {}
+    assert problems(data)[0].startswith("fleet.pools[0].site: names site 'X', but network.sites is empty")
+
+
+def test_pools_at_unlinked_sites_exit_2_naming_the_links(tmp_path):
+    data = two_sites()
+    data["network"]["links"] = [{"a": "Y", "b": "Z", "up_mbps": 1000}]
+    path = tmp_path / "i.json"
+    path.write_text(json.dumps(data))
+    result = CliRunner().invoke(main, ["solve", str(path)])
+    assert result.exit_code == 2
+    assert "network.links: no route between site 'X' and site 'Y', which both hold pools" in result.output
+
+
+def test_a_small_world_of_sites_agrees_with_the_oracle():
+    """Four of the six sites (one pool each, two nodes), every assignment scored by the oracle."""
+    data = json.loads(SIX_SITES.read_text())
+    keep = {"LON", "PAR", "NYC", "LAX"}
+    data["fleet"]["pools"] = [p for p in data["fleet"]["pools"] if p["site"] in keep]
+    data["network"]["sites"] = [s for s in data["network"]["sites"] if s["name"] in keep]
+    data["network"]["links"] = [l for l in data["network"]["links"] if {l["a"], l["b"]} <= keep]
+    data["search"] = {**SMALL_SEARCH, "compression": [1, 16, 100]}
+    for objective in ("min_time", "min_cost", "max_compute"):
+        instance = parse_instance({**data, "objective": objective})
+        assert same(solve(instance), oracle(instance)), objective
+
+
+def test_the_six_site_world_trains_on_both_coasts_of_the_atlantic_in_two_regions():
+    result = solve(parse_instance(json.loads(SIX_SITES.read_text())))
+    assert result.status == "optimal"
+    sites = result.evaluation.sites
+    assert sites["nodes_per_site"] == {"LON": 2, "PAR": 2, "NYC": 2}      # H100 pools, fp8; not LA's 100 Mb/s
+    assert sites["regions"] == [["LON", "PAR"], ["NYC"]]
+    assert sites["slowest_route_mbps"] == 1000 and sites["slowest_route_rtt_ms"] == 78   # measured Paris-New York
+
+
+def test_compare_on_the_governance_cities_replaces_the_pools(tmp_path):
+    path = ROOT / "instances" / "mixed-governance-cities.json"
+    result = CliRunner().invoke(main, ["compare", str(path), "--hardware", "16xH100-SXM,48xA100-80GB", "--json"])
+    assert result.exit_code == 0
+    rows = json.loads(result.output)
+    assert {r["hardware"] for r in rows} == {"16xH100-SXM", "48xA100-80GB"}
+    assert all(any("replaced by 240 nodes" in n for n in r["notes"]) for r in rows)

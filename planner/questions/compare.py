@@ -137,8 +137,8 @@ def variant(data: Mapping[str, Any], hardware: str) -> tuple[dict[str, Any], lis
     if isinstance(fleet.get("pools"), list):     # a fleet of pools: the same total of one preset's nodes
         pools = fleet.pop("pools")
         fleet["nodes"] = sum(p.get("count", 0) for p in pools if isinstance(p, Mapping))
-        notes.append(f"the {len(pools)} pools of fleet.pools are replaced by {fleet['nodes']:,} nodes of {hardware} "
-                     "(their total)")
+        notes.append(f"the {len(pools)} pools of fleet.pools are replaced by {fleet['nodes']:,} nodes of each preset "
+                     "(their total; the sites no longer apply)")
     if "price_usd_per_accelerator" in fleet and own != hardware:
         price = fleet.pop("price_usd_per_accelerator")
         notes.append(f"fleet.price_usd_per_accelerator ({price}) is for {_hardware_name(own)}; "
@@ -282,4 +282,5 @@ def render_comparison(rows: list[Comparison], objective: str, console, title: st
             console.print(f"  [red]x[/red] {r.rank}. {escape(r.hardware)}: {escape(r.reason)}")
     notes = sorted({n.split(";")[0] for r in rows for n in r.notes})
     for note in notes:
-        console.print(f"  [yellow]![/yellow] {note}; the other presets keep their own price")
+        price = note.startswith("fleet.price_usd_per_accelerator")
+        console.print(f"  [yellow]![/yellow] {note}" + ("; the other presets keep their own price" if price else ""))
