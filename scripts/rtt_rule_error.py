@@ -38,6 +38,20 @@ def summary(errors_ms: list[float], measured_ms: list[float]) -> str:
             f"({100 * statistics.median(relative):4.1f}%), worst {max(absolute):5.1f} ms")
 
 
+def markdown_rows() -> list[str]:
+    """The rows of docs/sites.md's error table: band, pairs, median error, median |error|, worst."""
+    rows, out = rule_rows(), []
+    for low, high in BANDS_KM + [(0, 1e9)]:
+        band = [r for r in rows if low <= r[1] < high]
+        errors = [r[3] - r[2] for r in band]
+        relative = statistics.median(abs(e) / r[2] for e, r in zip(errors, band))
+        label = "all" if high == 1e9 else f"{low:,}-{high:,} km"
+        out.append(f"| {label} | {len(band)} | {statistics.median(errors):+.1f} ms | "
+                   f"{statistics.median(abs(e) for e in errors):.1f} ms ({100 * relative:.1f}%) | "
+                   f"{max(abs(e) for e in errors):.1f} ms |")
+    return out
+
+
 def leave_one_out() -> list[tuple[str, float, float, float]]:
     """(pair, measured, predicted from the other pairs of its metro areas, distance rule)."""
     table, rows = places(), []
@@ -70,6 +84,8 @@ def main() -> None:
     print(f"\nMetro-area lending, leave one out ({len(held)} pairs whose metro areas have another measured pair):")
     print(f"  lent figure:   {summary([p - m for _, m, p, _ in held], [m for _, m, _, _ in held])}")
     print(f"  distance rule: {summary([r - m for _, m, _, r in held], [m for _, m, _, _ in held])}")
+    print("\nThe table of docs/sites.md:")
+    print("\n".join(markdown_rows()))
 
 
 if __name__ == "__main__":

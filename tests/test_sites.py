@@ -110,7 +110,7 @@ def test_a_site_by_city_takes_the_city_coordinates_and_down_defaults_to_up():
 
 @pytest.mark.parametrize("net, expected", [
     ({"sites": [{"name": "tokyo", "city": "Tokio"}]},
-     "network.sites[0].city: unknown city or region 'Tokio' (did you mean 'Tokyo'?)"),
+     "network.sites[0].city: unknown city or region 'Tokio' (did you mean 'Tokyo', 'Tokai' or 'Tokoza'?)"),
     ({"sites": [{"name": "a", "lat": 91, "lon": 0}]}, "network.sites[0].lat: must be a number in [-90, 90], got 91"),
     ({"sites": [{"name": "a", "lat": 0, "lon": -180.5}]},
      "network.sites[0].lon: must be a number in [-180, 180], got -180.5"),
@@ -221,6 +221,29 @@ def test_unreachable_sites():
     assert str(err.value.problems[0]).startswith("network.links: the site graph is disconnected: 2 parts")
 
 
+def test_slowest_link_without_a_route_and_the_connectivity_of_a_subset():
+    net = network([{"name": n, "city": c} for n, c in (("a", "Paris"), ("b", "Rome"), ("c", "Madrid"))],
+                  [{"a": "a", "b": "b", "up_mbps": 100, "rtt_ms": 9}])
+    g = site_graph(net)
+    assert slowest_link(g, ["a", "b", "c"]) == (0.0, math.inf)
+    check_connected(g, sites=["a", "b"])
+    with pytest.raises(InputError, match="2 parts"):
+        check_connected(g, sites=["b", "c"])
+    with pytest.raises(KeyError, match="unknown site 'd'"):
+        check_connected(g, sites=["a", "d"])
+    with pytest.raises(KeyError, match="unknown site 'd'"):
+        path_mbps(g, "a", "d")
+
+
+def test_the_route_table_follows_changes_to_the_graph():
+    g = _chain()
+    assert path_mbps(g, "a", "c") == 50
+    g.edges["b", "c"]["up_mbps"] = g.edges["b", "c"]["down_mbps"] = 15    # a -> c direct (20) now wider
+    assert path_mbps(g, "a", "c") == 20
+    g.edges["a", "c"]["rtt_ms"] = 1
+    assert path_rtt_ms(g, "a", "c") == 1
+
+
 def test_connected_graphs_pass_the_check():
     check_connected(_chain())
     check_connected(site_graph(network([{"name": "a", "city": "Paris"}])))
@@ -229,9 +252,9 @@ def test_connected_graphs_pass_the_check():
 
 def _random_graph(seed: int, n: int = 6) -> nx.Graph:
     rng = random.Random(seed)
-    sites = [{"name": f"s{i}", "lat": rng.uniform(-60, 60), "lon": rng.uniform(-170, 170)} for i in range(n)]
+    sites = [{"name": f"s{i}", "lat": rng.uniform(45, 48), "lon": rng.uniform(5, 8)} for i in range(n)]   # <= 420 km apart
     links = [{"a": f"s{i}", "b": f"s{j}", "up_mbps": rng.choice([10, 50, 100, 400, 1000]),
-              "down_mbps": rng.choice([10, 50, 100, 400, 1000]), "rtt_ms": rng.choice([2, 5, 10, 20, 40])}
+              "down_mbps": rng.choice([10, 50, 100, 400, 1000]), "rtt_ms": rng.choice([3, 5, 10, 20, 40])}
              for i, j in itertools.combinations(range(n), 2) if rng.random() < 0.45]
     return site_graph(network(sites, links))
 
@@ -265,3 +288,46 @@ def test_regional_groups_agree_with_brute_force_over_every_subset(seed):
     maximal = {s for s in ok if not any(s < t for t in ok)}
     groups = regional_groups(g, min_mbps, max_rtt)
     assert set(groups) == maximal and len(groups) == len(maximal)
+
+
+def test_the_json_schema_describes_sites_and_links():
+    from planner.schema.instance import instance_json_schema
+    defs = instance_json_schema()["$defs"]
+    assert {"sites", "links"} <= set(defs["Network"]["properties"])
+    assert list(defs["Site"]["properties"]) == ["name", "city", "lat", "lon", "lan_mbps", "lan_rtt_ms"]
+    assert list(defs["SiteLink"]["properties"]) == ["a", "b", "up_mbps", "down_mbps", "rtt_ms"]
+    assert defs["Site"]["properties"]["lat"]["anyOf"][0] == {"maximum": 90, "minimum": -90, "type": "number"}
+    assert all(p.get("description") for d in ("Site", "SiteLink") for p in defs[d]["properties"].values())
+
+
+def test_the_error_table_of_docs_sites_md_is_what_the_script_computes():
+    import importlib.util
+    from pathlib import Path
+    root = Path(__file__).resolve().parents[1]
+    spec = importlib.util.spec_from_file_location("rtt_rule_error", root / "scripts" / "rtt_rule_error.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    doc = (root / "docs" / "sites.md").read_text()
+    rows = module.markdown_rows()
+    assert len(rows) == 5 and rows[-1].startswith("| all | 181 |")
+    for row in rows:
+        assert row in doc, row
+
+
+def test_a_given_rtt_below_what_light_allows_is_refused():
+    # London - Tokyo: 9,559 km great circle; light needs 2 x (9559 - 100) km / 299,792.458 km/s = 63.1 ms
+    found = problems({"sites": [{"name": "l", "city": "London"}, {"name": "t", "city": "Tokyo"}],
+                      "links": [{"a": "l", "b": "t", "up_mbps": 100, "rtt_ms": 0.243}]})
+    assert found == ["network.links[0].rtt_ms: must be at least 63.1 ms for sites 9,559 km apart ('l', 't': light "
+                     "in vacuum there and back, 50 km of metro area allowed at each end), got 0.243 (milliseconds, "
+                     "not seconds)"]
+    # 100 km apart at most within two metro areas: any RTT will do
+    network([{"name": "a", "lat": 0, "lon": 0}, {"name": "b", "lat": 0, "lon": 0.5}],
+            [{"a": "a", "b": "b", "up_mbps": 100, "rtt_ms": 0}])
+
+
+def test_every_measured_pair_respects_the_light_bound():
+    from planner.schema.sites import min_rtt_ms
+    for pair, found in measured_rtts().items():
+        a, b = (places()[name] for name in pair)
+        assert found.rtt_ms >= min_rtt_ms(great_circle_km(a.lat, a.lon, b.lat, b.lon)), found.pair

@@ -1,7 +1,7 @@
 """Sites and the links between them (`network.sites`, `network.links`).
 
 A site is a place where nodes sit: a city of the shipped table (models/network/places.json:
-every city of >= 1 million inhabitants and the cloud regions of the measured RTT table, e.g.
+every city of >= 100,000 inhabitants and the cloud regions of the measured RTT table, e.g.
 "Frankfurt", "UK South", "us-east-1") or explicit coordinates. A link joins two sites with an
 upload and a download bandwidth and, optionally, a round-trip time; a missing RTT is estimated
 (planner.sites.rtt: a measured city pair, else the distance rule) and the estimate says which.
@@ -24,13 +24,16 @@ from planner.sites.places import great_circle_km, places
 # A site giving both a city and coordinates must lie this close to the city's centre: farther,
 # the city's measured RTTs would not be the site's.
 MAX_KM_FROM_CITY = 300.0
+METRO_RADIUS_KM = 50.0          # how far from its city's centre a site named by the city may lie
+LIGHT_KM_PER_S = 299_792.458    # speed of light in vacuum (exact, SI definition of the metre)
 
 
 def _city_message(city: str) -> str:
-    near = close_matches(city, places(), n=3)
-    hint = f" (did you mean {' or '.join(repr(n) for n in near)}?)" if near else ""
+    near = [repr(n) for n in close_matches(city, places(), n=3)]
+    listed = near[0] if len(near) == 1 else ", ".join(near[:-1]) + f" or {near[-1]}" if near else ""
+    hint = f" (did you mean {listed}?)" if near else ""
     return (f"unknown city or region {city!r}{hint}; the table (models/network/places.json) holds every city "
-            f"of at least 1 million inhabitants and the cloud regions of the measured RTTs (e.g. 'Frankfurt', "
+            f"of at least 100,000 inhabitants and the cloud regions of the measured RTTs (e.g. 'Frankfurt', "
             f"'UK South', 'us-east-1'); or give lat and lon instead")
 
 
@@ -157,7 +160,39 @@ def with_site_references(model: type, data: Any, handler: Callable[[Any], Any]) 
     problems = site_problems([s.name for s in network.sites], [(l.a, l.b) for l in network.links])
     if problems:
         raise_problems(problems)
+    problems = rtt_bound_problems(network.sites, network.links)
+    if problems:
+        raise_problems(problems)
     return network
+
+
+def min_rtt_ms(distance_km: float) -> float:
+    """The least RTT two sites `distance_km` apart can have: light in vacuum there and back over the
+    great circle, less METRO_RADIUS_KM at each end (a site named by its city may lie anywhere in the
+    metro area, not at the centre the table gives):
+
+        min_rtt_ms = 2 * max(0, d - 2 * METRO_RADIUS_KM) / c * 1000,  c = 299,792.458 km/s
+
+    No link beats it (fibre is 1.5 times slower; microwave and hollow-core links come close to c)."""
+    return 2.0 * max(0.0, distance_km - 2 * METRO_RADIUS_KM) / LIGHT_KM_PER_S * 1000.0
+
+
+def rtt_bound_problems(sites: Sequence[Site], links: Sequence[SiteLink]) -> list[Problem]:
+    """Given RTTs below what light allows between the two sites (min_rtt_ms): a unit slip (seconds
+    for milliseconds) or sites placed wrong; paths relative to `network`."""
+    where = {s.name: s.coordinates for s in sites}
+    problems = []
+    for i, link in enumerate(links):
+        if link.rtt_ms is None:
+            continue
+        km = great_circle_km(*where[link.a], *where[link.b])
+        least = min_rtt_ms(km)
+        if link.rtt_ms < least:
+            problems.append(Problem(f"links[{i}].rtt_ms", f"must be at least {least:.3g} ms for sites {km:,.0f} km "
+                                                           f"apart ({link.a!r}, {link.b!r}: light in vacuum there and "
+                                                           f"back, {METRO_RADIUS_KM:g} km of metro area allowed at each "
+                                                           f"end), got {fmt(link.rtt_ms)} (milliseconds, not seconds)"))
+    return problems
 
 
 def unknown_site_message(name: Any, known: list[str]) -> str:

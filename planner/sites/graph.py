@@ -7,7 +7,10 @@ both ways. Traffic between sites without a direct link is routed over other site
 
 - bandwidth of a route = its narrowest link in the direction of travel; `path_mbps` is the widest
   route's (the maximin or bottleneck path);
-- RTT of a route = the sum of its links' RTTs; `path_rtt_ms` is the shortest route's (Dijkstra).
+- RTT of a route = the sum of its links' RTTs; `path_rtt_ms` is the least-RTT route's.
+
+Both come from one table of every pair per graph (planner/sites/routes.py), so that a planner
+asking for thousands of groups' slowest links pays for the routes once.
 
 Within one site traffic uses the site's LAN (`lan_mbps`, `lan_rtt_ms`; network.regional unless the
 site gives its own). These are per-flow figures: flows sharing a link are not divided among
@@ -16,12 +19,13 @@ themselves here (the cost model accounts for the traffic each sync sends).
 
 from __future__ import annotations
 
-import math
 from typing import Iterable
 
 import networkx as nx
+import numpy as np
 
 from planner.schema.errors import InputError, Problem
+from planner.sites.routes import route_table
 from planner.sites.rtt import estimate_rtt
 
 
@@ -62,47 +66,21 @@ def link_mbps(graph: nx.Graph, src: str, dst: str) -> float:
     return edge["up_mbps"] if edge["a"] == src else edge["down_mbps"]
 
 
-def _directed(graph: nx.Graph) -> nx.DiGraph:
-    """Each link as two arcs, each with the bandwidth of its direction."""
-    arcs = nx.DiGraph()
-    arcs.add_nodes_from(graph.nodes)
-    for u, v in graph.edges:
-        arcs.add_edge(u, v, mbps=link_mbps(graph, u, v))
-        arcs.add_edge(v, u, mbps=link_mbps(graph, v, u))
-    return arcs
-
-
 def path_mbps(graph: nx.Graph, a: str, b: str) -> float:
     """Bandwidth from site `a` to site `b` over the widest route: max over routes of the min over the
     route's links of the bandwidth in the direction a -> b (0.0 if no route; the LAN's if a == b).
-
-    Found by bisection over the distinct link bandwidths: the answer is the largest w such that b
-    is reachable from a using only arcs of at least w Mb/s (a property monotone in w).
-    """
-    if a == b:
-        return float(graph.nodes[a]["lan_mbps"])
-    arcs = _directed(graph)
-    widths = sorted({w for _, _, w in arcs.edges(data="mbps")})
-    low, high, best = 0, len(widths) - 1, 0.0
-    while low <= high:
-        mid = (low + high) // 2
-        wide = nx.subgraph_view(arcs, filter_edge=lambda u, v: arcs.edges[u, v]["mbps"] >= widths[mid])
-        if nx.has_path(wide, a, b):
-            best, low = widths[mid], mid + 1
-        else:
-            high = mid - 1
-    return float(best)
+    From the graph's route table (planner/sites/routes.py: maximin Floyd-Warshall)."""
+    table = route_table(graph)
+    i, j = table.rows((a, b))
+    return float(table.mbps[i, j])
 
 
 def path_rtt_ms(graph: nx.Graph, a: str, b: str) -> float:
-    """RTT between sites `a` and `b` over the route of least total RTT (Dijkstra on rtt_ms; math.inf if
-    no route; the LAN's if a == b)."""
-    if a == b:
-        return float(graph.nodes[a]["lan_rtt_ms"])
-    try:
-        return float(nx.shortest_path_length(graph, a, b, weight="rtt_ms"))
-    except nx.NetworkXNoPath:
-        return math.inf
+    """RTT between sites `a` and `b` over the route of least total RTT (math.inf if no route; the LAN's
+    if a == b). From the graph's route table (min-plus Floyd-Warshall)."""
+    table = route_table(graph)
+    i, j = table.rows((a, b))
+    return float(table.rtt_ms[i, j])
 
 
 def _tier_pairs(graph: nx.Graph, min_mbps: float, max_rtt_ms: float) -> nx.Graph:
@@ -139,26 +117,32 @@ def regional_groups(graph: nx.Graph, min_mbps: float, max_rtt_ms: float) -> list
 def slowest_link(graph: nx.Graph, sites: Iterable[str]) -> tuple[float, float]:
     """(mbps, rtt_ms) that a sync among `sites` is limited by: the least bandwidth and the largest RTT
     over every ordered pair of distinct sites (path_mbps, path_rtt_ms: routes may cross other sites)
-    and over each site's LAN (its nodes exchange inside the site too). One site: its LAN."""
-    names = list(dict.fromkeys(sites))
-    if not names:
+    and over each site's LAN (its nodes exchange inside the site too). One site: its LAN.
+
+        mbps = min over i, j in sites of W[i, j],  rtt_ms = max over i, j in sites of R[i, j]
+
+    with W, R the route table (the diagonal holding the LANs); (0, inf) if two of them have no route.
+    """
+    table = route_table(graph)
+    rows = table.rows(dict.fromkeys(sites))
+    if not len(rows):
         raise ValueError("slowest_link needs at least one site")
-    mbps = min(graph.nodes[s]["lan_mbps"] for s in names)
-    rtt = max(graph.nodes[s]["lan_rtt_ms"] for s in names)
-    for u in names:
-        for v in names:
-            if u != v:
-                mbps = min(mbps, path_mbps(graph, u, v))
-                rtt = max(rtt, path_rtt_ms(graph, u, v))
-    return float(mbps), float(rtt)
+    block = np.ix_(rows, rows)
+    return float(table.mbps[block].min()), float(table.rtt_ms[block].max())
 
 
-def check_connected(graph: nx.Graph, field: str = "network.links") -> None:
+def check_connected(graph: nx.Graph, field: str = "network.links", sites: Iterable[str] | None = None) -> None:
     """InputError naming `field` if some sites have no route between them (groups spanning sites need
-    links). An empty graph or a single site is connected."""
-    if graph.number_of_nodes() <= 1 or nx.is_connected(graph):
+    links). With `sites`, only those must reach each other (routes may still cross other sites). An
+    empty graph or a single site is connected."""
+    wanted = set(graph.nodes if sites is None else sites)
+    unknown = sorted(wanted - set(graph.nodes))
+    if unknown:
+        raise KeyError(f"unknown site {unknown[0]!r} (sites: {', '.join(graph.nodes)})")
+    parts = [sorted(c & wanted) for c in nx.connected_components(graph) if c & wanted]
+    if len(parts) <= 1:
         return
-    parts = sorted((sorted(c) for c in nx.connected_components(graph)), key=lambda c: (-len(c), c))
+    parts.sort(key=lambda c: (-len(c), c))
     shown = "; ".join("{" + ", ".join(repr(s) for s in part[:6]) + (", ..." if len(part) > 6 else "") + "}"
                       for part in parts[:4]) + ("; ..." if len(parts) > 4 else "")
     raise InputError([Problem(field, f"the site graph is disconnected: {len(parts)} parts with no link "

@@ -1,6 +1,6 @@
 """The shipped network tables: places a site may name, measured round-trip times, physical constants.
 
-- models/network/places.json: cities (GeoNames, every city of >= 1 million inhabitants) and the
+- models/network/places.json: cities (GeoNames, every city of >= 100,000 inhabitants) and the
   cloud regions of the measured pairs, each with WGS 84 coordinates (scripts/build_places.py).
 - models/network/wan_latency.json: measured RTTs between cities and cloud regions (Azure P50,
   AWS CloudPing, Verizon, Epsilon), bandwidth tiers and the physical constants of fibre; its

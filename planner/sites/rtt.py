@@ -34,7 +34,7 @@ from planner.sites.places import fibre_constants, great_circle_km, measured_by_m
 @dataclass(frozen=True)
 class RttEstimate:
     rtt_ms: float
-    source: str          # "measured: London | Tokyo" or "distance rule: 9559 km great circle x 1.5 ..."
+    source: str          # "measured: London | Tokyo" or "distance rule: 9559 km great circle; 5 ms + ..."
 
 
 def distance_rule_rtt_ms(distance_km: float) -> float:
@@ -45,8 +45,8 @@ def distance_rule_rtt_ms(distance_km: float) -> float:
 
 def distance_rule_source(distance_km: float) -> str:
     k = fibre_constants()
-    return (f"distance rule: {distance_km:.0f} km great circle x {k.route_factor:g} route factor "
-            f"/ {k.fibre_km_per_s:.0f} km/s in fibre x 2 (round trip) + {k.overhead_ms:g} ms (same metro)")
+    return (f"distance rule: {distance_km:.0f} km great circle; {k.overhead_ms:g} ms + 2 x km x {k.route_factor:g} "
+            f"/ {k.fibre_km_per_s:.0f} km/s")
 
 
 def measured_rtt(place_a: str | None, place_b: str | None) -> RttEstimate | None:
