@@ -74,8 +74,8 @@ def _add_sites(rng: np.random.Generator, data: dict) -> None:
         if a == names[-1] and len(names) == 2:
             break
         link = {"a": a, "b": b, "up_mbps": float(10 ** rng.uniform(1, 4))}
-        if rng.random() < 0.3:
-            link["rtt_ms"] = float(rng.uniform(1, 150))
+        if rng.random() < 0.3:          # a given RTT, at least what light allows (the schema refuses less)
+            link["rtt_ms"] = float(_light_rtt_ms(a, b) + rng.uniform(1, 150))
         links.append(link)
     if len(names) >= 4 and rng.random() < 0.5:
         links.append({"a": names[0], "b": names[2], "up_mbps": float(10 ** rng.uniform(1, 4))})
@@ -83,3 +83,10 @@ def _add_sites(rng: np.random.Generator, data: dict) -> None:
     data["network"]["regional"] = {"mbps": float(rng.choice([100.0, 1000.0, 5000.0])), "rtt_ms": float(rng.uniform(5, 40))}
     for pool in data["fleet"]["pools"]:
         pool["site"] = str(rng.choice(names))
+
+
+def _light_rtt_ms(a: str, b: str) -> float:
+    """Round trip at the speed of light in vacuum between two cities of the table, ms."""
+    from planner.sites.places import great_circle_km, places
+    pa, pb = places()[a], places()[b]
+    return 2.0 * great_circle_km(pa.lat, pa.lon, pb.lat, pb.lon) / 299_792.458 * 1e3

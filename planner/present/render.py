@@ -11,6 +11,7 @@ import io
 
 from rich.console import Console
 from rich.table import Table
+from rich.markup import escape
 from rich.text import Text
 
 from planner.cost.duration import SECONDS_PER_DAY
@@ -180,9 +181,13 @@ def render_evaluation(e: Evaluation, console: Console, heading: str = "dtplan ev
         console.print()
         print_table(table, console)
     if getattr(e, "pool_rows", None):          # a fleet of pools (planner.fleet)
-        from planner.fleet.present import pool_table
+        from planner.fleet.present import pool_table, site_lines
         console.print()
         print_table(pool_table(e), console)
+        if e.sites is not None:
+            console.print(Text("Sites", style="bold"))
+            for line in site_lines(e.sites):
+                console.print(f"  {escape(line)}")
     console.print()
     if e.violations:
         console.print(Text("Limits broken", style="bold red"))

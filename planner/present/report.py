@@ -199,9 +199,15 @@ def _evaluation(doc: _Doc, e, heading: str = "") -> None:
     doc.h2(f"Plan{heading}")
     doc.table(["decision", "value"], _plan_rows(plan))
     if getattr(e, "pool_rows", None):          # a fleet of pools (planner.fleet)
-        from planner.fleet.present import POOL_HEADER, pool_cells
+        from planner.fleet.present import POOL_HEADER, pool_cells, site_lines
         doc.h2(f"Pools{heading}")
         doc.table(POOL_HEADER, [pool_cells(row) for row in e.pool_rows])
+        if e.sites is not None:                  # with sites: the regions chosen, drawn on the site graph
+            from planner.present.site_plot import site_graph_png
+            from planner.sites import site_graph
+            doc.items(site_lines(e.sites))
+            doc.image(site_graph_png(site_graph(e.instance.network), e.sites["regions"], "sites and regions used"),
+                      "the site graph: the regions of the plan's sites, link speeds and RTTs")
     doc.h2(f"Breakdown{heading}")
     doc.table(["quantity", "value"], [
         ["time to target", f"{v['time_to_target_s'] / SECONDS_PER_DAY:,.2f} days"
