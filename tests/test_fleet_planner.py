@@ -195,3 +195,20 @@ def test_compare_on_the_governance_cities_replaces_the_pools(tmp_path):
     rows = json.loads(result.output)
     assert {r["hardware"] for r in rows} == {"16xH100-SXM", "48xA100-80GB"}
     assert all(any("replaced by 240 nodes" in n for n in r["notes"]) for r in rows)
+
+
+def test_candidate_model_sizes_on_pools_agree_with_the_oracle():
+    data = {"model": {}, "training": {"target_flop": 3e21},
+            "fleet": {"pools": [{"name": "a", "hardware": "48xA100-80GB", "count": 2},
+                                {"name": "h", "hardware": "16xH100-SXM", "count": 2}]},
+            "limits": {"max_days": 30}, "search": {**SMALL_SEARCH, "params": [1e9, 3e9]}}
+    for objective in ("min_time", "min_cost", "max_compute"):
+        instance = parse_instance({**data, "objective": objective})
+        result = solve(instance)
+        assert same(result, oracle(instance)), objective
+        assert result.model_params in (1e9, 3e9) and len(result.candidates) == 2
+
+
+def test_write_model_is_refused_for_pools():
+    result = CliRunner().invoke(main, ["solve", str(A100_H100), "--write-model", "/tmp/dtplan-pools.lp"])
+    assert result.exit_code == 2 and "--write-model: a fleet of pools" in result.output
