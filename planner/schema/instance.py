@@ -188,7 +188,8 @@ class Fleet(StrictModel):
     def _one_form(self) -> "Fleet":
         """Exactly one of (hardware + nodes) or pools; with pools, nodes is their total."""
         if self.pools is None:
-            problems = [Problem(k, "required field missing (give hardware and nodes, or pools)")
+            hint = "" if self.hardware is not None or self.nodes is not None else " (give hardware and nodes, or pools)"
+            problems = [Problem(k, "required field missing" + hint)
                         for k in ("hardware", "nodes") if getattr(self, k) is None]
             if problems:
                 raise_problems(problems)
