@@ -212,3 +212,15 @@ def test_candidate_model_sizes_on_pools_agree_with_the_oracle():
 def test_write_model_is_refused_for_pools():
     result = CliRunner().invoke(main, ["solve", str(A100_H100), "--write-model", "/tmp/dtplan-pools.lp"])
     assert result.exit_code == 2 and "--write-model: a fleet of pools" in result.output
+
+
+def test_an_infeasible_fleet_names_its_fastest_pools():
+    """A 2T model fits only on the A100 nodes (3,840 GB each): the fastest plan uses them alone."""
+    data = json.loads(A100_H100.read_text())
+    data["model"] = {"params": 2e12}
+    result = solve(parse_instance(data))
+    assert result.status == "infeasible" and len(result.infeasibility) == 1
+    unlimited = solve(parse_instance({**data, "limits": {"max_days": 1e6}}))
+    assert unlimited.plan.pool_nodes == {"a100": 9}
+    assert result.fastest_time_s == unlimited.objective_value
+    assert result.infeasibility[0].startswith("duration-limit: the fastest plan (9 x a100) reaches the target in")

@@ -189,8 +189,10 @@ def plan_of(result: PartResult, pools: list[PoolSetting], is_moe: bool):
     return parse_plan(data, "<solver>")
 
 
-def solve_mixed(instance: Instance, objective: str, solver: str, deadline: float, start: float):
-    """`planner.solve.solve` for a fleet of pools (arguments already checked there)."""
+def solve_mixed(instance: Instance, objective: str, solver: str, deadline: float, start: float,
+                explain: bool = True):
+    """`planner.solve.solve` for a fleet of pools (arguments already checked there). `explain`:
+    say why when no plan exists (`explain_mixed`)."""
     from planner.solve import AGREEMENT_REL, SolveResult, binding_limits
     pools = pool_settings(instance)
     maximise = objective == "max_compute"
@@ -236,8 +238,9 @@ def solve_mixed(instance: Instance, objective: str, solver: str, deadline: float
     if best is None:
         if math.isfinite(deadline) and (bound > 0 if maximise else bound < math.inf):
             return SolveResult(objective, solver, "time_limit", None, bound, None, elapsed, evaluations, **common)
+        reasons, fastest = explain_mixed(instance, pools, solver, deadline) if explain else ([], None)
         return SolveResult(objective, solver, "infeasible", None, None, None, elapsed, evaluations,
-                           infeasibility=explain_mixed(instance, pools, deadline), **common)
+                           infeasibility=reasons, fastest_time_s=fastest, **common)
     value = best.value
     if maximise:
         status = "optimal" if bound <= value * (1 + 1e-12) else "time_limit"
@@ -259,10 +262,27 @@ def solve_mixed(instance: Instance, objective: str, solver: str, deadline: float
                        binding=binding_limits(result, space, objective), model_params=result.setting.params, **common)
 
 
-def explain_mixed(instance: Instance, pools: list[PoolSetting], deadline: float) -> list[str]:
-    """Why no plan exists: the uniform explanation for every pool at once (paced by the slowest),
-    or, when the pools share no precision, for each pool alone."""
+def explain_mixed(instance: Instance, pools: list[PoolSetting], solver: str,
+                  deadline: float) -> tuple[list[str], float | None]:
+    """Why no plan exists, and the fastest plan's time to target in seconds when only the duration
+    limit is missed (else None). First the fastest plan over every subset of pools with no
+    duration limit (a min_time solve of the instance at the schema's longest run); when even that
+    has no plan, the uniform explanation of the other limits for every pool at once (paced by the
+    slowest), or, when the pools share no precision, for each pool alone."""
+    from planner.cost.duration import SECONDS_PER_DAY
+    from planner.schema.limits import MAX_DAYS
     from planner.solve import explain_infeasible
+    if time.perf_counter() < deadline:
+        unlimited = instance.model_copy(update={"limits": instance.limits.model_copy(update={"max_days": MAX_DAYS})})
+        fastest = solve_mixed(unlimited, "min_time", solver, deadline, time.perf_counter(), explain=False)
+        if fastest.status == "optimal":
+            e = fastest.evaluation
+            days = e.values["time_to_target_s"] / SECONDS_PER_DAY
+            at_goodput = f" at goodput {e.setting.goodput:g}" if e.setting.goodput < 1 else ""
+            limit = pools[0].setting.window_s / SECONDS_PER_DAY
+            used = " + ".join(f"{n} x {name}" for name, n in fastest.plan.pool_nodes.items())
+            return [f"duration-limit: the fastest plan ({used}) reaches the target in {days:,.1f} days{at_goodput}, "
+                    f"the limit is {limit:,.1f} days"], float(e.values["time_to_target_s"])
     space = base_space(instance, pools)
     everything = tuple(range(len(pools)))
     common = [p for p in space.precisions if not unsupported(pools, everything, p)]
@@ -281,5 +301,5 @@ def explain_mixed(instance: Instance, pools: list[PoolSetting], deadline: float)
                                                        instance.limits.max_nodes or math.inf))
         label = "every pool (paced by the slowest)" if len(used) > 1 else f"pool {pools[used[0]].label!r} alone"
         lines, _ = explain_infeasible(s, part_space, deadline)
-        reasons += [f"{label}: {line}" for line in lines]
-    return reasons
+        reasons += [f"{label}: {line}" for line in lines if not line.startswith("duration-limit")]
+    return reasons, None
