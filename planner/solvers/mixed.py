@@ -148,6 +148,30 @@ def solve_part(instance: Instance, pools: list[PoolSetting], part: Part, objecti
     return PartResult(part, batch, counts, key, value), evaluations, bound
 
 
+def compute_bound_s(s: Setting, nodes: int) -> float:
+    """A lower bound on the time to target of every plan of a part with at most `nodes` nodes, or 0
+    when it is not known to hold (then nothing is pruned by it):
+
+        T_wall >= C_target / (N F u) / goodput
+
+    Each node processes at most B tokens per t_comp = 6 P_act B / (F u) seconds in every mode (the
+    outer step is at least H t_step >= H t_comp per replica, a pipeline step of S stages at least
+    t_comp / S; the backup strategy's throughput fraction is <= 1), and C_local = 6 P_act T eta
+    with eta = eta_H eta_C eta_A eta_R <= 1. That holds for a C_local target when eta_H <= 1
+    (floor <= 1, alpha(P) >= 0, divisor >= 1), the quality tables are in [0, 1] and eta_R <= 1
+    (facts (R) and (L) of `planner.solvers.monotone`)."""
+    from planner.cost.straggler import eta_h_divisor
+    from planner.solvers import monotone
+    a = s.assumptions
+    mono = monotone.check(s)
+    tables = (a.compression_quality_ef, a.compression_quality_no_ef, a.activation_quality)
+    if (s.target_kind != "c_local" or mono.unsupported or not mono.eta_h_falls or a.eta_h_floor > 1
+            or eta_h_divisor(a) < 1 or any(not 0 <= q <= 1 for t in tables for row in t.values() for q in row)):
+        return 0.0
+    (precision, flops), = s.peak_flops.items()
+    return s.target / (nodes * flops * a.mfu_for(precision)) / s.goodput
+
+
 def _cost_of(pools, used, nodes: float) -> float:
     """The least cost of a plan of `used` with at least `nodes` nodes (a node-count bound in USD)."""
     if not math.isfinite(nodes):
@@ -213,7 +237,13 @@ def solve_mixed(instance: Instance, objective: str, solver: str, deadline: float
                 if top < part.space.min_nodes:
                     continue              # every plan of the part costs more than the incumbent
                 part = part._replace(space=dataclasses.replace(part.space, max_nodes=top))
+            floor_s = compute_bound_s(part.setting, part.space.max_nodes) if objective == "min_time" else 0.0
+            if floor_s > incumbent * (1 + 1e-12):
+                size_bound = min(size_bound, floor_s)
+                continue                  # no plan of the part can reach the best time found
             result, count, part_bound = solve_part(instance, pools, part, objective, solver, deadline, incumbent)
+            if result is not None and result.value < floor_s * (1 - 1e-9):     # the bound checked where it is used
+                raise AssertionError(f"compute bound {floor_s!r} s above a plan's time {result.value!r} s")
             if result is not None:
                 result = result._replace(key=result.key + (index,))
                 if objective in ("min_time", "min_cost"):
