@@ -7,8 +7,9 @@ at random coordinates): each site linked to its 4
 nearest others and, with probability 0.05, to any other (so far links exist too), bandwidths drawn
 from {100, 1000, 10000} Mb/s each way, RTTs estimated (measured pair or distance rule). For n
 sites it prints the median time of: parse_instance (the schema's checks), site_graph, route_table
-(every pair's widest and least-RTT route), regional_groups at 1000 Mb/s / 30 ms, and slowest_link
-of one 5-site group once the table exists. Report `uptime`'s load with the figures.
+(every pair's widest and least-RTT route), regional_groups at 1000 Mb/s / 30 ms, slowest_link
+of one 5-site group once the table exists, and draw_site_graph to a PNG (once). Report `uptime`'s
+load with the figures.
 """
 
 from __future__ import annotations
@@ -17,8 +18,11 @@ import argparse
 import os
 import random
 import statistics
+import tempfile
 import time
+from pathlib import Path
 
+from planner.present.site_plot import draw_site_graph
 from planner.schema.instance import parse_instance
 from planner.sites import regional_groups, site_graph, slowest_link
 from planner.sites.places import great_circle_km, places
@@ -61,7 +65,7 @@ def main() -> None:
     args = parser.parse_args()
     print(f"load average {os.getloadavg()[0]:.2f}; median of {args.repeat} runs")
     print(f"{'sites':>6} {'links':>6} {'parse':>9} {'graph':>9} {'routes':>9} {'groups':>9} {'#groups':>8} "
-          f"{'slowest 5':>10}")
+          f"{'slowest 5':>10} {'draw PNG':>9}")
     for n in args.sites:
         data = instance_data(n, seed=n)
         t_parse, inst = timed(lambda: parse_instance(data), args.repeat)
@@ -72,8 +76,10 @@ def main() -> None:
         route_table(graph)
         group = random.Random(n).sample(list(graph.nodes), min(5, n))
         t_slow, _ = timed(lambda: slowest_link(graph, group), max(args.repeat, 100))
+        with tempfile.TemporaryDirectory() as folder:
+            t_draw, _ = timed(lambda: draw_site_graph(graph, groups, Path(folder) / "sites.png"), 1)
         print(f"{n:>6} {len(data['network']['links']):>6} {t_parse:>8.4f}s {t_graph:>8.4f}s {max(t_routes, 0):>8.4f}s "
-              f"{t_groups:>8.4f}s {len(groups):>8} {t_slow * 1e6:>8.1f}us")
+              f"{t_groups:>8.4f}s {len(groups):>8} {t_slow * 1e6:>8.1f}us {t_draw:>8.2f}s")
 
 
 if __name__ == "__main__":

@@ -76,6 +76,8 @@ def test_a_disconnected_graph_exits_2_naming_network_links(tmp_path):
     error = json.loads(result.stdout)["error"]
     assert error["problems"][0]["path"] == "network.links"
     assert "disconnected: 3 parts" in error["problems"][0]["message"]
+    # the nearest pair between Europe-America and the Singapore lab: Frankfurt (10,265 km; Paris 10,730)
+    assert "e.g. between 'fra' and 'lab'" in error["problems"][0]["message"]
 
 
 @pytest.mark.parametrize("change, path, message", [
@@ -202,3 +204,14 @@ def test_site_graph_png_bytes_for_reports():
     graph = site_graph(parse_instance(WORLD).network)
     data = site_graph_png(graph, regional_groups(graph, 1000, 30), title="seven")
     assert data.startswith(b"\x89PNG") and len(data) > 10_000
+
+
+def test_a_large_graph_leaves_labels_out_and_says_so(tmp_path):
+    sites = [{"name": f"site{i}", "lat": -50 + (i * 7) % 100, "lon": -170 + (i * 13) % 340} for i in range(120)]
+    links = [{"a": f"site{i}", "b": f"site{(i + 1) % 120}", "up_mbps": 100} for i in range(120)]
+    graph = site_graph(parse_instance({**BASE, "network": {"sites": sites, "links": links}}).network)
+    texts = _texts(draw_site_graph(graph, regional_groups(graph, 1000, 30), tmp_path / "big.svg").read_text())
+    caption = next(t for t in texts if "unlabelled" in t)
+    assert caption == ("120 links, unlabelled beyond 40 (dtplan sites --json lists them); 120 sites, unnamed beyond "
+                       "100; the first 20 of 120 groups drawn")
+    assert not any(t.startswith("site") for t in texts) and not any("Mb/s" in t for t in texts)

@@ -9,7 +9,9 @@ groups as coloured shapes around their sites (matplotlib, Agg; PNG or SVG by the
   distance rule estimated it and suffixed "(m)" when it comes from a measured pair;
 - a group: a translucent rounded band around the convex hull of its sites, one colour per group,
   named in the legend; overlapping candidate groups overlap on the figure too;
-- SVG text stays text (svg.fonttype 'none'): site names can be searched in the file.
+- SVG text stays text (svg.fonttype 'none'): site names can be searched in the file;
+- large graphs: link labels above 40 links, nudging above 60 sites, site names above 100 sites
+  and groups beyond the first 20 are left out, and the caption says so.
 """
 
 from __future__ import annotations
@@ -51,12 +53,12 @@ def positions(graph: nx.Graph, centre: float = 0.0, min_gap: float = 0.08) -> di
     """Map positions (longitude around `centre`, latitude) of every site, nudged apart where two sites
     are closer than `min_gap` of the map's span (a metro area's sites would hide each other): pairs
     too close move apart along the line joining them, in a few rounds; sites at one point first
-    spread on a small circle. Geography is kept wherever sites do not crowd."""
+    spread on a circle, neighbours `min_gap` apart. Geography is kept wherever sites do not crowd."""
     raw = {n: (shifted(float(d["lon"]), centre), float(d["lat"])) for n, d in graph.nodes(data=True)}
-    if len(raw) < 2:
+    if len(raw) < 2 or min_gap <= 0:
         return raw
     xs, ys = [p[0] for p in raw.values()], [p[1] for p in raw.values()]
-    gap = min_gap * max(10.0, max(xs) - min(xs), max(ys) - min(ys))
+    gap = min_gap * max(MIN_FRAME_DEG[0], max(xs) - min(xs), max(ys) - min(ys))
     at: dict[tuple[float, float], list[str]] = {}
     for name, p in raw.items():
         at.setdefault(p, []).append(name)
@@ -64,7 +66,7 @@ def positions(graph: nx.Graph, centre: float = 0.0, min_gap: float = 0.08) -> di
     for (x, y), names in at.items():
         for k, name in enumerate(names):
             angle = 2 * math.pi * k / len(names) + math.pi / 2
-            r = gap / 2 if len(names) > 1 else 0.0
+            r = gap / (2 * math.sin(math.pi / len(names))) if len(names) > 1 else 0.0   # neighbours gap apart
             pos[name] = [x + r * math.cos(angle), y + r * math.sin(angle)]
     names = sorted(pos)
     for _ in range(60):
@@ -125,17 +127,27 @@ def _group_name(k: int, group: Iterable[str]) -> str:
     return f"group {k + 1}: {shown}"
 
 
+# Beyond these, the figure leaves things out rather than draw an unreadable (or, for glyphs
+# matplotlib cannot rasterise, impossible) picture; the caption says what was left out.
+MAX_LABELLED_LINKS = 40         # link labels (Mb/s, RTT)
+MAX_NUDGED_SITES = 60           # crowded sites moved apart
+MAX_NAMED_SITES = 100           # site names written beside the sites
+MAX_DRAWN_GROUPS = 20           # group bands (the legend names the first 10)
+MAX_LEGEND_GROUPS = 10
+
+
 def site_figure(graph: nx.Graph, groups: Sequence[Iterable[str]] = (), title: str = ""):
     """The figure of the site graph with `groups` (lists or sets of site names) coloured."""
     from matplotlib.patches import Patch
     from matplotlib.ticker import FixedLocator, FuncFormatter
     plt = pyplot()
+    n_sites, n_links = graph.number_of_nodes(), graph.number_of_edges()
     centre = central_meridian(graph)
-    pos = positions(graph, centre)
+    pos = positions(graph, centre, min_gap=0.08 if n_sites <= MAX_NUDGED_SITES else 0.0)
     groups = [list(g) for g in groups]
     fig, ax = plt.subplots(figsize=(10, 6))
     colour_of, handles = {}, []
-    for k, group in enumerate(groups):
+    for k, group in enumerate(groups[:MAX_DRAWN_GROUPS]):
         colour = GROUP_COLOURS[k % len(GROUP_COLOURS)]
         hull = convex_hull([pos[n] for n in group if n in pos])
         if not hull:
@@ -145,21 +157,28 @@ def site_figure(graph: nx.Graph, groups: Sequence[Iterable[str]] = (), title: st
                 solid_joinstyle="round", solid_capstyle="round", zorder=1)
         if len(hull) >= 3:
             ax.fill([p[0] for p in hull], [p[1] for p in hull], color=colour, alpha=0.22, zorder=1, linewidth=0)
-        handles.append(Patch(color=colour, alpha=0.45, label=_group_name(k, group)))
+        if k < MAX_LEGEND_GROUPS:
+            handles.append(Patch(color=colour, alpha=0.45, label=_group_name(k, group)))
         for n in group:
             colour_of.setdefault(n, colour)
+    labelled = n_links <= MAX_LABELLED_LINKS
     straight = [(u, v) for u, v in graph.edges if abs(pos[u][0] - pos[v][0]) <= 180]
+    across = [(u, v) for u, v in graph.edges if abs(pos[u][0] - pos[v][0]) > 180]
     width = {(u, v): 0.8 + 0.9 * math.log10(max(1.0, min(d["up_mbps"], d["down_mbps"])))
              for u, v, d in graph.edges(data=True)}
     nx.draw_networkx_edges(graph, pos, ax=ax, edgelist=straight, width=[width[e] for e in straight],
-                           edge_color="#555555", alpha=0.8)
-    nx.draw_networkx_edge_labels(graph, pos, ax=ax, font_size=7,
-                                 edge_labels={(u, v): link_label(graph.edges[u, v]) for u, v in straight},
-                                 bbox={"boxstyle": "round,pad=0.2", "fc": "white", "ec": "none", "alpha": 0.8})
-    nx.draw_networkx_nodes(graph, pos, ax=ax, node_size=240, edgecolors="black", linewidths=0.8,
+                           edge_color="#555555", alpha=0.8 if labelled else 0.35)
+    if labelled:
+        nx.draw_networkx_edge_labels(graph, pos, ax=ax, font_size=7,
+                                     edge_labels={(u, v): link_label(graph.edges[u, v]) for u, v in straight},
+                                     bbox={"boxstyle": "round,pad=0.2", "fc": "white", "ec": "none", "alpha": 0.8})
+    nx.draw_networkx_nodes(graph, pos, ax=ax, node_size=240 if n_sites <= MAX_NUDGED_SITES else 40,
+                           edgecolors="black", linewidths=0.8 if n_sites <= MAX_NUDGED_SITES else 0.3,
                            node_color=[colour_of.get(n, UNGROUPED) for n in graph.nodes])
-    for n, (x, y) in pos.items():
-        ax.annotate(n, (x, y), xytext=(0, 8), textcoords="offset points", ha="center", va="bottom", fontsize=9)
+    if n_sites <= MAX_NAMED_SITES:
+        for n, (x, y) in pos.items():
+            ax.annotate(n, (x, y), xytext=(0, 8 if n_sites <= MAX_NUDGED_SITES else 3), textcoords="offset points",
+                        ha="center", va="bottom", fontsize=9 if n_sites <= MAX_NUDGED_SITES else 6)
     ax.tick_params(left=True, bottom=True, labelleft=True, labelbottom=True)
     ax.xaxis.set_major_formatter(FuncFormatter(lambda x, _: f"{shifted(x + centre, 0.0):g}"))
     ax.set_xlabel("longitude, degrees east" + (f" (map centred on {centre:g})" if centre else ""))
@@ -167,47 +186,74 @@ def site_figure(graph: nx.Graph, groups: Sequence[Iterable[str]] = (), title: st
     ax.grid(True, color="#e6e6e6", linewidth=0.6)
     ax.set_axisbelow(True)
     _frame(ax, pos)
-    ax.xaxis.set_major_locator(FixedLocator(sorted(shifted(t, centre) for t in range(-180, 180, 30))))
-    for u, v, d in graph.edges(data=True):
-        if (u, v) not in straight:
-            _draw_across_the_edge(ax, pos[u], pos[v], width[(u, v)], link_label(d))
-    if handles:
-        ax.legend(handles=handles, loc="best", fontsize=8, framealpha=0.9)
-    caption = ("links: Mb/s (up/down when they differ), RTT; ~ distance rule, (m) measured pair; "
-               "crowded sites nudged apart")
-    ax.set_title((title + "\n" if title else "") + caption, fontsize=9, loc="left")
+    if ax.get_xlim()[1] - ax.get_xlim()[0] > 90:      # a world map: meridians every 30 degrees
+        ax.xaxis.set_major_locator(FixedLocator(sorted(shifted(t, centre) for t in range(-180, 180, 30))))
+    _draw_across_the_edge(ax, [(pos[u], pos[v]) for u, v in across], [width[e] for e in across],
+                          [link_label(graph.edges[e]) if labelled else "" for e in across])
+    if handles:       # "best" weighs every artist: affordable only for small figures
+        ax.legend(handles=handles, loc="best" if labelled else "lower left", fontsize=8, framealpha=0.9)
+    ax.set_title((title + "\n" if title else "") + _caption(n_sites, n_links, len(groups)), fontsize=9, loc="left")
     fig.tight_layout()
     return fig
 
 
-def _draw_across_the_edge(ax, p: tuple[float, float], q: tuple[float, float], width: float, label: str) -> None:
-    """A link whose short way round crosses the map's edge: dashed from each end to the edge, labelled
-    beside the end with more room inside the frame."""
-    if p[0] > q[0]:
-        p, q = q, p                                     # p west, q east on the map
-    span = (p[0] + 360.0) - q[0]                        # eastward from q across the edge to p
-    y_edge = q[1] + (p[1] - q[1]) * (180.0 - q[0]) / span
-    ax.plot([q[0], 180.0], [q[1], y_edge], color="#555555", alpha=0.8, linewidth=width, linestyle="--")
-    ax.plot([-180.0, p[0]], [y_edge, p[1]], color="#555555", alpha=0.8, linewidth=width, linestyle="--")
+def _caption(n_sites: int, n_links: int, n_groups: int) -> str:
+    """What the figure shows, and what it leaves out at this size."""
+    parts = [("links: Mb/s (up/down when they differ), RTT; ~ distance rule, (m) measured pair"
+              if n_links <= MAX_LABELLED_LINKS else
+              f"{n_links:,} links, unlabelled beyond {MAX_LABELLED_LINKS} (dtplan sites --json lists them)")]
+    if n_sites <= MAX_NUDGED_SITES:
+        parts.append("crowded sites nudged apart")
+    elif n_sites > MAX_NAMED_SITES:
+        parts.append(f"{n_sites:,} sites, unnamed beyond {MAX_NAMED_SITES}")
+    if n_groups > MAX_DRAWN_GROUPS:
+        parts.append(f"the first {MAX_DRAWN_GROUPS} of {n_groups:,} groups drawn")
+    elif n_groups > MAX_LEGEND_GROUPS:
+        parts.append(f"the legend names the first {MAX_LEGEND_GROUPS} of {n_groups} groups")
+    return "; ".join(parts)
+
+
+def _draw_across_the_edge(ax, ends: list[tuple[tuple[float, float], tuple[float, float]]], widths: list[float],
+                          labels: list[str]) -> None:
+    """Links whose short way round crosses the map's edge: dashed from each end to the edge (one line
+    collection for all), each labelled beside the end with more room inside the frame."""
+    from matplotlib.collections import LineCollection
+    if not ends:
+        return
+    segments, segment_widths = [], []
     x_min, x_max = max(ax.get_xlim()[0], -180.0), min(ax.get_xlim()[1], 180.0)
-    if x_max - q[0] >= p[0] - x_min:                    # label on the side with more room inside the frame
-        x = q[0] + 0.5 * (x_max - q[0])
-        y = q[1] + (y_edge - q[1]) * (x - q[0]) / max(180.0 - q[0], 1e-9)
-    else:
-        x = p[0] - 0.5 * (p[0] - x_min)
-        y = p[1] + (y_edge - p[1]) * (p[0] - x) / max(p[0] + 180.0, 1e-9)
-    ax.text(x, y, label, fontsize=7, ha="center", va="center",
-            bbox={"boxstyle": "round,pad=0.2", "fc": "white", "ec": "none", "alpha": 0.8})
+    for (p, q), width, label in zip(ends, widths, labels):
+        if p[0] > q[0]:
+            p, q = q, p                                     # p west, q east on the map
+        span = (p[0] + 360.0) - q[0]                        # eastward from q across the edge to p
+        y_edge = q[1] + (p[1] - q[1]) * (180.0 - q[0]) / span
+        segments += [[q, (180.0, y_edge)], [(-180.0, y_edge), p]]
+        segment_widths += [width, width]
+        if not label:
+            continue
+        if x_max - q[0] >= p[0] - x_min:                    # label on the side with more room inside the frame
+            x = q[0] + 0.5 * (x_max - q[0])
+            y = q[1] + (y_edge - q[1]) * (x - q[0]) / max(180.0 - q[0], 1e-9)
+        else:
+            x = p[0] - 0.5 * (p[0] - x_min)
+            y = p[1] + (y_edge - p[1]) * (p[0] - x) / max(p[0] + 180.0, 1e-9)
+        ax.text(x, y, label, fontsize=7, ha="center", va="center",
+                bbox={"boxstyle": "round,pad=0.2", "fc": "white", "ec": "none", "alpha": 0.8})
+    ax.add_collection(LineCollection(segments, linewidths=segment_widths, colors="#555555", alpha=0.8,
+                                     linestyles="--"))
+
+
+MIN_FRAME_DEG = (8.0, 5.0)       # smallest map, degrees of longitude and latitude (a metro area's sites)
 
 
 def _frame(ax, pos: dict[str, tuple[float, float]]) -> None:
-    """Limits with a margin, at least 20 degrees wide and 12 high, within the globe (plus a margin)."""
+    """Limits with a margin, at least MIN_FRAME_DEG, within the globe (plus a margin)."""
     if not pos:
         return
     xs, ys = [p[0] for p in pos.values()], [p[1] for p in pos.values()]
     cx, cy = (max(xs) + min(xs)) / 2, (max(ys) + min(ys)) / 2
-    w = max(20.0, (max(xs) - min(xs)) * 1.2 + 16)
-    h = max(12.0, (max(ys) - min(ys)) * 1.3 + 6)
+    w = max(MIN_FRAME_DEG[0], (max(xs) - min(xs)) * 1.2 + 16 * (max(xs) - min(xs) > 40))
+    h = max(MIN_FRAME_DEG[1], (max(ys) - min(ys)) * 1.3 + 6 * (max(ys) - min(ys) > 20))
     ax.set_xlim(max(-185.0, cx - w / 2), min(185.0, cx + w / 2))
     ax.set_ylim(max(-95.0, cy - h / 2), min(95.0, cy + h / 2))
 

@@ -145,6 +145,14 @@ def check_connected(graph: nx.Graph, field: str = "network.links", sites: Iterab
     parts.sort(key=lambda c: (-len(c), c))
     shown = "; ".join("{" + ", ".join(repr(s) for s in part[:6]) + (", ..." if len(part) > 6 else "") + "}"
                       for part in parts[:4]) + ("; ..." if len(parts) > 4 else "")
+    u, v = _nearest_pair(graph, parts[0], parts[1])
     raise InputError([Problem(field, f"the site graph is disconnected: {len(parts)} parts with no link "
                                      f"between them ({shown}); add a link joining them, e.g. between "
-                                     f"{parts[0][0]!r} and {parts[1][0]!r}")])
+                                     f"{u!r} and {v!r} (the nearest sites of the two largest parts)")])
+
+
+def _nearest_pair(graph: nx.Graph, part_a: list[str], part_b: list[str]) -> tuple[str, str]:
+    """The two sites, one of each part, closest on the great circle."""
+    from planner.sites.places import great_circle_km
+    where = {n: (graph.nodes[n]["lat"], graph.nodes[n]["lon"]) for n in part_a + part_b}
+    return min(((u, v) for u in part_a for v in part_b), key=lambda p: great_circle_km(*where[p[0]], *where[p[1]]))
