@@ -215,9 +215,10 @@ def _warnings(e: Evaluation) -> list[str]:
     if a.demonstrated_warnings and v["synchronised"]:
         out += physics.extrapolation_warnings(float(b.inner_steps[0]), cr, v["replicas"],
                                               float(b.regional_rounds[0]) if b.mode == "hierarchical" else 1.0)
-    if a.mfu_from_table and e.instance.hardware is not None and physics.table_mfu(e.instance.hardware.accelerator) is None:
-        out.append(f"no achieved-MFU entry in models/mfu.json for {e.instance.hardware.accelerator or 'this hardware'!r}: "
-                   f"MFU {a.mfu:g} (the profile's) is used")
+    for accelerator in _accelerators(e):
+        if a.mfu_from_table and physics.table_mfu(accelerator) is None:
+            out.append(f"no achieved-MFU entry in models/mfu.json for {accelerator or 'this hardware'!r}: "
+                       f"MFU {a.mfu:g} (the profile's) is used")
     if a.failures and s.goodput <= physics.MIN_GOODPUT:
         out.append("failures and churn leave no time for training (goodput 0): the fleet fails faster than it "
                    "can checkpoint and restart")
@@ -235,6 +236,13 @@ def _warnings(e: Evaluation) -> list[str]:
     if b.mode == "pipeline_wan" and n > int(b.stages[0]):
         out.append(f"{n - int(b.stages[0])} of {n} nodes are idle in a single pipeline")
     return out
+
+
+def _accelerators(e: Evaluation) -> list[str]:
+    """The accelerator models the plan runs on: the fleet's, or those of the pools it uses, each once."""
+    if getattr(e, "pool_rows", None):
+        return list(dict.fromkeys(r["accelerator"] for r in e.pool_rows if r["nodes_used"]))
+    return [e.instance.hardware.accelerator]
 
 
 def _finite(x: float) -> float | str | None:

@@ -186,9 +186,12 @@ def test_every_reference_case_through_the_mixed_path_is_identical(monkeypatch):
     assert len(compared) >= 100
 
 
-def test_shipped_instances_as_one_pool_evaluate_identically():
+@pytest.mark.parametrize("profile", ["reference", "dtplan"])
+def test_shipped_instances_as_one_pool_evaluate_identically(profile):
+    """Under either profile (the dtplan one resolves MFU per accelerator and goodput from the fleet)."""
     for name in ("baseline-1e25", "moe-600B-a100", "pp-group-480B-h100"):
         raw = json.loads((ROOT / "instances" / f"{name}.json").read_text())
+        raw["assumptions"] = {**raw.get("assumptions", {}), "profile": profile}
         plan = json.loads((ROOT / "instances" / f"{name}.plan.json").read_text())
         fleet = raw["fleet"]
         pool = {"name": "only", "hardware": fleet["hardware"], "count": fleet["nodes"]}

@@ -136,7 +136,8 @@ def pool_rows(pools: list[PoolSetting], counts: list[int], precision: str, setti
     for i, (p, n) in enumerate(zip(pools, counts)):
         runs = precision in p.precisions
         rows.append({
-            "pool": p.label, "hardware": p.hardware.id, "hardware_name": p.hardware.name, "site": p.site,
+            "pool": p.label, "hardware": p.hardware.id, "hardware_name": p.hardware.name,
+            "accelerator": p.hardware.accelerator, "site": p.site,
             "count": p.count, "nodes_used": n, "node_price_usd": node_price_usd(p),
             "cost_usd": n * node_price_usd(p), "accelerators": n * p.hardware.accelerators_per_node,
             "peak_pflops_per_node": p.setting.peak_flops[precision] / 1e15 if runs else None,

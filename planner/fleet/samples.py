@@ -4,7 +4,8 @@ exhaustive oracle (tests/test_fleet_planner.py, scripts/check_mixed_oracle.py).
 Each draw: 1 to 3 pools of hardware presets or inline nodes (small memory, so that pipelines are
 needed; an fp16-only node, so that precisions differ), 1 to `max_count` nodes each, prices
 overridden now and then (0 included: free pools tie on cost), a model of 1e8 to 3e11 parameters,
-a target and duration limit that leave some instances infeasible, sometimes a budget or a node cap,
+a target and duration limit that leave some instances infeasible, sometimes a budget or a node cap
+or the `dtplan` physics profile,
 WAN links from 10 Mb/s to 10 Gb/s, half of the time 2 to 6 sites joined by a ring of links with
 the pools among them, and a search space small enough to score every plan.
 """
@@ -52,6 +53,8 @@ def random_instance(rng: np.random.Generator, max_count: int = 4) -> dict:
     }
     if rng.random() < 0.5:
         _add_sites(rng, data)
+    if rng.random() < 0.25:           # dtplan's physics: MFU per accelerator, overlap, failures, ...
+        data["assumptions"] = {"profile": "dtplan"}
     total = sum(p["count"] for p in pools)
     if rng.random() < 0.25:
         data["limits"]["max_nodes"] = int(rng.integers(1, total + 1))
