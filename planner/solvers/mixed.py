@@ -45,7 +45,7 @@ from planner.schema.plan import parse_plan
 from planner.space import PRECISION_ORDER, DecisionSpace
 
 MAX_EXACT_POOLS = 12            # 4,095 subsets: beyond that the decomposition is refused (exit 2)
-MAX_COUNTED_PARTS = 64          # beyond, the space's size is not counted (SolveResult.space_size = 0)
+MAX_COUNTED_PARTS = 64          # beyond, the space's size is not counted (SolveResult.space_size None)
 
 
 class Part(NamedTuple):
@@ -249,7 +249,9 @@ def solve_mixed(instance: Instance, objective: str, solver: str, deadline: float
                 if objective in ("min_time", "min_cost"):
                     incumbent = min(incumbent, result.value)
             evaluations += count
-            if len(listed) <= MAX_COUNTED_PARTS:       # counting costs about a third of the solve
+            if len(listed) > MAX_COUNTED_PARTS:        # counting costs about a third of the solve
+                size = None
+            elif size is not None:
                 size += part.space.for_objective(part.setting, objective).size(part.setting)
             if result is not None:
                 size_found.append(result)
