@@ -5,8 +5,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from rich.table import Table
-
 POOL_HEADER = ["pool", "hardware", "site", "used / available", "cost USD", "peak PFLOP/s per node", "MFU",
                "t_comp s", "waits for the slowest"]
 
@@ -45,8 +43,10 @@ def pool_cells(row: dict[str, Any]) -> list[str]:
             num(row["t_comp_s"], ".3f"), pace]
 
 
-def pool_table(e) -> Table:
-    """Per pool: nodes used of those available, cost, speed and the time it waits (rich table)."""
+def pool_table(e):
+    """Per pool: nodes used of those available, cost, speed and the time it waits (a rich Table;
+    rich is imported here, not with the module: a uniform fleet's output must not load it)."""
+    from rich.table import Table
     table = Table(*POOL_HEADER, title="Pools (synchronous: every step waits for the slowest pool used)",
                   title_justify="left", title_style="bold")
     for row in e.pool_rows:
