@@ -53,7 +53,8 @@ def test_every_schema_field_has_a_control():
     # the fields listed by hand cover today's schema: nothing falls back to a guessed control
     assert {f["path"] for f in page_fields()} == {f.path for f in INSTANCE_FIELDS}
     tables = {f["path"]: [c["name"] for c in f["columns"]] for f in page_fields() if f["kind"] == "table"}
-    assert tables == {"network.sites": ["name", "city", "lat", "lon", "lan_mbps", "lan_rtt_ms"],
+    assert tables == {"fleet.pools": ["name", "hardware", "count", "price_usd_per_accelerator", "site"],
+                      "network.sites": ["name", "city", "lat", "lon", "lan_mbps", "lan_rtt_ms"],
                       "network.links": ["a", "b", "up_mbps", "down_mbps", "rtt_ms"]}
     from planner.schema.plan import Plan
     assert {f.path for f, _ in PLAN_FIELDS} == set(Plan.model_fields)
