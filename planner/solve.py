@@ -122,6 +122,9 @@ def solve(instance: Instance, objective: str | None = None, solver: str = DEFAUL
     start = time.perf_counter()
     deadline = min(start + time_limit_s if time_limit_s is not None else math.inf,
                    deadline if deadline is not None else math.inf)
+    if instance.fleet.is_mixed:          # a fleet of pools: the exact decomposition (docs/fleet.md)
+        from planner.solvers.mixed import solve_mixed
+        return solve_mixed(instance, objective, solver, deadline, start)
     base = setting_from_instance(instance)
     maximise = objective == "max_compute"
     runs, mip = [], []
@@ -134,6 +137,7 @@ def solve(instance: Instance, objective: str | None = None, solver: str = DEFAUL
         runs.append(SizeRun(params, setting, space, found, evaluations, bound))
     elapsed = time.perf_counter() - start
     evaluations = sum(r.evaluations for r in runs)
+    solver = _solver_used(solver, [r.setting for r in runs])
     # the declared space's size (every class built: costly on large fleets), not counted past the deadline
     size = None if time.perf_counter() > deadline else \
         sum(r.space.for_objective(r.setting, objective).size(r.setting) for r in runs)
@@ -206,6 +210,15 @@ def optimise(setting: Setting, space: DecisionSpace, objective: str, deadline: f
     if objective == "max_compute":
         return max_compute(setting, space, deadline)
     return (min_time if objective == "min_time" else min_cost)(setting, space, deadline)
+
+
+def _solver_used(solver: str, settings: list[Setting]) -> str:
+    """The solver that answered: "exhaustive" where `_without_bounds_if_needed` scored every
+    plan because the branch and bound's bounds do not hold for the constants, else `solver`."""
+    if solver == "exhaustive":
+        return solver
+    from planner.solvers import monotone
+    return "exhaustive" if any(monotone.check(s).unsupported for s in settings) else solver
 
 
 def _without_bounds_if_needed(setting: Setting, space: DecisionSpace, solver: str) -> tuple[str, DecisionSpace]:

@@ -92,3 +92,15 @@ def test_the_infeasible_cli_answers_are_verdicts_not_errors(tmp_path):
         result = CliRunner().invoke(main, args)
         assert result.exit_code == 1, (args, result.output)
         assert "duration-limit" in result.output
+
+
+def test_the_answer_names_the_solver_that_gave_it():
+    """bnb refuses these constants and every plan is scored: the result says "exhaustive", not
+    "bnb" (a reader must not take it for a branch-and-bound certificate); ordinary constants
+    keep "bnb"."""
+    r = solve(parse_instance(_data()))
+    assert r.status == "optimal" and r.solver == "exhaustive"
+    ordinary = _data()
+    del ordinary["assumptions"]["constants"]["alpha_log_divisor"]
+    ordinary["model"]["params"] = 1e10
+    assert solve(parse_instance(ordinary)).solver == "bnb"
