@@ -41,6 +41,7 @@ MAX_ROUNDS = 12
 LOG_TOL = 1e-9
 COMPUTE_ROUND_S = 2.0    # max_compute: backend time per round; past it the loop stops and the exact certification
                          # (fast from a good incumbent) answers: the loop's relaxations can be slow to close
+COMPUTE_LOOP_S = 4.0     # max_compute: the whole loop's time (build and backend), likewise
 COMPUTE_LOG_TOL = 1e-4   # max_compute: the loop's gap in ln C (u is continuous: its refined brackets are
                          # U_STEP wide, above the backends' feasibility tolerance); the certification is exact
 
@@ -148,13 +149,14 @@ def outer_approximation(setting: Setting, space: DecisionSpace, objective: str, 
         report.bound = 0.0 if compute else math.inf
         return None, math.inf, report
     tol = {"min_time": LOG_TOL, "max_compute": COMPUTE_LOG_TOL}.get(objective, 1e-6)
+    loop_end = time.perf_counter() + COMPUTE_LOOP_S
     for rounds in range(1, MAX_ROUNDS + 1):
         start = time.perf_counter()
         f = build(tables, grid, objective, cutoff=best, solved=frozenset(solved))
         report.build_s += time.perf_counter() - start
         remaining = None if math.isinf(deadline) else max(deadline - time.perf_counter(), 0.01)
         if compute:
-            remaining = min(remaining or math.inf, COMPUTE_ROUND_S)
+            remaining = min(remaining or math.inf, COMPUTE_ROUND_S, max(loop_end - time.perf_counter(), 0.01))
         r = solver.solve(f.model, remaining)
         report.time_s += r.time_s
         report.nodes += r.nodes
@@ -197,7 +199,7 @@ def outer_approximation(setting: Setting, space: DecisionSpace, objective: str, 
             u = e.u_const + math.log(n) - float(outer_per_step(e, tables, n, h, rr))
             q, ab = sync_terms(e, tables, n, h, rr)     # the plan's own, not the model's (free when slack)
         refined = grid.refine(n, h, rr, q, ab, f.gain if tables.quality_target and not compute else None, u)
-        if time.perf_counter() >= deadline:
+        if time.perf_counter() >= (min(deadline, loop_end) if compute else deadline):
             report.status = "time_limit"
             break
         if not (refined or newly_solved):
