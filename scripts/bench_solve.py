@@ -115,7 +115,10 @@ def suite(name: str, count: int, seed: int, nodes, search=None, shipped=False):
         yield f"{name}-{made}", inst
 
 
-def space_size(inst) -> int:
+def space_size(inst) -> float:
+    """Plans of the instance's space; inf for a fleet of pools (never scored plan by plan here)."""
+    if inst.fleet.is_mixed:
+        return float("inf")
     s = setting_from_instance(inst)
     return DecisionSpace.from_instance(inst, s).for_objective(s, inst.objective).size(s)
 
