@@ -110,7 +110,8 @@ def physics_assumptions(instance: Instance):
     checkpoints and churn (`physics.failure_goodput`) in place of fleet.goodput."""
     a = instance.resolved_assumptions()
     explicit = instance.assumptions.mfu is not None or "mfu" in instance.assumptions.constants
-    a = physics.resolve_mfu(a, instance.hardware.accelerator, explicit)
+    moe = instance.model.active_params < instance.model.params
+    a = physics.resolve_mfu(a, instance.hardware.accelerator, explicit, moe)
     goodput = instance.fleet.goodput
     if a.failures:
         hw = instance.hardware

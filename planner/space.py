@@ -38,7 +38,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from planner.cost import memory
+from planner.cost import memory, physics
 from planner.cost.modes import throughput
 from planner.cost.setting import PlanBatch, Setting
 
@@ -73,9 +73,16 @@ class DecisionSpace:
         monotone = not (objective == "max_compute" and setting.target_kind == "c_local"
                         and setting.assumptions.replica_penalty == "chinchilla")
         if monotone:
+            space = self
             # dtplan's overlap of a blocking sync with the last micro-batch's backward pass
             # (physics.overlap_window_s) makes the outer step depend on M beyond t_step
-            return replace(self, all_micro_batches=True) if setting.assumptions.dp_overlap else self
+            if setting.assumptions.dp_overlap:
+                space = replace(space, all_micro_batches=True)
+            # dtplan's fragmented streaming sync (physics.streaming_outer_s) pays p fragment
+            # latencies and a bounded overlap window, so it no longer dominates a blocking sync
+            if physics.fragments_on(setting.assumptions) and self.streaming == (True,) and self.streaming_off_allowed:
+                space = replace(space, streaming=(True, False))
+            return space
         streaming = (True, False) if self.streaming == (True,) and self.streaming_off_allowed else self.streaming
         return replace(self, streaming=streaming, all_micro_batches=True)
 

@@ -35,7 +35,7 @@ def _instance(constants=None, profile="dtplan", **assumptions):
 def test_table_mfu_replaces_the_profile_mfu_unless_the_instance_sets_one():
     a = OFF.replace(mfu_from_table=True)
     h100 = physics.resolve_mfu(a, "NVIDIA H100 SXM5 80GB", explicit=False)
-    assert (h100.mfu, h100.mfu_for("fp16"), h100.mfu_for("fp8")) == (0.47, 0.47, 0.305)
+    assert (h100.mfu, h100.mfu_for("fp16"), h100.mfu_for("fp8")) == (0.47, 0.47, 0.371)
     assert physics.resolve_mfu(a, "NVIDIA H100 SXM5 80GB", explicit=True).mfu == 0.40
     assert physics.resolve_mfu(a, "Some unknown chip", explicit=False).mfu == 0.40
     assert physics.resolve_mfu(OFF, "NVIDIA H100 SXM5 80GB", explicit=False).mfu == 0.40   # switch off
@@ -48,7 +48,7 @@ def test_step_time_uses_the_table_mfu():
     e = evaluate(_instance(mfu=0.5), parse_plan({"mode": "flat", "nodes": 1, "precision": "fp16"}))
     assert e.values["t_comp_s"] == pytest.approx(6e15 / (16 * 990e12 * 0.5), rel=1e-12)
     fp8 = evaluate(_instance(), parse_plan({"mode": "flat", "nodes": 1, "precision": "fp8"}))
-    assert fp8.values["t_comp_s"] == pytest.approx(6e15 / (16 * 1980e12 * 0.305), rel=1e-12)
+    assert fp8.values["t_comp_s"] == pytest.approx(6e15 / (16 * 1980e12 * 0.371), rel=1e-12)
 
 
 def test_every_table_entry_has_a_source_and_a_fraction():
@@ -58,7 +58,70 @@ def test_every_table_entry_has_a_source_and_a_fraction():
                 assert 0 < entry[p] <= 1 and entry["source"][p], (name, p)
 
 
+def test_moe_models_take_the_table_moe_figure():
+    a = OFF.replace(mfu_from_table=True)
+    moe = physics.resolve_mfu(a, "NVIDIA H800 SXM5 80GB", explicit=False, moe=True)
+    # fp8: Megatron-Bridge's DeepSeek-V3 on H100, 1,297 tokens/s per GPU x 6 x 37e9 / 1,979e12 = 0.1455;
+    # fp16 has no MoE figure and keeps the dense 0.47
+    assert (moe.mfu_for("fp16"), moe.mfu_for("fp8")) == (0.47, 0.1455)
+    assert 1297 * 6 * 37e9 / 1979e12 == pytest.approx(0.1455, abs=5e-5)
+    assert physics.resolve_mfu(a, "NVIDIA H800 SXM5 80GB", explicit=False).mfu_for("fp8") == 0.371   # dense
+    assert physics.resolve_mfu(a, "NVIDIA A100 SXM4 80GB", explicit=False, moe=True).mfu == 0.52    # no MoE entry
+    # an evaluation of a MoE instance: t_comp = 6 P_act B / (F u) = 6 x 2.5e8 x 1e6 / (16 x 1980e12 x 0.1455)
+    raw = {"model": {"params": 1e9, "active_params": 2.5e8, "moe_layers": 4}, "training": {"local_batch_tokens": 1_000_000},
+           "fleet": {"hardware": "16xH100-SXM", "nodes": 8}, "assumptions": {"profile": "dtplan"}}
+    e = evaluate(parse_instance(raw), parse_plan({"mode": "flat", "nodes": 1, "precision": "fp8"}))
+    assert e.values["t_comp_s"] == pytest.approx(6 * 2.5e8 * 1e6 / (16 * 1980e12 * 0.1455), rel=1e-12)
+
+
 # -- 4. sync over the links -------------------------------------------------------------------------
+
+
+def test_streaming_fragments_by_hand():
+    a = OFF.replace(streaming_fragments=20.0, streaming_overlap_steps=1.0)
+    # one exchange of 10 s of payload + 0.1 s latency, straggler 1.02: a fragment is (10 / 20 + 0.1) x 1.02
+    assert physics.fragment_sync_s(a, 10.1, 1.02, 0.1) == pytest.approx(0.612)
+    assert physics.fragment_sync_s(OFF, 10.1, 1.02, 0.1) == pytest.approx(10.1 * 1.02)   # p = 1: the whole sync
+    # H = 100, t_step = 0.5 s: each of 20 fragments stalls max(0, 0.612 - 1 x 0.5) = 0.112 s -> 50 + 2.24
+    assert physics.streaming_outer_s(a, 100, 0.5, 10.3, 0.612) == pytest.approx(52.24)
+    # a fragment that fits in its tau steps costs nothing
+    assert physics.streaming_outer_s(a, 100, 1.0, 10.3, 0.612) == pytest.approx(100.0)
+    # tau = 0 means the whole interval H / p = 5 steps: stall max(0, 6 - 5 x 1) = 1 per fragment
+    whole = OFF.replace(streaming_fragments=20.0)
+    assert physics.streaming_outer_s(whole, 100, 1.0, 0.0, 6.0) == pytest.approx(120.0)
+    # off (p = 1, tau = 0): the reference's max(H t_step, t_sync)
+    assert physics.streaming_outer_s(OFF, 100, 1.0, 150.0, 150.0) == pytest.approx(150.0)
+    assert physics.streaming_outer_s(OFF.replace(streaming_overlap_steps=100.0), 100, 1.0, 150.0, 150.0) == \
+        pytest.approx(150.0)
+
+
+def test_streaming_fragments_in_an_evaluation():
+    # dtplan, 8 nodes of 16x H100 at u = 0.47: t_step = 6e15 / (16 x 990e12 x 0.47) s; fp16 payload 16e9 bits,
+    # ring over 8 with concurrent links: w = 2 x 7/8 x 16e9 = 28e9 bits at 1e9 b/s = 28 s, relay f = 1 + 0.02 x 3
+    t = 6e15 / (16 * 990e12 * 0.47)
+    f = 1 + 0.02 * 3
+    plan = parse_plan({"mode": "flat", "nodes": 8, "precision": "fp16", "inner_steps": 10, "streaming": True})
+    whole = evaluate(_instance(), plan).values
+    assert whole["outer_time_s"] == pytest.approx(max(10 * t, 28 * f), rel=1e-12)
+    frag = evaluate(_instance({"streaming_fragments": 5, "streaming_overlap_steps": 1}), plan).values
+    assert frag["outer_time_s"] == pytest.approx(10 * t + 5 * max(0.0, 28 / 5 * f - t), rel=1e-12)
+
+
+def test_fragmented_streaming_lists_blocking_plans_too():
+    """A fragmented streaming sync pays p latencies and a bounded window, so it can lose to a blocking
+    sync: the space then lists both (the brute-force comparison below draws fragments too)."""
+    from planner.space import DecisionSpace
+    inst = _instance({"streaming_fragments": 20, "streaming_overlap_steps": 1})
+    from planner.evaluate import setting_from_instance
+    s = setting_from_instance(inst)
+    space = DecisionSpace.from_instance(inst, s)
+    assert space.streaming == (True,)
+    assert space.for_objective(s, "min_time").streaming == (True, False)
+    plain = setting_from_instance(_instance())
+    assert space.for_objective(plain, "min_time").streaming == (True,)
+
+
+# -- 4. sync over the links (ring, all-gather) ----------------------------------------------------------------
 
 
 def test_sync_patterns_by_hand():
@@ -214,7 +277,8 @@ DTPLAN_TERMS = st.fixed_dictionaries({
     "compressor": st.sampled_from(["ratio", "quantise", "topk"]),
     "pipeline_schedule": st.sampled_from(["gpipe", "1f1b", "interleaved", "zero_bubble"]),
     "pipeline_chunks": st.sampled_from([1.0, 2.0, 4.0]), "dp_overlap_buckets": st.floats(1.0, 100.0),
-    "backward_share": st.floats(0.1, 1.0)})
+    "backward_share": st.floats(0.1, 1.0), "streaming_fragments": st.sampled_from([1.0, 4.0, 20.0]),
+    "streaming_overlap_steps": st.sampled_from([0.0, 1.0, 3.0])})
 
 
 @settings(max_examples=60, deadline=None)
@@ -283,6 +347,9 @@ def _dtplan_case(seed: int):
                  compressor=str(rng.choice(["ratio", "quantise", "topk"])),
                  pipeline_schedule=str(rng.choice(["gpipe", "1f1b", "interleaved", "zero_bubble"])),
                  pipeline_chunks=float(rng.choice([2.0, 4.0])), inner_optimizer=str(rng.choice(["reference", "muon"])))
+    frag = np.random.default_rng(seed + 11_000_000)      # its own generator: the draws above stay as they were
+    terms |= dict(streaming_fragments=float(frag.choice([1.0, 4.0, 20.0])),
+                  streaming_overlap_steps=float(frag.choice([0.0, 1.0, 3.0])))
     return setting.replace(assumptions=setting.assumptions.replace(**terms)), space, streaming
 
 

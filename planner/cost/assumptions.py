@@ -104,6 +104,8 @@ class Assumptions:
     checkpoint_write_s: float = 60.0             # time to write one checkpoint (training paused)
     checkpoint_restore_s: float = 600.0          # time to restart and restore after a failure
     churn_per_node_h: float = 0.0                # volunteer departures per node per hour (each costs a restore)
+    streaming_fragments: float = 1.0             # streaming sync in p fragments (Streaming DiLoCo); 1 = whole model
+    streaming_overlap_steps: float = 0.0         # inner steps a fragment may overlap (tau); 0 = the whole interval
     demonstrated_warnings: bool = False          # warn where a plan leaves the settings shown at scale
     # -- section 3: straggler factor f(n) -----------------------------------------
     straggler_sync_coefficient: float = 0.05     # synchronous: 1 + c log2 n
@@ -216,7 +218,7 @@ CHOICE_CONSTANTS = {"scenario": SCENARIOS, "straggler": STRAGGLER_STRATEGIES, "r
                     "inner_optimizer": INNER_OPTIMIZERS, "compressor_preset": compressor_preset_names()}
 BOOL_CONSTANTS = ("error_feedback", "mfu_from_table", "dp_overlap", "concurrent_up_down", "per_stage_payload",
                   "failures", "demonstrated_warnings")
-PHYSICS_ZERO_ALLOWED = ("mfu_fp8", "mfu_fp4", "compressor_scale_bits", "error_feedback_bytes", "churn_per_node_h", "checkpoint_write_s",
+PHYSICS_ZERO_ALLOWED = ("mfu_fp8", "mfu_fp4", "streaming_overlap_steps", "compressor_scale_bits", "error_feedback_bytes", "churn_per_node_h", "checkpoint_write_s",
                         "checkpoint_restore_s", "compressor_index_bits")
 
 TABLE_FIELDS = ("compression_quality_ef", "compression_quality_no_ef", "activation_quality")

@@ -70,14 +70,15 @@ def _wan_sync(s: Setting, payload, parties):
     return base, f, base * f
 
 
-def _outer(s: Setting, block, t_sync, streaming, last_micro_batch_compute_s):
-    """Outer step: max(block, t_sync) with streaming; without, block + the sync's exposed part
-    (all of it unless the dtplan overlap term is on: `physics.exposed_sync_s`)."""
+def _outer(s: Setting, block, t_sync, streaming, last_micro_batch_compute_s, h, t_step, t_frag):
+    """Outer step: with streaming max(block, t_sync), or under dtplan's fragment model
+    `physics.streaming_outer_s`; without, block + the sync's exposed part (all of it unless the
+    dtplan overlap term is on: `physics.exposed_sync_s`)."""
     a = s.assumptions
-    if not a.dp_overlap:
+    if not a.dp_overlap and not physics.fragments_on(a):
         return timing.outer_time_s(block, t_sync, streaming)
     exposed = physics.exposed_sync_s(a, t_sync, physics.overlap_window_s(a, last_micro_batch_compute_s))
-    return np.where(streaming, np.maximum(block, t_sync), block + exposed)
+    return np.where(streaming, physics.streaming_outer_s(a, h, t_step, t_sync, t_frag), block + exposed)
 
 
 def flat(s: Setting, b: PlanBatch) -> dict[str, np.ndarray]:
@@ -94,7 +95,8 @@ def flat(s: Setting, b: PlanBatch) -> dict[str, np.ndarray]:
     t_step = out["t_comp_s"] + t_ep
     base, f, t_sync = _wan_sync(s, out["payload_bits"], n)
     block = h * t_step
-    outer = np.where(n > 1, _outer(s, block, t_sync, b.streaming, out["t_comp_s"]), block)
+    t_frag = physics.fragment_sync_s(s.assumptions, base, f, s.wan_rtt_s)
+    outer = np.where(n > 1, _outer(s, block, t_sync, b.streaming, out["t_comp_s"], h, t_step, t_frag), block)
     out.update(_zero_pipeline(out["t_comp_s"]), t_ep_s=t_ep, t_step_s=t_step,
                t_sync_base_s=base, f_sync=f, t_sync_s=t_sync, **_no_regional(n),
                compute_block_s=block, outer_time_s=outer,
@@ -176,7 +178,9 @@ def pp_group(s: Setting, b: PlanBatch) -> dict[str, np.ndarray]:
     block = h * t_pp
     out.update(parts, t_ep_s=np.zeros_like(n), t_step_s=t_pp,
                t_sync_base_s=base, f_sync=f, t_sync_s=t_sync, **_no_regional(n),
-               compute_block_s=block, outer_time_s=_outer(s, block, t_sync, b.streaming, c),
+               compute_block_s=block,
+               outer_time_s=_outer(s, block, t_sync, b.streaming, c, h, t_pp,
+                                   physics.fragment_sync_s(s.assumptions, base, f, s.wan_rtt_s)),
                tokens_per_outer=s.local_batch_tokens * g * h * throughput_fraction(s.assumptions),
                groups=g, replicas=g, h_eff=h, eta_activation=eta_a,
                state_bytes_per_node=state, synchronised=np.ones_like(n))
