@@ -99,6 +99,10 @@ class Assumptions:
     inner_optimizer: str = "reference"           # reference | adamw | muon | demo (models/optimizers.json)
     pipeline_schedule: str = "gpipe"             # gpipe | 1f1b | interleaved | zero_bubble
     pipeline_chunks: float = 1.0                 # interleaved: model chunks v per pipeline rank
+    search_pipeline_schedules: bool = False      # the planner chooses the schedule per pipeline plan (a decision)
+    activation_memory: bool = False              # pipeline stages hold their in-flight activations (per schedule)
+    activation_bytes_per_token_layer_h: float = 34.0   # bytes per token per layer / h (Korthikanti et al. 2022)
+    search_zero_shards: bool = False             # the planner may shard a flat replica's state over Z nodes (ZeRO-3)
     failures: bool = False                       # goodput from MTBF and checkpoints (replaces fleet.goodput)
     accelerator_mtbf_h: float = 50_000.0         # hours between failures of one accelerator
     checkpoint_write_s: float = 60.0             # time to write one checkpoint (training paused)
@@ -217,7 +221,8 @@ CHOICE_CONSTANTS = {"scenario": SCENARIOS, "straggler": STRAGGLER_STRATEGIES, "r
                     "compressor": COMPRESSORS, "sync_pattern": SYNC_PATTERNS, "pipeline_schedule": PIPELINE_SCHEDULES,
                     "inner_optimizer": INNER_OPTIMIZERS, "compressor_preset": compressor_preset_names()}
 BOOL_CONSTANTS = ("error_feedback", "mfu_from_table", "dp_overlap", "concurrent_up_down", "per_stage_payload",
-                  "failures", "demonstrated_warnings")
+                  "failures", "demonstrated_warnings", "search_pipeline_schedules", "activation_memory",
+                  "search_zero_shards")
 PHYSICS_ZERO_ALLOWED = ("mfu_fp8", "mfu_fp4", "streaming_overlap_steps", "compressor_scale_bits", "error_feedback_bytes", "churn_per_node_h", "checkpoint_write_s",
                         "checkpoint_restore_s", "compressor_index_bits")
 

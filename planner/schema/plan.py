@@ -9,7 +9,7 @@ from typing import Any
 
 from pydantic import Field, ValidationError, model_validator
 
-from planner.cost.assumptions import PRECISIONS
+from planner.cost.assumptions import PIPELINE_SCHEDULES, PRECISIONS
 from planner.schema.errors import InputError, Problem
 from planner.schema.instance import EXPERT_PARALLEL, MODES, PIPELINE_MODES, Instance
 from planner.schema.limits import (MAX_INNER_STEPS, MAX_MICRO_BATCHES, MAX_NODES, MAX_RATIO, MAX_REGIONAL_ROUNDS,
@@ -33,6 +33,13 @@ class Plan(StrictModel):
     regional_rounds: Int(ge=1, cap=MAX_REGIONAL_ROUNDS) = Field(1, description="Regional rounds per global sync R (hierarchical). Default 1.")
     micro_batches: Int(ge=1, cap=MAX_MICRO_BATCHES) = Field(8, description="Pipeline micro-batches M. Default 8.")
     activation_compression: Num(ge=1, cap=MAX_RATIO) = Field(4.0, description="Activation compression Ca (pipelines). Default 4.")
+    pipeline_schedule: Choice(*PIPELINE_SCHEDULES) | None = Field(
+        None, description="gpipe | 1f1b | interleaved | zero_bubble (pipeline modes). Default None = the assumption "
+                          "profile's pipeline_schedule (the dtplan profile's planner chooses it).")
+    zero_shards: Int(ge=1, cap=MAX_NODES) | None = Field(
+        None, description="Co-located nodes Z over which one flat replica shards its training state (ZeRO-3/FSDP; "
+                          "flat only, dense models). Default None = 1, no sharding (the dtplan profile's planner "
+                          "chooses it).")
     expert_parallel: Choice(*EXPERT_PARALLEL) | None = Field(
         None, description="none | regional | global (MoE only). Default None = 'global' for MoE in flat and "
                           "hierarchical modes, 'none' in pipeline modes (which support MoE only without EP).")
@@ -44,6 +51,11 @@ class Plan(StrictModel):
         if problems:
             raise_problems(problems)
         return self
+
+    @property
+    def schedule_code(self) -> int:
+        """The evaluator's schedule code: 0 for the profile's, else 1 + its place in PIPELINE_SCHEDULES."""
+        return 0 if self.pipeline_schedule is None else PIPELINE_SCHEDULES.index(self.pipeline_schedule) + 1
 
     def expert_parallel_for(self, is_moe: bool) -> str:
         """The scope in effect: 'none' for a dense model or a pipeline mode unless given, else 'global'."""
@@ -69,6 +81,10 @@ def mode_problems(plan: Plan) -> list[Problem]:
         problems.append(Problem("group_size", f"only for mode 'hierarchical', not {mode!r}"))
     if plan.stages is not None and mode not in PIPELINE_MODES:
         problems.append(Problem("stages", f"only for modes 'pp_group' and 'pipeline_wan', not {mode!r}"))
+    if plan.pipeline_schedule is not None and mode not in PIPELINE_MODES:
+        problems.append(Problem("pipeline_schedule", f"only for modes 'pp_group' and 'pipeline_wan', not {mode!r}"))
+    if plan.zero_shards not in (None, 1) and mode != "flat":
+        problems.append(Problem("zero_shards", f"only for mode 'flat', not {mode!r}"))
     if plan.expert_parallel == "regional" and mode != "hierarchical":
         problems.append(Problem("expert_parallel", f"'regional' needs mode 'hierarchical' (its groups are the "
                                                    f"regions), not {mode!r}"))
@@ -90,6 +106,11 @@ def check_plan_against(instance: Instance, plan: Plan) -> list[Problem]:
     if not instance.model.is_moe and plan.expert_parallel is not None:
         problems.append(Problem("plan.expert_parallel", f"only for a mixture-of-experts model; the model is dense, "
                                                         f"got {show(plan.expert_parallel)}"))
+    if instance.model.is_moe and plan.zero_shards not in (None, 1):
+        problems.append(Problem("plan.zero_shards", f"ZeRO-3 sharding is modelled for dense models only; the model "
+                                                    f"is a mixture of experts, got {plan.zero_shards}"))
+    if plan.zero_shards is not None and plan.zero_shards > plan.nodes:
+        problems.append(Problem("plan.zero_shards", f"must be <= plan.nodes ({plan.nodes}), got {plan.zero_shards}"))
     if instance.model.is_moe and plan.mode in PIPELINE_MODES and plan.expert_parallel not in (None, "none"):
         problems.append(Problem("plan.expert_parallel", "pipeline modes support MoE only without expert "
                                                         f"parallelism: set it to 'none', got {plan.expert_parallel!r}"))
