@@ -481,3 +481,19 @@ def test_bnb_matches_brute_force_with_zero3_and_schedules(seed, objective):
     s, space, streaming = _sharding_case(seed)
     s = s.replace(assumptions=s.assumptions.replace(search_pipeline_schedules=True, activation_memory=seed % 2 == 0))
     check_against_brute_force(s, space, streaming, objective, rel=1e-12)
+
+
+def test_tensor_parallel_communication_by_hand():
+    # B = 1e6 tokens, P_act = 1e9, h = 0.03 sqrt(1e9), T = 8 of A = 16 accelerators, fp16 (2 bytes), 450 GB/s:
+    # t_tp = 2 B P_act (T - 1) b / (3 A h bw) = 2 x 1e6 x 1e9 x 7 x 2 / (3 x 16 x 948.68 x 450e9) = 1.3664 s
+    h = 0.03 * math.sqrt(1e9)
+    a = OFF.replace(tensor_parallel=8.0)
+    want = 2 * 1e6 * 1e9 * 7 * 2 / (3 * 16 * h * 450e9)
+    assert physics.tensor_parallel_s(a, 1e9, h, 1e6, "fp16", 16) == pytest.approx(want) == pytest.approx(1.3664, abs=1e-4)
+    assert physics.tensor_parallel_s(OFF, 1e9, h, 1e6, "fp16", 16) == 0.0          # off: folded into u
+    # in an evaluation it adds to the node's compute (u = 0.6 given as the compute-only utilisation)
+    e = evaluate(_instance({"tensor_parallel": 8}, mfu=0.6), parse_plan({"mode": "flat", "nodes": 1, "precision": "fp16"}))
+    assert e.values["t_comp_s"] == pytest.approx(6e15 / (16 * 990e12 * 0.6) + want, rel=1e-12)
+    with pytest.raises(InputError) as info:
+        _instance({"tensor_parallel": 32})
+    assert "assumptions.constants.tensor_parallel: must be <= the node's accelerators (16), got 32" in str(info.value)

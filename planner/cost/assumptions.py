@@ -103,6 +103,8 @@ class Assumptions:
     activation_memory: bool = False              # pipeline stages hold their in-flight activations (per schedule)
     activation_bytes_per_token_layer_h: float = 34.0   # bytes per token per layer / h (Korthikanti et al. 2022)
     search_zero_shards: bool = False             # the planner may shard a flat replica's state over Z nodes (ZeRO-3)
+    tensor_parallel: float = 0.0                 # T accelerators per tensor-parallel group inside a node; 0 = in u
+    intra_node_gb_per_s: float = 450.0           # per accelerator and direction (H100 NVLink 4: 900 GB/s both ways)
     failures: bool = False                       # goodput from MTBF and checkpoints (replaces fleet.goodput)
     accelerator_mtbf_h: float = 50_000.0         # hours between failures of one accelerator
     checkpoint_write_s: float = 60.0             # time to write one checkpoint (training paused)
@@ -223,7 +225,7 @@ CHOICE_CONSTANTS = {"scenario": SCENARIOS, "straggler": STRAGGLER_STRATEGIES, "r
 BOOL_CONSTANTS = ("error_feedback", "mfu_from_table", "dp_overlap", "concurrent_up_down", "per_stage_payload",
                   "failures", "demonstrated_warnings", "search_pipeline_schedules", "activation_memory",
                   "search_zero_shards")
-PHYSICS_ZERO_ALLOWED = ("mfu_fp8", "mfu_fp4", "streaming_overlap_steps", "compressor_scale_bits", "error_feedback_bytes", "churn_per_node_h", "checkpoint_write_s",
+PHYSICS_ZERO_ALLOWED = ("mfu_fp8", "mfu_fp4", "streaming_overlap_steps", "tensor_parallel", "compressor_scale_bits", "error_feedback_bytes", "churn_per_node_h", "checkpoint_write_s",
                         "checkpoint_restore_s", "compressor_index_bits")
 
 TABLE_FIELDS = ("compression_quality_ef", "compression_quality_no_ef", "activation_quality")

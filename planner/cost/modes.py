@@ -40,6 +40,10 @@ def _common(s: Setting, b: PlanBatch) -> dict[str, np.ndarray]:
     a = s.assumptions
     flops = s.peak_flops[b.precision]
     t_comp = timing.compute_time_s(s.active_params, s.local_batch_tokens, flops, a.mfu_for(b.precision))
+    if a.tensor_parallel > 1:       # dtplan: tensor-parallel collectives inside the node (physics.tensor_parallel_s)
+        hidden = s.hidden_size if s.hidden_size is not None else timing.hidden_size(s.params, a.hidden_size_coefficient)
+        t_comp = t_comp + physics.tensor_parallel_s(a, s.active_params, hidden, s.local_batch_tokens, b.precision,
+                                                    s.accelerators_per_node)
     per_stage = a.per_stage_payload and b.mode == "pp_group"
     payload = physics.payload_bits(a, s.params, b.precision, b.compression, b.stages, per_stage)
     return {"t_comp_s": np.broadcast_to(t_comp, b.nodes.shape).astype(float), "payload_bits": _f(payload)}

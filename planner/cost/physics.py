@@ -168,6 +168,28 @@ def streaming_outer_s(a: Assumptions, inner_steps, t_step_s, t_sync_s, t_frag_s)
     return h * t + p * np.maximum(0.0, np.asarray(t_frag_s, dtype=float) - window * t)
 
 
+def tensor_parallel_s(a: Assumptions, active_params, hidden, local_batch_tokens, precision: str,
+                      accelerators_per_node: int):
+    """Time a node spends per inner step in tensor-parallel collectives over its interconnect
+    (0 unless `tensor_parallel` T > 1; the table's u already includes its own runs' TP, so with this
+    term on u should be the accelerator's compute-only utilisation, given as assumptions.mfu).
+
+    Megatron-LM tensor parallelism (Shoeybi et al. 2019, arXiv 1909.08053) all-reduces a layer's
+    activations twice in the forward and twice in the backward pass; with sequence parallelism each
+    all-reduce becomes a reduce-scatter and an all-gather of the same volume (Korthikanti et al. 2022,
+    arXiv 2205.05198). A ring all-reduce of h values moves 2 (T - 1) / T h b_act bytes per accelerator,
+    so 8 (T - 1) / T h b_act per layer and token. A node of A accelerators runs A / T groups, each on
+    B T / A of its B tokens, through L = P_act / (12 h^2) layers, at bw bytes/s per accelerator:
+        t_tp = B T / A x L x 8 (T - 1) / T h b_act / bw = 2 B P_act (T - 1) b_act / (3 A h bw).
+    The collectives sit on the critical path (no overlap), so t_tp adds to the compute time."""
+    t = a.tensor_parallel
+    if t <= 1:
+        return 0.0
+    bw = a.intra_node_gb_per_s * 1e9
+    return 2.0 * local_batch_tokens * active_params * (t - 1.0) * a.activation_bytes(precision) / (
+        3.0 * accelerators_per_node * np.asarray(hidden, dtype=float) * bw)
+
+
 # -- 2. ZeRO-3 / FSDP across the nodes of a co-located group --------------------------------------
 
 

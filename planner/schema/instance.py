@@ -422,6 +422,11 @@ class Instance(StrictModel):
     @model_validator(mode="after")
     def _cross_checks(self) -> "Instance":
         problems = cross_problems(self.fleet, self.limits, self.search) + size_set_problems(self, self.objective)
+        tp = self.assumptions.constants.get("tensor_parallel", 0)
+        if tp > self.fleet.hardware.accelerators_per_node:      # dtplan's TP term runs inside one node
+            problems.append(Problem("assumptions.constants.tensor_parallel",
+                                    f"must be <= the node's accelerators ({self.fleet.hardware.accelerators_per_node}), "
+                                    f"got {show(tp)}"))
         if problems:
             raise_problems(problems)
         return self
