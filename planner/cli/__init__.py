@@ -28,3 +28,6 @@ def main() -> None:
 
 for command in (validate, evaluate, solve, feasible, compare, sweep, thresholds, hardware, presets, schema):
     main.add_command(command)
+
+from planner.cli.sites import sites  # noqa: E402 (appended: one line per command added since)
+main.add_command(sites)

@@ -20,6 +20,8 @@ from planner.cost.assumptions import (BOOL_CONSTANTS, CHOICE_CONSTANTS, NUMERIC_
                                       STRAGGLER_STRATEGIES, TABLE_FIELDS, Assumptions, apply_overrides, load_profile,
                                       profile_names)
 from planner.schema.errors import InputError, Problem
+from planner.schema.limits import MAX_SITE_LINKS, MAX_SITES
+from planner.schema.sites import Site, SiteLink, with_site_references
 from planner.schema.limits import (MAX_BATCH_TOKENS, MAX_BUDGET_USD, MAX_DAYS, MAX_EXPONENT, MAX_FLOP, MAX_GROWTH,
                                    MAX_HIDDEN_SIZE, MAX_LIST, MAX_MBPS, MAX_MOE_LAYERS, MAX_NODES, MAX_NUMBER,
                                    MAX_PARAMS, MAX_PRICE_USD, MAX_RATIO, MAX_RTT_MS, MAX_SIZES, MAX_TOKENS)
@@ -175,6 +177,16 @@ class Network(StrictModel):
     wan: Wan = Field(default_factory=Wan, description="Default 100/100 Mbit/s, 100 ms.")
     regional: Link = Field(default_factory=Link, description="Default 1000 Mbit/s, 20 ms.")
     pipeline: Link = Field(default_factory=Link, description="Default 1000 Mbit/s, 20 ms.")
+    sites: List(Site, nonempty=False, max_len=MAX_SITES) = Field(
+        default_factory=list, description="Where nodes sit (planner/schema/sites.py). Default []: one uniform network.")
+    links: List(SiteLink, nonempty=False, max_len=MAX_SITE_LINKS) = Field(
+        default_factory=list, description="Links between sites, Mbit/s each way and RTT. Default [].")
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _site_references(cls, data: Any, handler: Any) -> "Network":
+        """Site names unique, links between known sites (planner/schema/sites.py)."""
+        return with_site_references(cls, data, handler)
 
 
 class Growth(StrictModel):

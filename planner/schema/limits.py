@@ -43,3 +43,5 @@ MAX_INTEGER = 10**9              # any other integer
 MAX_LIST = 64
 MAX_SIZES = 32
 MAX_TEXT = 10_000
+MAX_SITES = 1000                 # network.sites: far beyond any real run's sites (the site graph is dense)
+MAX_SITE_LINKS = 10**5           # network.links: ~ every pair of 450 sites
