@@ -7,7 +7,7 @@ per-mode rules); `check_plan_against(instance, plan)` checks it against an insta
 from pathlib import Path
 from typing import Any
 
-from pydantic import Field, ValidationError, model_validator
+from pydantic import Field, ValidationError, model_serializer, model_validator
 
 from planner.cost.assumptions import PIPELINE_SCHEDULES, PRECISIONS
 from planner.schema.errors import InputError, Problem
@@ -16,6 +16,9 @@ from planner.schema.limits import (MAX_INNER_STEPS, MAX_MICRO_BATCHES, MAX_NODES
                                    MAX_STAGES)
 from planner.schema.strict import (Bool, Choice, Int, Num, StrictModel, Text, load_file, problems_from, raise_problems,
                                    show)
+
+
+DTPLAN_DECISIONS = ("pipeline_schedule", "zero_shards")     # left out of a dump when unset
 
 
 class Plan(StrictModel):
@@ -44,6 +47,17 @@ class Plan(StrictModel):
         None, description="none | regional | global (MoE only). Default None = 'global' for MoE in flat and "
                           "hierarchical modes, 'none' in pipeline modes (which support MoE only without EP).")
     description: Text = Field("", description="Free text. Default ''.")
+
+    @model_serializer(mode="wrap")
+    def _without_unset_dtplan_decisions(self, handler):
+        """The dtplan decisions (pipeline_schedule, zero_shards) appear in a plan's dump only when
+        set, so every plan of the other profiles dumps exactly as before."""
+        data = handler(self)
+        if isinstance(data, dict):
+            for key in DTPLAN_DECISIONS:
+                if data.get(key, 0) is None:
+                    del data[key]
+        return data
 
     @model_validator(mode="after")
     def _mode_rules(self) -> "Plan":
