@@ -497,3 +497,36 @@ def test_tensor_parallel_communication_by_hand():
     with pytest.raises(InputError) as info:
         _instance({"tensor_parallel": 32})
     assert "assumptions.constants.tensor_parallel: must be <= the node's accelerators (16), got 32" in str(info.value)
+
+
+@settings(max_examples=40, deadline=None)
+@given(case=cases(), terms=DTPLAN_TERMS, z=st.sampled_from([2, 4, 8, 64]), code=st.sampled_from([2, 3, 4]),
+       h=st.integers(1, 10000))
+def test_dtplan_decisions_keep_q_monotone(case, terms, z, code, h):
+    """The bound's facts for the two new decisions' classes: a ZeRO-3 flat class (nodes n Z) and a
+    pipeline class with a chosen schedule have q = outer / H non-increasing in H and non-decreasing in
+    the replica count n, and the counting efficiency e non-increasing in n."""
+    from planner.cost.modes import throughput
+    from planner.cost.setting import PlanBatch
+    from planner.cost.run import efficiency_without_replicas, time_to_target
+    s, mode, ep, fixed = case
+    if mode not in ("flat", "pp_group") or s.is_moe:
+        return
+    s = s.replace(assumptions=s.assumptions.replace(**terms))
+    unit = z if mode == "flat" else fixed["stages"]
+    extra = {"zero_shards": z} if mode == "flat" else {"schedule": code}
+
+    def q_e(n, hs):
+        b = PlanBatch.of(mode, "fp16", nodes=np.asarray(n) * unit, inner_steps=hs, expert_parallel=ep,
+                         **fixed, **extra)
+        t = throughput(s, b)
+        target = time_to_target(s, b, t, efficiency_without_replicas(s, b, t))
+        with np.errstate(divide="ignore", invalid="ignore"):
+            e = s.target / (6 * s.active_params * target["tokens_per_s"] * target["time_to_target_s"])
+        return t["outer_time_s"] / np.asarray(hs, float), np.where(np.isfinite(target["time_to_target_s"]), e, 0.0)
+
+    hs = np.unique(np.geomspace(1, 10000, 40).astype(int))
+    assert _non_increasing(q_e(2, hs)[0])
+    ns = np.unique(np.geomspace(2, 100000, 40).astype(int))
+    q, e = q_e(ns, h)
+    assert _non_decreasing(q) and _non_increasing(e)
