@@ -217,7 +217,10 @@ class DecisionSpace:
             schedules = schedules_searched(s.assumptions)
             g = self._grid(stages=stages, activation_compression=self.activation_compression, schedule=schedules,
                            micro_batches=np.arange(1, self.max_micro_batches + 1))
-            return PlanBatch.of(mode, precision, nodes=1, **g), None
+            rows = PlanBatch.of(mode, precision, nodes=1, **g)
+            if len(schedules) > 1 and not s.assumptions.activation_memory:
+                rows = rows.take(self._fastest_schedule(s, mode, precision, rows, len(schedules)))
+            return rows, None
         g = self._grid(stages=stages, activation_compression=self.activation_compression,
                        micro_batches=np.arange(1, self.max_micro_batches + 1))
         probe = PlanBatch.of(mode, precision, nodes=2 * g["stages"], **g)
@@ -228,6 +231,22 @@ class DecisionSpace:
         if self.all_micro_batches:
             return rows, (order + 1, np.take_along_axis(t_step, order, axis=1))
         return rows, None
+
+    def _fastest_schedule(self, s: Setting, mode: str, precision: str, rows: PlanBatch, count: int) -> np.ndarray:
+        """Indices of the rows that keep, per (S, Ca, M), only the schedule of least pipeline step
+        (ties to the first listed). Exact without activation memory: the schedules then differ in
+        nothing but the pipeline step (the same memory, overlap window c = t_comp / (S M), sync and
+        eta_A), the time to target is non-decreasing in it, and the tie order puts the shorter
+        step before the schedule. `rows` come from a grid whose schedule axis (of `count`) lies
+        just before the M axis."""
+        t_step = throughput(s, PlanBatch.of(mode, precision, nodes=2 * rows.stages, stages=rows.stages,
+                                            activation_compression=rows.activation_compression,
+                                            micro_batches=rows.micro_batches, schedule=rows.schedule))["t_step_s"]
+        m = self.max_micro_batches
+        grid = t_step.reshape(-1, count, m)                  # (S x Ca, schedule, M)
+        best = np.argmin(grid, axis=1)                       # first minimum: ties to the first listed
+        base = np.arange(grid.shape[0])[:, None] * count * m
+        return (base + best * m + np.arange(m)[None, :]).ravel()
 
     def _pp_group(self, s: Setting, precision: str, ep: str) -> "Classes | None":
         built = self._pipelines(s, "pp_group", precision)
