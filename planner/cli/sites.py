@@ -50,10 +50,11 @@ def sites_data(instance, routes: bool = False) -> dict:
 @set_option
 def sites(instance_path: Path, plot_path: Path | None, show_routes: bool, as_json: bool,
           overrides: tuple[str, ...]) -> None:
-    """Show the sites and links of an instance, where each link's RTT comes from (given, a measured pair
-    of the shipped table, or the distance rule), and the candidate regional groups: the largest sets of
-    sites whose every pair meets the regional tier (network.regional). Exit 2 if some sites have no route
-    between them."""
+    """Show an instance's sites, links and candidate regional groups.
+
+    Each link's RTT is shown with where it comes from (given, a measured pair of the shipped table, or
+    the distance rule); the candidate regional groups are the largest sets of sites whose every pair
+    meets the regional tier (network.regional). Exit 2 if some sites have no route between them."""
     if plot_path is not None:
         from planner.present.plots import UnknownPlotFormat, check_plot_path
         try:

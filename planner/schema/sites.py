@@ -93,8 +93,9 @@ class SiteLink(StrictModel):
     down_mbps: Num(gt=0, cap=MAX_MBPS) | None = Field(
         None, description="Bandwidth from b to a, Mbit/s. Default None: the same as up_mbps.")
     rtt_ms: Num(ge=0, cap=MAX_RTT_MS) | None = Field(
-        None, description="Round-trip time, ms. Default None: estimated (a measured city pair, else the "
-                          "distance rule; `dtplan sites` shows which).")
+        None, description="Round-trip time, ms; at least what light in vacuum takes between the sites (less 50 km "
+                          "at each end). Default None: estimated (a measured city pair, else the distance rule; "
+                          "`dtplan sites` shows which).")
 
     @model_validator(mode="after")
     def _ends(self) -> "SiteLink":
