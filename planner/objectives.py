@@ -19,6 +19,7 @@ among plans are broken by `planner.solvers.bnb.tie_key`; among model sizes by
 from __future__ import annotations
 
 import math
+import time
 from typing import NamedTuple
 
 import numpy as np
@@ -86,8 +87,10 @@ def min_time(s: Setting, space: DecisionSpace, deadline: float = math.inf, incum
     """Least time to target within the limit (`incumbent_s`: the time of a plan known to
     exist, e.g. a MIP backend's, which prunes from the start)."""
     bound = min(s.window_s, incumbent_s * (1 + bnb.TIE_REL))
-    found, evaluations, open_bound = [], 0, math.inf
-    for b in bnb.batches_most_promising_first(s, space):
+    found, evaluations = [], 0
+    groups = bnb.batches_most_promising_first(s, space, deadline=deadline)
+    open_bound = math.inf if groups.complete else 0.0      # groups never listed: nothing known of them
+    for b in groups:
         f = bnb.minimise_time(s, b, space.max_inner_steps, space.max_regional_rounds, bound, deadline)
         evaluations += f.evaluations
         open_bound = min(open_bound, f.open_bound)
@@ -111,14 +114,17 @@ def fewest_nodes(s: Setting, space: DecisionSpace, limit: float, measure, deadli
     """Fewest nodes of a plan whose measure (time to target, or 1 / compute in the window with
     `bnb.compute_measure`) is within `limit`; among those the least measure, ties by `tie_key`.
     Returns ((batch, cost) or None, plans scored, proven lower bound on the cost)."""
-    batches = bnb.batches_most_promising_first(s, space, measure)
+    batches = bnb.batches_most_promising_first(s, space, measure, deadline)
     start = incumbent_nodes + 1            # searched: plans with fewer nodes than `start`
-    fewest, evaluations, open_nodes = start, 0, math.inf
+    # groups a deadline kept from being listed: any plan of theirs uses at least min_nodes (and 1)
+    fewest, evaluations, open_nodes = start, 0, math.inf if batches.complete else float(max(1, space.min_nodes))
     for b in batches:
         n, count, left = bnb.fewest_nodes_within(s, b, space.max_inner_steps, space.max_regional_rounds, limit,
                                                  at_most=fewest, deadline=deadline, measure=measure)
         fewest, evaluations, open_nodes = min(fewest, n), evaluations + count, min(open_nodes, left)
     if fewest == start and math.isfinite(start):     # the incumbent did not hold up: search everything
+        if time.perf_counter() > deadline:           # no time left: nothing below `start` found, nothing above searched
+            return None, evaluations, min(open_nodes, start) * s.node_price_usd
         best, count, cost_bound = fewest_nodes(s, space, limit, measure, deadline)
         return best, evaluations + count, cost_bound
     cost_bound = open_nodes * s.node_price_usd if math.isfinite(open_nodes) else math.inf
@@ -128,13 +134,13 @@ def fewest_nodes(s: Setting, space: DecisionSpace, limit: float, measure, deadli
     for b in batches:
         at = bnb.with_nodes(b, int(fewest))
         if at is not None:
-            f = bnb.minimise_time(s, at, space.max_inner_steps, space.max_regional_rounds, limit, measure=measure)
+            f = bnb.minimise_time(s, at, space.max_inner_steps, space.max_regional_rounds, limit, deadline, measure)
             evaluations += f.evaluations
             found.append(f)
     best = best_of(s, found)
-    if best is None:
-        return None, evaluations, cost_bound
-    batch, _ = best
+    if best is None:       # the deadline came before the second phase found again a plan of `fewest` nodes
+        return None, evaluations, min(cost_bound, fewest * s.node_price_usd)
+    batch, _ = best        # cut short by the deadline, the fastest of the cheapest may be missed (cost is exact)
     return (batch, float(batch.nodes[0] * s.node_price_usd)), evaluations, cost_bound
 
 
@@ -142,8 +148,10 @@ def max_compute(s: Setting, space: DecisionSpace, deadline: float = math.inf):
     """Most compute (C_quality or C_local, per target kind) within the duration limit, in the
     window view: the least 1/C over the space (`bnb.compute_measure`), ties by `tie_key`."""
     measure = bnb.compute_measure(s.target_kind)
-    bound, found, evaluations, open_bound = math.inf, [], 0, math.inf
-    for b in bnb.batches_most_promising_first(s, space, measure):
+    groups = bnb.batches_most_promising_first(s, space, measure, deadline)
+    bound, found, evaluations = math.inf, [], 0
+    open_bound = math.inf if groups.complete else 0.0      # groups never listed: nothing known of them
+    for b in groups:
         f = bnb.minimise_time(s, b, space.max_inner_steps, space.max_regional_rounds, bound, deadline, measure)
         evaluations += f.evaluations
         open_bound = min(open_bound, f.open_bound)

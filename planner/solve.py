@@ -67,7 +67,8 @@ class SolveResult:
     evaluation: Evaluation | None = None
     binding: list[str] = field(default_factory=list)
     infeasibility: list[str] = field(default_factory=list)
-    space_size: int = 0                      # plans in the space searched (every n, H, R; after exact reductions)
+    space_size: int | None = 0               # plans in the space searched (every n, H, R; after exact reductions);
+                                             # None: not counted, the time limit came first
     model_params: float | None = None        # total parameters of the model the plan trains
     candidates: list[dict[str, Any]] = field(default_factory=list)   # per candidate size (search.params)
     compute_kind: str | None = None          # max_compute: c_quality or c_local
@@ -114,9 +115,9 @@ def solve(instance: Instance, objective: str | None = None, solver: str = DEFAUL
     problems = size_set_problems(instance, objective)
     if problems:
         raise InputError(problems)
-    if solver in MIP_SOLVERS and (objective == "max_compute" or instance.training.target_kind != "c_local"):
-        raise UnsupportedBySolver(f"solver {solver!r} answers min_time and min_cost for C_local targets; "
-                                  f"use --solver bnb for max_compute and C_quality targets")
+    if solver in MIP_SOLVERS and objective == "max_compute":
+        raise UnsupportedBySolver(f"solver {solver!r} answers min_time and min_cost (C_local and C_quality "
+                                  f"targets); use --solver bnb for max_compute")
     if solver in MIP_SOLVERS:
         from planner.solvers import backends
         if solver not in backends():
@@ -137,7 +138,10 @@ def solve(instance: Instance, objective: str | None = None, solver: str = DEFAUL
         runs.append(SizeRun(params, setting, space, found, evaluations, bound))
     elapsed = time.perf_counter() - start
     evaluations = sum(r.evaluations for r in runs)
-    size = sum(r.space.for_objective(r.setting, objective).size(r.setting) for r in runs)
+    solver = _solver_used(solver, [r.setting for r in runs])
+    # the declared space's size (every class built: costly on large fleets), not counted past the deadline
+    size = None if time.perf_counter() > deadline else \
+        sum(r.space.for_objective(r.setting, objective).size(r.setting) for r in runs)
     bound = max(r.bound for r in runs) if maximise else min(r.bound for r in runs)
     kind = base.target_kind if maximise else None
     candidates = [{"params": r.params, "objective_value": r.found[1] if r.found else None, "bound": r.bound}
@@ -187,7 +191,7 @@ def optimise(setting: Setting, space: DecisionSpace, objective: str, deadline: f
     The space's reductions are those exact for the objective (`DecisionSpace.for_objective`).
 
     `solver`: "bnb" (the exact branch and bound), "exhaustive" (every plan scored), or a
-    MIP backend ("highs", "scip": min_time / min_cost of C_local targets; its answer is
+    MIP backend ("highs", "scip": min_time / min_cost, C_local and C_quality targets; its answer is
     certified by the branch and bound, and what it reported is appended to `reports`).
     """
     space = space.for_objective(setting, objective)
@@ -206,6 +210,15 @@ def optimise(setting: Setting, space: DecisionSpace, objective: str, deadline: f
     if objective == "max_compute":
         return max_compute(setting, space, deadline)
     return (min_time if objective == "min_time" else min_cost)(setting, space, deadline)
+
+
+def _solver_used(solver: str, settings: list[Setting]) -> str:
+    """The solver that answered: "exhaustive" where `_without_bounds_if_needed` scored every
+    plan because the branch and bound's bounds do not hold for the constants, else `solver`."""
+    if solver == "exhaustive":
+        return solver
+    from planner.solvers import monotone
+    return "exhaustive" if any(monotone.check(s).unsupported for s in settings) else solver
 
 
 def _without_bounds_if_needed(setting: Setting, space: DecisionSpace, solver: str) -> tuple[str, DecisionSpace]:
@@ -279,21 +292,34 @@ def explain_infeasible(s: Setting, space: DecisionSpace,
     seconds when only the duration limit is missed (proven fastest; else None). Past `deadline`
     (time.perf_counter()) the searches for the closest plan stop; the limits that do not depend
     on H and R are then stated."""
-    batches = list(bnb.batches(s, space))
-    if time.perf_counter() >= deadline:
-        batches = []
+    from planner.solvers import exhaustive, monotone
+    batches = [] if time.perf_counter() >= deadline else list(bnb.batches(s, space))
+    full = None           # constants with no valid search bound: every plan scored, as `optimise` does
+    if batches and monotone.check(s).unsupported:
+        try:
+            _, full = _without_bounds_if_needed(s, space, "bnb")
+        except InputError:
+            batches = []  # too many plans to score: state what each limit allows
     if batches and s.target_kind == "c_quality":
         # C_quality grows with the run: the target is missed exactly when the most C_quality
         # within the limit falls short (and the time bound is weak near the loss floor).
-        most, _, upper = max_compute(s, space.for_objective(s, "max_compute"), deadline)
+        if full is not None:
+            most, _ = exhaustive.optimise(s, full, "max_compute")
+            upper = most[1] if most is not None else 0.0
+        else:
+            most, _, upper = max_compute(s, space.for_objective(s, "max_compute"), deadline)
         if most is not None and upper <= most[1] * (1 + bnb.TIE_REL):
             at_goodput = f" at goodput {s.goodput:g}" if s.goodput < 1 else ""
             return [f"duration-limit: the most C_quality any plan reaches in {s.window_s / SECONDS_PER_DAY:,.1f} "
                     f"days{at_goodput} is {most[1]:.3e} FLOP, the target is {s.target:.3e} FLOP"], None
     elif batches:
-        found = [bnb.minimise_time(s, b, space.max_inner_steps, space.max_regional_rounds, deadline=deadline)
-                 for b in batches]
-        fastest = best_of(s, found)
+        if full is not None:      # the fastest plan whatever the duration limit, every plan scored
+            fastest, _ = exhaustive.optimise(s.replace(window_s=math.inf), full, "min_time")
+            found = []
+        else:
+            found = [bnb.minimise_time(s, b, space.max_inner_steps, space.max_regional_rounds, deadline=deadline)
+                     for b in batches]
+            fastest = best_of(s, found)
         if fastest is not None and all(f.open_bound == math.inf for f in found):
             at_goodput = f" at goodput {s.goodput:g}" if s.goodput < 1 else ""
             return [f"duration-limit: the fastest plan reaches the target in {fastest[1] / SECONDS_PER_DAY:,.1f} "

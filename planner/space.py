@@ -136,6 +136,16 @@ class DecisionSpace:
         return scopes
 
     def classes(self, setting: Setting, mode: str, precision: str, expert_parallel: str = "none") -> "Classes | None":
+        """`_classes_of` remembered per setting object (the search, then `size`, ask for the same
+        classes; building them scores every class's memory at its largest n). Callers never
+        change a returned Classes in place (`Classes.take` makes new ones)."""
+        memo = self.__dict__.setdefault("_memo", {})      # not a field: `replace` starts afresh
+        key = (mode, precision, expert_parallel)
+        if key not in memo or memo[key][0] is not setting:
+            memo[key] = (setting, self._classes_of(setting, mode, precision, expert_parallel))
+        return memo[key][1]
+
+    def _classes_of(self, setting: Setting, mode: str, precision: str, expert_parallel: str = "none") -> "Classes | None":
         """Every valid combination of all decisions but n (replicas), H and R, each with its range of n.
 
         A class's plans use N = max(n unit, min_nodes) nodes (unit = S for pipelines, else 1). The valid

@@ -3,7 +3,8 @@
 
 Usage: scripts/bench_solve.py [--random 300] [--compare 300] [--small 30] [--large 5] [--huge 3] [--seed 0]
                               [--max-compute 40] [--exhaustive-max-plans 3e7] [--mip-time-limit 60]
-                              [--mip highs] [--mip-random 300] [--mip-huge 3] [--only-mip]
+                              [--mip highs] [--mip-random 300] [--mip-quality 100] [--mip-huge 3]
+                              [--mip-compare 300] [--only-mip]
 
 Suites (all seeded):
 - main: the shipped instances and `--random` instances (hardware from the catalog, 1B-2T
@@ -25,13 +26,18 @@ Suites (all seeded):
   backends included.
 - mip: the MIP path (`--mip` backend, build, outer approximation and certification included)
   against the branch and bound on the shipped instances and `--mip-random` instances of the
-  main suite (<= 10^4 nodes, default search ranges, every mode, min_time and min_cost of
-  C_local targets: the questions it answers), the exhaustive oracle too where the space has at
-  most 10^6 plans, and on `--mip-huge` instances of 10^5 nodes. Printed: median, p95, max,
-  unanswered (no proven answer within `--mip-time-limit`), disagreements, the ratio to the
-  branch and bound (median of per-instance ratios, and total time over total time). Last line
-  `mip_median_s=... mip_p95_s=... mip_unanswered=... mip_disagreements=... mip_ratio_to_bnb=...
-  mip_huge_max_s=...`. `--only-mip` runs this suite alone.
+  main suite (<= 10^4 nodes, default search ranges, every mode, min_time and min_cost: the
+  questions it answers), the first `--mip-quality` of them also with a C_quality target, the
+  exhaustive oracle too where the space has at most 10^6 plans, and on `--mip-huge` instances
+  of 10^5 nodes. Printed: median, p95, max, unanswered (no proven answer within
+  `--mip-time-limit`), disagreements, the ratio to the branch and bound (median of
+  per-instance ratios, and total time over total time), per target kind and together, with
+  the load average. Then `--mip-compare` small instances (<= 32 nodes, H <= 60, R <= 4, k in
+  {2, 4}; min_time or min_cost, C_local or C_quality, every mode): the MIP loop's own answer
+  (before certification), the certified answer, bnb and the exhaustive oracle, plan for plan.
+  Last line `mip_median_s=... mip_p95_s=... mip_unanswered=... mip_disagreements=...
+  mip_ratio_to_bnb=... mip_huge_max_s=... mip_compared=... mip_compare_disagreements=...`.
+  `--only-mip` runs this suite alone.
 
 For each solver: median, p95 and max solve time, the instances where its optimum
 differs from the exhaustive oracle's (value beyond 1e-9 relative, or another plan),
@@ -44,6 +50,7 @@ oracle, speed-up (total oracle time / total solver time) over the large suite.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 import zlib
@@ -116,6 +123,17 @@ def as_max_compute(inst, target_kind: str):
     return parse_instance(data)
 
 
+def with_target_kind(inst, target_kind: str):
+    """The instance with its target read as C_local or C_quality compute."""
+    data = inst.model_dump(exclude_none=True)
+    data.setdefault("training", {})["target_kind"] = target_kind
+    return parse_instance(data)
+
+
+def load() -> str:
+    return "load average " + " ".join(f"{x:.2f}" for x in os.getloadavg())
+
+
 def timed(inst, solver, **kw):
     start = time.perf_counter()
     r = solve(inst, solver=solver, **kw)
@@ -159,7 +177,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--mip-time-limit", type=float, default=60.0)
     p.add_argument("--mip", default="highs", help="MIP backend of the mip suite")
     p.add_argument("--mip-random", type=int, default=300)
+    p.add_argument("--mip-quality", type=int, default=100)
     p.add_argument("--mip-huge", type=int, default=3)
+    p.add_argument("--mip-compare", type=int, default=300)
     p.add_argument("--only-mip", action="store_true")
     args = p.parse_args(argv)
     if args.only_mip:
@@ -282,11 +302,26 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
+def mip_runs(args):
+    """(name, instance) of the mip suite: shipped and random instances as given, then the first
+    `--mip-quality` random ones with a C_quality target."""
+    quality = []
+    for name, inst in suite("main", args.mip_random, args.seed, (0, 4), shipped=True):
+        yield name, inst
+        if name.startswith("main-") and len(quality) < args.mip_quality \
+                and inst.training.target_kind == "c_local":
+            quality.append((f"{name}-quality", with_target_kind(inst, "c_quality")))
+    yield from quality
+
+
 def mip_suite(args) -> int:
     """The MIP path against the branch and bound (and the oracle on small spaces); module docstring."""
-    mip, rows, skipped, unanswered, disagreements, oracle_checked = args.mip, [], 0, [], 0, 0
-    for name, inst in suite("main", args.mip_random, args.seed, (0, 4), shipped=True):
-        if inst.objective not in ("min_time", "min_cost") or inst.training.target_kind != "c_local":
+    mip, skipped, unanswered, disagreements, oracle_checked = args.mip, 0, [], 0, 0
+    rows = {"c_local": [], "c_quality": []}
+    print(f"mip suite starts, {load()}", flush=True)
+    for name, inst in mip_runs(args):
+        kind = inst.training.target_kind
+        if inst.objective not in ("min_time", "min_cost"):
             skipped += 1
             continue
         ref, t_ref = timed(inst, "bnb")
@@ -306,38 +341,87 @@ def mip_suite(args) -> int:
         if not agree:
             disagreements += 1
             print(f"disagreement {name}: {mip} {r.status} {r.objective_value} vs bnb {ref.objective_value}")
-        rows.append((t, t_ref))
+        rows[kind].append((t, t_ref))
         if t > 5.0 or report.get("status") not in ("optimal", "infeasible"):
-            print(f"  {name}: {inst.fleet.nodes} nodes, {inst.objective}: {mip} {t:.2f} s (loop "
+            print(f"  {name}: {inst.fleet.nodes} nodes, {inst.objective}, {kind}: {mip} {t:.2f} s (loop "
                   f"{report.get('status')}, {report.get('rounds')} rounds, {report.get('classes_kept')} of "
-                  f"{report.get('classes')} classes kept), bnb {t_ref:.2f} s", flush=True)
-    t, t_ref = (np.array(rows).T if rows else (np.zeros(0), np.zeros(0)))
-    ratio_median = float(np.median(t / np.maximum(t_ref, 1e-9))) if rows else float("nan")
-    ratio_total = float(t.sum() / max(t_ref.sum(), 1e-9)) if rows else float("nan")
-    print(f"mip suite ({len(rows)} instances, N <= 10^4, default ranges; {skipped} not min_time/min_cost of "
-          f"C_local, not run):")
-    print(f"  {mip:10s} {stats(list(t))}  unanswered {len(unanswered)}  disagreements {disagreements} "
-          f"(all vs bnb, {oracle_checked} vs the exhaustive oracle too)")
-    print(f"  bnb        {stats(list(t_ref))}")
-    print(f"  ratio {mip}/bnb: median {ratio_median:.1f}x, total {ratio_total:.1f}x")
+                  f"{report.get('classes')} classes kept; build {report.get('build_s', 0):.2f} s, backend "
+                  f"{report.get('time_s', 0):.2f} s, certify {report.get('certify_s', 0):.2f} s), bnb {t_ref:.2f} s",
+                  flush=True)
+    both = rows["c_local"] + rows["c_quality"]
+    print(f"mip suite (N <= 10^4, default ranges; {skipped} not min_time/min_cost, not run), {load()}:")
+    for label, part in (("c_local", rows["c_local"]), ("c_quality", rows["c_quality"]), ("all", both)):
+        if not part:
+            continue
+        t, t_ref = np.array(part).T
+        print(f"  {label:9s} {mip:6s} {stats(list(t))}")
+        print(f"  {label:9s} bnb    {stats(list(t_ref))}")
+        print(f"  {label:9s} ratio {mip}/bnb: median {float(np.median(t / np.maximum(t_ref, 1e-9))):.1f}x, "
+              f"total {float(t.sum() / max(t_ref.sum(), 1e-9)):.1f}x")
+    print(f"  unanswered {len(unanswered)}  disagreements {disagreements} (all vs bnb, {oracle_checked} vs the "
+          f"exhaustive oracle too)")
+    t, t_ref = (np.array(both).T if both else (np.zeros(0), np.zeros(0)))
+    ratio_median = float(np.median(t / np.maximum(t_ref, 1e-9))) if both else float("nan")
     huge = []
     for name, inst in suite("huge", args.mip_huge, args.seed, (5, 5)):
         if inst.objective not in ("min_time", "min_cost"):
             continue
-        ref, t_ref = timed(inst, "bnb")
+        ref, t_ref_h = timed(inst, "bnb")
         r, t_m = timed(inst, mip, time_limit_s=args.mip_time_limit)
         huge.append(t_m)
         if not same(r, ref):
             disagreements += 1
             print(f"disagreement {name}: {mip} {r.objective_value} vs bnb {ref.objective_value}")
         print(f"  {name}: {inst.fleet.nodes} nodes, {inst.objective}, {r.status}: {mip} {t_m:.2f} s, "
-              f"bnb {t_ref:.2f} s", flush=True)
+              f"bnb {t_ref_h:.2f} s, {load()}", flush=True)
     print(f"huge suite (10^5 nodes), {mip}: {stats(huge)}")
-    if rows:
+    compared, compare_wrong = mip_compare(args)
+    if both:
         print(f"mip_median_s={np.median(t):.3f} mip_p95_s={np.percentile(t, 95):.3f} "
               f"mip_unanswered={len(unanswered)} mip_disagreements={disagreements} "
-              f"mip_ratio_to_bnb={ratio_median:.1f} mip_huge_max_s={max(huge) if huge else float('nan'):.2f}")
+              f"mip_ratio_to_bnb={ratio_median:.1f} mip_huge_max_s={max(huge) if huge else float('nan'):.2f} "
+              f"mip_compared={compared} mip_compare_disagreements={compare_wrong}")
     return 0
+
+
+def mip_compare(args) -> tuple[int, int]:
+    """MIP (the loop alone, and certified), bnb and the exhaustive oracle on `--mip-compare` small
+    instances, every objective the MIP answers and both target kinds: (compared, disagreements)."""
+    from planner.solvers.certified import outer_approximation
+    narrow = {"max_inner_steps": 60, "max_regional_rounds": 4, "group_sizes": [2, 4], "max_stages": 8,
+              "max_micro_batches": 8}
+    compared = wrong = loop_wrong = 0
+    start = time.perf_counter()
+    for name, inst in suite("mip_compare", args.mip_compare, args.seed, (0, 1.5), narrow):
+        kind = "c_quality" if compared % 2 else "c_local"
+        try:
+            inst = with_target_kind(inst, kind)
+        except InputError:
+            continue
+        ref = solve(inst, solver="exhaustive")
+        exact = solve(inst, solver="bnb")
+        try:
+            r = solve(inst, solver=args.mip)
+        except UnsupportedBySolver as err:
+            print(f"  {name}: {args.mip} refused: {err}")
+            continue
+        compared += 1
+        # the loop alone, before certification: its value must be the optimum
+        s = setting_from_instance(inst)
+        space = DecisionSpace.from_instance(inst, s).for_objective(s, inst.objective)
+        _, _, loop = outer_approximation(s, space, inst.objective, args.mip)
+        loop_ok = (ref.plan is None and loop.objective is None) or (
+            ref.plan is not None and loop.objective is not None and loop.status == "optimal"
+            and abs(loop.objective - ref.objective_value) <= 1e-9 * abs(ref.objective_value))
+        if not (same(r, ref) and same(exact, ref) and loop_ok):
+            wrong += 1
+            loop_wrong += not loop_ok
+            print(f"disagreement {name} ({inst.objective}, {kind}): {args.mip} {r.objective_value} (loop "
+                  f"{loop.status} {loop.objective}), bnb {exact.objective_value}, exhaustive {ref.objective_value}")
+    print(f"mip compare suite (<= 32 nodes, H <= 60, R <= 4): {compared} instances, MIP (loop alone and "
+          f"certified) vs bnb vs exhaustive: {wrong} disagreements ({loop_wrong} of the loop alone); "
+          f"{time.perf_counter() - start:.0f} s, {load()}")
+    return compared, wrong
 
 
 if __name__ == "__main__":

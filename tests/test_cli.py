@@ -34,7 +34,9 @@ def baseline(**changes):
 
 
 def test_every_command_has_help():
-    for command in main.commands.values():
+    commands = main.all_commands()
+    assert {"solve", "evaluate", "feasible", "sites"} <= set(commands)
+    for command in commands.values():
         assert command.help, command.name
         assert run(command.name, "--help").exit_code == 0
 
@@ -466,7 +468,7 @@ def test_presets_and_hardware_as_json():
 
 
 def test_every_command_that_reads_an_instance_takes_set():
-    for name, command in main.commands.items():
+    for name, command in main.all_commands().items():
         if name in ("hardware", "presets", "schema"):
             continue
         assert any(p.name == "overrides" and "--set" in p.opts for p in command.params), name

@@ -128,14 +128,12 @@ def test_duration_limit_counts_the_wall_clock():
 
 def _cases():
     """(solver, objective, target kind, target FLOP): every combination a solver answers
-    (the exhaustive oracle: min_time and min_cost; MIP backends: those for C_local targets)."""
+    (the exhaustive oracle and the MIP backends: min_time and min_cost, both target kinds)."""
     solvers = ["bnb", "exhaustive"] + (["highs"] if installed("highspy") else [])
     for solver in solvers:
         for objective in ("min_time", "max_compute", "min_cost"):
             for kind, flop in TARGETS:
                 if solver != "bnb" and objective == "max_compute":
-                    continue
-                if solver == "highs" and kind == "c_quality":
                     continue
                 yield solver, objective, kind, flop
 

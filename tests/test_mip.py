@@ -24,7 +24,7 @@ from planner.mip.formulation import Grid, build
 from planner.mip.tables import build_tables
 from planner.solvers import UnsupportedBySolver, backends
 from planner.solvers.bnb import tie_key
-from planner.solvers.certified import optimise
+from planner.solvers.certified import optimise, outer_approximation
 from tests.test_bnb import naive, random_case
 
 BACKENDS = sorted(backends())
@@ -80,8 +80,8 @@ def test_logarithm_chords_are_exact_at_grid_points_and_above_elsewhere():
             assert r.objective >= math.log(n) - 1e-9
 
 
-def _case_with_classes(seed):
-    s, space, streaming = random_case(seed)
+def _case_with_classes(seed, target_kind="c_local"):
+    s, space, streaming = random_case(seed, target_kind=target_kind)
     t = build_tables(s, space)
     return s, space, streaming, t
 
@@ -92,24 +92,22 @@ def test_efficiency_rows_hold_the_evaluator_values_at_bracket_ends(seed):
     f = build(t, Grid.initial(t))
     m = f.model
     h_lo = [lo for lo, _ in m.H_brackets]
-    rows = list(m.efficiency.values())
-    assert rows, "a DiLoCo class without any efficiency loss"
+    assert len(m.efficiency), "a DiLoCo class without any efficiency loss"
     from pyomo.repn import generate_standard_repn
     for i, (n_lo, _) in enumerate(m.n_brackets):
         for r, (r_lo, _) in enumerate(m.R_brackets):
             want = t.omega(np.full(len(h_lo), n_lo), np.array(h_lo, float) * math.sqrt(r_lo))
-            if want.min() >= 0:
+            if (0, i, r) not in m.efficiency:
+                assert want.min() >= 0 or not any(e.mode == "hierarchical" for e in t.sync) and r > 0
                 continue
-            # the row of this (n, R) bracket: omega <= sum_j want_j bH_j + 50 (2 - bn_i - bR_r)
-            found = False
-            for row in rows:
-                repn = generate_standard_repn(row.body)
-                coef = {v.name: c for v, c in zip(repn.linear_vars, repn.linear_coefs)}
-                if f"bn[{i}]" in coef and (len(m.R_brackets) == 1 or f"bR[{r}]" in coef):
-                    got = [-coef.get(f"bH[{j}]", 0.0) for j in range(len(h_lo))]
-                    np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
-                    found = True
-            assert found
+            # the row of this (n, R) bracket: omega <= sum_j want_j bH_j + lifts of the other brackets
+            repn = generate_standard_repn(m.efficiency[0, i, r].body)
+            coef = {v.name: c for v, c in zip(repn.linear_vars, repn.linear_coefs)}
+            got = [-coef.get(f"bH[{j}]", 0.0) for j in range(len(h_lo))]
+            np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
+            # omega never increases with n or R: no lift from a later bracket, none from its own
+            assert all(f"bn[{k}]" not in coef for k in range(i, len(m.n_brackets)))
+            assert all(f"bR[{k}]" not in coef for k in range(r, len(m.R_brackets)))
 
 
 def _true_sync_terms(t, e, n, h, r):
@@ -122,9 +120,11 @@ def _true_sync_terms(t, e, n, h, r):
     return e.ln_sync_base + lnf(n) - e.ln_step - math.log(h), None
 
 
-@pytest.mark.parametrize("seed", [6, 7, 10, 11, 12, 13])
-def test_model_is_a_relaxation_exact_once_refined_plan_by_plan(seed):
-    s, space, _, t = _case_with_classes(seed)
+@pytest.mark.parametrize("seed, target_kind", [(seed, "c_local") for seed in (6, 7, 10, 11, 12, 13)]
+                         + [(seed, "c_quality") for seed in (102, 104, 110, 111, 112, 129)])
+def test_model_is_a_relaxation_exact_once_refined_plan_by_plan(seed, target_kind):
+    """(C_quality seeds: several gains, H_max > 3.)"""
+    s, space, _, t = _case_with_classes(seed, target_kind)
     rng = np.random.default_rng(seed)
     backend = backends()["highs"]
     for _ in range(6):
@@ -140,7 +140,7 @@ def test_model_is_a_relaxation_exact_once_refined_plan_by_plan(seed):
             grid = Grid.initial(t)
             if refined:
                 q, ab = _true_sync_terms(t, e, n, h, r)
-                grid.refine(n, h, r, q, ab)
+                grid.refine(n, h, r, q, ab, e.gain if target_kind == "c_quality" else None)
             f = build(t, grid)
             m = f.model
             for j, y in enumerate(m.yv):
@@ -158,11 +158,15 @@ def test_model_is_a_relaxation_exact_once_refined_plan_by_plan(seed):
 # -- whole spaces ----------------------------------------------------------------------------
 
 @pytest.mark.parametrize("objective", ["min_time", "min_cost"])
-@pytest.mark.parametrize("backend, seed", [("highs", seed) for seed in range(24)] + [("scip", seed) for seed in range(8)])
-def test_mip_bnb_and_oracle_agree_with_brute_force(seed, objective, backend):
+@pytest.mark.parametrize("backend, seed, target_kind",
+                         [("highs", seed, "c_local") for seed in range(24)]
+                         + [("scip", seed, "c_local") for seed in range(8)]
+                         + [("highs", seed, "c_quality") for seed in range(100, 112)]
+                         + [("scip", seed, "c_quality") for seed in range(112, 116)])
+def test_mip_bnb_and_oracle_agree_with_brute_force(seed, objective, backend, target_kind):
     from planner import objectives
     from planner.solvers import exhaustive
-    s, space, streaming = random_case(seed)
+    s, space, streaming = random_case(seed, target_kind=target_kind)
     expected = naive(s, space, objective, streaming)
     found, _, bound, report = optimise(s, space, objective, backend)
     oracle, _ = exhaustive.optimise(s, space, objective)
@@ -183,11 +187,51 @@ def test_mip_bnb_and_oracle_agree_with_brute_force(seed, objective, backend):
     assert not report.certified_improved
 
 
-def test_c_quality_and_max_compute_are_refused_with_a_reason():
-    s, space, _ = random_case(3, target_kind="c_quality")
-    with pytest.raises(UnsupportedBySolver, match="C_local targets only"):
-        optimise(s, space, "min_time", "highs")
-    s, space, _ = random_case(3)
+@pytest.mark.parametrize("objective", ["min_time", "min_cost"])
+@pytest.mark.parametrize("seed", [6, 7, 13, 33, 36, 38])
+def test_mip_with_a_node_floor_agrees_with_brute_force(seed, objective):
+    """search.min_nodes of 3 to 7, often not a multiple of S: a pipeline of n groups runs on
+    N = max(n S, min_nodes) nodes, idle ones included (as `bnb` and the brute force count them).
+    (Seeds where a model counting n S nodes left a gap or failed to decode its plan.)"""
+    import dataclasses
+    s, space, streaming = random_case(seed)
+    space = dataclasses.replace(space, max_nodes=max(space.max_nodes, 12))
+    space = dataclasses.replace(space, min_nodes=int(np.random.default_rng(seed).integers(3, 8)))
+    expected = naive(s, space, objective, streaming)
+    found, _, _, report = optimise(s, space, objective, "highs")
+    if expected is None:
+        assert found is None and report.status == "infeasible"
+        return
+    assert found[1] == pytest.approx(expected[0][0], rel=1e-12)
+    assert tie_key(s, found[0], 0) == tie_key(s, expected[1], 0)
+    assert report.status == "optimal" and report.objective == pytest.approx(expected[0][0], rel=1e-9)
+    assert not report.certified_improved
+
+
+@pytest.mark.parametrize("objective", ["min_time", "min_cost"])
+@pytest.mark.parametrize("seed, target_kind", [(5000 + seed, "c_local") for seed in (2, 5, 7, 9)]
+                         + [(5100 + seed, "c_quality") for seed in (1, 3)])
+@pytest.mark.parametrize("variant", ["eta_h_rises", "eta_h_above_one"])
+def test_loop_alone_is_exact_when_efficiency_can_rise(seed, target_kind, objective, variant):
+    """alpha(P) < 0 (eta_H rises with H_eff) or eta_H above 1: the loop's own answer and bound,
+    before certification, against the brute force (a model with omega <= 0 cut off the
+    optimum of seed 5007, eta_H above 1, min_cost)."""
+    from tests import test_bnb
+    s, space, streaming = random_case(seed, target_kind=target_kind)
+    s = getattr(test_bnb, f"_{variant}")(s)
+    expected = naive(s, space, objective, streaming)
+    plan, value, report = outer_approximation(s, space, objective, "highs")
+    if expected is None:
+        assert plan is None and report.status == "infeasible"
+        return
+    assert report.status == "optimal"
+    assert report.objective == pytest.approx(expected[0][0], rel=1e-9)
+    assert report.bound <= expected[0][0] * (1 + 1e-9)
+
+
+@pytest.mark.parametrize("target_kind", ["c_local", "c_quality"])
+def test_max_compute_is_refused_with_a_reason(target_kind):
+    s, space, _ = random_case(3, target_kind=target_kind)
     with pytest.raises(UnsupportedBySolver, match="use --solver bnb"):
         optimise(s, space, "max_compute", "highs")
 
@@ -244,6 +288,24 @@ def test_cli_backends_agree_with_the_default_solver(tmp_path, objective):
     assert results["bnb"]["mip"] == []
 
 
+@pytest.mark.parametrize("objective", ["min_time", "min_cost"])
+def test_cli_backends_answer_c_quality_with_a_choice_of_model_size(tmp_path, objective):
+    """A C_quality target and two candidate model sizes (search.params): one model per size,
+    the best kept, as the default solver does."""
+    instance = dict(SMALL, model={}, training={"target_flop": 1e23, "target_kind": "c_quality"},
+                    search=dict(SMALL["search"], params=[7e9, 20e9]))
+    results = {}
+    for solver in ("bnb", "highs", "scip"):
+        r = _cli(tmp_path, instance, "--objective", objective, "--solver", solver, "--json")
+        assert r.exit_code == 0, r.output
+        results[solver] = json.loads(r.output)
+    for solver in ("highs", "scip"):
+        assert results[solver]["plan"] == results["bnb"]["plan"]
+        assert results[solver]["model_params"] == results["bnb"]["model_params"]
+        assert results[solver]["objective_value"] == pytest.approx(results["bnb"]["objective_value"], rel=1e-12)
+        assert [m["status"] for m in results[solver]["mip"]] == ["optimal", "optimal"]
+
+
 @pytest.mark.parametrize("suffix", [".lp", ".mps"])
 def test_cli_writes_a_readable_model(tmp_path, suffix):
     out = tmp_path / f"model{suffix}"
@@ -292,3 +354,36 @@ def test_shipped_models_are_well_under_a_megabyte(tmp_path, name):
         (path,) = write_model(inst, inst.objective, tmp_path / f"model{suffix}")
         assert path.stat().st_size < 500_000, (suffix, path.stat().st_size)
         assert "time_to_target" in path.read_text()
+
+
+def test_a_model_proven_infeasible_by_the_presolve_is_written_small_and_infeasible(tmp_path):
+    """pp-group-480B-h100 asked for min_cost: no plan meets its duration limit (bnb agrees);
+    the model written is that of the class of least bound, and HiGHS finds it infeasible."""
+    from pathlib import Path
+    import highspy
+    from planner.mip.export import write_model
+    from planner.schema.instance import load_instance
+    from planner.solve import solve
+    inst = load_instance(Path(__file__).resolve().parents[1] / "instances" / "pp-group-480B-h100.json")
+    assert solve(inst, "min_cost").status == "infeasible"
+    (path,) = write_model(inst, "min_cost", tmp_path / "model.mps")
+    assert path.stat().st_size < 100_000
+    h = highspy.Highs()
+    h.setOptionValue("output_flag", False)
+    h.readModel(str(path))
+    h.run()
+    assert h.getModelStatus() == highspy.HighsModelStatus.kInfeasible
+
+
+def test_classes_that_never_reach_the_target_leave_no_rows(tmp_path):
+    """compare-1e27 with a C_quality target: no class reaches it even at its most efficient
+    plan (infinite bound), so none is kept without an incumbent (each used to keep a row
+    'y = 0': an 11.8 MB model)."""
+    from pathlib import Path
+    from planner.mip.export import write_model
+    from planner.schema.instance import load_instance, parse_instance
+    data = load_instance(Path(__file__).resolve().parents[1] / "instances" / "compare-1e27.json").model_dump(
+        exclude_none=True)
+    data["training"]["target_kind"] = "c_quality"
+    (path,) = write_model(parse_instance(data), "min_time", tmp_path / "model.mps")
+    assert path.stat().st_size < 100_000

@@ -113,7 +113,7 @@ def _loaded(*args: str) -> set[str]:
 
 
 @pytest.mark.parametrize("args, not_loaded", [
-    (["solve", str(INSTANCE)], OPTIONAL_HEAVY),
+    (["solve", str(INSTANCE)], OPTIONAL_HEAVY | {"rich"}),      # piped: plain text without rich
     (["solve", str(INSTANCE), "--json"], OPTIONAL_HEAVY | {"rich"}),
     (["compare", str(REPO / "instances" / "compare-1e27.json"), "--hardware", "16xH100-SXM,7xB200"],
      OPTIONAL_HEAVY),

@@ -8,6 +8,8 @@ Exit codes (the same for every command; `dtplan --help` and docs/cli.md list the
     2  bad input: every problem listed with its JSON path (or the flag), no traceback
     3  the time limit was reached before any plan was found (neither a yes nor a no)
     4  internal error: a bug in dtplan (one line; DTPLAN_DEBUG=1 prints the traceback)
+  141  standard output was closed before everything was written (e.g. `dtplan solve X | head -1`):
+       dtplan stops quietly, as a standard tool killed by SIGPIPE does (128 + 13)
 
 Under `--json`, standard output always holds exactly one JSON document: the result, or
 `{"error": {...}}` with the exit code, the kind, a message and the problems (path and
@@ -21,6 +23,7 @@ import math
 import os
 import sys
 import traceback
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
@@ -29,11 +32,13 @@ import click
 from planner.schema.errors import InputError, Problem
 
 EXIT_OK, EXIT_INFEASIBLE, EXIT_BAD_INPUT, EXIT_TIME_LIMIT, EXIT_INTERNAL = 0, 1, 2, 3, 4
+EXIT_BROKEN_PIPE = 141      # 128 + SIGPIPE: what a shell reports for `yes | head -1`'s yes
 DEBUG_ENV = "DTPLAN_DEBUG"
 EXIT_CODES_HELP = ("Exit codes: 0 success; 1 no plan meets every limit (or the plan given breaks one); "
                    "2 bad input (each problem named by its JSON path or flag); 3 the time limit was "
                    "reached before any plan was found; 4 internal error (a bug: please report it; "
-                   f"{DEBUG_ENV}=1 shows the traceback).")
+                   f"{DEBUG_ENV}=1 shows the traceback); 141 standard output closed before the end "
+                   "(e.g. piped into head).")
 _JSON_KEY = "dtplan.json"
 
 
@@ -86,9 +91,38 @@ class DtplanGroup(click.Group):
     usage error comes as JSON), and turns any unexpected exception into exit code 4. It also
     remembers the arguments it was called with, for the provenance of reports (`command_line`)."""
 
+    def __init__(self, *args, lazy_commands: dict[str, str] | None = None, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.lazy_commands = dict(lazy_commands or {})     # name -> "module:attribute", imported when used
+
+    def list_commands(self, ctx: click.Context) -> list[str]:  # noqa: D102 - click API
+        return sorted({*super().list_commands(ctx), *self.lazy_commands})
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:  # noqa: D102 - click API
+        if name not in self.commands and name in self.lazy_commands:
+            import importlib
+            module, _, attribute = self.lazy_commands[name].partition(":")
+            self.add_command(getattr(importlib.import_module(module), attribute), name)
+        return super().get_command(ctx, name)
+
+    def all_commands(self) -> dict[str, click.Command]:
+        """Every command by name, importing those not yet loaded (for help and tests)."""
+        ctx = click.Context(self)
+        return {name: self.get_command(ctx, name) for name in self.list_commands(ctx)}
+
     def main(self, args=None, prog_name=None, **extra):  # noqa: D102 - click API
         _invocation[:] = ["dtplan", *(sys.argv[1:] if args is None else args)]
-        return super().main(args, prog_name, **extra)
+        try:
+            return super().main(args, prog_name, **extra)
+        except SystemExit:
+            # click met the closed pipe itself (e.g. writing --help): it wraps stdout and exits 1
+            if type(sys.stdout).__name__.endswith("PacifyFlushWrapper"):
+                _silence_stdout()
+                raise SystemExit(EXIT_BROKEN_PIPE) from None
+            raise
+        finally:      # what is still buffered goes out now, so that a closed pipe is seen here
+            if _flush_stdout_or_silence():
+                raise SystemExit(EXIT_BROKEN_PIPE)
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
         ctx.meta[_JSON_KEY] = "--json" in args[: args.index("--")] if "--" in args else "--json" in args
@@ -97,7 +131,8 @@ class DtplanGroup(click.Group):
     def invoke(self, ctx: click.Context) -> Any:
         as_json = bool(ctx.meta.get(_JSON_KEY))
         try:
-            return super().invoke(ctx)
+            with quiet_float_limits():
+                return super().invoke(ctx)
         except BadInput as err:
             err.show(as_json=as_json)
             raise click.exceptions.Exit(err.exit_code) from None
@@ -108,16 +143,75 @@ class DtplanGroup(click.Group):
             raise click.exceptions.Exit(err.exit_code) from None
         except (click.exceptions.Exit, click.exceptions.Abort, KeyboardInterrupt):
             raise
+        except OSError as err:
+            if not _is_broken_pipe(err):
+                return self._internal_error(err, as_json)
+            _silence_stdout()
+            raise click.exceptions.Exit(EXIT_BROKEN_PIPE) from None
         except Exception as err:                   # a bug: never a traceback, never exit 1
-            if os.environ.get(DEBUG_ENV, "") not in ("", "0"):
-                traceback.print_exc(file=sys.stderr)
-            kind = type(err).__name__
-            detail = str(err).splitlines()[0][:300] if str(err) else ""
-            emit_error(EXIT_INTERNAL, "internal_error",
-                       f"dtplan: internal error ({kind}{': ' + detail if detail else ''}). This is a bug in "
-                       f"dtplan: please report it with the command and its input files; run with "
-                       f"{DEBUG_ENV}=1 for the traceback.", as_json=as_json)
-            raise click.exceptions.Exit(EXIT_INTERNAL) from None
+            return self._internal_error(err, as_json)
+
+    @staticmethod
+    def _internal_error(err: Exception, as_json: bool) -> None:
+        if os.environ.get(DEBUG_ENV, "") not in ("", "0"):
+            traceback.print_exception(err, file=sys.stderr)
+        kind = type(err).__name__
+        detail = str(err).splitlines()[0][:300] if str(err) else ""
+        emit_error(EXIT_INTERNAL, "internal_error",
+                   f"dtplan: internal error ({kind}{': ' + detail if detail else ''}). This is a bug in "
+                   f"dtplan: please report it with the command and its input files; run with "
+                   f"{DEBUG_ENV}=1 for the traceback.", as_json=as_json)
+        raise click.exceptions.Exit(EXIT_INTERNAL) from None
+
+
+# -- floating-point limits -----------------------------------------------------------
+
+
+FLOAT_LIMIT_WARNINGS = r"(overflow|underflow|divide by zero) encountered"
+
+
+@contextmanager
+def quiet_float_limits():
+    """numpy's RuntimeWarnings for overflow, underflow and division by zero, not shown while a
+    command runs: on extreme but valid inputs (a WAN of 1e-300 Mbit/s, goodput 1e-300) the cost
+    model's IEEE results are the right limits (a sync that never ends takes inf seconds, a
+    vanishing share is 0) and the answer says so; a warning would only add noise to standard
+    error. "invalid value" (a NaN) is still shown: no valid input should produce one. The
+    filters are restored afterwards (tests run commands in-process)."""
+    import warnings
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", FLOAT_LIMIT_WARNINGS, RuntimeWarning)
+        yield
+
+
+# -- a closed standard output ---------------------------------------------------------
+
+
+def _is_broken_pipe(err: BaseException) -> bool:
+    import errno
+    return isinstance(err, BrokenPipeError) or (isinstance(err, OSError) and err.errno == errno.EPIPE)
+
+
+def _silence_stdout() -> None:
+    """Point standard output's file descriptor at /dev/null, so that what is still buffered (and
+    the interpreter's last flush) goes nowhere instead of raising again."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError, AttributeError):    # no file descriptor (e.g. a test's buffer)
+        pass
+
+
+def _flush_stdout_or_silence() -> bool:
+    """Flush standard output; True (and silenced) when the reader had closed the pipe."""
+    try:
+        sys.stdout.flush()
+    except (OSError, ValueError) as err:
+        if isinstance(err, OSError) and _is_broken_pipe(err):
+            _silence_stdout()
+            return True
+    return False
 
 
 # -- options shared by commands ------------------------------------------------------

@@ -117,7 +117,8 @@ def feasible(instance_path: Path | None, target_flop, target_kind, hardware, nod
             progress = (lambda message: status.update(f"feasibility: {message}")) if status is not None else None
             result = run_feasible(raw, source, progress=progress, deadline=deadline)
     except InputError as err:       # e.g. search.params without a target: feasible asks min_time questions
-        problems = [Problem(p.path, f"dtplan feasible asks whether a fixed target is reached in time: {p.message}")
+        problems = [p if p.path.startswith("assumptions.constants") else       # constants with no search bound
+                    Problem(p.path, f"dtplan feasible asks whether a fixed target is reached in time: {p.message}")
                     for p in err.problems]
         raise BadInput.from_error(InputError(problems, source)) from None
     if as_json:

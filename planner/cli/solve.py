@@ -19,7 +19,7 @@ from planner.schema.errors import InputError
 @click.option("--solver", default="bnb", show_default=True,
               help="bnb: exact branch and bound over the evaluator (the default, fastest); highs (HiGHS via Pyomo), "
                    "scip (SCIP bundled in OR-Tools): the mixed-integer model of docs/mip.md, min_time and min_cost "
-                   "of C_local targets, certified by the branch and bound; exhaustive: every plan scored.")
+                   "(C_local and C_quality targets), certified by the branch and bound; exhaustive: every plan scored.")
 @time_limit_option("Seconds of wall-clock for the whole command (search and explanation); when reached, "
                    "print the best plan found and its gap to a proven bound (exit 0), or exit 3 if none was found.")
 @json_option("Write the full result as JSON to standard output (non-finite numbers as null; errors as "

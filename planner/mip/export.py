@@ -4,7 +4,9 @@ The suffix picks the format, both written by Pyomo with the model's own names (c
 families as `sync_overlap(3)`, columns as `y(12)`, `bn(4)`, `ln_H`): `.lp` (CPLEX LP) or
 `.mps`. The model written is the first round of the outer-approximation loop: after the
 presolve (`planner.mip.tables.presolve`: classes that cannot hold an optimum dropped, the
-cutoff of its incumbent in the `incumbent` row), on the grid of `Grid.initial`; the loop
+cutoff of its incumbent in the `incumbent` row; when it proves that no plan meets the limits,
+the model of the one class, or plan, of least bound, whose rows show it), on the grid of
+`Grid.initial`; the loop
 refines it around each plan it finds (`planner.solvers.certified`).
 With several candidate model sizes (`search.params`) one file per size is written, the size
 in its name (`model.70B.lp`). Each file is written atomically (`planner.present.output`).
@@ -17,9 +19,10 @@ from pathlib import Path
 
 from planner.evaluate import setting_from_instance, with_params
 from planner.mip.formulation import Grid, build
-from planner.mip.tables import presolve
+from planner.mip.tables import Tables, class_bounds, presolve
 from planner.present.output import atomic_path, check_writable
 from planner.schema.instance import Instance
+from planner.solvers import UnsupportedBySolver
 from planner.solvers.certified import check_supported, incumbent_value, tables_or_refuse
 from planner.space import DecisionSpace
 
@@ -40,6 +43,18 @@ def model_paths(instance: Instance, path: Path) -> list[Path]:
             for p in sizes]
 
 
+def least_bound(t: Tables) -> Tables:
+    """The tables cut to the class of least lower bound on ln T (`class_bounds`), or else to the
+    fixed plan of least ln T: a small model that is infeasible exactly as the whole one."""
+    if t.sync:
+        lower = class_bounds(t)[0].min(axis=1)
+        a = int(lower.argmin())
+        return Tables(t.setting, t.space, t.groups, [t.sync[a]], [], t.n_max, t.h_max, t.r_max, lower[a:a + 1],
+                      t.eta_h_falls)
+    fixed = sorted(t.fixed, key=lambda p: p.log_time)[:1]
+    return Tables(t.setting, t.space, t.groups, [], fixed, 1, 1, 1, None, t.eta_h_falls)
+
+
 def write_model(instance: Instance, objective: str, path: Path) -> list[Path]:
     """Build and write the model(s); the paths written."""
     targets = model_paths(instance, path)
@@ -49,7 +64,12 @@ def write_model(instance: Instance, objective: str, path: Path) -> list[Path]:
         setting = base if params is None else with_params(base, params)
         check_supported(setting, objective)
         space = DecisionSpace.from_instance(instance, setting).for_objective(setting, objective)
-        tables, plan, _ = presolve(tables_or_refuse(setting, space), objective)
+        full = tables_or_refuse(setting, space)
+        tables, plan, _, _ = presolve(full, objective)
+        if not (tables.sync or tables.fixed):
+            tables = least_bound(full)
+        if not (tables.sync or tables.fixed):
+            raise UnsupportedBySolver("the search space holds no plan at all: no model to write")
         cutoff = incumbent_value(setting, plan, objective) if plan is not None else None
         f = build(tables, Grid.initial(tables), objective, cutoff=cutoff)
         with atomic_path(target) as tmp:

@@ -37,13 +37,15 @@ from dataclasses import dataclass, field
 import numpy as np
 import pyomo.environ as pyo
 
-from planner.mip.tables import OMEGA_FLOOR, Tables
+from planner.mip.tables import OMEGA_FLOOR, Tables, gain_buckets
+
+GAIN_BUCKET_LOG = 0.1    # first gain buckets of the model: 10% in ln (C_quality; refined at each chosen class)
 
 CUTOFF_LOG = 1e-9       # a plan must beat the incumbent by this much in ln T to be wanted
 Q_FLOOR = -40.0          # ln of a sync share of 4e-18 of a step: the relative sync terms' lower bound
 FAMILIES = ("choice", "bracket", "logarithm", "fixed-shape", "structure", "node-limit", "budget-limit",
-            "memory-cap", "sync-overlap", "efficiency", "time-to-target", "duration-limit", "nodes-used",
-            "incumbent")
+            "memory-cap", "sync-overlap", "efficiency", "efficiency-switch", "time-to-target", "duration-limit",
+            "nodes-used", "incumbent")
 
 
 def _octaves(top: int) -> list[int]:
@@ -68,15 +70,34 @@ class Grid:
     q_points: set = field(default_factory=lambda: {-8.0, -4.0, -2.0, -1.0, 0.0, 1.0, 2.0, 4.0, 8.0})
     ab_points: set = field(default_factory=lambda: {(x, y) for x in (-6.0, -2.0, 0.0, 2.0, 6.0)
                                                       for y in (-6.0, -2.0, 0.0, 2.0, 6.0)})
+    gain_points: set = field(default_factory=set)     # tops of the gain buckets (C_quality; module tables)
 
     @classmethod
     def initial(cls, t: Tables) -> "Grid":
-        return cls(t.n_max, t.h_max, t.r_max, set(_octaves(t.n_max)), set(_octaves(t.h_max)), set(_octaves(t.r_max)))
+        """One bracket per octave of n, H, R; gain buckets of GAIN_BUCKET_LOG in ln, each topped by
+        the largest gain of a class in it (so that those classes are exact)."""
+        gains = np.array([e.gain for e in t.sync])
+        tops = set()
+        if gains.size:
+            _, which = gain_buckets(gains, GAIN_BUCKET_LOG)
+            tops = {float(gains[which == a].max()) for a in np.unique(which)}
+        return cls(t.n_max, t.h_max, t.r_max, set(_octaves(t.n_max)), set(_octaves(t.h_max)), set(_octaves(t.r_max)),
+                   gain_points=tops)
 
-    def refine(self, n: int, h: int, r: int, q: float | None, ab: tuple[float, float] | None) -> bool:
+    def gain_brackets(self) -> list[tuple[float, float]]:
+        """(previous top, top] intervals of the gains, one per point (the first from 0)."""
+        tops = sorted(self.gain_points)
+        return [(tops[i - 1] if i else 0.0, top) for i, top in enumerate(tops)]
+
+    def refine(self, n: int, h: int, r: int, q: float | None, ab: tuple[float, float] | None,
+               gain: float | None = None) -> bool:
         """Make n, H, R singletons of their brackets, halve (geometrically) what is left of the
-        brackets they were in, and add tangents at q and (a, b); whether anything changed."""
-        before = (len(self.n_points), len(self.h_points), len(self.r_points), len(self.q_points), len(self.ab_points))
+        brackets they were in, add tangents at q and (a, b), and make `gain` the top of a gain
+        bucket; whether anything changed."""
+        before = (len(self.n_points), len(self.h_points), len(self.r_points), len(self.q_points), len(self.ab_points),
+                  len(self.gain_points))
+        if gain is not None:
+            self.gain_points.add(float(gain))
         for points, x, top in ((self.n_points, n, self.n_top), (self.h_points, h, self.h_top),
                                (self.r_points, r, self.r_top)):
             lo, hi = next((a, b) for a, b in self.brackets(points, top) if a <= x <= b)
@@ -90,7 +111,8 @@ class Grid:
             self.q_points.add(round(q, 9))
         if ab is not None and max(ab) > Q_FLOOR + 1:
             self.ab_points.add((round(ab[0], 9), round(ab[1], 9)))
-        after = (len(self.n_points), len(self.h_points), len(self.r_points), len(self.q_points), len(self.ab_points))
+        after = (len(self.n_points), len(self.h_points), len(self.r_points), len(self.q_points), len(self.ab_points),
+                 len(self.gain_points))
         return after != before
 
     @staticmethod
@@ -108,22 +130,28 @@ class Formulation:
     tables: Tables
     objective: str
     chosen: int | None = None         # position in tables.sync of the class of the last decoded plan
+    point: tuple[int, int, int] = (1, 1, 1)   # (n, H, R) of the last decoded plan (replicas, not nodes)
+    gain: float | None = None         # its class's gain (`SyncClass.gain`), None for a fixed plan
 
     def decode(self):
-        """(plan batch of one row, the model's q and (a, b) values) at the model's current values."""
+        """(plan batch of one row, the model's q and (a, b) values) at the model's current values;
+        sets `chosen` and `point`. The plan uses N = max(n unit, min_nodes) nodes (`Classes.nodes`)."""
         m, t = self.model, self.tables
         chosen_y = [i for i, y in enumerate(m.yv) if (y.value or 0) > 0.5]
         self.chosen = chosen_y[0] if chosen_y else None
         if chosen_y:
             e = t.sync[chosen_y[0]]
             n, h, r = (int(round(pyo.value(v))) for v in (m.n, m.H, m.R))
-            plan = t.plan(e.group, e.index, n, h, r if e.mode == "hierarchical" else 1)
+            r = r if e.mode == "hierarchical" else 1
+            self.point, self.gain = (n, h, r), e.gain
+            plan = t.plan(e.group, e.index, n, h, r)
             if e.streaming:
                 return plan, None, None
             if e.mode == "hierarchical":
                 return plan, None, (m.a.value, m.b.value) if None not in (m.a.value, m.b.value) else None
             return plan, m.q.value, None
         f = t.fixed[[i for i, lam in enumerate(m.lamv) if (lam.value or 0) > 0.5][0]]
+        self.point, self.gain = (1, 1, 1), None
         return t.plan(f.group, f.index, 1, 1, 1), None, None
 
     def families(self) -> dict[str, int]:
@@ -193,7 +221,7 @@ def _columns(m, t: Tables, grid: Grid):
     m.q = pyo.Var(bounds=(Q_FLOOR, None))
     m.a = pyo.Var(bounds=(Q_FLOOR, None))
     m.b = pyo.Var(bounds=(Q_FLOOR, None))
-    m.omega = pyo.Var(bounds=(OMEGA_FLOOR, 0.0))
+    m.omega = pyo.Var(bounds=(OMEGA_FLOOR, 0.0))     # upper bound raised by `efficiency` if omega can exceed 0
     m.L = pyo.Var()
 
 
@@ -265,13 +293,15 @@ def structure(m, t: Tables, grid: Grid):
 
 
 def node_limit(m, t: Tables, grid: Grid):
-    """search.min_nodes <= n * unit <= min(fleet nodes, limits.max_nodes)."""
+    """search.min_nodes <= N <= min(fleet nodes, limits.max_nodes), N = max(n unit, min_nodes)
+    (`Classes.nodes`: a pipeline whose n S falls short of min_nodes runs with idle nodes), i.e.
+    floor(min_nodes / unit) <= n <= floor(node cap / unit)."""
     sp = t.space
     m.node_limit = pyo.ConstraintList()
     _n_row(m, t, m.node_limit, lambda e: sp.max_nodes // e.unit, "<=", sp.max_nodes)
     least = max(1, sp.min_nodes)
     if least > 1 or any(e.unit > 1 for e in t.sync):
-        _n_row(m, t, m.node_limit, lambda e: max(1, -(-sp.min_nodes // e.unit)), ">=", least)
+        _n_row(m, t, m.node_limit, lambda e: max(1, sp.min_nodes // e.unit), ">=", least)
 
 
 def budget_limit(m, t: Tables, grid: Grid):
@@ -349,27 +379,73 @@ def sync_overlap(m, t: Tables, grid: Grid):
 
 
 def efficiency(m, t: Tables, grid: Grid):
-    """omega <= ln(eta_H eta_R)(lo_n, lo_H sqrt(lo_R)) for the chosen brackets of n, H and R: one
-    row per (n bracket, R bracket), over the H brackets, switched off by big-M when that n or R
-    bracket is not chosen (omega never increases with n or H_eff: its value at the lower ends
-    bounds it on the whole box). A fixed plan has omega = 0, which omega <= 0 allows."""
-    m.efficiency = pyo.ConstraintList()
+    """omega <= omega(lo_n, lo_H sqrt(lo_R), gain top) for the chosen brackets of n, H and R and
+    the chosen class's gain bucket: one row `efficiency[b, i, r]` per (gain bucket, n bracket,
+    R bracket), over the H brackets (omega never increases with n or H_eff and never decreases
+    with the gain: its value at the lower ends and the bucket's top bounds it on the whole box;
+    where eta_H may rise with H_eff, eta_H is taken at the larger end of the box, `Tables.omega`).
+
+    Lifted rather than switched by big-M: for every other n bracket k the row adds
+    lift_n(k, i) bn[k], the most the table at k exceeds the table at i (over the other axes),
+    likewise for R brackets and buckets; these are 0 for later n and R brackets and lower
+    buckets, so a row holds as it is wherever the chosen brackets are at or beyond its own.
+    A C_local target has one bucket (omega does not depend on the gain). R brackets above the
+    first only for buckets with a hierarchical class (the others have R = 1). A fixed plan:
+    under C_local, omega(1, 1) = 0 and omega <= 0 unless an efficiency can exceed 1, when
+    `efficiency-switch` holds omega <= 0 for it; under C_quality its rows carry a lift on the
+    fixed plans' lam (no bucket is chosen)."""
+    m.efficiency_switch = pyo.ConstraintList()
+    rows = {}
     if not t.sync:
+        m.efficiency = pyo.Constraint(pyo.Any)
         return
     nb, hb, rb = m.n_brackets, m.H_brackets, m.R_brackets
     n_lo = np.array([lo for lo, _ in nb], dtype=float)
-    h_lo = np.array([lo for lo, _ in hb], dtype=float)
-    r_lo = np.array([lo for lo, _ in rb], dtype=float)
-    nn, rr, hh = np.meshgrid(n_lo, r_lo, h_lo, indexing="ij")
-    table = t.omega(nn.ravel(), (hh * np.sqrt(rr)).ravel()).reshape(nn.shape)
-    for i in range(n_lo.size):
-        for r in range(r_lo.size):
-            row = table[i, r]
-            if row.min() >= 0.0:
-                continue           # no loss at any H: omega <= 0 already says it
-            big = -float(row.min())            # omega <= 0 always: the row is off with this margin
-            off = (1 - m.bn[i]) + ((1 - m.bR[r]) if r_lo.size > 1 else 0)
-            m.efficiency.add(m.omega <= sum(float(row[j]) * m.bH[j] for j in range(h_lo.size)) + big * off)
+    h_lo, h_hi = (np.array([x[i] for x in hb], dtype=float) for i in (0, 1))
+    r_lo, r_hi = (np.array([x[i] for x in rb], dtype=float) for i in (0, 1))
+    switch = t.quality_target
+    buckets = grid.gain_brackets() if switch else [(0.0, 1.0)]
+    members = [[i for i, e in enumerate(t.sync) if lo < e.gain <= top] if switch else list(range(len(t.sync)))
+               for lo, top in buckets]
+    used = [b for b, chosen in enumerate(members) if chosen]
+    tops = np.array([buckets[b][1] for b in used])
+    nn, rr, hh, gg = np.meshgrid(n_lo, r_lo, h_lo, tops, indexing="ij")
+    _, rr_hi, hh_hi, _ = np.meshgrid(n_lo, r_hi, h_hi, tops, indexing="ij")
+    table = t.omega(nn.ravel(), (hh * np.sqrt(rr)).ravel(), gg.ravel(),
+                    None if t.eta_h_falls else (hh_hi * np.sqrt(rr_hi)).ravel()).reshape(nn.shape)
+    top = max(0.0, float(table.max()))
+    m.omega.setub(top)
+    if top > 0 and t.fixed:            # efficiencies above 1 somewhere: a fixed plan's omega is still 0
+        m.efficiency_switch.add(m.omega <= top * sum(m.yv))
+    if switch:
+        m.w = pyo.Var(range(len(used)), bounds=(0.0, 1.0))     # 1 if the chosen class is in bucket b
+    # lift[axis][x', x]: how much more omega may be at index x' than at x of that axis, the other
+    # axes anywhere (>= 0): the coefficient of "the chosen index is x'" in the row of x
+    lift = [np.maximum(0.0, _most_above(table, axis)) for axis in (0, 1, 3)]
+    for a, b in enumerate(used):
+        if switch:
+            m.efficiency_switch.add(m.w[a] == sum(m.yv[i] for i in members[b]))
+        hier = any(t.sync[i].mode == "hierarchical" for i in members[b])
+        for i in range(n_lo.size):
+            for r in range(r_lo.size if hier else 1):
+                row = table[i, r, :, a]
+                if row.min() >= top:
+                    continue           # no loss at any H: omega <= top already says it
+                rhs = sum(float(row[j]) * m.bH[j] for j in range(h_lo.size))
+                rhs += sum(float(lift[0][k, i]) * m.bn[k] for k in range(n_lo.size) if lift[0][k, i] > 0)
+                rhs += sum(float(lift[1][k, r]) * m.bR[k] for k in range(r_lo.size) if lift[1][k, r] > 0)
+                if switch:
+                    rhs += sum(float(lift[2][k, a]) * m.w[k] for k in range(len(used)) if lift[2][k, a] > 0)
+                    rhs += (top - float(row.min())) * _lam(m) if t.fixed else 0
+                rows[a, i, r] = m.omega <= rhs
+    m.efficiency = pyo.Constraint(list(rows), rule=lambda m, a, i, r: rows[a, i, r])   # (bucket, n bracket, R bracket)
+
+
+def _most_above(table: np.ndarray, axis: int) -> np.ndarray:
+    """out[x', x] = max over the other axes of table[.., x', ..] - table[.., x, ..] along `axis`."""
+    moved = np.moveaxis(table, axis, 0)
+    flat = moved.reshape(moved.shape[0], -1)
+    return (flat[:, None, :] - flat[None, :, :]).max(axis=2)
 
 
 def time_to_target(m, t: Tables, grid: Grid):
@@ -397,8 +473,9 @@ def duration_limit(m, t: Tables, grid: Grid):
 
 
 def nodes_used(m, t: Tables, grid: Grid):
-    """nodes >= unit * n for the chosen class (per distinct unit, big-M), >= S_f for a fixed plan."""
-    m.nodes = pyo.Var(within=pyo.Integers, bounds=(1, t.space.max_nodes))
+    """nodes >= unit * n for the chosen class (per distinct unit, big-M), >= N_f for a fixed plan,
+    and nodes >= search.min_nodes: N = max(n unit, min_nodes) (`Classes.nodes`)."""
+    m.nodes = pyo.Var(within=pyo.Integers, bounds=(max(1, t.space.min_nodes), t.space.max_nodes))
     m.nodes_used = pyo.ConstraintList()
     for unit in sorted({e.unit for e in t.sync}):
         chosen = sum(m.yv[i] for i, e in enumerate(t.sync) if e.unit == unit)

@@ -11,7 +11,8 @@ to target at n replicas, H inner steps and R regional rounds factors as (docs/co
     ln T = kappa_c - ln n + z - omega(n, H sqrt R),      z = ln(outer step / (H R)),
 
 with kappa_c = ln(C_target / (6 P_act B tf eta_C eta_A gamma)) read off the evaluator at one
-plan, and the outer step per inner step of one replica
+plan, omega = ln(eta_H eta_R) at the target point (C_local target; `Tables.omega`), and the
+outer step per inner step of one replica
 
     flat, PP-group        streaming: max(t_step, t_sync(n) / H);   else t_step + t_sync(n) / H
     hierarchical          streaming: max(t_step, t_reg / H, t_glob(G) / (H R));  else the sum
@@ -19,6 +20,19 @@ plan, and the outer step per inner step of one replica
 with t_sync(n) = t_base f(parties), f the straggler factor (parties n for flat and PP-group,
 G = floor(n / k) for hierarchical). `Tables.check` verifies this factorisation at two plans
 of every class (`FormulationError` if it ever fails: a bug, not an input error).
+
+A C_quality target needs the tokens D(g, mu) at which the window view's C_quality reaches
+the target (`planner.cost.run.time_to_target`), with g = eta_C eta_A eta_H (times the linear
+v1 replica factor) and mu the replica loss multiplier; T = D / tokens per second / gamma. The
+same factorisation holds with
+
+    omega = ln(D_ref / D(gain_c eta_H(H_eff), mu(n, H_eff))),   D_ref = C_target / (6 P_act),
+
+which depends on the class only through its gain_c = eta_C eta_A (`SyncClass.gain`): D never
+increases with g and never decreases with mu (docs/planner.md, the branch and bound's bound),
+so omega never decreases with the gain and, as for C_local, never increases with n or H_eff.
+Under a C_local target omega does not depend on the gain (it sits in kappa_c) and every
+class has gain 1.
 """
 
 from __future__ import annotations
@@ -28,13 +42,13 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from planner.cost import quality
+from planner.cost import quality, run
 from planner.cost.modes import throughput
 from planner.cost.run import replica_efficiency
 from planner.cost.score import time_to_target
 from planner.cost.setting import PlanBatch, Setting
 from planner.cost.straggler import eta_h_divisor, straggler_factor
-from planner.solvers import bnb
+from planner.solvers import bnb, monotone
 from planner.space import Classes, DecisionSpace
 
 CHECK_REL = 1e-9
@@ -64,6 +78,7 @@ class SyncClass:
     ln_step: float
     ln_sync_base: float
     ln_regional: float            # hierarchical: ln t_reg, else -inf
+    gain: float = 1.0             # C_quality: eta_C eta_A, on which omega depends; C_local: 1
 
 
 @dataclass
@@ -90,16 +105,42 @@ class Tables:
     h_max: int = 1
     r_max: int = 1
     class_lower: np.ndarray | None = None   # per class, a lower bound on ln T (`class_bounds`), after presolve
+    eta_h_falls: bool = True      # eta_H non-increasing in H_eff (`planner.solvers.monotone`, alpha(P) >= 0)
 
-    def omega(self, n, h_eff) -> np.ndarray:
-        """ln(eta_H(H_eff) eta_R(n, H_eff)) at the target point (docs/cost_model.md sections 5, 7), floored.
-        Non-increasing in n and in H_eff (`planner.solvers.bnb`'s docstring gives why)."""
+    @property
+    def quality_target(self) -> bool:
+        return self.setting.target_kind == "c_quality"
+
+    def omega(self, n, h_eff, gain=1.0, h_eff_hi=None) -> np.ndarray:
+        """omega(n, H_eff) of the module docstring, floored at OMEGA_FLOOR: ln(eta_H eta_R) at the
+        target point (C_local), ln(D_ref / D) (C_quality, at the class's `gain`).
+
+        Non-increasing in n and in H_eff (`planner.solvers.bnb`'s docstring gives why) when eta_H
+        falls with H_eff. `h_eff_hi` given: an upper bound over [h_eff, h_eff_hi] that needs no
+        direction of eta_H (it is monotone in H_eff either way, `planner.solvers.monotone`): eta_H
+        at the larger of its ends, everything else at h_eff."""
         s = self.setting
         a = s.assumptions
+        n, h_eff = np.asarray(n, dtype=float), np.asarray(h_eff, dtype=float)
         eta_h = quality.eta_sync_interval(h_eff, s.params, a, eta_h_divisor(a))
-        eta_r = replica_efficiency(s, n, h_eff, s.target_tokens, s.target)
-        with np.errstate(divide="ignore"):
-            return np.maximum(np.log(eta_h * eta_r), OMEGA_FLOOR)
+        if h_eff_hi is not None:
+            eta_h = np.maximum(eta_h, quality.eta_sync_interval(h_eff_hi, s.params, a, eta_h_divisor(a)))
+        if not self.quality_target:
+            eta_r = replica_efficiency(s, n, h_eff, s.target_tokens, s.target)
+            with np.errstate(divide="ignore"):
+                return np.maximum(np.log(eta_h * eta_r), OMEGA_FLOOR)
+        # the evaluator's own C_quality inversion at one token per second (tokens needed D, in
+        # wall-clock at goodput gamma), with g and mu from its inputs: no formula written twice
+        shape = np.broadcast(n, h_eff, np.asarray(gain)).shape
+        ones = np.ones(shape)
+        t = {"tokens_per_outer": ones, "outer_time_s": ones, "synchronised": ones,
+             "replicas": n * ones, "h_eff": h_eff * ones}
+        eff = {"eta_h": eta_h * ones, "eta_c": np.asarray(gain, dtype=float) * ones, "eta_a": ones}
+        plans = _Nodes(n * ones)
+        needed = run.time_to_target(s, plans, t, eff, details=False)["time_to_target_s"] * s.goodput
+        with np.errstate(divide="ignore", invalid="ignore"):
+            out = np.log(s.target / (6.0 * s.active_params)) - np.log(needed)
+        return np.maximum(np.where(np.isnan(out), -np.inf, out), OMEGA_FLOOR)
 
     def ln_straggler(self, parties) -> np.ndarray:
         """ln f(parties), the WAN straggler factor (non-decreasing in the parties)."""
@@ -112,6 +153,13 @@ class Tables:
         t = time_to_target(self.setting, plans)["time_to_target_s"]
         with np.errstate(divide="ignore"):
             return np.where(np.isfinite(t) & (t > 0), np.log(t), np.inf)
+
+
+@dataclass
+class _Nodes:
+    """What `planner.cost.run.time_to_target` reads of a plan batch for a C_quality target: N."""
+
+    nodes: np.ndarray
 
 
 def label(c: Classes, k: int) -> str:
@@ -132,14 +180,15 @@ def label(c: Classes, k: int) -> str:
 def build_tables(setting: Setting, space: DecisionSpace) -> Tables:
     """The tables of every class of the space (with its exact reductions)."""
     groups = list(bnb.batches(setting, space))
-    t = Tables(setting, space, groups)
+    t = Tables(setting, space, groups, eta_h_falls=monotone.check(setting).eta_h_falls)
     for g, c in enumerate(groups):
         ks = np.arange(c.size)
         single = ks if c.rows.mode == "pipeline_wan" else (ks[c.n_lo == 1] if c.rows.mode == "flat" else ks[:0])
         if single.size:                     # one node alone, or a pipeline over the WAN: one number each
             log_t = t.log_time(c.plans(single, 1, 1, 1))
+            nodes = c.nodes(single, 1)     # N = max(S, min_nodes) for a pipeline over the WAN
             t.fixed += [FixedPlan(g, int(k), label(c, int(k)) + ("_single" if c.rows.mode == "flat" else ""),
-                                  int(c.unit[k]), float(log_t[a])) for a, k in enumerate(single)]
+                                  int(nodes[a]), float(log_t[a])) for a, k in enumerate(single)]
         if c.rows.mode == "pipeline_wan":
             continue
         if c.rows.mode == "flat":
@@ -166,12 +215,18 @@ def _sync_classes(t: Tables, g: int, c: Classes, ks: np.ndarray) -> list[SyncCla
         ln_reg = np.log(at_lo["t_regional_s"]) if hierarchical else np.full(ks.size, -np.inf)
     # kappa = ln T + ln n - z + omega at (n_lo, H = 1, R = 1)
     z1 = np.log(at_lo["outer_time_s"])
-    kappa = t.log_time(c.plans(ks, lo, 1, 1)) + np.log(lo) - z1 + t.omega(lo, np.ones(lo.shape))
+    if t.quality_target:
+        eff = run.efficiency_without_replicas(s, c.plans(ks, lo, 1, 1), at_lo)
+        gain = eff["eta_c"] * eff["eta_a"]
+    else:
+        gain = np.ones(ks.size)
+    kappa = t.log_time(c.plans(ks, lo, 1, 1)) + np.log(lo) - z1 + t.omega(lo, np.ones(lo.shape), gain)
     structure = 2 * k_size if hierarchical else np.full(ks.size, 2)
     memory = c.n_lo[ks] if c.rows.expert_parallel == "global" and mode in ("flat", "hierarchical") else np.ones(ks.size)
     out = [SyncClass(g, int(k), label(c, int(k)), mode, bool(c.rows.streaming[k]), int(c.unit[k]), int(k_size[a]),
                      int(lo[a]), int(hi[a]), int(structure[a]), int(memory[a]), float(kappa[a]),
-                     float(np.log(at_lo["t_step_s"][a])), float(np.log(at_lo["t_sync_base_s"][a])), float(ln_reg[a]))
+                     float(np.log(at_lo["t_step_s"][a])), float(np.log(at_lo["t_sync_base_s"][a])), float(ln_reg[a]),
+                     float(gain[a]))
            for a, k in enumerate(ks)]
     _check(t, c, ks, out)
     return out
@@ -206,7 +261,7 @@ def _check(t: Tables, c: Classes, ks: np.ndarray, classes: list[SyncClass]) -> N
                          (lambda e: e.n_lo, t.space.max_inner_steps // 2 + 1, 1)):
         n = np.array([pick_n(e) for e in classes])
         want = t.log_time(c.plans(ks, n, h, r))
-        omega = t.omega(n, np.full(n.shape, h * math.sqrt(r)))
+        omega = t.omega(n, np.full(n.shape, h * math.sqrt(r)), np.array([e.gain for e in classes]))
         kappa = np.array([e.kappa for e in classes])
         z = _outer_per_step_all(classes, t, n, h, r)
         with np.errstate(invalid="ignore"):
@@ -219,30 +274,41 @@ def _check(t: Tables, c: Classes, ks: np.ndarray, classes: list[SyncClass]) -> N
                                    f"{got[a]} != {want[a]}")
 
 
-def _octave_boxes(top: int) -> np.ndarray:
-    """[lo, hi] rows covering 1..top, two per octave (1, 2, 3, 4, 6, 8, 12, ...)."""
-    lo = [1, 2, 3]
-    while lo[-1] * 4 // 3 <= top:
-        lo.append(lo[-1] * 4 // 3 if len(lo) % 2 == 0 else lo[-1] * 3 // 2)
+def _octave_boxes(top: int, per_octave: int = 2) -> np.ndarray:
+    """[lo, hi] rows covering 1..top, `per_octave` per octave (two: 1, 2, 3, 4, 6, 8, 12, ...)."""
+    if per_octave == 2:
+        lo = [1, 2, 3]
+        while lo[-1] * 4 // 3 <= top:
+            lo.append(lo[-1] * 4 // 3 if len(lo) % 2 == 0 else lo[-1] * 3 // 2)
+    else:
+        steps = int(per_octave * math.log2(max(top, 1))) + 1
+        lo = sorted({1, 2, 3} | {int(round(2 ** (i / per_octave))) for i in range(steps + 1)})
     lo = [x for x in lo if x <= top]
     hi = [x - 1 for x in lo[1:]] + [top]
     return np.array([lo, hi]).T
 
 
-def class_bounds(t: Tables) -> tuple[np.ndarray, np.ndarray]:
-    """Per class and box of n (two per octave): a lower bound on ln T over the box (min over the
-    H and R boxes), shape (classes, n boxes), and the boxes' [lo, hi] of n clipped to each class's
-    range, shape (classes, n boxes, 2); an empty box has bound inf.
+def class_bounds(t: Tables, per_octave: int = 2) -> tuple[np.ndarray, np.ndarray]:
+    """Per class and box of n (`per_octave` per octave, as the boxes of H and R): a lower bound
+    on ln T over the box (min over the H and R boxes), shape (classes, n boxes), and the boxes'
+    [lo, hi] of n clipped to each class's range, shape (classes, n boxes, 2); an empty box has
+    bound inf.
 
     On a box [n1, n2] x [H1, H2] x [R1, R2] every plan has (module docstring)
         ln T >= kappa - ln n2 + z(n1, H2, R2) - omega(n1, H1 sqrt R1),
     since z never decreases with n nor increases with H or R, and omega never increases with n
     or H_eff: the bound of the branch and bound (`planner.solvers.bnb`) and of the model's
     relaxation at the grid, computed from the tables in closed form for all classes at once.
+    omega is taken at the top of the class's gain bucket (`gain_buckets`; it never decreases with
+    the gain), and with eta_H at the larger end of [H1 sqrt R1, H2 sqrt R2] where eta_H may rise.
     """
-    nb, hb, rb = _octave_boxes(t.n_max), _octave_boxes(t.h_max), _octave_boxes(t.r_max)
-    nn, hh, rr = np.meshgrid(nb[:, 0], hb[:, 0], rb[:, 0], indexing="ij")
-    omega_all = t.omega(nn.ravel(), (hh * np.sqrt(rr)).ravel()).reshape(nn.shape)   # [n box, H box, R box]
+    nb, hb, rb = (_octave_boxes(x, per_octave) for x in (t.n_max, t.h_max, t.r_max))
+    tops, which = gain_buckets(np.array([e.gain for e in t.sync]), GAIN_BUCKET_LOG)
+    nn, hh, rr, gg = np.meshgrid(nb[:, 0], hb[:, 0], rb[:, 0], tops, indexing="ij")
+    hi = None if t.eta_h_falls else np.meshgrid(nb[:, 0], hb[:, 1], rb[:, 1], tops, indexing="ij")
+    omega_all = t.omega(nn.ravel(), (hh * np.sqrt(rr)).ravel(), gg.ravel(),
+                        None if hi is None else (hi[1] * np.sqrt(hi[2])).ravel()).reshape(nn.shape)
+    omega_all = np.moveaxis(omega_all, 3, 0)                     # [gain bucket, n box, H box, R box]
     bound = np.full((len(t.sync), nb.shape[0]), np.inf)
     boxes = np.zeros((len(t.sync), nb.shape[0], 2))
     hier_all = np.array([e.mode == "hierarchical" for e in t.sync])
@@ -266,27 +332,60 @@ def class_bounds(t: Tables) -> tuple[np.ndarray, np.ndarray]:
             for hj, (h1, h2) in enumerate(hb):
                 sync, regional = sync_base / (h2 * r_hi), reg / h2
                 outer = np.where(streaming, np.maximum(np.maximum(step, regional), sync), step + regional + sync)
-                best = np.minimum(best, np.log(outer) - omega_all[None, :, hj, ri])
+                best = np.minimum(best, np.log(outer) - omega_all[which[at], :, hj, ri])
         bound[at] = np.where(empty, np.inf, fixed_part + best)
         boxes[at] = np.stack([lo, hi], axis=2)
     return bound, boxes
 
 
-EXACT_CLASSES = 1
+GAIN_BUCKET_LOG = 0.05     # class_bounds: gains rounded up to a grid of 5% in ln (a looser, still valid bound)
 
 
-def solve_class(t: Tables, position: int, best: float = math.inf, deadline: float = math.inf):
-    """The best plan of one class over all its n, H, R, found exactly by the branch and bound
-    (`bnb.minimise_time`, public): (plan, ln T), or (None, inf) if none beats `best` (ln T)."""
-    s, e = t.setting, t.sync[position]
-    c = t.groups[e.group].take(np.array([e.index]))
-    bound = math.exp(best) * (1 + bnb.TIE_REL) if math.isfinite(best) else s.window_s
-    found = bnb.minimise_time(s, c, t.space.max_inner_steps, t.space.max_regional_rounds,
-                              min(bound, s.window_s), deadline)
-    if not found.time_s.size:
-        return None, math.inf
-    a = int(np.argmin(found.time_s))
-    return found.batch.take(slice(a, a + 1)), math.log(float(found.time_s[a]))
+def gain_buckets(gains: np.ndarray, step_log: float) -> tuple[np.ndarray, np.ndarray]:
+    """(tops, which): the gains rounded up to exp(step_log k) (all of them when step_log is 0:
+    the distinct gains), and each gain's position in tops; tops[which] >= gains."""
+    if step_log <= 0 or gains.size == 0:
+        tops, which = np.unique(gains, return_inverse=True)
+        return tops, which.reshape(gains.shape)
+    k = np.ceil(np.log(np.maximum(gains, 1e-300)) / step_log - 1e-12)
+    keys, which = np.unique(k, return_inverse=True)
+    return np.maximum(np.exp(keys * step_log), [gains[which == a].max() for a in range(keys.size)]), \
+        which.reshape(gains.shape)
+
+
+FINE_CLASSES = 500      # presolve: when at most this many classes (and more than EXACT_CLASSES) are kept,
+                        # their bounds are recomputed
+FINE_PER_OCTAVE = 4     # ... with this many boxes per octave of n, H and R
+EXACT_CLASSES = 8       # classes solved exactly by the presolve, and by each round of the loop
+
+
+def solve_classes(t: Tables, positions, best: float = math.inf, deadline: float = math.inf):
+    """The best plan of the classes at `positions` (in `t.sync`) over all their n, H, R, found
+    exactly by the branch and bound (`bnb.minimise_time`, public; one vectorised call per class
+    group): (plan, ln T), or (None, inf) if none beats `best` (ln T)."""
+    s = t.setting
+    found_plan, found = None, math.inf
+    by_group: dict[int, list[int]] = {}
+    for a in positions:
+        by_group.setdefault(t.sync[a].group, []).append(t.sync[a].index)
+    for g, index in sorted(by_group.items()):
+        c = t.groups[g].take(np.array(sorted(index)))
+        limit = min(best, found)
+        bound = math.exp(limit) * (1 + bnb.TIE_REL) if math.isfinite(limit) else s.window_s
+        result = bnb.minimise_time(s, c, t.space.max_inner_steps, t.space.max_regional_rounds,
+                                   min(bound, s.window_s), deadline)
+        if result.time_s.size:
+            a = int(np.argmin(result.time_s))
+            value = math.log(float(result.time_s[a]))
+            if value < found:
+                found_plan, found = result.batch.take(slice(a, a + 1)), value
+    return (found_plan, found) if found < best else (None, math.inf)
+
+
+def most_promising(t: Tables, solved, count: int) -> list[int]:
+    """Up to `count` positions in `t.sync` not in `solved`, least lower bound (`class_lower`) first."""
+    order = np.argsort(t.class_lower, kind="stable") if t.class_lower is not None else range(len(t.sync))
+    return [int(a) for a in order if int(a) not in solved][:count]
 
 
 def presolve(t: Tables, objective: str):
@@ -296,16 +395,17 @@ def presolve(t: Tables, objective: str):
     - min_time: a few plans per class are scored by the evaluator (n at the upper end of its
       most promising box and at n_hi; H = 1, H_max, the balance point t_sync / t_step and its
       neighbour; R = 1 and R_max), and the `EXACT_CLASSES` classes of least bound are solved
-      exactly (`solve_class`); the best is the incumbent, and the classes whose every box
+      exactly (`solve_classes`); the best is the incumbent, and the classes whose every box
       is bounded above its time are dropped, and fixed plans slower than it;
     - min_cost: boxes bounded above the duration limit cannot hold a feasible plan; a class's
       least nodes is unit x the lower end of its first box that can; plans at the upper end of
       that box are scored, the fewest nodes among those within the limit is the incumbent,
       and classes (and fixed plans) needing more nodes, or missing the limit, are dropped.
-    Returns (pruned tables, incumbent plan or None, its value: ln T or nodes; inf if none).
+    Returns (pruned tables, incumbent plan or None, its value: ln T or nodes; inf if none, the
+    positions in the pruned tables' `sync` of the classes solved exactly: none better than it).
     """
     if not t.sync:
-        return t, None, math.inf
+        return t, None, math.inf, set()
     ln_w = math.log(t.setting.window_s)
     bound, boxes = class_bounds(t)
     lower = bound.min(axis=1)
@@ -331,15 +431,13 @@ def presolve(t: Tables, objective: str):
         for p in t.fixed:
             if p.log_time < best:
                 best, best_plan = p.log_time, t.plan(p.group, p.index, 1)
-        for a in np.argsort(lower)[:EXACT_CLASSES]:       # the most promising classes, solved exactly
-            if lower[a] >= best:
-                break
-            plan, value = solve_class(t, int(a), best)
-            if value < best:
-                best, best_plan = value, plan
+        exact = [int(a) for a in np.argsort(lower, kind="stable")[:EXACT_CLASSES] if lower[a] < best]
+        plan, value = solve_classes(t, exact, best)       # the most promising classes, solved exactly
+        if value < best:
+            best, best_plan = value, plan
         cut = best + 1e-9 * max(1.0, abs(best))
-        keep = lower <= cut
-        fixed = [p for p in t.fixed if p.log_time <= cut]
+        keep = (lower <= cut) & np.isfinite(lower)         # inf: never reaches the target
+        fixed = [p for p in t.fixed if p.log_time <= cut and math.isfinite(p.log_time)]
     else:
         for p in t.fixed:
             if p.log_time <= ln_w and p.nodes < best:
@@ -347,10 +445,18 @@ def presolve(t: Tables, objective: str):
         least = boxes[np.arange(len(t.sync)), first_box, 0] * np.array([e.unit for e in t.sync])
         keep = (lower <= ln_w + 1e-12) & (least <= best)
         fixed = [p for p in t.fixed if p.log_time <= ln_w and p.nodes <= best]
+    if FINE_CLASSES >= keep.sum() > EXACT_CLASSES:    # the few kept: finer boxes, a tighter bound, maybe dropped
+        kept = np.flatnonzero(keep)
+        fine = Tables(t.setting, t.space, t.groups, [t.sync[a] for a in kept], [], t.n_max, t.h_max, t.r_max,
+                      eta_h_falls=t.eta_h_falls)
+        lower[kept] = np.maximum(lower[kept], class_bounds(fine, FINE_PER_OCTAVE)[0].min(axis=1))
+        keep &= lower <= (cut if objective == "min_time" else ln_w + 1e-12)
     pruned = Tables(t.setting, t.space, t.groups, [e for e, k in zip(t.sync, keep) if k], fixed,
-                    t.n_max, t.h_max, t.r_max, lower[keep])
+                    t.n_max, t.h_max, t.r_max, lower[keep], t.eta_h_falls)
+    at = np.cumsum(keep) - 1                               # old position -> new position
+    solved = {int(at[a]) for a in (exact if objective == "min_time" else []) if keep[a]}
     if pruned.sync:
         pruned.n_max = max(e.n_hi for e in pruned.sync)
     if not any(e.mode == "hierarchical" for e in pruned.sync):
         pruned.r_max = 1
-    return pruned, best_plan, best
+    return pruned, best_plan, best, solved

@@ -1,45 +1,57 @@
-"""Readable tables of an evaluation for the terminal (rich).
+"""Readable tables of an evaluation for the terminal (rich), or plain text for a pipe.
 
 Every table goes through `print_table`: printed as a table when each cell fits the
 console's width, else stacked (one block per row, a `header  value` line per column), so
 that a number is never cut at any width (tests run at 80 and 60 columns).
+
+When standard output is not a terminal, `make_console` gives a `PlainConsole`
+(planner/present/plain.py): the result pages are written without importing rich, with the
+same characters rich would write; rich is loaded only for what the plain path does not lay out.
 """
 
 from __future__ import annotations
 
 import io
-
-from rich.console import Console
-from rich.table import Table
-from rich.text import Text
+from typing import TYPE_CHECKING, Any
 
 from planner.cost.assumptions import PIPELINE_SCHEDULES
 from planner.cost.duration import SECONDS_PER_DAY
-from planner.evaluate import Evaluation
+from planner.present.plain import PlainConsole, PlainTable, Styled, rich_console, stdout_is_plain
+
+if TYPE_CHECKING:
+    from rich.console import Console
+    from rich.table import Table
+
+    from planner.evaluate import Evaluation
 
 MODE_NAMES = {"flat": "flat DiLoCo", "hierarchical": "hierarchical DiLoCo", "pp_group": "PP-group DiLoCo",
               "pipeline_wan": "pipeline over the WAN (no DiLoCo)"}
 
 
-def make_console(stderr: bool = False) -> Console:
+def make_console(stderr: bool = False) -> "Console | PlainConsole":
     """A console for stdout (or stderr, for progress); 120 columns when it is not a terminal
-    (pipes, files, tests)."""
-    probe = Console(stderr=stderr)
-    return Console(highlight=False, stderr=stderr, width=None if probe.is_terminal else 120)
+    (pipes, files, tests): then, for stdout, a PlainConsole that loads rich only if needed."""
+    if not stderr and stdout_is_plain():
+        return PlainConsole()
+    probe = rich_console(stderr=stderr)
+    return rich_console(highlight=False, stderr=stderr, width=None if probe.is_terminal else 120)
 
 
 ELLIPSIS = "\u2026"
 
 
-def fits(table: Table, width: int) -> bool:
+def fits(table: "Table", width: int) -> bool:
     """Whether rich renders `table` at `width` columns without cutting any cell (no ellipsis)."""
+    from rich.console import Console
     probe = Console(width=width, file=io.StringIO(), record=True, color_system=None, highlight=False)
     probe.print(table)
     return ELLIPSIS not in probe.export_text()
 
 
-def stacked(table: Table) -> list:
+def stacked(table: "Table") -> list:
     """The rows of `table` as blocks of `header  value` lines (a grid per row), for narrow consoles."""
+    from rich.table import Table
+    from rich.text import Text
     headers = [Text.from_markup(c.header) if isinstance(c.header, str) else c.header for c in table.columns]
     columns = [list(c.cells) for c in table.columns]
     blocks = []
@@ -54,8 +66,18 @@ def stacked(table: Table) -> list:
     return blocks
 
 
-def print_table(table: Table, console: Console) -> None:
-    """`table` as it is if it fits the console's width, else stacked (`stacked`): never a cut number."""
+def print_table(table: "Table | PlainTable", console: "Console | PlainConsole") -> None:
+    """`table` as it is if it fits the console's width, else stacked (`stacked`): never a cut number.
+    A PlainTable on a PlainConsole is written without rich when its natural width fits."""
+    if isinstance(table, PlainTable):
+        lines = table.lines(console.width) if isinstance(console, PlainConsole) else None
+        if lines is not None:
+            console.print_lines(lines)
+            return
+        table = table.to_rich()
+    if isinstance(console, PlainConsole):
+        console = console.rich
+    from rich.text import Text
     if fits(table, console.width):
         console.print(table)
         return
@@ -67,8 +89,9 @@ def print_table(table: Table, console: Console) -> None:
         console.print(block)
 
 
-def _table(title: str) -> Table:
-    table = Table(title=title, title_justify="left", title_style="bold", show_header=False, box=None, pad_edge=False)
+def _table(title: str) -> PlainTable:
+    table = PlainTable(title=title, title_justify="left", title_style="bold", show_header=False, box=None,
+                       pad_edge=False)
     table.add_column(style="cyan", no_wrap=True)
     table.add_column(justify="right")
     table.add_column(style="dim")
@@ -83,7 +106,7 @@ def _flop(x: float) -> str:
     return f"{x:.3e}"
 
 
-def plan_table(e: Evaluation) -> Table:
+def plan_table(e: "Evaluation") -> PlainTable:
     b, v, s, hw = e.batch, e.values, e.setting, e.instance.hardware
     a = s.assumptions
     t = _table("Plan")
@@ -113,7 +136,7 @@ def plan_table(e: Evaluation) -> Table:
     return t
 
 
-def step_table(e: Evaluation) -> Table:
+def step_table(e: "Evaluation") -> PlainTable:
     v, b = e.values, e.batch
     t = _table("Per inner step (seconds)")
     t.add_row("compute (whole model, one node)", _s(v["t_comp_s"]), "6 P_act B / (F u)")
@@ -128,7 +151,7 @@ def step_table(e: Evaluation) -> Table:
     return t
 
 
-def outer_table(e: Evaluation) -> Table:
+def outer_table(e: "Evaluation") -> PlainTable:
     v, b = e.values, e.batch
     t = _table("Per outer step (seconds)")
     t.add_row("compute block", _s(v["compute_block_s"]), "R H t_step" if b.mode == "hierarchical" else "H t_step")
@@ -145,7 +168,7 @@ def outer_table(e: Evaluation) -> Table:
     return t
 
 
-def efficiency_table(e: Evaluation) -> Table:
+def efficiency_table(e: "Evaluation") -> PlainTable:
     v = e.values
     t = _table("Efficiency (fraction of compute that counts)")
     t.add_row("eta_H sync interval", f"{v['eta_h']:.4f}", f"alpha(P) = {v['alpha']:.5f}, H_eff = {v['h_eff']:,.1f}")
@@ -156,7 +179,7 @@ def efficiency_table(e: Evaluation) -> Table:
     return t
 
 
-def run_table(e: Evaluation) -> Table:
+def run_table(e: "Evaluation") -> PlainTable:
     v, s = e.values, e.setting
     days = s.window_s / SECONDS_PER_DAY
     t = _table("Run")
@@ -177,27 +200,27 @@ def run_table(e: Evaluation) -> Table:
     return t
 
 
-def render_evaluation(e: Evaluation, console: Console, heading: str = "dtplan evaluate") -> None:
+def render_evaluation(e: "Evaluation", console: "Console | PlainConsole", heading: str = "dtplan evaluate") -> None:
     title = e.instance.name or "instance"
-    console.print(Text(f"{heading}: {title}", style="bold underline"))
+    console.print(Styled.line(f"{heading}: {title}", style="bold underline"))
     for table in (plan_table(e), step_table(e), outer_table(e), efficiency_table(e), run_table(e)):
         console.print()
         print_table(table, console)
     console.print()
     if e.violations:
-        console.print(Text("Limits broken", style="bold red"))
+        console.print(Styled.line("Limits broken", style="bold red"))
         for line in e.violations:
-            console.print(f"  [red]x[/red] {line}")
+            console.print(Styled.bullet("x", "red", line))
     else:
-        console.print(Text("All limits met (memory, nodes, structure, duration, budget).", style="bold green"))
+        console.print(Styled.line("All limits met (memory, nodes, structure, duration, budget).", style="bold green"))
     if e.warnings:
-        console.print(Text("Warnings", style="bold yellow"))
+        console.print(Styled.line("Warnings", style="bold yellow"))
         for line in e.warnings:
-            console.print(f"  [yellow]![/yellow] {line}")
+            console.print(Styled.bullet("!", "yellow", line))
 
 
 
-def render_solve(r, console: Console) -> None:
+def render_solve(r, console: "Console | PlainConsole") -> None:
     """A solve result: status line, then the optimal plan's full evaluation, binding limits."""
     if r.objective == "min_time" and r.objective_value is not None:
         value = f"{r.objective_value / SECONDS_PER_DAY:,.3f} days to target"
@@ -209,10 +232,11 @@ def render_solve(r, console: Console) -> None:
     else:
         value = "-"
     status_style = {"optimal": "bold green", "time_limit": "bold yellow"}.get(r.status, "bold red")
-    console.print(Text(f"{r.status.upper()}  {r.objective}: {value}", style=status_style))
+    console.print(Styled.line(f"{r.status.upper()}  {r.objective}: {value}", style=status_style))
     gap = "-" if r.gap is None else f"{r.gap:.2e}"
-    console.print(f"solver {r.solver}, gap {gap}, {r.solve_time_s:.2f} s, {r.evaluations:,} of "
-                  f"{r.space_size:.2e} plans scored (docs/planner.md)")
+    scored = (f"{r.evaluations:,} plans scored (the space's size not counted: time limit)" if r.space_size is None
+              else f"{r.evaluations:,} of {r.space_size:.2e} plans scored")
+    console.print(f"solver {r.solver}, gap {gap}, {r.solve_time_s:.2f} s, {scored} (docs/planner.md)")
     for m in r.mip:
         units = (lambda v: f"{v / SECONDS_PER_DAY:,.6f} days") if r.objective == "min_time" else (lambda v: f"${v:,.0f}")
         found = "-" if m["objective"] is None else units(m["objective"])
@@ -228,41 +252,42 @@ def render_solve(r, console: Console) -> None:
         chosen = f"{r.model_params / 1e9:,.4g}B" if r.model_params is not None else "none"
         console.print(f"model size {chosen} parameters, best of the candidates {sizes} (search.params)")
     if r.evaluation is None and r.status == "time_limit":
-        console.print(Text("The time limit was reached before any plan meeting every limit was found.",
+        console.print(Styled.line("The time limit was reached before any plan meeting every limit was found.",
                            style="bold yellow"))
         return
     if r.evaluation is None:
-        console.print(Text("No plan meets every limit:", style="bold red"))
+        console.print(Styled.line("No plan meets every limit:", style="bold red"))
         for line in r.infeasibility:
-            console.print(f"  [red]x[/red] {line}")
+            console.print(Styled.bullet("x", "red", line))
         return
     console.print()
     render_evaluation(r.evaluation, console, heading="dtplan solve")
     if r.binding:
-        console.print(Text("Binding at the optimum", style="bold"))
+        console.print(Styled.line("Binding at the optimum", style="bold"))
         for line in r.binding:
             console.print(f"  - {line}")
 
 
-def render_feasibility(f, console: Console, notes: list[str] | None = None) -> None:
+def render_feasibility(f, console: "Console | PlainConsole", notes: list[str] | None = None) -> None:
     """`dtplan feasible`: the verdict, then the plan (feasible) or the binding limits and fixes."""
     for line in notes or []:
-        console.print(f"[dim]{line}[/dim]")
+        console.print(Styled.line(line, "dim"))
     r = f.result
     if getattr(f, "timed_out", False):
-        console.print(Text("TIME LIMIT  reached before a plan was found or infeasibility proven (no verdict)",
+        console.print(Styled.line("TIME LIMIT  reached before a plan was found or infeasibility proven (no verdict)",
                            style="bold yellow"))
         return
     if f.feasible:
         days = r.objective_value / SECONDS_PER_DAY
-        console.print(Text(f"FEASIBLE  the target is reached in {days:,.1f} days", style="bold green"))
+        console.print(Styled.line(f"FEASIBLE  the target is reached in {days:,.1f} days", style="bold green"))
         console.print()
         render_solve(r, console)
         return
-    console.print(Text("INFEASIBLE  no plan reaches the target within every limit", style="bold red"))
+    console.print(Styled.line("INFEASIBLE  no plan reaches the target within every limit", style="bold red"))
     for line in r.infeasibility:
-        console.print(f"  [red]x[/red] {line}")
+        console.print(Styled.bullet("x", "red", line))
     if f.fixes:
+        from rich.table import Table
         table = Table(title="Smallest single change that makes it feasible (each re-solved and verified)",
                       title_justify="left")
         for col in ("limit", "change", "fields", "time to target", "plan"):
@@ -277,5 +302,5 @@ def render_feasibility(f, console: Console, notes: list[str] | None = None) -> N
                           f"{fix.result.objective_value / SECONDS_PER_DAY:,.1f} days", plan)
         print_table(table, console)
     for line in f.no_fix:
-        console.print(f"  [yellow]-[/yellow] no single change: {line}")
-    console.print(f"[dim]{f.solves} solves[/dim]")
+        console.print(Styled.bullet("-", "yellow", f"no single change: {line}"))
+    console.print(Styled.line(f"{f.solves} solves", "dim"))

@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from planner.cost.duration import SECONDS_PER_DAY
+from planner.schema.errors import InputError
 from planner.schema.instance import parse_instance
 from planner.schema.limits import MAX_BUDGET_USD, MAX_DAYS, MAX_MBPS, MAX_NODES
 from planner.solve import SolveResult, solve
@@ -151,6 +152,8 @@ def feasible(raw: dict, source: str = "<instance>", progress: Callable[[str], No
             fix, reason = finder(s, instance)
         except TimeUp:
             fix, reason = None, f"{name}: not searched: the time limit was reached"
+        except InputError as err:    # e.g. constants with no exact search bound, on a space too large to score
+            fix, reason = None, f"{name}: not searched: " + "; ".join(map(str, err.problems))
         if fix is not None:
             out.fixes.append(fix)
         elif reason:

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import importlib.util
 import os
-import tempfile
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Protocol
@@ -78,6 +77,7 @@ def written_as_mps(model):
     """The Pyomo `model` written to a temporary MPS file with its own symbolic names (so that a
     backend's solution maps back to the Pyomo variables); yields (path, Pyomo's symbol map) and
     removes the file afterwards."""
+    import tempfile      # here, not at the top: a plain solve never writes a model (start-up time)
     fd, path = tempfile.mkstemp(suffix=".mps")
     os.close(fd)
     try:

@@ -297,6 +297,8 @@ def _branch_and_bound(s: Setting, c: Classes, h_max: int, r_max: int, visit: Cal
            "h1": np.ones(size, np.int64), "h2": np.full(size, h_max, np.int64),
            "r1": np.ones(size, np.int64), "r2": np.full(size, r_max, np.int64)}
     evaluations = 0
+    if box["i"].size and time.perf_counter() > deadline:     # not even the first bounds: every box open, bound 0
+        return evaluations, {**box, "lower": np.zeros(box["i"].size)}
     while box["i"].size:
         lower, corners = _box_bound(s, c, box, measure, mono, np.broadcast_to(cutoff(box), box["i"].shape))
         for idx, n, h, r, value in corners:
@@ -421,6 +423,9 @@ def minimise_time(s: Setting, c: Classes, h_max: int, r_max: int, bound: float =
         return (q_t[i] <= lower * (1 + TIE_REL)) & ~_lex_less((box["n1"], box["h1"], box["r1"]),
                                                               (q_n[i], q_h[i], q_r[i]))
 
+    if time.perf_counter() > deadline:      # past the deadline: nothing scored, nothing known (bound 0)
+        none = np.zeros(0, np.int64)
+        return Found(c.plans(none, none, none, none), np.zeros(0), 0, 0.0)
     idx, n, h, r = _seeds(s, c, h_max, r_max)
     visit(idx, n, h, r, _measure(s, c, idx, n, h, r, measure))
     count, left = _branch_and_bound(s, c, h_max, r_max, visit, lambda box: best * (1 + TIE_REL), deadline=deadline,
@@ -457,6 +462,8 @@ def fewest_nodes_within(s: Setting, c: Classes, h_max: int, r_max: int, limit_s:
         if ok.any():
             fewest = min(fewest, float(c.nodes(idx[ok], n[ok]).min()))
 
+    if time.perf_counter() > deadline:      # past the deadline: nothing scored; any n may hold the answer
+        return fewest, 0, float(c.nodes(np.arange(c.size), c.n_lo).min())
     idx, n, h, r = _seeds(s, c, h_max, r_max)
     visit(idx, n, h, r, _measure(s, c, idx, n, h, r, measure))
     count, left = _branch_and_bound(
@@ -512,11 +519,31 @@ def batches(s: Setting, space: DecisionSpace):
                     yield c
 
 
-def batches_most_promising_first(s: Setting, space: DecisionSpace, measure: str = TIME) -> list[Classes]:
-    """The class groups ordered by their best seed plan, so that early incumbents prune the rest."""
-    scored = []
-    for c in batches(s, space):
+class Batches(list):
+    """Class groups in search order; `complete` is False when a deadline stopped listing them
+    (the groups not listed are unsearched: a search over these must not claim a bound)."""
+
+    complete: bool = True
+
+
+def batches_most_promising_first(s: Setting, space: DecisionSpace, measure: str = TIME,
+                                 deadline: float = math.inf) -> Batches:
+    """The class groups ordered by their best seed plan, so that early incumbents prune the rest.
+    Past `deadline` (time.perf_counter()) no further group is built or scored: those listed so
+    far are returned with `complete` False."""
+    scored, complete = [], True
+    groups = [(mode, precision, ep) for mode in space.modes for precision in space.precisions
+              for ep in space.expert_scopes(s, mode)]          # the order of `batches`
+    for mode, precision, ep in groups:
+        c = space.classes(s, mode, precision, ep) if time.perf_counter() <= deadline else None
+        if time.perf_counter() > deadline:      # before building, or built but not yet scored
+            complete = False
+            break
+        if c is None:
+            continue
         idx, n, h, r = _seeds(s, c, space.max_inner_steps, space.max_regional_rounds)
         t = _measure(s, c, idx, n, h, r, measure)
         scored.append((float(np.nanmin(t)) if np.isfinite(t).any() else math.inf, len(scored), c))
-    return [c for _, _, c in sorted(scored, key=lambda x: (x[0], x[1]))]
+    ordered = Batches(c for _, _, c in sorted(scored, key=lambda x: (x[0], x[1])))
+    ordered.complete = complete
+    return ordered

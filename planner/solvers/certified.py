@@ -30,7 +30,7 @@ import numpy as np
 from planner.cost.score import time_to_target
 from planner.cost.setting import Setting
 from planner.mip.formulation import Grid, build
-from planner.mip.tables import FormulationError, build_tables, presolve, solve_class
+from planner.mip.tables import EXACT_CLASSES, FormulationError, build_tables, most_promising, presolve, solve_classes
 from planner.objectives import min_cost, min_time
 from planner.solvers import UnsupportedBySolver, backends
 from planner.space import DecisionSpace
@@ -72,9 +72,6 @@ def check_supported(setting: Setting, objective: str) -> None:
     if objective not in ("min_time", "min_cost"):
         raise UnsupportedBySolver(f"the mixed-integer model covers min_time and min_cost, not {objective}; "
                                   f"use --solver bnb")
-    if setting.target_kind != "c_local":
-        raise UnsupportedBySolver("the mixed-integer model covers C_local targets only (a C_quality target scores "
-                                  "eta_R at the run's own tokens); use --solver bnb")
 
 
 def tables_or_refuse(setting: Setting, space: DecisionSpace):
@@ -98,12 +95,15 @@ def incumbent_value(setting: Setting, plan, objective: str) -> float:
 
 def outer_approximation(setting: Setting, space: DecisionSpace, objective: str, backend: str,
                         deadline: float = math.inf):
-    """(best plan or None, its value in model units, MipReport) from the OA loop alone."""
+    """(best plan or None, its value in model units, MipReport) from the OA loop alone.
+
+    The loop stops when its bound is within LOG_TOL of the best plan's ln T (min_time; each
+    round's backend solves to that absolute gap) or within a node (min_cost)."""
     check_supported(setting, objective)
     solver = backends()[backend]
     start = time.perf_counter()
     full = tables_or_refuse(setting, space)
-    tables, best_plan, _ = presolve(full, objective)
+    tables, best_plan, _, solved = presolve(full, objective)
     best = incumbent_value(setting, best_plan, objective) if best_plan is not None else math.inf
     if not math.isfinite(best):
         best_plan = None
@@ -117,7 +117,6 @@ def outer_approximation(setting: Setting, space: DecisionSpace, objective: str, 
         report.bound = math.inf
         return None, math.inf, report
     tol = LOG_TOL if objective == "min_time" else 1e-6
-    solved: set[int] = set()
     for rounds in range(1, MAX_ROUNDS + 1):
         start = time.perf_counter()
         f = build(tables, grid, objective, cutoff=best, solved=frozenset(solved))
@@ -148,17 +147,17 @@ def outer_approximation(setting: Setting, space: DecisionSpace, objective: str, 
             report.status = r.status
             break
         newly_solved = objective == "min_time" and f.chosen is not None and f.chosen not in solved
-        if newly_solved:
-            plan_c, value_c = solve_class(tables, f.chosen, best, deadline)
-            solved.add(f.chosen)
+        if newly_solved:       # the chosen class and the next most promising ones, solved exactly
+            batch = [f.chosen] + most_promising(tables, solved | {f.chosen}, EXACT_CLASSES - 1)
+            plan_c, value_c = solve_classes(tables, batch, best, deadline)
+            solved.update(batch)
             if value_c < best:
                 best_plan, best = plan_c, value_c
             if bound >= best - tol:
                 report.status = "optimal"
                 break
-        n, h, rr = (int(x) for x in (plan.nodes[0] // _unit(tables, plan), plan.inner_steps[0],
-                                      plan.regional_rounds[0]))
-        refined = grid.refine(max(n, 1), max(h, 1), max(rr, 1), q, ab)
+        n, h, rr = f.point
+        refined = grid.refine(n, h, rr, q, ab, f.gain if tables.quality_target else None)
         if time.perf_counter() >= deadline:
             report.status = "time_limit"
             break
@@ -178,10 +177,6 @@ def outer_approximation(setting: Setting, space: DecisionSpace, objective: str, 
     if report.objective is not None and report.bound is not None and report.objective > 0:
         report.gap = max(0.0, (report.objective - report.bound) / report.objective)
     return best_plan, best, report
-
-
-def _unit(tables, plan) -> int:
-    return int(plan.stages[0]) if plan.mode == "pp_group" else 1
 
 
 def optimise(setting: Setting, space: DecisionSpace, objective: str, backend: str, deadline: float = math.inf):
