@@ -82,8 +82,10 @@ def max_days(instance: Instance) -> tuple[float, str]:
 
 
 def setting_from_instance(instance: Instance) -> Setting:
-    """Resolve an instance into the evaluator's SI-unit `Setting`."""
-    hw = instance.hardware
+    """Resolve an instance into the evaluator's SI-unit `Setting`. For a fleet of pools the model,
+    target, network and limits are the instance's and the node fields those of its first pool
+    (each pool's own setting: `planner.fleet.pools.pool_settings`)."""
+    hw = _hardware(instance)
     model, training, net = instance.model, instance.training, instance.network
     target = training.target_flop
     if training.tokens is not None:
@@ -103,6 +105,11 @@ def setting_from_instance(instance: Instance) -> Setting:
         assumptions=a)
 
 
+def _hardware(instance: Instance):
+    """The fleet's hardware (price applied); for a fleet of pools, the first pool's."""
+    return instance.hardware if not instance.fleet.is_mixed else instance.fleet.pools[0].priced_hardware
+
+
 def physics_assumptions(instance: Instance):
     """(assumptions, goodput) with the dtplan profile's setting-level terms applied (both are the
     instance's own when they are off): u from models/mfu.json unless the instance sets an MFU
@@ -111,10 +118,10 @@ def physics_assumptions(instance: Instance):
     a = instance.resolved_assumptions()
     explicit = instance.assumptions.mfu is not None or "mfu" in instance.assumptions.constants
     moe = instance.model.active_params < instance.model.params
-    a = physics.resolve_mfu(a, instance.hardware.accelerator, explicit, moe)
+    a = physics.resolve_mfu(a, _hardware(instance).accelerator, explicit, moe)
     goodput = instance.fleet.goodput
     if a.failures:
-        hw = instance.hardware
+        hw = _hardware(instance)
         fleet = physics.failure_goodput(a, instance.fleet.nodes * hw.accelerators_per_node, instance.fleet.nodes)
         goodput = max(fleet["goodput"], physics.MIN_GOODPUT)
     return a, goodput
@@ -147,7 +154,11 @@ def evaluate(instance: Instance, plan: Plan, params: float | None = None) -> Eva
     """Score one plan of one instance (the plan must have passed `check_plan_against`).
 
     `params`: score a dense model of this many total parameters instead of the instance's
-    (one of `search.params`, the candidate sizes; hidden size 0.03 sqrt(P))."""
+    (one of `search.params`, the candidate sizes; hidden size 0.03 sqrt(P)). A fleet of pools
+    is scored by `planner.fleet.evaluate.evaluate_mixed` (the plan gives its pool_nodes)."""
+    if instance.fleet.is_mixed:
+        from planner.fleet.evaluate import evaluate_mixed
+        return evaluate_mixed(instance, plan, params)
     setting = setting_from_instance(instance)
     if params is not None:
         setting = with_params(setting, params)
@@ -208,9 +219,10 @@ def _warnings(e: Evaluation) -> list[str]:
     if a.demonstrated_warnings and v["synchronised"]:
         out += physics.extrapolation_warnings(float(b.inner_steps[0]), cr, v["replicas"],
                                               float(b.regional_rounds[0]) if b.mode == "hierarchical" else 1.0)
-    if a.mfu_from_table and physics.table_mfu(e.instance.hardware.accelerator) is None:
-        out.append(f"no achieved-MFU entry in models/mfu.json for {e.instance.hardware.accelerator or 'this hardware'!r}: "
-                   f"MFU {a.mfu:g} (the profile's) is used")
+    for accelerator in _accelerators(e):
+        if a.mfu_from_table and physics.table_mfu(accelerator) is None:
+            out.append(f"no achieved-MFU entry in models/mfu.json for {accelerator or 'this hardware'!r}: "
+                       f"MFU {a.mfu:g} (the profile's) is used")
     if a.failures and s.goodput <= physics.MIN_GOODPUT:
         out.append("failures and churn leave no time for training (goodput 0): the fleet fails faster than it "
                    "can checkpoint and restart")
@@ -228,6 +240,13 @@ def _warnings(e: Evaluation) -> list[str]:
     if b.mode == "pipeline_wan" and n > int(b.stages[0]):
         out.append(f"{n - int(b.stages[0])} of {n} nodes are idle in a single pipeline")
     return out
+
+
+def _accelerators(e: Evaluation) -> list[str]:
+    """The accelerator models the plan runs on: the fleet's, or those of the pools it uses, each once."""
+    if getattr(e, "pool_rows", None):
+        return list(dict.fromkeys(r["accelerator"] for r in e.pool_rows if r["nodes_used"]))
+    return [e.instance.hardware.accelerator]
 
 
 def _finite(x: float) -> float | str | None:

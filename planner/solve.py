@@ -126,6 +126,9 @@ def solve(instance: Instance, objective: str | None = None, solver: str = DEFAUL
     start = time.perf_counter()
     deadline = min(start + time_limit_s if time_limit_s is not None else math.inf,
                    deadline if deadline is not None else math.inf)
+    if instance.fleet.is_mixed:          # a fleet of pools: the exact decomposition (docs/fleet.md)
+        from planner.solvers.mixed import solve_mixed
+        return solve_mixed(instance, objective, solver, deadline, start)
     base = setting_from_instance(instance)
     maximise = objective == "max_compute"
     runs, mip = [], []

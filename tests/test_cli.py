@@ -445,8 +445,10 @@ def test_schema_is_pydantics_json_schema_of_an_instance():
     assert result.exit_code == 0
     schema = strict_json(result.stdout)
     assert schema["properties"].keys() == Instance.model_json_schema()["properties"].keys()
-    fleet = schema["$defs"]["Fleet"]["properties"]["nodes"]
+    nodes = schema["$defs"]["Fleet"]["properties"]["nodes"]       # optional since fleet.pools: int or null
+    fleet = next(branch for branch in nodes["anyOf"] if branch.get("type") == "integer")
     assert fleet["minimum"] == 1 and fleet["maximum"] == 10**7
+    assert schema["$defs"]["Pool"]["properties"]["count"]["minimum"] == 1
 
 
 def test_presets_and_hardware_as_json():

@@ -53,7 +53,8 @@ def test_every_schema_field_has_a_control():
     # the fields listed by hand cover today's schema: nothing falls back to a guessed control
     assert {f["path"] for f in page_fields()} == {f.path for f in INSTANCE_FIELDS}
     tables = {f["path"]: [c["name"] for c in f["columns"]] for f in page_fields() if f["kind"] == "table"}
-    assert tables == {"network.sites": ["name", "city", "lat", "lon", "lan_mbps", "lan_rtt_ms"],
+    assert tables == {"fleet.pools": ["name", "hardware", "count", "price_usd_per_accelerator", "site"],
+                      "network.sites": ["name", "city", "lat", "lon", "lan_mbps", "lan_rtt_ms"],
                       "network.links": ["a", "b", "up_mbps", "down_mbps", "rtt_ms"]}
     from planner.schema.plan import Plan
     assert {f.path for f, _ in PLAN_FIELDS} == set(Plan.model_fields)
@@ -336,3 +337,22 @@ def test_ctrl_c_stops_the_server_and_its_jobs_cleanly():
     time.sleep(0.2)
     log = "".join(proc.log)
     assert "Traceback" not in log and "dtplan: stopped" in log
+
+
+def test_a_job_whose_server_closed_the_pipe_ends_quietly(monkeypatch):
+    """The server stopped (Ctrl-C) or dropped the job while it ran: the worker's next progress
+    report meets a closed pipe and the worker ends without a traceback (before: BrokenPipeError
+    raised again from its error report, printed on the server's terminal)."""
+    import multiprocessing
+
+    from planner.web import answers
+    from planner.web.jobs import run_job
+
+    def reporting(payload, progress):
+        progress(1, 2, "half way")
+        return {"never": "sent"}
+
+    monkeypatch.setitem(answers.JOBS, "reporting", reporting)
+    server_end, worker_end = multiprocessing.Pipe()
+    server_end.close()
+    run_job("reporting", {}, worker_end)      # returns; raises nothing

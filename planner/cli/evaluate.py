@@ -20,6 +20,10 @@ def validate(instance_path: Path, as_json: bool, overrides: tuple[str, ...]) -> 
     instance, _ = load_instance_or_exit(instance_path, overrides)
     s = setting_from_instance(instance)
     days, source = max_days(instance)
+    if instance.fleet.is_mixed:            # a fleet of pools: every pool listed (planner/fleet)
+        from planner.fleet.present import fleet_label
+        _validate_pools(instance_path, instance, s, days, source, as_json, fleet_label(instance))
+        return
     hw = instance.hardware
     a = s.assumptions
     if as_json:
@@ -45,6 +49,24 @@ def validate(instance_path: Path, as_json: bool, overrides: tuple[str, ...]) -> 
     click.echo(f"  target     {s.target:.3e} FLOP ({s.target_kind})")
     click.echo(f"  max days   {days:,.1f} ({source})")
     click.echo(f"  profile    {a.profile} (scenario {a.scenario}, straggler {a.straggler}, MFU {a.mfu})")
+
+
+def _validate_pools(instance_path: Path, instance, s, days: float, source: str, as_json: bool, label: str) -> None:
+    """`dtplan validate` of a fleet of pools: the summary with one entry per pool."""
+    fleet = instance.fleet
+    pools = [{"pool": name, "hardware": p.hardware.id, "count": p.count, "precisions": list(p.hardware.precisions),
+              "node_hbm_gb": p.hardware.node_hbm_gb, "node_price_usd": p.priced_hardware.node_price_usd,
+              "site": p.site} for name, p in zip(fleet.pool_labels(), fleet.pools)]
+    if as_json:
+        echo_json({"valid": True, "source": str(instance_path), "name": instance.name,
+                   "params": None if instance.search.params else s.params, "nodes": fleet.nodes, "pools": pools,
+                   "target_flop": s.target, "target_kind": s.target_kind, "max_days": days,
+                   "max_days_source": source, "objective": instance.objective})
+        return
+    click.echo(f"{instance_path}: valid")
+    click.echo(f"  fleet      {label}")
+    click.echo(f"  target     {s.target:.3e} FLOP ({s.target_kind})")
+    click.echo(f"  max days   {days:,.1f} ({source})")
 
 
 @click.command()

@@ -107,12 +107,13 @@ def _flop(x: float) -> str:
 
 
 def plan_table(e: "Evaluation") -> PlainTable:
-    b, v, s, hw = e.batch, e.values, e.setting, e.instance.hardware
+    from planner.fleet.present import nodes_label
+    b, v, s = e.batch, e.values, e.setting
     a = s.assumptions
     t = _table("Plan")
     n = int(b.nodes[0])
     t.add_row("mode", MODE_NAMES[b.mode], f"{int(v['groups'])} DiLoCo group(s), {int(v['replicas'])} replica(s) averaged")
-    t.add_row("nodes", f"{n:,} x {hw.name}", f"{int(v['total_gpus']):,} accelerators, ${v['cost_usd']:,.0f}")
+    t.add_row("nodes", nodes_label(e), f"{int(v['total_gpus']):,} accelerators, ${v['cost_usd']:,.0f}")
     t.add_row("precision", b.precision, f"{a.bytes_per_param(b.precision):g} B/param state, "
               f"{a.bits_per_value(b.precision):g}-bit pseudo-gradients")
     if v["synchronised"]:
@@ -206,6 +207,14 @@ def render_evaluation(e: "Evaluation", console: "Console | PlainConsole", headin
     for table in (plan_table(e), step_table(e), outer_table(e), efficiency_table(e), run_table(e)):
         console.print()
         print_table(table, console)
+    if getattr(e, "pool_rows", None):          # a fleet of pools (planner.fleet)
+        from planner.fleet.present import pool_table, site_lines
+        console.print()
+        print_table(pool_table(e), console)
+        if e.sites is not None:
+            console.print(Styled.line("Sites", style="bold"))
+            for line in site_lines(e.sites):
+                console.print(Styled.line(f"  {line}"))
     console.print()
     if e.violations:
         console.print(Styled.line("Limits broken", style="bold red"))
@@ -234,7 +243,8 @@ def render_solve(r, console: "Console | PlainConsole") -> None:
     status_style = {"optimal": "bold green", "time_limit": "bold yellow"}.get(r.status, "bold red")
     console.print(Styled.line(f"{r.status.upper()}  {r.objective}: {value}", style=status_style))
     gap = "-" if r.gap is None else f"{r.gap:.2e}"
-    scored = (f"{r.evaluations:,} plans scored (the space's size not counted: time limit)" if r.space_size is None
+    why = "time limit" if r.status == "time_limit" else "many parts (docs/fleet.md)"
+    scored = (f"{r.evaluations:,} plans scored (the space's size not counted: {why})" if r.space_size is None
               else f"{r.evaluations:,} of {r.space_size:.2e} plans scored")
     console.print(f"solver {r.solver}, gap {gap}, {r.solve_time_s:.2f} s, {scored} (docs/planner.md)")
     for m in r.mip:

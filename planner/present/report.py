@@ -161,6 +161,7 @@ def provenance(instance, command: str | None = None) -> list[tuple[str, str]]:
 
 def _question(doc: _Doc, instance) -> None:
     from planner.evaluate import setting_from_instance
+    from planner.fleet.present import fleet_label
     s = setting_from_instance(instance)
     doc.h2("Question")
     if instance.description:
@@ -169,7 +170,7 @@ def _question(doc: _Doc, instance) -> None:
     doc.table(["", "given"], [
         ["model", f"{s.params / 1e9:,.4g}B parameters" + (f" ({s.active_params / 1e9:,.4g}B active)" if s.is_moe else "")],
         ["target", f"{s.target:.3e} FLOP ({s.target_kind})"],
-        ["fleet", f"{instance.fleet.nodes:,} x {instance.hardware.name}"
+        ["fleet", fleet_label(instance)
                   + (f", goodput {s.goodput:g}" if s.goodput < 1 else "")],
         ["WAN", f"{wan.up_mbps:,g} Mb/s up, {wan.down_mbps:,g} Mb/s down, {wan.rtt_ms:,g} ms RTT"],
         ["longest run", f"{s.window_s / SECONDS_PER_DAY:,.1f} days"],
@@ -197,6 +198,16 @@ def _evaluation(doc: _Doc, e, heading: str = "") -> None:
     v, plan = e.values, e.plan
     doc.h2(f"Plan{heading}")
     doc.table(["decision", "value"], _plan_rows(plan))
+    if getattr(e, "pool_rows", None):          # a fleet of pools (planner.fleet)
+        from planner.fleet.present import POOL_HEADER, pool_cells, site_lines
+        doc.h2(f"Pools{heading}")
+        doc.table(POOL_HEADER, [pool_cells(row) for row in e.pool_rows])
+        if e.sites is not None:                  # with sites: the regions chosen, drawn on the site graph
+            from planner.present.site_plot import site_graph_png
+            from planner.sites import site_graph
+            doc.items(site_lines(e.sites))
+            doc.image(site_graph_png(site_graph(e.instance.network), e.sites["regions"], "sites and regions used"),
+                      "the site graph: the regions of the plan's sites, link speeds and RTTs")
     doc.h2(f"Breakdown{heading}")
     doc.table(["quantity", "value"], [
         ["time to target", f"{v['time_to_target_s'] / SECONDS_PER_DAY:,.2f} days"

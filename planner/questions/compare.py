@@ -11,6 +11,7 @@ by the objective: least time (min_time), least cost (min_cost) or most compute
 Two fields are hardware-specific and are not carried over blindly:
 - `fleet.price_usd_per_accelerator` overrides the price of the instance's own hardware;
   it is kept for that preset and dropped for the others (each keeps its own price).
+- A fleet of pools (`fleet.pools`) becomes as many nodes of each preset as the pools hold in all.
 - `search.precisions` may name a precision a preset lacks; that preset is then reported
   as infeasible with the validation message as its reason (nothing is solved for it).
 """
@@ -112,9 +113,14 @@ def raw_instance(instance: Instance | Mapping[str, Any]) -> dict[str, Any]:
     (presets and defaults resolved; which re-validates to an equal Instance)."""
     if isinstance(instance, Mapping):
         return copy.deepcopy(dict(instance))
-    data = instance.model_dump(mode="json")
-    data["fleet"]["hardware"] = instance.fleet.hardware.id if instance.fleet.hardware.id != "custom" \
-        else instance.fleet.hardware.model_dump(mode="json")
+    data = instance.model_dump(mode="json", exclude_none=instance.fleet.is_mixed)
+    if instance.fleet.is_mixed:          # the dump resolved nodes (their total) and presets (inline)
+        data["fleet"].pop("nodes", None)
+        for pool, given in zip(data["fleet"]["pools"], instance.fleet.pools):
+            pool["hardware"] = given.hardware.id if given.hardware.id != "custom" else pool["hardware"]
+    else:
+        data["fleet"]["hardware"] = instance.fleet.hardware.id if instance.fleet.hardware.id != "custom" \
+            else instance.fleet.hardware.model_dump(mode="json")
     if instance.search.params:          # the candidate sizes set the model; the dump resolved one
         for key in MODEL_SIZE_KEYS:
             data["model"].pop(key, None)
@@ -128,6 +134,11 @@ def variant(data: Mapping[str, Any], hardware: str) -> tuple[dict[str, Any], lis
     fleet = dict(out.get("fleet") or {})
     own = fleet.get("hardware")
     notes = []
+    if isinstance(fleet.get("pools"), list):     # a fleet of pools: the same total of one preset's nodes
+        pools = fleet.pop("pools")
+        fleet["nodes"] = sum(p.get("count", 0) for p in pools if isinstance(p, Mapping))
+        notes.append(f"the {len(pools)} pools of fleet.pools are replaced by {fleet['nodes']:,} nodes of each preset "
+                     "(their total; the sites no longer apply)")
     if "price_usd_per_accelerator" in fleet and own != hardware:
         price = fleet.pop("price_usd_per_accelerator")
         notes.append(f"fleet.price_usd_per_accelerator ({price}) is for {_hardware_name(own)}; "
@@ -271,4 +282,5 @@ def render_comparison(rows: list[Comparison], objective: str, console, title: st
             console.print(f"  [red]x[/red] {r.rank}. {escape(r.hardware)}: {escape(r.reason)}")
     notes = sorted({n.split(";")[0] for r in rows for n in r.notes})
     for note in notes:
-        console.print(f"  [yellow]![/yellow] {note}; the other presets keep their own price")
+        price = note.startswith("fleet.price_usd_per_accelerator")
+        console.print(f"  [yellow]![/yellow] {note}" + ("; the other presets keep their own price" if price else ""))

@@ -163,6 +163,9 @@ def feasible(raw: dict, source: str = "<instance>", progress: Callable[[str], No
 
 
 def _fix_nodes(s: _Solver, instance) -> tuple[Fix | None, str | None]:
+    if instance.fleet.is_mixed:          # no single node count to change (docs/fleet.md)
+        return None, ("nodes: a fleet of pools has no single node count to change; raise the count of a pool "
+                      "of fleet.pools, or add a pool, and ask again")
     s.progress("fewest nodes")
     now = instance.limits.max_nodes or instance.fleet.nodes
     cap = min(max(NODE_CAP_FACTOR * instance.fleet.nodes, NODE_CAP_MIN), MAX_NODES)

@@ -144,18 +144,103 @@ def _hardware_ref(value: Any) -> Any:
     fail(f"must be a hardware preset id (e.g. '16xH100-SXM') or an inline hardware object, got {show(value)}")
 
 
-class Fleet(StrictModel):
-    """The nodes available: one hardware type, a count, optionally a price override."""
+class Pool(StrictModel):
+    """One pool of a mixed fleet: `count` nodes of one hardware type, at one site (optional)."""
 
+    name: Text | None = Field(None, description="Pool name, unique in the fleet. Default: the hardware id "
+                                                "(with '#i' appended when two unnamed pools share it).")
     hardware: Annotated[HardwareSpec, BeforeValidator(_hardware_ref, json_schema_input_type=str | HardwareSpec)] = Field(
-        description="Hardware preset id (models/hardware) or an inline hardware object.")
-    nodes: Int(ge=1, cap=MAX_NODES) = Field(description="Fleet size: nodes available (required).")
+        description="Hardware preset id (models/hardware) or an inline hardware object (required).")
+    count: Int(ge=1, cap=MAX_NODES) = Field(description="Nodes of this pool available (required), >= 1.")
+    price_usd_per_accelerator: Num(ge=0, cap=MAX_PRICE_USD) | None = Field(
+        None, description="Overrides the hardware's price per accelerator for this pool, USD. Default None.")
+    site: Text | None = Field(None, description="Site of the pool (a name of network.sites when sites are given). "
+                                                "Default None (one site for the whole fleet).")
+
+    @property
+    def priced_hardware(self) -> HardwareSpec:
+        """The pool's hardware with its price override applied."""
+        price = self.price_usd_per_accelerator
+        hw = self.hardware
+        return hw if price is None else hw.model_copy(update={"price_usd_per_accelerator": price})
+
+
+class Fleet(StrictModel):
+    """The nodes available: one hardware type and a count (optionally a price override), or a
+    list of pools of different hardware (`pools`, docs/fleet.md). Exactly one of the two forms."""
+
+    hardware: Annotated[HardwareSpec, BeforeValidator(_hardware_ref, json_schema_input_type=str | HardwareSpec)] | None = Field(
+        None, description="Hardware preset id (models/hardware) or an inline hardware object. Required unless pools.")
+    nodes: Int(ge=1, cap=MAX_NODES) | None = Field(
+        None, description="Fleet size: nodes available. Required with hardware; with pools it is derived (the sum "
+                          "of their counts) and must not be given.")
+    pools: List(Pool) | None = Field(
+        None, description="Pools of a mixed fleet (not with hardware, nodes or price_usd_per_accelerator); "
+                          "the planner chooses how many nodes of each to use (docs/fleet.md). Default None.")
     price_usd_per_accelerator: Num(ge=0, cap=MAX_PRICE_USD) | None = Field(
         None, description="Overrides the hardware's price per accelerator, USD. Default None (keep it).")
     goodput: Num(gt=0, le=1, hint=" (the fraction of wall-clock spent training, e.g. 0.9)") = Field(
         1.0, description="Fraction of wall-clock the fleet spends making training progress, (0, 1]: "
                          "availability x (1 - restart, checkpoint and rollback overhead); downtime and node "
                          "churn the static model does not see. Wall-clock = training time / goodput. Default 1.")
+
+    @model_validator(mode="after")
+    def _one_form(self) -> "Fleet":
+        """Exactly one of (hardware + nodes) or pools; with pools, nodes is their total."""
+        if self.pools is None:
+            hint = "" if self.hardware is not None or self.nodes is not None else " (give hardware and nodes, or pools)"
+            problems = [Problem(k, "required field missing" + hint)
+                        for k in ("hardware", "nodes") if getattr(self, k) is None]
+            if problems:
+                raise_problems(problems)
+            return self
+        problems = [Problem(k, f"not with pools: give it per pool (fleet.pools[i].{k})"
+                            if k == "price_usd_per_accelerator" else
+                            "not with pools (a fleet is one hardware and a count, or a list of pools)")
+                    for k in ("hardware", "nodes", "price_usd_per_accelerator") if getattr(self, k) is not None]
+        seen: dict[str, int] = {}
+        for i, pool in enumerate(self.pools):
+            if pool.name is not None and pool.name in seen:
+                problems.append(Problem(f"pools[{i}].name", f"duplicate of fleet.pools[{seen[pool.name]}].name "
+                                                            f"({pool.name!r}); pool names must be unique"))
+            if pool.name is not None:
+                seen.setdefault(pool.name, i)
+        total = sum(p.count for p in self.pools)
+        if total > MAX_NODES:
+            problems.append(Problem("pools", f"the counts add up to {total:,} nodes, more than dtplan's bound "
+                                             f"of {MAX_NODES:,}"))
+        if problems:
+            raise_problems(problems)
+        object.__setattr__(self, "nodes", total)       # derived: the fleet size (frozen model)
+        return self
+
+    @property
+    def is_mixed(self) -> bool:
+        """A fleet given as pools (even of one pool): planned by planner.fleet / planner.solvers.mixed."""
+        return self.pools is not None
+
+    def pool_labels(self) -> list[str]:
+        """Each pool's name: its own, else its hardware id (with '#i' when unnamed pools share an id
+        or the id is another pool's name)."""
+        if self.pools is None:
+            return []
+        named = {p.name for p in self.pools if p.name is not None}
+        ids = [p.hardware.id for p in self.pools if p.name is None]
+        return [p.name if p.name is not None else
+                (p.hardware.id if ids.count(p.hardware.id) == 1 and p.hardware.id not in named else f"{p.hardware.id}#{i}")
+                for i, p in enumerate(self.pools)]
+
+    def precision_problems(self, precisions: list[str]) -> list[Problem]:
+        """search.precisions the fleet's hardware cannot run (with pools: that no pool supports)."""
+        if self.pools is None:
+            hw = self.hardware
+            return [Problem(f"search.precisions[{i}]", f"hardware {hw.id!r} does not support {p!r}; "
+                                                       f"supported: {', '.join(hw.precisions)}")
+                    for i, p in enumerate(precisions) if p not in hw.precisions]
+        supported = sorted({q for pool in self.pools for q in pool.hardware.precisions})
+        return [Problem(f"search.precisions[{i}]", f"no pool of fleet.pools supports {p!r}; supported by some "
+                                                   f"pool: {', '.join(supported)}")
+                for i, p in enumerate(precisions) if p not in supported]
 
 
 class Wan(StrictModel):
@@ -435,17 +520,19 @@ class Instance(StrictModel):
     def _cross_checks(self) -> "Instance":
         problems = cross_problems(self.fleet, self.limits, self.search) + size_set_problems(self, self.objective)
         tp = self.assumptions.constants.get("tensor_parallel", 0)
-        if tp > self.fleet.hardware.accelerators_per_node:      # dtplan's TP term runs inside one node
+        hw = self.fleet.hardware
+        if hw is not None and tp > hw.accelerators_per_node:      # dtplan's TP term runs inside one node
             problems.append(Problem("assumptions.constants.tensor_parallel",
-                                    f"must be <= the node's accelerators ({self.fleet.hardware.accelerators_per_node}), "
-                                    f"got {show(tp)}"))
+                                    f"must be <= the node's accelerators ({hw.accelerators_per_node}), got {show(tp)}"))
+        from planner.fleet.network import pool_site_problems
+        problems += pool_site_problems(self.fleet, self.network)
         if problems:
             raise_problems(problems)
         return self
 
     @property
     def hardware(self) -> HardwareSpec:
-        """The fleet's hardware with `fleet.price_usd_per_accelerator` applied."""
+        """The fleet's hardware with `fleet.price_usd_per_accelerator` applied (None for a fleet of pools)."""
         price = self.fleet.price_usd_per_accelerator
         hw = self.fleet.hardware
         return hw if price is None else hw.model_copy(update={"price_usd_per_accelerator": price})
@@ -477,10 +564,7 @@ def cross_problems(fleet: Fleet | None, limits: Limits | None, search: Search | 
         problems.append(Problem("search.min_nodes",
                                 f"must be <= limits.max_nodes ({limits.max_nodes}), got {search.min_nodes}"))
     if fleet and search and search.precisions:
-        hw = fleet.hardware
-        problems += [Problem(f"search.precisions[{i}]", f"hardware {hw.id!r} does not support {p!r}; "
-                                                        f"supported: {', '.join(hw.precisions)}")
-                     for i, p in enumerate(search.precisions) if p not in hw.precisions]
+        problems += fleet.precision_problems(search.precisions)
     return problems
 
 

@@ -7,18 +7,32 @@ per-mode rules); `check_plan_against(instance, plan)` checks it against an insta
 from pathlib import Path
 from typing import Any
 
-from pydantic import Field, ValidationError, model_serializer, model_validator
+from typing import Annotated
+
+from pydantic import BeforeValidator, Field, ValidationError, model_serializer, model_validator
 
 from planner.cost.assumptions import PIPELINE_SCHEDULES, PRECISIONS
 from planner.schema.errors import InputError, Problem
 from planner.schema.instance import EXPERT_PARALLEL, MODES, PIPELINE_MODES, Instance
 from planner.schema.limits import (MAX_INNER_STEPS, MAX_MICRO_BATCHES, MAX_NODES, MAX_RATIO, MAX_REGIONAL_ROUNDS,
                                    MAX_STAGES)
-from planner.schema.strict import (Bool, Choice, Int, Num, StrictModel, Text, load_file, problems_from, raise_problems,
-                                   show)
+from planner.schema.strict import (Bool, Choice, Int, Num, StrictModel, Text, fail, integer_error, load_file,
+                                   problems_from, raise_problems, show)
+
+
+def _check_pool_nodes(value: Any) -> Any:
+    """{"pool name": nodes used >= 0, ...}: a non-empty object of whole counts."""
+    if not isinstance(value, dict) or not value:
+        fail(f"must be a non-empty object of pool name -> nodes used, e.g. {{\"a100\": 48, \"h100\": 16}}, "
+             f"got {show(value)}")
+    problems = [Problem(str(k), m) for k, v in value.items() if (m := integer_error(v, None, 0, None, "", MAX_NODES))]
+    if problems:
+        raise_problems(problems)
+    return {k: int(v) for k, v in value.items()}
 
 
 DTPLAN_DECISIONS = ("pipeline_schedule", "zero_shards")     # left out of a dump when unset
+UNSET_NOT_DUMPED = DTPLAN_DECISIONS + ("pool_nodes",)         # likewise a uniform fleet's pool_nodes
 
 
 class Plan(StrictModel):
@@ -47,14 +61,17 @@ class Plan(StrictModel):
         None, description="none | regional | global (MoE only). Default None = 'global' for MoE in flat and "
                           "hierarchical modes, 'none' in pipeline modes (which support MoE only without EP).")
     description: Text = Field("", description="Free text. Default ''.")
+    pool_nodes: Annotated[dict[str, int], BeforeValidator(_check_pool_nodes)] | None = Field(
+        None, description="Nodes used of each pool, by pool name (fleet.pools; docs/fleet.md); they add up to "
+                          "nodes. Required for a fleet of pools, not for a uniform fleet. Default None.")
 
     @model_serializer(mode="wrap")
     def _without_unset_dtplan_decisions(self, handler):
-        """The dtplan decisions (pipeline_schedule, zero_shards) appear in a plan's dump only when
-        set, so every plan of the other profiles dumps exactly as before."""
+        """The dtplan decisions (pipeline_schedule, zero_shards) and a uniform fleet's pool_nodes
+        appear in a plan's dump only when set, so every other plan dumps exactly as before."""
         data = handler(self)
         if isinstance(data, dict):
-            for key in DTPLAN_DECISIONS:
+            for key in UNSET_NOT_DUMPED:
                 if data.get(key, 0) is None:
                     del data[key]
         return data
@@ -107,6 +124,9 @@ def mode_problems(plan: Plan) -> list[Problem]:
 
 def check_plan_against(instance: Instance, plan: Plan) -> list[Problem]:
     """Problems of `plan` on `instance` (fleet size, node cap, precision, MoE rules); [] if none."""
+    if instance.fleet.is_mixed or plan.pool_nodes is not None:
+        from planner.fleet.evaluate import mixed_plan_problems
+        return mixed_plan_problems(instance, plan) + model_plan_problems(instance, plan)
     problems = []
     if plan.nodes > instance.fleet.nodes:
         problems.append(Problem("plan.nodes", f"must be <= fleet.nodes ({instance.fleet.nodes}), got {plan.nodes}"))
@@ -117,6 +137,12 @@ def check_plan_against(instance: Instance, plan: Plan) -> list[Problem]:
     if plan.precision not in hw.precisions:
         problems.append(Problem("plan.precision", f"hardware {hw.id!r} does not support {plan.precision!r}; "
                                                   f"supported: {', '.join(hw.precisions)}"))
+    return problems + model_plan_problems(instance, plan)
+
+
+def model_plan_problems(instance: Instance, plan: Plan) -> list[Problem]:
+    """Problems of `plan` with the instance's model (MoE rules); [] if none."""
+    problems = []
     if not instance.model.is_moe and plan.expert_parallel is not None:
         problems.append(Problem("plan.expert_parallel", f"only for a mixture-of-experts model; the model is dense, "
                                                         f"got {show(plan.expert_parallel)}"))

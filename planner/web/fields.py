@@ -71,7 +71,9 @@ INSTANCE_FIELDS: tuple[Field, ...] = tuple(
               Field("fleet.hardware", "hardware", kind="choice", presets="hardware"),
               Field("fleet.nodes", "nodes available", "nodes", kind="integer"),
               Field("fleet.price_usd_per_accelerator", "price override", "USD per accelerator"),
-              Field("fleet.goodput", "goodput", "fraction of wall-clock, (0, 1]"))
+              Field("fleet.goodput", "goodput", "fraction of wall-clock, (0, 1]"),
+              Field("fleet.pools", "pools (a mixed fleet)", "one row per pool: hardware, count, price, site; "
+                    "instead of hardware and nodes (docs/fleet.md)", kind="table"))
     + _fields("hardware",
               Field("fleet.hardware.id", "id", kind="text"),
               Field("fleet.hardware.name", "name", kind="text"),
@@ -150,6 +152,7 @@ PLAN_FIELDS: tuple[tuple[Field, tuple[str, ...]], ...] = (
            choices=("gpipe", "1f1b", "interleaved", "zero_bubble")), _PIPES),
     (Field("zero_shards", "ZeRO-3 shards Z (dtplan)", "nodes per replica", kind="integer"), ("flat",)),
     (Field("description", "description", kind="text"), _ALL),
+    (Field("pool_nodes", "nodes per pool", "pool name: nodes used, for a fleet of pools", kind="json"), _ALL),
 )
 
 # The instance the page starts with when it has no example to offer (an installed wheel): the

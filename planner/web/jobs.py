@@ -40,11 +40,16 @@ def run_job(kind: str, payload: dict, conn) -> None:
         conn.send(("progress", {"done": done, "total": total, "message": message}))
 
     try:
-        conn.send(("done", JOBS[kind](payload, progress)))
-    except InputError as err:
-        conn.send(("bad_input", [problem_view(p) for p in err.problems]))
-    except Exception as err:  # noqa: BLE001 - a bug: reported to the page, never a dead server
-        conn.send(("error", f"internal error ({type(err).__name__}: {str(err)[:300]}); this is a bug in dtplan"))
+        try:
+            conn.send(("done", JOBS[kind](payload, progress)))
+        except InputError as err:
+            conn.send(("bad_input", [problem_view(p) for p in err.problems]))
+        except (BrokenPipeError, EOFError, ConnectionResetError):
+            raise
+        except Exception as err:  # noqa: BLE001 - a bug: reported to the page, never a dead server
+            conn.send(("error", f"internal error ({type(err).__name__}: {str(err)[:300]}); this is a bug in dtplan"))
+    except (BrokenPipeError, EOFError, ConnectionResetError):
+        pass            # the server closed the pipe (stopped, or cancelled the job): no one to tell
     finally:
         conn.close()
 

@@ -1,0 +1,16 @@
+"""Mixed fleets: several pools of different hardware planned together (docs/fleet.md).
+
+- `pools`: each pool resolved into the `Setting` it would have alone (its own peak FLOP/s,
+  memory, price and achieved MFU), and the fleet-wide goodput.
+- `replicas`: the cost model of a plan that uses nodes of several pools: the synchronous
+  straggler rule (every replica waits for the slowest node used), memory and precision
+  checked on every pool used, cost summed per pool; one pool is exactly today's model.
+- `network`: with network.sites, the links a plan uses as functions of its pools' sites (the
+  slowest route among them, the regions its groups stay in).
+- `evaluate`: one mixed plan scored (`MixedEvaluation`), with its per-pool rows and sites.
+- `present`: labels, the per-pool table and the site lines of the output.
+- `samples`: random small instances for the comparison with the oracle.
+
+The planner over pools is `planner.solvers.mixed` (an exact decomposition over pool subsets
+solved by the existing branch and bound) and its oracle `planner.solvers.mixed_oracle`.
+"""

@@ -1,0 +1,146 @@
+"""The links a mixed plan uses when its pools sit at sites (network.sites, network.links;
+the site graph of `planner.sites`). docs/fleet.md, "Sites".
+
+Without sites every node reaches every other over `network.wan`, groups over `network.regional`
+and pipeline stages over `network.pipeline` (today's model, unchanged). With sites, a plan on
+pools U uses the sites S(U) of those pools, and its links are functions of S(U) alone:
+
+- WAN (the DiLoCo sync, flat and global; a pipeline over the WAN): the sync crosses every site
+  boundary of S(U); it is limited by the slowest route among them (`planner.sites.slowest_link`:
+  least bandwidth and largest RTT over every pair of sites of S(U), routes over other sites
+  allowed, each site's LAN included) and by each node's own access bandwidth (network.wan up /
+  down): bw_up = min(wan.up, route Mb/s), bw_down = min(wan.down, route Mb/s), RTT = the route's.
+  A ring all-reduce crosses each boundary once per direction, so the route's bandwidth is the
+  exchange's, as v / bw_up + v / bw_down + RTT in docs/cost_model.md section 3. On one site the
+  sync stays on its LAN (lan_mbps, lan_rtt_ms).
+- Regions (hierarchical groups, PP-group pipelines: co-located nodes): S(U) is split into
+  regions, each a candidate regional group of `planner.sites.regional_groups` (sites every pair of
+  which meets the regional tier network.regional), taken largest first, each site in the first
+  that holds it. A group or pipeline runs inside one region, so the regional and pipeline links are
+  the slowest route inside the worst region (least Mb/s, largest RTT over the regions' slowest
+  links); the global sync among groups crosses regions over the WAN route above.
+
+So the planner's decomposition over pool subsets stays exact with sites (planner/solvers/mixed.py),
+and it chooses the sites (hence regions) a plan uses with everything else. Not modelled: whether a
+region holds a multiple of the group size k or of S (as without sites, nodes left over still count
+towards throughput), and the sharing of one link among several groups' syncs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Sequence
+
+from planner.schema.errors import InputError, Problem
+
+
+@dataclass(frozen=True)
+class SiteLinks:
+    """What a plan on a set of sites uses: bandwidths in bit/s, RTTs in seconds, its regions."""
+
+    wan_up_bps: float
+    wan_down_bps: float
+    wan_rtt_s: float
+    regional_bps: float
+    regional_rtt_s: float
+    regions: tuple[tuple[str, ...], ...]
+    route_mbps: float                    # the slowest route among the sites (Mb/s), before the access cap
+    route_rtt_ms: float
+
+
+class SiteNetwork:
+    """The site graph of an instance and the links of any set of its sites (cached per set)."""
+
+    def __init__(self, network):
+        from planner.sites import regional_groups, site_graph
+        self.network = network
+        self.graph = site_graph(network)
+        regional = network.regional
+        self.candidates = regional_groups(self.graph, regional.mbps, regional.rtt_ms)
+        self._cache: dict[frozenset[str], SiteLinks] = {}
+
+    def regions(self, sites: Sequence[str]) -> tuple[tuple[str, ...], ...]:
+        """The sites split into candidate regional groups: largest group first, each site in the
+        first that holds it (every site is in some group: a lone site is a group of one)."""
+        left, out = set(sites), []
+        for group in self.candidates:
+            part = tuple(sorted(group & left))
+            if part:
+                out.append(part)
+                left -= set(part)
+        return tuple(out)
+
+    def links(self, sites: Sequence[str]) -> SiteLinks:
+        """The WAN and regional links of a plan whose nodes sit at `sites` (module docstring)."""
+        key = frozenset(sites)
+        if key not in self._cache:
+            from planner.sites import slowest_link
+            wan = self.network.wan
+            mbps, rtt_ms = slowest_link(self.graph, sorted(key))
+            regions = self.regions(sorted(key))
+            inner = [slowest_link(self.graph, r) for r in regions]
+            reg_mbps, reg_rtt = min(m for m, _ in inner), max(r for _, r in inner)
+            many = len(key) > 1           # the sync leaves a site: each node's access link applies
+            up = min(wan.up_mbps, mbps) if many else mbps
+            down = min(wan.down_mbps, mbps) if many else mbps
+            self._cache[key] = SiteLinks(up * 1e6, down * 1e6, rtt_ms / 1e3, reg_mbps * 1e6, reg_rtt / 1e3,
+                                         regions, mbps, rtt_ms)
+        return self._cache[key]
+
+    @cached_property
+    def names(self) -> set[str]:
+        return set(self.graph.nodes)
+
+
+def site_network(instance) -> SiteNetwork | None:
+    """The instance's site network when it has sites and a fleet of pools, else None (today's links)."""
+    if not instance.network.sites or not instance.fleet.is_mixed:
+        return None
+    net = SiteNetwork(instance.network)
+    check_pool_sites_connected(net, instance.fleet)
+    return net
+
+
+def check_pool_sites_connected(net: SiteNetwork, fleet) -> None:
+    """InputError naming network.links when two sites holding pools have no route between them."""
+    import networkx as nx
+    hosts = sorted({p.site for p in fleet.pools})
+    component = nx.node_connected_component(net.graph, hosts[0])
+    apart = [s for s in hosts if s not in component]
+    if apart:
+        raise InputError([Problem("network.links", f"no route between site {hosts[0]!r} and site {apart[0]!r}, "
+                                                   "which both hold pools (fleet.pools); add a link joining "
+                                                   "their parts of the site graph")])
+
+
+def pool_site_problems(fleet, network) -> list[Problem]:
+    """fleet.pools[i].site against network.sites: known when sites are given, required then, and
+    only meaningful with sites."""
+    if fleet is None or network is None or not fleet.is_mixed:
+        return []
+    names = [s.name for s in network.sites]
+    problems = []
+    for i, pool in enumerate(fleet.pools):
+        path = f"fleet.pools[{i}].site"
+        if pool.site is None and names:
+            problems.append(Problem(path, "required when network.sites are given: the name of the pool's site "
+                                          f"(one of {', '.join(repr(n) for n in names[:8])}"
+                                          + (", ...)" if len(names) > 8 else ")")))
+        elif pool.site is not None and not names:
+            problems.append(Problem(path, f"names site {pool.site!r}, but network.sites is empty (give the sites "
+                                          "and the links between them, or drop the site)"))
+        elif pool.site is not None and pool.site not in names:
+            from planner.schema.strict import did_you_mean
+            problems.append(Problem(path, f"unknown site {pool.site!r}{did_you_mean(pool.site, names)}; "
+                                          f"network.sites: {', '.join(names[:8])}" + (", ..." if len(names) > 8 else "")))
+    return problems
+
+
+def with_links(setting, links: SiteLinks | None):
+    """The setting with the links of the plan's sites (unchanged without sites)."""
+    if links is None:
+        return setting
+    return setting.replace(wan_up_bps=links.wan_up_bps, wan_down_bps=links.wan_down_bps, wan_rtt_s=links.wan_rtt_s,
+                           regional_bps=links.regional_bps, regional_rtt_s=links.regional_rtt_s,
+                           pipeline_bps=links.regional_bps, pipeline_rtt_s=links.regional_rtt_s)

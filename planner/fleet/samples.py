@@ -1,0 +1,95 @@
+"""Random small instances of fleets of pools, for the comparison of the planner with its
+exhaustive oracle (tests/test_fleet_planner.py, scripts/check_mixed_oracle.py).
+
+Each draw: 1 to 3 pools of hardware presets or inline nodes (small memory, so that pipelines are
+needed; an fp16-only node, so that precisions differ), 1 to `max_count` nodes each, prices
+overridden now and then (0 included: free pools tie on cost), a model of 1e8 to 3e11 parameters,
+a target and duration limit that leave some instances infeasible, sometimes a budget or a node cap
+or the `dtplan` physics profile,
+WAN links from 10 Mb/s to 10 Gb/s, half of the time 2 to 6 sites joined by a ring of links with
+the pools among them, and a search space small enough to score every plan.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+PRESETS = ("16xH100-SXM", "48xA100-80GB", "7xB200", "17xTPU-v6e", "49xAscend-910B")
+CITIES = ("London", "Paris", "Frankfurt", "New York", "Ashburn", "Los Angeles", "Tokyo", "Singapore")
+
+
+def _inline(rng: np.random.Generator) -> dict:
+    """A made-up node: 1 to 8 accelerators of 20 to 400 TFLOP/s and 8 to 80 GB."""
+    tflops = float(rng.uniform(20, 400))
+    spec = {"id": "custom", "name": "custom node", "accelerators_per_node": int(rng.integers(1, 9)),
+            "peak_tflops_per_accelerator": {"fp16": tflops}, "hbm_gb_per_accelerator": float(rng.uniform(8, 80)),
+            "price_usd_per_accelerator": float(rng.uniform(1000, 30000))}
+    if rng.random() < 0.5:
+        spec["peak_tflops_per_accelerator"]["fp8"] = 2 * tflops
+    return spec
+
+
+def random_instance(rng: np.random.Generator, max_count: int = 4) -> dict:
+    """One random instance (raw JSON data) of a fleet of 1 to 3 pools."""
+    pools = []
+    for i in range(int(rng.integers(1, 4))):
+        hw = str(rng.choice(PRESETS)) if rng.random() < 0.6 else _inline(rng)
+        pool = {"name": f"p{i}", "hardware": hw, "count": int(rng.integers(1, max_count + 1))}
+        if rng.random() < 0.3:
+            pool["price_usd_per_accelerator"] = float(rng.choice([0.0, 5000.0, 20000.0]))
+        pools.append(pool)
+    params = float(10 ** rng.uniform(8, 11.5))
+    data = {
+        "model": {"params": params},
+        "training": {"target_flop": float(6 * params * params * 20 * 10 ** rng.uniform(-1.0, 1.0))},
+        "fleet": {"pools": pools},
+        "network": {"wan": {"up_mbps": float(10 ** rng.uniform(1, 4)), "down_mbps": float(10 ** rng.uniform(1, 4)),
+                            "rtt_ms": float(rng.uniform(5, 200))}},
+        "limits": {"max_days": float(rng.uniform(2, 120))},
+        "search": {"max_inner_steps": int(rng.integers(1, 25)), "max_regional_rounds": int(rng.integers(1, 4)),
+                   "compression": sorted({1.0, float(rng.choice([4.0, 16.0, 100.0]))}), "max_stages": 4,
+                   "group_sizes": [2, 3], "max_micro_batches": 4, "activation_compression": [1.0, 4.0]},
+        "objective": str(rng.choice(["min_time", "min_cost", "max_compute"])),
+    }
+    if rng.random() < 0.5:
+        _add_sites(rng, data)
+    if rng.random() < 0.25:           # dtplan's physics: MFU per accelerator, overlap, failures, ...
+        data["assumptions"] = {"profile": "dtplan"}
+    total = sum(p["count"] for p in pools)
+    if rng.random() < 0.25:
+        data["limits"]["max_nodes"] = int(rng.integers(1, total + 1))
+    if rng.random() < 0.25:
+        data["limits"]["budget_usd"] = float(10 ** rng.uniform(5, 7.5))
+    if rng.random() < 0.2:
+        data["search"]["min_nodes"] = int(rng.integers(1, min(total, data["limits"].get("max_nodes", total)) + 1))
+    if rng.random() < 0.2:
+        data["search"]["streaming"] = [bool(rng.random() < 0.5)]
+    return data
+
+
+def _add_sites(rng: np.random.Generator, data: dict) -> None:
+    """2 to 6 sites in a ring of links (10 Mb/s to 10 Gb/s; RTTs measured or estimated, some given),
+    a chord now and then, and each pool at one of them."""
+    names = [str(c) for c in rng.choice(CITIES, size=int(rng.integers(2, 7)), replace=False)]
+    data["network"]["sites"] = [{"name": n, "city": n} for n in names]
+    links = []
+    for a, b in zip(names, names[1:] + names[:1]):
+        if a == names[-1] and len(names) == 2:
+            break
+        link = {"a": a, "b": b, "up_mbps": float(10 ** rng.uniform(1, 4))}
+        if rng.random() < 0.3:          # a given RTT, at least what light allows (the schema refuses less)
+            link["rtt_ms"] = float(_light_rtt_ms(a, b) + rng.uniform(1, 150))
+        links.append(link)
+    if len(names) >= 4 and rng.random() < 0.5:
+        links.append({"a": names[0], "b": names[2], "up_mbps": float(10 ** rng.uniform(1, 4))})
+    data["network"]["links"] = links
+    data["network"]["regional"] = {"mbps": float(rng.choice([100.0, 1000.0, 5000.0])), "rtt_ms": float(rng.uniform(5, 40))}
+    for pool in data["fleet"]["pools"]:
+        pool["site"] = str(rng.choice(names))
+
+
+def _light_rtt_ms(a: str, b: str) -> float:
+    """Round trip at the speed of light in vacuum between two cities of the table, ms."""
+    from planner.sites.places import great_circle_km, places
+    pa, pb = places()[a], places()[b]
+    return 2.0 * great_circle_km(pa.lat, pa.lon, pb.lat, pb.lon) / 299_792.458 * 1e3

@@ -1,0 +1,337 @@
+"""The exact planner for a fleet of pools (docs/fleet.md, "Planner"): a decomposition over the
+pools used, each part solved by the existing exact machinery.
+
+Under the synchronous straggler rule (`planner.fleet.replicas`) a mixed plan's time, compute
+and every limit but cost depend on its pools only through U, the set of pools it uses (the
+slowest sets the pace, the smallest memory the state per node), and on N = sum_p n_p. So:
+
+1. for every non-empty subset U of the pools (2^P - 1 of them, P <= 64 but in practice a few)
+   and every precision all of U runs, the plans using exactly U are the uniform plans of
+   `mixed_setting(U, precision)` with |U| <= N <= cap_U, where
+   cap_U = min(sum_{p in U} count_p, limits.max_nodes, the most nodes of U the budget buys);
+2. among the plans of U with N nodes the cheapest assignment is `cheapest_fill` (one node of
+   each pool of U, then the cheapest pools first); its cost never falls as N grows;
+3. each (U, precision) part is solved by `planner.solve.optimise` (the branch and bound, or the
+   exhaustive oracle, or a MIP backend certified by the branch and bound), with these bounds:
+   - min_time: least time; ties across parts to the cheaper plan, then the earlier part;
+   - min_cost: fewest N (the part's cost is nondecreasing in N), then, when pools of price 0
+     leave several N at that cost, the fastest plan among them (a min_time solve over those N);
+     across parts least cost, then least time;
+   - max_compute: most compute; ties to the cheaper plan.
+   Each part's answer is an exact optimum over its plans, the parts cover every mixed plan
+   (a plan using exactly U appears in part U), so the best over the parts is the optimum.
+
+With one pool there is one part: the uniform solve of that pool's setting. `planner.solvers.
+mixed_oracle` checks this against every assignment of nodes to pools, scored one by one.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import time
+from itertools import combinations
+from typing import NamedTuple
+
+from planner.cost.setting import PlanBatch, Setting
+from planner.evaluate import with_params
+from planner.fleet.evaluate import MixedEvaluation, evaluate_mixed
+from planner.fleet.network import site_network
+from planner.fleet.pools import PoolSetting, pool_settings
+from planner.fleet.replicas import affordable_nodes, cheapest_fill, fleet_cost_usd, mixed_setting, unsupported
+from planner.objectives import min_time, tie_less
+from planner.schema.instance import Instance
+from planner.schema.plan import parse_plan
+from planner.space import PRECISION_ORDER, DecisionSpace
+
+MAX_EXACT_POOLS = 12            # 4,095 subsets: beyond that the decomposition is refused (exit 2)
+MAX_COUNTED_PARTS = 64          # beyond, the space's size is not counted (SolveResult.space_size None)
+
+
+class Part(NamedTuple):
+    """One (model size, pools used, precision) part and its reduced setting and space."""
+
+    params: float | None
+    used: tuple[int, ...]
+    precision: str
+    setting: Setting
+    space: DecisionSpace
+
+
+class PartResult(NamedTuple):
+    part: Part
+    batch: PlanBatch
+    counts: list[int]
+    key: tuple[float, ...]        # what the objective compares (time / cost / -compute, then tie-breaks,
+    value: float                  # then the part's place in `parts`: fewer pools first)
+
+
+def subsets(count: int):
+    """Non-empty subsets of range(count), fewest pools first, then in listing order."""
+    for size in range(1, count + 1):
+        yield from combinations(range(count), size)
+
+
+def unit_price(s: Setting) -> Setting:
+    """The reduced setting with node price 1 and no budget or node cap of its own (the part's
+    space carries them): the uniform solver's cost is then N, its bound a node count."""
+    return s.replace(price_usd_per_accelerator=1.0 / s.accelerators_per_node, budget_usd=None, max_nodes=None)
+
+
+def base_space(instance: Instance, pools: list[PoolSetting]) -> DecisionSpace:
+    """The instance's declared space with the precisions some pool runs (or search.precisions)."""
+    from planner.fleet.pools import pool_instance
+    first = pool_instance(instance, pools[0].hardware, instance.fleet.nodes)
+    space = DecisionSpace.from_instance(first, pools[0].setting)
+    wanted = instance.search.precisions or {q for p in pools for q in p.precisions}
+    return dataclasses.replace(space, precisions=tuple(p for p in PRECISION_ORDER if p in wanted))
+
+
+def parts(instance: Instance, pools: list[PoolSetting], params: float | None) -> list[Part]:
+    """Every (pools used, precision) part with at least one plan of node count in range."""
+    if len(pools) > MAX_EXACT_POOLS:
+        from planner.schema.errors import InputError, Problem
+        raise InputError([Problem("fleet.pools", f"the exact planner takes at most {MAX_EXACT_POOLS} pools "
+                                                 f"(2^P - 1 subsets of pools are solved), got {len(pools)}")])
+    space = base_space(instance, pools)
+    cap = instance.limits.max_nodes or math.inf
+    sites = site_network(instance)
+    out = []
+    for used in subsets(len(pools)):
+        top = min(affordable_nodes(pools, used, instance.limits.budget_usd), cap)
+        low = max(space.min_nodes, len(used))
+        if top < low:
+            continue
+        for precision in space.precisions:
+            if unsupported(pools, used, precision):
+                continue
+            s = mixed_setting(pools, used, precision, sites)
+            s = unit_price(s if params is None else with_params(s, params))
+            out.append(Part(params, used, precision, s,
+                            dataclasses.replace(space, precisions=(precision,), min_nodes=low, max_nodes=int(top))))
+    return out
+
+
+def solve_part(instance: Instance, pools: list[PoolSetting], part: Part, objective: str, solver: str,
+               deadline: float, incumbent_s: float = math.inf) -> tuple[PartResult | None, int, float]:
+    """The part's optimum, the plans it scored and its proven bound in the objective's units
+    (seconds, USD, FLOP). `incumbent_s` (min_time): the time of a plan of another part; the
+    branch and bound then prunes every box that cannot come within the tie tolerance of it
+    (`objectives.min_time`), and a part with nothing as good returns None with bound inf."""
+    from planner.solve import optimise
+    from planner.solvers import monotone
+    s, space = part.setting, part.space
+    if (objective == "min_time" and solver == "bnb" and math.isfinite(incumbent_s)
+            and not monotone.check(s).unsupported):
+        found, evaluations, bound = min_time(s, space.for_objective(s, objective), deadline, incumbent_s)
+    else:
+        found, evaluations, bound = optimise(s, space, objective, deadline, solver=solver)
+    if objective == "min_cost":          # bound and value are node counts (unit price)
+        bound = _cost_of(pools, part.used, bound)
+    if found is None:
+        return None, evaluations, bound
+    batch, value = found
+    if objective == "min_cost":
+        batch, more = _fastest_at_same_cost(pools, part, batch, deadline, solver)
+        evaluations += more
+    n = int(batch.nodes[0])
+    counts = cheapest_fill(pools, part.used, n)
+    cost = fleet_cost_usd(pools, counts)
+    if objective == "min_cost":
+        from planner.cost.score import time_to_target
+        value = cost
+        key = (cost, float(time_to_target(s, batch)["time_to_target_s"][0]))
+    elif objective == "max_compute":
+        key = (-value, cost)
+    else:
+        key = (value, cost)
+    return PartResult(part, batch, counts, key, value), evaluations, bound
+
+
+def compute_bound_s(s: Setting, nodes: int) -> float:
+    """A lower bound on the time to target of every plan of a part with at most `nodes` nodes, or 0
+    when it is not known to hold (then nothing is pruned by it):
+
+        T_wall >= C_target / (N F u) / goodput
+
+    Each node processes at most B tokens per t_comp = 6 P_act B / (F u) seconds in every mode (the
+    outer step is at least H t_step >= H t_comp per replica, a pipeline step of S stages at least
+    t_comp / S; the backup strategy's throughput fraction is <= 1), and C_local = 6 P_act T eta
+    with eta = eta_H eta_C eta_A eta_R <= 1. That holds for a C_local target when eta_H <= 1
+    (floor <= 1, alpha(P) >= 0, divisor >= 1), the quality tables are in [0, 1] and eta_R <= 1
+    (facts (R) and (L) of `planner.solvers.monotone`)."""
+    from planner.cost.straggler import eta_h_divisor
+    from planner.solvers import monotone
+    a = s.assumptions
+    mono = monotone.check(s)
+    tables = (a.compression_quality_ef, a.compression_quality_no_ef, a.activation_quality)
+    if (s.target_kind != "c_local" or mono.unsupported or not mono.eta_h_falls or a.eta_h_floor > 1
+            or eta_h_divisor(a) < 1 or any(not 0 <= q <= 1 for t in tables for row in t.values() for q in row)):
+        return 0.0
+    (precision, flops), = s.peak_flops.items()
+    return s.target / (nodes * flops * a.mfu_for(precision)) / s.goodput
+
+
+def _cost_of(pools, used, nodes: float) -> float:
+    """The least cost of a plan of `used` with at least `nodes` nodes (a node-count bound in USD)."""
+    if not math.isfinite(nodes):
+        return math.inf
+    n = max(int(math.ceil(nodes - 1e-9)), len(used))
+    counts = cheapest_fill(pools, used, min(n, sum(pools[i].count for i in used)))
+    return fleet_cost_usd(pools, counts) if counts is not None else math.inf
+
+
+def _fastest_at_same_cost(pools, part: Part, batch: PlanBatch, deadline: float, solver: str):
+    """min_cost found the fewest nodes N*; when pools of price 0 give larger N the same cost, the
+    fastest plan of N* .. N_hi nodes (all of that cost) wins the tie."""
+    from planner.solve import optimise
+    n = int(batch.nodes[0])
+    cost = fleet_cost_usd(pools, cheapest_fill(pools, part.used, n))
+    high = min(affordable_nodes(pools, part.used, cost), part.space.max_nodes)
+    if high <= n:
+        return batch, 0
+    space = dataclasses.replace(part.space, min_nodes=n, max_nodes=high)
+    found, evaluations, _ = optimise(part.setting, space, "min_time", deadline, solver=solver)
+    return (found[0] if found is not None else batch), evaluations
+
+
+def best_part(results: list[PartResult]) -> PartResult | None:
+    """Least key (tie tolerance TIE_REL; its last entry is the part's index: ties to the earlier part)."""
+    best = None
+    for r in results:
+        if best is None or tie_less(r.key, best.key):
+            best = r
+    return best
+
+
+def plan_of(result: PartResult, pools: list[PoolSetting], is_moe: bool):
+    """The user-facing plan of a part's optimum, with its pool_nodes (cheapest fill)."""
+    from planner.solve import plan_from_batch
+    plan = plan_from_batch(result.batch, 0, is_moe)
+    data = plan.model_dump(exclude_none=True)
+    data["pool_nodes"] = {p.label: n for p, n in zip(pools, result.counts) if n}
+    return parse_plan(data, "<solver>")
+
+
+def solve_mixed(instance: Instance, objective: str, solver: str, deadline: float, start: float,
+                explain: bool = True):
+    """`planner.solve.solve` for a fleet of pools (arguments already checked there). `explain`:
+    say why when no plan exists (`explain_mixed`)."""
+    from planner.solve import AGREEMENT_REL, SolveResult, binding_limits
+    pools = pool_settings(instance)
+    maximise = objective == "max_compute"
+    found, evaluations, size = [], 0, 0
+    bound = 0.0 if maximise else math.inf
+    candidates = []
+    for params in instance.search.params or [None]:
+        size_found, size_bound, incumbent = [], (0.0 if maximise else math.inf), math.inf
+        listed = parts(instance, pools, params)
+        # min_time, max_compute: most pools first (they tend to be fastest; for min_time their time
+        # prunes the other parts); min_cost: fewest pools first, and a part may use only the nodes
+        # that cost at most the cheapest plan found so far (ties included)
+        order = range(len(listed)) if objective == "min_cost" else reversed(range(len(listed)))
+        for index in order:
+            part = listed[index]
+            if objective == "min_cost" and math.isfinite(incumbent):
+                top = min(part.space.max_nodes, affordable_nodes(pools, part.used, incumbent))
+                if top < part.space.min_nodes:
+                    continue              # every plan of the part costs more than the incumbent
+                part = part._replace(space=dataclasses.replace(part.space, max_nodes=top))
+            floor_s = compute_bound_s(part.setting, part.space.max_nodes) if objective == "min_time" else 0.0
+            if floor_s > incumbent * (1 + 1e-12):
+                size_bound = min(size_bound, floor_s)
+                continue                  # no plan of the part can reach the best time found
+            result, count, part_bound = solve_part(instance, pools, part, objective, solver, deadline, incumbent)
+            if result is not None and result.value < floor_s * (1 - 1e-9):     # the bound checked where it is used
+                raise AssertionError(f"compute bound {floor_s!r} s above a plan's time {result.value!r} s")
+            if result is not None:
+                result = result._replace(key=result.key + (index,))
+                if objective in ("min_time", "min_cost"):
+                    incumbent = min(incumbent, result.value)
+            evaluations += count
+            if len(listed) > MAX_COUNTED_PARTS:        # counting costs about a third of the solve
+                size = None
+            elif size is not None:
+                size += part.space.for_objective(part.setting, objective).size(part.setting)
+            if result is not None:
+                size_found.append(result)
+                part_bound = max(part_bound, result.value) if maximise else min(part_bound, result.value)
+            size_bound = max(size_bound, part_bound) if maximise else min(size_bound, part_bound)
+        best = best_part(size_found)
+        if instance.search.params:
+            candidates.append({"params": params, "objective_value": best.value if best else None,
+                               "bound": size_bound})
+        found += [best] if best is not None else []
+        bound = max(bound, size_bound) if maximise else min(bound, size_bound)
+    elapsed = time.perf_counter() - start
+    kind = instance.training.target_kind if maximise else None
+    common = dict(space_size=size, candidates=candidates, compute_kind=kind)
+    best = best_part([r._replace(key=r.key[:-1] + (k,)) for k, r in enumerate(found)])   # ties: the smaller size
+    if best is None:
+        if math.isfinite(deadline) and (bound > 0 if maximise else bound < math.inf):
+            return SolveResult(objective, solver, "time_limit", None, bound, None, elapsed, evaluations, **common)
+        reasons, fastest = explain_mixed(instance, pools, solver, deadline) if explain else ([], None)
+        return SolveResult(objective, solver, "infeasible", None, None, None, elapsed, evaluations,
+                           infeasibility=reasons, fastest_time_s=fastest, **common)
+    value = best.value
+    if maximise:
+        status = "optimal" if bound <= value * (1 + 1e-12) else "time_limit"
+        gap = 0.0 if status == "optimal" else (bound - value) / value
+    else:
+        status = "optimal" if bound >= value * (1 - 1e-12) else "time_limit"
+        gap = 0.0 if status == "optimal" else (value - bound) / value
+    plan = plan_of(best, pools, best.part.setting.is_moe)
+    result = evaluate_mixed(instance, plan, params=best.part.params, pools=pools)
+    rescored = result.values[{"min_time": "time_to_target_s", "min_cost": "cost_usd"}.get(objective, kind)]
+    if not abs(rescored - value) <= AGREEMENT_REL * abs(value):
+        raise AssertionError(f"re-scored objective {rescored!r} disagrees with the solver's {value!r}")
+    if maximise:
+        missed = [m for m in result.violations if m.startswith("duration-limit")]
+        result.violations = [m for m in result.violations if m not in missed]
+    space = dataclasses.replace(best.part.space, max_nodes=min(instance.fleet.nodes,
+                                                               instance.limits.max_nodes or math.inf))
+    return SolveResult(objective, solver, status, value, bound, gap, elapsed, evaluations, plan, result,
+                       binding=binding_limits(result, space, objective), model_params=result.setting.params, **common)
+
+
+def explain_mixed(instance: Instance, pools: list[PoolSetting], solver: str,
+                  deadline: float) -> tuple[list[str], float | None]:
+    """Why no plan exists, and the fastest plan's time to target in seconds when only the duration
+    limit is missed (else None). First the fastest plan over every subset of pools with no
+    duration limit (a min_time solve of the instance at the schema's longest run); when even that
+    has no plan, the uniform explanation of the other limits for every pool at once (paced by the
+    slowest), or, when the pools share no precision, for each pool alone."""
+    from planner.cost.duration import SECONDS_PER_DAY
+    from planner.schema.limits import MAX_DAYS
+    from planner.solve import explain_infeasible
+    if time.perf_counter() < deadline:
+        unlimited = instance.model_copy(update={"limits": instance.limits.model_copy(update={"max_days": MAX_DAYS})})
+        fastest = solve_mixed(unlimited, "min_time", solver, deadline, time.perf_counter(), explain=False)
+        if fastest.status == "optimal":
+            e = fastest.evaluation
+            days = e.values["time_to_target_s"] / SECONDS_PER_DAY
+            at_goodput = f" at goodput {e.setting.goodput:g}" if e.setting.goodput < 1 else ""
+            limit = pools[0].setting.window_s / SECONDS_PER_DAY
+            used = " + ".join(f"{n} x {name}" for name, n in fastest.plan.pool_nodes.items())
+            return [f"duration-limit: the fastest plan ({used}) reaches the target in {days:,.1f} days{at_goodput}, "
+                    f"the limit is {limit:,.1f} days"], float(e.values["time_to_target_s"])
+    space = base_space(instance, pools)
+    everything = tuple(range(len(pools)))
+    common = [p for p in space.precisions if not unsupported(pools, everything, p)]
+    groups = [(everything, common)] if common else [((i,), [p for p in space.precisions if p in pools[i].precisions])
+                                                      for i in range(len(pools))]
+    reasons = []
+    sites = site_network(instance)
+    for used, precisions in groups:
+        if not precisions:
+            continue
+        s = mixed_setting(pools, used, precisions[0], sites).replace(
+            peak_flops={p: mixed_setting(pools, used, p).peak_flops[p] for p in precisions},
+            max_nodes=instance.limits.max_nodes, budget_usd=instance.limits.budget_usd)
+        part_space = dataclasses.replace(space, precisions=tuple(precisions),
+                                         max_nodes=min(sum(pools[i].count for i in used),
+                                                       instance.limits.max_nodes or math.inf))
+        label = "every pool (paced by the slowest)" if len(used) > 1 else f"pool {pools[used[0]].label!r} alone"
+        lines, _ = explain_infeasible(s, part_space, deadline)
+        reasons += [f"{label}: {line}" for line in lines if not line.startswith("duration-limit")]
+    return reasons, None

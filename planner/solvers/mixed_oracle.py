@@ -1,0 +1,67 @@
+"""The exhaustive oracle of a fleet of pools: every assignment of nodes to pools, every plan.
+
+For every vector of counts (n_1, ..., n_P), 0 <= n_p <= count_p, not all zero, within
+limits.max_nodes, search.min_nodes and the budget (its cost sum_p n_p x node price_p, not the
+cheapest fill the planner reasons with), and every precision all pools used run, the plans of
+exactly N = sum_p n_p nodes are scored one by one by `planner.solvers.exhaustive` in the plan's
+`mixed_setting`. The best is kept by the objective's key (as `planner.solvers.mixed`: time then
+cost; cost then time; compute then cost). It shares the cost model with the planner but none of
+its reasoning (pool subsets, cheapest fill, budget and node caps per subset, the tie at equal
+cost), and its work is the product of the pool counts times the plan space: for small instances
+(tests/test_fleet_planner.py, scripts/check_mixed_oracle.py).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from itertools import product
+
+from planner.cost.score import time_to_target
+from planner.evaluate import with_params
+from planner.fleet.network import site_network
+from planner.fleet.pools import pool_settings
+from planner.fleet.replicas import fleet_cost_usd, mixed_setting, unsupported, used_pools
+from planner.objectives import tie_less
+from planner.schema.instance import Instance
+from planner.solvers import exhaustive
+from planner.solvers.mixed import base_space, unit_price
+
+
+def oracle(instance: Instance, objective: str | None = None) -> tuple[float, tuple[float, ...], list[int]] | None:
+    """(objective value, comparison key, counts) of the best mixed plan, or None when none meets
+    every limit. Values: seconds (min_time), USD (min_cost), FLOP (max_compute)."""
+    objective = objective or instance.objective
+    pools = pool_settings(instance)
+    space = base_space(instance, pools)
+    cap = instance.limits.max_nodes or math.inf
+    budget = instance.limits.budget_usd
+    sites = site_network(instance)
+    best = None
+    for counts in product(*(range(p.count + 1) for p in pools)):
+        n = sum(counts)
+        cost = fleet_cost_usd(pools, counts)
+        if n == 0 or n > cap or n < space.min_nodes or (budget is not None and cost > budget):
+            continue
+        used = used_pools(counts)
+        for precision in space.precisions:
+            if unsupported(pools, used, precision):
+                continue
+            s = mixed_setting(pools, used, precision, sites)
+            for params in instance.search.params or [None]:
+                sized = unit_price(s if params is None else with_params(s, params))
+                fixed = dataclasses.replace(space, precisions=(precision,), min_nodes=n, max_nodes=n)
+                found, _ = exhaustive.optimise(sized, fixed.for_objective(sized, objective), objective)
+                if found is None:
+                    continue
+                batch, value = found
+                if objective == "min_cost":
+                    key = (cost, float(time_to_target(sized, batch)["time_to_target_s"][0]))
+                    value = cost
+                elif objective == "max_compute":
+                    key = (-value, cost)
+                else:
+                    key = (value, cost)
+                if best is None or tie_less(key, best[1]):
+                    best = (value, key, list(counts))
+    return best

@@ -1,0 +1,99 @@
+"""Compare the mixed-fleet planner (planner.solvers.mixed) with its exhaustive oracle
+(planner.solvers.mixed_oracle) on seeded random small instances of 1 to 3 pools
+(planner.fleet.samples). Prints the disagreements (none expected), how many instances were
+feasible and how many optima use several pools, and the time of each side.
+
+    python scripts/check_mixed_oracle.py [--count 200] [--seed 12]
+    python scripts/check_mixed_oracle.py --shipped
+
+`--shipped` compares them on the shipped instances instead: mixed-a100-h100 and mixed-six-sites as
+they are (about 30 s and 45 s of oracle), and mixed-governance-cities with 1 node per city instead
+of 40, H <= 8, R <= 4 and objective max_compute (its 41^6 assignments and the default H <= 10^4
+are beyond the oracle; with 6 nodes no plan reaches the target, so the most compute is compared). Exit 1 on any disagreement.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+
+import numpy as np
+
+from planner.fleet.samples import random_instance
+from planner.schema.instance import parse_instance
+from planner.solve import solve
+from planner.solvers.mixed_oracle import oracle
+
+
+def agree(result, best) -> bool:
+    """Same verdict, and the same objective value to 1e-9 relative."""
+    value = result.objective_value if result.status == "optimal" else None
+    if value is None or best is None:
+        return value is None and best is None
+    return abs(value - best[0]) <= 1e-9 * abs(best[0])
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--count", type=int, default=200)
+    parser.add_argument("--seed", type=int, default=12)
+    parser.add_argument("--shipped", action="store_true", help="the shipped mixed instances instead")
+    args = parser.parse_args()
+    if args.shipped:
+        return shipped()
+    rng = np.random.default_rng(args.seed)
+    disagreements, feasible, several, planner_s, oracle_s = 0, 0, 0, 0.0, 0.0
+    for k in range(args.count):
+        instance = parse_instance(random_instance(rng))
+        start = time.perf_counter()
+        result = solve(instance)
+        planner_s += time.perf_counter() - start
+        start = time.perf_counter()
+        best = oracle(instance)
+        oracle_s += time.perf_counter() - start
+        if result.status == "optimal":
+            feasible += 1
+            several += len(result.plan.pool_nodes) > 1
+        if not agree(result, best):
+            disagreements += 1
+            print(f"instance {k}: planner {result.status} {result.objective_value} "
+                  f"{result.plan.pool_nodes if result.plan else None}; oracle {best}")
+    print(f"{args.count} instances (seed {args.seed}): {disagreements} disagreements; {feasible} feasible, "
+          f"{several} optima on several pools; planner {planner_s:.1f} s, oracle {oracle_s:.1f} s; "
+          f"load average {os.getloadavg()[0]:.2f}")
+    return 1 if disagreements else 0
+
+
+def shipped() -> int:
+    """The shipped mixed instances (the governance one reduced: module docstring) against the oracle."""
+    import json
+    from pathlib import Path
+    folder = Path(__file__).resolve().parents[1] / "instances"
+    disagreements = 0
+    for name in ("mixed-a100-h100", "mixed-six-sites", "mixed-governance-cities"):
+        data = json.loads((folder / f"{name}.json").read_text())
+        if name == "mixed-governance-cities":
+            for pool in data["fleet"]["pools"]:
+                pool["count"] = 1
+            data["search"] = {"max_inner_steps": 8, "max_regional_rounds": 4}
+            data["objective"] = "max_compute"
+        instance = parse_instance(data)
+        start = time.perf_counter()
+        result = solve(instance)
+        planner_s = time.perf_counter() - start
+        start = time.perf_counter()
+        best = oracle(instance)
+        oracle_s = time.perf_counter() - start
+        ok = agree(result, best)
+        disagreements += not ok
+        print(f"{name}{' (1 node per city, H <= 8, R <= 4, max_compute)' if name == 'mixed-governance-cities' else ''}: "
+              f"{'agree' if ok else 'DISAGREE'}; planner {result.objective_value} "
+              f"{result.plan.pool_nodes if result.plan else None} in {planner_s:.1f} s, oracle "
+              f"{best[0] if best else None} in {oracle_s:.1f} s; load average {os.getloadavg()[0]:.2f}")
+    return 1 if disagreements else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
