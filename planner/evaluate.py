@@ -117,7 +117,8 @@ def physics_assumptions(instance: Instance):
     checkpoints and churn (`physics.failure_goodput`) in place of fleet.goodput."""
     a = instance.resolved_assumptions()
     explicit = instance.assumptions.mfu is not None or "mfu" in instance.assumptions.constants
-    a = physics.resolve_mfu(a, _hardware(instance).accelerator, explicit)
+    moe = instance.model.active_params < instance.model.params
+    a = physics.resolve_mfu(a, _hardware(instance).accelerator, explicit, moe)
     goodput = instance.fleet.goodput
     if a.failures:
         hw = _hardware(instance)
@@ -146,7 +147,7 @@ def batch_from_plan(setting: Setting, plan: Plan) -> PlanBatch:
                         compression=plan.compression, streaming=plan.streaming, stages=stages,
                         group_size=plan.group_size or 1, regional_rounds=plan.regional_rounds,
                         micro_batches=plan.micro_batches, activation_compression=plan.activation_compression,
-                        expert_parallel=ep)
+                        schedule=plan.schedule_code, zero_shards=plan.zero_shards or 1, expert_parallel=ep)
 
 
 def evaluate(instance: Instance, plan: Plan, params: float | None = None) -> Evaluation:
@@ -195,6 +196,9 @@ def _violation_messages(e: Evaluation) -> list[str]:
 
 
 def _structure_message(b: PlanBatch, v: dict[str, float]) -> str:
+    if b.mode == "flat":
+        return (f"a replica sharded over zero_shards = {int(b.zero_shards[0])} nodes needs at least that many, "
+                f"got {int(b.nodes[0])}")
     if b.mode == "pipeline_wan":
         return f"a pipeline over the WAN needs at least 2 stages and {int(b.stages[0])} nodes, got {int(b.nodes[0])}"
     unit = "group_size" if b.mode == "hierarchical" else "stages"

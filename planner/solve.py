@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 
 from planner.solvers import bnb
+from planner.cost.assumptions import PIPELINE_SCHEDULES
 from planner.cost.duration import SECONDS_PER_DAY
 from planner.cost.setting import PlanBatch, Setting
 from planner.schema.errors import InputError, Problem
@@ -247,11 +248,15 @@ def plan_from_batch(b: PlanBatch, i: int, is_moe: bool) -> Plan:
     if b.mode != "pipeline_wan":
         data.update(inner_steps=int(b.inner_steps[i]), compression=float(b.compression[i]),
                     streaming=bool(b.streaming[i]))
+    if b.mode == "flat" and int(b.zero_shards[i]) > 1:     # a ZeRO-3 replica the planner chose (dtplan)
+        data["zero_shards"] = int(b.zero_shards[i])
     if b.mode == "hierarchical":
         data.update(group_size=int(b.group_size[i]), regional_rounds=int(b.regional_rounds[i]))
     if b.mode in ("pp_group", "pipeline_wan"):
         data.update(stages=int(b.stages[i]), micro_batches=int(b.micro_batches[i]),
                     activation_compression=float(b.activation_compression[i]))
+        if int(b.schedule[i]):      # a schedule the planner chose (dtplan), not the profile's
+            data["pipeline_schedule"] = PIPELINE_SCHEDULES[int(b.schedule[i]) - 1]
     if is_moe:
         data["expert_parallel"] = b.expert_parallel
     return parse_plan(data, "<solver>")

@@ -38,11 +38,33 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from planner.cost import memory
+from planner.cost import memory, physics
 from planner.cost.modes import throughput
 from planner.cost.setting import PlanBatch, Setting
 
 MODE_ORDER = ("flat", "hierarchical", "pp_group", "pipeline_wan")
+SCHEDULE_CODES = (1, 2, 3, 4)     # gpipe, 1f1b, interleaved, zero_bubble (physics.schedule_codes)
+
+
+def schedules_searched(a) -> tuple[int, ...]:
+    """The pipeline schedule codes the space lists: the profile's (0) unless the schedule is a
+    decision (dtplan): 1F1B, interleaved and zero-bubble. GPipe is left out of the declared space:
+    1F1B has the same pipeline step and never holds more activations (min(M, S) <= M). None of
+    the three dominates the others in every case: zero-bubble has a bubble of its own below
+    2 S - 1 micro-batches, interleaved pays v times the link transfers, and with activation
+    memory zero-bubble and interleaved hold more than 1F1B (physics.pipeline_ticks,
+    physics.in_flight_micro_batches)."""
+    return SCHEDULE_CODES[1:] if a.search_pipeline_schedules else (0,)
+
+
+ZERO_SHARD_SIZES = (2, 4, 8, 16, 32, 64, 128, 256)   # Z candidates (powers of two, within search.group_sizes)
+
+
+def every_micro_batch(a) -> bool:
+    """Whether the space must list every micro-batch count M as a class of its own: the dtplan
+    terms under which the outer step or the memory depends on M beyond the pipeline step (the
+    blocking sync's overlap window, activations in flight), or the schedule is a decision."""
+    return a.dp_overlap or a.activation_memory or a.search_pipeline_schedules
 PRECISION_ORDER = ("fp16", "fp8", "fp4")
 
 
@@ -73,9 +95,16 @@ class DecisionSpace:
         monotone = not (objective == "max_compute" and setting.target_kind == "c_local"
                         and setting.assumptions.replica_penalty == "chinchilla")
         if monotone:
+            space = self
             # dtplan's overlap of a blocking sync with the last micro-batch's backward pass
             # (physics.overlap_window_s) makes the outer step depend on M beyond t_step
-            return replace(self, all_micro_batches=True) if setting.assumptions.dp_overlap else self
+            if every_micro_batch(setting.assumptions):
+                space = replace(space, all_micro_batches=True)
+            # dtplan's fragmented streaming sync (physics.streaming_outer_s) pays p fragment
+            # latencies and a bounded overlap window, so it no longer dominates a blocking sync
+            if physics.fragments_on(setting.assumptions) and self.streaming == (True,) and self.streaming_off_allowed:
+                space = replace(space, streaming=(True, False))
+            return space
         streaming = (True, False) if self.streaming == (True,) and self.streaming_off_allowed else self.streaming
         return replace(self, streaming=streaming, all_micro_batches=True)
 
@@ -164,9 +193,13 @@ class DecisionSpace:
         return Classes(rows, as_array(n_lo), as_array(n_hi), as_array(unit), as_array(self.min_nodes), m, step)
 
     def _flat(self, s: Setting, precision: str, ep: str) -> "Classes":
-        g = self._grid(compression=self.compression, streaming=self.streaming)
+        shards = (1,)
+        if s.assumptions.search_zero_shards and not s.is_moe:      # dtplan: ZeRO-3 over Z co-located nodes
+            shards += tuple(z for z in self.group_sizes if z <= self.max_nodes and z in ZERO_SHARD_SIZES)
+        g = self._grid(compression=self.compression, streaming=self.streaming, zero_shards=shards)
         rows = PlanBatch.of("flat", precision, nodes=1, expert_parallel=ep, **g)
-        return self._classes(rows, max(1, self.min_nodes), self.max_nodes, 1)
+        z = rows.zero_shards      # a plan of n replicas uses N = max(n Z, min_nodes) nodes
+        return self._classes(rows, np.maximum(1, self.min_nodes // z), self.max_nodes // z, z)
 
     def _hierarchical(self, s: Setting, precision: str, ep: str) -> "Classes | None":
         g = self._grid(group_size=self.group_sizes, compression=self.compression, streaming=self.streaming)
@@ -187,20 +220,43 @@ class DecisionSpace:
         stages = self._stage_range(s, precision)
         if stages.size == 0:
             return None
+        if self.all_micro_batches and every_micro_batch(s.assumptions):
+            # the outer step also depends on M through the overlap window, or memory does through the
+            # activations in flight, or the schedule is a decision: not ordered by the pipeline step,
+            # so every (S, Ca, schedule, M) is a class of its own (no member axis)
+            schedules = schedules_searched(s.assumptions)
+            g = self._grid(stages=stages, activation_compression=self.activation_compression, schedule=schedules,
+                           micro_batches=np.arange(1, self.max_micro_batches + 1))
+            rows = PlanBatch.of(mode, precision, nodes=1, **g)
+            if len(schedules) > 1 and not s.assumptions.activation_memory:
+                rows = rows.take(self._fastest_schedule(s, mode, precision, rows, len(schedules)))
+            return rows, None
         g = self._grid(stages=stages, activation_compression=self.activation_compression,
                        micro_batches=np.arange(1, self.max_micro_batches + 1))
         probe = PlanBatch.of(mode, precision, nodes=2 * g["stages"], **g)
         t_step = throughput(s, probe)["t_step_s"].reshape(stages.size * len(self.activation_compression), -1)
         sa = self._grid(stages=stages, activation_compression=self.activation_compression)
-        if self.all_micro_batches and s.assumptions.dp_overlap:
-            # the outer step also depends on M through the overlap window: not ordered by the
-            # pipeline step, so every M is a class of its own (no member axis)
-            return PlanBatch.of(mode, precision, nodes=1, **g), None
         order = np.argsort(t_step, axis=1, kind="stable")          # M - 1 by pipeline step, ties to the smaller M
         rows = PlanBatch.of(mode, precision, nodes=1, micro_batches=order[:, 0] + 1, **sa)
         if self.all_micro_batches:
             return rows, (order + 1, np.take_along_axis(t_step, order, axis=1))
         return rows, None
+
+    def _fastest_schedule(self, s: Setting, mode: str, precision: str, rows: PlanBatch, count: int) -> np.ndarray:
+        """Indices of the rows that keep, per (S, Ca, M), only the schedule of least pipeline step
+        (ties to the first listed). Exact without activation memory: the schedules then differ in
+        nothing but the pipeline step (the same memory, overlap window c = t_comp / (S M), sync and
+        eta_A), the time to target is non-decreasing in it, and the tie order puts the shorter
+        step before the schedule. `rows` come from a grid whose schedule axis (of `count`) lies
+        just before the M axis."""
+        t_step = throughput(s, PlanBatch.of(mode, precision, nodes=2 * rows.stages, stages=rows.stages,
+                                            activation_compression=rows.activation_compression,
+                                            micro_batches=rows.micro_batches, schedule=rows.schedule))["t_step_s"]
+        m = self.max_micro_batches
+        grid = t_step.reshape(-1, count, m)                  # (S x Ca, schedule, M)
+        best = np.argmin(grid, axis=1)                       # first minimum: ties to the first listed
+        base = np.arange(grid.shape[0])[:, None] * count * m
+        return (base + best * m + np.arange(m)[None, :]).ravel()
 
     def _pp_group(self, s: Setting, precision: str, ep: str) -> "Classes | None":
         built = self._pipelines(s, "pp_group", precision)

@@ -103,13 +103,15 @@ def load_run(name: str, profile: str = "reference", constants: dict | None = Non
     instance is written, or under `dtplan` (`dtplan_raw`)."""
     reported = tomllib.loads((PUBLISHED / f"{name}.reported.toml").read_text())
     raw = json.loads((PUBLISHED / f"{name}.json").read_text())
+    plan = load_plan(PUBLISHED / f"{name}.plan.json")
     if profile == "dtplan":
         spec = reported.get("dtplan", {})
         raw = dtplan_raw(raw, {**spec, "constants": {**spec.get("constants", {}), **(constants or {})}})
+        if "calibrate" in reported:
+            raw = calibrated(raw, plan, reported["calibrate"])
         instance = parse_instance(raw)
     else:
         instance = load_instance(PUBLISHED / f"{name}.json")
-    plan = load_plan(PUBLISHED / f"{name}.plan.json")
     problems = check_plan_against(instance, plan)
     if problems:
         raise ValueError(f"{name}: plan does not fit its instance: {problems}")
@@ -125,6 +127,28 @@ def dtplan_raw(raw: dict, spec: dict) -> dict:
     a["profile"] = "dtplan"
     a["constants"] = {**a.get("constants", {}), **spec.get("constants", {})}
     return {**raw, "assumptions": a}
+
+
+def calibrated(raw: dict, plan, spec: dict) -> dict:
+    """The instance with its unreported step time re-calibrated under its own profile: the
+    reported file's `[calibrate]` names a reported data-parallel bandwidth (Gb/s for 90%
+    utilisation, `value`); training.local_batch_tokens B is scaled until the plan run as data
+    parallelism needs exactly that bandwidth under the instance's profile. The instance as
+    written was calibrated under the reference's sync formula; a profile with another sync
+    formula (dtplan's ring over concurrent links, overlapped with the backward pass) needs its
+    own calibration, else it is fed a different step time than the one the table implies.
+    The bandwidth needed falls as 1 / B when the RTT is 0 (both the sync and the window it must
+    fit in are proportional), so B <- B x need(B) / value converges in one or two rounds (B is a
+    whole number of tokens, so to within 1 / B)."""
+    target = float(spec["value"])
+    dp = data_parallel_plan(plan)
+    for _ in range(20):
+        need = bandwidth_for_utilisation(raw, dp, float(spec.get("utilisation", 0.90)))
+        tokens = round(raw["training"]["local_batch_tokens"] * need / target)
+        if tokens == raw["training"]["local_batch_tokens"]:
+            return raw
+        raw = {**raw, "training": {**raw["training"], "local_batch_tokens": tokens}}
+    raise ValueError(f"calibration to {target} Gb/s did not converge")
 
 
 def predicted_quantities(instance, plan, evaluation) -> dict[str, float]:
@@ -311,7 +335,7 @@ outcomes in `instances/published/` (sources: `../shared/data/published_runs.md`)
 evaluated with its own plan; the error is predicted / reported - 1. Nothing is fitted to the
 reported outcome except where a row's instance says so (INTELLECT-1's MFU and bandwidth are derived
 from its reported per-step compute and sync time; Streaming DiLoCo's step time is calibrated on the
-table's data-parallel bandwidth: see their notes). OpenDiLoCo's bandwidth is the one derived for
+table's data-parallel bandwidth, under each profile with that profile's own sync formula: see their notes). OpenDiLoCo's bandwidth is the one derived for
 INTELLECT-1, used as a prior, not fitted to OpenDiLoCo. Every instance's `description` lists the inputs
 that are assumed rather than reported.
 
@@ -410,12 +434,15 @@ def render(results: list[dict], skipped: list[tuple[str, str]], dtplan: list[dic
                 cells += [s["status"], "-", "-"]
         lines.append(f"| {r['run']} | {_days(c['run_time_to_target_days'])} | " + " | ".join(cells) + " |")
     lines += ["", "## Streaming DiLoCo: what the error means", "",
-              "Independent of the calibrated step time (RTT 0), dtplan predicts the ratio of data-parallel (bf16, H = 1, "
-              "blocking) to Streaming DiLoCo (fp4, H = 100, full overlap) bandwidth at 90% utilisation to be "
-              "(16 x 9) / (4 / (100 / 0.9)) = 4,000; Table 4's ratios are 184 / 6.2 = 30, 222 / 1.4 = 159 and 391 / 1.1 = 355. "
-              "dtplan's streaming overlaps the whole sync with all H inner steps; Streaming DiLoCo overlaps each "
-              "fragment's sync with only a few inner steps, so it needs far more bandwidth than dtplan's model of it. "
-              "An input for the overlap window (steps the sync may hide behind) is not in the schema."]
+              "Independent of the calibrated step time (RTT 0), the reference profile predicts the ratio of "
+              "data-parallel (bf16, H = 1, blocking) to Streaming DiLoCo (fp4, H = 100, whole sync overlapped with "
+              "the whole outer step) bandwidth at 90% utilisation to be (16 x 9) / (4 / (100 / 0.9)) = 4,000. Under "
+              "dtplan the data-parallel sync is a ring overlapped with the backward pass (t_sync = 7/9 t_step at 90%) "
+              "and Streaming DiLoCo syncs p fragments, each of which may overlap tau inner steps "
+              "(docs/physics.md, section 4), so the ratio is (16 x 9 / 7) / (4 / (p tau + H / 9)) = 160 at p = 20, "
+              "tau = 1, the same at every model size. Table 4's ratios are 184 / 6.2 = 30, 222 / 1.4 = 159 and "
+              "391 / 1.1 = 355: they change with model size, which no fixed fragment structure reproduces (see the "
+              "runs' `missing` above)."]
     ranged = [r for r in results if r["bandwidth_range"]]
     if ranged:
         targets = [u for u, _ in ranged[0]["bandwidth_range"]]
@@ -475,7 +502,7 @@ def render_dtplan(results: list[dict], dtplan: list[dict]) -> list[str]:
              "achieved MFU per accelerator from models/mfu.json (each entry with its source; the one entry fitted on a "
              "run here, TPU v4 on PaLM, says so), a ring all-reduce over concurrent up and down links, the blocking "
              "sync overlapped bucket by bucket with the last backward pass, and per-stage payloads in PP-group "
-             "DiLoCo. What a run did (its pipeline schedule, compressor, failure inputs) is set per run in its "
+             "DiLoCo; mixture-of-experts models take the table's MoE figure where it has one. What a run did (its pipeline schedule, compressor, failure inputs) is set per run in its "
              "reported file's `[dtplan]` table, from the run's description, never fitted to the compared figure; "
              "a constant taken from one run is named and used unchanged on the others.", "",
              f"Headline quantity of each run (the wall-clock with goodput where it is one): **{within} of "

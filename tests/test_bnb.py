@@ -17,7 +17,7 @@ from planner.cost.score import score
 from planner.cost.setting import PlanBatch, Setting
 from planner.solvers.bnb import TIE_REL, tie_key
 from planner.solve import optimise
-from planner.space import DecisionSpace
+from planner.space import ZERO_SHARD_SIZES, DecisionSpace, schedules_searched
 
 LIMITS = ("memory-cap", "node-limit", "structure", "duration-limit", "budget-limit")
 
@@ -66,12 +66,16 @@ def naive(setting: Setting, space: DecisionSpace, objective: str, streaming=(Tru
             axes = dict(nodes=range(space.min_nodes, space.max_nodes + 1), compression=space.compression,
                         streaming=streaming, inner_steps=range(1, space.max_inner_steps + 1),
                         stages=[1], group_size=[1], regional_rounds=[1], micro_batches=[8],
-                        activation_compression=[4.0])
+                        activation_compression=[4.0], schedule=[0], zero_shards=[1])
+            if mode == "flat" and setting.assumptions.search_zero_shards and not setting.is_moe:
+                axes.update(zero_shards=(1, *(z for z in space.group_sizes if z in ZERO_SHARD_SIZES)))   # dtplan: ZeRO-3
             if mode == "hierarchical":
                 axes.update(group_size=space.group_sizes, regional_rounds=range(1, space.max_regional_rounds + 1))
             if mode in ("pp_group", "pipeline_wan"):
                 axes.update(stages=range(1, space.max_stages + 1), micro_batches=range(1, space.max_micro_batches + 1),
                             activation_compression=space.activation_compression)
+                if setting.assumptions.search_pipeline_schedules:     # dtplan: the schedule is a decision
+                    axes.update(schedule=schedules_searched(setting.assumptions))
             if mode == "pipeline_wan":
                 axes.update(inner_steps=[1], compression=[1.0], streaming=[True])
             grid = np.meshgrid(*[np.asarray(list(v)) for v in axes.values()], indexing="ij")

@@ -99,11 +99,19 @@ class Assumptions:
     inner_optimizer: str = "reference"           # reference | adamw | muon | demo (models/optimizers.json)
     pipeline_schedule: str = "gpipe"             # gpipe | 1f1b | interleaved | zero_bubble
     pipeline_chunks: float = 1.0                 # interleaved: model chunks v per pipeline rank
+    search_pipeline_schedules: bool = False      # the planner chooses the schedule per pipeline plan (a decision)
+    activation_memory: bool = False              # pipeline stages hold their in-flight activations (per schedule)
+    activation_bytes_per_token_layer_h: float = 34.0   # bytes per token per layer / h (Korthikanti et al. 2022)
+    search_zero_shards: bool = False             # the planner may shard a flat replica's state over Z nodes (ZeRO-3)
+    tensor_parallel: float = 0.0                 # T accelerators per tensor-parallel group inside a node; 0 = in u
+    intra_node_gb_per_s: float = 450.0           # per accelerator and direction (H100 NVLink 4: 900 GB/s both ways)
     failures: bool = False                       # goodput from MTBF and checkpoints (replaces fleet.goodput)
     accelerator_mtbf_h: float = 50_000.0         # hours between failures of one accelerator
     checkpoint_write_s: float = 60.0             # time to write one checkpoint (training paused)
     checkpoint_restore_s: float = 600.0          # time to restart and restore after a failure
     churn_per_node_h: float = 0.0                # volunteer departures per node per hour (each costs a restore)
+    streaming_fragments: float = 1.0             # streaming sync in p fragments (Streaming DiLoCo); 1 = whole model
+    streaming_overlap_steps: float = 0.0         # inner steps a fragment may overlap (tau); 0 = the whole interval
     demonstrated_warnings: bool = False          # warn where a plan leaves the settings shown at scale
     # -- section 3: straggler factor f(n) -----------------------------------------
     straggler_sync_coefficient: float = 0.05     # synchronous: 1 + c log2 n
@@ -215,8 +223,9 @@ CHOICE_CONSTANTS = {"scenario": SCENARIOS, "straggler": STRAGGLER_STRATEGIES, "r
                     "compressor": COMPRESSORS, "sync_pattern": SYNC_PATTERNS, "pipeline_schedule": PIPELINE_SCHEDULES,
                     "inner_optimizer": INNER_OPTIMIZERS, "compressor_preset": compressor_preset_names()}
 BOOL_CONSTANTS = ("error_feedback", "mfu_from_table", "dp_overlap", "concurrent_up_down", "per_stage_payload",
-                  "failures", "demonstrated_warnings")
-PHYSICS_ZERO_ALLOWED = ("mfu_fp8", "mfu_fp4", "compressor_scale_bits", "error_feedback_bytes", "churn_per_node_h", "checkpoint_write_s",
+                  "failures", "demonstrated_warnings", "search_pipeline_schedules", "activation_memory",
+                  "search_zero_shards")
+PHYSICS_ZERO_ALLOWED = ("mfu_fp8", "mfu_fp4", "streaming_overlap_steps", "tensor_parallel", "compressor_scale_bits", "error_feedback_bytes", "churn_per_node_h", "checkpoint_write_s",
                         "checkpoint_restore_s", "compressor_index_bits")
 
 TABLE_FIELDS = ("compression_quality_ef", "compression_quality_no_ef", "activation_quality")

@@ -40,6 +40,10 @@ def _common(s: Setting, b: PlanBatch) -> dict[str, np.ndarray]:
     a = s.assumptions
     flops = s.peak_flops[b.precision]
     t_comp = timing.compute_time_s(s.active_params, s.local_batch_tokens, flops, a.mfu_for(b.precision))
+    if a.tensor_parallel > 1:       # dtplan: tensor-parallel collectives inside the node (physics.tensor_parallel_s)
+        hidden = s.hidden_size if s.hidden_size is not None else timing.hidden_size(s.params, a.hidden_size_coefficient)
+        t_comp = t_comp + physics.tensor_parallel_s(a, s.active_params, hidden, s.local_batch_tokens, b.precision,
+                                                    s.accelerators_per_node)
     per_stage = a.per_stage_payload and b.mode == "pp_group"
     payload = physics.payload_bits(a, s.params, b.precision, b.compression, b.stages, per_stage)
     return {"t_comp_s": np.broadcast_to(t_comp, b.nodes.shape).astype(float), "payload_bits": _f(payload)}
@@ -70,14 +74,15 @@ def _wan_sync(s: Setting, payload, parties):
     return base, f, base * f
 
 
-def _outer(s: Setting, block, t_sync, streaming, last_micro_batch_compute_s):
-    """Outer step: max(block, t_sync) with streaming; without, block + the sync's exposed part
-    (all of it unless the dtplan overlap term is on: `physics.exposed_sync_s`)."""
+def _outer(s: Setting, block, t_sync, streaming, last_micro_batch_compute_s, h, t_step, t_frag):
+    """Outer step: with streaming max(block, t_sync), or under dtplan's fragment model
+    `physics.streaming_outer_s`; without, block + the sync's exposed part (all of it unless the
+    dtplan overlap term is on: `physics.exposed_sync_s`)."""
     a = s.assumptions
-    if not a.dp_overlap:
+    if not a.dp_overlap and not physics.fragments_on(a):
         return timing.outer_time_s(block, t_sync, streaming)
     exposed = physics.exposed_sync_s(a, t_sync, physics.overlap_window_s(a, last_micro_batch_compute_s))
-    return np.where(streaming, np.maximum(block, t_sync), block + exposed)
+    return np.where(streaming, physics.streaming_outer_s(a, h, t_step, t_sync, t_frag), block + exposed)
 
 
 def flat(s: Setting, b: PlanBatch) -> dict[str, np.ndarray]:
@@ -86,22 +91,35 @@ def flat(s: Setting, b: PlanBatch) -> dict[str, np.ndarray]:
     t_step = t_comp (+ t_ep); t_sync = t_wan(N); outer = max(H t_step, t_sync) with
     streaming, the sum without; tokens per outer step B N H. N = 1 is local training:
     the outer step is H t_comp and t_sync is reported but never charged.
+
+    dtplan's ZeRO-3 decision (zero_shards Z > 1): a replica is Z co-located nodes sharding its
+    state (P beta / Z per node), G = floor(N / Z) replicas; t_step = `physics.zero3_step_s`
+    over the regional link; each node syncs its own shard, P / Z of the payload, with the same
+    shard of the other G - 1 replicas over the WAN; tokens per outer step B G H.
     """
     out = _common(s, b)
     n = _f(b.nodes)
     h = _f(b.inner_steps)
+    z = _f(b.zero_shards)
+    sharded = z > 1
+    g = np.where(sharded, np.floor(n / z), n)
     degree, t_ep = _expert_parallel(s, b, b.group_size)
     t_step = out["t_comp_s"] + t_ep
-    base, f, t_sync = _wan_sync(s, out["payload_bits"], n)
+    if sharded.any():
+        t_fsdp = physics.zero3_comm_s(s.assumptions, s.params, b.precision, z, s.regional_bps, s.regional_rtt_s)
+        t_step = np.where(sharded, physics.zero3_step_s(out["t_comp_s"], z, t_fsdp) + t_ep, t_step)
+        out["payload_bits"] = np.where(sharded, out["payload_bits"] / z, out["payload_bits"])
+    base, f, t_sync = _wan_sync(s, out["payload_bits"], g)
     block = h * t_step
-    outer = np.where(n > 1, _outer(s, block, t_sync, b.streaming, out["t_comp_s"]), block)
+    t_frag = physics.fragment_sync_s(s.assumptions, base, f, s.wan_rtt_s)
+    outer = np.where(g > 1, _outer(s, block, t_sync, b.streaming, out["t_comp_s"] / z, h, t_step, t_frag), block)
     out.update(_zero_pipeline(out["t_comp_s"]), t_ep_s=t_ep, t_step_s=t_step,
                t_sync_base_s=base, f_sync=f, t_sync_s=t_sync, **_no_regional(n),
                compute_block_s=block, outer_time_s=outer,
-               tokens_per_outer=s.local_batch_tokens * n * h * throughput_fraction(s.assumptions),
-               groups=n, replicas=n, h_eff=h, eta_activation=np.ones_like(n),
-               state_bytes_per_node=_data_parallel_state(s, b, degree),
-               synchronised=(n > 1).astype(float))
+               tokens_per_outer=s.local_batch_tokens * g * h * throughput_fraction(s.assumptions),
+               groups=g, replicas=g, h_eff=h, eta_activation=np.ones_like(n),
+               state_bytes_per_node=_data_parallel_state(s, b, degree) / z,
+               synchronised=(g > 1).astype(float))
     return out
 
 
@@ -147,15 +165,17 @@ def _pipeline(s: Setting, b: PlanBatch, out, link_bps: float, link_rtt_s: float)
     act = timing.activation_bits(s.local_batch_tokens, hidden, a.activation_bytes(b.precision), b.activation_compression)
     f_pp = straggler_factor(stages, a)
     t_pp, ticks, c, x, k = physics.pipeline_parts_s(a, out["t_comp_s"], stages, b.micro_batches, act, link_bps,
-                                                    link_rtt_s, f_pp)
+                                                    link_rtt_s, f_pp, b.schedule)
     link = ticks * k * (x + link_rtt_s)
-    parts = {"step_compute_s": _f(b.micro_batches) * c, "step_bubble_s": (stages - 1.0) * c if a.pipeline_schedule == "gpipe"
-             else (ticks - _f(b.micro_batches)) * c,
+    m = _f(b.micro_batches)
+    gpipe = physics.schedule_codes(a, b.schedule) == physics.GPIPE
+    parts = {"step_compute_s": m * c, "step_bubble_s": np.where(gpipe, (stages - 1.0) * c, (ticks - m) * c),
              "step_link_s": link, "step_link_straggler_s": link * (f_pp - 1.0), "f_pipeline": f_pp,
              "activation_bits": _f(act) * np.ones_like(stages),
-             "bubble_fraction": timing.bubble_fraction(stages, b.micro_batches) if a.pipeline_schedule == "gpipe"
-             else (ticks - _f(b.micro_batches)) / ticks}
-    state = memory.state_bytes_per_node(s.params, a.bytes_per_param(b.precision), stages)
+             "bubble_fraction": np.where(gpipe, timing.bubble_fraction(stages, b.micro_batches), (ticks - m) / ticks)}
+    state = memory.state_bytes_per_node(s.params, a.bytes_per_param(b.precision), stages) + \
+        physics.activation_bytes_per_node(a, s.active_params, hidden, s.local_batch_tokens, b.precision, stages,
+                                          b.micro_batches, b.schedule)
     eta_a = quality.activation_quality(b.activation_compression, stages, a)
     return t_pp, parts, state, eta_a, c
 
@@ -176,7 +196,9 @@ def pp_group(s: Setting, b: PlanBatch) -> dict[str, np.ndarray]:
     block = h * t_pp
     out.update(parts, t_ep_s=np.zeros_like(n), t_step_s=t_pp,
                t_sync_base_s=base, f_sync=f, t_sync_s=t_sync, **_no_regional(n),
-               compute_block_s=block, outer_time_s=_outer(s, block, t_sync, b.streaming, c),
+               compute_block_s=block,
+               outer_time_s=_outer(s, block, t_sync, b.streaming, c, h, t_pp,
+                                   physics.fragment_sync_s(s.assumptions, base, f, s.wan_rtt_s)),
                tokens_per_outer=s.local_batch_tokens * g * h * throughput_fraction(s.assumptions),
                groups=g, replicas=g, h_eff=h, eta_activation=eta_a,
                state_bytes_per_node=state, synchronised=np.ones_like(n))

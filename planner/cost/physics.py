@@ -29,7 +29,7 @@ from functools import lru_cache
 import numpy as np
 
 from planner.cost import timing
-from planner.cost.assumptions import MODELS_DIR, Assumptions
+from planner.cost.assumptions import MODELS_DIR, PIPELINE_SCHEDULES, Assumptions
 
 MFU_TABLE = MODELS_DIR / "mfu.json"
 SECONDS_PER_HOUR = 3600.0
@@ -50,23 +50,32 @@ def mfu_table() -> dict:
     return json.loads(MFU_TABLE.read_text())["accelerators"]
 
 
-def table_mfu(accelerator: str) -> dict[str, float] | None:
-    """The table's u by precision for an accelerator ('NVIDIA H100 SXM5 80GB'), or None."""
+def table_mfu(accelerator: str, moe: bool = False) -> dict[str, float] | None:
+    """The table's u by precision for an accelerator ('NVIDIA H100 SXM5 80GB'), or None.
+
+    With `moe` (a mixture-of-experts model: active parameters below total), the entry's `moe`
+    figures replace the dense ones at the precisions they list (Megatron-Bridge's DeepSeek-V3
+    on H100 at fp8: 0.1455 of the fp8 peak against 0.371 for dense Llama 3.1 405B, both on the
+    6 P_act basis); the other precisions keep the dense figure."""
     entry = mfu_table().get(accelerator)
     if entry is None:
         return None
-    return {p: float(entry[p]) for p in ("fp16", "fp8", "fp4") if p in entry}
+    row = {p: float(entry[p]) for p in ("fp16", "fp8", "fp4") if p in entry}
+    if moe:
+        row |= {p: float(entry["moe"][p]) for p in ("fp16", "fp8", "fp4") if p in entry.get("moe", {})}
+    return row
 
 
-def resolve_mfu(a: Assumptions, accelerator: str, explicit: bool) -> Assumptions:
+def resolve_mfu(a: Assumptions, accelerator: str, explicit: bool, moe: bool = False) -> Assumptions:
     """The assumptions with u taken from models/mfu.json when `mfu_from_table` is on, the
-    accelerator is in the table and the instance gives no explicit MFU (`explicit`).
+    accelerator is in the table and the instance gives no explicit MFU (`explicit`); a
+    mixture-of-experts model (`moe`) takes the entry's MoE figures where it has them.
 
     u at fp16 replaces `mfu`; u at fp8/fp4 (of that precision's peak) set `mfu_fp8`/`mfu_fp4`.
     Source: the table's entries (each with its own source)."""
     if not a.mfu_from_table or explicit:
         return a
-    row = table_mfu(accelerator)
+    row = table_mfu(accelerator, moe)
     if row is None:
         return a
     changes = {"mfu": row.get("fp16", a.mfu)}
@@ -122,6 +131,90 @@ def exposed_sync_s(a: Assumptions, t_sync_s, window_s):
     return np.maximum(t - np.asarray(window_s, dtype=float), t / a.dp_overlap_buckets)
 
 
+def fragment_sync_s(a: Assumptions, t_sync_base_s, straggler, latency_s):
+    """Time to sync one of p fragments (Streaming DiLoCo, Douillard et al. 2025, arXiv 2501.18512):
+    every sync pattern above is linear in the payload plus one latency, so a payload of v / p
+    takes t_frag = ((t_base - lat) / p + lat) f, f the same straggler factor. p = 1: t_sync."""
+    base = np.asarray(t_sync_base_s, dtype=float)
+    p = a.streaming_fragments
+    return ((base - latency_s) / p + latency_s) * np.asarray(straggler, dtype=float)
+
+
+def fragments_on(a: Assumptions) -> bool:
+    """Whether the fragment model of a streaming sync is on (more than one fragment, or a bounded
+    overlap window)."""
+    return a.streaming_fragments > 1 or a.streaming_overlap_steps > 0
+
+
+def streaming_outer_s(a: Assumptions, inner_steps, t_step_s, t_sync_s, t_frag_s):
+    """Outer step with a streaming (overlapped) sync.
+
+    Whole model, unbounded overlap (the reference, `fragments_on` false): max(H t_step, t_sync).
+    Fragments (Streaming DiLoCo, arXiv 2501.18512): the model is synced in p fragments, one every
+    H / p inner steps, each of payload v / p; a fragment's result is needed tau inner steps after its
+    sync starts (tau = `streaming_overlap_steps`, 0 meaning the whole interval H / p), so each
+    fragment stalls the workers by max(0, t_frag - tau t_step):
+        outer = H t_step + p max(0, t_frag - tau_eff t_step),  tau_eff = min(tau, H / p).
+    With p = 1 and tau = H this is max(H t_step, t_sync) again. Per inner step it is
+    t_step + p max(0, t_frag - tau t_step) / H: non-increasing in H (tau does not depend on H, or
+    is H / p, which gives max(t_step, t_frag p / H)), non-decreasing in t_frag.
+    """
+    h = np.asarray(inner_steps, dtype=float)
+    t = np.asarray(t_step_s, dtype=float)
+    if not fragments_on(a):
+        return np.maximum(h * t, np.asarray(t_sync_s, dtype=float))
+    p = a.streaming_fragments
+    window = h / p if a.streaming_overlap_steps <= 0 else np.minimum(a.streaming_overlap_steps, h / p)
+    return h * t + p * np.maximum(0.0, np.asarray(t_frag_s, dtype=float) - window * t)
+
+
+def tensor_parallel_s(a: Assumptions, active_params, hidden, local_batch_tokens, precision: str,
+                      accelerators_per_node: int):
+    """Time a node spends per inner step in tensor-parallel collectives over its interconnect
+    (0 unless `tensor_parallel` T > 1; the table's u already includes its own runs' TP, so with this
+    term on u should be the accelerator's compute-only utilisation, given as assumptions.mfu).
+
+    Megatron-LM tensor parallelism (Shoeybi et al. 2019, arXiv 1909.08053) all-reduces a layer's
+    activations twice in the forward and twice in the backward pass; with sequence parallelism each
+    all-reduce becomes a reduce-scatter and an all-gather of the same volume (Korthikanti et al. 2022,
+    arXiv 2205.05198). A ring all-reduce of h values moves 2 (T - 1) / T h b_act bytes per accelerator,
+    so 8 (T - 1) / T h b_act per layer and token. A node of A accelerators runs A / T groups, each on
+    B T / A of its B tokens, through L = P_act / (12 h^2) layers, at bw bytes/s per accelerator:
+        t_tp = B T / A x L x 8 (T - 1) / T h b_act / bw = 2 B P_act (T - 1) b_act / (3 A h bw).
+    The collectives sit on the critical path (no overlap), so t_tp adds to the compute time."""
+    t = a.tensor_parallel
+    if t <= 1:
+        return 0.0
+    bw = a.intra_node_gb_per_s * 1e9
+    return 2.0 * local_batch_tokens * active_params * (t - 1.0) * a.activation_bytes(precision) / (
+        3.0 * accelerators_per_node * np.asarray(hidden, dtype=float) * bw)
+
+
+# -- 2. ZeRO-3 / FSDP across the nodes of a co-located group --------------------------------------
+
+
+def zero3_comm_s(a: Assumptions, params, precision: str, shards, regional_bps: float, regional_rtt_s: float):
+    """Per-step communication of a replica whose training state is sharded over Z co-located nodes
+    (ZeRO stage 3, Rajbhandari et al. 2020, arXiv 1910.02054, section 7.2.2; PyTorch FSDP, Zhao et
+    al. 2023, arXiv 2304.11277): the parameters are all-gathered for the forward and again for the
+    backward pass and the gradients reduce-scattered, each a ring collective moving (Z - 1) / Z P b
+    bits in and out of every node (b the precision's bits per value), 1.5 times a data-parallel
+    all-reduce; over the regional link (one per node), with Z - 1 latencies per collective:
+        t_fsdp = 3 (Z - 1) / Z P b / bw_reg + 3 (Z - 1) lat_reg.   (0 for Z = 1)"""
+    z = np.asarray(shards, dtype=float)
+    volume = 3.0 * (z - 1.0) / z * np.asarray(params, dtype=float) * a.bits_per_value(precision)
+    return volume / regional_bps + 3.0 * (z - 1.0) * regional_rtt_s
+
+
+def zero3_step_s(t_comp_s, shards, t_fsdp_s):
+    """Inner step of a replica sharded over Z nodes: each node computes B / Z of the replica's
+    tokens, t_comp / Z, and FSDP prefetches the next unit's parameters and reduce-scatters the
+    last one's gradients while it computes (Zhao et al. 2023, section 3.3), so the step is the
+    longer of the two: max(t_comp / Z, t_fsdp). Non-increasing in Z's compute share, growing
+    with t_fsdp."""
+    return np.maximum(np.asarray(t_comp_s, dtype=float) / np.asarray(shards, dtype=float), t_fsdp_s)
+
+
 # -- 5 and 6. payloads -----------------------------------------------------------------------
 
 
@@ -151,24 +244,77 @@ def payload_bits(a: Assumptions, params, precision: str, compression, stages=1, 
 # -- 3 (as a profile option). pipeline schedules ----------------------------------------------
 
 
-def pipeline_ticks(a: Assumptions, stages, micro_batches):
+def schedule_codes(a: Assumptions, schedule=0) -> np.ndarray:
+    """Each plan's schedule as a code 1-4 (PIPELINE_SCHEDULES order: gpipe, 1f1b, interleaved,
+    zero_bubble); a plan's code 0 means the profile's `pipeline_schedule`."""
+    code = np.asarray(schedule, dtype=np.int64)
+    return np.where(code == 0, PIPELINE_SCHEDULES.index(a.pipeline_schedule) + 1, code)
+
+
+GPIPE, ONE_F_ONE_B, INTERLEAVED, ZERO_BUBBLE = 1, 2, 3, 4
+
+
+def pipeline_ticks(a: Assumptions, stages, micro_batches, schedule=0):
     """Pipeline length in micro-batch slots, and link transfers per slot.
 
     gpipe, 1f1b: M + S - 1 slots (1F1B keeps GPipe's bubble, only its activation memory
     is S micro-batches instead of M; Narayanan et al. 2021, arXiv 2104.04473, section 2.2);
     interleaved with v chunks per rank: M + (S - 1) / v slots, v times the boundary
-    transfers (same source); zero_bubble: M slots (Qi et al. 2023, arXiv 2401.10241,
-    ZB-H2 fills the bubble by splitting the backward pass).
-    Returns (slots, transfers per slot).
+    transfers (same source), and never fewer than S: one micro-batch's forward and backward
+    pass through every chunk in turn, S slots of compute on its critical path;
+    zero_bubble (Qi et al. 2023, arXiv 2401.10241, ZB-H2): the backward pass is split into the
+    input gradient B and the weight gradient W, F = B = W = a third of a slot; the first stage
+    waits 2 (S - 1) thirds for its first B and fills them with the other M - 1 forwards, so the
+    bubble vanishes for M >= 2 S - 1 and is (2 S - 1 - M) / 3 slots below that (at M = 1 the
+    critical path, (2 S + 1) / 3):  slots = M + max(0, 2 S - 1 - M) / 3.
+    Returns (slots, transfers per slot), per plan (`schedule`: the plans' codes).
     """
     s = np.asarray(stages, dtype=float)
     m = np.asarray(micro_batches, dtype=float)
-    if a.pipeline_schedule == "interleaved":
-        v = a.pipeline_chunks
-        return m + (s - 1.0) / v, v
-    if a.pipeline_schedule == "zero_bubble":
-        return m + 0.0 * s, 1.0
-    return m + s - 1.0, 1.0
+    code = schedule_codes(a, schedule)
+    v = a.pipeline_chunks
+    slots = np.select([code == INTERLEAVED, code == ZERO_BUBBLE],
+                      [np.maximum(m + (s - 1.0) / v, s), m + np.maximum(0.0, 2.0 * s - 1.0 - m) / 3.0], m + s - 1.0)
+    return slots, np.where(code == INTERLEAVED, v, 1.0)
+
+
+def in_flight_micro_batches(a: Assumptions, stages, micro_batches, schedule=0):
+    """Micro-batches whose activations the first stage (the fullest) holds at its peak:
+    gpipe M (every forward before any backward; Huang et al. 2019, arXiv 1811.06965);
+    1f1b min(M, S) (PipeDream-Flush; Narayanan et al. 2021, section 2.2);
+    interleaved min(M, S (1 + (S - 1) / (S v))) (Korthikanti et al. 2022, arXiv 2205.05198,
+    section 4.2.3: the first stage holds (1 + (p - 1) / (p m)) times 1F1B's activations);
+    zero_bubble (ZB-H2, whose time `pipeline_ticks` uses) min(M, 2 S) (Qi et al. 2023:
+    about twice 1F1B's peak)."""
+    s = np.asarray(stages, dtype=float)
+    m = np.asarray(micro_batches, dtype=float)
+    code = schedule_codes(a, schedule)
+    held = np.select([code == GPIPE, code == ONE_F_ONE_B, code == INTERLEAVED],
+                     [m, s, s * (1.0 + (s - 1.0) / (s * a.pipeline_chunks))], 2.0 * s)
+    return np.minimum(m, held)
+
+
+def activation_bytes_per_node(a: Assumptions, active_params, hidden, local_batch_tokens, precision, stages,
+                              micro_batches, schedule=0):
+    """Activation memory of a pipeline stage node at its peak, in bytes (0 unless
+    `activation_memory` is on).
+
+    A transformer layer stores c h bytes per token for its backward pass, c = 34 at 16-bit with
+    selective recomputation of attention (Korthikanti et al. 2022, arXiv 2205.05198, eq. 2 without
+    the 5 a s / h term; tensor and sequence parallelism split it across the node's accelerators,
+    so a node holds all of it); scaled by the precision's activation bytes / 2. A stage holds L / S
+    layers, L = P_act / (12 h^2) (12 h^2 parameters per layer), so per token
+    c h L / S = c P_act / (12 h S) bytes; it holds `in_flight_micro_batches` micro-batches of B / M
+    tokens:  A = held(schedule, S, M) B / M x c P_act / (12 h S) x b_act / 2.
+    GPipe holds all M micro-batches (A does not depend on M); 1F1B and the others hold at most
+    a few S, so A falls as M grows. It does not depend on the node count."""
+    if not a.activation_memory:
+        return 0.0
+    s = np.asarray(stages, dtype=float)
+    per_token = a.activation_bytes_per_token_layer_h * np.asarray(active_params, dtype=float) / (
+        12.0 * np.asarray(hidden, dtype=float) * s) * a.activation_bytes(precision) / 2.0
+    m = np.asarray(micro_batches, dtype=float)
+    return in_flight_micro_batches(a, s, m, schedule) * local_batch_tokens / m * per_token
 
 
 # -- 7. failures ---------------------------------------------------------------------------------
@@ -218,17 +364,18 @@ def extrapolation_warnings(inner_steps: float, compression: float, replicas: flo
 
 
 def pipeline_parts_s(a: Assumptions, step_compute_s, stages, micro_batches, act_bits, link_bps, link_latency_s,
-                     straggler):
-    """The pipeline step under the profile's schedule, as timing.pipeline_parts_s (GPipe, the
+                     straggler, schedule=0):
+    """The pipeline step under each plan's schedule, as timing.pipeline_parts_s (GPipe, the
     reference) with slots and transfers from `pipeline_ticks`:
     t_pp = slots * (c + k (x + lat_pp) f(S)), c = t_comp / (S M), x = (2 a / M) / bw_pp, k the
     transfers per slot. Returns (t_pp, slots, c, x, k)."""
-    if a.pipeline_schedule == "gpipe":
+    code = schedule_codes(a, schedule)
+    if np.all(code == GPIPE):
         return (*timing.pipeline_parts_s(step_compute_s, stages, micro_batches, act_bits, link_bps, link_latency_s,
                                          straggler), 1.0)
     s = np.asarray(stages, dtype=float)
     m = np.asarray(micro_batches, dtype=float)
     c = np.asarray(step_compute_s, dtype=float) / (s * m)
     x = (2.0 * np.asarray(act_bits, dtype=float) / m) / link_bps
-    slots, k = pipeline_ticks(a, s, m)
+    slots, k = pipeline_ticks(a, s, m, code)
     return slots * (c + k * (x + link_latency_s) * straggler), slots, c, x, k

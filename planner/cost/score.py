@@ -109,8 +109,8 @@ def violations(s: Setting, b: PlanBatch, out: dict[str, np.ndarray], fleet_nodes
         bad_shape = groups < 2
     elif b.mode == "pipeline_wan":
         bad_shape = (n < b.stages) | (b.stages < 2)
-    else:
-        bad_shape = np.zeros(n.shape, dtype=bool)
+    else:   # flat: at least one replica (dtplan's ZeRO-3 replicas are Z nodes: floor(N / Z) >= 1)
+        bad_shape = np.asarray(groups) < 1
     budget = np.inf if s.budget_usd is None else s.budget_usd
     return {
         "violates:memory-cap": out["state_bytes_per_node"] > s.memory_bytes,

@@ -83,7 +83,10 @@ class PlanBatch:
 
     Fields a mode does not use are ignored by it. H = inner_steps, R = regional_rounds,
     k = group_size, S = stages, M = micro_batches, Ca = activation_compression,
-    Cr = compression.
+    Cr = compression; schedule = the pipeline schedule's code (0: the profile's
+    `pipeline_schedule`; 1-4: gpipe, 1f1b, interleaved, zero_bubble, a dtplan decision);
+    zero_shards = Z, the co-located nodes of one flat replica that shard its training state
+    (ZeRO-3/FSDP, a dtplan decision; 1 = every node holds the whole state).
     """
 
     mode: str
@@ -97,12 +100,14 @@ class PlanBatch:
     regional_rounds: np.ndarray
     micro_batches: np.ndarray
     activation_compression: np.ndarray
+    schedule: np.ndarray | None = None   # pipeline schedule code: 0 the profile's, 1.. SCHEDULES (dtplan decision)
+    zero_shards: np.ndarray | None = None  # flat: nodes Z per replica sharding its state (ZeRO-3/FSDP); 1 = none
     expert_parallel: str = "none"
 
     @classmethod
     def of(cls, mode: str, precision: str = "fp16", *, nodes, inner_steps=1, compression=1.0, streaming=True,
            stages=1, group_size=1, regional_rounds=1, micro_batches=8, activation_compression=4.0,
-           expert_parallel: str = "none") -> "PlanBatch":
+           schedule=0, zero_shards=1, expert_parallel: str = "none") -> "PlanBatch":
         """Build a batch, broadcasting every array argument to one shape."""
         if mode not in MODES:
             raise ValueError(f"mode must be one of {', '.join(MODES)}, got {mode!r}")
@@ -113,12 +118,19 @@ class PlanBatch:
             np.asarray(compression, dtype=float), np.asarray(streaming, dtype=bool),
             np.asarray(stages, dtype=np.int64), np.asarray(group_size, dtype=np.int64),
             np.asarray(regional_rounds, dtype=np.int64), np.asarray(micro_batches, dtype=np.int64),
-            np.asarray(activation_compression, dtype=float))
+            np.asarray(activation_compression, dtype=float), np.asarray(schedule, dtype=np.int64),
+            np.asarray(zero_shards, dtype=np.int64))
         return cls(mode, precision, *(np.atleast_1d(x) for x in arrays), expert_parallel=expert_parallel)
 
     @property
     def size(self) -> int:
         return int(self.nodes.size)
+
+    def __post_init__(self):
+        if self.schedule is None:      # built field by field without a schedule: the profile's
+            self.schedule = np.zeros_like(self.nodes)
+        if self.zero_shards is None:   # nor ZeRO sharding: none
+            self.zero_shards = np.ones_like(self.nodes)
 
     def take(self, index) -> "PlanBatch":
         """The sub-batch at `index` (an integer, slice or mask)."""

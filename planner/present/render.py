@@ -14,6 +14,7 @@ from __future__ import annotations
 import io
 from typing import TYPE_CHECKING, Any
 
+from planner.cost.assumptions import PIPELINE_SCHEDULES
 from planner.cost.duration import SECONDS_PER_DAY
 from planner.present.plain import PlainConsole, PlainTable, Styled, rich_console, stdout_is_plain
 
@@ -119,6 +120,8 @@ def plan_table(e: "Evaluation") -> PlainTable:
         t.add_row("inner steps H", f"{int(b.inner_steps[0]):,}", "")
         t.add_row("compression Cr", f"{float(b.compression[0]):g}x", "on top of precision")
         t.add_row("streaming overlap", "on" if bool(b.streaming[0]) else "off", "")
+    if b.mode == "flat" and int(b.zero_shards[0]) > 1:
+        t.add_row("ZeRO-3 shards Z", f"{int(b.zero_shards[0])}", f"{int(v['replicas']):,} replicas of Z nodes (dtplan)")
     if b.mode == "hierarchical":
         t.add_row("group size k", f"{int(b.group_size[0])}", "")
         t.add_row("regional rounds R", f"{int(b.regional_rounds[0])}", f"H_eff = H sqrt(R) = {v['h_eff']:,.1f}")
@@ -126,6 +129,8 @@ def plan_table(e: "Evaluation") -> PlainTable:
         t.add_row("pipeline stages S", f"{int(b.stages[0])}", f"at least {int(v['min_stages'])} to fit")
         t.add_row("micro-batches M", f"{int(b.micro_batches[0])}", f"bubble {v['bubble_fraction']:.1%}")
         t.add_row("activation compression", f"{float(b.activation_compression[0]):g}x", "")
+        if int(b.schedule[0]):
+            t.add_row("pipeline schedule", PIPELINE_SCHEDULES[int(b.schedule[0]) - 1], "chosen per plan (dtplan)")
     if s.is_moe:
         t.add_row("expert parallelism", b.expert_parallel, "")
     t.add_row("memory per node", f"{v['state_bytes_per_node'] / 1e9:,.1f} GB", f"of {s.memory_bytes / 1e9:,.0f} GB")

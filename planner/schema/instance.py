@@ -519,6 +519,11 @@ class Instance(StrictModel):
     @model_validator(mode="after")
     def _cross_checks(self) -> "Instance":
         problems = cross_problems(self.fleet, self.limits, self.search) + size_set_problems(self, self.objective)
+        tp = self.assumptions.constants.get("tensor_parallel", 0)
+        hw = self.fleet.hardware
+        if hw is not None and tp > hw.accelerators_per_node:      # dtplan's TP term runs inside one node
+            problems.append(Problem("assumptions.constants.tensor_parallel",
+                                    f"must be <= the node's accelerators ({hw.accelerators_per_node}), got {show(tp)}"))
         from planner.fleet.network import pool_site_problems
         problems += pool_site_problems(self.fleet, self.network)
         if problems:

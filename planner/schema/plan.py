@@ -11,7 +11,7 @@ from typing import Annotated
 
 from pydantic import BeforeValidator, Field, ValidationError, model_serializer, model_validator
 
-from planner.cost.assumptions import PRECISIONS
+from planner.cost.assumptions import PIPELINE_SCHEDULES, PRECISIONS
 from planner.schema.errors import InputError, Problem
 from planner.schema.instance import EXPERT_PARALLEL, MODES, PIPELINE_MODES, Instance
 from planner.schema.limits import (MAX_INNER_STEPS, MAX_MICRO_BATCHES, MAX_NODES, MAX_RATIO, MAX_REGIONAL_ROUNDS,
@@ -31,6 +31,10 @@ def _check_pool_nodes(value: Any) -> Any:
     return {k: int(v) for k, v in value.items()}
 
 
+DTPLAN_DECISIONS = ("pipeline_schedule", "zero_shards")     # left out of a dump when unset
+UNSET_NOT_DUMPED = DTPLAN_DECISIONS + ("pool_nodes",)         # likewise a uniform fleet's pool_nodes
+
+
 class Plan(StrictModel):
     """One plan. Symbols as in docs/cost_model.md: H, Cr, S, k, R, M, Ca."""
 
@@ -46,6 +50,13 @@ class Plan(StrictModel):
     regional_rounds: Int(ge=1, cap=MAX_REGIONAL_ROUNDS) = Field(1, description="Regional rounds per global sync R (hierarchical). Default 1.")
     micro_batches: Int(ge=1, cap=MAX_MICRO_BATCHES) = Field(8, description="Pipeline micro-batches M. Default 8.")
     activation_compression: Num(ge=1, cap=MAX_RATIO) = Field(4.0, description="Activation compression Ca (pipelines). Default 4.")
+    pipeline_schedule: Choice(*PIPELINE_SCHEDULES) | None = Field(
+        None, description="gpipe | 1f1b | interleaved | zero_bubble (pipeline modes). Default None = the assumption "
+                          "profile's pipeline_schedule (the dtplan profile's planner chooses it).")
+    zero_shards: Int(ge=1, cap=MAX_NODES) | None = Field(
+        None, description="Co-located nodes Z over which one flat replica shards its training state (ZeRO-3/FSDP; "
+                          "flat only, dense models). Default None = 1, no sharding (the dtplan profile's planner "
+                          "chooses it).")
     expert_parallel: Choice(*EXPERT_PARALLEL) | None = Field(
         None, description="none | regional | global (MoE only). Default None = 'global' for MoE in flat and "
                           "hierarchical modes, 'none' in pipeline modes (which support MoE only without EP).")
@@ -54,6 +65,17 @@ class Plan(StrictModel):
         None, description="Nodes used of each pool, by pool name (fleet.pools; docs/fleet.md); they add up to "
                           "nodes. Required for a fleet of pools, not for a uniform fleet. Default None.")
 
+    @model_serializer(mode="wrap")
+    def _without_unset_dtplan_decisions(self, handler):
+        """The dtplan decisions (pipeline_schedule, zero_shards) and a uniform fleet's pool_nodes
+        appear in a plan's dump only when set, so every other plan dumps exactly as before."""
+        data = handler(self)
+        if isinstance(data, dict):
+            for key in UNSET_NOT_DUMPED:
+                if data.get(key, 0) is None:
+                    del data[key]
+        return data
+
     @model_validator(mode="after")
     def _mode_rules(self) -> "Plan":
         problems = mode_problems(self)
@@ -61,13 +83,10 @@ class Plan(StrictModel):
             raise_problems(problems)
         return self
 
-    @model_serializer(mode="wrap")
-    def _without_pools_unless_mixed(self, handler) -> dict[str, Any]:
-        """A plan of a uniform fleet dumps as before fleet.pools existed (no pool_nodes key)."""
-        data = handler(self)
-        if self.pool_nodes is None:
-            data.pop("pool_nodes", None)
-        return data
+    @property
+    def schedule_code(self) -> int:
+        """The evaluator's schedule code: 0 for the profile's, else 1 + its place in PIPELINE_SCHEDULES."""
+        return 0 if self.pipeline_schedule is None else PIPELINE_SCHEDULES.index(self.pipeline_schedule) + 1
 
     def expert_parallel_for(self, is_moe: bool) -> str:
         """The scope in effect: 'none' for a dense model or a pipeline mode unless given, else 'global'."""
@@ -93,6 +112,10 @@ def mode_problems(plan: Plan) -> list[Problem]:
         problems.append(Problem("group_size", f"only for mode 'hierarchical', not {mode!r}"))
     if plan.stages is not None and mode not in PIPELINE_MODES:
         problems.append(Problem("stages", f"only for modes 'pp_group' and 'pipeline_wan', not {mode!r}"))
+    if plan.pipeline_schedule is not None and mode not in PIPELINE_MODES:
+        problems.append(Problem("pipeline_schedule", f"only for modes 'pp_group' and 'pipeline_wan', not {mode!r}"))
+    if plan.zero_shards not in (None, 1) and mode != "flat":
+        problems.append(Problem("zero_shards", f"only for mode 'flat', not {mode!r}"))
     if plan.expert_parallel == "regional" and mode != "hierarchical":
         problems.append(Problem("expert_parallel", f"'regional' needs mode 'hierarchical' (its groups are the "
                                                    f"regions), not {mode!r}"))
@@ -123,6 +146,11 @@ def model_plan_problems(instance: Instance, plan: Plan) -> list[Problem]:
     if not instance.model.is_moe and plan.expert_parallel is not None:
         problems.append(Problem("plan.expert_parallel", f"only for a mixture-of-experts model; the model is dense, "
                                                         f"got {show(plan.expert_parallel)}"))
+    if instance.model.is_moe and plan.zero_shards not in (None, 1):
+        problems.append(Problem("plan.zero_shards", f"ZeRO-3 sharding is modelled for dense models only; the model "
+                                                    f"is a mixture of experts, got {plan.zero_shards}"))
+    if plan.zero_shards is not None and plan.zero_shards > plan.nodes:
+        problems.append(Problem("plan.zero_shards", f"must be <= plan.nodes ({plan.nodes}), got {plan.zero_shards}"))
     if instance.model.is_moe and plan.mode in PIPELINE_MODES and plan.expert_parallel not in (None, "none"):
         problems.append(Problem("plan.expert_parallel", "pipeline modes support MoE only without expert "
                                                         f"parallelism: set it to 'none', got {plan.expert_parallel!r}"))

@@ -488,7 +488,8 @@ def with_nodes(c: Classes, nodes: int) -> Classes | None:
 def tie_key(s: Setting, b: PlanBatch, i: int) -> tuple:
     """The documented order among tied plans: fewer nodes, less compression, smaller H and R,
     then mode, precision, stages, group size, activation compression, the shorter inner
-    step, fewer micro-batches, streaming on before off, expert-parallel scope.
+    step, fewer micro-batches, streaming on before off, expert-parallel scope, pipeline
+    schedule (the profile's, then gpipe, 1f1b, interleaved, zero_bubble), fewer ZeRO-3 shards.
 
     (The inner step comes before M: when the WAN sync sets the pace several M tie, and
     the one with the shortest pipeline step, which the space keeps, is preferred.)"""
@@ -496,14 +497,15 @@ def tie_key(s: Setting, b: PlanBatch, i: int) -> tuple:
     return (int(b.nodes[i]), float(b.compression[i]), int(b.inner_steps[i]), int(b.regional_rounds[i]),
             MODE_ORDER.index(b.mode), PRECISION_ORDER.index(b.precision), int(b.stages[i]), int(b.group_size[i]),
             float(b.activation_compression[i]), t_step, int(b.micro_batches[i]), 0 if b.streaming[i] else 1,
-            EP_ORDER.index(b.expert_parallel))
+            EP_ORDER.index(b.expert_parallel), int(b.schedule[i]), int(b.zero_shards[i]))
 
 
 def first_in_tie_order(s: Setting, b: PlanBatch) -> int:
     """Index of the plan of a batch that comes first in `tie_key` order (vectorised)."""
     t_step = throughput(s, b)["t_step_s"]
     columns = [b.nodes, b.compression, b.inner_steps, b.regional_rounds, b.stages, b.group_size,
-               b.activation_compression, t_step, b.micro_batches, np.where(b.streaming, 0, 1)]
+               b.activation_compression, t_step, b.micro_batches, np.where(b.streaming, 0, 1), b.schedule,
+               b.zero_shards]
     return int(np.lexsort(columns[::-1])[0])
 
 

@@ -148,6 +148,9 @@ PLAN_FIELDS: tuple[tuple[Field, tuple[str, ...]], ...] = (
     (Field("activation_compression", "activation compression Ca", "x"), _PIPES),
     (Field("expert_parallel", "expert parallelism (MoE)", kind="choice", choices=("none", "regional", "global")),
      _ALL),
+    (Field("pipeline_schedule", "pipeline schedule (dtplan)", kind="choice",
+           choices=("gpipe", "1f1b", "interleaved", "zero_bubble")), _PIPES),
+    (Field("zero_shards", "ZeRO-3 shards Z (dtplan)", "nodes per replica", kind="integer"), ("flat",)),
     (Field("description", "description", kind="text"), _ALL),
     (Field("pool_nodes", "nodes per pool", "pool name: nodes used, for a fleet of pools", kind="json"), _ALL),
 )

@@ -1,0 +1,52 @@
+"""The dtplan profile against published runs (issue 14): the inputs scripts/validate_published.py
+feeds it (the step time calibrated again under dtplan's own sync, the MoE utilisation), checked
+against figures worked by hand."""
+
+import pytest
+
+from tests.test_published import validate_published
+
+SIZES = (("streaming-diloco-1b", 184.0), ("streaming-diloco-10b", 222.0), ("streaming-diloco-100b", 391.0))
+
+
+@pytest.mark.parametrize("name, dp_gbps", SIZES)
+def test_dtplan_recalibrates_the_step_time_on_the_data_parallel_figure(name, dp_gbps):
+    """Under dtplan the data-parallel plan (a ring over 2 replicas, overlapped with the backward
+    pass) needs the table's bandwidth for 90% utilisation, as under reference with its own sync
+    (local_batch_tokens is a whole number, so to within 1 / B)."""
+    result = validate_published.validate_run(name, with_solve=False, profile="dtplan")
+    assert result["predicted"]["data_parallel_bandwidth_for_90pct_gbps"] == pytest.approx(dp_gbps, rel=1e-5)
+
+
+@pytest.mark.parametrize("name, dp_gbps", SIZES)
+def test_streaming_to_data_parallel_ratio_by_hand(name, dp_gbps):
+    """RTT 0, 90% utilisation. Data parallel: the exposed sync t_sync - 2/3 t_step = t_step / 9, so
+    t_sync = 7/9 t_step and bw_dp = 16 P / (7/9 t_step). Streaming DiLoCo, fp4, p = 20 fragments,
+    tau = 1, H = 100: p (t_frag - tau t_step) = H t_step / 9, so bw = 4 P / (t_step (p tau + H / 9)).
+    Both carry the same straggler factor; the ratio is (16 x 9 / 7) (20 + 100 / 9) / 4 = 160."""
+    result = validate_published.validate_run(name, with_solve=False, profile="dtplan")
+    ratio = (16 * 9 / 7) * (20 + 100 / 9) / 4
+    assert ratio == pytest.approx(160.0, rel=1e-12)
+    assert result["predicted"]["bandwidth_for_90pct_gbps"] == pytest.approx(dp_gbps / ratio, rel=1e-5)
+
+
+def test_the_reference_column_keeps_the_instance_as_written():
+    """The recalibration is a dtplan input only: the reference rows use the instance's own batch."""
+    result = validate_published.validate_run("streaming-diloco-10b", with_solve=False)
+    assert result["predicted"]["outer_time_s"] == pytest.approx(100 * 13.232, rel=1e-3)
+
+
+def test_deepseek_tokens_per_second_from_the_moe_utilisation_by_hand():
+    """DeepSeek-V3 under dtplan: 16 stages x 16 groups of 8 H800, u = 0.1455 of the fp8 peak (the
+    table's MoE figure), zero-bubble with M = 64 >= 2 S - 1 (no bubble): one step computes
+    6 x 37e9 x 3,932,160 FLOP on a node at 8 x 1,979e12 x 0.1455, the pipeline adds 64 transfers of
+    2 a / M bits over 3.2 Tb/s and 0.01 ms, and the ring sync of 16 groups hides behind the last
+    backward pass (its exposed part, 1/25 of it, is below 1%). Tokens/s = 16 x 3,932,160 / step."""
+    result = validate_published.validate_run("deepseek-v3", with_solve=False, profile="dtplan")
+    t_comp = 6 * 37e9 * 3932160 / (8 * 1979e12 * 0.1455)
+    act_bits = 3932160 * 7168 * 1.0 * 8      # fp8 activations, 1 byte, no activation compression
+    f_pp = 1 + 0.02 * 4                      # relay straggler over 16 stages
+    step = 64 * (t_comp / (16 * 64) + (2 * act_bits / 64 / 3.2e12 + 1e-5) * f_pp)
+    tokens_per_s = result["predicted"]["tokens_per_s"]
+    assert tokens_per_s == pytest.approx(16 * 3932160 / step, rel=0.01)
+    assert tokens_per_s / 3128000 - 1 == pytest.approx(-0.157, abs=0.002)
