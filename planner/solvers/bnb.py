@@ -253,31 +253,35 @@ def _h_r_max(c: Classes, h_max: int, r_max: int) -> tuple[int, int]:
     return h_max, (r_max if mode == "hierarchical" else j_max)
 
 
-def _seeds(s: Setting, c: Classes, h_max: int, r_max: int):
-    """Good first plans per class: all replicas, the smallest compute-bound H (and R), as the reference picks them."""
-    idx = np.arange(c.size)
-    n = c.n_hi
-    t = throughput(s, c.plans(idx, n, np.ones(c.size), np.ones(c.size)))
+def _seeds(s: Setting, c: Classes, h_max: int, r_max: int, idx=None, n=None):
+    """Good first plans per class: all replicas (or `n` replicas of the classes `idx`), the smallest
+    compute-bound H (and R), as the reference picks them."""
+    idx = np.arange(c.size) if idx is None else idx
+    n = c.n_hi[idx] if n is None else n
+    t = throughput(s, c.plans(idx, n, np.ones(idx.size), np.ones(idx.size)))
     hierarchical = c.rows.mode == "hierarchical"
     with np.errstate(divide="ignore", invalid="ignore"):
         sync = t["t_regional_s"] if hierarchical else t["t_sync_s"]
         h = np.clip(np.nan_to_num(np.ceil(sync / t["t_step_s"]), nan=1.0), 1, h_max)
         cycle = np.maximum(h * t["t_step_s"], t["t_regional_s"])
         r = np.clip(np.nan_to_num(np.ceil(t["t_sync_s"] / cycle), nan=1.0), 1, r_max) if hierarchical \
-            else np.ones(c.size)
+            else np.ones(idx.size)
     return idx, n, h.astype(np.int64), r.astype(np.int64)
 
 
 def _branch_and_bound(s: Setting, c: Classes, h_max: int, r_max: int, visit: Callable, cutoff: Callable,
                       n_range: tuple[np.ndarray, np.ndarray] | None = None,
                       deadline: float = math.inf, measure: str = TIME,
-                      dominated: Callable | None = None) -> tuple[int, dict[str, np.ndarray] | None]:
+                      dominated: Callable | None = None,
+                      n_cap: Callable | None = None) -> tuple[int, dict[str, np.ndarray] | None]:
     """Search (n, H, R) boxes of every class.
 
     `visit(idx, n, h, r, t)` sees every scored plan (t its `measure`); `cutoff(box)` gives, per
     box, the measure above which its plans are of no interest (read after each visit);
     `dominated(box, lower)`, if given, marks boxes none of whose plans can be the answer
-    either. Returns the number of plans scored and, when `deadline` (time.perf_counter())
+    either; `n_cap(box)`, if given, the largest n of interest per box (read before each
+    round of bounds): boxes are cut down to it, which tightens their bound's n1 / n2 factor
+    (plans beyond it are of no interest, so nothing of interest is dropped). Returns the number of plans scored and, when `deadline` (time.perf_counter())
     passed first, the boxes left open with their lower bounds (key "lower"); else None.
     """
     mono = monotone.check(s)
@@ -300,6 +304,11 @@ def _branch_and_bound(s: Setting, c: Classes, h_max: int, r_max: int, visit: Cal
     if box["i"].size and time.perf_counter() > deadline:     # not even the first bounds: every box open, bound 0
         return evaluations, {**box, "lower": np.zeros(box["i"].size)}
     while box["i"].size:
+        if n_cap is not None:
+            box["n2"] = np.minimum(box["n2"], n_cap(box))
+            box = {k: v[box["n1"] <= box["n2"]] for k, v in box.items()}
+            if not box["i"].size:
+                break
         lower, corners = _box_bound(s, c, box, measure, mono, np.broadcast_to(cutoff(box), box["i"].shape))
         for idx, n, h, r, value in corners:
             evaluations += idx.size
@@ -465,13 +474,55 @@ def fewest_nodes_within(s: Setting, c: Classes, h_max: int, r_max: int, limit_s:
     if time.perf_counter() > deadline:      # past the deadline: nothing scored; any n may hold the answer
         return fewest, 0, float(c.nodes(np.arange(c.size), c.n_lo).min())
     idx, n, h, r = _seeds(s, c, h_max, r_max)
-    visit(idx, n, h, r, _measure(s, c, idx, n, h, r, measure))
-    count, left = _branch_and_bound(
+    t = _measure(s, c, idx, n, h, r, measure)
+    visit(idx, n, h, r, t)
+    count = _descend_nodes(s, c, h_max, r_max, limit_s, measure, idx[t <= limit_s], visit)
+
+    def n_cap(box):
+        """The largest n whose plans use fewer than `fewest` nodes: N = max(n unit, min_nodes) < fewest."""
+        i = box["i"]
+        if not math.isfinite(fewest):
+            return box["n2"]
+        cap = np.ceil(fewest / c.unit[i]).astype(np.int64) - 1
+        return np.where(c.min_nodes[i] < fewest, cap, 0)
+
+    searched, left = _branch_and_bound(
         s, c, h_max, r_max, visit,
         lambda box: np.where(c.nodes(box["i"], box["n1"]) >= fewest, -np.inf, limit_s), deadline=deadline,
-        measure=measure)
+        measure=measure, n_cap=n_cap)
     open_nodes = float(c.nodes(left["i"], left["n1"]).min()) if left is not None else math.inf
-    return fewest, c.size + count, open_nodes
+    return fewest, c.size + count + searched, open_nodes
+
+
+DESCENT_CLASSES = 1024    # classes whose fewest nodes `_descend_nodes` looks for before the search
+
+
+def _descend_nodes(s: Setting, c: Classes, h_max: int, r_max: int, limit: float, measure: str, feasible: np.ndarray,
+                   visit: Callable) -> int:
+    """A first incumbent for `fewest_nodes_within`, so that its bounds prune from the start: for the
+    DESCENT_CLASSES classes among `feasible` (classes whose seed at n_hi is within `limit`) with the
+    fewest estimated nodes (nodes at n_hi times the seed's share of the limit), bisect on n with the
+    seed's H and R at each n (`_seeds`), keeping the smallest n found within the limit. A heuristic:
+    every plan it scores is a real plan passed to `visit`, so whatever it finds is a valid incumbent
+    and the search stays exact. Returns the plans scored."""
+    if feasible.size == 0:
+        return 0
+    idx = np.unique(feasible)
+    seed = _measure(s, c, *_seeds(s, c, h_max, r_max, idx), measure)
+    estimate = c.nodes(idx, c.n_hi[idx]) * np.where(np.isfinite(seed), seed / limit, np.inf)
+    idx = idx[np.argsort(estimate, kind="stable")[:DESCENT_CLASSES]]
+    lo, hi = c.n_lo[idx].copy(), c.n_hi[idx].copy()
+    count = idx.size
+    while (lo < hi).any():
+        on = lo < hi
+        i, mid = idx[on], (lo[on] + hi[on]) // 2
+        plan = _seeds(s, c, h_max, r_max, i, mid)
+        t = _measure(s, c, *plan, measure)
+        visit(*plan, t)
+        count += i.size
+        ok = t <= limit
+        hi[on], lo[on] = np.where(ok, mid, hi[on]), np.where(ok, lo[on], mid + 1)
+    return count
 
 
 def with_nodes(c: Classes, nodes: int) -> Classes | None:
