@@ -38,6 +38,7 @@ COMPRESSORS = ("ratio", "quantise", "topk")          # how a pseudo-gradient pay
 SYNC_PATTERNS = ("all_reduce", "all_gather")
 PIPELINE_SCHEDULES = ("gpipe", "1f1b", "interleaved", "zero_bubble")
 INNER_OPTIMIZERS = ("reference", "adamw", "muon", "demo")
+ACTIVATION_RECOMPUTE = ("selective", "full", "fit")   # activation recomputation of pipeline stages (physics.py)
 
 # A quality table maps a compression ratio to (optimistic, expected, conservative).
 QualityTable = dict[float, tuple[float, float, float]]
@@ -102,6 +103,8 @@ class Assumptions:
     search_pipeline_schedules: bool = False      # the planner chooses the schedule per pipeline plan (a decision)
     activation_memory: bool = False              # pipeline stages hold their in-flight activations (per schedule)
     activation_bytes_per_token_layer_h: float = 34.0   # bytes per token per layer / h (Korthikanti et al. 2022)
+    activation_recompute: str = "selective"      # selective | full | fit: layers recomputed in the backward pass
+    recompute_bytes_per_token_layer_h: float = 2.0   # full recomputation keeps a layer's input only (2 bytes x h)
     search_zero_shards: bool = False             # the planner may shard a flat replica's state over Z nodes (ZeRO-3)
     tensor_parallel: float = 0.0                 # T accelerators per tensor-parallel group inside a node; 0 = in u
     intra_node_gb_per_s: float = 450.0           # per accelerator and direction (H100 NVLink 4: 900 GB/s both ways)
@@ -221,7 +224,8 @@ def optimizer_preset(name: str) -> dict[str, Any]:
 # (the schema checks instance overrides with these).
 CHOICE_CONSTANTS = {"scenario": SCENARIOS, "straggler": STRAGGLER_STRATEGIES, "replica_penalty": REPLICA_PENALTIES,
                     "compressor": COMPRESSORS, "sync_pattern": SYNC_PATTERNS, "pipeline_schedule": PIPELINE_SCHEDULES,
-                    "inner_optimizer": INNER_OPTIMIZERS, "compressor_preset": compressor_preset_names()}
+                    "inner_optimizer": INNER_OPTIMIZERS, "compressor_preset": compressor_preset_names(),
+                    "activation_recompute": ACTIVATION_RECOMPUTE}
 BOOL_CONSTANTS = ("error_feedback", "mfu_from_table", "dp_overlap", "concurrent_up_down", "per_stage_payload",
                   "failures", "demonstrated_warnings", "search_pipeline_schedules", "activation_memory",
                   "search_zero_shards")

@@ -164,7 +164,12 @@ def _pipeline(s: Setting, b: PlanBatch, out, link_bps: float, link_rtt_s: float)
     hidden = s.hidden_size if s.hidden_size is not None else timing.hidden_size(s.params, a.hidden_size_coefficient)
     act = timing.activation_bits(s.local_batch_tokens, hidden, a.activation_bytes(b.precision), b.activation_compression)
     f_pp = straggler_factor(stages, a)
-    t_pp, ticks, c, x, k = physics.pipeline_parts_s(a, out["t_comp_s"], stages, b.micro_batches, act, link_bps,
+    state = memory.state_bytes_per_node(s.params, a.bytes_per_param(b.precision), stages)
+    kept, redone, working = physics.activation_parts_bytes(a, s.active_params, hidden, s.local_batch_tokens,
+                                                           b.precision, stages, b.micro_batches, b.schedule)
+    share = physics.recompute_share(a, state, kept, redone, working, s.memory_bytes)   # dtplan: recomputation
+    t_comp = out["t_comp_s"] * physics.recompute_compute_factor(share) if a.activation_memory else out["t_comp_s"]
+    t_pp, ticks, c, x, k = physics.pipeline_parts_s(a, t_comp, stages, b.micro_batches, act, link_bps,
                                                     link_rtt_s, f_pp, b.schedule)
     link = ticks * k * (x + link_rtt_s)
     m = _f(b.micro_batches)
@@ -172,10 +177,9 @@ def _pipeline(s: Setting, b: PlanBatch, out, link_bps: float, link_rtt_s: float)
     parts = {"step_compute_s": m * c, "step_bubble_s": np.where(gpipe, (stages - 1.0) * c, (ticks - m) * c),
              "step_link_s": link, "step_link_straggler_s": link * (f_pp - 1.0), "f_pipeline": f_pp,
              "activation_bits": _f(act) * np.ones_like(stages),
-             "bubble_fraction": np.where(gpipe, timing.bubble_fraction(stages, b.micro_batches), (ticks - m) / ticks)}
-    state = memory.state_bytes_per_node(s.params, a.bytes_per_param(b.precision), stages) + \
-        physics.activation_bytes_per_node(a, s.active_params, hidden, s.local_batch_tokens, b.precision, stages,
-                                          b.micro_batches, b.schedule)
+             "bubble_fraction": np.where(gpipe, timing.bubble_fraction(stages, b.micro_batches), (ticks - m) / ticks),
+             "recompute_share": share * np.ones_like(stages)}
+    state = state + physics.recomputed_activation_bytes(kept, redone, working, share)
     eta_a = quality.activation_quality(b.activation_compression, stages, a)
     return t_pp, parts, state, eta_a, c
 
@@ -230,7 +234,7 @@ def _zero_pipeline(t_comp) -> dict[str, np.ndarray]:
     zeros = np.zeros_like(t_comp)
     return {"step_compute_s": t_comp, "step_bubble_s": zeros, "step_link_s": zeros,
             "step_link_straggler_s": zeros, "f_pipeline": np.ones_like(t_comp),
-            "activation_bits": zeros, "bubble_fraction": zeros}
+            "activation_bits": zeros, "bubble_fraction": zeros, "recompute_share": zeros}
 
 
 def _no_regional(n) -> dict[str, np.ndarray]:

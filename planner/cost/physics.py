@@ -317,6 +317,75 @@ def activation_bytes_per_node(a: Assumptions, active_params, hidden, local_batch
     return in_flight_micro_batches(a, s, m, schedule) * local_batch_tokens / m * per_token
 
 
+RECOMPUTE_FORWARD_SHARE = 1.0 / 3.0   # a recomputed forward pass: 2 of the 6 P_act FLOP per token
+FIT_MARGIN = 1e-12                    # share added to `fit`'s r: of a stage's activations, well below a byte
+
+
+def activation_parts_bytes(a: Assumptions, active_params, hidden, local_batch_tokens, precision, stages,
+                           micro_batches, schedule=0):
+    """(kept, recomputed, working) activation bytes of a pipeline stage node at its peak (zeros unless
+    `activation_memory` is on), for the recomputation choice of `recompute_share`:
+
+    kept: every layer stores its activations, c h bytes per token (c = 34: selective recomputation,
+        Korthikanti et al. 2022, arXiv 2205.05198, section 4.3; `activation_bytes_per_node`);
+    recomputed: every layer recomputed in full (Chen et al. 2016, arXiv 1604.06174; Korthikanti et
+        al. section 5 "full activation recomputation"): a layer keeps only its input, c_f h bytes per
+        token (c_f = 2 at 16-bit, `recompute_bytes_per_token_layer_h`), so the same formula with c_f;
+    working: while the backward pass runs a recomputed layer, that layer's full activations for one
+        micro-batch are live again: B / M tokens x c h bytes (one layer).
+    All scaled by the precision's activation bytes / 2 (as `activation_bytes_per_node`)."""
+    if not a.activation_memory:
+        return 0.0, 0.0, 0.0
+    kept = activation_bytes_per_node(a, active_params, hidden, local_batch_tokens, precision, stages,
+                                     micro_batches, schedule)
+    recomputed = kept * (a.recompute_bytes_per_token_layer_h / a.activation_bytes_per_token_layer_h)
+    working = (local_batch_tokens / np.asarray(micro_batches, dtype=float)) * a.activation_bytes_per_token_layer_h \
+        * np.asarray(hidden, dtype=float) * a.activation_bytes(precision) / 2.0
+    return kept, recomputed, working
+
+
+def recompute_share(a: Assumptions, state_bytes, kept, recomputed, working, memory_bytes):
+    """The share r of a stage's layers recomputed in full (0 unless `activation_memory` is on).
+
+    selective: r = 0 (only the attention core is recomputed; its cost is in the node's u: the MFU
+        table's runs use it, as FlashAttention's backward kernel does);
+    full: r = 1;
+    fit: the fewest layers that make the stage fit its node (Megatron-LM's block recomputation,
+        `--recompute-method block --recompute-num-layers`): the node holds
+        state + kept (1 - r) + recomputed r + working [r > 0], so
+            r = 0 if state + kept <= V, else (state + kept + working - V) / (kept - recomputed),
+        at most 1 (a stage that does not fit even then is refused by the memory check). The share is
+        continuous (a fraction of the stage's L / S layers, themselves an estimate).
+    Recomputing a layer costs its forward pass again, RECOMPUTE_FORWARD_SHARE of its 6 P FLOP per
+    token, so the stage's compute is t_comp (1 + r / 3) (`recompute_compute_factor`). Since a plan's
+    time grows with r and its memory falls, the least r that fits is the best choice for every
+    objective: `fit` makes the planner's choice in closed form. r depends on S, M, the schedule and
+    the precision only (class decisions), never on n, H or R."""
+    shape = np.shape(np.asarray(kept) + np.asarray(state_bytes))
+    if not a.activation_memory or a.activation_recompute == "selective":
+        return np.zeros(shape)
+    if a.activation_recompute == "full":
+        return np.ones(shape)
+    state, kept = np.asarray(state_bytes, dtype=float), np.asarray(kept, dtype=float)
+    saved = kept - np.asarray(recomputed, dtype=float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        need = (state + kept + np.asarray(working, dtype=float) - memory_bytes) / saved
+    need = np.nan_to_num(need, nan=1.0) + FIT_MARGIN     # so that the node's sum is not above V by a rounding
+    return np.where(state + kept <= memory_bytes, 0.0, np.clip(need, 0.0, 1.0))
+
+
+def recomputed_activation_bytes(kept, recomputed, working, share):
+    """Activations a stage node holds with a share r of its layers recomputed in full:
+    kept (1 - r) + recomputed r + working [r > 0] (`recompute_share`)."""
+    r = np.asarray(share, dtype=float)
+    return np.asarray(kept) * (1.0 - r) + np.asarray(recomputed) * r + np.where(r > 0, working, 0.0)
+
+
+def recompute_compute_factor(share):
+    """Compute of a stage with a share r of its layers recomputed, over its compute without: 1 + r / 3."""
+    return 1.0 + RECOMPUTE_FORWARD_SHARE * np.asarray(share, dtype=float)
+
+
 # -- 7. failures ---------------------------------------------------------------------------------
 
 
