@@ -248,7 +248,7 @@ def plan_from_batch(b: PlanBatch, i: int, is_moe: bool) -> Plan:
     if b.mode != "pipeline_wan":
         data.update(inner_steps=int(b.inner_steps[i]), compression=float(b.compression[i]),
                     streaming=bool(b.streaming[i]))
-    if b.mode == "flat" and int(b.zero_shards[i]) > 1:     # a ZeRO-3 replica the planner chose (dtplan)
+    if b.mode in ("flat", "hierarchical") and int(b.zero_shards[i]) > 1:     # ZeRO-3 replicas the planner chose (dtplan)
         data["zero_shards"] = int(b.zero_shards[i])
     if b.mode == "hierarchical":
         data.update(group_size=int(b.group_size[i]), regional_rounds=int(b.regional_rounds[i]))

@@ -60,6 +60,14 @@ def schedules_searched(a) -> tuple[int, ...]:
 ZERO_SHARD_SIZES = (2, 4, 8, 16, 32, 64, 128, 256)   # Z candidates (powers of two, within search.group_sizes)
 
 
+def hierarchical_shards_valid(group_size, zero_shards) -> np.ndarray:
+    """Whether ZeRO-3 replicas of Z nodes tile a hierarchical group of k nodes into at least two:
+    Z = 1 (no sharding), or Z divides k and k / Z >= 2 (with one replica per group its regional sync
+    would average nothing, and H sqrt(R) would credit R regional rounds that do not happen)."""
+    k, z = np.asarray(group_size), np.asarray(zero_shards)
+    return (z == 1) | ((k % np.maximum(z, 1) == 0) & (k // np.maximum(z, 1) >= 2))
+
+
 def every_micro_batch(a) -> bool:
     """Whether the space must list every micro-batch count M as a class of its own: the dtplan
     terms under which the outer step or the memory depends on M beyond the pipeline step (the
@@ -202,9 +210,15 @@ class DecisionSpace:
         return self._classes(rows, np.maximum(1, self.min_nodes // z), self.max_nodes // z, z)
 
     def _hierarchical(self, s: Setting, precision: str, ep: str) -> "Classes | None":
-        g = self._grid(group_size=self.group_sizes, compression=self.compression, streaming=self.streaming)
+        shards = (1,)
+        if s.assumptions.search_zero_shards and not s.is_moe:     # dtplan: ZeRO-3 inside the co-located groups
+            shards += tuple(z for z in ZERO_SHARD_SIZES if 2 * z <= max(self.group_sizes, default=0))
+        g = self._grid(group_size=self.group_sizes, compression=self.compression, streaming=self.streaming,
+                       zero_shards=shards)
         rows = PlanBatch.of("hierarchical", precision, nodes=1, expert_parallel=ep, **g)
-        return self._classes(rows, np.maximum(2 * rows.group_size, self.min_nodes), self.max_nodes, 1)
+        rows = rows.take(hierarchical_shards_valid(rows.group_size, rows.zero_shards))
+        z = rows.zero_shards      # n replicas of Z nodes: N = max(n Z, min_nodes); G = floor(N / k) >= 2
+        return self._classes(rows, np.maximum(2 * rows.group_size // z, self.min_nodes // z), self.max_nodes // z, z)
 
     def _stage_range(self, s: Setting, precision: str) -> np.ndarray:
         beta = s.assumptions.bytes_per_param(precision)

@@ -17,7 +17,7 @@ from planner.cost.score import score
 from planner.cost.setting import PlanBatch, Setting
 from planner.solvers.bnb import TIE_REL, tie_key
 from planner.solve import optimise
-from planner.space import ZERO_SHARD_SIZES, DecisionSpace, schedules_searched
+from planner.space import ZERO_SHARD_SIZES, DecisionSpace, hierarchical_shards_valid, schedules_searched
 
 LIMITS = ("memory-cap", "node-limit", "structure", "duration-limit", "budget-limit")
 
@@ -71,6 +71,8 @@ def naive(setting: Setting, space: DecisionSpace, objective: str, streaming=(Tru
                 axes.update(zero_shards=(1, *(z for z in space.group_sizes if z in ZERO_SHARD_SIZES)))   # dtplan: ZeRO-3
             if mode == "hierarchical":
                 axes.update(group_size=space.group_sizes, regional_rounds=range(1, space.max_regional_rounds + 1))
+                if setting.assumptions.search_zero_shards and not setting.is_moe:   # dtplan: ZeRO-3 inside groups
+                    axes.update(zero_shards=(1, *ZERO_SHARD_SIZES))
             if mode in ("pp_group", "pipeline_wan"):
                 axes.update(stages=range(1, space.max_stages + 1), micro_batches=range(1, space.max_micro_batches + 1),
                             activation_compression=space.activation_compression)
@@ -82,6 +84,8 @@ def naive(setting: Setting, space: DecisionSpace, objective: str, streaming=(Tru
             b = PlanBatch.of(mode, precision, expert_parallel=ep, **{k: g.ravel() for k, g in zip(axes, grid)})
             if mode == "pipeline_wan":
                 b = b.take(b.nodes >= b.stages)     # nodes beyond S idle (the tie order prefers none)
+            if mode == "hierarchical":
+                b = b.take(hierarchical_shards_valid(b.group_size, b.zero_shards))   # Z tiles k into >= 2 replicas
             if b.size == 0:
                 continue
             out = score(setting, b, fleet_nodes=space.max_nodes)

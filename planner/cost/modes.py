@@ -68,6 +68,19 @@ def _data_parallel_state(s: Setting, b: PlanBatch, degree) -> np.ndarray:
     return np.broadcast_to(memory.state_bytes_per_node(s.params, beta), b.nodes.shape).astype(float)
 
 
+def _sharded_step(s: Setting, b: PlanBatch, out: dict[str, np.ndarray], t_ep, z) -> np.ndarray:
+    """Inner step t_comp + t_ep, or for dtplan's ZeRO-3 replicas of Z > 1 nodes
+    `physics.zero3_step_s` over the regional link + t_ep; such a node's payload becomes its shard's,
+    P / Z of the model's (updates out["payload_bits"])."""
+    sharded = z > 1
+    t_step = out["t_comp_s"] + t_ep
+    if sharded.any():
+        t_fsdp = physics.zero3_comm_s(s.assumptions, s.params, b.precision, z, s.regional_bps, s.regional_rtt_s)
+        t_step = np.where(sharded, physics.zero3_step_s(out["t_comp_s"], z, t_fsdp) + t_ep, t_step)
+        out["payload_bits"] = np.where(sharded, out["payload_bits"] / z, out["payload_bits"])
+    return t_step
+
+
 def _wan_sync(s: Setting, payload, parties):
     base = physics.sync_base_s(s.assumptions, payload, parties, s.wan_up_bps, s.wan_down_bps, s.wan_rtt_s)
     f = straggler_factor(parties, s.assumptions)
@@ -104,11 +117,7 @@ def flat(s: Setting, b: PlanBatch) -> dict[str, np.ndarray]:
     sharded = z > 1
     g = np.where(sharded, np.floor(n / z), n)
     degree, t_ep = _expert_parallel(s, b, b.group_size)
-    t_step = out["t_comp_s"] + t_ep
-    if sharded.any():
-        t_fsdp = physics.zero3_comm_s(s.assumptions, s.params, b.precision, z, s.regional_bps, s.regional_rtt_s)
-        t_step = np.where(sharded, physics.zero3_step_s(out["t_comp_s"], z, t_fsdp) + t_ep, t_step)
-        out["payload_bits"] = np.where(sharded, out["payload_bits"] / z, out["payload_bits"])
+    t_step = _sharded_step(s, b, out, t_ep, z)
     base, f, t_sync = _wan_sync(s, out["payload_bits"], g)
     block = h * t_step
     t_frag = physics.fragment_sync_s(s.assumptions, base, f, s.wan_rtt_s)
@@ -131,16 +140,26 @@ def hierarchical(s: Setting, b: PlanBatch) -> dict[str, np.ndarray]:
     c_reg = max(H t_step, t_reg), c_glob = max(R c_reg, t_glob); without: sums.
     Tokens per global cycle B N H R; H_eff = H sqrt(R); replicas K = N.
     Needs G >= 2 (the reference degenerates to flat below that; the evaluator rejects it).
+
+    dtplan's ZeRO-3 decision inside the groups (zero_shards Z > 1, Z dividing k, k / Z >= 2): a
+    replica is Z nodes of a group sharding its state (P beta / Z per node), K = floor(N / Z)
+    replicas; t_step = `physics.zero3_step_s` over the regional link (as flat ZeRO-3); each node
+    syncs only its shard, P / Z of the payload: regionally with the same shard of the group's
+    other k / Z - 1 replicas (straggler factor f(k / Z)), globally, as one of the group's Z shard
+    leaders, with the same shard of the other G - 1 groups; tokens per global cycle B K H R.
     """
     out = _common(s, b)
     n = _f(b.nodes)
     k = _f(b.group_size)
     h = _f(b.inner_steps)
     r = _f(b.regional_rounds)
+    z = _f(b.zero_shards)
+    sharded = z > 1
     g = np.floor(n / np.maximum(k, 1.0))
+    replicas = np.where(sharded, np.floor(n / z), n)
     degree, t_ep = _expert_parallel(s, b, k)
-    t_step = out["t_comp_s"] + t_ep
-    f_reg = straggler_factor(k, s.assumptions)
+    t_step = _sharded_step(s, b, out, t_ep, z)
+    f_reg = straggler_factor(np.where(sharded, k / z, k), s.assumptions)
     reg_base = timing.regional_sync_base_s(out["payload_bits"], s.regional_bps, s.regional_rtt_s)
     t_reg = reg_base * f_reg
     base, f, t_glob = _wan_sync(s, out["payload_bits"], g)
@@ -150,9 +169,9 @@ def hierarchical(s: Setting, b: PlanBatch) -> dict[str, np.ndarray]:
                t_sync_base_s=base, f_sync=f, t_sync_s=t_glob,
                t_regional_base_s=reg_base, f_regional=f_reg, t_regional_s=t_reg, regional_cycle_s=c_reg,
                compute_block_s=r * h * t_step, outer_time_s=c_glob,
-               tokens_per_outer=s.local_batch_tokens * n * h * r * throughput_fraction(s.assumptions),
-               groups=g, replicas=n, h_eff=h * np.sqrt(r), eta_activation=np.ones_like(n),
-               state_bytes_per_node=_data_parallel_state(s, b, degree),
+               tokens_per_outer=s.local_batch_tokens * replicas * h * r * throughput_fraction(s.assumptions),
+               groups=g, replicas=replicas, h_eff=h * np.sqrt(r), eta_activation=np.ones_like(n),
+               state_bytes_per_node=_data_parallel_state(s, b, degree) / z,
                synchronised=np.ones_like(n))
     return out
 

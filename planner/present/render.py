@@ -120,7 +120,7 @@ def plan_table(e: "Evaluation") -> PlainTable:
         t.add_row("inner steps H", f"{int(b.inner_steps[0]):,}", "")
         t.add_row("compression Cr", f"{float(b.compression[0]):g}x", "on top of precision")
         t.add_row("streaming overlap", "on" if bool(b.streaming[0]) else "off", "")
-    if b.mode == "flat" and int(b.zero_shards[0]) > 1:
+    if b.mode in ("flat", "hierarchical") and int(b.zero_shards[0]) > 1:
         t.add_row("ZeRO-3 shards Z", f"{int(b.zero_shards[0])}", f"{int(v['replicas']):,} replicas of Z nodes (dtplan)")
     if b.mode == "hierarchical":
         t.add_row("group size k", f"{int(b.group_size[0])}", "")

@@ -114,8 +114,12 @@ def mode_problems(plan: Plan) -> list[Problem]:
         problems.append(Problem("stages", f"only for modes 'pp_group' and 'pipeline_wan', not {mode!r}"))
     if plan.pipeline_schedule is not None and mode not in PIPELINE_MODES:
         problems.append(Problem("pipeline_schedule", f"only for modes 'pp_group' and 'pipeline_wan', not {mode!r}"))
-    if plan.zero_shards not in (None, 1) and mode != "flat":
-        problems.append(Problem("zero_shards", f"only for mode 'flat', not {mode!r}"))
+    if plan.zero_shards not in (None, 1) and mode not in ("flat", "hierarchical"):
+        problems.append(Problem("zero_shards", f"only for modes 'flat' and 'hierarchical', not {mode!r}"))
+    if plan.zero_shards not in (None, 1) and mode == "hierarchical" and plan.group_size is not None \
+            and (plan.group_size % plan.zero_shards or plan.group_size // plan.zero_shards < 2):
+        problems.append(Problem("zero_shards", f"must divide group_size ({plan.group_size}) into at least 2 "
+                                               f"replicas, got {plan.zero_shards}"))
     if plan.expert_parallel == "regional" and mode != "hierarchical":
         problems.append(Problem("expert_parallel", f"'regional' needs mode 'hierarchical' (its groups are the "
                                                    f"regions), not {mode!r}"))

@@ -93,6 +93,11 @@ def tables_or_refuse(setting: Setting, space: DecisionSpace):
     """The model's tables, or UnsupportedBySolver when the cost model does not factor as the model
     assumes (the check of `planner.mip.tables`): e.g. the blocking-sync overlap of the dtplan physics
     (docs/physics.md), whose exposed sync time is not a term of the log-space sum."""
+    if setting.assumptions.search_zero_shards and "hierarchical" in space.modes:
+        # dtplan's ZeRO-3 inside hierarchical groups: replicas of Z nodes, G = floor(n Z / k) groups,
+        # which the formulation's parties floor(n / k) do not describe
+        raise UnsupportedBySolver("the mixed-integer model does not cover ZeRO-3 sharding inside hierarchical "
+                                  "groups (assumptions search_zero_shards under mode 'hierarchical'); use --solver bnb")
     try:
         return build_tables(setting, space)
     except FormulationError as err:
