@@ -4,15 +4,22 @@ against the brute force where the decision wins."""
 
 import dataclasses
 
+import numpy as np
 import pytest
+from hypothesis import given, settings, strategies as st
+
+from planner.cost.modes import throughput
+from planner.cost.run import efficiency_without_replicas, time_to_target
+from planner.cost.setting import PlanBatch
 
 from planner.evaluate import evaluate
 from planner.schema.errors import InputError
 from planner.schema.plan import check_plan_against, parse_plan
-from planner.solve import optimise, solve
-from planner.space import DecisionSpace, hierarchical_shards_valid
+from planner.solve import solve
+from planner.space import hierarchical_shards_valid
 from tests.test_bnb import check_against_brute_force
-from tests.test_physics import _instance, _sharding_case
+from tests.test_bound_properties import _non_decreasing, _non_increasing, cases
+from tests.test_physics import DTPLAN_TERMS, _instance, _sharding_case
 
 
 def _sixteen_nodes():
@@ -79,3 +86,37 @@ def test_the_mip_refuses_zero3_in_groups():
         solve(inst, solver="highs")
     assert "does not cover ZeRO-3 sharding inside hierarchical groups" in str(info.value)
     assert "use --solver bnb" in str(info.value)
+
+
+@settings(max_examples=60, deadline=None)
+@given(case=cases(), terms=DTPLAN_TERMS, z=st.sampled_from([2, 4, 8, 32]), per_group=st.sampled_from([2, 3, 8]),
+       h=st.integers(1, 10000), r=st.integers(1, 1000))
+def test_hierarchical_zero3_keeps_the_bound_facts(case, terms, z, per_group, h, r):
+    """A hierarchical ZeRO-3 class (k = Z x per_group, n replicas of Z nodes, N = n Z) has q = outer / (H R)
+    non-increasing in H and R and non-decreasing in n, and the counting efficiency e non-increasing in n
+    (docs/planner.md: what the branch and bound's bound needs), with every dtplan term drawn at random."""
+    s, mode, ep, fixed = case
+    if s.is_moe:
+        return
+    s = s.replace(assumptions=s.assumptions.replace(**terms))
+    k = z * per_group
+    fixed = {key: v for key, v in fixed.items() if key in ("compression", "streaming")}
+
+    def q_e(n, hs, rs):
+        b = PlanBatch.of("hierarchical", "fp16", nodes=np.asarray(n) * z, inner_steps=hs, regional_rounds=rs,
+                         group_size=k, zero_shards=z, **fixed)
+        t = throughput(s, b)
+        target = time_to_target(s, b, t, efficiency_without_replicas(s, b, t))
+        with np.errstate(divide="ignore", invalid="ignore"):
+            e = s.target / (6 * s.active_params * target["tokens_per_s"] * target["time_to_target_s"])
+        q = t["outer_time_s"] / (np.asarray(hs, float) * np.asarray(rs, float))
+        return q, np.where(np.isfinite(target["time_to_target_s"]), e, 0.0)
+
+    low = 2 * per_group                     # n Z >= 2 k: at least two groups
+    hs = np.unique(np.geomspace(1, 10000, 40).astype(int))
+    assert _non_increasing(q_e(low, hs, r)[0])
+    rs = np.unique(np.geomspace(1, 1000, 30).astype(int))
+    assert _non_increasing(q_e(low, h, rs)[0])
+    ns = np.unique(np.geomspace(low, 100000, 40).astype(int))
+    q, e = q_e(ns, h, r)
+    assert _non_decreasing(q) and _non_increasing(e)
