@@ -16,6 +16,7 @@ ratio_median=... mismatches=...`. Run it with `nice` and report the load average
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
@@ -41,15 +42,19 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--compare", type=int, default=20)
     p.add_argument("--seed", type=int, default=0)
     args = p.parse_args(argv)
-    ref_times, dt_times, ratios = [], [], []
+    ref_times, dt_times, ratios, names = [], [], [], []
+    print(f"load average at start: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     for name, inst in suite("main", args.random, args.seed, (0, 4)):
         _, t_ref = timed(inst, "bnb")
         _, t_dt = timed(under_dtplan(inst), "bnb")
         ref_times.append(t_ref)
         dt_times.append(t_dt)
         ratios.append(t_dt / t_ref)
+        names.append(f"{name} ({inst.objective}, {inst.fleet.nodes} nodes)")
     print(f"reference bnb: {stats(ref_times)}")
     print(f"dtplan bnb:    {stats(dt_times)}")
+    slowest = np.argsort(dt_times)[::-1][:3]
+    print("dtplan slowest: " + "; ".join(f"{names[i]} {dt_times[i]:.2f} s" for i in slowest))
     print(f"dtplan / reference per instance: median {np.median(ratios):.2f}x, max {max(ratios):.2f}x")
     mismatches, compared = 0, 0
     search = {"max_inner_steps": 100, "max_regional_rounds": 4, "group_sizes": [2, 4, 8, 16]}
@@ -62,6 +67,7 @@ def main(argv: list[str] | None = None) -> int:
             mismatches += 1
             print(f"mismatch {name}: {r.objective_value} vs exhaustive {oracle.objective_value}")
     print(f"dtplan bnb against the exhaustive oracle: {compared - mismatches} of {compared} agree")
+    print(f"load average at end: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     print(f"dtplan_median_s={np.median(dt_times):.3f} dtplan_p95_s={np.percentile(dt_times, 95):.3f} "
           f"reference_median_s={np.median(ref_times):.3f} ratio_median={np.median(ratios):.2f} mismatches={mismatches}")
     return 0 if mismatches == 0 else 1
