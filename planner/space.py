@@ -95,6 +95,7 @@ class DecisionSpace:
     expert_parallel: tuple[str, ...] | None  # the monotone objectives, see the module docstring
     streaming_off_allowed: bool = True       # with streaming = (True,): may plans run without it (for_objective)
     all_micro_batches: bool = False          # list every M, not only the one of least pipeline step
+    faster_wins: bool = True                 # the objective never prefers a slower plan (for_objective)
 
     def for_objective(self, setting: Setting, objective: str) -> "DecisionSpace":
         """The space with the reductions exact for `objective`: all of them, except for
@@ -114,7 +115,7 @@ class DecisionSpace:
                 space = replace(space, streaming=(True, False))
             return space
         streaming = (True, False) if self.streaming == (True,) and self.streaming_off_allowed else self.streaming
-        return replace(self, streaming=streaming, all_micro_batches=True)
+        return replace(self, streaming=streaming, all_micro_batches=True, faster_wins=False)
 
     @classmethod
     def from_instance(cls, instance, setting: Setting) -> "DecisionSpace":
@@ -272,6 +273,33 @@ class DecisionSpace:
         base = np.arange(grid.shape[0])[:, None] * count * m
         return (base + best * m + np.arange(m)[None, :]).ravel()
 
+    def _reduces_to_least_step(self, s: Setting) -> bool:
+        """Whether pipeline rows listed per (schedule, M) (`every_micro_batch`) may be cut to the one of
+        least pipeline step per (S, Ca) wherever the overlap window does not matter (`_least_step`):
+        for objectives where a faster plan never scores lower, and without activation memory (which
+        makes memory, and the recomputation, depend on the schedule and M)."""
+        return self.all_micro_batches and every_micro_batch(s.assumptions) and self.faster_wins \
+            and not s.assumptions.activation_memory
+
+    @staticmethod
+    def _least_step(s: Setting, mode: str, precision: str, pipes: PlanBatch) -> np.ndarray:
+        """Mask of the pipe rows that come first, per (S, Ca), in the order (pipeline step, M, schedule):
+        the least step, ties to fewer micro-batches, then to the schedule listed first (`bnb.tie_key`).
+        Exact where the overlap window does not matter: without memory terms the rows of one (S, Ca)
+        differ in nothing but the pipeline step and the window c = t_comp / (S M), a streaming outer step
+        (physics.streaming_outer_s, fragments or not) and a pipeline over the WAN never read the window,
+        nor does a blocking one without `dp_overlap`; the time to target is non-decreasing in the step,
+        and the first row is at least as fast as any other at every (n, H) and first in tie order."""
+        t_step = throughput(s, PlanBatch.of(mode, precision, nodes=2 * pipes.stages, stages=pipes.stages,
+                                            activation_compression=pipes.activation_compression,
+                                            micro_batches=pipes.micro_batches, schedule=pipes.schedule))["t_step_s"]
+        order = np.lexsort((pipes.schedule, pipes.micro_batches, t_step, pipes.activation_compression, pipes.stages))
+        key = np.stack([pipes.stages[order], pipes.activation_compression[order]])
+        first = np.r_[True, (key[:, 1:] != key[:, :-1]).any(axis=0)]
+        mask = np.zeros(pipes.size, bool)
+        mask[order[first]] = True
+        return mask
+
     def _pp_group(self, s: Setting, precision: str, ep: str) -> "Classes | None":
         built = self._pipelines(s, "pp_group", precision)
         if built is None:
@@ -281,6 +309,12 @@ class DecisionSpace:
         rows = pipes.take(rep)
         g = self._grid(k=np.arange(pipes.size), compression=self.compression, streaming=self.streaming)
         rows.compression, rows.streaming = g["compression"].astype(float), g["streaming"].astype(bool)
+        if self._reduces_to_least_step(s):
+            # the overlap window matters only to a blocking sync under dp_overlap: elsewhere one row per (S, Ca)
+            keep = self._least_step(s, "pp_group", precision, pipes)[rep]
+            if s.assumptions.dp_overlap:
+                keep |= ~rows.streaming
+            rep, rows = rep[keep], rows.take(keep)
         n_lo = np.maximum(2, self.min_nodes // rows.stages)     # G S <= min_nodes < (G + 1) S: idle nodes
         return self._classes(rows, n_lo, self.max_nodes // rows.stages, rows.stages,
                              None if members is None else (members[0][rep], members[1][rep]))
@@ -290,6 +324,8 @@ class DecisionSpace:
         if built is None:
             return None
         rows, members = built
+        if self._reduces_to_least_step(s):         # no sync, no overlap window: one row per (S, Ca)
+            rows = rows.take(self._least_step(s, "pipeline_wan", precision, rows))
         ok = np.maximum(rows.stages, self.min_nodes) <= self.max_nodes     # N = max(S, min_nodes)
         return self._classes(rows, np.where(ok, 1, 2), 1, rows.stages, members)
 

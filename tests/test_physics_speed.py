@@ -1,0 +1,45 @@
+"""The dtplan decision space's reduction of pipeline rows to the least pipeline step per (S, Ca)
+wherever the overlap window does not matter (DecisionSpace._least_step; docs/physics.md "Speed"),
+against the brute force of tests/test_bnb.py, which scores every schedule and micro-batch count."""
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+from planner.evaluate import setting_from_instance
+from planner.space import DecisionSpace
+from tests.test_bnb import check_against_brute_force
+from tests.test_physics import _dtplan_case, _instance
+
+
+def _schedule_case(seed: int):
+    """dtplan terms at random (tests/test_physics._dtplan_case) with the schedule a decision and no
+    activation memory: the reduction applies to every streaming and pipeline-over-WAN row."""
+    s, space, streaming = _dtplan_case(seed)
+    s = s.replace(assumptions=s.assumptions.replace(search_pipeline_schedules=True, activation_memory=False))
+    return s, space, streaming
+
+
+@pytest.mark.parametrize("seed", range(5200, 5216))
+@pytest.mark.parametrize("objective", ["min_time", "min_cost"])
+def test_least_step_rows_match_the_brute_force(seed, objective):
+    """A pipeline plan is the optimum in 11 of the 32 (8 PP-group, 2 of them with a blocking sync, and 3
+    pipelines over the WAN); 18 have no plan reaching the target."""
+    check_against_brute_force(*_schedule_case(seed), objective, rel=1e-12)
+
+
+def test_least_step_keeps_one_row_per_stage_count_where_the_window_does_not_matter():
+    # dtplan profile, streaming allowed: every pp_group class streams, so one (schedule, M) per (S, Ca, Cr)
+    inst = _instance()
+    s = setting_from_instance(inst)
+    space = DecisionSpace.from_instance(inst, s).for_objective(s, "min_time")
+    c = space.classes(s, "pp_group", "fp16")
+    rows = c.rows
+    per = {(int(a), float(b), float(cr)) for a, b, cr in zip(rows.stages, rows.activation_compression, rows.compression)}
+    assert len(per) == c.size and rows.streaming.all()
+    # blocking syncs under dp_overlap keep every (schedule, M): the window c = t_comp / (S M) matters there
+    blocking = dataclasses.replace(space, streaming=(False,), streaming_off_allowed=True)
+    full = blocking.classes(s, "pp_group", "fp16")
+    assert full.size > c.size and not full.rows.streaming.any()
+    assert len(np.unique(full.rows.micro_batches)) == space.max_micro_batches
