@@ -22,7 +22,10 @@ linear v1 or no replica penalty (C_local is then proportional to the tokens):
   the WAN uses N = max(S, min_nodes) (idle nodes beyond S likewise).
 - Pipelines: M enters only the pipeline step time t_pp, and the time to target is
   non-decreasing in t_pp for every H, so per (precision, S, Ca) only the M of least
-  t_pp is listed (ties to the smaller M).
+  t_pp is listed (ties to the smaller M). Under dtplan terms that make the outer step or
+  memory depend on M otherwise (`every_micro_batch`), every (S, Ca, schedule, M) is a class,
+  cut back to the least t_pp per (S, Ca) where neither the overlap window nor memory can
+  tell them apart (`DecisionSpace._least_step`).
 
 `max_compute` of C_local under the Chinchilla replica penalty is different: eta_R is
 scored at the run's own tokens and C_local is not monotone in them (an overtrained run
