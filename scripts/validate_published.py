@@ -438,11 +438,12 @@ def render(results: list[dict], skipped: list[tuple[str, str]], dtplan: list[dic
               "data-parallel (bf16, H = 1, blocking) to Streaming DiLoCo (fp4, H = 100, whole sync overlapped with "
               "the whole outer step) bandwidth at 90% utilisation to be (16 x 9) / (4 / (100 / 0.9)) = 4,000. Under "
               "dtplan the data-parallel sync is a ring overlapped with the backward pass (t_sync = 7/9 t_step at 90%) "
-              "and Streaming DiLoCo syncs p fragments, each of which may overlap tau inner steps "
-              "(docs/physics.md, section 4), so the ratio is (16 x 9 / 7) / (4 / (p tau + H / 9)) = 160 at p = 20, "
-              "tau = 1, the same at every model size. Table 4's ratios are 184 / 6.2 = 30, 222 / 1.4 = 159 and "
-              "391 / 1.1 = 355: they change with model size, which no fixed fragment structure reproduces (see the "
-              "runs' `missing` above)."]
+              "and Streaming DiLoCo syncs p fragments, each of which may overlap the backward pass that produces it "
+              "and tau further inner steps (docs/physics.md, section 4), so the ratio is "
+              "4 x (p (tau + 2/3) + H / 9) x 9 / 7: 126 (1B, p = 8), 194 (10B, p = 16) and 366 (100B, p = 36) at "
+              "tau = 1, with the paper's fragment counts per size as inputs. Table 4's ratios are 184 / 6.2 = 30, "
+              "222 / 1.4 = 159 and 391 / 1.1 = 355. The 1B ratio is below what any p and tau give without a latency "
+              "term (at least 60.6 at H = 100), see the runs' `missing` above."]
     ranged = [r for r in results if r["bandwidth_range"]]
     if ranged:
         targets = [u for u, _ in ranged[0]["bandwidth_range"]]

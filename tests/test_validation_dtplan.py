@@ -18,15 +18,17 @@ def test_dtplan_recalibrates_the_step_time_on_the_data_parallel_figure(name, dp_
     assert result["predicted"]["data_parallel_bandwidth_for_90pct_gbps"] == pytest.approx(dp_gbps, rel=1e-5)
 
 
-@pytest.mark.parametrize("name, dp_gbps", SIZES)
-def test_streaming_to_data_parallel_ratio_by_hand(name, dp_gbps):
+@pytest.mark.parametrize("name, dp_gbps, fragments", [(n, g, p) for (n, g), p in zip(SIZES, (8, 16, 36))])
+def test_streaming_to_data_parallel_ratio_by_hand(name, dp_gbps, fragments):
     """RTT 0, 90% utilisation. Data parallel: the exposed sync t_sync - 2/3 t_step = t_step / 9, so
-    t_sync = 7/9 t_step and bw_dp = 16 P / (7/9 t_step). Streaming DiLoCo, fp4, p = 20 fragments,
-    tau = 1, H = 100: p (t_frag - tau t_step) = H t_step / 9, so bw = 4 P / (t_step (p tau + H / 9)).
-    Both carry the same straggler factor; the ratio is (16 x 9 / 7) (20 + 100 / 9) / 4 = 160."""
+    t_sync = 7/9 t_step and bw_dp = 16 P / (7/9 t_step). Streaming DiLoCo, fp4, the paper's p per size
+    (8, 16, 36), tau = 1, H = 100, each fragment also hiding behind the backward pass that produces it
+    (2/3 t_step): p (t_frag - (tau + 2/3) t_step) = H t_step / 9, with t_frag = 4 P / (p bw), so
+    bw = 4 P / (t_step (p (tau + 2/3) + H / 9)). Both carry the same straggler factor; the ratio is
+    (16 x 9 / 7) (p 5/3 + 100 / 9) / 4: 125.7 at p = 8, 194.3 at 16, 365.7 at 36."""
     result = validate_published.validate_run(name, with_solve=False, profile="dtplan")
-    ratio = (16 * 9 / 7) * (20 + 100 / 9) / 4
-    assert ratio == pytest.approx(160.0, rel=1e-12)
+    ratio = (16 * 9 / 7) * (fragments * 5 / 3 + 100 / 9) / 4
+    assert ratio == pytest.approx({8: 125.714, 16: 194.286, 36: 365.714}[fragments], rel=1e-5)
     assert result["predicted"]["bandwidth_for_90pct_gbps"] == pytest.approx(dp_gbps / ratio, rel=1e-5)
 
 
