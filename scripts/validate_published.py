@@ -107,6 +107,8 @@ def load_run(name: str, profile: str = "reference", constants: dict | None = Non
     if profile == "dtplan":
         spec = reported.get("dtplan", {})
         raw = dtplan_raw(raw, {**spec, "constants": {**spec.get("constants", {}), **(constants or {})}})
+        if "wan_prior_from" in spec:
+            raw = with_wan_prior(raw, spec["wan_prior_from"])
         if "calibrate" in reported:
             raw = calibrated(raw, plan, reported["calibrate"])
         instance = parse_instance(raw)
@@ -141,6 +143,8 @@ def calibrated(raw: dict, plan, spec: dict) -> dict:
     fit in are proportional), so B <- B x need(B) / value converges in one or two rounds (B is a
     whole number of tokens, so to within 1 / B)."""
     target = float(spec["value"])
+    if spec.get("quantity") == "sync_time_s":
+        return calibrated_sync(raw, plan, target)
     dp = data_parallel_plan(plan)
     for _ in range(20):
         need = bandwidth_for_utilisation(raw, dp, float(spec.get("utilisation", 0.90)))
@@ -149,6 +153,37 @@ def calibrated(raw: dict, plan, spec: dict) -> dict:
             return raw
         raw = {**raw, "training": {**raw["training"], "local_batch_tokens": tokens}}
     raise ValueError(f"calibration to {target} Gb/s did not converge")
+
+
+def with_wan_prior(raw: dict, source_run: str) -> dict:
+    """The instance with the WAN bandwidth (up = down) another run derived under dtplan (`[dtplan]
+    wan_prior_from`): a run whose bandwidth is a prior taken from another run's derived figure
+    uses that run's figure under the same profile's sync formula."""
+    mbps = load_run(source_run, "dtplan")[3]["network"]["wan"]["up_mbps"]
+    wan = {**raw["network"]["wan"], "up_mbps": mbps, "down_mbps": mbps}
+    return {**raw, "network": {**raw["network"], "wan": wan}}
+
+
+def calibrated_sync(raw: dict, plan, target_s: float) -> dict:
+    """The instance with its unreported WAN bandwidth (up = down) derived again under its own
+    profile so that the plan's modelled sync t_sync_s equals a reported sync time (`[calibrate]`
+    quantity = "sync_time_s"). The instance as written derived it under the reference's sync
+    (v / up + v / down + lat); dtplan's ring over concurrent links moves 2 (G - 1) / G v each
+    way at once, so the same bandwidth would give it a different sync than the one reported.
+    A bisection in log space over the bandwidth (t_sync falls as it rises)."""
+    def with_mbps(mbps: float) -> dict:
+        wan = {**raw["network"]["wan"], "up_mbps": mbps, "down_mbps": mbps}
+        return {**raw, "network": {**raw["network"], "wan": wan}}
+
+    def sync_s(mbps: float) -> float:
+        return float(evaluate(parse_instance(with_mbps(mbps)), plan).values["t_sync_s"])
+    lo, hi = math.log(1e-3), math.log(MAX_MBPS)
+    if not sync_s(math.exp(hi)) <= target_s <= sync_s(math.exp(lo)):
+        raise ValueError(f"no WAN bandwidth gives a sync of {target_s} s")
+    for _ in range(80):
+        mid = 0.5 * (lo + hi)
+        lo, hi = (mid, hi) if sync_s(math.exp(mid)) > target_s else (lo, mid)
+    return with_mbps(round(math.exp(hi), 4))
 
 
 def predicted_quantities(instance, plan, evaluation) -> dict[str, float]:
@@ -333,10 +368,11 @@ HEADER = """# Validation against published training runs
 **This page is generated** by `scripts/validate_published.py` from the instances, plans and reported
 outcomes in `instances/published/` (sources: `../shared/data/published_runs.md`). Each run is
 evaluated with its own plan; the error is predicted / reported - 1. Nothing is fitted to the
-reported outcome except where a row's instance says so (INTELLECT-1's MFU and bandwidth are derived
-from its reported per-step compute and sync time; Streaming DiLoCo's step time is calibrated on the
-table's data-parallel bandwidth, under each profile with that profile's own sync formula: see their notes). OpenDiLoCo's bandwidth is the one derived for
-INTELLECT-1, used as a prior, not fitted to OpenDiLoCo. Every instance's `description` lists the inputs
+reported outcome except where a row's instance says so (INTELLECT-1's bandwidth is derived from its
+reported sync time, under each profile with that profile's own sync formula, and under reference its MFU
+from its reported compute time; Streaming DiLoCo's step time is calibrated on the table's data-parallel
+bandwidth, under each profile with that profile's own sync formula: see their notes). OpenDiLoCo's
+bandwidth is the one derived for INTELLECT-1 under the same profile, used as a prior, not fitted to OpenDiLoCo. Every instance's `description` lists the inputs
 that are assumed rather than reported.
 
 How quantities are derived from an evaluation (no new physics): tokens/s = dtplan's `tokens_per_s`;
