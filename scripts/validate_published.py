@@ -478,8 +478,9 @@ def render(results: list[dict], skipped: list[tuple[str, str]], dtplan: list[dic
               "and tau further inner steps (docs/physics.md, section 4), so the ratio is "
               "4 x (p (tau + 2/3) + H / 9) x 9 / 7: 126 (1B, p = 8), 194 (10B, p = 16) and 366 (100B, p = 36) at "
               "tau = 1, with the paper's fragment counts per size as inputs. Table 4's ratios are 184 / 6.2 = 30, "
-              "222 / 1.4 = 159 and 391 / 1.1 = 355. The 1B ratio is below what any p and tau give without a latency "
-              "term (at least 60.6 at H = 100), see the runs' `missing` above."]
+              "222 / 1.4 = 159 and 391 / 1.1 = 355. The 1B ratio is below what any p and tau give (at least 60.6 at "
+              "H = 100), and a latency per exchange lowers the predicted bandwidth further, see the runs' `missing` "
+              "above."]
     ranged = [r for r in results if r["bandwidth_range"]]
     if ranged:
         targets = [u for u, _ in ranged[0]["bandwidth_range"]]
