@@ -1,6 +1,7 @@
 """The fragment window term (planner/cost/fragment_window.py, switch `fragment_backward_overlap`):
 a streaming fragment's sync also hides behind the backward pass that produces it. Numbers by hand."""
 
+import numpy as np
 import pytest
 
 from planner.cost import fragment_window, physics
@@ -60,3 +61,32 @@ def test_the_window_in_an_evaluation_by_hand():
 def test_the_switch_must_be_true_or_false():
     with pytest.raises(InputError, match="fragment_backward_overlap"):
         _instance({"fragment_backward_overlap": 3})
+
+
+# -- the exact search's facts with the window on ---------------------------------------------------------------
+
+from hypothesis import given, settings, strategies as st  # noqa: E402
+
+from tests.test_bnb import check_against_brute_force  # noqa: E402
+from tests.test_bound_properties import cases  # noqa: E402
+from tests import test_physics as dtplan_tests  # noqa: E402  (a module: its tests are not collected twice)
+
+
+@settings(max_examples=40, deadline=None)
+@given(case=cases(), terms=dtplan_tests.DTPLAN_TERMS, n=st.integers(2, 100000), h=st.integers(1, 10000), r=st.integers(1, 1000))
+def test_q_falls_with_h_and_r_and_rises_with_n_with_the_window(case, terms, n, h, r):
+    """q = outer time / (H R) per inner step: the window w depends on neither H nor n, so the branch and
+    bound's facts hold with it on: tests/test_physics.py's check (every other dtplan term drawn at random)
+    with fragment_backward_overlap on."""
+    dtplan_tests.test_dtplan_q_falls_with_h_and_r_and_rises_with_n.hypothesis.inner_test(
+        case, {**terms, "fragment_backward_overlap": True}, n, h, r)
+
+
+@pytest.mark.parametrize("seed", range(5000, 5006))
+def test_bnb_matches_brute_force_with_the_window(seed):
+    """The branch and bound against the brute force that scores every plan, with fragments forced on
+    (p = 8, tau = 1) and the window on, over the same random cases as tests/test_physics.py."""
+    setting, space, streaming = dtplan_tests._dtplan_case(seed)
+    a = setting.assumptions.replace(streaming_fragments=8.0, streaming_overlap_steps=1.0,
+                                    fragment_backward_overlap=True)
+    check_against_brute_force(setting.replace(assumptions=a), space, streaming, "min_time", rel=1e-12)
