@@ -13,7 +13,7 @@ bucket's outer gradient is final once its part of the backward pass ran), so the
 that backward pass, w = backward_share x the last micro-batch's compute (2/3 of a flat replica's
 step):
     stall = max(0, t_frag - tau t_step - w).
-This is how the paper's first author's own simulator of the paper's compute utilisation releases a
+This is how the simulator of the paper's compute utilisation on its first author's site releases a
 fragment (arthurdouillard.com/diloco: buckets released from the end of the forward pass through the
 backward pass, deadline tau + 1 steps after the step starts, i.e. a window of (tau + 2/3) t_step).
 
