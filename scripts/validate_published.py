@@ -20,8 +20,12 @@ Two assumption profiles side by side (issue 14): `reference`, the instance as wr
 inputs from the `[dtplan]` table of its reported file (`drop`: instance assumptions to remove,
 `constants`: how the run was done, `headline`: the quantity that must be within 15%, `missing`:
 the term that is missing where it is not, `sensitivity`: other values of an assumed input,
-`fitted`: set when a constant the profile uses was fitted on this run). The planner's own choice
-is solved under the reference profile only.
+`fitted`: set when a constant the profile uses was fitted on this run, `wan_prior_from`: a run whose
+bandwidth derived under dtplan this run takes as its prior). An input the instance derived from a
+reported figure under the reference's formulas is derived again under dtplan's (`[calibrate]`:
+`quantity` "data_parallel_bandwidth_for_90pct_gbps", the step time from a data-parallel bandwidth, or
+"sync_time_s", the WAN bandwidth from a sync time). The planner's own choice is solved under the
+reference profile only.
 
 Usage:  .venv/bin/python scripts/validate_published.py            # print and write docs/validation.md
         .venv/bin/python scripts/validate_published.py --check    # exit 1 if docs/validation.md is stale
