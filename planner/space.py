@@ -74,8 +74,15 @@ def hierarchical_shards_valid(group_size, zero_shards) -> np.ndarray:
 def every_micro_batch(a) -> bool:
     """Whether the space must list every micro-batch count M as a class of its own: the dtplan
     terms under which the outer step or the memory depends on M beyond the pipeline step (the
-    blocking sync's overlap window, activations in flight), or the schedule is a decision."""
-    return a.dp_overlap or a.activation_memory or a.search_pipeline_schedules
+    blocking sync's overlap window, a streaming fragment's backward window, activations in
+    flight), or the schedule is a decision."""
+    return a.dp_overlap or a.activation_memory or a.search_pipeline_schedules or streaming_reads_window(a)
+
+
+def streaming_reads_window(a) -> bool:
+    """Whether a streaming outer step depends on the last micro-batch's compute: only fragments
+    whose window includes the backward pass that produces them (fragment_window.py)."""
+    return bool(a.fragment_backward_overlap) and physics.fragments_on(a)
 PRECISION_ORDER = ("fp16", "fp8", "fp4")
 
 
@@ -290,8 +297,8 @@ class DecisionSpace:
         the least step, ties to fewer micro-batches, then to the schedule listed first (`bnb.tie_key`).
         Exact where the overlap window does not matter: without memory terms the rows of one (S, Ca)
         differ in nothing but the pipeline step and the window c = t_comp / (S M), a streaming outer step
-        (physics.streaming_outer_s, fragments or not) and a pipeline over the WAN never read the window,
-        nor does a blocking one without `dp_overlap`; the time to target is non-decreasing in the step,
+        (physics.streaming_outer_s) reads it only under `streaming_reads_window`, a pipeline over the WAN
+        never, a blocking one only under `dp_overlap`; the time to target is non-decreasing in the step,
         and the first row is at least as fast as any other at every (n, H) and first in tie order."""
         t_step = throughput(s, PlanBatch.of(mode, precision, nodes=2 * pipes.stages, stages=pipes.stages,
                                             activation_compression=pipes.activation_compression,
@@ -313,10 +320,13 @@ class DecisionSpace:
         g = self._grid(k=np.arange(pipes.size), compression=self.compression, streaming=self.streaming)
         rows.compression, rows.streaming = g["compression"].astype(float), g["streaming"].astype(bool)
         if self._reduces_to_least_step(s):
-            # the overlap window matters only to a blocking sync under dp_overlap: elsewhere one row per (S, Ca)
+            # the window matters to a blocking sync under dp_overlap, and to a streaming one only when its
+            # fragments also hide behind their backward pass: elsewhere one row per (S, Ca)
             keep = self._least_step(s, "pp_group", precision, pipes)[rep]
             if s.assumptions.dp_overlap:
                 keep |= ~rows.streaming
+            if streaming_reads_window(s.assumptions):
+                keep |= rows.streaming
             rep, rows = rep[keep], rows.take(keep)
         n_lo = np.maximum(2, self.min_nodes // rows.stages)     # G S <= min_nodes < (G + 1) S: idle nodes
         return self._classes(rows, n_lo, self.max_nodes // rows.stages, rows.stages,

@@ -43,3 +43,16 @@ def test_least_step_keeps_one_row_per_stage_count_where_the_window_does_not_matt
     full = blocking.classes(s, "pp_group", "fp16")
     assert full.size > c.size and not full.rows.streaming.any()
     assert len(np.unique(full.rows.micro_batches)) == space.max_micro_batches
+
+
+@pytest.mark.parametrize("seed", [5200, 5201, 5252, 5269, 5285])
+@pytest.mark.parametrize("objective", ["min_time", "min_cost"])
+def test_streaming_rows_that_read_the_fragment_window_are_all_kept(seed, objective):
+    """With fragments whose window includes their backward pass (fragment_window.py) a streaming outer
+    step reads the last micro-batch's compute, so the space keeps every (schedule, M) there too. Seeds
+    5252, 5269 and 5285 (min_time) answer a slower plan if the streaming rows are cut to the least step
+    (found by comparing the two spaces over seeds 5200-5285)."""
+    s, space, streaming = _schedule_case(seed)
+    s = s.replace(assumptions=s.assumptions.replace(streaming_fragments=4.0, streaming_overlap_steps=1.0,
+                                                    fragment_backward_overlap=True))
+    check_against_brute_force(s, space, streaming, objective, rel=1e-12)
