@@ -130,3 +130,24 @@ def test_bnb_matches_brute_force_with_recomputation(seed, objective, recompute):
                                                     activation_bytes_per_token_layer_h=34.0,
                                                     activation_recompute=recompute))
     check_against_brute_force(s, space, streaming, objective, rel=1e-12)
+
+
+def test_full_recomputation_costs_a_forward_pass_in_every_mode():
+    """`full` counts its compute with or without the memory model: a flat replica (INTELLECT-1's
+    act_ckpt) computes 6 P B / (F u) x 4/3 per step; a pipeline stage's compute grows by the same 4/3."""
+    from tests.test_physics import _instance
+    flat = parse_plan({"mode": "flat", "nodes": 1, "precision": "fp16"})
+    plain = evaluate(_instance(), flat).values["t_comp_s"]
+    assert plain == pytest.approx(6e15 / (16 * 990e12 * 0.47), rel=1e-12)        # 0.805932 s
+    full = evaluate(_instance({"activation_recompute": "full"}), flat).values
+    assert full["t_comp_s"] == pytest.approx(plain * 4 / 3, rel=1e-12) == pytest.approx(1.074576, abs=1e-6)
+    hier = parse_plan({"mode": "hierarchical", "nodes": 8, "group_size": 4, "precision": "fp16"})
+    assert evaluate(_instance({"activation_recompute": "full"}), hier).values["t_step_s"] == \
+        pytest.approx(evaluate(_instance(), hier).values["t_step_s"] * 4 / 3, rel=1e-12)
+    pipe = parse_plan({"mode": "pp_group", "nodes": 8, "stages": 4, "micro_batches": 8, "precision": "fp16"})
+    base, redo = evaluate(_instance(), pipe).values, evaluate(_instance({"activation_recompute": "full"}), pipe).values
+    assert redo["step_compute_s"] == pytest.approx(base["step_compute_s"] * 4 / 3, rel=1e-12)
+    assert redo["recompute_share"] == 1.0
+    assert redo["state_bytes_per_node"] == base["state_bytes_per_node"]     # no activation memory model: state only
+    # `fit` without the memory model recomputes nothing
+    assert evaluate(_instance({"activation_recompute": "fit"}), pipe).values["step_compute_s"] == base["step_compute_s"]

@@ -44,6 +44,8 @@ def _common(s: Setting, b: PlanBatch) -> dict[str, np.ndarray]:
         hidden = s.hidden_size if s.hidden_size is not None else timing.hidden_size(s.params, a.hidden_size_coefficient)
         t_comp = t_comp + physics.tensor_parallel_s(a, s.active_params, hidden, s.local_batch_tokens, b.precision,
                                                     s.accelerators_per_node)
+    if b.mode in ("flat", "hierarchical"):      # dtplan: full activation recomputation (pipelines: _pipeline)
+        t_comp = t_comp * physics.flat_recompute_factor(a)
     per_stage = a.per_stage_payload and b.mode == "pp_group"
     payload = physics.payload_bits(a, s.params, b.precision, b.compression, b.stages, per_stage)
     return {"t_comp_s": np.broadcast_to(t_comp, b.nodes.shape).astype(float), "payload_bits": _f(payload)}
@@ -188,7 +190,7 @@ def _pipeline(s: Setting, b: PlanBatch, out, link_bps: float, link_rtt_s: float)
     kept, redone, working = physics.activation_parts_bytes(a, s.active_params, hidden, s.local_batch_tokens,
                                                            b.precision, stages, b.micro_batches, b.schedule)
     share = physics.recompute_share(a, state, kept, redone, working, s.memory_bytes)   # dtplan: recomputation
-    t_comp = out["t_comp_s"] * physics.recompute_compute_factor(share) if a.activation_memory else out["t_comp_s"]
+    t_comp = out["t_comp_s"] * physics.recompute_compute_factor(share)
     t_pp, ticks, c, x, k = physics.pipeline_parts_s(a, t_comp, stages, b.micro_batches, act, link_bps,
                                                     link_rtt_s, f_pp, b.schedule)
     link = ticks * k * (x + link_rtt_s)

@@ -347,7 +347,8 @@ def activation_parts_bytes(a: Assumptions, active_params, hidden, local_batch_to
 
 
 def recompute_share(a: Assumptions, state_bytes, kept, recomputed, working, memory_bytes):
-    """The share r of a stage's layers recomputed in full (0 unless `activation_memory` is on).
+    """The share r of a stage's layers recomputed in full (`full`: 1; `fit`: 0 unless `activation_memory`
+    is on).
 
     selective: r = 0 (only the attention core is recomputed; its cost is in the node's u: the MFU
         table's runs use it, as FlashAttention's backward kernel does);
@@ -364,10 +365,10 @@ def recompute_share(a: Assumptions, state_bytes, kept, recomputed, working, memo
     objective: `fit` makes the planner's choice in closed form. r depends on S, M, the schedule and
     the precision only (class decisions), never on n, H or R."""
     shape = np.shape(np.asarray(kept) + np.asarray(state_bytes))
+    if a.activation_recompute == "full":      # its compute counts with or without the memory model
+        return np.ones(shape)
     if not a.activation_memory or a.activation_recompute == "selective":
         return np.zeros(shape)
-    if a.activation_recompute == "full":
-        return np.ones(shape)
     state, kept = np.asarray(state_bytes, dtype=float), np.asarray(kept, dtype=float)
     saved = kept - np.asarray(recomputed, dtype=float)
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -381,6 +382,13 @@ def recomputed_activation_bytes(kept, recomputed, working, share):
     kept (1 - r) + recomputed r + working [r > 0] (`recompute_share`)."""
     r = np.asarray(share, dtype=float)
     return np.asarray(kept) * (1.0 - r) + np.asarray(recomputed) * r + np.where(r > 0, working, 0.0)
+
+
+def flat_recompute_factor(a: Assumptions) -> float:
+    """Compute factor of a replica that is not a pipeline (flat, hierarchical) under `activation_recompute`:
+    1 + 1/3 with `full` (every layer's forward pass runs again in the backward pass: INTELLECT-1's
+    `act_ckpt`), else 1 (no activation memory model outside pipelines, so `fit` never recomputes)."""
+    return float(recompute_compute_factor(1.0)) if a.activation_recompute == "full" else 1.0
 
 
 def recompute_compute_factor(share):
