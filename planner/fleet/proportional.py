@@ -125,24 +125,27 @@ def fastest_fill(pools: Sequence[PoolSetting], steps: dict[int, int], nodes: int
 
 
 def weighted_steps_table(pools: Sequence[PoolSetting], ratios: dict[int, float], h_values: Sequence[int],
-                         max_nodes: int) -> np.ndarray:
-    """W[h_index, N] = sum_p n_p H_p of `fastest_fill` for every H of `h_values` and 0 <= N <=
-    max_nodes (0 where N is out of range), as float."""
+                         max_nodes: int) -> tuple[np.ndarray, np.ndarray]:
+    """(W, cost) tables of `fastest_fill` for every H of `h_values` (rows) and 0 <= N <= max_nodes
+    (columns): W = sum_p n_p H_p as float and its cost in USD; W = 0, cost = inf where N is out of
+    range."""
     used = list(ratios)
-    table = np.zeros((len(h_values), max_nodes + 1))
+    weighted = np.zeros((len(h_values), max_nodes + 1))
+    cost = np.full((len(h_values), max_nodes + 1), math.inf)
     for row, h in enumerate(h_values):
         steps = {i: int(v) for i, v in inner_steps(ratios, h).items()}
-        per_node = [steps[i] for i in used]                      # the mandatory node of each pool
-        extra = []
-        for i in fill_order(pools, steps):
-            extra += [steps[i]] * (pools[i].count - 1)
+        order = fill_order(pools, steps)
+        extra_steps = np.concatenate([[steps[i]] * (pools[i].count - 1) for i in order] + [[]])
+        extra_price = np.concatenate([[node_price_usd(pools[i])] * (pools[i].count - 1) for i in order] + [[]])
         base = len(used)
-        top = min(max_nodes, base + len(extra))
+        top = min(max_nodes, base + extra_steps.size)
         if top < base:
             continue
-        cum = np.concatenate([[sum(per_node)], sum(per_node) + np.cumsum(extra, dtype=float)])
-        table[row, base:top + 1] = cum[:top - base + 1]
-    return table
+        span = top - base + 1
+        weighted[row, base:top + 1] = sum(steps[i] for i in used) + np.concatenate([[0.0], np.cumsum(extra_steps)])[:span]
+        cost[row, base:top + 1] = sum(node_price_usd(pools[i]) for i in used) + \
+            np.concatenate([[0.0], np.cumsum(extra_price)])[:span]
+    return weighted, cost
 
 
 def adjust_for(weighted_steps, h_max, h):

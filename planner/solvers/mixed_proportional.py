@@ -1,0 +1,163 @@
+"""The parts of the mixed planner under the proportional rule (`planner.fleet.proportional`,
+docs/fleet.md section 4): the exact best plan on a set U of pools when each pool p runs H_p
+inner steps per outer step.
+
+A proportional plan on U is a plan of mode flat (no ZeRO-3) or hierarchical, with no expert
+parallelism, scored in U's mixed setting with the throughput changed by `adjust_for`: tokens
+per outer step times W / (N H), W = sum_p n_p H_p, and H_eff at H_max. For fixed U, N and every
+other decision, time, memory and quality do not depend on how the N nodes are split among the
+pools, and the time to target is proportional to 1 / W (C_local target: eta_R is scored at the
+target point; C_quality target: the tokens needed do not depend on the rate). So the best split
+is `fastest_fill` (most W, then least cost) for `min_time`, and for `max_compute` where the
+compute grows with the tokens: a C_quality target (it grows with T, `run.quality_compute`) or a
+C_local target under the linear v1 or no replica penalty (C_local is then 6 P_act T eta with eta
+independent of T). Under the Chinchilla penalty C_local is not monotone in T (`planner.space`),
+and with a budget the fastest split may be over it while a slower one is not; both are refused
+(exit 2, naming `fleet.sync_rule`) rather than solved inexactly, as is `min_cost`, whose best
+split is a knapsack per plan (not built yet).
+
+Each part is solved by scoring every plan of the part's space (`exhaustive._plans` over the
+classes of `DecisionSpace`, whose reductions compare plans of equal N, H and R only, and so stay
+exact here: the rule multiplies their times alike). A part is skipped for `min_time` when a
+valid lower bound exceeds the best time found: T_prop >= T_straggler / rho_max for every plan,
+rho_max = max_p t_pace / t_p (W <= N H rho_max, and eta_H, eta_R at H_max >= H are no larger:
+facts (H), (R), (L) of `planner.solvers.monotone`), so the part's straggler optimum over rho_max
+bounds it.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from typing import NamedTuple
+
+import numpy as np
+
+from planner.cost.score import time_to_target, window_compute
+from planner.cost.setting import PlanBatch, Setting
+from planner.fleet.proportional import (adjust_for, fastest_fill, inner_steps, step_ratios,
+                                        weighted_steps_table)
+from planner.fleet.replicas import fleet_cost_usd
+from planner.objectives import tie_less
+from planner.schema.errors import InputError, Problem
+from planner.solvers import monotone
+from planner.solvers.bnb import TIE_REL
+from planner.space import DecisionSpace
+
+MODES = ("flat", "hierarchical")
+MAX_PLANS = monotone.EXHAUSTIVE_MAX_PLANS     # plans scored per part at most; beyond, refused (exit 2)
+
+
+class Found(NamedTuple):
+    """The best proportional plan of a part: its batch, counts, key and objective value."""
+
+    batch: PlanBatch
+    counts: list[int]
+    key: tuple[float, ...]
+    value: float
+
+
+def rules_searched(instance, objective: str, pools) -> tuple[str, ...]:
+    """The rules the planner compares for `fleet.sync_rule` (module docstring); InputError naming
+    the field when the proportional rule cannot be planned exactly for this instance."""
+    rule = instance.fleet.sync_rule if instance.fleet.is_mixed else "straggler"
+    if rule == "straggler":
+        return ("straggler",)
+    why = None
+    if objective == "min_cost":
+        why = "the cheapest split of the nodes under it is a knapsack per plan, not planned yet: use min_time or max_compute"
+    elif objective == "max_compute" and instance.training.target_kind == "c_local" and \
+            pools[0].setting.assumptions.replica_penalty == "chinchilla":
+        why = ("max_compute of C_local under the Chinchilla replica penalty is not monotone in the tokens, so the "
+               "fastest split of the nodes need not be the best: use a C_quality target or min_time")
+    elif instance.limits.budget_usd is not None:
+        why = "with limits.budget_usd the fastest split of the nodes may be over budget: not planned yet"
+    if why:
+        raise InputError([Problem("fleet.sync_rule", f"{rule!r} cannot be planned exactly here: {why}; or set "
+                                                     f"'straggler'")])
+    return ("straggler", "proportional") if rule == "auto" else ("proportional",)
+
+
+def plans(s: Setting, space: DecisionSpace, precision: str):
+    """(classes, idx, n, h, r) chunks covering every plan of `space` the rule applies to: flat
+    without ZeRO-3 and hierarchical, no expert parallelism."""
+    from planner.solvers.exhaustive import _plans
+    for mode in (m for m in MODES if m in space.modes):
+        c = space.classes(s, mode, precision, "none")
+        if c is None:
+            continue
+        if mode == "flat":
+            c = c.take(np.asarray(c.rows.zero_shards) == 1)
+            if c.size == 0:
+                continue
+        for idx, n, h, r in _plans(c, space.max_inner_steps, space.max_regional_rounds):
+            yield c, idx, n, h, r
+
+
+def plan_count(s: Setting, space: DecisionSpace, precision: str) -> int:
+    """How many plans `plans` lists (without scoring them)."""
+    total = 0
+    for mode in (m for m in MODES if m in space.modes):
+        c = space.classes(s, mode, precision, "none")
+        if c is None:
+            continue
+        keep = np.asarray(c.rows.zero_shards) == 1 if mode == "flat" else np.ones(c.size, bool)
+        r = space.max_regional_rounds if mode == "hierarchical" else 1
+        total += int(((c.n_hi - c.n_lo + 1) * keep).sum()) * space.max_inner_steps * r
+    return total
+
+
+def measure(s: Setting, batch: PlanBatch, adjust, objective: str) -> np.ndarray:
+    """What the objective ranks, least first: time to target (s), or minus the compute reached (FLOP)."""
+    if objective == "max_compute":
+        kind = s.target_kind
+        return -window_compute(s, batch, kind, adjust)[kind]
+    return time_to_target(s, batch, adjust)["time_to_target_s"]
+
+
+def solve_part(pools, used: tuple[int, ...], s: Setting, space: DecisionSpace, precision: str, objective: str,
+               deadline: float) -> tuple[Found | None, int, bool]:
+    """(best proportional plan of the part or None, plans scored, complete). Not complete when the
+    deadline stopped it (then nothing is proven about the plans not scored)."""
+    space = space.for_objective(s, objective)
+    count = plan_count(s, space, precision)
+    if count > MAX_PLANS:
+        raise InputError([Problem("fleet.sync_rule", f"the proportional rule scores every plan of a set of pools; "
+                                                     f"{count:,} plans are more than {MAX_PLANS:,}: narrow "
+                                                     "search (max_inner_steps, group_sizes, compression) or set "
+                                                     "'straggler'")])
+    ratios = step_ratios(s, pools, used, precision)
+    h_values = list(range(1, space.max_inner_steps + 1))
+    weighted, cost = weighted_steps_table(pools, ratios, h_values, int(space.max_nodes))
+    h_max = np.array([max(inner_steps(ratios, h).values()) for h in h_values], dtype=float)
+    best, evaluations = None, 0
+    for c, idx, n, h, r in plans(s, space, precision):
+        if time.perf_counter() > deadline:
+            return best, evaluations, False
+        nodes = c.nodes(idx, n)
+        batch = c.plans(idx, n, h, r)
+        value = measure(s, batch, adjust_for(weighted[h - 1, nodes], h_max[h - 1], h), objective)
+        evaluations += value.size
+        ok = np.isfinite(value) & ((value <= s.window_s) if objective == "min_time" else True)
+        if not ok.any():
+            continue
+        top = float(value[ok].min())
+        tied = np.flatnonzero(ok & (value <= top + TIE_REL * abs(top)))
+        i = int(tied[np.argmin(cost[h[tied] - 1, nodes[tied]])])      # ties to the cheaper split
+        key = (float(value[i]), float(cost[h[i] - 1, nodes[i]]))
+        if best is None or tie_less(key, best.key):
+            steps = {p: int(v) for p, v in inner_steps(ratios, int(h[i])).items()}
+            counts = fastest_fill(pools, steps, int(nodes[i]))
+            key = (key[0], fleet_cost_usd(pools, counts))
+            best = Found(batch.take(slice(i, i + 1)), counts, key, -key[0] if objective == "max_compute" else key[0])
+    return best, evaluations, True
+
+
+def lower_bound_s(s: Setting, pools, used, precision: str, straggler_best_s: float) -> float:
+    """A lower bound on every proportional plan's time in the part from the part's straggler
+    optimum (module docstring), or 0 when the facts it needs do not hold."""
+    mono = monotone.check(s)
+    if mono.unsupported or not mono.eta_h_falls or not math.isfinite(straggler_best_s):
+        return 0.0
+    rho = max(step_ratios(s, pools, used, precision).values())
+    return straggler_best_s / (rho * (1.0 + 1e-12))
