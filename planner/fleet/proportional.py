@@ -194,6 +194,10 @@ def rule_problems(plan, is_moe: bool) -> list[str]:
     return out
 
 
-def applies(ratios: dict[int, float], h_values: Sequence[int]) -> bool:
-    """Whether the rule changes anything for some H: some pool used runs more than H steps."""
-    return any(math.floor(h * r * (1.0 + ROUNDING_SLACK)) > h for r in ratios.values() for h in h_values)
+def first_h_that_differs(ratios: dict[int, float], h_max: int) -> int | None:
+    """The least H <= h_max at which some pool used runs more than H inner steps (below it every
+    H_p = H and the rule is the straggler rule), or None."""
+    h = np.arange(1, h_max + 1, dtype=float)
+    top = max(ratios.values())
+    more = np.flatnonzero(np.floor(h * top * (1.0 + ROUNDING_SLACK)) > h)
+    return int(more[0]) + 1 if more.size else None

@@ -314,7 +314,7 @@ def proportional_parts(pools: list[PoolSetting], listed: list[Part], objective: 
     them). A part of one pool, or whose pools' speeds give every H_p = H, is its straggler part
     (already solved) unless the proportional rule is the only one searched. Key index: after every
     straggler part, so that ties go to the straggler rule."""
-    from planner.fleet.proportional import applies, step_ratios
+    from planner.fleet.proportional import first_h_that_differs, step_ratios
     from planner.solvers import mixed_proportional as mp
     maximise = objective == "max_compute"
     out, evaluations = [], 0
@@ -323,15 +323,19 @@ def proportional_parts(pools: list[PoolSetting], listed: list[Part], objective: 
     for index in order:
         part = listed[index]
         s, space = part.setting, part.space
-        ratios = step_ratios(s, pools, part.used, part.precision)
-        if not applies(ratios, range(1, space.max_inner_steps + 1)) and not one_rule:
+        # with the straggler rule also searched, only the plans whose H gives some H_p > H differ
+        h_min = 1 if one_rule else first_h_that_differs(step_ratios(s, pools, part.used, part.precision),
+                                                         space.max_inner_steps)
+        if h_min is None:
             continue
         if objective == "min_time":
-            lower = mp.lower_bound_s(s, pools, part.used, part.precision, straggler_best.get(index, math.inf))
+            lower = mp.lower_bound_s(s, pools, part.used, part.precision, straggler_best.get(index, math.inf),
+                                     h_min, compute_bound_s(s, int(space.max_nodes)))
             if lower > incumbent_s * (1 + 1e-12):
                 bound = min(bound, lower)
                 continue
-        found, count, complete = mp.solve_part(pools, part.used, s, space, part.precision, objective, deadline)
+        found, count, complete = mp.solve_part(pools, part.used, s, space, part.precision, objective, deadline,
+                                               h_min)
         evaluations += count
         if not complete:
             bound = math.inf if maximise else 0.0

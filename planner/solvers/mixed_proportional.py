@@ -16,13 +16,15 @@ and with a budget the fastest split may be over it while a slower one is not; bo
 (exit 2, naming `fleet.sync_rule`) rather than solved inexactly, as is `min_cost`, whose best
 split is a knapsack per plan (not built yet).
 
-Each part is solved by scoring every plan of the part's space (`exhaustive._plans` over the
-classes of `DecisionSpace`, whose reductions compare plans of equal N, H and R only, and so stay
-exact here: the rule multiplies their times alike). A part is skipped for `min_time` when a
-valid lower bound exceeds the best time found: T_prop >= T_straggler / rho_max for every plan,
-rho_max = max_p t_pace / t_p (W <= N H rho_max, and eta_H, eta_R at H_max >= H are no larger:
-facts (H), (R), (L) of `planner.solvers.monotone`), so the part's straggler optimum over rho_max
-bounds it.
+Each part is solved by scoring every plan of the part's space (every n, H, R of the classes of
+`DecisionSpace`, whose reductions compare plans of equal N, H and R only, and so stay exact here:
+the rule multiplies their times alike); when the straggler rule is searched too, only the H at
+which some H_p exceeds H (below, the two rules are one), and at most MAX_PLANS plans (beyond, the
+instance is refused, exit 2, naming fleet.sync_rule). A part is skipped for `min_time` when a
+valid lower bound exceeds the best time found (`lower_bound_s`): T_prop >= T_straggler / rho_max
+for every plan, rho_max = max_p t_pace / t_p (W <= N H rho_max, and eta_H, eta_R at H_max >= H are
+no larger: facts (H), (R), (L) of `planner.solvers.monotone`), so the part's straggler optimum
+over rho_max bounds it; and the compute-only bound over rho_max eta_H(H_min).
 """
 
 from __future__ import annotations
@@ -46,6 +48,7 @@ from planner.space import DecisionSpace
 
 MODES = ("flat", "hierarchical")
 MAX_PLANS = monotone.EXHAUSTIVE_MAX_PLANS     # plans scored per part at most; beyond, refused (exit 2)
+CHUNK = 1 << 18                               # plans scored at once
 
 
 class Found(NamedTuple):
@@ -78,33 +81,33 @@ def rules_searched(instance, objective: str, pools) -> tuple[str, ...]:
     return ("straggler", "proportional") if rule == "auto" else ("proportional",)
 
 
-def plans(s: Setting, space: DecisionSpace, precision: str):
-    """(classes, idx, n, h, r) chunks covering every plan of `space` the rule applies to: flat
-    without ZeRO-3 and hierarchical, no expert parallelism."""
-    from planner.solvers.exhaustive import _plans
-    for mode in (m for m in MODES if m in space.modes):
-        c = space.classes(s, mode, precision, "none")
-        if c is None:
-            continue
-        if mode == "flat":
-            c = c.take(np.asarray(c.rows.zero_shards) == 1)
-            if c.size == 0:
-                continue
-        for idx, n, h, r in _plans(c, space.max_inner_steps, space.max_regional_rounds):
-            yield c, idx, n, h, r
+def plans(s: Setting, space: DecisionSpace, precision: str, h_min: int = 1):
+    """(classes, idx, n, h, r) chunks covering every plan of `space` the rule applies to (flat
+    without ZeRO-3 and hierarchical, no expert parallelism) with H >= h_min."""
+    for c, r_max in _classes(s, space, precision):
+        for k in range(c.size):
+            n = np.arange(c.n_lo[k], c.n_hi[k] + 1)
+            h = np.arange(h_min, space.max_inner_steps + 1)
+            r = np.arange(1, r_max + 1)
+            for h_part in np.array_split(h, max(1, n.size * h.size * r.size // CHUNK)):
+                nn, hh, rr = (x.ravel() for x in np.meshgrid(n, h_part, r, indexing="ij"))
+                yield c, np.full(nn.size, k), nn, hh, rr
 
 
-def plan_count(s: Setting, space: DecisionSpace, precision: str) -> int:
+def plan_count(s: Setting, space: DecisionSpace, precision: str, h_min: int = 1) -> int:
     """How many plans `plans` lists (without scoring them)."""
-    total = 0
+    h = max(0, space.max_inner_steps - h_min + 1)
+    return sum(int((c.n_hi - c.n_lo + 1).sum()) * h * r_max for c, r_max in _classes(s, space, precision))
+
+
+def _classes(s: Setting, space: DecisionSpace, precision: str):
+    """(classes, R range) of the modes the rule applies to."""
     for mode in (m for m in MODES if m in space.modes):
         c = space.classes(s, mode, precision, "none")
-        if c is None:
-            continue
-        keep = np.asarray(c.rows.zero_shards) == 1 if mode == "flat" else np.ones(c.size, bool)
-        r = space.max_regional_rounds if mode == "hierarchical" else 1
-        total += int(((c.n_hi - c.n_lo + 1) * keep).sum()) * space.max_inner_steps * r
-    return total
+        if c is not None and mode == "flat":
+            c = c.take(np.asarray(c.rows.zero_shards) == 1)
+        if c is not None and c.size:
+            yield c, (space.max_regional_rounds if mode == "hierarchical" else 1)
 
 
 def measure(s: Setting, batch: PlanBatch, adjust, objective: str) -> np.ndarray:
@@ -116,11 +119,11 @@ def measure(s: Setting, batch: PlanBatch, adjust, objective: str) -> np.ndarray:
 
 
 def solve_part(pools, used: tuple[int, ...], s: Setting, space: DecisionSpace, precision: str, objective: str,
-               deadline: float) -> tuple[Found | None, int, bool]:
-    """(best proportional plan of the part or None, plans scored, complete). Not complete when the
-    deadline stopped it (then nothing is proven about the plans not scored)."""
+               deadline: float, h_min: int = 1) -> tuple[Found | None, int, bool]:
+    """(best proportional plan of the part with H >= h_min or None, plans scored, complete). Not
+    complete when the deadline stopped it (then nothing is proven about the plans not scored)."""
     space = space.for_objective(s, objective)
-    count = plan_count(s, space, precision)
+    count = plan_count(s, space, precision, h_min)
     if count > MAX_PLANS:
         raise InputError([Problem("fleet.sync_rule", f"the proportional rule scores every plan of a set of pools; "
                                                      f"{count:,} plans are more than {MAX_PLANS:,}: narrow "
@@ -131,7 +134,7 @@ def solve_part(pools, used: tuple[int, ...], s: Setting, space: DecisionSpace, p
     weighted, cost = weighted_steps_table(pools, ratios, h_values, int(space.max_nodes))
     h_max = np.array([max(inner_steps(ratios, h).values()) for h in h_values], dtype=float)
     best, evaluations = None, 0
-    for c, idx, n, h, r in plans(s, space, precision):
+    for c, idx, n, h, r in plans(s, space, precision, h_min):
         if time.perf_counter() > deadline:
             return best, evaluations, False
         nodes = c.nodes(idx, n)
@@ -153,11 +156,26 @@ def solve_part(pools, used: tuple[int, ...], s: Setting, space: DecisionSpace, p
     return best, evaluations, True
 
 
-def lower_bound_s(s: Setting, pools, used, precision: str, straggler_best_s: float) -> float:
-    """A lower bound on every proportional plan's time in the part from the part's straggler
-    optimum (module docstring), or 0 when the facts it needs do not hold."""
+def lower_bound_s(s: Setting, pools, used, precision: str, straggler_best_s: float, h_min: int,
+                  floor_s: float) -> float:
+    """A lower bound on the time of every proportional plan of the part with H >= h_min (module
+    docstring), or 0 when the facts it needs do not hold. The larger of
+
+        T_straggler* / rho_max     (the part's straggler optimum), and
+        floor_s / (rho_max eta_H(h_min)),   floor_s = `mixed.compute_bound_s(N_max)` (0: none):
+
+    tokens per second are at most B N rho_max / t_pace (each replica of pool p runs at most
+    H rho_p steps of B tokens per H t_pace, the outer step lasting at least H t_step), and eta is at
+    most eta_H(H_eff) <= eta_H(h_min) (H_eff >= H_max >= H >= h_min, fact (H); eta_C, eta_A,
+    eta_R <= 1 as `compute_bound_s` requires)."""
+    from planner.cost import quality
+    from planner.cost.straggler import eta_h_divisor
     mono = monotone.check(s)
-    if mono.unsupported or not mono.eta_h_falls or not math.isfinite(straggler_best_s):
+    if mono.unsupported or not mono.eta_h_falls:
         return 0.0
-    rho = max(step_ratios(s, pools, used, precision).values())
-    return straggler_best_s / (rho * (1.0 + 1e-12))
+    rho = max(step_ratios(s, pools, used, precision).values()) * (1.0 + 1e-12)
+    bound = straggler_best_s / rho if math.isfinite(straggler_best_s) else 0.0
+    eta_h = float(quality.eta_sync_interval(h_min, s.params, s.assumptions, eta_h_divisor(s.assumptions)))
+    if floor_s > 0 and 0 < eta_h <= 1:
+        bound = max(bound, floor_s / (rho * eta_h))
+    return bound
