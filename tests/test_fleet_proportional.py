@@ -156,10 +156,41 @@ def test_errors_name_the_field(tmp_path):
     with pytest.raises(InputError) as err:
         parse_instance({**fleet(), "fleet": {"hardware": SLOW, "nodes": 2, "sync_rule": "auto"}})
     assert "fleet.sync_rule: only for a fleet of pools (fleet.pools), got 'auto'" in str(err.value)
-    for objective, extra in (("min_cost", {}), ("min_time", {"limits": {"budget_usd": 1e6}})):
-        with pytest.raises(InputError) as err:
-            solve(parse_instance({**fleet(sync_rule="auto"), "objective": objective, **extra}))
-        assert err.value.problems[0].path == "fleet.sync_rule"
+    with pytest.raises(InputError) as err:           # C_local under the Chinchilla penalty: not monotone in T
+        solve(parse_instance({**fleet(sync_rule="auto"), "objective": "max_compute"}))
+    assert err.value.problems[0].path == "fleet.sync_rule"
+    big = {**fleet(sync_rule="auto"), "search": {"max_inner_steps": 2, "max_regional_rounds": 1,
+                                                 "group_sizes": [2], "compression": [1]}}
+    for pool in big["fleet"]["pools"]:
+        pool["count"] = 5000
+    with pytest.raises(InputError) as err:           # min_cost compares every split: 2.5e7 x 2 values of H
+        solve(parse_instance({**big, "objective": "min_cost"}))
+    assert err.value.problems[0].path == "fleet.sync_rule" and "splits" in err.value.problems[0].message
+
+
+def test_min_cost_and_a_budget_compare_every_split():
+    """min_cost: at the least cost (6,000 USD under either rule) the proportional split is the faster
+    and wins the tie; min_time with a budget: the fastest fill is over it and a slower split is
+    taken. Both against the oracle."""
+    data = {**fleet(sync_rule="auto"), "objective": "min_cost", "limits": {"max_days": 80},
+            "search": {"max_inner_steps": 12, "group_sizes": [2], "compression": [1, 16]}}
+    data["network"]["wan"] = {"up_mbps": 20, "down_mbps": 20, "rtt_ms": 80}
+    inst = parse_instance(data)
+    result, best = solve(inst), oracle(inst)
+    assert result.plan.sync_rule == "proportional" and result.plan.pool_nodes == {"slow": 3, "fast": 1}
+    assert result.objective_value == best[0] == 3 * 1000 + 1 * 3000
+    straggler = solve(parse_instance({**data, "fleet": {**data["fleet"], "sync_rule": "straggler"}}))
+    assert straggler.objective_value == result.objective_value          # same cost: the faster plan wins
+    t = lambda r: r.evaluation.values["time_to_target_s"]
+    assert t(result) < t(straggler)
+    data["objective"] = "min_time"
+    data["limits"] = {"max_days": 365, "budget_usd": 8000.0}
+    inst = parse_instance(data)
+    result, best = solve(inst), oracle(inst)
+    # the fastest fill of 4 nodes (1 slow + 3 fast) costs 10,000: 2 + 2 is the best split within budget
+    assert result.plan.sync_rule == "proportional" and result.plan.pool_nodes == {"slow": 2, "fast": 2}
+    assert result.objective_value == pytest.approx(best[0], rel=1e-9) and best[2] == [2, 2]
+    assert result.evaluation.values["cost_usd"] == 8000.0
 
 
 def test_the_planner_picks_the_rule_and_the_fastest_fill(tmp_path):
@@ -184,7 +215,7 @@ def test_the_planner_picks_the_rule_and_the_fastest_fill(tmp_path):
 
 @pytest.mark.parametrize("seed", range(4))
 def test_planner_agrees_with_the_oracle_with_the_rule(seed):
-    """Random small fleets with fleet.sync_rule 'proportional' or 'auto' where it is planned."""
+    """Random small fleets with fleet.sync_rule 'proportional' or 'auto' (every objective, budgets)."""
     rng = np.random.default_rng(5000 + seed)
     checked = 0
     while checked < 5:

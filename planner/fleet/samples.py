@@ -69,11 +69,11 @@ def random_instance(rng: np.random.Generator, max_count: int = 4) -> dict:
 
 
 def _add_sync_rule(rng: np.random.Generator, data: dict) -> None:
-    """Half of the time fleet.sync_rule 'proportional' or 'auto' where the planner solves it exactly
-    (planner/solvers/mixed_proportional.py): no budget, min_time or max_compute; for max_compute a
-    C_quality target or the linear v1 replica penalty. Drawn last, so the other draws are as before."""
+    """Three times in four fleet.sync_rule 'proportional' or 'auto'; with max_compute, where the planner
+    solves it exactly (planner/solvers/mixed_proportional.py): a C_quality target, or the linear v1
+    or no replica penalty. Drawn last, so the other draws are as before."""
     rule, kind, penalty = rng.choice(["straggler", "proportional", "auto", "auto"]), rng.random(), rng.random()
-    if rule == "straggler" or "budget_usd" in data["limits"] or data["objective"] == "min_cost":
+    if rule == "straggler":
         return
     data["fleet"]["sync_rule"] = str(rule)
     if data["objective"] == "max_compute":

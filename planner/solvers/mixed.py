@@ -265,8 +265,10 @@ def solve_mixed(instance: Instance, objective: str, solver: str, deadline: float
                 part_bound = max(part_bound, result.value) if maximise else min(part_bound, result.value)
             size_bound = max(size_bound, part_bound) if maximise else min(size_bound, part_bound)
         if "proportional" in rules:
-            found_p, count, bound_p = proportional_parts(pools, listed, objective, deadline, incumbent,
-                                                         straggler_best, one_rule=len(rules) == 1)
+            found_p, count, bound_p = proportional_parts(pools, listed, objective, deadline,
+                                                         incumbent if objective == "min_time" else math.inf,
+                                                         straggler_best if objective == "min_time" else {},
+                                                         len(rules) == 1, instance.limits.budget_usd)
             evaluations += count
             size_found += found_p
             size_bound = max(size_bound, bound_p) if maximise else min(size_bound, bound_p)
@@ -308,7 +310,8 @@ def solve_mixed(instance: Instance, objective: str, solver: str, deadline: float
 
 
 def proportional_parts(pools: list[PoolSetting], listed: list[Part], objective: str, deadline: float,
-                       incumbent_s: float, straggler_best: dict[int, float], one_rule: bool):
+                       incumbent_s: float, straggler_best: dict[int, float], one_rule: bool,
+                       budget_usd: float | None = None):
     """The parts under the proportional rule (`planner.solvers.mixed_proportional`): (their optima
     as PartResults, plans scored, the least bound (min_time) or the greatest (max_compute) over
     them). A part of one pool, or whose pools' speeds give every H_p = H, is its straggler part
@@ -335,7 +338,7 @@ def proportional_parts(pools: list[PoolSetting], listed: list[Part], objective: 
                 bound = min(bound, lower)
                 continue
         found, count, complete = mp.solve_part(pools, part.used, s, space, part.precision, objective, deadline,
-                                               h_min)
+                                               h_min, budget_usd)
         evaluations += count
         if not complete:
             bound = math.inf if maximise else 0.0

@@ -92,9 +92,10 @@ def _proportional(pools, counts, s, space, precision: str, objective: str):
         weighted = sum(counts[i] * steps[i] for i in used)
         h_max = np.max(np.stack([steps[i] for i in used]), axis=0)
         value = measure(s, c.plans(idx, n, h, r), adjust_for(weighted, h_max, h), objective)
-        ok = np.isfinite(value) & ((value <= s.window_s) if objective == "min_time" else True)
+        ok = np.isfinite(value) & ((value <= s.window_s) if objective != "max_compute" else True)
         if ok.any():
-            key = (float(value[ok].min()), cost)
+            top = float(value[ok].min())
+            key = (cost, top) if objective == "min_cost" else (top, cost)
             if best is None or tie_less(key, best[1]):
-                best = (-key[0] if objective == "max_compute" else key[0], key)
+                best = ({"max_compute": -top, "min_cost": cost}.get(objective, top), key)
     return best

@@ -11,10 +11,11 @@ target point; C_quality target: the tokens needed do not depend on the rate). So
 is `fastest_fill` (most W, then least cost) for `min_time`, and for `max_compute` where the
 compute grows with the tokens: a C_quality target (it grows with T, `run.quality_compute`) or a
 C_local target under the linear v1 or no replica penalty (C_local is then 6 P_act T eta with eta
-independent of T). Under the Chinchilla penalty C_local is not monotone in T (`planner.space`),
-and with a budget the fastest split may be over it while a slower one is not; both are refused
-(exit 2, naming `fleet.sync_rule`) rather than solved inexactly, as is `min_cost`, whose best
-split is a knapsack per plan (not built yet).
+independent of T). Under the Chinchilla penalty C_local is not monotone in T (`planner.space`):
+`max_compute` of C_local there is refused (exit 2, naming `fleet.sync_rule`) rather than solved
+inexactly. With a budget the fastest split may be over it while a slower one is not, and
+`min_cost` needs the cheapest split that still reaches the target: both compare every split of
+the nodes among the pools of U (`split_tables`, `_cheapest`).
 
 Each part is solved by scoring every plan of the part's space (every n, H, R of the classes of
 `DecisionSpace`, whose reductions compare plans of equal N, H and R only, and so stay exact here:
@@ -67,14 +68,10 @@ def rules_searched(instance, objective: str, pools) -> tuple[str, ...]:
     if rule == "straggler":
         return ("straggler",)
     why = None
-    if objective == "min_cost":
-        why = "the cheapest split of the nodes under it is a knapsack per plan, not planned yet: use min_time or max_compute"
-    elif objective == "max_compute" and instance.training.target_kind == "c_local" and \
+    if objective == "max_compute" and instance.training.target_kind == "c_local" and \
             pools[0].setting.assumptions.replica_penalty == "chinchilla":
         why = ("max_compute of C_local under the Chinchilla replica penalty is not monotone in the tokens, so the "
                "fastest split of the nodes need not be the best: use a C_quality target or min_time")
-    elif instance.limits.budget_usd is not None:
-        why = "with limits.budget_usd the fastest split of the nodes may be over budget: not planned yet"
     if why:
         raise InputError([Problem("fleet.sync_rule", f"{rule!r} cannot be planned exactly here: {why}; or set "
                                                      f"'straggler'")])
@@ -111,15 +108,74 @@ def _classes(s: Setting, space: DecisionSpace, precision: str):
 
 
 def measure(s: Setting, batch: PlanBatch, adjust, objective: str) -> np.ndarray:
-    """What the objective ranks, least first: time to target (s), or minus the compute reached (FLOP)."""
+    """What the objective ranks among plans of one split, least first: minus the compute reached
+    (FLOP) for max_compute, else the time to target (s)."""
     if objective == "max_compute":
         kind = s.target_kind
         return -window_compute(s, batch, kind, adjust)[kind]
     return time_to_target(s, batch, adjust)["time_to_target_s"]
 
 
+class Splits(NamedTuple):
+    """The split of N nodes among the pools of U used by the best proportional plans of each H (rows,
+    H = 1, 2, ...) and N (columns): W = sum_p n_p H_p (0 where no split exists) and its cost, and
+    either the fastest fill (`vectors` None) or an index into `vectors` (one split per row)."""
+
+    weighted: np.ndarray
+    cost: np.ndarray
+    vectors: np.ndarray | None = None
+    index: np.ndarray | None = None
+
+    def counts(self, pools, ratios, h: int, nodes: int) -> list[int]:
+        if self.vectors is None:
+            return fastest_fill(pools, {p: int(v) for p, v in inner_steps(ratios, h).items()}, nodes)
+        return [int(x) for x in self.vectors[self.index[h - 1, nodes]]]
+
+
+def split_vectors(pools, used: tuple[int, ...], h_count: int, objective: str) -> tuple[np.ndarray, np.ndarray]:
+    """Every split of nodes among the pools of U, at least one node of each: (counts [V, pools], cost
+    [V]). InputError naming fleet.sync_rule when V times the H searched exceeds MAX_PLANS."""
+    size = math.prod(pools[i].count for i in used)
+    if size * h_count > MAX_PLANS:
+        why = "min_cost" if objective == "min_cost" else "a budget"
+        raise InputError([Problem("fleet.sync_rule", f"with {why} the proportional rule compares every split of the "
+                                                     f"nodes among the pools used: {size:,} splits x {h_count:,} "
+                                                     f"values of H are more than {MAX_PLANS:,}; lower "
+                                                     "search.max_inner_steps or set 'straggler'")])
+    grids = np.meshgrid(*[np.arange(1, pools[i].count + 1) for i in used], indexing="ij")
+    vectors = np.zeros((size, len(pools)), dtype=np.int64)
+    for j, i in enumerate(used):
+        vectors[:, i] = grids[j].ravel()
+    return vectors, np.array([fleet_cost_usd(pools, v) for v in vectors])
+
+
+def split_tables(pools, used, ratios, h_values, max_nodes: int, budget_usd: float | None) -> Splits:
+    """The best split for every (H, N) (`Splits`): without a budget the fastest fill (exchange
+    argument, module docstring); with one, the split of most W among those within it, then the
+    cheapest (every split compared)."""
+    if budget_usd is None:
+        return Splits(*weighted_steps_table(pools, ratios, h_values, max_nodes))
+    vectors, cost = split_vectors(pools, used, len(h_values), "budget")
+    nodes = vectors.sum(axis=1)
+    within = (cost <= budget_usd) & (nodes <= max_nodes)
+    weighted = np.zeros((len(h_values), max_nodes + 1))
+    best_cost = np.full(weighted.shape, math.inf)
+    index = np.zeros(weighted.shape, dtype=np.int64)
+    for row, h in enumerate(h_values):
+        steps = inner_steps(ratios, h)
+        w = sum(vectors[:, i] * steps[i] for i in used).astype(float)
+        order = np.lexsort((cost, -w))                          # most W first, then cheapest
+        order = order[within[order]]
+        first = np.unique(nodes[order], return_index=True)      # the first split of each N in that order
+        chosen = order[first[1]]
+        weighted[row, first[0]] = w[chosen]
+        best_cost[row, first[0]] = cost[chosen]
+        index[row, first[0]] = chosen
+    return Splits(weighted, best_cost, vectors, index)
+
+
 def solve_part(pools, used: tuple[int, ...], s: Setting, space: DecisionSpace, precision: str, objective: str,
-               deadline: float, h_min: int = 1) -> tuple[Found | None, int, bool]:
+               deadline: float, h_min: int = 1, budget_usd: float | None = None) -> tuple[Found | None, int, bool]:
     """(best proportional plan of the part with H >= h_min or None, plans scored, complete). Not
     complete when the deadline stopped it (then nothing is proven about the plans not scored)."""
     space = space.for_objective(s, objective)
@@ -131,29 +187,94 @@ def solve_part(pools, used: tuple[int, ...], s: Setting, space: DecisionSpace, p
                                                      "'straggler'")])
     ratios = step_ratios(s, pools, used, precision)
     h_values = list(range(1, space.max_inner_steps + 1))
-    weighted, cost = weighted_steps_table(pools, ratios, h_values, int(space.max_nodes))
     h_max = np.array([max(inner_steps(ratios, h).values()) for h in h_values], dtype=float)
+    if objective == "min_cost":
+        return _cheapest(pools, used, s, space, precision, ratios, h_values, h_max, h_min, budget_usd, deadline)
+    splits = split_tables(pools, used, ratios, h_values, int(space.max_nodes), budget_usd)
     best, evaluations = None, 0
     for c, idx, n, h, r in plans(s, space, precision, h_min):
         if time.perf_counter() > deadline:
             return best, evaluations, False
         nodes = c.nodes(idx, n)
         batch = c.plans(idx, n, h, r)
-        value = measure(s, batch, adjust_for(weighted[h - 1, nodes], h_max[h - 1], h), objective)
+        weighted = splits.weighted[h - 1, nodes]
+        value = measure(s, batch, adjust_for(weighted, h_max[h - 1], h), objective)
         evaluations += value.size
-        ok = np.isfinite(value) & ((value <= s.window_s) if objective == "min_time" else True)
+        ok = (weighted > 0) & np.isfinite(value) & ((value <= s.window_s) if objective == "min_time" else True)
         if not ok.any():
             continue
         top = float(value[ok].min())
         tied = np.flatnonzero(ok & (value <= top + TIE_REL * abs(top)))
-        i = int(tied[np.argmin(cost[h[tied] - 1, nodes[tied]])])      # ties to the cheaper split
-        key = (float(value[i]), float(cost[h[i] - 1, nodes[i]]))
+        i = int(tied[np.argmin(splits.cost[h[tied] - 1, nodes[tied]])])      # ties to the cheaper split
+        key = (float(value[i]), float(splits.cost[h[i] - 1, nodes[i]]))
         if best is None or tie_less(key, best.key):
-            steps = {p: int(v) for p, v in inner_steps(ratios, int(h[i])).items()}
-            counts = fastest_fill(pools, steps, int(nodes[i]))
+            counts = splits.counts(pools, ratios, int(h[i]), int(nodes[i]))
             key = (key[0], fleet_cost_usd(pools, counts))
             best = Found(batch.take(slice(i, i + 1)), counts, key, -key[0] if objective == "max_compute" else key[0])
     return best, evaluations, True
+
+
+def _cheapest(pools, used, s: Setting, space: DecisionSpace, precision: str, ratios, h_values, h_max, h_min: int,
+              budget_usd: float | None, deadline: float) -> tuple[Found | None, int, bool]:
+    """min_cost: the cheapest split and plan that reach the target within the duration limit, then
+    the fastest. The time of a plan is proportional to 1 / W, so plan d on N nodes with H meets the
+    limit iff W >= W_need(d) = W_0 T(d, W_0) / T_limit; per (H, N) the plan of least W_need is also
+    the fastest for every split. Then every split of N nodes (`split_vectors`) with W >= that need
+    and within the budget is compared: least cost, then most W (least time)."""
+    vectors, cost = split_vectors(pools, used, len(h_values) - h_min + 1, "min_cost")
+    nodes_v = vectors.sum(axis=1)
+    max_nodes = int(space.max_nodes)
+    need = np.full((len(h_values), max_nodes + 1), math.inf)
+    evaluations = 0
+    for c, idx, n, h, r in plans(s, space, precision, h_min):
+        if time.perf_counter() > deadline:
+            return None, evaluations, False
+        nodes = c.nodes(idx, n)
+        reference = (nodes * h).astype(float)                  # W_0 = N H: the straggler tokens
+        t = measure(s, c.plans(idx, n, h, r), adjust_for(reference, h_max[h - 1], h), "min_time")
+        evaluations += t.size
+        ok = np.isfinite(t)
+        np.minimum.at(need, (h[ok] - 1, nodes[ok]), reference[ok] * t[ok] / s.window_s)
+    best = None
+    within = (nodes_v <= max_nodes) & (cost <= (math.inf if budget_usd is None else budget_usd))
+    for row in range(h_min - 1, len(h_values)):
+        steps = inner_steps(ratios, h_values[row])
+        w = sum(vectors[:, i] * steps[i] for i in used).astype(float)
+        w_need = need[row, np.minimum(nodes_v, max_nodes)]
+        ok = within & (w >= w_need) & np.isfinite(w_need)
+        if not ok.any():
+            continue
+        time_s = np.where(ok, w_need * s.window_s / np.where(w > 0, w, 1.0), math.inf)
+        top = float(cost[ok].min())
+        tied = np.flatnonzero(ok & (cost <= top + TIE_REL * abs(top)))
+        j = int(tied[np.argmin(time_s[tied])])
+        key = (float(cost[j]), float(time_s[j]))
+        if best is None or tie_less(key, best[0]):
+            best = (key, row, j)
+    if best is None:
+        return None, evaluations, True
+    (key, row, j), h = best, h_values[best[1]]
+    counts = [int(x) for x in vectors[j]]
+    batch = _fastest_plan(pools, counts, s, space, precision, ratios, h, h_max[h - 1])
+    return Found(batch, counts, key, key[0]), evaluations, True
+
+
+def _fastest_plan(pools, counts, s: Setting, space: DecisionSpace, precision: str, ratios, h: int, h_max: float):
+    """The fastest plan of exactly sum(counts) nodes and H = h on these counts (ties to the first)."""
+    nodes = sum(counts)
+    steps = inner_steps(ratios, h)
+    weighted = float(sum(counts[i] * steps[i] for i in steps))
+    best = None
+    for c, idx, n, hh, r in plans(s, space, precision, h):
+        keep = (c.nodes(idx, n) == nodes) & (hh == h)
+        if not keep.any():
+            continue
+        batch = c.plans(idx[keep], n[keep], hh[keep], r[keep])
+        t = measure(s, batch, adjust_for(weighted, h_max, h), "min_time")
+        i = int(np.argmin(t))
+        if best is None or t[i] < best[1]:
+            best = (batch.take(slice(i, i + 1)), float(t[i]))
+    return best[0]
 
 
 def lower_bound_s(s: Setting, pools, used, precision: str, straggler_best_s: float, h_min: int,
