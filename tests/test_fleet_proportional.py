@@ -229,3 +229,12 @@ def test_planner_agrees_with_the_oracle_with_the_rule(seed):
         if value is not None:
             assert abs(value - best[0]) <= 1e-9 * abs(best[0]), (data, value, best)
         checked += 1
+
+
+def test_compare_drops_the_rule_with_the_pools():
+    """`dtplan compare` replaces the pools by one preset's nodes: the rule goes with them."""
+    from planner.questions.compare import variant
+    out, notes = variant(fleet(sync_rule="auto"), "16xH100-SXM")
+    assert out["fleet"] == {"nodes": 7, "hardware": "16xH100-SXM"}
+    parse_instance(out)
+    assert "fleet.sync_rule no longer appl" in notes[0]
