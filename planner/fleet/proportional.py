@@ -124,26 +124,22 @@ def fastest_fill(pools: Sequence[PoolSetting], steps: dict[int, int], nodes: int
     return counts
 
 
-def weighted_steps_table(pools: Sequence[PoolSetting], ratios: dict[int, float], h_values: Sequence[int],
-                         max_nodes: int) -> tuple[np.ndarray, np.ndarray]:
-    """(W, cost) tables of `fastest_fill` for every H of `h_values` (rows) and 0 <= N <= max_nodes
-    (columns): W = sum_p n_p H_p as float and its cost in USD; W = 0, cost = inf where N is out of
-    range."""
+def fill_row(pools: Sequence[PoolSetting], ratios: dict[int, float], h: int,
+             max_nodes: int) -> tuple[np.ndarray, np.ndarray]:
+    """W and cost of `fastest_fill` at H = h for every 0 <= N <= max_nodes (as float; W = 0 and
+    cost = inf where N is out of range)."""
     used = list(ratios)
-    weighted = np.zeros((len(h_values), max_nodes + 1))
-    cost = np.full((len(h_values), max_nodes + 1), math.inf)
-    for row, h in enumerate(h_values):
-        steps = {i: int(v) for i, v in inner_steps(ratios, h).items()}
-        order = fill_order(pools, steps)
-        extra_steps = np.concatenate([[steps[i]] * (pools[i].count - 1) for i in order] + [[]])
-        extra_price = np.concatenate([[node_price_usd(pools[i])] * (pools[i].count - 1) for i in order] + [[]])
-        base = len(used)
-        top = min(max_nodes, base + extra_steps.size)
-        if top < base:
-            continue
+    weighted, cost = np.zeros(max_nodes + 1), np.full(max_nodes + 1, math.inf)
+    steps = {i: int(v) for i, v in inner_steps(ratios, h).items()}
+    order = fill_order(pools, steps)
+    extra_steps = np.concatenate([[steps[i]] * (pools[i].count - 1) for i in order] + [[]])
+    extra_price = np.concatenate([[node_price_usd(pools[i])] * (pools[i].count - 1) for i in order] + [[]])
+    base = len(used)
+    top = min(max_nodes, base + extra_steps.size)
+    if top >= base:
         span = top - base + 1
-        weighted[row, base:top + 1] = sum(steps[i] for i in used) + np.concatenate([[0.0], np.cumsum(extra_steps)])[:span]
-        cost[row, base:top + 1] = sum(node_price_usd(pools[i]) for i in used) + \
+        weighted[base:top + 1] = sum(steps[i] for i in used) + np.concatenate([[0.0], np.cumsum(extra_steps)])[:span]
+        cost[base:top + 1] = sum(node_price_usd(pools[i]) for i in used) + \
             np.concatenate([[0.0], np.cumsum(extra_price)])[:span]
     return weighted, cost
 

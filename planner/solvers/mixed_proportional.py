@@ -15,7 +15,7 @@ independent of T). Under the Chinchilla penalty C_local is not monotone in T (`p
 `max_compute` of C_local there is refused (exit 2, naming `fleet.sync_rule`) rather than solved
 inexactly. With a budget the fastest split may be over it while a slower one is not, and
 `min_cost` needs the cheapest split that still reaches the target: both compare every split of
-the nodes among the pools of U (`split_tables`, `_cheapest`).
+the nodes among the pools of U (`Splits`, `_cheapest`).
 
 Each part is solved by scoring every plan of the part's space (every n, H, R of the classes of
 `DecisionSpace`, whose reductions compare plans of equal N, H and R only, and so stay exact here:
@@ -38,8 +38,7 @@ import numpy as np
 
 from planner.cost.score import time_to_target, window_compute
 from planner.cost.setting import PlanBatch, Setting
-from planner.fleet.proportional import (adjust_for, fastest_fill, inner_steps, step_ratios,
-                                        weighted_steps_table)
+from planner.fleet.proportional import adjust_for, fastest_fill, fill_row, inner_steps, step_ratios
 from planner.fleet.replicas import fleet_cost_usd
 from planner.objectives import tie_less
 from planner.schema.errors import InputError, Problem
@@ -50,6 +49,7 @@ from planner.space import DecisionSpace
 MODES = ("flat", "hierarchical")
 MAX_PLANS = monotone.EXHAUSTIVE_MAX_PLANS     # plans scored per part at most; beyond, refused (exit 2)
 CHUNK = 1 << 18                               # plans scored at once
+ROWS_CELLS = 1 << 22                          # (H, N) cells of splits kept at once (`Splits`)
 
 
 class Found(NamedTuple):
@@ -116,20 +116,56 @@ def measure(s: Setting, batch: PlanBatch, adjust, objective: str) -> np.ndarray:
     return time_to_target(s, batch, adjust)["time_to_target_s"]
 
 
-class Splits(NamedTuple):
-    """The split of N nodes among the pools of U used by the best proportional plans of each H (rows,
-    H = 1, 2, ...) and N (columns): W = sum_p n_p H_p (0 where no split exists) and its cost, and
-    either the fastest fill (`vectors` None) or an index into `vectors` (one split per row)."""
+class Splits:
+    """The split of N nodes among the pools of U that the best proportional plans of a given H use,
+    row by row (one row per H, computed when first asked for, at most ROWS_CELLS cells kept): W =
+    sum_p n_p H_p (0 where no split exists), its cost, and either the fastest fill or, with a
+    budget, the split of most W within it, then the cheapest, among `vectors` (every split)."""
 
-    weighted: np.ndarray
-    cost: np.ndarray
-    vectors: np.ndarray | None = None
-    index: np.ndarray | None = None
+    def __init__(self, pools, used, ratios, max_nodes: int, budget_usd: float | None, h_count: int):
+        self.pools, self.used, self.ratios, self.max_nodes, self.budget_usd = pools, used, ratios, max_nodes, budget_usd
+        self.vectors = self.vector_cost = None
+        if budget_usd is not None:
+            self.vectors, self.vector_cost = split_vectors(pools, used, h_count, "budget")
+        self.rows: dict[int, tuple] = {}
 
-    def counts(self, pools, ratios, h: int, nodes: int) -> list[int]:
-        if self.vectors is None:
-            return fastest_fill(pools, {p: int(v) for p, v in inner_steps(ratios, h).items()}, nodes)
-        return [int(x) for x in self.vectors[self.index[h - 1, nodes]]]
+    def row(self, h: int) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+        if h not in self.rows:
+            if len(self.rows) * (self.max_nodes + 1) > ROWS_CELLS:
+                self.rows.clear()
+            if self.vectors is None:
+                self.rows[h] = fill_row(self.pools, self.ratios, h, self.max_nodes) + (None,)
+            else:
+                self.rows[h] = self._best_within_budget(h)
+        return self.rows[h]
+
+    def lookup(self, h: np.ndarray, nodes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(W, cost) of the split of each plan (H, N)."""
+        values, inverse = np.unique(h, return_inverse=True)
+        rows = [self.row(int(v)) for v in values]
+        weighted = np.stack([w for w, _, _ in rows])[inverse, nodes]
+        cost = np.stack([c for _, c, _ in rows])[inverse, nodes]
+        return weighted, cost
+
+    def counts(self, h: int, nodes: int) -> list[int]:
+        index = self.row(h)[2]
+        if index is None:
+            return fastest_fill(self.pools, {p: int(v) for p, v in inner_steps(self.ratios, h).items()}, nodes)
+        return [int(x) for x in self.vectors[index[nodes]]]
+
+    def _best_within_budget(self, h: int):
+        vectors, cost = self.vectors, self.vector_cost
+        nodes = vectors.sum(axis=1)
+        steps = inner_steps(self.ratios, h)
+        w = sum(vectors[:, i] * steps[i] for i in self.used).astype(float)
+        order = np.lexsort((cost, -w))                           # most W first, then cheapest
+        order = order[((cost <= self.budget_usd) & (nodes <= self.max_nodes))[order]]
+        first = np.unique(nodes[order], return_index=True)       # the first split of each N in that order
+        chosen = order[first[1]]
+        weighted, best_cost = np.zeros(self.max_nodes + 1), np.full(self.max_nodes + 1, math.inf)
+        index = np.zeros(self.max_nodes + 1, dtype=np.int64)
+        weighted[first[0]], best_cost[first[0]], index[first[0]] = w[chosen], cost[chosen], chosen
+        return weighted, best_cost, index
 
 
 def split_vectors(pools, used: tuple[int, ...], h_count: int, objective: str) -> tuple[np.ndarray, np.ndarray]:
@@ -149,31 +185,6 @@ def split_vectors(pools, used: tuple[int, ...], h_count: int, objective: str) ->
     return vectors, np.array([fleet_cost_usd(pools, v) for v in vectors])
 
 
-def split_tables(pools, used, ratios, h_values, max_nodes: int, budget_usd: float | None) -> Splits:
-    """The best split for every (H, N) (`Splits`): without a budget the fastest fill (exchange
-    argument, module docstring); with one, the split of most W among those within it, then the
-    cheapest (every split compared)."""
-    if budget_usd is None:
-        return Splits(*weighted_steps_table(pools, ratios, h_values, max_nodes))
-    vectors, cost = split_vectors(pools, used, len(h_values), "budget")
-    nodes = vectors.sum(axis=1)
-    within = (cost <= budget_usd) & (nodes <= max_nodes)
-    weighted = np.zeros((len(h_values), max_nodes + 1))
-    best_cost = np.full(weighted.shape, math.inf)
-    index = np.zeros(weighted.shape, dtype=np.int64)
-    for row, h in enumerate(h_values):
-        steps = inner_steps(ratios, h)
-        w = sum(vectors[:, i] * steps[i] for i in used).astype(float)
-        order = np.lexsort((cost, -w))                          # most W first, then cheapest
-        order = order[within[order]]
-        first = np.unique(nodes[order], return_index=True)      # the first split of each N in that order
-        chosen = order[first[1]]
-        weighted[row, first[0]] = w[chosen]
-        best_cost[row, first[0]] = cost[chosen]
-        index[row, first[0]] = chosen
-    return Splits(weighted, best_cost, vectors, index)
-
-
 def solve_part(pools, used: tuple[int, ...], s: Setting, space: DecisionSpace, precision: str, objective: str,
                deadline: float, h_min: int = 1, budget_usd: float | None = None) -> tuple[Found | None, int, bool]:
     """(best proportional plan of the part with H >= h_min or None, plans scored, complete). Not
@@ -190,14 +201,14 @@ def solve_part(pools, used: tuple[int, ...], s: Setting, space: DecisionSpace, p
     h_max = np.array([max(inner_steps(ratios, h).values()) for h in h_values], dtype=float)
     if objective == "min_cost":
         return _cheapest(pools, used, s, space, precision, ratios, h_values, h_max, h_min, budget_usd, deadline)
-    splits = split_tables(pools, used, ratios, h_values, int(space.max_nodes), budget_usd)
+    splits = Splits(pools, used, ratios, int(space.max_nodes), budget_usd, len(h_values) - h_min + 1)
     best, evaluations = None, 0
     for c, idx, n, h, r in plans(s, space, precision, h_min):
         if time.perf_counter() > deadline:
             return best, evaluations, False
         nodes = c.nodes(idx, n)
         batch = c.plans(idx, n, h, r)
-        weighted = splits.weighted[h - 1, nodes]
+        weighted, cost = splits.lookup(h, nodes)
         value = measure(s, batch, adjust_for(weighted, h_max[h - 1], h), objective)
         evaluations += value.size
         ok = (weighted > 0) & np.isfinite(value) & ((value <= s.window_s) if objective == "min_time" else True)
@@ -205,10 +216,10 @@ def solve_part(pools, used: tuple[int, ...], s: Setting, space: DecisionSpace, p
             continue
         top = float(value[ok].min())
         tied = np.flatnonzero(ok & (value <= top + TIE_REL * abs(top)))
-        i = int(tied[np.argmin(splits.cost[h[tied] - 1, nodes[tied]])])      # ties to the cheaper split
-        key = (float(value[i]), float(splits.cost[h[i] - 1, nodes[i]]))
+        i = int(tied[np.argmin(cost[tied])])                                # ties to the cheaper split
+        key = (float(value[i]), float(cost[i]))
         if best is None or tie_less(key, best.key):
-            counts = splits.counts(pools, ratios, int(h[i]), int(nodes[i]))
+            counts = splits.counts(int(h[i]), int(nodes[i]))
             key = (key[0], fleet_cost_usd(pools, counts))
             best = Found(batch.take(slice(i, i + 1)), counts, key, -key[0] if objective == "max_compute" else key[0])
     return best, evaluations, True
