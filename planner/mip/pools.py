@@ -63,6 +63,7 @@ from planner.solvers import UnsupportedBySolver
 
 FAMILIES = ("pool-key", "pool-count", "pool-total", "pool-allowed", "pool-required", "pool-spread", "pool-cost",
             "pool-budget")
+COST_TOL = 1e-9          # min_cost: a plan must be cheaper than the incumbent by this much (relative) to be wanted
 MAX_PATTERNS = 2048      # beyond, the model is refused (exit 2): with sites the patterns grow with the site subsets
 
 
@@ -263,6 +264,12 @@ def merge(parts: list[SettingPart], space) -> Tables:
         sync += [dataclasses.replace(e, group=e.group + part.group_offset, label=f"s{j}_{e.label}") for e in t.sync]
         fixed += [dataclasses.replace(f, group=f.group + part.group_offset, label=f"s{j}_{f.label}") for f in t.fixed]
         lower += list(t.class_lower) if t.class_lower is not None else [-math.inf] * len(t.sync)
+    for listed in (sync, fixed):      # labels name the model's columns: one each (a class's label leaves out
+        seen: dict[str, int] = {}     # decisions some profiles add, e.g. the ZeRO shards of a one-replica plan)
+        for a, e in enumerate(listed):
+            count = seen[e.label] = seen.get(e.label, 0) + 1
+            if count > 1:
+                listed[a] = dataclasses.replace(e, label=f"{e.label}_{count}")
     merged = Tables(first.setting, space, groups, sync, fixed, eta_h_falls=first.eta_h_falls)
     merged.n_max = max([e.n_hi for e in sync], default=1)
     merged.h_max = max([p.tables.h_max for p in parts if p.tables is not None], default=1)
@@ -272,6 +279,18 @@ def merge(parts: list[SettingPart], space) -> Tables:
 
 
 # -- the families -------------------------------------------------------------------------
+
+def build_pools(pt: "PoolTables", grid, objective: str, cutoff: float | None, solved=frozenset()):
+    """The model: the class families (`formulation.build`) on the merged tables and the pool families;
+    `cutoff` (ln T for min_time, cost units for min_cost): only plans better than it are wanted."""
+    from planner.mip.formulation import build
+    f = build(pt.merged, grid, objective, cutoff=cutoff if objective == "min_time" else None,
+              solved=frozenset(solved))
+    add_pool_families(f.model, pt, objective)
+    if objective == "min_cost" and cutoff is not None and math.isfinite(cutoff):
+        f.model.incumbent.add(f.model.cost <= cutoff - COST_TOL * max(1.0, abs(cutoff)))
+    return f
+
 
 def add_pool_families(m, pt: PoolTables, objective: str) -> None:
     """The pool columns and rows (module docstring) on a model built by `formulation.build` on `pt.merged`."""
@@ -452,7 +471,7 @@ def pool_tables(instance, pools: list[PoolSetting], objective: str, params: floa
         part_space = dataclasses.replace(space, precisions=(key.precision,), min_nodes=part.lo, max_nodes=part.hi)
         full.append(tables_or_refuse(part.setting, part_space.for_objective(part.setting, objective)))
     ln_w = math.log(parts[0].setting.window_s) if parts else 0.0
-    best, best_plan, solved = math.inf, None, []
+    best, best_plan, solved, least = math.inf, None, [], []
     for j, (part, t) in enumerate(zip(parts, full)):
         if objective == "min_time" and part.exact_range:
             pruned, plan, value, done = presolve(t, "min_time")
@@ -460,9 +479,26 @@ def pool_tables(instance, pools: list[PoolSetting], objective: str, params: floa
                 best, best_plan = value, _mixed_plan(pt, j, pruned, plan)
             solved.append(done)
         else:
-            pruned, done = _feasible_classes(t, ln_w), set()
-            solved.append(done)
+            if objective == "min_cost" and part.exact_range:       # its incumbent: the fewest nodes it scored
+                _, plan, _, _ = presolve(t, "min_cost")
+                if plan is not None:
+                    found = _mixed_plan(pt, j, t, plan)
+                    cost = fleet_cost_usd(pools, found.counts) / price_scale(pools)
+                    if cost < best:
+                        best, best_plan = cost, found
+            pruned, fewest = _feasible_classes(t, ln_w)
+            solved.append(set())
+            least.append(fewest)
         part.tables = pruned
+    if objective == "min_cost" and math.isfinite(best):      # drop what cannot cost less than the incumbent
+        cut = best * (1 + 1e-12)
+        for j, part in enumerate(parts):
+            t, fewest = part.tables, least[j]
+            costs = lambda n: _least_cost(pt, part, int(n)) / price_scale(pools)
+            keep = np.array([costs(x) <= cut for x in fewest], dtype=bool)
+            part.tables = Tables(t.setting, t.space, t.groups, [e for e, k in zip(t.sync, keep) if k],
+                                 [f for f in t.fixed if costs(f.nodes) <= cut], t.n_max, t.h_max, t.r_max,
+                                 t.class_lower[keep] if t.class_lower is not None else None, t.eta_h_falls)
     if objective == "min_time" and math.isfinite(best):       # the best of all presolves cuts every setting
         cut = best + 1e-9 * max(1.0, abs(best))
         for j, part in enumerate(parts):
@@ -485,15 +521,29 @@ def pool_tables(instance, pools: list[PoolSetting], objective: str, params: floa
     return pt
 
 
-def _feasible_classes(t: Tables, ln_w: float) -> Tables:
-    """The classes (and fixed plans) that can meet the duration limit, with their box bounds on ln T."""
+def _feasible_classes(t: Tables, ln_w: float) -> tuple[Tables, np.ndarray]:
+    """The classes (and fixed plans) that can meet the duration limit, with their box bounds on ln T, and
+    the fewest nodes each kept class needs to meet it (the lower end of its first box that can, times its
+    unit, as `tables.presolve` for min_cost)."""
     if not t.sync:
         return Tables(t.setting, t.space, t.groups, [], [f for f in t.fixed if f.log_time <= ln_w],
-                      t.n_max, t.h_max, t.r_max, None, t.eta_h_falls)
-    lower = class_bounds(t)[0].min(axis=1)
+                      t.n_max, t.h_max, t.r_max, None, t.eta_h_falls), np.zeros(0)
+    bound, boxes = class_bounds(t)
+    lower = bound.min(axis=1)
+    first_box = np.argmax(bound <= ln_w, axis=1)
+    fewest = boxes[np.arange(len(t.sync)), first_box, 0] * np.array([e.unit for e in t.sync])
     keep = (lower <= ln_w + 1e-12) & np.isfinite(lower)
     return Tables(t.setting, t.space, t.groups, [e for e, k in zip(t.sync, keep) if k],
-                  [f for f in t.fixed if f.log_time <= ln_w], t.n_max, t.h_max, t.r_max, lower[keep], t.eta_h_falls)
+                  [f for f in t.fixed if f.log_time <= ln_w], t.n_max, t.h_max, t.r_max, lower[keep],
+                  t.eta_h_falls), fewest[keep]
+
+
+def _least_cost(pt: "PoolTables", part: SettingPart, nodes: int) -> float:
+    """USD: the least cost of a plan of the part's patterns with at least `nodes` nodes (the cheapest counts
+    never cost less as N grows; a pattern's least N is its range's lower end); inf if none has that many."""
+    costs = [fleet_cost_usd(pt.pools, key_counts(pt.pools, pt.keys[k], max(nodes, pt.ranges[k][0])))
+             for k in part.keys if pt.ranges[k][1] >= nodes]
+    return min(costs, default=math.inf)
 
 
 def _mixed_plan(pt: PoolTables, j: int, t: Tables, batch: PlanBatch) -> MixedPlan:

@@ -22,15 +22,12 @@ import time
 from planner.cost.score import time_to_target
 from planner.fleet.network import site_network
 from planner.fleet.replicas import fleet_cost_usd, mixed_setting
-from planner.mip.formulation import Grid, build
-from planner.mip.pools import (FAMILIES, MixedPlan, PoolTables, add_pool_families, canonical, pool_tables,
+from planner.mip.formulation import Grid
+from planner.mip.pools import (COST_TOL, FAMILIES, MixedPlan, PoolTables, build_pools, canonical, pool_tables,
                                price_scale)
 from planner.mip.tables import EXACT_CLASSES, most_promising, solve_classes
 from planner.solvers import backends
 from planner.solvers.certified import LOG_TOL, MAX_ROUNDS, MipReport
-
-COST_TOL = 1e-9      # min_cost: the loop's gap, relative, in the model's cost units
-
 
 def model_value(objective: str, setting, plan: MixedPlan, pools) -> float:
     """ln T (min_time) or cost in the model's units (min_cost) of a plan on pools; inf past the duration limit."""
@@ -42,17 +39,6 @@ def model_value(objective: str, setting, plan: MixedPlan, pools) -> float:
 
 def to_units(objective: str, value: float, pools) -> float:
     return math.exp(value) if objective == "min_time" else value * price_scale(pools)
-
-
-def build_pools(pt: PoolTables, grid: Grid, objective: str, cutoff: float | None, solved=frozenset()):
-    """The model: the class families on the merged tables and the pool families; `cutoff`: only plans
-    better than it (ln T, or cost units) are wanted."""
-    f = build(pt.merged, grid, objective, cutoff=cutoff if objective == "min_time" else None,
-              solved=frozenset(solved))
-    add_pool_families(f.model, pt, objective)
-    if objective == "min_cost" and cutoff is not None and math.isfinite(cutoff):
-        f.model.incumbent.add(f.model.cost <= cutoff - COST_TOL * max(1.0, abs(cutoff)))
-    return f
 
 
 def decode(f, pt: PoolTables, instance, params) -> MixedPlan:
@@ -231,3 +217,25 @@ def _plan_fields(batch) -> tuple:
 def _plan_fields_of(plan) -> tuple:
     return (plan.mode, plan.precision, int(plan.nodes), int(plan.inner_steps or 1),
             int(plan.regional_rounds or 1) if plan.mode == "hierarchical" else 1)
+
+
+def write_pools_model(instance, objective: str, path) -> list:
+    """`dtplan solve --write-model` of a fleet of pools: the first round's model (after the presolves,
+    with the best plan they found as cutoff), one file per model size as `planner.mip.export`."""
+    from planner.fleet.pools import pool_settings
+    from planner.mip.export import model_paths
+    from planner.present.output import atomic_path
+    from planner.solvers import UnsupportedBySolver
+    pools = pool_settings(instance)
+    written = []
+    for params, target in zip(instance.search.params or [None], model_paths(instance, path)):
+        pt = pool_tables(instance, pools, objective, params)
+        if not (pt.merged.sync or pt.merged.fixed):
+            raise UnsupportedBySolver("the presolve leaves no class of any pattern of pools (no plan can beat its "
+                                      "incumbent, or none meets the limits): no model to write")
+        cutoff = model_value(objective, None, pt.incumbent[1], pools) if pt.incumbent else None
+        f = build_pools(pt, Grid.initial(pt.merged), objective, cutoff, pt.solved)
+        with atomic_path(target) as tmp:
+            f.model.write(str(tmp), io_options={"symbolic_solver_labels": True})
+        written.append(target)
+    return written
