@@ -433,7 +433,7 @@ def pool_tables(instance, pools: list[PoolSetting], objective: str, params: floa
     from planner.evaluate import with_params
     from planner.fleet.network import site_network
     from planner.solvers.certified import tables_or_refuse
-    from planner.solvers.mixed import base_space, unit_price
+    from planner.solvers.mixed import base_space, compute_bound_s, unit_price
     if objective not in ("min_time", "min_cost"):
         raise UnsupportedBySolver(f"the one-model path for a fleet of pools answers min_time and min_cost, not "
                                   f"{objective}; use --solver bnb (the exact decomposition)")
@@ -465,19 +465,30 @@ def pool_tables(instance, pools: list[PoolSetting], objective: str, params: floa
                 part.exact_range = False
             reach = max(reach, hi)
     pt = PoolTables(pools, keys, parts, None, space.min_nodes, budget, ranges)
-    full = []
-    for part in parts:
+    ln_w = math.log(parts[0].setting.window_s) if parts else 0.0
+    best, best_plan, solved, least = math.inf, None, [None] * len(parts), [None] * len(parts)
+    # settings of least compute-only bound first: once a plan is known, a setting whose bound cannot beat it
+    # is skipped before its tables are built (`mixed.compute_bound_s`, 0 where it is not known to hold)
+    floor_s = [compute_bound_s(part.setting, part.hi) for part in parts]
+    for j in sorted(range(len(parts)), key=lambda j: (floor_s[j], j)):
+        part = parts[j]
+        solved[j], least[j] = set(), np.zeros(0)
+        if floor_s[j] > part.setting.window_s:
+            continue                  # no plan of the setting meets the duration limit
+        if objective == "min_time" and floor_s[j] > 0 and math.log(floor_s[j]) > best + 1e-9 * max(1.0, abs(best)):
+            continue                  # ... or none beats the best plan found
+        if objective == "min_cost" and math.isfinite(best) and floor_s[j] > 0:
+            fewest = math.ceil(part.hi * floor_s[j] / part.setting.window_s - 1e-9)    # N T >= N_hi floor_s
+            if _least_cost(pt, part, fewest) / price_scale(pools) > best * (1 + 1e-12):
+                continue
         key = keys[part.keys[0]]
         part_space = dataclasses.replace(space, precisions=(key.precision,), min_nodes=part.lo, max_nodes=part.hi)
-        full.append(tables_or_refuse(part.setting, part_space.for_objective(part.setting, objective)))
-    ln_w = math.log(parts[0].setting.window_s) if parts else 0.0
-    best, best_plan, solved, least = math.inf, None, [], []
-    for j, (part, t) in enumerate(zip(parts, full)):
+        t = tables_or_refuse(part.setting, part_space.for_objective(part.setting, objective))
         if objective == "min_time" and part.exact_range:
             pruned, plan, value, done = presolve(t, "min_time")
             if plan is not None and value < best:
                 best, best_plan = value, _mixed_plan(pt, j, pruned, plan)
-            solved.append(done)
+            solved[j] = done
         else:
             if objective == "min_cost" and part.exact_range:       # its incumbent: the fewest nodes it scored
                 _, plan, _, _ = presolve(t, "min_cost")
@@ -486,14 +497,14 @@ def pool_tables(instance, pools: list[PoolSetting], objective: str, params: floa
                     cost = fleet_cost_usd(pools, found.counts) / price_scale(pools)
                     if cost < best:
                         best, best_plan = cost, found
-            pruned, fewest = _feasible_classes(t, ln_w)
-            solved.append(set())
-            least.append(fewest)
+            pruned, least[j] = _feasible_classes(t, ln_w)
         part.tables = pruned
     if objective == "min_cost" and math.isfinite(best):      # drop what cannot cost less than the incumbent
         cut = best * (1 + 1e-12)
         for j, part in enumerate(parts):
             t, fewest = part.tables, least[j]
+            if t is None:
+                continue
             costs = lambda n: _least_cost(pt, part, int(n)) / price_scale(pools)
             keep = np.array([costs(x) <= cut for x in fewest], dtype=bool)
             part.tables = Tables(t.setting, t.space, t.groups, [e for e, k in zip(t.sync, keep) if k],
@@ -503,6 +514,8 @@ def pool_tables(instance, pools: list[PoolSetting], objective: str, params: floa
         cut = best + 1e-9 * max(1.0, abs(best))
         for j, part in enumerate(parts):
             t = part.tables
+            if t is None:
+                continue
             keep = np.array([lb <= cut for lb in t.class_lower], dtype=bool) if t.class_lower is not None else \
                 np.ones(len(t.sync), bool)
             at = np.cumsum(keep) - 1
