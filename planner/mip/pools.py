@@ -58,7 +58,8 @@ import pyomo.environ as pyo
 from planner.cost.setting import PlanBatch, Setting
 from planner.fleet.pools import PoolSetting
 from planner.fleet.replicas import cheapest_fill, fleet_cost_usd, mixed_setting, node_price_usd
-from planner.mip.tables import Tables, class_bounds, presolve, solve_classes, most_promising
+from planner.mip.tables import (Tables, class_bounds, compute_bounds, compute_box_bounds, presolve,
+                                 presolve_compute)
 from planner.solvers import UnsupportedBySolver
 
 FAMILIES = ("pool-key", "pool-count", "pool-total", "pool-allowed", "pool-required", "pool-spread", "pool-cost",
@@ -432,11 +433,8 @@ def pool_tables(instance, pools: list[PoolSetting], objective: str, params: floa
     duration limit) and their merge."""
     from planner.evaluate import with_params
     from planner.fleet.network import site_network
-    from planner.solvers.certified import tables_or_refuse
+    from planner.solvers.certified import check_supported, tables_or_refuse
     from planner.solvers.mixed import base_space, compute_bound_s, unit_price
-    if objective not in ("min_time", "min_cost"):
-        raise UnsupportedBySolver(f"the one-model path for a fleet of pools answers min_time and min_cost, not "
-                                  f"{objective}; use --solver bnb (the exact decomposition)")
     space = base_space(instance, pools)
     sites = site_network(instance)
     cap = min(sum(p.count for p in pools), instance.limits.max_nodes or math.inf)
@@ -450,6 +448,8 @@ def pool_tables(instance, pools: list[PoolSetting], objective: str, params: floa
         keys.append(key)
         ranges.append(span)
         settings.append(unit_price(s if params is None else with_params(s, params)))
+    for s in settings[:1]:
+        check_supported(s, objective)
     parts, index = [], {}
     for k, s in enumerate(settings):
         j = index.setdefault(repr(s), len(parts))
@@ -473,7 +473,7 @@ def pool_tables(instance, pools: list[PoolSetting], objective: str, params: floa
     for j in sorted(range(len(parts)), key=lambda j: (floor_s[j], j)):
         part = parts[j]
         solved[j], least[j] = set(), np.zeros(0)
-        if floor_s[j] > part.setting.window_s:
+        if objective != "max_compute" and floor_s[j] > part.setting.window_s:
             continue                  # no plan of the setting meets the duration limit
         if objective == "min_time" and floor_s[j] > 0 and math.log(floor_s[j]) > best + 1e-9 * max(1.0, abs(best)):
             continue                  # ... or none beats the best plan found
@@ -484,11 +484,13 @@ def pool_tables(instance, pools: list[PoolSetting], objective: str, params: floa
         key = keys[part.keys[0]]
         part_space = dataclasses.replace(space, precisions=(key.precision,), min_nodes=part.lo, max_nodes=part.hi)
         t = tables_or_refuse(part.setting, part_space.for_objective(part.setting, objective))
-        if objective == "min_time" and part.exact_range:
-            pruned, plan, value, done = presolve(t, "min_time")
+        if objective in ("min_time", "max_compute") and part.exact_range:
+            pruned, plan, value, done = presolve_compute(t) if objective == "max_compute" else presolve(t, "min_time")
             if plan is not None and value < best:
                 best, best_plan = value, _mixed_plan(pt, j, pruned, plan)
             solved[j] = done
+        elif objective == "max_compute":      # no exact incumbent from a setting whose node counts have gaps
+            pruned = _compute_bounded(t)
         else:
             if objective == "min_cost" and part.exact_range:       # its incumbent: the fewest nodes it scored
                 _, plan, _, _ = presolve(t, "min_cost")
@@ -510,7 +512,7 @@ def pool_tables(instance, pools: list[PoolSetting], objective: str, params: floa
             part.tables = Tables(t.setting, t.space, t.groups, [e for e, k in zip(t.sync, keep) if k],
                                  [f for f in t.fixed if costs(f.nodes) <= cut], t.n_max, t.h_max, t.r_max,
                                  t.class_lower[keep] if t.class_lower is not None else None, t.eta_h_falls)
-    if objective == "min_time" and math.isfinite(best):       # the best of all presolves cuts every setting
+    if objective in ("min_time", "max_compute") and math.isfinite(best):   # the best of all presolves cuts them all
         cut = best + 1e-9 * max(1.0, abs(best))
         for j, part in enumerate(parts):
             t = part.tables
@@ -521,7 +523,8 @@ def pool_tables(instance, pools: list[PoolSetting], objective: str, params: floa
             at = np.cumsum(keep) - 1
             solved[j] = {int(at[a]) for a in solved[j] if keep[a]}
             part.tables = Tables(t.setting, t.space, t.groups, [e for e, k in zip(t.sync, keep) if k],
-                                 [f for f in t.fixed if f.log_time <= cut], t.n_max, t.h_max, t.r_max,
+                                 [f for f in t.fixed if (f.log_time if objective == "min_time" else -f.log_compute) <= cut],
+                                 t.n_max, t.h_max, t.r_max,
                                  t.class_lower[keep] if t.class_lower is not None else None, t.eta_h_falls)
     for part in parts:
         if part.tables is not None and not (part.tables.sync or part.tables.fixed):
@@ -549,6 +552,17 @@ def _feasible_classes(t: Tables, ln_w: float) -> tuple[Tables, np.ndarray]:
     return Tables(t.setting, t.space, t.groups, [e for e, k in zip(t.sync, keep) if k],
                   [f for f in t.fixed if f.log_time <= ln_w], t.n_max, t.h_max, t.r_max, lower[keep],
                   t.eta_h_falls), fewest[keep]
+
+
+def _compute_bounded(t: Tables) -> Tables:
+    """max_compute without an incumbent: every class that reaches some compute, with -(its upper bound on
+    ln C) as its lower bound (`tables.compute_bounds`, `compute_box_bounds`), and the fixed plans."""
+    if not t.sync:
+        return t
+    upper = np.minimum(compute_bounds(t), compute_box_bounds(t))
+    keep = np.isfinite(upper)
+    return Tables(t.setting, t.space, t.groups, [e for e, k in zip(t.sync, keep) if k], list(t.fixed),
+                  t.n_max, t.h_max, t.r_max, -upper[keep], t.eta_h_falls)
 
 
 def _least_cost(pt: "PoolTables", part: SettingPart, nodes: int) -> float:

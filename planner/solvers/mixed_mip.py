@@ -25,19 +25,25 @@ from planner.fleet.replicas import fleet_cost_usd, mixed_setting
 from planner.mip.formulation import Grid
 from planner.mip.pools import (COST_TOL, FAMILIES, MixedPlan, PoolTables, build_pools, canonical, pool_tables,
                                price_scale)
-from planner.mip.tables import EXACT_CLASSES, most_promising, solve_classes
+from planner.mip.tables import EXACT_CLASSES, most_promising, outer_per_step, solve_classes, sync_terms
 from planner.solvers import backends
-from planner.solvers.certified import LOG_TOL, MAX_ROUNDS, MipReport
+from planner.solvers.bnb import TIME, compute_measure
+from planner.solvers.certified import (COMPUTE_LOG_TOL, COMPUTE_LOOP_S, COMPUTE_ROUND_S, LOG_TOL, MAX_ROUNDS, MipReport,
+                                      incumbent_value)
 
 def model_value(objective: str, setting, plan: MixedPlan, pools) -> float:
-    """ln T (min_time) or cost in the model's units (min_cost) of a plan on pools; inf past the duration limit."""
+    """The model's measure of a plan on pools: ln T (min_time), cost in the model's units (min_cost),
+    -ln C (max_compute); inf past the duration limit (min_time, min_cost) or without compute."""
+    if objective != "min_cost":
+        return incumbent_value(plan.setting, plan.batch, objective)
     t = float(time_to_target(plan.setting, plan.batch)["time_to_target_s"][0])
-    if not t <= plan.setting.window_s:
-        return math.inf
-    return math.log(t) if objective == "min_time" else fleet_cost_usd(pools, plan.counts) / price_scale(pools)
+    return fleet_cost_usd(pools, plan.counts) / price_scale(pools) if t <= plan.setting.window_s else math.inf
 
 
 def to_units(objective: str, value: float, pools) -> float:
+    """A model value in the objective's units: s, USD, FLOP."""
+    if objective == "max_compute":
+        return math.exp(-value)
     return math.exp(value) if objective == "min_time" else value * price_scale(pools)
 
 
@@ -84,15 +90,20 @@ def outer_approximation(instance, pools, objective: str, backend: str, params, d
             report.objective = report.bound = to_units(objective, best, pools)
             report.gap = 0.0
         return best_plan, best, report, pt
-    grid = Grid.initial(t)
+    compute = objective == "max_compute"
+    grid = Grid.initial_compute(t, best) if compute else Grid.initial(t)
     solved = set(pt.solved)
-    tol = LOG_TOL if objective == "min_time" else COST_TOL * max(1.0, abs(best) if math.isfinite(best) else 1.0)
+    tol = {"min_time": LOG_TOL, "max_compute": COMPUTE_LOG_TOL}.get(objective) or \
+        COST_TOL * max(1.0, abs(best) if math.isfinite(best) else 1.0)
     bound, f = -math.inf, None
+    loop_end = time.perf_counter() + COMPUTE_LOOP_S
     for rounds in range(1, MAX_ROUNDS + 1):
         t0 = time.perf_counter()
         f = build_pools(pt, grid, objective, best, solved)
         report.build_s += time.perf_counter() - t0
         remaining = None if math.isinf(deadline) else max(deadline - time.perf_counter(), 0.01)
+        if compute:        # as the uniform loop: capped rounds, the certification answers what is left
+            remaining = min(remaining or math.inf, COMPUTE_ROUND_S, max(loop_end - time.perf_counter(), 0.01))
         r = solver.solve(f.model, remaining)
         report.time_s += r.time_s
         report.nodes += r.nodes
@@ -117,14 +128,15 @@ def outer_approximation(instance, pools, objective: str, backend: str, params, d
         if r.status != "optimal":
             report.status = r.status
             break
-        newly = objective == "min_time" and f.chosen is not None and f.chosen not in solved
+        newly = objective != "min_cost" and f.chosen is not None and f.chosen not in solved
         if newly:
             j, local = pt.part_of_class(f.chosen)
             part = pt.parts[j]
             if part.exact_range:
                 mine = {a - part.sync_offset for a in solved if 0 <= a - part.sync_offset < len(part.tables.sync)}
                 batch = [local] + most_promising(part.tables, mine | {local}, EXACT_CLASSES - 1)
-                plan_c, _ = solve_classes(part.tables, batch, best, deadline)
+                plan_c, _ = solve_classes(part.tables, batch, best, deadline,
+                                          compute_measure(t.setting.target_kind) if compute else TIME)
                 solved.update(part.sync_offset + a for a in batch)
                 if plan_c is not None:
                     from planner.mip.pools import _mixed_plan
@@ -138,8 +150,13 @@ def outer_approximation(instance, pools, objective: str, backend: str, params, d
             else:
                 newly = False
         n, h, rr = f.point
-        refined = grid.refine(n, h, rr, q, ab, f.gain if t.quality_target else None)
-        if time.perf_counter() >= deadline:
+        u = None
+        if compute and f.chosen is not None:      # the plan's own u = ln(window tokens): a top of a u bracket
+            e = t.sync[f.chosen]
+            u = e.u_const + math.log(n) - float(outer_per_step(e, t, n, h, rr))
+            q, ab = sync_terms(e, t, n, h, rr)
+        refined = grid.refine(n, h, rr, q, ab, f.gain if t.quality_target and not compute else None, u)
+        if time.perf_counter() >= (min(deadline, loop_end) if compute else deadline):
             report.status = "time_limit"
             break
         if not (refined or newly):
@@ -154,6 +171,8 @@ def outer_approximation(instance, pools, objective: str, backend: str, params, d
         report.objective = to_units(objective, best, pools)
     if math.isfinite(bound):
         report.bound = to_units(objective, min(bound, best) if math.isfinite(best) else bound, pools)
+    elif compute and bound == math.inf:      # proven: no plan reaches any compute
+        report.bound = 0.0
     if report.objective is not None and report.bound is not None and report.objective > 0:
         report.gap = max(0.0, abs(report.objective - report.bound) / report.objective)
     return best_plan, best, report, pt
@@ -164,7 +183,8 @@ def solve_mixed_mip(instance, objective: str, solver: str, deadline: float, star
     from planner.fleet.pools import pool_settings
     from planner.solvers.mixed import MAX_EXACT_POOLS, Part, PartResult, answer, solve_mixed
     pools = pool_settings(instance)
-    reports, incumbents, found, bound = [], {}, [], math.inf
+    maximise = objective == "max_compute"
+    reports, incumbents, found, bound = [], {}, [], (0.0 if maximise else math.inf)
     for params in instance.search.params or [None]:
         plan, value, report, pt = outer_approximation(instance, pools, objective, solver, params, deadline)
         reports.append(report)
@@ -173,13 +193,17 @@ def solve_mixed_mip(instance, objective: str, solver: str, deadline: float, star
             incumbents[params] = units
             part = pt.parts[plan.part]
             used = tuple(p for p, c in enumerate(plan.counts) if c > 0)
-            key = (units, fleet_cost_usd(pools, plan.counts)) if objective == "min_time" else \
+            cost = fleet_cost_usd(pools, plan.counts)
+            key = {"min_time": (units, cost), "max_compute": (-units, cost)}.get(objective) or \
                 (units, math.exp(model_value("min_time", None, plan, pools)))
             space = part.tables.space if part.tables is not None else pt.merged.space
             found.append(PartResult(Part(params, used, plan.batch.precision, plan.setting, space), plan.batch,
                                     plan.counts, key + (0,), units))
-        bound = min(bound, report.bound if report.bound is not None else (math.inf if report.status == "infeasible"
-                                                                          else 0.0))
+        if maximise:
+            bound = max(bound, report.bound if report.bound is not None else math.inf)
+        else:
+            bound = min(bound, report.bound if report.bound is not None else (math.inf if report.status == "infeasible"
+                                                                              else 0.0))
     if len(pools) <= MAX_EXACT_POOLS:       # certification: the exact decomposition from the loop's plans
         t0 = time.perf_counter()
         result = solve_mixed(instance, objective, "bnb", deadline, start, incumbents=incumbents)
@@ -193,8 +217,9 @@ def solve_mixed_mip(instance, objective: str, solver: str, deadline: float, star
             changed = ours is None or _plan_fields(ours.batch) != _plan_fields_of(result.plan)
             for report in reports:
                 report.certified_changed_plan = changed
-                report.certified_improved = bool(found) and result.objective_value < min(r.value for r in found) \
-                    * (1 - 1e-9)
+                report.certified_improved = bool(found) and (
+                    result.objective_value > max(r.value for r in found) * (1 + 1e-9) if maximise
+                    else result.objective_value < min(r.value for r in found) * (1 - 1e-9))
         result.solver = solver
         result.mip = [dict(r.to_dict(), families_added=list(FAMILIES), certified_by="decomposition") for r in reports]
         result.solve_time_s = time.perf_counter() - start
@@ -202,7 +227,7 @@ def solve_mixed_mip(instance, objective: str, solver: str, deadline: float, star
     # more pools than the decomposition takes: the loop's own bound is the proof (its gap <= LOG_TOL / COST_TOL)
     proven = all(r.status in ("optimal", "infeasible") for r in reports)
     if proven:
-        bound = min([r.value for r in found], default=math.inf)
+        bound = (max if maximise else min)([r.value for r in found], default=0.0 if maximise else math.inf)
     result = answer(instance, pools, objective, solver, found, bound, 0, start, deadline,
                     dict(space_size=None, candidates=[]), explain=False)
     result.mip = [dict(r.to_dict(), families_added=list(FAMILIES), certified_by="the loop's bound") for r in reports]
@@ -234,7 +259,8 @@ def write_pools_model(instance, objective: str, path) -> list:
             raise UnsupportedBySolver("the presolve leaves no class of any pattern of pools (no plan can beat its "
                                       "incumbent, or none meets the limits): no model to write")
         cutoff = model_value(objective, None, pt.incumbent[1], pools) if pt.incumbent else None
-        f = build_pools(pt, Grid.initial(pt.merged), objective, cutoff, pt.solved)
+        grid = Grid.initial_compute(pt.merged, cutoff) if objective == "max_compute" else Grid.initial(pt.merged)
+        f = build_pools(pt, grid, objective, cutoff, pt.solved)
         with atomic_path(target) as tmp:
             f.model.write(str(tmp), io_options={"symbolic_solver_labels": True})
         written.append(target)
