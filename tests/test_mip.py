@@ -348,6 +348,10 @@ def test_psi_box_bounds_psi_over_its_bracket_and_is_psi_at_a_point(seed, factor)
             got = t.psi(np.full(us.shape, n2), np.full(us.shape, h2), us)
             assert np.all(got <= bound + 1e-12), (n, h_eff, lo, hi, got.max(), bound)
         assert float(t.psi_box(n, h_eff, lo, lo)) == pytest.approx(float(t.psi(n, h_eff, lo)), rel=1e-12, abs=1e-12)
+        # the presolve's rounded form (u_lo down, u_hi up to a grid; n per column) bounds it, within the rounding
+        rounded = t.psi_box_rounded(np.array([n, n + 5]), h_eff, np.array([lo, lo]), np.array([hi, hi]),
+                                    np.array([0, 0]), step=0.01)
+        assert np.all(rounded >= bound - 1e-12) and np.all(rounded <= bound + 0.1)
         falls |= bool(np.any(np.diff(t.psi(np.full(grid_u.shape, n), np.full(grid_u.shape, h_eff), grid_u)) < -1e-9))
     assert falls or factor == 1.0
 

@@ -205,25 +205,58 @@ class Tables:
         At u_lo = u_hi, B1 is C_local itself. Floored at PSI_FLOOR, as `psi`."""
         if not self.tokens_scored_eta_r:
             return self.psi(n, h_eff, u_hi, h_eff_hi)
-        s = self.setting
-        a = s.assumptions
-        n, h_eff, u_lo, u_hi = (np.asarray(x, dtype=float) for x in (n, h_eff, u_lo, u_hi))
-        eta_h = self.eta_h(h_eff, h_eff_hi)
-        ones = np.ones(np.broadcast(n, h_eff, u_lo, u_hi).shape)
+        g, mu = self._gain_and_multiplier(n, h_eff, h_eff_hi)
+        u_lo, u_hi = np.asarray(u_lo, dtype=float), np.asarray(u_hi, dtype=float)
+        return self._local_box(g, u_hi, self._q(u_hi, g, mu), self._c_eq(u_lo, 1.0), self._c_eq(u_lo, mu))
+
+    def psi_box_rounded(self, n_col, h_eff, u_lo, u_hi, cols, h_eff_hi=None, step: float = 0.01) -> np.ndarray:
+        """`psi_box` of entries (u_lo, u_hi) whose n is n_col[cols] (h_eff, h_eff_hi scalars), with
+        u_lo rounded down and u_hi up to multiples of `step`: a valid, slightly looser bound
+        (psi_box never decreases as its bracket widens), whose costly Chinchilla terms are computed
+        once per column and grid point of u rather than per entry (the presolve's box bounds of
+        ~10^4 classes x boxes). Chinchilla-scored C_local only (`tokens_scored_eta_r`)."""
+        n_col = np.asarray(n_col, dtype=float)
+        g, mu = self._gain_and_multiplier(n_col, h_eff, h_eff_hi)            # per column
+        ok = np.isfinite(u_lo) & np.isfinite(u_hi)
+        k_lo = np.floor(np.where(ok, u_lo, 0.0) / step).astype(np.int64)
+        k_hi = np.ceil(np.where(ok, u_hi, 0.0) / step).astype(np.int64)
+        if not k_lo.size:
+            return np.zeros(0)
+        first = int(min(k_lo.min(), k_hi.min()))
+        grid = (first + np.arange(int(max(k_lo.max(), k_hi.max())) - first + 1)) * step
+        q = self._q(grid[:, None], g[None, :], mu[None, :])[k_hi - first, cols]
+        c1 = self._c_eq(grid, 1.0)[k_lo - first]
+        cm = self._c_eq(grid[:, None], mu[None, :])[k_lo - first, cols]
+        return np.where(ok, self._local_box(g[cols], grid[k_hi - first], q, c1, cm), np.inf)
+
+    def _gain_and_multiplier(self, n, h_eff, h_eff_hi=None):
+        """(g, m): eta_H (at the larger end where it may rise) and the replica loss multiplier at (n, h_eff)."""
+        n, h_eff = np.asarray(n, dtype=float), np.asarray(h_eff, dtype=float)
+        ones = np.ones(np.broadcast(n, h_eff).shape)
         t = {"synchronised": ones, "replicas": n * ones, "h_eff": h_eff * ones}
-        eff = {"eta_h": eta_h * ones, "eta_c": ones, "eta_a": ones}
-        g, mu, _ = run.quality_terms(s, _Nodes(n * ones), t, eff)
-        floor = a.chi_search_low_flop
+        eff = {"eta_h": self.eta_h(h_eff, h_eff_hi) * ones, "eta_c": ones, "eta_a": ones}
+        g, mu, _ = run.quality_terms(self.setting, _Nodes(n * ones), t, eff)
+        return g, mu
+
+    def _q(self, u, g, mu):
+        """Q(e^u, g, m) = `run.quality_compute` (with chi)."""
+        with np.errstate(over="ignore"):
+            return run.quality_compute(self.setting, np.exp(u) * np.ones(np.broadcast(u, g, mu).shape), g, mu, True)
+
+    def _c_eq(self, u, mu):
+        """max(C'_m(e^u), F): the compute whose compute-optimal model reaches m L(P_act, e^u), clamped as chi."""
+        a = self.setting.assumptions
+        with np.errstate(over="ignore", invalid="ignore"):
+            loss = chinchilla.chinchilla_loss(self.setting.active_params, np.exp(u), a) * np.asarray(mu, dtype=float)
+            return np.maximum(chinchilla.equivalent_optimal_compute(loss, a), a.chi_search_low_flop)
+
+    def _local_box(self, g, u_hi, q_up, c1_lo, cm_lo):
+        """ln min(B0, B1, B2) of `psi_box` from its parts, floored at PSI_FLOOR."""
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-            t_lo, t_up = np.exp(u_lo) * ones, np.exp(u_hi) * ones
-            c_up = 6.0 * s.active_params * t_up
-            q_up = run.quality_compute(s, t_up, g, mu, True)
-            loss_lo = chinchilla.chinchilla_loss(s.active_params, t_lo, a)
-            c1_lo = np.maximum(chinchilla.equivalent_optimal_compute(loss_lo, a), floor)
+            c_up = 6.0 * self.setting.active_params * np.exp(u_hi)
             bound = np.minimum(g * c_up, q_up / np.minimum(1.0, c1_lo / c_up))
-            if a.chinchilla_e >= 0:
-                rho = np.maximum(chinchilla.equivalent_optimal_compute(loss_lo * mu, a), floor) / c1_lo
-                bound = np.minimum(bound, np.maximum(q_up, g * c_up * np.minimum(rho, 1.0)))
+            if self.setting.assumptions.chinchilla_e >= 0:
+                bound = np.minimum(bound, np.maximum(q_up, g * c_up * np.minimum(cm_lo / c1_lo, 1.0)))
             out = np.log(bound)
         return np.maximum(np.where(np.isnan(out), np.inf, out), PSI_FLOOR)
 
@@ -420,7 +453,12 @@ def _in_boxes(t: Tables, nb: np.ndarray):
         at = np.flatnonzero(hier_all == hier)
         if not at.size:
             continue
-        col = lambda name, at=at: np.array([getattr(t.sync[a], name) for a in at], dtype=float)[:, None]
+        cache: dict[str, np.ndarray] = {}
+
+        def col(name, at=at, cache=cache):
+            if name not in cache:
+                cache[name] = np.array([getattr(t.sync[a], name) for a in at], dtype=float)[:, None]
+            return cache[name]
         n_lo, n_hi = col("n_lo"), col("n_hi")
         lo, hi = np.maximum(nb[None, :, 0], n_lo), np.minimum(nb[None, :, 1], n_hi)
         empty = lo > hi
@@ -622,9 +660,13 @@ def compute_box_bounds(t: Tables) -> np.ndarray:
     """max_compute: per class an upper bound on ln C, the largest over boxes [n1, n2] x [H1, H2] of n
     and H (two per octave) of compute_const + psi(u_const + ln n2 - z(n1, H2, R_max), n1, H1): z never
     decreases with n nor increases with H or R (`class_bounds`), psi never decreases with u nor
-    increases with n or H_eff (eta_H at the largest H_eff of the box where it may rise)."""
+    increases with n or H_eff (eta_H at the largest H_eff of the box where it may rise).
+    Where psi is not monotone in u (`Tables.tokens_scored_eta_r`), psi_box over the box's u range
+    [u_const + ln n1 - z(n2, H1, 1), the above] (`Tables.psi_box_rounded`, computed only where its
+    first term B0 exceeds the class's bound so far)."""
     nb, hb = _octave_boxes(t.n_max), _octave_boxes(t.h_max)
     out = np.full(len(t.sync), -np.inf)
+    ln_6p = math.log(6.0 * t.setting.active_params)
     for hier, at, col, lo, hi, empty in _in_boxes(t, nb):
         r_max = t.r_max if hier else 1
         sync_base = np.exp(col("ln_sync_base") + t.ln_straggler(np.floor(lo / col("k")) if hier else lo))
@@ -638,9 +680,20 @@ def compute_box_bounds(t: Tables) -> np.ndarray:
             # the least u of the box: n1 replicas at the slowest outer step (n2, H1, R = 1), as a sum
             slow = step + np.exp(col("ln_regional")) / h1 + slow_base / h1
             u_lo = np.minimum(col("u_const") + np.log(lo) - np.log(slow), u)
-            top = None if t.eta_h_falls else np.full(lo.shape, h2 * math.sqrt(r_max))
             with np.errstate(invalid="ignore"):
-                bound = col("compute_const") + t.psi_box(lo, np.full(lo.shape, float(h1)), u_lo, u, top)
+                if t.tokens_scored_eta_r:
+                    # psi_box <= B0 = ln(6 P_act g) + u: only entries where B0 beats the class's best so far
+                    # need the Chinchilla terms; n at the box's unclipped lower end (m no larger: valid)
+                    top = None if t.eta_h_falls else h2 * math.sqrt(r_max)
+                    b0 = col("compute_const") + ln_6p + float(np.log(t.eta_h(float(h1), top))) + u
+                    psi = np.where(empty, -np.inf, b0 - col("compute_const"))
+                    rows, cols = np.nonzero((b0 > best) & ~empty)
+                    psi[rows, cols] = t.psi_box_rounded(nb[:, 0], float(h1), u_lo[rows, cols], u[rows, cols], cols,
+                                                        top)
+                else:
+                    top = None if t.eta_h_falls else np.full(lo.shape, h2 * math.sqrt(r_max))
+                    psi = t.psi(lo, np.full(lo.shape, float(h1)), u, top)
+                bound = col("compute_const") + psi
             best = np.maximum(best, np.where(np.isnan(bound), -np.inf, bound))
         out[at] = np.where(empty, -np.inf, best).max(axis=1)
     return out
