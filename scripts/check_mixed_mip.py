@@ -2,9 +2,10 @@
 with the exact decomposition (planner.solvers.mixed, `bnb`) and the exhaustive oracle
 (planner.solvers.mixed_oracle) on seeded random small instances (planner.fleet.samples: 1 to 3
 pools, half of them on 2 to 6 sites). The objective is drawn among those the model answers
-(min_time, min_cost, max_compute); a third of the instances get a C_quality target. max_compute of
-C_local under the default chinchilla replica penalty is refused by the model (exit 2, as for a uniform
-fleet): those are counted as refused.
+(min_time, min_cost, max_compute); a third of the instances get a C_quality target, half of the
+max_compute ones of C_local the linear_v1 replica penalty (the others the default chinchilla one).
+Instances the model refuses (exit 2, as for a uniform fleet: e.g. the dtplan profile's overlap) are
+counted apart.
 
 Three answers are compared with the oracle's: the loop's own (before certification: its plan's
 value when it reports status optimal, else its bound must not exceed the oracle's), the

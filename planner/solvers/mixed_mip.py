@@ -155,7 +155,8 @@ def outer_approximation(instance, pools, objective: str, backend: str, params, d
             e = t.sync[f.chosen]
             u = e.u_const + math.log(n) - float(outer_per_step(e, t, n, h, rr))
             q, ab = sync_terms(e, t, n, h, rr)
-        refined = grid.refine(n, h, rr, q, ab, f.gain if t.quality_target and not compute else None, u)
+        refined = grid.refine(n, h, rr, q, ab, f.gain if t.quality_target and not compute else None, u,
+                              t.sync[f.chosen].label if compute and f.chosen is not None else None)
         if time.perf_counter() >= (min(deadline, loop_end) if compute else deadline):
             report.status = "time_limit"
             break
