@@ -477,6 +477,9 @@ def pool_tables(instance, pools: list[PoolSetting], objective: str, params: floa
             continue                  # no plan of the setting meets the duration limit
         if objective == "min_time" and floor_s[j] > 0 and math.log(floor_s[j]) > best + 1e-9 * max(1.0, abs(best)):
             continue                  # ... or none beats the best plan found
+        if objective == "max_compute" and floor_s[j] > 0 and math.isfinite(best) and \
+                math.log(part.setting.target * part.setting.window_s / floor_s[j]) < -best - 1e-9 * max(1.0, abs(best)):
+            continue                  # C <= N F u W gamma = C_target W / floor_s (same facts): below the best
         if objective == "min_cost" and math.isfinite(best) and floor_s[j] > 0:
             fewest = math.ceil(part.hi * floor_s[j] / part.setting.window_s - 1e-9)    # N T >= N_hi floor_s
             if _least_cost(pt, part, fewest) / price_scale(pools) > best * (1 + 1e-12):
