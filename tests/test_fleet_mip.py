@@ -239,3 +239,19 @@ def test_max_compute_of_c_local_under_chinchilla_matches_bnb():
     assert mip.status == exact.status == "optimal"
     assert mip.objective_value == pytest.approx(exact.objective_value, rel=1e-9)
     assert mip.mip[0]["bound"] >= exact.objective_value * (1 - 1e-9)
+
+
+def test_candidate_model_sizes_on_pools():
+    """search.params: one model per size, the best kept, certified; against the oracle over every size."""
+    data = {"model": {}, "training": {"target_flop": 3e21},
+            "fleet": {"pools": [{"name": "a", "hardware": "48xA100-80GB", "count": 2},
+                                {"name": "h", "hardware": "16xH100-SXM", "count": 2}]},
+            "limits": {"max_days": 30},
+            "search": {"max_inner_steps": 8, "max_regional_rounds": 2, "max_stages": 2, "max_micro_batches": 2,
+                       "params": [1e9, 3e9]}}
+    for objective in ("min_time", "min_cost", "max_compute"):
+        instance = parse_instance({**data, "objective": objective})
+        result = solve(instance, solver="highs")
+        best = oracle(instance)
+        assert result.status == "optimal" and close(result.objective_value, best[0]), objective
+        assert len(result.mip) == 2 and result.model_params in (1e9, 3e9)
