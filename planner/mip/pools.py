@@ -208,6 +208,7 @@ class PoolTables:
     ranges: list[tuple[int, int]] = field(default_factory=list)    # per key
     solved: set = field(default_factory=set)                       # merged positions solved exactly
     incumbent: tuple | None = None    # (value in model units, MixedPlan) from the presolve
+    classes_total: int = 0            # classes and fixed plans of the settings whose tables were built
 
     def part_of_class(self, position: int) -> tuple[int, int]:
         """(setting part, position in its tables) of a merged class position."""
@@ -426,8 +427,7 @@ def canonical(pools: Sequence[PoolSetting], batch: PlanBatch, counts: Sequence[i
     return out, cheapest_fill(pools, used, n_nodes)
 
 
-def pool_tables(instance, pools: list[PoolSetting], objective: str, params: float | None,
-                deadline: float = math.inf) -> PoolTables:
+def pool_tables(instance, pools: list[PoolSetting], objective: str, params: float | None) -> PoolTables:
     """The patterns of the fleet, the tables of their distinct settings (presolved: min_time drops the
     classes that cannot beat the best plan the presolves found; min_cost those that cannot meet the
     duration limit) and their merge."""
@@ -487,6 +487,7 @@ def pool_tables(instance, pools: list[PoolSetting], objective: str, params: floa
         key = keys[part.keys[0]]
         part_space = dataclasses.replace(space, precisions=(key.precision,), min_nodes=part.lo, max_nodes=part.hi)
         t = tables_or_refuse(part.setting, part_space.for_objective(part.setting, objective))
+        pt.classes_total += len(t.sync) + len(t.fixed)
         if objective in ("min_time", "max_compute") and part.exact_range:
             pruned, plan, value, done = presolve_compute(t) if objective == "max_compute" else presolve(t, "min_time")
             if plan is not None and value < best:

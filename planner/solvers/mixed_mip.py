@@ -77,13 +77,13 @@ def outer_approximation(instance, pools, objective: str, backend: str, params, d
     """(best MixedPlan or None, its model value, MipReport) of the loop alone (module docstring)."""
     solver = backends()[backend]
     start = time.perf_counter()
-    pt = pool_tables(instance, pools, objective, params, deadline)
+    pt = pool_tables(instance, pools, objective, params)
     best_plan, best = (pt.incumbent[1], pt.incumbent[0]) if pt.incumbent else (None, math.inf)
     if best_plan is not None:
         best = model_value(objective, None, best_plan, pools)
     t = pt.merged
     report = MipReport(backend, "error", None, None, None, 0.0, 0, time.perf_counter() - start, 0, 0, 0, 0,
-                       classes=sum(len(p.keys) for p in pt.parts), classes_kept=len(t.sync) + len(t.fixed))
+                       classes=pt.classes_total, classes_kept=len(t.sync) + len(t.fixed))
     if not t.sync and not t.fixed:
         report.status = report.backend_status = "optimal" if best_plan is not None else "infeasible"
         if best_plan is not None:
@@ -185,10 +185,12 @@ def solve_mixed_mip(instance, objective: str, solver: str, deadline: float, star
     from planner.solvers.mixed import MAX_EXACT_POOLS, Part, PartResult, answer, solve_mixed
     pools = pool_settings(instance)
     maximise = objective == "max_compute"
-    reports, incumbents, found, bound = [], {}, [], (0.0 if maximise else math.inf)
+    reports, shapes, incumbents, found, bound = [], [], {}, [], (0.0 if maximise else math.inf)
     for params in instance.search.params or [None]:
         plan, value, report, pt = outer_approximation(instance, pools, objective, solver, params, deadline)
         reports.append(report)
+        shapes.append({"patterns": len(pt.keys), "settings": len(pt.parts),
+                       "settings_built": sum(p.tables is not None for p in pt.parts)})
         if plan is not None:
             units = to_units(objective, value, pools)
             incumbents[params] = units
@@ -222,7 +224,8 @@ def solve_mixed_mip(instance, objective: str, solver: str, deadline: float, star
                     result.objective_value > max(r.value for r in found) * (1 + 1e-9) if maximise
                     else result.objective_value < min(r.value for r in found) * (1 - 1e-9))
         result.solver = solver
-        result.mip = [dict(r.to_dict(), families_added=list(FAMILIES), certified_by="decomposition") for r in reports]
+        result.mip = [dict(r.to_dict(), **shape, families_added=list(FAMILIES), certified_by="decomposition")
+                      for r, shape in zip(reports, shapes)]
         result.solve_time_s = time.perf_counter() - start
         return result
     # more pools than the decomposition takes: the loop's own bound is the proof (its gap <= LOG_TOL / COST_TOL)
@@ -231,7 +234,8 @@ def solve_mixed_mip(instance, objective: str, solver: str, deadline: float, star
         bound = (max if maximise else min)([r.value for r in found], default=0.0 if maximise else math.inf)
     result = answer(instance, pools, objective, solver, found, bound, 0, start, deadline,
                     dict(space_size=None, candidates=[]), explain=False)
-    result.mip = [dict(r.to_dict(), families_added=list(FAMILIES), certified_by="the loop's bound") for r in reports]
+    result.mip = [dict(r.to_dict(), **shape, families_added=list(FAMILIES), certified_by="the loop's bound")
+                  for r, shape in zip(reports, shapes)]
     return result
 
 
