@@ -33,9 +33,9 @@ class HighsBackend:
             h.setOptionValue("output_flag", False)
             for key, value in OPTIONS.items():
                 h.setOptionValue(key, value)
-            if time_limit_s is not None:
-                h.setOptionValue("time_limit", max(float(time_limit_s), 0.01))
             h.readModel(path)
+            if time_limit_s is not None:    # after reading: a limit spent while reading leaves an empty model
+                h.setOptionValue("time_limit", max(float(time_limit_s), 0.01))
         h.run()
         elapsed = time.perf_counter() - start
         S = highspy.HighsModelStatus
