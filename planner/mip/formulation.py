@@ -213,7 +213,12 @@ class Formulation:
         return out
 
     def size(self) -> dict[str, int]:
+        """Columns, rows and non-zeros: as the last backend read the model where it says (HiGHS,
+        `matrix_size`), else counted from the Pyomo model (slow on large models: every row's
+        expression is walked)."""
         m = self.model
+        if getattr(m, "matrix_size", None):
+            return dict(m.matrix_size)
         cols = sum(len(v) for v in m.component_objects(pyo.Var))
         rows = sum(len(c) for c in m.component_objects(pyo.Constraint, active=True))
         from pyomo.repn import generate_standard_repn

@@ -734,9 +734,16 @@ def presolve_compute(t: Tables):
                         best, best_plan = float(value[a]), plans.take(slice(a, a + 1))
     keep, lower, exact = np.zeros(0, dtype=bool), None, []
     if t.sync:
-        upper = np.minimum(compute_bounds(t), compute_box_bounds(t))
-        if not t.quality_target and not t.tokens_scored_eta_r:     # eta_R the same at the target and in the window
-            upper = np.minimum(upper, math.log(t.setting.target * t.setting.window_s) - class_bounds(t)[0].min(axis=1))
+        upper = compute_bounds(t)
+        # the finer bounds only for classes whose coarse one can still beat the incumbent (the rest are dropped)
+        live = np.flatnonzero(upper >= -best - 1e-9 * max(1.0, abs(best)))
+        sub = Tables(t.setting, t.space, t.groups, [t.sync[a] for a in live], [], t.n_max, t.h_max, t.r_max,
+                     eta_h_falls=t.eta_h_falls)
+        if live.size:
+            upper[live] = np.minimum(upper[live], compute_box_bounds(sub))
+        if live.size and not t.quality_target and not t.tokens_scored_eta_r:     # eta_R the same at target and window
+            upper[live] = np.minimum(upper[live], math.log(t.setting.target * t.setting.window_s)
+                                     - class_bounds(sub)[0].min(axis=1))
         lower = np.where(np.isfinite(upper), -upper, np.inf)     # a lower bound on -ln C per class
         exact = [int(a) for a in np.argsort(lower, kind="stable")[:EXACT_CLASSES] if lower[a] < best]
         plan, value = solve_classes(t, exact, best, measure=bnb.compute_measure(t.setting.target_kind))

@@ -233,7 +233,7 @@ def optimise(setting: Setting, space: DecisionSpace, objective: str, backend: st
         best, evaluations, bound = max_compute(setting, space, deadline, incumbent_compute=math.exp(-value))
     else:
         best, evaluations, bound = min_cost(setting, space, deadline, incumbent_nodes=value)
-    mine = {"min_time": math.exp(value), "max_compute": math.exp(-value)}.get(objective, value * setting.node_price_usd)
+    mine = incumbent_units(setting, objective, value)
     report.certify_s = time.perf_counter() - start
     if best is not None:
         b = best[0]
