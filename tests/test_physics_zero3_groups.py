@@ -84,7 +84,7 @@ def test_the_mip_refuses_zero3_in_groups():
     inst = _sixteen_nodes()
     with pytest.raises(Exception) as info:
         solve(inst, solver="highs")
-    assert "does not cover ZeRO-3 sharding inside hierarchical groups" in str(info.value)
+    assert "does not cover these assumptions (ZeRO-3 sharding inside hierarchical groups" in str(info.value)
     assert "use --solver bnb" in str(info.value)
 
 

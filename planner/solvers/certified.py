@@ -90,8 +90,8 @@ def tables_or_refuse(setting: Setting, space: DecisionSpace):
     if setting.assumptions.search_zero_shards and "hierarchical" in space.modes:
         # dtplan's ZeRO-3 inside hierarchical groups: replicas of Z nodes, G = floor(n Z / k) groups,
         # which the formulation's parties floor(n / k) do not describe
-        raise UnsupportedBySolver("the mixed-integer model does not cover ZeRO-3 sharding inside hierarchical "
-                                  "groups (assumptions search_zero_shards under mode 'hierarchical'); use --solver bnb")
+        raise UnsupportedBySolver("the mixed-integer model does not cover these assumptions (ZeRO-3 sharding inside "
+                                  "hierarchical groups: search_zero_shards under mode 'hierarchical'); use --solver bnb")
     try:
         return build_tables(setting, space)
     except FormulationError as err:
