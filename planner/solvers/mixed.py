@@ -38,6 +38,7 @@ from planner.evaluate import with_params
 from planner.fleet.evaluate import MixedEvaluation, evaluate_mixed
 from planner.fleet.network import site_network
 from planner.fleet.pools import PoolSetting, pool_settings
+from planner.fleet.regions import chosen_problems, part_counts, part_regions, plan_regions
 from planner.fleet.replicas import affordable_nodes, cheapest_fill, fleet_cost_usd, mixed_setting, unsupported
 from planner.objectives import min_time, tie_less
 from planner.schema.instance import Instance
@@ -56,6 +57,8 @@ class Part(NamedTuple):
     precision: str
     setting: Setting
     space: DecisionSpace
+    sites: object = None          # the site network view (regions) of the part, None without sites
+    placement: object = None      # chosen regions with several regions (planner.fleet.regions)
 
 
 class PartResult(NamedTuple):
@@ -102,13 +105,15 @@ def parts(instance: Instance, pools: list[PoolSetting], params: float | None) ->
         low = max(space.min_nodes, len(used))
         if top < low:
             continue
-        for precision in space.precisions:
-            if unsupported(pools, used, precision):
-                continue
-            s = mixed_setting(pools, used, precision, sites)
-            s = unit_price(s if params is None else with_params(s, params))
-            out.append(Part(params, used, precision, s,
-                            dataclasses.replace(space, precisions=(precision,), min_nodes=low, max_nodes=int(top))))
+        for view, placement in part_regions(instance, sites, pools, used):
+            for precision in space.precisions:
+                if unsupported(pools, used, precision):
+                    continue
+                s = mixed_setting(pools, used, precision, view)
+                s = unit_price(s if params is None else with_params(s, params))
+                out.append(Part(params, used, precision, s,
+                                dataclasses.replace(space, precisions=(precision,), min_nodes=low, max_nodes=int(top),
+                                                    placement=placement), view, placement))
     return out
 
 
@@ -134,8 +139,7 @@ def solve_part(instance: Instance, pools: list[PoolSetting], part: Part, objecti
     if objective == "min_cost":
         batch, more = _fastest_at_same_cost(pools, part, batch, deadline, solver)
         evaluations += more
-    n = int(batch.nodes[0])
-    counts = cheapest_fill(pools, part.used, n)
+    counts = part_counts(pools, part.used, part.placement, batch)
     cost = fleet_cost_usd(pools, counts)
     if objective == "min_cost":
         from planner.cost.score import time_to_target
@@ -210,6 +214,8 @@ def plan_of(result: PartResult, pools: list[PoolSetting], is_moe: bool):
     plan = plan_from_batch(result.batch, 0, is_moe)
     data = plan.model_dump(exclude_none=True)
     data["pool_nodes"] = {p.label: n for p, n in zip(pools, result.counts) if n}
+    if (regions := plan_regions(result.part.sites)) is not None:
+        data["regions"] = regions
     return parse_plan(data, "<solver>")
 
 
@@ -219,6 +225,9 @@ def solve_mixed(instance: Instance, objective: str, solver: str, deadline: float
     say why when no plan exists (`explain_mixed`)."""
     from planner.solve import AGREEMENT_REL, SolveResult, binding_limits
     pools = pool_settings(instance)
+    if problems := chosen_problems(instance, objective, solver):
+        from planner.schema.errors import InputError
+        raise InputError(problems)
     maximise = objective == "max_compute"
     found, evaluations, size = [], 0, 0
     bound = 0.0 if maximise else math.inf
