@@ -34,8 +34,8 @@ CHORDS = [("London", "New York", 1000), ("Los Angeles", "Tokyo", 1000), ("Frankf
           ("Singapore", "Sydney", 400), ("Miami", "Madrid", 400)]
 
 
-def instance_data() -> dict:
-    """The benchmark instance as raw JSON data."""
+def instance_data(regions: str = "geography") -> dict:
+    """The benchmark instance as raw JSON data (`regions`: network.regions)."""
     sites = [{"name": c, "city": c} for c in CITIES]
     ring = [{"a": a, "b": b, "up_mbps": 10000 if i % 3 else 1000}
             for i, (a, b) in enumerate(zip(CITIES, CITIES[1:] + CITIES[:1]))]
@@ -47,7 +47,7 @@ def instance_data() -> dict:
                             {"name": "a100", "hardware": "48xA100-80GB", "count": 600, "site": "New York"},
                             {"name": "b200", "hardware": "7xB200", "count": 400, "site": "Tokyo"}]},
         "network": {"wan": {"up_mbps": 1000, "down_mbps": 1000}, "regional": {"mbps": 5000, "rtt_ms": 30},
-                    "sites": sites, "links": links},
+                    "sites": sites, "links": links, "regions": regions},
         "limits": {"max_days": 365},
     }
 
@@ -56,20 +56,23 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--objective", default="min_time", choices=["min_time", "min_cost", "max_compute"])
+    parser.add_argument("--regions", default="geography", choices=["geography", "chosen"],
+                        help="network.regions: chosen = the planner picks the regions (min_time, max_compute)")
     args = parser.parse_args()
     times, result = [], None
     for _ in range(args.repeats):
         start = time.perf_counter()
-        instance = parse_instance(instance_data())           # parsing and the site graph count too
+        instance = parse_instance(instance_data(args.regions))           # parsing and the site graph count too
         result = solve(instance, args.objective)
         times.append(time.perf_counter() - start)
     plan = result.plan
-    print(f"20 sites, 3 pools, 2,000 nodes, {args.objective}: median {statistics.median(times):.2f} s "
+    print(f"20 sites, 3 pools, 2,000 nodes, {args.objective}, regions {args.regions}: median {statistics.median(times):.2f} s "
           f"(min {min(times):.2f}, max {max(times):.2f}, {args.repeats} runs); {result.status}, "
           f"{result.evaluations:,} plans scored of {result.space_size:,}; load average {os.getloadavg()[0]:.2f}")
     if plan is not None:
         print(f"plan: {plan.mode}, {plan.nodes:,} nodes {plan.pool_nodes}, {plan.precision}, H={plan.inner_steps}, "
-              f"Cr={plan.compression:g}; value {result.objective_value:.6g}")
+              f"Cr={plan.compression:g}; value {result.objective_value:.6g}"
+              + (f"; regions {plan.regions}" if plan.regions else ""))
     return 0
 
 

@@ -135,32 +135,46 @@ def plan_unit(mode: str, group_size, stages, zero_shards) -> int:
     return 1
 
 
+def _runs(ok: np.ndarray) -> list[tuple[int, int]]:
+    """(first, last) index of every run of True in a boolean array."""
+    edges = np.diff(np.concatenate(([0], ok.astype(np.int8), [0])))
+    return list(zip(np.flatnonzero(edges == 1).tolist(), (np.flatnonzero(edges == -1) - 1).tolist()))
+
+
 def restrict_classes(c, mode: str, mask_of):
     """The classes `c` (planner.space.Classes of `mode`) cut to the replica counts n whose node count
     N = max(n unit, min_nodes) is placeable: each class's [n_lo, n_hi] is split into the runs of
-    placeable n. `mask_of(u)` is the boolean array over N of unit size u (Placement.mask)."""
+    placeable n. `mask_of(u)` is the boolean array over N of unit size u (Placement.mask). Classes
+    sharing (u, nodes per replica, min_nodes) share the runs, so the work is per such triple."""
     if mode == "pipeline_wan":
         return c
-    units = {"hierarchical": c.rows.group_size, "pp_group": c.rows.stages, "flat": c.rows.zero_shards}[mode]
-    idx, los, his = [], [], []
-    for i in range(c.size):
-        u = int(units[i]) if mode != "flat" or c.rows.zero_shards[i] > 1 else 1
-        lo, hi = int(c.n_lo[i]), int(c.n_hi[i])
-        if u <= 1 or hi < lo:
-            idx.append(i), los.append(lo), his.append(hi)
-            continue
-        mask = mask_of(u)
-        n = np.arange(lo, hi + 1)
-        nodes = np.maximum(n * int(c.unit[i]), int(c.min_nodes[i]))
-        ok = np.zeros(n.size, dtype=bool)
+    if mode == "hierarchical":
+        units = np.asarray(c.rows.group_size, dtype=np.int64)
+    elif mode == "pp_group":
+        units = np.asarray(c.rows.stages, dtype=np.int64)
+    else:
+        units = np.where(np.asarray(c.rows.zero_shards) > 1, np.asarray(c.rows.zero_shards), 1).astype(np.int64)
+    units = np.broadcast_to(units, c.n_lo.shape)
+    keys = np.stack([units, c.unit, c.min_nodes], axis=1)
+    idx, los, his = [np.flatnonzero(units <= 1)], [c.n_lo[units <= 1]], [c.n_hi[units <= 1]]
+    for u, per, floor in np.unique(keys[units > 1], axis=0):
+        members = np.flatnonzero((keys == (u, per, floor)).all(axis=1))
+        top = int(c.n_hi[members].max())
+        mask = mask_of(int(u))
+        nodes = np.maximum(np.arange(top + 1) * per, floor)
+        ok = np.zeros(top + 1, dtype=bool)
         inside = nodes < mask.size
         ok[inside] = mask[nodes[inside]]
-        edges = np.diff(np.concatenate(([0], ok.view(np.int8), [0])))
-        for start, stop in zip(np.flatnonzero(edges == 1), np.flatnonzero(edges == -1)):
-            idx.append(i), los.append(lo + int(start)), his.append(lo + int(stop) - 1)
-    out = c.take(np.array(idx, dtype=np.int64))
-    out.n_lo = np.array(los, dtype=np.int64)
-    out.n_hi = np.array(his, dtype=np.int64)
+        lo, hi = c.n_lo[members], c.n_hi[members]
+        for a, b in _runs(ok):
+            cut_lo, cut_hi = np.maximum(lo, a), np.minimum(hi, b)
+            keep = cut_lo <= cut_hi
+            idx.append(members[keep]), los.append(cut_lo[keep]), his.append(cut_hi[keep])
+    idx = np.concatenate(idx)
+    order = np.argsort(idx, kind="stable")               # classes keep their order, runs in n order
+    out = c.take(idx[order])
+    out.n_lo = np.concatenate(los)[order].astype(np.int64)
+    out.n_hi = np.concatenate(his)[order].astype(np.int64)
     return out
 
 
