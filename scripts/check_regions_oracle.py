@@ -7,6 +7,10 @@ checked on the assignment's own nodes per region) on seeded random instances of 
 instances had a plan, how many optima use several regions, and each side's time.
 
     python scripts/check_regions_oracle.py [--count 200] [--seed 5]
+    python scripts/check_regions_oracle.py --shipped
+
+`--shipped` compares them on instances/mixed-regions-chosen.json and on mixed-six-sites.json with
+network.regions = "chosen" instead (several minutes of oracle each).
 
 Exit 1 on any disagreement.
 """
@@ -34,7 +38,10 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--count", type=int, default=200)
     parser.add_argument("--seed", type=int, default=5)
+    parser.add_argument("--shipped", action="store_true", help="the shipped instances instead")
     args = parser.parse_args()
+    if args.shipped:
+        return shipped()
     rng = np.random.default_rng(args.seed)
     disagreements, feasible, several, planner_s, oracle_s = 0, 0, 0, 0.0, 0.0
     for k in range(args.count):
@@ -54,6 +61,29 @@ def main() -> int:
                   f"{result.plan and result.plan.model_dump(exclude_none=True)}; oracle {best}", flush=True)
     print(f"{args.count} instances (seed {args.seed}): {disagreements} disagreements; {feasible} with a plan, "
           f"{several} optima on several regions; planner {planner_s:.1f} s, oracle {oracle_s:.1f} s")
+    return 1 if disagreements else 0
+
+
+def shipped() -> int:
+    import json
+    root = os.path.join(os.path.dirname(__file__), "..", "instances")
+    disagreements = 0
+    for name in ("mixed-regions-chosen", "mixed-six-sites"):
+        with open(os.path.join(root, f"{name}.json"), encoding="utf-8") as f:
+            data = json.load(f)
+        data["network"]["regions"] = "chosen"
+        instance = parse_instance(data)
+        start = time.perf_counter()
+        result = solve(instance)
+        planner_s = time.perf_counter() - start
+        start = time.perf_counter()
+        best = oracle(instance)
+        oracle_s = time.perf_counter() - start
+        ok = agree(result, best)
+        disagreements += not ok
+        print(f"{name}: {'agree' if ok else 'DISAGREE'}; planner {result.objective_value} "
+              f"regions {result.plan and result.plan.regions} ({planner_s:.1f} s), oracle {best and best[0]} "
+              f"({oracle_s:.1f} s); load average {os.getloadavg()[0]:.1f}", flush=True)
     return 1 if disagreements else 0
 
 

@@ -230,3 +230,21 @@ def test_unsupported_with_chosen_regions_exit_2(tmp_path):
     assert out.exit_code == 2
     assert "objective" in out.output and "limits.budget_usd" in out.output
     assert "Traceback" not in out.output
+
+
+def test_the_shipped_chosen_regions_instance():
+    """instances/mixed-regions-chosen.json (README): groups of 3; Frankfurt (2) and Paris (1) share a
+    region, London (3) is one, New York and Ashburn (4) one with the leftover node; the regional
+    link is the slowest route inside a region: New York-Ashburn's measured 13 ms at 10 Gb/s (the
+    London-Frankfurt 20 ms route is inside no region)."""
+    from planner.api import load_instance
+    from pathlib import Path
+    path = Path(__file__).resolve().parents[1] / "instances" / "mixed-regions-chosen.json"
+    result = solve(load_instance(path))
+    assert result.status == "optimal"
+    assert result.plan.regions == [["FRA", "PAR"], ["IAD", "NYC"], ["LON"]]
+    assert result.plan.group_size == 3 and result.plan.nodes == 10
+    sites = result.evaluation.to_dict()["sites"]
+    assert [(r["nodes"], r["units"]) for r in sites["region_units"]] == [(3, 1), (4, 1), (3, 1)]
+    assert sites["regional_mbps"] == 10000 and sites["regional_rtt_ms"] == 13.0
+    assert is_placeable([3, 4, 3], 3) and not is_placeable([4, 2, 4], 3)     # {LON, PAR}, {FRA}: no

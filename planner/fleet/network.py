@@ -21,9 +21,12 @@ pools U uses the sites S(U) of those pools, and its links are functions of S(U) 
   links); the global sync among groups crosses regions over the WAN route above.
 
 So the planner's decomposition over pool subsets stays exact with sites (planner/solvers/mixed.py),
-and it chooses the sites (hence regions) a plan uses with everything else. Not modelled: whether a
-region holds a multiple of the group size k or of S (as without sites, nodes left over still count
-towards throughput), and the sharing of one link among several groups' syncs.
+and it chooses the sites (hence regions) a plan uses with everything else. With
+`network.regions = "chosen"` the regions are a partition the planner chooses, with whole groups per
+region (`SiteNetwork.with_regions`; planner/fleet/regions.py, planner/sites/partition.py). Not
+modelled under "geography": whether a region holds a multiple of the group size k or of S (as
+without sites, nodes left over still count towards throughput); under both, the sharing of one
+link among several groups' syncs.
 """
 
 from __future__ import annotations

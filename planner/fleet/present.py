@@ -54,6 +54,13 @@ def pool_table(e):
     return table
 
 
+def region_line(rows: list[dict[str, Any]]) -> str:
+    """Chosen regions (planner.fleet.regions.region_rows): nodes and whole units in each."""
+    shown = "; ".join("{" + ", ".join(r["sites"]) + "}: " + f"{r['nodes']:,} nodes"
+                      + (f", {r['units']:,} groups" if r["units"] is not None else "") for r in rows)
+    return f"regions chosen by the planner: {shown}"
+
+
 def site_lines(sites: dict[str, Any]) -> list[str]:
     """The sites a plan uses, its regions and the links that bound it, as sentences."""
     nodes = ", ".join(f"{site} {n:,}" for site, n in sites["nodes_per_site"].items())
@@ -62,4 +69,5 @@ def site_lines(sites: dict[str, Any]) -> list[str]:
             f"slowest route among the sites: {sites['slowest_route_mbps']:,.0f} Mb/s, "
             f"{sites['slowest_route_rtt_ms']:,.1f} ms RTT; WAN sync at {sites['wan_up_mbps']:,.0f} / "
             f"{sites['wan_down_mbps']:,.0f} Mb/s (each node's access link included)",
-            f"regional and pipeline links: {sites['regional_mbps']:,.0f} Mb/s, {sites['regional_rtt_ms']:,.1f} ms"]
+            f"regional and pipeline links: {sites['regional_mbps']:,.0f} Mb/s, {sites['regional_rtt_ms']:,.1f} ms"] + \
+        [region_line(sites["region_units"])] * ("region_units" in sites)

@@ -17,8 +17,9 @@ are the same fewer-than-u nodes as in the uniform model, each in a region with a
 own). This is how hierarchical local SGD and DiLoCo deployments are laid out: a worker group
 synchronises over a fast local fabric and only group leaders cross the slow network (Lin et al.
 2020, "Don't use large mini-batches, use local SGD", hierarchical local SGD, section 3; Douillard
-et al. 2023, DiLoCo, "islands" of co-located devices); a group split over a slow link would
-run its every-step sync over it. With one region the rule always holds (c = N >= u), so one site,
+et al. 2023, DiLoCo, "islands" of co-located devices; Kim et al. 2025, HALoS, arXiv 2506.04531:
+a local parameter server per region, one global server across regions); a group split over a
+slow link would run its every-round sync over it. With one region the rule always holds (c = N >= u), so one site,
 a uniform fleet and `network.regions = "geography"` are exactly today's model. Flat plans without
 sharding and a pipeline over the WAN have no units (u = 1: every plan is placeable).
 
