@@ -57,8 +57,8 @@ def pool_table(e):
 def region_line(rows: list[dict[str, Any]]) -> str:
     """Chosen regions (planner.fleet.regions.region_rows): nodes and whole units in each."""
     shown = "; ".join("{" + ", ".join(r["sites"]) + "}: " + f"{r['nodes']:,} nodes"
-                      + (f", {r['units']:,} groups" if r["units"] is not None else "") for r in rows)
-    return f"regions chosen by the planner: {shown}"
+                      + (f", {r['units']:,} group{'s' * (r['units'] != 1)}" if r["units"] is not None else "") for r in rows)
+    return f"regions of the plan (whole groups inside each): {shown}"
 
 
 def site_lines(sites: dict[str, Any]) -> list[str]:
