@@ -297,8 +297,9 @@ def batch_unit(batch) -> int:
 def chosen_problems(instance, objective: str, solver: str) -> list[Problem]:
     """What chosen regions do not support yet (exit 2, naming the field): the least-cost objective
     and a budget (the cheapest placement's cost is not nondecreasing in N, so the planner's
-    node-count reasoning for cost would not be exact), and the MIP backends (not checked with
-    placements)."""
+    node-count reasoning for cost would not be exact), the proportional sync rule (its split of
+    the nodes among the pools is not constrained to a placement), and the MIP backends (not
+    checked with placements)."""
     if instance.network.regions != "chosen" or not instance.network.sites or not instance.fleet.is_mixed:
         return []
     problems = []
@@ -308,6 +309,10 @@ def chosen_problems(instance, objective: str, solver: str) -> list[Problem]:
     if instance.limits.budget_usd is not None:
         problems.append(Problem("limits.budget_usd", "a budget is not supported with network.regions = 'chosen' "
                                                      "(drop it, or use network.regions = 'geography')"))
+    if getattr(instance.fleet, "sync_rule", "straggler") != "straggler":
+        problems.append(Problem("fleet.sync_rule", f"{instance.fleet.sync_rule!r} is not supported with "
+                                                   "network.regions = 'chosen' (the split of nodes among pools "
+                                                   "would have to be placeable too): use 'straggler'"))
     if solver not in ("bnb", "exhaustive"):
         problems.append(Problem("solver", f"{solver!r} is not supported with network.regions = 'chosen' "
                                           "(use bnb or exhaustive)"))

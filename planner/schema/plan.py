@@ -32,7 +32,7 @@ def _check_pool_nodes(value: Any) -> Any:
 
 
 DTPLAN_DECISIONS = ("pipeline_schedule", "zero_shards")     # left out of a dump when unset
-UNSET_NOT_DUMPED = DTPLAN_DECISIONS + ("pool_nodes", "regions")         # likewise a uniform fleet's pool_nodes
+UNSET_NOT_DUMPED = DTPLAN_DECISIONS + ("pool_nodes", "sync_rule", "regions")   # likewise a uniform fleet's pool_nodes
 
 
 class Plan(StrictModel):
@@ -67,6 +67,10 @@ class Plan(StrictModel):
     regions: List(List(Text, max_len=MAX_SITES), max_len=MAX_SITES) | None = Field(
         None, description="The plan's regions, each a list of sites (network.regions = 'chosen'; docs/fleet.md "
                           "section 3): a partition of the sites the plan uses. Default None.")
+    sync_rule: Choice("straggler", "proportional") | None = Field(
+        None, description="Fleet of pools: 'straggler' (every replica runs H inner steps, the fast wait) or "
+                          "'proportional' (pool p runs H_p = floor(H t_slowest / t_p), docs/fleet.md). "
+                          "Default None = 'straggler'.")
 
     @model_serializer(mode="wrap")
     def _without_unset_dtplan_decisions(self, handler):
@@ -127,7 +131,7 @@ def mode_problems(plan: Plan) -> list[Problem]:
 
 def check_plan_against(instance: Instance, plan: Plan) -> list[Problem]:
     """Problems of `plan` on `instance` (fleet size, node cap, precision, MoE rules); [] if none."""
-    if instance.fleet.is_mixed or plan.pool_nodes is not None:
+    if instance.fleet.is_mixed or plan.pool_nodes is not None or plan.sync_rule is not None:
         from planner.fleet.evaluate import mixed_plan_problems
         return mixed_plan_problems(instance, plan) + model_plan_problems(instance, plan)
     problems = []

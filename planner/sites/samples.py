@@ -7,7 +7,7 @@ sizes 2 and 3, pipelines of up to 4 stages) always on 2 to 6 sites, with the pla
 regions; most sites get a LAN of their own faster than the regional tier (10 to 100 Gb/s, 0.05 to
 3 ms), so that splitting sites into smaller regions buys faster regional links and merging them
 buys room for whole groups (docs/fleet.md section 3). The objective is min_time or max_compute
-and there is no budget (what chosen regions support).
+and there is no budget and the straggler sync rule (what chosen regions support).
 """
 
 from __future__ import annotations
@@ -28,5 +28,6 @@ def random_region_instance(rng: np.random.Generator, max_count: int = 4) -> dict
             site["lan_mbps"] = float(10 ** rng.uniform(4, 5))
             site["lan_rtt_ms"] = float(rng.uniform(0.05, 3))
     data["limits"].pop("budget_usd", None)
+    data["fleet"].pop("sync_rule", None)              # the straggler rule (what chosen regions support)
     data["objective"] = str(rng.choice(["min_time", "max_compute"]))
     return data
