@@ -248,3 +248,22 @@ def test_the_shipped_chosen_regions_instance():
     assert [(r["nodes"], r["units"]) for r in sites["region_units"]] == [(3, 1), (4, 1), (3, 1)]
     assert sites["regional_mbps"] == 10000 and sites["regional_rtt_ms"] == 13.0
     assert is_placeable([3, 4, 3], 3) and not is_placeable([4, 2, 4], 3)     # {LON, PAR}, {FRA}: no
+
+
+def test_too_many_partitions_and_the_proportional_rule_are_refused():
+    from planner.sites.partition import region_partitions
+    g = nx.Graph(regional=(1000.0, 20.0))
+    names = [f"s{i}" for i in range(8)]
+    for s in names:
+        g.add_node(s, lan_mbps=1000.0, lan_rtt_ms=0.1)
+    for a, b in itertools.combinations(names, 2):
+        g.add_edge(a, b, a=a, b=b, up_mbps=10000.0, down_mbps=10000.0, rtt_ms=1.0, index=0)
+    assert len(region_partitions(g, names[:7])) == 877                          # Bell(7), all listed
+    with pytest.raises(InputError) as err:
+        region_partitions(g, names)                                              # Bell(8) = 4,140
+    assert err.value.problems[0].path == "network.regions"
+    data = _pools_instance([(3, 1000.0, "LON"), (1, 1000.0, "PAR"), (2, 1000.0, "NYC")])
+    data["fleet"]["sync_rule"] = "proportional"
+    with pytest.raises(InputError) as err:
+        solve(instance_from_dict(data))
+    assert err.value.problems[0].path == "fleet.sync_rule"

@@ -34,6 +34,8 @@ from planner.sites.routes import route_table
 
 Partition = tuple[tuple[str, ...], ...]
 
+MAX_PARTITIONS = 1000       # region partitions of one set of sites listed at most (Bell(7) = 877)
+
 
 def tier_relation(graph: nx.Graph) -> nx.Graph:
     """Sites joined when some route between them meets the regional tier (graph.graph["regional"])."""
@@ -47,10 +49,11 @@ def tier_relation(graph: nx.Graph) -> nx.Graph:
     return pairs
 
 
-def region_partitions(graph: nx.Graph, sites: Iterable[str]) -> list[Partition]:
+def region_partitions(graph: nx.Graph, sites: Iterable[str], limit: int = MAX_PARTITIONS) -> list[Partition]:
     """Every set partition of `sites` into regions (blocks that are cliques of the tier relation),
-    each block sorted, blocks in order of their first site in sorted order; coarsest first is not
-    promised (the order is the restricted-growth order of the sorted sites)."""
+    each block sorted, blocks in order of their first site in sorted order (the restricted-growth
+    order of the sorted sites). InputError naming network.regions when there are more than `limit`
+    (each is a part the planner solves: the count grows like the Bell numbers)."""
     names = sorted(set(sites))
     pairs = tier_relation(graph)
     out: list[Partition] = []
@@ -58,6 +61,12 @@ def region_partitions(graph: nx.Graph, sites: Iterable[str]) -> list[Partition]:
     def grow(i: int, blocks: list[list[str]]) -> None:
         if i == len(names):
             out.append(tuple(tuple(b) for b in blocks))
+            if len(out) > limit:
+                from planner.schema.errors import InputError, Problem
+                raise InputError([Problem("network.regions", f"'chosen': the sites {', '.join(names)} have more than "
+                                                             f"{limit} partitions into regions, beyond the exact "
+                                                             "search; use 'geography', or merge pools that share "
+                                                             "a site")])
             return
         site = names[i]
         for block in blocks:
