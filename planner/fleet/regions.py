@@ -322,14 +322,19 @@ def chosen_problems(instance, objective: str, solver: str) -> list[Problem]:
 def part_regions(instance, sites, pools, used: Sequence[int]) -> list[tuple[object, Placement | None]]:
     """The (site network view, placement) of every region partition the planner must try for the
     pools `used`: geography (or no sites): [(sites, None)]; chosen: each undominated partition of
-    their sites (planner.sites.partition), the placement None when it has a single region."""
+    their sites (planner.sites.partition), best regional link first (plans of equal time and cost
+    go to it), the placement None when it has a single region."""
     if sites is None or instance.network.regions != "chosen":
         return [(sites, None)]
     from planner.fleet.replicas import sites_of
     from planner.sites.partition import region_partitions, undominated
+    from planner.sites.partition import partition_link
     names = sites_of(pools, used)
     out = []
-    for p in undominated(sites.graph, region_partitions(sites.graph, names)):
+    kept = undominated(sites.graph, region_partitions(sites.graph, names))
+    # best regional link first, then fewer regions: the planner's ties go to the earlier part
+    kept.sort(key=lambda p: (-partition_link(sites.graph, p)[0], partition_link(sites.graph, p)[1], len(p)))
+    for p in kept:
         out.append((sites.with_regions(p), placement_of(pools, used, p) if len(p) > 1 else None))
     return out
 
