@@ -267,3 +267,16 @@ def test_too_many_partitions_and_the_proportional_rule_are_refused():
     with pytest.raises(InputError) as err:
         solve(instance_from_dict(data))
     assert err.value.problems[0].path == "fleet.sync_rule"
+
+
+def test_the_site_drawing_names_the_chosen_regions():
+    from planner.present.site_plot import region_labels, site_figure
+    from planner.sites import site_graph
+    data = _pools_instance([(3, 1000.0, "LON"), (1, 1000.0, "PAR"), (2, 1000.0, "NYC")])
+    data["search"]["min_nodes"] = 6
+    inst = instance_from_dict(data)
+    sites = solve(inst).evaluation.to_dict()["sites"]
+    labels = region_labels(sites["region_units"])
+    assert labels == ["region 1: LON, PAR: 4 nodes, 2 groups", "region 2: NYC: 2 nodes, 1 group"]
+    fig = site_figure(site_graph(inst.network), sites["regions"], "t", labels)
+    assert [t.get_text() for t in fig.axes[0].get_legend().get_texts()] == labels

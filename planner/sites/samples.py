@@ -6,7 +6,8 @@ Each draw is a `planner.fleet.samples.random_instance` (1 to 3 pools, 1 to 4 nod
 sizes 2 and 3, pipelines of up to 4 stages) always on 2 to 6 sites, with the planner choosing the
 regions; most sites get a LAN of their own faster than the regional tier (10 to 100 Gb/s, 0.05 to
 3 ms), so that splitting sites into smaller regions buys faster regional links and merging them
-buys room for whole groups (docs/fleet.md section 3). The objective is min_time or max_compute
+buys room for whole groups (docs/fleet.md section 3); half of the draws search only the modes
+with groups (hierarchical, PP-group). The objective is min_time or max_compute
 and there is no budget and the straggler sync rule (what chosen regions support).
 """
 
@@ -30,4 +31,6 @@ def random_region_instance(rng: np.random.Generator, max_count: int = 4) -> dict
     data["limits"].pop("budget_usd", None)
     data["fleet"].pop("sync_rule", None)              # the straggler rule (what chosen regions support)
     data["objective"] = str(rng.choice(["min_time", "max_compute"]))
+    if rng.random() < 0.5:                            # plans with groups: where regions matter
+        data["search"]["modes"] = ["hierarchical", "pp_group"]
     return data
