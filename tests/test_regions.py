@@ -280,3 +280,15 @@ def test_the_site_drawing_names_the_chosen_regions():
     assert labels == ["region 1: LON, PAR: 4 nodes, 2 groups", "region 2: NYC: 2 nodes, 1 group"]
     fig = site_figure(site_graph(inst.network), sites["regions"], "t", labels)
     assert [t.get_text() for t in fig.axes[0].get_legend().get_texts()] == labels
+
+
+def test_a_flat_plan_needs_no_regions():
+    """Flat replicas without sharding have no groups: plan.regions may be left out on several sites
+    (the regional link is not used: the same time with any regions stated)."""
+    data = _pools_instance([(3, 1000.0, "LON"), (1, 1000.0, "PAR"), (2, 1000.0, "NYC")])
+    inst = instance_from_dict(data)
+    plan = {"mode": "flat", "nodes": 6, "inner_steps": 4, "compression": 16,
+            "pool_nodes": {"p0": 3, "p1": 1, "p2": 2}}
+    free = evaluate(inst, plan)
+    stated = evaluate(inst, dict(plan, regions=[["LON"], ["PAR"], ["NYC"]]))
+    assert free.values["time_to_target_s"] == stated.values["time_to_target_s"]

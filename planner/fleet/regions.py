@@ -233,7 +233,8 @@ def region_rows(pools, counts: Sequence[int], partition: Partition, unit: int) -
 def plan_region_problems(instance, plan, pools, counts: Sequence[int], sites) -> list[Problem]:
     """plan.regions against the instance and the plan's node counts (network.regions = "chosen"):
     a partition of exactly the sites the plan uses, each block a region of the tier, the nodes
-    placeable. Errors name plan.regions (or plan.pool_nodes for the placement)."""
+    placeable; required when the plan has groups (hierarchical, PP-group, ZeRO-3) on several sites.
+    Errors name plan.regions (or plan.pool_nodes for the placement)."""
     chosen = instance.network.regions == "chosen"
     if plan.regions is not None and (not chosen or sites is None):
         return [Problem("plan.regions", "only with network.regions = 'chosen' and a fleet of pools at sites "
@@ -241,11 +242,12 @@ def plan_region_problems(instance, plan, pools, counts: Sequence[int], sites) ->
     if not chosen or sites is None:
         return []
     used_sites = sorted({p.site for p, n in zip(pools, counts) if n})
+    unit = plan_unit(plan.mode, plan.group_size, plan.stages, getattr(plan, "zero_shards", None))
     if plan.regions is None:
-        if len(used_sites) <= 1:
+        if len(used_sites) <= 1 or unit <= 1:      # one site, or a plan without groups: no regions needed
             return []
-        return [Problem("plan.regions", "required with network.regions = 'chosen' when the plan uses several "
-                                        f"sites ({', '.join(used_sites)}): a list of regions, each a list of "
+        return [Problem("plan.regions", "required with network.regions = 'chosen' when a plan with groups uses "
+                                        f"several sites ({', '.join(used_sites)}): a list of regions, each a list of "
                                         "sites, e.g. " + str([[s] for s in used_sites]).replace("'", '"'))]
     problems = []
     seen: dict[str, int] = {}
@@ -275,7 +277,6 @@ def plan_region_problems(instance, plan, pools, counts: Sequence[int], sites) ->
                 break
     if problems:
         return problems
-    unit = plan_unit(plan.mode, plan.group_size, plan.stages, getattr(plan, "zero_shards", None))
     partition = tuple(tuple(sorted(b)) for b in plan.regions)
     per_region = [sum(n for p, n in zip(pools, counts) if p.site in block) for block in partition]
     if not is_placeable(per_region, unit):
