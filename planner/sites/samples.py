@@ -7,7 +7,7 @@ sizes 2 and 3, pipelines of up to 4 stages) always on 2 to 6 sites, with the pla
 regions; most sites get a LAN of their own faster than the regional tier (10 to 100 Gb/s, 0.05 to
 3 ms), so that splitting sites into smaller regions buys faster regional links and merging them
 buys room for whole groups (docs/fleet.md section 3); half of the draws search only the modes
-with groups (hierarchical, PP-group). The objective is min_time or max_compute
+with groups (hierarchical, PP-group), and two in five must use every node. The objective is min_time or max_compute
 and there is no budget and the straggler sync rule (what chosen regions support).
 """
 
@@ -33,4 +33,7 @@ def random_region_instance(rng: np.random.Generator, max_count: int = 4) -> dict
     data["objective"] = str(rng.choice(["min_time", "max_compute"]))
     if rng.random() < 0.5:                            # plans with groups: where regions matter
         data["search"]["modes"] = ["hierarchical", "pp_group"]
+    if rng.random() < 0.4:                            # every node: every pool, hence several sites
+        data["limits"].pop("max_nodes", None)
+        data["search"]["min_nodes"] = sum(p["count"] for p in data["fleet"]["pools"])
     return data
