@@ -158,6 +158,7 @@ def restrict_classes(c, mode: str, mask_of):
     units = np.broadcast_to(units, c.n_lo.shape)
     keys = np.stack([units, c.unit, c.min_nodes], axis=1)
     idx, los, his = [np.flatnonzero(units <= 1)], [c.n_lo[units <= 1]], [c.n_hi[units <= 1]]
+    changed = False
     for u, per, floor in np.unique(keys[units > 1], axis=0):
         members = np.flatnonzero((keys == (u, per, floor)).all(axis=1))
         top = int(c.n_hi[members].max())
@@ -167,10 +168,17 @@ def restrict_classes(c, mode: str, mask_of):
         inside = nodes < mask.size
         ok[inside] = mask[nodes[inside]]
         lo, hi = c.n_lo[members], c.n_hi[members]
-        for a, b in _runs(ok):
+        runs = _runs(ok)
+        if len(runs) == 1 and runs[0][0] <= lo.min() and hi.max() <= runs[0][1]:
+            idx.append(members), los.append(lo), his.append(hi)       # every n of these classes placeable
+            continue
+        changed = True
+        for a, b in runs:
             cut_lo, cut_hi = np.maximum(lo, a), np.minimum(hi, b)
             keep = cut_lo <= cut_hi
             idx.append(members[keep]), los.append(cut_lo[keep]), his.append(cut_hi[keep])
+    if not changed:
+        return c
     idx = np.concatenate(idx)
     order = np.argsort(idx, kind="stable")               # classes keep their order, runs in n order
     out = c.take(idx[order])
