@@ -159,7 +159,7 @@ def test_errors_name_the_field(tmp_path):
     with pytest.raises(InputError) as err:           # C_local under the Chinchilla penalty: not monotone in T
         solve(parse_instance({**fleet(sync_rule="auto"), "objective": "max_compute"}))
     assert err.value.problems[0].path == "fleet.sync_rule"
-    big = {**fleet(sync_rule="auto"), "search": {"max_inner_steps": 2, "max_regional_rounds": 1,
+    big = {**fleet(sync_rule="proportional"), "search": {"max_inner_steps": 2, "max_regional_rounds": 1,
                                                  "group_sizes": [2], "compression": [1]}}
     for pool in big["fleet"]["pools"]:
         pool["count"] = 5000

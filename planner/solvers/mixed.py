@@ -275,7 +275,7 @@ def solve_mixed(instance: Instance, objective: str, solver: str, deadline: float
             size_bound = max(size_bound, part_bound) if maximise else min(size_bound, part_bound)
         if "proportional" in rules:
             found_p, count, bound_p = proportional_parts(pools, listed, objective, deadline,
-                                                         incumbent if objective == "min_time" else math.inf,
+                                                         incumbent if objective != "max_compute" else math.inf,
                                                          straggler_best if objective == "min_time" else {},
                                                          len(rules) == 1, instance.limits.budget_usd)
             evaluations += count
@@ -319,7 +319,7 @@ def solve_mixed(instance: Instance, objective: str, solver: str, deadline: float
 
 
 def proportional_parts(pools: list[PoolSetting], listed: list[Part], objective: str, deadline: float,
-                       incumbent_s: float, straggler_best: dict[int, float], one_rule: bool,
+                       incumbent: float, straggler_best: dict[int, float], one_rule: bool,
                        budget_usd: float | None = None):
     """The parts under the proportional rule (`planner.solvers.mixed_proportional`): (their optima
     as PartResults, plans scored, the least bound (min_time) or the greatest (max_compute) over
@@ -343,7 +343,14 @@ def proportional_parts(pools: list[PoolSetting], listed: list[Part], objective: 
         if objective == "min_time":
             lower = mp.lower_bound_s(s, pools, part.used, part.precision, straggler_best.get(index, math.inf),
                                      h_min, compute_bound_s(s, int(space.max_nodes)))
-            if lower > incumbent_s * (1 + 1e-12):
+            if lower > incumbent * (1 + 1e-12):
+                bound = min(bound, lower)
+                continue
+        if objective == "min_cost":
+            fewest = mp.fewest_nodes(s, pools, part.used, part.precision, h_min,
+                                     compute_bound_s(s, 1))
+            lower = _cost_of(pools, part.used, fewest)
+            if lower > incumbent * (1 + 1e-12):
                 bound = min(bound, lower)
                 continue
         found, count, complete = mp.solve_part(pools, part.used, s, space, part.precision, objective, deadline,
@@ -355,8 +362,8 @@ def proportional_parts(pools: list[PoolSetting], listed: list[Part], objective: 
             bound = max(bound, found.value) if maximise else min(bound, found.value)
         if found is None:
             continue
-        if objective == "min_time":
-            incumbent_s = min(incumbent_s, found.value)
+        if objective in ("min_time", "min_cost"):
+            incumbent = min(incumbent, found.value)
         out.append(PartResult(part, found.batch, found.counts, found.key + (len(listed) + index,), found.value,
                               "proportional"))
     return out, evaluations, bound

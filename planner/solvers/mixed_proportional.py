@@ -25,7 +25,9 @@ instance is refused, exit 2, naming fleet.sync_rule). A part is skipped for `min
 valid lower bound exceeds the best time found (`lower_bound_s`): T_prop >= T_straggler / rho_max
 for every plan, rho_max = max_p t_pace / t_p (W <= N H rho_max, and eta_H, eta_R at H_max >= H are
 no larger: facts (H), (R), (L) of `planner.solvers.monotone`), so the part's straggler optimum
-over rho_max bounds it; and the compute-only bound over rho_max eta_H(H_min).
+over rho_max bounds it; and the compute-only bound over rho_max eta_H(H_min). A `min_cost` part
+is skipped when the fewest nodes that bound allows within the duration limit cost more than the
+best plan found (`fewest_nodes`).
 """
 
 from __future__ import annotations
@@ -311,3 +313,16 @@ def lower_bound_s(s: Setting, pools, used, precision: str, straggler_best_s: flo
     if floor_s > 0 and 0 < eta_h <= 1:
         bound = max(bound, floor_s / (rho * eta_h))
     return bound
+
+
+def fewest_nodes(s: Setting, pools, used, precision: str, h_min: int, one_node_floor_s: float) -> int:
+    """The fewest nodes a proportional plan of the part with H >= h_min needs to reach the target
+    within the duration limit (1 when nothing is known): its time is at least
+    one_node_floor_s / (N rho_max eta_H(h_min)) (`lower_bound_s`; one_node_floor_s =
+    `mixed.compute_bound_s` of one node, 0 when that bound does not hold), so
+    N >= one_node_floor_s / (rho_max eta_H(h_min) T_limit). A min_cost part is skipped when even
+    the cheapest plan of that many nodes costs more than the best plan found."""
+    rate_bound = lower_bound_s(s, pools, used, precision, math.inf, h_min, one_node_floor_s)
+    if rate_bound <= 0 or not math.isfinite(s.window_s):
+        return 1
+    return max(1, math.ceil(rate_bound / s.window_s * (1 - 1e-12)))
