@@ -29,9 +29,9 @@ sites (each pool used has a node), cap_r = their total count.
 `placeable_mask(lo, cap, u, n_max)` lists every placeable N exactly: writing lo_r = A u + alpha and
 cap_r = B u + beta, a region with c_r mod u = m can hold q = floor(c_r / u) in
 [A + [m < alpha], B - [m > beta]]; the m of each region split at alpha and beta + 1 into at most
-three segments with constant q-ranges, and for one segment per region the placeable (Q, e) =
-(floor(N / u), N mod u) form the rectangle Q in [sum qlo, sum qhi], e in [sum m_lo, min(sum m_hi,
-u - 1)] (sums of integer intervals are intervals). N is placeable iff some rectangle holds it.
+three segments with constant q-ranges. N = Q u + e is placeable iff (Q, e) = (sum_r q_r,
+sum_r m_r) with e < u for some choice of a segment and a (q, m) in it per region: the reachable
+(Q, e) are built region by region, each segment dilating the grid by its box of (q, m).
 
 `cheapest_placement` finds the cheapest counts per pool of a placeable plan with OR-Tools CP-SAT
 (node prices in milli-dollars; the cost itself is recomputed from the counts).
@@ -71,9 +71,24 @@ def _segments(lo: int, cap: int, u: int) -> list[tuple[int, int, int, int]]:
     return out
 
 
+def _dilate(grid: np.ndarray, low: int, high: int, axis: int) -> np.ndarray:
+    """out[i] = any of grid[i - d] for d in low..high along `axis` (cells shifted past the end drop)."""
+    n = grid.shape[axis]
+    counts = np.cumsum(grid, axis=axis, dtype=np.int64)
+    pad = [(0, 0), (0, 0)]
+    pad[axis] = (1, 0)
+    counts = np.pad(counts, pad)                      # counts[k] = grid[0..k-1] summed
+    i = np.arange(n)
+    top, bottom = np.clip(i - low + 1, 0, n), np.clip(i - high, 0, n)
+    return (np.take(counts, top, axis=axis) - np.take(counts, bottom, axis=axis)) > 0
+
+
 def placeable_mask(lo: Sequence[int], cap: Sequence[int], unit: int, n_max: int) -> np.ndarray:
     """Boolean array over N = 0..n_max: whether N nodes can be placed in regions holding between
-    lo[r] and cap[r] nodes each by the placement rule with unit size `unit` (module docstring)."""
+    lo[r] and cap[r] nodes each by the placement rule with unit size `unit` (module docstring).
+    The reachable (Q, e) = (sum of floor(c_r / u), sum of c_r mod u), e < u, are built region by
+    region: each of a region's segments (a range of m and its range of q) dilates the grid by a
+    box, O(n_max) per segment, so many regions cost no more than their number."""
     mask = np.zeros(n_max + 1, dtype=bool)
     u = int(unit)
     if u <= 1:
@@ -85,12 +100,12 @@ def placeable_mask(lo: Sequence[int], cap: Sequence[int], unit: int, n_max: int)
         return mask
     rows = n_max // u + 1
     grid = np.zeros((rows + 1, u), dtype=bool)          # grid[Q, e] for N = Q u + e
-    for combo in itertools.product(*segments):
-        e_lo = sum(s[0] for s in combo)
-        e_hi = min(sum(s[1] for s in combo), u - 1)
-        q_lo, q_hi = sum(s[2] for s in combo), min(sum(s[3] for s in combo), rows)
-        if e_lo <= e_hi and q_lo <= q_hi:
-            grid[q_lo:q_hi + 1, e_lo:e_hi + 1] = True
+    grid[0, 0] = True
+    for region in segments:
+        grown = np.zeros_like(grid)
+        for m_lo, m_hi, q_lo, q_hi in region:
+            grown |= _dilate(_dilate(grid, m_lo, m_hi, axis=1), q_lo, q_hi, axis=0)
+        grid = grown
     flat = grid.ravel()
     mask[:] = flat[:n_max + 1] if flat.size > n_max else np.pad(flat, (0, n_max + 1 - flat.size))
     return mask
