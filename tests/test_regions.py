@@ -20,7 +20,8 @@ from planner.fleet.regions import cheapest_placement, is_placeable, placeable_ma
 from planner.fleet.pools import pool_settings
 from planner.fleet.replicas import fleet_cost_usd
 from planner.schema.errors import InputError
-from planner.sites.partition import all_set_partitions, partition_link, refines, region_partitions, undominated
+from planner.sites.partition import (all_set_partitions, partition_link, refines, region_partitions, undominated,
+                                     undominated_by_definition)
 from planner.sites.samples import random_region_instance
 from planner.solvers.mixed_oracle import oracle
 
@@ -56,7 +57,7 @@ def _meets_tier(g: nx.Graph, a: str, b: str) -> bool:
     return False
 
 
-@pytest.mark.parametrize("seed", range(8))
+@pytest.mark.parametrize("seed", range(20))
 def test_region_partitions_are_exactly_the_valid_set_partitions(seed):
     rng = random.Random(seed)
     g = _random_graph(rng, rng.randint(1, 6))
@@ -67,6 +68,7 @@ def test_region_partitions_are_exactly_the_valid_set_partitions(seed):
     assert {frozenset(frozenset(b) for b in p) for p in listed} == valid
     assert len(listed) == len(valid)
     kept = undominated(g, listed)
+    assert kept == undominated_by_definition(g, listed)
     for p in listed:                     # each dropped one is refined-and-matched by a kept one
         if p not in kept:
             m, r = partition_link(g, p)
@@ -292,3 +294,15 @@ def test_a_flat_plan_needs_no_regions():
     free = evaluate(inst, plan)
     stated = evaluate(inst, dict(plan, regions=[["LON"], ["PAR"], ["NYC"]]))
     assert free.values["time_to_target_s"] == stated.values["time_to_target_s"]
+
+
+def test_placeable_mask_with_many_regions():
+    """Five or six regions (the region-by-region dilation, not the boxes of segment choices)."""
+    rng = random.Random(9)
+    for _ in range(150):
+        regions, u = rng.randint(5, 6), rng.randint(2, 4)
+        lo, cap = [1] * regions, [rng.randint(1, 5) for _ in range(regions)]
+        want = np.zeros(sum(cap) + 1, dtype=bool)
+        for c in itertools.product(*[range(a, b + 1) for a, b in zip(lo, cap)]):
+            want[sum(c)] |= is_placeable(c, u)
+        assert (placeable_mask(lo, cap, u, sum(cap)) == want).all(), (lo, cap, u)

@@ -40,6 +40,7 @@ sum_r m_r) with e < u for some choice of a segment and a (q, m) in it per region
 from __future__ import annotations
 
 import itertools
+import math
 from dataclasses import dataclass, field
 from typing import Sequence
 
@@ -72,23 +73,28 @@ def _segments(lo: int, cap: int, u: int) -> list[tuple[int, int, int, int]]:
 
 
 def _dilate(grid: np.ndarray, low: int, high: int, axis: int) -> np.ndarray:
-    """out[i] = any of grid[i - d] for d in low..high along `axis` (cells shifted past the end drop)."""
+    """out[i] = any of grid[i - d] for d in low..high along `axis` (cells shifted past the end drop):
+    a window sum of the cumulative counts, counts[i - low] - counts[i - high - 1]."""
     n = grid.shape[axis]
-    counts = np.cumsum(grid, axis=axis, dtype=np.int64)
-    pad = [(0, 0), (0, 0)]
-    pad[axis] = (1, 0)
-    counts = np.pad(counts, pad)                      # counts[k] = grid[0..k-1] summed
+    counts = np.cumsum(grid, axis=axis, dtype=np.int32)
     i = np.arange(n)
-    top, bottom = np.clip(i - low + 1, 0, n), np.clip(i - high, 0, n)
-    return (np.take(counts, top, axis=axis) - np.take(counts, bottom, axis=axis)) > 0
+    top, bottom = i - low, i - high - 1
+    upper = np.take(counts, np.clip(top, 0, n - 1), axis=axis)
+    lower = np.take(counts, np.clip(bottom, 0, n - 1), axis=axis)
+    shape = [1, 1]
+    shape[axis] = n
+    upper = np.where((top >= 0).reshape(shape), upper, 0)
+    lower = np.where((bottom >= 0).reshape(shape), lower, 0)
+    return upper > lower
 
 
 def placeable_mask(lo: Sequence[int], cap: Sequence[int], unit: int, n_max: int) -> np.ndarray:
     """Boolean array over N = 0..n_max: whether N nodes can be placed in regions holding between
     lo[r] and cap[r] nodes each by the placement rule with unit size `unit` (module docstring).
-    The reachable (Q, e) = (sum of floor(c_r / u), sum of c_r mod u), e < u, are built region by
-    region: each of a region's segments (a range of m and its range of q) dilates the grid by a
-    box, O(n_max) per segment, so many regions cost no more than their number."""
+    The reachable (Q, e) = (sum of floor(c_r / u), sum of c_r mod u), e < u: with few choices of
+    one segment per region, the union of their boxes (the sums of integer ranges are ranges);
+    else built region by region, each of a region's segments (a range of m and its range of q)
+    dilating the grid by its box, O(n_max) per segment."""
     mask = np.zeros(n_max + 1, dtype=bool)
     u = int(unit)
     if u <= 1:
@@ -100,7 +106,15 @@ def placeable_mask(lo: Sequence[int], cap: Sequence[int], unit: int, n_max: int)
         return mask
     rows = n_max // u + 1
     grid = np.zeros((rows + 1, u), dtype=bool)          # grid[Q, e] for N = Q u + e
-    grid[0, 0] = True
+    if math.prod(len(r) for r in segments) <= 64:      # few regions: one box per choice of segments
+        for combo in itertools.product(*segments):
+            e_lo, e_hi = sum(c[0] for c in combo), min(sum(c[1] for c in combo), u - 1)
+            q_lo, q_hi = sum(c[2] for c in combo), min(sum(c[3] for c in combo), rows)
+            if e_lo <= e_hi and q_lo <= q_hi:
+                grid[q_lo:q_hi + 1, e_lo:e_hi + 1] = True
+        segments = []
+    else:
+        grid[0, 0] = True
     for region in segments:
         grown = np.zeros_like(grid)
         for m_lo, m_hi, q_lo, q_hi in region:

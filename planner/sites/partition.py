@@ -26,6 +26,7 @@ tests/test_regions.py checks both listings against every set partition of up to 
 
 from __future__ import annotations
 
+import itertools
 from typing import Iterable, Iterator, Sequence
 
 import networkx as nx
@@ -98,15 +99,36 @@ def refines(fine: Partition, coarse: Partition) -> bool:
 
 def undominated(graph: nx.Graph, partitions: Sequence[Partition]) -> list[Partition]:
     """The partitions no other partition dominates (module docstring): P2 is dropped when some P1
-    != P2 that it refines has a link at least as good. Order kept."""
-    links = [partition_link(graph, p) for p in partitions]
+    != P2 that it refines has a link at least as good. Order kept.
+
+    Checked by single merges: P2 is dominated iff merging two of its blocks gives a partition of
+    regions whose link is as good. (If P1 dominates P2, merge two blocks of P2 lying in one block of
+    P1: the result P2' is a partition of regions, coarser than P2 and finer than P1, so its link is
+    no better than P2's and no worse than P1's, which is at least P2's: equal.) So each partition
+    costs the pairs of its blocks, not a comparison with every other partition."""
+    pairs = tier_relation(graph)
+    from planner.sites.graph import slowest_link
     keep = []
-    for j, p2 in enumerate(partitions):
-        m2, r2 = links[j]
-        if not any(i != j and links[i][0] >= m2 and links[i][1] <= r2 and refines(p2, p1)
-                   for i, p1 in enumerate(partitions)):
-            keep.append(p2)
+    for p in partitions:
+        mbps, rtt_ms = partition_link(graph, p)
+        dominated = False
+        for i, j in itertools.combinations(range(len(p)), 2):
+            if all(pairs.has_edge(a, b) for a in p[i] for b in p[j]):
+                merged_mbps, merged_rtt = slowest_link(graph, p[i] + p[j])
+                if merged_mbps >= mbps and merged_rtt <= rtt_ms:
+                    dominated = True
+                    break
+        if not dominated:
+            keep.append(p)
     return keep
+
+
+def undominated_by_definition(graph: nx.Graph, partitions: Sequence[Partition]) -> list[Partition]:
+    """`undominated` by its definition, every pair of partitions compared (for the tests)."""
+    links = [partition_link(graph, p) for p in partitions]
+    return [p2 for j, p2 in enumerate(partitions)
+            if not any(i != j and links[i][0] >= links[j][0] and links[i][1] <= links[j][1] and refines(p2, p1)
+                       for i, p1 in enumerate(partitions))]
 
 
 def all_set_partitions(items: Sequence[str]) -> Iterator[Partition]:
