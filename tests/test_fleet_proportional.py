@@ -238,3 +238,21 @@ def test_compare_drops_the_rule_with_the_pools():
     assert out["fleet"] == {"nodes": 7, "hardware": "16xH100-SXM"}
     parse_instance(out)
     assert "fleet.sync_rule no longer appl" in notes[0]
+
+
+def test_pools_of_equal_speed_solve_as_the_straggler_rule():
+    """Two pools of one node type: every H_p = H, so 'auto' and 'proportional' (which searches the
+    flat and hierarchical modes only) answer what 'straggler' answers, for every objective."""
+    data = {**fleet(), "search": {"max_inner_steps": 12, "group_sizes": [2], "compression": [1, 16],
+                                  "modes": ["flat", "hierarchical"]}}
+    data["fleet"]["pools"][1] = {"name": "twin", "hardware": SLOW, "count": 3}
+    data["limits"] = {"max_days": 200}
+    data["assumptions"] = {"constants": {"replica_penalty": "linear_v1"}}
+    for objective in ("min_time", "min_cost", "max_compute"):
+        answers = [solve(parse_instance({**data, "objective": objective,
+                                         "fleet": {**data["fleet"], "sync_rule": rule}}))
+                   for rule in ("straggler", "auto", "proportional")]
+        assert answers[0].status == "optimal"
+        assert answers[1].objective_value == answers[0].objective_value
+        assert answers[2].objective_value == pytest.approx(answers[0].objective_value, rel=1e-12)
+        assert answers[1].plan.sync_rule is None

@@ -131,7 +131,7 @@ def mode_problems(plan: Plan) -> list[Problem]:
 
 def check_plan_against(instance: Instance, plan: Plan) -> list[Problem]:
     """Problems of `plan` on `instance` (fleet size, node cap, precision, MoE rules); [] if none."""
-    if instance.fleet.is_mixed or plan.pool_nodes is not None or plan.sync_rule is not None:
+    if instance.fleet.is_mixed or plan.pool_nodes is not None or plan.sync_rule == "proportional":
         from planner.fleet.evaluate import mixed_plan_problems
         return mixed_plan_problems(instance, plan) + model_plan_problems(instance, plan)
     problems = []
