@@ -306,3 +306,21 @@ def test_placeable_mask_with_many_regions():
         for c in itertools.product(*[range(a, b + 1) for a, b in zip(lo, cap)]):
             want[sum(c)] |= is_placeable(c, u)
         assert (placeable_mask(lo, cap, u, sum(cap)) == want).all(), (lo, cap, u)
+
+
+def test_pipelines_of_three_when_two_sites_hold_three_nodes_each():
+    """PP-group, London and Tokyo (no route meeting the tier: two regions), 3 nodes each, all 6 used:
+    pipelines of 2 would leave one node over in each region (remainders 1 + 1 = 2, not < 2), so
+    the only placement is one pipeline of 3 per region (S = 3, G = 2)."""
+    data = _pools_instance([(3, 1000.0, "LON"), (3, 1000.0, "TYO")], sites=("LON", "TYO", "NYC"))
+    data["search"].update(modes=["pp_group"], max_stages=3, min_nodes=6, max_micro_batches=4)
+    inst = instance_from_dict(data)
+    result = solve(inst)
+    assert result.status == "optimal"
+    assert result.plan.stages == 3 and result.plan.regions == [["LON"], ["TYO"]]
+    assert [(r["nodes"], r["units"]) for r in result.evaluation.to_dict()["sites"]["region_units"]] == [(3, 1), (3, 1)]
+    two = dict(result.plan.model_dump(exclude_none=True), stages=2)
+    with pytest.raises(InputError) as err:
+        evaluate(inst, two)
+    assert err.value.problems[0].path == "plan.pool_nodes"
+    assert oracle(inst)[0] == pytest.approx(result.objective_value, rel=1e-9)
