@@ -324,3 +324,19 @@ def test_pipelines_of_three_when_two_sites_hold_three_nodes_each():
         evaluate(inst, two)
     assert err.value.problems[0].path == "plan.pool_nodes"
     assert oracle(inst)[0] == pytest.approx(result.objective_value, rel=1e-9)
+
+
+def test_solve_text_json_and_report_show_the_chosen_regions(tmp_path):
+    data = _pools_instance([(3, 1000.0, "LON"), (1, 1000.0, "PAR"), (2, 1000.0, "NYC")])
+    data["search"]["min_nodes"] = 6
+    path = tmp_path / "i.json"
+    path.write_text(json.dumps(data))
+    line = "regions of the plan (whole groups inside each): {LON, PAR}: 4 nodes, 2 groups; {NYC}: 2 nodes, 1 group"
+    text = CliRunner().invoke(main, ["solve", str(path), "--report", str(tmp_path / "r.html")])
+    assert text.exit_code == 0 and line in " ".join(text.output.split())
+    assert line in (tmp_path / "r.html").read_text()
+    out = CliRunner().invoke(main, ["solve", str(path), "--json"])
+    answer = json.loads(out.output)
+    assert answer["plan"]["regions"] == [["LON", "PAR"], ["NYC"]]
+    assert answer["evaluation"]["sites"]["region_units"] == [{"sites": ["LON", "PAR"], "nodes": 4, "units": 2},
+                                                             {"sites": ["NYC"], "nodes": 2, "units": 1}]
