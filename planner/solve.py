@@ -191,9 +191,8 @@ def optimise(setting: Setting, space: DecisionSpace, objective: str, deadline: f
     The space's reductions are those exact for the objective (`DecisionSpace.for_objective`).
 
     `solver`: "bnb" (the exact branch and bound), "exhaustive" (every plan scored), or a
-    MIP backend ("highs", "scip": min_time / min_cost, C_local and C_quality targets, and max_compute
-    but of C_local under the chinchilla replica penalty; its answer is certified by the branch and
-    bound, and what it reported is appended to `reports`).
+    MIP backend ("highs", "scip": min_time, min_cost and max_compute, C_local and C_quality targets;
+    its answer is certified by the branch and bound, and what it reported is appended to `reports`).
     """
     space = space.for_objective(setting, objective)
     if solver != "exhaustive":

@@ -28,15 +28,16 @@ Suites (all seeded):
   against the branch and bound on the shipped instances and `--mip-random` instances of the
   main suite (<= 10^4 nodes, default search ranges, every mode, min_time and min_cost: the
   questions it answers), the first `--mip-quality` of them also with a C_quality target, the
-  first `--mip-max-compute` of them also as max_compute of C_quality and of C_local (under the
-  linear_v1 replica penalty: the MIP refuses C_local under the chinchilla one), the
+  first `--mip-max-compute` of them also as max_compute of C_quality, of C_local under the
+  linear_v1 replica penalty and of C_local under the chinchilla one (the default), the
   exhaustive oracle too where the space has at most 10^6 plans, and on `--mip-huge` instances
-  of 10^5 nodes. Printed: median, p95, max, unanswered (no proven answer within
+  of 10^5 nodes (their own min_time / min_cost, and max_compute of each of the three kinds). Printed: median, p95, max, unanswered (no proven answer within
   `--mip-time-limit`), disagreements, the ratio to the branch and bound (median of
   per-instance ratios, and total time over total time), per target kind and together, with
   the load average. Then `--mip-compare` small instances (<= 32 nodes, H <= 60, R <= 4, k in
   {2, 4}; min_time or min_cost, C_local or C_quality, every mode; each also as max_compute of
-  C_quality or of C_local under the linear_v1 penalty, alternately): the MIP loop's own answer
+  C_quality, of C_local under the linear_v1 penalty or of C_local under the chinchilla penalty,
+  in turn): the MIP loop's own answer
   (before certification; max_compute: within its tolerance COMPUTE_LOG_TOL in ln C), the certified
   answer, bnb and the exhaustive oracle, plan for plan.
   Last line `mip_median_s=... mip_p95_s=... mip_unanswered=... mip_disagreements=...
@@ -131,13 +132,22 @@ def as_max_compute(inst, target_kind: str):
     return parse_instance(data)
 
 
-def as_mip_max_compute(inst, target_kind: str):
-    """max_compute of C_quality, or of C_local under the linear_v1 replica penalty (the one the
-    MIP answers for C_local: under the chinchilla penalty C_local is not monotone in the tokens)."""
-    data = as_max_compute(inst, target_kind).model_dump(exclude_none=True)
-    if target_kind == "c_local":
+MAX_COMPUTE_KINDS = ("c_quality", "c_local_linear_v1", "c_local")   # c_local: the default (chinchilla) penalty
+
+
+def as_mip_max_compute(inst, kind: str):
+    """max_compute of C_quality ("c_quality"), of C_local under the instance's replica penalty
+    ("c_local": chinchilla unless it sets one) or under the linear_v1 one ("c_local_linear_v1")."""
+    data = as_max_compute(inst, "c_local" if kind.startswith("c_local") else kind).model_dump(exclude_none=True)
+    if kind == "c_local_linear_v1":
         data.setdefault("assumptions", {}).setdefault("constants", {})["replica_penalty"] = "linear_v1"
     return parse_instance(data)
+
+
+def max_compute_kind(inst) -> str:
+    """'c_quality', or 'c_local <penalty>' of a max_compute instance."""
+    s = setting_from_instance(inst)
+    return s.target_kind if s.target_kind == "c_quality" else f"c_local {s.assumptions.replica_penalty}"
 
 
 def with_target_kind(inst, target_kind: str):
@@ -323,15 +333,15 @@ def main(argv: list[str] | None = None) -> int:
 def mip_runs(args):
     """(name, instance) of the mip suite: shipped and random instances as given, then the first
     `--mip-quality` random ones with a C_quality target, then the first `--mip-max-compute` as
-    max_compute of C_quality and of C_local (linear_v1 penalty)."""
+    max_compute of each of `MAX_COMPUTE_KINDS`."""
     quality, most = [], []
     for name, inst in suite("main", args.mip_random, args.seed, (0, 4), shipped=True):
         yield name, inst
         if name.startswith("main-") and len(quality) < args.mip_quality \
                 and inst.training.target_kind == "c_local":
             quality.append((f"{name}-quality", with_target_kind(inst, "c_quality")))
-        if name.startswith("main-") and len(most) < 2 * args.mip_max_compute:
-            most += [(f"{name}-max-{kind}", as_mip_max_compute(inst, kind)) for kind in ("c_quality", "c_local")]
+        if name.startswith("main-") and len(most) < len(MAX_COMPUTE_KINDS) * args.mip_max_compute:
+            most += [(f"{name}-max-{kind}", as_mip_max_compute(inst, kind)) for kind in MAX_COMPUTE_KINDS]
     yield from quality
     yield from most
 
@@ -339,15 +349,15 @@ def mip_runs(args):
 def mip_suite(args) -> int:
     """The MIP path against the branch and bound (and the oracle on small spaces); module docstring."""
     mip, skipped, unanswered, disagreements, oracle_checked = args.mip, 0, [], 0, 0
-    rows = {"c_local": [], "c_quality": [], "max_compute c_quality": [], "max_compute c_local": []}
+    rows = {"c_local": [], "c_quality": [], "max_compute c_quality": [], "max_compute c_local linear_v1": [],
+            "max_compute c_local chinchilla": [], "max_compute c_local none": [], "mixed fleet": []}
     print(f"mip suite starts, {load()}", flush=True)
     for name, inst in mip_runs(args):
         kind = inst.training.target_kind
-        if inst.objective == "max_compute" and "-max-" not in name:
-            skipped += 1       # a shipped max_compute of C_local under the chinchilla penalty: refused
-            continue
         if inst.objective == "max_compute":
-            kind = f"max_compute {kind}"
+            kind = f"max_compute {max_compute_kind(inst)}"
+        if inst.fleet.is_mixed:     # pools: solved by planner.solvers.mixed, not by the formulation; shown apart
+            kind = "mixed fleet"
         ref, t_ref = timed(inst, "bnb")
         try:
             r, t = timed(inst, mip, time_limit_s=args.mip_time_limit)
@@ -373,36 +383,37 @@ def mip_suite(args) -> int:
                   f"{report.get('time_s', 0):.2f} s, certify {report.get('certify_s', 0):.2f} s), bnb {t_ref:.2f} s",
                   flush=True)
     both = rows["c_local"] + rows["c_quality"]
-    most = rows["max_compute c_quality"] + rows["max_compute c_local"]
+    most = [x for k, v in rows.items() if k.startswith("max_compute") for x in v]
     print(f"mip suite (N <= 10^4, default ranges; {skipped} not run), {load()}:")
-    for label, part in (("c_local", rows["c_local"]), ("c_quality", rows["c_quality"]), ("min_*", both),
-                        ("max_compute c_quality", rows["max_compute c_quality"]),
-                        ("max_compute c_local", rows["max_compute c_local"]), ("max_compute", most),
-                        ("all", both + most)):
+    for label, part in (("c_local", rows["c_local"]), ("c_quality", rows["c_quality"]), ("min_*", both)) \
+            + tuple((k, v) for k, v in rows.items() if k.startswith("max_compute")) \
+            + (("max_compute", most), ("all", both + most), ("mixed fleet", rows["mixed fleet"])):
         if not part:
             continue
         t, t_ref = np.array(part).T
-        print(f"  {label:21s} {mip:6s} {stats(list(t))}")
-        print(f"  {label:21s} bnb    {stats(list(t_ref))}")
-        print(f"  {label:21s} ratio {mip}/bnb: median {float(np.median(t / np.maximum(t_ref, 1e-9))):.1f}x, "
+        print(f"  {label:30s} {mip:6s} {stats(list(t))}")
+        print(f"  {label:30s} bnb    {stats(list(t_ref))}")
+        print(f"  {label:30s} ratio {mip}/bnb: median {float(np.median(t / np.maximum(t_ref, 1e-9))):.1f}x, "
               f"total {float(t.sum() / max(t_ref.sum(), 1e-9)):.1f}x")
     print(f"  unanswered {len(unanswered)}  disagreements {disagreements} (all vs bnb, {oracle_checked} vs the "
           f"exhaustive oracle too)")
     t, t_ref = (np.array(both).T if both else (np.zeros(0), np.zeros(0)))
     ratio_median = float(np.median(t / np.maximum(t_ref, 1e-9))) if both else float("nan")
-    huge = []
-    for name, inst in suite("huge", args.mip_huge, args.seed, (5, 5)):
-        if inst.objective not in ("min_time", "min_cost"):
-            continue
-        ref, t_ref_h = timed(inst, "bnb")
-        r, t_m = timed(inst, mip, time_limit_s=args.mip_time_limit)
-        huge.append(t_m)
-        if not same(r, ref):
-            disagreements += 1
-            print(f"disagreement {name}: {mip} {r.objective_value} vs bnb {ref.objective_value}")
-        print(f"  {name}: {inst.fleet.nodes} nodes, {inst.objective}, {r.status}: {mip} {t_m:.2f} s, "
-              f"bnb {t_ref_h:.2f} s, {load()}", flush=True)
-    print(f"huge suite (10^5 nodes), {mip}: {stats(huge)}")
+    huge, huge_most = [], []
+    for name, base in suite("huge", args.mip_huge, args.seed, (5, 5)):
+        asked = [(base.objective, base)] if base.objective in ("min_time", "min_cost") else []
+        for kind, inst in asked + [(f"max_compute {k}", as_mip_max_compute(base, k)) for k in MAX_COMPUTE_KINDS]:
+            ref, t_ref_h = timed(inst, "bnb")
+            r, t_m = timed(inst, mip, time_limit_s=args.mip_time_limit)
+            (huge_most if inst.objective == "max_compute" else huge).append(t_m)
+            if not same(r, ref):
+                disagreements += 1
+                print(f"disagreement {name} ({kind}): {mip} {r.objective_value} vs bnb {ref.objective_value}")
+            report = r.mip[0] if r.mip else {}
+            print(f"  {name}: {inst.fleet.nodes} nodes, {kind}, {r.status}: {mip} {t_m:.2f} s (loop "
+                  f"{report.get('status')}, {report.get('classes_kept')} classes kept, certify "
+                  f"{report.get('certify_s', 0):.2f} s), bnb {t_ref_h:.2f} s, {load()}", flush=True)
+    print(f"huge suite (10^5 nodes), {mip}: min_*: {stats(huge)}; max_compute: {stats(huge_most)}")
     compared, compare_wrong, most_compared, most_wrong = mip_compare(args)
     if both:
         print(f"mip_median_s={np.median(t):.3f} mip_p95_s={np.percentile(t, 95):.3f} "
@@ -431,8 +442,10 @@ def mip_compare(args) -> tuple[int, int, int, int]:
             inst = with_target_kind(inst, kind)
         except InputError:
             continue
-        ok, loop_ok = compare_one(name, as_mip_max_compute(inst, kind), args, COMPUTE_LOG_TOL)
+        most_kind = MAX_COMPUTE_KINDS[most["compared"] % len(MAX_COMPUTE_KINDS)]
+        ok, loop_ok = compare_one(name, as_mip_max_compute(inst, most_kind), args, COMPUTE_LOG_TOL)
         most["compared"] += 1
+        most[most_kind] = most.get(most_kind, 0) + 1
         most["wrong"] += not ok
         most["loop_wrong"] += not loop_ok
         ref = solve(inst, solver="exhaustive")
@@ -457,7 +470,8 @@ def mip_compare(args) -> tuple[int, int, int, int]:
                   f"{loop.status} {loop.objective}), bnb {exact.objective_value}, exhaustive {ref.objective_value}")
     print(f"mip compare suite (<= 32 nodes, H <= 60, R <= 4): {compared} instances, MIP (loop alone and "
           f"certified) vs bnb vs exhaustive: {wrong} disagreements ({loop_wrong} of the loop alone); "
-          f"max_compute: {most['compared']} instances, {most['wrong']} disagreements ({most['loop_wrong']} of the "
+          f"max_compute: {most['compared']} instances ("
+          f"{', '.join(f'{most.get(k, 0)} {k}' for k in MAX_COMPUTE_KINDS)}), {most['wrong']} disagreements ({most['loop_wrong']} of the "
           f"loop alone); {time.perf_counter() - start:.0f} s, {load()}")
     return compared, wrong, most["compared"], most["wrong"]
 

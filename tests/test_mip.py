@@ -22,7 +22,7 @@ import pytest
 from planner.cost.score import time_to_target
 from planner.mip.formulation import Grid, build
 from planner.mip.tables import build_tables
-from planner.solvers import UnsupportedBySolver, backends
+from planner.solvers import backends
 from planner.solvers.bnb import tie_key
 from planner.solvers.certified import optimise, outer_approximation
 from tests.test_bnb import naive, random_case
@@ -238,25 +238,22 @@ def test_loop_alone_is_exact_when_efficiency_can_rise(seed, target_kind, objecti
     assert report.bound <= expected[0][0] * (1 + 1e-9)
 
 
-def test_max_compute_of_c_local_under_the_chinchilla_penalty_is_refused_with_a_reason():
-    """eta_R is then scored at the run's own tokens and C_local is not monotone in them."""
-    s, space, _ = random_case(3, target_kind="c_local")
-    assert s.assumptions.replica_penalty == "chinchilla"
-    with pytest.raises(UnsupportedBySolver, match="chinchilla penalty.*use --solver bnb"):
-        optimise(s, space.for_objective(s, "max_compute"), "max_compute", "highs")
-
-
 # -- max_compute -----------------------------------------------------------------------------
 
-COMPUTE_KINDS = [("c_quality", None), ("c_local", "linear_v1"), ("c_local", "none")]
+COMPUTE_KINDS = [("c_quality", None), ("c_local", "linear_v1"), ("c_local", "none"), ("c_local", "chinchilla")]
 
 
 def _compute_case(seed, target_kind, penalty):
-    s, space, streaming = random_case(seed, target_kind=target_kind, penalty=penalty)
+    """A random case; penalty "chinchilla_x30": the Chinchilla penalty made 30 times stronger
+    (`_strong_replica_penalty`: C_local falls with the tokens over part of the range)."""
+    strong = penalty == "chinchilla_x30"
+    s, space, streaming = random_case(seed, target_kind=target_kind, penalty="chinchilla" if strong else penalty)
+    if strong:
+        s = _strong_replica_penalty(s)
     return s, space.for_objective(s, "max_compute"), streaming
 
 
-@pytest.mark.parametrize("target_kind, penalty", COMPUTE_KINDS)
+@pytest.mark.parametrize("target_kind, penalty", COMPUTE_KINDS + [("c_local", "chinchilla_x30")])
 @pytest.mark.parametrize("seed", [5, 10, 14, 21])
 def test_max_compute_model_over_estimates_and_is_tight_once_refined_plan_by_plan(seed, target_kind, penalty):
     """With the class, n, H and R fixed, the model's most ln C is at least the evaluator's (a
@@ -278,12 +275,14 @@ def test_max_compute_model_over_estimates_and_is_tight_once_refined_plan_by_plan
             grid = Grid.initial_compute(t)
             if refined:
                 q, ab = sync_terms(e, t, n, h, r)
-                grid.refine(n, h, r, q, ab, None, e.u_const + math.log(n) - float(outer_per_step(e, t, n, h, r)))
+                grid.refine(n, h, r, q, ab, None, e.u_const + math.log(n) - float(outer_per_step(e, t, n, h, r)),
+                            e.label)
             res = _solve_at(backend, build(t, grid, "max_compute").model, i, n, h, r)
             assert res.status == "optimal"
             assert -res.objective >= want - 1e-7
             if refined:
-                assert -res.objective == pytest.approx(want, abs=1e-7 if target_kind == "c_local" else 10 * U_STEP)
+                exact = target_kind == "c_local" and not penalty.startswith("chinchilla")  # else U_STEP-wide u brackets
+                assert -res.objective == pytest.approx(want, abs=1e-7 if exact else 10 * U_STEP)
         checked += 1
     assert checked
 
@@ -319,7 +318,64 @@ def test_max_compute_mip_bnb_and_oracle_agree_with_brute_force(backend, seed, ta
     assert report.bound >= most * (1 - 1e-12)
 
 
+def _strong_replica_penalty(s, factor=30.0):
+    """The Chinchilla replica exponent's coefficient times `factor`: C_local then falls with the
+    run's tokens over part of the range (psi not monotone in u), which the model must handle."""
+    a = s.assumptions
+    return s.replace(assumptions=a.replace(replica_beta_coefficient=a.replica_beta_coefficient * factor))
+
+
+@pytest.mark.parametrize("factor", [1.0, 30.0])
+@pytest.mark.parametrize("seed", [0, 3, 8, 13])
+def test_psi_box_bounds_psi_over_its_bracket_and_is_psi_at_a_point(seed, factor):
+    """C_local under the Chinchilla penalty: psi_box(n, H_eff, u_lo, u_hi) >= psi(n', H', u) for every
+    u in [u_lo, u_hi], n' >= n, H' >= H_eff (sampled), and = psi(n, H_eff, u) when u_lo = u_hi = u;
+    the strong penalty makes psi fall with u somewhere (checked), so the bound is not a monotone one."""
+    s, space, _ = random_case(seed, target_kind="c_local")
+    s = _strong_replica_penalty(s, factor)
+    t = build_tables(s, space.for_objective(s, "max_compute"))
+    assert t.tokens_scored_eta_r
+    rng = np.random.default_rng(seed)
+    grid_u = np.linspace(12.0, 45.0, 600)
+    falls = False
+    for _ in range(40):
+        n, h_eff = int(rng.integers(2, 2000)), float(rng.uniform(1, 3000))
+        lo = float(rng.uniform(12, 44))
+        hi = lo + float(rng.choice([1e-5, 0.01, 0.5, 3.0]))
+        bound = float(t.psi_box(n, h_eff, lo, hi))
+        us = np.linspace(lo, hi, 41)
+        for n2, h2 in ((n, h_eff), (n + 1, h_eff), (2 * n, 1.5 * h_eff)):
+            got = t.psi(np.full(us.shape, n2), np.full(us.shape, h2), us)
+            assert np.all(got <= bound + 1e-12), (n, h_eff, lo, hi, got.max(), bound)
+        assert float(t.psi_box(n, h_eff, lo, lo)) == pytest.approx(float(t.psi(n, h_eff, lo)), rel=1e-12, abs=1e-12)
+        # the presolve's rounded form (u_lo down, u_hi up to a grid; n per column) bounds it, within the rounding
+        rounded = t.psi_box_rounded(np.array([n, n + 5]), h_eff, np.array([lo, lo]), np.array([hi, hi]),
+                                    np.array([0, 0]), step=0.01)
+        assert np.all(rounded >= bound - 1e-12) and np.all(rounded <= bound + 0.1)
+        falls |= bool(np.any(np.diff(t.psi(np.full(grid_u.shape, n), np.full(grid_u.shape, h_eff), grid_u)) < -1e-9))
+    assert falls or factor == 1.0
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_max_compute_under_a_strong_chinchilla_penalty_agrees_with_brute_force(seed):
+    """C_local falling with the tokens in part of the space: the loop alone (pinned u at refined
+    plans, `tokens-at-plan`) closes its gap, and the certified answer is the brute force's."""
+    from planner.solvers.certified import COMPUTE_LOG_TOL
+    s, space, streaming = _compute_case(seed, "c_local", "chinchilla_x30")
+    expected = naive(s, space, "max_compute", streaming)
+    found, _, _, report = optimise(s, space, "max_compute", "highs")
+    if expected is None or not expected[0][0] < math.inf:
+        assert found is None
+        return
+    most = 1.0 / expected[0][0]
+    assert found[1] == pytest.approx(most, rel=1e-12) and tie_key(s, found[0], 0) == tie_key(s, expected[1], 0)
+    assert report.status == "optimal"
+    assert math.log(report.objective) == pytest.approx(math.log(most), abs=COMPUTE_LOG_TOL)
+    assert report.bound >= most * (1 - 1e-12)
+
+
 @pytest.mark.parametrize("seed, target_kind, penalty", [(5000 + seed, "c_local", "none") for seed in (2, 5, 7, 9)]
+                         + [(5200 + seed, "c_local", "chinchilla") for seed in (1, 2, 5)]
                          + [(5100 + seed, "c_quality", None) for seed in (1, 3, 4)])
 @pytest.mark.parametrize("variant", ["eta_h_rises", "eta_h_above_one"])
 def test_max_compute_loop_alone_when_efficiency_can_rise(seed, target_kind, penalty, variant):
@@ -417,8 +473,10 @@ def test_cli_backends_answer_c_quality_with_a_choice_of_model_size(tmp_path, obj
         assert [m["status"] for m in results[solver]["mip"]] == ["optimal", "optimal"]
 
 
-@pytest.mark.parametrize("target_kind, constants", [("c_quality", {}), ("c_local", {"replica_penalty": "linear_v1"})])
+@pytest.mark.parametrize("target_kind, constants", [("c_quality", {}), ("c_local", {"replica_penalty": "linear_v1"}),
+                                                    ("c_local", {})])
 def test_cli_backends_answer_max_compute(tmp_path, target_kind, constants):
+    """Every target kind and replica penalty (C_local's default is the chinchilla penalty)."""
     instance = dict(SMALL, training={"target_flop": 1e23, "target_kind": target_kind},
                     assumptions={"constants": constants})
     results = _cli_every_solver_agrees(tmp_path, instance, "max_compute")
@@ -448,9 +506,10 @@ def test_cli_writes_a_readable_model(tmp_path, suffix):
 
 
 def test_cli_refuses_what_a_backend_cannot_answer(tmp_path):
-    r = _cli(tmp_path, SMALL, "--solver", "highs", "--objective", "max_compute")
+    blocking = dict(SMALL, assumptions={"profile": "dtplan"})    # a blocking sync: ln T is no log-space sum
+    r = _cli(tmp_path, blocking, "--solver", "highs", "--objective", "max_compute")
     assert r.exit_code == 2
-    assert "--solver" in r.output and "use --solver bnb" in r.output
+    assert "--solver" in r.output and "does not cover these assumptions" in r.output and "use --solver bnb" in r.output
     r = _cli(tmp_path, SMALL, "--write-model", tmp_path / "model.txt")
     assert r.exit_code == 2 and "unknown format '.txt'" in r.output
     r = _cli(tmp_path, SMALL, "--write-model", tmp_path / "missing" / "model.lp")
@@ -485,15 +544,16 @@ def test_shipped_models_are_well_under_a_megabyte(tmp_path, name):
         assert "time_to_target" in path.read_text()
 
 
-def test_largest_shipped_max_compute_model_is_under_a_megabyte(tmp_path):
-    """moe-600B-a100 as max_compute of C_quality: the largest written model of the shipped
-    instances (0.94 MB as .mps when measured; its C_local one is far smaller)."""
+@pytest.mark.parametrize("target_kind", ["c_quality", "c_local"])
+def test_largest_shipped_max_compute_model_is_under_a_megabyte(tmp_path, target_kind):
+    """moe-600B-a100 as max_compute: the largest written model of the shipped instances (C_quality:
+    0.94 MB as .mps when measured; C_local under its chinchilla penalty: 0.73 MB)."""
     from pathlib import Path
     from planner.mip.export import write_model
     from planner.schema.instance import load_instance, parse_instance
     data = load_instance(Path(__file__).resolve().parents[1] / "instances" / "moe-600B-a100.json").model_dump(
         exclude_none=True)
-    data["training"]["target_kind"] = "c_quality"
+    data["training"]["target_kind"] = target_kind
     for suffix in (".lp", ".mps"):
         (path,) = write_model(parse_instance(data), "max_compute", tmp_path / f"model{suffix}")
         text = path.read_text()

@@ -340,3 +340,11 @@ def test_solve_text_json_and_report_show_the_chosen_regions(tmp_path):
     assert answer["plan"]["regions"] == [["LON", "PAR"], ["NYC"]]
     assert answer["evaluation"]["sites"]["region_units"] == [{"sites": ["LON", "PAR"], "nodes": 4, "units": 2},
                                                              {"sites": ["NYC"], "nodes": 2, "units": 1}]
+
+
+def test_the_mip_backends_are_refused_with_chosen_regions():
+    data = _pools_instance([(3, 1000.0, "LON"), (1, 1000.0, "PAR"), (2, 1000.0, "NYC")])
+    for solver in ("highs", "scip"):
+        with pytest.raises(InputError) as err:
+            solve(instance_from_dict(data), solver=solver)
+        assert err.value.problems[0].path == "solver"

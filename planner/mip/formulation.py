@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pyomo.environ as pyo
 
-from planner.mip.tables import OMEGA_FLOOR, Tables, compute_bounds, gain_buckets, outer_per_step
+from planner.mip.tables import OMEGA_FLOOR, Tables, compute_bounds, gain_buckets
 
 GAIN_BUCKET_LOG = 0.1    # first gain buckets of the model: 10% in ln (C_quality; refined at each chosen class)
 
@@ -45,7 +45,7 @@ CUTOFF_LOG = 1e-9       # a plan must beat the incumbent by this much in ln T to
 Q_FLOOR = -40.0          # ln of a sync share of 4e-18 of a step: the relative sync terms' lower bound
 FAMILIES = ("choice", "bracket", "logarithm", "fixed-shape", "structure", "node-limit", "budget-limit",
             "memory-cap", "sync-overlap", "efficiency", "efficiency-switch", "time-to-target", "duration-limit",
-            "nodes-used", "incumbent", "window-tokens", "compute-in-window")
+            "nodes-used", "incumbent", "window-tokens", "compute-in-window", "tokens-at-plan")
 LN_FLOP_CAP = 1000.0     # max_compute: switches a row off (ln of any compute, and of u, is far below it)
 U_BRACKETS = 6           # max_compute: first brackets of u = ln(window tokens), below the top ...
 U_OCTAVES_EACH = 4       # ... each four octaves of tokens wide (the loop halves them where it looks)
@@ -77,6 +77,9 @@ class Grid:
     gain_points: set = field(default_factory=set)     # tops of the gain buckets (C_quality; module tables)
     u_points: set = field(default_factory=set)        # max_compute: tops of the brackets of u
     u_floor: float = 0.0                              # max_compute: lower end of the first u bracket
+    u_two_sided: bool = False     # max_compute, psi not monotone in u (`Tables.tokens_scored_eta_r`): refined u
+                                  # brackets on both sides of a plan's u, and that plan's u pinned (`tokens_at_plan`)
+    u_pins: set = field(default_factory=set)          # (class label, n, H, R, u) of the plans refined so far
 
     @classmethod
     def initial(cls, t: Tables) -> "Grid":
@@ -105,6 +108,7 @@ class Grid:
         slowest = np.logaddexp(np.logaddexp(col("ln_step"), col("ln_regional")),
                                col("ln_sync_base") + t.ln_straggler(t.n_max))
         grid.u_floor = min(0.0, float(np.min(col("u_const") - slowest)) - 1.0)
+        grid.u_two_sided = t.tokens_scored_eta_r
         tops = [u_top - k * U_OCTAVES_EACH * math.log(2.0) for k in range(U_BRACKETS)]
         tops = [u for u in tops if u > grid.u_floor]
         if cutoff is not None and math.isfinite(cutoff):
@@ -119,21 +123,27 @@ class Grid:
         return [(tops[i - 1] if i else 0.0, top) for i, top in enumerate(tops)]
 
     def refine(self, n: int, h: int, r: int, q: float | None, ab: tuple[float, float] | None,
-               gain: float | None = None, u: float | None = None) -> bool:
+               gain: float | None = None, u: float | None = None, label: str | None = None) -> bool:
         """Make n, H, R singletons of their brackets, halve (geometrically) what is left of the
         brackets they were in, add tangents at q and (a, b), make `gain` the top of a gain
         bucket and (max_compute) u the top of a u bracket, followed by [u, u + U_STEP], halving
-        what is left of its bracket on both sides;
+        what is left of its bracket on both sides; with `u_two_sided`, [u - U_STEP, u] too, and
+        the plan (class `label`, n, H, R) has its u pinned (`tokens_at_plan`);
         whether anything changed."""
         before = (len(self.n_points), len(self.h_points), len(self.r_points), len(self.q_points), len(self.ab_points),
-                  len(self.gain_points), len(self.u_points))
+                  len(self.gain_points), len(self.u_points), len(self.u_pins))
         if gain is not None:
             self.gain_points.add(float(gain))
         if u is not None and self.u_points and self.u_floor < u < max(self.u_points):
             lo, hi = next((a, b) for a, b in self.u_brackets() if a <= u <= b)
             self.u_points.update({float(u), float(u) + U_STEP})
-            self.u_points.update(x for x in ((lo + u) / 2, (u + U_STEP + hi) / 2)       # halve what is left
-                                 if min(abs(x - lo), abs(x - hi), abs(x - u)) > U_STEP)
+            below = u - U_STEP if self.u_two_sided and u - U_STEP - lo > U_STEP else u
+            if below < u:
+                self.u_points.add(float(below))
+            self.u_points.update(x for x in ((lo + below) / 2, (u + U_STEP + hi) / 2)       # halve what is left
+                                 if min(abs(x - lo), abs(x - hi), abs(x - below), abs(x - u)) > U_STEP)
+            if self.u_two_sided and label is not None:
+                self.u_pins.add((label, int(n), int(h), int(r), float(u)))
         for points, x, top in ((self.n_points, n, self.n_top), (self.h_points, h, self.h_top),
                                (self.r_points, r, self.r_top)):
             lo, hi = next((a, b) for a, b in self.brackets(points, top) if a <= x <= b)
@@ -148,7 +158,7 @@ class Grid:
         if ab is not None and max(ab) > Q_FLOOR + 1:
             self.ab_points.add((round(ab[0], 9), round(ab[1], 9)))
         after = (len(self.n_points), len(self.h_points), len(self.r_points), len(self.q_points), len(self.ab_points),
-                 len(self.gain_points), len(self.u_points))
+                 len(self.gain_points), len(self.u_points), len(self.u_pins))
         return after != before
 
     def u_brackets(self) -> list[tuple[float, float]]:
@@ -203,7 +213,12 @@ class Formulation:
         return out
 
     def size(self) -> dict[str, int]:
+        """Columns, rows and non-zeros: as the last backend read the model where it says (HiGHS,
+        `matrix_size`), else counted from the Pyomo model (slow on large models: every row's
+        expression is walked)."""
         m = self.model
+        if getattr(m, "matrix_size", None):
+            return dict(m.matrix_size)
         cols = sum(len(v) for v in m.component_objects(pyo.Var))
         rows = sum(len(c) for c in m.component_objects(pyo.Constraint, active=True))
         from pyomo.repn import generate_standard_repn
@@ -222,9 +237,10 @@ def build(t: Tables, grid: Grid, objective: str = "min_time", cutoff: float | No
     there than the incumbent): excluded, y = 0 (`incumbent` family too)."""
     m = pyo.ConcreteModel(name="dtplan")
     m.max_compute = objective == "max_compute"
-    m.u_axis = m.max_compute and t.quality_target and bool(t.sync)   # C_local: psi is linear in u, no brackets
+    # C_local under linear_v1 / none: psi is linear in u, no brackets; under chinchilla eta_R depends on u
+    m.u_axis = m.max_compute and (t.quality_target or t.tokens_scored_eta_r) and bool(t.sync)
     _columns(m, t, grid)
-    last = (window_tokens, efficiency, compute_in_window) if m.max_compute else \
+    last = (window_tokens, efficiency, compute_in_window, tokens_at_plan) if m.max_compute else \
         (efficiency, time_to_target, duration_limit)
     for family in (choice, bracket, logarithm, fixed_shape, structure, node_limit, budget_limit, memory_cap,
                    sync_overlap) + last:
@@ -310,6 +326,8 @@ def bracket(m, t: Tables, grid: Grid):
         m.bracket.add(x <= sum(hi * b[k] for k, (lo, hi) in enumerate(br)))
     if getattr(m, "u_axis", False):
         m.bracket.add(m.u >= sum(lo * m.bU[k] for k, (lo, _) in enumerate(m.U_brackets)))
+        if grid.u_two_sided:      # psi bounded from both ends of the bracket (`Tables.psi_box`)
+            m.bracket.add(m.u <= sum(hi * m.bU[k] for k, (_, hi) in enumerate(m.U_brackets)))
 
 
 def logarithm(m, t: Tables, grid: Grid):
@@ -476,9 +494,13 @@ def efficiency(m, t: Tables, grid: Grid):
     tops = np.array([buckets[b][1] for b in used])
     nn, rr, hh, gg = np.meshgrid(n_lo, r_lo, h_lo, tops, indexing="ij")
     _, rr_hi, hh_hi, _ = np.meshgrid(n_lo, r_hi, h_hi, tops, indexing="ij")
-    bound = t.psi if compute else t.omega      # max_compute: the third axis is u, not the gain
-    table = bound(nn.ravel(), (hh * np.sqrt(rr)).ravel(), gg.ravel(),
-                  None if t.eta_h_falls else (hh_hi * np.sqrt(rr_hi)).ravel()).reshape(nn.shape)
+    h_eff_hi = None if t.eta_h_falls else (hh_hi * np.sqrt(rr_hi)).ravel()
+    if compute:                # max_compute: the third axis is u, not the gain; psi over the whole u bracket
+        bottoms = np.array([buckets[b][0] for b in used])
+        ul = np.meshgrid(n_lo, r_lo, h_lo, bottoms, indexing="ij")[3]
+        table = t.psi_box(nn.ravel(), (hh * np.sqrt(rr)).ravel(), ul.ravel(), gg.ravel(), h_eff_hi).reshape(nn.shape)
+    else:
+        table = t.omega(nn.ravel(), (hh * np.sqrt(rr)).ravel(), gg.ravel(), h_eff_hi).reshape(nn.shape)
     top = max(0.0, float(table.max()))
     m.omega.setub(top)
     if top > 0 and t.fixed:            # efficiencies above 1 somewhere: a fixed plan's omega is still 0
@@ -546,6 +568,29 @@ def window_tokens(m, t: Tables, grid: Grid):
     exact where they are exact. A fixed plan leaves u free (its compute is one number)."""
     m.window_tokens = pyo.ConstraintList()
     m.window_tokens.add(m.u <= _sum_y(m, t, lambda e: True, lambda e: e.u_const) + m.ln_n - m.z)
+
+
+def tokens_at_plan(m, t: Tables, grid: Grid):
+    """max_compute where psi is not monotone in u (`Grid.u_two_sided`): at each plan refined so far
+    (class c, n, H, R singleton brackets), u >= its own u*, switched off by big-M unless
+    y_c = bn = bH (= bR, hierarchical) = 1. Valid: that plan's tokens are e^u*, and the model can
+    set u = u* there (ln_n is exact and z may take its true value). With `window-tokens` (u <= u*
+    there) it pins u, so that the model cannot credit the plan with psi at fewer tokens than it
+    trains (under the Chinchilla penalty C_local can fall as the tokens grow)."""
+    m.tokens_at_plan = pyo.ConstraintList()
+    if not getattr(m, "u_axis", False) or not grid.u_pins:
+        return
+    where = {e.label: i for i, e in enumerate(t.sync)}
+    singleton = {name: {lo: k for k, (lo, hi) in enumerate(getattr(m, f"{name}_brackets")) if lo == hi}
+                 for name in ("n", "H", "R")}
+    for label, n, h, r, u in sorted(grid.u_pins):
+        i = where.get(label)
+        hier = i is not None and t.sync[i].mode == "hierarchical"
+        if i is None or n not in singleton["n"] or h not in singleton["H"] or (hier and r not in singleton["R"]):
+            continue
+        on = [m.yv[i], m.bn[singleton["n"][n]], m.bH[singleton["H"][h]]] + ([m.bR[singleton["R"][r]]] if hier else [])
+        pin = u - 1e-9
+        m.tokens_at_plan.add(m.u >= pin - (pin - grid.u_floor) * (len(on) - sum(on)))
 
 
 def compute_in_window(m, t: Tables, grid: Grid):

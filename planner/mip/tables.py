@@ -42,7 +42,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from planner.cost import quality, run
+from planner.cost import chinchilla, quality, run
 from planner.cost.modes import throughput
 from planner.cost.run import replica_efficiency
 from planner.cost.score import time_to_target, window_compute
@@ -124,11 +124,8 @@ class Tables:
         direction of eta_H (it is monotone in H_eff either way, `planner.solvers.monotone`): eta_H
         at the larger of its ends, everything else at h_eff."""
         s = self.setting
-        a = s.assumptions
         n, h_eff = np.asarray(n, dtype=float), np.asarray(h_eff, dtype=float)
-        eta_h = quality.eta_sync_interval(h_eff, s.params, a, eta_h_divisor(a))
-        if h_eff_hi is not None:
-            eta_h = np.maximum(eta_h, quality.eta_sync_interval(h_eff_hi, s.params, a, eta_h_divisor(a)))
+        eta_h = self.eta_h(h_eff, h_eff_hi)
         if not self.quality_target:
             eta_r = replica_efficiency(s, n, h_eff, s.target_tokens, s.target)
             with np.errstate(divide="ignore"):
@@ -153,16 +150,13 @@ class Tables:
             C_quality: ln(eta_H * Q(e^u, mu(n, H_eff))) [times the linear v1 factor] (`run.quality_compute`),
             C_local:   ln(6 P_act e^u eta_H eta_R(n, H_eff))           (`run.local_compute`).
         Read off the evaluator's own functions (a plan with eta_C = eta_A = 1), never rewritten.
-        Non-decreasing in u (C_quality grows with the tokens; C_local is proportional to them
-        unless the Chinchilla replica penalty scores eta_R at the tokens: refused,
-        `planner.solvers.certified.check_supported`), non-increasing in n and H_eff when eta_H
-        falls with H_eff; `h_eff_hi`: eta_H at the larger end, as in `omega`."""
+        Non-decreasing in u (C_quality grows with the tokens; C_local is proportional to them)
+        except where the Chinchilla replica penalty scores eta_R at the tokens (`tokens_scored_eta_r`:
+        the model then bounds psi over a u bracket by `psi_box`), non-increasing in n and H_eff when
+        eta_H falls with H_eff; `h_eff_hi`: eta_H at the larger end, as in `omega`."""
         s = self.setting
-        a = s.assumptions
         n, h_eff, u = (np.asarray(x, dtype=float) for x in (n, h_eff, u))
-        eta_h = quality.eta_sync_interval(h_eff, s.params, a, eta_h_divisor(a))
-        if h_eff_hi is not None:
-            eta_h = np.maximum(eta_h, quality.eta_sync_interval(h_eff_hi, s.params, a, eta_h_divisor(a)))
+        eta_h = self.eta_h(h_eff, h_eff_hi)
         ones = np.ones(np.broadcast(n, h_eff, u).shape)
         t = {"synchronised": ones, "replicas": n * ones, "h_eff": h_eff * ones}
         eff = {"eta_h": eta_h * ones, "eta_c": ones, "eta_a": ones}
@@ -175,6 +169,96 @@ class Tables:
                 c = run.local_compute(s, t, eff, tokens)[0]
             out = np.log(c)
         return np.maximum(np.where(np.isnan(out), -np.inf, out), PSI_FLOOR)
+
+    def eta_h(self, h_eff, h_eff_hi=None) -> np.ndarray:
+        """eta_H(H_eff) (`planner.cost.quality.eta_sync_interval`); with `h_eff_hi`, its largest value
+        over [h_eff, h_eff_hi] (monotone either way: the larger of its ends)."""
+        s = self.setting
+        a = s.assumptions
+        eta_h = quality.eta_sync_interval(h_eff, s.params, a, eta_h_divisor(a))
+        if h_eff_hi is not None:
+            eta_h = np.maximum(eta_h, quality.eta_sync_interval(h_eff_hi, s.params, a, eta_h_divisor(a)))
+        return eta_h
+
+    @property
+    def tokens_scored_eta_r(self) -> bool:
+        """max_compute of C_local under the Chinchilla replica penalty: eta_R is scored at the run's
+        own tokens, and psi is not monotone in u (an overtrained run can lose C_local by running
+        longer), so a u bracket is bounded from both of its ends (`psi_box`)."""
+        return not self.quality_target and self.setting.assumptions.replica_penalty == "chinchilla"
+
+    def psi_box(self, n, h_eff, u_lo, u_hi, h_eff_hi=None) -> np.ndarray:
+        """An upper bound on psi(n', H', u) over u in [u_lo, u_hi], n' >= n, H' >= h_eff (eta_H at
+        the larger end `h_eff_hi` where it may rise), equal to psi where u_lo = u_hi.
+
+        Where psi never decreases with u (C_quality; C_local under the linear_v1 or no penalty) this
+        is psi at u_hi. C_local under the Chinchilla penalty (`tokens_scored_eta_r`) is
+        g 6 P_act T eta_R(T, m) with g = eta_H, m the replica loss multiplier (>= its value at
+        (n, h_eff)), and eta_R = chi(m; T) / chi(1; T); with T_lo = e^u_lo, T_up = e^u_hi,
+        C_up = 6 P_act T_up, Q = `run.quality_compute`, C'_x(T) the compute whose compute-optimal
+        model reaches loss x L(P_act, T) (grows with T) and F the lower clamp of chi, three bounds hold
+        (the branch and bound's box bounds on C_local, `planner.solvers.bnb._compute_box`):
+            B0 = g C_up                                          (eta_R <= 1),
+            B1 = Q(T_up, g, m) / min(1, max(C'_1(T_lo), F) / C_up)   (C_local = Q / chi(1; T)),
+            B2 = max(Q(T_up, g, m), g C_up min(1, rho(m, T_lo)))  (Chinchilla E >= 0 only),
+        rho(m, T) = max(C'_m(T), F) / max(C'_1(T), F), non-increasing in T for E >= 0; psi <= ln min.
+        At u_lo = u_hi, B1 is C_local itself. Floored at PSI_FLOOR, as `psi`."""
+        if not self.tokens_scored_eta_r:
+            return self.psi(n, h_eff, u_hi, h_eff_hi)
+        g, mu = self._gain_and_multiplier(n, h_eff, h_eff_hi)
+        u_lo, u_hi = np.asarray(u_lo, dtype=float), np.asarray(u_hi, dtype=float)
+        return self._local_box(g, u_hi, self._q(u_hi, g, mu), self._c_eq(u_lo, 1.0), self._c_eq(u_lo, mu))
+
+    def psi_box_rounded(self, n_col, h_eff, u_lo, u_hi, cols, h_eff_hi=None, step: float = 0.01) -> np.ndarray:
+        """`psi_box` of entries (u_lo, u_hi) whose n is n_col[cols] (h_eff, h_eff_hi scalars), with
+        u_lo rounded down and u_hi up to multiples of `step`: a valid, slightly looser bound
+        (psi_box never decreases as its bracket widens), whose costly Chinchilla terms are computed
+        once per column and grid point of u rather than per entry (the presolve's box bounds of
+        ~10^4 classes x boxes). Chinchilla-scored C_local only (`tokens_scored_eta_r`)."""
+        n_col = np.asarray(n_col, dtype=float)
+        g, mu = self._gain_and_multiplier(n_col, h_eff, h_eff_hi)            # per column
+        ok = np.isfinite(u_lo) & np.isfinite(u_hi)
+        k_lo = np.floor(np.where(ok, u_lo, 0.0) / step).astype(np.int64)
+        k_hi = np.ceil(np.where(ok, u_hi, 0.0) / step).astype(np.int64)
+        if not k_lo.size:
+            return np.zeros(0)
+        first = int(min(k_lo.min(), k_hi.min()))
+        grid = (first + np.arange(int(max(k_lo.max(), k_hi.max())) - first + 1)) * step
+        q = self._q(grid[:, None], g[None, :], mu[None, :])[k_hi - first, cols]
+        c1 = self._c_eq(grid, 1.0)[k_lo - first]
+        cm = self._c_eq(grid[:, None], mu[None, :])[k_lo - first, cols]
+        return np.where(ok, self._local_box(g[cols], grid[k_hi - first], q, c1, cm), np.inf)
+
+    def _gain_and_multiplier(self, n, h_eff, h_eff_hi=None):
+        """(g, m): eta_H (at the larger end where it may rise) and the replica loss multiplier at (n, h_eff)."""
+        n, h_eff = np.asarray(n, dtype=float), np.asarray(h_eff, dtype=float)
+        ones = np.ones(np.broadcast(n, h_eff).shape)
+        t = {"synchronised": ones, "replicas": n * ones, "h_eff": h_eff * ones}
+        eff = {"eta_h": self.eta_h(h_eff, h_eff_hi) * ones, "eta_c": ones, "eta_a": ones}
+        g, mu, _ = run.quality_terms(self.setting, _Nodes(n * ones), t, eff)
+        return g, mu
+
+    def _q(self, u, g, mu):
+        """Q(e^u, g, m) = `run.quality_compute` (with chi)."""
+        with np.errstate(over="ignore"):
+            return run.quality_compute(self.setting, np.exp(u) * np.ones(np.broadcast(u, g, mu).shape), g, mu, True)
+
+    def _c_eq(self, u, mu):
+        """max(C'_m(e^u), F): the compute whose compute-optimal model reaches m L(P_act, e^u), clamped as chi."""
+        a = self.setting.assumptions
+        with np.errstate(over="ignore", invalid="ignore"):
+            loss = chinchilla.chinchilla_loss(self.setting.active_params, np.exp(u), a) * np.asarray(mu, dtype=float)
+            return np.maximum(chinchilla.equivalent_optimal_compute(loss, a), a.chi_search_low_flop)
+
+    def _local_box(self, g, u_hi, q_up, c1_lo, cm_lo):
+        """ln min(B0, B1, B2) of `psi_box` from its parts, floored at PSI_FLOOR."""
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            c_up = 6.0 * self.setting.active_params * np.exp(u_hi)
+            bound = np.minimum(g * c_up, q_up / np.minimum(1.0, c1_lo / c_up))
+            if self.setting.assumptions.chinchilla_e >= 0:
+                bound = np.minimum(bound, np.maximum(q_up, g * c_up * np.minimum(cm_lo / c1_lo, 1.0)))
+            out = np.log(bound)
+        return np.maximum(np.where(np.isnan(out), np.inf, out), PSI_FLOOR)
 
     def log_compute(self, plans: PlanBatch) -> np.ndarray:
         """ln of the compute each plan reaches within the duration limit (window view; -inf if none)."""
@@ -369,7 +453,12 @@ def _in_boxes(t: Tables, nb: np.ndarray):
         at = np.flatnonzero(hier_all == hier)
         if not at.size:
             continue
-        col = lambda name, at=at: np.array([getattr(t.sync[a], name) for a in at], dtype=float)[:, None]
+        cache: dict[str, np.ndarray] = {}
+
+        def col(name, at=at, cache=cache):
+            if name not in cache:
+                cache[name] = np.array([getattr(t.sync[a], name) for a in at], dtype=float)[:, None]
+            return cache[name]
         n_lo, n_hi = col("n_lo"), col("n_hi")
         lo, hi = np.maximum(nb[None, :, 0], n_lo), np.minimum(nb[None, :, 1], n_hi)
         empty = lo > hi
@@ -548,34 +637,63 @@ def compute_bounds(t: Tables, u: float | None = None) -> np.ndarray:
     decreases with u nor increases with n or H_eff; eta_H at the largest H_eff where it may rise);
     with `u`, over its plans whose window tokens are at most e^u (u_max capped at u)."""
     col = lambda name: np.array([getattr(e, name) for e in t.sync], dtype=float)
-    u_max = col("u_const") + np.log(col("n_hi")) - col("ln_step")
+    u_min, u_max = u_range(t)
     if u is not None:
         u_max = np.minimum(u_max, u)
     hi = None if t.eta_h_falls else np.full(len(t.sync), t.h_max * math.sqrt(t.r_max))
     with np.errstate(invalid="ignore"):
-        out = col("compute_const") + t.psi(col("n_lo"), np.ones(len(t.sync)), u_max, hi)
+        out = col("compute_const") + t.psi_box(col("n_lo"), np.ones(len(t.sync)), np.minimum(u_min, u_max), u_max, hi)
     return np.where(np.isnan(out), -np.inf, out)
+
+
+def u_range(t: Tables) -> tuple[np.ndarray, np.ndarray]:
+    """max_compute: per class, (least, largest) u = ln(window tokens) = u_const + ln n - z of its
+    plans: z >= ln t_step, and z <= ln of the sum of every part of the outer step at n_max, H = R = 1
+    (each part never decreases with n nor increases with H or R)."""
+    col = lambda name: np.array([getattr(e, name) for e in t.sync], dtype=float)
+    slowest = np.logaddexp(np.logaddexp(col("ln_step"), col("ln_regional")),
+                           col("ln_sync_base") + t.ln_straggler(np.floor(col("n_hi") / col("k"))))
+    return col("u_const") + np.log(col("n_lo")) - slowest, col("u_const") + np.log(col("n_hi")) - col("ln_step")
 
 
 def compute_box_bounds(t: Tables) -> np.ndarray:
     """max_compute: per class an upper bound on ln C, the largest over boxes [n1, n2] x [H1, H2] of n
     and H (two per octave) of compute_const + psi(u_const + ln n2 - z(n1, H2, R_max), n1, H1): z never
     decreases with n nor increases with H or R (`class_bounds`), psi never decreases with u nor
-    increases with n or H_eff (eta_H at the largest H_eff of the box where it may rise)."""
+    increases with n or H_eff (eta_H at the largest H_eff of the box where it may rise).
+    Where psi is not monotone in u (`Tables.tokens_scored_eta_r`), psi_box over the box's u range
+    [u_const + ln n1 - z(n2, H1, 1), the above] (`Tables.psi_box_rounded`, computed only where its
+    first term B0 exceeds the class's bound so far)."""
     nb, hb = _octave_boxes(t.n_max), _octave_boxes(t.h_max)
     out = np.full(len(t.sync), -np.inf)
+    ln_6p = math.log(6.0 * t.setting.active_params)
     for hier, at, col, lo, hi, empty in _in_boxes(t, nb):
         r_max = t.r_max if hier else 1
         sync_base = np.exp(col("ln_sync_base") + t.ln_straggler(np.floor(lo / col("k")) if hier else lo))
         step, streaming = np.exp(col("ln_step")), col("streaming") > 0
         best = np.full(lo.shape, -np.inf)
+        slow_base = np.exp(col("ln_sync_base") + t.ln_straggler(np.floor(hi / col("k")) if hier else hi))
         for h1, h2 in hb:
             sync, reg = sync_base / (h2 * r_max), np.exp(col("ln_regional")) / h2
             outer = np.where(streaming, np.maximum(np.maximum(step, reg), sync), step + reg + sync)
             u = col("u_const") + np.log(hi) - np.log(outer)
-            top = None if t.eta_h_falls else np.full(lo.shape, h2 * math.sqrt(r_max))
+            # the least u of the box: n1 replicas at the slowest outer step (n2, H1, R = 1), as a sum
+            slow = step + np.exp(col("ln_regional")) / h1 + slow_base / h1
+            u_lo = np.minimum(col("u_const") + np.log(lo) - np.log(slow), u)
             with np.errstate(invalid="ignore"):
-                bound = col("compute_const") + t.psi(lo, np.full(lo.shape, float(h1)), u, top)
+                if t.tokens_scored_eta_r:
+                    # psi_box <= B0 = ln(6 P_act g) + u: only entries where B0 beats the class's best so far
+                    # need the Chinchilla terms; n at the box's unclipped lower end (m no larger: valid)
+                    top = None if t.eta_h_falls else h2 * math.sqrt(r_max)
+                    b0 = col("compute_const") + ln_6p + float(np.log(t.eta_h(float(h1), top))) + u
+                    psi = np.where(empty, -np.inf, b0 - col("compute_const"))
+                    rows, cols = np.nonzero((b0 > best) & ~empty)
+                    psi[rows, cols] = t.psi_box_rounded(nb[:, 0], float(h1), u_lo[rows, cols], u[rows, cols], cols,
+                                                        top)
+                else:
+                    top = None if t.eta_h_falls else np.full(lo.shape, h2 * math.sqrt(r_max))
+                    psi = t.psi(lo, np.full(lo.shape, float(h1)), u, top)
+                bound = col("compute_const") + psi
             best = np.maximum(best, np.where(np.isnan(bound), -np.inf, bound))
         out[at] = np.where(empty, -np.inf, best).max(axis=1)
     return out
@@ -616,9 +734,16 @@ def presolve_compute(t: Tables):
                         best, best_plan = float(value[a]), plans.take(slice(a, a + 1))
     keep, lower, exact = np.zeros(0, dtype=bool), None, []
     if t.sync:
-        upper = np.minimum(compute_bounds(t), compute_box_bounds(t))
-        if not t.quality_target:
-            upper = np.minimum(upper, math.log(t.setting.target * t.setting.window_s) - class_bounds(t)[0].min(axis=1))
+        upper = compute_bounds(t)
+        # the finer bounds only for classes whose coarse one can still beat the incumbent (the rest are dropped)
+        live = np.flatnonzero(upper >= -best - 1e-9 * max(1.0, abs(best)))
+        sub = Tables(t.setting, t.space, t.groups, [t.sync[a] for a in live], [], t.n_max, t.h_max, t.r_max,
+                     eta_h_falls=t.eta_h_falls)
+        if live.size:
+            upper[live] = np.minimum(upper[live], compute_box_bounds(sub))
+        if live.size and not t.quality_target and not t.tokens_scored_eta_r:     # eta_R the same at target and window
+            upper[live] = np.minimum(upper[live], math.log(t.setting.target * t.setting.window_s)
+                                     - class_bounds(sub)[0].min(axis=1))
         lower = np.where(np.isfinite(upper), -upper, np.inf)     # a lower bound on -ln C per class
         exact = [int(a) for a in np.argsort(lower, kind="stable")[:EXACT_CLASSES] if lower[a] < best]
         plan, value = solve_classes(t, exact, best, measure=bnb.compute_measure(t.setting.target_kind))

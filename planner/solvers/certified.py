@@ -76,17 +76,11 @@ class MipReport:
 
 
 def check_supported(setting: Setting, objective: str) -> None:
-    """UnsupportedBySolver unless the formulation covers this question: min_time, min_cost, and
-    max_compute except of C_local under the Chinchilla replica penalty (eta_R scored at the run's
-    own tokens: C_local is not monotone in them, so no bracket of u bounds it, `Tables.psi`)."""
+    """UnsupportedBySolver unless the formulation covers this question: min_time, min_cost and
+    max_compute (every target kind and replica penalty)."""
     if objective not in ("min_time", "min_cost", "max_compute"):
         raise UnsupportedBySolver(f"the mixed-integer model covers min_time, min_cost and max_compute, "
                                   f"not {objective}; use --solver bnb")
-    if objective == "max_compute" and setting.target_kind == "c_local" \
-            and setting.assumptions.replica_penalty == "chinchilla":
-        raise UnsupportedBySolver("the mixed-integer model answers max_compute of C_quality, and of C_local under "
-                                  "the linear_v1 or no replica penalty, not of C_local under the chinchilla penalty "
-                                  "(C_local is not monotone in the run's tokens there); use --solver bnb")
 
 
 def tables_or_refuse(setting: Setting, space: DecisionSpace):
@@ -198,7 +192,8 @@ def outer_approximation(setting: Setting, space: DecisionSpace, objective: str, 
             e = tables.sync[f.chosen]
             u = e.u_const + math.log(n) - float(outer_per_step(e, tables, n, h, rr))
             q, ab = sync_terms(e, tables, n, h, rr)     # the plan's own, not the model's (free when slack)
-        refined = grid.refine(n, h, rr, q, ab, f.gain if tables.quality_target and not compute else None, u)
+        refined = grid.refine(n, h, rr, q, ab, f.gain if tables.quality_target and not compute else None, u,
+                              tables.sync[f.chosen].label if compute and f.chosen is not None else None)
         if time.perf_counter() >= (min(deadline, loop_end) if compute else deadline):
             report.status = "time_limit"
             break
@@ -238,7 +233,7 @@ def optimise(setting: Setting, space: DecisionSpace, objective: str, backend: st
         best, evaluations, bound = max_compute(setting, space, deadline, incumbent_compute=math.exp(-value))
     else:
         best, evaluations, bound = min_cost(setting, space, deadline, incumbent_nodes=value)
-    mine = {"min_time": math.exp(value), "max_compute": math.exp(-value)}.get(objective, value * setting.node_price_usd)
+    mine = incumbent_units(setting, objective, value)
     report.certify_s = time.perf_counter() - start
     if best is not None:
         b = best[0]

@@ -33,9 +33,11 @@ class HighsBackend:
             h.setOptionValue("output_flag", False)
             for key, value in OPTIONS.items():
                 h.setOptionValue(key, value)
-            if time_limit_s is not None:
-                h.setOptionValue("time_limit", max(float(time_limit_s), 0.01))
             h.readModel(path)
+            # the matrix as the backend reads it: the report's model size without walking Pyomo's expressions
+            model.matrix_size = {"columns": h.getNumCol(), "rows": h.getNumRow(), "nonzeros": h.getNumNz()}
+            if time_limit_s is not None:    # after reading: a limit spent while reading leaves an empty model
+                h.setOptionValue("time_limit", max(float(time_limit_s), 0.01))
         h.run()
         elapsed = time.perf_counter() - start
         S = highspy.HighsModelStatus
