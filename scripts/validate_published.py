@@ -20,8 +20,12 @@ Two assumption profiles side by side (issue 14): `reference`, the instance as wr
 inputs from the `[dtplan]` table of its reported file (`drop`: instance assumptions to remove,
 `constants`: how the run was done, `headline`: the quantity that must be within 15%, `missing`:
 the term that is missing where it is not, `sensitivity`: other values of an assumed input,
-`fitted`: set when a constant the profile uses was fitted on this run). The planner's own choice
-is solved under the reference profile only.
+`fitted`: set when a constant the profile uses was fitted on this run, `wan_prior_from`: a run whose
+bandwidth derived under dtplan this run takes as its prior). An input the instance derived from a
+reported figure under the reference's formulas is derived again under dtplan's (`[calibrate]`:
+`quantity` "data_parallel_bandwidth_for_90pct_gbps", the step time from a data-parallel bandwidth, or
+"sync_time_s", the WAN bandwidth from a sync time). The planner's own choice is solved under the
+reference profile only.
 
 Usage:  .venv/bin/python scripts/validate_published.py            # print and write docs/validation.md
         .venv/bin/python scripts/validate_published.py --check    # exit 1 if docs/validation.md is stale
@@ -107,6 +111,8 @@ def load_run(name: str, profile: str = "reference", constants: dict | None = Non
     if profile == "dtplan":
         spec = reported.get("dtplan", {})
         raw = dtplan_raw(raw, {**spec, "constants": {**spec.get("constants", {}), **(constants or {})}})
+        if "wan_prior_from" in spec:
+            raw = with_wan_prior(raw, spec["wan_prior_from"])
         if "calibrate" in reported:
             raw = calibrated(raw, plan, reported["calibrate"])
         instance = parse_instance(raw)
@@ -141,6 +147,8 @@ def calibrated(raw: dict, plan, spec: dict) -> dict:
     fit in are proportional), so B <- B x need(B) / value converges in one or two rounds (B is a
     whole number of tokens, so to within 1 / B)."""
     target = float(spec["value"])
+    if spec.get("quantity") == "sync_time_s":
+        return calibrated_sync(raw, plan, target)
     dp = data_parallel_plan(plan)
     for _ in range(20):
         need = bandwidth_for_utilisation(raw, dp, float(spec.get("utilisation", 0.90)))
@@ -149,6 +157,37 @@ def calibrated(raw: dict, plan, spec: dict) -> dict:
             return raw
         raw = {**raw, "training": {**raw["training"], "local_batch_tokens": tokens}}
     raise ValueError(f"calibration to {target} Gb/s did not converge")
+
+
+def with_wan_prior(raw: dict, source_run: str) -> dict:
+    """The instance with the WAN bandwidth (up = down) another run derived under dtplan (`[dtplan]
+    wan_prior_from`): a run whose bandwidth is a prior taken from another run's derived figure
+    uses that run's figure under the same profile's sync formula."""
+    mbps = load_run(source_run, "dtplan")[3]["network"]["wan"]["up_mbps"]
+    wan = {**raw["network"]["wan"], "up_mbps": mbps, "down_mbps": mbps}
+    return {**raw, "network": {**raw["network"], "wan": wan}}
+
+
+def calibrated_sync(raw: dict, plan, target_s: float) -> dict:
+    """The instance with its unreported WAN bandwidth (up = down) derived again under its own
+    profile so that the plan's modelled sync t_sync_s equals a reported sync time (`[calibrate]`
+    quantity = "sync_time_s"). The instance as written derived it under the reference's sync
+    (v / up + v / down + lat); dtplan's ring over concurrent links moves 2 (G - 1) / G v each
+    way at once, so the same bandwidth would give it a different sync than the one reported.
+    A bisection in log space over the bandwidth (t_sync falls as it rises)."""
+    def with_mbps(mbps: float) -> dict:
+        wan = {**raw["network"]["wan"], "up_mbps": mbps, "down_mbps": mbps}
+        return {**raw, "network": {**raw["network"], "wan": wan}}
+
+    def sync_s(mbps: float) -> float:
+        return float(evaluate(parse_instance(with_mbps(mbps)), plan).values["t_sync_s"])
+    lo, hi = math.log(1e-3), math.log(MAX_MBPS)
+    if not sync_s(math.exp(hi)) <= target_s <= sync_s(math.exp(lo)):
+        raise ValueError(f"no WAN bandwidth gives a sync of {target_s} s")
+    for _ in range(80):
+        mid = 0.5 * (lo + hi)
+        lo, hi = (mid, hi) if sync_s(math.exp(mid)) > target_s else (lo, mid)
+    return with_mbps(round(math.exp(hi), 4))
 
 
 def predicted_quantities(instance, plan, evaluation) -> dict[str, float]:
@@ -333,10 +372,11 @@ HEADER = """# Validation against published training runs
 **This page is generated** by `scripts/validate_published.py` from the instances, plans and reported
 outcomes in `instances/published/` (sources: `../shared/data/published_runs.md`). Each run is
 evaluated with its own plan; the error is predicted / reported - 1. Nothing is fitted to the
-reported outcome except where a row's instance says so (INTELLECT-1's MFU and bandwidth are derived
-from its reported per-step compute and sync time; Streaming DiLoCo's step time is calibrated on the
-table's data-parallel bandwidth, under each profile with that profile's own sync formula: see their notes). OpenDiLoCo's bandwidth is the one derived for
-INTELLECT-1, used as a prior, not fitted to OpenDiLoCo. Every instance's `description` lists the inputs
+reported outcome except where a row's instance says so (INTELLECT-1's bandwidth is derived from its
+reported sync time, under each profile with that profile's own sync formula, and under reference its MFU
+from its reported compute time; Streaming DiLoCo's step time is calibrated on the table's data-parallel
+bandwidth, under each profile with that profile's own sync formula: see their notes). OpenDiLoCo's
+bandwidth is the one derived for INTELLECT-1 under the same profile, used as a prior, not fitted to OpenDiLoCo. Every instance's `description` lists the inputs
 that are assumed rather than reported.
 
 How quantities are derived from an evaluation (no new physics): tokens/s = dtplan's `tokens_per_s`;
@@ -438,11 +478,13 @@ def render(results: list[dict], skipped: list[tuple[str, str]], dtplan: list[dic
               "data-parallel (bf16, H = 1, blocking) to Streaming DiLoCo (fp4, H = 100, whole sync overlapped with "
               "the whole outer step) bandwidth at 90% utilisation to be (16 x 9) / (4 / (100 / 0.9)) = 4,000. Under "
               "dtplan the data-parallel sync is a ring overlapped with the backward pass (t_sync = 7/9 t_step at 90%) "
-              "and Streaming DiLoCo syncs p fragments, each of which may overlap tau inner steps "
-              "(docs/physics.md, section 4), so the ratio is (16 x 9 / 7) / (4 / (p tau + H / 9)) = 160 at p = 20, "
-              "tau = 1, the same at every model size. Table 4's ratios are 184 / 6.2 = 30, 222 / 1.4 = 159 and "
-              "391 / 1.1 = 355: they change with model size, which no fixed fragment structure reproduces (see the "
-              "runs' `missing` above)."]
+              "and Streaming DiLoCo syncs p fragments, each of which may overlap the backward pass that produces it "
+              "and tau further inner steps (docs/physics.md, section 4), so the ratio is "
+              "4 x (p (tau + 2/3) + H / 9) x 9 / 7: 126 (1B, p = 8), 194 (10B, p = 16) and 366 (100B, p = 36) at "
+              "tau = 1, with the paper's fragment counts per size as inputs. Table 4's ratios are 184 / 6.2 = 30, "
+              "222 / 1.4 = 159 and 391 / 1.1 = 355. The 1B ratio is below what any p and tau give (at least 60.6 at "
+              "H = 100), and a latency per exchange lowers the predicted bandwidth further, see the runs' `missing` "
+              "above."]
     ranged = [r for r in results if r["bandwidth_range"]]
     if ranged:
         targets = [u for u, _ in ranged[0]["bandwidth_range"]]
@@ -502,7 +544,7 @@ def render_dtplan(results: list[dict], dtplan: list[dict]) -> list[str]:
              "achieved MFU per accelerator from models/mfu.json (each entry with its source; the one entry fitted on a "
              "run here, TPU v4 on PaLM, says so), a ring all-reduce over concurrent up and down links, the blocking "
              "sync overlapped bucket by bucket with the last backward pass, and per-stage payloads in PP-group "
-             "DiLoCo; mixture-of-experts models take the table's MoE figure where it has one. What a run did (its pipeline schedule, compressor, failure inputs) is set per run in its "
+             "DiLoCo; mixture-of-experts models take the table's MoE figure where it has one. What a run did (its pipeline schedule, compressor, streaming fragments, failure inputs) is set per run in its "
              "reported file's `[dtplan]` table, from the run's description, never fitted to the compared figure; "
              "a constant taken from one run is named and used unchanged on the others.", "",
              f"Headline quantity of each run (the wall-clock with goodput where it is one): **{within} of "

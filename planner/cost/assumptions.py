@@ -113,6 +113,7 @@ class Assumptions:
     streaming_fragments: float = 1.0             # streaming sync in p fragments (Streaming DiLoCo); 1 = whole model
     streaming_overlap_steps: float = 0.0         # inner steps a fragment may overlap (tau); 0 = the whole interval
     demonstrated_warnings: bool = False          # warn where a plan leaves the settings shown at scale
+    fragment_backward_overlap: bool = False      # a streaming fragment's sync also hides behind its backward pass
     # -- section 3: straggler factor f(n) -----------------------------------------
     straggler_sync_coefficient: float = 0.05     # synchronous: 1 + c log2 n
     straggler_relay_coefficient: float = 0.02    # relay: 1 + c log2 n
@@ -224,7 +225,7 @@ CHOICE_CONSTANTS = {"scenario": SCENARIOS, "straggler": STRAGGLER_STRATEGIES, "r
                     "inner_optimizer": INNER_OPTIMIZERS, "compressor_preset": compressor_preset_names()}
 BOOL_CONSTANTS = ("error_feedback", "mfu_from_table", "dp_overlap", "concurrent_up_down", "per_stage_payload",
                   "failures", "demonstrated_warnings", "search_pipeline_schedules", "activation_memory",
-                  "search_zero_shards")
+                  "search_zero_shards", "fragment_backward_overlap")
 PHYSICS_ZERO_ALLOWED = ("mfu_fp8", "mfu_fp4", "streaming_overlap_steps", "tensor_parallel", "compressor_scale_bits", "error_feedback_bytes", "churn_per_node_h", "checkpoint_write_s",
                         "checkpoint_restore_s", "compressor_index_bits")
 

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from planner.cost import memory, physics, quality, timing
+from planner.cost import fragment_window, memory, physics, quality, timing
 from planner.cost.setting import PlanBatch, Setting
 from planner.cost.straggler import straggler_factor, throughput_fraction
 
@@ -82,7 +82,8 @@ def _outer(s: Setting, block, t_sync, streaming, last_micro_batch_compute_s, h, 
     if not a.dp_overlap and not physics.fragments_on(a):
         return timing.outer_time_s(block, t_sync, streaming)
     exposed = physics.exposed_sync_s(a, t_sync, physics.overlap_window_s(a, last_micro_batch_compute_s))
-    return np.where(streaming, physics.streaming_outer_s(a, h, t_step, t_sync, t_frag), block + exposed)
+    w_frag = fragment_window.fragment_backward_window_s(a, last_micro_batch_compute_s)
+    return np.where(streaming, physics.streaming_outer_s(a, h, t_step, t_sync, t_frag, w_frag), block + exposed)
 
 
 def flat(s: Setting, b: PlanBatch) -> dict[str, np.ndarray]:

@@ -146,7 +146,7 @@ def fragments_on(a: Assumptions) -> bool:
     return a.streaming_fragments > 1 or a.streaming_overlap_steps > 0
 
 
-def streaming_outer_s(a: Assumptions, inner_steps, t_step_s, t_sync_s, t_frag_s):
+def streaming_outer_s(a: Assumptions, inner_steps, t_step_s, t_sync_s, t_frag_s, backward_window_s=0.0):
     """Outer step with a streaming (overlapped) sync.
 
     Whole model, unbounded overlap (the reference, `fragments_on` false): max(H t_step, t_sync).
@@ -155,7 +155,9 @@ def streaming_outer_s(a: Assumptions, inner_steps, t_step_s, t_sync_s, t_frag_s)
     sync starts (tau = `streaming_overlap_steps`, 0 meaning the whole interval H / p), so each
     fragment stalls the workers by max(0, t_frag - tau t_step):
         outer = H t_step + p max(0, t_frag - tau_eff t_step),  tau_eff = min(tau, H / p).
-    With p = 1 and tau = H this is max(H t_step, t_sync) again. Per inner step it is
+    With p = 1 and tau = H this is max(H t_step, t_sync) again. `backward_window_s` w (0 unless
+    `fragment_backward_overlap`: planner/cost/fragment_window.py) widens each fragment's window by
+    the backward pass that produces it: stall max(0, t_frag - tau_eff t_step - w). Per inner step it is
     t_step + p max(0, t_frag - tau t_step) / H: non-increasing in H (tau does not depend on H, or
     is H / p, which gives max(t_step, t_frag p / H)), non-decreasing in t_frag.
     """
@@ -165,7 +167,7 @@ def streaming_outer_s(a: Assumptions, inner_steps, t_step_s, t_sync_s, t_frag_s)
         return np.maximum(h * t, np.asarray(t_sync_s, dtype=float))
     p = a.streaming_fragments
     window = h / p if a.streaming_overlap_steps <= 0 else np.minimum(a.streaming_overlap_steps, h / p)
-    return h * t + p * np.maximum(0.0, np.asarray(t_frag_s, dtype=float) - window * t)
+    return h * t + p * np.maximum(0.0, np.asarray(t_frag_s, dtype=float) - window * t - backward_window_s)
 
 
 def tensor_parallel_s(a: Assumptions, active_params, hidden, local_batch_tokens, precision: str,
