@@ -1,6 +1,7 @@
 """Compare the mixed-fleet planner (planner.solvers.mixed) with its exhaustive oracle
 (planner.solvers.mixed_oracle) on seeded random small instances of 1 to 3 pools
-(planner.fleet.samples). Prints the disagreements (none expected), how many instances were
+(planner.fleet.samples; half of those the proportional rule is planned for have fleet.sync_rule
+'proportional' or 'auto'). Prints the disagreements (none expected), how many instances were
 feasible and how many optima use several pools, and the time of each side.
 
     python scripts/check_mixed_oracle.py [--count 200] [--seed 12]
@@ -45,6 +46,7 @@ def main() -> int:
         return shipped()
     rng = np.random.default_rng(args.seed)
     disagreements, feasible, several, planner_s, oracle_s = 0, 0, 0, 0.0, 0.0
+    with_rule, proportional = 0, 0          # instances with fleet.sync_rule proportional / auto; optima under it
     for k in range(args.count):
         instance = parse_instance(random_instance(rng))
         start = time.perf_counter()
@@ -53,15 +55,18 @@ def main() -> int:
         start = time.perf_counter()
         best = oracle(instance)
         oracle_s += time.perf_counter() - start
+        with_rule += instance.fleet.sync_rule != "straggler"
         if result.status == "optimal":
             feasible += 1
             several += len(result.plan.pool_nodes) > 1
+            proportional += result.plan.sync_rule == "proportional"
         if not agree(result, best):
             disagreements += 1
             print(f"instance {k}: planner {result.status} {result.objective_value} "
                   f"{result.plan.pool_nodes if result.plan else None}; oracle {best}")
     print(f"{args.count} instances (seed {args.seed}): {disagreements} disagreements; {feasible} feasible, "
-          f"{several} optima on several pools; planner {planner_s:.1f} s, oracle {oracle_s:.1f} s; "
+          f"{several} optima on several pools; {with_rule} with fleet.sync_rule proportional or auto, "
+          f"{proportional} optima under the proportional rule; planner {planner_s:.1f} s, oracle {oracle_s:.1f} s; "
           f"load average {os.getloadavg()[0]:.2f}")
     return 1 if disagreements else 0
 

@@ -186,6 +186,16 @@ def test_every_reference_case_through_the_mixed_path_is_identical(monkeypatch):
     assert len(compared) >= 100
 
 
+def as_one_pool(raw: dict) -> dict:
+    """A uniform instance's raw data with its fleet written as one pool named 'only'."""
+    fleet = raw["fleet"]
+    pool = {"name": "only", "hardware": fleet["hardware"], "count": fleet["nodes"]}
+    if "price_usd_per_accelerator" in fleet:
+        pool["price_usd_per_accelerator"] = fleet["price_usd_per_accelerator"]
+    rest = {k: v for k, v in fleet.items() if k not in ("hardware", "nodes", "price_usd_per_accelerator")}
+    return {**raw, "fleet": {"pools": [pool], **rest}}
+
+
 @pytest.mark.parametrize("profile", ["reference", "dtplan"])
 def test_shipped_instances_as_one_pool_evaluate_identically(profile):
     """Under either profile (the dtplan one resolves MFU per accelerator and goodput from the fleet)."""
@@ -193,13 +203,7 @@ def test_shipped_instances_as_one_pool_evaluate_identically(profile):
         raw = json.loads((ROOT / "instances" / f"{name}.json").read_text())
         raw["assumptions"] = {**raw.get("assumptions", {}), "profile": profile}
         plan = json.loads((ROOT / "instances" / f"{name}.plan.json").read_text())
-        fleet = raw["fleet"]
-        pool = {"name": "only", "hardware": fleet["hardware"], "count": fleet["nodes"]}
-        if "price_usd_per_accelerator" in fleet:
-            pool["price_usd_per_accelerator"] = fleet["price_usd_per_accelerator"]
-        rest = {k: v for k, v in fleet.items() if k not in ("hardware", "nodes", "price_usd_per_accelerator")}
-        one = evaluate(parse_instance({**raw, "fleet": {"pools": [pool], **rest}}),
-                       parse_plan({**plan, "pool_nodes": {"only": plan["nodes"]}}))
+        one = evaluate(parse_instance(as_one_pool(raw)), parse_plan({**plan, "pool_nodes": {"only": plan["nodes"]}}))
         ref = evaluate(parse_instance(raw), parse_plan(plan))
         assert one.violations == ref.violations and one.warnings == ref.warnings
         assert json.dumps(one.values) == json.dumps(ref.values), name

@@ -25,18 +25,26 @@ STRICT_THRESHOLD_FLOP = 1e24  # the MIRI proposal's strict compute threshold, fo
 BOTTLENECKS = ("compute", "wan-sync", "regional-sync", "pipeline-bubble", "pipeline-link", "expert-all-to-all")
 
 
-def score(s: Setting, b: PlanBatch, fleet_nodes: int | None = None) -> dict[str, np.ndarray]:
+def score(s: Setting, b: PlanBatch, fleet_nodes: int | None = None, adjust=None) -> dict[str, np.ndarray]:
     """All outputs for every plan of the batch (see module docstring for the limit names).
 
     Structurally impossible plans (e.g. a pipeline group with no group) score as NaN or
     infinity where a quantity has no meaning; their `violates:structure` is True.
+    `adjust` (here and in `time_to_target`, `window_compute`): None, or a function that takes the
+    mode's throughput dict and returns it changed (a fleet's synchronisation rule,
+    `planner.fleet.proportional`); every figure is then computed from the changed dict.
     """
     with np.errstate(divide="ignore", invalid="ignore"):
-        return _score(s, b, fleet_nodes)
+        return _score(s, b, fleet_nodes, adjust)
 
 
-def _score(s: Setting, b: PlanBatch, fleet_nodes: int | None) -> dict[str, np.ndarray]:
+def _throughput(s: Setting, b: PlanBatch, adjust) -> dict[str, np.ndarray]:
     t = modes.throughput(s, b)
+    return t if adjust is None else adjust(t)
+
+
+def _score(s: Setting, b: PlanBatch, fleet_nodes: int | None, adjust=None) -> dict[str, np.ndarray]:
+    t = _throughput(s, b, adjust)
     eff = run.efficiency_without_replicas(s, b, t)
     out = dict(t)
     out.update(eff)
@@ -63,7 +71,7 @@ def _score(s: Setting, b: PlanBatch, fleet_nodes: int | None) -> dict[str, np.nd
     return out
 
 
-def time_to_target(s: Setting, b: PlanBatch) -> dict[str, np.ndarray]:
+def time_to_target(s: Setting, b: PlanBatch, adjust=None) -> dict[str, np.ndarray]:
     """Only what the `min_time` objective needs: time to target and the efficiency it used.
 
     Same functions as `score` (modes.throughput, run.efficiency_without_replicas,
@@ -71,7 +79,7 @@ def time_to_target(s: Setting, b: PlanBatch) -> dict[str, np.ndarray]:
     eta_target and eta_r_target); for the planner's enumeration.
     """
     with np.errstate(divide="ignore", invalid="ignore"):
-        t = modes.throughput(s, b)
+        t = _throughput(s, b, adjust)
         eff = run.efficiency_without_replicas(s, b, t)
         out = run.time_to_target(s, b, t, eff, details=False)
         out["outer_time_s"] = t["outer_time_s"]
@@ -81,14 +89,14 @@ def time_to_target(s: Setting, b: PlanBatch) -> dict[str, np.ndarray]:
         return out
 
 
-def window_compute(s: Setting, b: PlanBatch, kind: str | None = None) -> dict[str, np.ndarray]:
+def window_compute(s: Setting, b: PlanBatch, kind: str | None = None, adjust=None) -> dict[str, np.ndarray]:
     """Only what the `max_compute` objective needs: the compute reached within the duration
     limit (window view) as c_quality and c_local (only `kind` when given), and the
     ingredients of the bound: tokens_per_s (while training; the window trains for
     `s.training_window_s`) and g, mu, with_chi of `run.quality_terms`.
     Same functions as `score` (`run.quality_compute`, `run.local_compute`), for the search."""
     with np.errstate(divide="ignore", invalid="ignore"):
-        t = modes.throughput(s, b)
+        t = _throughput(s, b, adjust)
         eff = run.efficiency_without_replicas(s, b, t)
         out = {"tokens_per_s": t["tokens_per_outer"] / t["outer_time_s"]}
         out["g"], out["mu"], out["with_chi"] = run.quality_terms(s, b, t, eff)

@@ -4,7 +4,9 @@
 Recomputed from the pools (planner/fleet/replicas.py): cost_usd = sum_p n_p x node price_p,
 total_gpus = sum_p n_p x accelerators_p, global MFU and HFU over sum_p n_p F_p, and the
 budget limit on that cost. Everything else is the uniform evaluator's, so with one pool the
-figures are exactly `planner.evaluate.evaluate`'s.
+figures are exactly `planner.evaluate.evaluate`'s. Under the proportional rule
+(`plan.sync_rule`, planner/fleet/proportional.py) the mode's tokens per outer step and H_eff
+are changed before everything else is computed from them.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from planner.evaluate import (Evaluation, _finite, _violation_messages, _warning
                               with_params)
 from planner.fleet.network import site_network
 from planner.fleet.pools import PoolSetting, pool_settings
+from planner.fleet.proportional import idle_share, plan_adjust
 from planner.fleet.replicas import (fleet_cost_usd, idle_fraction, mixed_setting, node_price_usd, slowest,
                                     unsupported, used_pools)
 from planner.schema.errors import InputError, Problem
@@ -32,10 +35,12 @@ class MixedEvaluation(Evaluation):
     """An `Evaluation` of a plan on a fleet of pools, with one row per pool (`pool_rows`)."""
 
     pool_rows: list[dict[str, Any]] = field(default_factory=list)
+    sync_rule: str = "straggler"                 # 'straggler' or 'proportional' (planner/fleet/proportional.py)
     sites: dict[str, Any] | None = None          # with network.sites: the sites used, regions and links
 
     def to_dict(self) -> dict[str, Any]:
         out = super().to_dict()
+        out["sync_rule"] = self.sync_rule
         out["pools"] = [{k: _finite(v) if isinstance(v, float) else v for k, v in row.items()}
                         for row in self.pool_rows]
         if self.sites is not None:
@@ -54,8 +59,9 @@ def mixed_plan_problems(instance: Instance, plan: Plan) -> list[Problem]:
     """Problems of a plan against a fleet of pools (pool counts, node cap, precision per pool)."""
     fleet = instance.fleet
     if not fleet.is_mixed:
-        return [Problem("plan.pool_nodes", "only for a fleet of pools (fleet.pools); this fleet is "
-                                           f"{fleet.nodes} x {instance.hardware.id}")]
+        field = "plan.pool_nodes" if plan.pool_nodes is not None else "plan.sync_rule"
+        return [Problem(field, "only for a fleet of pools (fleet.pools); this fleet is "
+                               f"{fleet.nodes} x {instance.hardware.id}")]
     labels = fleet.pool_labels()
     if plan.pool_nodes is None:
         return [Problem("plan.pool_nodes", "required for a fleet of pools: the nodes used of each of "
@@ -77,6 +83,9 @@ def mixed_plan_problems(instance: Instance, plan: Plan) -> list[Problem]:
     max_nodes = instance.limits.max_nodes
     if max_nodes is not None and plan.nodes > max_nodes:
         problems.append(Problem("plan.nodes", f"must be <= limits.max_nodes ({max_nodes}), got {plan.nodes}"))
+    if plan.sync_rule == "proportional":
+        from planner.fleet.proportional import rule_problems
+        problems += [Problem("plan.sync_rule", f"'proportional' {m}") for m in rule_problems(plan, instance.model.is_moe)]
     try:
         site_network(instance)                 # the sites holding pools must be joined by links
     except InputError as err:
@@ -98,22 +107,27 @@ def evaluate_mixed(instance: Instance, plan: Plan, params: float | None = None,
     if params is not None:
         setting = with_params(setting, params)
     batch = batch_from_plan(setting, plan)
-    values = score_on_pools(pools, counts, setting, batch, instance.fleet.nodes)
+    adjust, steps = None, {i: plan.inner_steps for i in used}
+    if plan.sync_rule == "proportional":
+        adjust, steps = plan_adjust(setting, pools, counts, plan.precision, plan.inner_steps)
+    values = score_on_pools(pools, counts, setting, batch, instance.fleet.nodes, adjust)
     e = MixedEvaluation(instance, plan, setting, batch, values, max_days_source=max_days(instance)[1])
-    e.pool_rows = pool_rows(pools, counts, plan.precision, setting)
+    e.sync_rule = plan.sync_rule or "straggler"
+    e.pool_rows = pool_rows(pools, counts, plan.precision, setting, steps, e.sync_rule)
     if sites is not None:
         e.sites = site_rows(pools, counts, sites)
     e.violations = _violation_messages(e)
-    e.warnings = _warnings(e) + _pool_warnings(pools, counts, plan.precision)
+    e.warnings = _warnings(e) + _pool_warnings(e.pool_rows, e.sync_rule)
     return e
 
 
-def score_on_pools(pools: list[PoolSetting], counts: list[int], setting, batch, fleet_nodes: int | None) -> dict[str, float]:
+def score_on_pools(pools: list[PoolSetting], counts: list[int], setting, batch, fleet_nodes: int | None,
+                   adjust=None) -> dict[str, float]:
     """Every figure of a one-plan batch on `counts` nodes of the pools, scored in `setting` (the
-    plan's `mixed_setting`): the uniform `score`, then cost, accelerators, global MFU / HFU and the
-    budget limit from the pools (module docstring)."""
+    plan's `mixed_setting`): the uniform `score` (with the sync rule's `adjust`), then cost,
+    accelerators, global MFU / HFU and the budget limit from the pools (module docstring)."""
     precision = batch.precision
-    raw = score(setting, batch, fleet_nodes=fleet_nodes)
+    raw = score(setting, batch, fleet_nodes=fleet_nodes, adjust=adjust)
     values = {k: float(np.asarray(v).ravel()[0]) for k, v in raw.items()}
     peak = sum(n * pools[i].setting.peak_flops[precision] for i, n in enumerate(counts) if n)
     slow_peak = setting.peak_flops[precision] * int(batch.nodes[0])
@@ -126,10 +140,16 @@ def score_on_pools(pools: list[PoolSetting], counts: list[int], setting, batch, 
     return values
 
 
-def pool_rows(pools: list[PoolSetting], counts: list[int], precision: str, setting) -> list[dict[str, Any]]:
-    """Per pool: what it has, what the plan uses, what it costs and how long it waits."""
+def pool_rows(pools: list[PoolSetting], counts: list[int], precision: str, setting, steps: dict[int, int],
+              rule: str = "straggler") -> list[dict[str, Any]]:
+    """Per pool: what it has, what the plan uses, what it costs, its inner steps H_p per outer step
+    (`steps`, by pool index) and the share of each compute block it waits."""
     used = used_pools(counts)
-    idle = idle_fraction(pools, used, precision)
+    if rule == "proportional":
+        h = steps[slowest(pools, used, precision)]
+        idle = idle_share(setting, pools, used, precision, steps, h)
+    else:
+        idle = idle_fraction(pools, used, precision)
     slow = slowest(pools, used, precision)
     beta = setting.assumptions.bytes_per_param(precision)
     rows = []
@@ -143,6 +163,7 @@ def pool_rows(pools: list[PoolSetting], counts: list[int], precision: str, setti
             "peak_pflops_per_node": p.setting.peak_flops[precision] / 1e15 if runs else None,
             "mfu": p.setting.assumptions.mfu_for(precision) if runs else None,
             "t_comp_s": 6.0 * setting.active_params * setting.local_batch_tokens / p.rate(precision) if runs else None,
+            "inner_steps": steps[i] if n else None,
             "idle_fraction": idle.get(i) if n else None, "sets_pace": bool(n) and i == slow,
             "node_memory_gb": p.setting.memory_bytes / 1e9,
             "max_params_one_node": p.setting.memory_bytes / beta,
@@ -166,14 +187,17 @@ def site_rows(pools: list[PoolSetting], counts: list[int], sites) -> dict[str, A
             "regional_rtt_ms": links.regional_rtt_s * 1e3}
 
 
-def _pool_warnings(pools: list[PoolSetting], counts: list[int], precision: str) -> list[str]:
-    used = used_pools(counts)
+def _pool_warnings(rows: list[dict[str, Any]], rule: str) -> list[str]:
+    """A warning when some pool used waits more than a quarter of every compute block."""
+    used = [r for r in rows if r["nodes_used"]]
     if len(used) < 2:
         return []
-    idle = idle_fraction(pools, used, precision)
-    worst = max(used, key=lambda i: idle[i])
-    if idle[worst] <= 0.25:
+    worst = max(used, key=lambda r: r["idle_fraction"])
+    if worst["idle_fraction"] <= 0.25:
         return []
-    slow = pools[slowest(pools, used, precision)].label
-    return [f"pool {pools[worst].label!r} waits {idle[worst]:.0%} of every inner step for the slowest pool "
+    slow = next(r["pool"] for r in used if r["sets_pace"])
+    if rule == "proportional":
+        return [f"pool {worst['pool']!r} waits {worst['idle_fraction']:.0%} of every compute block for the slowest "
+                f"pool ({slow!r}): its {worst['inner_steps']} inner steps are what fits, rounded down (docs/fleet.md)"]
+    return [f"pool {worst['pool']!r} waits {worst['idle_fraction']:.0%} of every inner step for the slowest pool "
             f"({slow!r}): the synchronous straggler rule (docs/fleet.md)"]

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 POOL_HEADER = ["pool", "hardware", "site", "used / available", "cost USD", "peak PFLOP/s per node", "MFU",
-               "t_comp s", "waits for the slowest"]
+               "t_comp s", "inner steps H_p", "waits for the slowest"]
 
 
 def _hardware(hw) -> str:
@@ -37,21 +37,29 @@ def pool_cells(row: dict[str, Any]) -> list[str]:
     def num(x, fmt):
         return "-" if x is None else format(x, fmt)
     pace = "sets the pace" if row["sets_pace"] else (
-        "-" if row["idle_fraction"] is None else f"{row['idle_fraction']:.1%} of each step")
+        "-" if row["idle_fraction"] is None else f"{row['idle_fraction']:.1%} of each block")
     return [row["pool"], row["hardware"], row["site"] or "-", f"{row['nodes_used']:,} / {row['count']:,}",
             f"{row['cost_usd']:,.0f}", num(row["peak_pflops_per_node"], ".3f"), num(row["mfu"], ".3f"),
-            num(row["t_comp_s"], ".3f"), pace]
+            num(row["t_comp_s"], ".3f"), "-" if row.get("inner_steps") is None else f"{row['inner_steps']:,}", pace]
 
 
 def pool_table(e):
     """Per pool: nodes used of those available, cost, speed and the time it waits (a rich Table;
     rich is imported here, not with the module: a uniform fleet's output must not load it)."""
     from rich.table import Table
-    table = Table(*POOL_HEADER, title="Pools (synchronous: every step waits for the slowest pool used)",
+    table = Table(*POOL_HEADER, title=pool_title(getattr(e, "sync_rule", "straggler")),
                   title_justify="left", title_style="bold")
     for row in e.pool_rows:
         table.add_row(*pool_cells(row))
     return table
+
+
+def pool_title(rule: str) -> str:
+    """The pool table's title: the synchronisation rule in a sentence."""
+    if rule == "proportional":
+        return ("Pools (proportional rule: each pool runs the inner steps H_p that fit in the slowest pool's H, "
+                "rounded down)")
+    return "Pools (straggler rule: every step waits for the slowest pool used)"
 
 
 def site_lines(sites: dict[str, Any]) -> list[str]:

@@ -64,7 +64,24 @@ def random_instance(rng: np.random.Generator, max_count: int = 4) -> dict:
         data["search"]["min_nodes"] = int(rng.integers(1, min(total, data["limits"].get("max_nodes", total)) + 1))
     if rng.random() < 0.2:
         data["search"]["streaming"] = [bool(rng.random() < 0.5)]
+    _add_sync_rule(rng, data)
     return data
+
+
+def _add_sync_rule(rng: np.random.Generator, data: dict) -> None:
+    """Three times in four fleet.sync_rule 'proportional' or 'auto'; with max_compute, where the planner
+    solves it exactly (planner/solvers/mixed_proportional.py): a C_quality target, or the linear v1
+    or no replica penalty. Drawn last, so the other draws are as before."""
+    rule, kind, penalty = rng.choice(["straggler", "proportional", "auto", "auto"]), rng.random(), rng.random()
+    if rule == "straggler":
+        return
+    data["fleet"]["sync_rule"] = str(rule)
+    if data["objective"] == "max_compute":
+        if kind < 0.5:
+            data["training"]["target_kind"] = "c_quality"
+        else:
+            data.setdefault("assumptions", {}).setdefault("constants", {})["replica_penalty"] = \
+                "linear_v1" if penalty < 0.5 else "none"
 
 
 def _add_sites(rng: np.random.Generator, data: dict) -> None:

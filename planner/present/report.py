@@ -199,8 +199,9 @@ def _evaluation(doc: _Doc, e, heading: str = "") -> None:
     doc.h2(f"Plan{heading}")
     doc.table(["decision", "value"], _plan_rows(plan))
     if getattr(e, "pool_rows", None):          # a fleet of pools (planner.fleet)
-        from planner.fleet.present import POOL_HEADER, pool_cells, site_lines
+        from planner.fleet.present import POOL_HEADER, pool_cells, pool_title, site_lines
         doc.h2(f"Pools{heading}")
+        doc.items([pool_title(getattr(e, "sync_rule", "straggler"))])
         doc.table(POOL_HEADER, [pool_cells(row) for row in e.pool_rows])
         if e.sites is not None:                  # with sites: the regions chosen, drawn on the site graph
             from planner.present.site_plot import site_graph_png

@@ -136,9 +136,10 @@ def variant(data: Mapping[str, Any], hardware: str) -> tuple[dict[str, Any], lis
     notes = []
     if isinstance(fleet.get("pools"), list):     # a fleet of pools: the same total of one preset's nodes
         pools = fleet.pop("pools")
+        fleet.pop("sync_rule", None)            # one preset's nodes all run at one speed: no rule to choose
         fleet["nodes"] = sum(p.get("count", 0) for p in pools if isinstance(p, Mapping))
         notes.append(f"the {len(pools)} pools of fleet.pools are replaced by {fleet['nodes']:,} nodes of each preset "
-                     "(their total; the sites no longer apply)")
+                     "(their total; the sites and fleet.sync_rule no longer apply)")
     if "price_usd_per_accelerator" in fleet and own != hardware:
         price = fleet.pop("price_usd_per_accelerator")
         notes.append(f"fleet.price_usd_per_accelerator ({price}) is for {_hardware_name(own)}; "

@@ -179,6 +179,11 @@ class Fleet(StrictModel):
                           "the planner chooses how many nodes of each to use (docs/fleet.md). Default None.")
     price_usd_per_accelerator: Num(ge=0, cap=MAX_PRICE_USD) | None = Field(
         None, description="Overrides the hardware's price per accelerator, USD. Default None (keep it).")
+    sync_rule: Choice("straggler", "proportional", "auto") = Field(
+        "straggler", description="Pools only: how replicas of pools of unequal speed synchronise (docs/fleet.md): "
+                                 "'straggler' (one H, the fast wait), 'proportional' (pool p runs H_p inner steps "
+                                 "in proportion to its speed) or 'auto' (the planner picks the better). "
+                                 "Default 'straggler'.")
     goodput: Num(gt=0, le=1, hint=" (the fraction of wall-clock spent training, e.g. 0.9)") = Field(
         1.0, description="Fraction of wall-clock the fleet spends making training progress, (0, 1]: "
                          "availability x (1 - restart, checkpoint and rollback overhead); downtime and node "
@@ -187,6 +192,8 @@ class Fleet(StrictModel):
     @model_validator(mode="after")
     def _one_form(self) -> "Fleet":
         """Exactly one of (hardware + nodes) or pools; with pools, nodes is their total."""
+        if self.pools is None and self.sync_rule != "straggler":
+            raise_problems([Problem("sync_rule", f"only for a fleet of pools (fleet.pools), got {self.sync_rule!r}")])
         if self.pools is None:
             hint = "" if self.hardware is not None or self.nodes is not None else " (give hardware and nodes, or pools)"
             problems = [Problem(k, "required field missing" + hint)

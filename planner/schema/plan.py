@@ -32,7 +32,7 @@ def _check_pool_nodes(value: Any) -> Any:
 
 
 DTPLAN_DECISIONS = ("pipeline_schedule", "zero_shards")     # left out of a dump when unset
-UNSET_NOT_DUMPED = DTPLAN_DECISIONS + ("pool_nodes",)         # likewise a uniform fleet's pool_nodes
+UNSET_NOT_DUMPED = DTPLAN_DECISIONS + ("pool_nodes", "sync_rule")   # likewise a uniform fleet's pool_nodes
 
 
 class Plan(StrictModel):
@@ -64,6 +64,10 @@ class Plan(StrictModel):
     pool_nodes: Annotated[dict[str, int], BeforeValidator(_check_pool_nodes)] | None = Field(
         None, description="Nodes used of each pool, by pool name (fleet.pools; docs/fleet.md); they add up to "
                           "nodes. Required for a fleet of pools, not for a uniform fleet. Default None.")
+    sync_rule: Choice("straggler", "proportional") | None = Field(
+        None, description="Fleet of pools: 'straggler' (every replica runs H inner steps, the fast wait) or "
+                          "'proportional' (pool p runs H_p = floor(H t_slowest / t_p), docs/fleet.md). "
+                          "Default None = 'straggler'.")
 
     @model_serializer(mode="wrap")
     def _without_unset_dtplan_decisions(self, handler):
@@ -124,7 +128,7 @@ def mode_problems(plan: Plan) -> list[Problem]:
 
 def check_plan_against(instance: Instance, plan: Plan) -> list[Problem]:
     """Problems of `plan` on `instance` (fleet size, node cap, precision, MoE rules); [] if none."""
-    if instance.fleet.is_mixed or plan.pool_nodes is not None:
+    if instance.fleet.is_mixed or plan.pool_nodes is not None or plan.sync_rule == "proportional":
         from planner.fleet.evaluate import mixed_plan_problems
         return mixed_plan_problems(instance, plan) + model_plan_problems(instance, plan)
     problems = []

@@ -40,6 +40,7 @@ from planner.fleet.network import site_network
 from planner.fleet.pools import PoolSetting, pool_settings
 from planner.fleet.replicas import affordable_nodes, cheapest_fill, fleet_cost_usd, mixed_setting, unsupported
 from planner.objectives import min_time, tie_less
+from planner.solvers.mixed_proportional import rules_searched
 from planner.schema.instance import Instance
 from planner.schema.plan import parse_plan
 from planner.space import PRECISION_ORDER, DecisionSpace
@@ -64,6 +65,7 @@ class PartResult(NamedTuple):
     counts: list[int]
     key: tuple[float, ...]        # what the objective compares (time / cost / -compute, then tie-breaks,
     value: float                  # then the part's place in `parts`: fewer pools first)
+    rule: str = "straggler"       # the sync rule (planner/fleet/proportional.py)
 
 
 def subsets(count: int):
@@ -210,6 +212,8 @@ def plan_of(result: PartResult, pools: list[PoolSetting], is_moe: bool):
     plan = plan_from_batch(result.batch, 0, is_moe)
     data = plan.model_dump(exclude_none=True)
     data["pool_nodes"] = {p.label: n for p, n in zip(pools, result.counts) if n}
+    if result.rule != "straggler":
+        data["sync_rule"] = result.rule
     return parse_plan(data, "<solver>")
 
 
@@ -219,6 +223,7 @@ def solve_mixed(instance: Instance, objective: str, solver: str, deadline: float
     say why when no plan exists (`explain_mixed`)."""
     from planner.solve import AGREEMENT_REL, SolveResult, binding_limits
     pools = pool_settings(instance)
+    rules = rules_searched(instance, objective, pools)
     maximise = objective == "max_compute"
     found, evaluations, size = [], 0, 0
     bound = 0.0 if maximise else math.inf
@@ -230,7 +235,8 @@ def solve_mixed(instance: Instance, objective: str, solver: str, deadline: float
         # prunes the other parts); min_cost: fewest pools first, and a part may use only the nodes
         # that cost at most the cheapest plan found so far (ties included)
         order = range(len(listed)) if objective == "min_cost" else reversed(range(len(listed)))
-        for index in order:
+        straggler_best: dict[int, float] = {}         # part index -> its straggler optimum (min_time)
+        for index in (order if "straggler" in rules else ()):
             part = listed[index]
             if objective == "min_cost" and math.isfinite(incumbent):
                 top = min(part.space.max_nodes, affordable_nodes(pools, part.used, incumbent))
@@ -246,6 +252,7 @@ def solve_mixed(instance: Instance, objective: str, solver: str, deadline: float
                 raise AssertionError(f"compute bound {floor_s!r} s above a plan's time {result.value!r} s")
             if result is not None:
                 result = result._replace(key=result.key + (index,))
+                straggler_best[index] = result.value
                 if objective in ("min_time", "min_cost"):
                     incumbent = min(incumbent, result.value)
             evaluations += count
@@ -257,6 +264,14 @@ def solve_mixed(instance: Instance, objective: str, solver: str, deadline: float
                 size_found.append(result)
                 part_bound = max(part_bound, result.value) if maximise else min(part_bound, result.value)
             size_bound = max(size_bound, part_bound) if maximise else min(size_bound, part_bound)
+        if "proportional" in rules:
+            found_p, count, bound_p = proportional_parts(pools, listed, objective, deadline,
+                                                         incumbent if objective != "max_compute" else math.inf,
+                                                         straggler_best if objective == "min_time" else {},
+                                                         len(rules) == 1, instance.limits.budget_usd)
+            evaluations += count
+            size_found += found_p
+            size_bound = max(size_bound, bound_p) if maximise else min(size_bound, bound_p)
         best = best_part(size_found)
         if instance.search.params:
             candidates.append({"params": params, "objective_value": best.value if best else None,
@@ -292,6 +307,57 @@ def solve_mixed(instance: Instance, objective: str, solver: str, deadline: float
                                                                instance.limits.max_nodes or math.inf))
     return SolveResult(objective, solver, status, value, bound, gap, elapsed, evaluations, plan, result,
                        binding=binding_limits(result, space, objective), model_params=result.setting.params, **common)
+
+
+def proportional_parts(pools: list[PoolSetting], listed: list[Part], objective: str, deadline: float,
+                       incumbent: float, straggler_best: dict[int, float], one_rule: bool,
+                       budget_usd: float | None = None):
+    """The parts under the proportional rule (`planner.solvers.mixed_proportional`): (their optima
+    as PartResults, plans scored, the least bound (min_time) or the greatest (max_compute) over
+    them). A part of one pool, or whose pools' speeds give every H_p = H, is its straggler part
+    (already solved) unless the proportional rule is the only one searched. Key index: after every
+    straggler part, so that ties go to the straggler rule."""
+    from planner.fleet.proportional import first_h_that_differs, step_ratios
+    from planner.solvers import mixed_proportional as mp
+    maximise = objective == "max_compute"
+    out, evaluations = [], 0
+    bound = 0.0 if maximise else math.inf
+    order = reversed(range(len(listed)))         # most pools first: their time prunes the others
+    for index in order:
+        part = listed[index]
+        s, space = part.setting, part.space
+        # with the straggler rule also searched, only the plans whose H gives some H_p > H differ
+        h_min = 1 if one_rule else first_h_that_differs(step_ratios(s, pools, part.used, part.precision),
+                                                         space.max_inner_steps)
+        if h_min is None:
+            continue
+        if objective == "min_time":
+            lower = mp.lower_bound_s(s, pools, part.used, part.precision, straggler_best.get(index, math.inf),
+                                     h_min, compute_bound_s(s, int(space.max_nodes)))
+            if lower > incumbent * (1 + 1e-12):
+                bound = min(bound, lower)
+                continue
+        if objective == "min_cost":
+            fewest = mp.fewest_nodes(s, pools, part.used, part.precision, h_min,
+                                     compute_bound_s(s, 1))
+            lower = _cost_of(pools, part.used, fewest)
+            if lower > incumbent * (1 + 1e-12):
+                bound = min(bound, lower)
+                continue
+        found, count, complete = mp.solve_part(pools, part.used, s, space, part.precision, objective, deadline,
+                                               h_min, budget_usd)
+        evaluations += count
+        if not complete:
+            bound = math.inf if maximise else 0.0
+        elif found is not None:
+            bound = max(bound, found.value) if maximise else min(bound, found.value)
+        if found is None:
+            continue
+        if objective in ("min_time", "min_cost"):
+            incumbent = min(incumbent, found.value)
+        out.append(PartResult(part, found.batch, found.counts, found.key + (len(listed) + index,), found.value,
+                              "proportional"))
+    return out, evaluations, bound
 
 
 def explain_mixed(instance: Instance, pools: list[PoolSetting], solver: str,

@@ -17,6 +17,8 @@ import dataclasses
 import math
 from itertools import product
 
+import numpy as np
+
 from planner.cost.score import time_to_target
 from planner.evaluate import with_params
 from planner.fleet.network import site_network
@@ -26,6 +28,7 @@ from planner.objectives import tie_less
 from planner.schema.instance import Instance
 from planner.solvers import exhaustive
 from planner.solvers.mixed import base_space, unit_price
+from planner.solvers.mixed_proportional import rules_searched
 
 
 def oracle(instance: Instance, objective: str | None = None) -> tuple[float, tuple[float, ...], list[int]] | None:
@@ -37,6 +40,7 @@ def oracle(instance: Instance, objective: str | None = None) -> tuple[float, tup
     cap = instance.limits.max_nodes or math.inf
     budget = instance.limits.budget_usd
     sites = site_network(instance)
+    rules = rules_searched(instance, objective, pools)
     best = None
     for counts in product(*(range(p.count + 1) for p in pools)):
         n = sum(counts)
@@ -51,17 +55,47 @@ def oracle(instance: Instance, objective: str | None = None) -> tuple[float, tup
             for params in instance.search.params or [None]:
                 sized = unit_price(s if params is None else with_params(s, params))
                 fixed = dataclasses.replace(space, precisions=(precision,), min_nodes=n, max_nodes=n)
-                found, _ = exhaustive.optimise(sized, fixed.for_objective(sized, objective), objective)
-                if found is None:
-                    continue
-                batch, value = found
-                if objective == "min_cost":
-                    key = (cost, float(time_to_target(sized, batch)["time_to_target_s"][0]))
-                    value = cost
-                elif objective == "max_compute":
-                    key = (-value, cost)
-                else:
-                    key = (value, cost)
-                if best is None or tie_less(key, best[1]):
-                    best = (value, key, list(counts))
+                if "straggler" in rules:
+                    found, _ = exhaustive.optimise(sized, fixed.for_objective(sized, objective), objective)
+                    if found is not None:
+                        key, value = _straggler_key(found, sized, cost, objective)
+                        if best is None or tie_less(key, best[1]):
+                            best = (value, key, list(counts))
+                if "proportional" in rules and (len(used) > 1 or rules == ("proportional",)):
+                    found_p = _proportional(pools, counts, sized, fixed, precision, objective)
+                    if found_p is not None and (best is None or tie_less(found_p[1], best[1])):
+                        best = (found_p[0], found_p[1], list(counts))
+    return best
+
+
+def _straggler_key(found, s, cost: float, objective: str):
+    """(comparison key, objective value) of the exhaustive solver's best straggler plan."""
+    batch, value = found
+    if objective == "min_cost":
+        return (cost, float(time_to_target(s, batch)["time_to_target_s"][0])), cost
+    if objective == "max_compute":
+        return (-value, cost), value
+    return (value, cost), value
+
+
+def _proportional(pools, counts, s, space, precision: str, objective: str):
+    """(value, key) of the best proportional plan on exactly these counts, or None: every plan of
+    the space the rule applies to, each scored with W = sum_p n_p H_p of these counts."""
+    from planner.fleet.proportional import adjust_for, inner_steps, step_ratios
+    from planner.solvers.mixed_proportional import measure, plans
+    used = used_pools(counts)
+    ratios = step_ratios(s, pools, used, precision)
+    cost = fleet_cost_usd(pools, counts)
+    best = None
+    for c, idx, n, h, r in plans(s, space.for_objective(s, objective), precision):
+        steps = inner_steps(ratios, h)
+        weighted = sum(counts[i] * steps[i] for i in used)
+        h_max = np.max(np.stack([steps[i] for i in used]), axis=0)
+        value = measure(s, c.plans(idx, n, h, r), adjust_for(weighted, h_max, h), objective)
+        ok = np.isfinite(value) & ((value <= s.window_s) if objective != "max_compute" else True)
+        if ok.any():
+            top = float(value[ok].min())
+            key = (cost, top) if objective == "min_cost" else (top, cost)
+            if best is None or tie_less(key, best[1]):
+                best = ({"max_compute": -top, "min_cost": cost}.get(objective, top), key)
     return best

@@ -73,7 +73,9 @@ INSTANCE_FIELDS: tuple[Field, ...] = tuple(
               Field("fleet.price_usd_per_accelerator", "price override", "USD per accelerator"),
               Field("fleet.goodput", "goodput", "fraction of wall-clock, (0, 1]"),
               Field("fleet.pools", "pools (a mixed fleet)", "one row per pool: hardware, count, price, site; "
-                    "instead of hardware and nodes (docs/fleet.md)", kind="table"))
+                    "instead of hardware and nodes (docs/fleet.md)", kind="table"),
+              Field("fleet.sync_rule", "sync rule (pools)", "straggler: the fast wait; proportional: they run "
+                    "more inner steps; auto: the better", kind="choice", choices=("straggler", "proportional", "auto")))
     + _fields("hardware",
               Field("fleet.hardware.id", "id", kind="text"),
               Field("fleet.hardware.name", "name", kind="text"),
@@ -153,6 +155,8 @@ PLAN_FIELDS: tuple[tuple[Field, tuple[str, ...]], ...] = (
     (Field("zero_shards", "ZeRO-3 shards Z (dtplan)", "nodes per replica", kind="integer"), ("flat",)),
     (Field("description", "description", kind="text"), _ALL),
     (Field("pool_nodes", "nodes per pool", "pool name: nodes used, for a fleet of pools", kind="json"), _ALL),
+    (Field("sync_rule", "sync rule (pools)", kind="choice", choices=("straggler", "proportional")),
+     ("flat", "hierarchical")),
 )
 
 # The instance the page starts with when it has no example to offer (an installed wheel): the

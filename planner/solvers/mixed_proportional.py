@@ -1,0 +1,328 @@
+"""The parts of the mixed planner under the proportional rule (`planner.fleet.proportional`,
+docs/fleet.md section 4): the exact best plan on a set U of pools when each pool p runs H_p
+inner steps per outer step.
+
+A proportional plan on U is a plan of mode flat (no ZeRO-3) or hierarchical, with no expert
+parallelism, scored in U's mixed setting with the throughput changed by `adjust_for`: tokens
+per outer step times W / (N H), W = sum_p n_p H_p, and H_eff at H_max. For fixed U, N and every
+other decision, time, memory and quality do not depend on how the N nodes are split among the
+pools, and the time to target is proportional to 1 / W (C_local target: eta_R is scored at the
+target point; C_quality target: the tokens needed do not depend on the rate). So the best split
+is `fastest_fill` (most W, then least cost) for `min_time`, and for `max_compute` where the
+compute grows with the tokens: a C_quality target (it grows with T, `run.quality_compute`) or a
+C_local target under the linear v1 or no replica penalty (C_local is then 6 P_act T eta with eta
+independent of T). Under the Chinchilla penalty C_local is not monotone in T (`planner.space`):
+`max_compute` of C_local there is refused (exit 2, naming `fleet.sync_rule`) rather than solved
+inexactly. With a budget the fastest split may be over it while a slower one is not, and
+`min_cost` needs the cheapest split that still reaches the target: both compare every split of
+the nodes among the pools of U (`Splits`, `_cheapest`).
+
+Each part is solved by scoring every plan of the part's space (every n, H, R of the classes of
+`DecisionSpace`, whose reductions compare plans of equal N, H and R only, and so stay exact here:
+the rule multiplies their times alike); when the straggler rule is searched too, only the H at
+which some H_p exceeds H (below, the two rules are one), and at most MAX_PLANS plans (beyond, the
+instance is refused, exit 2, naming fleet.sync_rule). A part is skipped for `min_time` when a
+valid lower bound exceeds the best time found (`lower_bound_s`): T_prop >= T_straggler / rho_max
+for every plan, rho_max = max_p t_pace / t_p (W <= N H rho_max, and eta_H, eta_R at H_max >= H are
+no larger: facts (H), (R), (L) of `planner.solvers.monotone`), so the part's straggler optimum
+over rho_max bounds it; and the compute-only bound over rho_max eta_H(H_min). A `min_cost` part
+is skipped when the fewest nodes that bound allows within the duration limit cost more than the
+best plan found (`fewest_nodes`).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from typing import NamedTuple
+
+import numpy as np
+
+from planner.cost.score import time_to_target, window_compute
+from planner.cost.setting import PlanBatch, Setting
+from planner.fleet.proportional import adjust_for, fastest_fill, fill_row, inner_steps, step_ratios
+from planner.fleet.replicas import fleet_cost_usd
+from planner.objectives import tie_less
+from planner.schema.errors import InputError, Problem
+from planner.solvers import monotone
+from planner.solvers.bnb import TIE_REL
+from planner.space import DecisionSpace
+
+MODES = ("flat", "hierarchical")
+MAX_PLANS = monotone.EXHAUSTIVE_MAX_PLANS     # plans scored per part at most; beyond, refused (exit 2)
+CHUNK = 1 << 18                               # plans scored at once
+ROWS_CELLS = 1 << 22                          # (H, N) cells of splits kept at once (`Splits`)
+
+
+class Found(NamedTuple):
+    """The best proportional plan of a part: its batch, counts, key and objective value."""
+
+    batch: PlanBatch
+    counts: list[int]
+    key: tuple[float, ...]
+    value: float
+
+
+def rules_searched(instance, objective: str, pools) -> tuple[str, ...]:
+    """The rules the planner compares for `fleet.sync_rule` (module docstring); InputError naming
+    the field when the proportional rule cannot be planned exactly for this instance."""
+    rule = instance.fleet.sync_rule if instance.fleet.is_mixed else "straggler"
+    if rule == "straggler":
+        return ("straggler",)
+    why = None
+    if objective == "max_compute" and instance.training.target_kind == "c_local" and \
+            pools[0].setting.assumptions.replica_penalty == "chinchilla":
+        why = ("max_compute of C_local under the Chinchilla replica penalty is not monotone in the tokens, so the "
+               "fastest split of the nodes need not be the best: use a C_quality target or min_time")
+    if why:
+        raise InputError([Problem("fleet.sync_rule", f"{rule!r} cannot be planned exactly here: {why}; or set "
+                                                     f"'straggler'")])
+    return ("straggler", "proportional") if rule == "auto" else ("proportional",)
+
+
+def plans(s: Setting, space: DecisionSpace, precision: str, h_min: int = 1):
+    """(classes, idx, n, h, r) chunks covering every plan of `space` the rule applies to (flat
+    without ZeRO-3 and hierarchical, no expert parallelism) with H >= h_min."""
+    for c, r_max in _classes(s, space, precision):
+        for k in range(c.size):
+            n = np.arange(c.n_lo[k], c.n_hi[k] + 1)
+            h = np.arange(h_min, space.max_inner_steps + 1)
+            r = np.arange(1, r_max + 1)
+            for h_part in np.array_split(h, max(1, n.size * h.size * r.size // CHUNK)):
+                nn, hh, rr = (x.ravel() for x in np.meshgrid(n, h_part, r, indexing="ij"))
+                yield c, np.full(nn.size, k), nn, hh, rr
+
+
+def plan_count(s: Setting, space: DecisionSpace, precision: str, h_min: int = 1) -> int:
+    """How many plans `plans` lists (without scoring them)."""
+    h = max(0, space.max_inner_steps - h_min + 1)
+    return sum(int((c.n_hi - c.n_lo + 1).sum()) * h * r_max for c, r_max in _classes(s, space, precision))
+
+
+def _classes(s: Setting, space: DecisionSpace, precision: str):
+    """(classes, R range) of the modes the rule applies to."""
+    for mode in (m for m in MODES if m in space.modes):
+        c = space.classes(s, mode, precision, "none")
+        if c is not None and mode == "flat":
+            c = c.take(np.asarray(c.rows.zero_shards) == 1)
+        if c is not None and c.size:
+            yield c, (space.max_regional_rounds if mode == "hierarchical" else 1)
+
+
+def measure(s: Setting, batch: PlanBatch, adjust, objective: str) -> np.ndarray:
+    """What the objective ranks among plans of one split, least first: minus the compute reached
+    (FLOP) for max_compute, else the time to target (s)."""
+    if objective == "max_compute":
+        kind = s.target_kind
+        return -window_compute(s, batch, kind, adjust)[kind]
+    return time_to_target(s, batch, adjust)["time_to_target_s"]
+
+
+class Splits:
+    """The split of N nodes among the pools of U that the best proportional plans of a given H use,
+    row by row (one row per H, computed when first asked for, at most ROWS_CELLS cells kept): W =
+    sum_p n_p H_p (0 where no split exists), its cost, and either the fastest fill or, with a
+    budget, the split of most W within it, then the cheapest, among `vectors` (every split)."""
+
+    def __init__(self, pools, used, ratios, max_nodes: int, budget_usd: float | None, h_count: int):
+        self.pools, self.used, self.ratios, self.max_nodes, self.budget_usd = pools, used, ratios, max_nodes, budget_usd
+        self.vectors = self.vector_cost = None
+        if budget_usd is not None:
+            self.vectors, self.vector_cost = split_vectors(pools, used, h_count, "budget")
+        self.rows: dict[int, tuple] = {}
+
+    def row(self, h: int) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+        if h not in self.rows:
+            if len(self.rows) * (self.max_nodes + 1) > ROWS_CELLS:
+                self.rows.clear()
+            if self.vectors is None:
+                self.rows[h] = fill_row(self.pools, self.ratios, h, self.max_nodes) + (None,)
+            else:
+                self.rows[h] = self._best_within_budget(h)
+        return self.rows[h]
+
+    def lookup(self, h: np.ndarray, nodes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(W, cost) of the split of each plan (H, N)."""
+        values, inverse = np.unique(h, return_inverse=True)
+        rows = [self.row(int(v)) for v in values]
+        weighted = np.stack([w for w, _, _ in rows])[inverse, nodes]
+        cost = np.stack([c for _, c, _ in rows])[inverse, nodes]
+        return weighted, cost
+
+    def counts(self, h: int, nodes: int) -> list[int]:
+        index = self.row(h)[2]
+        if index is None:
+            return fastest_fill(self.pools, {p: int(v) for p, v in inner_steps(self.ratios, h).items()}, nodes)
+        return [int(x) for x in self.vectors[index[nodes]]]
+
+    def _best_within_budget(self, h: int):
+        vectors, cost = self.vectors, self.vector_cost
+        nodes = vectors.sum(axis=1)
+        steps = inner_steps(self.ratios, h)
+        w = sum(vectors[:, i] * steps[i] for i in self.used).astype(float)
+        order = np.lexsort((cost, -w))                           # most W first, then cheapest
+        order = order[((cost <= self.budget_usd) & (nodes <= self.max_nodes))[order]]
+        first = np.unique(nodes[order], return_index=True)       # the first split of each N in that order
+        chosen = order[first[1]]
+        weighted, best_cost = np.zeros(self.max_nodes + 1), np.full(self.max_nodes + 1, math.inf)
+        index = np.zeros(self.max_nodes + 1, dtype=np.int64)
+        weighted[first[0]], best_cost[first[0]], index[first[0]] = w[chosen], cost[chosen], chosen
+        return weighted, best_cost, index
+
+
+def split_vectors(pools, used: tuple[int, ...], h_count: int, objective: str) -> tuple[np.ndarray, np.ndarray]:
+    """Every split of nodes among the pools of U, at least one node of each: (counts [V, pools], cost
+    [V]). InputError naming fleet.sync_rule when V times the H searched exceeds MAX_PLANS."""
+    size = math.prod(pools[i].count for i in used)
+    if size * h_count > MAX_PLANS:
+        why = "min_cost" if objective == "min_cost" else "a budget"
+        raise InputError([Problem("fleet.sync_rule", f"with {why} the proportional rule compares every split of the "
+                                                     f"nodes among the pools used: {size:,} splits x {h_count:,} "
+                                                     f"values of H are more than {MAX_PLANS:,}; lower "
+                                                     "search.max_inner_steps or set 'straggler'")])
+    grids = np.meshgrid(*[np.arange(1, pools[i].count + 1) for i in used], indexing="ij")
+    vectors = np.zeros((size, len(pools)), dtype=np.int64)
+    for j, i in enumerate(used):
+        vectors[:, i] = grids[j].ravel()
+    return vectors, np.array([fleet_cost_usd(pools, v) for v in vectors])
+
+
+def solve_part(pools, used: tuple[int, ...], s: Setting, space: DecisionSpace, precision: str, objective: str,
+               deadline: float, h_min: int = 1, budget_usd: float | None = None) -> tuple[Found | None, int, bool]:
+    """(best proportional plan of the part with H >= h_min or None, plans scored, complete). Not
+    complete when the deadline stopped it (then nothing is proven about the plans not scored)."""
+    space = space.for_objective(s, objective)
+    count = plan_count(s, space, precision, h_min)
+    if count > MAX_PLANS:
+        raise InputError([Problem("fleet.sync_rule", f"the proportional rule scores every plan of a set of pools; "
+                                                     f"{count:,} plans are more than {MAX_PLANS:,}: narrow "
+                                                     "search (max_inner_steps, group_sizes, compression) or set "
+                                                     "'straggler'")])
+    ratios = step_ratios(s, pools, used, precision)
+    h_values = list(range(1, space.max_inner_steps + 1))
+    h_max = np.array([max(inner_steps(ratios, h).values()) for h in h_values], dtype=float)
+    if objective == "min_cost":
+        return _cheapest(pools, used, s, space, precision, ratios, h_values, h_max, h_min, budget_usd, deadline)
+    splits = Splits(pools, used, ratios, int(space.max_nodes), budget_usd, len(h_values) - h_min + 1)
+    best, evaluations = None, 0
+    for c, idx, n, h, r in plans(s, space, precision, h_min):
+        if time.perf_counter() > deadline:
+            return best, evaluations, False
+        nodes = c.nodes(idx, n)
+        batch = c.plans(idx, n, h, r)
+        weighted, cost = splits.lookup(h, nodes)
+        value = measure(s, batch, adjust_for(weighted, h_max[h - 1], h), objective)
+        evaluations += value.size
+        ok = (weighted > 0) & np.isfinite(value) & ((value <= s.window_s) if objective == "min_time" else True)
+        if not ok.any():
+            continue
+        top = float(value[ok].min())
+        tied = np.flatnonzero(ok & (value <= top + TIE_REL * abs(top)))
+        i = int(tied[np.argmin(cost[tied])])                                # ties to the cheaper split
+        key = (float(value[i]), float(cost[i]))
+        if best is None or tie_less(key, best.key):
+            counts = splits.counts(int(h[i]), int(nodes[i]))
+            key = (key[0], fleet_cost_usd(pools, counts))
+            best = Found(batch.take(slice(i, i + 1)), counts, key, -key[0] if objective == "max_compute" else key[0])
+    return best, evaluations, True
+
+
+def _cheapest(pools, used, s: Setting, space: DecisionSpace, precision: str, ratios, h_values, h_max, h_min: int,
+              budget_usd: float | None, deadline: float) -> tuple[Found | None, int, bool]:
+    """min_cost: the cheapest split and plan that reach the target within the duration limit, then
+    the fastest. The time of a plan is proportional to 1 / W, so plan d on N nodes with H meets the
+    limit iff W >= W_need(d) = W_0 T(d, W_0) / T_limit; per (H, N) the plan of least W_need is also
+    the fastest for every split. Then every split of N nodes (`split_vectors`) with W >= that need
+    and within the budget is compared: least cost, then most W (least time)."""
+    vectors, cost = split_vectors(pools, used, len(h_values) - h_min + 1, "min_cost")
+    nodes_v = vectors.sum(axis=1)
+    max_nodes = int(space.max_nodes)
+    need = np.full((len(h_values), max_nodes + 1), math.inf)
+    evaluations = 0
+    for c, idx, n, h, r in plans(s, space, precision, h_min):
+        if time.perf_counter() > deadline:
+            return None, evaluations, False
+        nodes = c.nodes(idx, n)
+        reference = (nodes * h).astype(float)                  # W_0 = N H: the straggler tokens
+        t = measure(s, c.plans(idx, n, h, r), adjust_for(reference, h_max[h - 1], h), "min_time")
+        evaluations += t.size
+        ok = np.isfinite(t)
+        np.minimum.at(need, (h[ok] - 1, nodes[ok]), reference[ok] * t[ok] / s.window_s)
+    best = None
+    within = (nodes_v <= max_nodes) & (cost <= (math.inf if budget_usd is None else budget_usd))
+    for row in range(h_min - 1, len(h_values)):
+        steps = inner_steps(ratios, h_values[row])
+        w = sum(vectors[:, i] * steps[i] for i in used).astype(float)
+        w_need = need[row, np.minimum(nodes_v, max_nodes)]
+        ok = within & (w >= w_need) & np.isfinite(w_need)
+        if not ok.any():
+            continue
+        time_s = np.where(ok, w_need * s.window_s / np.where(w > 0, w, 1.0), math.inf)
+        top = float(cost[ok].min())
+        tied = np.flatnonzero(ok & (cost <= top + TIE_REL * abs(top)))
+        j = int(tied[np.argmin(time_s[tied])])
+        key = (float(cost[j]), float(time_s[j]))
+        if best is None or tie_less(key, best[0]):
+            best = (key, row, j)
+    if best is None:
+        return None, evaluations, True
+    (key, row, j), h = best, h_values[best[1]]
+    counts = [int(x) for x in vectors[j]]
+    batch = _fastest_plan(pools, counts, s, space, precision, ratios, h, h_max[h - 1])
+    return Found(batch, counts, key, key[0]), evaluations, True
+
+
+def _fastest_plan(pools, counts, s: Setting, space: DecisionSpace, precision: str, ratios, h: int, h_max: float):
+    """The fastest plan of exactly sum(counts) nodes and H = h on these counts (ties to the first)."""
+    nodes = sum(counts)
+    steps = inner_steps(ratios, h)
+    weighted = float(sum(counts[i] * steps[i] for i in steps))
+    best = None
+    for c, idx, n, hh, r in plans(s, space, precision, h):
+        keep = (c.nodes(idx, n) == nodes) & (hh == h)
+        if not keep.any():
+            continue
+        batch = c.plans(idx[keep], n[keep], hh[keep], r[keep])
+        t = measure(s, batch, adjust_for(weighted, h_max, h), "min_time")
+        i = int(np.argmin(t))
+        if best is None or t[i] < best[1]:
+            best = (batch.take(slice(i, i + 1)), float(t[i]))
+    return best[0]
+
+
+def lower_bound_s(s: Setting, pools, used, precision: str, straggler_best_s: float, h_min: int,
+                  floor_s: float) -> float:
+    """A lower bound on the time of every proportional plan of the part with H >= h_min (module
+    docstring), or 0 when the facts it needs do not hold. The larger of
+
+        T_straggler* / rho_max     (the part's straggler optimum), and
+        floor_s / (rho_max eta_H(h_min)),   floor_s = `mixed.compute_bound_s(N_max)` (0: none):
+
+    tokens per second are at most B N rho_max / t_pace (each replica of pool p runs at most
+    H rho_p steps of B tokens per H t_pace, the outer step lasting at least H t_step), and eta is at
+    most eta_H(H_eff) <= eta_H(h_min) (H_eff >= H_max >= H >= h_min, fact (H); eta_C, eta_A,
+    eta_R <= 1 as `compute_bound_s` requires)."""
+    from planner.cost import quality
+    from planner.cost.straggler import eta_h_divisor
+    mono = monotone.check(s)
+    if mono.unsupported or not mono.eta_h_falls:
+        return 0.0
+    rho = max(step_ratios(s, pools, used, precision).values()) * (1.0 + 1e-12)
+    bound = straggler_best_s / rho if math.isfinite(straggler_best_s) else 0.0
+    eta_h = float(quality.eta_sync_interval(h_min, s.params, s.assumptions, eta_h_divisor(s.assumptions)))
+    if floor_s > 0 and 0 < eta_h <= 1:
+        bound = max(bound, floor_s / (rho * eta_h))
+    return bound
+
+
+def fewest_nodes(s: Setting, pools, used, precision: str, h_min: int, one_node_floor_s: float) -> int:
+    """The fewest nodes a proportional plan of the part with H >= h_min needs to reach the target
+    within the duration limit (1 when nothing is known): its time is at least
+    one_node_floor_s / (N rho_max eta_H(h_min)) (`lower_bound_s`; one_node_floor_s =
+    `mixed.compute_bound_s` of one node, 0 when that bound does not hold), so
+    N >= one_node_floor_s / (rho_max eta_H(h_min) T_limit). A min_cost part is skipped when even
+    the cheapest plan of that many nodes costs more than the best plan found."""
+    rate_bound = lower_bound_s(s, pools, used, precision, math.inf, h_min, one_node_floor_s)
+    if rate_bound <= 0 or not math.isfinite(s.window_s):
+        return 1
+    return max(1, math.ceil(rate_bound / s.window_s * (1 - 1e-12)))
