@@ -3,7 +3,17 @@ median solve <= 5 s). Prints the median, min and max of the repeats, what was so
 plans scored) and the machine's load average, which the figures depend on (noisy while other
 processes run).
 
-    nice python scripts/bench_mixed.py [--repeats 5] [--objective min_time] [--sync-rule auto]
+    nice python scripts/bench_mixed.py [--repeats 5] [--objective min_time] [--solvers bnb,highs] [--sync-rule auto]
+    nice python scripts/bench_mixed.py --pools 8 [--pools-repeats 1]
+
+`--solvers` (default bnb,highs): each solver's figures, the one-model MIP path (`--solver highs|scip`,
+planner.solvers.mixed_mip: the loop, then the certification by the exact decomposition) beside the
+branch and bound's decomposition. `--pools P` times instead two fleets of P pools, min_time, a 70B
+model to 10^25 FLOP: 40 nodes of 16x H100 in each of P European cities (1 Gb/s links between
+neighbours, 100 Mb/s per node), and P pools of four presets without sites (`pools_nosites_data`).
+Beyond 12 pools the decomposition refuses (exit 2) and the MIP path answers alone, its own bound the
+proof (`planner.solvers.mixed_mip`); with a pool per site its patterns grow as 2^P and it refuses
+beyond `planner.mip.pools.MAX_PATTERNS`.
 
 The instance (built here, seeded by nothing: fixed): 20 cities on four continents joined by a
 ring of 1-10 Gb/s links and a few long-haul chords (RTTs from the measured pairs or the distance
@@ -54,26 +64,94 @@ def instance_data(sync_rule: str = "straggler") -> dict:
     }
 
 
+EUROPE = ["London", "Paris", "Frankfurt", "Amsterdam", "Madrid", "Milan", "Warsaw", "Stockholm", "Zurich", "Vienna",
+          "Dublin", "Brussels", "Prague", "Copenhagen", "Oslo", "Helsinki"]
+
+
+def pools_data(count: int) -> dict:
+    """`count` pools of 40 nodes of 16x H100, one per European city, 1 Gb/s links along a chain."""
+    cities = EUROPE[:count]
+    links = [{"a": a, "b": b, "up_mbps": 1000} for a, b in zip(cities, cities[1:])]
+    return {
+        "name": f"bench: {count} pools in {count} cities",
+        "model": {"params": 70e9}, "training": {"target_flop": 1e25},
+        "fleet": {"pools": [{"name": c.lower(), "hardware": "16xH100-SXM", "count": 40, "site": c} for c in cities]},
+        "network": {"wan": {"up_mbps": 100, "down_mbps": 100}, "regional": {"mbps": 1000, "rtt_ms": 40},
+                    "sites": [{"name": c, "city": c} for c in cities], "links": links},
+        "limits": {"max_days": 365},
+    }
+
+
+def pools_nosites_data(count: int) -> dict:
+    """`count` pools without sites: hardware cycling through four presets, 20 to 110 nodes each, prices
+    varying by pool (bought at different times), a 70B model to 10^25 FLOP on a 1 Gb/s WAN."""
+    presets = ["16xH100-SXM", "48xA100-80GB", "7xB200", "17xTPU-v6e"]
+    return {
+        "name": f"bench: {count} pools, no sites",
+        "model": {"params": 70e9}, "training": {"target_flop": 1e25},
+        "fleet": {"pools": [{"name": f"p{i}", "hardware": presets[i % 4], "count": 20 + 30 * (i % 4),
+                             "price_usd_per_accelerator": 10000 + 2500 * i} for i in range(count)]},
+        "network": {"wan": {"up_mbps": 1000, "down_mbps": 1000}},
+        "limits": {"max_days": 365},
+    }
+
+
+def timed(data: dict, objective: str, solver: str, repeats: int):
+    """(times in s, last result or the error) of `repeats` parses and solves."""
+    from planner.schema.errors import InputError
+    from planner.solvers import UnsupportedBySolver
+    times, result = [], None
+    for _ in range(repeats):
+        start = time.perf_counter()
+        try:
+            instance = parse_instance(data)           # parsing and the site graph count too
+            result = solve(instance, objective, solver=solver)
+        except (InputError, UnsupportedBySolver) as err:
+            return [time.perf_counter() - start], f"refused (exit 2): {err}"
+        times.append(time.perf_counter() - start)
+    return times, result
+
+
+def report(label: str, solver: str, times: list[float], result) -> None:
+    if isinstance(result, str):
+        print(f"{label}, {solver}: {result} ({times[0]:.2f} s); load average {os.getloadavg()[0]:.2f}")
+        return
+    size = f" of {result.space_size:,}" if result.space_size else ""
+    mip = ""
+    if result.mip:
+        m = result.mip[0]
+        mip = (f"; MIP loop {m['status']} in {m['rounds']} rounds (tables {m['build_s']:.2f} s, backend "
+               f"{m['time_s']:.2f} s, {m['columns']} columns, {m['rows']} rows), certification {m['certify_s']:.2f} s "
+               f"by {m.get('certified_by', '?')}")
+    print(f"{label}, {solver}: median {statistics.median(times):.2f} s (min {min(times):.2f}, max {max(times):.2f}, "
+          f"{len(times)} runs); {result.status}, {result.evaluations:,} plans scored{size}{mip}; "
+          f"load average {os.getloadavg()[0]:.2f}")
+    plan = result.plan
+    if plan is not None:
+        print(f"  plan: {plan.mode}, {plan.nodes:,} nodes {plan.pool_nodes}, {plan.sync_rule or 'straggler'}, {plan.precision}, H={plan.inner_steps}, "
+              f"Cr={plan.compression:g}; value {result.objective_value:.6g}")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--objective", default="min_time", choices=["min_time", "min_cost", "max_compute"])
     parser.add_argument("--sync-rule", default="straggler", choices=["straggler", "proportional", "auto"])
+    parser.add_argument("--solvers", default="bnb,highs", help="comma-separated: bnb, highs, scip")
+    parser.add_argument("--pools", type=int, action="append", help="time the P-pool city fleet instead (repeatable)")
     args = parser.parse_args()
-    times, result = [], None
-    for _ in range(args.repeats):
-        start = time.perf_counter()
-        instance = parse_instance(instance_data(args.sync_rule))   # parsing and the site graph count too
-        result = solve(instance, args.objective)
-        times.append(time.perf_counter() - start)
-    plan = result.plan
-    print(f"20 sites, 3 pools, 2,000 nodes, {args.objective}, sync rule {args.sync_rule}: median {statistics.median(times):.2f} s "
-          f"(min {min(times):.2f}, max {max(times):.2f}, {args.repeats} runs); {result.status}, "
-          f"{result.evaluations:,} plans scored of {result.space_size:,}; load average {os.getloadavg()[0]:.2f}")
-    if plan is not None:
-        print(f"plan: {plan.mode}, {plan.nodes:,} nodes {plan.pool_nodes}, {plan.sync_rule or 'straggler'}, "
-              f"{plan.precision}, H={plan.inner_steps}, "
-              f"Cr={plan.compression:g}; value {result.objective_value:.6g}")
+    solvers = [s for s in args.solvers.split(",") if s]
+    if args.pools:
+        for count in args.pools:
+            for solver in solvers:
+                report(f"{count} pools in {count} cities, min_time", solver,
+                       *timed(pools_data(count), "min_time", solver, args.repeats))
+                report(f"{count} pools without sites, min_time", solver,
+                       *timed(pools_nosites_data(count), "min_time", solver, args.repeats))
+        return 0
+    for solver in solvers:
+        report(f"20 sites, 3 pools, 2,000 nodes, {args.objective}, sync rule {args.sync_rule}", solver,
+               *timed(instance_data(args.sync_rule), args.objective, solver, args.repeats))
     return 0
 
 

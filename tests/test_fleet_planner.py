@@ -209,9 +209,11 @@ def test_candidate_model_sizes_on_pools_agree_with_the_oracle():
         assert result.model_params in (1e9, 3e9) and len(result.candidates) == 2
 
 
-def test_write_model_is_refused_for_pools():
-    result = CliRunner().invoke(main, ["solve", str(A100_H100), "--write-model", "/tmp/dtplan-pools.lp"])
-    assert result.exit_code == 2 and "--write-model: a fleet of pools" in result.output
+def test_write_model_writes_the_pools_model(tmp_path):
+    """A fleet of pools is one model now (planner.mip.pools; tests/test_fleet_mip.py checks it)."""
+    path = tmp_path / "pools.lp"
+    result = CliRunner().invoke(main, ["solve", str(A100_H100), "--write-model", str(path)])
+    assert result.exit_code == 0 and "pool_allowed" in path.read_text()
 
 
 def test_an_infeasible_fleet_names_its_fastest_pools():

@@ -50,13 +50,11 @@ def solve(instance_path: Path, objective: str | None, solver: str, time_limit_s:
     check_report(report_path)
     deadline = start + time_limit_s if time_limit_s is not None else None
     try:
-        if model_path is not None and instance.fleet.is_mixed:
-            raise BadInput("--write-model: a fleet of pools (fleet.pools) is solved by an exact decomposition over "
-                           "the subsets of pools (docs/fleet.md), not by one mixed-integer model; write the model of "
-                           "one pool by giving it as fleet.hardware and fleet.nodes")
         if model_path is not None:
             from planner.mip.export import UnknownFormat, model_paths, write_model
             from planner.present.output import OutputPathError
+            if instance.fleet.is_mixed:      # a fleet of pools: the one model of planner.mip.pools
+                from planner.solvers.mixed_mip import write_pools_model as write_model
             try:
                 model_paths(instance, model_path)        # checked before any work
                 written = write_model(instance, objective or instance.objective, model_path)

@@ -218,10 +218,16 @@ def plan_of(result: PartResult, pools: list[PoolSetting], is_moe: bool):
 
 
 def solve_mixed(instance: Instance, objective: str, solver: str, deadline: float, start: float,
-                explain: bool = True):
+                explain: bool = True, incumbents: dict | None = None):
     """`planner.solve.solve` for a fleet of pools (arguments already checked there). `explain`:
-    say why when no plan exists (`explain_mixed`)."""
-    from planner.solve import AGREEMENT_REL, SolveResult, binding_limits
+    say why when no plan exists (`explain_mixed`). `solver` highs or scip: the pools are chosen in
+    one mixed-integer model (`planner.solvers.mixed_mip`), certified by this decomposition.
+    `incumbents` (min_time, min_cost): per model size (None without search.params), the objective
+    value of a known plan; the parts then prune against it (ties kept)."""
+    from planner.solve import MIP_SOLVERS
+    if solver in MIP_SOLVERS:
+        from planner.solvers.mixed_mip import solve_mixed_mip
+        return solve_mixed_mip(instance, objective, solver, deadline, start)
     pools = pool_settings(instance)
     rules = rules_searched(instance, objective, pools)
     maximise = objective == "max_compute"
@@ -230,6 +236,8 @@ def solve_mixed(instance: Instance, objective: str, solver: str, deadline: float
     candidates = []
     for params in instance.search.params or [None]:
         size_found, size_bound, incumbent = [], (0.0 if maximise else math.inf), math.inf
+        if incumbents and not maximise and incumbents.get(params) is not None:
+            incumbent = incumbents[params] * (1 + 1e-12)     # ties with it are still found
         listed = parts(instance, pools, params)
         # min_time, max_compute: most pools first (they tend to be fastest; for min_time their time
         # prunes the other parts); min_cost: fewest pools first, and a part may use only the nodes
@@ -278,9 +286,19 @@ def solve_mixed(instance: Instance, objective: str, solver: str, deadline: float
                                "bound": size_bound})
         found += [best] if best is not None else []
         bound = max(bound, size_bound) if maximise else min(bound, size_bound)
+    return answer(instance, pools, objective, solver, found, bound, evaluations, start, deadline,
+                  dict(space_size=size, candidates=candidates), explain)
+
+
+def answer(instance: Instance, pools: list[PoolSetting], objective: str, solver: str, found: list[PartResult],
+           bound: float, evaluations: int, start: float, deadline: float, common: dict, explain: bool = True):
+    """The SolveResult of the best of `found` (one PartResult per model size, key's last entry its
+    part's index), with `bound` proven over everything searched."""
+    from planner.solve import AGREEMENT_REL, SolveResult, binding_limits
+    maximise = objective == "max_compute"
     elapsed = time.perf_counter() - start
     kind = instance.training.target_kind if maximise else None
-    common = dict(space_size=size, candidates=candidates, compute_kind=kind)
+    common = dict(common, compute_kind=kind)
     best = best_part([r._replace(key=r.key[:-1] + (k,)) for k, r in enumerate(found)])   # ties: the smaller size
     if best is None:
         if math.isfinite(deadline) and (bound > 0 if maximise else bound < math.inf):

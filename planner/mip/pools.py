@@ -1,0 +1,590 @@
+"""A fleet of pools in ONE mixed-integer model: which pools are used and how many nodes of each,
+chosen with every other decision (docs/mip.md, "A fleet of pools"; docs/fleet.md section 4).
+
+Under the synchronous straggler rule (`planner.fleet.replicas`) a plan on pools U is scored by
+`mixed_setting(U, precision)`, which depends on U only through its **pattern**
+
+    key = (precision, the slowest pool s of U, the least node memory V of U, the sites S(U)),
+
+s = argmin_{p in U} (F_p u_p, p) (ties to the first listed, as `replicas.slowest`). A pattern
+allows the pools that support its precision, are not slower than s (in that order), have memory
+>= V and sit at a site of S: `PoolKey.allowed`. U has exactly that pattern iff U is a subset
+of `allowed` that holds s, a pool of memory V and a pool at every site of S.
+
+The model (`add_pool_families`) keeps the class formulation of `planner.mip.formulation` on the
+**merged tables** of the distinct settings of the patterns (a class is tagged by its setting,
+`PoolTables`), and adds compact rows over the pools:
+
+    use_p in {0, 1}, cnt_p integer          pool p used, and its nodes
+    x_k in {0, 1}                           pattern k chosen
+
+    pool-key       sum_{k of setting j} x_k = sum_{c of setting j} y_c + sum_{f of j} lam_f   (one row per setting)
+    pool-count     use_p <= cnt_p <= count_p use_p
+    pool-total     sum_p cnt_p = nodes
+    pool-allowed   use_p + sum_{k : p not allowed in k} x_k <= 1               (slower, smaller, no precision, off-site)
+    pool-required  sum_{k : s_k = p} x_k <= use_p;  sum_{k : V_k = v} x_k <= sum_{p : V_p = v} use_p;
+                   sum_{k : site j in S_k} x_k <= sum_{p at j} use_p               (the pattern is U's own)
+    pool-spread    sum_p use_p <= unit_c n + unit_c - 1 for the chosen class (a plan of n replicas of
+                   unit_c nodes uses N = max(n unit_c, min_nodes, |U|) nodes and n >= floor(|U| / unit_c),
+                   as the decomposition's part of U has min_nodes >= |U|); <= 1 for a one-node plan
+    pool-cost      cost = sum_p cnt_p price_p / price_max  (node prices, USD; exact, not a fill rule)
+    pool-budget    cost <= budget / price_max
+
+Rows: O(P + memory levels + sites + settings); columns: 2P + patterns. Nothing is indexed by a
+subset of pools. The number of patterns is at most (precisions x P x memory levels) without sites,
+times the subsets of the pools' sites that hold the slowest pool's site with sites; the tables
+(the classes) are built once per distinct setting.
+
+Why it is exact (a relaxation that becomes tight): every mixed plan (counts with U, a plan of N =
+max(n unit, min_nodes, |U|) nodes) satisfies the rows with x at U's pattern, its class of that
+pattern's setting and cost its own, so the model's optimum is a lower bound (the class rows are a
+relaxation, docs/mip.md). Conversely the pattern rows make the chosen setting the one of the pools
+the model uses, and a model point with idle nodes beyond N is the plan with N nodes of the same U
+(`mixed_plan`: its time is the same, its cost not larger).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import re
+from dataclasses import dataclass, field
+from itertools import combinations
+from typing import Sequence
+
+import numpy as np
+import pyomo.environ as pyo
+
+from planner.cost.setting import PlanBatch, Setting
+from planner.fleet.pools import PoolSetting
+from planner.fleet.replicas import cheapest_fill, fleet_cost_usd, mixed_setting, node_price_usd
+from planner.mip.tables import (Tables, class_bounds, compute_bounds, compute_box_bounds, presolve,
+                                 presolve_compute)
+from planner.solvers import UnsupportedBySolver
+
+FAMILIES = ("pool-key", "pool-count", "pool-total", "pool-allowed", "pool-required", "pool-spread", "pool-cost",
+            "pool-budget")
+COST_TOL = 1e-9          # min_cost: a plan must be cheaper than the incumbent by this much (relative) to be wanted
+MAX_PATTERNS = 2048      # beyond, the model is refused (exit 2): with sites the patterns grow with the site subsets
+
+
+@dataclass(frozen=True)
+class PoolKey:
+    """A pattern of pools used: what `mixed_setting` depends on (module docstring)."""
+
+    precision: str
+    slowest: int
+    memory_bytes: float
+    sites: tuple[str, ...]            # S(U), () without sites
+    allowed: tuple[int, ...]
+    covers: tuple[tuple[int, ...], ...]     # the least sets of pools with this pattern (each a minimal cover)
+
+    def label(self, pools: Sequence[PoolSetting]) -> str:
+        parts = [self.precision, pools[self.slowest].label, f"m{self.memory_bytes / 1e9:g}GB"] + list(self.sites)
+        return _name("_".join(parts))
+
+
+def _name(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_]", "", text.replace(".", "p").replace("-", "_").replace(" ", ""))
+
+
+def _rank(pools: Sequence[PoolSetting], p: int, precision: str) -> tuple[float, int]:
+    return pools[p].rate(precision), p
+
+
+def pool_keys(pools: Sequence[PoolSetting], precisions: Sequence[str], with_sites: bool) -> list[PoolKey]:
+    """Every pattern some set of pools has (module docstring), in a stable order."""
+    keys = []
+    for precision in precisions:
+        runs = [p for p in range(len(pools)) if precision in pools[p].precisions]
+        for s in runs:
+            not_slower = [p for p in runs if _rank(pools, p, precision) >= _rank(pools, s, precision)]
+            mem_s = pools[s].setting.memory_bytes
+            for v in sorted({pools[p].setting.memory_bytes for p in not_slower if pools[p].setting.memory_bytes <= mem_s}):
+                base = [p for p in not_slower if pools[p].setting.memory_bytes >= v]
+                hosts = sorted({pools[p].site for p in base}) if with_sites else []
+                others = [h for h in hosts if h != pools[s].site]
+                site_sets = [()] if not with_sites else \
+                    [tuple(sorted((pools[s].site,) + extra)) for r in range(len(others) + 1)
+                     for extra in combinations(others, r)]
+                for sites in site_sets:
+                    allowed = tuple(p for p in base if not with_sites or pools[p].site in sites)
+                    covers = _covers(pools, s, v, sites, allowed)
+                    if covers:
+                        keys.append(PoolKey(precision, s, v, sites, allowed, covers))
+                    if len(keys) > MAX_PATTERNS:
+                        raise UnsupportedBySolver(
+                            f"the one-model path for a fleet of pools takes at most {MAX_PATTERNS} patterns of pools "
+                            f"used (precision, slowest pool, least memory, sites used); this fleet has more (its "
+                            f"pools sit at many sites); use --solver bnb")
+    return keys
+
+
+def _covers(pools, s: int, v: float, sites: tuple[str, ...], allowed: tuple[int, ...]) -> tuple[tuple[int, ...], ...]:
+    """The minimal sets of allowed pools that hold s, a pool of memory v and a pool at every site."""
+    others = [p for p in allowed if p != s]
+
+    def covers(group) -> bool:
+        return any(pools[p].setting.memory_bytes == v for p in group) and \
+            all(any(pools[p].site == site for p in group) for site in sites)
+
+    found = []
+    for size in range(0, min(len(others), len(sites) + 1) + 1):     # s, a pool of memory v, one per site
+        for extra in combinations(others, size):
+            group = (s,) + extra
+            if covers(group) and not any(set(f) <= set(group) for f in found):
+                found.append(group)
+    return tuple(found)
+
+
+def key_counts(pools: Sequence[PoolSetting], key: PoolKey, nodes: int) -> list[int] | None:
+    """The cheapest counts of `nodes` nodes with this pattern: a minimal cover one node each, the rest
+    from the cheapest allowed pools (min over the covers); None if no cover fits."""
+    best, best_cost = None, math.inf
+    for cover in key.covers:
+        if not len(cover) <= nodes <= sum(pools[p].count for p in key.allowed):
+            continue
+        counts = [0] * len(pools)
+        for p in cover:
+            counts[p] = 1
+        left = nodes - len(cover)
+        for p in sorted(key.allowed, key=lambda p: (node_price_usd(pools[p]), p)):
+            take = min(left, pools[p].count - counts[p])
+            counts[p] += take
+            left -= take
+        cost = fleet_cost_usd(pools, counts)
+        if left == 0 and cost < best_cost:
+            best, best_cost = counts, cost
+    return best
+
+
+def key_range(pools: Sequence[PoolSetting], key: PoolKey, min_nodes: int, cap: float,
+              budget_usd: float | None) -> tuple[int, int] | None:
+    """[lo, hi]: the node counts N a plan of this pattern can have (every N between is realisable within
+    the node cap and the budget: the cheapest counts never cost less as N grows)."""
+    lo = max(min_nodes, min(len(c) for c in key.covers))
+    hi = int(min(sum(pools[p].count for p in key.allowed), cap))
+
+    def within(n: int) -> bool:
+        counts = key_counts(pools, key, n)
+        return counts is not None and (budget_usd is None or fleet_cost_usd(pools, counts) <= budget_usd)
+
+    if hi < lo or not within(lo):
+        return None
+    if budget_usd is not None:
+        low, high = lo, hi
+        while low < high:
+            mid = (low + high + 1) // 2
+            low, high = (mid, high) if within(mid) else (low, mid - 1)
+        hi = low
+    return lo, hi
+
+
+@dataclass
+class SettingPart:
+    """One distinct setting of the patterns: its tables (after presolve) and where they sit in the merge."""
+
+    setting: Setting
+    keys: list[int]                   # positions in PoolTables.keys
+    lo: int
+    hi: int
+    exact_range: bool                 # every N in [lo, hi] is realisable by one of its patterns
+    tables: Tables | None = None
+    sync_offset: int = 0
+    fixed_offset: int = 0
+    group_offset: int = 0
+
+
+@dataclass
+class PoolTables:
+    """The patterns, the settings' tables and their merge (the tables the model is built on)."""
+
+    pools: list[PoolSetting]
+    keys: list[PoolKey]
+    parts: list[SettingPart]
+    merged: Tables
+    min_nodes: int
+    budget_usd: float | None
+    ranges: list[tuple[int, int]] = field(default_factory=list)    # per key
+    solved: set = field(default_factory=set)                       # merged positions solved exactly
+    incumbent: tuple | None = None    # (value in model units, MixedPlan) from the presolve
+    classes_total: int = 0            # classes and fixed plans of the settings whose tables were built
+
+    def part_of_class(self, position: int) -> tuple[int, int]:
+        """(setting part, position in its tables) of a merged class position."""
+        for j, part in enumerate(self.parts):
+            if part.tables is not None and part.sync_offset <= position < part.sync_offset + len(part.tables.sync):
+                return j, position - part.sync_offset
+        raise IndexError(position)
+
+    def part_of_fixed(self, position: int) -> tuple[int, int]:
+        for j, part in enumerate(self.parts):
+            if part.tables is not None and part.fixed_offset <= position < part.fixed_offset + len(part.tables.fixed):
+                return j, position - part.fixed_offset
+        raise IndexError(position)
+
+
+@dataclass
+class MixedPlan:
+    """A plan on pools: its batch (N nodes), counts per pool and the setting it is scored in."""
+
+    batch: PlanBatch
+    counts: list[int]
+    setting: Setting
+    part: int                         # setting part
+
+
+def same_efficiency(a: Tables, b: Tables) -> bool:
+    """Whether two settings' tables share omega, psi and the straggler factor (the merged model reads them
+    from one setting): compared on a grid of n, H_eff, gain and u."""
+    sa, sb = a.setting, b.setting
+    if (sa.window_s, sa.goodput, sa.target, sa.active_params, sa.params, sa.target_kind) != \
+            (sb.window_s, sb.goodput, sb.target, sb.active_params, sb.params, sb.target_kind) or \
+            a.eta_h_falls != b.eta_h_falls or sa.assumptions.replica_penalty != sb.assumptions.replica_penalty:
+        return False
+    n, h, g = np.meshgrid([1, 2, 3, 8, 64, 1000], [1, 2, 7, 50, 900], [0.3, 1.0], indexing="ij")
+    u = np.log(1e9) + 3 * g
+    return all(np.allclose(x, y, rtol=1e-12, atol=0) or np.array_equal(x, y) for x, y in (
+        (a.omega(n, h, g), b.omega(n, h, g)), (a.psi(n, h, u), b.psi(n, h, u)),
+        (a.ln_straggler(n), b.ln_straggler(n))))
+
+
+def merge(parts: list[SettingPart], space) -> Tables:
+    """One Tables of the settings' classes: groups concatenated, every class and fixed plan labelled by
+    its setting (`s<j>_<class>`), the first setting's efficiency functions (`same_efficiency` checked)."""
+    first = next(p.tables for p in parts if p.tables is not None)
+    groups, sync, fixed, lower = [], [], [], []
+    for j, part in enumerate(parts):
+        t = part.tables
+        if t is None:
+            continue
+        if not same_efficiency(first, t):
+            raise UnsupportedBySolver("the pools' settings differ in their efficiency or straggler laws (e.g. per-pool "
+                                      "assumptions); the one-model path needs them shared; use --solver bnb")
+        part.group_offset, part.sync_offset, part.fixed_offset = len(groups), len(sync), len(fixed)
+        groups += t.groups
+        sync += [dataclasses.replace(e, group=e.group + part.group_offset, label=f"s{j}_{e.label}") for e in t.sync]
+        fixed += [dataclasses.replace(f, group=f.group + part.group_offset, label=f"s{j}_{f.label}") for f in t.fixed]
+        lower += list(t.class_lower) if t.class_lower is not None else [-math.inf] * len(t.sync)
+    for listed in (sync, fixed):      # labels name the model's columns: one each (a class's label leaves out
+        seen: dict[str, int] = {}     # decisions some profiles add, e.g. the ZeRO shards of a one-replica plan)
+        for a, e in enumerate(listed):
+            count = seen[e.label] = seen.get(e.label, 0) + 1
+            if count > 1:
+                listed[a] = dataclasses.replace(e, label=f"{e.label}_{count}")
+    merged = Tables(first.setting, space, groups, sync, fixed, eta_h_falls=first.eta_h_falls)
+    merged.n_max = max([e.n_hi for e in sync], default=1)
+    merged.h_max = max([p.tables.h_max for p in parts if p.tables is not None], default=1)
+    merged.r_max = max([p.tables.r_max for p in parts if p.tables is not None], default=1)
+    merged.class_lower = np.array(lower, dtype=float) if sync else None
+    return merged
+
+
+# -- the families -------------------------------------------------------------------------
+
+def build_pools(pt: "PoolTables", grid, objective: str, cutoff: float | None, solved=frozenset()):
+    """The model: the class families (`formulation.build`) on the merged tables and the pool families;
+    `cutoff` (ln T for min_time, cost units for min_cost): only plans better than it are wanted."""
+    from planner.mip.formulation import build
+    f = build(pt.merged, grid, objective, cutoff=cutoff if objective == "min_time" else None,
+              solved=frozenset(solved))
+    add_pool_families(f.model, pt, objective)
+    if objective == "min_cost" and cutoff is not None and math.isfinite(cutoff):
+        f.model.incumbent.add(f.model.cost <= cutoff - COST_TOL * max(1.0, abs(cutoff)))
+    return f
+
+
+def add_pool_families(m, pt: PoolTables, objective: str) -> None:
+    """The pool columns and rows (module docstring) on a model built by `formulation.build` on `pt.merged`."""
+    from planner.mip.formulation import nodes_used
+    if not hasattr(m, "nodes"):
+        nodes_used(m, pt.merged, None)
+    _pool_columns(m, pt)
+    for family in (pool_key, pool_count, pool_total, pool_allowed, pool_required, pool_spread, pool_cost, pool_budget):
+        family(m, pt)
+    if objective == "min_cost":
+        m.objective.deactivate()
+        m.pool_objective = pyo.Objective(expr=m.cost, sense=pyo.minimize)
+
+
+def price_scale(pools: Sequence[PoolSetting]) -> float:
+    """USD per cost unit of the model: the dearest node's price (1 when every pool is free)."""
+    return max([node_price_usd(p) for p in pools] + [0.0]) or 1.0
+
+
+def _pool_columns(m, pt: PoolTables) -> None:
+    pools = pt.pools
+    m.Pools = pyo.Set(initialize=[_name(p.label) for p in pools], ordered=True)
+    m.use = pyo.Var(m.Pools, within=pyo.Binary)
+    m.cnt = pyo.Var(m.Pools, within=pyo.NonNegativeIntegers, bounds=lambda m, p: (0, pools[list(m.Pools).index(p)].count))
+    m.usev = [m.use[n] for n in m.Pools]
+    m.cntv = [m.cnt[n] for n in m.Pools]
+    labels = [k.label(pools) for k in pt.keys]
+    labels = [f"{lab}_{i}" if labels.count(lab) > 1 else lab for i, lab in enumerate(labels)]
+    m.Keys = pyo.Set(initialize=labels, ordered=True)
+    m.x = pyo.Var(m.Keys, within=pyo.Binary)
+    m.xv = [m.x[n] for n in m.Keys]
+    m.cost = pyo.Var(bounds=(0.0, None))
+
+
+def pool_key(m, pt: PoolTables) -> None:
+    """The patterns of a setting are chosen with its classes (and fixed plans)."""
+    m.pool_key = pyo.ConstraintList()
+    for part in pt.parts:
+        chosen = 0
+        if part.tables is not None:
+            chosen = sum(m.yv[part.sync_offset + i] for i in range(len(part.tables.sync))) + \
+                sum(m.lamv[part.fixed_offset + i] for i in range(len(part.tables.fixed)))
+        m.pool_key.add(sum(m.xv[k] for k in part.keys) == chosen)
+
+
+def pool_count(m, pt: PoolTables) -> None:
+    """use_p <= cnt_p <= count_p use_p."""
+    m.pool_count = pyo.ConstraintList()
+    for p, pool in enumerate(pt.pools):
+        m.pool_count.add(m.usev[p] <= m.cntv[p])
+        m.pool_count.add(m.cntv[p] <= pool.count * m.usev[p])
+
+
+def pool_total(m, pt: PoolTables) -> None:
+    """The nodes of the pools are the plan's nodes."""
+    m.pool_total = pyo.ConstraintList()
+    m.pool_total.add(sum(m.cntv) == m.nodes)
+
+
+def pool_allowed(m, pt: PoolTables) -> None:
+    """A pool is not used under a pattern that does not allow it (slower than its slowest pool, less
+    memory, precision not supported, at a site outside it)."""
+    m.pool_allowed = pyo.ConstraintList()
+    for p in range(len(pt.pools)):
+        banned = [k for k, key in enumerate(pt.keys) if p not in key.allowed]
+        if banned:
+            m.pool_allowed.add(m.usev[p] + sum(m.xv[k] for k in banned) <= 1)
+
+
+def pool_required(m, pt: PoolTables) -> None:
+    """The chosen pattern is the pools' own: its slowest pool is used, a pool of its memory, a pool at each
+    of its sites."""
+    m.pool_required = pyo.ConstraintList()
+    pools = pt.pools
+    for p in range(len(pools)):
+        ks = [k for k, key in enumerate(pt.keys) if key.slowest == p]
+        if ks:
+            m.pool_required.add(sum(m.xv[k] for k in ks) <= m.usev[p])
+    for v in sorted({key.memory_bytes for key in pt.keys}):
+        ks = [k for k, key in enumerate(pt.keys) if key.memory_bytes == v and pools[key.slowest].setting.memory_bytes != v]
+        if ks:
+            m.pool_required.add(sum(m.xv[k] for k in ks) <=
+                                sum(m.usev[p] for p in range(len(pools)) if pools[p].setting.memory_bytes == v))
+    for site in sorted({s for key in pt.keys for s in key.sites}):
+        ks = [k for k, key in enumerate(pt.keys) if site in key.sites and pools[key.slowest].site != site]
+        if ks:
+            m.pool_required.add(sum(m.xv[k] for k in ks) <=
+                                sum(m.usev[p] for p in range(len(pools)) if pools[p].site == site))
+
+
+def pool_spread(m, pt: PoolTables) -> None:
+    """|U| <= n unit + unit - 1 for the chosen class (per distinct unit), |U| <= 1 for a one-node plan."""
+    m.pool_spread = pyo.ConstraintList()
+    t, count = pt.merged, len(pt.pools)
+    if count == 1:
+        return
+    used = sum(m.usev)
+    for unit in sorted({e.unit for e in t.sync}):
+        chosen = sum(m.yv[i] for i, e in enumerate(t.sync) if e.unit == unit)
+        m.pool_spread.add(used <= unit * m.n + unit - 1 + count * (1 - chosen))
+    single = [f for f, p in enumerate(t.fixed) if p.label.endswith("_single")]
+    if single:
+        m.pool_spread.add(used <= 1 + count * (1 - sum(m.lamv[f] for f in single)))
+
+
+def pool_cost(m, pt: PoolTables) -> None:
+    """cost = sum_p cnt_p x node price_p, in units of the dearest node's price."""
+    m.pool_cost = pyo.ConstraintList()
+    scale = price_scale(pt.pools)
+    m.pool_cost.add(m.cost == sum(node_price_usd(p) / scale * m.cntv[i] for i, p in enumerate(pt.pools)))
+
+
+def pool_budget(m, pt: PoolTables) -> None:
+    """cost <= limits.budget_usd."""
+    m.pool_budget = pyo.ConstraintList()
+    if pt.budget_usd is not None:
+        m.pool_budget.add(m.cost <= pt.budget_usd / price_scale(pt.pools))
+
+
+# -- the tables ---------------------------------------------------------------------------
+
+def canonical(pools: Sequence[PoolSetting], batch: PlanBatch, counts: Sequence[int], unit: int, min_nodes: int,
+              single: bool = False) -> tuple[PlanBatch, list[int]]:
+    """The plan of a model point on pools U = {p : counts_p > 0}: N = max(n unit, min_nodes, |U|) nodes
+    (1 for a one-node plan; n = N / unit of `batch` otherwise), the cheapest counts of U for N
+    (`replicas.cheapest_fill`: the same time, the least cost)."""
+    used = tuple(p for p, c in enumerate(counts) if c > 0)
+    replicas = 1 if single or batch.mode == "pipeline_wan" else \
+        int(batch.nodes[0]) // unit if unit > 1 else int(batch.nodes[0])
+    n_nodes = 1 if single else max(replicas * unit, min_nodes, len(used))
+    out = dataclasses.replace(batch, nodes=np.array([n_nodes], dtype=np.int64))
+    return out, cheapest_fill(pools, used, n_nodes)
+
+
+def pool_tables(instance, pools: list[PoolSetting], objective: str, params: float | None) -> PoolTables:
+    """The patterns of the fleet, the tables of their distinct settings (presolved: min_time drops the
+    classes that cannot beat the best plan the presolves found; min_cost those that cannot meet the
+    duration limit) and their merge."""
+    from planner.evaluate import with_params
+    from planner.fleet.network import site_network
+    from planner.solvers.certified import check_supported, tables_or_refuse
+    from planner.solvers.mixed import base_space, compute_bound_s, unit_price
+    space = base_space(instance, pools)
+    sites = site_network(instance)
+    cap = min(sum(p.count for p in pools), instance.limits.max_nodes or math.inf)
+    budget = instance.limits.budget_usd
+    keys, ranges, settings = [], [], []
+    for key in pool_keys(pools, space.precisions, sites is not None):
+        span = key_range(pools, key, space.min_nodes, cap, budget)
+        if span is None:
+            continue
+        s = mixed_setting(pools, key.covers[0], key.precision, sites)
+        keys.append(key)
+        ranges.append(span)
+        settings.append(unit_price(s if params is None else with_params(s, params)))
+    for s in settings[:1]:
+        check_supported(s, objective)
+    parts, index = [], {}
+    for k, s in enumerate(settings):
+        j = index.setdefault(repr(s), len(parts))
+        if j == len(parts):
+            parts.append(SettingPart(s, [], ranges[k][0], ranges[k][1], True))
+        part = parts[j]
+        part.keys.append(k)
+        part.lo, part.hi = min(part.lo, ranges[k][0]), max(part.hi, ranges[k][1])
+    for part in parts:                         # the union of its patterns' ranges is [lo, hi] without a gap
+        reach = part.lo - 1
+        for lo, hi in sorted(ranges[k] for k in part.keys):
+            if lo > reach + 1:
+                part.exact_range = False
+            reach = max(reach, hi)
+    pt = PoolTables(pools, keys, parts, None, space.min_nodes, budget, ranges)
+    ln_w = math.log(parts[0].setting.window_s) if parts else 0.0
+    best, best_plan, solved, least = math.inf, None, [None] * len(parts), [None] * len(parts)
+    # settings of least compute-only bound first: once a plan is known, a setting whose bound cannot beat it
+    # is skipped before its tables are built (`mixed.compute_bound_s`, 0 where it is not known to hold)
+    floor_s = [compute_bound_s(part.setting, part.hi) for part in parts]
+    for j in sorted(range(len(parts)), key=lambda j: (floor_s[j], j)):
+        part = parts[j]
+        solved[j], least[j] = set(), np.zeros(0)
+        if objective != "max_compute" and floor_s[j] > part.setting.window_s:
+            continue                  # no plan of the setting meets the duration limit
+        if objective == "min_time" and floor_s[j] > 0 and math.log(floor_s[j]) > best + 1e-9 * max(1.0, abs(best)):
+            continue                  # ... or none beats the best plan found
+        if objective == "max_compute" and floor_s[j] > 0 and math.isfinite(best) and \
+                math.log(part.setting.target * part.setting.window_s / floor_s[j]) < -best - 1e-9 * max(1.0, abs(best)):
+            continue                  # C <= N F u W gamma = C_target W / floor_s (same facts): below the best
+        if objective == "min_cost" and math.isfinite(best) and floor_s[j] > 0:
+            fewest = math.ceil(part.hi * floor_s[j] / part.setting.window_s - 1e-9)    # N T >= N_hi floor_s
+            if _least_cost(pt, part, fewest) / price_scale(pools) > best * (1 + 1e-12):
+                continue
+        key = keys[part.keys[0]]
+        part_space = dataclasses.replace(space, precisions=(key.precision,), min_nodes=part.lo, max_nodes=part.hi)
+        t = tables_or_refuse(part.setting, part_space.for_objective(part.setting, objective))
+        pt.classes_total += len(t.sync) + len(t.fixed)
+        if objective in ("min_time", "max_compute") and part.exact_range:
+            pruned, plan, value, done = presolve_compute(t) if objective == "max_compute" else presolve(t, "min_time")
+            if plan is not None and value < best:
+                best, best_plan = value, _mixed_plan(pt, j, pruned, plan)
+            solved[j] = done
+        elif objective == "max_compute":      # no exact incumbent from a setting whose node counts have gaps
+            pruned = _compute_bounded(t)
+        else:
+            if objective == "min_cost" and part.exact_range:       # its incumbent: the fewest nodes it scored
+                _, plan, _, _ = presolve(t, "min_cost")
+                if plan is not None:
+                    found = _mixed_plan(pt, j, t, plan)
+                    cost = fleet_cost_usd(pools, found.counts) / price_scale(pools)
+                    if cost < best:
+                        best, best_plan = cost, found
+            pruned, least[j] = _feasible_classes(t, ln_w)
+        part.tables = pruned
+    if objective == "min_cost" and math.isfinite(best):      # drop what cannot cost less than the incumbent
+        cut = best * (1 + 1e-12)
+        for j, part in enumerate(parts):
+            t, fewest = part.tables, least[j]
+            if t is None:
+                continue
+            costs = lambda n: _least_cost(pt, part, int(n)) / price_scale(pools)
+            keep = np.array([costs(x) <= cut for x in fewest], dtype=bool)
+            part.tables = Tables(t.setting, t.space, t.groups, [e for e, k in zip(t.sync, keep) if k],
+                                 [f for f in t.fixed if costs(f.nodes) <= cut], t.n_max, t.h_max, t.r_max,
+                                 t.class_lower[keep] if t.class_lower is not None else None, t.eta_h_falls)
+    if objective in ("min_time", "max_compute") and math.isfinite(best):   # the best of all presolves cuts them all
+        cut = best + 1e-9 * max(1.0, abs(best))
+        for j, part in enumerate(parts):
+            t = part.tables
+            if t is None:
+                continue
+            keep = np.array([lb <= cut for lb in t.class_lower], dtype=bool) if t.class_lower is not None else \
+                np.ones(len(t.sync), bool)
+            at = np.cumsum(keep) - 1
+            solved[j] = {int(at[a]) for a in solved[j] if keep[a]}
+            part.tables = Tables(t.setting, t.space, t.groups, [e for e, k in zip(t.sync, keep) if k],
+                                 [f for f in t.fixed if (f.log_time if objective == "min_time" else -f.log_compute) <= cut],
+                                 t.n_max, t.h_max, t.r_max,
+                                 t.class_lower[keep] if t.class_lower is not None else None, t.eta_h_falls)
+    for part in parts:
+        if part.tables is not None and not (part.tables.sync or part.tables.fixed):
+            part.tables = None
+    merged_space = dataclasses.replace(space, max_nodes=int(cap))
+    live = [p for p in parts if p.tables is not None]
+    pt.merged = merge(parts, merged_space) if live else Tables(parts[0].setting if parts else None, merged_space, [])
+    pt.solved = {part.sync_offset + a for part, done in zip(parts, solved) if part.tables is not None for a in done}
+    pt.incumbent = (best, best_plan) if best_plan is not None else None
+    return pt
+
+
+def _feasible_classes(t: Tables, ln_w: float) -> tuple[Tables, np.ndarray]:
+    """The classes (and fixed plans) that can meet the duration limit, with their box bounds on ln T, and
+    the fewest nodes each kept class needs to meet it (the lower end of its first box that can, times its
+    unit, as `tables.presolve` for min_cost)."""
+    if not t.sync:
+        return Tables(t.setting, t.space, t.groups, [], [f for f in t.fixed if f.log_time <= ln_w],
+                      t.n_max, t.h_max, t.r_max, None, t.eta_h_falls), np.zeros(0)
+    bound, boxes = class_bounds(t)
+    lower = bound.min(axis=1)
+    first_box = np.argmax(bound <= ln_w, axis=1)
+    fewest = boxes[np.arange(len(t.sync)), first_box, 0] * np.array([e.unit for e in t.sync])
+    keep = (lower <= ln_w + 1e-12) & np.isfinite(lower)
+    return Tables(t.setting, t.space, t.groups, [e for e, k in zip(t.sync, keep) if k],
+                  [f for f in t.fixed if f.log_time <= ln_w], t.n_max, t.h_max, t.r_max, lower[keep],
+                  t.eta_h_falls), fewest[keep]
+
+
+def _compute_bounded(t: Tables) -> Tables:
+    """max_compute without an incumbent: every class that reaches some compute, with -(its upper bound on
+    ln C) as its lower bound (`tables.compute_bounds`, `compute_box_bounds`), and the fixed plans."""
+    if not t.sync:
+        return t
+    upper = np.minimum(compute_bounds(t), compute_box_bounds(t))
+    keep = np.isfinite(upper)
+    return Tables(t.setting, t.space, t.groups, [e for e, k in zip(t.sync, keep) if k], list(t.fixed),
+                  t.n_max, t.h_max, t.r_max, -upper[keep], t.eta_h_falls)
+
+
+def _least_cost(pt: "PoolTables", part: SettingPart, nodes: int) -> float:
+    """USD: the least cost of a plan of the part's patterns with at least `nodes` nodes (the cheapest counts
+    never cost less as N grows; a pattern's least N is its range's lower end); inf if none has that many."""
+    costs = [fleet_cost_usd(pt.pools, key_counts(pt.pools, pt.keys[k], max(nodes, pt.ranges[k][0])))
+             for k in part.keys if pt.ranges[k][1] >= nodes]
+    return min(costs, default=math.inf)
+
+
+def _mixed_plan(pt: PoolTables, j: int, t: Tables, batch: PlanBatch) -> MixedPlan:
+    """A plan of setting part j found by its own search (N in the part's exact range): the pattern whose
+    range holds N, its cheapest counts, then the canonical plan of those pools."""
+    part = pt.parts[j]
+    n_nodes = int(batch.nodes[0])
+    k = next(k for k in part.keys if pt.ranges[k][0] <= n_nodes <= pt.ranges[k][1])
+    counts = key_counts(pt.pools, pt.keys[k], n_nodes)
+    unit = int(batch.stages[0]) if batch.mode in ("pp_group", "pipeline_wan") else 1
+    single = batch.mode == "flat" and n_nodes == 1
+    plan, counts = canonical(pt.pools, batch, counts, unit, pt.min_nodes, single)
+    return MixedPlan(plan, counts, part.setting, j)

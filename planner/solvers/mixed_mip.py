@@ -1,0 +1,277 @@
+"""`--solver highs|scip` on a fleet of pools: the pools chosen inside one mixed-integer model
+(`planner.mip.pools`), solved by outer approximation, then certified by the exact decomposition.
+
+1. `pools.pool_tables`: the patterns of pools used, the tables of their distinct settings,
+   presolved, merged; the model is `formulation.build` on the merged tables plus the pool families.
+2. The loop (as `planner.solvers.certified.outer_approximation`): solve; read the plan the model
+   chose and the nodes per pool; score its canonical plan (`pools.canonical`) in the setting of the
+   pools it uses; if the model's value is below it, solve the chosen class and the next 7 of its
+   setting exactly (min_time) and refine the grid at the plan; until the backend's bound meets the
+   best plan (1e-9 in ln T; min_cost: 1e-9 of the cost) or `MAX_ROUNDS`.
+3. Certification: the exact decomposition (`planner.solvers.mixed.solve_mixed` with the branch and
+   bound) with the loop's value as its incumbent, when the fleet has at most `MAX_EXACT_POOLS` pools.
+   Beyond, the loop's own bound is the proof (status optimal only when it met the best plan), and
+   time ties are not broken by cost as the decomposition breaks them.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+
+from planner.cost.score import time_to_target
+from planner.fleet.network import site_network
+from planner.fleet.replicas import fleet_cost_usd, mixed_setting
+from planner.mip.formulation import Grid
+from planner.mip.pools import (COST_TOL, FAMILIES, MixedPlan, PoolTables, build_pools, canonical, pool_tables,
+                               price_scale)
+from planner.mip.tables import EXACT_CLASSES, most_promising, outer_per_step, solve_classes, sync_terms
+from planner.solvers import backends
+from planner.solvers.bnb import TIME, compute_measure
+from planner.solvers.certified import (COMPUTE_LOG_TOL, COMPUTE_LOOP_S, COMPUTE_ROUND_S, LOG_TOL, MAX_ROUNDS, MipReport,
+                                      incumbent_value)
+
+def model_value(objective: str, setting, plan: MixedPlan, pools) -> float:
+    """The model's measure of a plan on pools: ln T (min_time), cost in the model's units (min_cost),
+    -ln C (max_compute); inf past the duration limit (min_time, min_cost) or without compute."""
+    if objective != "min_cost":
+        return incumbent_value(plan.setting, plan.batch, objective)
+    t = float(time_to_target(plan.setting, plan.batch)["time_to_target_s"][0])
+    return fleet_cost_usd(pools, plan.counts) / price_scale(pools) if t <= plan.setting.window_s else math.inf
+
+
+def to_units(objective: str, value: float, pools) -> float:
+    """A model value in the objective's units: s, USD, FLOP."""
+    if objective == "max_compute":
+        return math.exp(-value)
+    return math.exp(value) if objective == "min_time" else value * price_scale(pools)
+
+
+def decode(f, pt: PoolTables, instance, params) -> MixedPlan:
+    """The canonical plan of the model's point, scored in the setting of the pools it uses."""
+    from planner.evaluate import with_params
+    from planner.solvers.mixed import unit_price
+    batch, q, ab = f.decode()
+    m = f.model
+    counts = [int(round(v.value or 0)) for v in m.cntv]
+    if f.chosen is not None:
+        e = pt.merged.sync[f.chosen]
+        unit, single, j = e.unit, False, pt.part_of_class(f.chosen)[0]
+        batch = batch.take(slice(0, 1))
+        batch.nodes = batch.nodes * 0 + f.point[0] * unit
+    else:
+        fixed = [i for i, lam in enumerate(m.lamv) if (lam.value or 0) > 0.5][0]
+        j = pt.part_of_fixed(fixed)[0]
+        single = pt.merged.fixed[fixed].label.endswith("_single")
+        unit = int(batch.stages[0]) if batch.mode == "pipeline_wan" else 1
+    plan, counts = canonical(pt.pools, batch, counts, unit, pt.min_nodes, single)
+    used = tuple(p for p, c in enumerate(counts) if c > 0)
+    s = mixed_setting(pt.pools, used, batch.precision, site_network(instance))
+    s = unit_price(s if params is None else with_params(s, params))
+    if repr(s) != repr(pt.parts[j].setting):
+        raise AssertionError(f"the pattern rows chose setting {j} for pools {used}, whose setting differs")
+    return MixedPlan(plan, counts, s, j), q, ab
+
+
+def outer_approximation(instance, pools, objective: str, backend: str, params, deadline: float = math.inf):
+    """(best MixedPlan or None, its model value, MipReport) of the loop alone (module docstring)."""
+    solver = backends()[backend]
+    start = time.perf_counter()
+    pt = pool_tables(instance, pools, objective, params)
+    best_plan, best = (pt.incumbent[1], pt.incumbent[0]) if pt.incumbent else (None, math.inf)
+    if best_plan is not None:
+        best = model_value(objective, None, best_plan, pools)
+    t = pt.merged
+    report = MipReport(backend, "error", None, None, None, 0.0, 0, time.perf_counter() - start, 0, 0, 0, 0,
+                       classes=pt.classes_total, classes_kept=len(t.sync) + len(t.fixed))
+    if not t.sync and not t.fixed:
+        report.status = report.backend_status = "optimal" if best_plan is not None else "infeasible"
+        if best_plan is not None:
+            report.objective = report.bound = to_units(objective, best, pools)
+            report.gap = 0.0
+        return best_plan, best, report, pt
+    compute = objective == "max_compute"
+    grid = Grid.initial_compute(t, best) if compute else Grid.initial(t)
+    solved = set(pt.solved)
+    tol = {"min_time": LOG_TOL, "max_compute": COMPUTE_LOG_TOL}.get(objective) or \
+        COST_TOL * max(1.0, abs(best) if math.isfinite(best) else 1.0)
+    bound, f = -math.inf, None
+    loop_end = time.perf_counter() + COMPUTE_LOOP_S
+    for rounds in range(1, MAX_ROUNDS + 1):
+        t0 = time.perf_counter()
+        f = build_pools(pt, grid, objective, best, solved)
+        report.build_s += time.perf_counter() - t0
+        remaining = None if math.isinf(deadline) else max(deadline - time.perf_counter(), 0.01)
+        if compute:        # as the uniform loop: capped rounds, the certification answers what is left
+            remaining = min(remaining or math.inf, COMPUTE_ROUND_S, max(loop_end - time.perf_counter(), 0.01))
+        r = solver.solve(f.model, remaining)
+        report.time_s += r.time_s
+        report.nodes += r.nodes
+        report.rounds, report.backend_status = rounds, r.status
+        if r.status == "infeasible":
+            report.status = "infeasible" if best_plan is None else "optimal"
+            bound = math.inf if best_plan is None else best
+            break
+        if r.bound is not None and r.status in ("optimal", "time_limit"):
+            bound = max(bound, min(r.bound, r.objective) if r.status == "optimal" and r.objective is not None
+                        else r.bound)
+        if not r.has_solution:
+            report.status = r.status
+            break
+        plan, q, ab = decode(f, pt, instance, params)
+        value = model_value(objective, None, plan, pools)
+        if value < best:
+            best_plan, best = plan, value
+        if r.status == "optimal" and bound >= best - tol:
+            report.status = "optimal"
+            break
+        if r.status != "optimal":
+            report.status = r.status
+            break
+        newly = objective != "min_cost" and f.chosen is not None and f.chosen not in solved
+        if newly:
+            j, local = pt.part_of_class(f.chosen)
+            part = pt.parts[j]
+            if part.exact_range:
+                mine = {a - part.sync_offset for a in solved if 0 <= a - part.sync_offset < len(part.tables.sync)}
+                batch = [local] + most_promising(part.tables, mine | {local}, EXACT_CLASSES - 1)
+                plan_c, _ = solve_classes(part.tables, batch, best, deadline,
+                                          compute_measure(t.setting.target_kind) if compute else TIME)
+                solved.update(part.sync_offset + a for a in batch)
+                if plan_c is not None:
+                    from planner.mip.pools import _mixed_plan
+                    found = _mixed_plan(pt, j, part.tables, plan_c)
+                    value_c = model_value(objective, None, found, pools)
+                    if value_c < best:
+                        best_plan, best = found, value_c
+                if bound >= best - tol:
+                    report.status = "optimal"
+                    break
+            else:
+                newly = False
+        n, h, rr = f.point
+        u = None
+        if compute and f.chosen is not None:      # the plan's own u = ln(window tokens): a top of a u bracket
+            e = t.sync[f.chosen]
+            u = e.u_const + math.log(n) - float(outer_per_step(e, t, n, h, rr))
+            q, ab = sync_terms(e, t, n, h, rr)
+        refined = grid.refine(n, h, rr, q, ab, f.gain if t.quality_target and not compute else None, u,
+                              t.sync[f.chosen].label if compute and f.chosen is not None else None)
+        if time.perf_counter() >= (min(deadline, loop_end) if compute else deadline):
+            report.status = "time_limit"
+            break
+        if not (refined or newly):
+            report.status = "gap"
+            break
+    else:
+        report.status = "gap"
+    size = f.size()
+    report.columns, report.rows, report.nonzeros = size["columns"], size["rows"], size["nonzeros"]
+    report.families = f.families()
+    if math.isfinite(best):
+        report.objective = to_units(objective, best, pools)
+    if math.isfinite(bound):
+        report.bound = to_units(objective, min(bound, best) if math.isfinite(best) else bound, pools)
+    elif compute and bound == math.inf:      # proven: no plan reaches any compute
+        report.bound = 0.0
+    if report.objective is not None and report.bound is not None and report.objective > 0:
+        report.gap = max(0.0, abs(report.objective - report.bound) / report.objective)
+    return best_plan, best, report, pt
+
+
+def solve_mixed_mip(instance, objective: str, solver: str, deadline: float, start: float):
+    """`planner.solve.solve` of a fleet of pools with a MIP backend (module docstring)."""
+    from planner.fleet.pools import pool_settings
+    from planner.solvers.mixed import MAX_EXACT_POOLS, Part, PartResult, answer, solve_mixed
+    if instance.fleet.sync_rule != "straggler":
+        from planner.schema.errors import InputError, Problem
+        raise InputError([Problem("fleet.sync_rule", f"the one-model path (--solver {solver}) models the straggler "
+                                                     f"rule only, got '{instance.fleet.sync_rule}': use --solver bnb "
+                                                     "or --solver exhaustive")])
+    pools = pool_settings(instance)
+    maximise = objective == "max_compute"
+    reports, shapes, incumbents, found, bound = [], [], {}, [], (0.0 if maximise else math.inf)
+    for params in instance.search.params or [None]:
+        plan, value, report, pt = outer_approximation(instance, pools, objective, solver, params, deadline)
+        reports.append(report)
+        shapes.append({"patterns": len(pt.keys), "settings": len(pt.parts),
+                       "settings_built": sum(p.tables is not None for p in pt.parts)})
+        if plan is not None:
+            units = to_units(objective, value, pools)
+            incumbents[params] = units
+            part = pt.parts[plan.part]
+            used = tuple(p for p, c in enumerate(plan.counts) if c > 0)
+            cost = fleet_cost_usd(pools, plan.counts)
+            key = {"min_time": (units, cost), "max_compute": (-units, cost)}.get(objective) or \
+                (units, math.exp(model_value("min_time", None, plan, pools)))
+            space = part.tables.space if part.tables is not None else pt.merged.space
+            found.append(PartResult(Part(params, used, plan.batch.precision, plan.setting, space), plan.batch,
+                                    plan.counts, key + (0,), units))
+        if maximise:
+            bound = max(bound, report.bound if report.bound is not None else math.inf)
+        else:
+            bound = min(bound, report.bound if report.bound is not None else (math.inf if report.status == "infeasible"
+                                                                              else 0.0))
+    if len(pools) <= MAX_EXACT_POOLS:       # certification: the exact decomposition from the loop's plans
+        t0 = time.perf_counter()
+        result = solve_mixed(instance, objective, "bnb", deadline, start, incumbents=incumbents)
+        certify_s = time.perf_counter() - t0
+        mine = {tuple(sorted((pools[p].label, c) for p, c in enumerate(r.counts) if c)): r for r in found}
+        for report in reports:
+            report.certify_s = certify_s / len(reports)
+        if result.plan is not None:
+            chosen = tuple(sorted(result.plan.pool_nodes.items()))
+            ours = mine.get(chosen)
+            changed = ours is None or _plan_fields(ours.batch) != _plan_fields_of(result.plan)
+            for report in reports:
+                report.certified_changed_plan = changed
+                report.certified_improved = bool(found) and (
+                    result.objective_value > max(r.value for r in found) * (1 + 1e-9) if maximise
+                    else result.objective_value < min(r.value for r in found) * (1 - 1e-9))
+        result.solver = solver
+        result.mip = [dict(r.to_dict(), **shape, families_added=list(FAMILIES), certified_by="decomposition")
+                      for r, shape in zip(reports, shapes)]
+        result.solve_time_s = time.perf_counter() - start
+        return result
+    # more pools than the decomposition takes: the loop's own bound is the proof (its gap <= LOG_TOL / COST_TOL)
+    proven = all(r.status in ("optimal", "infeasible") for r in reports)
+    if proven:
+        bound = (max if maximise else min)([r.value for r in found], default=0.0 if maximise else math.inf)
+    result = answer(instance, pools, objective, solver, found, bound, 0, start, deadline,
+                    dict(space_size=None, candidates=[]), explain=False)
+    result.mip = [dict(r.to_dict(), **shape, families_added=list(FAMILIES), certified_by="the loop's bound")
+                  for r, shape in zip(reports, shapes)]
+    return result
+
+
+def _plan_fields(batch) -> tuple:
+    return (batch.mode, batch.precision, int(batch.nodes[0]), int(batch.inner_steps[0]),
+            int(batch.regional_rounds[0]) if batch.mode == "hierarchical" else 1)
+
+
+def _plan_fields_of(plan) -> tuple:
+    return (plan.mode, plan.precision, int(plan.nodes), int(plan.inner_steps or 1),
+            int(plan.regional_rounds or 1) if plan.mode == "hierarchical" else 1)
+
+
+def write_pools_model(instance, objective: str, path) -> list:
+    """`dtplan solve --write-model` of a fleet of pools: the first round's model (after the presolves,
+    with the best plan they found as cutoff), one file per model size as `planner.mip.export`."""
+    from planner.fleet.pools import pool_settings
+    from planner.mip.export import model_paths
+    from planner.present.output import atomic_path
+    from planner.solvers import UnsupportedBySolver
+    pools = pool_settings(instance)
+    written = []
+    for params, target in zip(instance.search.params or [None], model_paths(instance, path)):
+        pt = pool_tables(instance, pools, objective, params)
+        if not (pt.merged.sync or pt.merged.fixed):
+            raise UnsupportedBySolver("the presolve leaves no class of any pattern of pools (no plan can beat its "
+                                      "incumbent, or none meets the limits): no model to write")
+        cutoff = model_value(objective, None, pt.incumbent[1], pools) if pt.incumbent else None
+        grid = Grid.initial_compute(pt.merged, cutoff) if objective == "max_compute" else Grid.initial(pt.merged)
+        f = build_pools(pt, grid, objective, cutoff, pt.solved)
+        with atomic_path(target) as tmp:
+            f.model.write(str(tmp), io_options={"symbolic_solver_labels": True})
+        written.append(target)
+    return written

@@ -1,0 +1,273 @@
+"""The one-model path for fleets of pools (`--solver highs|scip`: planner.mip.pools,
+planner.solvers.mixed_mip) against the exhaustive oracle over every assignment of nodes to pools
+(planner.solvers.mixed_oracle), the exact decomposition (`bnb`) and brute force over pool subsets."""
+
+from __future__ import annotations
+
+import json
+from itertools import combinations
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from planner.fleet.pools import pool_settings
+from planner.fleet.replicas import mixed_setting, sites_of, slowest
+from planner.fleet.samples import random_instance
+from planner.mip.pools import FAMILIES, key_counts, pool_keys
+from planner.schema.instance import parse_instance
+from planner.solve import solve
+from planner.solvers import UnsupportedBySolver, backends
+from planner.solvers.mixed_oracle import oracle
+
+ROOT = Path(__file__).resolve().parents[1]
+pytestmark = pytest.mark.skipif("highs" not in backends(), reason="needs highspy and pyomo")
+
+
+def sample(seed: int, objective: str) -> dict:
+    """A random small mixed instance (<= 3 pools, half on 2 to 6 sites), a third with a C_quality target;
+    max_compute of C_local under the linear_v1 replica penalty (the model refuses the chinchilla one)."""
+    rng = np.random.default_rng(1000 + seed)
+    data = random_instance(rng)
+    data["fleet"].pop("sync_rule", None)     # the one-model path models the straggler rule only
+    data["objective"] = objective
+    if rng.random() < 1 / 3:
+        data["training"]["target_kind"] = "c_quality"
+    elif objective == "max_compute":
+        data.setdefault("assumptions", {}).setdefault("constants", {})["replica_penalty"] = "linear_v1"
+    return data
+
+
+def close(a, b, rel=1e-9) -> bool:
+    if a is None or b is None:
+        return a is None and b is None
+    return abs(a - b) <= rel * max(abs(a), abs(b))
+
+
+def check_against_oracle(data: dict, backend: str) -> bool:
+    """The loop alone, the certified answer and bnb against the oracle; False when the model refuses."""
+    instance = parse_instance(data)
+    try:
+        mip = solve(instance, solver=backend)
+    except UnsupportedBySolver:
+        return False
+    best = oracle(instance)
+    want = best[0] if best else None
+    got = mip.objective_value if mip.status == "optimal" else None
+    assert close(got, want), (mip.status, got, want)
+    exact = solve(instance, solver="bnb")
+    assert close(exact.objective_value if exact.status == "optimal" else None, want)
+    maximise = instance.objective == "max_compute"
+    for report in mip.mip:                 # the loop alone, before certification
+        if maximise:        # capped rounds (`certified.COMPUTE_LOOP_S`): an upper bound, the plan within 1e-4 in ln C
+            assert want is None or report["bound"] >= want * (1 - 1e-8)
+            if report["status"] == "optimal" and want is not None:
+                assert close(report["objective"], want, 2e-4)
+            continue
+        assert report["status"] in ("optimal", "infeasible"), report["status"]
+        if want is None:
+            assert report["objective"] is None
+        else:
+            assert close(report["objective"], want, 1e-8), (report["objective"], want)
+            assert report["bound"] <= want * (1 + 1e-8)
+    if mip.plan is not None:
+        assert sum(mip.plan.pool_nodes.values()) == mip.plan.nodes
+    return True
+
+
+@pytest.mark.parametrize("objective", ["min_time", "min_cost", "max_compute"])
+@pytest.mark.parametrize("seed", range(12))
+def test_highs_matches_oracle_on_random_mixed_instances(seed, objective):
+    check_against_oracle(sample(seed, objective), "highs")
+
+
+@pytest.mark.parametrize("objective", ["min_time", "min_cost", "max_compute"])
+@pytest.mark.parametrize("seed", range(12, 15))
+def test_scip_matches_oracle_on_random_mixed_instances(seed, objective):
+    if "scip" not in backends():
+        pytest.skip("needs ortools")
+    check_against_oracle(sample(seed, objective), "scip")
+
+
+@pytest.mark.parametrize("objective", ["min_time", "min_cost", "max_compute"])
+def test_every_mode_on_sites_against_oracle(objective):
+    """Three pools on three sites (two fast ones in a region, a slow far one) with every mode allowed."""
+    data = {
+        "model": {"params": 3e9}, "training": {"target_flop": 2e21},
+        "fleet": {"pools": [{"name": "h", "hardware": "16xH100-SXM", "count": 3, "site": "London"},
+                            {"name": "a", "hardware": "48xA100-80GB", "count": 2, "site": "Paris"},
+                            {"name": "b", "hardware": "7xB200", "count": 2, "site": "New York", "price_usd_per_accelerator": 0}]},
+        "network": {"wan": {"up_mbps": 1000, "down_mbps": 1000},
+                    "regional": {"mbps": 5000, "rtt_ms": 20},
+                    "sites": [{"name": c, "city": c} for c in ("London", "Paris", "New York")],
+                    "links": [{"a": "London", "b": "Paris", "up_mbps": 10000},
+                              {"a": "Paris", "b": "New York", "up_mbps": 300}]},
+        "limits": {"max_days": 60},
+        "search": {"modes": ["flat", "hierarchical", "pp_group", "pipeline_wan"], "max_inner_steps": 12,
+                   "max_regional_rounds": 3, "group_sizes": [2], "max_stages": 2, "max_micro_batches": 2,
+                   "compression": [1.0, 16.0]},
+        "objective": objective,
+    }
+    if objective == "max_compute":
+        data["training"]["target_kind"] = "c_quality"
+    assert check_against_oracle(data, "highs")
+
+
+def brute_patterns(pools, precision: str, with_sites: bool) -> dict:
+    """Every non-empty subset U of pools that all run `precision`, by its (slowest, least memory, sites)."""
+    out = {}
+    runs = [p for p in range(len(pools)) if precision in pools[p].precisions]
+    for size in range(1, len(runs) + 1):
+        for used in combinations(runs, size):
+            key = (slowest(pools, used, precision), min(pools[p].setting.memory_bytes for p in used),
+                   tuple(sorted(sites_of(pools, used))) if with_sites else ())
+            out.setdefault(key, []).append(used)
+    return out
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_patterns_are_exactly_the_subsets_of_pools(seed):
+    """The compact patterns (slowest pool, least memory, sites) are the brute-force ones of all 2^P - 1
+    subsets; each subset lies within its pattern's allowed pools and holds one of its covers; the
+    setting of a pattern is the setting of each of its subsets."""
+    rng = np.random.default_rng(500 + seed)
+    data = random_instance(rng)
+    while len(data["fleet"]["pools"]) < 3:
+        data = random_instance(rng)
+    instance = parse_instance(data)
+    pools = pool_settings(instance)
+    with_sites = bool(instance.network.sites)
+    precisions = sorted({q for p in pools for q in p.precisions})
+    keys = pool_keys(pools, precisions, with_sites)
+    from planner.fleet.network import site_network
+    net = site_network(instance)
+    for precision in precisions:
+        brute = brute_patterns(pools, precision, with_sites)
+        mine = {(k.slowest, k.memory_bytes, k.sites): k for k in keys if k.precision == precision}
+        assert set(mine) == set(brute)
+        for pattern, subsets in brute.items():
+            key = mine[pattern]
+            setting = mixed_setting(pools, key.covers[0], precision, net)
+            for used in subsets:
+                assert set(used) <= set(key.allowed)
+                assert any(set(c) <= set(used) for c in key.covers)
+                assert mixed_setting(pools, used, precision, net) == setting
+
+
+def test_key_counts_is_the_cheapest_assignment_of_the_pattern():
+    """key_counts against brute force over every count vector with the pattern's pools."""
+    data = {"model": {"params": 1e9}, "training": {"target_flop": 1e20},
+            "fleet": {"pools": [{"name": "slow", "hardware": "48xA100-80GB", "count": 3, "price_usd_per_accelerator": 9000},
+                                {"name": "fast", "hardware": "16xH100-SXM", "count": 2, "price_usd_per_accelerator": 1000},
+                                {"name": "fast2", "hardware": "16xH100-SXM", "count": 4, "price_usd_per_accelerator": 500}]}}
+    instance = parse_instance(data)
+    pools = pool_settings(instance)
+    from itertools import product
+    from planner.fleet.replicas import fleet_cost_usd
+    for key in pool_keys(pools, ["fp16"], False):
+        for nodes in range(1, 10):
+            best = None
+            for counts in product(*(range(p.count + 1) for p in pools)):
+                used = tuple(i for i, c in enumerate(counts) if c)
+                if sum(counts) != nodes or not used:
+                    continue
+                pattern = (slowest(pools, used, "fp16"), min(pools[p].setting.memory_bytes for p in used))
+                if pattern != (key.slowest, key.memory_bytes):
+                    continue
+                cost = fleet_cost_usd(pools, counts)
+                best = cost if best is None else min(best, cost)
+            got = key_counts(pools, key, nodes)
+            assert (got is None) == (best is None)
+            if got is not None:
+                assert fleet_cost_usd(pools, got) == pytest.approx(best, rel=1e-12)
+
+
+def test_more_pools_than_the_decomposition_takes():
+    """14 pools (beyond the decomposition's 12) that are splits of two pools of one hardware and price
+    each: the one model answers, proven by its own bound, with the optimum of the two merged pools
+    (same hardware and price: the same plans, the same costs)."""
+    split = [{"name": f"h{i}", "hardware": "16xH100-SXM", "count": 2} for i in range(7)] + \
+        [{"name": f"a{i}", "hardware": "48xA100-80GB", "count": 3} for i in range(7)]
+    merged = [{"name": "h", "hardware": "16xH100-SXM", "count": 14}, {"name": "a", "hardware": "48xA100-80GB", "count": 21}]
+    base = {"model": {"params": 7e9}, "training": {"target_flop": 3e22},
+            "network": {"wan": {"up_mbps": 500, "down_mbps": 500}}, "limits": {"max_days": 200},
+            "search": {"max_inner_steps": 64}}
+    for objective in ("min_time", "min_cost", "max_compute"):
+        data = dict(base, objective=objective)
+        if objective == "max_compute":
+            data["training"] = {"target_flop": 3e22, "target_kind": "c_quality"}
+        many = solve(parse_instance(dict(data, fleet={"pools": split})), solver="highs")
+        two = solve(parse_instance(dict(data, fleet={"pools": merged})), solver="bnb")
+        assert many.status == two.status == "optimal"
+        assert many.objective_value == pytest.approx(two.objective_value, rel=1e-9)
+        assert many.mip[0]["certified_by"] == "the loop's bound"
+        by_type = {"h": 0, "a": 0}
+        for name, n in many.plan.pool_nodes.items():
+            by_type[name[0]] += n
+        assert sum(by_type.values()) == many.plan.nodes
+
+
+@pytest.mark.parametrize("name", ["mixed-a100-h100", "mixed-six-sites", "mixed-governance-cities"])
+def test_write_model_of_shipped_pools_instances(tmp_path, name):
+    """--write-model writes the one model of a fleet of pools, with the pool families, under 1 MB."""
+    from click.testing import CliRunner
+    from planner.cli import main
+    for objective in ("min_time", "min_cost", "max_compute"):
+        if name != "mixed-a100-h100" and objective != "min_time":     # 63 site sets, tables for each: slow
+            continue
+        path = tmp_path / f"{name}.{objective}.lp"
+        result = CliRunner().invoke(main, ["solve", str(ROOT / "instances" / f"{name}.json"), "--solver", "highs",
+                                           "--objective", objective, "--write-model", str(path), "--json"]
+                                    + (["--set", "training.target_kind=c_quality"] if objective == "max_compute" else []))
+        assert result.exit_code == 0, result.output
+        text = path.read_text()
+        assert path.stat().st_size < 1_000_000
+        for family in FAMILIES:
+            if family != "pool-budget":
+                assert family.replace("-", "_") in text
+        answer = json.loads(result.stdout)
+        assert answer["mip"][0]["families"]["pool-allowed"] >= 1
+
+
+def test_max_compute_of_c_local_under_chinchilla_matches_bnb():
+    """max_compute of C_local under the default (chinchilla) replica penalty, on the shipped A100 + H100
+    fleet with H <= 8, R <= 2: the loop alone and the certified answer against the decomposition."""
+    data = json.loads((ROOT / "instances" / "mixed-a100-h100.json").read_text())
+    data["search"] = {"max_inner_steps": 8, "max_regional_rounds": 2}
+    data["objective"] = "max_compute"
+    instance = parse_instance(data)
+    mip, exact = solve(instance, solver="highs"), solve(instance, solver="bnb")
+    assert mip.status == exact.status == "optimal"
+    assert mip.objective_value == pytest.approx(exact.objective_value, rel=1e-9)
+    assert mip.mip[0]["bound"] >= exact.objective_value * (1 - 1e-9)
+
+
+def test_candidate_model_sizes_on_pools():
+    """search.params: one model per size, the best kept, certified; against the oracle over every size."""
+    data = {"model": {}, "training": {"target_flop": 3e21},
+            "fleet": {"pools": [{"name": "a", "hardware": "48xA100-80GB", "count": 2},
+                                {"name": "h", "hardware": "16xH100-SXM", "count": 2}]},
+            "limits": {"max_days": 30},
+            "search": {"max_inner_steps": 8, "max_regional_rounds": 2, "max_stages": 2, "max_micro_batches": 2,
+                       "params": [1e9, 3e9]}}
+    for objective in ("min_time", "min_cost", "max_compute"):
+        instance = parse_instance({**data, "objective": objective})
+        result = solve(instance, solver="highs")
+        best = oracle(instance)
+        assert result.status == "optimal" and close(result.objective_value, best[0]), objective
+        assert len(result.mip) == 2 and result.model_params in (1e9, 3e9)
+
+
+@pytest.mark.parametrize("rule", ["proportional", "auto"])
+def test_one_model_path_refuses_rules_it_does_not_model(rule, tmp_path):
+    """The pools model encodes the straggler rule only: under another rule its bound would not be a
+    bound, so `--solver highs` exits 2 naming fleet.sync_rule (bnb solves it)."""
+    from click.testing import CliRunner
+    from planner.cli import main
+    data = json.loads((ROOT / "instances" / "mixed-a100-h100.json").read_text())
+    data["fleet"]["sync_rule"] = rule
+    path = tmp_path / "rule.json"
+    path.write_text(json.dumps(data))
+    out = CliRunner().invoke(main, ["solve", str(path), "--solver", "highs"])
+    assert out.exit_code == 2, out.output
+    assert "fleet.sync_rule" in out.output and "straggler rule only" in out.output
