@@ -87,6 +87,8 @@ class DecisionSpace:
     expert_parallel: tuple[str, ...] | None  # the monotone objectives, see the module docstring
     streaming_off_allowed: bool = True       # with streaming = (True,): may plans run without it (for_objective)
     all_micro_batches: bool = False          # list every M, not only the one of least pipeline step
+    placement: object = None                 # regions chosen by the planner (planner.fleet.regions.Placement):
+                                             # only the placeable node counts of each unit size are listed
 
     def for_objective(self, setting: Setting, objective: str) -> "DecisionSpace":
         """The space with the reductions exact for `objective`: all of them, except for
@@ -176,6 +178,9 @@ class DecisionSpace:
                 hi = np.where(ok, mid, hi)
                 lo = np.where(ok, lo, mid + 1)
             c.n_lo = lo
+        if c.size and self.placement is not None:
+            from planner.fleet.regions import restrict_classes
+            c = restrict_classes(c, mode, self.placement.mask)
         return c if c.size else None
 
     # -- per mode ---------------------------------------------------------------------

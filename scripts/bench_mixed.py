@@ -45,8 +45,8 @@ CHORDS = [("London", "New York", 1000), ("Los Angeles", "Tokyo", 1000), ("Frankf
           ("Singapore", "Sydney", 400), ("Miami", "Madrid", 400)]
 
 
-def instance_data(sync_rule: str = "straggler") -> dict:
-    """The benchmark instance as raw JSON data."""
+def instance_data(sync_rule: str = "straggler", regions: str = "geography") -> dict:
+    """The benchmark instance as raw JSON data (`regions`: network.regions)."""
     sites = [{"name": c, "city": c} for c in CITIES]
     ring = [{"a": a, "b": b, "up_mbps": 10000 if i % 3 else 1000}
             for i, (a, b) in enumerate(zip(CITIES, CITIES[1:] + CITIES[:1]))]
@@ -59,7 +59,7 @@ def instance_data(sync_rule: str = "straggler") -> dict:
                             {"name": "b200", "hardware": "7xB200", "count": 400, "site": "Tokyo"}],
                   "sync_rule": sync_rule},
         "network": {"wan": {"up_mbps": 1000, "down_mbps": 1000}, "regional": {"mbps": 5000, "rtt_ms": 30},
-                    "sites": sites, "links": links},
+                    "sites": sites, "links": links, "regions": regions},
         "limits": {"max_days": 365},
     }
 
@@ -129,7 +129,8 @@ def report(label: str, solver: str, times: list[float], result) -> None:
     plan = result.plan
     if plan is not None:
         print(f"  plan: {plan.mode}, {plan.nodes:,} nodes {plan.pool_nodes}, {plan.sync_rule or 'straggler'}, {plan.precision}, H={plan.inner_steps}, "
-              f"Cr={plan.compression:g}; value {result.objective_value:.6g}")
+              f"Cr={plan.compression:g}; value {result.objective_value:.6g}"
+              + (f"; regions {plan.regions}" if plan.regions else ""))
 
 
 def main() -> int:
@@ -138,6 +139,9 @@ def main() -> int:
     parser.add_argument("--objective", default="min_time", choices=["min_time", "min_cost", "max_compute"])
     parser.add_argument("--sync-rule", default="straggler", choices=["straggler", "proportional", "auto"])
     parser.add_argument("--solvers", default="bnb,highs", help="comma-separated: bnb, highs, scip")
+    parser.add_argument("--regions", default="geography", choices=["geography", "chosen"],
+                        help="network.regions of the 20-site instance: chosen = the planner picks the regions "
+                             "(min_time, max_compute; bnb)")
     parser.add_argument("--pools", type=int, action="append", help="time the P-pool city fleet instead (repeatable)")
     args = parser.parse_args()
     solvers = [s for s in args.solvers.split(",") if s]
@@ -150,8 +154,8 @@ def main() -> int:
                        *timed(pools_nosites_data(count), "min_time", solver, args.repeats))
         return 0
     for solver in solvers:
-        report(f"20 sites, 3 pools, 2,000 nodes, {args.objective}, sync rule {args.sync_rule}", solver,
-               *timed(instance_data(args.sync_rule), args.objective, solver, args.repeats))
+        report(f"20 sites, 3 pools, 2,000 nodes, {args.objective}, sync rule {args.sync_rule}, regions {args.regions}",
+               solver, *timed(instance_data(args.sync_rule, args.regions), args.objective, solver, args.repeats))
     return 0
 
 

@@ -19,7 +19,8 @@ import numpy as np
 from planner.cost.score import score
 from planner.evaluate import (Evaluation, _finite, _violation_messages, _warnings, batch_from_plan, max_days,
                               with_params)
-from planner.fleet.network import site_network
+from planner.fleet.network import plan_site_network, site_network
+from planner.fleet.regions import plan_region_problems, plan_unit, region_rows
 from planner.fleet.pools import PoolSetting, pool_settings
 from planner.fleet.proportional import idle_share, plan_adjust
 from planner.fleet.replicas import (fleet_cost_usd, idle_fraction, mixed_setting, node_price_usd, slowest,
@@ -87,9 +88,12 @@ def mixed_plan_problems(instance: Instance, plan: Plan) -> list[Problem]:
         from planner.fleet.proportional import rule_problems
         problems += [Problem("plan.sync_rule", f"'proportional' {m}") for m in rule_problems(plan, instance.model.is_moe)]
     try:
-        site_network(instance)                 # the sites holding pools must be joined by links
+        sites = site_network(instance)         # the sites holding pools must be joined by links
     except InputError as err:
-        problems += err.problems
+        return problems + err.problems
+    if not problems:                           # plan.regions under chosen regions (planner.fleet.regions)
+        pools = pool_settings(instance)
+        problems += plan_region_problems(instance, plan, pools, counts_of(pools, plan), sites)
     return problems
 
 
@@ -102,7 +106,7 @@ def evaluate_mixed(instance: Instance, plan: Plan, params: float | None = None,
     used = used_pools(counts)
     if unsupported(pools, used, plan.precision):
         raise ValueError(f"pools {unsupported(pools, used, plan.precision)} cannot run {plan.precision}")
-    sites = site_network(instance)
+    sites = plan_site_network(instance, plan)
     setting = mixed_setting(pools, used, plan.precision, sites)
     if params is not None:
         setting = with_params(setting, params)
@@ -116,6 +120,9 @@ def evaluate_mixed(instance: Instance, plan: Plan, params: float | None = None,
     e.pool_rows = pool_rows(pools, counts, plan.precision, setting, steps, e.sync_rule)
     if sites is not None:
         e.sites = site_rows(pools, counts, sites)
+        if instance.network.regions == "chosen":     # nodes and groups per chosen region
+            e.sites["region_units"] = region_rows(pools, counts, e.sites["regions"], plan_unit(
+                plan.mode, plan.group_size, plan.stages, plan.zero_shards))
     e.violations = _violation_messages(e)
     e.warnings = _warnings(e) + _pool_warnings(e.pool_rows, e.sync_rule)
     return e

@@ -21,9 +21,12 @@ pools U uses the sites S(U) of those pools, and its links are functions of S(U) 
   links); the global sync among groups crosses regions over the WAN route above.
 
 So the planner's decomposition over pool subsets stays exact with sites (planner/solvers/mixed.py),
-and it chooses the sites (hence regions) a plan uses with everything else. Not modelled: whether a
-region holds a multiple of the group size k or of S (as without sites, nodes left over still count
-towards throughput), and the sharing of one link among several groups' syncs.
+and it chooses the sites (hence regions) a plan uses with everything else. With
+`network.regions = "chosen"` the regions are a partition the planner chooses, with whole groups per
+region (`SiteNetwork.with_regions`; planner/fleet/regions.py, planner/sites/partition.py). Not
+modelled under "geography": whether a region holds a multiple of the group size k or of S (as
+without sites, nodes left over still count towards throughput); under both, the sharing of one
+link among several groups' syncs.
 """
 
 from __future__ import annotations
@@ -52,17 +55,29 @@ class SiteLinks:
 class SiteNetwork:
     """The site graph of an instance and the links of any set of its sites (cached per set)."""
 
-    def __init__(self, network):
+    def __init__(self, network, graph=None, candidates=None, partition=None):
         from planner.sites import regional_groups, site_graph
         self.network = network
-        self.graph = site_graph(network)
+        self.graph = site_graph(network) if graph is None else graph
         regional = network.regional
-        self.candidates = regional_groups(self.graph, regional.mbps, regional.rtt_ms)
+        self.candidates = (regional_groups(self.graph, regional.mbps, regional.rtt_ms)
+                           if candidates is None else candidates)
+        self.partition = partition          # regions chosen by the planner or the plan (None: geography)
         self._cache: dict[frozenset[str], SiteLinks] = {}
 
+    def with_regions(self, partition) -> "SiteNetwork":
+        """The same sites with the regions fixed to `partition` (a set partition of sites into
+        regions; planner.fleet.regions): `regions(sites)` then returns its blocks meeting `sites`."""
+        return SiteNetwork(self.network, self.graph, self.candidates,
+                           tuple(tuple(sorted(b)) for b in partition))
+
     def regions(self, sites: Sequence[str]) -> tuple[tuple[str, ...], ...]:
-        """The sites split into candidate regional groups: largest group first, each site in the
-        first that holds it (every site is in some group: a lone site is a group of one)."""
+        """The sites split into regions: the fixed partition's blocks (`with_regions`), else the
+        candidate regional groups, largest group first, each site in the first that holds it
+        (every site is in some group: a lone site is a group of one)."""
+        if self.partition is not None:
+            wanted = set(sites)
+            return tuple(part for b in self.partition if (part := tuple(s for s in b if s in wanted)))
         left, out = set(sites), []
         for group in self.candidates:
             part = tuple(sorted(group & left))
@@ -100,6 +115,20 @@ def site_network(instance) -> SiteNetwork | None:
     net = SiteNetwork(instance.network)
     check_pool_sites_connected(net, instance.fleet)
     return net
+
+
+def plan_site_network(instance, plan) -> SiteNetwork | None:
+    """`site_network` with the plan's own regions when it states them (plan.regions, checked by
+    `planner.fleet.regions.plan_region_problems`); a plan on one site under chosen regions has
+    that site as its region."""
+    net = site_network(instance)
+    if net is None or instance.network.regions != "chosen":
+        return net
+    if plan.regions is not None:
+        return net.with_regions(plan.regions)
+    labels = instance.fleet.pool_labels()
+    used = {p.site for p, label in zip(instance.fleet.pools, labels) if (plan.pool_nodes or {}).get(label, 0)}
+    return net.with_regions([sorted(used)]) if len(used) <= 1 else net
 
 
 def check_pool_sites_connected(net: SiteNetwork, fleet) -> None:

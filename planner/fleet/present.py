@@ -54,6 +54,13 @@ def pool_table(e):
     return table
 
 
+def region_line(rows: list[dict[str, Any]]) -> str:
+    """Chosen regions (planner.fleet.regions.region_rows): nodes and whole units in each."""
+    shown = "; ".join("{" + ", ".join(r["sites"]) + "}: " + f"{r['nodes']:,} nodes"
+                      + (f", {r['units']:,} group{'s' * (r['units'] != 1)}" if r["units"] is not None else "") for r in rows)
+    return f"regions of the plan (whole groups inside each): {shown}"
+
+
 def pool_title(rule: str) -> str:
     """The pool table's title: the synchronisation rule in a sentence."""
     if rule == "proportional":
@@ -70,4 +77,5 @@ def site_lines(sites: dict[str, Any]) -> list[str]:
             f"slowest route among the sites: {sites['slowest_route_mbps']:,.0f} Mb/s, "
             f"{sites['slowest_route_rtt_ms']:,.1f} ms RTT; WAN sync at {sites['wan_up_mbps']:,.0f} / "
             f"{sites['wan_down_mbps']:,.0f} Mb/s (each node's access link included)",
-            f"regional and pipeline links: {sites['regional_mbps']:,.0f} Mb/s, {sites['regional_rtt_ms']:,.1f} ms"]
+            f"regional and pipeline links: {sites['regional_mbps']:,.0f} Mb/s, {sites['regional_rtt_ms']:,.1f} ms"] + \
+        [region_line(sites["region_units"])] * ("region_units" in sites)

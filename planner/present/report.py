@@ -204,10 +204,12 @@ def _evaluation(doc: _Doc, e, heading: str = "") -> None:
         doc.items([pool_title(getattr(e, "sync_rule", "straggler"))])
         doc.table(POOL_HEADER, [pool_cells(row) for row in e.pool_rows])
         if e.sites is not None:                  # with sites: the regions chosen, drawn on the site graph
-            from planner.present.site_plot import site_graph_png
+            from planner.present.site_plot import region_labels, site_graph_png
             from planner.sites import site_graph
             doc.items(site_lines(e.sites))
-            doc.image(site_graph_png(site_graph(e.instance.network), e.sites["regions"], "sites and regions used"),
+            chosen = region_labels(e.sites["region_units"]) if "region_units" in e.sites else None
+            doc.image(site_graph_png(site_graph(e.instance.network), e.sites["regions"], "sites and regions used",
+                                     chosen),
                       "the site graph: the regions of the plan's sites, link speeds and RTTs")
     doc.h2(f"Breakdown{heading}")
     doc.table(["quantity", "value"], [

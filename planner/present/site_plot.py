@@ -136,8 +136,11 @@ MAX_DRAWN_GROUPS = 20           # group bands (the legend names the first 10)
 MAX_LEGEND_GROUPS = 10
 
 
-def site_figure(graph: nx.Graph, groups: Sequence[Iterable[str]] = (), title: str = ""):
-    """The figure of the site graph with `groups` (lists or sets of site names) coloured."""
+def site_figure(graph: nx.Graph, groups: Sequence[Iterable[str]] = (), title: str = "",
+                labels: Sequence[str] | None = None):
+    """The figure of the site graph with `groups` (lists or sets of site names) coloured; `labels`:
+    the legend's name of each group (default "group k: sites"), e.g. a plan's regions with their
+    nodes and groups (`region_labels`)."""
     from matplotlib.patches import Patch
     from matplotlib.ticker import FixedLocator, FuncFormatter
     plt = pyplot()
@@ -158,7 +161,8 @@ def site_figure(graph: nx.Graph, groups: Sequence[Iterable[str]] = (), title: st
         if len(hull) >= 3:
             ax.fill([p[0] for p in hull], [p[1] for p in hull], color=colour, alpha=0.22, zorder=1, linewidth=0)
         if k < MAX_LEGEND_GROUPS:
-            handles.append(Patch(color=colour, alpha=0.45, label=_group_name(k, group)))
+            name = labels[k] if labels is not None and k < len(labels) else _group_name(k, group)
+            handles.append(Patch(color=colour, alpha=0.45, label=name))
         for n in group:
             colour_of.setdefault(n, colour)
     labelled = n_links <= MAX_LABELLED_LINKS
@@ -275,7 +279,20 @@ def draw_site_graph(graph: nx.Graph, groups: Sequence[Iterable[str]], path: str 
     return Path(path)
 
 
-def site_graph_png(graph: nx.Graph, groups: Sequence[Iterable[str]] = (), title: str = "") -> bytes:
+def site_graph_png(graph: nx.Graph, groups: Sequence[Iterable[str]] = (), title: str = "",
+                   labels: Sequence[str] | None = None) -> bytes:
     """The figure as PNG bytes (for the HTML report)."""
     from planner.present.plots import figure_png
-    return figure_png(site_figure(graph, groups, title))
+    return figure_png(site_figure(graph, groups, title, labels))
+
+
+def region_labels(rows: Sequence[dict]) -> list[str]:
+    """Legend names of a plan's chosen regions (planner.fleet.regions.region_rows):
+    "region 1: FRA, PAR: 3 nodes, 1 group"."""
+    out = []
+    for k, row in enumerate(rows):
+        shown = ", ".join(row["sites"][:5]) + (f", +{len(row['sites']) - 5}" if len(row["sites"]) > 5 else "")
+        units = row["units"]
+        out.append(f"region {k + 1}: {shown}: {row['nodes']:,} nodes"
+                   + (f", {units:,} group{'s' * (units != 1)}" if units is not None else ""))
+    return out

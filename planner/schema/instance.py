@@ -273,6 +273,10 @@ class Network(StrictModel):
         default_factory=list, description="Where nodes sit (planner/schema/sites.py). Default []: one uniform network.")
     links: List(SiteLink, nonempty=False, max_len=MAX_SITE_LINKS) = Field(
         default_factory=list, description="Links between sites, Mbit/s each way and RTT. Default [].")
+    regions: Choice("geography", "chosen") = Field(
+        "geography", description="How a plan's sites form regions (groups, PP-group pipelines): 'geography' = the "
+                                 "candidate regional groups, largest first; 'chosen' = the planner chooses the "
+                                 "partition, with whole groups per region (docs/fleet.md section 3). Default 'geography'.")
 
     @model_validator(mode="wrap")
     @classmethod

@@ -15,8 +15,8 @@ from planner.cost.assumptions import PIPELINE_SCHEDULES, PRECISIONS
 from planner.schema.errors import InputError, Problem
 from planner.schema.instance import EXPERT_PARALLEL, MODES, PIPELINE_MODES, Instance
 from planner.schema.limits import (MAX_INNER_STEPS, MAX_MICRO_BATCHES, MAX_NODES, MAX_RATIO, MAX_REGIONAL_ROUNDS,
-                                   MAX_STAGES)
-from planner.schema.strict import (Bool, Choice, Int, Num, StrictModel, Text, fail, integer_error, load_file,
+                                   MAX_SITES, MAX_STAGES)
+from planner.schema.strict import (Bool, Choice, Int, List, Num, StrictModel, Text, fail, integer_error, load_file,
                                    problems_from, raise_problems, show)
 
 
@@ -32,7 +32,7 @@ def _check_pool_nodes(value: Any) -> Any:
 
 
 DTPLAN_DECISIONS = ("pipeline_schedule", "zero_shards")     # left out of a dump when unset
-UNSET_NOT_DUMPED = DTPLAN_DECISIONS + ("pool_nodes", "sync_rule")   # likewise a uniform fleet's pool_nodes
+UNSET_NOT_DUMPED = DTPLAN_DECISIONS + ("pool_nodes", "sync_rule", "regions")   # likewise a uniform fleet's pool_nodes
 
 
 class Plan(StrictModel):
@@ -64,6 +64,9 @@ class Plan(StrictModel):
     pool_nodes: Annotated[dict[str, int], BeforeValidator(_check_pool_nodes)] | None = Field(
         None, description="Nodes used of each pool, by pool name (fleet.pools; docs/fleet.md); they add up to "
                           "nodes. Required for a fleet of pools, not for a uniform fleet. Default None.")
+    regions: List(List(Text, max_len=MAX_SITES), max_len=MAX_SITES) | None = Field(
+        None, description="The plan's regions, each a list of sites (network.regions = 'chosen'; docs/fleet.md "
+                          "section 3): a partition of the sites the plan uses. Default None.")
     sync_rule: Choice("straggler", "proportional") | None = Field(
         None, description="Fleet of pools: 'straggler' (every replica runs H inner steps, the fast wait) or "
                           "'proportional' (pool p runs H_p = floor(H t_slowest / t_p), docs/fleet.md). "

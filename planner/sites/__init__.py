@@ -7,6 +7,8 @@
     check_connected(graph)                       InputError naming network.links if disconnected
     link_mbps(graph, src, dst)                   a direct link's bandwidth in one direction
     estimate_rtt(...)                            a measured city pair, else the distance rule
+    region_partitions(graph, sites)              partitions of sites into regions (planner/sites/partition.py,
+                                                 network.regions = "chosen"; undominated: those worth solving)
 
 Formulas and sources: planner/sites/graph.py (routes, groups), planner/sites/rtt.py (RTT estimate),
 planner/sites/places.py (the shipped tables), docs/sites.md.
@@ -22,7 +24,8 @@ from typing import Any
 
 _WHERE = {"site_graph": "graph", "regional_groups": "graph", "path_mbps": "graph", "path_rtt_ms": "graph",
           "slowest_link": "graph", "check_connected": "graph", "link_mbps": "graph",
-          "estimate_rtt": "rtt", "distance_rule_rtt_ms": "rtt", "RttEstimate": "rtt"}
+          "estimate_rtt": "rtt", "distance_rule_rtt_ms": "rtt", "RttEstimate": "rtt",
+          "region_partitions": "partition", "undominated": "partition"}
 
 __all__ = list(_WHERE)
 

@@ -38,6 +38,7 @@ from planner.evaluate import with_params
 from planner.fleet.evaluate import MixedEvaluation, evaluate_mixed
 from planner.fleet.network import site_network
 from planner.fleet.pools import PoolSetting, pool_settings
+from planner.fleet.regions import chosen_problems, part_counts, part_regions, plan_regions
 from planner.fleet.replicas import affordable_nodes, cheapest_fill, fleet_cost_usd, mixed_setting, unsupported
 from planner.objectives import min_time, tie_less
 from planner.solvers.mixed_proportional import rules_searched
@@ -57,6 +58,8 @@ class Part(NamedTuple):
     precision: str
     setting: Setting
     space: DecisionSpace
+    sites: object = None          # the site network view (regions) of the part, None without sites
+    placement: object = None      # chosen regions with several regions (planner.fleet.regions)
 
 
 class PartResult(NamedTuple):
@@ -104,13 +107,15 @@ def parts(instance: Instance, pools: list[PoolSetting], params: float | None) ->
         low = max(space.min_nodes, len(used))
         if top < low:
             continue
-        for precision in space.precisions:
-            if unsupported(pools, used, precision):
-                continue
-            s = mixed_setting(pools, used, precision, sites)
-            s = unit_price(s if params is None else with_params(s, params))
-            out.append(Part(params, used, precision, s,
-                            dataclasses.replace(space, precisions=(precision,), min_nodes=low, max_nodes=int(top))))
+        for view, placement in part_regions(instance, sites, pools, used):
+            for precision in space.precisions:
+                if unsupported(pools, used, precision):
+                    continue
+                s = mixed_setting(pools, used, precision, view)
+                s = unit_price(s if params is None else with_params(s, params))
+                out.append(Part(params, used, precision, s,
+                                dataclasses.replace(space, precisions=(precision,), min_nodes=low, max_nodes=int(top),
+                                                    placement=placement), view, placement))
     return out
 
 
@@ -136,8 +141,7 @@ def solve_part(instance: Instance, pools: list[PoolSetting], part: Part, objecti
     if objective == "min_cost":
         batch, more = _fastest_at_same_cost(pools, part, batch, deadline, solver)
         evaluations += more
-    n = int(batch.nodes[0])
-    counts = cheapest_fill(pools, part.used, n)
+    counts = part_counts(pools, part.used, part.placement, batch)
     cost = fleet_cost_usd(pools, counts)
     if objective == "min_cost":
         from planner.cost.score import time_to_target
@@ -212,6 +216,8 @@ def plan_of(result: PartResult, pools: list[PoolSetting], is_moe: bool):
     plan = plan_from_batch(result.batch, 0, is_moe)
     data = plan.model_dump(exclude_none=True)
     data["pool_nodes"] = {p.label: n for p, n in zip(pools, result.counts) if n}
+    if (regions := plan_regions(result.part.sites)) is not None:
+        data["regions"] = regions
     if result.rule != "straggler":
         data["sync_rule"] = result.rule
     return parse_plan(data, "<solver>")
@@ -225,6 +231,9 @@ def solve_mixed(instance: Instance, objective: str, solver: str, deadline: float
     `incumbents` (min_time, min_cost): per model size (None without search.params), the objective
     value of a known plan; the parts then prune against it (ties kept)."""
     from planner.solve import MIP_SOLVERS
+    if problems := chosen_problems(instance, objective, solver):      # regions chosen: bnb, exhaustive only
+        from planner.schema.errors import InputError
+        raise InputError(problems)
     if solver in MIP_SOLVERS:
         from planner.solvers.mixed_mip import solve_mixed_mip
         return solve_mixed_mip(instance, objective, solver, deadline, start)

@@ -23,6 +23,7 @@ from planner.cost.score import time_to_target
 from planner.evaluate import with_params
 from planner.fleet.network import site_network
 from planner.fleet.pools import pool_settings
+from planner.fleet.regions import oracle_regions
 from planner.fleet.replicas import fleet_cost_usd, mixed_setting, unsupported, used_pools
 from planner.objectives import tie_less
 from planner.schema.instance import Instance
@@ -48,13 +49,13 @@ def oracle(instance: Instance, objective: str | None = None) -> tuple[float, tup
         if n == 0 or n > cap or n < space.min_nodes or (budget is not None and cost > budget):
             continue
         used = used_pools(counts)
-        for precision in space.precisions:
+        for (view, placed), precision in product(oracle_regions(instance, sites, pools, counts), space.precisions):
             if unsupported(pools, used, precision):
                 continue
-            s = mixed_setting(pools, used, precision, sites)
+            s = mixed_setting(pools, used, precision, view)
             for params in instance.search.params or [None]:
                 sized = unit_price(s if params is None else with_params(s, params))
-                fixed = dataclasses.replace(space, precisions=(precision,), min_nodes=n, max_nodes=n)
+                fixed = dataclasses.replace(space, precisions=(precision,), min_nodes=n, max_nodes=n, placement=placed)
                 if "straggler" in rules:
                     found, _ = exhaustive.optimise(sized, fixed.for_objective(sized, objective), objective)
                     if found is not None:

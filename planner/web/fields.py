@@ -98,7 +98,9 @@ INSTANCE_FIELDS: tuple[Field, ...] = tuple(
               Field("network.pipeline.rtt_ms", "pipeline link round trip", "ms"),
               Field("network.sites", "sites", "one row per site: a city or region, or lat and lon", kind="table"),
               Field("network.links", "links between sites", "Mb/s each way, ms; a missing RTT is estimated",
-                    kind="table"))
+                    kind="table"),
+              Field("network.regions", "regions", "geography: the tier's groups; chosen: the planner picks them, "
+                    "whole groups per region (docs/fleet.md)", kind="choice", choices=("geography", "chosen")))
     + _fields("limits",
               Field("limits.max_days", "longest run", "days, or 'growth'", kind="days"),
               Field("limits.growth_x_per_year.hardware", "hardware growth", "x per year"),
@@ -155,6 +157,7 @@ PLAN_FIELDS: tuple[tuple[Field, tuple[str, ...]], ...] = (
     (Field("zero_shards", "ZeRO-3 shards Z (dtplan)", "nodes per replica", kind="integer"), ("flat",)),
     (Field("description", "description", kind="text"), _ALL),
     (Field("pool_nodes", "nodes per pool", "pool name: nodes used, for a fleet of pools", kind="json"), _ALL),
+    (Field("regions", "regions", "lists of sites, with network.regions = chosen", kind="json"), _ALL),
     (Field("sync_rule", "sync rule (pools)", kind="choice", choices=("straggler", "proportional")),
      ("flat", "hierarchical")),
 )

@@ -1,0 +1,423 @@
+"""Regions chosen by the planner, with the capacity that makes the choice real (docs/fleet.md,
+section 3, "Chosen regions"; `network.regions = "chosen"`).
+
+Placement rule. A plan's units are its groups of co-located nodes: hierarchical groups of k nodes,
+PP-group pipelines of S nodes, ZeRO-3 shards of Z nodes (flat mode with Z > 1); call the unit size
+u. The cost model forms G = floor(N / u) units of N nodes (docs/cost_model.md: hierarchical
+G = floor(N / k), PP-group G = floor(N / S), ZeRO-3 G = floor(N / Z)); the N - G u < u nodes left
+over join groups (hierarchical) or idle (pipelines, shards). With the plan's used sites split
+into regions r (planner.sites.partition) holding c_r of its nodes, every unit lies inside one
+region, so region r hosts floor(c_r / u) units. The plan is *placeable* when
+
+    c_r >= u for every region r                 (every region hosts a unit), and
+    sum_r floor(c_r / u) = floor(N / u),  i.e.  sum_r (c_r mod u) < u
+
+(the regions together form the G units the cost model counts, and the nodes outside whole units
+are the same fewer-than-u nodes as in the uniform model, each in a region with a unit of its
+own). This is how hierarchical local SGD and DiLoCo deployments are laid out: a worker group
+synchronises over a fast local fabric and only group leaders cross the slow network (Lin et al.
+2020, "Don't use large mini-batches, use local SGD", hierarchical local SGD, section 3; Douillard
+et al. 2023, DiLoCo, "islands" of co-located devices; Kim et al. 2025, HALoS, arXiv 2506.04531:
+a local parameter server per region, one global server across regions); a group split over a
+slow link would run its every-round sync over it. With one region the rule always holds (c = N >= u), so one site,
+a uniform fleet and `network.regions = "geography"` are exactly today's model. Flat plans without
+sharding and a pipeline over the WAN have no units (u = 1: every plan is placeable).
+
+Capacity: region r can hold c_r in [lo_r, cap_r], lo_r = the number of pools of the plan at its
+sites (each pool used has a node), cap_r = their total count.
+
+`placeable_mask(lo, cap, u, n_max)` lists every placeable N exactly: writing lo_r = A u + alpha and
+cap_r = B u + beta, a region with c_r mod u = m can hold q = floor(c_r / u) in
+[A + [m < alpha], B - [m > beta]]; the m of each region split at alpha and beta + 1 into at most
+three segments with constant q-ranges. N = Q u + e is placeable iff (Q, e) = (sum_r q_r,
+sum_r m_r) with e < u for some choice of a segment and a (q, m) in it per region: the reachable
+(Q, e) are built region by region, each segment dilating the grid by its box of (q, m).
+
+`cheapest_placement` finds the cheapest counts per pool of a placeable plan with OR-Tools CP-SAT
+(node prices in milli-dollars; the cost itself is recomputed from the counts).
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from dataclasses import dataclass, field
+from typing import Sequence
+
+import numpy as np
+
+from planner.schema.errors import Problem
+
+Partition = tuple[tuple[str, ...], ...]
+
+
+def is_placeable(region_nodes: Sequence[int], unit: int) -> bool:
+    """The placement rule on the nodes per region (module docstring), checked directly."""
+    if unit <= 1:
+        return True
+    return all(c >= unit for c in region_nodes) and sum(c % unit for c in region_nodes) < unit
+
+
+def _segments(lo: int, cap: int, u: int) -> list[tuple[int, int, int, int]]:
+    """(m_lo, m_hi, q_lo, q_hi) of one region: remainders m with their range of q = floor(c / u)."""
+    a, alpha = divmod(lo, u)
+    b, beta = divmod(cap, u)
+    cuts = sorted({0, alpha, beta + 1, u} & set(range(u + 1)))
+    out = []
+    for m_lo, end in zip(cuts, cuts[1:]):
+        m_hi = end - 1
+        q_lo, q_hi = a + (m_lo < alpha), b - (m_lo > beta)
+        if q_lo <= q_hi:
+            out.append((m_lo, m_hi, q_lo, q_hi))
+    return out
+
+
+def _dilate(grid: np.ndarray, low: int, high: int, axis: int) -> np.ndarray:
+    """out[i] = any of grid[i - d] for d in low..high along `axis` (cells shifted past the end drop):
+    a window sum of the cumulative counts, counts[i - low] - counts[i - high - 1]."""
+    n = grid.shape[axis]
+    counts = np.cumsum(grid, axis=axis, dtype=np.int32)
+    i = np.arange(n)
+    top, bottom = i - low, i - high - 1
+    upper = np.take(counts, np.clip(top, 0, n - 1), axis=axis)
+    lower = np.take(counts, np.clip(bottom, 0, n - 1), axis=axis)
+    shape = [1, 1]
+    shape[axis] = n
+    upper = np.where((top >= 0).reshape(shape), upper, 0)
+    lower = np.where((bottom >= 0).reshape(shape), lower, 0)
+    return upper > lower
+
+
+def placeable_mask(lo: Sequence[int], cap: Sequence[int], unit: int, n_max: int) -> np.ndarray:
+    """Boolean array over N = 0..n_max: whether N nodes can be placed in regions holding between
+    lo[r] and cap[r] nodes each by the placement rule with unit size `unit` (module docstring).
+    The reachable (Q, e) = (sum of floor(c_r / u), sum of c_r mod u), e < u: with few choices of
+    one segment per region, the union of their boxes (the sums of integer ranges are ranges);
+    else built region by region, each of a region's segments (a range of m and its range of q)
+    dilating the grid by its box, O(n_max) per segment."""
+    mask = np.zeros(n_max + 1, dtype=bool)
+    u = int(unit)
+    if u <= 1:
+        low, high = sum(lo), min(sum(cap), n_max)
+        mask[low:high + 1] = True
+        return mask
+    segments = [_segments(max(a, u), b, u) for a, b in zip(lo, cap)]
+    if any(not s for s in segments):
+        return mask
+    rows = n_max // u + 1
+    grid = np.zeros((rows + 1, u), dtype=bool)          # grid[Q, e] for N = Q u + e
+    if math.prod(len(r) for r in segments) <= 64:      # few regions: one box per choice of segments
+        for combo in itertools.product(*segments):
+            e_lo, e_hi = sum(c[0] for c in combo), min(sum(c[1] for c in combo), u - 1)
+            q_lo, q_hi = sum(c[2] for c in combo), min(sum(c[3] for c in combo), rows)
+            if e_lo <= e_hi and q_lo <= q_hi:
+                grid[q_lo:q_hi + 1, e_lo:e_hi + 1] = True
+        segments = []
+    else:
+        grid[0, 0] = True
+    for region in segments:
+        grown = np.zeros_like(grid)
+        for m_lo, m_hi, q_lo, q_hi in region:
+            grown |= _dilate(_dilate(grid, m_lo, m_hi, axis=1), q_lo, q_hi, axis=0)
+        grid = grown
+    flat = grid.ravel()
+    mask[:] = flat[:n_max + 1] if flat.size > n_max else np.pad(flat, (0, n_max + 1 - flat.size))
+    return mask
+
+
+@dataclass
+class Placement:
+    """The regions of one part (pools used, region partition) and their capacities, with the
+    placeable node counts per unit size cached (`mask`)."""
+
+    partition: Partition
+    lo: tuple[int, ...]                  # per region: pools of the plan there (one node each at least)
+    cap: tuple[int, ...]                 # per region: their total count
+    pools_in: tuple[tuple[int, ...], ...]     # per region: indices of the pools used there
+    _masks: dict[int, np.ndarray] = field(default_factory=dict, repr=False)
+
+    @property
+    def n_max(self) -> int:
+        return sum(self.cap)
+
+    def mask(self, unit: int) -> np.ndarray:
+        u = max(int(unit), 1)
+        if u not in self._masks:
+            self._masks[u] = placeable_mask(self.lo, self.cap, u, self.n_max)
+        return self._masks[u]
+
+
+def placement_of(pools, used: Sequence[int], partition: Partition) -> Placement:
+    """The capacities of the regions of `partition` for the pools `used`."""
+    pools_in = tuple(tuple(i for i in used if pools[i].site in block) for block in partition)
+    return Placement(partition, tuple(len(p) for p in pools_in),
+                     tuple(sum(pools[i].count for i in p) for p in pools_in), pools_in)
+
+
+def plan_unit(mode: str, group_size, stages, zero_shards) -> int:
+    """u of a plan: k (hierarchical), S (PP-group), Z (flat with ZeRO-3), else 1."""
+    if mode == "hierarchical":
+        return int(group_size)
+    if mode == "pp_group":
+        return int(stages)
+    if mode == "flat" and zero_shards and int(zero_shards) > 1:
+        return int(zero_shards)
+    return 1
+
+
+def _runs(ok: np.ndarray) -> list[tuple[int, int]]:
+    """(first, last) index of every run of True in a boolean array."""
+    edges = np.diff(np.concatenate(([0], ok.astype(np.int8), [0])))
+    return list(zip(np.flatnonzero(edges == 1).tolist(), (np.flatnonzero(edges == -1) - 1).tolist()))
+
+
+def restrict_classes(c, mode: str, mask_of):
+    """The classes `c` (planner.space.Classes of `mode`) cut to the replica counts n whose node count
+    N = max(n unit, min_nodes) is placeable: each class's [n_lo, n_hi] is split into the runs of
+    placeable n. `mask_of(u)` is the boolean array over N of unit size u (Placement.mask). Classes
+    sharing (u, nodes per replica, min_nodes) share the runs, so the work is per such triple."""
+    if mode == "pipeline_wan":
+        return c
+    if mode == "hierarchical":
+        units = np.asarray(c.rows.group_size, dtype=np.int64)
+    elif mode == "pp_group":
+        units = np.asarray(c.rows.stages, dtype=np.int64)
+    else:
+        units = np.where(np.asarray(c.rows.zero_shards) > 1, np.asarray(c.rows.zero_shards), 1).astype(np.int64)
+    units = np.broadcast_to(units, c.n_lo.shape)
+    keys = np.stack([units, c.unit, c.min_nodes], axis=1)
+    idx, los, his = [np.flatnonzero(units <= 1)], [c.n_lo[units <= 1]], [c.n_hi[units <= 1]]
+    changed = False
+    for u, per, floor in np.unique(keys[units > 1], axis=0):
+        members = np.flatnonzero((keys == (u, per, floor)).all(axis=1))
+        top = int(c.n_hi[members].max())
+        mask = mask_of(int(u))
+        nodes = np.maximum(np.arange(top + 1) * per, floor)
+        ok = np.zeros(top + 1, dtype=bool)
+        inside = nodes < mask.size
+        ok[inside] = mask[nodes[inside]]
+        lo, hi = c.n_lo[members], c.n_hi[members]
+        runs = _runs(ok)
+        if len(runs) == 1 and runs[0][0] <= lo.min() and hi.max() <= runs[0][1]:
+            idx.append(members), los.append(lo), his.append(hi)       # every n of these classes placeable
+            continue
+        changed = True
+        for a, b in runs:
+            cut_lo, cut_hi = np.maximum(lo, a), np.minimum(hi, b)
+            keep = cut_lo <= cut_hi
+            idx.append(members[keep]), los.append(cut_lo[keep]), his.append(cut_hi[keep])
+    if not changed:
+        return c
+    idx = np.concatenate(idx)
+    order = np.argsort(idx, kind="stable")               # classes keep their order, runs in n order
+    out = c.take(idx[order])
+    out.n_lo = np.concatenate(los)[order].astype(np.int64)
+    out.n_hi = np.concatenate(his)[order].astype(np.int64)
+    return out
+
+
+def cheapest_placement(pools, placement: Placement, unit: int, nodes: int) -> list[int] | None:
+    """The cheapest counts per pool (every pool of the part used, each within its count) whose
+    regions hold a placeable plan of `nodes` nodes with unit size `unit`; None if there is none.
+    One region: `replicas.cheapest_fill` (no placement constraint). Else OR-Tools CP-SAT:
+
+        min sum_p price_p n_p  s.t.  1 <= n_p <= count_p,  c_r = sum_{p in r} n_p = u q_r + m_r,
+        q_r >= 1, 0 <= m_r <= u - 1, sum_r m_r <= u - 1, sum_r c_r = N
+
+    with prices in milli-dollars per node (rounded; the plan's cost is recomputed from the counts)."""
+    from planner.fleet.replicas import cheapest_fill, node_price_usd
+    used = [i for block in placement.pools_in for i in block]
+    if len(placement.partition) == 1 or unit <= 1:
+        return cheapest_fill(pools, used, nodes)
+    mask = placement.mask(unit)
+    if nodes >= mask.size or not mask[nodes]:
+        return None
+    from ortools.sat.python import cp_model
+    model = cp_model.CpModel()
+    n = {i: model.NewIntVar(1, pools[i].count, f"n{i}") for i in used}
+    total = []
+    rems = []
+    for r, block in enumerate(placement.pools_in):
+        c = sum(n[i] for i in block)
+        q = model.NewIntVar(1, placement.cap[r] // unit, f"q{r}")
+        m = model.NewIntVar(0, unit - 1, f"m{r}")
+        model.Add(c == unit * q + m)
+        total.append(c)
+        rems.append(m)
+    model.Add(sum(rems) <= unit - 1)
+    model.Add(sum(total) == nodes)
+    model.Minimize(sum(round(node_price_usd(pools[i]) * 1000) * n[i] for i in used))
+    solver = cp_model.CpSolver()
+    solver.parameters.num_workers = 1
+    status = solver.Solve(model)
+    if status != cp_model.OPTIMAL:
+        return None
+    counts = [0] * len(pools)
+    for i in used:
+        counts[i] = int(solver.Value(n[i]))
+    return counts
+
+
+def region_rows(pools, counts: Sequence[int], partition: Partition, unit: int) -> list[dict]:
+    """Per region: its sites, the plan's nodes there and the units (groups, pipelines) it hosts."""
+    rows = []
+    for block in partition:
+        c = sum(n for p, n in zip(pools, counts) if p.site in block)
+        rows.append({"sites": list(block), "nodes": c, "units": c // unit if unit > 1 else None})
+    return rows
+
+
+def plan_region_problems(instance, plan, pools, counts: Sequence[int], sites) -> list[Problem]:
+    """plan.regions against the instance and the plan's node counts (network.regions = "chosen"):
+    a partition of exactly the sites the plan uses, each block a region of the tier, the nodes
+    placeable; required when the plan has groups (hierarchical, PP-group, ZeRO-3) on several sites.
+    Errors name plan.regions (or plan.pool_nodes for the placement)."""
+    chosen = instance.network.regions == "chosen"
+    if plan.regions is not None and (not chosen or sites is None):
+        return [Problem("plan.regions", "only with network.regions = 'chosen' and a fleet of pools at sites "
+                                        f"(network.regions is {instance.network.regions!r})")]
+    if not chosen or sites is None:
+        return []
+    used_sites = sorted({p.site for p, n in zip(pools, counts) if n})
+    unit = plan_unit(plan.mode, plan.group_size, plan.stages, getattr(plan, "zero_shards", None))
+    if plan.regions is None:
+        if len(used_sites) <= 1 or unit <= 1:      # one site, or a plan without groups: no regions needed
+            return []
+        return [Problem("plan.regions", "required with network.regions = 'chosen' when a plan with groups uses "
+                                        f"several sites ({', '.join(used_sites)}): a list of regions, each a list of "
+                                        "sites, e.g. " + str([[s] for s in used_sites]).replace("'", '"'))]
+    problems = []
+    seen: dict[str, int] = {}
+    for i, block in enumerate(plan.regions):
+        for site in block:
+            if site in seen:
+                problems.append(Problem(f"plan.regions[{i}]", f"site {site!r} is in two regions "
+                                                              f"(also plan.regions[{seen[site]}])"))
+            elif site not in used_sites:
+                problems.append(Problem(f"plan.regions[{i}]", f"site {site!r} holds none of the plan's nodes; "
+                                                              f"the plan uses {', '.join(used_sites)}"))
+            seen[site] = i
+    missing = [s for s in used_sites if s not in seen]
+    if missing:
+        problems.append(Problem("plan.regions", f"must hold every site the plan uses; missing {', '.join(missing)}"))
+    if problems:
+        return problems
+    from planner.sites.partition import tier_relation
+    pairs = tier_relation(sites.graph)
+    regional = instance.network.regional
+    for i, block in enumerate(plan.regions):
+        for a, b in itertools.combinations(block, 2):
+            if not pairs.has_edge(a, b):
+                problems.append(Problem(f"plan.regions[{i}]", f"sites {a!r} and {b!r} have no route meeting the "
+                                                              f"regional tier ({regional.mbps:g} Mb/s each way, "
+                                                              f"<= {regional.rtt_ms:g} ms RTT); split them"))
+                break
+    if problems:
+        return problems
+    partition = tuple(tuple(sorted(b)) for b in plan.regions)
+    per_region = [sum(n for p, n in zip(pools, counts) if p.site in block) for block in partition]
+    if not is_placeable(per_region, unit):
+        shown = ", ".join(f"{'+'.join(b)}: {c}" for b, c in zip(partition, per_region))
+        problems.append(Problem("plan.pool_nodes", f"nodes per region ({shown}) cannot form the plan's "
+                                                   f"{plan.nodes // unit} units of {unit} nodes inside regions: "
+                                                   f"each region needs >= {unit} nodes and the remainders mod "
+                                                   f"{unit} must add up to < {unit} (docs/fleet.md, section 3)"))
+    return problems
+
+
+def batch_unit(batch) -> int:
+    """u of the first plan of a PlanBatch."""
+    z = batch.zero_shards
+    return plan_unit(batch.mode, np.ravel(batch.group_size)[0], np.ravel(batch.stages)[0],
+                     None if z is None else np.ravel(z)[0])
+
+
+def chosen_problems(instance, objective: str, solver: str) -> list[Problem]:
+    """What chosen regions do not support yet (exit 2, naming the field): the least-cost objective
+    and a budget (the cheapest placement's cost is not nondecreasing in N, so the planner's
+    node-count reasoning for cost would not be exact), the proportional sync rule (its split of
+    the nodes among the pools is not constrained to a placement), and the MIP backends (not
+    checked with placements)."""
+    if instance.network.regions != "chosen" or not instance.network.sites or not instance.fleet.is_mixed:
+        return []
+    problems = []
+    if objective == "min_cost":
+        problems.append(Problem("objective", "min_cost is not supported with network.regions = 'chosen' "
+                                             "(use min_time or max_compute, or network.regions = 'geography')"))
+    if instance.limits.budget_usd is not None:
+        problems.append(Problem("limits.budget_usd", "a budget is not supported with network.regions = 'chosen' "
+                                                     "(drop it, or use network.regions = 'geography')"))
+    if getattr(instance.fleet, "sync_rule", "straggler") != "straggler":
+        problems.append(Problem("fleet.sync_rule", f"{instance.fleet.sync_rule!r} is not supported with "
+                                                   "network.regions = 'chosen' (the split of nodes among pools "
+                                                   "would have to be placeable too): use 'straggler'"))
+    if solver not in ("bnb", "exhaustive"):
+        problems.append(Problem("solver", f"{solver!r} is not supported with network.regions = 'chosen' "
+                                          "(use bnb or exhaustive)"))
+    return problems
+
+
+def part_regions(instance, sites, pools, used: Sequence[int]) -> list[tuple[object, Placement | None]]:
+    """The (site network view, placement) of every region partition the planner must try for the
+    pools `used`: geography (or no sites): [(sites, None)]; chosen: each undominated partition of
+    their sites (planner.sites.partition), best regional link first (plans of equal time and cost
+    go to it), the placement None when it has a single region."""
+    if sites is None or instance.network.regions != "chosen":
+        return [(sites, None)]
+    from planner.fleet.replicas import sites_of
+    from planner.sites.partition import region_partitions, undominated
+    from planner.sites.partition import partition_link
+    names = sites_of(pools, used)
+    out = []
+    kept = undominated(sites.graph, region_partitions(sites.graph, names))
+    # best regional link first, then fewer regions: the planner's ties go to the earlier part
+    kept.sort(key=lambda p: (-partition_link(sites.graph, p)[0], partition_link(sites.graph, p)[1], len(p)))
+    for p in kept:
+        out.append((sites.with_regions(p), placement_of(pools, used, p) if len(p) > 1 else None))
+    return out
+
+
+def part_counts(pools, used: Sequence[int], placement: Placement | None, batch) -> list[int] | None:
+    """Counts per pool of a part's optimum: the cheapest fill, or with several regions the cheapest
+    placement of its unit size."""
+    from planner.fleet.replicas import cheapest_fill
+    n = int(np.ravel(batch.nodes)[0])
+    if placement is None:
+        return cheapest_fill(pools, used, n)
+    return cheapest_placement(pools, placement, batch_unit(batch), n)
+
+
+def plan_regions(sites) -> list[list[str]] | None:
+    """plan.regions of a part's plan: its view's partition under chosen regions, else None."""
+    partition = getattr(sites, "partition", None)
+    return None if partition is None else [list(b) for b in partition]
+
+
+class FixedCounts:
+    """The oracle's placement: the nodes per region of one assignment, checked by the rule itself
+    (`is_placeable`) at that assignment's N only."""
+
+    def __init__(self, region_nodes: Sequence[int]):
+        self.region_nodes = list(region_nodes)
+        self.nodes = sum(region_nodes)
+
+    def mask(self, unit: int) -> np.ndarray:
+        mask = np.zeros(self.nodes + 1, dtype=bool)
+        mask[self.nodes] = is_placeable(self.region_nodes, int(unit))
+        return mask
+
+
+def oracle_regions(instance, sites, pools, counts: Sequence[int]) -> list[tuple[object, FixedCounts | None]]:
+    """The oracle's region choices for one assignment: every set partition of its sites whose
+    blocks meet the tier pairwise (no dominance, no capacity reasoning); geography: [(sites, None)]."""
+    if sites is None or instance.network.regions != "chosen":
+        return [(sites, None)]
+    from planner.sites.partition import all_set_partitions, tier_relation
+    names = sorted({p.site for p, n in zip(pools, counts) if n})
+    pairs = tier_relation(sites.graph)
+    out = []
+    for p in all_set_partitions(names):
+        if all(pairs.has_edge(a, b) for block in p for a, b in itertools.combinations(block, 2)):
+            region_nodes = [sum(n for q, n in zip(pools, counts) if q.site in block) for block in p]
+            out.append((sites.with_regions(p), FixedCounts(region_nodes)))
+    return out

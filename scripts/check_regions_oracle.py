@@ -1,0 +1,91 @@
+"""Compare the planner with chosen regions (network.regions = "chosen": planner.solvers.mixed over
+the undominated region partitions of planner.sites.partition, with the placement rule of
+planner.fleet.regions) with the exhaustive oracle (planner.solvers.mixed_oracle: every assignment
+of nodes to pools, every set partition of its sites into regions, every plan, the placement rule
+checked on the assignment's own nodes per region) on seeded random instances of 1 to 3 pools on
+2 to 6 sites (planner.sites.samples). Prints the disagreements (none expected), how many
+instances had a plan, how many optima use several regions, and each side's time.
+
+    python scripts/check_regions_oracle.py [--count 200] [--seed 5]
+    python scripts/check_regions_oracle.py --shipped
+
+`--shipped` compares them on instances/mixed-regions-chosen.json and on mixed-six-sites.json with
+network.regions = "chosen" instead (several minutes of oracle each).
+
+Exit 1 on any disagreement.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(__file__))
+
+from check_mixed_oracle import agree  # noqa: E402  (same verdict, same value to 1e-9)
+
+from planner.schema.instance import parse_instance  # noqa: E402
+from planner.sites.samples import random_region_instance  # noqa: E402
+from planner.solve import solve  # noqa: E402
+from planner.solvers.mixed_oracle import oracle  # noqa: E402
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--count", type=int, default=200)
+    parser.add_argument("--seed", type=int, default=5)
+    parser.add_argument("--shipped", action="store_true", help="the shipped instances instead")
+    args = parser.parse_args()
+    if args.shipped:
+        return shipped()
+    rng = np.random.default_rng(args.seed)
+    disagreements, feasible, several, planner_s, oracle_s = 0, 0, 0, 0.0, 0.0
+    for k in range(args.count):
+        instance = parse_instance(random_region_instance(rng))
+        start = time.perf_counter()
+        result = solve(instance)
+        planner_s += time.perf_counter() - start
+        start = time.perf_counter()
+        best = oracle(instance)
+        oracle_s += time.perf_counter() - start
+        if result.status == "optimal":
+            feasible += 1
+            several += len(result.plan.regions or []) > 1
+        if not agree(result, best):
+            disagreements += 1
+            print(f"instance {k}: planner {result.status} {result.objective_value} "
+                  f"{result.plan and result.plan.model_dump(exclude_none=True)}; oracle {best}", flush=True)
+    print(f"{args.count} instances (seed {args.seed}): {disagreements} disagreements; {feasible} with a plan, "
+          f"{several} optima on several regions; planner {planner_s:.1f} s, oracle {oracle_s:.1f} s")
+    return 1 if disagreements else 0
+
+
+def shipped() -> int:
+    import json
+    root = os.path.join(os.path.dirname(__file__), "..", "instances")
+    disagreements = 0
+    for name in ("mixed-regions-chosen", "mixed-six-sites"):
+        with open(os.path.join(root, f"{name}.json"), encoding="utf-8") as f:
+            data = json.load(f)
+        data["network"]["regions"] = "chosen"
+        instance = parse_instance(data)
+        start = time.perf_counter()
+        result = solve(instance)
+        planner_s = time.perf_counter() - start
+        start = time.perf_counter()
+        best = oracle(instance)
+        oracle_s = time.perf_counter() - start
+        ok = agree(result, best)
+        disagreements += not ok
+        print(f"{name}: {'agree' if ok else 'DISAGREE'}; planner {result.objective_value} "
+              f"regions {result.plan and result.plan.regions} ({planner_s:.1f} s), oracle {best and best[0]} "
+              f"({oracle_s:.1f} s); load average {os.getloadavg()[0]:.1f}", flush=True)
+    return 1 if disagreements else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,350 @@
+"""Regions chosen by the planner (network.regions = "chosen"): the region partitions of a site set
+(planner.sites.partition), the placement rule and its exact listing (planner.fleet.regions), the
+planner against the exhaustive oracle over every set partition (planner.solvers.mixed_oracle),
+plan.regions in `evaluate`. scripts/check_regions_oracle.py runs the oracle comparison on 200
+instances."""
+
+import copy
+import itertools
+import json
+import random
+
+import networkx as nx
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from planner.api import evaluate, instance_from_dict, solve
+from planner.cli import main
+from planner.fleet.regions import cheapest_placement, is_placeable, placeable_mask, placement_of
+from planner.fleet.pools import pool_settings
+from planner.fleet.replicas import fleet_cost_usd
+from planner.schema.errors import InputError
+from planner.sites.partition import (all_set_partitions, partition_link, refines, region_partitions, undominated,
+                                     undominated_by_definition)
+from planner.sites.samples import random_region_instance
+from planner.solvers.mixed_oracle import oracle
+
+BELL = [1, 1, 2, 5, 15, 52, 203]
+
+
+def test_all_set_partitions_counts_are_the_bell_numbers():
+    for n, bell in enumerate(BELL):
+        parts = list(all_set_partitions([f"s{i}" for i in range(n)]))
+        assert len(parts) == bell
+        assert len({frozenset(frozenset(b) for b in p) for p in parts}) == bell
+
+
+def _random_graph(rng: random.Random, n: int) -> nx.Graph:
+    """A random site graph (the attributes `planner.sites.graph.site_graph` gives)."""
+    g = nx.Graph(regional=(1000.0, 20.0))
+    names = [f"s{i}" for i in range(n)]
+    for s in names:
+        g.add_node(s, lan_mbps=rng.choice([1000.0, 40000.0]), lan_rtt_ms=rng.choice([0.1, 2.0, 20.0]))
+    for a, b in itertools.combinations(names, 2):
+        if rng.random() < 0.6:
+            g.add_edge(a, b, a=a, b=b, up_mbps=rng.choice([100.0, 1000.0, 10000.0]),
+                       down_mbps=rng.choice([1000.0, 10000.0]), rtt_ms=rng.uniform(1, 15), index=0)
+    return g
+
+
+def _meets_tier(g: nx.Graph, a: str, b: str) -> bool:
+    """Brute force: some simple path of links >= 1000 Mb/s both ways with total RTT <= 20 ms."""
+    for path in nx.all_simple_paths(g, a, b):
+        edges = [g.edges[u, v] for u, v in zip(path, path[1:])]
+        if all(min(e["up_mbps"], e["down_mbps"]) >= 1000 for e in edges) and sum(e["rtt_ms"] for e in edges) <= 20:
+            return True
+    return False
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_region_partitions_are_exactly_the_valid_set_partitions(seed):
+    rng = random.Random(seed)
+    g = _random_graph(rng, rng.randint(1, 6))
+    names = sorted(g.nodes)
+    valid = {frozenset(frozenset(b) for b in p) for p in all_set_partitions(names)
+             if all(_meets_tier(g, a, b) for block in p for a, b in itertools.combinations(block, 2))}
+    listed = region_partitions(g, names)
+    assert {frozenset(frozenset(b) for b in p) for p in listed} == valid
+    assert len(listed) == len(valid)
+    kept = undominated(g, listed)
+    assert kept == undominated_by_definition(g, listed)
+    for p in listed:                     # each dropped one is refined-and-matched by a kept one
+        if p not in kept:
+            m, r = partition_link(g, p)
+            assert any(refines(p, q) and partition_link(g, q)[0] >= m and partition_link(g, q)[1] <= r
+                       for q in kept if q != p)
+
+
+def test_placeable_mask_is_the_rule_over_every_assignment():
+    rng = random.Random(3)
+    for _ in range(400):
+        regions, u = rng.randint(1, 4), rng.randint(1, 6)
+        lo = [rng.randint(1, 3) for _ in range(regions)]
+        cap = [a + rng.randint(0, 10) for a in lo]
+        n_max = sum(cap) + 2
+        want = np.zeros(n_max + 1, dtype=bool)
+        for c in itertools.product(*[range(a, b + 1) for a, b in zip(lo, cap)]):
+            want[sum(c)] |= is_placeable(c, u)
+        assert (placeable_mask(lo, cap, u, n_max) == want).all(), (lo, cap, u)
+
+
+def test_the_rule_by_hand():
+    assert is_placeable([4, 2], 2) and is_placeable([3, 2], 2) and not is_placeable([3, 3], 2)
+    assert not is_placeable([1, 5], 2)               # a region without a whole group
+    assert is_placeable([29], 10) and is_placeable([15, 14], 10) and not is_placeable([15, 15], 10)
+    # regions of 15 (fixed) and 14..30 nodes, groups of 10: 29, 35..39 and 45 nodes (remainders < 10)
+    mask = placeable_mask([15, 14], [15, 30], 10, 45)
+    assert list(np.flatnonzero(mask)) == [29, 35, 36, 37, 38, 39, 45]
+
+
+def _pools_instance(counts_prices_sites, sites=("LON", "PAR", "NYC")) -> dict:
+    cities = {"LON": "London", "PAR": "Paris", "NYC": "New York", "TYO": "Tokyo"}
+    return {
+        "model": {"params": 1e9}, "training": {"target_flop": 1e21},
+        "fleet": {"pools": [{"name": f"p{i}", "hardware": "16xH100-SXM", "count": c, "site": s,
+                             "price_usd_per_accelerator": price}
+                            for i, (c, price, s) in enumerate(counts_prices_sites)]},
+        "network": {"wan": {"up_mbps": 10000, "down_mbps": 10000}, "regional": {"mbps": 5000, "rtt_ms": 25},
+                    "regions": "chosen",
+                    "sites": [{"name": s, "city": cities[s], "lan_mbps": 100000, "lan_rtt_ms": 0.1} for s in sites],
+                    "links": [{"a": sites[0], "b": sites[1], "up_mbps": 10000},
+                              {"a": sites[0], "b": sites[2], "up_mbps": 1000}]},
+        "search": {"modes": ["hierarchical"], "group_sizes": [2], "max_inner_steps": 8, "max_regional_rounds": 2,
+                   "compression": [1, 16]},
+        "limits": {"max_days": 365},
+        "objective": "min_time",
+    }
+
+
+def test_cheapest_placement_is_the_cheapest_placeable_assignment():
+    data = _pools_instance([(3, 1000.0, "LON"), (2, 3000.0, "LON"), (3, 2000.0, "PAR"), (2, 500.0, "NYC")])
+    pools = pool_settings(instance_from_dict(data))
+    used = (0, 1, 2, 3)
+    for partition in ((("LON", "PAR"), ("NYC",)), (("LON",), ("PAR",), ("NYC",))):
+        placement = placement_of(pools, used, partition)
+        for unit in (2, 3, 4):
+            for n in range(4, 11):
+                best = None
+                for counts in itertools.product(*(range(1, p.count + 1) for p in pools)):
+                    per_region = [sum(c for p, c in zip(pools, counts) if p.site in b) for b in partition]
+                    if sum(counts) == n and is_placeable(per_region, unit):
+                        cost = fleet_cost_usd(pools, counts)
+                        best = cost if best is None else min(best, cost)
+                found = cheapest_placement(pools, placement, unit, n)
+                assert (found is None) == (best is None), (partition, unit, n)
+                if found is not None:
+                    assert fleet_cost_usd(pools, found) == pytest.approx(best, rel=1e-12)
+
+
+def test_capacity_forces_paris_into_londons_region():
+    """3 nodes in London, 1 in Paris, 2 in New York, groups of 2, all 6 nodes (search.min_nodes):
+    alone Paris holds no whole group, so the only placement is {London, Paris} (4 nodes, 2 groups)
+    and {New York} (2 nodes, 1 group); the regional link is then the London-Paris link (10 Gb/s
+    against 100 Gb/s LANs) with its measured RTT."""
+    data = _pools_instance([(3, 1000.0, "LON"), (1, 1000.0, "PAR"), (2, 1000.0, "NYC")])
+    data["search"]["min_nodes"] = 6
+    inst = instance_from_dict(data)
+    result = solve(inst)
+    assert result.status == "optimal"
+    assert result.plan.regions == [["LON", "PAR"], ["NYC"]]
+    assert result.plan.nodes == 6 and result.plan.group_size == 2
+    sites = result.evaluation.to_dict()["sites"]
+    from planner.fleet.network import site_network
+    graph = site_network(inst).graph
+    assert sites["regional_mbps"] == 10000.0
+    assert sites["regional_rtt_ms"] == pytest.approx(graph.edges["LON", "PAR"]["rtt_ms"])
+    assert [r["units"] for r in sites["region_units"]] == [2, 1]
+    best = oracle(inst)
+    assert best is not None and best[0] == pytest.approx(result.objective_value, rel=1e-9)
+
+
+def test_no_placement_when_paris_is_out_of_reach():
+    """The same with Paris replaced by Tokyo (no route meeting the tier): Tokyo's single node
+    can form no group, so no plan uses all 6 nodes."""
+    data = _pools_instance([(3, 1000.0, "LON"), (1, 1000.0, "TYO"), (2, 1000.0, "NYC")], sites=("LON", "TYO", "NYC"))
+    data["search"]["min_nodes"] = 6
+    result = solve(instance_from_dict(data))
+    assert result.status == "infeasible"
+    assert oracle(instance_from_dict(data)) is None
+
+
+def test_one_site_and_geography_are_unchanged():
+    """All pools at one site: chosen regions give exactly the geography answer (one region)."""
+    data = _pools_instance([(3, 1000.0, "LON"), (2, 2000.0, "LON")])
+    data["search"]["modes"] = ["flat", "hierarchical", "pp_group"]
+    chosen = solve(instance_from_dict(data))
+    geo = copy.deepcopy(data)
+    geo["network"]["regions"] = "geography"
+    plain = solve(instance_from_dict(geo))
+    assert chosen.objective_value == plain.objective_value
+    assert chosen.evaluation.values == plain.evaluation.values
+    assert chosen.plan.regions == [["LON"]] and plain.plan.regions is None
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_planner_agrees_with_the_oracle_on_random_chosen_regions(seed):
+    rng = np.random.default_rng(500 + seed)
+    for _ in range(5):
+        inst = instance_from_dict(random_region_instance(rng, max_count=3))
+        result, best = solve(inst), oracle(inst)
+        value = result.objective_value if result.status == "optimal" else None
+        assert (value is None) == (best is None)
+        if value is not None:
+            assert value == pytest.approx(best[0], rel=1e-9)
+            again = evaluate(inst, result.plan)          # the plan with its regions re-scored
+            assert again.violations == [] or result.objective == "max_compute"
+
+
+def test_plan_regions_are_checked_naming_the_field():
+    data = _pools_instance([(3, 1000.0, "LON"), (1, 1000.0, "PAR"), (2, 1000.0, "NYC")])
+    inst = instance_from_dict(data)
+    plan = {"mode": "hierarchical", "nodes": 6, "group_size": 2, "inner_steps": 2, "regional_rounds": 1,
+            "pool_nodes": {"p0": 3, "p1": 1, "p2": 2}}
+    cases = [
+        (None, "plan.regions", "required"),
+        ([["LON", "PAR", "NYC"]], "plan.regions[0]", "regional tier"),
+        ([["LON"], ["PAR"], ["NYC"]], "plan.pool_nodes", "cannot form"),
+        ([["LON", "PAR"]], "plan.regions", "missing NYC"),
+        ([["LON", "PAR"], ["NYC", "LON"]], "plan.regions[1]", "two regions"),
+    ]
+    for regions, field, words in cases:
+        given = dict(plan, **({"regions": regions} if regions is not None else {}))
+        with pytest.raises(InputError) as err:
+            evaluate(inst, given)
+        assert any(p.path == field and words in p.message for p in err.value.problems), err.value.problems
+    ok = evaluate(inst, dict(plan, regions=[["LON", "PAR"], ["NYC"]]))
+    assert ok.to_dict()["sites"]["regions"] == [["LON", "PAR"], ["NYC"]]
+    geo = copy.deepcopy(data)
+    geo["network"]["regions"] = "geography"
+    with pytest.raises(InputError) as err:
+        evaluate(instance_from_dict(geo), dict(plan, regions=[["LON", "PAR"], ["NYC"]]))
+    assert err.value.problems[0].path == "plan.regions"
+
+
+def test_unsupported_with_chosen_regions_exit_2(tmp_path):
+    data = _pools_instance([(3, 1000.0, "LON"), (1, 1000.0, "PAR"), (2, 1000.0, "NYC")])
+    data["objective"] = "min_cost"
+    data["limits"]["budget_usd"] = 1e7
+    path = tmp_path / "i.json"
+    path.write_text(json.dumps(data))
+    out = CliRunner().invoke(main, ["solve", str(path)])
+    assert out.exit_code == 2
+    assert "objective" in out.output and "limits.budget_usd" in out.output
+    assert "Traceback" not in out.output
+
+
+def test_the_shipped_chosen_regions_instance():
+    """instances/mixed-regions-chosen.json (README): groups of 3; Frankfurt (2) and Paris (1) share a
+    region, London (3) is one, New York and Ashburn (4) one with the leftover node; the regional
+    link is the slowest route inside a region: New York-Ashburn's measured 13 ms at 10 Gb/s (the
+    London-Frankfurt 20 ms route is inside no region)."""
+    from planner.api import load_instance
+    from pathlib import Path
+    path = Path(__file__).resolve().parents[1] / "instances" / "mixed-regions-chosen.json"
+    result = solve(load_instance(path))
+    assert result.status == "optimal"
+    assert result.plan.regions == [["FRA", "PAR"], ["IAD", "NYC"], ["LON"]]
+    assert result.plan.group_size == 3 and result.plan.nodes == 10
+    sites = result.evaluation.to_dict()["sites"]
+    assert [(r["nodes"], r["units"]) for r in sites["region_units"]] == [(3, 1), (4, 1), (3, 1)]
+    assert sites["regional_mbps"] == 10000 and sites["regional_rtt_ms"] == 13.0
+    assert is_placeable([3, 4, 3], 3) and not is_placeable([4, 2, 4], 3)     # {LON, PAR}, {FRA}: no
+
+
+def test_too_many_partitions_and_the_proportional_rule_are_refused():
+    from planner.sites.partition import region_partitions
+    g = nx.Graph(regional=(1000.0, 20.0))
+    names = [f"s{i}" for i in range(8)]
+    for s in names:
+        g.add_node(s, lan_mbps=1000.0, lan_rtt_ms=0.1)
+    for a, b in itertools.combinations(names, 2):
+        g.add_edge(a, b, a=a, b=b, up_mbps=10000.0, down_mbps=10000.0, rtt_ms=1.0, index=0)
+    assert len(region_partitions(g, names[:7])) == 877                          # Bell(7), all listed
+    with pytest.raises(InputError) as err:
+        region_partitions(g, names)                                              # Bell(8) = 4,140
+    assert err.value.problems[0].path == "network.regions"
+    data = _pools_instance([(3, 1000.0, "LON"), (1, 1000.0, "PAR"), (2, 1000.0, "NYC")])
+    data["fleet"]["sync_rule"] = "proportional"
+    with pytest.raises(InputError) as err:
+        solve(instance_from_dict(data))
+    assert err.value.problems[0].path == "fleet.sync_rule"
+
+
+def test_the_site_drawing_names_the_chosen_regions():
+    from planner.present.site_plot import region_labels, site_figure
+    from planner.sites import site_graph
+    data = _pools_instance([(3, 1000.0, "LON"), (1, 1000.0, "PAR"), (2, 1000.0, "NYC")])
+    data["search"]["min_nodes"] = 6
+    inst = instance_from_dict(data)
+    sites = solve(inst).evaluation.to_dict()["sites"]
+    labels = region_labels(sites["region_units"])
+    assert labels == ["region 1: LON, PAR: 4 nodes, 2 groups", "region 2: NYC: 2 nodes, 1 group"]
+    fig = site_figure(site_graph(inst.network), sites["regions"], "t", labels)
+    assert [t.get_text() for t in fig.axes[0].get_legend().get_texts()] == labels
+
+
+def test_a_flat_plan_needs_no_regions():
+    """Flat replicas without sharding have no groups: plan.regions may be left out on several sites
+    (the regional link is not used: the same time with any regions stated)."""
+    data = _pools_instance([(3, 1000.0, "LON"), (1, 1000.0, "PAR"), (2, 1000.0, "NYC")])
+    inst = instance_from_dict(data)
+    plan = {"mode": "flat", "nodes": 6, "inner_steps": 4, "compression": 16,
+            "pool_nodes": {"p0": 3, "p1": 1, "p2": 2}}
+    free = evaluate(inst, plan)
+    stated = evaluate(inst, dict(plan, regions=[["LON"], ["PAR"], ["NYC"]]))
+    assert free.values["time_to_target_s"] == stated.values["time_to_target_s"]
+
+
+def test_placeable_mask_with_many_regions():
+    """Five or six regions (the region-by-region dilation, not the boxes of segment choices)."""
+    rng = random.Random(9)
+    for _ in range(150):
+        regions, u = rng.randint(5, 6), rng.randint(2, 4)
+        lo, cap = [1] * regions, [rng.randint(1, 5) for _ in range(regions)]
+        want = np.zeros(sum(cap) + 1, dtype=bool)
+        for c in itertools.product(*[range(a, b + 1) for a, b in zip(lo, cap)]):
+            want[sum(c)] |= is_placeable(c, u)
+        assert (placeable_mask(lo, cap, u, sum(cap)) == want).all(), (lo, cap, u)
+
+
+def test_pipelines_of_three_when_two_sites_hold_three_nodes_each():
+    """PP-group, London and Tokyo (no route meeting the tier: two regions), 3 nodes each, all 6 used:
+    pipelines of 2 would leave one node over in each region (remainders 1 + 1 = 2, not < 2), so
+    the only placement is one pipeline of 3 per region (S = 3, G = 2)."""
+    data = _pools_instance([(3, 1000.0, "LON"), (3, 1000.0, "TYO")], sites=("LON", "TYO", "NYC"))
+    data["search"].update(modes=["pp_group"], max_stages=3, min_nodes=6, max_micro_batches=4)
+    inst = instance_from_dict(data)
+    result = solve(inst)
+    assert result.status == "optimal"
+    assert result.plan.stages == 3 and result.plan.regions == [["LON"], ["TYO"]]
+    assert [(r["nodes"], r["units"]) for r in result.evaluation.to_dict()["sites"]["region_units"]] == [(3, 1), (3, 1)]
+    two = dict(result.plan.model_dump(exclude_none=True), stages=2)
+    with pytest.raises(InputError) as err:
+        evaluate(inst, two)
+    assert err.value.problems[0].path == "plan.pool_nodes"
+    assert oracle(inst)[0] == pytest.approx(result.objective_value, rel=1e-9)
+
+
+def test_solve_text_json_and_report_show_the_chosen_regions(tmp_path):
+    data = _pools_instance([(3, 1000.0, "LON"), (1, 1000.0, "PAR"), (2, 1000.0, "NYC")])
+    data["search"]["min_nodes"] = 6
+    path = tmp_path / "i.json"
+    path.write_text(json.dumps(data))
+    line = "regions of the plan (whole groups inside each): {LON, PAR}: 4 nodes, 2 groups; {NYC}: 2 nodes, 1 group"
+    text = CliRunner().invoke(main, ["solve", str(path), "--report", str(tmp_path / "r.html")])
+    assert text.exit_code == 0 and line in " ".join(text.output.split())
+    assert line in (tmp_path / "r.html").read_text()
+    out = CliRunner().invoke(main, ["solve", str(path), "--json"])
+    answer = json.loads(out.output)
+    assert answer["plan"]["regions"] == [["LON", "PAR"], ["NYC"]]
+    assert answer["evaluation"]["sites"]["region_units"] == [{"sites": ["LON", "PAR"], "nodes": 4, "units": 2},
+                                                             {"sites": ["NYC"], "nodes": 2, "units": 1}]
+
+
+def test_the_mip_backends_are_refused_with_chosen_regions():
+    data = _pools_instance([(3, 1000.0, "LON"), (1, 1000.0, "PAR"), (2, 1000.0, "NYC")])
+    for solver in ("highs", "scip"):
+        with pytest.raises(InputError) as err:
+            solve(instance_from_dict(data), solver=solver)
+        assert err.value.problems[0].path == "solver"
