@@ -41,7 +41,8 @@ MAX_ROUNDS = 12
 LOG_TOL = 1e-9
 COMPUTE_ROUND_S = 2.0    # max_compute: backend time per round; past it the loop stops and the exact certification
                          # (fast from a good incumbent) answers: the loop's relaxations can be slow to close
-COMPUTE_LOOP_S = 4.0     # max_compute: the whole loop's time (build and backend), likewise
+COMPUTE_LOOP_S = 4.0     # max_compute: the MIP path's time before certification (tables, presolve, loop), likewise,
+COMPUTE_FIRST_ROUND_S = 1.0   # ... but the loop gets at least this much after a slow presolve
 COMPUTE_LOG_TOL = 1e-4   # max_compute: the loop's gap in ln C (u is continuous: its refined brackets are
                          # U_STEP wide, above the backends' feasibility tolerance); the certification is exact
 
@@ -126,7 +127,7 @@ def outer_approximation(setting: Setting, space: DecisionSpace, objective: str, 
     round's backend solves to that absolute gap) or within a node (min_cost)."""
     check_supported(setting, objective)
     solver = backends()[backend]
-    start = time.perf_counter()
+    start = begun = time.perf_counter()
     full = tables_or_refuse(setting, space)
     compute = objective == "max_compute"
     tables, best_plan, _, solved = (presolve_compute if compute else presolve)(full, *(() if compute else (objective,)))
@@ -148,7 +149,7 @@ def outer_approximation(setting: Setting, space: DecisionSpace, objective: str, 
         report.bound = 0.0 if compute else math.inf
         return None, math.inf, report
     tol = {"min_time": LOG_TOL, "max_compute": COMPUTE_LOG_TOL}.get(objective, 1e-6)
-    loop_end = time.perf_counter() + COMPUTE_LOOP_S
+    loop_end = max(begun + COMPUTE_LOOP_S, time.perf_counter() + COMPUTE_FIRST_ROUND_S)
     for rounds in range(1, MAX_ROUNDS + 1):
         start = time.perf_counter()
         f = build(tables, grid, objective, cutoff=best, solved=frozenset(solved))
