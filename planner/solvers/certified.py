@@ -119,6 +119,27 @@ def incumbent_units(setting: Setting, objective: str, value: float) -> float:
     return math.exp(-value) if objective == "max_compute" else value * setting.node_price_usd
 
 
+
+def backend_round(solver, model, deadline: float, compute: bool, loop_end: float, report: MipReport, rounds: int):
+    """One backend solve of an outer-approximation round (this module's loop and the pools loop of
+    `planner.solvers.mixed_mip`): the time left, capped per round and by the loop's end for max_compute
+    (the certification answers what is left), and the report's counters."""
+    remaining = None if math.isinf(deadline) else max(deadline - time.perf_counter(), 0.01)
+    if compute:
+        remaining = min(remaining or math.inf, COMPUTE_ROUND_S, max(loop_end - time.perf_counter(), 0.01))
+    r = solver.solve(model, remaining)
+    report.time_s += r.time_s
+    report.nodes += r.nodes
+    report.rounds, report.backend_status = rounds, r.status
+    return r
+
+
+def raised_bound(bound: float, r) -> float:
+    """The loop's proven bound after a round: the backend's bound (its objective, when optimal, if lower)."""
+    if r.bound is not None and r.status in ("optimal", "time_limit"):
+        return max(bound, min(r.bound, r.objective) if r.status == "optimal" and r.objective is not None else r.bound)
+    return bound
+
 def outer_approximation(setting: Setting, space: DecisionSpace, objective: str, backend: str,
                         deadline: float = math.inf):
     """(best plan or None, its value in model units, MipReport) from the OA loop alone.
@@ -154,20 +175,12 @@ def outer_approximation(setting: Setting, space: DecisionSpace, objective: str, 
         start = time.perf_counter()
         f = build(tables, grid, objective, cutoff=best, solved=frozenset(solved))
         report.build_s += time.perf_counter() - start
-        remaining = None if math.isinf(deadline) else max(deadline - time.perf_counter(), 0.01)
-        if compute:
-            remaining = min(remaining or math.inf, COMPUTE_ROUND_S, max(loop_end - time.perf_counter(), 0.01))
-        r = solver.solve(f.model, remaining)
-        report.time_s += r.time_s
-        report.nodes += r.nodes
-        report.rounds, report.backend_status = rounds, r.status
+        r = backend_round(solver, f.model, deadline, compute, loop_end, report, rounds)
         if r.status == "infeasible":       # no plan better than the incumbent (or none at all)
             report.status = "infeasible" if best_plan is None else "optimal"
             bound = math.inf if best_plan is None else best
             break
-        if r.bound is not None and r.status in ("optimal", "time_limit"):
-            bound = max(bound, min(r.bound, r.objective) if r.status == "optimal" and r.objective is not None
-                        else r.bound)
+        bound = raised_bound(bound, r)
         if not r.has_solution:
             report.status = r.status
             break

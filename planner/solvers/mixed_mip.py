@@ -28,8 +28,8 @@ from planner.mip.pools import (COST_TOL, FAMILIES, MixedPlan, PoolTables, build_
 from planner.mip.tables import EXACT_CLASSES, most_promising, outer_per_step, solve_classes, sync_terms
 from planner.solvers import backends
 from planner.solvers.bnb import TIME, compute_measure
-from planner.solvers.certified import (COMPUTE_LOG_TOL, COMPUTE_LOOP_S, COMPUTE_ROUND_S, LOG_TOL, MAX_ROUNDS, MipReport,
-                                      incumbent_value)
+from planner.solvers.certified import (COMPUTE_LOG_TOL, COMPUTE_LOOP_S, LOG_TOL, MAX_ROUNDS, MipReport,
+                                      backend_round, incumbent_value, raised_bound)
 
 def model_value(objective: str, setting, plan: MixedPlan, pools) -> float:
     """The model's measure of a plan on pools: ln T (min_time), cost in the model's units (min_cost),
@@ -101,20 +101,12 @@ def outer_approximation(instance, pools, objective: str, backend: str, params, d
         t0 = time.perf_counter()
         f = build_pools(pt, grid, objective, best, solved)
         report.build_s += time.perf_counter() - t0
-        remaining = None if math.isinf(deadline) else max(deadline - time.perf_counter(), 0.01)
-        if compute:        # as the uniform loop: capped rounds, the certification answers what is left
-            remaining = min(remaining or math.inf, COMPUTE_ROUND_S, max(loop_end - time.perf_counter(), 0.01))
-        r = solver.solve(f.model, remaining)
-        report.time_s += r.time_s
-        report.nodes += r.nodes
-        report.rounds, report.backend_status = rounds, r.status
+        r = backend_round(solver, f.model, deadline, compute, loop_end, report, rounds)
         if r.status == "infeasible":
             report.status = "infeasible" if best_plan is None else "optimal"
             bound = math.inf if best_plan is None else best
             break
-        if r.bound is not None and r.status in ("optimal", "time_limit"):
-            bound = max(bound, min(r.bound, r.objective) if r.status == "optimal" and r.objective is not None
-                        else r.bound)
+        bound = raised_bound(bound, r)
         if not r.has_solution:
             report.status = r.status
             break
