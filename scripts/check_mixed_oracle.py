@@ -36,6 +36,16 @@ def agree(result, best) -> bool:
     return abs(value - best[0]) <= 1e-9 * abs(best[0])
 
 
+def planner_and_oracle(instance):
+    """The planner's result, the oracle's best and the seconds each took."""
+    start = time.perf_counter()
+    result = solve(instance)
+    planner_s = time.perf_counter() - start
+    start = time.perf_counter()
+    best = oracle(instance)
+    return result, best, planner_s, time.perf_counter() - start
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--count", type=int, default=200)
@@ -49,12 +59,8 @@ def main() -> int:
     with_rule, proportional = 0, 0          # instances with fleet.sync_rule proportional / auto; optima under it
     for k in range(args.count):
         instance = parse_instance(random_instance(rng))
-        start = time.perf_counter()
-        result = solve(instance)
-        planner_s += time.perf_counter() - start
-        start = time.perf_counter()
-        best = oracle(instance)
-        oracle_s += time.perf_counter() - start
+        result, best, took_s, oracle_took_s = planner_and_oracle(instance)
+        planner_s, oracle_s = planner_s + took_s, oracle_s + oracle_took_s
         with_rule += instance.fleet.sync_rule != "straggler"
         if result.status == "optimal":
             feasible += 1
@@ -85,12 +91,7 @@ def shipped() -> int:
             data["search"] = {"max_inner_steps": 8, "max_regional_rounds": 4}
             data["objective"] = "max_compute"
         instance = parse_instance(data)
-        start = time.perf_counter()
-        result = solve(instance)
-        planner_s = time.perf_counter() - start
-        start = time.perf_counter()
-        best = oracle(instance)
-        oracle_s = time.perf_counter() - start
+        result, best, planner_s, oracle_s = planner_and_oracle(instance)
         ok = agree(result, best)
         disagreements += not ok
         print(f"{name}{' (1 node per city, H <= 8, R <= 4, max_compute)' if name == 'mixed-governance-cities' else ''}: "

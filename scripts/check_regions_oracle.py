@@ -20,18 +20,15 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import time
 
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(__file__))
 
-from check_mixed_oracle import agree  # noqa: E402  (same verdict, same value to 1e-9)
+from check_mixed_oracle import agree, planner_and_oracle  # noqa: E402  (same verdict, same value to 1e-9)
 
 from planner.schema.instance import parse_instance  # noqa: E402
 from planner.sites.samples import random_region_instance  # noqa: E402
-from planner.solve import solve  # noqa: E402
-from planner.solvers.mixed_oracle import oracle  # noqa: E402
 
 
 def main() -> int:
@@ -46,12 +43,8 @@ def main() -> int:
     disagreements, feasible, several, planner_s, oracle_s = 0, 0, 0, 0.0, 0.0
     for k in range(args.count):
         instance = parse_instance(random_region_instance(rng))
-        start = time.perf_counter()
-        result = solve(instance)
-        planner_s += time.perf_counter() - start
-        start = time.perf_counter()
-        best = oracle(instance)
-        oracle_s += time.perf_counter() - start
+        result, best, took_s, oracle_took_s = planner_and_oracle(instance)
+        planner_s, oracle_s = planner_s + took_s, oracle_s + oracle_took_s
         if result.status == "optimal":
             feasible += 1
             several += len(result.plan.regions or []) > 1
@@ -73,12 +66,7 @@ def shipped() -> int:
             data = json.load(f)
         data["network"]["regions"] = "chosen"
         instance = parse_instance(data)
-        start = time.perf_counter()
-        result = solve(instance)
-        planner_s = time.perf_counter() - start
-        start = time.perf_counter()
-        best = oracle(instance)
-        oracle_s = time.perf_counter() - start
+        result, best, planner_s, oracle_s = planner_and_oracle(instance)
         ok = agree(result, best)
         disagreements += not ok
         print(f"{name}: {'agree' if ok else 'DISAGREE'}; planner {result.objective_value} "
