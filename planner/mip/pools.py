@@ -190,6 +190,9 @@ class SettingPart:
     hi: int
     exact_range: bool                 # every N in [lo, hi] is realisable by one of its patterns
     tables: Tables | None = None
+    node_bounds: tuple[np.ndarray, np.ndarray] | None = None   # (least nodes, lower bound) of its plans: `node_bounds`
+    dropped: float = math.inf         # the presolves dropped only plans of value above this (model units)
+    fixed: list = field(default_factory=list)    # its fixed plans before the presolves (`node_bounds`)
     sync_offset: int = 0
     fixed_offset: int = 0
     group_offset: int = 0
@@ -488,8 +491,10 @@ def pool_tables(instance, pools: list[PoolSetting], objective: str, params: floa
         part_space = dataclasses.replace(space, precisions=(key.precision,), min_nodes=part.lo, max_nodes=part.hi)
         t = tables_or_refuse(part.setting, part_space.for_objective(part.setting, objective))
         pt.classes_total += len(t.sync) + len(t.fixed)
+        part.fixed = list(t.fixed)
         if objective in ("min_time", "max_compute") and part.exact_range:
             pruned, plan, value, done = presolve_compute(t) if objective == "max_compute" else presolve(t, "min_time")
+            part.dropped = _cut(value)        # the presolves' own cut: classes bounded above it are dropped
             if plan is not None and value < best:
                 best, best_plan = value, _mixed_plan(pt, j, pruned, plan)
             solved[j] = done
@@ -517,11 +522,12 @@ def pool_tables(instance, pools: list[PoolSetting], objective: str, params: floa
                                  [f for f in t.fixed if costs(f.nodes) <= cut], t.n_max, t.h_max, t.r_max,
                                  t.class_lower[keep] if t.class_lower is not None else None, t.eta_h_falls)
     if objective in ("min_time", "max_compute") and math.isfinite(best):   # the best of all presolves cuts them all
-        cut = best + 1e-9 * max(1.0, abs(best))
+        cut = _cut(best)
         for j, part in enumerate(parts):
             t = part.tables
             if t is None:
                 continue
+            part.dropped = min(part.dropped, cut)
             keep = np.array([lb <= cut for lb in t.class_lower], dtype=bool) if t.class_lower is not None else \
                 np.ones(len(t.sync), bool)
             at = np.cumsum(keep) - 1
@@ -531,6 +537,8 @@ def pool_tables(instance, pools: list[PoolSetting], objective: str, params: floa
                                  t.n_max, t.h_max, t.r_max,
                                  t.class_lower[keep] if t.class_lower is not None else None, t.eta_h_falls)
     for part in parts:
+        if objective != "min_cost" and part.tables is not None:
+            part.node_bounds = node_bounds(part.tables, part.fixed, objective)
         if part.tables is not None and not (part.tables.sync or part.tables.fixed):
             part.tables = None
     merged_space = dataclasses.replace(space, max_nodes=int(cap))
@@ -539,6 +547,41 @@ def pool_tables(instance, pools: list[PoolSetting], objective: str, params: floa
     pt.solved = {part.sync_offset + a for part, done in zip(parts, solved) if part.tables is not None for a in done}
     pt.incumbent = (best, best_plan) if best_plan is not None else None
     return pt
+
+
+def _cut(value: float) -> float:
+    """The presolves' cut at a best value (`tables.presolve`, `presolve_compute`): classes bounded above it
+    are dropped."""
+    return value + 1e-9 * max(1.0, abs(value)) if math.isfinite(value) else math.inf
+
+
+def node_bounds(t: Tables, fixed, objective: str) -> tuple[np.ndarray, np.ndarray]:
+    """(least nodes, bound) of pieces that together hold every plan of a setting's space that the
+    presolves kept (the rest is above `SettingPart.dropped`): per kept class and box of n
+    (`tables.class_bounds`, two per octave) the box's least nodes n1 x unit and a lower bound on the
+    objective in model units over the box (ln T for min_time; -ln C for max_compute), and each fixed
+    plan (`fixed`: all of them, before the presolves) with its own nodes and value. So every plan of
+    at most N nodes has a value >= the least of `dropped` and of the bounds of the pieces whose least
+    nodes is <= N (`mixed_mip.SettingBounds`: a part of the decomposition whose pools hold at most N
+    nodes is skipped when that is worse than the best plan known).
+
+    max_compute: -ln C >= -(the class's bound over all its plans: `tables.compute_bounds`), and, where
+    C T = C_target W holds for every plan (C_local without a tokens-scored replica penalty, as
+    `tables.presolve_compute`), -ln C >= box bound on ln T - ln(C_target W)."""
+    least, value = [np.array([f.nodes for f in fixed], dtype=float)], \
+        [np.array([f.log_time if objective == "min_time" else -f.log_compute for f in fixed], dtype=float)]
+    if t.sync:
+        bound, boxes = class_bounds(t)
+        units = np.array([e.unit for e in t.sync], dtype=float)[:, None]
+        if objective == "max_compute":
+            upper = compute_bounds(t)[:, None]
+            lower = np.broadcast_to(np.where(np.isfinite(upper), -upper, np.inf), bound.shape)
+            if not t.quality_target and not t.tokens_scored_eta_r:     # an empty box: inf, no plan
+                lower = np.maximum(lower, bound - math.log(t.setting.target * t.setting.window_s))
+            bound = lower
+        least.append((boxes[:, :, 0] * units).ravel())
+        value.append(bound.ravel())
+    return np.concatenate(least), np.concatenate(value)
 
 
 def _feasible_classes(t: Tables, ln_w: float) -> tuple[Tables, np.ndarray]:
