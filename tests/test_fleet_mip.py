@@ -147,6 +147,9 @@ def test_patterns_are_exactly_the_subsets_of_pools(seed):
         assert set(mine) == set(brute)
         for pattern, subsets in brute.items():
             key = mine[pattern]
+            holds = [set(u) for u in subsets if set(u) <= set(key.allowed)]      # the minimal covers, brute force
+            minimal = {tuple(sorted(u)) for u in holds if not any(w < u for w in holds)}
+            assert {tuple(sorted(c)) for c in key.covers} == minimal
             setting = mixed_setting(pools, key.covers[0], precision, net)
             for used in subsets:
                 assert set(used) <= set(key.allowed)
@@ -222,8 +225,9 @@ def test_write_model_of_shipped_pools_instances(tmp_path, name):
         assert result.exit_code == 0, result.output
         text = path.read_text()
         assert path.stat().st_size < 1_000_000
+        sites = bool(json.loads((ROOT / "instances" / f"{name}.json").read_text())["network"].get("sites"))
         for family in FAMILIES:
-            if family != "pool-budget":
+            if family != "pool-budget" and (family != "pool-links" or sites):
                 assert family.replace("-", "_") in text
         answer = json.loads(result.stdout)
         assert answer["mip"][0]["families"]["pool-allowed"] >= 1
@@ -310,3 +314,69 @@ def test_setting_bounds_hold_for_every_part(seed, objective):
     best = (min if objective == "min_time" else max)(values)
     skipped = [b for b in known if (b > best * (1 + 1e-9) if objective == "min_time" else b < best * (1 - 1e-9))]
     assert len(known) == 1 or skipped, "the bounds skip no part of this instance"
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_links_of_a_set_of_sites_are_those_of_its_items(seed):
+    """What the model's `pool-links` rows rest on (`pools.SiteItems`): for every set S of the sites holding
+    pools (brute force over all of them), each field of the links the setting takes is the least
+    (bandwidths) or the largest (RTTs) over the sites and pairs within S of their own links; and the
+    columns group the patterns by exactly those links."""
+    from planner.fleet.network import site_network
+    from planner.mip.pools import LINK_LEAST, link_values, pattern_groups, site_items
+    rng = np.random.default_rng(700 + seed)
+    data = random_instance(rng)
+    while not data.get("network", {}).get("sites") or len({p.get("site") for p in data["fleet"]["pools"]}) < 3:
+        data = random_instance(rng)
+    instance = parse_instance(data)
+    pools = pool_settings(instance)
+    net = site_network(instance)
+    precisions = sorted({q for p in pools for q in p.precisions})
+    keys = pool_keys(pools, precisions, True)
+    items = site_items(pools, keys, net)
+    hosts = items.hosts
+    for size in range(1, len(hosts) + 1):
+        for chosen in combinations(range(len(hosts)), size):
+            inside = [a for a, e in enumerate(items.items) if set(e) <= set(chosen)]
+            want = link_values(net.links([hosts[j] for j in chosen]))
+            got = tuple(float(items.values[inside, f].min() if least else items.values[inside, f].max())
+                        for f, least in enumerate(LINK_LEAST))
+            assert got == want, (chosen, got, want)
+    groups = pattern_groups(pools, keys, net)
+    assert sorted(k for g in groups for k in g.keys) == list(range(len(keys)))
+    for g in groups:
+        for k in g.keys:
+            key = keys[k]
+            assert (key.precision, key.slowest, key.memory_bytes) == (g.precision, g.slowest, g.memory_bytes)
+            assert link_values(net.links(key.sites)) == g.links
+            assert set(key.allowed) <= set(g.allowed)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_links_of_many_sites_are_those_of_their_items(seed):
+    """As above on six pools in six European cities with random links (a random tree plus chords, 100 Mb/s
+    to 10 Gb/s) and a regional tier some pairs meet: every one of the 63 sets of sites."""
+    from planner.fleet.network import site_network
+    from planner.mip.pools import LINK_LEAST, link_values, site_items
+    rng = np.random.default_rng(900 + seed)
+    cities = ["London", "Paris", "Frankfurt", "Amsterdam", "Madrid", "Warsaw"]
+    links = [{"a": cities[i], "b": cities[int(rng.integers(0, i))], "up_mbps": float(rng.choice([100, 1000, 10000]))}
+             for i in range(1, 6)]
+    if not any({link["a"], link["b"]} == {"London", "Warsaw"} for link in links):
+        links += [{"a": "London", "b": "Warsaw", "up_mbps": float(rng.choice([300, 3000]))}]
+    data = {"model": {"params": 1e9}, "training": {"target_flop": 1e20},
+            "fleet": {"pools": [{"name": c.lower(), "hardware": "16xH100-SXM", "count": 2, "site": c} for c in cities]},
+            "network": {"wan": {"up_mbps": 2000, "down_mbps": 500}, "regional": {"mbps": 1000, "rtt_ms": 25},
+                        "sites": [{"name": c, "city": c} for c in cities], "links": links}}
+    instance = parse_instance(data)
+    pools = pool_settings(instance)
+    net = site_network(instance)
+    items = site_items(pools, pool_keys(pools, ["fp16"], True), net)
+    assert len({r for r in (tuple(sorted(g)) for g in net.candidates)}) >= 1
+    for size in range(1, 7):
+        for chosen in combinations(range(6), size):
+            inside = [a for a, e in enumerate(items.items) if set(e) <= set(chosen)]
+            want = link_values(net.links([items.hosts[j] for j in chosen]))
+            got = tuple(float(items.values[inside, f].min() if least else items.values[inside, f].max())
+                        for f, least in enumerate(LINK_LEAST))
+            assert got == want, (chosen, got, want)

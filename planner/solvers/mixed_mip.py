@@ -237,7 +237,7 @@ def solve_mixed_mip(instance, objective: str, solver: str, deadline: float, star
                                                       CERTIFIED_COMPUTE_LOOP_S if certify else COMPUTE_LOOP_S)
         reports.append(report)
         bounds.add(pt)
-        shapes.append({"patterns": len(pt.keys), "settings": len(pt.parts),
+        shapes.append({"patterns": len(pt.groups), "site_sets": len(pt.keys), "settings": len(pt.parts),
                        "settings_built": sum(p.tables is not None for p in pt.parts)})
         if plan is not None:
             units = to_units(objective, value, pools)
