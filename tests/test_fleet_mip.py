@@ -380,3 +380,50 @@ def test_links_of_many_sites_are_those_of_their_items(seed):
             got = tuple(float(items.values[inside, f].min() if least else items.values[inside, f].max())
                         for f, least in enumerate(LINK_LEAST))
             assert got == want, (chosen, got, want)
+
+
+@pytest.mark.parametrize("objective", ["min_time", "min_cost", "max_compute"])
+def test_seven_pools_in_seven_cities_against_bnb(objective):
+    """A pool (2 nodes of H100 or A100) in each of seven cities along a chain of 10 and 1 Gb/s links, a
+    100 Mb/s access link and a 1 Gb/s, 20 ms regional tier: 142 sets of sites in 47 columns (groups by
+    their links). The loop alone (the pool-links rows choose the links of the sites used) closes its gap
+    at the decomposition's optimum, and the certified answer is the decomposition's. (min_time: the
+    optimum uses four of the seven, not next to each other.)"""
+    cities = ["London", "Paris", "Frankfurt", "Amsterdam", "Madrid", "Milan", "Warsaw"]
+    data = {"model": {"params": 3e9}, "training": {"target_flop": 3e22},
+            "fleet": {"pools": [{"name": c.lower(), "hardware": "16xH100-SXM" if i % 3 else "48xA100-80GB", "count": 2,
+                                 "site": c} for i, c in enumerate(cities)]},
+            "network": {"wan": {"up_mbps": 100, "down_mbps": 100}, "regional": {"mbps": 1000, "rtt_ms": 20},
+                        "sites": [{"name": c, "city": c} for c in cities],
+                        "links": [{"a": a, "b": b, "up_mbps": 1000 if i % 2 else 10000}
+                                  for i, (a, b) in enumerate(zip(cities, cities[1:]))]},
+            "limits": {"max_days": 365},
+            "search": {"max_inner_steps": 16, "max_regional_rounds": 2, "max_stages": 2, "max_micro_batches": 2},
+            "objective": objective}
+    instance = parse_instance(data)
+    mip, exact = solve(instance, solver="highs"), solve(instance, solver="bnb")
+    assert mip.status == exact.status == "optimal"
+    assert close(mip.objective_value, exact.objective_value)
+    report = mip.mip[0]
+    assert report["site_sets"] > report["patterns"]
+    assert report["status"] == "optimal"
+    tol = 2e-4 if objective == "max_compute" else 1e-8
+    assert close(report["objective"], exact.objective_value, tol)
+    if objective == "min_time":
+        assert len(mip.plan.pool_nodes) == 4
+
+
+def test_too_many_sets_of_sites_exit_2(tmp_path):
+    """16 pools in 16 cities: 2 x 32,767 sets of sites to list for the node ranges, beyond MAX_SITE_SETS:
+    exit 2 naming --solver, quickly (the listing stops at the limit)."""
+    import sys
+    from click.testing import CliRunner
+    from planner.cli import main
+    from planner.mip.pools import MAX_SITE_SETS
+    sys.path.insert(0, str(ROOT / "scripts"))
+    from bench_mixed import pools_data
+    path = tmp_path / "cities.json"
+    path.write_text(json.dumps(pools_data(16)))
+    out = CliRunner().invoke(main, ["solve", str(path), "--solver", "highs"])
+    assert out.exit_code == 2, out.output
+    assert "--solver" in out.output and str(MAX_SITE_SETS) in out.output

@@ -120,7 +120,7 @@ def pool_keys(pools: Sequence[PoolSetting], precisions: Sequence[str], with_site
                         raise UnsupportedBySolver(
                             f"the one-model path for a fleet of pools enumerates at most {MAX_SITE_SETS} patterns of "
                             f"pools used (precision, slowest pool, least memory, sites used) for their node ranges; "
-                            f"this fleet has more (its pools sit at many sites); use --solver bnb")
+                            f"this fleet has more (its pools sit at many sites); use --solver bnb (at most 12 pools)")
     return keys
 
 
