@@ -199,6 +199,10 @@ def mfu_flops_per_token(instance, basis: dict | None) -> float:
     that counts attention is compared on that count, not on 6 P."""
     if not basis:
         return 6.0 * instance.model.active_params
+    missing = [key for key in ("flops", "params", "source") if key not in basis]
+    if missing:
+        raise ValueError(f"[dtplan.mfu_basis] {', '.join(missing)}: missing (each basis names its FLOP count, "
+                         "the parameters it counts and its source)")
     return model_flops_per_token(float(basis["params"]), basis["flops"], basis.get("layers"),
                                  basis.get("attention_width"), basis.get("seq_len"))
 

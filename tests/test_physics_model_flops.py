@@ -81,3 +81,10 @@ def test_palm_mfu_on_its_basis_with_the_restated_table_value():
     tps = dt["predicted"]["tokens_per_s"]
     assert dt["predicted"]["hardware_mfu"] == pytest.approx(3.2777348e12 * tps / (6144 * 275e12), rel=1e-6)
     assert tps / 238300 - 1 == pytest.approx(0.0, abs=0.005)
+
+
+def test_a_basis_without_its_count_or_source_is_refused():
+    """A reported file's [dtplan.mfu_basis] must name its FLOP count, the parameters it counts and its source."""
+    with pytest.raises(ValueError, match=r"\[dtplan.mfu_basis\] params, source: missing"):
+        validate_published.mfu_flops_per_token(None, {"flops": "6p_attention"})
+    assert validate_published.mfu_flops_per_token(None, {"flops": "6p", "params": 1e10, "source": "x"}) == 6e10
