@@ -3,8 +3,10 @@ the undominated region partitions of planner.sites.partition, with the placement
 planner.fleet.regions) with the exhaustive oracle (planner.solvers.mixed_oracle: every assignment
 of nodes to pools, every set partition of its sites into regions, every plan, the placement rule
 checked on the assignment's own nodes per region) on seeded random instances of 1 to 3 pools on
-2 to 6 sites (planner.sites.samples). Prints the disagreements (none expected), how many
-instances had a plan, how many optima use several regions, and each side's time.
+2 to 6 sites (planner.sites.samples; min_time, max_compute and min_cost, a third with a budget).
+Prints the disagreements (none expected), how many instances had a plan, how many optima use
+several regions (per objective, with and without a budget), how many optima's placement costs more
+than the cheapest fill of their nodes, and each side's time.
 
     python scripts/check_regions_oracle.py [--count 200] [--seed 5]
     python scripts/check_regions_oracle.py --shipped
@@ -20,6 +22,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from collections import Counter
 
 import numpy as np
 
@@ -41,20 +44,45 @@ def main() -> int:
         return shipped()
     rng = np.random.default_rng(args.seed)
     disagreements, feasible, several, planner_s, oracle_s = 0, 0, 0, 0.0, 0.0
+    kinds: Counter = Counter()          # (objective, budget?) -> [instances, with a plan, on several regions]
+    above_fill = 0                      # optima whose placement costs more than the cheapest fill of its N
     for k in range(args.count):
         instance = parse_instance(random_region_instance(rng))
         result, best, took_s, oracle_took_s = planner_and_oracle(instance)
         planner_s, oracle_s = planner_s + took_s, oracle_s + oracle_took_s
+        kind = (instance.objective, instance.limits.budget_usd is not None)
+        kinds[kind + ("instances",)] += 1
         if result.status == "optimal":
             feasible += 1
-            several += len(result.plan.regions or []) > 1
+            on_several = len(result.plan.regions or []) > 1
+            several += on_several
+            kinds[kind + ("with a plan",)] += 1
+            kinds[kind + ("on several regions",)] += on_several
+            above_fill += placement_above_fill(instance, result.plan)
         if not agree(result, best):
             disagreements += 1
             print(f"instance {k}: planner {result.status} {result.objective_value} "
                   f"{result.plan and result.plan.model_dump(exclude_none=True)}; oracle {best}", flush=True)
     print(f"{args.count} instances (seed {args.seed}): {disagreements} disagreements; {feasible} with a plan, "
-          f"{several} optima on several regions; planner {planner_s:.1f} s, oracle {oracle_s:.1f} s")
+          f"{several} optima on several regions, {above_fill} whose placement costs more than the cheapest fill "
+          f"of their nodes; planner {planner_s:.1f} s, oracle {oracle_s:.1f} s; load average {os.getloadavg()[0]:.1f}")
+    for objective in ("min_time", "min_cost", "max_compute"):
+        for budget in (False, True):
+            counts = [kinds[(objective, budget, what)] for what in ("instances", "with a plan", "on several regions")]
+            print(f"  {objective:<11} {'budget   ' if budget else 'no budget'}: {counts[0]:>3} instances, "
+                  f"{counts[1]:>3} with a plan, {counts[2]:>3} on several regions")
     return 1 if disagreements else 0
+
+
+def placement_above_fill(instance, plan) -> bool:
+    """Whether the plan's counts cost more than the cheapest fill of its nodes over its pools (the
+    placement rule, not the prices, set them)."""
+    from planner.fleet.pools import pool_settings
+    from planner.fleet.replicas import cheapest_fill, fleet_cost_usd, used_pools
+    pools = pool_settings(instance)
+    counts = [plan.pool_nodes.get(p.label, 0) for p in pools]
+    fill = cheapest_fill(pools, used_pools(counts), sum(counts))
+    return fleet_cost_usd(pools, counts) > fleet_cost_usd(pools, fill) * (1 + 1e-12)
 
 
 def shipped() -> int:
