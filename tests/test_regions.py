@@ -511,3 +511,20 @@ def test_planner_agrees_with_the_oracle_on_min_cost_and_budgets(seed):
             assert value == pytest.approx(best[0], rel=1e-9), (seed, k)
             budget = inst.limits.budget_usd
             assert budget is None or result.evaluation.values["cost_usd"] <= budget
+
+
+@pytest.mark.parametrize("seed", range(2))
+def test_planner_agrees_with_the_oracle_where_the_placement_sets_the_cost(seed):
+    """random_placement_instance: several pools per region, min_cost or a budget, every node or
+    nearly; against every assignment and every set partition."""
+    from planner.sites.samples import random_placement_instance
+    rng = np.random.default_rng(800 + seed)
+    for k in range(4):
+        inst = instance_from_dict(random_placement_instance(rng))
+        result, best = solve(inst), oracle(inst)
+        value = result.objective_value if result.status == "optimal" else None
+        assert (value is None) == (best is None), (seed, k)
+        if value is not None:
+            assert value == pytest.approx(best[0], rel=1e-9), (seed, k)
+            budget = inst.limits.budget_usd
+            assert budget is None or result.evaluation.values["cost_usd"] <= budget

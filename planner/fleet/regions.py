@@ -393,7 +393,8 @@ def least_cost_placed(setting, space, placement: Placement, deadline: float, sol
     C takes finitely many values, so it ends (in practice after one or two rounds).
     Ties: the fastest plan with C_u(N) <= best (1 + TIE_REL) (a min_time solve over those (N, u)),
     as the oracle's key (cost, then time). The bound: the best cost when every round finished,
-    else the least of it and F(the unfinished round's node bound)."""
+    else the least of it and F(each unfinished round's node bound): a round's plans cost at least
+    the cheapest fill of its least node count."""
     from planner.solve import optimise
     from planner.solvers.bnb import TIE_REL
     from dataclasses import replace
@@ -407,11 +408,11 @@ def least_cost_placed(setting, space, placement: Placement, deadline: float, sol
         found, count, bound_nodes = optimise(setting, replace(space, max_nodes=top, placement=view), "min_cost",
                                              deadline, solver)
         evaluations += count
+        if math.isfinite(bound_nodes):               # the round was cut short by the deadline
+            fill = placement.fill_cost()
+            n = max(int(math.ceil(bound_nodes - 1e-9)), 0)
+            bound_usd = min(bound_usd, float(fill[n]) if n < fill.size else math.inf)
         if found is None:
-            if math.isfinite(bound_nodes):               # the round was cut short by the deadline
-                fill = placement.fill_cost()
-                n = max(int(math.ceil(bound_nodes - 1e-9)), 0)
-                bound_usd = float(fill[n]) if n < fill.size else math.inf
             break
         batch = found[0]
         nodes = int(np.ravel(batch.nodes)[0])
