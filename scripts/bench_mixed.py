@@ -143,6 +143,10 @@ def main() -> int:
                         help="network.regions of the 20-site instance: chosen = the planner picks the regions "
                              "(bnb)")
     parser.add_argument("--budget", type=float, help="limits.budget_usd of the 20-site instance")
+    parser.add_argument("--europe", action="store_true",
+                        help="the pools in London, Paris and Frankfurt, every site with a 100 Gb/s LAN (regions "
+                             "chosen: the partitions of three sites in reach of each other differ)")
+    parser.add_argument("--modes", help="comma-separated search.modes of the 20-site instance (default: all)")
     parser.add_argument("--pools", type=int, action="append", help="time the P-pool city fleet instead (repeatable)")
     args = parser.parse_args()
     solvers = [s for s in args.solvers.split(",") if s]
@@ -157,7 +161,16 @@ def main() -> int:
     data = instance_data(args.sync_rule, args.regions)
     if args.budget is not None:
         data["limits"]["budget_usd"] = args.budget
+    if args.europe:
+        for pool, city in zip(data["fleet"]["pools"], ["London", "Paris", "Frankfurt"]):
+            pool["site"] = city
+        for site in data["network"]["sites"]:
+            site.update(lan_mbps=100000, lan_rtt_ms=0.1)
+    if args.modes:
+        data["search"] = {"modes": args.modes.split(",")}
     budget = f", budget {args.budget:,.0f} USD" if args.budget is not None else ""
+    budget += ", pools in London, Paris, Frankfurt" if args.europe else ""
+    budget += f", modes {args.modes}" if args.modes else ""
     for solver in solvers:
         report(f"20 sites, 3 pools, 2,000 nodes, {args.objective}, sync rule {args.sync_rule}, regions {args.regions}"
                f"{budget}", solver, *timed(data, args.objective, solver, args.repeats))

@@ -185,8 +185,9 @@ class Placement:
         if u == 1:
             return self.fill_cost()[:n_hi + 1]
         known = self._costs.get(u)
-        if known is None or known.size <= n_hi:
-            known = self._costs[u] = placement_costs([region_curve(r) for r in self.prices], u, n_hi)
+        if known is None or known.size <= n_hi:      # (re)computed to at least twice as far: few recomputations
+            top = n_hi if known is None else min(self.n_max, max(n_hi, 2 * (known.size - 1)))
+            known = self._costs[u] = placement_costs([region_curve(r) for r in self.prices], u, top)
         return known[:n_hi + 1]
 
     def mask(self, unit: int) -> np.ndarray:
