@@ -147,6 +147,7 @@ def main() -> int:
                         help="the pools in London, Paris and Frankfurt, every site with a 100 Gb/s LAN (regions "
                              "chosen: the partitions of three sites in reach of each other differ)")
     parser.add_argument("--modes", help="comma-separated search.modes of the 20-site instance (default: all)")
+    parser.add_argument("--max-days", type=float, help="limits.max_days of the 20-site instance (default 365)")
     parser.add_argument("--pools", type=int, action="append", help="time the P-pool city fleet instead (repeatable)")
     args = parser.parse_args()
     solvers = [s for s in args.solvers.split(",") if s]
@@ -168,9 +169,12 @@ def main() -> int:
             site.update(lan_mbps=100000, lan_rtt_ms=0.1)
     if args.modes:
         data["search"] = {"modes": args.modes.split(",")}
+    if args.max_days is not None:
+        data["limits"]["max_days"] = args.max_days
     budget = f", budget {args.budget:,.0f} USD" if args.budget is not None else ""
     budget += ", pools in London, Paris, Frankfurt" if args.europe else ""
     budget += f", modes {args.modes}" if args.modes else ""
+    budget += f", max_days {args.max_days:g}" if args.max_days is not None else ""
     for solver in solvers:
         report(f"20 sites, 3 pools, 2,000 nodes, {args.objective}, sync rule {args.sync_rule}, regions {args.regions}"
                f"{budget}", solver, *timed(data, args.objective, solver, args.repeats))

@@ -13,8 +13,9 @@ than the cheapest fill of their nodes, and each side's time.
 
 `--placement` draws instead from `random_placement_instance`: 3 or 4 pools at 2 or 3 sites, several
 pools per region, groups or pipelines only, min_cost or a budget, where the cheapest placement is
-often not the cheapest fill. `--shipped` compares them on instances/mixed-regions-chosen.json and on mixed-six-sites.json with
-network.regions = "chosen" instead (several minutes of oracle each).
+often not the cheapest fill. `--shipped` compares them on instances/mixed-regions-chosen.json (as shipped, with min_cost, and with
+a budget of 80% of its whole fleet) and on mixed-six-sites.json with network.regions = "chosen"
+instead (several minutes of oracle each).
 
 Exit 1 on any disagreement.
 """
@@ -126,15 +127,25 @@ def shipped() -> int:
     import json
     root = os.path.join(os.path.dirname(__file__), "..", "instances")
     disagreements = 0
-    for name in ("mixed-regions-chosen", "mixed-six-sites"):
+    # as shipped; mixed-regions-chosen also with min_cost, and with a budget of 80% of its whole fleet
+    for name, variant in (("mixed-regions-chosen", None), ("mixed-regions-chosen", "min_cost"),
+                          ("mixed-regions-chosen", "budget"), ("mixed-six-sites", None)):
         with open(os.path.join(root, f"{name}.json"), encoding="utf-8") as f:
             data = json.load(f)
         data["network"]["regions"] = "chosen"
+        if variant == "min_cost":
+            data["objective"] = "min_cost"
+        elif variant == "budget":
+            from planner.fleet.pools import pool_settings
+            from planner.fleet.replicas import node_price_usd
+            whole = sum(node_price_usd(p) * p.count for p in pool_settings(parse_instance(data)))
+            data["limits"]["budget_usd"] = 0.8 * whole
         instance = parse_instance(data)
         result, best, planner_s, oracle_s = planner_and_oracle(instance)
         ok = agree(result, best)
         disagreements += not ok
-        print(f"{name}: {'agree' if ok else 'DISAGREE'}; planner {result.objective_value} "
+        label = name + (f" ({variant})" if variant else "")
+        print(f"{label}: {'agree' if ok else 'DISAGREE'}; planner {result.objective_value} "
               f"regions {result.plan and result.plan.regions} ({planner_s:.1f} s), oracle {best and best[0]} "
               f"({oracle_s:.1f} s); load average {os.getloadavg()[0]:.1f}", flush=True)
     return 1 if disagreements else 0

@@ -238,12 +238,13 @@ def placement_costs(curves: Sequence[np.ndarray], unit: int, n_hi: int) -> np.nd
         D_k[Q, e] = min_{m <= e, q} D_{k-1}[Q - q, e - m] + f_k(u q + m)      (c_k >= u)
 
     and C_u(Q u + e) = D_R[Q, e]: every placement is reached (its regions' (q_r, m_r) in turn) and
-    every cell is a placement's cost. Work: sum_r n_hi cap_r / 2 additions per u (tests check it
-    against every assignment and against CP-SAT)."""
+    every cell is a placement's cost; the order of the regions does not matter, so the largest comes
+    first. Work: n_hi cap_r / 2 additions per further region and u (tests check it against every
+    assignment and against CP-SAT)."""
     u = int(unit)
     rows = n_hi // u + 1
     table = None
-    for f in curves:
+    for f in sorted(curves, key=len, reverse=True):     # the largest region enters without a convolution
         top = min(f.size - 1, n_hi)
         g = np.full((top // u + 1) * u, np.inf)
         g[u:top + 1] = f[u:top + 1]
