@@ -414,7 +414,39 @@ def test_placement_cost_by_hand_is_not_monotone_in_the_nodes():
     assert (costs == _brute_costs(regions, 2, 12)).all()
 
 
-def test_cheapest_placement_by_cp_sat_matches_the_programme():
+def _cp_sat_least_cost(pools, placement, unit: int, nodes: int) -> float | None:
+    """An independent reference: the cheapest placement as an OR-Tools CP-SAT model (integer USD
+    per node, as the prices of these tests are), min sum_p price_p n_p s.t. 1 <= n_p <= count_p,
+    c_r = sum_{p in r} n_p = u q_r + m_r, q_r >= 1, 0 <= m_r < u, sum_r m_r < u, sum_r c_r = N."""
+    from ortools.sat.python import cp_model
+    from planner.fleet.replicas import node_price_usd
+    model = cp_model.CpModel()
+    used = [i for block in placement.pools_in for i in block]
+    n = {i: model.NewIntVar(1, pools[i].count, f"n{i}") for i in used}
+    rems, total = [], []
+    for r, block in enumerate(placement.pools_in):
+        c = sum(n[i] for i in block)
+        q, m = model.NewIntVar(1, placement.cap[r] // unit + 1, f"q{r}"), model.NewIntVar(0, unit - 1, f"m{r}")
+        model.Add(c == unit * q + m)
+        rems.append(m)
+        total.append(c)
+    model.Add(sum(rems) <= unit - 1)
+    model.Add(sum(total) == nodes)
+    prices = {i: node_price_usd(pools[i]) for i in used}
+    assert all(p == int(p) for p in prices.values())
+    model.Minimize(sum(int(prices[i]) * n[i] for i in used))
+    solver = cp_model.CpSolver()
+    solver.parameters.num_workers = 1
+    status = solver.Solve(model)
+    if status == cp_model.INFEASIBLE:
+        return None
+    assert status == cp_model.OPTIMAL
+    return float(solver.ObjectiveValue())
+
+
+def test_cheapest_placement_matches_a_cp_sat_model():
+    """The programme's C_u(N) and the counts read back from it (`cheapest_placement`) against the
+    CP-SAT model of the placement, on four pools at three sites, two partitions, u = 2..4."""
     data = _pools_instance([(3, 1000.0, "LON"), (2, 3000.0, "LON"), (3, 2000.0, "PAR"), (2, 500.0, "NYC")])
     pools = pool_settings(instance_from_dict(data))
     for partition in ((("LON", "PAR"), ("NYC",)), (("LON",), ("PAR",), ("NYC",))):
@@ -423,8 +455,33 @@ def test_cheapest_placement_by_cp_sat_matches_the_programme():
             costs = placement.cost(unit)
             for n in range(4, 11):
                 found = cheapest_placement(pools, placement, unit, n)
+                reference = _cp_sat_least_cost(pools, placement, unit, n)
+                assert (found is None) == (reference is None) == np.isinf(costs[n]), (partition, unit, n)
+                if found is not None:
+                    assert fleet_cost_usd(pools, found) == reference == costs[n]
+
+
+def test_cheapest_placement_reads_back_the_programme_on_random_regions():
+    """Counts read back from the programme: placeable, within every pool's count, and at C_u(N)."""
+    rng = random.Random(12)
+    for _ in range(60):
+        spec = [(rng.randint(1, 4), float(rng.choice([500.0, 1000.0, 3000.0])), rng.choice(["LON", "PAR", "NYC"]))
+                for _ in range(rng.randint(2, 5))]
+        pools = pool_settings(instance_from_dict(_pools_instance(spec)))
+        used = tuple(range(len(pools)))
+        partition = tuple((s,) for s in sorted({p.site for p in pools}))
+        if len(partition) == 1:          # one region: no placement rule (the planner makes no Placement)
+            continue
+        placement = placement_of(pools, used, partition)
+        for unit in (2, 3):
+            costs = placement.cost(unit)
+            for n in range(len(pools), placement.n_max + 1):
+                found = cheapest_placement(pools, placement, unit, n)
                 assert (found is None) == np.isinf(costs[n])
                 if found is not None:
+                    per_region = [sum(c for p, c in zip(pools, found) if p.site in b) for b in partition]
+                    assert sum(found) == n and is_placeable(per_region, unit)
+                    assert all(1 <= c <= p.count for p, c in zip(pools, found))
                     assert fleet_cost_usd(pools, found) == pytest.approx(costs[n], rel=1e-12)
 
 

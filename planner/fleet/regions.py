@@ -33,8 +33,8 @@ three segments with constant q-ranges. N = Q u + e is placeable iff (Q, e) = (su
 sum_r m_r) with e < u for some choice of a segment and a (q, m) in it per region: the reachable
 (Q, e) are built region by region, each segment dilating the grid by its box of (q, m).
 
-`cheapest_placement` finds the cheapest counts per pool of a placeable plan with OR-Tools CP-SAT
-(node prices in milli-dollars; the cost itself is recomputed from the counts).
+`cheapest_placement` finds the cheapest counts per pool of a placeable plan: the nodes per region
+read back from the dynamic programme below, each region filled from its cheapest pools.
 
 Cost. A plan on N nodes with unit size u costs C_u(N), the least cost of its placements
 (`placement_costs`, for every N at once). C_u(N) >= F(N), the cheapest fill of N nodes with no
@@ -240,20 +240,34 @@ def placement_costs(curves: Sequence[np.ndarray], unit: int, n_hi: int) -> np.nd
     and C_u(Q u + e) = D_R[Q, e]: every placement is reached (its regions' (q_r, m_r) in turn) and
     every cell is a placement's cost; the order of the regions does not matter, so the largest comes
     first. Work: n_hi cap_r / 2 additions per further region and u (tests check it against every
-    assignment and against CP-SAT)."""
+    assignment and against a CP-SAT model of the placement)."""
+    order, tables, _ = _programme(curves, unit, n_hi)
+    out = np.full(n_hi + 1, np.inf)
+    if tables:
+        flat = tables[-1].ravel()
+        out[:min(flat.size, n_hi + 1)] = flat[:n_hi + 1]
+    return out
+
+
+def _programme(curves: Sequence[np.ndarray], unit: int, n_hi: int):
+    """(the regions in the order taken, D_1 .. D_R, each region's g[q, m] = f(u q + m) for c >= u) of
+    `placement_costs`."""
     u = int(unit)
     rows = n_hi // u + 1
-    table = None
-    for f in sorted(curves, key=len, reverse=True):     # the largest region enters without a convolution
+    order = sorted(range(len(curves)), key=lambda r: -len(curves[r]))   # the largest enters without a convolution
+    tables, grids = [], []
+    for f in (curves[r] for r in order):
         top = min(f.size - 1, n_hi)
         g = np.full((top // u + 1) * u, np.inf)
         g[u:top + 1] = f[u:top + 1]
         g = g.reshape(-1, u)                       # g[q, m] = f(u q + m), c >= u
-        if table is None:
-            table = np.full((rows, u), np.inf)
-            table[:min(rows, g.shape[0])] = g[:rows]
+        grids.append(g)
+        if not tables:
+            first = np.full((rows, u), np.inf)
+            first[:min(rows, g.shape[0])] = g[:rows]
+            tables.append(first)
             continue
-        grown = np.full((rows, u), np.inf)
+        table, grown = tables[-1], np.full((rows, u), np.inf)
         for m in range(u):
             qs = np.flatnonzero(np.isfinite(g[:, m]))
             if not qs.size:
@@ -266,12 +280,38 @@ def placement_costs(curves: Sequence[np.ndarray], unit: int, n_hi: int) -> np.nd
                 vals = table[np.clip(back, 0, None), :width] + g[q, m][None, :, None]
                 vals[back < 0] = np.inf
                 np.minimum(grown[:, m:], vals.min(axis=1), out=grown[:, m:])
-        table = grown
-    out = np.full(n_hi + 1, np.inf)
-    if table is not None:
-        flat = table.ravel()
-        out[:min(flat.size, n_hi + 1)] = flat[:n_hi + 1]
+        tables.append(grown)
+    return order, tables, grids
+
+
+def region_nodes(curves: Sequence[np.ndarray], unit: int, nodes: int) -> list[int] | None:
+    """The nodes per region (c_r) of a cheapest placement of `nodes` nodes with unit size u >= 2, read
+    back from the programme's tables (region by region from the last: the (q, m) whose D_{k-1} entry
+    plus f_k(u q + m) is D_k's, i.e. the least of those sums); None when there is none."""
+    u = int(unit)
+    order, tables, grids = _programme(curves, u, nodes)
+    q_all, e = divmod(int(nodes), u)
+    if not tables or not np.isfinite(tables[-1][q_all, e]):
+        return None
+    out = [0] * len(curves)
+    for k in range(len(tables) - 1, 0, -1):
+        g, previous = grids[k], tables[k - 1]
+        q = np.arange(min(g.shape[0], q_all + 1))[:, None]
+        m = np.arange(e + 1)[None, :]
+        sums = previous[q_all - q, e - m] + g[q, m]
+        qk, mk = np.unravel_index(int(np.argmin(sums)), sums.shape)
+        out[order[k]] = u * int(qk) + int(mk)
+        q_all, e = q_all - int(qk), e - int(mk)
+    out[order[0]] = u * q_all + e
     return out
+
+
+def fill_region(pools, members: Sequence[int], nodes: int) -> dict[int, int]:
+    """Counts of the pools `members` (one region) for `nodes` nodes at least cost: one node each,
+    then the cheapest first (ties to the first listed): `region_curve`'s cost."""
+    from planner.fleet.replicas import cheapest_fill
+    counts = cheapest_fill(pools, members, nodes)
+    return {i: counts[i] for i in members}
 
 
 def plan_unit(mode: str, group_size, stages, zero_shards) -> int:
@@ -339,42 +379,24 @@ def restrict_classes(c, mode: str, mask_of):
 def cheapest_placement(pools, placement: Placement, unit: int, nodes: int) -> list[int] | None:
     """The cheapest counts per pool (every pool of the part used, each within its count) whose
     regions hold a placeable plan of `nodes` nodes with unit size `unit`; None if there is none.
-    One region: `replicas.cheapest_fill` (no placement constraint). Else OR-Tools CP-SAT:
-
-        min sum_p price_p n_p  s.t.  1 <= n_p <= count_p,  c_r = sum_{p in r} n_p = u q_r + m_r,
-        q_r >= 1, 0 <= m_r <= u - 1, sum_r m_r <= u - 1, sum_r c_r = N
-
-    with prices in milli-dollars per node (rounded; the plan's cost is recomputed from the counts)."""
-    from planner.fleet.replicas import cheapest_fill, node_price_usd
+    One region: `replicas.cheapest_fill` (no placement constraint). Else the nodes per region of
+    the programme of `placement_costs` (`region_nodes`), each region filled cheapest first
+    (`fill_region`): their cost is C_u(N), exactly the programme's (no prices rounded to integers;
+    tests check it against every assignment and against a CP-SAT model)."""
+    from planner.fleet.replicas import cheapest_fill
     used = [i for block in placement.pools_in for i in block]
     if len(placement.partition) == 1 or unit <= 1:
         return cheapest_fill(pools, used, nodes)
     mask = placement.mask(unit)
     if nodes >= mask.size or not mask[nodes]:
         return None
-    from ortools.sat.python import cp_model
-    model = cp_model.CpModel()
-    n = {i: model.NewIntVar(1, pools[i].count, f"n{i}") for i in used}
-    total = []
-    rems = []
-    for r, block in enumerate(placement.pools_in):
-        c = sum(n[i] for i in block)
-        q = model.NewIntVar(1, placement.cap[r] // unit, f"q{r}")
-        m = model.NewIntVar(0, unit - 1, f"m{r}")
-        model.Add(c == unit * q + m)
-        total.append(c)
-        rems.append(m)
-    model.Add(sum(rems) <= unit - 1)
-    model.Add(sum(total) == nodes)
-    model.Minimize(sum(round(node_price_usd(pools[i]) * 1000) * n[i] for i in used))
-    solver = cp_model.CpSolver()
-    solver.parameters.num_workers = 1
-    status = solver.Solve(model)
-    if status != cp_model.OPTIMAL:
+    per_region = region_nodes([region_curve(r) for r in placement.prices], unit, nodes)
+    if per_region is None:
         return None
     counts = [0] * len(pools)
-    for i in used:
-        counts[i] = int(solver.Value(n[i]))
+    for members, c in zip(placement.pools_in, per_region):
+        for i, n in fill_region(pools, members, c).items():
+            counts[i] = n
     return counts
 
 
