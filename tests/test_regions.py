@@ -585,3 +585,16 @@ def test_planner_agrees_with_the_oracle_where_the_placement_sets_the_cost(seed):
             assert value == pytest.approx(best[0], rel=1e-9), (seed, k)
             budget = inst.limits.budget_usd
             assert budget is None or result.evaluation.values["cost_usd"] <= budget
+
+
+def test_a_least_cost_search_cut_short_keeps_a_valid_bound():
+    """Whatever the time limit, a min_cost answer on chosen regions never claims more than it proved:
+    the bound is at most the least cost (720,000 USD, above) and a plan found costs at least that."""
+    for limit_s in (0.0, 0.005, 0.02, 0.1, None):
+        result = solve(instance_from_dict(_two_far_sites("min_cost")), time_limit_s=limit_s)
+        assert result.status in ("optimal", "time_limit")
+        assert result.best_bound is not None and result.best_bound <= 720000.0
+        if result.objective_value is not None:
+            assert result.objective_value >= 720000.0
+        if result.status == "optimal":
+            assert result.objective_value == 720000.0
