@@ -143,7 +143,13 @@ def main() -> int:
     parser.add_argument("--solvers", default="bnb,highs", help="comma-separated: bnb, highs, scip")
     parser.add_argument("--regions", default="geography", choices=["geography", "chosen"],
                         help="network.regions of the 20-site instance: chosen = the planner picks the regions "
-                             "(min_time, max_compute; bnb)")
+                             "(bnb)")
+    parser.add_argument("--budget", type=float, help="limits.budget_usd of the 20-site instance")
+    parser.add_argument("--europe", action="store_true",
+                        help="the pools in London, Paris and Frankfurt, every site with a 100 Gb/s LAN (regions "
+                             "chosen: the partitions of three sites in reach of each other differ)")
+    parser.add_argument("--modes", help="comma-separated search.modes of the 20-site instance (default: all)")
+    parser.add_argument("--max-days", type=float, help="limits.max_days of the 20-site instance (default 365)")
     parser.add_argument("--pools", type=int, action="append", help="time the P-pool city fleet instead (repeatable)")
     args = parser.parse_args()
     solvers = [s for s in args.solvers.split(",") if s]
@@ -155,9 +161,25 @@ def main() -> int:
                 report(f"{count} pools without sites, min_time", solver,
                        *timed(pools_nosites_data(count), "min_time", solver, args.repeats))
         return 0
+    data = instance_data(args.sync_rule, args.regions)
+    if args.budget is not None:
+        data["limits"]["budget_usd"] = args.budget
+    if args.europe:
+        for pool, city in zip(data["fleet"]["pools"], ["London", "Paris", "Frankfurt"]):
+            pool["site"] = city
+        for site in data["network"]["sites"]:
+            site.update(lan_mbps=100000, lan_rtt_ms=0.1)
+    if args.modes:
+        data["search"] = {"modes": args.modes.split(",")}
+    if args.max_days is not None:
+        data["limits"]["max_days"] = args.max_days
+    budget = f", budget {args.budget:,.0f} USD" if args.budget is not None else ""
+    budget += ", pools in London, Paris, Frankfurt" if args.europe else ""
+    budget += f", modes {args.modes}" if args.modes else ""
+    budget += f", max_days {args.max_days:g}" if args.max_days is not None else ""
     for solver in solvers:
-        report(f"20 sites, 3 pools, 2,000 nodes, {args.objective}, sync rule {args.sync_rule}, regions {args.regions}",
-               solver, *timed(instance_data(args.sync_rule, args.regions), args.objective, solver, args.repeats))
+        report(f"20 sites, 3 pools, 2,000 nodes, {args.objective}, sync rule {args.sync_rule}, regions {args.regions}"
+               f"{budget}", solver, *timed(data, args.objective, solver, args.repeats))
     return 0
 
 

@@ -3,14 +3,19 @@ the undominated region partitions of planner.sites.partition, with the placement
 planner.fleet.regions) with the exhaustive oracle (planner.solvers.mixed_oracle: every assignment
 of nodes to pools, every set partition of its sites into regions, every plan, the placement rule
 checked on the assignment's own nodes per region) on seeded random instances of 1 to 3 pools on
-2 to 6 sites (planner.sites.samples). Prints the disagreements (none expected), how many
-instances had a plan, how many optima use several regions, and each side's time.
+2 to 6 sites (planner.sites.samples; min_time, max_compute and min_cost, a third with a budget).
+Prints the disagreements (none expected), how many instances had a plan, how many optima use
+several regions (per objective, with and without a budget), how many optima's placement costs more
+than the cheapest fill of their nodes, and each side's time.
 
-    python scripts/check_regions_oracle.py [--count 200] [--seed 5]
+    python scripts/check_regions_oracle.py [--count 200] [--seed 5] [--placement]
     python scripts/check_regions_oracle.py --shipped
 
-`--shipped` compares them on instances/mixed-regions-chosen.json and on mixed-six-sites.json with
-network.regions = "chosen" instead (several minutes of oracle each).
+`--placement` draws instead from `random_placement_instance`: 3 or 4 pools at 2 or 3 sites, several
+pools per region, groups or pipelines only, min_cost or a budget, where the cheapest placement is
+often not the cheapest fill. `--shipped` compares them on instances/mixed-regions-chosen.json (as shipped, with min_cost, and with
+a budget of 80% of its whole fleet) and on mixed-six-sites.json with network.regions = "chosen"
+instead (several minutes of oracle each).
 
 Exit 1 on any disagreement.
 """
@@ -20,6 +25,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from collections import Counter
 
 import numpy as np
 
@@ -28,7 +34,7 @@ sys.path.insert(0, os.path.dirname(__file__))
 from check_mixed_oracle import agree, planner_and_oracle  # noqa: E402  (same verdict, same value to 1e-9)
 
 from planner.schema.instance import parse_instance  # noqa: E402
-from planner.sites.samples import random_region_instance  # noqa: E402
+from planner.sites.samples import random_placement_instance, random_region_instance  # noqa: E402
 
 
 def main() -> int:
@@ -36,40 +42,110 @@ def main() -> int:
     parser.add_argument("--count", type=int, default=200)
     parser.add_argument("--seed", type=int, default=5)
     parser.add_argument("--shipped", action="store_true", help="the shipped instances instead")
+    parser.add_argument("--placement", action="store_true",
+                        help="instances where the placement sets the cost (random_placement_instance)")
     args = parser.parse_args()
     if args.shipped:
         return shipped()
     rng = np.random.default_rng(args.seed)
+    descents = count_descents()
     disagreements, feasible, several, planner_s, oracle_s = 0, 0, 0, 0.0, 0.0
+    kinds: Counter = Counter()          # (objective, budget?) -> [instances, with a plan, on several regions]
+    above_fill = 0                      # optima whose placement costs more than the cheapest fill of its N
     for k in range(args.count):
-        instance = parse_instance(random_region_instance(rng))
+        draw = random_placement_instance if args.placement else random_region_instance
+        instance = parse_instance(draw(rng))
         result, best, took_s, oracle_took_s = planner_and_oracle(instance)
         planner_s, oracle_s = planner_s + took_s, oracle_s + oracle_took_s
+        kind = (instance.objective, instance.limits.budget_usd is not None)
+        kinds[kind + ("instances",)] += 1
         if result.status == "optimal":
             feasible += 1
-            several += len(result.plan.regions or []) > 1
+            on_several = len(result.plan.regions or []) > 1
+            several += on_several
+            kinds[kind + ("with a plan",)] += 1
+            kinds[kind + ("on several regions",)] += on_several
+            above_fill += placement_above_fill(instance, result.plan)
         if not agree(result, best):
             disagreements += 1
             print(f"instance {k}: planner {result.status} {result.objective_value} "
                   f"{result.plan and result.plan.model_dump(exclude_none=True)}; oracle {best}", flush=True)
-    print(f"{args.count} instances (seed {args.seed}): {disagreements} disagreements; {feasible} with a plan, "
-          f"{several} optima on several regions; planner {planner_s:.1f} s, oracle {oracle_s:.1f} s")
+    family = " of random_placement_instance" if args.placement else ""
+    print(f"{args.count} instances{family} (seed {args.seed}): {disagreements} disagreements; {feasible} with a plan, "
+          f"{several} optima on several regions, {above_fill} whose placement costs more than the cheapest fill "
+          f"of their nodes; {descents['parts']} min_cost parts on several regions, {descents['cheaper']} of them "
+          f"cheaper than their fewest-node plan; planner {planner_s:.1f} s, oracle {oracle_s:.1f} s; "
+          f"load average {os.getloadavg()[0]:.1f}")
+    for objective in ("min_time", "min_cost", "max_compute"):
+        for budget in (False, True):
+            counts = [kinds[(objective, budget, what)] for what in ("instances", "with a plan", "on several regions")]
+            print(f"  {objective:<11} {'budget   ' if budget else 'no budget'}: {counts[0]:>3} instances, "
+                  f"{counts[1]:>3} with a plan, {counts[2]:>3} on several regions")
     return 1 if disagreements else 0
+
+
+def count_descents() -> Counter:
+    """Counts, as the planner runs, the min_cost parts on several regions (`least_cost_placed`) and
+    those whose descent found a plan cheaper than its first, fewest-node one (a second round with a
+    plan): where taking the fewest nodes would have been wrong. Wraps the functions it counts."""
+    import importlib
+    import planner.solvers.mixed as mixed
+    solve_module = importlib.import_module("planner.solve")
+    counts: Counter = Counter()
+    rounds: list[bool] = []
+    optimise, least = solve_module.optimise, mixed.least_cost_placed
+
+    def counted_optimise(setting, space, objective, *args, **kwargs):
+        out = optimise(setting, space, objective, *args, **kwargs)
+        if objective == "min_cost" and space.placement is not None:
+            rounds.append(out[0] is not None)
+        return out
+
+    def counted_least(*args, **kwargs):
+        rounds.clear()
+        out = least(*args, **kwargs)
+        counts["parts"] += 1
+        counts["cheaper"] += sum(rounds) >= 2
+        return out
+
+    solve_module.optimise, mixed.least_cost_placed = counted_optimise, counted_least
+    return counts
+
+
+def placement_above_fill(instance, plan) -> bool:
+    """Whether the plan's counts cost more than the cheapest fill of its nodes over its pools (the
+    placement rule, not the prices, set them)."""
+    from planner.fleet.pools import pool_settings
+    from planner.fleet.replicas import cheapest_fill, fleet_cost_usd, used_pools
+    pools = pool_settings(instance)
+    counts = [plan.pool_nodes.get(p.label, 0) for p in pools]
+    fill = cheapest_fill(pools, used_pools(counts), sum(counts))
+    return fleet_cost_usd(pools, counts) > fleet_cost_usd(pools, fill) * (1 + 1e-12)
 
 
 def shipped() -> int:
     import json
     root = os.path.join(os.path.dirname(__file__), "..", "instances")
     disagreements = 0
-    for name in ("mixed-regions-chosen", "mixed-six-sites"):
+    # as shipped; mixed-regions-chosen also with min_cost, and with a budget of 80% of its whole fleet
+    for name, variant in (("mixed-regions-chosen", None), ("mixed-regions-chosen", "min_cost"),
+                          ("mixed-regions-chosen", "budget"), ("mixed-six-sites", None)):
         with open(os.path.join(root, f"{name}.json"), encoding="utf-8") as f:
             data = json.load(f)
         data["network"]["regions"] = "chosen"
+        if variant == "min_cost":
+            data["objective"] = "min_cost"
+        elif variant == "budget":
+            from planner.fleet.pools import pool_settings
+            from planner.fleet.replicas import node_price_usd
+            whole = sum(node_price_usd(p) * p.count for p in pool_settings(parse_instance(data)))
+            data["limits"]["budget_usd"] = 0.8 * whole
         instance = parse_instance(data)
         result, best, planner_s, oracle_s = planner_and_oracle(instance)
         ok = agree(result, best)
         disagreements += not ok
-        print(f"{name}: {'agree' if ok else 'DISAGREE'}; planner {result.objective_value} "
+        label = name + (f" ({variant})" if variant else "")
+        print(f"{label}: {'agree' if ok else 'DISAGREE'}; planner {result.objective_value} "
               f"regions {result.plan and result.plan.regions} ({planner_s:.1f} s), oracle {best and best[0]} "
               f"({oracle_s:.1f} s); load average {os.getloadavg()[0]:.1f}", flush=True)
     return 1 if disagreements else 0

@@ -16,7 +16,8 @@ from click.testing import CliRunner
 
 from planner.api import evaluate, instance_from_dict, solve
 from planner.cli import main
-from planner.fleet.regions import cheapest_placement, is_placeable, placeable_mask, placement_of
+from planner.fleet.regions import (cheapest_placement, is_placeable, placeable_mask, placement_costs, placement_of,
+                                   region_curve)
 from planner.fleet.pools import pool_settings
 from planner.fleet.replicas import fleet_cost_usd
 from planner.schema.errors import InputError
@@ -222,16 +223,28 @@ def test_plan_regions_are_checked_naming_the_field():
     assert err.value.problems[0].path == "plan.regions"
 
 
-def test_unsupported_with_chosen_regions_exit_2(tmp_path):
+def test_min_cost_and_a_budget_with_chosen_regions_on_the_command_line(tmp_path):
+    """Once refused (exit 2), now solved: min_cost with a budget. London 3, Paris 1, New York 2 nodes
+    at 1,000 USD per accelerator (16,000 USD per node), hierarchical groups of 2: a plan needs two
+    groups, 4 nodes, 64,000 USD; every node costs the same, so the fastest 4-node plan wins the tie:
+    London's 3 and Paris's node in one region (New York is 1 Gb/s away). The oracle agrees. A budget
+    of 63,999 USD leaves no plan (exit 1)."""
     data = _pools_instance([(3, 1000.0, "LON"), (1, 1000.0, "PAR"), (2, 1000.0, "NYC")])
     data["objective"] = "min_cost"
     data["limits"]["budget_usd"] = 1e7
     path = tmp_path / "i.json"
     path.write_text(json.dumps(data))
-    out = CliRunner().invoke(main, ["solve", str(path)])
-    assert out.exit_code == 2
-    assert "objective" in out.output and "limits.budget_usd" in out.output
-    assert "Traceback" not in out.output
+    out = CliRunner().invoke(main, ["solve", str(path), "--json"])
+    assert out.exit_code == 0, out.output
+    answer = json.loads(out.output)
+    assert answer["plan"]["nodes"] == 4 and answer["evaluation"]["values"]["cost_usd"] == 64000.0
+    assert answer["plan"]["pool_nodes"] == {"p0": 3, "p1": 1} and answer["plan"]["regions"] == [["LON", "PAR"]]
+    best = oracle(instance_from_dict(data))
+    assert best[0] == 64000.0 and best[2] == [3, 1, 0]
+    data["limits"]["budget_usd"] = 63999.0
+    path.write_text(json.dumps(data))
+    assert CliRunner().invoke(main, ["solve", str(path)]).exit_code == 1
+    assert oracle(instance_from_dict(data)) is None
 
 
 def test_the_shipped_chosen_regions_instance():
@@ -331,15 +344,18 @@ def test_solve_text_json_and_report_show_the_chosen_regions(tmp_path):
     data["search"]["min_nodes"] = 6
     path = tmp_path / "i.json"
     path.write_text(json.dumps(data))
-    line = "regions of the plan (whole groups inside each): {LON, PAR}: 4 nodes, 2 groups; {NYC}: 2 nodes, 1 group"
+    # 16 accelerators per node at 1,000 USD: 16,000 USD per node
+    line = ("regions of the plan (whole groups inside each): {LON, PAR}: 4 nodes, 2 groups, 64,000 USD; "
+            "{NYC}: 2 nodes, 1 group, 32,000 USD")
     text = CliRunner().invoke(main, ["solve", str(path), "--report", str(tmp_path / "r.html")])
     assert text.exit_code == 0 and line in " ".join(text.output.split())
     assert line in (tmp_path / "r.html").read_text()
     out = CliRunner().invoke(main, ["solve", str(path), "--json"])
     answer = json.loads(out.output)
     assert answer["plan"]["regions"] == [["LON", "PAR"], ["NYC"]]
-    assert answer["evaluation"]["sites"]["region_units"] == [{"sites": ["LON", "PAR"], "nodes": 4, "units": 2},
-                                                             {"sites": ["NYC"], "nodes": 2, "units": 1}]
+    assert answer["evaluation"]["sites"]["region_units"] == [
+        {"sites": ["LON", "PAR"], "nodes": 4, "units": 2, "cost_usd": 64000.0},
+        {"sites": ["NYC"], "nodes": 2, "units": 1, "cost_usd": 32000.0}]
 
 
 def test_the_mip_backends_are_refused_with_chosen_regions():
@@ -348,3 +364,237 @@ def test_the_mip_backends_are_refused_with_chosen_regions():
         with pytest.raises(InputError) as err:
             solve(instance_from_dict(data), solver=solver)
         assert err.value.problems[0].path == "solver"
+
+
+def _brute_costs(regions, unit: int, n_hi: int) -> np.ndarray:
+    """The least cost of a placeable assignment of N nodes, N = 0..n_hi, over every assignment of
+    counts to the pools ((USD per node, count) per pool, grouped by region; every pool >= 1 node)."""
+    flat = [pc for region in regions for pc in region]
+    want = np.full(n_hi + 1, np.inf)
+    for counts in itertools.product(*[range(1, k + 1) for _, k in flat]):
+        n = sum(counts)
+        if n > n_hi:
+            continue
+        per_region, i = [], 0
+        for region in regions:
+            per_region.append(sum(counts[i:i + len(region)]))
+            i += len(region)
+        if is_placeable(per_region, unit):
+            want[n] = min(want[n], sum(c * p for c, (p, _) in zip(counts, flat)))
+    return want
+
+
+def test_placement_costs_are_the_cheapest_placeable_assignment():
+    """The dynamic programme over regions against every assignment, on random regions of 1 to 3
+    pools of up to 5 nodes (prices 0 included), unit sizes 2 to 6; finite exactly where placeable."""
+    rng = random.Random(21)
+    for _ in range(300):
+        regions = [[(float(rng.choice([0, 1, 2, 3, 5, 8])), rng.randint(1, 5)) for _ in range(rng.randint(1, 3))]
+                   for _ in range(rng.randint(1, 3))]
+        unit = rng.randint(2, 6)
+        n_max = sum(k for region in regions for _, k in region)
+        n_hi = rng.randint(1, n_max)
+        got = placement_costs([region_curve(r) for r in regions], unit, n_hi)
+        want = _brute_costs(regions, unit, n_hi)
+        assert (np.isinf(got) == np.isinf(want)).all(), (regions, unit)
+        assert got[np.isfinite(got)] == pytest.approx(want[np.isfinite(want)], rel=1e-12), (regions, unit)
+        lo, cap = [len(r) for r in regions], [sum(k for _, k in r) for r in regions]
+        assert (np.isfinite(got) == placeable_mask(lo, cap, unit, n_max)[:n_hi + 1]).all()
+
+
+def test_placement_cost_by_hand_is_not_monotone_in_the_nodes():
+    """Groups of 2; region A: two 1-node pools at 1 and a 2-node pool at 10 (3 nodes cost 12, 4 cost
+    22); B: pools (3, 2 nodes) and (1, 5 nodes); C: (1, 5), (3, 2), (1, 2). 10 nodes: the remainders
+    must all be 0, so A holds 4 (22), B 2 (4) and C 4 (6): 32. 11 nodes: A holds 3 (12, its one
+    odd remainder), B 4 (6), C 4 (6): 24. More nodes, less cost: the fewest nodes are not the
+    cheapest, which `least_cost_placed` accounts for."""
+    regions = [[(1.0, 1), (1.0, 1), (10.0, 2)], [(3.0, 2), (1.0, 5)], [(1.0, 5), (3.0, 2), (1.0, 2)]]
+    costs = placement_costs([region_curve(r) for r in regions], 2, 12)
+    assert costs[10] == 32.0 and costs[11] == 24.0
+    assert (costs == _brute_costs(regions, 2, 12)).all()
+
+
+def _cp_sat_least_cost(pools, placement, unit: int, nodes: int) -> float | None:
+    """An independent reference: the cheapest placement as an OR-Tools CP-SAT model (integer USD
+    per node, as the prices of these tests are), min sum_p price_p n_p s.t. 1 <= n_p <= count_p,
+    c_r = sum_{p in r} n_p = u q_r + m_r, q_r >= 1, 0 <= m_r < u, sum_r m_r < u, sum_r c_r = N."""
+    from ortools.sat.python import cp_model
+    from planner.fleet.replicas import node_price_usd
+    model = cp_model.CpModel()
+    used = [i for block in placement.pools_in for i in block]
+    n = {i: model.NewIntVar(1, pools[i].count, f"n{i}") for i in used}
+    rems, total = [], []
+    for r, block in enumerate(placement.pools_in):
+        c = sum(n[i] for i in block)
+        q, m = model.NewIntVar(1, placement.cap[r] // unit + 1, f"q{r}"), model.NewIntVar(0, unit - 1, f"m{r}")
+        model.Add(c == unit * q + m)
+        rems.append(m)
+        total.append(c)
+    model.Add(sum(rems) <= unit - 1)
+    model.Add(sum(total) == nodes)
+    prices = {i: node_price_usd(pools[i]) for i in used}
+    assert all(p == int(p) for p in prices.values())
+    model.Minimize(sum(int(prices[i]) * n[i] for i in used))
+    solver = cp_model.CpSolver()
+    solver.parameters.num_workers = 1
+    status = solver.Solve(model)
+    if status == cp_model.INFEASIBLE:
+        return None
+    assert status == cp_model.OPTIMAL
+    return float(solver.ObjectiveValue())
+
+
+def test_cheapest_placement_matches_a_cp_sat_model():
+    """The programme's C_u(N) and the counts read back from it (`cheapest_placement`) against the
+    CP-SAT model of the placement, on four pools at three sites, two partitions, u = 2..4."""
+    data = _pools_instance([(3, 1000.0, "LON"), (2, 3000.0, "LON"), (3, 2000.0, "PAR"), (2, 500.0, "NYC")])
+    pools = pool_settings(instance_from_dict(data))
+    for partition in ((("LON", "PAR"), ("NYC",)), (("LON",), ("PAR",), ("NYC",))):
+        placement = placement_of(pools, (0, 1, 2, 3), partition)
+        for unit in (2, 3, 4):
+            costs = placement.cost(unit)
+            for n in range(4, 11):
+                found = cheapest_placement(pools, placement, unit, n)
+                reference = _cp_sat_least_cost(pools, placement, unit, n)
+                assert (found is None) == (reference is None) == np.isinf(costs[n]), (partition, unit, n)
+                if found is not None:
+                    assert fleet_cost_usd(pools, found) == reference == costs[n]
+
+
+def test_cheapest_placement_reads_back_the_programme_on_random_regions():
+    """Counts read back from the programme: placeable, within every pool's count, and at C_u(N)."""
+    rng = random.Random(12)
+    for _ in range(60):
+        spec = [(rng.randint(1, 4), float(rng.choice([500.0, 1000.0, 3000.0])), rng.choice(["LON", "PAR", "NYC"]))
+                for _ in range(rng.randint(2, 5))]
+        pools = pool_settings(instance_from_dict(_pools_instance(spec)))
+        used = tuple(range(len(pools)))
+        partition = tuple((s,) for s in sorted({p.site for p in pools}))
+        if len(partition) == 1:          # one region: no placement rule (the planner makes no Placement)
+            continue
+        placement = placement_of(pools, used, partition)
+        for unit in (2, 3):
+            costs = placement.cost(unit)
+            for n in range(len(pools), placement.n_max + 1):
+                found = cheapest_placement(pools, placement, unit, n)
+                assert (found is None) == np.isinf(costs[n])
+                if found is not None:
+                    per_region = [sum(c for p, c in zip(pools, found) if p.site in b) for b in partition]
+                    assert sum(found) == n and is_placeable(per_region, unit)
+                    assert all(1 <= c <= p.count for p, c in zip(pools, found))
+                    assert fleet_cost_usd(pools, found) == pytest.approx(costs[n], rel=1e-12)
+
+
+def test_a_budget_lists_only_the_placements_within_it():
+    """Placement.within(budget).mask(u): the N with a placeable assignment costing at most the
+    budget, against every assignment; views share the cost arrays."""
+    rng = random.Random(4)
+    data = _pools_instance([(3, 1000.0, "LON"), (2, 3000.0, "LON"), (3, 2000.0, "PAR"), (2, 500.0, "NYC")])
+    pools = pool_settings(instance_from_dict(data))
+    placement = placement_of(pools, (0, 1, 2, 3), (("LON",), ("PAR",), ("NYC",)))
+    regions = [[(16 * 1000.0, 3), (16 * 3000.0, 2)], [(16 * 2000.0, 3)], [(16 * 500.0, 2)]]
+    for _ in range(20):
+        budget, unit = rng.uniform(60000, 300000), rng.randint(2, 4)
+        view = placement.within(budget)
+        want = _brute_costs(regions, unit, placement.n_max) <= budget
+        got = view.mask(unit)
+        assert (got == want[:got.size]).all() and not want[got.size:].any(), (budget, unit)
+        assert view._costs is placement._costs
+
+
+def _two_far_sites(objective: str, budget: float | None = None) -> dict:
+    """London 5 nodes at 10,000 USD per accelerator (160,000 per node), Tokyo 5 at 3,000 (48,000),
+    no route meeting the tier between them (two regions), at least 8 nodes, groups of 2 or 3."""
+    data = _pools_instance([(5, 10000.0, "LON"), (5, 3000.0, "TYO")], sites=("LON", "TYO", "NYC"))
+    data["objective"] = objective
+    data["search"].update(group_sizes=[2, 3], min_nodes=8)
+    if budget is not None:
+        data["limits"]["budget_usd"] = budget
+    return data
+
+
+def test_least_cost_takes_another_group_size_at_the_same_nodes():
+    """8 nodes is the fewest (search.min_nodes). Groups of 2 need even counts per region (remainders
+    1 + 1 are not < 2): London 4 + Tokyo 4 = 640,000 + 192,000 = 832,000 USD. Groups of 3 place
+    London 3 + Tokyo 5 (remainders 0 + 2 < 3): 480,000 + 240,000 = 720,000 USD, the cheapest fill.
+    The fewest-nodes plan the solver finds first may be either; the descent finds the cheaper."""
+    inst = instance_from_dict(_two_far_sites("min_cost"))
+    result = solve(inst)
+    assert result.status == "optimal" and result.objective_value == 720000.0
+    assert result.plan.group_size == 3 and result.plan.pool_nodes == {"p0": 3, "p1": 5}
+    assert result.plan.regions == [["LON"], ["TYO"]]
+    rows = result.evaluation.to_dict()["sites"]["region_units"]
+    assert [(r["nodes"], r["units"], r["cost_usd"]) for r in rows] == [(3, 1, 480000.0), (5, 1, 240000.0)]
+    best = oracle(inst)
+    assert best[0] == 720000.0 and best[2] == [3, 5]
+
+
+def test_a_budget_counts_the_placement_not_the_cheapest_fill():
+    """min_time: without a budget the fastest plan is 9 nodes in groups of 2 (London 4 + Tokyo 5,
+    remainders 0 + 1), 880,000 USD. A budget of 750,000 USD: 8 nodes fill for 720,000, but in groups
+    of 2 they place only as 4 + 4 (832,000, over it); the answer is groups of 3 on London 3 + Tokyo 5
+    (720,000), the oracle's too. max_compute likewise."""
+    for objective in ("min_time", "max_compute"):
+        free = solve(instance_from_dict(_two_far_sites(objective)))
+        assert free.plan.nodes == 9 and free.plan.group_size == 2 and free.evaluation.values["cost_usd"] == 880000.0
+        inst = instance_from_dict(_two_far_sites(objective, 750000.0))
+        result = solve(inst)
+        assert result.status == "optimal" and result.plan.group_size == 3
+        assert result.plan.pool_nodes == {"p0": 3, "p1": 5} and result.evaluation.values["cost_usd"] == 720000.0
+        assert result.evaluation.violations == []
+        assert oracle(inst)[0] == pytest.approx(result.objective_value, rel=1e-9)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_planner_agrees_with_the_oracle_on_min_cost_and_budgets(seed):
+    """Random chosen-region instances, each with min_cost or a budget (a fifth of the whole fleet's
+    cost to all of it), against every assignment and every set partition."""
+    rng = np.random.default_rng(700 + seed)
+    for k in range(5):
+        data = random_region_instance(rng, max_count=3)
+        inst = instance_from_dict(data)
+        pools = pool_settings(inst)
+        whole = sum(fleet_cost_usd(pools, [p.count if i == j else 0 for j in range(len(pools))])
+                    for i, p in enumerate(pools))
+        if k % 2 == 0:
+            data["objective"] = "min_cost"
+        elif whole > 0:
+            data["limits"]["budget_usd"] = float(whole * rng.uniform(0.2, 1.0))
+        inst = instance_from_dict(data)
+        result, best = solve(inst), oracle(inst)
+        value = result.objective_value if result.status == "optimal" else None
+        assert (value is None) == (best is None), (seed, k)
+        if value is not None:
+            assert value == pytest.approx(best[0], rel=1e-9), (seed, k)
+            budget = inst.limits.budget_usd
+            assert budget is None or result.evaluation.values["cost_usd"] <= budget
+
+
+@pytest.mark.parametrize("seed", range(2))
+def test_planner_agrees_with_the_oracle_where_the_placement_sets_the_cost(seed):
+    """random_placement_instance: several pools per region, min_cost or a budget, every node or
+    nearly; against every assignment and every set partition."""
+    from planner.sites.samples import random_placement_instance
+    rng = np.random.default_rng(800 + seed)
+    for k in range(4):
+        inst = instance_from_dict(random_placement_instance(rng))
+        result, best = solve(inst), oracle(inst)
+        value = result.objective_value if result.status == "optimal" else None
+        assert (value is None) == (best is None), (seed, k)
+        if value is not None:
+            assert value == pytest.approx(best[0], rel=1e-9), (seed, k)
+            budget = inst.limits.budget_usd
+            assert budget is None or result.evaluation.values["cost_usd"] <= budget
+
+
+def test_a_least_cost_search_cut_short_keeps_a_valid_bound():
+    """Whatever the time limit, a min_cost answer on chosen regions never claims more than it proved:
+    the bound is at most the least cost (720,000 USD, above) and a plan found costs at least that."""
+    for limit_s in (0.0, 0.005, 0.02, 0.1, None):
+        result = solve(instance_from_dict(_two_far_sites("min_cost")), time_limit_s=limit_s)
+        assert result.status in ("optimal", "time_limit")
+        assert result.best_bound is not None and result.best_bound <= 720000.0
+        if result.objective_value is not None:
+            assert result.objective_value >= 720000.0
+        if result.status == "optimal":
+            assert result.objective_value == 720000.0

@@ -33,8 +33,16 @@ three segments with constant q-ranges. N = Q u + e is placeable iff (Q, e) = (su
 sum_r m_r) with e < u for some choice of a segment and a (q, m) in it per region: the reachable
 (Q, e) are built region by region, each segment dilating the grid by its box of (q, m).
 
-`cheapest_placement` finds the cheapest counts per pool of a placeable plan with OR-Tools CP-SAT
-(node prices in milli-dollars; the cost itself is recomputed from the counts).
+`cheapest_placement` finds the cheapest counts per pool of a placeable plan: the nodes per region
+read back from the dynamic programme below, each region filled from its cheapest pools.
+
+Cost. A plan on N nodes with unit size u costs C_u(N), the least cost of its placements
+(`placement_costs`, for every N at once). C_u(N) >= F(N), the cheapest fill of N nodes with no
+placement rule, and F is nondecreasing in N, but C_u is not (a region whose pools each hold one
+node has a fixed remainder; tests/test_regions.py has a case where 11 nodes cost 24 and 10 cost
+32), nor is it the same for every u at one N. So a budget keeps exactly the (N, u) with
+C_u(N) <= budget (`Placement.within`: the masks above cut by cost), and the least-cost plan of a
+part is found by a descent over cost limits (`least_cost_placed`), not by the fewest nodes.
 """
 
 from __future__ import annotations
@@ -128,30 +136,182 @@ def placeable_mask(lo: Sequence[int], cap: Sequence[int], unit: int, n_max: int)
 @dataclass
 class Placement:
     """The regions of one part (pools used, region partition) and their capacities, with the
-    placeable node counts per unit size cached (`mask`)."""
+    placeable node counts per unit size cached (`mask`). `cost_limit_usd` (a budget, or the
+    least-cost search's bound): `mask` then lists only the N whose cheapest placement costs at
+    most that (`placement_costs`); views with other limits share the cost arrays (`within`)."""
 
     partition: Partition
     lo: tuple[int, ...]                  # per region: pools of the plan there (one node each at least)
     cap: tuple[int, ...]                 # per region: their total count
     pools_in: tuple[tuple[int, ...], ...]     # per region: indices of the pools used there
+    prices: tuple[tuple[tuple[float, int], ...], ...] = ()   # per region: (USD per node, count) of its pools
+    cost_limit_usd: float | None = None
     _masks: dict[int, np.ndarray] = field(default_factory=dict, repr=False)
+    _costs: dict[int, np.ndarray] = field(default_factory=dict, repr=False)   # shared by every view
 
     @property
     def n_max(self) -> int:
         return sum(self.cap)
 
+    def within(self, limit_usd: float) -> "Placement":
+        """The same regions, listing only the N placeable at a cost <= min(limit_usd, this view's
+        limit); inf: this view."""
+        if not limit_usd < math.inf:
+            return self
+        limit = limit_usd if self.cost_limit_usd is None else min(limit_usd, self.cost_limit_usd)
+        return Placement(self.partition, self.lo, self.cap, self.pools_in, self.prices, float(limit),
+                         _costs=self._costs)
+
+    def fill_cost(self) -> np.ndarray:
+        """F(N), N = 0..n_max: the cheapest fill of every pool of the part without the placement rule
+        (`region_curve` of all its pools), a lower bound on every placement of N nodes."""
+        if -1 not in self._costs:
+            self._costs[-1] = region_curve([pc for region in self.prices for pc in region])
+        return self._costs[-1]
+
+    def affordable_nodes(self) -> int:
+        """The most N whose cheapest fill costs at most this view's limit (n_max without one): no
+        placement of more nodes is within it, F being nondecreasing and C_u(N) >= F(N)."""
+        if self.cost_limit_usd is None:
+            return self.n_max
+        ok = np.flatnonzero(self.fill_cost() <= self.cost_limit_usd)
+        return int(ok[-1]) if ok.size else -1
+
+    def cost(self, unit: int, n_hi: int | None = None) -> np.ndarray:
+        """C_u(N) for N = 0..n_hi (default n_max): the least cost of a placement of N nodes with
+        unit size u, inf where none (`placement_costs`; u <= 1: the cheapest fill)."""
+        u = max(int(unit), 1)
+        n_hi = self.n_max if n_hi is None else min(int(n_hi), self.n_max)
+        if u == 1:
+            return self.fill_cost()[:n_hi + 1]
+        known = self._costs.get(u)
+        if known is None or known.size <= n_hi:      # (re)computed to at least twice as far: few recomputations
+            top = n_hi if known is None else min(self.n_max, max(n_hi, 2 * (known.size - 1)))
+            known = self._costs[u] = placement_costs([region_curve(r) for r in self.prices], u, top)
+        return known[:n_hi + 1]
+
     def mask(self, unit: int) -> np.ndarray:
+        """Boolean over N = 0..n_max (shorter with a cost limit: beyond it nothing is within): the
+        placeable N of unit size `unit` (`placeable_mask`), with a limit only those whose C_u(N) is
+        within it."""
         u = max(int(unit), 1)
         if u not in self._masks:
-            self._masks[u] = placeable_mask(self.lo, self.cap, u, self.n_max)
+            mask = placeable_mask(self.lo, self.cap, u, self.n_max)
+            if self.cost_limit_usd is not None:
+                n_hi = self.affordable_nodes()
+                mask = mask[:n_hi + 1] & (self.cost(u, n_hi) <= self.cost_limit_usd) if n_hi >= 0 else mask[:0]
+            self._masks[u] = mask
         return self._masks[u]
 
 
 def placement_of(pools, used: Sequence[int], partition: Partition) -> Placement:
-    """The capacities of the regions of `partition` for the pools `used`."""
+    """The capacities (and node prices) of the regions of `partition` for the pools `used`."""
+    from planner.fleet.replicas import node_price_usd
     pools_in = tuple(tuple(i for i in used if pools[i].site in block) for block in partition)
     return Placement(partition, tuple(len(p) for p in pools_in),
-                     tuple(sum(pools[i].count for i in p) for p in pools_in), pools_in)
+                     tuple(sum(pools[i].count for i in p) for p in pools_in), pools_in,
+                     tuple(tuple((node_price_usd(pools[i]), pools[i].count) for i in p) for p in pools_in))
+
+
+def region_curve(prices: Sequence[tuple[float, int]]) -> np.ndarray:
+    """f(c), c = 0..cap: the least cost of c nodes of these pools ((USD per node, count) each), every
+    pool holding one node at least (inf below their number): one of each, then the cheapest first,
+    so f is convex on [lo, cap] (its increments are the sorted prices). For all pools of a part it
+    is the cheapest fill F(N) of `replicas.cheapest_fill`."""
+    lo, cap = len(prices), sum(k for _, k in prices)
+    f = np.full(cap + 1, np.inf)
+    steps = [np.full(k - 1, p, dtype=float) for p, k in sorted(prices)]
+    extra = np.concatenate([np.zeros(1)] + steps)
+    f[lo:] = sum(p for p, _ in prices) + np.cumsum(extra)
+    return f
+
+
+def placement_costs(curves: Sequence[np.ndarray], unit: int, n_hi: int) -> np.ndarray:
+    """C_u(N), N = 0..n_hi: the least sum_r f_r(c_r) over placements (c_r) of N nodes with unit size
+    u >= 2 (module docstring), inf where there is none; f_r the regions' `region_curve`s.
+
+    A placement has sum_r (c_r mod u) = N mod u exactly (the sum is < u and = N mod u), so writing
+    c_r = u q_r + m_r and N = u Q + e: Q = sum q_r, e = sum m_r, and every partial sum of the m_r
+    stays below u (no carry). A dynamic programme over the regions on the (Q, e) grid:
+
+        D_1[q, m] = f_1(u q + m)                      (c_1 >= u)
+        D_k[Q, e] = min_{m <= e, q} D_{k-1}[Q - q, e - m] + f_k(u q + m)      (c_k >= u)
+
+    and C_u(Q u + e) = D_R[Q, e]: every placement is reached (its regions' (q_r, m_r) in turn) and
+    every cell is a placement's cost; the order of the regions does not matter, so the largest comes
+    first. Work: n_hi cap_r / 2 additions per further region and u (tests check it against every
+    assignment and against a CP-SAT model of the placement)."""
+    order, tables, _ = _programme(curves, unit, n_hi)
+    out = np.full(n_hi + 1, np.inf)
+    if tables:
+        flat = tables[-1].ravel()
+        out[:min(flat.size, n_hi + 1)] = flat[:n_hi + 1]
+    return out
+
+
+def _programme(curves: Sequence[np.ndarray], unit: int, n_hi: int):
+    """(the regions in the order taken, D_1 .. D_R, each region's g[q, m] = f(u q + m) for c >= u) of
+    `placement_costs`."""
+    u = int(unit)
+    rows = n_hi // u + 1
+    order = sorted(range(len(curves)), key=lambda r: -len(curves[r]))   # the largest enters without a convolution
+    tables, grids = [], []
+    for f in (curves[r] for r in order):
+        top = min(f.size - 1, n_hi)
+        g = np.full((top // u + 1) * u, np.inf)
+        g[u:top + 1] = f[u:top + 1]
+        g = g.reshape(-1, u)                       # g[q, m] = f(u q + m), c >= u
+        grids.append(g)
+        if not tables:
+            first = np.full((rows, u), np.inf)
+            first[:min(rows, g.shape[0])] = g[:rows]
+            tables.append(first)
+            continue
+        table, grown = tables[-1], np.full((rows, u), np.inf)
+        for m in range(u):
+            qs = np.flatnonzero(np.isfinite(g[:, m]))
+            if not qs.size:
+                continue
+            width = u - m                         # previous remainders e' with e' + m < u
+            step = max(1, 4_000_000 // max(1, rows * width))     # bounded memory: qs in chunks
+            for k in range(0, qs.size, step):
+                q = qs[k:k + step]
+                back = np.arange(rows)[:, None] - q[None, :]
+                vals = table[np.clip(back, 0, None), :width] + g[q, m][None, :, None]
+                vals[back < 0] = np.inf
+                np.minimum(grown[:, m:], vals.min(axis=1), out=grown[:, m:])
+        tables.append(grown)
+    return order, tables, grids
+
+
+def region_nodes(curves: Sequence[np.ndarray], unit: int, nodes: int) -> list[int] | None:
+    """The nodes per region (c_r) of a cheapest placement of `nodes` nodes with unit size u >= 2, read
+    back from the programme's tables (region by region from the last: the (q, m) whose D_{k-1} entry
+    plus f_k(u q + m) is D_k's, i.e. the least of those sums); None when there is none."""
+    u = int(unit)
+    order, tables, grids = _programme(curves, u, nodes)
+    q_all, e = divmod(int(nodes), u)
+    if not tables or not np.isfinite(tables[-1][q_all, e]):
+        return None
+    out = [0] * len(curves)
+    for k in range(len(tables) - 1, 0, -1):
+        g, previous = grids[k], tables[k - 1]
+        q = np.arange(min(g.shape[0], q_all + 1))[:, None]
+        m = np.arange(e + 1)[None, :]
+        sums = previous[q_all - q, e - m] + g[q, m]
+        qk, mk = np.unravel_index(int(np.argmin(sums)), sums.shape)
+        out[order[k]] = u * int(qk) + int(mk)
+        q_all, e = q_all - int(qk), e - int(mk)
+    out[order[0]] = u * q_all + e
+    return out
+
+
+def fill_region(pools, members: Sequence[int], nodes: int) -> dict[int, int]:
+    """Counts of the pools `members` (one region) for `nodes` nodes at least cost: one node each,
+    then the cheapest first (ties to the first listed): `region_curve`'s cost."""
+    from planner.fleet.replicas import cheapest_fill
+    counts = cheapest_fill(pools, members, nodes)
+    return {i: counts[i] for i in members}
 
 
 def plan_unit(mode: str, group_size, stages, zero_shards) -> int:
@@ -219,51 +379,95 @@ def restrict_classes(c, mode: str, mask_of):
 def cheapest_placement(pools, placement: Placement, unit: int, nodes: int) -> list[int] | None:
     """The cheapest counts per pool (every pool of the part used, each within its count) whose
     regions hold a placeable plan of `nodes` nodes with unit size `unit`; None if there is none.
-    One region: `replicas.cheapest_fill` (no placement constraint). Else OR-Tools CP-SAT:
-
-        min sum_p price_p n_p  s.t.  1 <= n_p <= count_p,  c_r = sum_{p in r} n_p = u q_r + m_r,
-        q_r >= 1, 0 <= m_r <= u - 1, sum_r m_r <= u - 1, sum_r c_r = N
-
-    with prices in milli-dollars per node (rounded; the plan's cost is recomputed from the counts)."""
-    from planner.fleet.replicas import cheapest_fill, node_price_usd
+    One region: `replicas.cheapest_fill` (no placement constraint). Else the nodes per region of
+    the programme of `placement_costs` (`region_nodes`), each region filled cheapest first
+    (`fill_region`): their cost is C_u(N), exactly the programme's (no prices rounded to integers;
+    tests check it against every assignment and against a CP-SAT model)."""
+    from planner.fleet.replicas import cheapest_fill
     used = [i for block in placement.pools_in for i in block]
     if len(placement.partition) == 1 or unit <= 1:
         return cheapest_fill(pools, used, nodes)
     mask = placement.mask(unit)
     if nodes >= mask.size or not mask[nodes]:
         return None
-    from ortools.sat.python import cp_model
-    model = cp_model.CpModel()
-    n = {i: model.NewIntVar(1, pools[i].count, f"n{i}") for i in used}
-    total = []
-    rems = []
-    for r, block in enumerate(placement.pools_in):
-        c = sum(n[i] for i in block)
-        q = model.NewIntVar(1, placement.cap[r] // unit, f"q{r}")
-        m = model.NewIntVar(0, unit - 1, f"m{r}")
-        model.Add(c == unit * q + m)
-        total.append(c)
-        rems.append(m)
-    model.Add(sum(rems) <= unit - 1)
-    model.Add(sum(total) == nodes)
-    model.Minimize(sum(round(node_price_usd(pools[i]) * 1000) * n[i] for i in used))
-    solver = cp_model.CpSolver()
-    solver.parameters.num_workers = 1
-    status = solver.Solve(model)
-    if status != cp_model.OPTIMAL:
+    per_region = region_nodes([region_curve(r) for r in placement.prices], unit, nodes)
+    if per_region is None:
         return None
     counts = [0] * len(pools)
-    for i in used:
-        counts[i] = int(solver.Value(n[i]))
+    for members, c in zip(placement.pools_in, per_region):
+        for i, n in fill_region(pools, members, c).items():
+            counts[i] = n
     return counts
 
 
+def least_cost_placed(setting, space, placement: Placement, deadline: float, solver: str,
+                      limit_usd: float = math.inf):
+    """min_cost over one part with several regions: (its cheapest plan's one-plan batch or None, that
+    plan's placement cost C_u(N) in USD, plans scored, a lower bound in USD on every plan of the part
+    costing at most `limit_usd`). `setting` has the unit node price (`mixed.unit_price`), so the
+    uniform min_cost solver finds the plan of fewest nodes among those the space lists.
+
+    A plan's cost is C_u(N) (`placement_costs`), which is not monotone in N (regions of 13 and 20
+    nodes, groups of 10: 33 nodes may place more cheaply than 32), so the fewest nodes are not the
+    least cost. Descent: with L = limit_usd, list only the (N, u) with C_u(N) <= L (`Placement.within`;
+    N at most the most nodes whose cheapest fill F(N) <= L, as C_u(N) >= F(N)), find the plan of
+    fewest nodes; if there is one, its C_u(N) becomes the best so far and L the largest float below
+    it; repeat until no plan is listed. Every plan of the part costing less than the best so far is
+    listed in the next round, so the last best is the least cost; each round lowers L strictly, and
+    C takes finitely many values, so it ends (in practice after one or two rounds).
+    Ties: the fastest plan with C_u(N) <= best (1 + TIE_REL) (a min_time solve over those (N, u)),
+    as the oracle's key (cost, then time). The bound: the best cost when every round finished,
+    else the least of it and F(each unfinished round's node bound): a round's plans cost at least
+    the cheapest fill of its least node count."""
+    from planner.solve import optimise
+    from planner.solvers.bnb import TIE_REL
+    from dataclasses import replace
+    best_batch, best_usd, evaluations, bound_usd = None, math.inf, 0, math.inf
+    limit = limit_usd
+    while True:
+        view = placement.within(limit)
+        top = min(space.max_nodes, view.affordable_nodes())
+        if top < space.min_nodes:
+            break
+        found, count, bound_nodes = optimise(setting, replace(space, max_nodes=top, placement=view), "min_cost",
+                                             deadline, solver)
+        evaluations += count
+        if math.isfinite(bound_nodes):               # the round was cut short by the deadline
+            fill = placement.fill_cost()
+            n = max(int(math.ceil(bound_nodes - 1e-9)), 0)
+            bound_usd = min(bound_usd, float(fill[n]) if n < fill.size else math.inf)
+        if found is None:
+            break
+        batch = found[0]
+        nodes = int(np.ravel(batch.nodes)[0])
+        cost = float(placement.cost(batch_unit(batch), nodes)[nodes])
+        if cost > limit:
+            raise AssertionError(f"a plan listed within {limit!r} USD places at {cost!r} USD")
+        best_batch, best_usd = batch, cost
+        limit = float(np.nextafter(cost, -np.inf))
+    if best_batch is None:
+        return None, math.inf, evaluations, bound_usd
+    view = placement.within(best_usd * (1 + TIE_REL))
+    top = min(space.max_nodes, view.affordable_nodes())
+    found, count, _ = optimise(setting, replace(space, max_nodes=top, placement=view), "min_time", deadline, solver)
+    evaluations += count
+    if found is not None:
+        batch = found[0]
+        nodes = int(np.ravel(batch.nodes)[0])
+        best_batch, best_usd = batch, float(placement.cost(batch_unit(batch), nodes)[nodes])
+    return best_batch, best_usd, evaluations, min(bound_usd, best_usd)
+
+
 def region_rows(pools, counts: Sequence[int], partition: Partition, unit: int) -> list[dict]:
-    """Per region: its sites, the plan's nodes there and the units (groups, pipelines) it hosts."""
+    """Per region: its sites, the plan's nodes there, the units (groups, pipelines) it hosts and the
+    cost of its nodes (sum over its pools of n_p x node price_p; the regions' costs add up to the plan's)."""
+    from planner.fleet.replicas import node_price_usd
     rows = []
     for block in partition:
-        c = sum(n for p, n in zip(pools, counts) if p.site in block)
-        rows.append({"sites": list(block), "nodes": c, "units": c // unit if unit > 1 else None})
+        inside = [(p, n) for p, n in zip(pools, counts) if p.site in block]
+        c = sum(n for _, n in inside)
+        rows.append({"sites": list(block), "nodes": c, "units": c // unit if unit > 1 else None,
+                     "cost_usd": float(sum(n * node_price_usd(p) for p, n in inside))})
     return rows
 
 
@@ -333,20 +537,13 @@ def batch_unit(batch) -> int:
 
 
 def chosen_problems(instance, objective: str, solver: str) -> list[Problem]:
-    """What chosen regions do not support yet (exit 2, naming the field): the least-cost objective
-    and a budget (the cheapest placement's cost is not nondecreasing in N, so the planner's
-    node-count reasoning for cost would not be exact), the proportional sync rule (its split of
-    the nodes among the pools is not constrained to a placement), and the MIP backends (not
-    checked with placements)."""
+    """What chosen regions do not support yet (exit 2, naming the field): the proportional sync rule
+    (its split of the nodes among the pools is not constrained to a placement) and the MIP backends
+    (they do not encode the placement). The least-cost objective and budgets are exact
+    (`least_cost_placed`, `Placement.within`)."""
     if instance.network.regions != "chosen" or not instance.network.sites or not instance.fleet.is_mixed:
         return []
     problems = []
-    if objective == "min_cost":
-        problems.append(Problem("objective", "min_cost is not supported with network.regions = 'chosen' "
-                                             "(use min_time or max_compute, or network.regions = 'geography')"))
-    if instance.limits.budget_usd is not None:
-        problems.append(Problem("limits.budget_usd", "a budget is not supported with network.regions = 'chosen' "
-                                                     "(drop it, or use network.regions = 'geography')"))
     if getattr(instance.fleet, "sync_rule", "straggler") != "straggler":
         problems.append(Problem("fleet.sync_rule", f"{instance.fleet.sync_rule!r} is not supported with "
                                                    "network.regions = 'chosen' (the split of nodes among pools "
@@ -361,7 +558,8 @@ def part_regions(instance, sites, pools, used: Sequence[int]) -> list[tuple[obje
     """The (site network view, placement) of every region partition the planner must try for the
     pools `used`: geography (or no sites): [(sites, None)]; chosen: each undominated partition of
     their sites (planner.sites.partition), best regional link first (plans of equal time and cost
-    go to it), the placement None when it has a single region."""
+    go to it), the placement None when it has a single region (with limits.budget_usd, its view
+    within the budget)."""
     if sites is None or instance.network.regions != "chosen":
         return [(sites, None)]
     from planner.fleet.replicas import sites_of
@@ -373,7 +571,10 @@ def part_regions(instance, sites, pools, used: Sequence[int]) -> list[tuple[obje
     # best regional link first, then fewer regions: the planner's ties go to the earlier part
     kept.sort(key=lambda p: (-partition_link(sites.graph, p)[0], partition_link(sites.graph, p)[1], len(p)))
     for p in kept:
-        out.append((sites.with_regions(p), placement_of(pools, used, p) if len(p) > 1 else None))
+        placement = None
+        if len(p) > 1:       # a budget lists only the (N, u) placed within it
+            placement = placement_of(pools, used, p).within(instance.limits.budget_usd or math.inf)
+        out.append((sites.with_regions(p), placement))
     return out
 
 

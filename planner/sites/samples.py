@@ -7,8 +7,10 @@ sizes 2 and 3, pipelines of up to 4 stages) always on 2 to 6 sites, with the pla
 regions; most sites get a LAN of their own faster than the regional tier (10 to 100 Gb/s, 0.05 to
 3 ms), so that splitting sites into smaller regions buys faster regional links and merging them
 buys room for whole groups (docs/fleet.md section 3); half of the draws search only the modes
-with groups (hierarchical, PP-group), and two in five must use every node. The objective is min_time or max_compute
-and there is no budget and the straggler sync rule (what chosen regions support).
+with groups (hierarchical, PP-group), and two in five must use every node. Most pools get a price of
+their own (so that placements differ in cost); the objective is min_time, max_compute or (a third)
+min_cost, a third of the draws have a budget that binds, and the sync rule is the straggler rule
+(what chosen regions support).
 """
 
 from __future__ import annotations
@@ -36,4 +38,86 @@ def random_region_instance(rng: np.random.Generator, max_count: int = 4) -> dict
     if rng.random() < 0.4:                            # every node: every pool, hence several sites
         data["limits"].pop("max_nodes", None)
         data["search"]["min_nodes"] = sum(p["count"] for p in data["fleet"]["pools"])
+    _add_costs(rng, data)
+    return data
+
+
+def _add_costs(rng: np.random.Generator, data: dict) -> None:
+    """Drawn last (the draws above are as before): a one-pool draw gets, three times in five, a
+    second pool of the same nodes at another site (where regions and their costs matter), and two
+    draws in five a pool of 1 or 2 nodes beside an existing one (a region of several pools, whose
+    one-node-each floor makes placements cost more than the cheapest fill); prices of
+    1,000 to 40,000 USD per accelerator on most pools, so that the regions' placements differ in
+    cost; a third of the draws min_cost; a budget on a third, between 30% of the whole fleet's cost
+    and all of it (so that it binds; draws that had to use every node need only half of them then);
+    half of the draws allow 200 to 3,000 days (more of them have a plan)."""
+    from planner.fleet.pools import pool_settings
+    from planner.fleet.replicas import node_price_usd
+    from planner.schema.instance import parse_instance
+    pools, names = data["fleet"]["pools"], [site["name"] for site in data["network"]["sites"]]
+    if len(pools) == 1 and rng.random() < 0.6:        # a second pool of the same nodes at another site
+        every = data["search"].get("min_nodes") == pools[0]["count"] and "max_nodes" not in data["limits"]
+        others = [n for n in names if n != pools[0]["site"]]
+        pools.append(dict(pools[0], name="p1", count=int(rng.integers(1, 5)), site=str(rng.choice(others))))
+        if every:                                      # still every node
+            data["search"]["min_nodes"] = sum(p["count"] for p in pools)
+    if rng.random() < 0.4:                            # a small pool beside another: a region of several pools
+        every = data["search"].get("min_nodes") == sum(p["count"] for p in pools) and "max_nodes" not in data["limits"]
+        host = pools[int(rng.integers(len(pools)))]
+        pools.append(dict(host, name=f"p{len(pools)}", count=int(rng.integers(1, 3))))
+        if every:
+            data["search"]["min_nodes"] = sum(p["count"] for p in pools)
+    for pool in pools:
+        if rng.random() < 0.7:
+            pool["price_usd_per_accelerator"] = float(rng.choice([1000.0, 4000.0, 10000.0, 25000.0, 40000.0]))
+    if rng.random() < 1 / 3:
+        data["objective"] = "min_cost"
+    if rng.random() < 0.5:                            # a longer run allowed: more instances with a plan
+        data["limits"]["max_days"] = float(rng.uniform(200, 3000))
+    if rng.random() < 1 / 3:
+        pools = pool_settings(parse_instance(data))
+        whole = sum(node_price_usd(p) * p.count for p in pools)
+        if whole > 0:                                  # free pools only: no budget
+            data["limits"]["budget_usd"] = float(whole * rng.uniform(0.3, 1.0))
+            total = sum(p.count for p in pools)
+            if data["search"].get("min_nodes") == total:       # at least half the nodes, not all
+                data["search"]["min_nodes"] = max(1, total // 2)
+
+
+def random_placement_instance(rng: np.random.Generator) -> dict:
+    """One random instance where the placement sets the cost: 3 or 4 pools of 16x H100 nodes (1, 2, 3
+    or 5 each, 1,000 to 10,000 USD per accelerator) at 2 or 3 sites among London, Paris and Tokyo (100 Gb/s
+    LANs; London-Paris 10 Gb/s, meeting the regional tier of 5 Gb/s and 25 ms a third of the time, else
+    1 Gb/s; Tokyo 1 Gb/s away), a 1B model that any few nodes train, hierarchical groups of 2 or 3
+    (and half of the time PP-group pipelines of up to 3 stages), all nodes or all but one or two, min_cost or (with a budget of
+    40% to 100% of the whole fleet) min_time or max_compute. Several pools in a region, each holding
+    a node, fix its remainder, so the cheapest placement is often not the cheapest fill."""
+    names = ["LON", "PAR", "TYO"][:int(rng.integers(2, 4))]
+    cities = {"LON": "London", "PAR": "Paris", "TYO": "Tokyo"}
+    pools = [{"name": f"p{i}", "hardware": "16xH100-SXM", "count": int(rng.choice([1, 1, 2, 3, 5])),
+              "site": names[i % len(names)] if i < len(names) else str(rng.choice(names)),
+              "price_usd_per_accelerator": float(rng.choice([1000.0, 3000.0, 10000.0]))}
+             for i in range(int(rng.integers(3, 5)))]
+    links = [{"a": "LON", "b": "PAR", "up_mbps": 10000 if rng.random() < 1 / 3 else 1000}]
+    if "TYO" in names:
+        links.append({"a": "LON", "b": "TYO", "up_mbps": 1000})
+    total = sum(p["count"] for p in pools)
+    data = {
+        "model": {"params": 1e9}, "training": {"target_flop": 1e21},
+        "fleet": {"pools": pools},
+        "network": {"wan": {"up_mbps": 10000, "down_mbps": 10000}, "regional": {"mbps": 5000, "rtt_ms": 25},
+                    "regions": "chosen",
+                    "sites": [{"name": n, "city": cities[n], "lan_mbps": 100000, "lan_rtt_ms": 0.1} for n in names],
+                    "links": links},
+        "search": {"modes": ["hierarchical"] if rng.random() < 0.5 else ["hierarchical", "pp_group"],
+                   "group_sizes": [2, 3], "max_stages": 3,
+                   "max_inner_steps": 8, "max_regional_rounds": 2, "compression": [1, 16], "max_micro_batches": 4,
+                   "min_nodes": max(1, total - int(rng.integers(0, 3)))},
+        "limits": {"max_days": 365},
+        "objective": "min_cost",
+    }
+    if rng.random() < 0.5:
+        data["objective"] = str(rng.choice(["min_time", "max_compute"]))
+        whole = sum(16 * p["price_usd_per_accelerator"] * p["count"] for p in pools)
+        data["limits"]["budget_usd"] = float(whole * rng.uniform(0.4, 1.0))
     return data

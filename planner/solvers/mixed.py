@@ -20,6 +20,10 @@ slowest sets the pace, the smallest memory the state per node), and on N = sum_p
    - max_compute: most compute; ties to the cheaper plan.
    Each part's answer is an exact optimum over its plans, the parts cover every mixed plan
    (a plan using exactly U appears in part U), so the best over the parts is the optimum.
+   With regions chosen (`planner.fleet.regions`) a part is also a partition of the sites of U into
+   regions; with several regions a plan's nodes must be placeable and its cost is its cheapest
+   placement's, C_u(N) >= the cheapest fill: a budget keeps the (N, u) placed within it, and
+   min_cost descends over cost limits (`regions.least_cost_placed`) instead of taking the fewest N.
 
 With one pool there is one part: the uniform solve of that pool's setting. `planner.solvers.
 mixed_oracle` checks this against every assignment of nodes to pools, scored one by one.
@@ -38,7 +42,7 @@ from planner.evaluate import with_params
 from planner.fleet.evaluate import MixedEvaluation, evaluate_mixed
 from planner.fleet.network import site_network
 from planner.fleet.pools import PoolSetting, pool_settings
-from planner.fleet.regions import chosen_problems, part_counts, part_regions, plan_regions
+from planner.fleet.regions import chosen_problems, least_cost_placed, part_counts, part_regions, plan_regions
 from planner.fleet.replicas import affordable_nodes, cheapest_fill, fleet_cost_usd, mixed_setting, unsupported
 from planner.objectives import min_time, tie_less
 from planner.solvers.mixed_proportional import rules_searched
@@ -125,13 +129,19 @@ def solve_part(instance: Instance, pools: list[PoolSetting], part: Part, objecti
     """The part's optimum, the plans it scored and its proven bound in the objective's units
     (seconds, USD, FLOP). `incumbent_s` (min_time): the time of a plan of another part; the
     branch and bound then prunes every box that cannot come within the tie tolerance of it
-    (`objectives.min_time`), and a part with nothing as good returns None with bound inf.
+    (`objectives.min_time`), and a part with nothing as good returns None with bound inf. For
+    min_cost on several chosen regions it is the cost of a plan of another part (ties kept).
     `incumbent_compute` (max_compute, FLOP): likewise (`objectives.max_compute`), bound 0."""
     from planner.objectives import max_compute
     from planner.solve import optimise
     from planner.solvers import monotone
     s, space = part.setting, part.space
-    if (objective == "min_time" and solver == "bnb" and math.isfinite(incumbent_s)
+    placed = objective == "min_cost" and part.placement is not None
+    if placed:          # several chosen regions: a plan costs its placement's C_u(N), not monotone in N
+        batch, _, evaluations, bound = least_cost_placed(s, space, part.placement, deadline, solver,
+                                                         incumbent_s * (1 + 1e-12))
+        found = None if batch is None else (batch, None)
+    elif (objective == "min_time" and solver == "bnb" and math.isfinite(incumbent_s)
             and not monotone.check(s).unsupported):
         found, evaluations, bound = min_time(s, space.for_objective(s, objective), deadline, incumbent_s)
     elif (objective == "max_compute" and solver == "bnb" and incumbent_compute > 0
@@ -139,12 +149,12 @@ def solve_part(instance: Instance, pools: list[PoolSetting], part: Part, objecti
         found, evaluations, bound = max_compute(s, space.for_objective(s, objective), deadline, incumbent_compute)
     else:
         found, evaluations, bound = optimise(s, space, objective, deadline, solver=solver)
-    if objective == "min_cost":          # bound and value are node counts (unit price)
+    if objective == "min_cost" and not placed:          # bound and value are node counts (unit price)
         bound = _cost_of(pools, part.used, bound)
     if found is None:
         return None, evaluations, bound
     batch, value = found
-    if objective == "min_cost":
+    if objective == "min_cost" and not placed:
         batch, more = _fastest_at_same_cost(pools, part, batch, deadline, solver)
         evaluations += more
     counts = part_counts(pools, part.used, part.placement, batch)

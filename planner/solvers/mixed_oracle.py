@@ -9,6 +9,12 @@ cost; cost then time; compute then cost). It shares the cost model with the plan
 its reasoning (pool subsets, cheapest fill, budget and node caps per subset, the tie at equal
 cost), and its work is the product of the pool counts times the plan space: for small instances
 (tests/test_fleet_planner.py, scripts/check_mixed_oracle.py).
+
+With `network.regions = "chosen"` each assignment is also scored with every set partition of its
+sites into regions (`planner.fleet.regions.oracle_regions`), the placement rule checked on its own
+nodes per region: every placement is an assignment, priced by its own cost, so min_cost and budgets
+under chosen regions are checked by brute force, with none of the planner's C_u(N) reasoning
+(tests/test_regions.py, scripts/check_regions_oracle.py).
 """
 
 from __future__ import annotations
