@@ -69,17 +69,18 @@ def random_instance(rng: np.random.Generator, max_count: int = 4) -> dict:
 
 
 def _add_sync_rule(rng: np.random.Generator, data: dict) -> None:
-    """Three times in four fleet.sync_rule 'proportional' or 'auto'; with max_compute, where the planner
-    solves it exactly (planner/solvers/mixed_proportional.py): a C_quality target, or the linear v1
-    or no replica penalty. Drawn last, so the other draws are as before."""
+    """Three times in four fleet.sync_rule 'proportional' or 'auto'; with max_compute a C_quality target
+    (a third), C_local under the Chinchilla replica penalty (a third: every split is a candidate,
+    planner/solvers/proportional_levels.py), or the linear v1 or no replica penalty. Drawn last, so
+    the other draws are as before."""
     rule, kind, penalty = rng.choice(["straggler", "proportional", "auto", "auto"]), rng.random(), rng.random()
     if rule == "straggler":
         return
     data["fleet"]["sync_rule"] = str(rule)
     if data["objective"] == "max_compute":
-        if kind < 0.5:
+        if kind < 1 / 3:
             data["training"]["target_kind"] = "c_quality"
-        else:
+        elif kind >= 2 / 3:
             data.setdefault("assumptions", {}).setdefault("constants", {})["replica_penalty"] = \
                 "linear_v1" if penalty < 0.5 else "none"
 

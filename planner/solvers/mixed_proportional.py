@@ -46,6 +46,7 @@ from planner.objectives import tie_less
 from planner.schema.errors import InputError, Problem
 from planner.solvers import monotone
 from planner.solvers.bnb import TIE_REL
+from planner.solvers.proportional_levels import Levels, needs_every_split, solve_levels
 from planner.space import DecisionSpace
 
 MODES = ("flat", "hierarchical")
@@ -64,25 +65,16 @@ class Found(NamedTuple):
 
 
 def rules_searched(instance, objective: str, pools) -> tuple[str, ...]:
-    """The rules the planner compares for `fleet.sync_rule` (module docstring); InputError naming
-    the field when the proportional rule cannot be planned exactly for this instance."""
+    """The rules the planner compares for `fleet.sync_rule`: straggler, proportional or both (auto)."""
     rule = instance.fleet.sync_rule if instance.fleet.is_mixed else "straggler"
     if rule == "straggler":
         return ("straggler",)
-    why = None
-    if objective == "max_compute" and instance.training.target_kind == "c_local" and \
-            pools[0].setting.assumptions.replica_penalty == "chinchilla":
-        why = ("max_compute of C_local under the Chinchilla replica penalty is not monotone in the tokens, so the "
-               "fastest split of the nodes need not be the best: use a C_quality target or min_time")
-    if why:
-        raise InputError([Problem("fleet.sync_rule", f"{rule!r} cannot be planned exactly here: {why}; or set "
-                                                     f"'straggler'")])
     return ("straggler", "proportional") if rule == "auto" else ("proportional",)
 
 
 def plans(s: Setting, space: DecisionSpace, precision: str, h_min: int = 1):
-    """(classes, idx, n, h, r) chunks covering every plan of `space` the rule applies to (flat
-    without ZeRO-3 and hierarchical, no expert parallelism) with H >= h_min."""
+    """(classes, idx, n, h, r) chunks covering every plan of `space` the rule applies to (flat and
+    hierarchical without ZeRO-3, no expert parallelism) with H >= h_min."""
     for c, r_max in _classes(s, space, precision):
         for k in range(c.size):
             n = np.arange(c.n_lo[k], c.n_hi[k] + 1)
@@ -103,7 +95,7 @@ def _classes(s: Setting, space: DecisionSpace, precision: str):
     """(classes, R range) of the modes the rule applies to."""
     for mode in (m for m in MODES if m in space.modes):
         c = space.classes(s, mode, precision, "none")
-        if c is not None and mode == "flat":
+        if c is not None:           # replicas of one node: no ZeRO-3 shards (flat, or inside hierarchical groups)
             c = c.take(np.asarray(c.rows.zero_shards) == 1)
         if c is not None and c.size:
             yield c, (space.max_regional_rounds if mode == "hierarchical" else 1)
@@ -175,7 +167,8 @@ def split_vectors(pools, used: tuple[int, ...], h_count: int, objective: str) ->
     [V]). InputError naming fleet.sync_rule when V times the H searched exceeds MAX_PLANS."""
     size = math.prod(pools[i].count for i in used)
     if size * h_count > MAX_PLANS:
-        why = "min_cost" if objective == "min_cost" else "a budget"
+        why = {"min_cost": "min_cost", "c_local": "max_compute of C_local under the Chinchilla replica penalty"}.get(
+            objective, "a budget")
         raise InputError([Problem("fleet.sync_rule", f"with {why} the proportional rule compares every split of the "
                                                      f"nodes among the pools used: {size:,} splits x {h_count:,} "
                                                      f"values of H are more than {MAX_PLANS:,}; lower "
@@ -203,6 +196,12 @@ def solve_part(pools, used: tuple[int, ...], s: Setting, space: DecisionSpace, p
     h_max = np.array([max(inner_steps(ratios, h).values()) for h in h_values], dtype=float)
     if objective == "min_cost":
         return _cheapest(pools, used, s, space, precision, ratios, h_values, h_max, h_min, budget_usd, deadline)
+    if needs_every_split(s, objective):
+        vectors, vector_cost = split_vectors(pools, used, len(h_values) - h_min + 1, "c_local")
+        levels = Levels(vectors, vector_cost, ratios, int(space.max_nodes), budget_usd)
+        found, evaluations, complete = solve_levels(pools, s, levels, plans(s, space, precision, h_min),
+                                                    lambda h: h_max[np.asarray(h) - 1], deadline, MAX_PLANS)
+        return (Found(*found) if found is not None else None), evaluations, complete
     splits = Splits(pools, used, ratios, int(space.max_nodes), budget_usd, len(h_values) - h_min + 1)
     best, evaluations = None, 0
     for c, idx, n, h, r in plans(s, space, precision, h_min):
