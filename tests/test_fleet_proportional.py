@@ -160,8 +160,8 @@ def test_errors_name_the_field(tmp_path):
                                                  "group_sizes": [2], "compression": [1]}}
     for pool in big["fleet"]["pools"]:
         pool["count"] = 5000
-    with pytest.raises(InputError) as err:           # min_cost compares every split: 2.5e7 x 2 values of H
-        solve(parse_instance({**big, "objective": "min_cost"}))
+    with pytest.raises(InputError) as err:           # C_local max_compute compares every split: 2.5e7 x 2 values of H
+        solve(parse_instance({**big, "objective": "max_compute"}))
     assert err.value.problems[0].path == "fleet.sync_rule" and "splits" in err.value.problems[0].message
 
 

@@ -102,3 +102,54 @@ def test_random_chinchilla_c_local_max_compute_agrees_with_the_oracle(seed):
         data.get("assumptions", {}).get("constants", {}).pop("replica_penalty", None)
         data["fleet"]["sync_rule"] = str(rng.choice(["proportional", "auto"]))
         assert_agrees_with_oracle(data)
+
+
+def tight() -> dict:
+    """1 slow node and 4 fast ones (2.45x), a fast WAN, no compression, no replica penalty: the best plans
+    run near the bound per H (within the rounding of H_p and eta_H at H_max)."""
+    data = few_tokens(assumptions={"constants": {"replica_penalty": "none"}})
+    data["fleet"]["pools"][0]["count"], data["fleet"]["pools"][1]["count"] = 1, 4
+    data["network"]["wan"] = {"up_mbps": 1e6, "down_mbps": 1e6, "rtt_ms": 1}
+    data["search"] = {**data["search"], "compression": [1], "max_inner_steps": 64}
+    data["limits"] = {"max_days": 300, "max_nodes": 5}
+    return data
+
+
+@pytest.mark.parametrize("objective", ["min_time", "max_compute"])
+def test_the_bound_per_h_holds_for_every_plan(objective):
+    """h_worth_scoring keeps H whenever some plan of that H, on any split, reaches the incumbent: with
+    the incumbent set to the best value of the plans of each H (brute force over every plan and split
+    of the directed instance's two-pool part, and of a C_quality one), every H is kept."""
+    from planner.fleet.pools import pool_settings
+    from planner.fleet.proportional import adjust_for, inner_steps, step_ratios
+    from planner.fleet.replicas import mixed_setting
+    from planner.solvers.mixed import base_space, compute_bound_s
+    from planner.solvers.mixed_proportional import h_worth_scoring, measure, plans
+    checked = 0
+    for data in (few_tokens(), few_tokens(training={"target_flop": 3e24, "target_kind": "c_quality"}),
+                 few_tokens(assumptions={}), tight()):
+        inst = parse_instance({**data, "limits": {"max_days": 300}, "search": {**data["search"], "min_nodes": 2}})
+        pools = pool_settings(inst)
+        s = mixed_setting(pools, (0, 1), "fp16")
+        space = base_space(inst, pools).for_objective(s, objective)
+        ratios = step_ratios(s, pools, (0, 1), "fp16")
+        floor_s = compute_bound_s(s.replace(target_kind="c_local"), 1)
+        assert floor_s > 0
+        node_flop_s = s.target / (floor_s * s.goodput)
+        best = {}
+        for c, idx, n, h, r in plans(s, space, "fp16"):
+            batch, nodes = c.plans(idx, n, h, r), c.nodes(idx, n)
+            steps = inner_steps(ratios, h)
+            for fast in range(1, 5):
+                w = (nodes - fast) * steps[0] + fast * steps[1]
+                value = measure(s, batch, adjust_for(w, np.maximum(steps[0], steps[1]), h), objective)
+                ok = (fast <= np.minimum(nodes - 1, pools[1].count)) & (nodes - fast <= pools[0].count) & np.isfinite(value)
+                for hv, v in zip(h[ok], value[ok]):
+                    best[int(hv)] = min(best.get(int(hv), np.inf), float(v))
+        checked += len(best)
+        for hv, v in best.items():
+            incumbent = -v if objective == "max_compute" else v
+            kept = h_worth_scoring(s, pools, (0, 1), "fp16", np.array([hv]), objective, incumbent, node_flop_s,
+                                     int(space.max_nodes))
+            assert list(kept) == [hv], (hv, v)
+    assert checked > 30

@@ -72,23 +72,56 @@ def rules_searched(instance, objective: str, pools) -> tuple[str, ...]:
     return ("straggler", "proportional") if rule == "auto" else ("proportional",)
 
 
-def plans(s: Setting, space: DecisionSpace, precision: str, h_min: int = 1):
+def plans(s: Setting, space: DecisionSpace, precision: str, h_min: int = 1, h_values=None):
     """(classes, idx, n, h, r) chunks covering every plan of `space` the rule applies to (flat and
-    hierarchical without ZeRO-3, no expert parallelism) with H >= h_min."""
+    hierarchical without ZeRO-3, no expert parallelism) with H >= h_min, or with H in `h_values`."""
+    h = np.arange(h_min, space.max_inner_steps + 1) if h_values is None else np.asarray(h_values, dtype=np.int64)
     for c, r_max in _classes(s, space, precision):
         for k in range(c.size):
             n = np.arange(c.n_lo[k], c.n_hi[k] + 1)
-            h = np.arange(h_min, space.max_inner_steps + 1)
             r = np.arange(1, r_max + 1)
             for h_part in np.array_split(h, max(1, n.size * h.size * r.size // CHUNK)):
                 nn, hh, rr = (x.ravel() for x in np.meshgrid(n, h_part, r, indexing="ij"))
                 yield c, np.full(nn.size, k), nn, hh, rr
 
 
-def plan_count(s: Setting, space: DecisionSpace, precision: str, h_min: int = 1) -> int:
+def plan_count(s: Setting, space: DecisionSpace, precision: str, h_min: int = 1, h_values=None) -> int:
     """How many plans `plans` lists (without scoring them)."""
-    h = max(0, space.max_inner_steps - h_min + 1)
+    h = max(0, space.max_inner_steps - h_min + 1) if h_values is None else len(h_values)
     return sum(int((c.n_hi - c.n_lo + 1).sum()) * h * r_max for c, r_max in _classes(s, space, precision))
+
+
+def h_worth_scoring(s: Setting, pools, used, precision: str, h_values: np.ndarray, objective: str,
+                    incumbent: float, node_flop_s: float, max_nodes: int) -> np.ndarray:
+    """The H of `h_values` at which a proportional plan of the part (at most `max_nodes` nodes) could
+    match `incumbent` (the best time, s, or the most compute, FLOP, found so far; ties kept), by a
+    bound per H:
+
+        compute per training second <= F u W_hi(H) / H x eta_H(H_max(H))
+
+    with `node_flop_s` = F u of the pacing pool (`mixed.compute_bound_s`; 0 when its facts do not
+    hold: every H is kept) and W_hi(H) the W of the fastest fill of `max_nodes` nodes (the most W of
+    any split of at most that many nodes: a node more adds its H_p >= 1). A plan on a split of W runs
+    B W tokens per outer step (B W R per hierarchical cycle) of at least H t_pace >= H 6 P_act B / (F u)
+    (R H t_pace); C_local = 6 P_act T eta and C_quality <= g 6 P_act T (`run.quality_compute`) with
+    eta, g <= eta_H(H_eff) and H_eff >= H_max (fact (H): eta_H falls with H_eff). So the time to a
+    target is at least C_target / (rate x goodput) and the compute in the window at most
+    training_window_s x rate. min_cost: every H."""
+    from planner.cost import quality
+    from planner.cost.straggler import eta_h_divisor
+    h_values = np.asarray(h_values, dtype=np.int64)
+    if node_flop_s <= 0 or not math.isfinite(incumbent) or objective == "min_cost" or not h_values.size:
+        return h_values
+    ratios = step_ratios(s, pools, used, precision)
+    counts = fastest_fill(pools, ratios, max_nodes)          # most steps first: the order of the ratios
+    steps = inner_steps(ratios, h_values)
+    w_hi = sum(counts[i] * steps[i] for i in used)
+    h_max = np.max(np.stack(list(steps.values())), axis=0)
+    eta_h = np.asarray(quality.eta_sync_interval(h_max, s.params, s.assumptions, eta_h_divisor(s.assumptions)), float)
+    rate = node_flop_s * (w_hi / h_values) * eta_h * (1.0 + 1e-9)
+    if objective == "max_compute":
+        return h_values[s.training_window_s * rate >= incumbent * (1.0 - TIE_REL)]
+    return h_values[s.target / (rate * s.goodput) <= incumbent * (1.0 + TIE_REL)]
 
 
 def _classes(s: Setting, space: DecisionSpace, precision: str):
@@ -181,11 +214,15 @@ def split_vectors(pools, used: tuple[int, ...], h_count: int, objective: str) ->
 
 
 def solve_part(pools, used: tuple[int, ...], s: Setting, space: DecisionSpace, precision: str, objective: str,
-               deadline: float, h_min: int = 1, budget_usd: float | None = None) -> tuple[Found | None, int, bool]:
-    """(best proportional plan of the part with H >= h_min or None, plans scored, complete). Not
+               deadline: float, h_min: int = 1, budget_usd: float | None = None,
+               scored_h=None) -> tuple[Found | None, int, bool]:
+    """(best proportional plan of the part with H >= h_min (or H in `scored_h`: `h_worth_scoring`) or
+    None, plans scored, complete). Not
     complete when the deadline stopped it (then nothing is proven about the plans not scored)."""
     space = space.for_objective(s, objective)
-    count = plan_count(s, space, precision, h_min)
+    if objective == "min_cost" or scored_h is None:
+        scored_h = np.arange(h_min, space.max_inner_steps + 1)
+    count = plan_count(s, space, precision, h_values=scored_h)
     if count > MAX_PLANS:
         raise InputError([Problem("fleet.sync_rule", f"the proportional rule scores every plan of a set of pools; "
                                                      f"{count:,} plans are more than {MAX_PLANS:,}: narrow "
@@ -193,18 +230,18 @@ def solve_part(pools, used: tuple[int, ...], s: Setting, space: DecisionSpace, p
                                                      "'straggler'")])
     ratios = step_ratios(s, pools, used, precision)
     h_values = list(range(1, space.max_inner_steps + 1))
-    h_max = np.array([max(inner_steps(ratios, h).values()) for h in h_values], dtype=float)
+    h_max = np.max(np.stack(list(inner_steps(ratios, np.asarray(h_values)).values())), axis=0)
     if objective == "min_cost":
         return _cheapest(pools, used, s, space, precision, ratios, h_values, h_max, h_min, budget_usd, deadline)
     if needs_every_split(s, objective):
-        vectors, vector_cost = split_vectors(pools, used, len(h_values) - h_min + 1, "c_local")
+        vectors, vector_cost = split_vectors(pools, used, len(scored_h), "c_local")
         levels = Levels(vectors, vector_cost, ratios, int(space.max_nodes), budget_usd)
-        found, evaluations, complete = solve_levels(pools, s, levels, plans(s, space, precision, h_min),
+        found, evaluations, complete = solve_levels(pools, s, levels, plans(s, space, precision, h_values=scored_h),
                                                     lambda h: h_max[np.asarray(h) - 1], deadline, MAX_PLANS)
         return (Found(*found) if found is not None else None), evaluations, complete
-    splits = Splits(pools, used, ratios, int(space.max_nodes), budget_usd, len(h_values) - h_min + 1)
+    splits = Splits(pools, used, ratios, int(space.max_nodes), budget_usd, len(scored_h))
     best, evaluations = None, 0
-    for c, idx, n, h, r in plans(s, space, precision, h_min):
+    for c, idx, n, h, r in plans(s, space, precision, h_values=scored_h):
         if time.perf_counter() > deadline:
             return best, evaluations, False
         nodes = c.nodes(idx, n)
