@@ -115,7 +115,7 @@ def tight() -> dict:
     return data
 
 
-@pytest.mark.parametrize("objective", ["min_time", "max_compute"])
+@pytest.mark.parametrize("objective", ["min_time", "max_compute", "min_cost"])
 def test_the_bound_per_h_holds_for_every_plan(objective):
     """h_worth_scoring keeps H whenever some plan of that H, on any split, reaches the incumbent: with
     the incumbent set to the best value of the plans of each H (brute force over every plan and split
@@ -124,10 +124,14 @@ def test_the_bound_per_h_holds_for_every_plan(objective):
     from planner.fleet.proportional import adjust_for, inner_steps, step_ratios
     from planner.fleet.replicas import mixed_setting
     from planner.solvers.mixed import base_space, compute_bound_s
+    from planner.fleet.replicas import node_price_usd
     from planner.solvers.mixed_proportional import h_worth_scoring, measure, plans
+    cheapest = lambda pools, k: min(node_price_usd(pools[0]), node_price_usd(pools[1])) * k     # equal prices
     checked = 0
     for data in (few_tokens(), few_tokens(training={"target_flop": 3e24, "target_kind": "c_quality"}),
                  few_tokens(assumptions={}), tight()):
+        if objective == "min_cost":       # a target some plans reach within the limit
+            data["training"] = {**data["training"], "target_flop": 1e22}
         inst = parse_instance({**data, "limits": {"max_days": 300}, "search": {**data["search"], "min_nodes": 2}})
         pools = pool_settings(inst)
         s = mixed_setting(pools, (0, 1), "fp16")
@@ -142,14 +146,18 @@ def test_the_bound_per_h_holds_for_every_plan(objective):
             steps = inner_steps(ratios, h)
             for fast in range(1, 5):
                 w = (nodes - fast) * steps[0] + fast * steps[1]
-                value = measure(s, batch, adjust_for(w, np.maximum(steps[0], steps[1]), h), objective)
+                value = measure(s, batch, adjust_for(w, np.maximum(steps[0], steps[1]), h),
+                                "min_time" if objective == "min_cost" else objective)
                 ok = (fast <= np.minimum(nodes - 1, pools[1].count)) & (nodes - fast <= pools[0].count) & np.isfinite(value)
+                if objective == "min_cost":       # the cost of the split, where the plan meets the duration limit
+                    ok &= value <= s.window_s
+                    value = (nodes - fast) * node_price_usd(pools[0]) + fast * node_price_usd(pools[1])
                 for hv, v in zip(h[ok], value[ok]):
                     best[int(hv)] = min(best.get(int(hv), np.inf), float(v))
         checked += len(best)
         for hv, v in best.items():
             incumbent = -v if objective == "max_compute" else v
             kept = h_worth_scoring(s, pools, (0, 1), "fp16", np.array([hv]), objective, incumbent, node_flop_s,
-                                     int(space.max_nodes))
+                                     int(space.max_nodes), lambda k: cheapest(pools, k))
             assert list(kept) == [hv], (hv, v)
     assert checked > 30

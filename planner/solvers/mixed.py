@@ -384,7 +384,8 @@ def proportional_parts(pools: list[PoolSetting], listed: list[Part], objective: 
         floor_s = compute_bound_s(s.replace(target_kind="c_local"), 1)
         node_flop_s = s.target / (floor_s * s.goodput) if floor_s > 0 else 0.0     # F u of the pace, 0: unknown
         scored_h = mp.h_worth_scoring(s, pools, part.used, part.precision, np.arange(h_min, space.max_inner_steps + 1),
-                                      objective, incumbent, node_flop_s, int(space.max_nodes))
+                                      objective, incumbent, node_flop_s, int(space.max_nodes),
+                                      lambda n, used=part.used: _cost_of(pools, used, n))
         if not scored_h.size:             # no plan of the part can match the incumbent (ties included)
             bound = max(bound, incumbent) if maximise else min(bound, incumbent)
             continue

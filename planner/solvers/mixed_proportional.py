@@ -92,7 +92,7 @@ def plan_count(s: Setting, space: DecisionSpace, precision: str, h_min: int = 1,
 
 
 def h_worth_scoring(s: Setting, pools, used, precision: str, h_values: np.ndarray, objective: str,
-                    incumbent: float, node_flop_s: float, max_nodes: int) -> np.ndarray:
+                    incumbent: float, node_flop_s: float, max_nodes: int, cost_of_nodes=None) -> np.ndarray:
     """The H of `h_values` at which a proportional plan of the part (at most `max_nodes` nodes) could
     match `incumbent` (the best time, s, or the most compute, FLOP, found so far; ties kept), by a
     bound per H:
@@ -106,11 +106,15 @@ def h_worth_scoring(s: Setting, pools, used, precision: str, h_values: np.ndarra
     (R H t_pace); C_local = 6 P_act T eta and C_quality <= g 6 P_act T (`run.quality_compute`) with
     eta, g <= eta_H(H_eff) and H_eff >= H_max (fact (H): eta_H falls with H_eff). So the time to a
     target is at least C_target / (rate x goodput) and the compute in the window at most
-    training_window_s x rate. min_cost: every H."""
+    training_window_s x rate. min_cost (`incumbent` in USD): within the duration limit T a plan needs
+    W >= W_req = C_target H / (F u eta_H(H_max) goodput T), so at least N_req = ceil(W_req / H_max)
+    nodes (W <= N H_max), which cost at least `cost_of_nodes(N_req)` (the cheapest fill, nondecreasing
+    in N)."""
     from planner.cost import quality
     from planner.cost.straggler import eta_h_divisor
     h_values = np.asarray(h_values, dtype=np.int64)
-    if node_flop_s <= 0 or not math.isfinite(incumbent) or objective == "min_cost" or not h_values.size:
+    if node_flop_s <= 0 or not math.isfinite(incumbent) or not h_values.size or \
+            (objective == "min_cost" and (cost_of_nodes is None or not math.isfinite(s.window_s))):
         return h_values
     ratios = step_ratios(s, pools, used, precision)
     counts = fastest_fill(pools, ratios, max_nodes)          # most steps first: the order of the ratios
@@ -121,6 +125,12 @@ def h_worth_scoring(s: Setting, pools, used, precision: str, h_values: np.ndarra
     rate = node_flop_s * (w_hi / h_values) * eta_h * (1.0 + 1e-9)
     if objective == "max_compute":
         return h_values[s.training_window_s * rate >= incumbent * (1.0 - TIE_REL)]
+    if objective == "min_cost":
+        w_req = s.target * h_values / (node_flop_s * eta_h * (1.0 + 1e-9) * s.goodput * s.window_s)
+        n_req = np.maximum(np.ceil(w_req / h_max * (1.0 - 1e-12)), len(used))
+        least = {int(n): cost_of_nodes(int(n)) if n <= max_nodes else math.inf for n in np.unique(n_req)}
+        cost = np.array([least[int(n)] for n in n_req])
+        return h_values[cost <= incumbent * (1.0 + TIE_REL)]
     return h_values[s.target / (rate * s.goodput) <= incumbent * (1.0 + TIE_REL)]
 
 
@@ -220,7 +230,7 @@ def solve_part(pools, used: tuple[int, ...], s: Setting, space: DecisionSpace, p
     None, plans scored, complete). Not
     complete when the deadline stopped it (then nothing is proven about the plans not scored)."""
     space = space.for_objective(s, objective)
-    if objective == "min_cost" or scored_h is None:
+    if scored_h is None:
         scored_h = np.arange(h_min, space.max_inner_steps + 1)
     count = plan_count(s, space, precision, h_values=scored_h)
     if count > MAX_PLANS:
@@ -232,7 +242,7 @@ def solve_part(pools, used: tuple[int, ...], s: Setting, space: DecisionSpace, p
     h_values = list(range(1, space.max_inner_steps + 1))
     h_max = np.max(np.stack(list(inner_steps(ratios, np.asarray(h_values)).values())), axis=0)
     if objective == "min_cost":
-        return _cheapest(pools, used, s, space, precision, ratios, h_values, h_max, h_min, budget_usd, deadline)
+        return _cheapest(pools, used, s, space, precision, ratios, h_values, h_max, scored_h, budget_usd, deadline)
     if needs_every_split(s, objective):
         vectors, vector_cost = split_vectors(pools, used, len(scored_h), "c_local")
         levels = Levels(vectors, vector_cost, ratios, int(space.max_nodes), budget_usd)
@@ -263,19 +273,19 @@ def solve_part(pools, used: tuple[int, ...], s: Setting, space: DecisionSpace, p
     return best, evaluations, True
 
 
-def _cheapest(pools, used, s: Setting, space: DecisionSpace, precision: str, ratios, h_values, h_max, h_min: int,
+def _cheapest(pools, used, s: Setting, space: DecisionSpace, precision: str, ratios, h_values, h_max, scored_h,
               budget_usd: float | None, deadline: float) -> tuple[Found | None, int, bool]:
     """min_cost: the cheapest split and plan that reach the target within the duration limit, then
     the fastest. The time of a plan is proportional to 1 / W, so plan d on N nodes with H meets the
     limit iff W >= W_need(d) = W_0 T(d, W_0) / T_limit; per (H, N) the plan of least W_need is also
     the fastest for every split. Then every split of N nodes (`split_vectors`) with W >= that need
     and within the budget is compared: least cost, then most W (least time)."""
-    vectors, cost = split_vectors(pools, used, len(h_values) - h_min + 1, "min_cost")
+    vectors, cost = split_vectors(pools, used, len(scored_h), "min_cost")
     nodes_v = vectors.sum(axis=1)
     max_nodes = int(space.max_nodes)
     need = np.full((len(h_values), max_nodes + 1), math.inf)
     evaluations = 0
-    for c, idx, n, h, r in plans(s, space, precision, h_min):
+    for c, idx, n, h, r in plans(s, space, precision, h_values=scored_h):
         if time.perf_counter() > deadline:
             return None, evaluations, False
         nodes = c.nodes(idx, n)
@@ -286,7 +296,7 @@ def _cheapest(pools, used, s: Setting, space: DecisionSpace, precision: str, rat
         np.minimum.at(need, (h[ok] - 1, nodes[ok]), reference[ok] * t[ok] / s.window_s)
     best = None
     within = (nodes_v <= max_nodes) & (cost <= (math.inf if budget_usd is None else budget_usd))
-    for row in range(h_min - 1, len(h_values)):
+    for row in np.asarray(scored_h) - 1:
         steps = inner_steps(ratios, h_values[row])
         w = sum(vectors[:, i] * steps[i] for i in used).astype(float)
         w_need = need[row, np.minimum(nodes_v, max_nodes)]
@@ -314,8 +324,8 @@ def _fastest_plan(pools, counts, s: Setting, space: DecisionSpace, precision: st
     steps = inner_steps(ratios, h)
     weighted = float(sum(counts[i] * steps[i] for i in steps))
     best = None
-    for c, idx, n, hh, r in plans(s, space, precision, h):
-        keep = (c.nodes(idx, n) == nodes) & (hh == h)
+    for c, idx, n, hh, r in plans(s, space, precision, h_values=[h]):
+        keep = c.nodes(idx, n) == nodes
         if not keep.any():
             continue
         batch = c.plans(idx[keep], n[keep], hh[keep], r[keep])
