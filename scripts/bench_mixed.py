@@ -64,6 +64,20 @@ def instance_data(sync_rule: str = "straggler", regions: str = "geography") -> d
     }
 
 
+def speed_gap_data(data: dict) -> dict:
+    """The instance with the A100 pool as nodes of 16 A100 (the preset with a third of its accelerators)
+    and fp16 only: its nodes are about a third as fast as the others, so with fleet.sync_rule
+    'proportional' or 'auto' the faster pools run about three times its inner steps."""
+    import json
+    hardware = json.loads((ROOT / "models" / "hardware" / "48xA100-80GB.json").read_text())
+    hardware.update(id="16xA100-80GB", name="16x A100 80GB", accelerators_per_node=16)
+    hardware.pop("notes", None)
+    hardware.pop("sources", None)
+    pools = [dict(p) for p in data["fleet"]["pools"]]
+    pools[1]["hardware"] = hardware
+    return {**data, "fleet": {**data["fleet"], "pools": pools}, "search": {**data.get("search", {}), "precisions": ["fp16"]}}
+
+
 EUROPE = ["London", "Paris", "Frankfurt", "Amsterdam", "Madrid", "Milan", "Warsaw", "Stockholm", "Zurich", "Vienna",
           "Dublin", "Brussels", "Prague", "Copenhagen", "Oslo", "Helsinki"]
 
@@ -143,6 +157,9 @@ def main() -> int:
                         help="network.regions of the 20-site instance: chosen = the planner picks the regions "
                              "(min_time, max_compute; bnb)")
     parser.add_argument("--pools", type=int, action="append", help="time the P-pool city fleet instead (repeatable)")
+    parser.add_argument("--speed-gap", action="store_true",
+                        help="the A100 pool as nodes of 16 A100 and fp16 only: H100 nodes 3.2x as fast, B200 "
+                             "nodes 3.2x, so the proportional rule runs its own plans (speed_gap_data)")
     args = parser.parse_args()
     solvers = [s for s in args.solvers.split(",") if s]
     if args.pools:
@@ -153,9 +170,12 @@ def main() -> int:
                 report(f"{count} pools without sites, min_time", solver,
                        *timed(pools_nosites_data(count), "min_time", solver, args.repeats))
         return 0
+    data = instance_data(args.sync_rule, args.regions)
+    if args.speed_gap:
+        data = speed_gap_data(data)
     for solver in solvers:
-        report(f"20 sites, 3 pools, 2,000 nodes, {args.objective}, sync rule {args.sync_rule}, regions {args.regions}",
-               solver, *timed(instance_data(args.sync_rule, args.regions), args.objective, solver, args.repeats))
+        report(f"20 sites, 3 pools, 2,000 nodes{', speed gap' if args.speed_gap else ''}, {args.objective}, sync rule "
+               f"{args.sync_rule}, regions {args.regions}", solver, *timed(data, args.objective, solver, args.repeats))
     return 0
 
 

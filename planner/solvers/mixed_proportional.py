@@ -12,22 +12,24 @@ is `fastest_fill` (most W, then least cost) for `min_time`, and for `max_compute
 compute grows with the tokens: a C_quality target (it grows with T, `run.quality_compute`) or a
 C_local target under the linear v1 or no replica penalty (C_local is then 6 P_act T eta with eta
 independent of T). Under the Chinchilla penalty C_local is not monotone in T (`planner.space`):
-`max_compute` of C_local there is refused (exit 2, naming `fleet.sync_rule`) rather than solved
-inexactly. With a budget the fastest split may be over it while a slower one is not, and
-`min_cost` needs the cheapest split that still reaches the target: both compare every split of
-the nodes among the pools of U (`Splits`, `_cheapest`).
+`max_compute` of C_local there compares every achievable W of a plan's (H, N), pruned by a bound
+over brackets of W (`planner.solvers.proportional_levels`). With a budget the fastest split may be
+over it while a slower one is not, and `min_cost` needs the cheapest split that still reaches the
+target: both compare every split of the nodes among the pools of U (`Splits`, `_cheapest`).
 
-Each part is solved by scoring every plan of the part's space (every n, H, R of the classes of
-`DecisionSpace`, whose reductions compare plans of equal N, H and R only, and so stay exact here:
-the rule multiplies their times alike); when the straggler rule is searched too, only the H at
-which some H_p exceeds H (below, the two rules are one), and at most MAX_PLANS plans (beyond, the
-instance is refused, exit 2, naming fleet.sync_rule). A part is skipped for `min_time` when a
-valid lower bound exceeds the best time found (`lower_bound_s`): T_prop >= T_straggler / rho_max
-for every plan, rho_max = max_p t_pace / t_p (W <= N H rho_max, and eta_H, eta_R at H_max >= H are
-no larger: facts (H), (R), (L) of `planner.solvers.monotone`), so the part's straggler optimum
-over rho_max bounds it; and the compute-only bound over rho_max eta_H(H_min). A `min_cost` part
-is skipped when the fewest nodes that bound allows within the duration limit cost more than the
-best plan found (`fewest_nodes`).
+Each part is solved by scoring every plan of the part's space with H >= first_h_that_differs
+(every n, H, R of the classes of `DecisionSpace`, whose reductions compare plans of equal N, H and
+R only, and so stay exact here: the rule multiplies their times alike). Below that H every H_p = H
+and the plans are straggler plans, solved by the straggler solvers (`mixed.straggler_twin` when the
+proportional rule is the only one searched). Only the H at which a plan could match the best found
+so far are scored (`h_worth_scoring`: a bound per H on the compute rate, and for min_cost on the
+nodes needed), at most MAX_PLANS plans (beyond, the instance is refused, exit 2, naming
+fleet.sync_rule). A part is skipped for `min_time` when a valid lower bound exceeds the best time
+found (`lower_bound_s`): T_prop >= T_straggler / rho_max for every plan, rho_max = max_p t_pace / t_p
+(W <= N H rho_max, and eta_H, eta_R at H_max >= H are no larger: facts (H), (R), (L) of
+`planner.solvers.monotone`), so the part's straggler optimum over rho_max bounds it; and the
+compute-only bound over rho_max eta_H(H_min). A `min_cost` part is skipped when the fewest nodes
+that bound allows within the duration limit cost more than the best plan found (`fewest_nodes`).
 """
 
 from __future__ import annotations
