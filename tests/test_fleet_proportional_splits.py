@@ -161,3 +161,30 @@ def test_the_bound_per_h_holds_for_every_plan(objective):
                                      int(space.max_nodes), lambda k: cheapest(pools, k))
             assert list(kept) == [hv], (hv, v)
     assert checked > 30
+
+
+def test_min_time_by_boxes_equals_scoring_every_plan(monkeypatch):
+    """min_time under the rule by the branch and bound's boxes (planner/solvers/proportional_boxes.py)
+    against scoring every plan, on fleets of 30 slow and 20 fast nodes (beyond the oracle), with and
+    without a budget, C_local and C_quality targets."""
+    from planner.solvers import proportional_boxes
+    base = {"model": {"params": 1e9}, "training": {"target_flop": 3e21},
+            "network": {"wan": {"up_mbps": 100, "down_mbps": 100, "rtt_ms": 50}},
+            "fleet": {"pools": [{"name": "slow", "hardware": _node(100), "count": 30},
+                                {"name": "fast", "hardware": _node(260), "count": 20}], "sync_rule": "proportional"},
+            "limits": {"max_days": 365},
+            "search": {"max_inner_steps": 60, "max_regional_rounds": 3, "group_sizes": [2, 5],
+                       "compression": [1, 16, 100]}}
+    cases = [base, {**base, "limits": {"max_days": 365, "budget_usd": 25 * 48 * 10000.0}},
+             {**base, "training": {"target_flop": 3e21, "target_kind": "c_quality"}},
+             {**base, "fleet": {**base["fleet"], "sync_rule": "auto"}}]
+    for data in cases:
+        inst = parse_instance(data)
+        by_boxes = solve(inst)
+        monkeypatch.setattr(proportional_boxes, "applies", lambda s, objective: False)
+        every = solve(inst)
+        monkeypatch.undo()
+        assert by_boxes.status == every.status == "optimal"
+        assert by_boxes.objective_value == pytest.approx(every.objective_value, rel=1e-12)
+        assert by_boxes.plan.pool_nodes == every.plan.pool_nodes
+        assert by_boxes.evaluations < every.evaluations

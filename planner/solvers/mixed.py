@@ -390,7 +390,7 @@ def proportional_parts(pools: list[PoolSetting], listed: list[Part], objective: 
             bound = max(bound, incumbent) if maximise else min(bound, incumbent)
             continue
         found, count, complete = mp.solve_part(pools, part.used, s, space, part.precision, objective, deadline,
-                                               h_min, budget_usd, scored_h)
+                                               h_min, budget_usd, scored_h, incumbent)
         evaluations += count
         if not complete:
             bound = math.inf if maximise else 0.0

@@ -48,6 +48,7 @@ from planner.objectives import tie_less
 from planner.schema.errors import InputError, Problem
 from planner.solvers import monotone
 from planner.solvers.bnb import TIE_REL
+from planner.solvers import proportional_boxes
 from planner.solvers.proportional_levels import Levels, needs_every_split, solve_levels
 from planner.space import DecisionSpace
 
@@ -227,11 +228,23 @@ def split_vectors(pools, used: tuple[int, ...], h_count: int, objective: str) ->
 
 def solve_part(pools, used: tuple[int, ...], s: Setting, space: DecisionSpace, precision: str, objective: str,
                deadline: float, h_min: int = 1, budget_usd: float | None = None,
-               scored_h=None) -> tuple[Found | None, int, bool]:
+               scored_h=None, incumbent: float = math.inf) -> tuple[Found | None, int, bool]:
     """(best proportional plan of the part with H >= h_min (or H in `scored_h`: `h_worth_scoring`) or
     None, plans scored, complete). Not
-    complete when the deadline stopped it (then nothing is proven about the plans not scored)."""
+    complete when the deadline stopped it (then nothing is proven about the plans not scored).
+    min_time: by boxes (`proportional_boxes`), pruned against `incumbent` (a plan of another part),
+    with no limit on the plans; None then when nothing of the part comes within the tie tolerance
+    of it."""
     space = space.for_objective(s, objective)
+    if proportional_boxes.applies(s, objective):
+        ratios = step_ratios(s, pools, used, precision)
+        h_all = np.arange(1, space.max_inner_steps + 1)
+        h_max = np.max(np.stack(list(inner_steps(ratios, h_all).values())), axis=0)
+        splits = Splits(pools, used, ratios, int(space.max_nodes), budget_usd, space.max_inner_steps)
+        found, evaluations, complete = proportional_boxes.search(
+            pools, used, s, space, precision, list(_classes(s, space, precision)), splits,
+            lambda h: h_max[np.asarray(h) - 1], ratios, incumbent, deadline)
+        return (Found(*found) if found is not None else None), evaluations, complete
     if scored_h is None:
         scored_h = np.arange(h_min, space.max_inner_steps + 1)
     count = plan_count(s, space, precision, h_values=scored_h)

@@ -1,0 +1,100 @@
+"""min_time under the proportional rule by the branch and bound's boxes instead of scoring every
+plan (docs/fleet.md, section 4).
+
+For a proportional plan d on a split of W = sum_p n_p H_p (`planner.fleet.proportional`) the time
+to target is its straggler twin's with two changes: tokens per outer step times W / (N H), and
+H_eff at H_max instead of H. The second never shortens the time when eta_H and eta_R fall with
+H_eff (facts (H) and (R) of `planner.solvers.monotone`; for a C_quality target the tokens needed
+grow with the loss multiplier and 1 / eta_H), so
+
+    T_prop(d) >= T_straggler(d) N H / W >= T_straggler(d) / rho(N),
+
+rho(N) = sum_p f_p(N) rho_p / N with f(N) the fastest fill of N nodes by rho_p = t_pace / t_p (the
+most sum_p n_p rho_p of any split of N nodes, each pool at least one; H_p = floor(H rho_p) <= H rho_p).
+On a box of plans (`planner.solvers.bnb`: [n1, n2] x [H1, H2] x [R1, R2] of one class) the straggler
+bound L_box <= T_straggler(d) then gives T_prop >= L_box / max_{N >= N(n1)} rho(N): the box is dropped
+when L_box exceeds the best proportional time found times that maximum (`bnb._branch_and_bound`'s
+cutoff per box). Every plan the search reaches (box corners, down to single plans) is scored under
+the rule on its split (`Splits`: the fastest fill, or the best within the budget), so every plan
+not scored lies in a dropped box, whose plans are all slower than the best found: the answer is
+the part's exact optimum. Used when `monotone.check` finds those facts (else every plan is scored).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+
+import numpy as np
+
+from planner.fleet.proportional import adjust_for
+from planner.objectives import tie_less
+from planner.solvers import bnb, monotone
+from planner.solvers.bnb import TIE_REL
+
+
+def applies(s, objective: str) -> bool:
+    """min_time, with the facts the bound needs."""
+    mono = monotone.check(s)
+    return objective == "min_time" and not mono.unsupported and mono.eta_h_falls
+
+
+def fill_speed_bound(pools, used, ratios: dict[int, float], max_nodes: int) -> np.ndarray:
+    """Per N = 0..max_nodes: max_{N' >= N} rho(N') (module docstring), inflated by 1e-12; rho of N
+    below |U| (no split) counts as 0."""
+    order = sorted(used, key=lambda i: -ratios[i])
+    extra = np.concatenate([[ratios[i]] * (pools[i].count - 1) for i in order] + [[]])
+    base = len(used)
+    total = np.zeros(max_nodes + 1)
+    top = min(max_nodes, base + extra.size)
+    if top >= base:
+        total[base:top + 1] = sum(ratios[i] for i in used) + np.concatenate([[0.0], np.cumsum(extra)])[:top - base + 1]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        rho = np.where(np.arange(max_nodes + 1) >= base, total / np.maximum(np.arange(max_nodes + 1), 1), 0.0)
+    rho[top + 1:] = 0.0
+    return np.maximum.accumulate(rho[::-1])[::-1] * (1.0 + 1e-12)
+
+
+def search(pools, used, s, space, precision: str, classes, splits, h_max_of, ratios, incumbent: float,
+           deadline: float):
+    """(best, evaluations, complete): best = (batch, counts, key (time, cost), time) of the part's
+    fastest proportional plan within the tie tolerance of `incumbent` or better, or None."""
+    from planner.solvers.mixed_proportional import measure
+    rho_sup = fill_speed_bound(pools, used, ratios, int(space.max_nodes))
+    state = {"best": min(incumbent, s.window_s), "found": None}
+    evaluations, complete = 0, True
+    for c, r_max in classes:
+        h_top, r_top = bnb._h_r_max(c, space.max_inner_steps, r_max)
+
+        def visit(idx, n, h, r, _straggler_time, c=c):
+            nodes = c.nodes(idx, n)
+            weighted, cost = splits.lookup(h, nodes)
+            batch = c.plans(idx, n, h, r)
+            value = measure(s, batch, adjust_for(weighted, h_max_of(h), h), "min_time")
+            ok = (weighted > 0) & np.isfinite(value) & (value <= s.window_s)
+            if not ok.any():
+                return
+            top = float(value[ok].min())
+            tied = np.flatnonzero(ok & (value <= top + TIE_REL * abs(top)))
+            i = int(tied[np.argmin(cost[tied])])
+            key = (float(value[i]), float(cost[i]))
+            found = state["found"]
+            if found is None or tie_less(key, found[2]):
+                counts = splits.counts(int(h[i]), int(nodes[i]))
+                state["found"] = (batch.take(slice(i, i + 1)), counts, key, key[0])
+            state["best"] = min(state["best"], top)
+
+        def cutoff(box, c=c):
+            return state["best"] * (1.0 + TIE_REL) * rho_sup[np.minimum(c.nodes(box["i"], box["n1"]), rho_sup.size - 1)]
+
+        idx, n, h, r = bnb._seeds(s, c, h_top, r_top)
+        visit(idx, n, h, r, None)
+        count, left = bnb._branch_and_bound(s, c, h_top, r_top, visit, cutoff, deadline=deadline)
+        evaluations += idx.size + count
+        if left is not None or time.perf_counter() > deadline:
+            complete = False
+            break
+    found = state["found"]
+    if found is not None and found[3] > incumbent * (1.0 + TIE_REL) and math.isfinite(incumbent):
+        found = None          # slower than a plan of another part: not the answer
+    return found, evaluations, complete
