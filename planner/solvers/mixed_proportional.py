@@ -24,7 +24,8 @@ and the plans are straggler plans, solved by the straggler solvers (`mixed.strag
 proportional rule is the only one searched). Only the H at which a plan could match the best found
 so far are scored (`h_worth_scoring`: a bound per H on the compute rate, and for min_cost on the
 nodes needed), at most MAX_PLANS plans (beyond, the instance is refused, exit 2, naming
-fleet.sync_rule). A part is skipped for `min_time` when a valid lower bound exceeds the best time
+fleet.sync_rule), except `min_time`, searched by the branch and bound's boxes with no limit
+(`planner.solvers.proportional_boxes`). A part is skipped for `min_time` when a valid lower bound exceeds the best time
 found (`lower_bound_s`): T_prop >= T_straggler / rho_max for every plan, rho_max = max_p t_pace / t_p
 (W <= N H rho_max, and eta_H, eta_R at H_max >= H are no larger: facts (H), (R), (L) of
 `planner.solvers.monotone`), so the part's straggler optimum over rho_max bounds it; and the
