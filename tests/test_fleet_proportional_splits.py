@@ -164,9 +164,10 @@ def test_the_bound_per_h_holds_for_every_plan(objective):
 
 
 def test_min_time_by_boxes_equals_scoring_every_plan(monkeypatch):
-    """min_time under the rule by the branch and bound's boxes (planner/solvers/proportional_boxes.py)
-    against scoring every plan, on fleets of 30 slow and 20 fast nodes (beyond the oracle), with and
-    without a budget, C_local and C_quality targets."""
+    """min_time (and max_compute of C_local under the linear v1 or no replica penalty) under the rule
+    by the branch and bound's boxes (planner/solvers/proportional_boxes.py) against scoring every
+    plan, on fleets of 30 slow and 20 fast nodes (beyond the oracle), with and without a budget,
+    C_local and C_quality targets."""
     from planner.solvers import proportional_boxes
     base = {"model": {"params": 1e9}, "training": {"target_flop": 3e21},
             "network": {"wan": {"up_mbps": 100, "down_mbps": 100, "rtt_ms": 50}},
@@ -177,7 +178,11 @@ def test_min_time_by_boxes_equals_scoring_every_plan(monkeypatch):
                        "compression": [1, 16, 100]}}
     cases = [base, {**base, "limits": {"max_days": 365, "budget_usd": 25 * 48 * 10000.0}},
              {**base, "training": {"target_flop": 3e21, "target_kind": "c_quality"}},
-             {**base, "fleet": {**base["fleet"], "sync_rule": "auto"}}]
+             {**base, "fleet": {**base["fleet"], "sync_rule": "auto"}},
+             {**base, "objective": "max_compute", "limits": {"max_days": 20},
+              "assumptions": {"constants": {"replica_penalty": "linear_v1"}}},
+             {**base, "objective": "max_compute", "limits": {"max_days": 20, "budget_usd": 25 * 48 * 10000.0},
+              "assumptions": {"constants": {"replica_penalty": "none"}}}]
     for data in cases:
         inst = parse_instance(data)
         by_boxes = solve(inst)
@@ -187,4 +192,5 @@ def test_min_time_by_boxes_equals_scoring_every_plan(monkeypatch):
         assert by_boxes.status == every.status == "optimal"
         assert by_boxes.objective_value == pytest.approx(every.objective_value, rel=1e-12)
         assert by_boxes.plan.pool_nodes == every.plan.pool_nodes
+        assert by_boxes.plan.sync_rule == "proportional"
         assert by_boxes.evaluations < every.evaluations

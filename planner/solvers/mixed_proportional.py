@@ -233,7 +233,8 @@ def solve_part(pools, used: tuple[int, ...], s: Setting, space: DecisionSpace, p
     """(best proportional plan of the part with H >= h_min (or H in `scored_h`: `h_worth_scoring`) or
     None, plans scored, complete). Not
     complete when the deadline stopped it (then nothing is proven about the plans not scored).
-    min_time: by boxes (`proportional_boxes`), pruned against `incumbent` (a plan of another part),
+    min_time and max_compute of C_local under the linear v1 or no replica penalty: by boxes
+    (`proportional_boxes`), pruned against `incumbent` (a plan of another part: seconds, or FLOP),
     with no limit on the plans; None then when nothing of the part comes within the tie tolerance
     of it."""
     space = space.for_objective(s, objective)
@@ -244,7 +245,7 @@ def solve_part(pools, used: tuple[int, ...], s: Setting, space: DecisionSpace, p
         splits = Splits(pools, used, ratios, int(space.max_nodes), budget_usd, space.max_inner_steps)
         found, evaluations, complete = proportional_boxes.search(
             pools, used, s, space, precision, list(_classes(s, space, precision)), splits,
-            lambda h: h_max[np.asarray(h) - 1], ratios, incumbent, deadline)
+            lambda h: h_max[np.asarray(h) - 1], ratios, incumbent, deadline, objective)
         return (Found(*found) if found is not None else None), evaluations, complete
     if scored_h is None:
         scored_h = np.arange(h_min, space.max_inner_steps + 1)

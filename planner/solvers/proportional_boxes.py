@@ -1,5 +1,6 @@
-"""min_time under the proportional rule by the branch and bound's boxes instead of scoring every
-plan (docs/fleet.md, section 4).
+"""min_time (and max_compute of C_local under the linear v1 or no replica penalty) under the
+proportional rule by the branch and bound's boxes instead of scoring every plan (docs/fleet.md,
+section 4).
 
 For a proportional plan d on a split of W = sum_p n_p H_p (`planner.fleet.proportional`) the time
 to target is its straggler twin's with two changes: tokens per outer step times W / (N H), and
@@ -18,6 +19,13 @@ cutoff per box). Every plan the search reaches (box corners, down to single plan
 the rule on its split (`Splits`: the fastest fill, or the best within the budget), so every plan
 not scored lies in a dropped box, whose plans are all slower than the best found: the answer is
 the part's exact optimum. Used when `monotone.check` finds those facts (else every plan is scored).
+
+max_compute of C_local under the linear v1 or no replica penalty: C_local = 6 P_act T eta with T
+proportional to the tokens per second and eta = eta_H eta_C eta_A eta_R not depending on T, so
+C_prop(d) = C_straggler(d) W / (N H) x (eta at H_max) / (eta at H) <= C_straggler(d) rho(N), and the
+straggler bound on 1 / C of a box over the same maximum of rho bounds the box under the rule.
+(Under the Chinchilla penalty eta_R depends on T, and C_quality is not proportional to T: there
+every plan is scored, `planner.solvers.proportional_levels`.)
 """
 
 from __future__ import annotations
@@ -34,9 +42,12 @@ from planner.solvers.bnb import TIE_REL
 
 
 def applies(s, objective: str) -> bool:
-    """min_time, with the facts the bound needs."""
+    """min_time, or max_compute of C_local under the linear v1 or no replica penalty, with the facts
+    the bound needs."""
     mono = monotone.check(s)
-    return objective == "min_time" and not mono.unsupported and mono.eta_h_falls
+    linear = (objective == "max_compute" and s.target_kind == "c_local"
+              and s.assumptions.replica_penalty in ("linear_v1", "none"))
+    return (objective == "min_time" or linear) and not mono.unsupported and mono.eta_h_falls
 
 
 def fill_speed_bound(pools, used, ratios: dict[int, float], max_nodes: int) -> np.ndarray:
@@ -56,22 +67,29 @@ def fill_speed_bound(pools, used, ratios: dict[int, float], max_nodes: int) -> n
 
 
 def search(pools, used, s, space, precision: str, classes, splits, h_max_of, ratios, incumbent: float,
-           deadline: float):
-    """(best, evaluations, complete): best = (batch, counts, key (time, cost), time) of the part's
-    fastest proportional plan within the tie tolerance of `incumbent` or better, or None."""
+           deadline: float, objective: str = "min_time"):
+    """(best, evaluations, complete): best = (batch, counts, key, value) of the part's best
+    proportional plan within the tie tolerance of `incumbent` or better, or None. min_time: key
+    (time, cost), value and `incumbent` in seconds; max_compute: key (-C_local, cost), value and
+    `incumbent` C_local (FLOP). The search minimises the bnb measure m (time, or 1 / C_local)."""
     from planner.solvers.mixed_proportional import measure
     rho_sup = fill_speed_bound(pools, used, ratios, int(space.max_nodes))
-    state = {"best": min(incumbent, s.window_s), "found": None}
+    maximise = objective == "max_compute"
+    with np.errstate(divide="ignore"):
+        start = 1.0 / incumbent if maximise else min(incumbent, s.window_s)
+    state = {"best": start if start > 0 else math.inf, "found": None}
     evaluations, complete = 0, True
     for c, r_max in classes:
         h_top, r_top = bnb._h_r_max(c, space.max_inner_steps, r_max)
 
-        def visit(idx, n, h, r, _straggler_time, c=c):
+        def visit(idx, n, h, r, _straggler_value, c=c):
+            if not np.size(idx):
+                return
             nodes = c.nodes(idx, n)
             weighted, cost = splits.lookup(h, nodes)
             batch = c.plans(idx, n, h, r)
-            value = measure(s, batch, adjust_for(weighted, h_max_of(h), h), "min_time")
-            ok = (weighted > 0) & np.isfinite(value) & (value <= s.window_s)
+            value = measure(s, batch, adjust_for(weighted, h_max_of(h), h), objective)     # time or -C
+            ok = (weighted > 0) & np.isfinite(value) & ((value < 0) if maximise else (value <= s.window_s))
             if not ok.any():
                 return
             top = float(value[ok].min())
@@ -81,20 +99,23 @@ def search(pools, used, s, space, precision: str, classes, splits, h_max_of, rat
             found = state["found"]
             if found is None or tie_less(key, found[2]):
                 counts = splits.counts(int(h[i]), int(nodes[i]))
-                state["found"] = (batch.take(slice(i, i + 1)), counts, key, key[0])
-            state["best"] = min(state["best"], top)
+                state["found"] = (batch.take(slice(i, i + 1)), counts, key, -key[0] if maximise else key[0])
+            state["best"] = min(state["best"], -1.0 / top if maximise else top)
 
         def cutoff(box, c=c):
             return state["best"] * (1.0 + TIE_REL) * rho_sup[np.minimum(c.nodes(box["i"], box["n1"]), rho_sup.size - 1)]
 
         idx, n, h, r = bnb._seeds(s, c, h_top, r_top)
         visit(idx, n, h, r, None)
-        count, left = bnb._branch_and_bound(s, c, h_top, r_top, visit, cutoff, deadline=deadline)
+        count, left = bnb._branch_and_bound(s, c, h_top, r_top, visit, cutoff, deadline=deadline,
+                                            measure=bnb.compute_measure("c_local") if maximise else bnb.TIME)
         evaluations += idx.size + count
         if left is not None or time.perf_counter() > deadline:
             complete = False
             break
     found = state["found"]
-    if found is not None and found[3] > incumbent * (1.0 + TIE_REL) and math.isfinite(incumbent):
-        found = None          # slower than a plan of another part: not the answer
+    worse = found is not None and math.isfinite(incumbent) and (
+        found[3] < incumbent * (1.0 - TIE_REL) if maximise else found[3] > incumbent * (1.0 + TIE_REL))
+    if worse:
+        found = None          # worse than a plan of another part: not the answer
     return found, evaluations, complete
