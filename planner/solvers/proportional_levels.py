@@ -144,6 +144,8 @@ def solve_levels(pools, s: Setting, levels: Levels, plan_chunks, h_max_of, deadl
         inner = hi - lo > 1
         if inner.any():
             bound = c_local_bound(s, batch, w_lo, w_hi, h_max_of(h), h) if bounded else np.full(h.size, np.inf)
+            if best is not None:          # only what may still come within the tie tolerance is kept
+                inner &= bound >= -best[2][0] * (1.0 - TIE_REL)
             pending.append((c, idx[inner], n[inner], h[inner], r[inner], nodes[inner], lo[inner], hi[inner],
                             bound[inner]))
     floor = -best[2][0] if best is not None else -math.inf
