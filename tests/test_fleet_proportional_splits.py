@@ -164,7 +164,7 @@ def test_the_bound_per_h_holds_for_every_plan(objective):
 
 
 def test_min_time_by_boxes_equals_scoring_every_plan(monkeypatch):
-    """min_time (and max_compute of C_local under the linear v1 or no replica penalty) under the rule
+    """min_time, max_compute of C_quality and of C_local under the linear v1 or no replica penalty, under the rule
     by the branch and bound's boxes (planner/solvers/proportional_boxes.py) against scoring every
     plan, on fleets of 30 slow and 20 fast nodes (beyond the oracle), with and without a budget,
     C_local and C_quality targets."""
@@ -182,7 +182,13 @@ def test_min_time_by_boxes_equals_scoring_every_plan(monkeypatch):
              {**base, "objective": "max_compute", "limits": {"max_days": 20},
               "assumptions": {"constants": {"replica_penalty": "linear_v1"}}},
              {**base, "objective": "max_compute", "limits": {"max_days": 20, "budget_usd": 25 * 48 * 10000.0},
-              "assumptions": {"constants": {"replica_penalty": "none"}}}]
+              "assumptions": {"constants": {"replica_penalty": "none"}}},
+             {**base, "objective": "max_compute", "limits": {"max_days": 20}, "model": {"params": 1e10},
+              "training": {"target_flop": 3e21, "target_kind": "c_quality"}},
+             {**base, "objective": "max_compute", "limits": {"max_days": 20, "budget_usd": 25 * 48 * 10000.0},
+              "training": {"target_flop": 3e21, "target_kind": "c_quality"}, "model": {"params": 1e10},
+              "fleet": {**base["fleet"], "sync_rule": "auto"}}]
+    both = 0             # optima on both pools under the rule
     for data in cases:
         inst = parse_instance(data)
         by_boxes = solve(inst)
@@ -192,5 +198,7 @@ def test_min_time_by_boxes_equals_scoring_every_plan(monkeypatch):
         assert by_boxes.status == every.status == "optimal"
         assert by_boxes.objective_value == pytest.approx(every.objective_value, rel=1e-12)
         assert by_boxes.plan.pool_nodes == every.plan.pool_nodes
-        assert by_boxes.plan.sync_rule == "proportional"
+        assert by_boxes.plan.sync_rule == every.plan.sync_rule
+        both += len(by_boxes.plan.pool_nodes) == 2 and by_boxes.plan.sync_rule == "proportional"
         assert by_boxes.evaluations < every.evaluations
+    assert both >= 5

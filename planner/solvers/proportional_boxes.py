@@ -24,8 +24,14 @@ max_compute of C_local under the linear v1 or no replica penalty: C_local = 6 P_
 proportional to the tokens per second and eta = eta_H eta_C eta_A eta_R not depending on T, so
 C_prop(d) = C_straggler(d) W / (N H) x (eta at H_max) / (eta at H) <= C_straggler(d) rho(N), and the
 straggler bound on 1 / C of a box over the same maximum of rho bounds the box under the rule.
-(Under the Chinchilla penalty eta_R depends on T, and C_quality is not proportional to T: there
-every plan is scored, `planner.solvers.proportional_levels`.)
+max_compute of C_quality: C_quality = Q(T, g, mu) (`run.quality_compute`) grows with the tokens T
+and g and falls with the loss multiplier mu, but is not proportional to T, so the box gets a bound of
+its own (`quality_box_bound`): the straggler tokens of a box are at most T_up = W' tps(n1, H2, R2)
+n2 / n1 (`bnb._compute_box`), under the rule at most rho T_up; g is at most g(n1, H1 sqrt R1) and mu
+at least mu(n1, H1 sqrt R1) at the straggler H_eff, which H_max only lowers and raises; so
+C_quality <= Q(rho T_up, g_up, mu_lo) on the box. (Under the Chinchilla penalty C_local is not
+monotone in T and the best split need not be the fastest: there every plan is scored,
+`planner.solvers.proportional_levels`.)
 """
 
 from __future__ import annotations
@@ -35,6 +41,8 @@ import time
 
 import numpy as np
 
+from planner.cost import run
+from planner.cost.modes import throughput
 from planner.fleet.proportional import adjust_for
 from planner.objectives import tie_less
 from planner.solvers import bnb, monotone
@@ -47,7 +55,27 @@ def applies(s, objective: str) -> bool:
     mono = monotone.check(s)
     linear = (objective == "max_compute" and s.target_kind == "c_local"
               and s.assumptions.replica_penalty in ("linear_v1", "none"))
-    return (objective == "min_time" or linear) and not mono.unsupported and mono.eta_h_falls
+    quality = objective == "max_compute" and s.target_kind == "c_quality"
+    return (objective == "min_time" or linear or quality) and not mono.unsupported and mono.eta_h_falls
+
+
+def quality_box_bound(rho_sup: np.ndarray):
+    """A `bnb._branch_and_bound` box bound: 1 / C_quality >= 1 / Q(rho T_up, g_up, mu_lo) on each box
+    (module docstring), with the box's two corner plans (scored under the rule by the visit)."""
+    def bound(s, c, box, measure, mono, cut):
+        r_fast, r_slow = bnb._fast_slow_r(c, box)
+        i, n1, n2 = box["i"], box["n1"], box["n2"]
+        hi_t = throughput(s, c.plans(i, n1, box["h2"], r_fast))
+        lo_b = c.plans(i, n1, box["h1"], r_slow)
+        lo_t = throughput(s, lo_b)
+        g_up, mu_lo, with_chi = run.quality_terms(s, lo_b, lo_t, run.efficiency_without_replicas(s, lo_b, lo_t))
+        rho = rho_sup[np.minimum(c.nodes(i, n1), rho_sup.size - 1)]
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            t_up = s.training_window_s * hi_t["tokens_per_outer"] / hi_t["outer_time_s"] * (n2 / n1) * rho
+            upper = run.quality_compute(s, t_up, g_up, mu_lo, with_chi) * (1.0 + 1e-9)
+            lower = np.nan_to_num(1.0 / upper, nan=0.0)
+        return lower, [(i, n1, box["h2"], r_fast, None), (i, n1, box["h1"], r_slow, None)]
+    return bound
 
 
 def fill_speed_bound(pools, used, ratios: dict[int, float], max_nodes: int) -> np.ndarray:
@@ -75,6 +103,7 @@ def search(pools, used, s, space, precision: str, classes, splits, h_max_of, rat
     from planner.solvers.mixed_proportional import measure
     rho_sup = fill_speed_bound(pools, used, ratios, int(space.max_nodes))
     maximise = objective == "max_compute"
+    quality = maximise and s.target_kind == "c_quality"
     with np.errstate(divide="ignore"):
         start = 1.0 / incumbent if maximise else min(incumbent, s.window_s)
     state = {"best": start if start > 0 else math.inf, "found": None}
@@ -103,12 +132,15 @@ def search(pools, used, s, space, precision: str, classes, splits, h_max_of, rat
             state["best"] = min(state["best"], -1.0 / top if maximise else top)
 
         def cutoff(box, c=c):
+            if quality:           # the box bound is the rule's own
+                return np.full(box["i"].shape, state["best"] * (1.0 + TIE_REL))
             return state["best"] * (1.0 + TIE_REL) * rho_sup[np.minimum(c.nodes(box["i"], box["n1"]), rho_sup.size - 1)]
 
         idx, n, h, r = bnb._seeds(s, c, h_top, r_top)
         visit(idx, n, h, r, None)
         count, left = bnb._branch_and_bound(s, c, h_top, r_top, visit, cutoff, deadline=deadline,
-                                            measure=bnb.compute_measure("c_local") if maximise else bnb.TIME)
+                                            measure=bnb.compute_measure(s.target_kind) if maximise else bnb.TIME,
+                                            box_bound=quality_box_bound(rho_sup) if quality else None)
         evaluations += idx.size + count
         if left is not None or time.perf_counter() > deadline:
             complete = False
