@@ -66,6 +66,20 @@ def instance_data(sync_rule: str = "straggler", regions: str = "geography") -> d
     }
 
 
+def speed_gap_data(data: dict) -> dict:
+    """The instance with the A100 pool as nodes of 16 A100 (the preset with a third of its accelerators)
+    and fp16 only: its nodes are about a third as fast as the others, so with fleet.sync_rule
+    'proportional' or 'auto' the faster pools run about three times its inner steps."""
+    import json
+    hardware = json.loads((ROOT / "models" / "hardware" / "48xA100-80GB.json").read_text())
+    hardware.update(id="16xA100-80GB", name="16x A100 80GB", accelerators_per_node=16)
+    hardware.pop("notes", None)
+    hardware.pop("sources", None)
+    pools = [dict(p) for p in data["fleet"]["pools"]]
+    pools[1]["hardware"] = hardware
+    return {**data, "fleet": {**data["fleet"], "pools": pools}, "search": {**data.get("search", {}), "precisions": ["fp16"]}}
+
+
 EUROPE = ["London", "Paris", "Frankfurt", "Amsterdam", "Madrid", "Milan", "Warsaw", "Stockholm", "Zurich", "Vienna",
           "Dublin", "Brussels", "Prague", "Copenhagen", "Oslo", "Helsinki"]
 
@@ -151,6 +165,9 @@ def main() -> int:
     parser.add_argument("--modes", help="comma-separated search.modes of the 20-site instance (default: all)")
     parser.add_argument("--max-days", type=float, help="limits.max_days of the 20-site instance (default 365)")
     parser.add_argument("--pools", type=int, action="append", help="time the P-pool city fleet instead (repeatable)")
+    parser.add_argument("--speed-gap", action="store_true",
+                        help="the A100 pool as nodes of 16 A100 and fp16 only: H100 nodes 3.2x as fast, B200 "
+                             "nodes 3.2x, so the proportional rule runs its own plans (speed_gap_data)")
     args = parser.parse_args()
     solvers = [s for s in args.solvers.split(",") if s]
     if args.pools:
@@ -162,6 +179,8 @@ def main() -> int:
                        *timed(pools_nosites_data(count), "min_time", solver, args.repeats))
         return 0
     data = instance_data(args.sync_rule, args.regions)
+    if args.speed_gap:
+        data = speed_gap_data(data)
     if args.budget is not None:
         data["limits"]["budget_usd"] = args.budget
     if args.europe:
@@ -170,16 +189,17 @@ def main() -> int:
         for site in data["network"]["sites"]:
             site.update(lan_mbps=100000, lan_rtt_ms=0.1)
     if args.modes:
-        data["search"] = {"modes": args.modes.split(",")}
+        data["search"] = {**data.get("search", {}), "modes": args.modes.split(",")}
     if args.max_days is not None:
         data["limits"]["max_days"] = args.max_days
-    budget = f", budget {args.budget:,.0f} USD" if args.budget is not None else ""
-    budget += ", pools in London, Paris, Frankfurt" if args.europe else ""
-    budget += f", modes {args.modes}" if args.modes else ""
-    budget += f", max_days {args.max_days:g}" if args.max_days is not None else ""
+    extra = ", speed gap" if args.speed_gap else ""
+    extra += f", budget {args.budget:,.0f} USD" if args.budget is not None else ""
+    extra += ", pools in London, Paris, Frankfurt" if args.europe else ""
+    extra += f", modes {args.modes}" if args.modes else ""
+    extra += f", max_days {args.max_days:g}" if args.max_days is not None else ""
     for solver in solvers:
         report(f"20 sites, 3 pools, 2,000 nodes, {args.objective}, sync rule {args.sync_rule}, regions {args.regions}"
-               f"{budget}", solver, *timed(data, args.objective, solver, args.repeats))
+               f"{extra}", solver, *timed(data, args.objective, solver, args.repeats))
     return 0
 
 

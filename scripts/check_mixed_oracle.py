@@ -1,11 +1,17 @@
 """Compare the mixed-fleet planner (planner.solvers.mixed) with its exhaustive oracle
 (planner.solvers.mixed_oracle) on seeded random small instances of 1 to 3 pools
-(planner.fleet.samples; half of those the proportional rule is planned for have fleet.sync_rule
-'proportional' or 'auto'). Prints the disagreements (none expected), how many instances were
+(planner.fleet.samples; three in four have fleet.sync_rule 'proportional' or 'auto', and a third of
+those with max_compute a C_local target under the Chinchilla replica penalty, where every split of
+the nodes is a candidate). Prints the disagreements (none expected), how many instances were
 feasible and how many optima use several pools, and the time of each side.
 
-    python scripts/check_mixed_oracle.py [--count 200] [--seed 12]
+    python scripts/check_mixed_oracle.py [--count 200] [--seed 12] [--chinchilla-c-local]
     python scripts/check_mixed_oracle.py --shipped
+
+`--chinchilla-c-local`: every instance max_compute of a C_local target under the Chinchilla replica
+penalty with 'proportional' or 'auto', half of them where the fastest split is often not the best
+(`planner.fleet.samples.chinchilla_c_local_instance`); also prints how many optima are not the
+fastest fill.
 
 `--shipped` compares them on the shipped instances instead: mixed-a100-h100 and mixed-six-sites as
 they are (about 30 s and 45 s of oracle), and mixed-governance-cities with 1 node per city instead
@@ -22,7 +28,7 @@ import time
 
 import numpy as np
 
-from planner.fleet.samples import random_instance
+from planner.fleet.samples import chinchilla_c_local_instance, random_instance
 from planner.schema.instance import parse_instance
 from planner.solve import solve
 from planner.solvers.mixed_oracle import oracle
@@ -51,30 +57,56 @@ def main() -> int:
     parser.add_argument("--count", type=int, default=200)
     parser.add_argument("--seed", type=int, default=12)
     parser.add_argument("--shipped", action="store_true", help="the shipped mixed instances instead")
+    parser.add_argument("--chinchilla-c-local", action="store_true",
+                        help="max_compute of C_local under the Chinchilla penalty with the proportional rule")
     args = parser.parse_args()
     if args.shipped:
         return shipped()
     rng = np.random.default_rng(args.seed)
     disagreements, feasible, several, planner_s, oracle_s = 0, 0, 0, 0.0, 0.0
     with_rule, proportional = 0, 0          # instances with fleet.sync_rule proportional / auto; optima under it
+    chinchilla_c_local = 0                  # of those: max_compute of C_local under the Chinchilla penalty
+    slower_split = 0                        # optima under the rule on a split other than the fastest fill
     for k in range(args.count):
-        instance = parse_instance(random_instance(rng))
+        data = chinchilla_c_local_instance(rng) if args.chinchilla_c_local else random_instance(rng)
+        instance = parse_instance(data)
         result, best, took_s, oracle_took_s = planner_and_oracle(instance)
         planner_s, oracle_s = planner_s + took_s, oracle_s + oracle_took_s
         with_rule += instance.fleet.sync_rule != "straggler"
+        chinchilla_c_local += (instance.fleet.sync_rule != "straggler" and instance.objective == "max_compute"
+                               and instance.training.target_kind == "c_local"
+                               and data.get("assumptions", {}).get("constants", {}).get("replica_penalty",
+                                                                                         "chinchilla") == "chinchilla")
         if result.status == "optimal":
             feasible += 1
             several += len(result.plan.pool_nodes) > 1
             proportional += result.plan.sync_rule == "proportional"
+            slower_split += result.plan.sync_rule == "proportional" and not is_fastest_fill(instance, result.plan)
         if not agree(result, best):
             disagreements += 1
             print(f"instance {k}: planner {result.status} {result.objective_value} "
                   f"{result.plan.pool_nodes if result.plan else None}; oracle {best}")
     print(f"{args.count} instances (seed {args.seed}): {disagreements} disagreements; {feasible} feasible, "
-          f"{several} optima on several pools; {with_rule} with fleet.sync_rule proportional or auto, "
-          f"{proportional} optima under the proportional rule; planner {planner_s:.1f} s, oracle {oracle_s:.1f} s; "
+          f"{several} optima on several pools; {with_rule} with fleet.sync_rule proportional or auto "
+          f"({chinchilla_c_local} of them max_compute of C_local under the Chinchilla penalty), "
+          f"{proportional} optima under the proportional rule ({slower_split} not on the fastest fill); planner {planner_s:.1f} s, oracle {oracle_s:.1f} s; "
           f"load average {os.getloadavg()[0]:.2f}")
     return 1 if disagreements else 0
+
+
+def is_fastest_fill(instance, plan) -> bool:
+    """Whether the plan's split has the most W = sum_p n_p H_p of its nodes on its pools
+    (`planner.fleet.proportional.fastest_fill`)."""
+    from planner.fleet.pools import pool_settings
+    from planner.fleet.proportional import fastest_fill, inner_steps, step_ratios
+    from planner.fleet.replicas import mixed_setting
+    pools = pool_settings(instance)
+    counts = [plan.pool_nodes.get(p.label, 0) for p in pools]
+    used = tuple(i for i, n in enumerate(counts) if n)
+    steps = {i: int(v) for i, v in inner_steps(step_ratios(mixed_setting(pools, used, plan.precision), pools, used,
+                                                            plan.precision), plan.inner_steps).items()}
+    fill = fastest_fill(pools, steps, sum(counts))
+    return sum(fill[i] * steps[i] for i in used) == sum(counts[i] * steps[i] for i in used)
 
 
 def shipped() -> int:

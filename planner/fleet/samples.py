@@ -69,17 +69,18 @@ def random_instance(rng: np.random.Generator, max_count: int = 4) -> dict:
 
 
 def _add_sync_rule(rng: np.random.Generator, data: dict) -> None:
-    """Three times in four fleet.sync_rule 'proportional' or 'auto'; with max_compute, where the planner
-    solves it exactly (planner/solvers/mixed_proportional.py): a C_quality target, or the linear v1
-    or no replica penalty. Drawn last, so the other draws are as before."""
+    """Three times in four fleet.sync_rule 'proportional' or 'auto'; with max_compute a C_quality target
+    (a third), C_local under the Chinchilla replica penalty (a third: every split is a candidate,
+    planner/solvers/proportional_levels.py), or the linear v1 or no replica penalty. Drawn last, so
+    the other draws are as before."""
     rule, kind, penalty = rng.choice(["straggler", "proportional", "auto", "auto"]), rng.random(), rng.random()
     if rule == "straggler":
         return
     data["fleet"]["sync_rule"] = str(rule)
     if data["objective"] == "max_compute":
-        if kind < 0.5:
+        if kind < 1 / 3:
             data["training"]["target_kind"] = "c_quality"
-        else:
+        elif kind >= 2 / 3:
             data.setdefault("assumptions", {}).setdefault("constants", {})["replica_penalty"] = \
                 "linear_v1" if penalty < 0.5 else "none"
 
@@ -110,3 +111,37 @@ def _light_rtt_ms(a: str, b: str) -> float:
     from planner.sites.places import great_circle_km, places
     pa, pb = places()[a], places()[b]
     return 2.0 * great_circle_km(pa.lat, pa.lon, pb.lat, pb.lon) / 299_792.458 * 1e3
+
+
+def chinchilla_c_local_instance(rng: np.random.Generator) -> dict:
+    """max_compute of a C_local target under the Chinchilla replica penalty with fleet.sync_rule
+    'proportional' or 'auto': half of the time a `random_instance`, half of the time a fleet where the
+    fastest split is often not the best: two pools of 48-accelerator nodes of 1.3 to 3.5 times each
+    other's speed, 60B to 300B parameters, a window of 0.3 to 10 tokens per parameter, a replica
+    exponent 100 to 3,000 times the default's coefficient, and exactly N nodes to use (fewer than both
+    pools hold), so that eta_R falls faster than the tokens grow (planner/solvers/proportional_levels.py)."""
+    rule = str(rng.choice(["proportional", "auto"]))
+    if rng.random() < 0.5:
+        data = random_instance(rng)
+        data["objective"] = "max_compute"
+        data["training"].pop("target_kind", None)
+        data.get("assumptions", {}).get("constants", {}).pop("replica_penalty", None)
+        data["fleet"]["sync_rule"] = rule
+        return data
+    params, tflops, ratio = float(10 ** rng.uniform(10.8, 11.5)), float(rng.uniform(100, 300)), float(rng.uniform(1.3, 3.5))
+    slow, fast = int(rng.integers(2, 6)), int(rng.integers(1, 4))
+    nodes = int(rng.integers(max(slow, fast), slow + fast))
+    days = params * float(10 ** rng.uniform(-0.5, 1)) * 6 * params / (48 * tflops * 1e12 * 0.4 * nodes * 1.5) / 86400
+
+    def node(t: float) -> dict:
+        return {"id": "custom", "name": "node", "accelerators_per_node": 48, "peak_tflops_per_accelerator": {"fp16": t},
+                "hbm_gb_per_accelerator": 141.0, "price_usd_per_accelerator": float(rng.choice([5000.0, 10000.0]))}
+    return {"model": {"params": params}, "training": {"target_flop": 6 * params * params * 20},
+            "fleet": {"pools": [{"name": "slow", "hardware": node(tflops), "count": slow},
+                                {"name": "fast", "hardware": node(tflops * ratio), "count": fast}], "sync_rule": rule},
+            "network": {"wan": {"up_mbps": float(10 ** rng.uniform(2, 5)), "down_mbps": 10000.0, "rtt_ms": 20.0}},
+            "limits": {"max_days": days, "max_nodes": nodes},
+            "search": {"min_nodes": nodes, "max_inner_steps": int(rng.integers(1, 40)), "max_regional_rounds": 2,
+                       "group_sizes": [2], "compression": [1.0, 16.0]},
+            "objective": "max_compute",
+            "assumptions": {"constants": {"replica_beta_coefficient": float(10 ** rng.uniform(2, 3.5))}}}

@@ -273,7 +273,8 @@ def _branch_and_bound(s: Setting, c: Classes, h_max: int, r_max: int, visit: Cal
                       n_range: tuple[np.ndarray, np.ndarray] | None = None,
                       deadline: float = math.inf, measure: str = TIME,
                       dominated: Callable | None = None,
-                      n_cap: Callable | None = None) -> tuple[int, dict[str, np.ndarray] | None]:
+                      n_cap: Callable | None = None,
+                      box_bound: Callable | None = None) -> tuple[int, dict[str, np.ndarray] | None]:
     """Search (n, H, R) boxes of every class.
 
     `visit(idx, n, h, r, t)` sees every scored plan (t its `measure`); `cutoff(box)` gives, per
@@ -281,7 +282,9 @@ def _branch_and_bound(s: Setting, c: Classes, h_max: int, r_max: int, visit: Cal
     `dominated(box, lower)`, if given, marks boxes none of whose plans can be the answer
     either; `n_cap(box)`, if given, the largest n of interest per box (read before each
     round of bounds): boxes are cut down to it, which tightens their bound's n1 / n2 factor
-    (plans beyond it are of no interest, so nothing of interest is dropped). Returns the number of plans scored and, when `deadline` (time.perf_counter())
+    (plans beyond it are of no interest, so nothing of interest is dropped). `box_bound(s, c, box,
+    measure, mono, cut)`, if given, replaces `_box_bound` (another cost model's bound, e.g. a fleet's
+    proportional rule, `planner.solvers.proportional_boxes`). Returns the number of plans scored and, when `deadline` (time.perf_counter())
     passed first, the boxes left open with their lower bounds (key "lower"); else None.
     """
     mono = monotone.check(s)
@@ -309,7 +312,8 @@ def _branch_and_bound(s: Setting, c: Classes, h_max: int, r_max: int, visit: Cal
             box = {k: v[box["n1"] <= box["n2"]] for k, v in box.items()}
             if not box["i"].size:
                 break
-        lower, corners = _box_bound(s, c, box, measure, mono, np.broadcast_to(cutoff(box), box["i"].shape))
+        lower, corners = (box_bound or _box_bound)(s, c, box, measure, mono,
+                                                  np.broadcast_to(cutoff(box), box["i"].shape))
         for idx, n, h, r, value in corners:
             evaluations += idx.size
             visit(idx, n, h, r, value)

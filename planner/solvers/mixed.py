@@ -37,6 +37,8 @@ import time
 from itertools import combinations
 from typing import NamedTuple
 
+import numpy as np
+
 from planner.cost.setting import PlanBatch, Setting
 from planner.evaluate import with_params
 from planner.fleet.evaluate import MixedEvaluation, evaluate_mixed
@@ -273,8 +275,10 @@ def solve_mixed(instance: Instance, objective: str, solver: str, deadline: float
         # that cost at most the cheapest plan found so far (ties included)
         order = range(len(listed)) if objective == "min_cost" else reversed(range(len(listed)))
         straggler_best: dict[int, float] = {}         # part index -> its straggler optimum (min_time)
-        for index in (order if "straggler" in rules else ()):
-            part = listed[index]
+        # 'proportional' alone: the plans at which every H_p = H are straggler plans, solved as such
+        twins = listed if "straggler" in rules else [straggler_twin(pools, p) for p in listed]
+        for index in (i for i in order if twins[i] is not None):
+            part = twins[index]
             if objective == "min_cost" and math.isfinite(incumbent):
                 top = min(part.space.max_nodes, affordable_nodes(pools, part.used, incumbent))
                 if top < part.space.min_nodes:
@@ -295,7 +299,10 @@ def solve_mixed(instance: Instance, objective: str, solver: str, deadline: float
                 raise AssertionError(f"compute bound {floor_s!r} s above a plan's time {result.value!r} s")
             if result is not None:
                 result = result._replace(key=result.key + (index,))
-                straggler_best[index] = result.value
+                if "straggler" in rules:
+                    straggler_best[index] = result.value
+                else:                     # a twin's plan (H_p = H) under the rule, on the part as listed
+                    result = result._replace(part=listed[index], rule="proportional")
                 if objective in ("min_time", "min_cost"):
                     incumbent = min(incumbent, result.value)
                 else:
@@ -311,10 +318,11 @@ def solve_mixed(instance: Instance, objective: str, solver: str, deadline: float
                     min(part_bound_found, result.value)
             size_bound = max(size_bound, part_bound_found) if maximise else min(size_bound, part_bound_found)
         if "proportional" in rules:
+            most = max((r.value for r in size_found), default=-math.inf)       # max_compute: the best so far
             found_p, count, bound_p = proportional_parts(pools, listed, objective, deadline,
-                                                         incumbent if objective != "max_compute" else math.inf,
+                                                         incumbent if objective != "max_compute" else most,
                                                          straggler_best if objective == "min_time" else {},
-                                                         len(rules) == 1, instance.limits.budget_usd)
+                                                         instance.limits.budget_usd)
             evaluations += count
             size_found += found_p
             size_bound = max(size_bound, bound_p) if maximise else min(size_bound, bound_p)
@@ -366,13 +374,16 @@ def answer(instance: Instance, pools: list[PoolSetting], objective: str, solver:
 
 
 def proportional_parts(pools: list[PoolSetting], listed: list[Part], objective: str, deadline: float,
-                       incumbent: float, straggler_best: dict[int, float], one_rule: bool,
+                       incumbent: float, straggler_best: dict[int, float],
                        budget_usd: float | None = None):
     """The parts under the proportional rule (`planner.solvers.mixed_proportional`): (their optima
     as PartResults, plans scored, the least bound (min_time) or the greatest (max_compute) over
-    them). A part of one pool, or whose pools' speeds give every H_p = H, is its straggler part
-    (already solved) unless the proportional rule is the only one searched. Key index: after every
-    straggler part, so that ties go to the straggler rule."""
+    them). The plans of H below `first_h_that_differs` (every H_p = H: all of them on one pool or
+    pools of equal speed) are straggler plans, already solved (`straggler_twin` when the proportional
+    rule is the only one searched). `incumbent`: the best
+    time (min_time), cost (min_cost) or compute (max_compute) found so far; only the H at which a
+    plan could match it are scored (`h_worth_scoring`). Key index: after every straggler part, so
+    that ties go to the straggler rule."""
     from planner.fleet.proportional import first_h_that_differs, step_ratios
     from planner.solvers import mixed_proportional as mp
     maximise = objective == "max_compute"
@@ -382,9 +393,8 @@ def proportional_parts(pools: list[PoolSetting], listed: list[Part], objective: 
     for index in order:
         part = listed[index]
         s, space = part.setting, part.space
-        # with the straggler rule also searched, only the plans whose H gives some H_p > H differ
-        h_min = 1 if one_rule else first_h_that_differs(step_ratios(s, pools, part.used, part.precision),
-                                                         space.max_inner_steps)
+        # only the plans whose H gives some H_p > H differ from straggler plans (solved as such)
+        h_min = first_h_that_differs(step_ratios(s, pools, part.used, part.precision), space.max_inner_steps)
         if h_min is None:
             continue
         if objective == "min_time":
@@ -400,8 +410,16 @@ def proportional_parts(pools: list[PoolSetting], listed: list[Part], objective: 
             if lower > incumbent * (1 + 1e-12):
                 bound = min(bound, lower)
                 continue
+        floor_s = compute_bound_s(s.replace(target_kind="c_local"), 1)
+        node_flop_s = s.target / (floor_s * s.goodput) if floor_s > 0 else 0.0     # F u of the pace, 0: unknown
+        scored_h = mp.h_worth_scoring(s, pools, part.used, part.precision, np.arange(h_min, space.max_inner_steps + 1),
+                                      objective, incumbent, node_flop_s, int(space.max_nodes),
+                                      lambda n, used=part.used: _cost_of(pools, used, n))
+        if not scored_h.size:             # no plan of the part can match the incumbent (ties included)
+            bound = max(bound, incumbent) if maximise else min(bound, incumbent)
+            continue
         found, count, complete = mp.solve_part(pools, part.used, s, space, part.precision, objective, deadline,
-                                               h_min, budget_usd)
+                                               h_min, budget_usd, scored_h, incumbent)
         evaluations += count
         if not complete:
             bound = math.inf if maximise else 0.0
@@ -409,11 +427,28 @@ def proportional_parts(pools: list[PoolSetting], listed: list[Part], objective: 
             bound = max(bound, found.value) if maximise else min(bound, found.value)
         if found is None:
             continue
-        if objective in ("min_time", "min_cost"):
-            incumbent = min(incumbent, found.value)
+        incumbent = max(incumbent, found.value) if maximise else min(incumbent, found.value)
         out.append(PartResult(part, found.batch, found.counts, found.key + (len(listed) + index,), found.value,
                               "proportional"))
     return out, evaluations, bound
+
+
+def straggler_twin(pools: list[PoolSetting], part: Part) -> Part | None:
+    """With 'proportional' alone: the part's plans that run the rule with every H_p = H (H below
+    `first_h_that_differs`; every H on one pool or pools of equal speed), which are straggler plans
+    bit for bit (planner/fleet/proportional.py), as a part the straggler solvers search: modes flat
+    and hierarchical, no ZeRO-3 shards, no expert parallelism (`rule_problems`). None when there is
+    no such plan."""
+    from planner.fleet.proportional import first_h_that_differs, step_ratios
+    s, space = part.setting, part.space
+    h_min = first_h_that_differs(step_ratios(s, pools, part.used, part.precision), space.max_inner_steps)
+    modes = tuple(m for m in space.modes if m in ("flat", "hierarchical"))
+    if h_min == 1 or not modes:
+        return None
+    s = s.replace(assumptions=dataclasses.replace(s.assumptions, search_zero_shards=False))
+    space = dataclasses.replace(space, modes=modes, expert_parallel=("none",),
+                                max_inner_steps=space.max_inner_steps if h_min is None else h_min - 1)
+    return part._replace(setting=s, space=space)
 
 
 def explain_mixed(instance: Instance, pools: list[PoolSetting], solver: str,

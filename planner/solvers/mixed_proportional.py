@@ -12,22 +12,25 @@ is `fastest_fill` (most W, then least cost) for `min_time`, and for `max_compute
 compute grows with the tokens: a C_quality target (it grows with T, `run.quality_compute`) or a
 C_local target under the linear v1 or no replica penalty (C_local is then 6 P_act T eta with eta
 independent of T). Under the Chinchilla penalty C_local is not monotone in T (`planner.space`):
-`max_compute` of C_local there is refused (exit 2, naming `fleet.sync_rule`) rather than solved
-inexactly. With a budget the fastest split may be over it while a slower one is not, and
-`min_cost` needs the cheapest split that still reaches the target: both compare every split of
-the nodes among the pools of U (`Splits`, `_cheapest`).
+`max_compute` of C_local there compares every achievable W of a plan's (H, N), pruned by a bound
+over brackets of W (`planner.solvers.proportional_levels`). With a budget the fastest split may be
+over it while a slower one is not, and `min_cost` needs the cheapest split that still reaches the
+target: both compare every split of the nodes among the pools of U (`Splits`, `_cheapest`).
 
-Each part is solved by scoring every plan of the part's space (every n, H, R of the classes of
-`DecisionSpace`, whose reductions compare plans of equal N, H and R only, and so stay exact here:
-the rule multiplies their times alike); when the straggler rule is searched too, only the H at
-which some H_p exceeds H (below, the two rules are one), and at most MAX_PLANS plans (beyond, the
-instance is refused, exit 2, naming fleet.sync_rule). A part is skipped for `min_time` when a
-valid lower bound exceeds the best time found (`lower_bound_s`): T_prop >= T_straggler / rho_max
-for every plan, rho_max = max_p t_pace / t_p (W <= N H rho_max, and eta_H, eta_R at H_max >= H are
-no larger: facts (H), (R), (L) of `planner.solvers.monotone`), so the part's straggler optimum
-over rho_max bounds it; and the compute-only bound over rho_max eta_H(H_min). A `min_cost` part
-is skipped when the fewest nodes that bound allows within the duration limit cost more than the
-best plan found (`fewest_nodes`).
+Each part is solved by scoring every plan of the part's space with H >= first_h_that_differs
+(every n, H, R of the classes of `DecisionSpace`, whose reductions compare plans of equal N, H and
+R only, and so stay exact here: the rule multiplies their times alike). Below that H every H_p = H
+and the plans are straggler plans, solved by the straggler solvers (`mixed.straggler_twin` when the
+proportional rule is the only one searched). Only the H at which a plan could match the best found
+so far are scored (`h_worth_scoring`: a bound per H on the compute rate, and for min_cost on the
+nodes needed), at most MAX_PLANS plans (beyond, the instance is refused, exit 2, naming
+fleet.sync_rule), except `min_time`, searched by the branch and bound's boxes with no limit
+(`planner.solvers.proportional_boxes`). A part is skipped for `min_time` when a valid lower bound exceeds the best time
+found (`lower_bound_s`): T_prop >= T_straggler / rho_max for every plan, rho_max = max_p t_pace / t_p
+(W <= N H rho_max, and eta_H, eta_R at H_max >= H are no larger: facts (H), (R), (L) of
+`planner.solvers.monotone`), so the part's straggler optimum over rho_max bounds it; and the
+compute-only bound over rho_max eta_H(H_min). A `min_cost` part is skipped when the fewest nodes
+that bound allows within the duration limit cost more than the best plan found (`fewest_nodes`).
 """
 
 from __future__ import annotations
@@ -46,6 +49,8 @@ from planner.objectives import tie_less
 from planner.schema.errors import InputError, Problem
 from planner.solvers import monotone
 from planner.solvers.bnb import TIE_REL
+from planner.solvers import proportional_boxes
+from planner.solvers.proportional_levels import Levels, needs_every_split, solve_levels
 from planner.space import DecisionSpace
 
 MODES = ("flat", "hierarchical")
@@ -64,46 +69,80 @@ class Found(NamedTuple):
 
 
 def rules_searched(instance, objective: str, pools) -> tuple[str, ...]:
-    """The rules the planner compares for `fleet.sync_rule` (module docstring); InputError naming
-    the field when the proportional rule cannot be planned exactly for this instance."""
+    """The rules the planner compares for `fleet.sync_rule`: straggler, proportional or both (auto)."""
     rule = instance.fleet.sync_rule if instance.fleet.is_mixed else "straggler"
     if rule == "straggler":
         return ("straggler",)
-    why = None
-    if objective == "max_compute" and instance.training.target_kind == "c_local" and \
-            pools[0].setting.assumptions.replica_penalty == "chinchilla":
-        why = ("max_compute of C_local under the Chinchilla replica penalty is not monotone in the tokens, so the "
-               "fastest split of the nodes need not be the best: use a C_quality target or min_time")
-    if why:
-        raise InputError([Problem("fleet.sync_rule", f"{rule!r} cannot be planned exactly here: {why}; or set "
-                                                     f"'straggler'")])
     return ("straggler", "proportional") if rule == "auto" else ("proportional",)
 
 
-def plans(s: Setting, space: DecisionSpace, precision: str, h_min: int = 1):
-    """(classes, idx, n, h, r) chunks covering every plan of `space` the rule applies to (flat
-    without ZeRO-3 and hierarchical, no expert parallelism) with H >= h_min."""
+def plans(s: Setting, space: DecisionSpace, precision: str, h_min: int = 1, h_values=None):
+    """(classes, idx, n, h, r) chunks covering every plan of `space` the rule applies to (flat and
+    hierarchical without ZeRO-3, no expert parallelism) with H >= h_min, or with H in `h_values`."""
+    h = np.arange(h_min, space.max_inner_steps + 1) if h_values is None else np.asarray(h_values, dtype=np.int64)
     for c, r_max in _classes(s, space, precision):
         for k in range(c.size):
             n = np.arange(c.n_lo[k], c.n_hi[k] + 1)
-            h = np.arange(h_min, space.max_inner_steps + 1)
             r = np.arange(1, r_max + 1)
             for h_part in np.array_split(h, max(1, n.size * h.size * r.size // CHUNK)):
                 nn, hh, rr = (x.ravel() for x in np.meshgrid(n, h_part, r, indexing="ij"))
                 yield c, np.full(nn.size, k), nn, hh, rr
 
 
-def plan_count(s: Setting, space: DecisionSpace, precision: str, h_min: int = 1) -> int:
+def plan_count(s: Setting, space: DecisionSpace, precision: str, h_min: int = 1, h_values=None) -> int:
     """How many plans `plans` lists (without scoring them)."""
-    h = max(0, space.max_inner_steps - h_min + 1)
+    h = max(0, space.max_inner_steps - h_min + 1) if h_values is None else len(h_values)
     return sum(int((c.n_hi - c.n_lo + 1).sum()) * h * r_max for c, r_max in _classes(s, space, precision))
+
+
+def h_worth_scoring(s: Setting, pools, used, precision: str, h_values: np.ndarray, objective: str,
+                    incumbent: float, node_flop_s: float, max_nodes: int, cost_of_nodes=None) -> np.ndarray:
+    """The H of `h_values` at which a proportional plan of the part (at most `max_nodes` nodes) could
+    match `incumbent` (the best time, s, or the most compute, FLOP, found so far; ties kept), by a
+    bound per H:
+
+        compute per training second <= F u W_hi(H) / H x eta_H(H_max(H))
+
+    with `node_flop_s` = F u of the pacing pool (`mixed.compute_bound_s`; 0 when its facts do not
+    hold: every H is kept) and W_hi(H) the W of the fastest fill of `max_nodes` nodes (the most W of
+    any split of at most that many nodes: a node more adds its H_p >= 1). A plan on a split of W runs
+    B W tokens per outer step (B W R per hierarchical cycle) of at least H t_pace >= H 6 P_act B / (F u)
+    (R H t_pace); C_local = 6 P_act T eta and C_quality <= g 6 P_act T (`run.quality_compute`) with
+    eta, g <= eta_H(H_eff) and H_eff >= H_max (fact (H): eta_H falls with H_eff). So the time to a
+    target is at least C_target / (rate x goodput) and the compute in the window at most
+    training_window_s x rate. min_cost (`incumbent` in USD): within the duration limit T a plan needs
+    W >= W_req = C_target H / (F u eta_H(H_max) goodput T), so at least N_req = ceil(W_req / H_max)
+    nodes (W <= N H_max), which cost at least `cost_of_nodes(N_req)` (the cheapest fill, nondecreasing
+    in N)."""
+    from planner.cost import quality
+    from planner.cost.straggler import eta_h_divisor
+    h_values = np.asarray(h_values, dtype=np.int64)
+    if node_flop_s <= 0 or not math.isfinite(incumbent) or not h_values.size or \
+            (objective == "min_cost" and (cost_of_nodes is None or not math.isfinite(s.window_s))):
+        return h_values
+    ratios = step_ratios(s, pools, used, precision)
+    counts = fastest_fill(pools, ratios, max_nodes)          # most steps first: the order of the ratios
+    steps = inner_steps(ratios, h_values)
+    w_hi = sum(counts[i] * steps[i] for i in used)
+    h_max = np.max(np.stack(list(steps.values())), axis=0)
+    eta_h = np.asarray(quality.eta_sync_interval(h_max, s.params, s.assumptions, eta_h_divisor(s.assumptions)), float)
+    rate = node_flop_s * (w_hi / h_values) * eta_h * (1.0 + 1e-9)
+    if objective == "max_compute":
+        return h_values[s.training_window_s * rate >= incumbent * (1.0 - TIE_REL)]
+    if objective == "min_cost":
+        w_req = s.target * h_values / (node_flop_s * eta_h * (1.0 + 1e-9) * s.goodput * s.window_s)
+        n_req = np.maximum(np.ceil(w_req / h_max * (1.0 - 1e-12)), len(used))
+        least = {int(n): cost_of_nodes(int(n)) if n <= max_nodes else math.inf for n in np.unique(n_req)}
+        cost = np.array([least[int(n)] for n in n_req])
+        return h_values[cost <= incumbent * (1.0 + TIE_REL)]
+    return h_values[s.target / (rate * s.goodput) <= incumbent * (1.0 + TIE_REL)]
 
 
 def _classes(s: Setting, space: DecisionSpace, precision: str):
     """(classes, R range) of the modes the rule applies to."""
     for mode in (m for m in MODES if m in space.modes):
         c = space.classes(s, mode, precision, "none")
-        if c is not None and mode == "flat":
+        if c is not None:           # replicas of one node: no ZeRO-3 shards (flat, or inside hierarchical groups)
             c = c.take(np.asarray(c.rows.zero_shards) == 1)
         if c is not None and c.size:
             yield c, (space.max_regional_rounds if mode == "hierarchical" else 1)
@@ -175,7 +214,8 @@ def split_vectors(pools, used: tuple[int, ...], h_count: int, objective: str) ->
     [V]). InputError naming fleet.sync_rule when V times the H searched exceeds MAX_PLANS."""
     size = math.prod(pools[i].count for i in used)
     if size * h_count > MAX_PLANS:
-        why = "min_cost" if objective == "min_cost" else "a budget"
+        why = {"min_cost": "min_cost", "c_local": "max_compute of C_local under the Chinchilla replica penalty"}.get(
+            objective, "a budget")
         raise InputError([Problem("fleet.sync_rule", f"with {why} the proportional rule compares every split of the "
                                                      f"nodes among the pools used: {size:,} splits x {h_count:,} "
                                                      f"values of H are more than {MAX_PLANS:,}; lower "
@@ -188,11 +228,28 @@ def split_vectors(pools, used: tuple[int, ...], h_count: int, objective: str) ->
 
 
 def solve_part(pools, used: tuple[int, ...], s: Setting, space: DecisionSpace, precision: str, objective: str,
-               deadline: float, h_min: int = 1, budget_usd: float | None = None) -> tuple[Found | None, int, bool]:
-    """(best proportional plan of the part with H >= h_min or None, plans scored, complete). Not
-    complete when the deadline stopped it (then nothing is proven about the plans not scored)."""
+               deadline: float, h_min: int = 1, budget_usd: float | None = None,
+               scored_h=None, incumbent: float = math.inf) -> tuple[Found | None, int, bool]:
+    """(best proportional plan of the part with H >= h_min (or H in `scored_h`: `h_worth_scoring`) or
+    None, plans scored, complete). Not
+    complete when the deadline stopped it (then nothing is proven about the plans not scored).
+    min_time and max_compute of C_local under the linear v1 or no replica penalty: by boxes
+    (`proportional_boxes`), pruned against `incumbent` (a plan of another part: seconds, or FLOP),
+    with no limit on the plans; None then when nothing of the part comes within the tie tolerance
+    of it."""
     space = space.for_objective(s, objective)
-    count = plan_count(s, space, precision, h_min)
+    if proportional_boxes.applies(s, objective):
+        ratios = step_ratios(s, pools, used, precision)
+        h_all = np.arange(1, space.max_inner_steps + 1)
+        h_max = np.max(np.stack(list(inner_steps(ratios, h_all).values())), axis=0)
+        splits = Splits(pools, used, ratios, int(space.max_nodes), budget_usd, space.max_inner_steps)
+        found, evaluations, complete = proportional_boxes.search(
+            pools, used, s, space, precision, list(_classes(s, space, precision)), splits,
+            lambda h: h_max[np.asarray(h) - 1], ratios, incumbent, deadline, objective)
+        return (Found(*found) if found is not None else None), evaluations, complete
+    if scored_h is None:
+        scored_h = np.arange(h_min, space.max_inner_steps + 1)
+    count = plan_count(s, space, precision, h_values=scored_h)
     if count > MAX_PLANS:
         raise InputError([Problem("fleet.sync_rule", f"the proportional rule scores every plan of a set of pools; "
                                                      f"{count:,} plans are more than {MAX_PLANS:,}: narrow "
@@ -200,12 +257,18 @@ def solve_part(pools, used: tuple[int, ...], s: Setting, space: DecisionSpace, p
                                                      "'straggler'")])
     ratios = step_ratios(s, pools, used, precision)
     h_values = list(range(1, space.max_inner_steps + 1))
-    h_max = np.array([max(inner_steps(ratios, h).values()) for h in h_values], dtype=float)
+    h_max = np.max(np.stack(list(inner_steps(ratios, np.asarray(h_values)).values())), axis=0)
     if objective == "min_cost":
-        return _cheapest(pools, used, s, space, precision, ratios, h_values, h_max, h_min, budget_usd, deadline)
-    splits = Splits(pools, used, ratios, int(space.max_nodes), budget_usd, len(h_values) - h_min + 1)
+        return _cheapest(pools, used, s, space, precision, ratios, h_values, h_max, scored_h, budget_usd, deadline)
+    if needs_every_split(s, objective):
+        vectors, vector_cost = split_vectors(pools, used, len(scored_h), "c_local")
+        levels = Levels(vectors, vector_cost, ratios, int(space.max_nodes), budget_usd)
+        found, evaluations, complete = solve_levels(pools, s, levels, plans(s, space, precision, h_values=scored_h),
+                                                    lambda h: h_max[np.asarray(h) - 1], deadline, MAX_PLANS)
+        return (Found(*found) if found is not None else None), evaluations, complete
+    splits = Splits(pools, used, ratios, int(space.max_nodes), budget_usd, len(scored_h))
     best, evaluations = None, 0
-    for c, idx, n, h, r in plans(s, space, precision, h_min):
+    for c, idx, n, h, r in plans(s, space, precision, h_values=scored_h):
         if time.perf_counter() > deadline:
             return best, evaluations, False
         nodes = c.nodes(idx, n)
@@ -227,19 +290,19 @@ def solve_part(pools, used: tuple[int, ...], s: Setting, space: DecisionSpace, p
     return best, evaluations, True
 
 
-def _cheapest(pools, used, s: Setting, space: DecisionSpace, precision: str, ratios, h_values, h_max, h_min: int,
+def _cheapest(pools, used, s: Setting, space: DecisionSpace, precision: str, ratios, h_values, h_max, scored_h,
               budget_usd: float | None, deadline: float) -> tuple[Found | None, int, bool]:
     """min_cost: the cheapest split and plan that reach the target within the duration limit, then
     the fastest. The time of a plan is proportional to 1 / W, so plan d on N nodes with H meets the
     limit iff W >= W_need(d) = W_0 T(d, W_0) / T_limit; per (H, N) the plan of least W_need is also
     the fastest for every split. Then every split of N nodes (`split_vectors`) with W >= that need
     and within the budget is compared: least cost, then most W (least time)."""
-    vectors, cost = split_vectors(pools, used, len(h_values) - h_min + 1, "min_cost")
+    vectors, cost = split_vectors(pools, used, len(scored_h), "min_cost")
     nodes_v = vectors.sum(axis=1)
     max_nodes = int(space.max_nodes)
     need = np.full((len(h_values), max_nodes + 1), math.inf)
     evaluations = 0
-    for c, idx, n, h, r in plans(s, space, precision, h_min):
+    for c, idx, n, h, r in plans(s, space, precision, h_values=scored_h):
         if time.perf_counter() > deadline:
             return None, evaluations, False
         nodes = c.nodes(idx, n)
@@ -250,7 +313,7 @@ def _cheapest(pools, used, s: Setting, space: DecisionSpace, precision: str, rat
         np.minimum.at(need, (h[ok] - 1, nodes[ok]), reference[ok] * t[ok] / s.window_s)
     best = None
     within = (nodes_v <= max_nodes) & (cost <= (math.inf if budget_usd is None else budget_usd))
-    for row in range(h_min - 1, len(h_values)):
+    for row in np.asarray(scored_h) - 1:
         steps = inner_steps(ratios, h_values[row])
         w = sum(vectors[:, i] * steps[i] for i in used).astype(float)
         w_need = need[row, np.minimum(nodes_v, max_nodes)]
@@ -278,8 +341,8 @@ def _fastest_plan(pools, counts, s: Setting, space: DecisionSpace, precision: st
     steps = inner_steps(ratios, h)
     weighted = float(sum(counts[i] * steps[i] for i in steps))
     best = None
-    for c, idx, n, hh, r in plans(s, space, precision, h):
-        keep = (c.nodes(idx, n) == nodes) & (hh == h)
+    for c, idx, n, hh, r in plans(s, space, precision, h_values=[h]):
+        keep = c.nodes(idx, n) == nodes
         if not keep.any():
             continue
         batch = c.plans(idx[keep], n[keep], hh[keep], r[keep])

@@ -1,0 +1,193 @@
+"""max_compute of a C_local target under the Chinchilla replica penalty with the proportional
+rule: every split of the nodes, made exact by a bound over brackets of W (docs/fleet.md, section 4).
+
+For a proportional plan d (its U, N, H, R and every other decision fixed) the throughput and
+the quality factors but eta_R do not depend on the split of the N nodes among the pools of U;
+the tokens reached in the window are T = c_d W, linear in W = sum_p n_p H_p (`adjust_for`), and
+
+    C_local(W) = g_d 6 P_act T eta_R(T),   eta_R(T) = chi(T; m_d) / chi(T; 1)
+
+with g_d = eta_H eta_C eta_A and m_d = K^beta(P, H_eff) fixed by d (`planner.cost.run`). C_local
+is not monotone in T (at few tokens per parameter eta_R falls faster than T grows), so the
+fastest split need not be best and every achievable W is a candidate. The achievable W of
+(U, N, H) are the *levels* (`Levels`): the distinct sum_p n_p H_p over the splits of N nodes with
+n_p >= 1, within the budget, each with its cheapest split.
+
+**Bracket bound.** With C = 6 P_act T, C chi(T; m) = min(C, clip(C'(m L(T)), C_low, k C)) =: Q_m(T),
+C'(loss) the compute whose compute-optimal model reaches `loss` (`chinchilla.chi`; C_low =
+chi_search_low_flop > 0, k = chi_search_high_factor >= 1). L(T) = E + A P^-alpha + B T^-beta falls
+with T (B, beta > 0), C'(loss) falls with the loss (A, B, alpha, beta > 0: the compute-optimal loss
+falls with compute), m >= 1 is fixed, and min/clip of nondecreasing functions with nondecreasing
+bounds are nondecreasing: Q_m is nondecreasing in T for every m, and Q_1(T) >= min(C, C_low) > 0.
+Since eta_R = Q_m(T) / Q_1(T),
+
+    C_local(W) = g_d C Q_m(T) / Q_1(T) <= g_d 6 P_act T_hi Q_m(T_hi) / Q_1(T_lo)
+
+for every W of a bracket [W_lo, W_hi] (T_lo = c_d W_lo, T_hi = c_d W_hi). The search scores every
+plan at the least and the most W of its levels (both exact), then every other level of the plans
+whose bracket bound comes within the tie tolerance of the best plan found (ties go to the cheaper
+split, so tied plans are kept). When `planner.solvers.monotone` finds the constants outside those
+facts the bound is not used and every level of every plan is scored.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+
+import numpy as np
+
+from planner.cost import chinchilla, modes, quality, run
+from planner.cost.setting import PlanBatch, Setting
+from planner.fleet.proportional import adjust_for, inner_steps
+from planner.objectives import tie_less
+from planner.schema.errors import InputError, Problem
+from planner.solvers import monotone
+from planner.solvers.bnb import TIE_REL
+
+BOUND_SLACK = 1e-9        # relative: C'(loss) is found by Newton to ~1e-14, the bound is inflated by this
+
+
+def needs_every_split(s: Setting, objective: str) -> bool:
+    """True when the best split is not the fastest one: max_compute of C_local under the Chinchilla penalty."""
+    return objective == "max_compute" and s.target_kind == "c_local" and s.assumptions.replica_penalty == "chinchilla"
+
+
+class Levels:
+    """The achievable W of every (H, N) and the cheapest split reaching each, from `vectors` (every
+    split of the nodes among the pools of U, at least one node each, with its cost). Row h:
+    (start [max_nodes + 2], w [levels], cost [levels], split [levels]): the levels of N nodes are
+    w[start[N]:start[N + 1]], ascending."""
+
+    def __init__(self, vectors: np.ndarray, cost: np.ndarray, ratios, max_nodes: int, budget_usd: float | None):
+        nodes = vectors.sum(axis=1)
+        keep = (nodes <= max_nodes) & (cost <= (math.inf if budget_usd is None else budget_usd))
+        self.vectors, self.cost, self.nodes = vectors[keep], cost[keep], nodes[keep]
+        self.ratios, self.max_nodes = ratios, max_nodes
+        self.rows: dict[int, tuple] = {}
+
+    def row(self, h: int):
+        if h not in self.rows:
+            if len(self.rows) > 64:
+                self.rows.clear()
+            steps = inner_steps(self.ratios, h)
+            w = sum(self.vectors[:, i] * steps[i] for i in self.ratios).astype(np.int64)
+            order = np.lexsort((self.cost, w, self.nodes))                  # by N, then W, then cost
+            n_sorted, w_sorted = self.nodes[order], w[order]
+            first = np.ones(order.size, bool)
+            first[1:] = (n_sorted[1:] != n_sorted[:-1]) | (w_sorted[1:] != w_sorted[:-1])
+            chosen = order[first]                                            # the cheapest split of each (N, W)
+            start = np.searchsorted(self.nodes[chosen], np.arange(self.max_nodes + 2))
+            self.rows[h] = (start, w[chosen].astype(float), self.cost[chosen], chosen)
+        return self.rows[h]
+
+    def counts(self, h: int, level: int) -> list[int]:
+        return [int(x) for x in self.vectors[self.row(h)[3][level]]]
+
+
+def c_local_bound(s: Setting, batch: PlanBatch, w_lo, w_hi, h_max, h) -> np.ndarray:
+    """The bracket bound of the module docstring on C_local over W in [w_lo, w_hi], per plan (FLOP)."""
+    a = s.assumptions
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        base = modes.throughput(s, batch)
+        t_lo, t_hi = adjust_for(w_lo, h_max, h)(base), adjust_for(w_hi, h_max, h)(base)
+        eff = run.efficiency_without_replicas(s, batch, t_hi)
+        tokens_lo = s.training_window_s * t_lo["tokens_per_outer"] / t_lo["outer_time_s"]
+        tokens_hi = s.training_window_s * t_hi["tokens_per_outer"] / t_hi["outer_time_s"]
+        c_lo, c_hi = 6.0 * s.active_params * tokens_lo, 6.0 * s.active_params * tokens_hi
+        m = quality.replica_loss_multiplier(t_hi["replicas"], s.params, t_hi["h_eff"], a)
+        q_m_hi = c_hi * chinchilla.chi(s.active_params, tokens_hi, c_hi, a, m)
+        q_1_lo = c_lo * chinchilla.chi(s.active_params, tokens_lo, c_lo, a)
+        g = eff["eta_h"] * eff["eta_c"] * eff["eta_a"]
+        synced = t_hi["synchronised"] > 0
+        bound = g * np.where(synced, np.where(q_1_lo > 0, c_hi * q_m_hi / q_1_lo, np.inf), c_hi)
+    return np.where(np.isnan(bound), np.inf, bound) * (1.0 + BOUND_SLACK)
+
+
+def solve_levels(pools, s: Setting, levels: Levels, plan_chunks, h_max_of, deadline: float, max_work: int):
+    """(best, evaluations, complete) over every plan of `plan_chunks` ((classes, idx, n, h, r) as
+    `mixed_proportional.plans`) and every level of its (H, N): best = (batch, counts, key, value) with
+    key (-C_local, cost), or None. Refused (InputError naming fleet.sync_rule) when the levels left
+    after the bracket bound exceed `max_work` scorings."""
+    from planner.solvers.mixed_proportional import measure
+    bounded = not monotone.check(s).unsupported
+    best, evaluations, pending = None, 0, []
+
+    def consider(batch, w, cost, h, nodes, level):
+        nonlocal best, evaluations
+        value = -measure(s, batch, adjust_for(w, h_max_of(h), h), "max_compute")
+        evaluations += value.size
+        ok = np.isfinite(value)
+        if not ok.any():
+            return
+        top = float(value[ok].max())
+        tied = np.flatnonzero(ok & (value >= top - TIE_REL * abs(top)))
+        i = int(tied[np.argmin(cost[tied])])
+        key = (-float(value[i]), float(cost[i]))
+        if best is None or tie_less(key, best[2]):
+            best = (batch.take(slice(i, i + 1)), levels.counts(int(h[i]), int(level[i])), key, float(value[i]))
+
+    for c, idx, n, h, r in plan_chunks:
+        if time.perf_counter() > deadline:
+            return best, evaluations, False
+        nodes = c.nodes(idx, n)
+        lo, hi = _level_range(levels, h, nodes)
+        has = hi >= lo
+        if not has.any():
+            continue
+        idx, n, h, r, nodes, lo, hi = (x[has] for x in (idx, n, h, r, nodes, lo, hi))
+        batch = c.plans(idx, n, h, r)
+        w_lo, cost_lo = _level_values(levels, h, lo)
+        w_hi, cost_hi = _level_values(levels, h, hi)
+        consider(batch, w_lo, cost_lo, h, nodes, lo)
+        consider(batch, w_hi, cost_hi, h, nodes, hi)
+        inner = hi - lo > 1
+        if inner.any():
+            bound = c_local_bound(s, batch, w_lo, w_hi, h_max_of(h), h) if bounded else np.full(h.size, np.inf)
+            if best is not None:          # only what may still come within the tie tolerance is kept
+                inner &= bound >= -best[2][0] * (1.0 - TIE_REL)
+            pending.append((c, idx[inner], n[inner], h[inner], r[inner], nodes[inner], lo[inner], hi[inner],
+                            bound[inner]))
+    floor = -best[2][0] if best is not None else -math.inf
+    left = []
+    for c, *arrays, bound in pending:          # arrays: idx, n, h, r, nodes, lo, hi
+        keep = bound >= floor - TIE_REL * abs(floor)
+        if keep.any():
+            left.append((c, *(x[keep] for x in arrays)))
+    work = sum(int((p[7] - p[6] - 1).sum()) for p in left)
+    if work > max_work:
+        raise InputError([Problem("fleet.sync_rule", f"max_compute of C_local under the Chinchilla replica penalty "
+                                                     f"compares the splits of the nodes among the pools; {work:,} "
+                                                     f"splits x plans are left after the bound, more than "
+                                                     f"{max_work:,}: narrow search or set 'straggler'")])
+    for c, idx, n, h, r, nodes, lo, hi in left:
+        span = hi - lo - 1
+        plan = np.repeat(np.arange(idx.size), span)
+        level = np.repeat(lo + 1, span) + (np.arange(plan.size) - np.repeat(np.cumsum(span) - span, span))
+        for part in np.array_split(np.arange(plan.size), max(1, plan.size // (1 << 18))):
+            if time.perf_counter() > deadline:
+                return best, evaluations, False
+            p, lv = plan[part], level[part]
+            w, cost = _level_values(levels, h[p], lv)
+            consider(c.plans(idx[p], n[p], h[p], r[p]), w, cost, h[p], nodes[p], lv)
+    return best, evaluations, True
+
+
+def _level_range(levels: Levels, h: np.ndarray, nodes: np.ndarray):
+    """(first, last) level index of each plan's (H, N) in its row (last < first: no split)."""
+    lo, hi = np.zeros(h.size, np.int64), np.full(h.size, -1, np.int64)
+    for v in np.unique(h):
+        at = h == v
+        start = levels.row(int(v))[0]
+        lo[at], hi[at] = start[nodes[at]], start[nodes[at] + 1] - 1
+    return lo, hi
+
+
+def _level_values(levels: Levels, h: np.ndarray, level: np.ndarray):
+    """(W, cost) of each plan's level."""
+    w, cost = np.zeros(h.size), np.zeros(h.size)
+    for v in np.unique(h):
+        at = h == v
+        _, row_w, row_cost, _ = levels.row(int(v))
+        w[at], cost[at] = row_w[level[at]], row_cost[level[at]]
+    return w, cost

@@ -1,0 +1,204 @@
+"""The proportional rule where the fastest split is not enough: max_compute of a C_local target
+under the Chinchilla replica penalty (planner/solvers/proportional_levels.py), checked against the
+exhaustive oracle and against brute force over the splits; the bracket bound against the exact
+C_local of every split."""
+
+import numpy as np
+import pytest
+
+from planner.evaluate import evaluate
+from planner.fleet.samples import random_instance
+from planner.schema.instance import parse_instance
+from planner.schema.plan import parse_plan
+from planner.solve import solve
+from planner.solvers.mixed_oracle import oracle
+from tests.test_fleet_proportional import assert_agrees_with_oracle
+
+
+def _node(tflops: float) -> dict:
+    return {"id": "custom", "name": "node", "accelerators_per_node": 48, "peak_tflops_per_accelerator": {"fp16": tflops},
+            "hbm_gb_per_accelerator": 141.0, "price_usd_per_accelerator": 10000.0}
+
+
+def few_tokens(**extra) -> dict:
+    """170B parameters, about 0.1 token per parameter in the window, a replica exponent 740 / 1.09 times
+    the default: eta_R falls faster than the tokens grow, so C_local falls with W there."""
+    return {"model": {"params": 1.7e11}, "training": {"target_flop": 3e24},
+            "fleet": {"pools": [{"name": "slow", "hardware": _node(110), "count": 3},
+                                {"name": "fast", "hardware": _node(270), "count": 2}], "sync_rule": "proportional"},
+            "network": {"wan": {"up_mbps": 10000, "down_mbps": 10000, "rtt_ms": 20}},
+            "limits": {"max_days": 1300, "max_nodes": 4},
+            "search": {"min_nodes": 4, "max_inner_steps": 32, "max_regional_rounds": 2, "group_sizes": [2],
+                       "compression": [1, 16]},
+            "objective": "max_compute", "assumptions": {"constants": {"replica_beta_coefficient": 740}}, **extra}
+
+
+def test_a_slower_split_reaches_more_c_local_and_is_found():
+    """Four nodes of 3 slow and 2 fast (2.45x): the plan found runs 3 slow + 1 fast; the same plan on the
+    fastest fill (2 + 2) processes more tokens and reaches less C_local. Brute force over every split of
+    4 nodes and every plan: the oracle."""
+    inst = parse_instance(few_tokens())
+    result, best = solve(inst), oracle(inst)
+    assert result.status == "optimal" and result.plan.sync_rule == "proportional"
+    assert result.plan.pool_nodes == {"slow": 3, "fast": 1} and best[2] == [3, 1]
+    assert result.objective_value == pytest.approx(best[0], rel=1e-12)
+    plan = result.plan.model_dump(exclude_none=True)
+    fastest = evaluate(inst, parse_plan({**plan, "pool_nodes": {"slow": 2, "fast": 2}}))
+    assert fastest.values["tokens"] > result.evaluation.values["tokens"]
+    assert fastest.values["c_local"] < result.evaluation.values["c_local"]
+    for split in ({"slow": 3, "fast": 1}, {"slow": 2, "fast": 2}):     # every split of this plan's 4 nodes
+        assert evaluate(inst, parse_plan({**plan, "pool_nodes": split})).values["c_local"] <= \
+            result.objective_value * (1 + 1e-12)
+
+
+def test_auto_and_a_budget():
+    """With 'auto' the straggler plans compete too; with a budget of 3 nodes' price only splits of 3 nodes
+    remain. Both against the oracle."""
+    for extra in ({"fleet": {**few_tokens()["fleet"], "sync_rule": "auto"}},
+                  {"limits": {"max_days": 1300, "budget_usd": 3 * 48 * 10000.0}}):
+        assert_agrees_with_oracle(few_tokens(**extra))
+
+
+def test_the_bracket_bound_holds_for_every_split():
+    """c_local_bound over [W_lo, W_hi] is at least the exact C_local at every W of the bracket, for
+    every plan of the directed instance's part on both pools (brute force over W)."""
+    from planner.fleet.pools import pool_settings
+    from planner.fleet.proportional import adjust_for, inner_steps, step_ratios
+    from planner.fleet.replicas import mixed_setting
+    from planner.solvers.mixed import base_space
+    from planner.solvers.mixed_proportional import measure, plans
+    from planner.solvers.proportional_levels import c_local_bound
+    inst = parse_instance(few_tokens())
+    pools = pool_settings(inst)
+    s = mixed_setting(pools, (0, 1), "fp16")
+    space = base_space(inst, pools).for_objective(s, "max_compute")
+    ratios = step_ratios(s, pools, (0, 1), "fp16")
+    checked = 0
+    for c, idx, n, h, r in plans(s, space, "fp16"):
+        batch = c.plans(idx, n, h, r)
+        nodes = c.nodes(idx, n)
+        steps = inner_steps(ratios, h)
+        h_max = np.maximum(steps[0], steps[1])
+        w_lo, w_hi = (nodes - 1) * steps[0] + steps[1], steps[0] + (nodes - 1) * steps[1]   # 1 fast / 1 slow node
+        bound = c_local_bound(s, batch, w_lo, w_hi, h_max, h)
+        assert np.all(w_lo <= w_hi)
+        for fast in range(1, 4):
+            w = (nodes - fast) * steps[0] + fast * steps[1]
+            ok = (fast <= nodes - 1)
+            value = -measure(s, batch, adjust_for(w, h_max, h), "max_compute")
+            assert np.all(~ok | ~np.isfinite(value) | (value <= bound)), (value, bound)
+            checked += int(ok.sum())
+    assert checked > 100
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_random_chinchilla_c_local_max_compute_agrees_with_the_oracle(seed):
+    """Random small fleets, max_compute of C_local under the Chinchilla penalty, 'proportional' or 'auto'."""
+    rng = np.random.default_rng(7000 + seed)
+    for _ in range(6):
+        data = random_instance(rng, max_count=3)
+        data["objective"] = "max_compute"
+        data["training"].pop("target_kind", None)
+        data.get("assumptions", {}).get("constants", {}).pop("replica_penalty", None)
+        data["fleet"]["sync_rule"] = str(rng.choice(["proportional", "auto"]))
+        assert_agrees_with_oracle(data)
+
+
+def tight() -> dict:
+    """1 slow node and 4 fast ones (2.45x), a fast WAN, no compression, no replica penalty: the best plans
+    run near the bound per H (within the rounding of H_p and eta_H at H_max)."""
+    data = few_tokens(assumptions={"constants": {"replica_penalty": "none"}})
+    data["fleet"]["pools"][0]["count"], data["fleet"]["pools"][1]["count"] = 1, 4
+    data["network"]["wan"] = {"up_mbps": 1e6, "down_mbps": 1e6, "rtt_ms": 1}
+    data["search"] = {**data["search"], "compression": [1], "max_inner_steps": 64}
+    data["limits"] = {"max_days": 300, "max_nodes": 5}
+    return data
+
+
+@pytest.mark.parametrize("objective", ["min_time", "max_compute", "min_cost"])
+def test_the_bound_per_h_holds_for_every_plan(objective):
+    """h_worth_scoring keeps H whenever some plan of that H, on any split, reaches the incumbent: with
+    the incumbent set to the best value of the plans of each H (brute force over every plan and split
+    of the directed instance's two-pool part, and of a C_quality one), every H is kept."""
+    from planner.fleet.pools import pool_settings
+    from planner.fleet.proportional import adjust_for, inner_steps, step_ratios
+    from planner.fleet.replicas import mixed_setting
+    from planner.solvers.mixed import base_space, compute_bound_s
+    from planner.fleet.replicas import node_price_usd
+    from planner.solvers.mixed_proportional import h_worth_scoring, measure, plans
+    cheapest = lambda pools, k: min(node_price_usd(pools[0]), node_price_usd(pools[1])) * k     # equal prices
+    checked = 0
+    for data in (few_tokens(), few_tokens(training={"target_flop": 3e24, "target_kind": "c_quality"}),
+                 few_tokens(assumptions={}), tight()):
+        if objective == "min_cost":       # a target some plans reach within the limit
+            data["training"] = {**data["training"], "target_flop": 1e22}
+        inst = parse_instance({**data, "limits": {"max_days": 300}, "search": {**data["search"], "min_nodes": 2}})
+        pools = pool_settings(inst)
+        s = mixed_setting(pools, (0, 1), "fp16")
+        space = base_space(inst, pools).for_objective(s, objective)
+        ratios = step_ratios(s, pools, (0, 1), "fp16")
+        floor_s = compute_bound_s(s.replace(target_kind="c_local"), 1)
+        assert floor_s > 0
+        node_flop_s = s.target / (floor_s * s.goodput)
+        best = {}
+        for c, idx, n, h, r in plans(s, space, "fp16"):
+            batch, nodes = c.plans(idx, n, h, r), c.nodes(idx, n)
+            steps = inner_steps(ratios, h)
+            for fast in range(1, 5):
+                w = (nodes - fast) * steps[0] + fast * steps[1]
+                value = measure(s, batch, adjust_for(w, np.maximum(steps[0], steps[1]), h),
+                                "min_time" if objective == "min_cost" else objective)
+                ok = (fast <= np.minimum(nodes - 1, pools[1].count)) & (nodes - fast <= pools[0].count) & np.isfinite(value)
+                if objective == "min_cost":       # the cost of the split, where the plan meets the duration limit
+                    ok &= value <= s.window_s
+                    value = (nodes - fast) * node_price_usd(pools[0]) + fast * node_price_usd(pools[1])
+                for hv, v in zip(h[ok], value[ok]):
+                    best[int(hv)] = min(best.get(int(hv), np.inf), float(v))
+        checked += len(best)
+        for hv, v in best.items():
+            incumbent = -v if objective == "max_compute" else v
+            kept = h_worth_scoring(s, pools, (0, 1), "fp16", np.array([hv]), objective, incumbent, node_flop_s,
+                                     int(space.max_nodes), lambda k: cheapest(pools, k))
+            assert list(kept) == [hv], (hv, v)
+    assert checked > 30
+
+
+def test_min_time_by_boxes_equals_scoring_every_plan(monkeypatch):
+    """min_time, max_compute of C_quality and of C_local under the linear v1 or no replica penalty, under the rule
+    by the branch and bound's boxes (planner/solvers/proportional_boxes.py) against scoring every
+    plan, on fleets of 30 slow and 20 fast nodes (beyond the oracle), with and without a budget,
+    C_local and C_quality targets."""
+    from planner.solvers import proportional_boxes
+    base = {"model": {"params": 1e9}, "training": {"target_flop": 3e21},
+            "network": {"wan": {"up_mbps": 100, "down_mbps": 100, "rtt_ms": 50}},
+            "fleet": {"pools": [{"name": "slow", "hardware": _node(100), "count": 30},
+                                {"name": "fast", "hardware": _node(260), "count": 20}], "sync_rule": "proportional"},
+            "limits": {"max_days": 365},
+            "search": {"max_inner_steps": 60, "max_regional_rounds": 3, "group_sizes": [2, 5],
+                       "compression": [1, 16, 100]}}
+    cases = [base, {**base, "limits": {"max_days": 365, "budget_usd": 25 * 48 * 10000.0}},
+             {**base, "training": {"target_flop": 3e21, "target_kind": "c_quality"}},
+             {**base, "fleet": {**base["fleet"], "sync_rule": "auto"}},
+             {**base, "objective": "max_compute", "limits": {"max_days": 20},
+              "assumptions": {"constants": {"replica_penalty": "linear_v1"}}},
+             {**base, "objective": "max_compute", "limits": {"max_days": 20, "budget_usd": 25 * 48 * 10000.0},
+              "assumptions": {"constants": {"replica_penalty": "none"}}},
+             {**base, "objective": "max_compute", "limits": {"max_days": 20}, "model": {"params": 1e10},
+              "training": {"target_flop": 3e21, "target_kind": "c_quality"}},
+             {**base, "objective": "max_compute", "limits": {"max_days": 20, "budget_usd": 25 * 48 * 10000.0},
+              "training": {"target_flop": 3e21, "target_kind": "c_quality"}, "model": {"params": 1e10},
+              "fleet": {**base["fleet"], "sync_rule": "auto"}}]
+    both = 0             # optima on both pools under the rule
+    for data in cases:
+        inst = parse_instance(data)
+        by_boxes = solve(inst)
+        monkeypatch.setattr(proportional_boxes, "applies", lambda s, objective: False)
+        every = solve(inst)
+        monkeypatch.undo()
+        assert by_boxes.status == every.status == "optimal"
+        assert by_boxes.objective_value == pytest.approx(every.objective_value, rel=1e-12)
+        assert by_boxes.plan.pool_nodes == every.plan.pool_nodes
+        assert by_boxes.plan.sync_rule == every.plan.sync_rule
+        both += len(by_boxes.plan.pool_nodes) == 2 and by_boxes.plan.sync_rule == "proportional"
+        assert by_boxes.evaluations < every.evaluations
+    assert both >= 5
