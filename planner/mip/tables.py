@@ -573,8 +573,8 @@ def solve_promising(t: Tables, first: int | None, solved, best: float, deadline:
     on 10^5-node instances (docs/mip.md). Promise: the least lower bound (`lower`, by default `t.class_lower`); classes whose
     bound is not below `best` are left out (they cannot beat it). Exact like `solve_classes`: (plan,
     value) of the best plan beating `best`, or (None, inf), and the positions solved (none of them
-    holds a plan better than the value returned, or than `best`; a batch the `deadline` stopped is not
-    among them)."""
+    holds a plan better than the value returned, or than `best`: those solved exactly, and those whose
+    bound is not below it; a batch the `deadline` stopped is not among them)."""
     start = time.perf_counter()
     lower = t.class_lower if lower is None else lower
     head = [] if first is None else [first]
@@ -591,6 +591,9 @@ def solve_promising(t: Tables, first: int | None, solved, best: float, deadline:
         if time.perf_counter() - start >= budget_s or time.perf_counter() >= deadline:
             break
         batch = most_promising(t, set(solved) | set(done), 2 * len(batch), lower, min(best, found))
+    if lower is not None:      # bounded at or above the best plan known: nothing better there either
+        cut = min(best, found)
+        done += [a for a in range(len(t.sync)) if lower[a] >= cut and a not in done and a not in solved]
     return found_plan, found, done
 
 

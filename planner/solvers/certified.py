@@ -12,7 +12,7 @@
    Each round (min_time, max_compute) also solves exactly the class the model chose and the most
    promising others (`tables.solve_promising`: 8, then growing batches for up to `EXACT_SHARE`
    times the round's model time): a logic cut, those classes leave the next models (y = 0).
-   max_compute caps each backend round (`COMPUTE_ROUND_S`; a capped round still gives a plan and a
+   max_compute caps each backend round (`COMPUTE_GOING_ON_S`; a capped round still gives a plan and a
    bound) and the loop (`COMPUTE_LOOP_S`), and starts no round whose model would not end in time
    judging by the last one.
 3. Certification: the exact search of `planner.solvers.bnb` runs with the best plan's value
@@ -45,8 +45,9 @@ from planner.space import DecisionSpace
 
 MAX_ROUNDS = 12
 LOG_TOL = 1e-9
-COMPUTE_ROUND_S = 1.0    # max_compute: backend time per round; past it the loop stops and the exact certification
-                         # (fast from a good incumbent) answers: the loop's relaxations can be slow to close
+COMPUTE_ROUND_S = 2.0    # max_compute: backend time per round of the pools loop (`mixed_mip`); past it that loop stops
+                         # and the exact certification (fast from a good incumbent) answers: relaxations can be slow to close
+COMPUTE_GOING_ON_S = 1.0  # ... of this module's loop, which goes on after a capped round (exact step, refinement)
 COMPUTE_LOOP_S = 4.0     # max_compute: the MIP path's time before certification (tables, presolve, loop), likewise,
 COMPUTE_FIRST_ROUND_S = 1.0   # ... but the loop gets at least this much after a slow presolve
 EXACT_SHARE = 1.0        # the loop's exact step may take this many times its last model round's time (beyond its first
@@ -129,13 +130,14 @@ def incumbent_units(setting: Setting, objective: str, value: float) -> float:
 
 
 
-def backend_round(solver, model, deadline: float, compute: bool, loop_end: float, report: MipReport, rounds: int):
+def backend_round(solver, model, deadline: float, compute: bool, loop_end: float, report: MipReport, rounds: int,
+                  round_s: float = COMPUTE_ROUND_S):
     """One backend solve of an outer-approximation round (this module's loop and the pools loop of
-    `planner.solvers.mixed_mip`): the time left, capped per round and by the loop's end for max_compute
-    (the certification answers what is left), and the report's counters."""
+    `planner.solvers.mixed_mip`): the time left, capped per round (`round_s`) and by the loop's end for
+    max_compute (the certification answers what is left), and the report's counters."""
     remaining = None if math.isinf(deadline) else max(deadline - time.perf_counter(), 0.01)
     if compute:
-        remaining = min(remaining or math.inf, COMPUTE_ROUND_S, max(loop_end - time.perf_counter(), 0.01))
+        remaining = min(remaining or math.inf, round_s, max(loop_end - time.perf_counter(), 0.01))
     r = solver.solve(model, remaining)
     report.time_s += r.time_s
     report.nodes += r.nodes
@@ -184,7 +186,7 @@ def outer_approximation(setting: Setting, space: DecisionSpace, objective: str, 
         start = time.perf_counter()
         f = build(tables, grid, objective, cutoff=best, solved=frozenset(solved))
         report.build_s += time.perf_counter() - start
-        r = backend_round(solver, f.model, deadline, compute, loop_end, report, rounds)
+        r = backend_round(solver, f.model, deadline, compute, loop_end, report, rounds, COMPUTE_GOING_ON_S)
         model_s = time.perf_counter() - start        # this round's model: build, writing, backend
         if r.status == "infeasible":       # no plan better than the incumbent (or none at all)
             report.status = "infeasible" if best_plan is None else "optimal"
@@ -201,7 +203,7 @@ def outer_approximation(setting: Setting, space: DecisionSpace, objective: str, 
         if bound >= best - tol:
             report.status = "optimal"
             break
-        # max_compute: a round stopped at its own cap (`COMPUTE_ROUND_S`) still chose a plan of the model and
+        # max_compute: a round stopped at its own cap (`COMPUTE_GOING_ON_S`) still chose a plan of the model and
         # proved a bound; the loop goes on (exact step, refinement) while its time lasts
         if r.status != "optimal" and not (compute and r.status == "time_limit" and time.perf_counter() < loop_end):
             report.status = r.status
