@@ -592,8 +592,9 @@ def solve_promising(t: Tables, first: int | None, solved, best: float, deadline:
             break
         batch = most_promising(t, set(solved) | set(done), 2 * len(batch), lower, min(best, found))
     if lower is not None:      # bounded at or above the best plan known: nothing better there either
-        cut = min(best, found)
-        done += [a for a in range(len(t.sync)) if lower[a] >= cut and a not in done and a not in solved]
+        taken = np.zeros(len(t.sync), dtype=bool)
+        taken[[*done, *solved]] = True
+        done += np.flatnonzero((np.asarray(lower) >= min(best, found)) & ~taken).tolist()
     return found_plan, found, done
 
 
