@@ -21,7 +21,8 @@ inputs from the `[dtplan]` table of its reported file (`drop`: instance assumpti
 `constants`: how the run was done, `headline`: the quantity that must be within 15%, `missing`:
 the term that is missing where it is not, `sensitivity`: other values of an assumed input,
 `fitted`: set when a constant the profile uses was fitted on this run, `wan_prior_from`: a run whose
-bandwidth derived under dtplan this run takes as its prior). An input the instance derived from a
+bandwidth derived under dtplan this run takes as its prior, `mfu_basis`: the model FLOPs per token the
+run's reported MFU counts, with its source, planner/cost/model_flops.py). An input the instance derived from a
 reported figure under the reference's formulas is derived again under dtplan's (`[calibrate]`:
 `quantity` "data_parallel_bandwidth_for_90pct_gbps", the step time from a data-parallel bandwidth, or
 "sync_time_s", the WAN bandwidth from a sync time). The planner's own choice is solved under the
@@ -47,6 +48,7 @@ from planner.schema.instance import load_instance, parse_instance  # noqa: E402
 from planner.schema.limits import MAX_MBPS  # noqa: E402
 from planner.schema.plan import check_plan_against, load_plan  # noqa: E402
 from planner.evaluate import evaluate  # noqa: E402
+from planner.cost.model_flops import model_flops_per_token  # noqa: E402
 from planner.solve import solve  # noqa: E402
 
 PUBLISHED = ROOT / "instances" / "published"
@@ -59,7 +61,7 @@ QUANTITIES = {
     "compute_utilization": "compute utilisation",
     "outer_time_s": "time per outer step (s)",
     "tokens_per_s": "tokens/s",
-    "hardware_mfu": "MFU (6 P_act tokens/s over dense bf16/fp16 peak)",
+    "hardware_mfu": "MFU (model FLOP/s over dense bf16/fp16 peak)",
     "tflops_per_gpu": "model TFLOP/s per accelerator",
     "run_days": "days for the run's tokens",
     "days_per_trillion_tokens": "days per 10^12 tokens",
@@ -190,13 +192,29 @@ def calibrated_sync(raw: dict, plan, target_s: float) -> dict:
     return with_mbps(round(math.exp(hi), 4))
 
 
-def predicted_quantities(instance, plan, evaluation) -> dict[str, float]:
+def mfu_flops_per_token(instance, basis: dict | None) -> float:
+    """Model FLOPs per token of the MFU rows: dtplan's 6 P_act, or the run's own basis where its
+    `[dtplan] mfu_basis` table gives one (`flops`: a basis of planner/cost/model_flops.py, `params`:
+    the P the run's formula counts, `layers`, `attention_width`, `seq_len`, `source`): a reported MFU
+    that counts attention is compared on that count, not on 6 P."""
+    if not basis:
+        return 6.0 * instance.model.active_params
+    missing = [key for key in ("flops", "params", "source") if key not in basis]
+    if missing:
+        raise ValueError(f"[dtplan.mfu_basis] {', '.join(missing)}: missing (each basis names its FLOP count, "
+                         "the parameters it counts and its source)")
+    return model_flops_per_token(float(basis["params"]), basis["flops"], basis.get("layers"),
+                                 basis.get("attention_width"), basis.get("seq_len"))
+
+
+def predicted_quantities(instance, plan, evaluation, flops_per_token: float | None = None) -> dict[str, float]:
     """The reported kinds of quantity, derived from one evaluation (no new physics): rates
-    while training, and time quantities at the training rate."""
+    while training, and time quantities at the training rate. MFU and model TFLOP/s count
+    `flops_per_token` (default 6 P_act, `mfu_flops_per_token`)."""
     v = evaluation.values
     hw = instance.hardware
     tps = v["tokens_per_s"]
-    model_flops = 6.0 * instance.model.active_params * tps
+    model_flops = (flops_per_token or 6.0 * instance.model.active_params) * tps
     out = {
         "compute_utilization": v["compute_utilization"],
         "outer_time_s": v["outer_time_s"],
@@ -259,7 +277,8 @@ def validate_run(name: str, with_solve: bool = True, profile: str = "reference",
     (with_solve) the planner's own choice."""
     instance, plan, reported, raw = load_run(name, profile, constants)
     evaluation = evaluate(instance, plan)
-    pred = predicted_quantities(instance, plan, evaluation)
+    basis = reported.get("dtplan", {}).get("mfu_basis") if profile == "dtplan" else None
+    pred = predicted_quantities(instance, plan, evaluation, mfu_flops_per_token(instance, basis))
     for key, target in SEARCHED.items():
         if key in reported.get("reported", {}):
             pred[key] = bandwidth_for_utilisation(raw, plan, target)
@@ -380,8 +399,11 @@ bandwidth is the one derived for INTELLECT-1 under the same profile, used as a p
 that are assumed rather than reported.
 
 How quantities are derived from an evaluation (no new physics): tokens/s = dtplan's `tokens_per_s`;
-MFU = 6 P_act x tokens/s / (accelerators x dense bf16/fp16 peak), i.e. hardware utilisation, not
-dtplan's `global_mfu` (which also multiplies by the quality factor eta and is listed separately);
+MFU = model FLOPs per token x tokens/s / (accelerators x dense bf16/fp16 peak), i.e. hardware utilisation,
+not dtplan's `global_mfu` (which also multiplies by the quality factor eta and is listed separately). The
+model FLOPs per token are 6 P_act in the reference column; in the dtplan column they are the run's own
+count where its `[dtplan] mfu_basis` names one with its source (INTELLECT-1 and PaLM count attention,
+6 P + 12 L H Q T: planner/cost/model_flops.py), so that a difference of counting is not read as one of time;
 time quantities = the run's tokens (or 10^12) / a token rate (raw compute time, no quality factor);
 accelerator-hours = accelerators x time. Each time quantity is marked as the source meant it: at the
 training rate (tokens/s while training) or wall-clock. Goodput, the fraction of wall-clock spent
@@ -566,6 +588,10 @@ def render_dtplan(results: list[dict], dtplan: list[dict]) -> list[str]:
         consts = ", ".join(f"{k} = {v}" for k, v in spec.get("constants", {}).items()) or "nothing beyond the profile"
         drop = f"; dropped from the instance: {', '.join(spec['drop'])}" if spec.get("drop") else ""
         text = f"- **{r['run']}**: {consts}{drop}. {' '.join(spec.get('notes', '').split())}"
+        if spec.get("mfu_basis"):
+            b = spec["mfu_basis"]
+            text += (f" MFU on the run's own basis ({b['flops']}, planner/cost/model_flops.py): "
+                     f"{mfu_flops_per_token(None, b):.4g} FLOP per token. {' '.join(b['source'].split())}")
         if abs(headline(r)["headline_error"]) > WITHIN:
             text += f" **Missing ({_pct(headline(r)['headline_error'])}):** {' '.join(spec['missing'].split())}"
         if r.get("sensitivity"):

@@ -35,16 +35,16 @@ def _instance(constants=None, profile="dtplan", **assumptions):
 def test_table_mfu_replaces_the_profile_mfu_unless_the_instance_sets_one():
     a = OFF.replace(mfu_from_table=True)
     h100 = physics.resolve_mfu(a, "NVIDIA H100 SXM5 80GB", explicit=False)
-    assert (h100.mfu, h100.mfu_for("fp16"), h100.mfu_for("fp8")) == (0.47, 0.47, 0.371)
+    assert (h100.mfu, h100.mfu_for("fp16"), h100.mfu_for("fp8")) == (0.4496, 0.4496, 0.371)
     assert physics.resolve_mfu(a, "NVIDIA H100 SXM5 80GB", explicit=True).mfu == 0.40
     assert physics.resolve_mfu(a, "Some unknown chip", explicit=False).mfu == 0.40
     assert physics.resolve_mfu(OFF, "NVIDIA H100 SXM5 80GB", explicit=False).mfu == 0.40   # switch off
 
 
 def test_step_time_uses_the_table_mfu():
-    # 6 P B / (F u) = 6 x 1e9 x 1e6 / (16 x 990e12 x 0.47) = 0.80592 s
+    # 6 P B / (F u) = 6 x 1e9 x 1e6 / (16 x 990e12 x 0.4496) = 0.84250 s
     e = evaluate(_instance(), parse_plan({"mode": "flat", "nodes": 1, "precision": "fp16"}))
-    assert e.values["t_comp_s"] == pytest.approx(6e15 / (16 * 990e12 * 0.47), rel=1e-12)
+    assert e.values["t_comp_s"] == pytest.approx(6e15 / (16 * 990e12 * 0.4496), rel=1e-12)
     e = evaluate(_instance(mfu=0.5), parse_plan({"mode": "flat", "nodes": 1, "precision": "fp16"}))
     assert e.values["t_comp_s"] == pytest.approx(6e15 / (16 * 990e12 * 0.5), rel=1e-12)
     fp8 = evaluate(_instance(), parse_plan({"mode": "flat", "nodes": 1, "precision": "fp8"}))
@@ -61,17 +61,18 @@ def test_every_table_entry_has_a_source_and_a_fraction():
 def test_moe_models_take_the_table_moe_figure():
     a = OFF.replace(mfu_from_table=True)
     moe = physics.resolve_mfu(a, "NVIDIA H800 SXM5 80GB", explicit=False, moe=True)
-    # fp8: Megatron-Bridge's DeepSeek-V3 on H100, 1,297 tokens/s per GPU x 6 x 37e9 / 1,979e12 = 0.1455;
-    # fp16 has no MoE figure and keeps the dense 0.47
-    assert (moe.mfu_for("fp16"), moe.mfu_for("fp8")) == (0.47, 0.1455)
-    assert 1297 * 6 * 37e9 / 1979e12 == pytest.approx(0.1455, abs=5e-5)
+    # fp8: Megatron-Bridge's DeepSeek-V3 on H100 with DeepSeek's fp8 scaling, 1,297 x 330 / 338 = 1,266 tokens/s
+    # per GPU x 6 x 37e9 / 1,979e12 = 0.1421;
+    # fp16 has no MoE figure and keeps the dense 0.4496
+    assert (moe.mfu_for("fp16"), moe.mfu_for("fp8")) == (0.4496, 0.1421)
+    assert 1297 * 330 / 338 * 6 * 37e9 / 1979e12 == pytest.approx(0.1421, abs=5e-5)
     assert physics.resolve_mfu(a, "NVIDIA H800 SXM5 80GB", explicit=False).mfu_for("fp8") == 0.371   # dense
     assert physics.resolve_mfu(a, "NVIDIA A100 SXM4 80GB", explicit=False, moe=True).mfu == 0.385    # no MoE entry
-    # an evaluation of a MoE instance: t_comp = 6 P_act B / (F u) = 6 x 2.5e8 x 1e6 / (16 x 1980e12 x 0.1455)
+    # an evaluation of a MoE instance: t_comp = 6 P_act B / (F u) = 6 x 2.5e8 x 1e6 / (16 x 1980e12 x 0.1421)
     raw = {"model": {"params": 1e9, "active_params": 2.5e8, "moe_layers": 4}, "training": {"local_batch_tokens": 1_000_000},
            "fleet": {"hardware": "16xH100-SXM", "nodes": 8}, "assumptions": {"profile": "dtplan"}}
     e = evaluate(parse_instance(raw), parse_plan({"mode": "flat", "nodes": 1, "precision": "fp8"}))
-    assert e.values["t_comp_s"] == pytest.approx(6 * 2.5e8 * 1e6 / (16 * 1980e12 * 0.1455), rel=1e-12)
+    assert e.values["t_comp_s"] == pytest.approx(6 * 2.5e8 * 1e6 / (16 * 1980e12 * 0.1421), rel=1e-12)
 
 
 # -- 4. sync over the links -------------------------------------------------------------------------
@@ -96,9 +97,9 @@ def test_streaming_fragments_by_hand():
 
 
 def test_streaming_fragments_in_an_evaluation():
-    # dtplan, 8 nodes of 16x H100 at u = 0.47: t_step = 6e15 / (16 x 990e12 x 0.47) s; fp16 payload 16e9 bits,
+    # dtplan, 8 nodes of 16x H100 at u = 0.4496: t_step = 6e15 / (16 x 990e12 x 0.4496) s; fp16 payload 16e9 bits,
     # ring over 8 with concurrent links: w = 2 x 7/8 x 16e9 = 28e9 bits at 1e9 b/s = 28 s, relay f = 1 + 0.02 x 3
-    t = 6e15 / (16 * 990e12 * 0.47)
+    t = 6e15 / (16 * 990e12 * 0.4496)
     f = 1 + 0.02 * 3
     plan = parse_plan({"mode": "flat", "nodes": 8, "precision": "fp16", "inner_steps": 10, "streaming": True})
     whole = evaluate(_instance(), plan).values
@@ -147,12 +148,12 @@ def test_exposed_sync_by_hand():
 
 
 def test_blocking_flat_outer_step_with_overlap_and_ring_by_hand():
-    # dtplan profile: u = 0.47, t_comp = 6e15 / (16 x 990e12 x 0.47) = 0.80592 s; 8 nodes, H = 10, fp16 Cr 1:
+    # dtplan profile: u = 0.4496, t_comp = 6e15 / (16 x 990e12 x 0.4496) = 0.84250 s; 8 nodes, H = 10, fp16 Cr 1:
     # v = 16e9 bits; ring w = 2 x 7/8 x 16e9 = 28e9 over 1 Gb/s both ways -> 28 s, relay straggler
-    # f(8) = 1 + 0.02 x 3 = 1.06 -> t_sync = 29.68 s; exposed = 29.68 - 2/3 x 0.80592; outer = 10 t + exposed.
+    # f(8) = 1 + 0.02 x 3 = 1.06 -> t_sync = 29.68 s; exposed = 29.68 - 2/3 x 0.84250; outer = 10 t + exposed.
     e = evaluate(_instance(), parse_plan({"mode": "flat", "nodes": 8, "precision": "fp16", "inner_steps": 10,
                                           "streaming": False}))
-    t = 6e15 / (16 * 990e12 * 0.47)
+    t = 6e15 / (16 * 990e12 * 0.4496)
     assert e.values["t_sync_s"] == pytest.approx(28.0 * 1.06, rel=1e-12)
     assert e.values["outer_time_s"] == pytest.approx(10 * t + 28.0 * 1.06 - 2 / 3 * t, rel=1e-12)
 
@@ -381,8 +382,8 @@ def test_zero3_communication_and_step_by_hand():
 
 
 def test_zero3_plan_by_hand():
-    # dtplan, 8 nodes of 16x H100 at u = 0.47, Z = 4: G = 2 replicas of 4 nodes. t_comp of a replica's
-    # 1e6 tokens on one node 6e15 / (16 x 990e12 x 0.47) s, a quarter per node; the regional link
+    # dtplan, 8 nodes of 16x H100 at u = 0.4496, Z = 4: G = 2 replicas of 4 nodes. t_comp of a replica's
+    # 1e6 tokens on one node 6e15 / (16 x 990e12 x 0.4496) s, a quarter per node; the regional link
     # (default 1 Gb/s, 20 ms) moves 3 x 3/4 x 16e9 bits: 36 s + 9 x 0.02 s, which sets the step.
     # State 1e9 x 16 / 4 bytes; each node syncs its quarter, 4e9 bits, in a ring of G = 2 over
     # concurrent 1 Gb/s links: w = 2 x 1/2 x 4e9 = 4e9 bits, 4 s x relay f(2) = 1.02.
@@ -391,7 +392,7 @@ def test_zero3_plan_by_hand():
                        "zero_shards": 4})
     v = evaluate(inst, plan).values
     t_fsdp = 36.0 + 9 * 0.02
-    assert v["t_step_s"] == pytest.approx(max(6e15 / (16 * 990e12 * 0.47) / 4, t_fsdp), rel=1e-12)
+    assert v["t_step_s"] == pytest.approx(max(6e15 / (16 * 990e12 * 0.4496) / 4, t_fsdp), rel=1e-12)
     assert (v["replicas"], v["groups"]) == (2, 2)
     assert v["state_bytes_per_node"] == pytest.approx(4e9)
     assert v["payload_bits"] == pytest.approx(4e9)

@@ -43,11 +43,11 @@ def _instance(constants):
 
 
 def test_the_window_in_an_evaluation_by_hand():
-    # dtplan, 8 nodes of 16x H100 at u = 0.47: t = 6e15 / (16 x 990e12 x 0.47) = 0.806 s per step; fp16 payload
+    # dtplan, 8 nodes of 16x H100 at u = 0.4496: t = 6e15 / (16 x 990e12 x 0.4496) = 0.8425 s per step; fp16 payload
     # 16e9 bits in a ring over 8 with concurrent links: 2 x 7/8 x 16e9 = 28e9 bits at 1 Gb/s = 28 s, relay factor
     # f = 1 + 0.02 log2 8 = 1.06; 5 fragments of 28/5 x 1.06 = 5.936 s, tau = 1, H = 10:
     # outer = 10 t + 5 max(0, 5.936 - t - 2/3 t) with the window, 10 t + 5 max(0, 5.936 - t) without.
-    t = 6e15 / (16 * 990e12 * 0.47)
+    t = 6e15 / (16 * 990e12 * 0.4496)
     frag = 28 / 5 * 1.06
     plan = parse_plan({"mode": "flat", "nodes": 8, "precision": "fp16", "inner_steps": 10, "streaming": True})
     base = {"streaming_fragments": 5, "streaming_overlap_steps": 1}

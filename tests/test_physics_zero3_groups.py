@@ -30,9 +30,9 @@ def _sixteen_nodes():
 
 
 def test_hierarchical_zero3_plan_by_hand():
-    # 1e9 parameters at fp16 on 16 nodes of 16x H100 (u = 0.47), groups of k = 8, Z = 4: K = 4 replicas of
+    # 1e9 parameters at fp16 on 16 nodes of 16x H100 (u = 0.4496), groups of k = 8, Z = 4: K = 4 replicas of
     # 4 nodes, 2 replicas per group, G = 2 groups. Step: the regional link (1 Gb/s, 20 ms) moves
-    # 3 x 3/4 x 16e9 bits, 36 s + 9 x 0.02 s, far above the compute 6e15 / (16 x 990e12 x 0.47) / 4 s.
+    # 3 x 3/4 x 16e9 bits, 36 s + 9 x 0.02 s, far above the compute 6e15 / (16 x 990e12 x 0.4496) / 4 s.
     # Each node syncs its quarter, 4e9 bits: regionally (2 x 4e9 / 1e9 + 0.02) x relay f(k / Z = 2) = 1.02,
     # and globally in a ring of G = 2 over concurrent 1 Gb/s links: 2 x 1/2 x 4e9 / 1e9 = 4 s x f(2).
     plan = parse_plan({"mode": "hierarchical", "nodes": 16, "group_size": 8, "precision": "fp16",

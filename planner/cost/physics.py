@@ -55,7 +55,7 @@ def table_mfu(accelerator: str, moe: bool = False) -> dict[str, float] | None:
 
     With `moe` (a mixture-of-experts model: active parameters below total), the entry's `moe`
     figures replace the dense ones at the precisions they list (Megatron-Bridge's DeepSeek-V3
-    on H100 at fp8: 0.1455 of the fp8 peak against 0.371 for dense Llama 3.1 405B, both on the
+    on H100 at fp8: 0.1421 of the fp8 peak against 0.371 for dense Llama 3.1 405B, both on the
     6 P_act basis); the other precisions keep the dense figure."""
     entry = mfu_table().get(accelerator)
     if entry is None:
