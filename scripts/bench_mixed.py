@@ -12,8 +12,10 @@ branch and bound's decomposition. `--pools P` times instead two fleets of P pool
 model to 10^25 FLOP: 40 nodes of 16x H100 in each of P European cities (1 Gb/s links between
 neighbours, 100 Mb/s per node), and P pools of four presets without sites (`pools_nosites_data`).
 Beyond 12 pools the decomposition refuses (exit 2) and the MIP path answers alone, its own bound the
-proof (`planner.solvers.mixed_mip`); with a pool per site its patterns grow as 2^P and it refuses
-beyond `planner.mip.pools.MAX_PATTERNS`.
+proof (`planner.solvers.mixed_mip`); with a pool per site its columns group the 2^P sets of sites by
+their links, which are still listed for the node ranges: refused beyond `planner.mip.pools.MAX_SITE_SETS`
+(14 pools in 14 cities). The MIP lines show the model's columns (groups of patterns) and the sets of
+sites listed.
 
 The instance (built here, seeded by nothing: fixed): 20 cities on four continents joined by a
 ring of 1-10 Gb/s links and a few long-haul chords (RTTs from the measured pairs or the distance
@@ -121,8 +123,8 @@ def report(label: str, solver: str, times: list[float], result) -> None:
     if result.mip:
         m = result.mip[0]
         mip = (f"; MIP loop {m['status']} in {m['rounds']} rounds (tables {m['build_s']:.2f} s, backend "
-               f"{m['time_s']:.2f} s, {m['columns']} columns, {m['rows']} rows), certification {m['certify_s']:.2f} s "
-               f"by {m.get('certified_by', '?')}")
+               f"{m['time_s']:.2f} s, {m['columns']} columns, {m['rows']} rows, {m.get('patterns')} pattern groups, "
+               f"{m.get('site_sets')} patterns), certification {m['certify_s']:.2f} s by {m.get('certified_by', '?')}")
     print(f"{label}, {solver}: median {statistics.median(times):.2f} s (min {min(times):.2f}, max {max(times):.2f}, "
           f"{len(times)} runs); {result.status}, {result.evaluations:,} plans scored{size}{mip}; "
           f"load average {os.getloadavg()[0]:.2f}")

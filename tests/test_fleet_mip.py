@@ -147,6 +147,9 @@ def test_patterns_are_exactly_the_subsets_of_pools(seed):
         assert set(mine) == set(brute)
         for pattern, subsets in brute.items():
             key = mine[pattern]
+            holds = [set(u) for u in subsets if set(u) <= set(key.allowed)]      # the minimal covers, brute force
+            minimal = {tuple(sorted(u)) for u in holds if not any(w < u for w in holds)}
+            assert {tuple(sorted(c)) for c in key.covers} == minimal
             setting = mixed_setting(pools, key.covers[0], precision, net)
             for used in subsets:
                 assert set(used) <= set(key.allowed)
@@ -222,8 +225,9 @@ def test_write_model_of_shipped_pools_instances(tmp_path, name):
         assert result.exit_code == 0, result.output
         text = path.read_text()
         assert path.stat().st_size < 1_000_000
+        sites = bool(json.loads((ROOT / "instances" / f"{name}.json").read_text())["network"].get("sites"))
         for family in FAMILIES:
-            if family != "pool-budget":
+            if family != "pool-budget" and (family != "pool-links" or sites):
                 assert family.replace("-", "_") in text
         answer = json.loads(result.stdout)
         assert answer["mip"][0]["families"]["pool-allowed"] >= 1
@@ -271,3 +275,158 @@ def test_one_model_path_refuses_rules_it_does_not_model(rule, tmp_path):
     out = CliRunner().invoke(main, ["solve", str(path), "--solver", "highs"])
     assert out.exit_code == 2, out.output
     assert "fleet.sync_rule" in out.output and "straggler rule only" in out.output
+
+
+@pytest.mark.parametrize("objective", ["min_time", "max_compute"])
+@pytest.mark.parametrize("seed", range(10))
+def test_setting_bounds_hold_for_every_part(seed, objective):
+    """The bound by which the certification skips a part of the decomposition (`SettingBounds`, from the
+    model's tables after the presolves) against each part's exact optimum (the branch and bound, no
+    incumbent): never above it for min_time, never below it for max_compute, whatever the presolves
+    dropped; a part the bound says is worse than the best plan by more than 1e-9 holds no optimum."""
+    import math
+    import time
+    from planner.mip.pools import pool_tables
+    from planner.solvers.mixed import parts, solve_part
+    from planner.solvers.mixed_mip import SettingBounds
+    instance = parse_instance(sample(40 + seed, objective))
+    pools = pool_settings(instance)
+    try:
+        pt = pool_tables(instance, pools, objective, None)
+    except UnsupportedBySolver:
+        pytest.skip("the model refuses this instance (as for one pool)")
+    bounds = SettingBounds(objective)
+    bounds.add(pt)
+    values, known = [], []
+    for part in parts(instance, pools, None):
+        found, _, _ = solve_part(instance, pools, part, objective, "bnb", math.inf)
+        bound = bounds(part)
+        known.append(bound)
+        if found is None:
+            continue
+        values.append(found.value)
+        if objective == "min_time":
+            assert bound <= found.value * (1 + 1e-9), (part.used, part.precision, bound, found.value)
+        else:
+            assert bound >= found.value * (1 - 1e-9), (part.used, part.precision, bound, found.value)
+    if not values:
+        return                                # no plan: nothing to skip against
+    best = (min if objective == "min_time" else max)(values)
+    skipped = [b for b in known if (b > best * (1 + 1e-9) if objective == "min_time" else b < best * (1 - 1e-9))]
+    assert len(known) == 1 or skipped, "the bounds skip no part of this instance"
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_links_of_a_set_of_sites_are_those_of_its_items(seed):
+    """What the model's `pool-links` rows rest on (`pools.SiteItems`): for every set S of the sites holding
+    pools (brute force over all of them), each field of the links the setting takes is the least
+    (bandwidths) or the largest (RTTs) over the sites and pairs within S of their own links; and the
+    columns group the patterns by exactly those links."""
+    from planner.fleet.network import site_network
+    from planner.mip.pools import LINK_LEAST, link_values, pattern_groups, site_items
+    rng = np.random.default_rng(700 + seed)
+    data = random_instance(rng)
+    while not data.get("network", {}).get("sites") or len({p.get("site") for p in data["fleet"]["pools"]}) < 3:
+        data = random_instance(rng)
+    instance = parse_instance(data)
+    pools = pool_settings(instance)
+    net = site_network(instance)
+    precisions = sorted({q for p in pools for q in p.precisions})
+    keys = pool_keys(pools, precisions, True)
+    items = site_items(pools, keys, net)
+    hosts = items.hosts
+    for size in range(1, len(hosts) + 1):
+        for chosen in combinations(range(len(hosts)), size):
+            inside = [a for a, e in enumerate(items.items) if set(e) <= set(chosen)]
+            want = link_values(net.links([hosts[j] for j in chosen]))
+            got = tuple(float(items.values[inside, f].min() if least else items.values[inside, f].max())
+                        for f, least in enumerate(LINK_LEAST))
+            assert got == want, (chosen, got, want)
+    groups = pattern_groups(pools, keys, net)
+    assert sorted(k for g in groups for k in g.keys) == list(range(len(keys)))
+    for g in groups:
+        for k in g.keys:
+            key = keys[k]
+            assert (key.precision, key.slowest, key.memory_bytes) == (g.precision, g.slowest, g.memory_bytes)
+            assert link_values(net.links(key.sites)) == g.links
+            assert set(key.allowed) <= set(g.allowed)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_links_of_many_sites_are_those_of_their_items(seed):
+    """As above on six pools in six European cities with random links (a random tree plus chords, 100 Mb/s
+    to 10 Gb/s) and a regional tier some pairs meet: every one of the 63 sets of sites."""
+    from planner.fleet.network import site_network
+    from planner.mip.pools import LINK_LEAST, link_values, site_items
+    rng = np.random.default_rng(900 + seed)
+    cities = ["London", "Paris", "Frankfurt", "Amsterdam", "Madrid", "Warsaw"]
+    links = [{"a": cities[i], "b": cities[int(rng.integers(0, i))], "up_mbps": float(rng.choice([100, 1000, 10000]))}
+             for i in range(1, 6)]
+    if not any({link["a"], link["b"]} == {"London", "Warsaw"} for link in links):
+        links += [{"a": "London", "b": "Warsaw", "up_mbps": float(rng.choice([300, 3000]))}]
+    data = {"model": {"params": 1e9}, "training": {"target_flop": 1e20},
+            "fleet": {"pools": [{"name": c.lower(), "hardware": "16xH100-SXM", "count": 2, "site": c} for c in cities]},
+            "network": {"wan": {"up_mbps": 2000, "down_mbps": 500}, "regional": {"mbps": 1000, "rtt_ms": 25},
+                        "sites": [{"name": c, "city": c} for c in cities], "links": links}}
+    instance = parse_instance(data)
+    pools = pool_settings(instance)
+    net = site_network(instance)
+    items = site_items(pools, pool_keys(pools, ["fp16"], True), net)
+    assert len({r for r in (tuple(sorted(g)) for g in net.candidates)}) >= 1
+    for size in range(1, 7):
+        for chosen in combinations(range(6), size):
+            inside = [a for a, e in enumerate(items.items) if set(e) <= set(chosen)]
+            want = link_values(net.links([items.hosts[j] for j in chosen]))
+            got = tuple(float(items.values[inside, f].min() if least else items.values[inside, f].max())
+                        for f, least in enumerate(LINK_LEAST))
+            assert got == want, (chosen, got, want)
+
+
+@pytest.mark.parametrize("objective,backend", [("min_time", "highs"), ("min_cost", "highs"), ("max_compute", "highs"),
+                                               ("min_time", "scip")])
+def test_seven_pools_in_seven_cities_against_bnb(objective, backend):
+    """A pool (2 nodes of H100 or A100) in each of seven cities along a chain of 10 and 1 Gb/s links, a
+    100 Mb/s access link and a 1 Gb/s, 20 ms regional tier: 142 sets of sites in 47 columns (groups by
+    their links). The loop alone (the pool-links rows choose the links of the sites used) closes its gap
+    at the decomposition's optimum, and the certified answer is the decomposition's. (min_time: the
+    optimum uses four of the seven, not next to each other.)"""
+    cities = ["London", "Paris", "Frankfurt", "Amsterdam", "Madrid", "Milan", "Warsaw"]
+    data = {"model": {"params": 3e9}, "training": {"target_flop": 3e22},
+            "fleet": {"pools": [{"name": c.lower(), "hardware": "16xH100-SXM" if i % 3 else "48xA100-80GB", "count": 2,
+                                 "site": c} for i, c in enumerate(cities)]},
+            "network": {"wan": {"up_mbps": 100, "down_mbps": 100}, "regional": {"mbps": 1000, "rtt_ms": 20},
+                        "sites": [{"name": c, "city": c} for c in cities],
+                        "links": [{"a": a, "b": b, "up_mbps": 1000 if i % 2 else 10000}
+                                  for i, (a, b) in enumerate(zip(cities, cities[1:]))]},
+            "limits": {"max_days": 365},
+            "search": {"max_inner_steps": 16, "max_regional_rounds": 2, "max_stages": 2, "max_micro_batches": 2},
+            "objective": objective}
+    if backend not in backends():
+        pytest.skip(f"needs {backend}")
+    instance = parse_instance(data)
+    mip, exact = solve(instance, solver=backend), solve(instance, solver="bnb")
+    assert mip.status == exact.status == "optimal"
+    assert close(mip.objective_value, exact.objective_value)
+    report = mip.mip[0]
+    assert report["site_sets"] > report["patterns"]
+    assert report["status"] == "optimal"
+    tol = 2e-4 if objective == "max_compute" else 1e-8
+    assert close(report["objective"], exact.objective_value, tol)
+    if objective == "min_time":
+        assert len(mip.plan.pool_nodes) == 4
+
+
+def test_too_many_sets_of_sites_exit_2(tmp_path):
+    """16 pools in 16 cities: 2 x 32,767 sets of sites to list for the node ranges, beyond MAX_SITE_SETS:
+    exit 2 naming --solver, quickly (the listing stops at the limit)."""
+    import sys
+    from click.testing import CliRunner
+    from planner.cli import main
+    from planner.mip.pools import MAX_SITE_SETS
+    sys.path.insert(0, str(ROOT / "scripts"))
+    from bench_mixed import pools_data
+    path = tmp_path / "cities.json"
+    path.write_text(json.dumps(pools_data(16)))
+    out = CliRunner().invoke(main, ["solve", str(path), "--solver", "highs"])
+    assert out.exit_code == 2, out.output
+    assert "--solver" in out.output and str(MAX_SITE_SETS) in out.output

@@ -62,10 +62,14 @@ from planner.mip.tables import (Tables, class_bounds, compute_bounds, compute_bo
                                  presolve_compute)
 from planner.solvers import UnsupportedBySolver
 
-FAMILIES = ("pool-key", "pool-count", "pool-total", "pool-allowed", "pool-required", "pool-spread", "pool-cost",
-            "pool-budget")
+FAMILIES = ("pool-key", "pool-count", "pool-total", "pool-allowed", "pool-required", "pool-links", "pool-spread",
+            "pool-cost", "pool-budget")
 COST_TOL = 1e-9          # min_cost: a plan must be cheaper than the incumbent by this much (relative) to be wanted
-MAX_PATTERNS = 2048      # beyond, the model is refused (exit 2): with sites the patterns grow with the site subsets
+MAX_PATTERNS = 2048      # columns x of the model (PatternGroup) beyond which it is refused (exit 2)
+MAX_SITE_SETS = 16384    # patterns (PoolKey: one per set of sites used) enumerated for the node ranges, beyond
+                         # which the model is refused (exit 2): 12 pools in 12 cities have 8,190 (2.3 s)
+LINK_FIELDS = ("wan_up_bps", "wan_down_bps", "wan_rtt_s", "regional_bps", "regional_rtt_s")
+LINK_LEAST = (True, True, False, True, False)    # the field is the least over its items (bandwidth), else the largest
 
 
 @dataclass(frozen=True)
@@ -112,29 +116,109 @@ def pool_keys(pools: Sequence[PoolSetting], precisions: Sequence[str], with_site
                     covers = _covers(pools, s, v, sites, allowed)
                     if covers:
                         keys.append(PoolKey(precision, s, v, sites, allowed, covers))
-                    if len(keys) > MAX_PATTERNS:
+                    if len(keys) > MAX_SITE_SETS:
                         raise UnsupportedBySolver(
-                            f"the one-model path for a fleet of pools takes at most {MAX_PATTERNS} patterns of pools "
-                            f"used (precision, slowest pool, least memory, sites used); this fleet has more (its "
-                            f"pools sit at many sites); use --solver bnb")
+                            f"the one-model path for a fleet of pools enumerates at most {MAX_SITE_SETS} patterns of "
+                            f"pools used (precision, slowest pool, least memory, sites used) for their node ranges; "
+                            f"this fleet has more (its pools sit at many sites); use --solver bnb (at most 12 pools)")
     return keys
 
 
 def _covers(pools, s: int, v: float, sites: tuple[str, ...], allowed: tuple[int, ...]) -> tuple[tuple[int, ...], ...]:
-    """The minimal sets of allowed pools that hold s, a pool of memory v and a pool at every site."""
-    others = [p for p in allowed if p != s]
+    """The minimal sets of allowed pools that hold s, a pool of memory v and a pool at every site, fewest
+    pools first, then in listing order. Each is s, one pool at each other site (a pool there is needed,
+    a second one would be redundant), and, when none of those has memory v, one pool of memory v at s's
+    site (without sites: anywhere); a pool of memory v at another site would make that site's first
+    pool redundant, so it is one of the choices of that site instead."""
+    from itertools import product
+    home = pools[s].site if sites else None
+    choices = [[p for p in allowed if pools[p].site == site] for site in sites if site != home]
+    extra_v = [p for p in allowed if p != s and pools[p].setting.memory_bytes == v and (not sites or pools[p].site == home)]
+    found = set()
+    for picked in product(*choices):
+        if pools[s].setting.memory_bytes == v or any(pools[p].setting.memory_bytes == v for p in picked):
+            found.add(tuple(sorted(picked)))
+        else:
+            found.update(tuple(sorted(picked + (p,))) for p in extra_v)
+    return tuple((s,) + extra for extra in sorted(found, key=lambda e: (len(e), e)))
 
-    def covers(group) -> bool:
-        return any(pools[p].setting.memory_bytes == v for p in group) and \
-            all(any(pools[p].site == site for p in group) for site in sites)
 
-    found = []
-    for size in range(0, min(len(others), len(sites) + 1) + 1):     # s, a pool of memory v, one per site
-        for extra in combinations(others, size):
-            group = (s,) + extra
-            if covers(group) and not any(set(f) <= set(group) for f in found):
-                found.append(group)
-    return tuple(found)
+@dataclass(frozen=True)
+class PatternGroup:
+    """A column x of the model: the patterns of one (precision, slowest pool, least memory, links of the
+    sites used), all of one setting. Without sites one pattern each. `allowed`: the pools that run the
+    precision, are not slower and have at least that memory (sites are rows of their own: `pool_links`)."""
+
+    precision: str
+    slowest: int
+    memory_bytes: float
+    links: tuple[float, ...]          # LINK_FIELDS of the sites used, () without sites
+    allowed: tuple[int, ...]
+    keys: tuple[int, ...]             # positions in PoolTables.keys
+
+    def label(self, pools: Sequence[PoolSetting], link_index: int | None) -> str:
+        parts = [self.precision, pools[self.slowest].label, f"m{self.memory_bytes / 1e9:g}GB"]
+        return _name("_".join(parts + ([f"L{link_index}"] if link_index is not None else [])))
+
+
+def link_values(links) -> tuple[float, ...]:
+    """The fields of a `planner.fleet.network.SiteLinks` that the setting takes (`network.with_links`)."""
+    return tuple(float(getattr(links, f)) for f in LINK_FIELDS)
+
+
+def pattern_groups(pools: Sequence[PoolSetting], keys: Sequence[PoolKey], sites) -> list[PatternGroup]:
+    """The model's columns x: the patterns grouped by (precision, slowest, least memory, link values of
+    their sites); refused (exit 2) beyond MAX_PATTERNS."""
+    found: dict[tuple, list[int]] = {}
+    for k, key in enumerate(keys):
+        links = link_values(sites.links(key.sites)) if sites is not None and key.sites else ()
+        found.setdefault((key.precision, key.slowest, key.memory_bytes, links), []).append(k)
+    if len(found) > MAX_PATTERNS:
+        raise UnsupportedBySolver(f"the one-model path for a fleet of pools takes at most {MAX_PATTERNS} columns of "
+                                  f"pools used (precision, slowest pool, least memory, links of the sites used); this "
+                                  f"fleet has {len(found)}; use --solver bnb")
+    out = []
+    for (q, s, v, links), ks in found.items():
+        allowed = tuple(p for p in range(len(pools)) if q in pools[p].precisions and
+                        _rank(pools, p, q) >= _rank(pools, s, q) and pools[p].setting.memory_bytes >= v)
+        out.append(PatternGroup(q, s, v, links, allowed, tuple(ks)))
+    return out
+
+
+@dataclass
+class SiteItems:
+    """The sites holding pools, and the items whose links make those of any set S of them: each site
+    alone and each pair. For every field of LINK_FIELDS, links(S) is the least (bandwidths) or the
+    largest (RTTs) over the items within S of the item's own links (`planner.fleet.network`: the WAN
+    route is the least bandwidth and largest RTT over the pairs of S, each site's LAN included, capped
+    by the access link once S has two sites; the regions are each site's first candidate group, so
+    the regional links are those over the pairs sharing a region). `site_items` checks this on every
+    set of sites of the patterns (refused otherwise)."""
+
+    hosts: list[str]
+    items: list[tuple[int, ...]]      # (j,) and (i, j), i < j, positions in hosts
+    values: np.ndarray                # items x LINK_FIELDS
+
+
+def site_items(pools: Sequence[PoolSetting], keys: Sequence[PoolKey], sites) -> SiteItems:
+    """The items of the sites holding pools (`SiteItems`), checked against the links of every set of
+    sites of `keys`."""
+    hosts = sorted({p.site for p in pools})
+    items = [(j,) for j in range(len(hosts))] + list(combinations(range(len(hosts)), 2))
+    values = np.array([link_values(sites.links([hosts[i] for i in e])) for e in items], dtype=float)
+    member = np.zeros((len(items), len(hosts)), dtype=bool)
+    for a, e in enumerate(items):
+        member[a, list(e)] = True
+    where = {h: j for j, h in enumerate(hosts)}
+    for site_set in {key.sites for key in keys}:
+        inside = np.zeros(len(hosts), dtype=bool)
+        inside[[where[h] for h in site_set]] = True
+        present = values[~(member & ~inside).any(axis=1)]
+        got = tuple(float(present[:, c].min() if least else present[:, c].max()) for c, least in enumerate(LINK_LEAST))
+        if got != link_values(sites.links(site_set)):
+            raise UnsupportedBySolver(f"the links of the sites {', '.join(site_set)} are not the least / largest over "
+                                      "their pairs' (the one-model path's rows need that); use --solver bnb")
+    return SiteItems(hosts, items, values)
 
 
 def key_counts(pools: Sequence[PoolSetting], key: PoolKey, nodes: int) -> list[int] | None:
@@ -190,6 +274,9 @@ class SettingPart:
     hi: int
     exact_range: bool                 # every N in [lo, hi] is realisable by one of its patterns
     tables: Tables | None = None
+    node_bounds: tuple[np.ndarray, np.ndarray] | None = None   # (least nodes, lower bound) of its plans: `node_bounds`
+    dropped: float = math.inf         # the presolves dropped only plans of value above this (model units)
+    fixed: list = field(default_factory=list)    # its fixed plans before the presolves (`node_bounds`)
     sync_offset: int = 0
     fixed_offset: int = 0
     group_offset: int = 0
@@ -206,6 +293,9 @@ class PoolTables:
     min_nodes: int
     budget_usd: float | None
     ranges: list[tuple[int, int]] = field(default_factory=list)    # per key
+    groups: list[PatternGroup] = field(default_factory=list)       # the model's columns x
+    group_part: list[int] = field(default_factory=list)            # the setting part of each group
+    sites: SiteItems | None = None
     solved: set = field(default_factory=set)                       # merged positions solved exactly
     incumbent: tuple | None = None    # (value in model units, MixedPlan) from the presolve
     classes_total: int = 0            # classes and fixed plans of the settings whose tables were built
@@ -300,7 +390,8 @@ def add_pool_families(m, pt: PoolTables, objective: str) -> None:
     if not hasattr(m, "nodes"):
         nodes_used(m, pt.merged, None)
     _pool_columns(m, pt)
-    for family in (pool_key, pool_count, pool_total, pool_allowed, pool_required, pool_spread, pool_cost, pool_budget):
+    for family in (pool_key, pool_count, pool_total, pool_allowed, pool_required, pool_links, pool_spread, pool_cost,
+                   pool_budget):
         family(m, pt)
     if objective == "min_cost":
         m.objective.deactivate()
@@ -319,23 +410,37 @@ def _pool_columns(m, pt: PoolTables) -> None:
     m.cnt = pyo.Var(m.Pools, within=pyo.NonNegativeIntegers, bounds=lambda m, p: (0, pools[list(m.Pools).index(p)].count))
     m.usev = [m.use[n] for n in m.Pools]
     m.cntv = [m.cnt[n] for n in m.Pools]
-    labels = [k.label(pools) for k in pt.keys]
-    labels = [f"{lab}_{i}" if labels.count(lab) > 1 else lab for i, lab in enumerate(labels)]
+    link_index = {links: i for i, links in enumerate(dict.fromkeys(g.links for g in pt.groups if g.links))}
+    labels = [g.label(pools, link_index.get(g.links)) for g in pt.groups]
+    seen: dict[str, int] = {}
+    for i, lab in enumerate(labels):
+        seen[lab] = seen.get(lab, 0) + 1
+        if seen[lab] > 1:
+            labels[i] = f"{lab}_{seen[lab]}"
     m.Keys = pyo.Set(initialize=labels, ordered=True)
     m.x = pyo.Var(m.Keys, within=pyo.Binary)
     m.xv = [m.x[n] for n in m.Keys]
     m.cost = pyo.Var(bounds=(0.0, None))
+    if pt.sites is not None:
+        hosts, items = pt.sites.hosts, pt.sites.items
+        m.Sites = pyo.Set(initialize=[_name(h) for h in hosts], ordered=True)
+        m.site = pyo.Var(m.Sites, bounds=(0.0, 1.0))       # 1 iff a pool at the site is used (rows force it)
+        m.sitev = [m.site[n] for n in m.Sites]
+        pairs = [e for e in items if len(e) == 2]
+        m.Pairs = pyo.Set(initialize=[f"{_name(hosts[i])}__{_name(hosts[j])}" for i, j in pairs], ordered=True)
+        m.pair = pyo.Var(m.Pairs, bounds=(0.0, 1.0))       # at most 1 iff both sites are used
+        m.pairv = dict(zip(pairs, (m.pair[n] for n in m.Pairs)))
 
 
 def pool_key(m, pt: PoolTables) -> None:
     """The patterns of a setting are chosen with its classes (and fixed plans)."""
     m.pool_key = pyo.ConstraintList()
-    for part in pt.parts:
+    for index, part in enumerate(pt.parts):
         chosen = 0
         if part.tables is not None:
             chosen = sum(m.yv[part.sync_offset + i] for i in range(len(part.tables.sync))) + \
                 sum(m.lamv[part.fixed_offset + i] for i in range(len(part.tables.fixed)))
-        m.pool_key.add(sum(m.xv[k] for k in part.keys) == chosen)
+        m.pool_key.add(sum(m.xv[g] for g, j in enumerate(pt.group_part) if j == index) == chosen)
 
 
 def pool_count(m, pt: PoolTables) -> None:
@@ -354,33 +459,71 @@ def pool_total(m, pt: PoolTables) -> None:
 
 def pool_allowed(m, pt: PoolTables) -> None:
     """A pool is not used under a pattern that does not allow it (slower than its slowest pool, less
-    memory, precision not supported, at a site outside it)."""
+    memory, precision not supported; the sites are `pool_links`)."""
     m.pool_allowed = pyo.ConstraintList()
     for p in range(len(pt.pools)):
-        banned = [k for k, key in enumerate(pt.keys) if p not in key.allowed]
+        banned = [k for k, g in enumerate(pt.groups) if p not in g.allowed]
         if banned:
             m.pool_allowed.add(m.usev[p] + sum(m.xv[k] for k in banned) <= 1)
 
 
 def pool_required(m, pt: PoolTables) -> None:
-    """The chosen pattern is the pools' own: its slowest pool is used, a pool of its memory, a pool at each
-    of its sites."""
+    """The chosen pattern is the pools' own: its slowest pool is used, and a pool of its memory."""
     m.pool_required = pyo.ConstraintList()
-    pools = pt.pools
+    pools, groups = pt.pools, pt.groups
     for p in range(len(pools)):
-        ks = [k for k, key in enumerate(pt.keys) if key.slowest == p]
+        ks = [k for k, g in enumerate(groups) if g.slowest == p]
         if ks:
             m.pool_required.add(sum(m.xv[k] for k in ks) <= m.usev[p])
-    for v in sorted({key.memory_bytes for key in pt.keys}):
-        ks = [k for k, key in enumerate(pt.keys) if key.memory_bytes == v and pools[key.slowest].setting.memory_bytes != v]
+    for v in sorted({g.memory_bytes for g in groups}):
+        ks = [k for k, g in enumerate(groups) if g.memory_bytes == v and pools[g.slowest].setting.memory_bytes != v]
         if ks:
             m.pool_required.add(sum(m.xv[k] for k in ks) <=
                                 sum(m.usev[p] for p in range(len(pools)) if pools[p].setting.memory_bytes == v))
-    for site in sorted({s for key in pt.keys for s in key.sites}):
-        ks = [k for k, key in enumerate(pt.keys) if site in key.sites and pools[key.slowest].site != site]
-        if ks:
-            m.pool_required.add(sum(m.xv[k] for k in ks) <=
-                                sum(m.usev[p] for p in range(len(pools)) if pools[p].site == site))
+
+
+def pool_links(m, pt: PoolTables) -> None:
+    """With sites: the chosen pattern's links are those of the sites the pools use (`SiteItems`).
+
+        site_j >= use_p (p at j),  site_j <= sum_{p at j} use_p      site j used
+        pair_ij <= site_i,  pair_ij <= site_j                        (at most 1 iff both used)
+        per field f and item e (a site or a pair) of links v_e:
+            sum_{k : f_k better than v_e} x_k + sum_{j in e} site_j <= |e|    (no better than a used item)
+        per field f and value w of some column:
+            sum_{e : v_e at least as bad as w} item_e >= sum_{k : f_k at least as bad as w} x_k
+                                                                             (some used item is that bad)
+    "better": larger bandwidth, smaller RTT. Both together make the chosen value the least (largest)
+    over the used items, i.e. the links of the sites used: O(sites^2 x fields) rows, nothing indexed
+    by a set of sites."""
+    m.pool_links = pyo.ConstraintList()
+    if pt.sites is None:
+        return
+    items, values, hosts = pt.sites.items, pt.sites.values, pt.sites.hosts
+    for j, host in enumerate(hosts):
+        here = [p for p, pool in enumerate(pt.pools) if pool.site == host]
+        for p in here:
+            m.pool_links.add(m.sitev[j] >= m.usev[p])
+        m.pool_links.add(m.sitev[j] <= sum(m.usev[p] for p in here))
+    for (i, j), var in m.pairv.items():
+        m.pool_links.add(var <= m.sitev[i])
+        m.pool_links.add(var <= m.sitev[j])
+    present = [m.sitev[e[0]] if len(e) == 1 else m.pairv[e] for e in items]
+    chosen = np.array([g.links for g in pt.groups], dtype=float)
+    done, reached = set(), set()
+    for f, least in enumerate(LINK_LEAST):
+        sign = 1.0 if least else -1.0                 # compare -RTT as a bandwidth: larger is better
+        col, val = sign * chosen[:, f], sign * values[:, f]
+        for a, e in enumerate(items):
+            better = tuple(np.flatnonzero(col > val[a]))
+            if better and (better, e) not in done:
+                done.add((better, e))
+                m.pool_links.add(sum(m.xv[k] for k in better) + sum(m.sitev[j] for j in e) <= len(e))
+        for w in np.unique(col):
+            worse_items = tuple(np.flatnonzero(val <= w))
+            worse_cols = tuple(np.flatnonzero(col <= w))
+            if worse_cols and (worse_items, worse_cols) not in reached:
+                reached.add((worse_items, worse_cols))
+                m.pool_links.add(sum(present[a] for a in worse_items) >= sum(m.xv[k] for k in worse_cols))
 
 
 def pool_spread(m, pt: PoolTables) -> None:
@@ -439,20 +582,24 @@ def pool_tables(instance, pools: list[PoolSetting], objective: str, params: floa
     sites = site_network(instance)
     cap = min(sum(p.count for p in pools), instance.limits.max_nodes or math.inf)
     budget = instance.limits.budget_usd
-    keys, ranges, settings = [], [], []
+    keys, ranges, settings, known = [], [], [], {}
     for key in pool_keys(pools, space.precisions, sites is not None):
         span = key_range(pools, key, space.min_nodes, cap, budget)
         if span is None:
             continue
-        s = mixed_setting(pools, key.covers[0], key.precision, sites)
+        shape = (key.precision, key.slowest, key.memory_bytes,
+                 link_values(sites.links(key.sites)) if sites is not None else ())   # what the setting depends on
+        if shape not in known:
+            s = mixed_setting(pools, key.covers[0], key.precision, sites)
+            known[shape] = unit_price(s if params is None else with_params(s, params))
         keys.append(key)
         ranges.append(span)
-        settings.append(unit_price(s if params is None else with_params(s, params)))
+        settings.append(known[shape])
     for s in settings[:1]:
         check_supported(s, objective)
-    parts, index = [], {}
+    parts, index, text = [], {}, {}
     for k, s in enumerate(settings):
-        j = index.setdefault(repr(s), len(parts))
+        j = index.setdefault(text.setdefault(id(s), repr(s)), len(parts))      # one repr per distinct shape
         if j == len(parts):
             parts.append(SettingPart(s, [], ranges[k][0], ranges[k][1], True))
         part = parts[j]
@@ -465,6 +612,12 @@ def pool_tables(instance, pools: list[PoolSetting], objective: str, params: floa
                 part.exact_range = False
             reach = max(reach, hi)
     pt = PoolTables(pools, keys, parts, None, space.min_nodes, budget, ranges)
+    pt.groups = pattern_groups(pools, keys, sites)
+    part_of_key = {k: j for j, part in enumerate(parts) for k in part.keys}
+    pt.group_part = [part_of_key[g.keys[0]] for g in pt.groups]
+    if any(part_of_key[k] != j for g, j in zip(pt.groups, pt.group_part) for k in g.keys):
+        raise AssertionError("the patterns of a group have different settings")
+    pt.sites = site_items(pools, keys, sites) if sites is not None else None
     ln_w = math.log(parts[0].setting.window_s) if parts else 0.0
     best, best_plan, solved, least = math.inf, None, [None] * len(parts), [None] * len(parts)
     # settings of least compute-only bound first: once a plan is known, a setting whose bound cannot beat it
@@ -488,8 +641,10 @@ def pool_tables(instance, pools: list[PoolSetting], objective: str, params: floa
         part_space = dataclasses.replace(space, precisions=(key.precision,), min_nodes=part.lo, max_nodes=part.hi)
         t = tables_or_refuse(part.setting, part_space.for_objective(part.setting, objective))
         pt.classes_total += len(t.sync) + len(t.fixed)
+        part.fixed = list(t.fixed)
         if objective in ("min_time", "max_compute") and part.exact_range:
             pruned, plan, value, done = presolve_compute(t) if objective == "max_compute" else presolve(t, "min_time")
+            part.dropped = _cut(value)        # the presolves' own cut: classes bounded above it are dropped
             if plan is not None and value < best:
                 best, best_plan = value, _mixed_plan(pt, j, pruned, plan)
             solved[j] = done
@@ -517,11 +672,12 @@ def pool_tables(instance, pools: list[PoolSetting], objective: str, params: floa
                                  [f for f in t.fixed if costs(f.nodes) <= cut], t.n_max, t.h_max, t.r_max,
                                  t.class_lower[keep] if t.class_lower is not None else None, t.eta_h_falls)
     if objective in ("min_time", "max_compute") and math.isfinite(best):   # the best of all presolves cuts them all
-        cut = best + 1e-9 * max(1.0, abs(best))
+        cut = _cut(best)
         for j, part in enumerate(parts):
             t = part.tables
             if t is None:
                 continue
+            part.dropped = min(part.dropped, cut)
             keep = np.array([lb <= cut for lb in t.class_lower], dtype=bool) if t.class_lower is not None else \
                 np.ones(len(t.sync), bool)
             at = np.cumsum(keep) - 1
@@ -531,6 +687,8 @@ def pool_tables(instance, pools: list[PoolSetting], objective: str, params: floa
                                  t.n_max, t.h_max, t.r_max,
                                  t.class_lower[keep] if t.class_lower is not None else None, t.eta_h_falls)
     for part in parts:
+        if objective != "min_cost" and part.tables is not None:
+            part.node_bounds = node_bounds(part.tables, part.fixed, objective)
         if part.tables is not None and not (part.tables.sync or part.tables.fixed):
             part.tables = None
     merged_space = dataclasses.replace(space, max_nodes=int(cap))
@@ -539,6 +697,41 @@ def pool_tables(instance, pools: list[PoolSetting], objective: str, params: floa
     pt.solved = {part.sync_offset + a for part, done in zip(parts, solved) if part.tables is not None for a in done}
     pt.incumbent = (best, best_plan) if best_plan is not None else None
     return pt
+
+
+def _cut(value: float) -> float:
+    """The presolves' cut at a best value (`tables.presolve`, `presolve_compute`): classes bounded above it
+    are dropped."""
+    return value + 1e-9 * max(1.0, abs(value)) if math.isfinite(value) else math.inf
+
+
+def node_bounds(t: Tables, fixed, objective: str) -> tuple[np.ndarray, np.ndarray]:
+    """(least nodes, bound) of pieces that together hold every plan of a setting's space that the
+    presolves kept (the rest is above `SettingPart.dropped`): per kept class and box of n
+    (`tables.class_bounds`, two per octave) the box's least nodes n1 x unit and a lower bound on the
+    objective in model units over the box (ln T for min_time; -ln C for max_compute), and each fixed
+    plan (`fixed`: all of them, before the presolves) with its own nodes and value. So every plan of
+    at most N nodes has a value >= the least of `dropped` and of the bounds of the pieces whose least
+    nodes is <= N (`mixed_mip.SettingBounds`: a part of the decomposition whose pools hold at most N
+    nodes is skipped when that is worse than the best plan known).
+
+    max_compute: -ln C >= -(the class's bound over all its plans: `tables.compute_bounds`), and, where
+    C T = C_target W holds for every plan (C_local without a tokens-scored replica penalty, as
+    `tables.presolve_compute`), -ln C >= box bound on ln T - ln(C_target W)."""
+    least, value = [np.array([f.nodes for f in fixed], dtype=float)], \
+        [np.array([f.log_time if objective == "min_time" else -f.log_compute for f in fixed], dtype=float)]
+    if t.sync:
+        bound, boxes = class_bounds(t)
+        units = np.array([e.unit for e in t.sync], dtype=float)[:, None]
+        if objective == "max_compute":
+            upper = compute_bounds(t)[:, None]
+            lower = np.broadcast_to(np.where(np.isfinite(upper), -upper, np.inf), bound.shape)
+            if not t.quality_target and not t.tokens_scored_eta_r:     # an empty box: inf, no plan
+                lower = np.maximum(lower, bound - math.log(t.setting.target * t.setting.window_s))
+            bound = lower
+        least.append((boxes[:, :, 0] * units).ravel())
+        value.append(bound.ravel())
+    return np.concatenate(least), np.concatenate(value)
 
 
 def _feasible_classes(t: Tables, ln_w: float) -> tuple[Tables, np.ndarray]:

@@ -120,17 +120,23 @@ def parts(instance: Instance, pools: list[PoolSetting], params: float | None) ->
 
 
 def solve_part(instance: Instance, pools: list[PoolSetting], part: Part, objective: str, solver: str,
-               deadline: float, incumbent_s: float = math.inf) -> tuple[PartResult | None, int, float]:
+               deadline: float, incumbent_s: float = math.inf,
+               incumbent_compute: float = 0.0) -> tuple[PartResult | None, int, float]:
     """The part's optimum, the plans it scored and its proven bound in the objective's units
     (seconds, USD, FLOP). `incumbent_s` (min_time): the time of a plan of another part; the
     branch and bound then prunes every box that cannot come within the tie tolerance of it
-    (`objectives.min_time`), and a part with nothing as good returns None with bound inf."""
+    (`objectives.min_time`), and a part with nothing as good returns None with bound inf.
+    `incumbent_compute` (max_compute, FLOP): likewise (`objectives.max_compute`), bound 0."""
+    from planner.objectives import max_compute
     from planner.solve import optimise
     from planner.solvers import monotone
     s, space = part.setting, part.space
     if (objective == "min_time" and solver == "bnb" and math.isfinite(incumbent_s)
             and not monotone.check(s).unsupported):
         found, evaluations, bound = min_time(s, space.for_objective(s, objective), deadline, incumbent_s)
+    elif (objective == "max_compute" and solver == "bnb" and incumbent_compute > 0
+            and not monotone.check(s).unsupported):
+        found, evaluations, bound = max_compute(s, space.for_objective(s, objective), deadline, incumbent_compute)
     else:
         found, evaluations, bound = optimise(s, space, objective, deadline, solver=solver)
     if objective == "min_cost":          # bound and value are node counts (unit price)
@@ -224,12 +230,14 @@ def plan_of(result: PartResult, pools: list[PoolSetting], is_moe: bool):
 
 
 def solve_mixed(instance: Instance, objective: str, solver: str, deadline: float, start: float,
-                explain: bool = True, incumbents: dict | None = None):
+                explain: bool = True, incumbents: dict | None = None, part_bound=None):
     """`planner.solve.solve` for a fleet of pools (arguments already checked there). `explain`:
     say why when no plan exists (`explain_mixed`). `solver` highs or scip: the pools are chosen in
     one mixed-integer model (`planner.solvers.mixed_mip`), certified by this decomposition.
-    `incumbents` (min_time, min_cost): per model size (None without search.params), the objective
-    value of a known plan; the parts then prune against it (ties kept)."""
+    `incumbents`: per model size (None without search.params), the objective value of a known plan;
+    the parts then prune against it (ties kept). `part_bound(part)`: a proven bound on the objective
+    over the part's plans (seconds or USD below, FLOP above; `mixed_mip.SettingBounds` from the
+    model's tables): a part that cannot come within 1e-9 of the best plan known is skipped."""
     from planner.solve import MIP_SOLVERS
     if problems := chosen_problems(instance, objective, solver):      # regions chosen: bnb, exhaustive only
         from planner.schema.errors import InputError
@@ -244,9 +252,11 @@ def solve_mixed(instance: Instance, objective: str, solver: str, deadline: float
     bound = 0.0 if maximise else math.inf
     candidates = []
     for params in instance.search.params or [None]:
-        size_found, size_bound, incumbent = [], (0.0 if maximise else math.inf), math.inf
+        size_found, size_bound, incumbent, most = [], (0.0 if maximise else math.inf), math.inf, 0.0
         if incumbents and not maximise and incumbents.get(params) is not None:
             incumbent = incumbents[params] * (1 + 1e-12)     # ties with it are still found
+        if incumbents and maximise and incumbents.get(params) is not None:
+            most = incumbents[params] * (1 - 1e-12)
         listed = parts(instance, pools, params)
         # min_time, max_compute: most pools first (they tend to be fastest; for min_time their time
         # prunes the other parts); min_cost: fewest pools first, and a part may use only the nodes
@@ -264,7 +274,13 @@ def solve_mixed(instance: Instance, objective: str, solver: str, deadline: float
             if floor_s > incumbent * (1 + 1e-12):
                 size_bound = min(size_bound, floor_s)
                 continue                  # no plan of the part can reach the best time found
-            result, count, part_bound = solve_part(instance, pools, part, objective, solver, deadline, incumbent)
+            if part_bound is not None and objective != "min_cost":
+                known = part_bound(part)
+                if known < most * (1 - 1e-9) if maximise else known > incumbent * (1 + 1e-9):
+                    size_bound = max(size_bound, known) if maximise else min(size_bound, known)
+                    continue              # ... nor come within 1e-9 of it (ties are 1e-12 apart)
+            result, count, part_bound_found = solve_part(instance, pools, part, objective, solver, deadline,
+                                                         incumbent, most)
             if result is not None and result.value < floor_s * (1 - 1e-9):     # the bound checked where it is used
                 raise AssertionError(f"compute bound {floor_s!r} s above a plan's time {result.value!r} s")
             if result is not None:
@@ -272,6 +288,8 @@ def solve_mixed(instance: Instance, objective: str, solver: str, deadline: float
                 straggler_best[index] = result.value
                 if objective in ("min_time", "min_cost"):
                     incumbent = min(incumbent, result.value)
+                else:
+                    most = max(most, result.value * (1 - 1e-12))
             evaluations += count
             if len(listed) > MAX_COUNTED_PARTS:        # counting costs about a third of the solve
                 size = None
@@ -279,8 +297,9 @@ def solve_mixed(instance: Instance, objective: str, solver: str, deadline: float
                 size += part.space.for_objective(part.setting, objective).size(part.setting)
             if result is not None:
                 size_found.append(result)
-                part_bound = max(part_bound, result.value) if maximise else min(part_bound, result.value)
-            size_bound = max(size_bound, part_bound) if maximise else min(size_bound, part_bound)
+                part_bound_found = max(part_bound_found, result.value) if maximise else \
+                    min(part_bound_found, result.value)
+            size_bound = max(size_bound, part_bound_found) if maximise else min(size_bound, part_bound_found)
         if "proportional" in rules:
             found_p, count, bound_p = proportional_parts(pools, listed, objective, deadline,
                                                          incumbent if objective != "max_compute" else math.inf,

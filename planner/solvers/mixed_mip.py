@@ -19,6 +19,8 @@ from __future__ import annotations
 import math
 import time
 
+import numpy as np
+
 from planner.cost.score import time_to_target
 from planner.fleet.network import site_network
 from planner.fleet.replicas import fleet_cost_usd, mixed_setting
@@ -30,6 +32,13 @@ from planner.solvers import backends
 from planner.solvers.bnb import TIME, compute_measure
 from planner.solvers.certified import (COMPUTE_LOG_TOL, COMPUTE_LOOP_S, LOG_TOL, MAX_ROUNDS, MipReport,
                                       backend_round, incumbent_value, raised_bound)
+
+CERTIFIED_COMPUTE_LOOP_S = 0.0   # max_compute with a certification to follow: the loop's time after the tables, so
+                                 # its first round only. Its relaxation rarely closes (as for one pool,
+                                 # `certified.COMPUTE_LOOP_S`), its later rounds grow the model (20-site bench: 429 ->
+                                 # 2,277 rows, 0.47 -> 1.9 s), and the decomposition proves the optimum from the first
+                                 # round's plan as quickly
+
 
 def model_value(objective: str, setting, plan: MixedPlan, pools) -> float:
     """The model's measure of a plan on pools: ln T (min_time), cost in the model's units (min_cost),
@@ -73,8 +82,10 @@ def decode(f, pt: PoolTables, instance, params) -> MixedPlan:
     return MixedPlan(plan, counts, s, j), q, ab
 
 
-def outer_approximation(instance, pools, objective: str, backend: str, params, deadline: float = math.inf):
-    """(best MixedPlan or None, its model value, MipReport) of the loop alone (module docstring)."""
+def outer_approximation(instance, pools, objective: str, backend: str, params, deadline: float = math.inf,
+                        loop_s: float = COMPUTE_LOOP_S):
+    """(best MixedPlan or None, its model value, MipReport) of the loop alone (module docstring);
+    `loop_s`: max_compute, the loop's time after the tables (its first round always runs)."""
     solver = backends()[backend]
     start = time.perf_counter()
     pt = pool_tables(instance, pools, objective, params)
@@ -96,7 +107,7 @@ def outer_approximation(instance, pools, objective: str, backend: str, params, d
     tol = {"min_time": LOG_TOL, "max_compute": COMPUTE_LOG_TOL}.get(objective) or \
         COST_TOL * max(1.0, abs(best) if math.isfinite(best) else 1.0)
     bound, f = -math.inf, None
-    loop_end = time.perf_counter() + COMPUTE_LOOP_S
+    loop_end = time.perf_counter() + loop_s
     for rounds in range(1, MAX_ROUNDS + 1):
         t0 = time.perf_counter()
         f = build_pools(pt, grid, objective, best, solved)
@@ -171,6 +182,44 @@ def outer_approximation(instance, pools, objective: str, backend: str, params, d
     return best_plan, best, report, pt
 
 
+class SettingBounds:
+    """`part_bound` of the decomposition (`planner.solvers.mixed.solve_mixed`) from the model's tables: for a
+    part (pools U, precision) whose setting is one of the patterns' settings, the least bound of that
+    setting's pieces (`pools.node_bounds`: boxes of n and fixed plans) that can have at most the part's
+    nodes, in the objective's units: a lower bound on the time to target (s, min_time), an upper bound
+    on the compute (FLOP, max_compute), the latter also <= C_target W / `mixed.compute_bound_s` at the
+    part's nodes where that bound holds. Valid for every plan of the part: its setting's tables cover
+    the part's space (the same reductions, node range within the setting's), and a plan of at most N
+    nodes lies in a box whose least nodes is <= N. Nothing known (0 s, inf FLOP) for a setting whose
+    tables were not built."""
+
+    def __init__(self, objective: str):
+        self.objective = objective
+        self.settings: dict[str, object] = {}
+
+    def add(self, pt: PoolTables) -> None:
+        for part in pt.parts:
+            if part.node_bounds is not None:
+                self.settings[repr(part.setting)] = part.node_bounds + (part.dropped,)
+            elif part.fixed or math.isfinite(part.dropped):       # built, every class dropped by the presolves
+                self.settings[repr(part.setting)] = (np.array([f.nodes for f in part.fixed], dtype=float), np.array(
+                    [f.log_time if self.objective == "min_time" else -f.log_compute for f in part.fixed],
+                    dtype=float), part.dropped)
+
+    def __call__(self, part) -> float:
+        from planner.solvers.mixed import compute_bound_s
+        top = part.space.max_nodes
+        value = -math.inf
+        if (known := self.settings.get(repr(part.setting))) is not None:
+            least, bound, dropped = known
+            value = min(float(bound[least <= top].min(initial=math.inf)), dropped)
+        if self.objective == "min_time":
+            return math.exp(value) if value > -math.inf else 0.0
+        floor_s = compute_bound_s(part.setting, int(top))
+        ceiling = part.setting.target * part.setting.window_s / floor_s if floor_s > 0 else math.inf
+        return min(math.exp(-value) if value < math.inf else 0.0, ceiling)
+
+
 def solve_mixed_mip(instance, objective: str, solver: str, deadline: float, start: float):
     """`planner.solve.solve` of a fleet of pools with a MIP backend (module docstring)."""
     from planner.fleet.pools import pool_settings
@@ -183,10 +232,14 @@ def solve_mixed_mip(instance, objective: str, solver: str, deadline: float, star
     pools = pool_settings(instance)
     maximise = objective == "max_compute"
     reports, shapes, incumbents, found, bound = [], [], {}, [], (0.0 if maximise else math.inf)
+    bounds = SettingBounds(objective)
+    certify = len(pools) <= MAX_EXACT_POOLS
     for params in instance.search.params or [None]:
-        plan, value, report, pt = outer_approximation(instance, pools, objective, solver, params, deadline)
+        plan, value, report, pt = outer_approximation(instance, pools, objective, solver, params, deadline,
+                                                      CERTIFIED_COMPUTE_LOOP_S if certify else COMPUTE_LOOP_S)
         reports.append(report)
-        shapes.append({"patterns": len(pt.keys), "settings": len(pt.parts),
+        bounds.add(pt)
+        shapes.append({"patterns": len(pt.groups), "site_sets": len(pt.keys), "settings": len(pt.parts),
                        "settings_built": sum(p.tables is not None for p in pt.parts)})
         if plan is not None:
             units = to_units(objective, value, pools)
@@ -204,9 +257,10 @@ def solve_mixed_mip(instance, objective: str, solver: str, deadline: float, star
         else:
             bound = min(bound, report.bound if report.bound is not None else (math.inf if report.status == "infeasible"
                                                                               else 0.0))
-    if len(pools) <= MAX_EXACT_POOLS:       # certification: the exact decomposition from the loop's plans
+    if certify:       # certification: the exact decomposition from the loop's plans
         t0 = time.perf_counter()
-        result = solve_mixed(instance, objective, "bnb", deadline, start, incumbents=incumbents)
+        result = solve_mixed(instance, objective, "bnb", deadline, start, incumbents=incumbents,
+                             part_bound=bounds if objective != "min_cost" else None)
         certify_s = time.perf_counter() - t0
         mine = {tuple(sorted((pools[p].label, c) for p, c in enumerate(r.counts) if c)): r for r in found}
         for report in reports:
