@@ -361,7 +361,7 @@ def mip_suite(args) -> int:
         ref, t_ref = timed(inst, "bnb")
         try:
             r, t = timed(inst, mip, time_limit_s=args.mip_time_limit)
-        except UnsupportedBySolver as err:
+        except (UnsupportedBySolver, InputError) as err:    # e.g. chosen regions: refused with exit 2
             print(f"  {name}: {mip} refused: {err}")
             skipped += 1
             continue

@@ -173,6 +173,21 @@ def test_model_is_a_relaxation_exact_once_refined_plan_by_plan(seed, target_kind
                          + [("highs", seed, "c_quality") for seed in range(100, 112)]
                          + [("scip", seed, "c_quality") for seed in range(112, 116)])
 def test_mip_bnb_and_oracle_agree_with_brute_force(seed, objective, backend, target_kind):
+    _mip_bnb_and_oracle_agree_with_brute_force(seed, objective, backend, target_kind)
+
+
+@pytest.mark.parametrize("objective", ["min_time", "min_cost"])
+@pytest.mark.parametrize("seed, target_kind", [(seed, "c_local") for seed in range(8)]
+                         + [(seed, "c_quality") for seed in range(100, 106)])
+def test_model_rounds_alone_agree_with_brute_force(monkeypatch, seed, objective, target_kind):
+    """The loop with no exact step beyond `EXACT_CLASSES` classes per round (`certified.EXACT_SHARE` 0,
+    as before the step grew with the model's time): the model's own rounds close the gap."""
+    from planner.solvers import certified
+    monkeypatch.setattr(certified, "EXACT_SHARE", 0.0)
+    _mip_bnb_and_oracle_agree_with_brute_force(seed, objective, "highs", target_kind)
+
+
+def _mip_bnb_and_oracle_agree_with_brute_force(seed, objective, backend, target_kind):
     from planner import objectives
     from planner.solvers import exhaustive
     s, space, streaming = random_case(seed, target_kind=target_kind)
@@ -294,6 +309,18 @@ def test_max_compute_mip_bnb_and_oracle_agree_with_brute_force(backend, seed, ta
     """Every mode, random small spaces: the certified MIP answer, bnb and the exhaustive oracle
     equal the brute force (value and plan); the loop alone closes its gap (COMPUTE_LOG_TOL in
     ln C) with an upper bound at or above the optimum."""
+    _max_compute_agrees_with_brute_force(backend, seed, target_kind, penalty)
+
+
+@pytest.mark.parametrize("seed, target_kind, penalty", [(seed, kind, pen) for seed in range(4) for kind, pen in COMPUTE_KINDS])
+def test_max_compute_model_rounds_alone_agree_with_brute_force(monkeypatch, seed, target_kind, penalty):
+    """As above with no exact step beyond `EXACT_CLASSES` classes per round (`certified.EXACT_SHARE` 0)."""
+    from planner.solvers import certified
+    monkeypatch.setattr(certified, "EXACT_SHARE", 0.0)
+    _max_compute_agrees_with_brute_force("highs", seed, target_kind, penalty)
+
+
+def _max_compute_agrees_with_brute_force(backend, seed, target_kind, penalty):
     from planner import objectives
     from planner.solvers import exhaustive
     from planner.solvers.certified import COMPUTE_LOG_TOL
@@ -316,6 +343,45 @@ def test_max_compute_mip_bnb_and_oracle_agree_with_brute_force(backend, seed, ta
     assert math.log(report.objective) == pytest.approx(math.log(most), abs=COMPUTE_LOG_TOL)
     assert report.objective <= most * (1 + 1e-12)
     assert report.bound >= most * (1 - 1e-12)
+
+
+@pytest.mark.parametrize("seed, objective", [(seed, obj) for seed in (6, 10, 17, 33) for obj in ("min_time", "max_compute")])
+def test_solve_promising_counts_as_solved_only_classes_with_nothing_better(seed, objective):
+    """`tables.solve_promising` against each class solved alone (`solve_classes`): with a budget it
+    returns the best plan of all classes, and the classes it leaves unsolved are bounded at or above
+    it; without one it solves the first `EXACT_CLASSES` (most promising first, or the given class
+    first) and returns their best; a batch stopped by the deadline is not counted."""
+    from planner.mip.tables import EXACT_CLASSES, class_bounds, compute_bounds, solve_classes, solve_promising
+    from planner.solvers.bnb import TIME, compute_measure
+    s, space, _ = random_case(seed)
+    space = space.for_objective(s, objective)
+    t = build_tables(s, space)
+    measure = compute_measure(s.target_kind) if objective == "max_compute" else TIME
+    lower = -compute_bounds(t) if objective == "max_compute" else class_bounds(t)[0].min(axis=1)
+    finite = np.flatnonzero(np.isfinite(lower))
+    assert finite.size > EXACT_CLASSES
+    alone = {int(a): solve_classes(t, [int(a)], math.inf, math.inf, measure)[1] for a in finite}
+    plan, value, done = solve_promising(t, None, set(), math.inf, math.inf, measure, 60.0, lower)
+    best = min(alone.values())
+    assert math.isfinite(best) and plan is not None
+    assert value == pytest.approx(best, rel=1e-12)
+    assert sorted(done) == list(range(len(t.sync)))        # each solved, or bounded at or above the best
+    # bounds that prune nothing (-inf, valid): batches of 8, 16, 32, ... search every class
+    none = np.full(len(t.sync), -np.inf)
+    plan, value, done = solve_promising(t, None, set(), math.inf, math.inf, measure, 60.0, none)
+    assert sorted(done) == list(range(len(t.sync)))
+    assert value == pytest.approx(best, rel=1e-12)
+    # no budget: the EXACT_CLASSES most promising, then only those bounded at or above their best
+    plan, value, done = solve_promising(t, None, set(), math.inf, math.inf, measure, 0.0, lower)
+    assert done[:EXACT_CLASSES] == [int(a) for a in np.argsort(lower, kind="stable")[:EXACT_CLASSES]]
+    assert value == pytest.approx(min(alone[a] for a in done[:EXACT_CLASSES]), rel=1e-12)
+    assert all(lower[a] >= value for a in done[EXACT_CLASSES:])
+    assert all(alone[a] >= value - 1e-12 * abs(value) for a in done if a in alone)
+    first = int(finite[-1])
+    plan, value, done = solve_promising(t, first, set(), math.inf, math.inf, measure, 0.0, lower)
+    assert done[0] == first and len(done) >= EXACT_CLASSES
+    plan, value, done = solve_promising(t, first, set(), math.inf, 0.0, measure, 60.0, lower)   # deadline past
+    assert plan is None and all(lower[a] == math.inf for a in done)     # none searched
 
 
 def _strong_replica_penalty(s, factor=30.0):

@@ -38,6 +38,7 @@ class has gain 1.
 from __future__ import annotations
 
 import math
+import time
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -530,10 +531,19 @@ def solve_classes(t: Tables, positions, best: float = math.inf, deadline: float 
     """The best plan of the classes at `positions` (in `t.sync`) over all their n, H, R, found
     exactly by the branch and bound (`bnb.minimise_time`, public; one vectorised call per class
     group): (plan, ln T), or (None, inf) if none beats `best` (ln T). With the max_compute
-    `measure` (`bnb.compute_measure`, 1/C): (plan, -ln C), no duration limit."""
+    `measure` (`bnb.compute_measure`, 1/C): (plan, -ln C), no duration limit. Past `deadline` the
+    answer is the best plan found so far (`solve_classes_within` says whether the search finished)."""
+    plan, value, _ = solve_classes_within(t, positions, best, deadline, measure)
+    return plan, value
+
+
+def solve_classes_within(t: Tables, positions, best: float = math.inf, deadline: float = math.inf,
+                         measure: str = bnb.TIME):
+    """`solve_classes`, and whether the search finished before `deadline` (else no class of
+    `positions` may be counted as solved)."""
     s = t.setting
     cap = s.window_s if measure == bnb.TIME else math.inf
-    found_plan, found = None, math.inf
+    found_plan, found, complete = None, math.inf, True
     by_group: dict[int, list[int]] = {}
     for a in positions:
         by_group.setdefault(t.sync[a].group, []).append(t.sync[a].index)
@@ -543,18 +553,59 @@ def solve_classes(t: Tables, positions, best: float = math.inf, deadline: float 
         bound = math.exp(limit) * (1 + bnb.TIE_REL) if math.isfinite(limit) else cap
         result = bnb.minimise_time(s, c, t.space.max_inner_steps, t.space.max_regional_rounds,
                                    min(bound, cap), deadline, measure)
+        complete &= result.open_bound == math.inf
         if result.time_s.size:
             a = int(np.argmin(result.time_s))
             value = math.log(float(result.time_s[a]))
             if value < found:
                 found_plan, found = result.batch.take(slice(a, a + 1)), value
-    return (found_plan, found) if found < best else (None, math.inf)
+    return (found_plan, found, complete) if found < best else (None, math.inf, complete)
 
 
-def most_promising(t: Tables, solved, count: int) -> list[int]:
-    """Up to `count` positions in `t.sync` not in `solved`, least lower bound (`class_lower`) first."""
-    order = np.argsort(t.class_lower, kind="stable") if t.class_lower is not None else range(len(t.sync))
-    return [int(a) for a in order if int(a) not in solved][:count]
+def solve_promising(t: Tables, first: int | None, solved, best: float, deadline: float, measure: str,
+                    budget_s: float, lower: np.ndarray | None = None):
+    """Classes solved exactly, most promising first: class `first` (the loop's: the model's choice; or
+    None) and the most promising unsolved ones up to `EXACT_CLASSES` (`solve_classes`), then batches of
+    the next most promising, each twice as large as the one before, as long as they finish within
+    `budget_s` from the start (the presolves pass 0: `EXACT_CLASSES`). The loop
+    (`planner.solvers.certified`) passes the time its last model round took, so that the exact search
+    takes about as long as the model at most; it costs about a hundredth of a model round per class
+    on 10^5-node instances (docs/mip.md). Promise: the least lower bound (`lower`, by default `t.class_lower`); classes whose
+    bound is not below `best` are left out (they cannot beat it). Exact like `solve_classes`: (plan,
+    value) of the best plan beating `best`, or (None, inf), and the positions solved (none of them
+    holds a plan better than the value returned, or than `best`: those solved exactly, and those whose
+    bound is not below it; a batch the `deadline` stopped is not among them)."""
+    start = time.perf_counter()
+    lower = t.class_lower if lower is None else lower
+    head = [] if first is None else [first]
+    batch = head + most_promising(t, set(solved) | set(head), EXACT_CLASSES - len(head), lower, best)
+    found_plan, found, done = None, math.inf, []
+    while batch:
+        stop = deadline if not done else min(deadline, start + budget_s)      # the first batch in any case
+        plan, value, complete = solve_classes_within(t, batch, min(best, found), stop, measure)
+        if value < found:      # a plan of the classes, exact or not: a valid incumbent
+            found_plan, found = plan, value
+        if not complete:       # stopped at the deadline: these classes are not solved
+            break
+        done += batch
+        if time.perf_counter() - start >= budget_s or time.perf_counter() >= deadline:
+            break
+        batch = most_promising(t, set(solved) | set(done), 2 * len(batch), lower, min(best, found))
+    if lower is not None:      # bounded at or above the best plan known: nothing better there either
+        taken = np.zeros(len(t.sync), dtype=bool)
+        taken[[*done, *solved]] = True
+        done += np.flatnonzero((np.asarray(lower) >= min(best, found)) & ~taken).tolist()
+    return found_plan, found, done
+
+
+def most_promising(t: Tables, solved, count: int, lower: np.ndarray | None = None, below: float = math.inf) -> list[int]:
+    """Up to `count` positions in `t.sync` not in `solved`, least lower bound (`lower`, by default
+    `class_lower`) first; with `below`, only those whose bound is below it."""
+    lower = t.class_lower if lower is None else lower
+    if lower is None:
+        return [a for a in range(len(t.sync)) if a not in solved][:count]
+    order = np.argsort(lower, kind="stable")
+    return [int(a) for a in order if int(a) not in solved and lower[a] < below][:count]
 
 
 def presolve(t: Tables, objective: str):
@@ -564,7 +615,7 @@ def presolve(t: Tables, objective: str):
     - min_time: a few plans per class are scored by the evaluator (n at the upper end of its
       most promising box and at n_hi; H = 1, H_max, the balance point t_sync / t_step and its
       neighbour; R = 1 and R_max), and the `EXACT_CLASSES` classes of least bound are solved
-      exactly (`solve_classes`); the best is the incumbent, and the classes whose every box
+      exactly (`solve_promising`); the best is the incumbent, and the classes whose every box
       is bounded above its time are dropped, and fixed plans slower than it;
     - min_cost: boxes bounded above the duration limit cannot hold a feasible plan; a class's
       least nodes is unit x the lower end of its first box that can; plans at the upper end of
@@ -600,8 +651,8 @@ def presolve(t: Tables, objective: str):
         for p in t.fixed:
             if p.log_time < best:
                 best, best_plan = p.log_time, t.plan(p.group, p.index, 1)
-        exact = [int(a) for a in np.argsort(lower, kind="stable")[:EXACT_CLASSES] if lower[a] < best]
-        plan, value = solve_classes(t, exact, best)       # the most promising classes, solved exactly
+        # the most promising classes, solved exactly
+        plan, value, exact = solve_promising(t, None, (), best, math.inf, bnb.TIME, 0.0, lower)
         if value < best:
             best, best_plan = value, plan
         cut = best + 1e-9 * max(1.0, abs(best))
@@ -705,7 +756,7 @@ def presolve_compute(t: Tables):
     The incumbent is the best of the fixed plans (their compute is one number each) and of a few
     plans per class (n at n_lo and n_hi; H = 1, H_max, the balance point t_sync / t_step and its
     neighbour; R = 1 and R_max), scored by the evaluator, and of the `EXACT_CLASSES` classes of
-    largest bound (`compute_bounds`, `compute_box_bounds`) solved exactly (`solve_classes`).
+    largest bound (`compute_bounds`, `compute_box_bounds`) solved exactly (`solve_promising`).
     Classes whose bound is below it are dropped; the fixed plans leave the model (none beats the
     incumbent). Values are -ln C (the loop minimises); `class_lower` holds -(the bound).
     Returns (pruned tables, incumbent plan or None, its value, the positions in the pruned
@@ -745,8 +796,8 @@ def presolve_compute(t: Tables):
             upper[live] = np.minimum(upper[live], math.log(t.setting.target * t.setting.window_s)
                                      - class_bounds(sub)[0].min(axis=1))
         lower = np.where(np.isfinite(upper), -upper, np.inf)     # a lower bound on -ln C per class
-        exact = [int(a) for a in np.argsort(lower, kind="stable")[:EXACT_CLASSES] if lower[a] < best]
-        plan, value = solve_classes(t, exact, best, measure=bnb.compute_measure(t.setting.target_kind))
+        plan, value, exact = solve_promising(t, None, (), best, math.inf, bnb.compute_measure(t.setting.target_kind),
+                                             0.0, lower)
         if value < best:
             best, best_plan = value, plan
         keep = np.isfinite(lower) & (lower <= best + 1e-9 * max(1.0, abs(best)))

@@ -9,6 +9,12 @@
    at its sync terms: there the model becomes exact, so that plan cannot come back with an
    optimistic value) and the model is solved again, until the bound meets the best plan
    found (gap 0 up to 1e-9 in ln T, or the node count for min_cost), or `MAX_ROUNDS`.
+   Each round (min_time, max_compute) also solves exactly the class the model chose and the most
+   promising others (`tables.solve_promising`: 8, then growing batches for up to `EXACT_SHARE`
+   times the round's model time): a logic cut, those classes leave the next models (y = 0).
+   max_compute caps each backend round (`COMPUTE_GOING_ON_S`; a capped round still gives a plan and a
+   bound) and the loop (`COMPUTE_LOOP_S`), and starts no round whose model would not end in time
+   judging by the last one.
 3. Certification: the exact search of `planner.solvers.bnb` runs with the best plan's value
    as its incumbent. It proves that no plan is better beyond the tie tolerance (1e-12),
    finds one if the solver's tolerances hid it, and breaks ties in the documented order.
@@ -30,8 +36,8 @@ import numpy as np
 from planner.cost.score import time_to_target, window_compute
 from planner.cost.setting import Setting
 from planner.mip.formulation import Grid, build
-from planner.mip.tables import (EXACT_CLASSES, FormulationError, build_tables, most_promising, outer_per_step, presolve,
-                                 presolve_compute, solve_classes, sync_terms)
+from planner.mip.tables import (FormulationError, build_tables, outer_per_step, presolve, presolve_compute,
+                                 solve_promising, sync_terms)
 from planner.objectives import max_compute, min_cost, min_time
 from planner.solvers import UnsupportedBySolver, backends
 from planner.solvers.bnb import TIME, compute_measure
@@ -39,10 +45,13 @@ from planner.space import DecisionSpace
 
 MAX_ROUNDS = 12
 LOG_TOL = 1e-9
-COMPUTE_ROUND_S = 2.0    # max_compute: backend time per round; past it the loop stops and the exact certification
-                         # (fast from a good incumbent) answers: the loop's relaxations can be slow to close
+COMPUTE_ROUND_S = 2.0    # max_compute: backend time per round of the pools loop (`mixed_mip`); past it that loop stops
+                         # and the exact certification (fast from a good incumbent) answers: relaxations can be slow to close
+COMPUTE_GOING_ON_S = 1.0  # ... of this module's loop, which goes on after a capped round (exact step, refinement)
 COMPUTE_LOOP_S = 4.0     # max_compute: the MIP path's time before certification (tables, presolve, loop), likewise,
 COMPUTE_FIRST_ROUND_S = 1.0   # ... but the loop gets at least this much after a slow presolve
+EXACT_SHARE = 1.0        # the loop's exact step may take this many times its last model round's time (beyond its first
+                         # EXACT_CLASSES classes, `tables.solve_promising`); 0: EXACT_CLASSES per round only
 COMPUTE_LOG_TOL = 1e-4   # max_compute: the loop's gap in ln C (u is continuous: its refined brackets are
                          # U_STEP wide, above the backends' feasibility tolerance); the certification is exact
 
@@ -67,6 +76,7 @@ class MipReport:
     backend_status: str = ""          # the backend's own status in the last round
     classes: int = 0                  # classes and fixed plans of the space
     classes_kept: int = 0             # ... left by the presolve (`planner.mip.tables.presolve`)
+    classes_solved: int = 0           # ... of which the loop solved exactly (`planner.mip.tables.solve_promising`)
     families: dict[str, int] = field(default_factory=dict)
     certify_s: float = 0.0
     certified_changed_plan: bool = False   # the exact search chose another plan (better, or first in tie order)
@@ -120,13 +130,14 @@ def incumbent_units(setting: Setting, objective: str, value: float) -> float:
 
 
 
-def backend_round(solver, model, deadline: float, compute: bool, loop_end: float, report: MipReport, rounds: int):
+def backend_round(solver, model, deadline: float, compute: bool, loop_end: float, report: MipReport, rounds: int,
+                  round_s: float = COMPUTE_ROUND_S):
     """One backend solve of an outer-approximation round (this module's loop and the pools loop of
-    `planner.solvers.mixed_mip`): the time left, capped per round and by the loop's end for max_compute
-    (the certification answers what is left), and the report's counters."""
+    `planner.solvers.mixed_mip`): the time left, capped per round (`round_s`) and by the loop's end for
+    max_compute (the certification answers what is left), and the report's counters."""
     remaining = None if math.isinf(deadline) else max(deadline - time.perf_counter(), 0.01)
     if compute:
-        remaining = min(remaining or math.inf, COMPUTE_ROUND_S, max(loop_end - time.perf_counter(), 0.01))
+        remaining = min(remaining or math.inf, round_s, max(loop_end - time.perf_counter(), 0.01))
     r = solver.solve(model, remaining)
     report.time_s += r.time_s
     report.nodes += r.nodes
@@ -151,7 +162,7 @@ def outer_approximation(setting: Setting, space: DecisionSpace, objective: str, 
     start = begun = time.perf_counter()
     full = tables_or_refuse(setting, space)
     compute = objective == "max_compute"
-    tables, best_plan, _, solved = (presolve_compute if compute else presolve)(full, *(() if compute else (objective,)))
+    tables, best_plan, _, solved = presolve_compute(full) if compute else presolve(full, objective)
     best = incumbent_value(setting, best_plan, objective) if best_plan is not None else math.inf
     if not math.isfinite(best):
         best_plan = None
@@ -175,7 +186,8 @@ def outer_approximation(setting: Setting, space: DecisionSpace, objective: str, 
         start = time.perf_counter()
         f = build(tables, grid, objective, cutoff=best, solved=frozenset(solved))
         report.build_s += time.perf_counter() - start
-        r = backend_round(solver, f.model, deadline, compute, loop_end, report, rounds)
+        r = backend_round(solver, f.model, deadline, compute, loop_end, report, rounds, COMPUTE_GOING_ON_S)
+        model_s = time.perf_counter() - start        # this round's model: build, writing, backend
         if r.status == "infeasible":       # no plan better than the incumbent (or none at all)
             report.status = "infeasible" if best_plan is None else "optimal"
             bound = math.inf if best_plan is None else best
@@ -188,20 +200,25 @@ def outer_approximation(setting: Setting, space: DecisionSpace, objective: str, 
         value = incumbent_value(setting, plan, objective)
         if value < best:
             best_plan, best = plan, value
-        if r.status == "optimal" and bound >= best - tol:
+        if bound >= best - tol:
             report.status = "optimal"
             break
-        if r.status != "optimal":
+        # max_compute: a round stopped at its own cap (`COMPUTE_GOING_ON_S`) still chose a plan of the model and
+        # proved a bound; the loop goes on (exact step, refinement) while its time lasts
+        if r.status != "optimal" and not (compute and r.status == "time_limit" and time.perf_counter() < loop_end):
             report.status = r.status
             break
         newly_solved = objective != "min_cost" and f.chosen is not None and f.chosen not in solved
         if newly_solved:       # the chosen class and the next most promising ones, solved exactly
-            batch = [f.chosen] + most_promising(tables, solved | {f.chosen}, EXACT_CLASSES - 1)
-            plan_c, value_c = solve_classes(tables, batch, best, deadline,
-                                            compute_measure(setting.target_kind) if compute else TIME)
+            plan_c, value_c, batch = solve_promising(tables, f.chosen, solved, best, deadline,
+                                                     compute_measure(setting.target_kind) if compute else TIME,
+                                                     EXACT_SHARE * model_s)
             solved.update(batch)
+            report.classes_solved += len(batch)
             if value_c < best:
                 best_plan, best = plan_c, value_c
+            if len(solved) == len(tables.sync):     # every class solved exactly (the presolve scored every
+                bound = max(bound, best)            # fixed plan of a space with classes): the incumbent is optimal
             if bound >= best - tol:
                 report.status = "optimal"
                 break
@@ -213,7 +230,9 @@ def outer_approximation(setting: Setting, space: DecisionSpace, objective: str, 
             q, ab = sync_terms(e, tables, n, h, rr)     # the plan's own, not the model's (free when slack)
         refined = grid.refine(n, h, rr, q, ab, f.gain if tables.quality_target and not compute else None, u,
                               tables.sync[f.chosen].label if compute and f.chosen is not None else None)
-        if time.perf_counter() >= (min(deadline, loop_end) if compute else deadline):
+        # max_compute: no round is started that would not end before the loop's end, judged by this one's
+        # time (the next model is larger; only its backend's time is capped by `backend_round`)
+        if time.perf_counter() + (model_s if compute else 0.0) >= (min(deadline, loop_end) if compute else deadline):
             report.status = "time_limit"
             break
         if not (refined or newly_solved):

@@ -52,4 +52,6 @@ class OrToolsBackend:
             return BackendResult(self.name, "optimal", objective, bound, gap, elapsed, 0)
         if status == S.FEASIBLE:
             return BackendResult(self.name, "time_limit", objective, bound, gap, elapsed, 0)
+        if status == S.NOT_SOLVED and time_limit_s is not None:     # stopped by its time limit before any solution
+            return BackendResult(self.name, "time_limit", None, None, None, elapsed, 0)
         return BackendResult(self.name, "error", None, None, None, elapsed, 0, message=str(status))
