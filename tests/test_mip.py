@@ -384,6 +384,114 @@ def test_solve_promising_counts_as_solved_only_classes_with_nothing_better(seed,
     assert plan is None and all(lower[a] == math.inf for a in done)     # none searched
 
 
+def _fewest_nodes_by_brute_force(t, e) -> float:
+    """The fewest nodes of any plan of class `e` (every n of its range in its group, one node included
+    where the space allows it, every H, every R or member index j) that reaches the target within the
+    duration limit, each plan scored by the evaluator."""
+    return _fewest_nodes_plan_by_brute_force(t, e)[0]
+
+
+def _fewest_nodes_plan_by_brute_force(t, e):
+    """(fewest nodes, n, H, R or member index j of a plan of them), inf and None if none (above)."""
+    c = t.groups[e.group]
+    r_top = c.member_count if c.members is not None else (t.space.max_regional_rounds if e.mode == "hierarchical" else 1)
+    n_range = np.arange(c.n_lo[e.index], c.n_hi[e.index] + 1)
+    n, h, r = (g.ravel() for g in np.meshgrid(n_range, np.arange(1, t.space.max_inner_steps + 1),
+                                               np.arange(1, r_top + 1), indexing="ij"))
+    plans = c.plans(np.full(n.size, e.index), n, h, r)
+    ok = np.flatnonzero(time_to_target(t.setting, plans)["time_to_target_s"] <= t.setting.window_s)
+    if not ok.size:
+        return math.inf, None, None, None
+    a = ok[np.argmin(plans.nodes[ok])]
+    return float(plans.nodes[a]), int(n[a]), int(h[a]), int(r[a])
+
+
+@pytest.mark.parametrize("seed", [6, 10, 30, 95, 163, 166, 186, 227, 232, 285])
+def test_fewest_nodes_per_class_and_the_min_cost_presolve_against_brute_force(seed):
+    """min_cost's exact step (`solve_classes` with `NODES`): per class, the fewest nodes within the
+    duration limit and a plan of them, against every plan of the class scored; a class asked for fewer
+    nodes than it can use gives nothing. The presolve's least nodes per class bound that count from
+    below, the classes it drops cannot use fewer nodes than its incumbent, and the best of all classes
+    (and fixed plans) is the brute force's min_cost optimum (tests/test_bnb.py `naive`)."""
+    from planner.mip.tables import NODES, presolve, solve_classes, solve_promising
+    s, space, streaming = random_case(seed)
+    t = build_tables(s, space)
+    assert t.sync
+    want = [_fewest_nodes_by_brute_force(t, e) for e in t.sync]
+    for a, fewest in enumerate(want):
+        plan, value = solve_classes(t, [a], math.inf, math.inf, NODES)
+        assert value == fewest
+        if math.isfinite(fewest):
+            assert int(plan.nodes[0]) == fewest and plan.mode == t.sync[a].mode
+            assert time_to_target(s, plan)["time_to_target_s"][0] <= s.window_s
+            assert solve_classes(t, [a], fewest, math.inf, NODES) == (None, math.inf)     # none fewer
+            assert solve_classes(t, [a], fewest + 1, math.inf, NODES)[1] == fewest
+        else:
+            assert plan is None
+    pruned, plan, best, solved = presolve(t, "min_cost")
+    fixed = min([float(p.nodes) for p in t.fixed if p.log_time <= math.log(s.window_s)], default=math.inf)
+    expected = naive(s, space, "min_cost", streaming)
+    optimum = math.inf if expected is None else expected[0][0] / s.node_price_usd
+    assert min(min(want), fixed) == pytest.approx(optimum, rel=1e-12)
+    assert best >= optimum - 1e-9 and (plan is None) == (best == math.inf)
+    kept = {e.label: i for i, e in enumerate(pruned.sync)}
+    for e, fewest in zip(t.sync, want):
+        if e.label in kept:
+            i = kept[e.label]
+            assert pruned.class_least_nodes[i] <= fewest
+            if i in solved:                 # solved exactly: nothing fewer than the incumbent there
+                assert fewest >= best
+        else:
+            assert fewest >= best
+    _, value, done = solve_promising(pruned, None, solved, best, math.inf, NODES, 60.0,
+                                     node_promise_of(pruned))
+    assert min(value, best) == pytest.approx(optimum, rel=1e-12)
+    assert sorted(set(done) | solved) == list(range(len(pruned.sync)))
+
+
+@pytest.mark.parametrize("seed", [30, 95, 163, 166, 186])
+def test_min_cost_model_with_least_nodes_is_a_relaxation_plan_by_plan(seed):
+    """The `nodes-used` row with the least nodes per class (`tables.least_nodes`): at every plan that
+    meets the duration limit the model with its class, n, H and R fixed is feasible, and its nodes are
+    the plan's own (the row never cuts off a plan, nor raises its count)."""
+    from planner.mip.tables import class_bounds, least_nodes
+    s, space, _, t = _case_with_classes(seed)
+    t.class_least_nodes = least_nodes(t, *class_bounds(t))
+    assert (t.class_least_nodes[np.isfinite(t.class_least_nodes)] > max(1, space.min_nodes)).any()
+    backend = backends()["highs"]
+    checked = 0
+    for i, e in enumerate(t.sync):     # at each class's plan of fewest nodes: where the row is tightest
+        fewest, n, h, r = _fewest_nodes_plan_by_brute_force(t, e)
+        if fewest == math.inf or e.n_lo > n:       # none, or one node alone (a fixed plan of the model)
+            continue
+        assert t.class_least_nodes[i] <= fewest
+        r = r if t.groups[e.group].members is None else 1      # the model's R; j is part of the class
+        res = _solve_at(backend, build(t, Grid.initial(t), "min_cost").model, i, n, h, r)
+        assert res.status == "optimal" and res.objective == pytest.approx(fewest, abs=1e-6)
+        checked += 1
+        if checked == 10:
+            break
+    assert checked >= 3
+
+
+@pytest.mark.parametrize("objective", ["min_time", "min_cost"])
+@pytest.mark.parametrize("seed", [30, 95, 163, 166, 186, 227, 232, 285])
+def test_model_with_one_exact_class_per_round_agrees_with_brute_force(monkeypatch, seed, objective):
+    """One class solved exactly by the presolve and one (the model's choice) per round (`EXACT_CLASSES`
+    1, `EXACT_SHARE` 0): the model's own rounds, min_cost's least-nodes row included, close the gap.
+    (Seeds whose presolve keeps three classes or more.)"""
+    from planner.mip import tables
+    from planner.solvers import certified
+    monkeypatch.setattr(tables, "EXACT_CLASSES", 1)
+    monkeypatch.setattr(certified, "EXACT_SHARE", 0.0)
+    _mip_bnb_and_oracle_agree_with_brute_force(seed, objective, "highs", "c_local")
+
+
+def node_promise_of(t):
+    from planner.mip.tables import node_promise
+    return node_promise(t.class_least_nodes, t.class_lower)
+
+
 def _strong_replica_penalty(s, factor=30.0):
     """The Chinchilla replica exponent's coefficient times `factor`: C_local then falls with the
     run's tokens over part of the range (psi not monotone in u), which the model must handle."""

@@ -618,11 +618,18 @@ def duration_limit(m, t: Tables, grid: Grid):
 
 def nodes_used(m, t: Tables, grid: Grid):
     """nodes >= unit * n for the chosen class (per distinct unit, big-M), >= N_f for a fixed plan,
-    and nodes >= search.min_nodes: N = max(n unit, min_nodes) (`Classes.nodes`)."""
-    m.nodes = pyo.Var(within=pyo.Integers, bounds=(max(1, t.space.min_nodes), t.space.max_nodes))
+    and nodes >= search.min_nodes: N = max(n unit, min_nodes) (`Classes.nodes`). With the presolve's
+    least nodes per class (`Tables.class_least_nodes`, a lower bound on the nodes of its plans within
+    the duration limit) the fixed plans' row is nodes >= sum_c least_c y_c + sum_f N_f lam_f (one of
+    them is chosen), a bound the LP relaxation sees before n is."""
+    floor = max(1, t.space.min_nodes)
+    m.nodes = pyo.Var(within=pyo.Integers, bounds=(floor, t.space.max_nodes))
     m.nodes_used = pyo.ConstraintList()
     for unit in sorted({e.unit for e in t.sync}):
         chosen = sum(m.yv[i] for i, e in enumerate(t.sync) if e.unit == unit)
         m.nodes_used.add(m.nodes >= unit * m.n - unit * t.n_max * (1 - chosen))
-    if t.fixed:
-        m.nodes_used.add(m.nodes >= sum(p.nodes * m.lamv[f] for f, p in enumerate(t.fixed)))
+    least = [] if t.class_least_nodes is None else \
+        [(i, int(x)) for i, x in enumerate(t.class_least_nodes) if math.isfinite(x) and x > floor]
+    if t.fixed or least:
+        m.nodes_used.add(m.nodes >= sum(x * m.yv[i] for i, x in least)
+                         + sum(p.nodes * m.lamv[f] for f, p in enumerate(t.fixed)))

@@ -111,6 +111,8 @@ class Tables:
     r_max: int = 1
     class_lower: np.ndarray | None = None   # per class, a lower bound on ln T (`class_bounds`), after presolve
     eta_h_falls: bool = True      # eta_H non-increasing in H_eff (`planner.solvers.monotone`, alpha(P) >= 0)
+    class_least_nodes: np.ndarray | None = None   # min_cost: per class, a lower bound on the nodes of its plans
+                                                  # within the duration limit (`presolve`)
 
     @property
     def quality_target(self) -> bool:
@@ -527,12 +529,17 @@ FINE_PER_OCTAVE = 4     # ... with this many boxes per octave of n, H and R
 EXACT_CLASSES = 8       # classes solved exactly by the presolve, and by each round of the loop
 
 
+NODES = "nodes"         # measure of `solve_classes` for min_cost: the fewest nodes within the duration limit
+
+
 def solve_classes(t: Tables, positions, best: float = math.inf, deadline: float = math.inf, measure: str = bnb.TIME):
     """The best plan of the classes at `positions` (in `t.sync`) over all their n, H, R, found
     exactly by the branch and bound (`bnb.minimise_time`, public; one vectorised call per class
     group): (plan, ln T), or (None, inf) if none beats `best` (ln T). With the max_compute
-    `measure` (`bnb.compute_measure`, 1/C): (plan, -ln C), no duration limit. Past `deadline` the
-    answer is the best plan found so far (`solve_classes_within` says whether the search finished)."""
+    `measure` (`bnb.compute_measure`, 1/C): (plan, -ln C), no duration limit. With `NODES` (min_cost):
+    (plan, its nodes) of a plan of the fewest nodes within the duration limit, fewer than `best`
+    (`bnb.fewest_nodes_within`). Past `deadline` the answer is the best plan found so far
+    (`solve_classes_within` says whether the search finished)."""
     plan, value, _ = solve_classes_within(t, positions, best, deadline, measure)
     return plan, value
 
@@ -550,6 +557,12 @@ def solve_classes_within(t: Tables, positions, best: float = math.inf, deadline:
     for g, index in sorted(by_group.items()):
         c = t.groups[g].take(np.array(sorted(index)))
         limit = min(best, found)
+        if measure == NODES:
+            plan, value, done = _fewest_nodes(t, c, limit, deadline)
+            complete &= done
+            if value < found:
+                found_plan, found = plan, value
+            continue
         bound = math.exp(limit) * (1 + bnb.TIE_REL) if math.isfinite(limit) else cap
         result = bnb.minimise_time(s, c, t.space.max_inner_steps, t.space.max_regional_rounds,
                                    min(bound, cap), deadline, measure)
@@ -560,6 +573,20 @@ def solve_classes_within(t: Tables, positions, best: float = math.inf, deadline:
             if value < found:
                 found_plan, found = result.batch.take(slice(a, a + 1)), value
     return (found_plan, found, complete) if found < best else (None, math.inf, complete)
+
+
+def _fewest_nodes(t: Tables, c: Classes, at_most: float, deadline: float):
+    """(plan, nodes, complete): a plan of the fewest nodes of the classes `c` within the duration limit,
+    fewer than `at_most` (else (None, inf)), by `bnb.fewest_nodes_within`; complete unless the
+    `deadline` left open a box that could hold fewer nodes than the answer."""
+    s = t.setting
+    witness: list = []
+    fewest, _, open_nodes = bnb.fewest_nodes_within(s, c, t.space.max_inner_steps, t.space.max_regional_rounds,
+                                                    s.window_s, at_most, deadline, witness=witness)
+    complete = open_nodes >= fewest
+    if not witness:
+        return None, math.inf, complete
+    return witness[0], fewest, complete
 
 
 def solve_promising(t: Tables, first: int | None, solved, best: float, deadline: float, measure: str,
@@ -618,9 +645,12 @@ def presolve(t: Tables, objective: str):
       exactly (`solve_promising`); the best is the incumbent, and the classes whose every box
       is bounded above its time are dropped, and fixed plans slower than it;
     - min_cost: boxes bounded above the duration limit cannot hold a feasible plan; a class's
-      least nodes is unit x the lower end of its first box that can; plans at the upper end of
-      that box are scored, the fewest nodes among those within the limit is the incumbent,
-      and classes (and fixed plans) needing more nodes, or missing the limit, are dropped.
+      least nodes is unit x the lower end of its first box that can (`least_nodes`); plans at the
+      upper end of that box are scored, the `EXACT_CLASSES` classes of fewest least nodes are
+      solved exactly (`solve_promising` with `NODES`: their fewest nodes within the limit), the
+      fewest nodes among those within the limit is the incumbent, and classes (and fixed plans)
+      needing more nodes, or missing the limit, are dropped; the pruned tables keep each class's
+      least nodes (`Tables.class_least_nodes`).
     Returns (pruned tables, incumbent plan or None, its value: ln T or nodes; inf if none, the
     positions in the pruned tables' `sync` of the classes solved exactly: none better than it).
     """
@@ -662,24 +692,58 @@ def presolve(t: Tables, objective: str):
         for p in t.fixed:
             if p.log_time <= ln_w and p.nodes < best:
                 best, best_plan = float(p.nodes), t.plan(p.group, p.index, 1)
-        least = boxes[np.arange(len(t.sync)), first_box, 0] * np.array([e.unit for e in t.sync])
+        least = least_nodes(t, bound, boxes)
+        # the classes of fewest least nodes, solved exactly (their fewest nodes within the limit, with a plan)
+        plan, value, exact = solve_promising(t, None, (), best, math.inf, NODES, 0.0, node_promise(least, lower))
+        if value < best:
+            best, best_plan = value, plan
         keep = (lower <= ln_w + 1e-12) & (least <= best)
         fixed = [p for p in t.fixed if p.log_time <= ln_w and p.nodes <= best]
     if FINE_CLASSES >= keep.sum() > EXACT_CLASSES:    # the few kept: finer boxes, a tighter bound, maybe dropped
         kept = np.flatnonzero(keep)
         fine = Tables(t.setting, t.space, t.groups, [t.sync[a] for a in kept], [], t.n_max, t.h_max, t.r_max,
                       eta_h_falls=t.eta_h_falls)
-        lower[kept] = np.maximum(lower[kept], class_bounds(fine, FINE_PER_OCTAVE)[0].min(axis=1))
+        fine_bound, fine_boxes = class_bounds(fine, FINE_PER_OCTAVE)
+        lower[kept] = np.maximum(lower[kept], fine_bound.min(axis=1))
         keep &= lower <= (cut if objective == "min_time" else ln_w + 1e-12)
+        if objective == "min_cost":
+            least[kept] = np.maximum(least[kept], least_nodes(fine, fine_bound, fine_boxes))
+            keep &= least <= best
     pruned = Tables(t.setting, t.space, t.groups, [e for e, k in zip(t.sync, keep) if k], fixed,
-                    t.n_max, t.h_max, t.r_max, lower[keep], t.eta_h_falls)
+                    t.n_max, t.h_max, t.r_max, lower[keep], t.eta_h_falls,
+                    least[keep] if objective == "min_cost" else None)
     at = np.cumsum(keep) - 1                               # old position -> new position
-    solved = {int(at[a]) for a in (exact if objective == "min_time" else []) if keep[a]}
+    solved = {int(at[a]) for a in exact if keep[a]}
     if pruned.sync:
         pruned.n_max = max(e.n_hi for e in pruned.sync)
     if not any(e.mode == "hierarchical" for e in pruned.sync):
         pruned.r_max = 1
     return pruned, best_plan, best, solved
+
+
+def least_nodes(t: Tables, bound: np.ndarray, boxes: np.ndarray) -> np.ndarray:
+    """min_cost: per class, a lower bound on the nodes of its plans within the duration limit W, from
+    `class_bounds` (`bound`, `boxes`): every plan of a box of n whose bound exceeds ln W misses the limit,
+    so such a plan has n at least the lower end n1 of the first box whose bound does not, and
+    N = max(n unit, search.min_nodes) >= max(n1 unit, min_nodes) nodes (`Classes.nodes`); inf if no box
+    meets the limit."""
+    ok = bound <= math.log(t.setting.window_s) + 1e-12
+    first = np.argmax(ok, axis=1)
+    unit = np.array([e.unit for e in t.sync], dtype=float)
+    least = np.maximum(boxes[np.arange(len(t.sync)), first, 0] * unit, max(1, t.space.min_nodes))
+    return np.where(ok.any(axis=1), least, np.inf)
+
+
+def node_promise(least: np.ndarray, lower: np.ndarray | None) -> np.ndarray:
+    """min_cost's order of promise for `solve_promising`: fewest least nodes (integers, `least_nodes`) first,
+    ties by the ln T bound `lower` (more room under the duration limit). The key least + rank / count lies in
+    [least, least + 1): against a node count (an integer) it compares exactly as `least` does, so it
+    also serves as the bound of the classes that cannot use fewer nodes than the incumbent."""
+    if lower is None or not len(least):
+        return np.asarray(least, dtype=float)
+    rank = np.empty(len(least))
+    rank[np.argsort(np.nan_to_num(lower, nan=np.inf), kind="stable")] = np.arange(len(least))
+    return least + rank / len(least)
 
 
 def compute_bounds(t: Tables, u: float | None = None) -> np.ndarray:

@@ -460,20 +460,27 @@ def _lex_less(a: tuple[np.ndarray, ...], b: tuple[np.ndarray, ...]) -> np.ndarra
 
 def fewest_nodes_within(s: Setting, c: Classes, h_max: int, r_max: int, limit_s: float,
                         at_most: float = math.inf, deadline: float = math.inf,
-                        measure: str = TIME) -> tuple[float, int, float]:
+                        measure: str = TIME, witness: list | None = None) -> tuple[float, int, float]:
     """The fewest nodes of any plan of the classes reaching the target within `limit_s` (inf if none),
     the plans scored, and (when stopped at `deadline`) the fewest nodes a box left open could use.
+    Only plans with fewer nodes than `at_most` are searched (`at_most` is returned if there are none).
 
     With another `measure`, the fewest nodes of a plan whose measure is at most `limit_s`
-    (e.g. measure 1/C_local, limit 1/C_target: C_local within the duration limit reaches C_target)."""
+    (e.g. measure 1/C_local, limit 1/C_target: C_local within the duration limit reaches C_target).
+    `witness`: if given, a plan of the fewest nodes found below `at_most` (one row, a scored plan within
+    `limit_s`, the first found at that count) is appended to it; nothing if none was found."""
     h_max, r_max = _h_r_max(c, h_max, r_max)
     fewest = at_most
+    held = None            # (class, n, H, R) of a plan of `fewest` nodes found here
 
     def visit(idx, n, h, r, t):
-        nonlocal fewest
-        ok = t <= limit_s
-        if ok.any():
-            fewest = min(fewest, float(c.nodes(idx[ok], n[ok]).min()))
+        nonlocal fewest, held
+        ok = np.flatnonzero(t <= limit_s)
+        if ok.size:
+            nodes = c.nodes(idx[ok], n[ok])
+            a = int(np.argmin(nodes))
+            if nodes[a] < fewest:
+                fewest, held = float(nodes[a]), (idx[ok[a]], n[ok[a]], h[ok[a]], r[ok[a]])
 
     if time.perf_counter() > deadline:      # past the deadline: nothing scored; any n may hold the answer
         return fewest, 0, float(c.nodes(np.arange(c.size), c.n_lo).min())
@@ -495,6 +502,8 @@ def fewest_nodes_within(s: Setting, c: Classes, h_max: int, r_max: int, limit_s:
         lambda box: np.where(c.nodes(box["i"], box["n1"]) >= fewest, -np.inf, limit_s), deadline=deadline,
         measure=measure, n_cap=n_cap)
     open_nodes = float(c.nodes(left["i"], left["n1"]).min()) if left is not None else math.inf
+    if witness is not None and held is not None:
+        witness.append(c.plans(*(np.array([x]) for x in held)))
     return fewest, c.size + count + searched, open_nodes
 
 

@@ -9,9 +9,10 @@
    at its sync terms: there the model becomes exact, so that plan cannot come back with an
    optimistic value) and the model is solved again, until the bound meets the best plan
    found (gap 0 up to 1e-9 in ln T, or the node count for min_cost), or `MAX_ROUNDS`.
-   Each round (min_time, max_compute) also solves exactly the class the model chose and the most
-   promising others (`tables.solve_promising`: 8, then growing batches for up to `EXACT_SHARE`
-   times the round's model time): a logic cut, those classes leave the next models (y = 0).
+   Each round also solves exactly the class the model chose and the most promising others
+   (`tables.solve_promising`: 8, then growing batches for up to `EXACT_SHARE` times the round's model
+   time; min_cost: their fewest nodes within the duration limit, with a plan, fewest least nodes
+   first): a logic cut, those classes leave the next models (y = 0).
    max_compute caps each backend round (`COMPUTE_GOING_ON_S`; a capped round still gives a plan and a
    bound) and the loop (`COMPUTE_LOOP_S`), and starts no round whose model would not end in time
    judging by the last one.
@@ -36,8 +37,8 @@ import numpy as np
 from planner.cost.score import time_to_target, window_compute
 from planner.cost.setting import Setting
 from planner.mip.formulation import Grid, build
-from planner.mip.tables import (FormulationError, build_tables, outer_per_step, presolve, presolve_compute,
-                                 solve_promising, sync_terms)
+from planner.mip.tables import (NODES, FormulationError, build_tables, node_promise, outer_per_step, presolve,
+                                 presolve_compute, solve_promising, sync_terms)
 from planner.objectives import max_compute, min_cost, min_time
 from planner.solvers import UnsupportedBySolver, backends
 from planner.solvers.bnb import TIME, compute_measure
@@ -181,6 +182,9 @@ def outer_approximation(setting: Setting, space: DecisionSpace, objective: str, 
         report.bound = 0.0 if compute else math.inf
         return None, math.inf, report
     tol = {"min_time": LOG_TOL, "max_compute": COMPUTE_LOG_TOL}.get(objective, 1e-6)
+    measure = {"max_compute": compute_measure(setting.target_kind), "min_cost": NODES}.get(objective, TIME)
+    promise = node_promise(tables.class_least_nodes, tables.class_lower) \
+        if objective == "min_cost" and tables.class_least_nodes is not None else None   # None: by class_lower
     loop_end = max(begun + COMPUTE_LOOP_S, time.perf_counter() + COMPUTE_FIRST_ROUND_S)
     for rounds in range(1, MAX_ROUNDS + 1):
         start = time.perf_counter()
@@ -208,11 +212,10 @@ def outer_approximation(setting: Setting, space: DecisionSpace, objective: str, 
         if r.status != "optimal" and not (compute and r.status == "time_limit" and time.perf_counter() < loop_end):
             report.status = r.status
             break
-        newly_solved = objective != "min_cost" and f.chosen is not None and f.chosen not in solved
+        newly_solved = f.chosen is not None and f.chosen not in solved
         if newly_solved:       # the chosen class and the next most promising ones, solved exactly
-            plan_c, value_c, batch = solve_promising(tables, f.chosen, solved, best, deadline,
-                                                     compute_measure(setting.target_kind) if compute else TIME,
-                                                     EXACT_SHARE * model_s)
+            plan_c, value_c, batch = solve_promising(tables, f.chosen, solved, best, deadline, measure,
+                                                     EXACT_SHARE * model_s, promise)
             solved.update(batch)
             report.classes_solved += len(batch)
             if value_c < best:
