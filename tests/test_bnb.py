@@ -320,6 +320,39 @@ def test_min_cost_answers_five_nodes_when_five_suffice():
     check_against_brute_force(setting, space, streaming, "min_cost", rel=1e-12)
 
 
+@pytest.mark.parametrize("seed", [6, 10, 30, 95, 163, 186])
+def test_fewest_nodes_within_gives_a_plan_of_its_fewest_nodes(seed):
+    """`fewest_nodes_within` with a `witness`: per class group, a plan of the fewest nodes it returns,
+    which meets the duration limit; asked for fewer than that, nothing; over all groups the fewest is
+    the brute force's min_cost optimum (in nodes). Past the deadline: no plan, and the open bound says
+    the search is not complete."""
+    import math
+    import time
+    from planner.cost.score import time_to_target
+    from planner.solvers.bnb import batches, fewest_nodes_within
+    setting, space, streaming = random_case(seed)
+    expected = naive(setting, space, "min_cost", streaming)
+    least = math.inf
+    for c in batches(setting, space):
+        args = (setting, c, space.max_inner_steps, space.max_regional_rounds, setting.window_s)
+        witness = []
+        fewest, _, open_nodes = fewest_nodes_within(*args, witness=witness)
+        assert open_nodes == math.inf
+        if math.isfinite(fewest):
+            (plan,) = witness
+            assert int(plan.nodes[0]) == fewest and plan.size == 1
+            assert time_to_target(setting, plan)["time_to_target_s"][0] <= setting.window_s
+            again = []
+            assert fewest_nodes_within(*args, at_most=fewest, witness=again)[0] == fewest and not again
+        else:
+            assert not witness
+        least = min(least, fewest)
+        late = []
+        _, _, open_late = fewest_nodes_within(*args, deadline=time.perf_counter() - 1.0, witness=late)
+        assert not late and open_late < math.inf
+    assert least == (math.inf if expected is None else pytest.approx(expected[0][0] / setting.node_price_usd, rel=1e-12))
+
+
 # -- max_compute of C_local under the Chinchilla penalty: M as a member axis (issue 10 item 3) ------
 
 @pytest.mark.parametrize("seed", range(16))

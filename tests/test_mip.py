@@ -345,19 +345,23 @@ def _max_compute_agrees_with_brute_force(backend, seed, target_kind, penalty):
     assert report.bound >= most * (1 - 1e-12)
 
 
-@pytest.mark.parametrize("seed, objective", [(seed, obj) for seed in (6, 10, 17, 33) for obj in ("min_time", "max_compute")])
+@pytest.mark.parametrize("seed, objective", [(seed, obj) for seed in (6, 10, 17, 33)
+                                             for obj in ("min_time", "max_compute", "min_cost")])
 def test_solve_promising_counts_as_solved_only_classes_with_nothing_better(seed, objective):
     """`tables.solve_promising` against each class solved alone (`solve_classes`): with a budget it
     returns the best plan of all classes, and the classes it leaves unsolved are bounded at or above
     it; without one it solves the first `EXACT_CLASSES` (most promising first, or the given class
     first) and returns their best; a batch stopped by the deadline is not counted."""
-    from planner.mip.tables import EXACT_CLASSES, class_bounds, compute_bounds, solve_classes, solve_promising
+    from planner.mip.tables import (EXACT_CLASSES, NODES, class_bounds, compute_bounds, least_nodes, node_promise,
+                                    solve_classes, solve_promising)
     from planner.solvers.bnb import TIME, compute_measure
     s, space, _ = random_case(seed)
     space = space.for_objective(s, objective)
     t = build_tables(s, space)
-    measure = compute_measure(s.target_kind) if objective == "max_compute" else TIME
+    measure = {"max_compute": compute_measure(s.target_kind), "min_cost": NODES}.get(objective, TIME)
     lower = -compute_bounds(t) if objective == "max_compute" else class_bounds(t)[0].min(axis=1)
+    if objective == "min_cost":      # fewest least nodes first (min_cost's promise), ties by the ln T bound
+        lower = node_promise(least_nodes(t, *class_bounds(t)), lower)
     finite = np.flatnonzero(np.isfinite(lower))
     assert finite.size > EXACT_CLASSES
     alone = {int(a): solve_classes(t, [int(a)], math.inf, math.inf, measure)[1] for a in finite}
