@@ -44,6 +44,7 @@ import numpy as np
 from planner.cost import run
 from planner.cost.modes import throughput
 from planner.fleet.proportional import adjust_for
+from planner.fleet.regions import units_of
 from planner.objectives import tie_less
 from planner.solvers import bnb, monotone
 from planner.solvers.bnb import TIE_REL
@@ -115,7 +116,8 @@ def search(pools, used, s, space, precision: str, classes, splits, h_max_of, rat
             if not np.size(idx):
                 return
             nodes = c.nodes(idx, n)
-            weighted, cost = splits.lookup(h, nodes)
+            units = units_of(c.rows, c.size)[idx]
+            weighted, cost = splits.lookup(h, nodes, units)
             batch = c.plans(idx, n, h, r)
             value = measure(s, batch, adjust_for(weighted, h_max_of(h), h), objective)     # time or -C
             ok = (weighted > 0) & np.isfinite(value) & ((value < 0) if maximise else (value <= s.window_s))
@@ -127,7 +129,7 @@ def search(pools, used, s, space, precision: str, classes, splits, h_max_of, rat
             key = (float(value[i]), float(cost[i]))
             found = state["found"]
             if found is None or tie_less(key, found[2]):
-                counts = splits.counts(int(h[i]), int(nodes[i]))
+                counts = splits.counts(int(h[i]), int(nodes[i]), int(units[i]))
                 state["found"] = (batch.take(slice(i, i + 1)), counts, key, -key[0] if maximise else key[0])
             state["best"] = min(state["best"], -1.0 / top if maximise else top)
 
