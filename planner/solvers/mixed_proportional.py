@@ -158,6 +158,15 @@ def measure(s: Setting, batch: PlanBatch, adjust, objective: str) -> np.ndarray:
     return time_to_target(s, batch, adjust)["time_to_target_s"]
 
 
+def unique_pairs(h: np.ndarray, units: np.ndarray) -> tuple[list[tuple[int, int]], np.ndarray]:
+    """The distinct (H, u) of the plans and each plan's index among them (a 1-D unique of
+    H (u_max + 1) + u: much faster than a unique over rows)."""
+    h, units = np.asarray(h, dtype=np.int64), np.asarray(units, dtype=np.int64)
+    width = int(units.max()) + 1 if units.size else 1
+    keys, inverse = np.unique(h * width + units, return_inverse=True)
+    return [(int(k // width), int(k % width)) for k in keys], inverse.ravel()
+
+
 class Splits:
     """The split of N nodes among the pools of U that the best proportional plans of a given H and
     unit size u use, row by row (one row per (H, u), computed when first asked for, at most
@@ -200,13 +209,9 @@ class Splits:
     def lookup(self, h: np.ndarray, nodes: np.ndarray, units: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
         """(W, cost) of the split of each plan (H, N, u)."""
         units = np.ones_like(h) if units is None or self.placement is None else np.asarray(units)
-        weighted, cost = np.zeros(h.size), np.full(h.size, math.inf)
-        keys, inverse = np.unique(np.stack([h, units]), axis=1, return_inverse=True)
-        for k, (hv, uv) in enumerate(keys.T):
-            at = inverse.ravel() == k
-            w_row, cost_row, _ = self.row(int(hv), int(uv))
-            weighted[at], cost[at] = w_row[nodes[at]], cost_row[nodes[at]]
-        return weighted, cost
+        pairs, inverse = unique_pairs(h, units)
+        rows = [self.row(hv, uv) for hv, uv in pairs]
+        return np.stack([w for w, _, _ in rows])[inverse, nodes], np.stack([c for _, c, _ in rows])[inverse, nodes]
 
     def counts(self, h: int, nodes: int, unit: int = 1) -> list[int]:
         u = self.unit(unit)

@@ -182,10 +182,10 @@ def solve_levels(pools, s: Setting, levels: Levels, plan_chunks, h_max_of, deadl
 
 def _groups(levels: Levels, h: np.ndarray, units: np.ndarray):
     """(mask, row) of each distinct (H, u) among the plans (u ignored without several regions)."""
-    units = units if levels.placement is not None else np.ones_like(h)
-    keys, inverse = np.unique(np.stack([h, units]), axis=1, return_inverse=True)
-    for k, (hv, uv) in enumerate(keys.T):
-        yield inverse.ravel() == k, levels.row(int(hv), int(uv))
+    from planner.solvers.mixed_proportional import unique_pairs
+    pairs, inverse = unique_pairs(h, units if levels.placement is not None else np.ones_like(h))
+    for k, (hv, uv) in enumerate(pairs):
+        yield inverse == k, levels.row(hv, uv)
 
 
 def _level_range(levels: Levels, h: np.ndarray, nodes: np.ndarray, units: np.ndarray):
