@@ -10,7 +10,7 @@ buys room for whole groups (docs/fleet.md section 3); half of the draws search o
 with groups (hierarchical, PP-group), and two in five must use every node. Most pools get a price of
 their own (so that placements differ in cost); the objective is min_time, max_compute or (a third)
 min_cost, a third of the draws have a budget that binds, and the sync rule is the straggler rule
-(what chosen regions support).
+(with `sync_rule=True`, 'proportional' or 'auto', drawn last).
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ def random_region_instance(rng: np.random.Generator, max_count: int = 4, sync_ru
             site["lan_mbps"] = float(10 ** rng.uniform(4, 5))
             site["lan_rtt_ms"] = float(rng.uniform(0.05, 3))
     data["limits"].pop("budget_usd", None)
-    data["fleet"].pop("sync_rule", None)              # the straggler rule (what chosen regions support)
+    data["fleet"].pop("sync_rule", None)              # the straggler rule (`sync_rule` draws the other rules)
     data["objective"] = str(rng.choice(["min_time", "max_compute"]))
     if rng.random() < 0.5:                            # plans with groups: where regions matter
         data["search"]["modes"] = ["hierarchical", "pp_group"]
