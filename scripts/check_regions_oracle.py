@@ -8,12 +8,15 @@ Prints the disagreements (none expected), how many instances had a plan, how man
 several regions (per objective, with and without a budget), how many optima's placement costs more
 than the cheapest fill of their nodes, and each side's time.
 
-    python scripts/check_regions_oracle.py [--count 200] [--seed 5] [--placement]
+    python scripts/check_regions_oracle.py [--count 200] [--seed 5] [--placement] [--sync-rule]
     python scripts/check_regions_oracle.py --shipped
 
 `--placement` draws instead from `random_placement_instance`: 3 or 4 pools at 2 or 3 sites, several
 pools per region, groups or pipelines only, min_cost or a budget, where the cheapest placement is
-often not the cheapest fill. `--shipped` compares them on instances/mixed-regions-chosen.json (as shipped, with min_cost, and with
+often not the cheapest fill. `--sync-rule` draws fleet.sync_rule 'proportional' or 'auto' into either family
+(the placement family then on pools of unequal speed), and also prints how many optima run the
+proportional rule, on several regions, and on a split with less W than the fastest fill of their nodes
+(the placement, not the speeds, set it). `--shipped` compares them on instances/mixed-regions-chosen.json (as shipped, with min_cost, and with
 a budget of 80% of its whole fleet) and on mixed-six-sites.json with network.regions = "chosen"
 instead (several minutes of oracle each).
 
@@ -44,6 +47,8 @@ def main() -> int:
     parser.add_argument("--shipped", action="store_true", help="the shipped instances instead")
     parser.add_argument("--placement", action="store_true",
                         help="instances where the placement sets the cost (random_placement_instance)")
+    parser.add_argument("--sync-rule", action="store_true",
+                        help="fleet.sync_rule 'proportional' or 'auto' in every draw")
     args = parser.parse_args()
     if args.shipped:
         return shipped()
@@ -52,9 +57,10 @@ def main() -> int:
     disagreements, feasible, several, planner_s, oracle_s = 0, 0, 0, 0.0, 0.0
     kinds: Counter = Counter()          # (objective, budget?) -> [instances, with a plan, on several regions]
     above_fill = 0                      # optima whose placement costs more than the cheapest fill of its N
+    rule: Counter = Counter()           # optima under the proportional rule (--sync-rule)
     for k in range(args.count):
         draw = random_placement_instance if args.placement else random_region_instance
-        instance = parse_instance(draw(rng))
+        instance = parse_instance(draw(rng, sync_rule=True) if args.sync_rule else draw(rng))
         result, best, took_s, oracle_took_s = planner_and_oracle(instance)
         planner_s, oracle_s = planner_s + took_s, oracle_s + oracle_took_s
         kind = (instance.objective, instance.limits.budget_usd is not None)
@@ -66,6 +72,10 @@ def main() -> int:
             kinds[kind + ("with a plan",)] += 1
             kinds[kind + ("on several regions",)] += on_several
             above_fill += placement_above_fill(instance, result.plan)
+            if result.plan.sync_rule == "proportional":
+                rule["proportional"] += 1
+                rule["on several regions"] += on_several
+                rule["slower than the fastest fill"] += slower_than_fastest_fill(instance, result)
         if not agree(result, best):
             disagreements += 1
             print(f"instance {k}: planner {result.status} {result.objective_value} "
@@ -76,6 +86,10 @@ def main() -> int:
           f"of their nodes; {descents['parts']} min_cost parts on several regions, {descents['cheaper']} of them "
           f"cheaper than their fewest-node plan; planner {planner_s:.1f} s, oracle {oracle_s:.1f} s; "
           f"load average {os.getloadavg()[0]:.1f}")
+    if args.sync_rule:
+        print(f"  {rule['proportional']} optima under the proportional rule, {rule['on several regions']} of them "
+              f"on several regions, {rule['slower than the fastest fill']} on a split with less W than the "
+              "fastest fill of their nodes")
     for objective in ("min_time", "min_cost", "max_compute"):
         for budget in (False, True):
             counts = [kinds[(objective, budget, what)] for what in ("instances", "with a plan", "on several regions")]
@@ -121,6 +135,18 @@ def placement_above_fill(instance, plan) -> bool:
     counts = [plan.pool_nodes.get(p.label, 0) for p in pools]
     fill = cheapest_fill(pools, used_pools(counts), sum(counts))
     return fleet_cost_usd(pools, counts) > fleet_cost_usd(pools, fill) * (1 + 1e-12)
+
+
+def slower_than_fastest_fill(instance, result) -> bool:
+    """Whether a proportional optimum's split has less W = sum_p n_p H_p than the fastest fill of its
+    nodes over its pools (`fastest_fill` with its H_p): the placement or the budget set the split."""
+    from planner.fleet.pools import pool_settings
+    from planner.fleet.proportional import fastest_fill
+    pools = pool_settings(instance)
+    counts = [result.plan.pool_nodes.get(p.label, 0) for p in pools]
+    steps = {i: row["inner_steps"] for i, row in enumerate(result.evaluation.pool_rows) if counts[i]}
+    fill = fastest_fill(pools, steps, sum(counts))
+    return sum(counts[i] * h for i, h in steps.items()) < sum(fill[i] * h for i, h in steps.items())
 
 
 def shipped() -> int:

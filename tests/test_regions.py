@@ -16,7 +16,8 @@ from click.testing import CliRunner
 
 from planner.api import evaluate, instance_from_dict, solve
 from planner.cli import main
-from planner.fleet.regions import (cheapest_placement, is_placeable, placeable_mask, placement_costs, placement_of,
+from planner.fleet.regions import (Placement, cheapest_placement, fastest_placed_counts, fastest_placement,
+                                   is_placeable, placeable_mask, placeable_splits, placement_costs, placement_of,
                                    region_curve)
 from planner.fleet.pools import pool_settings
 from planner.fleet.replicas import fleet_cost_usd
@@ -265,7 +266,7 @@ def test_the_shipped_chosen_regions_instance():
     assert is_placeable([3, 4, 3], 3) and not is_placeable([4, 2, 4], 3)     # {LON, PAR}, {FRA}: no
 
 
-def test_too_many_partitions_and_the_proportional_rule_are_refused():
+def test_too_many_partitions_are_refused():
     from planner.sites.partition import region_partitions
     g = nx.Graph(regional=(1000.0, 20.0))
     names = [f"s{i}" for i in range(8)]
@@ -277,11 +278,6 @@ def test_too_many_partitions_and_the_proportional_rule_are_refused():
     with pytest.raises(InputError) as err:
         region_partitions(g, names)                                              # Bell(8) = 4,140
     assert err.value.problems[0].path == "network.regions"
-    data = _pools_instance([(3, 1000.0, "LON"), (1, 1000.0, "PAR"), (2, 1000.0, "NYC")])
-    data["fleet"]["sync_rule"] = "proportional"
-    with pytest.raises(InputError) as err:
-        solve(instance_from_dict(data))
-    assert err.value.problems[0].path == "fleet.sync_rule"
 
 
 def test_the_site_drawing_names_the_chosen_regions():
@@ -560,14 +556,20 @@ def test_planner_agrees_with_the_oracle_on_min_cost_and_budgets(seed):
             data["objective"] = "min_cost"
         elif whole > 0:
             data["limits"]["budget_usd"] = float(whole * rng.uniform(0.2, 1.0))
-        inst = instance_from_dict(data)
-        result, best = solve(inst), oracle(inst)
-        value = result.objective_value if result.status == "optimal" else None
-        assert (value is None) == (best is None), (seed, k)
-        if value is not None:
-            assert value == pytest.approx(best[0], rel=1e-9), (seed, k)
-            budget = inst.limits.budget_usd
-            assert budget is None or result.evaluation.values["cost_usd"] <= budget
+        _agrees_with_the_oracle(instance_from_dict(data), (seed, k))
+
+
+def _agrees_with_the_oracle(inst, where) -> None:
+    """The planner's answer against the oracle's (same verdict, same value to 1e-9), within the
+    budget, and its plan re-scored by `evaluate` to the same figures."""
+    result, best = solve(inst), oracle(inst)
+    value = result.objective_value if result.status == "optimal" else None
+    assert (value is None) == (best is None), where
+    if value is not None:
+        assert value == pytest.approx(best[0], rel=1e-9), where
+        assert evaluate(inst, result.plan).values == result.evaluation.values, where
+        budget = inst.limits.budget_usd
+        assert budget is None or result.evaluation.values["cost_usd"] <= budget, where
 
 
 @pytest.mark.parametrize("seed", range(2))
@@ -577,14 +579,7 @@ def test_planner_agrees_with_the_oracle_where_the_placement_sets_the_cost(seed):
     from planner.sites.samples import random_placement_instance
     rng = np.random.default_rng(800 + seed)
     for k in range(4):
-        inst = instance_from_dict(random_placement_instance(rng))
-        result, best = solve(inst), oracle(inst)
-        value = result.objective_value if result.status == "optimal" else None
-        assert (value is None) == (best is None), (seed, k)
-        if value is not None:
-            assert value == pytest.approx(best[0], rel=1e-9), (seed, k)
-            budget = inst.limits.budget_usd
-            assert budget is None or result.evaluation.values["cost_usd"] <= budget
+        _agrees_with_the_oracle(instance_from_dict(random_placement_instance(rng)), (seed, k))
 
 
 def test_a_least_cost_search_cut_short_keeps_a_valid_bound():
@@ -598,3 +593,116 @@ def test_a_least_cost_search_cut_short_keeps_a_valid_bound():
             assert result.objective_value >= 720000.0
         if result.status == "optimal":
             assert result.objective_value == 720000.0
+
+
+# --- the proportional rule with chosen regions -------------------------------------------------------
+
+
+def _random_regions(rng: random.Random):
+    """2 or 3 regions of 1 to 3 pools each: (Placement, H_p per pool, price per node, counts)."""
+    pools_in, prices, steps, k = [], [], {}, 0
+    for _ in range(rng.randint(2, 3)):
+        members, region = [], []
+        for _ in range(rng.randint(1, 3)):
+            members.append(k)
+            region.append((float(rng.choice([1.0, 2.0, 5.0])), rng.randint(1, 4)))
+            steps[k] = rng.randint(1, 4)
+            k += 1
+        pools_in.append(tuple(members))
+        prices.append(tuple(region))
+    placement = Placement(tuple((f"s{r}",) for r in range(len(pools_in))), tuple(len(m) for m in pools_in),
+                          tuple(sum(c for _, c in r) for r in prices), tuple(pools_in), tuple(prices))
+    price = [p for r in prices for p, _ in r]
+    counts = [c for r in prices for _, c in r]
+    return placement, steps, price, counts
+
+
+def test_fastest_placement_is_the_best_placeable_split_by_brute_force():
+    """For every N: the most W = sum_p n_p H_p over every split of N nodes (each pool at least one,
+    within its count) whose nodes per region are placeable, then the least cost, against every
+    split; the counts read back have that W and cost and are placeable; `placeable_splits` is
+    `is_placeable` on every split."""
+    rng = random.Random(21)
+
+    class Pool:
+        def __init__(self, count, price):
+            self.count, self.price = count, price
+
+    for _ in range(150):
+        placement, steps, price, counts = _random_regions(rng)
+        unit = rng.randint(2, 4)
+        n_hi = sum(counts)
+        vectors = np.array(list(itertools.product(*[range(1, c + 1) for c in counts])))
+        per_region = np.stack([vectors[:, list(m)].sum(axis=1) for m in placement.pools_in], axis=1)
+        fits = placeable_splits(placement, vectors, unit)
+        assert fits.tolist() == [is_placeable(row, unit) for row in per_region]
+        best = {}
+        for v in vectors[fits]:
+            n, w, cost = int(v.sum()), int(v @ np.array([steps[i] for i in range(len(v))])), float(v @ price)
+            if n not in best or (-w, cost) < (-best[n][0], best[n][1]):
+                best[n] = (w, cost)
+        weighted, cost = fastest_placement(placement, steps, unit, n_hi)
+        for n in range(n_hi + 1):
+            assert (weighted[n], cost[n]) == best.get(n, (0.0, np.inf)), n
+        import planner.fleet.proportional as proportional
+        original = proportional.node_price_usd
+        proportional.node_price_usd = lambda pool: pool.price        # fastest_fill's tie-break by price
+        try:
+            pools = [Pool(c, p) for c, p in zip(counts, price)]
+            for n, (w, c) in best.items():
+                got = fastest_placed_counts(pools, placement, steps, unit, n)
+                assert sum(got) == n and is_placeable([sum(got[i] for i in m) for m in placement.pools_in], unit)
+                assert (sum(got[i] * steps[i] for i in steps), float(np.dot(got, price))) == (w, c)
+        finally:
+            proportional.node_price_usd = original
+
+
+def _fast_london_slow_tokyo(rule: str = "proportional") -> dict:
+    """London 3 nodes of 16 x 1,200 TFLOP/s, Tokyo 5 of 16 x 400 (a third of the speed), no route
+    meeting the tier between them, hierarchical groups of 2, exactly 4 nodes."""
+    def node(tflops: float) -> dict:
+        return {"id": "custom", "name": "node", "accelerators_per_node": 16,
+                "peak_tflops_per_accelerator": {"fp16": tflops}, "hbm_gb_per_accelerator": 80.0,
+                "price_usd_per_accelerator": 1000.0}
+    data = _pools_instance([(3, 1000.0, "LON"), (5, 1000.0, "TYO")], sites=("LON", "TYO", "NYC"))
+    data["fleet"]["pools"][0].update(name="fast", hardware=node(1200.0))
+    data["fleet"]["pools"][1].update(name="slow", hardware=node(400.0))
+    data["fleet"]["sync_rule"] = rule
+    data["search"].update(min_nodes=4)
+    data["limits"]["max_nodes"] = 4
+    return data
+
+
+def test_the_proportional_rule_takes_the_fastest_placeable_split():
+    """The fastest fill of 4 nodes is London 3 + Tokyo 1 (W = 3 x 3H + H = 10 H), but Tokyo's one node
+    cannot join a group of 2 in its region (1 < 2): the fastest placeable split is 2 + 2 (W = 2 x 3H +
+    2 x H = 8 H), which the planner and the oracle both take; the fastest fill is refused by
+    `evaluate` naming plan.pool_nodes."""
+    for rule in ("proportional", "auto"):
+        inst = instance_from_dict(_fast_london_slow_tokyo(rule))
+        result = solve(inst)
+        assert result.status == "optimal" and result.plan.sync_rule == "proportional"
+        assert result.plan.pool_nodes == {"fast": 2, "slow": 2} and result.plan.regions == [["LON"], ["TYO"]]
+        h = result.plan.inner_steps
+        steps = {row["pool"]: row["inner_steps"] for row in result.evaluation.pool_rows}
+        assert steps == {"fast": 3 * h, "slow": h}
+        best = oracle(inst)
+        assert best[0] == pytest.approx(result.objective_value, rel=1e-9) and best[2] == [2, 2]
+        fill = result.plan.model_dump(exclude_none=True)
+        fill["pool_nodes"] = {"fast": 3, "slow": 1}
+        with pytest.raises(InputError) as err:
+            evaluate(inst, fill)
+        assert err.value.problems[0].path == "plan.pool_nodes"
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_planner_agrees_with_the_oracle_under_the_proportional_rule(seed):
+    """Random chosen-region instances with fleet.sync_rule 'proportional' or 'auto' (both families;
+    the placement family on pools of unequal speed), against every assignment, every set partition
+    and every plan scored with its own W."""
+    from planner.sites.samples import random_placement_instance
+    rng = np.random.default_rng(900 + seed)
+    for k in range(6):
+        data = random_placement_instance(rng, sync_rule=True) if k % 2 else \
+            random_region_instance(rng, max_count=3, sync_rule=True)
+        _agrees_with_the_oracle(instance_from_dict(data), (seed, k))

@@ -217,11 +217,17 @@ def region_curve(prices: Sequence[tuple[float, int]]) -> np.ndarray:
     """f(c), c = 0..cap: the least cost of c nodes of these pools ((USD per node, count) each), every
     pool holding one node at least (inf below their number): one of each, then the cheapest first,
     so f is convex on [lo, cap] (its increments are the sorted prices). For all pools of a part it
-    is the cheapest fill F(N) of `replicas.cheapest_fill`."""
+    is the cheapest fill F(N) of `replicas.cheapest_fill`.
+
+    A price may be a complex number, a lexicographic key (real part first, then the imaginary):
+    "cheapest" is then least in that order (`fastest_placement`). numpy orders complex numbers that
+    way (min, minimum, argmin) and adds them part by part, so the programme of `placement_costs`
+    minimises such keys exactly as it does prices."""
     lo, cap = len(prices), sum(k for _, k in prices)
-    f = np.full(cap + 1, np.inf)
-    steps = [np.full(k - 1, p, dtype=float) for p, k in sorted(prices)]
-    extra = np.concatenate([np.zeros(1)] + steps)
+    dtype = complex if any(isinstance(p, complex) for p, _ in prices) else float
+    f = np.full(cap + 1, np.inf, dtype=dtype)
+    steps = [np.full(k - 1, p, dtype=dtype) for p, k in sorted(prices, key=lambda pk: (pk[0].real, pk[0].imag))]
+    extra = np.concatenate([np.zeros(1, dtype=dtype)] + steps)
     f[lo:] = sum(p for p, _ in prices) + np.cumsum(extra)
     return f
 
@@ -242,7 +248,7 @@ def placement_costs(curves: Sequence[np.ndarray], unit: int, n_hi: int) -> np.nd
     first. Work: n_hi cap_r / 2 additions per further region and u (tests check it against every
     assignment and against a CP-SAT model of the placement)."""
     order, tables, _ = _programme(curves, unit, n_hi)
-    out = np.full(n_hi + 1, np.inf)
+    out = np.full(n_hi + 1, np.inf, dtype=np.result_type(float, *curves))
     if tables:
         flat = tables[-1].ravel()
         out[:min(flat.size, n_hi + 1)] = flat[:n_hi + 1]
@@ -254,20 +260,21 @@ def _programme(curves: Sequence[np.ndarray], unit: int, n_hi: int):
     `placement_costs`."""
     u = int(unit)
     rows = n_hi // u + 1
+    dtype = np.result_type(float, *curves)           # complex: lexicographic keys (`region_curve`)
     order = sorted(range(len(curves)), key=lambda r: -len(curves[r]))   # the largest enters without a convolution
     tables, grids = [], []
     for f in (curves[r] for r in order):
         top = min(f.size - 1, n_hi)
-        g = np.full((top // u + 1) * u, np.inf)
+        g = np.full((top // u + 1) * u, np.inf, dtype=dtype)
         g[u:top + 1] = f[u:top + 1]
         g = g.reshape(-1, u)                       # g[q, m] = f(u q + m), c >= u
         grids.append(g)
         if not tables:
-            first = np.full((rows, u), np.inf)
+            first = np.full((rows, u), np.inf, dtype=dtype)
             first[:min(rows, g.shape[0])] = g[:rows]
             tables.append(first)
             continue
-        table, grown = tables[-1], np.full((rows, u), np.inf)
+        table, grown = tables[-1], np.full((rows, u), np.inf, dtype=dtype)
         for m in range(u):
             qs = np.flatnonzero(np.isfinite(g[:, m]))
             if not qs.size:
@@ -398,6 +405,73 @@ def cheapest_placement(pools, placement: Placement, unit: int, nodes: int) -> li
         for i, n in fill_region(pools, members, c).items():
             counts[i] = n
     return counts
+
+
+def placeable_splits(placement, vectors: np.ndarray, unit: int) -> np.ndarray:
+    """`is_placeable` of every row of `vectors` (counts per pool, [V, pools]) in the regions of
+    `placement` with unit size `unit`, vectorised; every row when there is no placement (None, one
+    region) or u <= 1."""
+    if placement is None or len(placement.partition) == 1 or unit <= 1:
+        return np.ones(len(vectors), dtype=bool)
+    c = np.stack([vectors[:, list(members)].sum(axis=1) for members in placement.pools_in], axis=1)
+    return (c >= unit).all(axis=1) & ((c % unit).sum(axis=1) < unit)
+
+
+def _speed_curves(placement: Placement, steps: dict[int, int]) -> list[np.ndarray]:
+    """Per region, `region_curve` of the keys -H_p + i price_p (most steps, then cheapest)."""
+    return [region_curve([(complex(-steps[i], price), count) for i, (price, count) in zip(members, region)])
+            for members, region in zip(placement.pools_in, placement.prices)]
+
+
+def fastest_placement(placement: Placement, steps: dict[int, int], unit: int,
+                      n_hi: int) -> tuple[np.ndarray, np.ndarray]:
+    """(W, cost) for N = 0..n_hi of the placeable split of N nodes among the pools of the part
+    (each at least one node) that maximises W = sum_p n_p H_p, the cheapest of those (W = 0 and cost
+    inf where N has no placeable split): the proportional rule's fastest split under chosen regions
+    (docs/fleet.md, section 4), `placement_costs` with the price of a node of pool p replaced by
+    the key -H_p + i price_p, ordered lexicographically (`region_curve`).
+
+    Proof. For fixed nodes per region c_r the regions' splits are independent and the key of a
+    split is the sum of its regions' keys; the lexicographic order on (-W, cost) is a total order
+    compatible with addition, so the best split is the best of each region. Inside a region with c
+    nodes the best split is its fastest fill (one node of each pool, then the pools of most steps
+    first, ties to the cheaper node): moving a node from a pool of fewer steps to one of more raises
+    W, between pools of equal H_p to the cheaper lowers the cost. That fill's key grows by the sorted
+    keys of the extra nodes, i.e. `region_curve` of the keys. `placement_costs` then minimises
+    sum_r f_r(c_r) over every placeable (c_r) exactly, for any region curves (its dynamic programme
+    reaches every placement and every cell is one's sum; it uses no convexity). The W are sums of
+    integers, exact in floating point; the cost is summed as in `placement_costs`."""
+    keys = placement_costs(_speed_curves(placement, steps), unit, n_hi)
+    found = np.isfinite(keys)
+    weighted = np.where(found, -keys.real, 0.0)
+    cost = np.where(found, keys.imag, np.inf)
+    return weighted, cost
+
+
+def fastest_placed_counts(pools, placement: Placement, steps: dict[int, int], unit: int,
+                          nodes: int) -> list[int] | None:
+    """The counts per pool of `fastest_placement`'s split of `nodes` nodes: the nodes per region read
+    back from the programme (`region_nodes`), each region's fastest fill (`fastest_fill`)."""
+    from planner.fleet.proportional import fastest_fill
+    per_region = region_nodes(_speed_curves(placement, steps), unit, nodes)
+    if per_region is None:
+        return None
+    counts = [0] * len(pools)
+    for members, c in zip(placement.pools_in, per_region):
+        inside = fastest_fill(pools, {i: steps[i] for i in members}, c)
+        for i in members:
+            counts[i] = inside[i]
+    return counts
+
+
+def units_of(batch, size: int) -> np.ndarray:
+    """u of each of `size` plans of a PlanBatch of mode flat (ZeRO-3 shards: Z) or hierarchical (k)."""
+    if batch.mode == "hierarchical":
+        return np.broadcast_to(np.asarray(batch.group_size, dtype=np.int64), (size,))
+    z = batch.zero_shards
+    if batch.mode == "flat" and z is not None:
+        return np.broadcast_to(np.maximum(np.asarray(z, dtype=np.int64), 1), (size,))
+    return np.ones(size, dtype=np.int64)
 
 
 def least_cost_placed(setting, space, placement: Placement, deadline: float, solver: str,
@@ -537,17 +611,13 @@ def batch_unit(batch) -> int:
 
 
 def chosen_problems(instance, objective: str, solver: str) -> list[Problem]:
-    """What chosen regions do not support yet (exit 2, naming the field): the proportional sync rule
-    (its split of the nodes among the pools is not constrained to a placement) and the MIP backends
-    (they do not encode the placement). The least-cost objective and budgets are exact
-    (`least_cost_placed`, `Placement.within`)."""
+    """What chosen regions do not support yet (exit 2, naming the field): the MIP backends (they do
+    not encode the placement). The least-cost objective and budgets are exact (`least_cost_placed`,
+    `Placement.within`), and so is the proportional rule (its splits placeable: `fastest_placement`,
+    `placeable_splits`)."""
     if instance.network.regions != "chosen" or not instance.network.sites or not instance.fleet.is_mixed:
         return []
     problems = []
-    if getattr(instance.fleet, "sync_rule", "straggler") != "straggler":
-        problems.append(Problem("fleet.sync_rule", f"{instance.fleet.sync_rule!r} is not supported with "
-                                                   "network.regions = 'chosen' (the split of nodes among pools "
-                                                   "would have to be placeable too): use 'straggler'"))
     if solver not in ("bnb", "exhaustive"):
         problems.append(Problem("solver", f"{solver!r} is not supported with network.regions = 'chosen' "
                                           "(use bnb or exhaustive)"))

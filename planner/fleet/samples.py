@@ -68,12 +68,13 @@ def random_instance(rng: np.random.Generator, max_count: int = 4) -> dict:
     return data
 
 
-def _add_sync_rule(rng: np.random.Generator, data: dict) -> None:
-    """Three times in four fleet.sync_rule 'proportional' or 'auto'; with max_compute a C_quality target
-    (a third), C_local under the Chinchilla replica penalty (a third: every split is a candidate,
-    planner/solvers/proportional_levels.py), or the linear v1 or no replica penalty. Drawn last, so
-    the other draws are as before."""
-    rule, kind, penalty = rng.choice(["straggler", "proportional", "auto", "auto"]), rng.random(), rng.random()
+def _add_sync_rule(rng: np.random.Generator, data: dict,
+                   rules: tuple[str, ...] = ("straggler", "proportional", "auto", "auto")) -> None:
+    """Three times in four fleet.sync_rule 'proportional' or 'auto' (drawn from `rules`); with
+    max_compute a C_quality target (a third), C_local under the Chinchilla replica penalty (a third:
+    every split is a candidate, planner/solvers/proportional_levels.py), or the linear v1 or no
+    replica penalty. Drawn last, so the other draws are as before."""
+    rule, kind, penalty = rng.choice(list(rules)), rng.random(), rng.random()
     if rule == "straggler":
         return
     data["fleet"]["sync_rule"] = str(rule)

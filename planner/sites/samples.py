@@ -10,18 +10,20 @@ buys room for whole groups (docs/fleet.md section 3); half of the draws search o
 with groups (hierarchical, PP-group), and two in five must use every node. Most pools get a price of
 their own (so that placements differ in cost); the objective is min_time, max_compute or (a third)
 min_cost, a third of the draws have a budget that binds, and the sync rule is the straggler rule
-(what chosen regions support).
+(with `sync_rule=True`, 'proportional' or 'auto', drawn last).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from planner.fleet.samples import _add_sites, random_instance
+from planner.fleet.samples import _add_sites, _add_sync_rule, random_instance
 
 
-def random_region_instance(rng: np.random.Generator, max_count: int = 4) -> dict:
-    """One random instance (raw JSON data) with network.regions = "chosen"."""
+def random_region_instance(rng: np.random.Generator, max_count: int = 4, sync_rule: bool = False) -> dict:
+    """One random instance (raw JSON data) with network.regions = "chosen". `sync_rule`: then, drawn
+    last, fleet.sync_rule 'proportional' or 'auto' (twice as often), with max_compute's target kind
+    and replica penalty as `planner.fleet.samples._add_sync_rule` draws them."""
     data = random_instance(rng, max_count)
     if not data["network"].get("sites"):
         _add_sites(rng, data)
@@ -31,7 +33,7 @@ def random_region_instance(rng: np.random.Generator, max_count: int = 4) -> dict
             site["lan_mbps"] = float(10 ** rng.uniform(4, 5))
             site["lan_rtt_ms"] = float(rng.uniform(0.05, 3))
     data["limits"].pop("budget_usd", None)
-    data["fleet"].pop("sync_rule", None)              # the straggler rule (what chosen regions support)
+    data["fleet"].pop("sync_rule", None)              # the straggler rule (`sync_rule` draws the other rules)
     data["objective"] = str(rng.choice(["min_time", "max_compute"]))
     if rng.random() < 0.5:                            # plans with groups: where regions matter
         data["search"]["modes"] = ["hierarchical", "pp_group"]
@@ -39,6 +41,8 @@ def random_region_instance(rng: np.random.Generator, max_count: int = 4) -> dict
         data["limits"].pop("max_nodes", None)
         data["search"]["min_nodes"] = sum(p["count"] for p in data["fleet"]["pools"])
     _add_costs(rng, data)
+    if sync_rule:
+        _add_sync_rule(rng, data, ("proportional", "auto", "auto"))
     return data
 
 
@@ -84,14 +88,20 @@ def _add_costs(rng: np.random.Generator, data: dict) -> None:
                 data["search"]["min_nodes"] = max(1, total // 2)
 
 
-def random_placement_instance(rng: np.random.Generator) -> dict:
+def random_placement_instance(rng: np.random.Generator, sync_rule: bool = False) -> dict:
     """One random instance where the placement sets the cost: 3 or 4 pools of 16x H100 nodes (1, 2, 3
     or 5 each, 1,000 to 10,000 USD per accelerator) at 2 or 3 sites among London, Paris and Tokyo (100 Gb/s
     LANs; London-Paris 10 Gb/s, meeting the regional tier of 5 Gb/s and 25 ms a third of the time, else
     1 Gb/s; Tokyo 1 Gb/s away), a 1B model that any few nodes train, hierarchical groups of 2 or 3
     (and half of the time PP-group pipelines of up to 3 stages), all nodes or all but one or two, min_cost or (with a budget of
     40% to 100% of the whole fleet) min_time or max_compute. Several pools in a region, each holding
-    a node, fix its remainder, so the cheapest placement is often not the cheapest fill."""
+    a node, fix its remainder, so the cheapest placement is often not the cheapest fill.
+
+    `sync_rule`: then, drawn last, fleet.sync_rule 'proportional' or 'auto', every pool a node of 16
+    accelerators of 400, 700 or 1,200 TFLOP/s at fp16 (so that pools run 1.75 to 3 times as many inner
+    steps as others, and the fastest placeable split is not the fastest fill), flat plans allowed
+    half of the time, min_time and max_compute without a budget half of the time, and with
+    max_compute the target kinds of `_add_sync_rule`."""
     names = ["LON", "PAR", "TYO"][:int(rng.integers(2, 4))]
     cities = {"LON": "London", "PAR": "Paris", "TYO": "Tokyo"}
     pools = [{"name": f"p{i}", "hardware": "16xH100-SXM", "count": int(rng.choice([1, 1, 2, 3, 5])),
@@ -120,4 +130,14 @@ def random_placement_instance(rng: np.random.Generator) -> dict:
         data["objective"] = str(rng.choice(["min_time", "max_compute"]))
         whole = sum(16 * p["price_usd_per_accelerator"] * p["count"] for p in pools)
         data["limits"]["budget_usd"] = float(whole * rng.uniform(0.4, 1.0))
+    if sync_rule:
+        for pool in pools:
+            pool["hardware"] = {"id": "custom", "name": "node", "accelerators_per_node": 16,
+                                "peak_tflops_per_accelerator": {"fp16": float(rng.choice([400.0, 700.0, 1200.0]))},
+                                "hbm_gb_per_accelerator": 80.0, "price_usd_per_accelerator": 1000.0}
+        if rng.random() < 0.5:
+            data["search"]["modes"] = data["search"]["modes"] + ["flat"]
+        if data["objective"] != "min_cost" and rng.random() < 0.5:
+            del data["limits"]["budget_usd"]           # the fastest placeable split, with no budget
+        _add_sync_rule(rng, data, ("proportional", "auto", "auto"))
     return data

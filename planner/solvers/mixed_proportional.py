@@ -44,6 +44,7 @@ import numpy as np
 from planner.cost.score import time_to_target, window_compute
 from planner.cost.setting import PlanBatch, Setting
 from planner.fleet.proportional import adjust_for, fastest_fill, fill_row, inner_steps, step_ratios
+from planner.fleet.regions import fastest_placed_counts, fastest_placement, placeable_splits, units_of
 from planner.fleet.replicas import fleet_cost_usd
 from planner.objectives import tie_less
 from planner.schema.errors import InputError, Problem
@@ -157,50 +158,79 @@ def measure(s: Setting, batch: PlanBatch, adjust, objective: str) -> np.ndarray:
     return time_to_target(s, batch, adjust)["time_to_target_s"]
 
 
-class Splits:
-    """The split of N nodes among the pools of U that the best proportional plans of a given H use,
-    row by row (one row per H, computed when first asked for, at most ROWS_CELLS cells kept): W =
-    sum_p n_p H_p (0 where no split exists), its cost, and either the fastest fill or, with a
-    budget, the split of most W within it, then the cheapest, among `vectors` (every split)."""
+def unique_pairs(h: np.ndarray, units: np.ndarray) -> tuple[list[tuple[int, int]], np.ndarray]:
+    """The distinct (H, u) of the plans and each plan's index among them (a 1-D unique of
+    H (u_max + 1) + u: much faster than a unique over rows)."""
+    h, units = np.asarray(h, dtype=np.int64), np.asarray(units, dtype=np.int64)
+    width = int(units.max()) + 1 if units.size else 1
+    keys, inverse = np.unique(h * width + units, return_inverse=True)
+    return [(int(k // width), int(k % width)) for k in keys], inverse.ravel()
 
-    def __init__(self, pools, used, ratios, max_nodes: int, budget_usd: float | None, h_count: int):
+
+class Splits:
+    """The split of N nodes among the pools of U that the best proportional plans of a given H and
+    unit size u use, row by row (one row per (H, u), computed when first asked for, at most
+    ROWS_CELLS cells kept): W = sum_p n_p H_p (0 where no split exists), its cost, and either the
+    fastest split or, with a budget, the split of most W within it, then the cheapest, among
+    `vectors` (every split). With several chosen regions (`placement`) only the splits whose nodes
+    per region are placeable for u count (`regions.fastest_placement`, `regions.placeable_splits`);
+    else, or for u = 1 (flat plans: no units), the fastest fill."""
+
+    def __init__(self, pools, used, ratios, max_nodes: int, budget_usd: float | None, h_count: int,
+                 placement=None):
         self.pools, self.used, self.ratios, self.max_nodes, self.budget_usd = pools, used, ratios, max_nodes, budget_usd
+        self.placement = placement if placement is not None and len(placement.partition) > 1 else None
         self.vectors = self.vector_cost = None
         if budget_usd is not None:
             self.vectors, self.vector_cost = split_vectors(pools, used, h_count, "budget")
-        self.rows: dict[int, tuple] = {}
+        self.rows: dict[tuple[int, int], tuple] = {}
+        self.placeable: dict[int, np.ndarray] = {}
 
-    def row(self, h: int) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
-        if h not in self.rows:
+    def unit(self, unit: int) -> int:
+        """The unit size that matters: 1 without several regions."""
+        return int(unit) if self.placement is not None and unit > 1 else 1
+
+    def steps(self, h: int) -> dict[int, int]:
+        return {p: int(v) for p, v in inner_steps(self.ratios, h).items()}
+
+    def row(self, h: int, unit: int = 1) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+        key = (h, self.unit(unit))
+        if key not in self.rows:
             if len(self.rows) * (self.max_nodes + 1) > ROWS_CELLS:
                 self.rows.clear()
-            if self.vectors is None:
-                self.rows[h] = fill_row(self.pools, self.ratios, h, self.max_nodes) + (None,)
+            if self.vectors is not None:
+                self.rows[key] = self._best_within_budget(*key)
+            elif key[1] == 1:
+                self.rows[key] = fill_row(self.pools, self.ratios, h, self.max_nodes) + (None,)
             else:
-                self.rows[h] = self._best_within_budget(h)
-        return self.rows[h]
+                self.rows[key] = fastest_placement(self.placement, self.steps(h), key[1], self.max_nodes) + (None,)
+        return self.rows[key]
 
-    def lookup(self, h: np.ndarray, nodes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """(W, cost) of the split of each plan (H, N)."""
-        values, inverse = np.unique(h, return_inverse=True)
-        rows = [self.row(int(v)) for v in values]
-        weighted = np.stack([w for w, _, _ in rows])[inverse, nodes]
-        cost = np.stack([c for _, c, _ in rows])[inverse, nodes]
-        return weighted, cost
+    def lookup(self, h: np.ndarray, nodes: np.ndarray, units: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """(W, cost) of the split of each plan (H, N, u)."""
+        units = np.ones_like(h) if units is None or self.placement is None else np.asarray(units)
+        pairs, inverse = unique_pairs(h, units)
+        rows = [self.row(hv, uv) for hv, uv in pairs]
+        return np.stack([w for w, _, _ in rows])[inverse, nodes], np.stack([c for _, c, _ in rows])[inverse, nodes]
 
-    def counts(self, h: int, nodes: int) -> list[int]:
-        index = self.row(h)[2]
-        if index is None:
-            return fastest_fill(self.pools, {p: int(v) for p, v in inner_steps(self.ratios, h).items()}, nodes)
-        return [int(x) for x in self.vectors[index[nodes]]]
+    def counts(self, h: int, nodes: int, unit: int = 1) -> list[int]:
+        u = self.unit(unit)
+        index = self.row(h, u)[2]
+        if index is not None:
+            return [int(x) for x in self.vectors[index[nodes]]]
+        if u == 1:
+            return fastest_fill(self.pools, self.steps(h), nodes)
+        return fastest_placed_counts(self.pools, self.placement, self.steps(h), u, nodes)
 
-    def _best_within_budget(self, h: int):
+    def _best_within_budget(self, h: int, u: int):
         vectors, cost = self.vectors, self.vector_cost
         nodes = vectors.sum(axis=1)
         steps = inner_steps(self.ratios, h)
         w = sum(vectors[:, i] * steps[i] for i in self.used).astype(float)
+        if u not in self.placeable:
+            self.placeable[u] = placeable_splits(self.placement, vectors, u)
         order = np.lexsort((cost, -w))                           # most W first, then cheapest
-        order = order[((cost <= self.budget_usd) & (nodes <= self.max_nodes))[order]]
+        order = order[((cost <= self.budget_usd) & (nodes <= self.max_nodes) & self.placeable[u])[order]]
         first = np.unique(nodes[order], return_index=True)       # the first split of each N in that order
         chosen = order[first[1]]
         weighted, best_cost = np.zeros(self.max_nodes + 1), np.full(self.max_nodes + 1, math.inf)
@@ -242,7 +272,7 @@ def solve_part(pools, used: tuple[int, ...], s: Setting, space: DecisionSpace, p
         ratios = step_ratios(s, pools, used, precision)
         h_all = np.arange(1, space.max_inner_steps + 1)
         h_max = np.max(np.stack(list(inner_steps(ratios, h_all).values())), axis=0)
-        splits = Splits(pools, used, ratios, int(space.max_nodes), budget_usd, space.max_inner_steps)
+        splits = Splits(pools, used, ratios, int(space.max_nodes), budget_usd, space.max_inner_steps, space.placement)
         found, evaluations, complete = proportional_boxes.search(
             pools, used, s, space, precision, list(_classes(s, space, precision)), splits,
             lambda h: h_max[np.asarray(h) - 1], ratios, incumbent, deadline, objective)
@@ -262,18 +292,19 @@ def solve_part(pools, used: tuple[int, ...], s: Setting, space: DecisionSpace, p
         return _cheapest(pools, used, s, space, precision, ratios, h_values, h_max, scored_h, budget_usd, deadline)
     if needs_every_split(s, objective):
         vectors, vector_cost = split_vectors(pools, used, len(scored_h), "c_local")
-        levels = Levels(vectors, vector_cost, ratios, int(space.max_nodes), budget_usd)
+        levels = Levels(vectors, vector_cost, ratios, int(space.max_nodes), budget_usd, space.placement)
         found, evaluations, complete = solve_levels(pools, s, levels, plans(s, space, precision, h_values=scored_h),
                                                     lambda h: h_max[np.asarray(h) - 1], deadline, MAX_PLANS)
         return (Found(*found) if found is not None else None), evaluations, complete
-    splits = Splits(pools, used, ratios, int(space.max_nodes), budget_usd, len(scored_h))
+    splits = Splits(pools, used, ratios, int(space.max_nodes), budget_usd, len(scored_h), space.placement)
     best, evaluations = None, 0
     for c, idx, n, h, r in plans(s, space, precision, h_values=scored_h):
         if time.perf_counter() > deadline:
             return best, evaluations, False
         nodes = c.nodes(idx, n)
         batch = c.plans(idx, n, h, r)
-        weighted, cost = splits.lookup(h, nodes)
+        units = units_of(c.rows, c.size)[idx]
+        weighted, cost = splits.lookup(h, nodes, units)
         value = measure(s, batch, adjust_for(weighted, h_max[h - 1], h), objective)
         evaluations += value.size
         ok = (weighted > 0) & np.isfinite(value) & ((value <= s.window_s) if objective == "min_time" else True)
@@ -284,7 +315,7 @@ def solve_part(pools, used: tuple[int, ...], s: Setting, space: DecisionSpace, p
         i = int(tied[np.argmin(cost[tied])])                                # ties to the cheaper split
         key = (float(value[i]), float(cost[i]))
         if best is None or tie_less(key, best.key):
-            counts = splits.counts(int(h[i]), int(nodes[i]))
+            counts = splits.counts(int(h[i]), int(nodes[i]), int(units[i]))
             key = (key[0], fleet_cost_usd(pools, counts))
             best = Found(batch.take(slice(i, i + 1)), counts, key, -key[0] if objective == "max_compute" else key[0])
     return best, evaluations, True
@@ -294,13 +325,16 @@ def _cheapest(pools, used, s: Setting, space: DecisionSpace, precision: str, rat
               budget_usd: float | None, deadline: float) -> tuple[Found | None, int, bool]:
     """min_cost: the cheapest split and plan that reach the target within the duration limit, then
     the fastest. The time of a plan is proportional to 1 / W, so plan d on N nodes with H meets the
-    limit iff W >= W_need(d) = W_0 T(d, W_0) / T_limit; per (H, N) the plan of least W_need is also
-    the fastest for every split. Then every split of N nodes (`split_vectors`) with W >= that need
-    and within the budget is compared: least cost, then most W (least time)."""
+    limit iff W >= W_need(d) = W_0 T(d, W_0) / T_limit; per (H, N) and unit size u the plan of least
+    W_need is also the fastest of them for every split. Then every split of N nodes (`split_vectors`)
+    within the budget is compared with the least W_need of each u it is placeable for (every u
+    without several chosen regions, `regions.placeable_splits`): least cost, then most W over that
+    need (least time)."""
     vectors, cost = split_vectors(pools, used, len(scored_h), "min_cost")
     nodes_v = vectors.sum(axis=1)
     max_nodes = int(space.max_nodes)
-    need = np.full((len(h_values), max_nodes + 1), math.inf)
+    placement = space.placement if space.placement is not None and len(space.placement.partition) > 1 else None
+    need: dict[int, np.ndarray] = {}              # per unit size (1 without several regions)
     evaluations = 0
     for c, idx, n, h, r in plans(s, space, precision, h_values=scored_h):
         if time.perf_counter() > deadline:
@@ -309,18 +343,25 @@ def _cheapest(pools, used, s: Setting, space: DecisionSpace, precision: str, rat
         reference = (nodes * h).astype(float)                  # W_0 = N H: the straggler tokens
         t = measure(s, c.plans(idx, n, h, r), adjust_for(reference, h_max[h - 1], h), "min_time")
         evaluations += t.size
-        ok = np.isfinite(t)
-        np.minimum.at(need, (h[ok] - 1, nodes[ok]), reference[ok] * t[ok] / s.window_s)
+        units = units_of(c.rows, c.size)[idx] if placement is not None else np.ones(t.size, dtype=np.int64)
+        for u in np.unique(units):
+            ok = np.isfinite(t) & (units == u)
+            table = need.setdefault(int(u), np.full((len(h_values), max_nodes + 1), math.inf))
+            np.minimum.at(table, (h[ok] - 1, nodes[ok]), reference[ok] * t[ok] / s.window_s)
+    placeable = {u: placeable_splits(placement, vectors, u) for u in need}
     best = None
     within = (nodes_v <= max_nodes) & (cost <= (math.inf if budget_usd is None else budget_usd))
     for row in np.asarray(scored_h) - 1:
         steps = inner_steps(ratios, h_values[row])
         w = sum(vectors[:, i] * steps[i] for i in used).astype(float)
-        w_need = need[row, np.minimum(nodes_v, max_nodes)]
-        ok = within & (w >= w_need) & np.isfinite(w_need)
+        time_s = np.full(w.size, math.inf)
+        for u, table in need.items():
+            w_need = table[row, np.minimum(nodes_v, max_nodes)]
+            ok = within & placeable[u] & (w >= w_need) & np.isfinite(w_need)
+            time_s = np.minimum(time_s, np.where(ok, w_need * s.window_s / np.where(w > 0, w, 1.0), math.inf))
+        ok = np.isfinite(time_s)
         if not ok.any():
             continue
-        time_s = np.where(ok, w_need * s.window_s / np.where(w > 0, w, 1.0), math.inf)
         top = float(cost[ok].min())
         tied = np.flatnonzero(ok & (cost <= top + TIE_REL * abs(top)))
         j = int(tied[np.argmin(time_s[tied])])
@@ -331,18 +372,24 @@ def _cheapest(pools, used, s: Setting, space: DecisionSpace, precision: str, rat
         return None, evaluations, True
     (key, row, j), h = best, h_values[best[1]]
     counts = [int(x) for x in vectors[j]]
-    batch = _fastest_plan(pools, counts, s, space, precision, ratios, h, h_max[h - 1])
+    batch = _fastest_plan(pools, counts, s, space, precision, ratios, h, h_max[h - 1], placement)
     return Found(batch, counts, key, key[0]), evaluations, True
 
 
-def _fastest_plan(pools, counts, s: Setting, space: DecisionSpace, precision: str, ratios, h: int, h_max: float):
-    """The fastest plan of exactly sum(counts) nodes and H = h on these counts (ties to the first)."""
+def _fastest_plan(pools, counts, s: Setting, space: DecisionSpace, precision: str, ratios, h: int, h_max: float,
+                  placement=None):
+    """The fastest plan of exactly sum(counts) nodes and H = h on these counts (ties to the first),
+    among those whose unit size the counts place in the regions of `placement` (every plan: None)."""
     nodes = sum(counts)
     steps = inner_steps(ratios, h)
     weighted = float(sum(counts[i] * steps[i] for i in steps))
     best = None
     for c, idx, n, hh, r in plans(s, space, precision, h_values=[h]):
         keep = c.nodes(idx, n) == nodes
+        if placement is not None:
+            units = units_of(c.rows, c.size)[idx]
+            fits = {int(u): bool(placeable_splits(placement, np.asarray([counts]), int(u))[0]) for u in np.unique(units)}
+            keep &= np.array([fits[int(u)] for u in units], dtype=bool)
         if not keep.any():
             continue
         batch = c.plans(idx[keep], n[keep], hh[keep], r[keep])

@@ -44,6 +44,7 @@ import numpy as np
 from planner.cost import run
 from planner.cost.modes import throughput
 from planner.fleet.proportional import adjust_for
+from planner.fleet.regions import units_of
 from planner.objectives import tie_less
 from planner.solvers import bnb, monotone
 from planner.solvers.bnb import TIE_REL
@@ -111,11 +112,29 @@ def search(pools, used, s, space, precision: str, classes, splits, h_max_of, rat
     for c, r_max in classes:
         h_top, r_top = bnb._h_r_max(c, space.max_inner_steps, r_max)
 
+        def worth_placing(c, idx, n, h, r):
+            """With several chosen regions: the plans whose value on the best split with no placement
+            rule (`splits.lookup` with u = 1: at least the W of every placeable split, and time falls,
+            compute grows with W) comes within the tie tolerance of the best found. The others can
+            neither be the answer nor tie with it, so their placeable split (a dynamic programme per
+            (H, u), `regions.fastest_placement`) is not computed."""
+            idx, n, h, r = np.broadcast_arrays(idx, n, h, r)
+            weighted, _ = splits.lookup(h, c.nodes(idx, n))
+            value = measure(s, c.plans(idx, n, h, r), adjust_for(weighted, h_max_of(h), h), objective)
+            best = state["best"]
+            with np.errstate(invalid="ignore", over="ignore"):
+                near = (-value * best >= 1.0 - TIE_REL) if maximise else (value <= best * (1.0 + TIE_REL))
+            keep = np.flatnonzero((weighted > 0) & np.isfinite(value) & near)
+            return idx[keep], n[keep], h[keep], r[keep]
+
         def visit(idx, n, h, r, _straggler_value, c=c):
+            if np.size(idx) and splits.placement is not None:
+                idx, n, h, r = worth_placing(c, idx, n, h, r)
             if not np.size(idx):
                 return
             nodes = c.nodes(idx, n)
-            weighted, cost = splits.lookup(h, nodes)
+            units = units_of(c.rows, c.size)[idx]
+            weighted, cost = splits.lookup(h, nodes, units)
             batch = c.plans(idx, n, h, r)
             value = measure(s, batch, adjust_for(weighted, h_max_of(h), h), objective)     # time or -C
             ok = (weighted > 0) & np.isfinite(value) & ((value < 0) if maximise else (value <= s.window_s))
@@ -127,7 +146,7 @@ def search(pools, used, s, space, precision: str, classes, splits, h_max_of, rat
             key = (float(value[i]), float(cost[i]))
             found = state["found"]
             if found is None or tie_less(key, found[2]):
-                counts = splits.counts(int(h[i]), int(nodes[i]))
+                counts = splits.counts(int(h[i]), int(nodes[i]), int(units[i]))
                 state["found"] = (batch.take(slice(i, i + 1)), counts, key, -key[0] if maximise else key[0])
             state["best"] = min(state["best"], -1.0 / top if maximise else top)
 

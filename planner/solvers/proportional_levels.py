@@ -40,6 +40,7 @@ import numpy as np
 from planner.cost import chinchilla, modes, quality, run
 from planner.cost.setting import PlanBatch, Setting
 from planner.fleet.proportional import adjust_for, inner_steps
+from planner.fleet.regions import placeable_splits, units_of
 from planner.objectives import tie_less
 from planner.schema.errors import InputError, Problem
 from planner.solvers import monotone
@@ -55,34 +56,39 @@ def needs_every_split(s: Setting, objective: str) -> bool:
 
 class Levels:
     """The achievable W of every (H, N) and the cheapest split reaching each, from `vectors` (every
-    split of the nodes among the pools of U, at least one node each, with its cost). Row h:
+    split of the nodes among the pools of U, at least one node each, with its cost). Row (h, u):
     (start [max_nodes + 2], w [levels], cost [levels], split [levels]): the levels of N nodes are
-    w[start[N]:start[N + 1]], ascending."""
+    w[start[N]:start[N + 1]], ascending. With several chosen regions (`placement`) the row of unit
+    size u takes only the splits placeable for u (`regions.placeable_splits`); else u is ignored."""
 
-    def __init__(self, vectors: np.ndarray, cost: np.ndarray, ratios, max_nodes: int, budget_usd: float | None):
+    def __init__(self, vectors: np.ndarray, cost: np.ndarray, ratios, max_nodes: int, budget_usd: float | None,
+                 placement=None):
         nodes = vectors.sum(axis=1)
         keep = (nodes <= max_nodes) & (cost <= (math.inf if budget_usd is None else budget_usd))
         self.vectors, self.cost, self.nodes = vectors[keep], cost[keep], nodes[keep]
         self.ratios, self.max_nodes = ratios, max_nodes
-        self.rows: dict[int, tuple] = {}
+        self.placement = placement if placement is not None and len(placement.partition) > 1 else None
+        self.rows: dict[tuple[int, int], tuple] = {}
 
-    def row(self, h: int):
-        if h not in self.rows:
+    def row(self, h: int, unit: int = 1):
+        u = int(unit) if self.placement is not None and unit > 1 else 1
+        if (h, u) not in self.rows:
             if len(self.rows) > 64:
                 self.rows.clear()
             steps = inner_steps(self.ratios, h)
             w = sum(self.vectors[:, i] * steps[i] for i in self.ratios).astype(np.int64)
-            order = np.lexsort((self.cost, w, self.nodes))                  # by N, then W, then cost
+            fits = np.flatnonzero(placeable_splits(self.placement, self.vectors, u))
+            order = fits[np.lexsort((self.cost[fits], w[fits], self.nodes[fits]))]    # by N, then W, then cost
             n_sorted, w_sorted = self.nodes[order], w[order]
             first = np.ones(order.size, bool)
             first[1:] = (n_sorted[1:] != n_sorted[:-1]) | (w_sorted[1:] != w_sorted[:-1])
             chosen = order[first]                                            # the cheapest split of each (N, W)
             start = np.searchsorted(self.nodes[chosen], np.arange(self.max_nodes + 2))
-            self.rows[h] = (start, w[chosen].astype(float), self.cost[chosen], chosen)
-        return self.rows[h]
+            self.rows[(h, u)] = (start, w[chosen].astype(float), self.cost[chosen], chosen)
+        return self.rows[(h, u)]
 
-    def counts(self, h: int, level: int) -> list[int]:
-        return [int(x) for x in self.vectors[self.row(h)[3][level]]]
+    def counts(self, h: int, level: int, unit: int = 1) -> list[int]:
+        return [int(x) for x in self.vectors[self.row(h, unit)[3][level]]]
 
 
 def c_local_bound(s: Setting, batch: PlanBatch, w_lo, w_hi, h_max, h) -> np.ndarray:
@@ -113,7 +119,7 @@ def solve_levels(pools, s: Setting, levels: Levels, plan_chunks, h_max_of, deadl
     bounded = not monotone.check(s).unsupported
     best, evaluations, pending = None, 0, []
 
-    def consider(batch, w, cost, h, nodes, level):
+    def consider(batch, w, cost, h, units, level):
         nonlocal best, evaluations
         value = -measure(s, batch, adjust_for(w, h_max_of(h), h), "max_compute")
         evaluations += value.size
@@ -125,32 +131,33 @@ def solve_levels(pools, s: Setting, levels: Levels, plan_chunks, h_max_of, deadl
         i = int(tied[np.argmin(cost[tied])])
         key = (-float(value[i]), float(cost[i]))
         if best is None or tie_less(key, best[2]):
-            best = (batch.take(slice(i, i + 1)), levels.counts(int(h[i]), int(level[i])), key, float(value[i]))
+            best = (batch.take(slice(i, i + 1)), levels.counts(int(h[i]), int(level[i]), int(units[i])), key,
+                    float(value[i]))
 
     for c, idx, n, h, r in plan_chunks:
         if time.perf_counter() > deadline:
             return best, evaluations, False
-        nodes = c.nodes(idx, n)
-        lo, hi = _level_range(levels, h, nodes)
+        nodes, units = c.nodes(idx, n), units_of(c.rows, c.size)[idx]
+        lo, hi = _level_range(levels, h, nodes, units)
         has = hi >= lo
         if not has.any():
             continue
-        idx, n, h, r, nodes, lo, hi = (x[has] for x in (idx, n, h, r, nodes, lo, hi))
+        idx, n, h, r, units, lo, hi = (x[has] for x in (idx, n, h, r, units, lo, hi))
         batch = c.plans(idx, n, h, r)
-        w_lo, cost_lo = _level_values(levels, h, lo)
-        w_hi, cost_hi = _level_values(levels, h, hi)
-        consider(batch, w_lo, cost_lo, h, nodes, lo)
-        consider(batch, w_hi, cost_hi, h, nodes, hi)
+        w_lo, cost_lo = _level_values(levels, h, lo, units)
+        w_hi, cost_hi = _level_values(levels, h, hi, units)
+        consider(batch, w_lo, cost_lo, h, units, lo)
+        consider(batch, w_hi, cost_hi, h, units, hi)
         inner = hi - lo > 1
         if inner.any():
             bound = c_local_bound(s, batch, w_lo, w_hi, h_max_of(h), h) if bounded else np.full(h.size, np.inf)
             if best is not None:          # only what may still come within the tie tolerance is kept
                 inner &= bound >= -best[2][0] * (1.0 - TIE_REL)
-            pending.append((c, idx[inner], n[inner], h[inner], r[inner], nodes[inner], lo[inner], hi[inner],
+            pending.append((c, idx[inner], n[inner], h[inner], r[inner], units[inner], lo[inner], hi[inner],
                             bound[inner]))
     floor = -best[2][0] if best is not None else -math.inf
     left = []
-    for c, *arrays, bound in pending:          # arrays: idx, n, h, r, nodes, lo, hi
+    for c, *arrays, bound in pending:          # arrays: idx, n, h, r, units, lo, hi
         keep = bound >= floor - TIE_REL * abs(floor)
         if keep.any():
             left.append((c, *(x[keep] for x in arrays)))
@@ -160,7 +167,7 @@ def solve_levels(pools, s: Setting, levels: Levels, plan_chunks, h_max_of, deadl
                                                      f"compares the splits of the nodes among the pools; {work:,} "
                                                      f"splits x plans are left after the bound, more than "
                                                      f"{max_work:,}: narrow search or set 'straggler'")])
-    for c, idx, n, h, r, nodes, lo, hi in left:
+    for c, idx, n, h, r, units, lo, hi in left:
         span = hi - lo - 1
         plan = np.repeat(np.arange(idx.size), span)
         level = np.repeat(lo + 1, span) + (np.arange(plan.size) - np.repeat(np.cumsum(span) - span, span))
@@ -168,26 +175,30 @@ def solve_levels(pools, s: Setting, levels: Levels, plan_chunks, h_max_of, deadl
             if time.perf_counter() > deadline:
                 return best, evaluations, False
             p, lv = plan[part], level[part]
-            w, cost = _level_values(levels, h[p], lv)
-            consider(c.plans(idx[p], n[p], h[p], r[p]), w, cost, h[p], nodes[p], lv)
+            w, cost = _level_values(levels, h[p], lv, units[p])
+            consider(c.plans(idx[p], n[p], h[p], r[p]), w, cost, h[p], units[p], lv)
     return best, evaluations, True
 
 
-def _level_range(levels: Levels, h: np.ndarray, nodes: np.ndarray):
-    """(first, last) level index of each plan's (H, N) in its row (last < first: no split)."""
+def _groups(levels: Levels, h: np.ndarray, units: np.ndarray):
+    """(mask, row) of each distinct (H, u) among the plans (u ignored without several regions)."""
+    from planner.solvers.mixed_proportional import unique_pairs
+    pairs, inverse = unique_pairs(h, units if levels.placement is not None else np.ones_like(h))
+    for k, (hv, uv) in enumerate(pairs):
+        yield inverse == k, levels.row(hv, uv)
+
+
+def _level_range(levels: Levels, h: np.ndarray, nodes: np.ndarray, units: np.ndarray):
+    """(first, last) level index of each plan's (H, N, u) in its row (last < first: no split)."""
     lo, hi = np.zeros(h.size, np.int64), np.full(h.size, -1, np.int64)
-    for v in np.unique(h):
-        at = h == v
-        start = levels.row(int(v))[0]
+    for at, (start, *_) in _groups(levels, h, units):
         lo[at], hi[at] = start[nodes[at]], start[nodes[at] + 1] - 1
     return lo, hi
 
 
-def _level_values(levels: Levels, h: np.ndarray, level: np.ndarray):
+def _level_values(levels: Levels, h: np.ndarray, level: np.ndarray, units: np.ndarray):
     """(W, cost) of each plan's level."""
     w, cost = np.zeros(h.size), np.zeros(h.size)
-    for v in np.unique(h):
-        at = h == v
-        _, row_w, row_cost, _ = levels.row(int(v))
+    for at, (_, row_w, row_cost, _) in _groups(levels, h, units):
         w[at], cost[at] = row_w[level[at]], row_cost[level[at]]
     return w, cost
