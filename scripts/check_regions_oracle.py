@@ -6,14 +6,19 @@ checked on the assignment's own nodes per region) on seeded random instances of 
 2 to 6 sites (planner.sites.samples; min_time, max_compute and min_cost, a third with a budget).
 Prints the disagreements (none expected), how many instances had a plan, how many optima use
 several regions (per objective, with and without a budget), how many optima's placement costs more
-than the cheapest fill of their nodes, and each side's time.
+than the cheapest fill of their nodes, and each side's time. For min_time and max_compute the cost of
+the returned plan is compared too (ties go to the cheaper plan: the oracle's key is (time, cost) or
+(compute, cost)); the count of parts where a tie of cheaper placement replaced the solver's first
+choice (`regions.cheapest_tied`) is printed.
 
-    python scripts/check_regions_oracle.py [--count 200] [--seed 5] [--placement] [--sync-rule]
+    python scripts/check_regions_oracle.py [--count 200] [--seed 5] [--placement | --ties] [--sync-rule]
     python scripts/check_regions_oracle.py --shipped
 
 `--placement` draws instead from `random_placement_instance`: 3 or 4 pools at 2 or 3 sites, several
 pools per region, groups or pipelines only, min_cost or a budget, where the cheapest placement is
-often not the cheapest fill. `--sync-rule` draws fleet.sync_rule 'proportional' or 'auto' into either family
+often not the cheapest fill. `--ties` draws from `random_tie_instance` (min_time or max_compute on
+2 or 3 sites, pools of 2 to 6 nodes, a node cap below the fleet), where plans of different group
+sizes often tie in time and place at different costs. `--sync-rule` draws fleet.sync_rule 'proportional' or 'auto' into either family
 (the placement family then on pools of unequal speed), and also prints how many optima run the
 proportional rule, on several regions, and on a split with less W than the fastest fill of their nodes
 (the placement, not the speeds, set it). `--shipped` compares them on instances/mixed-regions-chosen.json (as shipped, with min_cost, and with
@@ -37,7 +42,7 @@ sys.path.insert(0, os.path.dirname(__file__))
 from check_mixed_oracle import agree, planner_and_oracle  # noqa: E402  (same verdict, same value to 1e-9)
 
 from planner.schema.instance import parse_instance  # noqa: E402
-from planner.sites.samples import random_placement_instance, random_region_instance  # noqa: E402
+from planner.sites.samples import random_placement_instance, random_region_instance, random_tie_instance  # noqa: E402
 
 
 def main() -> int:
@@ -47,6 +52,8 @@ def main() -> int:
     parser.add_argument("--shipped", action="store_true", help="the shipped instances instead")
     parser.add_argument("--placement", action="store_true",
                         help="instances where the placement sets the cost (random_placement_instance)")
+    parser.add_argument("--ties", action="store_true",
+                        help="instances where group sizes tie in time at different costs (random_tie_instance)")
     parser.add_argument("--sync-rule", action="store_true",
                         help="fleet.sync_rule 'proportional' or 'auto' in every draw")
     args = parser.parse_args()
@@ -54,13 +61,17 @@ def main() -> int:
         return shipped()
     rng = np.random.default_rng(args.seed)
     descents = count_descents()
+    ties = count_ties()
     disagreements, feasible, several, planner_s, oracle_s = 0, 0, 0, 0.0, 0.0
     kinds: Counter = Counter()          # (objective, budget?) -> [instances, with a plan, on several regions]
     above_fill = 0                      # optima whose placement costs more than the cheapest fill of its N
     rule: Counter = Counter()           # optima under the proportional rule (--sync-rule)
     for k in range(args.count):
         draw = random_placement_instance if args.placement else random_region_instance
-        instance = parse_instance(draw(rng, sync_rule=True) if args.sync_rule else draw(rng))
+        if args.ties:
+            instance = parse_instance(random_tie_instance(rng))
+        else:
+            instance = parse_instance(draw(rng, sync_rule=True) if args.sync_rule else draw(rng))
         result, best, took_s, oracle_took_s = planner_and_oracle(instance)
         planner_s, oracle_s = planner_s + took_s, oracle_s + oracle_took_s
         kind = (instance.objective, instance.limits.budget_usd is not None)
@@ -76,15 +87,18 @@ def main() -> int:
                 rule["proportional"] += 1
                 rule["on several regions"] += on_several
                 rule["slower than the fastest fill"] += slower_than_fastest_fill(instance, result)
-        if not agree(result, best):
+        if not (agree(result, best) and cost_agrees(result, best)):
             disagreements += 1
-            print(f"instance {k}: planner {result.status} {result.objective_value} "
+            cost = result.evaluation.values["cost_usd"] if result.evaluation else None
+            print(f"instance {k}: planner {result.status} {result.objective_value} (cost {cost}) "
                   f"{result.plan and result.plan.model_dump(exclude_none=True)}; oracle {best}", flush=True)
-    family = " of random_placement_instance" if args.placement else ""
+    family = " of random_tie_instance" if args.ties else " of random_placement_instance" if args.placement else ""
     print(f"{args.count} instances{family} (seed {args.seed}): {disagreements} disagreements; {feasible} with a plan, "
           f"{several} optima on several regions, {above_fill} whose placement costs more than the cheapest fill "
           f"of their nodes; {descents['parts']} min_cost parts on several regions, {descents['cheaper']} of them "
-          f"cheaper than their fewest-node plan; planner {planner_s:.1f} s, oracle {oracle_s:.1f} s; "
+          f"cheaper than their fewest-node plan; {ties['parts']} min_time / max_compute parts on several regions, "
+          f"{ties['cheaper']} of them with a cheaper tie than the solver's first choice; "
+          f"planner {planner_s:.1f} s, oracle {oracle_s:.1f} s; "
           f"load average {os.getloadavg()[0]:.1f}")
     if args.sync_rule:
         print(f"  {rule['proportional']} optima under the proportional rule, {rule['on several regions']} of them "
@@ -123,6 +137,33 @@ def count_descents() -> Counter:
         return out
 
     solve_module.optimise, mixed.least_cost_placed = counted_optimise, counted_least
+    return counts
+
+
+def cost_agrees(result, best) -> bool:
+    """min_time and max_compute: the returned plan costs what the oracle's does to 1e-9 relative (the
+    oracle's key is (time, cost) or (-compute, cost): of the plans tied with the optimum, the cheapest).
+    min_cost: the value is the cost, compared by `agree`."""
+    if result.status != "optimal" or best is None or result.objective == "min_cost":
+        return True
+    cost, want = result.evaluation.values["cost_usd"], best[1][1]
+    return abs(cost - want) <= 1e-9 * abs(want)
+
+
+def count_ties() -> Counter:
+    """Counts, as the planner runs, the min_time / max_compute parts on several regions
+    (`cheapest_tied`) and those where a cheaper plan tied with the solver's first choice."""
+    import planner.solvers.mixed as mixed
+    counts: Counter = Counter()
+    cheapest_tied = mixed.cheapest_tied
+
+    def counted(*args, **kwargs):
+        out = cheapest_tied(*args, **kwargs)
+        counts["parts"] += 1
+        counts["cheaper"] += out[0] is not args[4]
+        return out
+
+    mixed.cheapest_tied = counted
     return counts
 
 
@@ -168,7 +209,7 @@ def shipped() -> int:
             data["limits"]["budget_usd"] = 0.8 * whole
         instance = parse_instance(data)
         result, best, planner_s, oracle_s = planner_and_oracle(instance)
-        ok = agree(result, best)
+        ok = agree(result, best) and cost_agrees(result, best)
         disagreements += not ok
         label = name + (f" ({variant})" if variant else "")
         print(f"{label}: {'agree' if ok else 'DISAGREE'}; planner {result.objective_value} "

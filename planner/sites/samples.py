@@ -141,3 +141,43 @@ def random_placement_instance(rng: np.random.Generator, sync_rule: bool = False)
             del data["limits"]["budget_usd"]           # the fastest placeable split, with no budget
         _add_sync_rule(rng, data, ("proportional", "auto", "auto"))
     return data
+
+
+def random_tie_instance(rng: np.random.Generator) -> dict:
+    """One random instance where plans of different unit sizes tie in time and place at different
+    costs (ties go to the cheaper: `planner.fleet.regions.cheapest_tied`): a pool of 16x H100 nodes
+    (2 to 6, odd counts more often: whose cheapest fill groups of 2 cannot place) at each of 2 or 3 of London, Paris, New York and Tokyo, and with two sites two times in
+    five a second pool at one of them, at prices of 1,000, 3,000 or 10,000 USD per accelerator (the sites' first
+    pools at different prices); 100 Gb/s LANs, 10 Gb/s links between the sites (London-Paris within the
+    regional tier of 5 Gb/s and 25 ms, the others too far: more RTT); a 1B model that any few nodes train; hierarchical groups
+    of 2 and 3 (and 4 a third of the time; PP-group pipelines of up to 3 stages a third of the time);
+    limits.max_nodes 1 to 3 below the fleet, so that the fastest plans leave some nodes out; min_time
+    or max_compute, with a budget of 60% to 100% of the whole fleet a quarter of the time. With fast
+    LANs and streaming syncs a plan is compute-bound: its time depends on its nodes, H and R, not on
+    its group size, and only the placement (its cost) tells the group sizes apart."""
+    cities = {"LON": "London", "PAR": "Paris", "NYC": "New York", "TYO": "Tokyo"}
+    names = [str(n) for n in rng.choice(list(cities), size=int(rng.integers(2, 4)), replace=False)]
+    prices = [float(p) for p in rng.permutation([1000.0, 3000.0, 10000.0])]
+    sites = names + ([str(rng.choice(names))] if len(names) == 2 and rng.random() < 0.4 else [])
+    pools = [{"name": f"p{i}", "hardware": "16xH100-SXM", "count": int(rng.choice([2, 3, 3, 5, 5, 6])), "site": site,
+              "price_usd_per_accelerator": prices[i] if i < len(names) else float(rng.choice(prices))}
+             for i, site in enumerate(sites)]
+    links = [{"a": a, "b": b, "up_mbps": 10000} for k, a in enumerate(names) for b in names[k + 1:]]
+    total = sum(p["count"] for p in pools)
+    data = {
+        "model": {"params": 1e9}, "training": {"target_flop": 1e21},
+        "fleet": {"pools": pools},
+        "network": {"wan": {"up_mbps": 10000, "down_mbps": 10000}, "regional": {"mbps": 5000, "rtt_ms": 25},
+                    "regions": "chosen",
+                    "sites": [{"name": n, "city": cities[n], "lan_mbps": 100000, "lan_rtt_ms": 0.1} for n in names],
+                    "links": links},
+        "search": {"modes": ["hierarchical"] + (["pp_group"] if rng.random() < 1 / 3 else []),
+                   "group_sizes": [2, 3, 4] if rng.random() < 1 / 3 else [2, 3], "max_stages": 3,
+                   "max_inner_steps": 8, "max_regional_rounds": 2, "compression": [1, 16], "max_micro_batches": 4},
+        "limits": {"max_days": 365, "max_nodes": max(2, total - int(rng.integers(1, 4)))},
+        "objective": str(rng.choice(["min_time", "max_compute"])),
+    }
+    if rng.random() < 0.25:
+        whole = sum(16 * p["price_usd_per_accelerator"] * p["count"] for p in pools)
+        data["limits"]["budget_usd"] = float(whole * rng.uniform(0.6, 1.0))
+    return data

@@ -23,7 +23,10 @@ slowest sets the pace, the smallest memory the state per node), and on N = sum_p
    With regions chosen (`planner.fleet.regions`) a part is also a partition of the sites of U into
    regions; with several regions a plan's nodes must be placeable and its cost is its cheapest
    placement's, C_u(N) >= the cheapest fill: a budget keeps the (N, u) placed within it, and
-   min_cost descends over cost limits (`regions.least_cost_placed`) instead of taking the fewest N.
+   min_cost descends over cost limits (`regions.least_cost_placed`) instead of taking the fewest N,
+   and min_time / max_compute take, among the part's plans tied with its optimum, one of least
+   C_u(N) (`regions.cheapest_tied`; the solvers' tie order, fewer nodes first, is the cheaper
+   only while the cost is the cheapest fill).
 
 With one pool there is one part: the uniform solve of that pool's setting. `planner.solvers.
 mixed_oracle` checks this against every assignment of nodes to pools, scored one by one.
@@ -44,7 +47,8 @@ from planner.evaluate import with_params
 from planner.fleet.evaluate import MixedEvaluation, evaluate_mixed
 from planner.fleet.network import site_network
 from planner.fleet.pools import PoolSetting, pool_settings
-from planner.fleet.regions import chosen_problems, least_cost_placed, part_counts, part_regions, plan_regions
+from planner.fleet.regions import (cheapest_tied, chosen_problems, least_cost_placed, part_counts, part_regions,
+                                   plan_regions)
 from planner.fleet.replicas import affordable_nodes, cheapest_fill, fleet_cost_usd, mixed_setting, unsupported
 from planner.objectives import min_time, tie_less
 from planner.solvers.mixed_proportional import rules_searched
@@ -155,6 +159,9 @@ def solve_part(instance: Instance, pools: list[PoolSetting], part: Part, objecti
         bound = _cost_of(pools, part.used, bound)
     if found is None:
         return None, evaluations, bound
+    if objective != "min_cost" and part.placement is not None:      # ties to the cheaper placement
+        found, more = cheapest_tied(s, space, part.placement, objective, found, deadline, solver)
+        evaluations += more
     batch, value = found
     if objective == "min_cost" and not placed:
         batch, more = _fastest_at_same_cost(pools, part, batch, deadline, solver)
