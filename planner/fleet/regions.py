@@ -563,7 +563,13 @@ def cheapest_tied(setting, space, placement: Placement, objective: str, found, d
     tolerance of it; with other solvers the optimum of the round), a plan accepted when its time is
     <= value (1 + TIE_REL) (compute >= value (1 - TIE_REL)), the tie of `objectives.tie_less`. The
     first round proves in one solve that no cheaper plan ties (all the rounds when a deadline cuts
-    one short: then the plan of least cost found so far, tied all the same)."""
+    one short: then the plan of least cost found so far, tied all the same).
+
+    Only N >= N*, found's nodes, are listed: `tie_key` puts fewer nodes first, so no plan tied with
+    found has fewer nodes (found is the first tied plan in that order, `objectives.best_of`). And a
+    tie cheaper than c = C_u(N*) has F(N) <= C_u(N) < c, F nondecreasing: when no N >= N* has
+    F(N) < c (found is placed at the cheapest fill of its nodes, e.g. a plan without units, or one
+    using every node of its pools), nothing is solved at all."""
     from planner.objectives import max_compute, min_time
     from planner.solve import optimise
     from planner.solvers import monotone
@@ -584,7 +590,9 @@ def cheapest_tied(setting, space, placement: Placement, objective: str, found, d
             out = None
         return out, count
 
-    cheaper, _, evaluations = _descend(space, placement, float(np.nextafter(cost, -np.inf)), tied)
+    from dataclasses import replace
+    at_least_found = replace(space, min_nodes=max(space.min_nodes, nodes))
+    cheaper, _, evaluations = _descend(at_least_found, placement, float(np.nextafter(cost, -np.inf)), tied)
     return (found if cheaper is None else cheaper), evaluations
 
 
