@@ -42,7 +42,10 @@ placement rule, and F is nondecreasing in N, but C_u is not (a region whose pool
 node has a fixed remainder; tests/test_regions.py has a case where 11 nodes cost 24 and 10 cost
 32), nor is it the same for every u at one N. So a budget keeps exactly the (N, u) with
 C_u(N) <= budget (`Placement.within`: the masks above cut by cost), and the least-cost plan of a
-part is found by a descent over cost limits (`least_cost_placed`), not by the fewest nodes.
+part is found by a descent over cost limits (`least_cost_placed`), not by the fewest nodes. Under
+min_time and max_compute, of the plans tied with a part's optimum the cheapest placed is returned,
+by the same descent (`cheapest_tied`), not the solvers' first in tie order (fewest nodes, then the
+smaller unit size), which need not be the cheapest placed.
 """
 
 from __future__ import annotations
