@@ -88,6 +88,23 @@ def _add_costs(rng: np.random.Generator, data: dict) -> None:
                 data["search"]["min_nodes"] = max(1, total // 2)
 
 
+CITIES = {"LON": "London", "PAR": "Paris", "NYC": "New York", "TYO": "Tokyo"}
+
+
+def _cities_data(pools: list[dict], names: list[str], links: list[dict]) -> dict:
+    """The instance data the placement and tie families share: a 1B model to 10^21 FLOP, the pools,
+    the sites `names` (keys of CITIES) on 100 Gb/s LANs with `links`, a 10 Gb/s WAN, the regional
+    tier of 5 Gb/s and 25 ms, regions chosen."""
+    return {
+        "model": {"params": 1e9}, "training": {"target_flop": 1e21},
+        "fleet": {"pools": pools},
+        "network": {"wan": {"up_mbps": 10000, "down_mbps": 10000}, "regional": {"mbps": 5000, "rtt_ms": 25},
+                    "regions": "chosen",
+                    "sites": [{"name": n, "city": CITIES[n], "lan_mbps": 100000, "lan_rtt_ms": 0.1} for n in names],
+                    "links": links},
+    }
+
+
 def random_placement_instance(rng: np.random.Generator, sync_rule: bool = False) -> dict:
     """One random instance where the placement sets the cost: 3 or 4 pools of 16x H100 nodes (1, 2, 3
     or 5 each, 1,000 to 10,000 USD per accelerator) at 2 or 3 sites among London, Paris and Tokyo (100 Gb/s
@@ -103,7 +120,6 @@ def random_placement_instance(rng: np.random.Generator, sync_rule: bool = False)
     half of the time, min_time and max_compute without a budget half of the time, and with
     max_compute the target kinds of `_add_sync_rule`."""
     names = ["LON", "PAR", "TYO"][:int(rng.integers(2, 4))]
-    cities = {"LON": "London", "PAR": "Paris", "TYO": "Tokyo"}
     pools = [{"name": f"p{i}", "hardware": "16xH100-SXM", "count": int(rng.choice([1, 1, 2, 3, 5])),
               "site": names[i % len(names)] if i < len(names) else str(rng.choice(names)),
               "price_usd_per_accelerator": float(rng.choice([1000.0, 3000.0, 10000.0]))}
@@ -112,20 +128,11 @@ def random_placement_instance(rng: np.random.Generator, sync_rule: bool = False)
     if "TYO" in names:
         links.append({"a": "LON", "b": "TYO", "up_mbps": 1000})
     total = sum(p["count"] for p in pools)
-    data = {
-        "model": {"params": 1e9}, "training": {"target_flop": 1e21},
-        "fleet": {"pools": pools},
-        "network": {"wan": {"up_mbps": 10000, "down_mbps": 10000}, "regional": {"mbps": 5000, "rtt_ms": 25},
-                    "regions": "chosen",
-                    "sites": [{"name": n, "city": cities[n], "lan_mbps": 100000, "lan_rtt_ms": 0.1} for n in names],
-                    "links": links},
-        "search": {"modes": ["hierarchical"] if rng.random() < 0.5 else ["hierarchical", "pp_group"],
-                   "group_sizes": [2, 3], "max_stages": 3,
-                   "max_inner_steps": 8, "max_regional_rounds": 2, "compression": [1, 16], "max_micro_batches": 4,
-                   "min_nodes": max(1, total - int(rng.integers(0, 3)))},
-        "limits": {"max_days": 365},
-        "objective": "min_cost",
-    }
+    search = {"modes": ["hierarchical"] if rng.random() < 0.5 else ["hierarchical", "pp_group"],
+              "group_sizes": [2, 3], "max_stages": 3,
+              "max_inner_steps": 8, "max_regional_rounds": 2, "compression": [1, 16], "max_micro_batches": 4,
+              "min_nodes": max(1, total - int(rng.integers(0, 3)))}
+    data = dict(_cities_data(pools, names, links), search=search, limits={"max_days": 365}, objective="min_cost")
     if rng.random() < 0.5:
         data["objective"] = str(rng.choice(["min_time", "max_compute"]))
         whole = sum(16 * p["price_usd_per_accelerator"] * p["count"] for p in pools)
@@ -155,8 +162,7 @@ def random_tie_instance(rng: np.random.Generator) -> dict:
     or max_compute, with a budget of 60% to 100% of the whole fleet a quarter of the time. With fast
     LANs and streaming syncs a plan is compute-bound: its time depends on its nodes, H and R, not on
     its group size, and only the placement (its cost) tells the group sizes apart."""
-    cities = {"LON": "London", "PAR": "Paris", "NYC": "New York", "TYO": "Tokyo"}
-    names = [str(n) for n in rng.choice(list(cities), size=int(rng.integers(2, 4)), replace=False)]
+    names = [str(n) for n in rng.choice(list(CITIES), size=int(rng.integers(2, 4)), replace=False)]
     prices = [float(p) for p in rng.permutation([1000.0, 3000.0, 10000.0])]
     sites = names + ([str(rng.choice(names))] if len(names) == 2 and rng.random() < 0.4 else [])
     pools = [{"name": f"p{i}", "hardware": "16xH100-SXM", "count": int(rng.choice([2, 3, 3, 5, 5, 6])), "site": site,
@@ -164,19 +170,12 @@ def random_tie_instance(rng: np.random.Generator) -> dict:
              for i, site in enumerate(sites)]
     links = [{"a": a, "b": b, "up_mbps": 10000} for k, a in enumerate(names) for b in names[k + 1:]]
     total = sum(p["count"] for p in pools)
-    data = {
-        "model": {"params": 1e9}, "training": {"target_flop": 1e21},
-        "fleet": {"pools": pools},
-        "network": {"wan": {"up_mbps": 10000, "down_mbps": 10000}, "regional": {"mbps": 5000, "rtt_ms": 25},
-                    "regions": "chosen",
-                    "sites": [{"name": n, "city": cities[n], "lan_mbps": 100000, "lan_rtt_ms": 0.1} for n in names],
-                    "links": links},
-        "search": {"modes": ["hierarchical"] + (["pp_group"] if rng.random() < 1 / 3 else []),
-                   "group_sizes": [2, 3, 4] if rng.random() < 1 / 3 else [2, 3], "max_stages": 3,
-                   "max_inner_steps": 8, "max_regional_rounds": 2, "compression": [1, 16], "max_micro_batches": 4},
-        "limits": {"max_days": 365, "max_nodes": max(2, total - int(rng.integers(1, 4)))},
-        "objective": str(rng.choice(["min_time", "max_compute"])),
-    }
+    search = {"modes": ["hierarchical"] + (["pp_group"] if rng.random() < 1 / 3 else []),
+              "group_sizes": [2, 3, 4] if rng.random() < 1 / 3 else [2, 3], "max_stages": 3,
+              "max_inner_steps": 8, "max_regional_rounds": 2, "compression": [1, 16], "max_micro_batches": 4}
+    limits = {"max_days": 365, "max_nodes": max(2, total - int(rng.integers(1, 4)))}
+    data = dict(_cities_data(pools, names, links), search=search, limits=limits,
+                objective=str(rng.choice(["min_time", "max_compute"])))
     if rng.random() < 0.25:
         whole = sum(16 * p["price_usd_per_accelerator"] * p["count"] for p in pools)
         data["limits"]["budget_usd"] = float(whole * rng.uniform(0.6, 1.0))
