@@ -546,7 +546,7 @@ def test_a_tie_between_group_sizes_goes_to_the_cheaper_placement():
     Tokyo 4 = 640,000 + 192,000 = 832,000 USD; groups of 3 place the cheapest fill, London 3 + Tokyo
     5 (remainders 0 + 2 < 3) = 480,000 + 240,000 = 720,000 USD. The solvers' tie order takes the
     smaller group first; ties go to the cheaper plan: groups of 3 at 720,000, as the oracle's key
-    (time, cost). max_compute likewise."""
+    (time, cost). max_compute likewise, and the exhaustive solver (every plan scored) too."""
     from planner.schema.plan import parse_plan
     for objective in ("min_time", "max_compute"):
         data = _two_far_sites(objective)
@@ -567,6 +567,10 @@ def test_a_tie_between_group_sizes_goes_to_the_cheaper_placement():
         best = oracle(inst)
         assert best[0] == pytest.approx(result.objective_value, rel=1e-12)
         assert best[1][1] == 720000.0 and best[2] == [3, 5]
+        data["search"].update(compression=[16], max_inner_steps=3)       # small enough to score every plan
+        scored = solve(instance_from_dict(data), solver="exhaustive")
+        assert scored.solver == "exhaustive" and scored.objective_value == result.objective_value
+        assert scored.plan.group_size == 3 and scored.evaluation.values["cost_usd"] == 720000.0
 
 
 @pytest.mark.parametrize("seed", range(2))
