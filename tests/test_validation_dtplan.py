@@ -1,5 +1,5 @@
 """The dtplan profile against published runs (issue 14): the inputs scripts/validate_published.py
-feeds it (the step time calibrated again under dtplan's own sync, the MoE utilisation), checked
+feeds it (Streaming DiLoCo at Table 4's step times, the MoE utilisation), checked
 against figures worked by hand."""
 
 import math
@@ -8,36 +8,42 @@ import pytest
 
 from tests.test_published import validate_published
 
-SIZES = (("streaming-diloco-1b", 184.0), ("streaming-diloco-10b", 222.0), ("streaming-diloco-100b", 391.0))
+# run, parameters, Table 4's step time (s), fragments (layers / 3), Table 4's figures at 90%: FP4 Streaming DiLoCo, data-parallel
+SIZES = (("streaming-diloco-1b", 1e9, 0.1, 8, 1.7, 184.2), ("streaming-diloco-10b", 10e9, 0.8, 16, 1.4, 222.3),
+         ("streaming-diloco-100b", 100e9, 4.9, 36, 1.1, 390.7))
 
 
-@pytest.mark.parametrize("name, dp_gbps", SIZES)
-def test_dtplan_recalibrates_the_step_time_on_the_data_parallel_figure(name, dp_gbps):
-    """Under dtplan the data-parallel plan (a ring over 2 replicas, overlapped with the backward
-    pass) needs the table's bandwidth for 90% utilisation, as under reference with its own sync
-    (local_batch_tokens is a whole number, so to within 1 / B)."""
+@pytest.mark.parametrize("name, params, step_s, fragments, streaming_gbps, dp_gbps", SIZES)
+def test_streaming_diloco_bandwidths_by_hand(name, params, step_s, fragments, streaming_gbps, dp_gbps):
+    """RTT 0, 90% utilisation, at Table 4's step time t (no calibration), f = 1 + 0.02 log2 2 the straggler
+    factor of 2 replicas. Data parallel: a ring over 2 replicas moves the 16-bit gradients each way at once,
+    and the exposed sync t_sync - 2/3 t = t / 9, so bw_dp = 16 P f / (7/9 t). Streaming DiLoCo, fp4, p
+    fragments (Table 4's layers / 3), tau = 1, H = 100, each fragment also hiding behind the backward pass that
+    produces it (2/3 t): p (t_frag - (tau + 2/3) t) = H t / 9 with t_frag = 4 P f / (p bw), so
+    bw = 4 P f / (t (p (tau + 2/3) + H / 9)). 1B: 209.83 and 1.6691 Gb/s (table: 184.2 and 1.7)."""
+    f = 1 + 0.02 * math.log2(2)
     result = validate_published.validate_run(name, with_solve=False, profile="dtplan")
-    assert result["predicted"]["data_parallel_bandwidth_for_90pct_gbps"] == pytest.approx(dp_gbps, rel=1e-5)
+    dp = 16 * params * f / (7 / 9 * step_s) / 1e9
+    streaming = 4 * params * f / (step_s * (fragments * 5 / 3 + 100 / 9)) / 1e9
+    assert result["predicted"]["data_parallel_bandwidth_for_90pct_gbps"] == pytest.approx(dp, rel=1e-6)
+    assert result["predicted"]["bandwidth_for_90pct_gbps"] == pytest.approx(streaming, rel=1e-6)
+    row = next(r for r in result["rows"] if r["quantity"] == "bandwidth_for_90pct_gbps")
+    assert row["reported"] == streaming_gbps and abs(row["error"]) <= 0.15
+    assert next(r for r in result["rows"] if r["quantity"] == "data_parallel_bandwidth_for_90pct_gbps")["reported"] == dp_gbps
+    if name == "streaming-diloco-1b":
+        assert (dp, streaming) == (pytest.approx(209.83, abs=0.01), pytest.approx(1.6691, abs=1e-4))
 
 
-@pytest.mark.parametrize("name, dp_gbps, fragments", [(n, g, p) for (n, g), p in zip(SIZES, (8, 16, 36))])
-def test_streaming_to_data_parallel_ratio_by_hand(name, dp_gbps, fragments):
-    """RTT 0, 90% utilisation. Data parallel: the exposed sync t_sync - 2/3 t_step = t_step / 9, so
-    t_sync = 7/9 t_step and bw_dp = 16 P / (7/9 t_step). Streaming DiLoCo, fp4, the paper's p per size
-    (8, 16, 36), tau = 1, H = 100, each fragment also hiding behind the backward pass that produces it
-    (2/3 t_step): p (t_frag - (tau + 2/3) t_step) = H t_step / 9, with t_frag = 4 P / (p bw), so
-    bw = 4 P / (t_step (p (tau + 2/3) + H / 9)). Both carry the same straggler factor; the ratio is
-    (16 x 9 / 7) (p 5/3 + 100 / 9) / 4: 125.7 at p = 8, 194.3 at 16, 365.7 at 36."""
-    result = validate_published.validate_run(name, with_solve=False, profile="dtplan")
-    ratio = (16 * 9 / 7) * (fragments * 5 / 3 + 100 / 9) / 4
-    assert ratio == pytest.approx({8: 125.714, 16: 194.286, 36: 365.714}[fragments], rel=1e-5)
-    assert result["predicted"]["bandwidth_for_90pct_gbps"] == pytest.approx(dp_gbps / ratio, rel=1e-5)
-
-
-def test_the_reference_column_keeps_the_instance_as_written():
-    """The recalibration is a dtplan input only: the reference rows use the instance's own batch."""
-    result = validate_published.validate_run("streaming-diloco-10b", with_solve=False)
-    assert result["predicted"]["outer_time_s"] == pytest.approx(100 * 13.232, rel=1e-3)
+def test_table_4_figures_lie_on_a_geometric_grid():
+    """The notes read Table 4's bandwidths as points of one geometric grid (neighbours 1.207 apart), so a
+    figure is the first grid point reaching the utilisation. The data-parallel figures of the three sizes
+    (86.8 ... 569.0 Gb/s) are whole powers of one ratio from 184.2 to within the table's rounding."""
+    figures = (86.8, 104.8, 152.6, 184.2, 222.3, 268.3, 323.8, 390.7, 471.5, 569.0)
+    ratio = 10 ** (4 / 49)
+    for g in figures:
+        k = math.log(g / 184.2) / math.log(ratio)
+        assert k == pytest.approx(round(k), abs=0.01)
+    assert ratio == pytest.approx(1.207, abs=5e-4)
 
 
 def test_deepseek_tokens_per_second_from_the_moe_utilisation_by_hand():
