@@ -67,7 +67,7 @@ QUANTITIES = {
     "days_per_trillion_tokens": "days per 10^12 tokens",
     "gpu_hours_per_trillion_tokens": "accelerator-hours per 10^12 tokens",
     "bandwidth_for_90pct_gbps": "WAN bandwidth for 90% compute utilisation (Gb/s)",
-    "data_parallel_bandwidth_for_90pct_gbps": "the same as data parallelism: WAN bandwidth for 90% (Gb/s)",
+    "data_parallel_bandwidth_for_90pct_gbps": "WAN bandwidth for 90% compute utilisation, as data parallelism (Gb/s)",
 }
 TIME_QUANTITIES = ("run_days", "days_per_trillion_tokens", "gpu_hours_per_trillion_tokens")   # need `clock`
 CLOCKS = {"wall": "wall-clock", "training": "at the training rate"}
