@@ -23,7 +23,9 @@ where it is not, the missing term and its size in one sentence, `missing`: the e
 `sensitivity`: other values of an assumed input,
 `fitted`: set when a constant the profile uses was fitted on this run, `wan_prior_from`: a run whose
 bandwidth derived under dtplan this run takes as its prior, `mfu_basis`: the model FLOPs per token the
-run's reported MFU counts, with its source, planner/cost/model_flops.py). An input the instance derived from a
+run's reported MFU counts, with its source, planner/cost/model_flops.py; `[[dtplan_variants]]`: further
+figures of the same source for other ways of running the setting, each a plan or constants change and a
+reported bandwidth for 90%, predicted under dtplan in a table of their own). An input the instance derived from a
 reported figure under the reference's formulas is derived again under dtplan's (`[calibrate]`:
 `quantity` "sync_time_s", the WAN bandwidth from a sync time). The planner's own choice is solved under
 the reference profile only.
@@ -300,9 +302,27 @@ def validate_run(name: str, with_solve: bool = True, profile: str = "reference",
               "plan": plan.model_dump(exclude={"description"}), "bandwidth_range": bandwidth_range,
               "wan_mbps": instance.network.wan.up_mbps, "violations": evaluation.violations,
               "warnings": evaluation.warnings}
+    if profile == "dtplan":
+        result["variants"] = [variant_row(raw, plan, v) for v in reported.get("dtplan_variants", [])]
     if with_solve and profile == "reference":
         result["planner"] = planner_choice(instance, plan, evaluation)
     return result
+
+
+def variant_row(raw: dict, plan, variant: dict) -> dict:
+    """A further figure of the same source, another way of running the same setting (`[[dtplan_variants]]`
+    of a reported file: `method`, `plan` fields and `constants` that differ from the run's, the reported
+    `value` of the WAN bandwidth for 90% compute utilisation, `source`), predicted under dtplan by the
+    same bisection as the run's own row (`bandwidth_for_utilisation`)."""
+    a = raw.get("assumptions", {})
+    raw_v = {**raw, "assumptions": {**a, "constants": {**a.get("constants", {}), **variant.get("constants", {})}}}
+    plan_v = plan.model_copy(update=variant.get("plan", {}))
+    check_plan_against(parse_instance(raw_v), plan_v)
+    predicted = bandwidth_for_utilisation(raw_v, plan_v, SEARCHED["bandwidth_for_90pct_gbps"])
+    reported = float(variant["value"])
+    return {"method": variant["method"], "reported": reported, "predicted": predicted,
+            "error": rel_error(predicted, reported), "source": variant.get("source", ""),
+            "plan": _plan_text(plan_v.model_dump(exclude={"description"}))}
 
 
 def _solve(instance, raw: dict | None = None) -> dict:
@@ -601,6 +621,14 @@ def render_dtplan(results: list[dict], dtplan: list[dict]) -> list[str]:
         if r["profile"] == "dtplan" and r["goodput"] < 1:
             text += f" Goodput used: {r['goodput']:.3f}."
         lines.append(text)
+    variants = [(r, v) for r in dtplan for v in r.get("variants", [])]
+    if variants:
+        lines += ["", "Further figures of the same sources, other ways of running the same setting, predicted under "
+                  "dtplan with each run's inputs and the plan or constants the method changes (`[[dtplan_variants]]` "
+                  "in the reported files; not headlines, no input fitted):", "",
+                  "| run | method | plan | reported | dtplan | error |", "|---|---|---|---|---|---|"]
+        lines += [f"| {r['run']} | {v['method']} | {v['plan']} | {_num(v['reported'])} | {_num(v['predicted'])} | "
+                  f"{_pct(v['error'])} |" for r, v in variants]
     return lines
 
 

@@ -120,3 +120,19 @@ def test_activation_memory_would_refuse_llama3_as_run():
     assert not fit["violations"]
     off = validate_published.validate_run("llama3-405b-8192", with_solve=False, profile="dtplan")
     assert abs(validate_published.headline(off)["headline_error"]) <= 0.15 < abs(validate_published.headline(fit)["headline_error"])
+
+
+def test_table_4s_other_rows_by_hand():
+    """The reported files' [[dtplan_variants]]: Table 4's bf16 "w/ overlapped com." row is the FP4 run with
+    16-bit payloads, 4 times its bandwidth (1B: 4 x 1.6691 = 6.676 Gb/s against 6.2). Vanilla DiLoCo (bf16,
+    blocking, no fragments): the whole 16-bit payload after every H = 100 steps, hidden only behind the last
+    backward pass (dp_overlap), so t_sync - 2/3 t = H t / 9 at 90%: bw = 16 P f / (t (H / 9 + 2/3)),
+    1B: 16e9 x 1.02 / (0.1 x 11.78) = 13.86 Gb/s against 13.3."""
+    f = 1 + 0.02 * math.log2(2)
+    result = validate_published.validate_run("streaming-diloco-1b", with_solve=False, profile="dtplan")
+    overlapped, vanilla = result["variants"]
+    assert overlapped["reported"] == 6.2 and vanilla["reported"] == 13.3
+    assert overlapped["predicted"] == pytest.approx(4 * 4e9 * f / (0.1 * (8 * 5 / 3 + 100 / 9)) / 1e9, rel=1e-6)
+    assert vanilla["predicted"] == pytest.approx(16e9 * f / (0.1 * (100 / 9 + 2 / 3)) / 1e9, rel=1e-6)
+    assert vanilla["predicted"] == pytest.approx(13.86, abs=0.01)
+    assert "blocking" in vanilla["plan"] and "Cr=1" in vanilla["plan"]
