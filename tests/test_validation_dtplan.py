@@ -136,3 +136,17 @@ def test_table_4s_other_rows_by_hand():
     assert vanilla["predicted"] == pytest.approx(16e9 * f / (0.1 * (100 / 9 + 2 / 3)) / 1e9, rel=1e-6)
     assert vanilla["predicted"] == pytest.approx(13.86, abs=0.01)
     assert "blocking" in vanilla["plan"] and "Cr=1" in vanilla["plan"]
+
+
+def test_each_run_outside_15_percent_opens_with_its_missing_term():
+    """docs/validation.md: the bullet of every run whose dtplan headline is outside 15% begins with the
+    error and the missing term in one sentence (`[dtplan] missing_summary`), before what the run sets."""
+    page = (validate_published.ROOT / "docs" / "validation.md").read_text()
+    outside = [r for r in (validate_published.validate_run(n, with_solve=False, profile="dtplan")
+                           for n in validate_published.runs())
+               if abs(validate_published.headline(r)["headline_error"]) > 0.15]
+    assert {r["name"] for r in outside} == {"deepseek-v3", "intellect-1"}
+    for r in outside:
+        bullet = next(line for line in page.splitlines() if line.startswith(f"- **{r['run']}**: "))
+        error = validate_published._pct(validate_published.headline(r)["headline_error"])
+        assert bullet.startswith(f"- **{r['run']}**: **Outside 15% ({error}): the missing term is ")
