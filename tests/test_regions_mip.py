@@ -109,12 +109,13 @@ def test_no_incumbent_when_no_partition_places_the_point():
 
 def test_the_incumbent_costs_its_cheapest_placement():
     """London 5 nodes at 160,000 USD, Tokyo 5 at 48,000, no route between them, groups of 2, 8 nodes:
-    the cheapest fill (London 3 + Tokyo 5, 672,000 USD) leaves London's third node alone; the re-scored
+    the cheapest fill (London 3 + Tokyo 5, 720,000 USD) leaves London's third node alone; the re-scored
     plan is 4 + 4 (832,000 USD), as `regions.cheapest_placement` and by hand."""
     data = _pools_instance([(5, 10000.0, "LON"), (5, 3000.0, "TYO")], sites=("LON", "TYO", "NYC"))
     inst = instance_from_dict(data)
     pools = pool_settings(inst)
     plan = dict(HIER_6, nodes=8)
+    assert fleet_cost_usd(pools, [3, 5]) == 720000.0 and fleet_cost_usd(pools, [4, 4]) == 832000.0
     real = exact_plan(inst, pools, _mixed_plan(inst, plan, [3, 5]), None, lambda p: fleet_cost_usd(pools, p.counts))
     assert real.counts == [4, 4] and fleet_cost_usd(pools, real.counts) == 832000.0
 
