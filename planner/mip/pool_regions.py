@@ -36,6 +36,13 @@ those (the objective's measure) is the incumbent, none when no partition places 
 best plan is always a real plan under chosen regions and the loop stops only when the model's
 bound meets it: a proof.
 
+The model's part bounds (`mixed_mip.SettingBounds`: per setting, a bound over its plans of at most
+N nodes) are looked up for a part of the decomposition (pools U, precision, a partition P) by U's
+*relaxed* setting, the one of U's own pattern in the model (`relaxed_bounds`), not by the part's own
+setting: that one could coincide with the relaxed setting of another set of sites whose node range
+is narrower than U's. The bound of U's relaxed setting holds for U's plans on P: the same plan there
+is no slower (no less compute), and its pattern's node range holds U's.
+
 Certification: as without regions, the exact decomposition (`planner.solvers.mixed.solve_mixed`
 with the branch and bound, which solves chosen regions exactly) with the loop's value as its
 incumbent, when the fleet has at most `MAX_EXACT_POOLS` pools; its answer is the one returned, so
@@ -119,3 +126,23 @@ def exact_plan(instance, pools, plan, params, measure: Callable) -> object | Non
         if value < best_value:
             best, best_value = candidate, value
     return best
+
+
+def relaxed_bounds(instance, pools, bounds: Callable) -> Callable:
+    """`part_bound` of the decomposition under chosen regions: `bounds` (`mixed_mip.SettingBounds`) of
+    the part's pools and precision on the model's sites (every site its own region), whatever the
+    part's own partition (module docstring). Settings cached per (model size, pools, precision)."""
+    from planner.evaluate import with_params
+    from planner.fleet.replicas import mixed_setting
+    from planner.solvers.mixed import unit_price
+    sites = model_sites(instance)
+    cache: dict = {}
+
+    def bound(part) -> float:
+        key = (part.params, part.used, part.precision)
+        if key not in cache:
+            s = mixed_setting(pools, part.used, part.precision, sites)
+            cache[key] = unit_price(s if key[0] is None else with_params(s, key[0]))
+        return bounds(part._replace(setting=cache[key]))
+
+    return bound

@@ -30,7 +30,7 @@ import numpy as np
 from planner.cost.score import time_to_target
 from planner.fleet.replicas import fleet_cost_usd, mixed_setting
 from planner.mip.formulation import Grid
-from planner.mip.pool_regions import exact_plan, is_chosen, model_sites, refusals
+from planner.mip.pool_regions import exact_plan, is_chosen, model_sites, refusals, relaxed_bounds
 from planner.mip.pools import (COST_TOL, FAMILIES, MixedPlan, PoolTables, build_pools, canonical, pool_tables,
                                price_scale)
 from planner.mip.tables import EXACT_CLASSES, most_promising, outer_per_step, solve_classes, sync_terms
@@ -274,8 +274,9 @@ def solve_mixed_mip(instance, objective: str, solver: str, deadline: float, star
                                                                               else 0.0))
     if certify:       # certification: the exact decomposition from the loop's plans
         t0 = time.perf_counter()
-        result = solve_mixed(instance, objective, "bnb", deadline, start, incumbents=incumbents,
-                             part_bound=bounds if objective != "min_cost" else None)
+        part_bound = (relaxed_bounds(instance, pools, bounds) if is_chosen(instance) else bounds) \
+            if objective != "min_cost" else None
+        result = solve_mixed(instance, objective, "bnb", deadline, start, incumbents=incumbents, part_bound=part_bound)
         certify_s = time.perf_counter() - t0
         mine = {tuple(sorted((pools[p].label, c) for p, c in enumerate(r.counts) if c)): r for r in found}
         for report in reports:
