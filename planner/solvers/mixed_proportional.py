@@ -52,6 +52,7 @@ from planner.solvers import monotone
 from planner.solvers.bnb import TIE_REL
 from planner.solvers import proportional_boxes
 from planner.solvers.proportional_levels import Levels, needs_every_split, solve_levels
+from planner.solvers.proportional_splits import SplitTable
 from planner.space import DecisionSpace
 
 MODES = ("flat", "hierarchical")
@@ -137,6 +138,11 @@ def h_worth_scoring(s: Setting, pools, used, precision: str, h_values: np.ndarra
         cost = np.array([least[int(n)] for n in n_req])
         return h_values[cost <= incumbent * (1.0 + TIE_REL)]
     return h_values[s.target / (rate * s.goodput) <= incumbent * (1.0 + TIE_REL)]
+
+
+def _one_region(space: DecisionSpace) -> bool:
+    """No placement rule on the splits (not several chosen regions)."""
+    return space.placement is None or len(space.placement.partition) <= 1
 
 
 def _classes(s: Setting, space: DecisionSpace, precision: str):
@@ -268,14 +274,17 @@ def solve_part(pools, used: tuple[int, ...], s: Setting, space: DecisionSpace, p
     with no limit on the plans; None then when nothing of the part comes within the tie tolerance
     of it."""
     space = space.for_objective(s, objective)
-    if proportional_boxes.applies(s, objective):
+    table = None
+    if needs_every_split(s, objective) and _one_region(space) and proportional_boxes.applies(s, "min_time"):
+        table = SplitTable.build(pools, used, step_ratios(s, pools, used, precision), budget_usd)
+    if proportional_boxes.applies(s, objective) or table is not None:
         ratios = step_ratios(s, pools, used, precision)
         h_all = np.arange(1, space.max_inner_steps + 1)
         h_max = np.max(np.stack(list(inner_steps(ratios, h_all).values())), axis=0)
         splits = Splits(pools, used, ratios, int(space.max_nodes), budget_usd, space.max_inner_steps, space.placement)
         found, evaluations, complete = proportional_boxes.search(
             pools, used, s, space, precision, list(_classes(s, space, precision)), splits,
-            lambda h: h_max[np.asarray(h) - 1], ratios, incumbent, deadline, objective)
+            lambda h: h_max[np.asarray(h) - 1], ratios, incumbent, deadline, objective, table)
         return (Found(*found) if found is not None else None), evaluations, complete
     if scored_h is None:
         scored_h = np.arange(h_min, space.max_inner_steps + 1)

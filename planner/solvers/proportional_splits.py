@@ -63,6 +63,8 @@ class SplitTable:
             else np.zeros((1, 0), np.int64)
         self.prefix_nodes = self.prefix.sum(axis=1)
         self.price = [node_price_usd(p) for p in pools]
+        self.total = sum(pools[i].count for i in self.used)
+        self._fills: dict[bool, np.ndarray] = {}
 
     @classmethod
     def build(cls, pools, used, ratios, budget_usd=None) -> "SplitTable | None":
@@ -152,12 +154,37 @@ class SplitTable:
             yield slice(start, min(size, start + step))
 
     # -- queries ----------------------------------------------------------------------------------------
+    def _fill(self, up: bool) -> np.ndarray:
+        """Without a budget: per N = 0..total, the counts per pool of U (columns in `used` order) of the
+        split of N nodes of most W (`up` False: least W) for every H: one node of each pool, then the
+        pools of largest (smallest) rho_p first. H_p = floor(H rho_p) keeps the order of the rho_p, and a
+        node moved to a pool of more steps raises W (an exchange argument), so the fill is the same for
+        every H. Rows out of range are -1."""
+        if up not in self._fills:
+            order = sorted(range(len(self.used)), key=lambda j: self.ratios[self.used[j]], reverse=up)
+            fill = np.full((self.total + 1, len(self.used)), -1, np.int64)
+            for nodes in range(len(self.used), self.total + 1):
+                left, row = nodes - len(self.used), np.ones(len(self.used), np.int64)
+                for j in order:
+                    take = min(left, self.pools[self.used[j]].count - 1)
+                    row[j] += take
+                    left -= take
+                fill[nodes] = row
+            self._fills[up] = fill
+        return self._fills[up]
+
     def extreme(self, h, nodes, x, up: bool) -> np.ndarray:
         """Per query: the least achievable W >= x (`up`) or the most W <= x, NONE where there is none.
         x may be +-inf (then the most / least W of all)."""
         h, nodes = np.asarray(h, np.int64).ravel(), np.asarray(nodes, np.int64).ravel()
         x = np.broadcast_to(np.asarray(x, float), h.shape)
         out = np.full(h.size, NONE)
+        if self.budget_usd is None and np.all(np.isinf(x) & ((x < 0) == up)):      # the least / most W of all
+            inside = (nodes >= 0) & (nodes <= self.total)
+            fill = self._fill(not up)[np.where(inside, nodes, 0)]
+            steps = inner_steps(self.ratios, h)
+            w = sum(fill[:, j] * steps[p].astype(np.int64) for j, p in enumerate(self.used))
+            return np.where(inside & (fill[:, 0] >= 0), w, NONE)
         for part in self._chunks(h.size):
             k, m, base, d, lo, hi = self._frame(h[part], nodes[part])
             xi = np.clip(np.ceil(x[part]) if up else np.floor(x[part]), -(2 ** 61), 2 ** 61).astype(np.int64)[:, None]
