@@ -50,9 +50,9 @@ from planner.objectives import tie_less
 from planner.schema.errors import InputError, Problem
 from planner.solvers import monotone
 from planner.solvers.bnb import TIE_REL
-from planner.solvers import proportional_boxes
+from planner.solvers import proportional_boxes, proportional_cost
 from planner.solvers.proportional_levels import Levels, needs_every_split, solve_levels
-from planner.solvers.proportional_splits import SplitTable
+from planner.solvers.proportional_splits import NONE, SplitTable
 from planner.space import DecisionSpace
 
 MODES = ("flat", "hierarchical")
@@ -186,8 +186,10 @@ class Splits:
                  placement=None):
         self.pools, self.used, self.ratios, self.max_nodes, self.budget_usd = pools, used, ratios, max_nodes, budget_usd
         self.placement = placement if placement is not None and len(placement.partition) > 1 else None
-        self.vectors = self.vector_cost = None
-        if budget_usd is not None:
+        self.vectors = self.vector_cost = self.table = None
+        if budget_usd is not None and self.placement is None:
+            self.table = SplitTable.build(pools, used, ratios, budget_usd)
+        if budget_usd is not None and self.table is None:
             self.vectors, self.vector_cost = split_vectors(pools, used, h_count, "budget")
         self.rows: dict[tuple[int, int], tuple] = {}
         self.placeable: dict[int, np.ndarray] = {}
@@ -204,7 +206,9 @@ class Splits:
         if key not in self.rows:
             if len(self.rows) * (self.max_nodes + 1) > ROWS_CELLS:
                 self.rows.clear()
-            if self.vectors is not None:
+            if self.table is not None:
+                self.rows[key] = self._best_within_budget_by_table(h)
+            elif self.vectors is not None:
                 self.rows[key] = self._best_within_budget(*key)
             elif key[1] == 1:
                 self.rows[key] = fill_row(self.pools, self.ratios, h, self.max_nodes) + (None,)
@@ -222,11 +226,29 @@ class Splits:
     def counts(self, h: int, nodes: int, unit: int = 1) -> list[int]:
         u = self.unit(unit)
         index = self.row(h, u)[2]
+        if self.table is not None and fill_row(self.pools, self.ratios, h, self.max_nodes)[1][nodes] > self.budget_usd:
+            w = self.table.extreme([h], [nodes], math.inf, False)
+            _, prefix, n_a = self.table.cheapest_exact([h], [nodes], w)
+            return self.table.counts(int(prefix[0]), nodes, int(n_a[0]))
         if index is not None:
             return [int(x) for x in self.vectors[index[nodes]]]
         if u == 1:
             return fastest_fill(self.pools, self.steps(h), nodes)
         return fastest_placed_counts(self.pools, self.placement, self.steps(h), u, nodes)
+
+    def _best_within_budget_by_table(self, h: int):
+        """Per N: the most W within the budget and the cheapest split of it: the fastest fill where it
+        is within the budget (the most W of all, the cheapest of those), else by the `SplitTable`."""
+        weighted, cost = fill_row(self.pools, self.ratios, h, self.max_nodes)
+        over = np.flatnonzero((weighted > 0) & (cost > self.budget_usd))
+        if over.size:
+            hh = np.full(over.size, h)
+            w = self.table.extreme(hh, over, math.inf, False)
+            c, _, _ = self.table.cheapest_exact(hh, over, w)
+            has = w != NONE
+            weighted, cost = weighted.copy(), cost.copy()
+            weighted[over], cost[over] = np.where(has, w, 0).astype(float), np.where(has, c, math.inf)
+        return weighted, cost, None
 
     def _best_within_budget(self, h: int, u: int):
         vectors, cost = self.vectors, self.vector_cost
@@ -275,8 +297,16 @@ def solve_part(pools, used: tuple[int, ...], s: Setting, space: DecisionSpace, p
     of it."""
     space = space.for_objective(s, objective)
     table = None
-    if needs_every_split(s, objective) and _one_region(space) and proportional_boxes.applies(s, "min_time"):
+    if (needs_every_split(s, objective) or objective == "min_cost") and _one_region(space) and \
+            proportional_boxes.applies(s, "min_time"):
         table = SplitTable.build(pools, used, step_ratios(s, pools, used, precision), budget_usd)
+    if objective == "min_cost" and table is not None:
+        ratios = step_ratios(s, pools, used, precision)
+        h_max = np.max(np.stack(list(inner_steps(ratios, np.arange(1, space.max_inner_steps + 1)).values())), axis=0)
+        found, evaluations, complete = proportional_cost.search(
+            pools, used, s, space, list(_classes(s, space, precision)), table, lambda h: h_max[np.asarray(h) - 1],
+            proportional_boxes.fill_speed_bound(pools, used, ratios, int(space.max_nodes)), incumbent, deadline)
+        return (Found(*found) if found is not None else None), evaluations, complete
     if proportional_boxes.applies(s, objective) or table is not None:
         ratios = step_ratios(s, pools, used, precision)
         h_all = np.arange(1, space.max_inner_steps + 1)

@@ -179,12 +179,24 @@ class SplitTable:
         h, nodes = np.asarray(h, np.int64).ravel(), np.asarray(nodes, np.int64).ravel()
         x = np.broadcast_to(np.asarray(x, float), h.shape)
         out = np.full(h.size, NONE)
-        if self.budget_usd is None and np.all(np.isinf(x) & ((x < 0) == up)):      # the least / most W of all
+        if np.all(np.isinf(x) & ((x < 0) == up)):      # the least / most W of all: the fill, if within the budget
+            out = self._filled(h, nodes, not up)
+            if self.budget_usd is None:
+                return out
             inside = (nodes >= 0) & (nodes <= self.total)
             fill = self._fill(not up)[np.where(inside, nodes, 0)]
-            steps = inner_steps(self.ratios, h)
-            w = sum(fill[:, j] * steps[p].astype(np.int64) for j, p in enumerate(self.used))
-            return np.where(inside & (fill[:, 0] >= 0), w, NONE)
+            cost = np.zeros(h.size)
+            for j, p in sorted(enumerate(self.used), key=lambda jp: jp[1]):       # pool order, as fleet_cost_usd
+                cost = cost + fill[:, j] * self.price[p]
+            over = np.flatnonzero((out != NONE) & (cost > self.budget_usd))
+            if over.size:
+                out[over] = self._extreme(h[over], nodes[over], x[over], up)
+            return out
+        return self._extreme(h, nodes, x, up)
+
+    def _extreme(self, h, nodes, x, up: bool) -> np.ndarray:
+        """`extreme` by the prefixes."""
+        out = np.full(h.size, NONE)
         for part in self._chunks(h.size):
             k, m, base, d, lo, hi = self._frame(h[part], nodes[part])
             xi = np.clip(np.ceil(x[part]) if up else np.floor(x[part]), -(2 ** 61), 2 ** 61).astype(np.int64)[:, None]
@@ -203,6 +215,19 @@ class SplitTable:
             else:
                 out[part] = np.where(ok, w, NONE).max(axis=1)
         return out
+
+    def fastest(self, h, nodes) -> np.ndarray:
+        """Per query: the most W of any split of N nodes, ignoring the budget (an upper bound on
+        `extreme(h, nodes, inf, False)`, NONE where no split exists): the fastest fill."""
+        return self._filled(np.asarray(h, np.int64).ravel(), np.asarray(nodes, np.int64).ravel(), True)
+
+    def _filled(self, h: np.ndarray, nodes: np.ndarray, up: bool) -> np.ndarray:
+        """W of the fill of most (`up`) or least W (`_fill`) per query, NONE out of range."""
+        inside = (nodes >= 0) & (nodes <= self.total)
+        fill = self._fill(up)[np.where(inside, nodes, 0)]
+        steps = inner_steps(self.ratios, h)
+        w = sum(fill[:, j] * steps[p].astype(np.int64) for j, p in enumerate(self.used))
+        return np.where(inside & (fill[:, 0] >= 0), w, NONE)
 
     def cheapest_exact(self, h, nodes, w):
         """Per query: (cost, prefix, n_a) of the cheapest split of exactly W = w (cost inf: none)."""
