@@ -112,7 +112,7 @@ def search(pools, used, s, space, classes, table, h_max_of, rho_sup: np.ndarray,
                 if key[0] <= state["cost"] * (1.0 + TIE_REL):
                     state["cost"], state["time"] = min(state["cost"], key[0]), key[1]
 
-        def box_bound(s, c, box, measure_name, mono, cut, c_=c):
+        def box_bound(s, c, box, measure_name, mono, cut):
             lower_s, corners = bnb._time_box(s, c, box, mono)
             nodes = c.nodes(box["i"], box["n1"])
             rho = rho_sup[np.minimum(nodes, rho_sup.size - 1)]
@@ -132,9 +132,14 @@ def search(pools, used, s, space, classes, table, h_max_of, rho_sup: np.ndarray,
             i = box["i"]
             return np.minimum(box["n2"], np.where(c.min_nodes[i] <= most, most // c.unit[i], 0))
 
+        def cutoff(box):
+            """The best cost (ties kept); finite, so that a box of no plan within the limit (bound inf) is
+            dropped before any plan is found."""
+            return min(state["cost"] * (1.0 + TIE_REL), np.finfo(float).max)
+
         idx, n, h, r = bnb._seeds(s, c, h_top, r_top)
         visit(idx, n, h, r, None)
-        count, left = bnb._branch_and_bound(s, c, h_top, r_top, visit, lambda box: state["cost"] * (1.0 + TIE_REL),
+        count, left = bnb._branch_and_bound(s, c, h_top, r_top, visit, cutoff,
                                             deadline=deadline, n_cap=n_cap, box_bound=box_bound)
         evaluations += idx.size + count
         if left is not None or time.perf_counter() > deadline:
