@@ -15,7 +15,9 @@ independent of T). Under the Chinchilla penalty C_local is not monotone in T (`p
 `max_compute` of C_local there compares every achievable W of a plan's (H, N), pruned by a bound
 over brackets of W (`planner.solvers.proportional_levels`). With a budget the fastest split may be
 over it while a slower one is not, and `min_cost` needs the cheapest split that still reaches the
-target: both compare every split of the nodes among the pools of U (`Splits`, `_cheapest`).
+target: both are queries of the split table (`planner.solvers.proportional_splits`: no split
+listed), or, where it does not apply (several chosen regions, or more than
+`proportional_splits.MAX_PREFIXES` prefixes), compare every split listed (`Splits`, `_cheapest`).
 
 Each part is solved by scoring every plan of the part's space with H >= first_h_that_differs
 (every n, H, R of the classes of `DecisionSpace`, whose reductions compare plans of equal N, H and
@@ -24,8 +26,11 @@ and the plans are straggler plans, solved by the straggler solvers (`mixed.strag
 proportional rule is the only one searched). Only the H at which a plan could match the best found
 so far are scored (`h_worth_scoring`: a bound per H on the compute rate, and for min_cost on the
 nodes needed), at most MAX_PLANS plans (beyond, the instance is refused, exit 2, naming
-fleet.sync_rule), except `min_time`, searched by the branch and bound's boxes with no limit
-(`planner.solvers.proportional_boxes`). A part is skipped for `min_time` when a valid lower bound exceeds the best time
+fleet.sync_rule), except where the branch and bound's boxes search the part with no limit on the
+plans: `min_time` and `max_compute` (`planner.solvers.proportional_boxes`; Chinchilla C_local with
+the split table and its own box bound, `proportional_levels.chinchilla_box_bound`) and `min_cost`
+(`planner.solvers.proportional_cost`), wherever the facts of `planner.solvers.monotone` the box
+bounds need hold. A part is skipped for `min_time` when a valid lower bound exceeds the best time
 found (`lower_bound_s`): T_prop >= T_straggler / rho_max for every plan, rho_max = max_p t_pace / t_p
 (W <= N H rho_max, and eta_H, eta_R at H_max >= H are no larger: facts (H), (R), (L) of
 `planner.solvers.monotone`), so the part's straggler optimum over rho_max bounds it; and the
@@ -291,10 +296,10 @@ def solve_part(pools, used: tuple[int, ...], s: Setting, space: DecisionSpace, p
     """(best proportional plan of the part with H >= h_min (or H in `scored_h`: `h_worth_scoring`) or
     None, plans scored, complete). Not
     complete when the deadline stopped it (then nothing is proven about the plans not scored).
-    min_time and max_compute of C_local under the linear v1 or no replica penalty: by boxes
-    (`proportional_boxes`), pruned against `incumbent` (a plan of another part: seconds, or FLOP),
-    with no limit on the plans; None then when nothing of the part comes within the tie tolerance
-    of it."""
+    min_time and max_compute: by boxes (`proportional_boxes`; Chinchilla C_local through the split
+    table), min_cost by boxes (`proportional_cost`), pruned against `incumbent` (a plan of another
+    part: seconds, FLOP or USD), with no limit on the plans; None then when nothing of the part comes
+    within the tie tolerance of it. Else every plan is scored (at most MAX_PLANS)."""
     space = space.for_objective(s, objective)
     table = None
     if (needs_every_split(s, objective) or objective == "min_cost") and _one_region(space) and \

@@ -29,9 +29,11 @@ and g and falls with the loss multiplier mu, but is not proportional to T, so th
 its own (`quality_box_bound`): the straggler tokens of a box are at most T_up = W' tps(n1, H2, R2)
 n2 / n1 (`bnb._compute_box`), under the rule at most rho T_up; g is at most g(n1, H1 sqrt R1) and mu
 at least mu(n1, H1 sqrt R1) at the straggler H_eff, which H_max only lowers and raises; so
-C_quality <= Q(rho T_up, g_up, mu_lo) on the box. (Under the Chinchilla penalty C_local is not
-monotone in T and the best split need not be the fastest: there every plan is scored,
-`planner.solvers.proportional_levels`.)
+C_quality <= Q(rho T_up, g_up, mu_lo) on the box. Under the Chinchilla penalty C_local is not
+monotone in T and the best split need not be the fastest: the box bound is the straggler one over
+the rule's token range (`proportional_levels.chinchilla_box_bound`) and each plan reached is searched
+over every level of W of its (H, N) (`proportional_levels.search_levels`, through the split table
+`planner.solvers.proportional_splits`). min_cost: `planner.solvers.proportional_cost`.
 """
 
 from __future__ import annotations

@@ -28,6 +28,10 @@ plan at the least and the most W of its levels (both exact), then every other le
 whose bracket bound comes within the tie tolerance of the best plan found (ties go to the cheaper
 split, so tied plans are kept). When `planner.solvers.monotone` finds the constants outside those
 facts the bound is not used and every level of every plan is scored.
+
+`solve_levels` lists every split (`Levels`); the branch and bound uses `search_levels` instead,
+which finds the levels through the split table (`planner.solvers.proportional_splits`) and halves
+the brackets, with `chinchilla_box_bound` on boxes of plans.
 """
 
 from __future__ import annotations
@@ -232,9 +236,25 @@ def search_levels(s: Setting, table, c, idx, n, h, r, h_max_of, floor, consider)
     to the levels inside it, W_a' = least W > W_a and W_b' = most W < W_b (scored), and halved at the
     levels next to its middle (scored). A bracket dropped holds no level that could match the best, and
     every bracket halves, so the search ends with every level not scored in a dropped bracket.
-    `consider(j, w)` scores plans j (indices into the arrays) at W = w. Returns the scorings."""
+    `consider(j, w)` scores plans j (indices into the arrays) at W = w. Returns the scorings. With a
+    budget, plans whose bracket bound over the slowest and fastest fills (a wider bracket) cannot
+    reach the best are dropped first."""
     from planner.solvers.proportional_splits import NONE
     nodes = c.nodes(idx, n)
+    if table.budget_usd is not None and math.isfinite(floor()):
+        # the levels within the budget lie between the slowest and the fastest fill: plans whose bracket
+        # bound over those cannot reach the best are dropped before the table is asked
+        wide_lo, wide_hi = table.filled(h, nodes, False), table.filled(h, nodes, True)
+        has = wide_lo != NONE
+        bound = np.full(idx.size, -np.inf)
+        if has.any():
+            bound[has] = c_local_bound(s, c.plans(idx[has], n[has], h[has], r[has]), wide_lo[has].astype(float),
+                                       wide_hi[has].astype(float), h_max_of(h[has]), h[has])
+        keep = ~(bound < floor() * (1.0 - TIE_REL))
+        idx, n, h, r, nodes = idx[keep], n[keep], h[keep], r[keep], nodes[keep]
+        offsets = np.flatnonzero(keep)
+    else:
+        offsets = None
     low = table.extreme(h, nodes, -math.inf, True)
     high = table.extreme(h, nodes, math.inf, False)
     j = np.flatnonzero(low != NONE)
@@ -244,7 +264,7 @@ def search_levels(s: Setting, table, c, idx, n, h, r, h_max_of, floor, consider)
     def score(at, w):
         nonlocal count
         if at.size:
-            consider(at, w)
+            consider(at if offsets is None else offsets[at], w)
             count += at.size
 
     score(j, low)

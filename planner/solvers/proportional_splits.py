@@ -221,6 +221,11 @@ class SplitTable:
         `extreme(h, nodes, inf, False)`, NONE where no split exists): the fastest fill."""
         return self._filled(np.asarray(h, np.int64).ravel(), np.asarray(nodes, np.int64).ravel(), True)
 
+    def filled(self, h, nodes, up: bool) -> np.ndarray:
+        """Per query: W of the fill of most (`up`) or least W of N nodes, ignoring the budget (NONE out
+        of range): bounds on every split's W, within the budget or not."""
+        return self._filled(np.asarray(h, np.int64).ravel(), np.asarray(nodes, np.int64).ravel(), up)
+
     def _filled(self, h: np.ndarray, nodes: np.ndarray, up: bool) -> np.ndarray:
         """W of the fill of most (`up`) or least W (`_fill`) per query, NONE out of range."""
         inside = (nodes >= 0) & (nodes <= self.total)
