@@ -163,13 +163,13 @@ class SplitTable:
         if up not in self._fills:
             order = sorted(range(len(self.used)), key=lambda j: self.ratios[self.used[j]], reverse=up)
             fill = np.full((self.total + 1, len(self.used)), -1, np.int64)
-            for nodes in range(len(self.used), self.total + 1):
-                left, row = nodes - len(self.used), np.ones(len(self.used), np.int64)
-                for j in order:
-                    take = min(left, self.pools[self.used[j]].count - 1)
-                    row[j] += take
-                    left -= take
-                fill[nodes] = row
+            extra = np.arange(self.total + 1) - len(self.used)          # nodes beyond one of each pool
+            before = 0
+            for j in order:
+                room = self.pools[self.used[j]].count - 1
+                fill[:, j] = 1 + np.clip(extra - before, 0, room)
+                before += room
+            fill[extra < 0] = -1
             self._fills[up] = fill
         return self._fills[up]
 
