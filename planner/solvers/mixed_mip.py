@@ -12,6 +12,12 @@
    bound) with the loop's value as its incumbent, when the fleet has at most `MAX_EXACT_POOLS` pools.
    Beyond, the loop's own bound is the proof (status optimal only when it met the best plan), and
    time ties are not broken by cost as the decomposition breaks them.
+
+With `network.regions = "chosen"` (`planner.mip.pool_regions`) the model is a relaxation scored on
+every site its own region and without the placement rule; every plan the loop keeps is re-scored on
+a real placement (`pool_regions.exact_plan`), no class counts as solved exactly, and the
+decomposition (which solves chosen regions exactly) certifies; more than `MAX_EXACT_POOLS` pools is
+refused.
 """
 
 from __future__ import annotations
@@ -22,9 +28,9 @@ import time
 import numpy as np
 
 from planner.cost.score import time_to_target
-from planner.fleet.network import site_network
 from planner.fleet.replicas import fleet_cost_usd, mixed_setting
 from planner.mip.formulation import Grid
+from planner.mip.pool_regions import exact_plan, is_chosen, model_sites, refusals, relaxed_bounds
 from planner.mip.pools import (COST_TOL, FAMILIES, MixedPlan, PoolTables, build_pools, canonical, pool_tables,
                                price_scale)
 from planner.mip.tables import EXACT_CLASSES, most_promising, outer_per_step, solve_classes, sync_terms
@@ -75,7 +81,7 @@ def decode(f, pt: PoolTables, instance, params) -> MixedPlan:
         unit = int(batch.stages[0]) if batch.mode == "pipeline_wan" else 1
     plan, counts = canonical(pt.pools, batch, counts, unit, pt.min_nodes, single)
     used = tuple(p for p, c in enumerate(counts) if c > 0)
-    s = mixed_setting(pt.pools, used, batch.precision, site_network(instance))
+    s = mixed_setting(pt.pools, used, batch.precision, model_sites(instance))
     s = unit_price(s if params is None else with_params(s, params))
     if repr(s) != repr(pt.parts[j].setting):
         raise AssertionError(f"the pattern rows chose setting {j} for pools {used}, whose setting differs")
@@ -89,7 +95,14 @@ def outer_approximation(instance, pools, objective: str, backend: str, params, d
     solver = backends()[backend]
     start = time.perf_counter()
     pt = pool_tables(instance, pools, objective, params)
-    best_plan, best = (pt.incumbent[1], pt.incumbent[0]) if pt.incumbent else (None, math.inf)
+    chosen = is_chosen(instance)      # the model a relaxation, its plans re-scored on real regions (pool_regions)
+
+    def exact(plan):
+        if plan is None or not chosen:
+            return plan
+        return exact_plan(instance, pools, plan, params, lambda p: model_value(objective, None, p, pools))
+
+    best_plan, best = exact(pt.incumbent[1]) if pt.incumbent else None, math.inf
     if best_plan is not None:
         best = model_value(objective, None, best_plan, pools)
     t = pt.merged
@@ -103,7 +116,7 @@ def outer_approximation(instance, pools, objective: str, backend: str, params, d
         return best_plan, best, report, pt
     compute = objective == "max_compute"
     grid = Grid.initial_compute(t, best) if compute else Grid.initial(t)
-    solved = set(pt.solved)
+    solved = set() if chosen else set(pt.solved)      # solved on the singleton regions: not exact when chosen
     tol = {"min_time": LOG_TOL, "max_compute": COMPUTE_LOG_TOL}.get(objective) or \
         COST_TOL * max(1.0, abs(best) if math.isfinite(best) else 1.0)
     bound, f = -math.inf, None
@@ -122,7 +135,8 @@ def outer_approximation(instance, pools, objective: str, backend: str, params, d
             report.status = r.status
             break
         plan, q, ab = decode(f, pt, instance, params)
-        value = model_value(objective, None, plan, pools)
+        plan = exact(plan)
+        value = model_value(objective, None, plan, pools) if plan is not None else math.inf
         if value < best:
             best_plan, best = plan, value
         if r.status == "optimal" and bound >= best - tol:
@@ -131,7 +145,7 @@ def outer_approximation(instance, pools, objective: str, backend: str, params, d
         if r.status != "optimal":
             report.status = r.status
             break
-        newly = objective != "min_cost" and f.chosen is not None and f.chosen not in solved
+        newly = objective != "min_cost" and not chosen and f.chosen is not None and f.chosen not in solved
         if newly:
             j, local = pt.part_of_class(f.chosen)
             part = pt.parts[j]
@@ -224,6 +238,7 @@ def solve_mixed_mip(instance, objective: str, solver: str, deadline: float, star
     """`planner.solve.solve` of a fleet of pools with a MIP backend (module docstring)."""
     from planner.fleet.pools import pool_settings
     from planner.solvers.mixed import MAX_EXACT_POOLS, Part, PartResult, answer, solve_mixed
+    refusals(instance, solver, len(instance.fleet.pools), MAX_EXACT_POOLS)       # chosen regions (pool_regions)
     if instance.fleet.sync_rule != "straggler":
         from planner.schema.errors import InputError, Problem
         raise InputError([Problem("fleet.sync_rule", f"the one-model path (--solver {solver}) models the straggler "
@@ -259,8 +274,9 @@ def solve_mixed_mip(instance, objective: str, solver: str, deadline: float, star
                                                                               else 0.0))
     if certify:       # certification: the exact decomposition from the loop's plans
         t0 = time.perf_counter()
-        result = solve_mixed(instance, objective, "bnb", deadline, start, incumbents=incumbents,
-                             part_bound=bounds if objective != "min_cost" else None)
+        part_bound = (relaxed_bounds(instance, pools, bounds) if is_chosen(instance) else bounds) \
+            if objective != "min_cost" else None
+        result = solve_mixed(instance, objective, "bnb", deadline, start, incumbents=incumbents, part_bound=part_bound)
         certify_s = time.perf_counter() - t0
         mine = {tuple(sorted((pools[p].label, c) for p, c in enumerate(r.counts) if c)): r for r in found}
         for report in reports:
