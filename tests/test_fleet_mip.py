@@ -344,7 +344,9 @@ def test_rule_rows_bound_every_plan_from_below(rule, objective):
     instance = parse_instance(data)
     pools = pool_settings(instance)
     pt = pool_tables(instance, pools, objective, None)
-    f = build_pools(pt, initial_grid(pt, objective, None), objective, None)
+    grid = initial_grid(pt, objective, None)
+    grid.h_points |= {2, 3, 4, 5, 6, 8}          # single values of H: the rows at floor(H rho_p) / H too
+    f = build_pools(pt, grid, objective, None)
     m, t, solver = f.model, pt.merged, backends()["highs"]
     checked = 0
     splits = [(a, b) for a in range(1, 5) for b in range(1, 4)] if objective == "min_time" else [(1, 3), (3, 1), (4, 3)]

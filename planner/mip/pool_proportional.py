@@ -58,7 +58,7 @@ import pyomo.environ as pyo
 from planner.cost.score import time_to_target, window_compute
 from planner.fleet.proportional import adjust_for, fastest_fill, inner_steps, step_ratios
 from planner.fleet.replicas import fleet_cost_usd
-from planner.mip.tables import Tables, class_bounds
+from planner.mip.tables import Tables, class_bounds, least_nodes, u_range
 from planner.solvers import UnsupportedBySolver
 
 RULE_FAMILIES = ("rule-nodes", "rule-replicas", "rule-time", "rule-window-tokens")
@@ -128,28 +128,79 @@ def rho_max(pt, part) -> float:
     return max(ratios)
 
 
-def rule_tables(t: Tables, objective: str, rule: str, rho: float) -> Tables:
-    """A setting's tables under the rule, in place of the presolves (whose exact straggler optima are
-    not the rule's): 'proportional' keeps the classes and fixed plans the rule applies to; the class
-    cut `class_lower` (min_time, min_cost) is the straggler box bound minus ln rho for those classes
-    (T_prop >= T_straggler / rho_max, module docstring); min_cost drops what cannot meet the duration
-    limit even so. max_compute has no class cut."""
+def rule_tables(t: Tables, objective: str, rule: str, rho: float) -> tuple[Tables, np.ndarray]:
+    """A setting's tables under the rule, and min_cost's least nodes per class kept. 'proportional' keeps
+    the classes and fixed plans the rule applies to. `class_lower` holds a bound valid under the rule
+    (the global cut of `pools.pool_tables` drops the classes bounded above the best plan): min_time and
+    min_cost, the straggler box bound on ln T minus ln rho for the rule's classes (T_prop >=
+    T_straggler / rho_max, module docstring), min_cost dropping the classes no box of which can meet the
+    duration limit even so, with the least nodes of the first box that can (`tables.least_nodes`);
+    max_compute, -(an upper bound on ln C): `rule_compute_bounds`. Fixed plans keep their own values
+    (one node alone is one pool: the rule is the straggler rule there)."""
     check_facts(t)
-    keep = [rule != "proportional" or eligible_class(t, e) for e in t.sync]
+    keep = np.array([rule != "proportional" or eligible_class(t, e) for e in t.sync], dtype=bool)
     fixed = [f for f in t.fixed if rule != "proportional" or eligible_fixed(t, f)]
-    lower = None
-    if objective != "max_compute" and t.sync:
-        bound, _ = class_bounds(t)
-        shift = np.array([math.log(rho) if eligible_class(t, e) else 0.0 for e in t.sync])
-        lower = bound.min(axis=1) - shift
-        keep = [k and math.isfinite(lb) for k, lb in zip(keep, lower)]
+    least = np.zeros(0)
+    shift = np.array([math.log(rho) if eligible_class(t, e) else 0.0 for e in t.sync])
+    if not t.sync:
+        lower = None
+    elif objective == "max_compute":
+        lower = -rule_compute_bounds(t, shift)
+        keep &= np.isfinite(lower)
+    else:
+        bound, boxes = class_bounds(t)
+        bound = bound - shift[:, None]
+        lower = bound.min(axis=1)
+        keep &= np.isfinite(lower)
         if objective == "min_cost":
             ln_w = math.log(t.setting.window_s)
-            keep = [k and lb <= ln_w + 1e-12 for k, lb in zip(keep, lower)]
+            keep &= lower <= ln_w + 1e-12
             fixed = [f for f in fixed if f.log_time <= ln_w]
-        lower = lower[np.array(keep, dtype=bool)]
+            least = least_nodes(t, bound, boxes)[keep]
     sync = [e for e, k in zip(t.sync, keep) if k]
-    return Tables(t.setting, t.space, t.groups, sync, fixed, t.n_max, t.h_max, t.r_max, lower, t.eta_h_falls)
+    return Tables(t.setting, t.space, t.groups, sync, fixed, t.n_max, t.h_max, t.r_max,
+                  lower[keep] if lower is not None else None, t.eta_h_falls), least
+
+
+def rule_compute_bounds(t: Tables, shift: np.ndarray) -> np.ndarray:
+    """max_compute: per class an upper bound on ln C of its plans under the rule, as `tables.compute_bounds`
+    over the class's window tokens up to e^shift times the straggler's most (W / (N H) <= rho): psi at
+    n_lo and H_eff = 1 over [u_min, u_max + shift] (`Tables.psi_box`: whatever the direction of psi in u)."""
+    col = lambda name: np.array([getattr(e, name) for e in t.sync], dtype=float)
+    u_min, u_max = u_range(t)
+    with np.errstate(invalid="ignore"):
+        out = col("compute_const") + t.psi_box(col("n_lo"), np.ones(len(t.sync)), u_min, u_max + shift)
+    return np.where(np.isnan(out), -np.inf, out)
+
+
+def rule_incumbent(pt, j: int, t: Tables, objective: str):
+    """(value in model units, MixedPlan) of the best plan the straggler presolve finds in setting part j
+    (`tables.presolve`, `presolve_compute`, on the tables the rule keeps) scored as the rule allows it
+    (`rule_candidates`: a real plan, so its value may cut), or None."""
+    from planner.mip.pools import _mixed_plan, price_scale
+    from planner.mip.tables import presolve, presolve_compute
+    if not (t.sync or t.fixed) or not pt.parts[j].exact_range:
+        return None
+    _, plan, _, _ = presolve_compute(t) if objective == "max_compute" else presolve(t, objective)
+    if plan is None:
+        return None
+    found = _mixed_plan(pt, j, t, plan)
+    options = [dataclasses.replace(found, counts=c, rule=r) for r, c in
+               rule_candidates(pt.pools, found.batch, found.counts, found.counts, found.setting, pt.rule, pt.budget_usd)]
+    scored = [(plan_value(objective, o, pt.pools, price_scale(pt.pools)), o) for o in options]
+    return min(scored, key=lambda x: x[0], default=None)
+
+
+def plan_value(objective: str, plan, pools, scale: float) -> float:
+    """The model's measure of a MixedPlan under its rule: ln T (min_time), cost in model units (min_cost;
+    inf past the duration limit), -ln C (max_compute)."""
+    if plan.rule != "straggler":
+        return rule_value(objective, plan.setting, plan.batch, plan.counts, pools, scale)
+    from planner.solvers.certified import incumbent_value
+    if objective != "min_cost":
+        return incumbent_value(plan.setting, plan.batch, objective)
+    t = float(time_to_target(plan.setting, plan.batch)["time_to_target_s"][0])
+    return fleet_cost_usd(pools, plan.counts) / scale if t <= plan.setting.window_s else math.inf
 
 
 # -- the rows ---------------------------------------------------------------------------------
@@ -159,7 +210,7 @@ class RuleRows:
     """The paces of the model's columns and the tangent points of ln S (refined at each plan)."""
 
     rule: str
-    paces: dict = dataclasses.field(default_factory=dict)     # (precision, slowest) -> (groups, {pool: ratio})
+    paces: dict = dataclasses.field(default_factory=dict)     # (precision, slowest) -> (groups, {pool: rho_p})
     s_max: float = 1.0
     points: set = dataclasses.field(default_factory=set)
 
@@ -171,27 +222,36 @@ class RuleRows:
             groups, ratios = out.paces.setdefault((group.precision, group.slowest), ([], {}))
             groups.append(g)
             for p, r in step_ratios(s, pt.pools, group.allowed, group.precision).items():
-                ratios[p] = max(ratios.get(p, 1.0), r, 1.0)
-        out.s_max = max([sum(r * pt.pools[p].count for p, r in ratios.items()) for _, ratios in out.paces.values()],
-                        default=1.0)
+                ratios[p] = max(ratios.get(p, 0.0), r)
+        out.s_max = max([sum(max(1.0, r) * pt.pools[p].count for p, r in ratios.items())
+                         for _, ratios in out.paces.values()], default=1.0)
         top = max(1, int(math.ceil(out.s_max)))
         out.points = {float(2 ** i) for i in range(top.bit_length() + 1) if 2 ** i <= 2 * top}
         return out
 
-    def effective(self, m) -> float | None:
-        """S_P at the model's point: sum_p ratio_p cnt_p for the pace of the chosen column."""
+    def effective(self, m) -> list[float]:
+        """S_P at the model's point for the pace of the chosen column, and S_P(H) at its H."""
+        h = int(round(pyo.value(m.H)))
         for (groups, ratios) in self.paces.values():
             if any((m.xv[g].value or 0) > 0.5 for g in groups):
-                return float(sum(r * round(m.cntv[p].value or 0) for p, r in ratios.items()))
-        return None
+                counts = {p: round(m.cntv[p].value or 0) for p in ratios}
+                return [sum(w * counts[p] for p, w in weights.items()) for weights in (per_step(ratios),
+                                                                                    per_step(ratios, h))]
+        return []
 
     def refine(self, m) -> bool:
-        """A tangent of ln S at the model's S; whether it is new."""
-        s = self.effective(m)
-        if s is None or s <= 0 or round(s, 9) in self.points:
-            return False
-        self.points.add(round(s, 9))
-        return True
+        """Tangents of ln S at the model's S and S(H); whether one is new."""
+        new = {round(s, 9) for s in self.effective(m) if s > 0} - self.points
+        self.points |= new
+        return bool(new)
+
+
+def per_step(ratios: dict[int, float], h: int | None = None) -> dict[int, float]:
+    """Per pool, the replica's inner steps per step of the pace, at least 1: max(1, rho_p), or at a given
+    H, max(1, floor(H rho_p) / H) (<= max(1, rho_p): W <= H sum_p n_p of these)."""
+    if h is None:
+        return {p: max(1.0, r) for p, r in ratios.items()}
+    return {p: max(1.0, float(v) / h) for p, v in inner_steps(ratios, h).items()}
 
 
 def add_rule_rows(m, pt, objective: str, rows: RuleRows) -> None:
@@ -206,12 +266,18 @@ def add_rule_rows(m, pt, objective: str, rows: RuleRows) -> None:
     if not isinstance(elig, int):
         m.rule_nodes.add(m.nodes <= m.n + t.space.max_nodes * (1 - elig))
     m.rule_replicas.add(m.ln_eff <= m.ln_n + ln_top * elig)
+    singles = [(j, lo) for j, (lo, hi) in enumerate(m.H_brackets) if lo == hi]
     for groups, ratios in rows.paces.values():
         chosen = sum(m.xv[g] for g in groups)
-        total = sum(r * m.cntv[p] for p, r in ratios.items())
-        for s0 in sorted(rows.points):
-            big = ln_top - math.log(s0) + 1.0
-            m.rule_replicas.add(m.ln_eff <= math.log(s0) + (total - s0) / s0 + big * (1 - chosen))
+        for h, at in [(None, 0)] + [(lo, m.bH[j]) for j, lo in singles]:      # at a singleton H: its floor
+            weights = per_step(ratios, h)
+            if h is not None and weights == per_step(ratios):
+                continue
+            total = sum(w * m.cntv[p] for p, w in weights.items())
+            for s0 in sorted(rows.points):
+                big = ln_top - math.log(s0) + 1.0
+                m.rule_replicas.add(m.ln_eff <= math.log(s0) + (total - s0) / s0 + big * (2 - chosen - at)
+                                    if h is not None else m.ln_eff <= math.log(s0) + (total - s0) / s0 + big * (1 - chosen))
     if m.max_compute:
         m.window_tokens.deactivate()
         m.rule_window_tokens = pyo.ConstraintList()

@@ -58,7 +58,7 @@ import pyomo.environ as pyo
 from planner.cost.setting import PlanBatch, Setting
 from planner.fleet.pools import PoolSetting
 from planner.fleet.replicas import cheapest_fill, fleet_cost_usd, mixed_setting, node_price_usd
-from planner.mip.pool_proportional import add_rule_rows, rho_max, rule_of, rule_space, rule_tables
+from planner.mip.pool_proportional import add_rule_rows, rho_max, rule_incumbent, rule_of, rule_space, rule_tables
 from planner.mip.tables import (Tables, class_bounds, compute_bounds, compute_box_bounds, presolve,
                                  presolve_compute)
 from planner.solvers import UnsupportedBySolver
@@ -665,8 +665,11 @@ def pool_tables(instance, pools: list[PoolSetting], objective: str, params: floa
         t = tables_or_refuse(part.setting, part_space.for_objective(part.setting, objective))
         pt.classes_total += len(t.sync) + len(t.fixed)
         part.fixed = list(t.fixed)
-        if rule != "straggler":       # no presolve: its exact straggler optima are not the rule's
-            pruned = rule_tables(t, objective, rule, rho_max(pt, part))
+        if rule != "straggler":       # bounds of the rule; the presolve's plan scored under the rule
+            pruned, least[j] = rule_tables(t, objective, rule, rho_max(pt, part))
+            found = rule_incumbent(pt, j, pruned, objective)
+            if found is not None and found[0] < best:
+                best, best_plan = found
         elif objective in ("min_time", "max_compute") and part.exact_range:
             pruned, plan, value, done = presolve_compute(t) if objective == "max_compute" else presolve(t, "min_time")
             part.dropped = _cut(value)        # the presolves' own cut: classes bounded above it are dropped

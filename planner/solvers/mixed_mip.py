@@ -21,17 +21,16 @@ import time
 
 import numpy as np
 
-from planner.cost.score import time_to_target
 from planner.fleet.network import site_network
 from planner.fleet.replicas import fleet_cost_usd, mixed_setting
-from planner.mip.pool_proportional import RULE_FAMILIES, refuse_beyond, rule_candidates, rule_of, rule_value
+from planner.mip.pool_proportional import RULE_FAMILIES, plan_value, refuse_beyond, rule_candidates, rule_of
 from planner.mip.pools import (COST_TOL, FAMILIES, MixedPlan, PoolTables, build_pools, canonical, initial_grid,
                                pool_tables, price_scale)
 from planner.mip.tables import EXACT_CLASSES, most_promising, outer_per_step, solve_classes, sync_terms
 from planner.solvers import backends
 from planner.solvers.bnb import TIME, compute_measure
 from planner.solvers.certified import (COMPUTE_LOG_TOL, COMPUTE_LOOP_S, LOG_TOL, MAX_ROUNDS, MipReport,
-                                      backend_round, incumbent_value, raised_bound)
+                                      backend_round, raised_bound)
 
 CERTIFIED_COMPUTE_LOOP_S = 0.0   # max_compute with a certification to follow: the loop's time after the tables, so
                                  # its first round only. Its relaxation rarely closes (as for one pool,
@@ -45,13 +44,9 @@ RULE_LOOP_S = 0.5                # under the proportional or auto rule: the loop
 
 def model_value(objective: str, setting, plan: MixedPlan, pools) -> float:
     """The model's measure of a plan on pools: ln T (min_time), cost in the model's units (min_cost),
-    -ln C (max_compute); inf past the duration limit (min_time, min_cost) or without compute."""
-    if plan.rule != "straggler":
-        return rule_value(objective, plan.setting, plan.batch, plan.counts, pools, price_scale(pools))
-    if objective != "min_cost":
-        return incumbent_value(plan.setting, plan.batch, objective)
-    t = float(time_to_target(plan.setting, plan.batch)["time_to_target_s"][0])
-    return fleet_cost_usd(pools, plan.counts) / price_scale(pools) if t <= plan.setting.window_s else math.inf
+    -ln C (max_compute); inf past the duration limit (min_time, min_cost) or without compute; under
+    its own sync rule (`pool_proportional.plan_value`)."""
+    return plan_value(objective, plan, pools, price_scale(pools))
 
 
 def to_units(objective: str, value: float, pools) -> float:
