@@ -16,16 +16,18 @@ there, as n >= min_nodes and n >= |U| by `pool-spread`):
 
     ln T_prop(d) >= kappa - ln S + z - omega.                                               (1)
 
-The model keeps its class rows and replaces ln n by e, the log of the *effective replicas*:
+The model keeps its class rows and replaces ln n by e (`ln_eff`), the log of the *effective replicas*:
 
     rule-replicas   e <= ln_n + ln S_max sum_{c eligible} y_c      (a plan the rule does not apply to)
                     e <= ln S0 + (S_P - S0) / S0 + M (1 - sum_{k of pace P} x_k)   per pace P, point S0
+                    and per H bracket that is one value h, the same with S_P(h) (switched by bH too)
     rule-nodes      nodes <= n + N_max (1 - sum_{c eligible} y_c)  (the rule's plans use N = n nodes)
     rule-time       L >= kappa_c + ln T_f - e + z - omega (in place of `time-to-target`), and the
                     class cut L >= the class's box bound minus ln rho_max of its setting
     rule-window-tokens  max_compute: u <= u_const_c + e - z (in place of `window-tokens`)
 
-with S_P = sum_p max(1, rho_p(P)) cnt_p, the pace P = (precision, slowest pool) of the chosen column
+with S_P = sum_p max(1, rho_p(P)) cnt_p (S_P(h): max(1, floor(h rho_p) / h), since W = sum_p n_p
+floor(h rho_p) <= h S_P(h) at H = h), the pace P = (precision, slowest pool) of the chosen column
 x (rho depends on the pattern only through them), and ln S <= its tangent at any S0 (ln is concave:
 every tangent lies above it), so the model may set e = ln S of any plan: (1) is a lower bound. It is
 also one on the straggler time of the same plan (S >= N >= n as every max(1, rho_p) >= 1), so under
@@ -39,12 +41,13 @@ same rows with e bound C_local (any replica penalty) and C_quality from above. T
 ln rho_max above the straggler's top (`extend_grid`); the straggler loop's u pins (Chinchilla C_local:
 u >= the plan's own tokens) are not used, as a plan's tokens depend on its split.
 
-What the bound leaves: the rounding floor(H rho_p) <= H rho_p and eta at H_max, so the loop rarely
-closes its gap under the rule; its plans (re-scored under the rule with the model's counts and the
-fastest fill, `rule_candidates`) are the incumbents of the exact decomposition, which certifies
-the answer (it solves the rule exactly, `planner.solvers.mixed_proportional`). Beyond
-`mixed.MAX_EXACT_POOLS` pools there is no certification and the model's bound is not tight, so the
-rule is refused there (exit 2, naming fleet.sync_rule), as it is where the facts above fail.
+What the bound leaves: the rounding floor(H rho_p) <= H rho_p where H is not yet one value of the
+grid, and eta at H_max, so the loop closes its gap under the rule only where those do not matter;
+its plans (re-scored under the rule with the model's counts and the fastest fill, `rule_candidates`)
+are the incumbents of the exact decomposition, which certifies the answer (it solves the rule
+exactly, `planner.solvers.mixed_proportional`). Beyond `mixed.MAX_EXACT_POOLS` pools there is no
+certification and the model's bound is not tight, so the rule is refused there (exit 2, naming
+fleet.sync_rule), as it is where the facts above fail.
 """
 
 from __future__ import annotations
@@ -62,7 +65,7 @@ from planner.mip.tables import Tables, class_bounds, least_nodes, u_range
 from planner.solvers import UnsupportedBySolver
 
 RULE_FAMILIES = ("rule-nodes", "rule-replicas", "rule-time", "rule-window-tokens")
-MODES_OF_RULE = ("flat", "hierarchical")     # replicas of one node that step on their own (`proportional.rule_problems`)
+MODES_OF_RULE = ("flat", "hierarchical")     # replicas of one node stepping on their own (`rule_problems`)
 
 
 def rule_of(instance) -> str:
@@ -185,8 +188,8 @@ def rule_incumbent(pt, j: int, t: Tables, objective: str):
     if plan is None:
         return None
     found = _mixed_plan(pt, j, t, plan)
-    options = [dataclasses.replace(found, counts=c, rule=r) for r, c in
-               rule_candidates(pt.pools, found.batch, found.counts, found.counts, found.setting, pt.rule, pt.budget_usd)]
+    runs = rule_candidates(pt.pools, found.batch, found.counts, found.counts, found.setting, pt.rule, pt.budget_usd)
+    options = [dataclasses.replace(found, counts=c, rule=r) for r, c in runs]
     scored = [(plan_value(objective, o, pt.pools, price_scale(pt.pools)), o) for o in options]
     return min(scored, key=lambda x: x[0], default=None)
 
@@ -274,10 +277,10 @@ def add_rule_rows(m, pt, objective: str, rows: RuleRows) -> None:
             if h is not None and weights == per_step(ratios):
                 continue
             total = sum(w * m.cntv[p] for p, w in weights.items())
+            off = (2 - chosen - at) if h is not None else (1 - chosen)
             for s0 in sorted(rows.points):
                 big = ln_top - math.log(s0) + 1.0
-                m.rule_replicas.add(m.ln_eff <= math.log(s0) + (total - s0) / s0 + big * (2 - chosen - at)
-                                    if h is not None else m.ln_eff <= math.log(s0) + (total - s0) / s0 + big * (1 - chosen))
+                m.rule_replicas.add(m.ln_eff <= math.log(s0) + (total - s0) / s0 + big * off)
     if m.max_compute:
         m.window_tokens.deactivate()
         m.rule_window_tokens = pyo.ConstraintList()
