@@ -386,20 +386,35 @@ def dataclasses_replace_nodes(batch, nodes: int):
     return dataclasses.replace(batch, nodes=np.array([nodes], dtype=np.int64))
 
 
-def test_the_rule_beyond_the_decomposition_exits_2(tmp_path):
-    """13 pools under fleet.sync_rule 'auto': the model's bound is not tight under the rule and the
-    decomposition takes 12 pools at most, so --solver highs exits 2 naming fleet.sync_rule."""
+@pytest.mark.parametrize("rule", ["proportional", "auto"])
+def test_the_rule_beyond_the_decomposition(rule, tmp_path):
+    """14 pools (splits of an H100 and an A100 pool) under the rule, beyond the decomposition's 12: min_time
+    and min_cost are answered when the loop's own bound proves them, with the optimum of the two merged
+    pools (bnb; the rule's W and the cost depend on the nodes per hardware only); max_compute of C_quality,
+    whose loop does not close, exits 2 naming fleet.sync_rule and the gap."""
     from click.testing import CliRunner
     from planner.cli import main
-    data = {"model": {"params": 7e9}, "training": {"target_flop": 3e22},
+    split = [{"name": f"h{i}", "hardware": "16xH100-SXM", "count": 2} for i in range(7)] + \
+        [{"name": f"a{i}", "hardware": "48xA100-80GB", "count": 3} for i in range(7)]
+    merged = [{"name": "h", "hardware": "16xH100-SXM", "count": 14}, {"name": "a", "hardware": "48xA100-80GB", "count": 21}]
+    base = {"model": {"params": 7e9}, "training": {"target_flop": 3e22},
             "network": {"wan": {"up_mbps": 500, "down_mbps": 500}}, "limits": {"max_days": 200},
-            "fleet": {"pools": [{"name": f"h{i}", "hardware": "16xH100-SXM", "count": 2} for i in range(13)],
-                      "sync_rule": "auto"}}
+            "search": {"max_inner_steps": 64, "precisions": ["fp16"]}}
+    for objective in ("min_time", "min_cost"):
+        data = dict(base, objective=objective)
+        many = solve(parse_instance(dict(data, fleet={"pools": split, "sync_rule": rule})), solver="highs")
+        two = solve(parse_instance(dict(data, fleet={"pools": merged, "sync_rule": rule})), solver="bnb")
+        assert many.status == two.status == "optimal"
+        assert many.objective_value == pytest.approx(two.objective_value, rel=1e-9)
+        assert many.mip[0]["certified_by"] == "the loop's bound" and many.mip[0]["status"] == "optimal"
+        assert sum(many.plan.pool_nodes.values()) == many.plan.nodes
+    data = dict(base, objective="max_compute", training={"target_flop": 3e22, "target_kind": "c_quality"},
+                fleet={"pools": split, "sync_rule": rule})
     path = tmp_path / "many.json"
     path.write_text(json.dumps(data))
     out = CliRunner().invoke(main, ["solve", str(path), "--solver", "highs"])
     assert out.exit_code == 2, out.output
-    assert "fleet.sync_rule" in out.output and "at most 12 pools" in out.output
+    assert "fleet.sync_rule" in out.output and "only when its own bound proves" in out.output
     assert "Traceback" not in out.output
 
 

@@ -46,8 +46,8 @@ grid, and eta at H_max, so the loop closes its gap under the rule only where tho
 its plans (re-scored under the rule with the model's counts and the fastest fill, `rule_candidates`)
 are the incumbents of the exact decomposition, which certifies the answer (it solves the rule
 exactly, `planner.solvers.mixed_proportional`). Beyond `mixed.MAX_EXACT_POOLS` pools there is no
-certification and the model's bound is not tight, so the rule is refused there (exit 2, naming
-fleet.sync_rule), as it is where the facts above fail.
+certification: the loop's bound is the proof where it meets the best plan, and the rule is refused
+otherwise (`refuse_unproven`: exit 2, naming fleet.sync_rule), as it is where the facts above fail.
 """
 
 from __future__ import annotations
@@ -73,15 +73,17 @@ def rule_of(instance) -> str:
     return instance.fleet.sync_rule if instance.fleet.is_mixed else "straggler"
 
 
-def refuse_beyond(instance, pools, solver: str, most: int) -> None:
-    """InputError naming fleet.sync_rule when the rule is asked of more pools than the decomposition takes."""
+def refuse_unproven(instance, solver: str, most: int, count: int, reports) -> None:
+    """InputError naming fleet.sync_rule: more pools than the decomposition takes (`most`) under the rule,
+    and the loop's bound did not meet its best plan (`reports`: `certified.MipReport` per model size), so
+    nothing proves an answer."""
     from planner.schema.errors import InputError, Problem
-    if rule_of(instance) != "straggler" and len(pools) > most:
-        raise InputError([Problem("fleet.sync_rule", f"the one-model path (--solver {solver}) proves the "
-                                                     f"'{instance.fleet.sync_rule}' rule's optimum through the exact "
-                                                     f"decomposition, which takes at most {most} pools (its own bound "
-                                                     f"is not tight under the rule); this fleet has {len(pools)}: "
-                                                     "set 'straggler' or use fewer pools")])
+    gaps = ", ".join(f"{r.gap:.2%}" if r.gap is not None else r.status for r in reports)
+    raise InputError([Problem("fleet.sync_rule", f"with {count} pools (more than the {most} the exact decomposition "
+                                                 f"takes) the one-model path (--solver {solver}) answers the "
+                                                 f"'{instance.fleet.sync_rule}' rule only when its own bound proves "
+                                                 f"the optimum; here it did not (gap {gaps}): set 'straggler' or use "
+                                                 f"at most {most} pools")])
 
 
 def rule_space(space, rule: str):

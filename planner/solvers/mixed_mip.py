@@ -23,7 +23,7 @@ import numpy as np
 
 from planner.fleet.network import site_network
 from planner.fleet.replicas import fleet_cost_usd, mixed_setting
-from planner.mip.pool_proportional import RULE_FAMILIES, plan_value, refuse_beyond, rule_candidates, rule_of
+from planner.mip.pool_proportional import RULE_FAMILIES, plan_value, refuse_unproven, rule_candidates, rule_of
 from planner.mip.pools import (COST_TOL, FAMILIES, MixedPlan, PoolTables, build_pools, canonical, initial_grid,
                                pool_tables, price_scale)
 from planner.mip.tables import EXACT_CLASSES, most_promising, outer_per_step, solve_classes, sync_terms
@@ -237,14 +237,13 @@ def solve_mixed_mip(instance, objective: str, solver: str, deadline: float, star
     from planner.fleet.pools import pool_settings
     from planner.solvers.mixed import MAX_EXACT_POOLS, Part, PartResult, answer, solve_mixed
     pools = pool_settings(instance)
-    refuse_beyond(instance, pools, solver, MAX_EXACT_POOLS)
     ruled = rule_of(instance) != "straggler"
     maximise = objective == "max_compute"
     reports, shapes, incumbents, found, bound = [], [], {}, [], (0.0 if maximise else math.inf)
     bounds = SettingBounds(objective)
     certify = len(pools) <= MAX_EXACT_POOLS
     for params in instance.search.params or [None]:
-        loop_s = RULE_LOOP_S if ruled else CERTIFIED_COMPUTE_LOOP_S if certify else COMPUTE_LOOP_S
+        loop_s = COMPUTE_LOOP_S if not certify else RULE_LOOP_S if ruled else CERTIFIED_COMPUTE_LOOP_S
         plan, value, report, pt = outer_approximation(instance, pools, objective, solver, params, deadline, loop_s)
         reports.append(report)
         if not ruled:       # its bounds are the straggler rule's (the decomposition prunes its parts with them)
@@ -292,6 +291,8 @@ def solve_mixed_mip(instance, objective: str, solver: str, deadline: float, star
         return result
     # more pools than the decomposition takes: the loop's own bound is the proof (its gap <= LOG_TOL / COST_TOL)
     proven = all(r.status in ("optimal", "infeasible") for r in reports)
+    if ruled and not proven:
+        refuse_unproven(instance, solver, MAX_EXACT_POOLS, len(pools), reports)
     if proven:
         bound = (max if maximise else min)([r.value for r in found], default=0.0 if maximise else math.inf)
     result = answer(instance, pools, objective, solver, found, bound, 0, start, deadline,
