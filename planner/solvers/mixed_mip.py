@@ -12,6 +12,12 @@
    bound) with the loop's value as its incumbent, when the fleet has at most `MAX_EXACT_POOLS` pools.
    Beyond, the loop's own bound is the proof (status optimal only when it met the best plan), and
    time ties are not broken by cost as the decomposition breaks them.
+
+Under fleet.sync_rule proportional or auto (`planner.mip.pool_proportional`): the tables and the
+incumbent are the rule's, the model has the rule's rows, a decoded plan is scored under the rule
+(`rule_candidates`), no class is solved exactly in the loop (its exact optima are the straggler
+rule's), the loop runs `RULE_LOOP_S` before the certification, the part bounds are not passed to it,
+and beyond `MAX_EXACT_POOLS` pools an unproven loop is refused (exit 2, `refuse_unproven`).
 """
 
 from __future__ import annotations
@@ -38,8 +44,9 @@ CERTIFIED_COMPUTE_LOOP_S = 0.0   # max_compute with a certification to follow: t
                                  # 2,277 rows, 0.47 -> 1.9 s), and the decomposition proves the optimum from the first
                                  # round's plan as quickly
 RULE_LOOP_S = 0.5                # under the proportional or auto rule: the loop's time after the tables (its first
-                                 # round always runs). Its bound rarely closes under the rule (`pool_proportional`), and
-                                 # the decomposition, which solves the rule exactly, certifies from its best plan
+                                 # round always runs). Its bound closes only where the rounding of H_p and eta at
+                                 # H_max do not matter (`pool_proportional`), and the decomposition, which solves
+                                 # the rule exactly, certifies from its best plan
 
 
 def model_value(objective: str, setting, plan: MixedPlan, pools) -> float:
@@ -242,6 +249,7 @@ def solve_mixed_mip(instance, objective: str, solver: str, deadline: float, star
     reports, shapes, incumbents, found, bound = [], [], {}, [], (0.0 if maximise else math.inf)
     bounds = SettingBounds(objective)
     certify = len(pools) <= MAX_EXACT_POOLS
+    added = list(FAMILIES) + (list(RULE_FAMILIES) if ruled else [])
     for params in instance.search.params or [None]:
         loop_s = COMPUTE_LOOP_S if not certify else RULE_LOOP_S if ruled else CERTIFIED_COMPUTE_LOOP_S
         plan, value, report, pt = outer_approximation(instance, pools, objective, solver, params, deadline, loop_s)
@@ -284,7 +292,6 @@ def solve_mixed_mip(instance, objective: str, solver: str, deadline: float, star
                     result.objective_value > max(r.value for r in found) * (1 + 1e-9) if maximise
                     else result.objective_value < min(r.value for r in found) * (1 - 1e-9))
         result.solver = solver
-        added = list(FAMILIES) + (list(RULE_FAMILIES) if ruled else [])
         result.mip = [dict(r.to_dict(), **shape, families_added=added, certified_by="decomposition")
                       for r, shape in zip(reports, shapes)]
         result.solve_time_s = time.perf_counter() - start
@@ -297,7 +304,7 @@ def solve_mixed_mip(instance, objective: str, solver: str, deadline: float, star
         bound = (max if maximise else min)([r.value for r in found], default=0.0 if maximise else math.inf)
     result = answer(instance, pools, objective, solver, found, bound, 0, start, deadline,
                     dict(space_size=None, candidates=[]), explain=False)
-    result.mip = [dict(r.to_dict(), **shape, families_added=list(FAMILIES), certified_by="the loop's bound")
+    result.mip = [dict(r.to_dict(), **shape, families_added=added, certified_by="the loop's bound")
                   for r, shape in zip(reports, shapes)]
     return result
 
