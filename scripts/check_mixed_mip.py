@@ -97,7 +97,8 @@ def close(a: float | None, b: float | None, rel: float = REL) -> bool:
 
 
 def compare(instance, backend: str) -> tuple[list[str], dict]:
-    """The disagreements of one instance (empty when all agree) and the timings."""
+    """The disagreements of one instance (empty when all agree) and the timings, with the MIP path's
+    result and the oracle's best (`result`, `best`; scripts/check_regions_oracle.py --solver)."""
     out, times = [], {}
     start = time.perf_counter()
     try:
@@ -130,6 +131,7 @@ def compare(instance, backend: str) -> tuple[list[str], dict]:
     times["rule_plan"] = mip.plan is not None and mip.plan.sync_rule == "proportional" and \
         len(mip.plan.pool_nodes or {}) > 1
     times["loop_optimal"] = all(r["status"] in ("optimal", "infeasible") for r in mip.mip)
+    times["result"], times["best"] = mip, best
     return out, times
 
 

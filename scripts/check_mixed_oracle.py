@@ -13,6 +13,11 @@ penalty with 'proportional' or 'auto', half of them where the fastest split is o
 (`planner.fleet.samples.chinchilla_c_local_instance`); also prints how many optima are not the
 fastest fill.
 
+`--min-cost`: every instance min_cost under 'proportional' or 'auto' on two pools of 1.3 to 3.5 times
+each other's speed, with a duration limit that needs much of the fleet, so that the cheapest split
+reaching the target decides (`min_cost_rule_instance`; a budget a third of the time): the rule's
+parts are searched by boxes and the split table (planner/solvers/proportional_cost.py).
+
 `--shipped` compares them on the shipped instances instead: mixed-a100-h100 and mixed-six-sites as
 they are (about 30 s and 45 s of oracle), and mixed-governance-cities with 1 node per city instead
 of 40, H <= 8, R <= 4 and objective max_compute (its 41^6 assignments and the default H <= 10^4
@@ -59,6 +64,8 @@ def main() -> int:
     parser.add_argument("--shipped", action="store_true", help="the shipped mixed instances instead")
     parser.add_argument("--chinchilla-c-local", action="store_true",
                         help="max_compute of C_local under the Chinchilla penalty with the proportional rule")
+    parser.add_argument("--min-cost", action="store_true",
+                        help="min_cost with the proportional rule where the split decides (min_cost_rule_instance)")
     args = parser.parse_args()
     if args.shipped:
         return shipped()
@@ -68,7 +75,8 @@ def main() -> int:
     chinchilla_c_local = 0                  # of those: max_compute of C_local under the Chinchilla penalty
     slower_split = 0                        # optima under the rule on a split other than the fastest fill
     for k in range(args.count):
-        data = chinchilla_c_local_instance(rng) if args.chinchilla_c_local else random_instance(rng)
+        data = chinchilla_c_local_instance(rng) if args.chinchilla_c_local else \
+            min_cost_rule_instance(rng) if args.min_cost else random_instance(rng)
         instance = parse_instance(data)
         result, best, took_s, oracle_took_s = planner_and_oracle(instance)
         planner_s, oracle_s = planner_s + took_s, oracle_s + oracle_took_s
@@ -92,6 +100,34 @@ def main() -> int:
           f"{proportional} optima under the proportional rule ({slower_split} not on the fastest fill); planner {planner_s:.1f} s, oracle {oracle_s:.1f} s; "
           f"load average {os.getloadavg()[0]:.2f}")
     return 1 if disagreements else 0
+
+
+def min_cost_rule_instance(rng: np.random.Generator) -> dict:
+    """min_cost with fleet.sync_rule 'proportional' or 'auto': 2-5 slow and 1-3 fast nodes of 48
+    accelerators (the fast 1.3 to 3.5 times the slow, prices per accelerator 3,000 to 20,000 USD, so
+    either may be the cheaper per FLOP), 1e9 to 3e10 parameters, a duration limit at which the whole
+    fleet needs 40% to 120% of its time (some instances infeasible), a budget a third of the time."""
+    params, tflops, ratio = float(10 ** rng.uniform(9, 10.5)), float(rng.uniform(100, 300)), float(rng.uniform(1.3, 3.5))
+    slow, fast = int(rng.integers(2, 6)), int(rng.integers(1, 4))
+    target = 6 * params * params * 20 * float(10 ** rng.uniform(-1, 0.5))
+    days = target / (48 * tflops * 1e12 * 0.4 * (slow + fast * ratio)) / float(rng.uniform(0.4, 1.2)) / 86400
+
+    def node(t: float) -> dict:
+        return {"id": "custom", "name": "node", "accelerators_per_node": 48, "peak_tflops_per_accelerator": {"fp16": t},
+                "hbm_gb_per_accelerator": 141.0, "price_usd_per_accelerator": float(rng.uniform(3000, 20000))}
+    data = {"model": {"params": params}, "training": {"target_flop": target},
+            "fleet": {"pools": [{"name": "slow", "hardware": node(tflops), "count": slow},
+                                {"name": "fast", "hardware": node(tflops * ratio), "count": fast}],
+                      "sync_rule": str(rng.choice(["proportional", "auto"]))},
+            "network": {"wan": {"up_mbps": float(10 ** rng.uniform(2, 4.5)), "down_mbps": 10000.0, "rtt_ms": 20.0}},
+            "limits": {"max_days": days},
+            "search": {"max_inner_steps": int(rng.integers(1, 30)), "max_regional_rounds": 2, "group_sizes": [2],
+                       "compression": [1.0, 16.0]},
+            "objective": "min_cost"}
+    if rng.random() < 1 / 3:
+        every = sum(p["count"] * 48 * p["hardware"]["price_usd_per_accelerator"] for p in data["fleet"]["pools"])
+        data["limits"]["budget_usd"] = float(every * rng.uniform(0.3, 1.0))
+    return data
 
 
 def is_fastest_fill(instance, plan) -> bool:

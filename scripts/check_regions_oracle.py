@@ -8,8 +8,8 @@ Prints the disagreements (none expected), how many instances had a plan, how man
 several regions (per objective, with and without a budget), how many optima's placement costs more
 than the cheapest fill of their nodes, and each side's time.
 
-    python scripts/check_regions_oracle.py [--count 200] [--seed 5] [--placement] [--sync-rule]
-    python scripts/check_regions_oracle.py --shipped
+    python scripts/check_regions_oracle.py [--count 200] [--seed 5] [--placement] [--sync-rule] [--solver bnb]
+    python scripts/check_regions_oracle.py --shipped [--solver bnb]
 
 `--placement` draws instead from `random_placement_instance`: 3 or 4 pools at 2 or 3 sites, several
 pools per region, groups or pipelines only, min_cost or a budget, where the cheapest placement is
@@ -19,6 +19,12 @@ proportional rule, on several regions, and on a split with less W than the faste
 (the placement, not the speeds, set it). `--shipped` compares them on instances/mixed-regions-chosen.json (as shipped, with min_cost, and with
 a budget of 80% of its whole fleet) and on mixed-six-sites.json with network.regions = "chosen"
 instead (several minutes of oracle each).
+
+`--solver highs|scip`: the one-model path (planner.mip.pool_regions: the model a relaxation on the
+singleton regions, its plans re-scored on real regions, certified by the decomposition) instead of
+the default bnb, compared as scripts/check_mixed_mip.py compares it: the certified answer, bnb's
+and the loop's own (its bound on the right side of the oracle's optimum, its value the optimum when
+it reports optimal) against the oracle. Instances the model refuses (exit 2) are counted apart.
 
 Exit 1 on any disagreement.
 """
@@ -34,6 +40,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(__file__))
 
+from check_mixed_mip import compare  # noqa: E402  (the MIP path, bnb and the loop against the oracle)
 from check_mixed_oracle import agree, planner_and_oracle  # noqa: E402  (same verdict, same value to 1e-9)
 
 from planner.schema.instance import parse_instance  # noqa: E402
@@ -49,19 +56,26 @@ def main() -> int:
                         help="instances where the placement sets the cost (random_placement_instance)")
     parser.add_argument("--sync-rule", action="store_true",
                         help="fleet.sync_rule 'proportional' or 'auto' in every draw")
+    parser.add_argument("--solver", default="bnb", choices=("bnb", "highs", "scip"),
+                        help="the planner's solver (highs, scip: the one-model path, also checked against bnb)")
     args = parser.parse_args()
     if args.shipped:
-        return shipped()
+        return shipped(args.solver)
     rng = np.random.default_rng(args.seed)
     descents = count_descents()
     disagreements, feasible, several, planner_s, oracle_s = 0, 0, 0, 0.0, 0.0
     kinds: Counter = Counter()          # (objective, budget?) -> [instances, with a plan, on several regions]
     above_fill = 0                      # optima whose placement costs more than the cheapest fill of its N
     rule: Counter = Counter()           # optima under the proportional rule (--sync-rule)
+    refused, closed = 0, 0              # --solver highs|scip: refused by the model; the loop closed its own gap
     for k in range(args.count):
         draw = random_placement_instance if args.placement else random_region_instance
         instance = parse_instance(draw(rng, sync_rule=True) if args.sync_rule else draw(rng))
-        result, best, took_s, oracle_took_s = planner_and_oracle(instance)
+        result, best, took_s, oracle_took_s, problems = planner_and_oracle_with(instance, args.solver)
+        if result is None:
+            refused += 1
+            continue
+        closed += all(r["status"] in ("optimal", "infeasible") for r in result.mip or [])
         planner_s, oracle_s = planner_s + took_s, oracle_s + oracle_took_s
         kind = (instance.objective, instance.limits.budget_usd is not None)
         kinds[kind + ("instances",)] += 1
@@ -76,12 +90,17 @@ def main() -> int:
                 rule["proportional"] += 1
                 rule["on several regions"] += on_several
                 rule["slower than the fastest fill"] += slower_than_fastest_fill(instance, result)
-        if not agree(result, best):
+        if problems:
             disagreements += 1
-            print(f"instance {k}: planner {result.status} {result.objective_value} "
-                  f"{result.plan and result.plan.model_dump(exclude_none=True)}; oracle {best}", flush=True)
+            print(f"instance {k} ({instance.objective}): {'; '.join(problems)}; planner {result.status} "
+                  f"{result.objective_value} {result.plan and result.plan.model_dump(exclude_none=True)}; "
+                  f"oracle {best}", flush=True)
     family = " of random_placement_instance" if args.placement else ""
-    print(f"{args.count} instances{family} (seed {args.seed}): {disagreements} disagreements; {feasible} with a plan, "
+    if args.solver != "bnb":
+        print(f"--solver {args.solver}: {refused} instances refused by the model (exit 2), the loop closed its own "
+              f"gap on {closed} of the {args.count - refused} others (the decomposition certified the rest)")
+    print(f"{args.count} instances{family} (seed {args.seed}, --solver {args.solver}): {disagreements} disagreements; "
+          f"{feasible} with a plan, "
           f"{several} optima on several regions, {above_fill} whose placement costs more than the cheapest fill "
           f"of their nodes; {descents['parts']} min_cost parts on several regions, {descents['cheaper']} of them "
           f"cheaper than their fewest-node plan; planner {planner_s:.1f} s, oracle {oracle_s:.1f} s; "
@@ -96,6 +115,23 @@ def main() -> int:
             print(f"  {objective:<11} {'budget   ' if budget else 'no budget'}: {counts[0]:>3} instances, "
                   f"{counts[1]:>3} with a plan, {counts[2]:>3} on several regions")
     return 1 if disagreements else 0
+
+
+def planner_and_oracle_with(instance, solver: str):
+    """(the planner's result, the oracle's best, the seconds each took, the disagreements) with `solver`;
+    highs or scip: `check_mixed_mip.compare` (the certified answer, bnb's and the loop's own; the planner's
+    seconds are the MIP path's), result None when the model refuses the instance (exit 2)."""
+    if solver == "bnb":
+        result, best, planner_s, oracle_s = planner_and_oracle(instance)
+        return result, best, planner_s, oracle_s, ([] if agree(result, best) else ["planner"])
+    from planner.schema.errors import InputError
+    try:
+        problems, times = compare(instance, solver)
+    except InputError:
+        return None, None, 0.0, 0.0, []
+    if "refused" in times:
+        return None, None, 0.0, 0.0, []
+    return times["result"], times["best"], times["mip"], times["oracle"], problems
 
 
 def count_descents() -> Counter:
@@ -149,7 +185,7 @@ def slower_than_fastest_fill(instance, result) -> bool:
     return sum(counts[i] * h for i, h in steps.items()) < sum(fill[i] * h for i, h in steps.items())
 
 
-def shipped() -> int:
+def shipped(solver: str = "bnb") -> int:
     import json
     root = os.path.join(os.path.dirname(__file__), "..", "instances")
     disagreements = 0
@@ -167,11 +203,14 @@ def shipped() -> int:
             whole = sum(node_price_usd(p) * p.count for p in pool_settings(parse_instance(data)))
             data["limits"]["budget_usd"] = 0.8 * whole
         instance = parse_instance(data)
-        result, best, planner_s, oracle_s = planner_and_oracle(instance)
-        ok = agree(result, best)
+        result, best, planner_s, oracle_s, problems = planner_and_oracle_with(instance, solver)
+        ok = result is not None and not problems
         disagreements += not ok
         label = name + (f" ({variant})" if variant else "")
-        print(f"{label}: {'agree' if ok else 'DISAGREE'}; planner {result.objective_value} "
+        if result is None:
+            print(f"{label}: REFUSED by --solver {solver}", flush=True)
+            continue
+        print(f"{label}: {'agree' if ok else 'DISAGREE ' + '; '.join(problems)}; planner {result.objective_value} "
               f"regions {result.plan and result.plan.regions} ({planner_s:.1f} s), oracle {best and best[0]} "
               f"({oracle_s:.1f} s); load average {os.getloadavg()[0]:.1f}", flush=True)
     return 1 if disagreements else 0

@@ -29,7 +29,7 @@ def sample(seed: int, objective: str) -> dict:
     max_compute of C_local under the linear_v1 replica penalty (the model refuses the chinchilla one)."""
     rng = np.random.default_rng(1000 + seed)
     data = random_instance(rng)
-    data["fleet"].pop("sync_rule", None)     # the one-model path models the straggler rule only
+    data["fleet"].pop("sync_rule", None)     # the straggler rule here (`rule_sample`: the other rules)
     data["objective"] = objective
     if rng.random() < 1 / 3:
         data["training"]["target_kind"] = "c_quality"
@@ -434,9 +434,7 @@ def test_shipped_fleet_under_the_rule_matches_bnb(rule):
 def _part_bounds_checked(seed: int, objective: str) -> tuple[list[float], list[float]]:
     """(the certification's bound of every part, the exact optimum of every part with a plan) of the
     random pools instance `seed`, asserting each bound against its part's optimum."""
-    import math
     from planner.mip.pools import pool_tables
-    from planner.solvers.mixed import parts, solve_part
     from planner.solvers.mixed_mip import SettingBounds
     instance = parse_instance(sample(40 + seed, objective))
     pools = pool_settings(instance)
@@ -446,18 +444,28 @@ def _part_bounds_checked(seed: int, objective: str) -> tuple[list[float], list[f
         pytest.skip("the model refuses this instance (as for one pool)")
     bounds = SettingBounds(objective)
     bounds.add(pt)
+    return part_bounds_against_optima(instance, pools, objective, bounds)
+
+
+def part_bounds_against_optima(instance, pools, objective: str, bound_of) -> tuple[list[float], list[float]]:
+    """(`bound_of(part)` of every part of the decomposition, the exact optimum of every part with a plan),
+    asserting each bound against its part's optimum (the branch and bound, no incumbent): never above
+    it for min_time, never below it for max_compute (also tests/test_regions_mip.py)."""
+    import math
+    from planner.solvers.mixed import parts, solve_part
     values, known = [], []
     for part in parts(instance, pools, None):
         found, _, _ = solve_part(instance, pools, part, objective, "bnb", math.inf)
-        bound = bounds(part)
+        bound = bound_of(part)
         known.append(bound)
         if found is None:
             continue
         values.append(found.value)
+        where = (part.used, part.precision, getattr(part.sites, "partition", None), bound, found.value)
         if objective == "min_time":
-            assert bound <= found.value * (1 + 1e-9), (part.used, part.precision, bound, found.value)
+            assert bound <= found.value * (1 + 1e-9), where
         else:
-            assert bound >= found.value * (1 - 1e-9), (part.used, part.precision, bound, found.value)
+            assert bound >= found.value * (1 - 1e-9), where
     return known, values
 
 

@@ -160,8 +160,15 @@ def test_errors_name_the_field(tmp_path):
                                                  "group_sizes": [2], "compression": [1]}}
     for pool in big["fleet"]["pools"]:
         pool["count"] = 5000
-    with pytest.raises(InputError) as err:           # C_local max_compute compares every split: 2.5e7 x 2 values of H
-        solve(parse_instance({**big, "objective": "max_compute"}))
+    # C_local max_compute (Chinchilla): 2.5e7 splits, answered without listing them (proportional_splits)
+    assert solve(parse_instance({**big, "objective": "max_compute"})).status == "optimal"
+    more = [{**p, "name": p["name"] + "2",
+             "hardware": {**p["hardware"], "peak_tflops_per_accelerator": {"fp16": 1.5 * p["hardware"]
+                                                                           ["peak_tflops_per_accelerator"]["fp16"]}}}
+            for p in big["fleet"]["pools"]]
+    four = {**big, "fleet": {**big["fleet"], "pools": big["fleet"]["pools"] + more}, "objective": "max_compute"}
+    with pytest.raises(InputError) as err:    # four pools: 5000^2 prefixes of the split table, then 6e14 splits
+        solve(parse_instance(four))
     assert err.value.problems[0].path == "fleet.sync_rule" and "splits" in err.value.problems[0].message
 
 

@@ -34,6 +34,20 @@ def test_outer_step_with_the_window_by_hand():
     assert physics.streaming_outer_s(OFF, 100, 1.0, 150.0, 150.0, 0.5) == pytest.approx(150.0)
 
 
+def test_the_window_never_exceeds_the_interval_between_fragments():
+    # H = 100, p = 100 fragments (one per inner step), tau = 1, t_step = 0.5 s, w = 1/3 s: tau t + w = 0.833 s
+    # is longer than the 0.5 s between two fragments, and the fragments share one link. A fragment of
+    # 0.75 s: 100 of them need 75 s of link time per outer step, so the outer step is 75 s (stall 0.75 - 0.5
+    # per fragment), not the 50 s an uncapped window would give. A fragment of 0.4 s fits (50 s); without the
+    # backward window the cap changes nothing (0.75 - 0.5 per fragment as well).
+    many = OFF.replace(streaming_fragments=100.0, streaming_overlap_steps=1.0)
+    assert physics.streaming_outer_s(many, 100, 0.5, 75.0, 0.75, 1.0 / 3.0) == pytest.approx(75.0)
+    assert physics.streaming_outer_s(many, 100, 0.5, 40.0, 0.4, 1.0 / 3.0) == pytest.approx(50.0)
+    assert physics.streaming_outer_s(many, 100, 0.5, 75.0, 0.75) == pytest.approx(75.0)
+    # 20 fragments (5 steps apart) are far from the cap: the worked example above is unchanged
+    assert physics.streaming_outer_s(FRAG, 100, 0.5, 18.0, 0.9, 1.0 / 3.0) == pytest.approx(50.0 + 20.0 / 15.0)
+
+
 def _instance(constants):
     raw = {"model": {"params": 1e9}, "training": {"tokens": 1e11, "local_batch_tokens": 1_000_000},
            "fleet": {"hardware": "16xH100-SXM", "nodes": 8},

@@ -350,14 +350,6 @@ def test_solve_text_json_and_report_show_the_chosen_regions(tmp_path):
         {"sites": ["NYC"], "nodes": 2, "units": 1, "cost_usd": 32000.0}]
 
 
-def test_the_mip_backends_are_refused_with_chosen_regions():
-    data = _pools_instance([(3, 1000.0, "LON"), (1, 1000.0, "PAR"), (2, 1000.0, "NYC")])
-    for solver in ("highs", "scip"):
-        with pytest.raises(InputError) as err:
-            solve(instance_from_dict(data), solver=solver)
-        assert err.value.problems[0].path == "solver"
-
-
 def _brute_costs(regions, unit: int, n_hi: int) -> np.ndarray:
     """The least cost of a placeable assignment of N nodes, N = 0..n_hi, over every assignment of
     counts to the pools ((USD per node, count) per pool, grouped by region; every pool >= 1 node)."""

@@ -1,43 +1,50 @@
 """The dtplan profile against published runs (issue 14): the inputs scripts/validate_published.py
-feeds it (the step time calibrated again under dtplan's own sync, the MoE utilisation), checked
+feeds it (Streaming DiLoCo at Table 4's step times, the MoE utilisation), checked
 against figures worked by hand."""
 
 import math
 
 import pytest
 
+from planner.evaluate import evaluate
 from tests.test_published import validate_published
 
-SIZES = (("streaming-diloco-1b", 184.0), ("streaming-diloco-10b", 222.0), ("streaming-diloco-100b", 391.0))
+# run, parameters, Table 4's step time (s), fragments (layers / 3), Table 4's figures at 90%: FP4 Streaming DiLoCo, data-parallel
+SIZES = (("streaming-diloco-1b", 1e9, 0.1, 8, 1.7, 184.2), ("streaming-diloco-10b", 10e9, 0.8, 16, 1.4, 222.3),
+         ("streaming-diloco-100b", 100e9, 4.9, 36, 1.1, 390.7))
 
 
-@pytest.mark.parametrize("name, dp_gbps", SIZES)
-def test_dtplan_recalibrates_the_step_time_on_the_data_parallel_figure(name, dp_gbps):
-    """Under dtplan the data-parallel plan (a ring over 2 replicas, overlapped with the backward
-    pass) needs the table's bandwidth for 90% utilisation, as under reference with its own sync
-    (local_batch_tokens is a whole number, so to within 1 / B)."""
+@pytest.mark.parametrize("name, params, step_s, fragments, streaming_gbps, dp_gbps", SIZES)
+def test_streaming_diloco_bandwidths_by_hand(name, params, step_s, fragments, streaming_gbps, dp_gbps):
+    """RTT 0, 90% utilisation, at Table 4's step time t (no calibration), f = 1 + 0.02 log2 2 the straggler
+    factor of 2 replicas. Data parallel: a ring over 2 replicas moves the 16-bit gradients each way at once,
+    and the exposed sync t_sync - 2/3 t = t / 9, so bw_dp = 16 P f / (7/9 t). Streaming DiLoCo, fp4, p
+    fragments (Table 4's layers / 3), tau = 1, H = 100, each fragment also hiding behind the backward pass that
+    produces it (2/3 t): p (t_frag - (tau + 2/3) t) = H t / 9 with t_frag = 4 P f / (p bw), so
+    bw = 4 P f / (t (p (tau + 2/3) + H / 9)). 1B: 209.83 and 1.6691 Gb/s (table: 184.2 and 1.7)."""
+    f = 1 + 0.02 * math.log2(2)
     result = validate_published.validate_run(name, with_solve=False, profile="dtplan")
-    assert result["predicted"]["data_parallel_bandwidth_for_90pct_gbps"] == pytest.approx(dp_gbps, rel=1e-5)
+    dp = 16 * params * f / (7 / 9 * step_s) / 1e9
+    streaming = 4 * params * f / (step_s * (fragments * 5 / 3 + 100 / 9)) / 1e9
+    assert result["predicted"]["data_parallel_bandwidth_for_90pct_gbps"] == pytest.approx(dp, rel=1e-6)
+    assert result["predicted"]["bandwidth_for_90pct_gbps"] == pytest.approx(streaming, rel=1e-6)
+    row = next(r for r in result["rows"] if r["quantity"] == "bandwidth_for_90pct_gbps")
+    assert row["reported"] == streaming_gbps and abs(row["error"]) <= 0.15
+    assert next(r for r in result["rows"] if r["quantity"] == "data_parallel_bandwidth_for_90pct_gbps")["reported"] == dp_gbps
+    if name == "streaming-diloco-1b":
+        assert (dp, streaming) == (pytest.approx(209.83, abs=0.01), pytest.approx(1.6691, abs=1e-4))
 
 
-@pytest.mark.parametrize("name, dp_gbps, fragments", [(n, g, p) for (n, g), p in zip(SIZES, (8, 16, 36))])
-def test_streaming_to_data_parallel_ratio_by_hand(name, dp_gbps, fragments):
-    """RTT 0, 90% utilisation. Data parallel: the exposed sync t_sync - 2/3 t_step = t_step / 9, so
-    t_sync = 7/9 t_step and bw_dp = 16 P / (7/9 t_step). Streaming DiLoCo, fp4, the paper's p per size
-    (8, 16, 36), tau = 1, H = 100, each fragment also hiding behind the backward pass that produces it
-    (2/3 t_step): p (t_frag - (tau + 2/3) t_step) = H t_step / 9, with t_frag = 4 P / (p bw), so
-    bw = 4 P / (t_step (p (tau + 2/3) + H / 9)). Both carry the same straggler factor; the ratio is
-    (16 x 9 / 7) (p 5/3 + 100 / 9) / 4: 125.7 at p = 8, 194.3 at 16, 365.7 at 36."""
-    result = validate_published.validate_run(name, with_solve=False, profile="dtplan")
-    ratio = (16 * 9 / 7) * (fragments * 5 / 3 + 100 / 9) / 4
-    assert ratio == pytest.approx({8: 125.714, 16: 194.286, 36: 365.714}[fragments], rel=1e-5)
-    assert result["predicted"]["bandwidth_for_90pct_gbps"] == pytest.approx(dp_gbps / ratio, rel=1e-5)
-
-
-def test_the_reference_column_keeps_the_instance_as_written():
-    """The recalibration is a dtplan input only: the reference rows use the instance's own batch."""
-    result = validate_published.validate_run("streaming-diloco-10b", with_solve=False)
-    assert result["predicted"]["outer_time_s"] == pytest.approx(100 * 13.232, rel=1e-3)
+def test_table_4_figures_lie_on_a_geometric_grid():
+    """The notes read Table 4's bandwidths as points of one geometric grid (neighbours 1.207 apart), so a
+    figure is the first grid point reaching the utilisation. The data-parallel figures of the three sizes
+    (86.8 ... 569.0 Gb/s) are whole powers of one ratio from 184.2 to within the table's rounding."""
+    figures = (86.8, 104.8, 152.6, 184.2, 222.3, 268.3, 323.8, 390.7, 471.5, 569.0)
+    ratio = 10 ** (4 / 49)
+    for g in figures:
+        k = math.log(g / 184.2) / math.log(ratio)
+        assert k == pytest.approx(round(k), abs=0.01)
+    assert ratio == pytest.approx(1.207, abs=5e-4)
 
 
 def test_deepseek_tokens_per_second_from_the_moe_utilisation_by_hand():
@@ -86,3 +93,60 @@ def test_opendiloco_takes_intellect1s_bandwidth_derived_under_the_same_profile()
     dt = validate_published.validate_run("opendiloco", with_solve=False, profile="dtplan")
     assert ref["wan_mbps"] == 345.8
     assert dt["wan_mbps"] == pytest.approx(345.8 * 13 / 14, rel=1e-3)
+
+
+def test_activation_memory_would_refuse_llama3_as_run():
+    """Why `activation_memory` is off in the dtplan profile (docs/physics.md, section 3): Llama 3 405B on
+    8,192 GPUs, 16 stages of L / S = 405e9 / (12 x 16,384^2 x 16) = 7.858 layers, 1F1B-interleaved with
+    v = 4, so the first stage holds 16 (1 + 15 / 64) = 19.75 micro-batches of 262,144 / 32 = 8,192 tokens at
+    c = 34 bytes per token, layer and h: 708.2 GB of activations beside 405e9 x 16 / 16 = 405 GB of state,
+    above the node's 640 GB, so `selective` refuses the plan as run. `fit` recomputes
+    r = (405 + 708.2 + 4.56 - 640) / (708.2 x (1 - 2 / 34)) = 0.717 of the layers (working set
+    8,192 x 34 x 16,384 bytes), and the MFU falls outside 15% of the reported 0.43."""
+    layers = 405e9 / (12 * 16384 ** 2 * 16)
+    kept = 16 * (1 + 15 / 64) * 8192 * 34 * 16384 * layers
+    working = 8192 * 34 * 16384
+    assert kept / 1e9 == pytest.approx(708.22, abs=0.01)
+    on = validate_published.validate_run("llama3-405b-8192", with_solve=False, profile="dtplan",
+                                         constants={"activation_memory": True})
+    assert any(v.startswith("memory-cap: training state 1,113.2 GB") for v in on["violations"])
+    fit = validate_published.validate_run("llama3-405b-8192", with_solve=False, profile="dtplan",
+                                          constants={"activation_memory": True, "activation_recompute": "fit"})
+    r = (405e9 + kept + working - 640e9) / (kept * (1 - 2 / 34))
+    instance, plan, _, _ = validate_published.load_run("llama3-405b-8192", "dtplan",
+                                                       {"activation_memory": True, "activation_recompute": "fit"})
+    assert evaluate(instance, plan).values["recompute_share"] == pytest.approx(r, rel=1e-6)
+    assert r == pytest.approx(0.7168, abs=1e-4)
+    assert not fit["violations"]
+    off = validate_published.validate_run("llama3-405b-8192", with_solve=False, profile="dtplan")
+    assert abs(validate_published.headline(off)["headline_error"]) <= 0.15 < abs(validate_published.headline(fit)["headline_error"])
+
+
+def test_table_4s_other_rows_by_hand():
+    """The reported files' [[dtplan_variants]]: Table 4's bf16 "w/ overlapped com." row is the FP4 run with
+    16-bit payloads, 4 times its bandwidth (1B: 4 x 1.6691 = 6.676 Gb/s against 6.2). Vanilla DiLoCo (bf16,
+    blocking, no fragments): the whole 16-bit payload after every H = 100 steps, hidden only behind the last
+    backward pass (dp_overlap), so t_sync - 2/3 t = H t / 9 at 90%: bw = 16 P f / (t (H / 9 + 2/3)),
+    1B: 16e9 x 1.02 / (0.1 x 11.78) = 13.86 Gb/s against 13.3."""
+    f = 1 + 0.02 * math.log2(2)
+    result = validate_published.validate_run("streaming-diloco-1b", with_solve=False, profile="dtplan")
+    overlapped, vanilla = result["variants"]
+    assert overlapped["reported"] == 6.2 and vanilla["reported"] == 13.3
+    assert overlapped["predicted"] == pytest.approx(4 * 4e9 * f / (0.1 * (8 * 5 / 3 + 100 / 9)) / 1e9, rel=1e-6)
+    assert vanilla["predicted"] == pytest.approx(16e9 * f / (0.1 * (100 / 9 + 2 / 3)) / 1e9, rel=1e-6)
+    assert vanilla["predicted"] == pytest.approx(13.86, abs=0.01)
+    assert "blocking" in vanilla["plan"] and "Cr=1" in vanilla["plan"]
+
+
+def test_each_run_outside_15_percent_opens_with_its_missing_term():
+    """docs/validation.md: the bullet of every run whose dtplan headline is outside 15% begins with the
+    error and the missing term in one sentence (`[dtplan] missing_summary`), before what the run sets."""
+    page = (validate_published.ROOT / "docs" / "validation.md").read_text()
+    outside = [r for r in (validate_published.validate_run(n, with_solve=False, profile="dtplan")
+                           for n in validate_published.runs())
+               if abs(validate_published.headline(r)["headline_error"]) > 0.15]
+    assert {r["name"] for r in outside} == {"deepseek-v3", "intellect-1"}
+    for r in outside:
+        bullet = next(line for line in page.splitlines() if line.startswith(f"- **{r['run']}**: "))
+        error = validate_published._pct(validate_published.headline(r)["headline_error"])
+        assert bullet.startswith(f"- **{r['run']}**: **Outside 15% ({error}): the missing term is ")

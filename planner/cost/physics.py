@@ -157,9 +157,17 @@ def streaming_outer_s(a: Assumptions, inner_steps, t_step_s, t_sync_s, t_frag_s,
         outer = H t_step + p max(0, t_frag - tau_eff t_step),  tau_eff = min(tau, H / p).
     With p = 1 and tau = H this is max(H t_step, t_sync) again. `backward_window_s` w (0 unless
     `fragment_backward_overlap`: planner/cost/fragment_window.py) widens each fragment's window by
-    the backward pass that produces it: stall max(0, t_frag - tau_eff t_step - w). Per inner step it is
-    t_step + p max(0, t_frag - tau t_step) / H: non-increasing in H (tau does not depend on H, or
-    is H / p, which gives max(t_step, t_frag p / H)), non-decreasing in t_frag.
+    the backward pass that produces it, but never beyond the interval between two fragments, H t_step / p:
+    the fragments share one link, so a window longer than that interval would let the p transfers of an
+    outer step take more than the outer step (the link carrying more than its bandwidth). So
+        stall = max(0, t_frag - min(tau_eff t_step + w, H t_step / p)),
+    and when t_frag exceeds the interval the link is the bottleneck: outer = p t_frag (a queue of
+    transfers in steady state, as the simulator on the Streaming DiLoCo author's site has it). Without w
+    the cap changes nothing (tau_eff <= H / p). Per inner step it is t_step + p stall / H: non-increasing
+    in H (the window does not shrink as H grows), non-decreasing in t_frag.
+
+    Example: H = 100, p = 100, tau = 1, t_step = 0.5 s, w = 1/3 s, t_frag = 0.75 s: the window is
+    min(0.5 + 1/3, 0.5) = 0.5 s, each fragment stalls 0.25 s, outer = 50 + 25 = 75 s = p t_frag.
     """
     h = np.asarray(inner_steps, dtype=float)
     t = np.asarray(t_step_s, dtype=float)
@@ -167,7 +175,8 @@ def streaming_outer_s(a: Assumptions, inner_steps, t_step_s, t_sync_s, t_frag_s,
         return np.maximum(h * t, np.asarray(t_sync_s, dtype=float))
     p = a.streaming_fragments
     window = h / p if a.streaming_overlap_steps <= 0 else np.minimum(a.streaming_overlap_steps, h / p)
-    return h * t + p * np.maximum(0.0, np.asarray(t_frag_s, dtype=float) - window * t - backward_window_s)
+    window_s = np.minimum(window * t + backward_window_s, h * t / p)
+    return h * t + p * np.maximum(0.0, np.asarray(t_frag_s, dtype=float) - window_s)
 
 
 def tensor_parallel_s(a: Assumptions, active_params, hidden, local_batch_tokens, precision: str,

@@ -592,11 +592,11 @@ def pool_tables(instance, pools: list[PoolSetting], objective: str, params: floa
     classes that cannot beat the best plan the presolves found; min_cost those that cannot meet the
     duration limit) and their merge."""
     from planner.evaluate import with_params
-    from planner.fleet.network import site_network
+    from planner.mip.pool_regions import model_sites
     from planner.solvers.certified import check_supported, tables_or_refuse
     from planner.solvers.mixed import base_space, compute_bound_s, unit_price
     space = base_space(instance, pools)
-    sites = site_network(instance)
+    sites = model_sites(instance)          # chosen regions: each site its own region (a relaxation)
     cap = min(sum(p.count for p in pools), instance.limits.max_nodes or math.inf)
     budget = instance.limits.budget_usd
     keys, ranges, settings, known = [], [], [], {}

@@ -156,7 +156,7 @@ def _time_box(s: Setting, c: Classes, box, mono: monotone.Monotonicity):
 
 
 def _compute_box(s: Setting, c: Classes, box, kind: str, mono: monotone.Monotonicity | None = None,
-                 cut: np.ndarray | None = None):
+                 cut: np.ndarray | None = None, tokens_up=None, tokens_low=None):
     """Lower bound of 1/C on each box [n1, n2] x [H1, H2] x [R1, R2], C = C_quality or C_local
     reached within the duration limit W (window view), from real plans at its corners.
 
@@ -187,7 +187,11 @@ def _compute_box(s: Setting, c: Classes, box, kind: str, mono: monotone.Monotoni
       C_local <= max(Q(T_up, g_up, m_lo), g_up 6 P_act T_up rho(m_lo, T_lo)), whose slack is only
       linear in T_up / T_lo (tests/test_bound_properties.py checks rho's monotonicity for
       random Chinchilla constants).
-    A box of one node (n1 = n2 = 1: no chi, g = 1) is bounded by 6 P_act T_up. Where eta_H
+    A box of one node (n1 = n2 = 1: no chi, g = 1) is bounded by 6 P_act T_up. `tokens_up`,
+    `tokens_low` (per box, or scalars): factors on T_up and T_lo for a cost model whose tokens of a
+    plan lie in [tokens_low T_straggler, tokens_up T_straggler] with g and m bounded as above (the
+    proportional rule, `planner.solvers.proportional_levels.chinchilla_box_bound`): every step above
+    uses only T in [T_lo, T_up], g <= g_up and m >= m_lo. Where eta_H
     rises with H_eff (`monotone.check`), g_up is g(n1, H1 sqrt R1) times
     max(1, eta_H(H2 sqrt R2) / eta_H(H1 sqrt R1)) (eta_H is monotone in H_eff; g is eta_H
     times factors that do not rise with n or H_eff).
@@ -208,6 +212,8 @@ def _compute_box(s: Setting, c: Classes, box, kind: str, mono: monotone.Monotoni
     ratio = box["n2"] / box["n1"]
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         t_up = s.training_window_s * hi_t["tokens_per_outer"] / hi_t["outer_time_s"] * ratio
+        if tokens_up is not None:
+            t_up = t_up * tokens_up
         c_up = 6.0 * s.active_params * t_up
         # C <= g_up C_up (chi, eta_R <= 1): boxes this prunes need no chi at all (`cut`)
         upper = np.where(with_chi, g_up * c_up, c_up)
@@ -224,6 +230,8 @@ def _compute_box(s: Setting, c: Classes, box, kind: str, mono: monotone.Monotoni
             if a.replica_penalty == "chinchilla":
                 far = throughput(s, c.plans(i[k], box["n2"][k], box["h1"][k], r_slow[k]))
                 t_lo = s.training_window_s * far["tokens_per_outer"] / far["outer_time_s"] / ratio[k]
+                if tokens_low is not None:
+                    t_lo = t_lo * np.broadcast_to(tokens_low, ratio.shape)[k]
                 loss_lo = chinchilla.chinchilla_loss(s.active_params, t_lo, a)
                 c_eq_lo = chinchilla.equivalent_optimal_compute(loss_lo, a)
                 chi_lo = np.minimum(1.0, c_eq_lo / c_up[k])

@@ -251,12 +251,12 @@ def solve_mixed(instance: Instance, objective: str, solver: str, deadline: float
     over the part's plans (seconds or USD below, FLOP above; `mixed_mip.SettingBounds` from the
     model's tables): a part that cannot come within 1e-9 of the best plan known is skipped."""
     from planner.solve import MIP_SOLVERS
-    if problems := chosen_problems(instance, objective, solver):      # regions chosen: bnb, exhaustive only
-        from planner.schema.errors import InputError
-        raise InputError(problems)
-    if solver in MIP_SOLVERS:
+    if solver in MIP_SOLVERS:            # chosen regions: a relaxation certified by this decomposition (pool_regions)
         from planner.solvers.mixed_mip import solve_mixed_mip
         return solve_mixed_mip(instance, objective, solver, deadline, start)
+    if problems := chosen_problems(instance, objective, solver):      # regions chosen: bnb, exhaustive, MIP
+        from planner.schema.errors import InputError
+        raise InputError(problems)
     pools = pool_settings(instance)
     rules = rules_searched(instance, objective, pools)
     maximise = objective == "max_compute"

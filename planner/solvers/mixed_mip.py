@@ -18,6 +18,12 @@ incumbent are the rule's, the model has the rule's rows, a decoded plan is score
 (`rule_candidates`), no class is solved exactly in the loop (its exact optima are the straggler
 rule's), the loop runs `RULE_LOOP_S` before the certification, the part bounds are not passed to it,
 and beyond `MAX_EXACT_POOLS` pools an unproven loop is refused (exit 2, `refuse_unproven`).
+
+With `network.regions = "chosen"` (`planner.mip.pool_regions`) the model is a relaxation scored on
+every site its own region and without the placement rule; every plan the loop keeps is re-scored on
+a real placement (`pool_regions.exact_plan`), no class counts as solved exactly, and the
+decomposition (which solves chosen regions exactly) certifies; more than `MAX_EXACT_POOLS` pools is
+refused.
 """
 
 from __future__ import annotations
@@ -27,9 +33,9 @@ import time
 
 import numpy as np
 
-from planner.fleet.network import site_network
 from planner.fleet.replicas import fleet_cost_usd, mixed_setting
 from planner.mip.pool_proportional import RULE_FAMILIES, plan_value, refuse_unproven, rule_candidates, rule_of
+from planner.mip.pool_regions import exact_plan, is_chosen, model_sites, refusals, relaxed_bounds
 from planner.mip.pools import (COST_TOL, FAMILIES, MixedPlan, PoolTables, build_pools, canonical, initial_grid,
                                pool_tables, price_scale)
 from planner.mip.tables import EXACT_CLASSES, most_promising, outer_per_step, solve_classes, sync_terms
@@ -82,7 +88,7 @@ def decode(f, pt: PoolTables, instance, params) -> MixedPlan:
         unit = int(batch.stages[0]) if batch.mode == "pipeline_wan" else 1
     plan, counts = canonical(pt.pools, batch, counts, unit, pt.min_nodes, single)
     used = tuple(p for p, c in enumerate(counts) if c > 0)
-    s = mixed_setting(pt.pools, used, batch.precision, site_network(instance))
+    s = mixed_setting(pt.pools, used, batch.precision, model_sites(instance))
     s = unit_price(s if params is None else with_params(s, params))
     if repr(s) != repr(pt.parts[j].setting):
         raise AssertionError(f"the pattern rows chose setting {j} for pools {used}, whose setting differs")
@@ -104,7 +110,14 @@ def outer_approximation(instance, pools, objective: str, backend: str, params, d
     solver = backends()[backend]
     start = time.perf_counter()
     pt = pool_tables(instance, pools, objective, params)
-    best_plan, best = (pt.incumbent[1], pt.incumbent[0]) if pt.incumbent else (None, math.inf)
+    chosen = is_chosen(instance)      # the model a relaxation, its plans re-scored on real regions (pool_regions)
+
+    def exact(plan):
+        if plan is None or not chosen:
+            return plan
+        return exact_plan(instance, pools, plan, params, lambda p: model_value(objective, None, p, pools))
+
+    best_plan, best = exact(pt.incumbent[1]) if pt.incumbent else None, math.inf
     if best_plan is not None:
         best = model_value(objective, None, best_plan, pools)
     t = pt.merged
@@ -119,7 +132,7 @@ def outer_approximation(instance, pools, objective: str, backend: str, params, d
     compute = objective == "max_compute"
     capped = compute or pt.rule != "straggler"       # the loop's time after the tables is `loop_s`
     grid = initial_grid(pt, objective, best)
-    solved = set(pt.solved)
+    solved = set() if chosen else set(pt.solved)      # solved on the singleton regions: not exact when chosen
     tol = {"min_time": LOG_TOL, "max_compute": COMPUTE_LOG_TOL}.get(objective) or \
         COST_TOL * max(1.0, abs(best) if math.isfinite(best) else 1.0)
     bound, f = -math.inf, None
@@ -138,7 +151,8 @@ def outer_approximation(instance, pools, objective: str, backend: str, params, d
             report.status = r.status
             break
         plan, q, ab = decode(f, pt, instance, params)
-        value = model_value(objective, None, plan, pools)
+        plan = exact(plan)
+        value = model_value(objective, None, plan, pools) if plan is not None else math.inf
         if value < best:
             best_plan, best = plan, value
         if r.status == "optimal" and bound >= best - tol:
@@ -147,7 +161,8 @@ def outer_approximation(instance, pools, objective: str, backend: str, params, d
         if r.status != "optimal":
             report.status = r.status
             break
-        newly = objective != "min_cost" and f.chosen is not None and f.chosen not in solved and pt.rule == "straggler"
+        newly = objective != "min_cost" and not chosen and f.chosen is not None and f.chosen not in solved and \
+            pt.rule == "straggler"
         if newly:
             j, local = pt.part_of_class(f.chosen)
             part = pt.parts[j]
@@ -243,6 +258,7 @@ def solve_mixed_mip(instance, objective: str, solver: str, deadline: float, star
     """`planner.solve.solve` of a fleet of pools with a MIP backend (module docstring)."""
     from planner.fleet.pools import pool_settings
     from planner.solvers.mixed import MAX_EXACT_POOLS, Part, PartResult, answer, solve_mixed
+    refusals(instance, solver, len(instance.fleet.pools), MAX_EXACT_POOLS)       # chosen regions (pool_regions)
     pools = pool_settings(instance)
     ruled = rule_of(instance) != "straggler"
     maximise = objective == "max_compute"
@@ -276,8 +292,9 @@ def solve_mixed_mip(instance, objective: str, solver: str, deadline: float, star
                                                                               else 0.0))
     if certify:       # certification: the exact decomposition from the loop's plans
         t0 = time.perf_counter()
-        result = solve_mixed(instance, objective, "bnb", deadline, start, incumbents=incumbents,
-                             part_bound=bounds if objective != "min_cost" and not ruled else None)
+        part_bound = None if objective == "min_cost" or ruled else \
+            relaxed_bounds(instance, pools, bounds) if is_chosen(instance) else bounds
+        result = solve_mixed(instance, objective, "bnb", deadline, start, incumbents=incumbents, part_bound=part_bound)
         certify_s = time.perf_counter() - t0
         mine = {tuple(sorted((pools[p].label, c) for p, c in enumerate(r.counts) if c)): r for r in found}
         for report in reports:

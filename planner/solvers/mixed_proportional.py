@@ -15,7 +15,9 @@ independent of T). Under the Chinchilla penalty C_local is not monotone in T (`p
 `max_compute` of C_local there compares every achievable W of a plan's (H, N), pruned by a bound
 over brackets of W (`planner.solvers.proportional_levels`). With a budget the fastest split may be
 over it while a slower one is not, and `min_cost` needs the cheapest split that still reaches the
-target: both compare every split of the nodes among the pools of U (`Splits`, `_cheapest`).
+target: both are queries of the split table (`planner.solvers.proportional_splits`: no split
+listed), or, where it does not apply (several chosen regions, or more than
+`proportional_splits.MAX_PREFIXES` prefixes), compare every split listed (`Splits`, `_cheapest`).
 
 Each part is solved by scoring every plan of the part's space with H >= first_h_that_differs
 (every n, H, R of the classes of `DecisionSpace`, whose reductions compare plans of equal N, H and
@@ -24,8 +26,11 @@ and the plans are straggler plans, solved by the straggler solvers (`mixed.strag
 proportional rule is the only one searched). Only the H at which a plan could match the best found
 so far are scored (`h_worth_scoring`: a bound per H on the compute rate, and for min_cost on the
 nodes needed), at most MAX_PLANS plans (beyond, the instance is refused, exit 2, naming
-fleet.sync_rule), except `min_time`, searched by the branch and bound's boxes with no limit
-(`planner.solvers.proportional_boxes`). A part is skipped for `min_time` when a valid lower bound exceeds the best time
+fleet.sync_rule), except where the branch and bound's boxes search the part with no limit on the
+plans: `min_time` and `max_compute` (`planner.solvers.proportional_boxes`; Chinchilla C_local with
+the split table and its own box bound, `proportional_levels.chinchilla_box_bound`) and `min_cost`
+(`planner.solvers.proportional_cost`), wherever the facts of `planner.solvers.monotone` the box
+bounds need hold. A part is skipped for `min_time` when a valid lower bound exceeds the best time
 found (`lower_bound_s`): T_prop >= T_straggler / rho_max for every plan, rho_max = max_p t_pace / t_p
 (W <= N H rho_max, and eta_H, eta_R at H_max >= H are no larger: facts (H), (R), (L) of
 `planner.solvers.monotone`), so the part's straggler optimum over rho_max bounds it; and the
@@ -50,8 +55,9 @@ from planner.objectives import tie_less
 from planner.schema.errors import InputError, Problem
 from planner.solvers import monotone
 from planner.solvers.bnb import TIE_REL
-from planner.solvers import proportional_boxes
+from planner.solvers import proportional_boxes, proportional_cost
 from planner.solvers.proportional_levels import Levels, needs_every_split, solve_levels
+from planner.solvers.proportional_splits import NONE, SplitTable
 from planner.space import DecisionSpace
 
 MODES = ("flat", "hierarchical")
@@ -139,6 +145,11 @@ def h_worth_scoring(s: Setting, pools, used, precision: str, h_values: np.ndarra
     return h_values[s.target / (rate * s.goodput) <= incumbent * (1.0 + TIE_REL)]
 
 
+def _one_region(space: DecisionSpace) -> bool:
+    """No placement rule on the splits (not several chosen regions)."""
+    return space.placement is None or len(space.placement.partition) <= 1
+
+
 def _classes(s: Setting, space: DecisionSpace, precision: str):
     """(classes, R range) of the modes the rule applies to."""
     for mode in (m for m in MODES if m in space.modes):
@@ -180,8 +191,10 @@ class Splits:
                  placement=None):
         self.pools, self.used, self.ratios, self.max_nodes, self.budget_usd = pools, used, ratios, max_nodes, budget_usd
         self.placement = placement if placement is not None and len(placement.partition) > 1 else None
-        self.vectors = self.vector_cost = None
-        if budget_usd is not None:
+        self.vectors = self.vector_cost = self.table = None
+        if budget_usd is not None and self.placement is None:
+            self.table = SplitTable.build(pools, used, ratios, budget_usd)
+        if budget_usd is not None and self.table is None:
             self.vectors, self.vector_cost = split_vectors(pools, used, h_count, "budget")
         self.rows: dict[tuple[int, int], tuple] = {}
         self.placeable: dict[int, np.ndarray] = {}
@@ -198,7 +211,9 @@ class Splits:
         if key not in self.rows:
             if len(self.rows) * (self.max_nodes + 1) > ROWS_CELLS:
                 self.rows.clear()
-            if self.vectors is not None:
+            if self.table is not None:
+                self.rows[key] = self._best_within_budget_by_table(h)
+            elif self.vectors is not None:
                 self.rows[key] = self._best_within_budget(*key)
             elif key[1] == 1:
                 self.rows[key] = fill_row(self.pools, self.ratios, h, self.max_nodes) + (None,)
@@ -216,11 +231,29 @@ class Splits:
     def counts(self, h: int, nodes: int, unit: int = 1) -> list[int]:
         u = self.unit(unit)
         index = self.row(h, u)[2]
+        if self.table is not None and fill_row(self.pools, self.ratios, h, self.max_nodes)[1][nodes] > self.budget_usd:
+            w = self.table.extreme([h], [nodes], math.inf, False)
+            _, prefix, n_a = self.table.cheapest_exact([h], [nodes], w)
+            return self.table.counts(int(prefix[0]), nodes, int(n_a[0]))
         if index is not None:
             return [int(x) for x in self.vectors[index[nodes]]]
         if u == 1:
             return fastest_fill(self.pools, self.steps(h), nodes)
         return fastest_placed_counts(self.pools, self.placement, self.steps(h), u, nodes)
+
+    def _best_within_budget_by_table(self, h: int):
+        """Per N: the most W within the budget and the cheapest split of it: the fastest fill where it
+        is within the budget (the most W of all, the cheapest of those), else by the `SplitTable`."""
+        weighted, cost = fill_row(self.pools, self.ratios, h, self.max_nodes)
+        over = np.flatnonzero((weighted > 0) & (cost > self.budget_usd))
+        if over.size:
+            hh = np.full(over.size, h)
+            w = self.table.extreme(hh, over, math.inf, False)
+            c, _, _ = self.table.cheapest_exact(hh, over, w)
+            has = w != NONE
+            weighted, cost = weighted.copy(), cost.copy()
+            weighted[over], cost[over] = np.where(has, w, 0).astype(float), np.where(has, c, math.inf)
+        return weighted, cost, None
 
     def _best_within_budget(self, h: int, u: int):
         vectors, cost = self.vectors, self.vector_cost
@@ -263,19 +296,30 @@ def solve_part(pools, used: tuple[int, ...], s: Setting, space: DecisionSpace, p
     """(best proportional plan of the part with H >= h_min (or H in `scored_h`: `h_worth_scoring`) or
     None, plans scored, complete). Not
     complete when the deadline stopped it (then nothing is proven about the plans not scored).
-    min_time and max_compute of C_local under the linear v1 or no replica penalty: by boxes
-    (`proportional_boxes`), pruned against `incumbent` (a plan of another part: seconds, or FLOP),
-    with no limit on the plans; None then when nothing of the part comes within the tie tolerance
-    of it."""
+    min_time and max_compute: by boxes (`proportional_boxes`; Chinchilla C_local through the split
+    table), min_cost by boxes (`proportional_cost`), pruned against `incumbent` (a plan of another
+    part: seconds, FLOP or USD), with no limit on the plans; None then when nothing of the part comes
+    within the tie tolerance of it. Else every plan is scored (at most MAX_PLANS)."""
     space = space.for_objective(s, objective)
-    if proportional_boxes.applies(s, objective):
+    table = None
+    if (needs_every_split(s, objective) or objective == "min_cost") and _one_region(space) and \
+            proportional_boxes.applies(s, "min_time"):
+        table = SplitTable.build(pools, used, step_ratios(s, pools, used, precision), budget_usd)
+    if objective == "min_cost" and table is not None:
+        ratios = step_ratios(s, pools, used, precision)
+        h_max = np.max(np.stack(list(inner_steps(ratios, np.arange(1, space.max_inner_steps + 1)).values())), axis=0)
+        found, evaluations, complete = proportional_cost.search(
+            pools, used, s, space, list(_classes(s, space, precision)), table, lambda h: h_max[np.asarray(h) - 1],
+            proportional_boxes.fill_speed_bound(pools, used, ratios, int(space.max_nodes)), incumbent, deadline)
+        return (Found(*found) if found is not None else None), evaluations, complete
+    if proportional_boxes.applies(s, objective) or table is not None:
         ratios = step_ratios(s, pools, used, precision)
         h_all = np.arange(1, space.max_inner_steps + 1)
         h_max = np.max(np.stack(list(inner_steps(ratios, h_all).values())), axis=0)
         splits = Splits(pools, used, ratios, int(space.max_nodes), budget_usd, space.max_inner_steps, space.placement)
         found, evaluations, complete = proportional_boxes.search(
             pools, used, s, space, precision, list(_classes(s, space, precision)), splits,
-            lambda h: h_max[np.asarray(h) - 1], ratios, incumbent, deadline, objective)
+            lambda h: h_max[np.asarray(h) - 1], ratios, incumbent, deadline, objective, table)
         return (Found(*found) if found is not None else None), evaluations, complete
     if scored_h is None:
         scored_h = np.arange(h_min, space.max_inner_steps + 1)

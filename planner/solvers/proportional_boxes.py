@@ -29,9 +29,11 @@ and g and falls with the loss multiplier mu, but is not proportional to T, so th
 its own (`quality_box_bound`): the straggler tokens of a box are at most T_up = W' tps(n1, H2, R2)
 n2 / n1 (`bnb._compute_box`), under the rule at most rho T_up; g is at most g(n1, H1 sqrt R1) and mu
 at least mu(n1, H1 sqrt R1) at the straggler H_eff, which H_max only lowers and raises; so
-C_quality <= Q(rho T_up, g_up, mu_lo) on the box. (Under the Chinchilla penalty C_local is not
-monotone in T and the best split need not be the fastest: there every plan is scored,
-`planner.solvers.proportional_levels`.)
+C_quality <= Q(rho T_up, g_up, mu_lo) on the box. Under the Chinchilla penalty C_local is not
+monotone in T and the best split need not be the fastest: the box bound is the straggler one over
+the rule's token range (`proportional_levels.chinchilla_box_bound`) and each plan reached is searched
+over every level of W of its (H, N) (`proportional_levels.search_levels`, through the split table
+`planner.solvers.proportional_splits`). min_cost: `planner.solvers.proportional_cost`.
 """
 
 from __future__ import annotations
@@ -43,7 +45,7 @@ import numpy as np
 
 from planner.cost import run
 from planner.cost.modes import throughput
-from planner.fleet.proportional import adjust_for
+from planner.fleet.proportional import adjust_for, inner_steps
 from planner.fleet.regions import units_of
 from planner.objectives import tie_less
 from planner.solvers import bnb, monotone
@@ -96,19 +98,32 @@ def fill_speed_bound(pools, used, ratios: dict[int, float], max_nodes: int) -> n
 
 
 def search(pools, used, s, space, precision: str, classes, splits, h_max_of, ratios, incumbent: float,
-           deadline: float, objective: str = "min_time"):
+           deadline: float, objective: str = "min_time", table=None):
     """(best, evaluations, complete): best = (batch, counts, key, value) of the part's best
     proportional plan within the tie tolerance of `incumbent` or better, or None. min_time: key
     (time, cost), value and `incumbent` in seconds; max_compute: key (-C_local, cost), value and
-    `incumbent` C_local (FLOP). The search minimises the bnb measure m (time, or 1 / C_local)."""
+    `incumbent` C_local (FLOP). The search minimises the bnb measure m (time, or 1 / C_local).
+    `table` (a `proportional_splits.SplitTable`, within the budget): max_compute of C_local under
+    the Chinchilla penalty, where every level of W is a candidate: each plan reached is searched
+    over its levels (`proportional_levels.search_levels`) and boxes are bounded by
+    `proportional_levels.chinchilla_box_bound`."""
     from planner.solvers.mixed_proportional import measure
+    from planner.solvers import proportional_levels
     rho_sup = fill_speed_bound(pools, used, ratios, int(space.max_nodes))
     maximise = objective == "max_compute"
     quality = maximise and s.target_kind == "c_quality"
+    levels = table is not None
+    if levels:
+        h_all = np.arange(1, space.max_inner_steps + 1)
+        steps = inner_steps(ratios, h_all)
+        tokens_low = min(1.0, float(np.min(np.min(np.stack(list(steps.values())), axis=0) / h_all)))
+        box_bound = proportional_levels.chinchilla_box_bound(rho_sup, tokens_low)
+    else:
+        box_bound = quality_box_bound(rho_sup) if quality else None
     with np.errstate(divide="ignore"):
         start = 1.0 / incumbent if maximise else min(incumbent, s.window_s)
     state = {"best": start if start > 0 else math.inf, "found": None}
-    evaluations, complete = 0, True
+    evaluations, complete, searched = 0, True, 0
     for c, r_max in classes:
         h_top, r_top = bnb._h_r_max(c, space.max_inner_steps, r_max)
 
@@ -127,7 +142,40 @@ def search(pools, used, s, space, precision: str, classes, splits, h_max_of, rat
             keep = np.flatnonzero((weighted > 0) & np.isfinite(value) & near)
             return idx[keep], n[keep], h[keep], r[keep]
 
+        def consider(j, w, c=c, arrays=None):
+            """Plans j of `arrays` (idx, n, h, r) at W = w: the best, ties to the cheapest split of w."""
+            idx, n, h, r = (x[j] for x in arrays)
+            batch = c.plans(idx, n, h, r)
+            w = np.asarray(w, dtype=float)
+            value = measure(s, batch, adjust_for(w, h_max_of(h), h), objective)             # -C
+            ok = np.isfinite(value) & (value < 0)
+            if not ok.any():
+                return
+            top = float(value[ok].min())
+            tied = np.flatnonzero(ok & (value <= top + TIE_REL * abs(top)))
+            nodes = c.nodes(idx[tied], n[tied])
+            cost, prefix, n_a = table.cheapest_exact(h[tied], nodes, w[tied].astype(np.int64))
+            k = int(np.argmin(cost))
+            i = int(tied[k])
+            key = (float(value[i]), float(cost[k]))
+            found = state["found"]
+            if found is None or tie_less(key, found[2]):
+                counts = table.counts(int(prefix[k]), int(nodes[k]), int(n_a[k]))
+                state["found"] = (batch.take(slice(i, i + 1)), counts, key, -key[0])
+            state["best"] = min(state["best"], -1.0 / top)
+
+        def visit_levels(idx, n, h, r, _straggler_value, c=c):
+            nonlocal searched
+            idx, n, h, r = (np.asarray(x, dtype=np.int64) for x in np.broadcast_arrays(idx, n, h, r))
+            if not idx.size:
+                return
+            searched += proportional_levels.search_levels(
+                s, table, c, idx, n, h, r, h_max_of, lambda: 1.0 / state["best"],
+                lambda j, w: consider(j, w, arrays=(idx, n, h, r)))
+
         def visit(idx, n, h, r, _straggler_value, c=c):
+            if levels:
+                return visit_levels(idx, n, h, r, _straggler_value)
             if np.size(idx) and splits.placement is not None:
                 idx, n, h, r = worth_placing(c, idx, n, h, r)
             if not np.size(idx):
@@ -151,7 +199,7 @@ def search(pools, used, s, space, precision: str, classes, splits, h_max_of, rat
             state["best"] = min(state["best"], -1.0 / top if maximise else top)
 
         def cutoff(box, c=c):
-            if quality:           # the box bound is the rule's own
+            if quality or levels:           # the box bound is the rule's own
                 return np.full(box["i"].shape, state["best"] * (1.0 + TIE_REL))
             return state["best"] * (1.0 + TIE_REL) * rho_sup[np.minimum(c.nodes(box["i"], box["n1"]), rho_sup.size - 1)]
 
@@ -159,11 +207,12 @@ def search(pools, used, s, space, precision: str, classes, splits, h_max_of, rat
         visit(idx, n, h, r, None)
         count, left = bnb._branch_and_bound(s, c, h_top, r_top, visit, cutoff, deadline=deadline,
                                             measure=bnb.compute_measure(s.target_kind) if maximise else bnb.TIME,
-                                            box_bound=quality_box_bound(rho_sup) if quality else None)
+                                            box_bound=box_bound)
         evaluations += idx.size + count
         if left is not None or time.perf_counter() > deadline:
             complete = False
             break
+    evaluations += searched
     found = state["found"]
     worse = found is not None and math.isfinite(incumbent) and (
         found[3] < incumbent * (1.0 - TIE_REL) if maximise else found[3] > incumbent * (1.0 + TIE_REL))

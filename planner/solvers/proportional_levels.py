@@ -28,6 +28,10 @@ plan at the least and the most W of its levels (both exact), then every other le
 whose bracket bound comes within the tie tolerance of the best plan found (ties go to the cheaper
 split, so tied plans are kept). When `planner.solvers.monotone` finds the constants outside those
 facts the bound is not used and every level of every plan is scored.
+
+`solve_levels` lists every split (`Levels`); the branch and bound uses `search_levels` instead,
+which finds the levels through the split table (`planner.solvers.proportional_splits`) and halves
+the brackets, with `chinchilla_box_bound` on boxes of plans.
 """
 
 from __future__ import annotations
@@ -202,3 +206,92 @@ def _level_values(levels: Levels, h: np.ndarray, level: np.ndarray, units: np.nd
     for at, (_, row_w, row_cost, _) in _groups(levels, h, units):
         w[at], cost[at] = row_w[level[at]], row_cost[level[at]]
     return w, cost
+
+
+# -- by boxes, without listing the splits (planner.solvers.proportional_splits) ----------------------
+
+def chinchilla_box_bound(rho_sup: np.ndarray, tokens_low: float):
+    """A `bnb._branch_and_bound` box bound on 1 / C_local under the Chinchilla penalty with the rule,
+    over every plan of a box on every split of its nodes. A plan d on a split of W runs its straggler
+    twin's tokens times W / (N H): at most rho(N) <= rho_sup(N(n1)) (`proportional_boxes.fill_speed_bound`:
+    W <= H sum_p n_p rho_p, at most the fastest fill by rho), at least `tokens_low` = min over the H
+    searched of min_p H_p / H (1 when every pool runs at least the pace's H steps); its g = eta_H eta_C
+    eta_A is at most the straggler box's g_up and its loss multiplier m at least m_lo (H_eff at
+    H_max >= H, facts (H) and (R) of `planner.solvers.monotone`; K = N as under the straggler rule).
+    The straggler bound of `bnb._compute_box` uses nothing but T in [T_lo, T_up], g <= g_up and
+    m >= m_lo, so with T_up times rho_sup and T_lo times `tokens_low` it bounds the box under the rule."""
+    from planner.solvers import bnb
+
+    def bound(s, c, box, measure, mono, cut):
+        rho = rho_sup[np.minimum(c.nodes(box["i"], box["n1"]), rho_sup.size - 1)]
+        return bnb._compute_box(s, c, box, "c_local", mono, cut, tokens_up=rho, tokens_low=tokens_low)
+    return bound
+
+
+def search_levels(s: Setting, table, c, idx, n, h, r, h_max_of, floor, consider) -> int:
+    """Every level of each plan (idx, n, h, r of classes `c`) that may come within the tie tolerance
+    of the best C_local found, through `table` (a `proportional_splits.SplitTable`): the least and the
+    most W of the plan's (H, N) are scored, then each bracket [W_a, W_b] of scored levels whose bracket
+    bound (module docstring) reaches `floor()` (the best C_local so far) times 1 - TIE_REL is narrowed
+    to the levels inside it, W_a' = least W > W_a and W_b' = most W < W_b (scored), and halved at the
+    levels next to its middle (scored). A bracket dropped holds no level that could match the best, and
+    every bracket halves, so the search ends with every level not scored in a dropped bracket.
+    `consider(j, w)` scores plans j (indices into the arrays) at W = w. Returns the scorings. With a
+    budget, plans whose bracket bound over the slowest and fastest fills (a wider bracket) cannot
+    reach the best are dropped first."""
+    from planner.solvers.proportional_splits import NONE
+    nodes = c.nodes(idx, n)
+    if table.budget_usd is not None and math.isfinite(floor()):
+        # the levels within the budget lie between the slowest and the fastest fill: plans whose bracket
+        # bound over those cannot reach the best are dropped before the table is asked
+        wide_lo, wide_hi = table.filled(h, nodes, False), table.filled(h, nodes, True)
+        has = wide_lo != NONE
+        bound = np.full(idx.size, -np.inf)
+        if has.any():
+            bound[has] = c_local_bound(s, c.plans(idx[has], n[has], h[has], r[has]), wide_lo[has].astype(float),
+                                       wide_hi[has].astype(float), h_max_of(h[has]), h[has])
+        keep = ~(bound < floor() * (1.0 - TIE_REL))
+        idx, n, h, r, nodes = idx[keep], n[keep], h[keep], r[keep], nodes[keep]
+        offsets = np.flatnonzero(keep)
+    else:
+        offsets = None
+    low = table.extreme(h, nodes, -math.inf, True)
+    high = table.extreme(h, nodes, math.inf, False)
+    j = np.flatnonzero(low != NONE)
+    low, high = low[j], high[j]
+    count = 0
+
+    def score(at, w):
+        nonlocal count
+        if at.size:
+            consider(at if offsets is None else offsets[at], w)
+            count += at.size
+
+    score(j, low)
+    more = high > low
+    score(j[more], high[more])
+    a, b = low, high
+    while j.size:
+        hj, nj = h[j], nodes[j]
+        bound = c_local_bound(s, c.plans(idx[j], n[j], hj, r[j]), a.astype(float), b.astype(float), h_max_of(hj), hj)
+        best = floor()
+        keep = (b - a > 1) & ~(bound < best * (1.0 - TIE_REL)) if math.isfinite(best) else (b - a > 1)
+        j, a, b, hj, nj = j[keep], a[keep], b[keep], hj[keep], nj[keep]
+        if not j.size:
+            break
+        a2 = table.extreme(hj, nj, a + 1, True)
+        b2 = table.extreme(hj, nj, b - 1, False)
+        inside = (a2 != NONE) & (b2 != NONE) & (a2 < b) & (b2 > a) & (a2 <= b2)
+        j, a2, b2, hj, nj = j[inside], a2[inside], b2[inside], hj[inside], nj[inside]
+        score(j, a2)
+        wide = b2 > a2
+        score(j[wide], b2[wide])
+        j, a2, b2, hj, nj = j[wide], a2[wide], b2[wide], hj[wide], nj[wide]
+        mid = (a2 + b2) // 2
+        m1 = table.extreme(hj, nj, mid, False)         # in [a2, mid]
+        m2 = table.extreme(hj, nj, mid + 1, True)      # in [mid + 1, b2]
+        new1, new2 = (m1 > a2), (m2 < b2)
+        score(j[new1], m1[new1])
+        score(j[new2], m2[new2])
+        j, a, b = np.concatenate([j, j]), np.concatenate([a2, m2]), np.concatenate([m1, b2])
+    return count
