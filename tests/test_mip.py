@@ -14,6 +14,7 @@ import json
 import math
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pyomo.environ as pyo
@@ -40,7 +41,8 @@ def test_highspy_and_ortools_import_in_either_order(first, second):
     """google/or-tools issue 5246: the pins of pyproject.toml must let both live in one process."""
     code = (f"import {first}, {second}, highspy\n"
             "from ortools.linear_solver.python import model_builder as mb\n"
-            "h = highspy.Highs(); h.setOptionValue('output_flag', False); x = h.addVariable(0, 1); h.run()\n"
+            "from planner.solvers.highs import quiet_highs\n"
+            "h = quiet_highs(highspy); x = h.addVariable(0, 1); h.run()\n"
             "m = mb.Model(); y = m.new_int_var(0, 3, 'y'); m.add(y >= 2); m.minimize(y)\n"
             "s = mb.Solver('scip'); assert s.solve(m) == mb.SolveStatus.OPTIMAL and s.value(y) == 2\n"
             "print('ok')")
@@ -770,3 +772,46 @@ def test_classes_that_never_reach_the_target_leave_no_rows(tmp_path):
     data["training"]["target_kind"] = "c_quality"
     (path,) = write_model(parse_instance(data), "min_time", tmp_path / "model.mps")
     assert path.stat().st_size < 100_000
+
+
+# -- the HiGHS version -----------------------------------------------------------------------
+
+MODEL_1_14 = Path(__file__).parent / "data" / "highs_1_14_presolve.mps"
+OPTIMUM_1_14 = 8.035644556489467     # ln T: HiGHS with presolve off and SCIP; HiGHS 1.14.0 said 8.143669435019465
+
+
+def test_highs_presolve_finds_the_optimum_highs_1_14_missed():
+    """A pools model with chosen regions on which HiGHS 1.14.0's MIP presolve returned ln T = 8.1437 as
+    optimal (HiGHS issues 3073, 3094); the pinned HiGHS, with the backend's options, and SCIP find 8.0356."""
+    import highspy
+    from ortools.linear_solver.python import model_builder as mb
+    from planner.solvers.highs import OPTIONS, quiet_highs
+    h = quiet_highs(highspy)
+    for key, value in OPTIONS.items():
+        h.setOptionValue(key, value)
+    h.readModel(str(MODEL_1_14))
+    h.run()
+    assert h.getModelStatus() == highspy.HighsModelStatus.kOptimal
+    assert h.getInfo().objective_function_value == pytest.approx(OPTIMUM_1_14, abs=1e-7)
+    m = mb.Model()
+    m.import_from_mps_file(str(MODEL_1_14))
+    s = mb.Solver("scip")
+    assert s.solve(m) == mb.SolveStatus.OPTIMAL
+    assert s.objective_value == pytest.approx(OPTIMUM_1_14, abs=1e-7)
+
+
+def test_the_highs_backend_solves_a_small_mip_right_and_prints_nothing():
+    """min 2x + 3z, x + z >= 4.5, 0 <= x <= 10, z in {0..10}: z = 0, x = 4.5, 9 by hand (HiGHS 1.14.0
+    returned 15, HiGHS issue 3043). Run in a fresh process, where HiGHS 1.16 prints its banner on the
+    first `Highs` object: the backend's stdout must stay empty."""
+    code = ("import pyomo.environ as pyo\n"
+            "from planner.solvers import backends\n"
+            "m = pyo.ConcreteModel(); m.x = pyo.Var(bounds=(0, 10)); m.z = pyo.Var(within=pyo.Integers, bounds=(0, 10))\n"
+            "m.c = pyo.Constraint(expr=m.x + m.z >= 4.5); m.obj = pyo.Objective(expr=2 * m.x + 3 * m.z)\n"
+            "r = backends()['highs'].solve(m)\n"
+            "import sys; sys.stderr.write(f'{r.status} {r.objective} {pyo.value(m.z)}')\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout == ""
+    status, objective, z = out.stderr.split()[-3:]
+    assert status == "optimal" and float(objective) == pytest.approx(9.0, abs=1e-5) and abs(float(z)) < 1e-6   # HiGHS feasibility tolerance 1e-7

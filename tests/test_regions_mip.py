@@ -173,7 +173,7 @@ def test_highs_agrees_with_the_oracle_on_random_chosen_regions(seed):
 def test_scip_agrees_with_the_oracle_and_its_loop_bound_holds():
     """SCIP: the certified answer against the oracle, and the loop's own bound (before certification)
     on the right side of the optimum, its value the optimum when it reports optimal. (HiGHS 1.14's MIP
-    presolve can report a suboptimal point as optimal, docs/mip.md; the certification corrects it.)"""
+    presolve reported a suboptimal point as optimal on one such model, docs/mip.md; dtplan requires 1.16 now.)"""
     rng = np.random.default_rng(950)
     answered = 0
     for k in range(6):

@@ -9,11 +9,21 @@ Options as measured (docs/mip.md): relative gap 0 and an absolute gap
 of 1e-9 (the objective is ln T: the default 1e-4 would be a 0.01% error in T), one thread, a
 fixed seed; the RINS and RENS sub-MIP heuristics off (they took most of the time of these small
 models, and the loop supplies an incumbent as cutoff).
+
+Version: highspy >= 1.16 (pyproject.toml). HiGHS 1.14.0's MIP presolve returned a suboptimal point
+as "optimal" (HiGHS issues 3043, 3073, 3094; fixed by HiGHS pull request 2961, first released in
+1.15.0); one of our pools models met it (tests/data/highs_1_14_presolve.mps, tests/test_mip.py).
+From 1.16 the library prints its banner on stdout when the first `Highs` object of a process is
+made, before any option can be set, which would corrupt `--json` output: `quiet_highs` makes that
+object with the process's standard output (file descriptor 1) pointed at /dev/null.
 """
 
 from __future__ import annotations
 
+import contextlib
 import math
+import os
+import sys
 import time
 
 from planner.solvers import BackendResult, written_as_mps
@@ -29,8 +39,7 @@ class HighsBackend:
         import highspy
         start = time.perf_counter()
         with written_as_mps(model) as (path, smap):
-            h = highspy.Highs()
-            h.setOptionValue("output_flag", False)
+            h = quiet_highs(highspy)
             for key, value in OPTIONS.items():
                 h.setOptionValue(key, value)
             h.readModel(path)
@@ -63,3 +72,30 @@ class HighsBackend:
             return BackendResult(self.name, "time_limit", objective, bound, gap, elapsed, nodes)
         return BackendResult(self.name, "error", objective, bound, gap, elapsed, nodes,
                              message=h.modelStatusToString(status))
+
+
+def quiet_highs(highspy):
+    """A `highspy.Highs` with output off, made without letting the library's banner reach stdout."""
+    with _stdout_to_devnull():
+        h = highspy.Highs()
+        h.setOptionValue("output_flag", False)
+    return h
+
+
+@contextlib.contextmanager
+def _stdout_to_devnull():
+    """File descriptor 1 to /dev/null for the block (C++ writes bypass `sys.stdout`); restored after."""
+    sys.stdout.flush()
+    try:
+        saved = os.dup(1)
+    except OSError:                  # no stdout to protect
+        yield
+        return
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, 1)
+        yield
+    finally:
+        os.dup2(saved, 1)
+        os.close(saved)
+        os.close(devnull)

@@ -4,7 +4,7 @@ model_builder reads it and solves it with a solver bundled in the ortools wheel 
 Settings: relative gap 0, absolute gap 1e-9, one thread, a fixed seed, output off.
 (ortools 9.15 bundles its own HiGHS under highspy's library name: with highspy 1.15 the
 two cannot be imported in one process, google/or-tools issue 5246; pyproject.toml pins
-highspy 1.14, which can, in either order: tests/test_mip.py checks both.)
+highspy 1.16, which can, in either order: tests/test_mip.py checks both.)
 """
 
 from __future__ import annotations
