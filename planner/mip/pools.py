@@ -58,6 +58,7 @@ import pyomo.environ as pyo
 from planner.cost.setting import PlanBatch, Setting
 from planner.fleet.pools import PoolSetting
 from planner.fleet.replicas import cheapest_fill, fleet_cost_usd, mixed_setting, node_price_usd
+from planner.mip.pool_proportional import add_rule_rows, rho_max, rule_incumbent, rule_of, rule_space, rule_tables
 from planner.mip.tables import (Tables, class_bounds, compute_bounds, compute_box_bounds, presolve,
                                  presolve_compute)
 from planner.solvers import UnsupportedBySolver
@@ -299,6 +300,8 @@ class PoolTables:
     solved: set = field(default_factory=set)                       # merged positions solved exactly
     incumbent: tuple | None = None    # (value in model units, MixedPlan) from the presolve
     classes_total: int = 0            # classes and fixed plans of the settings whose tables were built
+    rule: str = "straggler"           # fleet.sync_rule; another rule adds its rows (`pool_proportional`)
+    rule_rows: object = None          # `pool_proportional.RuleRows` under another rule
 
     def part_of_class(self, position: int) -> tuple[int, int]:
         """(setting part, position in its tables) of a merged class position."""
@@ -322,6 +325,7 @@ class MixedPlan:
     counts: list[int]
     setting: Setting
     part: int                         # setting part
+    rule: str = "straggler"           # the sync rule it runs (`planner.fleet.proportional`)
 
 
 def same_efficiency(a: Tables, b: Tables) -> bool:
@@ -379,9 +383,22 @@ def build_pools(pt: "PoolTables", grid, objective: str, cutoff: float | None, so
     f = build(pt.merged, grid, objective, cutoff=cutoff if objective == "min_time" else None,
               solved=frozenset(solved))
     add_pool_families(f.model, pt, objective)
+    if pt.rule_rows is not None:
+        add_rule_rows(f.model, pt, objective, pt.rule_rows)
     if objective == "min_cost" and cutoff is not None and math.isfinite(cutoff):
         f.model.incumbent.add(f.model.cost <= cutoff - COST_TOL * max(1.0, abs(cutoff)))
     return f
+
+
+def initial_grid(pt: "PoolTables", objective: str, cutoff: float | None):
+    """The loop's first grid on the merged tables (`formulation.Grid`); under another sync rule, with u
+    brackets up to the rule's most tokens (`pool_proportional.extend_grid`)."""
+    from planner.mip.formulation import Grid
+    from planner.mip.pool_proportional import extend_grid
+    grid = Grid.initial_compute(pt.merged, cutoff) if objective == "max_compute" else Grid.initial(pt.merged)
+    if pt.rule != "straggler" and objective == "max_compute":
+        extend_grid(grid, pt)
+    return grid
 
 
 def add_pool_families(m, pt: PoolTables, objective: str) -> None:
@@ -597,6 +614,7 @@ def pool_tables(instance, pools: list[PoolSetting], objective: str, params: floa
         settings.append(known[shape])
     for s in settings[:1]:
         check_supported(s, objective)
+    rule = rule_of(instance)
     parts, index, text = [], {}, {}
     for k, s in enumerate(settings):
         j = index.setdefault(text.setdefault(id(s), repr(s)), len(parts))      # one repr per distinct shape
@@ -611,7 +629,7 @@ def pool_tables(instance, pools: list[PoolSetting], objective: str, params: floa
             if lo > reach + 1:
                 part.exact_range = False
             reach = max(reach, hi)
-    pt = PoolTables(pools, keys, parts, None, space.min_nodes, budget, ranges)
+    pt = PoolTables(pools, keys, parts, None, space.min_nodes, budget, ranges, rule=rule)
     pt.groups = pattern_groups(pools, keys, sites)
     part_of_key = {k: j for j, part in enumerate(parts) for k in part.keys}
     pt.group_part = [part_of_key[g.keys[0]] for g in pt.groups]
@@ -623,6 +641,8 @@ def pool_tables(instance, pools: list[PoolSetting], objective: str, params: floa
     # settings of least compute-only bound first: once a plan is known, a setting whose bound cannot beat it
     # is skipped before its tables are built (`mixed.compute_bound_s`, 0 where it is not known to hold)
     floor_s = [compute_bound_s(part.setting, part.hi) for part in parts]
+    if rule != "straggler":          # a replica of the rule steps up to rho_max times the pace
+        floor_s = [f / rho_max(pt, part) for f, part in zip(floor_s, parts)]
     for j in sorted(range(len(parts)), key=lambda j: (floor_s[j], j)):
         part = parts[j]
         solved[j], least[j] = set(), np.zeros(0)
@@ -638,11 +658,19 @@ def pool_tables(instance, pools: list[PoolSetting], objective: str, params: floa
             if _least_cost(pt, part, fewest) / price_scale(pools) > best * (1 + 1e-12):
                 continue
         key = keys[part.keys[0]]
-        part_space = dataclasses.replace(space, precisions=(key.precision,), min_nodes=part.lo, max_nodes=part.hi)
+        part_space = rule_space(dataclasses.replace(space, precisions=(key.precision,), min_nodes=part.lo,
+                                                    max_nodes=part.hi), rule)
+        if part_space is None:
+            continue                  # the rule applies to none of the modes searched
         t = tables_or_refuse(part.setting, part_space.for_objective(part.setting, objective))
         pt.classes_total += len(t.sync) + len(t.fixed)
         part.fixed = list(t.fixed)
-        if objective in ("min_time", "max_compute") and part.exact_range:
+        if rule != "straggler":       # bounds of the rule; the presolve's plan scored under the rule
+            pruned, least[j] = rule_tables(t, objective, rule, rho_max(pt, part))
+            found = rule_incumbent(pt, j, pruned, objective)
+            if found is not None and found[0] < best:
+                best, best_plan = found
+        elif objective in ("min_time", "max_compute") and part.exact_range:
             pruned, plan, value, done = presolve_compute(t) if objective == "max_compute" else presolve(t, "min_time")
             part.dropped = _cut(value)        # the presolves' own cut: classes bounded above it are dropped
             if plan is not None and value < best:
@@ -687,7 +715,7 @@ def pool_tables(instance, pools: list[PoolSetting], objective: str, params: floa
                                  t.n_max, t.h_max, t.r_max,
                                  t.class_lower[keep] if t.class_lower is not None else None, t.eta_h_falls)
     for part in parts:
-        if objective != "min_cost" and part.tables is not None:
+        if objective != "min_cost" and part.tables is not None and rule == "straggler":
             part.node_bounds = node_bounds(part.tables, part.fixed, objective)
         if part.tables is not None and not (part.tables.sync or part.tables.fixed):
             part.tables = None
@@ -696,6 +724,9 @@ def pool_tables(instance, pools: list[PoolSetting], objective: str, params: floa
     pt.merged = merge(parts, merged_space) if live else Tables(parts[0].setting if parts else None, merged_space, [])
     pt.solved = {part.sync_offset + a for part, done in zip(parts, solved) if part.tables is not None for a in done}
     pt.incumbent = (best, best_plan) if best_plan is not None else None
+    if rule != "straggler":
+        from planner.mip.pool_proportional import RuleRows
+        pt.rule_rows = RuleRows.of(pt, rule)
     return pt
 
 

@@ -13,6 +13,12 @@
    Beyond, the loop's own bound is the proof (status optimal only when it met the best plan), and
    time ties are not broken by cost as the decomposition breaks them.
 
+Under fleet.sync_rule proportional or auto (`planner.mip.pool_proportional`): the tables and the
+incumbent are the rule's, the model has the rule's rows, a decoded plan is scored under the rule
+(`rule_candidates`), no class is solved exactly in the loop (its exact optima are the straggler
+rule's), the loop runs `RULE_LOOP_S` before the certification, the part bounds are not passed to it,
+and beyond `MAX_EXACT_POOLS` pools an unproven loop is refused (exit 2, `refuse_unproven`).
+
 With `network.regions = "chosen"` (`planner.mip.pool_regions`) the model is a relaxation scored on
 every site its own region and without the placement rule; every plan the loop keeps is re-scored on
 a real placement (`pool_regions.exact_plan`), no class counts as solved exactly, and the
@@ -27,32 +33,33 @@ import time
 
 import numpy as np
 
-from planner.cost.score import time_to_target
 from planner.fleet.replicas import fleet_cost_usd, mixed_setting
-from planner.mip.formulation import Grid
+from planner.mip.pool_proportional import RULE_FAMILIES, plan_value, refuse_unproven, rule_candidates, rule_of
 from planner.mip.pool_regions import exact_plan, is_chosen, model_sites, refusals, relaxed_bounds
-from planner.mip.pools import (COST_TOL, FAMILIES, MixedPlan, PoolTables, build_pools, canonical, pool_tables,
-                               price_scale)
+from planner.mip.pools import (COST_TOL, FAMILIES, MixedPlan, PoolTables, build_pools, canonical, initial_grid,
+                               pool_tables, price_scale)
 from planner.mip.tables import EXACT_CLASSES, most_promising, outer_per_step, solve_classes, sync_terms
 from planner.solvers import backends
 from planner.solvers.bnb import TIME, compute_measure
 from planner.solvers.certified import (COMPUTE_LOG_TOL, COMPUTE_LOOP_S, LOG_TOL, MAX_ROUNDS, MipReport,
-                                      backend_round, incumbent_value, raised_bound)
+                                      backend_round, raised_bound)
 
 CERTIFIED_COMPUTE_LOOP_S = 0.0   # max_compute with a certification to follow: the loop's time after the tables, so
                                  # its first round only. Its relaxation rarely closes (as for one pool,
                                  # `certified.COMPUTE_LOOP_S`), its later rounds grow the model (20-site bench: 429 ->
                                  # 2,277 rows, 0.47 -> 1.9 s), and the decomposition proves the optimum from the first
                                  # round's plan as quickly
+RULE_LOOP_S = 0.5                # under the proportional or auto rule: the loop's time after the tables (its first
+                                 # round always runs). Its bound closes only where the rounding of H_p and eta at
+                                 # H_max do not matter (`pool_proportional`), and the decomposition, which solves
+                                 # the rule exactly, certifies from its best plan
 
 
 def model_value(objective: str, setting, plan: MixedPlan, pools) -> float:
     """The model's measure of a plan on pools: ln T (min_time), cost in the model's units (min_cost),
-    -ln C (max_compute); inf past the duration limit (min_time, min_cost) or without compute."""
-    if objective != "min_cost":
-        return incumbent_value(plan.setting, plan.batch, objective)
-    t = float(time_to_target(plan.setting, plan.batch)["time_to_target_s"][0])
-    return fleet_cost_usd(pools, plan.counts) / price_scale(pools) if t <= plan.setting.window_s else math.inf
+    -ln C (max_compute); inf past the duration limit (min_time, min_cost) or without compute; under
+    its own sync rule (`pool_proportional.plan_value`)."""
+    return plan_value(objective, plan, pools, price_scale(pools))
 
 
 def to_units(objective: str, value: float, pools) -> float:
@@ -85,7 +92,15 @@ def decode(f, pt: PoolTables, instance, params) -> MixedPlan:
     s = unit_price(s if params is None else with_params(s, params))
     if repr(s) != repr(pt.parts[j].setting):
         raise AssertionError(f"the pattern rows chose setting {j} for pools {used}, whose setting differs")
-    return MixedPlan(plan, counts, s, j), q, ab
+    if pt.rule == "straggler":
+        return MixedPlan(plan, counts, s, j), q, ab
+    model_counts = [int(round(v.value or 0)) for v in m.cntv]
+    options = [MixedPlan(plan, c, s, j, r) for r, c in rule_candidates(pt.pools, plan, counts, model_counts, s,
+                                                                       pt.rule, pt.budget_usd)]
+    if not options:
+        raise AssertionError(f"the model chose a plan the '{pt.rule}' rule does not apply to ({plan.mode})")
+    values = [model_value(f.objective, None, o, pt.pools) for o in options]
+    return options[int(np.argmin(values))], q, ab
 
 
 def outer_approximation(instance, pools, objective: str, backend: str, params, deadline: float = math.inf,
@@ -115,7 +130,8 @@ def outer_approximation(instance, pools, objective: str, backend: str, params, d
             report.gap = 0.0
         return best_plan, best, report, pt
     compute = objective == "max_compute"
-    grid = Grid.initial_compute(t, best) if compute else Grid.initial(t)
+    capped = compute or pt.rule != "straggler"       # the loop's time after the tables is `loop_s`
+    grid = initial_grid(pt, objective, best)
     solved = set() if chosen else set(pt.solved)      # solved on the singleton regions: not exact when chosen
     tol = {"min_time": LOG_TOL, "max_compute": COMPUTE_LOG_TOL}.get(objective) or \
         COST_TOL * max(1.0, abs(best) if math.isfinite(best) else 1.0)
@@ -125,7 +141,7 @@ def outer_approximation(instance, pools, objective: str, backend: str, params, d
         t0 = time.perf_counter()
         f = build_pools(pt, grid, objective, best, solved)
         report.build_s += time.perf_counter() - t0
-        r = backend_round(solver, f.model, deadline, compute, loop_end, report, rounds)
+        r = backend_round(solver, f.model, deadline, capped, loop_end, report, rounds)
         if r.status == "infeasible":
             report.status = "infeasible" if best_plan is None else "optimal"
             bound = math.inf if best_plan is None else best
@@ -145,7 +161,8 @@ def outer_approximation(instance, pools, objective: str, backend: str, params, d
         if r.status != "optimal":
             report.status = r.status
             break
-        newly = objective != "min_cost" and not chosen and f.chosen is not None and f.chosen not in solved
+        newly = objective != "min_cost" and not chosen and f.chosen is not None and f.chosen not in solved and \
+            pt.rule == "straggler"
         if newly:
             j, local = pt.part_of_class(f.chosen)
             part = pt.parts[j]
@@ -172,9 +189,12 @@ def outer_approximation(instance, pools, objective: str, backend: str, params, d
             e = t.sync[f.chosen]
             u = e.u_const + math.log(n) - float(outer_per_step(e, t, n, h, rr))
             q, ab = sync_terms(e, t, n, h, rr)
+        pin = compute and f.chosen is not None and pt.rule == "straggler"     # the rule's tokens depend on the split
         refined = grid.refine(n, h, rr, q, ab, f.gain if t.quality_target and not compute else None, u,
-                              t.sync[f.chosen].label if compute and f.chosen is not None else None)
-        if time.perf_counter() >= (min(deadline, loop_end) if compute else deadline):
+                              t.sync[f.chosen].label if pin else None)
+        if pt.rule_rows is not None:
+            refined = pt.rule_rows.refine(f.model) or refined
+        if time.perf_counter() >= (min(deadline, loop_end) if capped else deadline):
             report.status = "time_limit"
             break
         if not (refined or newly):
@@ -239,21 +259,19 @@ def solve_mixed_mip(instance, objective: str, solver: str, deadline: float, star
     from planner.fleet.pools import pool_settings
     from planner.solvers.mixed import MAX_EXACT_POOLS, Part, PartResult, answer, solve_mixed
     refusals(instance, solver, len(instance.fleet.pools), MAX_EXACT_POOLS)       # chosen regions (pool_regions)
-    if instance.fleet.sync_rule != "straggler":
-        from planner.schema.errors import InputError, Problem
-        raise InputError([Problem("fleet.sync_rule", f"the one-model path (--solver {solver}) models the straggler "
-                                                     f"rule only, got '{instance.fleet.sync_rule}': use --solver bnb "
-                                                     "or --solver exhaustive")])
     pools = pool_settings(instance)
+    ruled = rule_of(instance) != "straggler"
     maximise = objective == "max_compute"
     reports, shapes, incumbents, found, bound = [], [], {}, [], (0.0 if maximise else math.inf)
     bounds = SettingBounds(objective)
     certify = len(pools) <= MAX_EXACT_POOLS
+    added = list(FAMILIES) + (list(RULE_FAMILIES) if ruled else [])
     for params in instance.search.params or [None]:
-        plan, value, report, pt = outer_approximation(instance, pools, objective, solver, params, deadline,
-                                                      CERTIFIED_COMPUTE_LOOP_S if certify else COMPUTE_LOOP_S)
+        loop_s = COMPUTE_LOOP_S if not certify else RULE_LOOP_S if ruled else CERTIFIED_COMPUTE_LOOP_S
+        plan, value, report, pt = outer_approximation(instance, pools, objective, solver, params, deadline, loop_s)
         reports.append(report)
-        bounds.add(pt)
+        if not ruled:       # its bounds are the straggler rule's (the decomposition prunes its parts with them)
+            bounds.add(pt)
         shapes.append({"patterns": len(pt.groups), "site_sets": len(pt.keys), "settings": len(pt.parts),
                        "settings_built": sum(p.tables is not None for p in pt.parts)})
         if plan is not None:
@@ -266,7 +284,7 @@ def solve_mixed_mip(instance, objective: str, solver: str, deadline: float, star
                 (units, math.exp(model_value("min_time", None, plan, pools)))
             space = part.tables.space if part.tables is not None else pt.merged.space
             found.append(PartResult(Part(params, used, plan.batch.precision, plan.setting, space), plan.batch,
-                                    plan.counts, key + (0,), units))
+                                    plan.counts, key + (0,), units, plan.rule))
         if maximise:
             bound = max(bound, report.bound if report.bound is not None else math.inf)
         else:
@@ -274,8 +292,8 @@ def solve_mixed_mip(instance, objective: str, solver: str, deadline: float, star
                                                                               else 0.0))
     if certify:       # certification: the exact decomposition from the loop's plans
         t0 = time.perf_counter()
-        part_bound = (relaxed_bounds(instance, pools, bounds) if is_chosen(instance) else bounds) \
-            if objective != "min_cost" else None
+        part_bound = None if objective == "min_cost" or ruled else \
+            relaxed_bounds(instance, pools, bounds) if is_chosen(instance) else bounds
         result = solve_mixed(instance, objective, "bnb", deadline, start, incumbents=incumbents, part_bound=part_bound)
         certify_s = time.perf_counter() - t0
         mine = {tuple(sorted((pools[p].label, c) for p, c in enumerate(r.counts) if c)): r for r in found}
@@ -291,17 +309,19 @@ def solve_mixed_mip(instance, objective: str, solver: str, deadline: float, star
                     result.objective_value > max(r.value for r in found) * (1 + 1e-9) if maximise
                     else result.objective_value < min(r.value for r in found) * (1 - 1e-9))
         result.solver = solver
-        result.mip = [dict(r.to_dict(), **shape, families_added=list(FAMILIES), certified_by="decomposition")
+        result.mip = [dict(r.to_dict(), **shape, families_added=added, certified_by="decomposition")
                       for r, shape in zip(reports, shapes)]
         result.solve_time_s = time.perf_counter() - start
         return result
     # more pools than the decomposition takes: the loop's own bound is the proof (its gap <= LOG_TOL / COST_TOL)
     proven = all(r.status in ("optimal", "infeasible") for r in reports)
+    if ruled and not proven:
+        refuse_unproven(instance, solver, MAX_EXACT_POOLS, len(pools), reports)
     if proven:
         bound = (max if maximise else min)([r.value for r in found], default=0.0 if maximise else math.inf)
     result = answer(instance, pools, objective, solver, found, bound, 0, start, deadline,
                     dict(space_size=None, candidates=[]), explain=False)
-    result.mip = [dict(r.to_dict(), **shape, families_added=list(FAMILIES), certified_by="the loop's bound")
+    result.mip = [dict(r.to_dict(), **shape, families_added=added, certified_by="the loop's bound")
                   for r, shape in zip(reports, shapes)]
     return result
 
@@ -331,7 +351,7 @@ def write_pools_model(instance, objective: str, path) -> list:
             raise UnsupportedBySolver("the presolve leaves no class of any pattern of pools (no plan can beat its "
                                       "incumbent, or none meets the limits): no model to write")
         cutoff = model_value(objective, None, pt.incumbent[1], pools) if pt.incumbent else None
-        grid = Grid.initial_compute(pt.merged, cutoff) if objective == "max_compute" else Grid.initial(pt.merged)
+        grid = initial_grid(pt, objective, cutoff)
         f = build_pools(pt, grid, objective, cutoff, pt.solved)
         with atomic_path(target) as tmp:
             f.model.write(str(tmp), io_options={"symbolic_solver_labels": True})
