@@ -599,7 +599,7 @@ def test_seven_pools_in_seven_cities_against_bnb(objective, backend):
 
 
 def test_too_many_sets_of_sites_exit_2(tmp_path):
-    """16 pools in 16 cities: 2 x 32,767 sets of sites to list for the node ranges, beyond MAX_SITE_SETS:
+    """17 pools in 17 cities: 2 x 65,535 sets of sites to list for the node ranges, beyond MAX_SITE_SETS:
     exit 2 naming --solver, quickly (the listing stops at the limit)."""
     import sys
     from click.testing import CliRunner
@@ -608,7 +608,7 @@ def test_too_many_sets_of_sites_exit_2(tmp_path):
     sys.path.insert(0, str(ROOT / "scripts"))
     from bench_mixed import pools_data
     path = tmp_path / "cities.json"
-    path.write_text(json.dumps(pools_data(16)))
+    path.write_text(json.dumps(pools_data(17)))
     out = CliRunner().invoke(main, ["solve", str(path), "--solver", "highs"])
     assert out.exit_code == 2, out.output
     assert "--solver" in out.output and str(MAX_SITE_SETS) in out.output

@@ -92,9 +92,9 @@ class SiteNetwork:
         if key not in self._cache:
             from planner.sites import slowest_link
             wan = self.network.wan
-            mbps, rtt_ms = slowest_link(self.graph, sorted(key))
+            mbps, rtt_ms = slowest_link(self.graph, sorted(key), self.routes)
             regions = self.regions(sorted(key))
-            inner = [slowest_link(self.graph, r) for r in regions]
+            inner = [slowest_link(self.graph, r, self.routes) for r in regions]
             reg_mbps, reg_rtt = min(m for m, _ in inner), max(r for _, r in inner)
             many = len(key) > 1           # the sync leaves a site: each node's access link applies
             up = min(wan.up_mbps, mbps) if many else mbps
@@ -102,6 +102,12 @@ class SiteNetwork:
             self._cache[key] = SiteLinks(up * 1e6, down * 1e6, rtt_ms / 1e3, reg_mbps * 1e6, reg_rtt / 1e3,
                                          regions, mbps, rtt_ms)
         return self._cache[key]
+
+    @cached_property
+    def routes(self):
+        """The route table of the site graph, computed once (the graph is not changed after it is built)."""
+        from planner.sites.routes import route_table
+        return route_table(self.graph)
 
     @cached_property
     def names(self) -> set[str]:

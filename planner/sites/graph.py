@@ -25,7 +25,7 @@ import networkx as nx
 import numpy as np
 
 from planner.schema.errors import InputError, Problem
-from planner.sites.routes import route_table
+from planner.sites.routes import RouteTable, route_table
 from planner.sites.rtt import estimate_rtt
 
 
@@ -114,7 +114,7 @@ def regional_groups(graph: nx.Graph, min_mbps: float, max_rtt_ms: float) -> list
     return sorted(cliques, key=lambda c: (-len(c), sorted(c)))
 
 
-def slowest_link(graph: nx.Graph, sites: Iterable[str]) -> tuple[float, float]:
+def slowest_link(graph: nx.Graph, sites: Iterable[str], table: RouteTable | None = None) -> tuple[float, float]:
     """(mbps, rtt_ms) that a sync among `sites` is limited by: the least bandwidth and the largest RTT
     over every ordered pair of distinct sites (path_mbps, path_rtt_ms: routes may cross other sites)
     and over each site's LAN (its nodes exchange inside the site too). One site: its LAN.
@@ -122,8 +122,10 @@ def slowest_link(graph: nx.Graph, sites: Iterable[str]) -> tuple[float, float]:
         mbps = min over i, j in sites of W[i, j],  rtt_ms = max over i, j in sites of R[i, j]
 
     with W, R the route table (the diagonal holding the LANs); (0, inf) if two of them have no route.
+    `table`: the graph's route table when the caller holds it (`route_table` checks a fingerprint of
+    the whole graph on every call, which dominates when many site sets are asked of one graph).
     """
-    table = route_table(graph)
+    table = route_table(graph) if table is None else table
     rows = table.rows(dict.fromkeys(sites))
     if not len(rows):
         raise ValueError("slowest_link needs at least one site")
