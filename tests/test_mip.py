@@ -46,9 +46,14 @@ def test_highspy_and_ortools_import_in_either_order(first, second):
             "m = mb.Model(); y = m.new_int_var(0, 3, 'y'); m.add(y >= 2); m.minimize(y)\n"
             "s = mb.Solver('scip'); assert s.solve(m) == mb.SolveStatus.OPTIMAL and s.value(y) == 2\n"
             "print('ok')")
+    assert _in_a_fresh_process(code).stdout.strip() == "ok"
+
+
+def _in_a_fresh_process(code: str) -> subprocess.CompletedProcess:
+    """Run `code` in a new Python process (imports and HiGHS' first-object banner start afresh)."""
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
-    assert out.stdout.strip() == "ok"
+    return out
 
 
 # -- families --------------------------------------------------------------------------------
@@ -810,8 +815,7 @@ def test_the_highs_backend_solves_a_small_mip_right_and_prints_nothing():
             "m.c = pyo.Constraint(expr=m.x + m.z >= 4.5); m.obj = pyo.Objective(expr=2 * m.x + 3 * m.z)\n"
             "r = backends()['highs'].solve(m)\n"
             "import sys; sys.stderr.write(f'{r.status} {r.objective} {pyo.value(m.z)}')\n")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
-    assert out.returncode == 0, out.stderr
+    out = _in_a_fresh_process(code)
     assert out.stdout == ""
     status, objective, z = out.stderr.split()[-3:]
     assert status == "optimal" and float(objective) == pytest.approx(9.0, abs=1e-5) and abs(float(z)) < 1e-6   # HiGHS feasibility tolerance 1e-7
