@@ -677,20 +677,6 @@ def batch_unit(batch) -> int:
                      None if z is None else np.ravel(z)[0])
 
 
-def chosen_problems(instance, objective: str, solver: str) -> list[Problem]:
-    """What chosen regions do not support yet (exit 2, naming the field): the MIP backends (they do
-    not encode the placement). The least-cost objective and budgets are exact (`least_cost_placed`,
-    `Placement.within`), and so is the proportional rule (its splits placeable: `fastest_placement`,
-    `placeable_splits`)."""
-    if instance.network.regions != "chosen" or not instance.network.sites or not instance.fleet.is_mixed:
-        return []
-    problems = []
-    if solver not in ("bnb", "exhaustive"):
-        problems.append(Problem("solver", f"{solver!r} is not supported with network.regions = 'chosen' "
-                                          "(use bnb or exhaustive)"))
-    return problems
-
-
 def part_regions(instance, sites, pools, used: Sequence[int]) -> list[tuple[object, Placement | None]]:
     """The (site network view, placement) of every region partition the planner must try for the
     pools `used`: geography (or no sites): [(sites, None)]; chosen: each undominated partition of

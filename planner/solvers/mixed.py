@@ -47,7 +47,7 @@ from planner.evaluate import with_params
 from planner.fleet.evaluate import MixedEvaluation, evaluate_mixed
 from planner.fleet.network import site_network
 from planner.fleet.pools import PoolSetting, pool_settings
-from planner.fleet.regions import (cheapest_tied, chosen_problems, least_cost_placed, part_counts, part_regions,
+from planner.fleet.regions import (cheapest_tied, least_cost_placed, part_counts, part_regions,
                                    plan_regions)
 from planner.fleet.replicas import affordable_nodes, cheapest_fill, fleet_cost_usd, mixed_setting, unsupported
 from planner.objectives import min_time, tie_less
@@ -261,9 +261,6 @@ def solve_mixed(instance: Instance, objective: str, solver: str, deadline: float
     if solver in MIP_SOLVERS:            # chosen regions: a relaxation certified by this decomposition (pool_regions)
         from planner.solvers.mixed_mip import solve_mixed_mip
         return solve_mixed_mip(instance, objective, solver, deadline, start)
-    if problems := chosen_problems(instance, objective, solver):      # regions chosen: bnb, exhaustive, MIP
-        from planner.schema.errors import InputError
-        raise InputError(problems)
     pools = pool_settings(instance)
     rules = rules_searched(instance, objective, pools)
     maximise = objective == "max_compute"
