@@ -321,11 +321,9 @@ def rule_candidates(pools, batch, counts: list[int], model_counts: list[int], se
     if not eligible_batch(batch):
         return out if rule != "proportional" else []
     nodes = int(batch.nodes[0])
-    used = [p for p, c in enumerate(counts) if c]
-    steps = {p: int(v) for p, v in inner_steps(step_ratios(setting, pools, used, batch.precision),
-                                               int(batch.inner_steps[0])).items()}
+    steps = _inner_steps_of(setting, pools, batch, counts)
     options = [counts, fastest_fill(pools, steps, nodes)]
-    if sum(model_counts) == nodes and [p for p, c in enumerate(model_counts) if c] == used:
+    if sum(model_counts) == nodes and [p for p, c in enumerate(model_counts) if c] == sorted(steps):
         options.append(model_counts)
     for option in options:
         if option is not None and (budget_usd is None or fleet_cost_usd(pools, option) <= budget_usd) and \
@@ -336,10 +334,16 @@ def rule_candidates(pools, batch, counts: list[int], model_counts: list[int], se
 
 def rule_adjust(setting, pools, batch, counts):
     """`adjust_for` of a plan run under the rule on `counts`."""
+    steps = _inner_steps_of(setting, pools, batch, counts)
+    return adjust_for(sum(counts[p] * h_p for p, h_p in steps.items()), max(steps.values()),
+                      int(batch.inner_steps[0]))
+
+
+def _inner_steps_of(setting, pools, batch, counts) -> dict[int, int]:
+    """H_p of every pool a plan uses (`counts` > 0) at the plan's H and precision (`proportional.inner_steps`)."""
     used = [p for p, c in enumerate(counts) if c]
-    h = int(batch.inner_steps[0])
-    steps = {p: int(v) for p, v in inner_steps(step_ratios(setting, pools, used, batch.precision), h).items()}
-    return adjust_for(sum(counts[p] * steps[p] for p in used), max(steps.values()), h)
+    ratios = step_ratios(setting, pools, used, batch.precision)
+    return {p: int(v) for p, v in inner_steps(ratios, int(batch.inner_steps[0])).items()}
 
 
 def rule_value(objective: str, setting, batch, counts, pools, scale: float) -> float:
