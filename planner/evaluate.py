@@ -19,6 +19,7 @@ from planner.cost.score import BOTTLENECKS, CONSTRAINTS, score
 from planner.cost.setting import PlanBatch, Setting
 from planner.schema.instance import Instance
 from planner.schema.plan import Plan
+from planner.schema.sites import ignored_wan_rtt
 
 VALIDATED_PARAMS = 72e9          # largest published DiLoCo-style run over the internet (Covenant-72B)
 DEMONSTRATED_COMPRESSION = 150   # Covenant-72B used ~146x pseudo-gradient compression
@@ -208,7 +209,7 @@ def _structure_message(b: PlanBatch, v: dict[str, float]) -> str:
 
 def _warnings(e: Evaluation) -> list[str]:
     a, b, v, s = e.setting.assumptions, e.batch, e.values, e.setting
-    out = []
+    out = [w for w in [ignored_wan_rtt(e.instance)] if w]
     cr = float(b.compression[0])
     if v["synchronised"] and cr > 100 and not a.error_feedback:
         out.append(f"compression {cr:g}x without error feedback: quality beyond 100x is poorly supported")
