@@ -221,9 +221,13 @@ def _warnings(e: Evaluation) -> list[str]:
         out += physics.extrapolation_warnings(float(b.inner_steps[0]), cr, v["replicas"],
                                               float(b.regional_rounds[0]) if b.mode == "hierarchical" else 1.0)
     for accelerator in _accelerators(e):
-        if a.mfu_from_table and physics.table_mfu(accelerator) is None:
+        row = physics.table_mfu(accelerator) if a.mfu_from_table else {}
+        if row is None:
             out.append(f"no achieved-MFU entry in models/mfu.json for {accelerator or 'this hardware'!r}: "
                        f"MFU {a.mfu:g} (the profile's) is used")
+        elif a.mfu_from_table and b.precision not in row:      # e.g. B200: an fp8 figure only
+            out.append(f"no {b.precision} achieved-MFU figure in models/mfu.json for {accelerator!r}: MFU "
+                       f"{a.mfu:g} (the profile's) is used at {b.precision}")
     if a.failures and s.goodput <= physics.MIN_GOODPUT:
         out.append("failures and churn leave no time for training (goodput 0): the fleet fails faster than it "
                    "can checkpoint and restart")
