@@ -20,6 +20,7 @@ drive it with a fake clock, without the thread.
 
 from __future__ import annotations
 
+import os
 import sys
 import threading
 import time
@@ -33,6 +34,13 @@ SILENT_COMMANDS = frozenset({"serve"})      # runs until stopped, logs each requ
 QUIET_KEY = "dtplan.quiet"
 
 _label = [""]          # what the running command last reported (one command per process)
+
+# A sweep forks its workers while the line thread may be writing: the fork waits for the write to
+# end, so no child starts with standard error's lock held by a thread it does not have.
+_writing = threading.Lock()
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(before=_writing.acquire, after_in_parent=_writing.release,
+                        after_in_child=_writing.release)
 
 
 def report(label: str) -> None:
@@ -94,9 +102,10 @@ class progress_lines:
             return None
         self.next_at = now + self.every_s       # a late line (a long step) shifts the next, never a burst
         text = self.line(now - self.start)
-        stream = self._stream()
-        stream.write(text + "\n")
-        stream.flush()
+        with _writing:
+            stream = self._stream()
+            stream.write(text + "\n")
+            stream.flush()
         return text
 
     def _run(self) -> None:
