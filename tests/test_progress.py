@@ -9,6 +9,7 @@ import json
 from pathlib import Path
 
 import click
+import pytest
 from click.testing import CliRunner
 
 from planner.cli import main
@@ -16,6 +17,12 @@ from planner.cli import progress
 from planner.cli.progress import progress_lines, report
 
 ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(autouse=True)
+def loud(monkeypatch):
+    """tests/conftest.py sets DTPLAN_QUIET for the suite; these tests want the lines."""
+    monkeypatch.delenv(progress.QUIET_ENV, raising=False)
 
 
 class FakeClock:
@@ -63,6 +70,16 @@ def test_quiet_and_serve_print_nothing():
         lines = progress_lines(ctx, clock=clock, stream=out)
         clock.now += 60
         assert lines.tick() is None and out.getvalue() == ""
+
+
+def test_dtplan_quiet_in_the_environment_is_quiet_on_every_command(monkeypatch):
+    clock, out = FakeClock(), io.StringIO()
+    lines = progress_lines(_ctx(), clock=clock, stream=out)
+    clock.now += 60
+    monkeypatch.setenv(progress.QUIET_ENV, "1")
+    assert lines.tick() is None
+    monkeypatch.setenv(progress.QUIET_ENV, "0")                 # "0" or "" mean not set
+    assert lines.tick() == "dtplan thresholds: 60 s, still working"
 
 
 def test_a_terminal_gets_no_lines_and_no_thread():

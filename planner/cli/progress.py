@@ -10,7 +10,8 @@ EVERY_S seconds, one line goes to standard error,
 
 with what the command last reported through `report` (nothing when it reports nothing). Standard
 output is never written (`--json` stays one document). `--quiet`, which every command takes
-(`quiet_option`), turns the lines off (and the terminal's progress bar of `progress_after`).
+(`quiet_option`), or the environment variable DTPLAN_QUIET=1, turns the lines off (and the
+terminal's progress bar of `progress_after`).
 `serve` runs until stopped and writes its own log: it gets no lines.
 
 The lines come from a daemon thread that sleeps on an Event between lines and is stopped and
@@ -32,6 +33,7 @@ AFTER_S = 2.0          # a command that runs longer than this reports (the issue
 EVERY_S = 3.0          # then one line every this many seconds (the issue: "every 2-5 s")
 SILENT_COMMANDS = frozenset({"serve"})      # runs until stopped, logs each request itself
 QUIET_KEY = "dtplan.quiet"
+QUIET_ENV = "DTPLAN_QUIET"      # set (not "" or "0"): as --quiet on every command (CI logs, the test suite)
 
 _label = [""]          # what the running command last reported (one command per process)
 
@@ -61,6 +63,9 @@ def quiet_option() -> click.Option:
 
 
 def is_quiet(ctx: click.Context | None = None) -> bool:
+    """--quiet was given, or DTPLAN_QUIET is set."""
+    if os.environ.get(QUIET_ENV, "") not in ("", "0"):
+        return True
     ctx = ctx or click.get_current_context(silent=True)
     return bool(ctx and ctx.meta.get(QUIET_KEY))
 
@@ -116,7 +121,7 @@ class progress_lines:
 
     def __enter__(self) -> "progress_lines":
         _label[0] = ""
-        if self._wanted():
+        if self._wanted() and not is_quiet(self.ctx):
             self.thread = threading.Thread(target=self._run, name="dtplan-progress", daemon=True)
             self.thread.start()
         return self
