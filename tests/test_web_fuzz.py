@@ -49,7 +49,7 @@ def _paths(data, prefix=""):
 
 def _set(data, path: str, value):
     data = json.loads(json.dumps(data))
-    node, *_, = [data]
+    node = data
     keys = path.split(".")
     for key in keys[:-1]:
         node = node[key]
