@@ -287,8 +287,9 @@ def test_cli_bad_instance_exits_2(tmp_path):
     assert result.exit_code == 2 and "fleet.nodes" in result.output
 
 
-def test_progress_bar_only_on_a_terminal_and_only_after_the_delay():
+def test_progress_bar_only_on_a_terminal_and_only_after_the_delay(monkeypatch):
     import time
+    monkeypatch.delenv("DTPLAN_QUIET", raising=False)         # set for the suite by tests/conftest.py
     from rich.console import Console
     from planner.cli.common import progress_after as _progress_after
     bar = _progress_after(0.0, "solving")
