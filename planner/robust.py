@@ -180,6 +180,7 @@ class RobustMeasure:
     def __init__(self, base: str, settings: list[Setting], statistic: Statistic, labels: list[str] | None = None,
                  member_orders: dict | None = None):
         self.base = base
+        self.ordering = base          # the order in which class groups are searched: the nominal measure's
         self.member_orders = member_orders or {}
         self.settings = list(settings)
         self.statistic = statistic
@@ -299,21 +300,63 @@ def _member_keys(c) -> list[tuple]:
                     np.broadcast_to(r.activation_compression, (c.size,)).tolist(), schedule.tolist()))
 
 
-def _differs(space: DecisionSpace, settings: list[Setting], member_order: bool = True,
-             orders: dict | None = None) -> str | None:
-    """The first group whose classes differ between the nominal scenario and another (None: none).
-    `orders`: filled, per pipeline class with members (`_member_key`), with whether each scenario
-    orders its members as the nominal one does."""
+def _recording(a):
+    """A copy of the Assumptions `a` that records the name of every attribute read from it (its
+    methods' reads included: they read through `self`). It compares unequal to `a` (another
+    class), so no cache keyed by assumptions answers for it unread."""
+    read: set[str] = set()
+
+    class Recording(type(a)):
+        def __getattribute__(self, name):
+            if not name.startswith("__"):
+                read.add(name)
+            return object.__getattribute__(self, name)
+
+    copy = object.__new__(Recording)
+    for f in dataclasses.fields(a):
+        object.__setattr__(copy, f.name, getattr(a, f.name))
+    return copy, read
+
+
+def _listing_may_differ(space: DecisionSpace, settings: list[Setting]) -> list[int]:
+    """The scenarios (indices) whose classes may differ from the nominal ones: the classes are a
+    function of the Setting, so a scenario that differs from the nominal one only in assumption
+    constants the nominal listing never read lists the same classes (the listing is deterministic)."""
     nominal = settings[0]
+    copy, read = _recording(nominal.assumptions)
+    probe = nominal.replace(assumptions=copy)
+    memo = space.__dict__.setdefault("_memo", {})       # `DecisionSpace.classes`' memo
+    for mode in space.modes:
+        for precision in space.precisions:
+            for ep in space.expert_scopes(probe, mode):
+                # the same values as the nominal Setting's, so the nominal classes: remembered for the search
+                memo[(mode, precision, ep)] = (nominal, space._classes_of(probe, mode, precision, ep))
+    read &= {f.name for f in dataclasses.fields(nominal.assumptions)}    # methods read fields through self
+    out = []
+    for j, s in enumerate(settings[1:], 1):
+        if s.replace(assumptions=nominal.assumptions) != nominal or \
+                any(getattr(s.assumptions, name) != getattr(nominal.assumptions, name) for name in read):
+            out.append(j)
+    return out
+
+
+def _differs(space: DecisionSpace, settings: list[Setting], orders: dict) -> str | None:
+    """The first group whose classes differ between the nominal scenario and another (None: none),
+    the members of a pipeline class compared in any order; `orders` is filled, per pipeline class
+    with members (`_member_keys`), with whether each scenario orders its members as the nominal one
+    does (scenarios whose listing cannot differ are skipped: `_listing_may_differ`)."""
+    nominal = settings[0]
+    others = _listing_may_differ(space, settings)
     for mode in space.modes:
         for precision in space.precisions:
             for ep in space.expert_scopes(nominal, mode):
                 c = space.classes(nominal, mode, precision, ep)
-                keys = _member_keys(c) if orders is not None and c is not None and c.members is not None else None
-                for j, s in enumerate(settings[1:], 1):
+                keys = _member_keys(c) if c is not None and c.members is not None else None
+                for j in others:
+                    s = settings[j]
                     other = space._classes_of(s, mode, precision, ep)     # not remembered: the nominal ones are
                     if tuple(space.expert_scopes(s, mode)) != tuple(space.expert_scopes(nominal, mode)) \
-                            or not _same_classes(c, other, member_order):
+                            or not _same_classes(c, other, member_order=False):
                         return f"{mode} {precision}"
                     if keys is not None:
                         same = (c.members == other.members).all(axis=1)
@@ -333,15 +376,27 @@ def check_space(space: DecisionSpace, objective: str, settings: list[Setting],
         raise InputError([Problem(ROBUST_OPTION, f"scenario {labels[j]} changes which plans the space lists "
                                                  f"(its reductions for {objective}); not supported")])
     out, orders = spaces[0], {}
-    group = _differs(out, settings)
-    if group is not None:        # every M listed, as the member axis of its (S, Ca) class
-        out = dataclasses.replace(out, all_micro_batches=True, faster_wins=False)
-        group = _differs(out, settings, member_order=False, orders=orders)
+    if not _listing_may_differ(out, settings):
+        return out, orders
+    # some scenario may list other rows (e.g. another M of least pipeline step): every M listed,
+    # as the member axis of its (S, Ca) class, its order checked per scenario
+    out = dataclasses.replace(out, all_micro_batches=True, faster_wins=False)
+    group = _differs(out, settings, orders)
     if group is not None:
         raise InputError([Problem(ROBUST_OPTION, f"the scenarios order the {group} pipeline rows (micro-batch "
                                                  f"counts, schedules) differently; a robust search of them is not "
                                                  f"supported")])
     return out, orders
+
+
+def plan_measures(settings: list[Setting], base: str, batch) -> np.ndarray:
+    """The base measure (time to target, or 1/compute) of a one-plan batch under each scenario."""
+    from planner.cost.score import time_to_target, window_compute
+    if base == bnb.TIME:
+        return np.array([time_to_target(s, batch)["time_to_target_s"][0] for s in settings])
+    kind = base[2:]
+    with np.errstate(divide="ignore"):
+        return np.array([1.0 / window_compute(s, batch, kind)[kind][0] for s in settings])
 
 
 def optimise(settings: list[Setting], space: DecisionSpace, objective: str, statistic: Statistic,
@@ -352,19 +407,48 @@ def optimise(settings: list[Setting], space: DecisionSpace, objective: str, stat
     min_time: the least robust time to target (seconds) among plans whose robust time is within
     the duration limit; min_cost: the fewest nodes (USD) of such a plan, then the least robust
     time; max_compute: the most robust compute (FLOP), the statistic taken of 1/compute (the
-    k-th largest of 1/C is 1/(the k-th smallest C)). `solver`: "bnb" or "exhaustive"."""
-    from planner import objectives
+    k-th largest of 1/C is 1/(the k-th smallest C)). `solver`: "bnb" or "exhaustive" (every plan
+    scored under every scenario).
+
+    The branch and bound runs over an active subset A of the scenarios, grown until its optimum
+    holds for all (scenario generation): the k-th largest over A never exceeds the k-th largest
+    over all S (dropping entries moves no order statistic up), so the problem over A is a
+    relaxation (its optimum and bound are at most those over S; infeasible over A, infeasible
+    over S). When the optimum p over A has kth_S(p) = kth_A(p), no plan does better over S:
+    p is optimal over S, first in tie order among the optima (an optimum over S is one over A).
+    Else the scenarios in which p exceeds kth_A(p) join A and the search runs again. A starts
+    with the first k scenarios (the instance as given first); the scenarios that bind are few
+    (often one), so the searches cost about that many nominal ones, not S."""
     s = settings[0]
     windows = {t.window_s for t in settings}
     if len(windows) > 1:
         raise InputError([Problem(ROBUST_OPTION, "the scenarios change the duration limit; not supported")])
     space, orders = check_space(space, objective, settings, labels)
     base = bnb.compute_measure(s.target_kind) if objective == "max_compute" else bnb.TIME
-    measure = RobustMeasure(base, settings, statistic, labels, orders)
+    measure = RobustMeasure(base, settings, statistic, labels, orders)     # checks every scenario's bounds
     if solver == "exhaustive":
         from planner.solvers import exhaustive
         found, evaluations = exhaustive.optimise(s, space, objective, measure=measure)
         return found, evaluations, (0.0 if objective == "max_compute" else math.inf)
+    active, evaluations = list(range(statistic.k)), 0
+    while True:
+        sub = RobustMeasure(base, [settings[j] for j in active], Statistic(statistic.k, len(active)),
+                            [labels[j] for j in active], {key: v[active] for key, v in orders.items()})
+        found, count, bound = _search(s, space, objective, sub, deadline)
+        evaluations += count
+        if found is None:
+            return None, evaluations, bound
+        per = plan_measures(settings, base, found[0])
+        key_all = float(statistic.of_values(per))
+        key_active = float(sub.statistic.of_values(per[active]))
+        if key_all <= key_active or len(active) == len(settings):
+            value = found[1] if objective == "min_cost" else (1.0 / key_all if objective == "max_compute" else key_all)
+            return (found[0], value), evaluations, bound
+        active = sorted(set(active) | {j for j in range(len(settings)) if per[j] > key_active})
+
+
+def _search(s: Setting, space: DecisionSpace, objective: str, measure: RobustMeasure, deadline: float):
+    from planner import objectives
     if objective == "min_time":
         return objectives.min_time(s, space, deadline, measure=measure)
     if objective == "min_cost":

@@ -620,7 +620,7 @@ def batches_most_promising_first(s: Setting, space: DecisionSpace, measure: str 
         if c is None:
             continue
         idx, n, h, r = _seeds(s, c, space.max_inner_steps, space.max_regional_rounds)
-        t = _measure(s, c, idx, n, h, r, measure)
+        t = _measure(s, c, idx, n, h, r, getattr(measure, "ordering", measure))    # an order, not a bound
         scored.append((float(np.nanmin(t)) if np.isfinite(t).any() else math.inf, len(scored), c))
     ordered = Batches(c for _, _, c in sorted(scored, key=lambda x: (x[0], x[1])))
     ordered.complete = complete
