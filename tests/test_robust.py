@@ -135,7 +135,7 @@ def test_cli_solve_robust(tmp_path):
     path.write_text(json.dumps(_hand_instance(None, 16000)))
     out = CliRunner().invoke(main, ["solve", str(path), "--robust", "--json"])
     assert out.exit_code == 0, out.output
-    data = json.loads(out.output)
+    data = json.loads(out.stdout)
     assert data["robust"]["status"] == "optimal" and data["statistic"]["k"] == 1
     assert len(data["regret"]) == data["statistic"]["scenarios"] == len(data["scenarios"])
     text = CliRunner().invoke(main, ["solve", str(path), "--robust"])
@@ -146,3 +146,74 @@ def test_cli_solve_robust(tmp_path):
     assert bad.exit_code == 2 and "--robust" in bad.output
     bad = CliRunner().invoke(main, ["solve", str(path), "--robust", "--quantile", "1.5"])
     assert bad.exit_code == 2 and "--quantile" in bad.output
+
+
+def _write_quality_only(tmp_path):
+    """The hand-worked instance and an uncertainty folder with only the quality scenarios (the CLI
+    reads models/assumptions/uncertainty/*.json: the files of the shipped folder)."""
+    path = tmp_path / "i.json"
+    path.write_text(json.dumps(_hand_instance(None, 16000)))
+    return path
+
+
+def test_cli_feasible_robust_names_the_scenarios(tmp_path):
+    """A 30-day limit between the hand-worked plans' times under the scenarios: reachable under some."""
+    from click.testing import CliRunner
+
+    from planner.cli import main
+    data = _hand_instance(None, 16000)
+    raw_instance = parse_instance(data)
+    chosen, settings = scenario_settings(data)
+    # the fastest plan's days under each scenario, solved one by one: the verdict's reference
+    from planner.solve import solve
+    from planner.questions.robust import scenario_instances
+    days = [solve(i, "min_time").objective_value / 86400 for i in scenario_instances(raw_instance, data, chosen)]
+    limit = (min(days) + max(days)) / 2
+    data["limits"]["max_days"] = limit
+    path = tmp_path / "i.json"
+    path.write_text(json.dumps(data))
+    out = CliRunner().invoke(main, ["feasible", str(path), "--robust", "--json"])
+    assert out.exit_code == 1, out.output            # no single plan reaches it under every scenario
+    result = json.loads(out.stdout)
+    assert result["verdict"] == "some"
+    reachable = {r["scenario"]: r["reachable"] for r in result["scenarios"]}
+    assert reachable == {c.label: d <= limit for c, d in zip(chosen, days)}
+    text = CliRunner().invoke(main, ["feasible", str(path), "--robust"])
+    assert "reachable under some scenarios" in text.output and "not under" in text.output
+
+
+def test_cli_sweep_robust_rows_are_robust_solves(tmp_path):
+    from click.testing import CliRunner
+
+    from planner.cli import main
+    path = _write_quality_only(tmp_path)
+    out = CliRunner().invoke(main, ["sweep", str(path), "--grid", "fleet.nodes=8", "--robust", "--workers", "1",
+                                    "--json"])
+    assert out.exit_code == 0, out.output
+    row = json.loads(out.stdout)["rows"][0]
+    data = _hand_instance(None, 16000)
+    result = robust_solve(parse_instance(data), data)
+    assert row["status"] == "optimal"
+    assert row["objective_value"] == pytest.approx(result.robust.objective_value, rel=1e-12)
+    bad = CliRunner().invoke(main, ["sweep", str(path), "--grid", "fleet.nodes=8", "--robust", "--command", "feasible"])
+    assert bad.exit_code == 2 and "--robust" in bad.output
+
+
+def test_cli_thresholds_robust_row_is_the_robust_min_cost():
+    from click.testing import CliRunner
+
+    from planner.cli import main
+    from planner.questions import thresholds as q
+    out = CliRunner().invoke(main, ["thresholds", "--compute", "16", "--target-flop", "1e24", "--accelerator",
+                                    "H100-SXM", "--robust", "--json"])
+    assert out.exit_code == 0, out.output
+    answer = json.loads(out.stdout)["answers"][0]
+    th = q.Thresholds(16.0, None, None, None, None)
+    node = q.build_node(q.load_accelerators()["H100-SXM"], th)
+    raw = {"model": {"params": answer["model_params"]}, "training": {"target_flop": 1e24}}
+    data = q.node_instance(raw, node, th, q._node_cap(raw), False)
+    robust = robust_solve(parse_instance(data), data, "min_cost")
+    assert answer["nodes"] == robust.robust.plan.nodes
+    assert answer["verified"].startswith("robust (worst case")
+    # the worst case needs at least the nodes the instance as given needs
+    assert answer["nodes"] >= robust.nominal.plan.nodes

@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from planner.cost.duration import SECONDS_PER_DAY
-from planner.robust import ROBUST_OPTION, Scenario, Statistic, optimise, scenario_settings, scenarios
+from planner.robust import ROBUST_OPTION, Scenario, Statistic, optimise, scenario_settings
 from planner.schema.errors import InputError, Problem
 from planner.schema.instance import Instance, parse_instance
 from planner.solve import AGREEMENT_REL, MIP_SOLVERS, SolveResult, plan_from_batch, solve
@@ -241,12 +241,10 @@ def robust_reach(instance: Instance, raw: dict, solver: str = "bnb", deadline: f
     limits (`planner.solve.solve`, min_time), and the one plan reaching under all of them."""
     _check(instance, solver)
     deadline = deadline if deadline is not None else math.inf
-    one, _, _, _ = robust_optimum(instance, raw, "min_time", None, solver, deadline, paths)
+    one, chosen, _, _ = robust_optimum(instance, raw, "min_time", None, solver, deadline, paths)
     rows = []
-    for scenario, data in scenarios(raw, paths):
-        if any(r["scenario"] == scenario.label for r in rows):
-            continue
-        r = solve(parse_instance(data), "min_time", solver, deadline=deadline)
+    for scenario, inst in zip(chosen, scenario_instances(instance, raw, chosen)):
+        r = solve(inst, "min_time", solver, deadline=deadline)
         rows.append({"scenario": scenario.label, "reachable": r.plan is not None, "status": r.status,
                      "days": r.objective_value / SECONDS_PER_DAY if r.objective_value is not None else None})
     reached = sum(1 for r in rows if r["reachable"])
@@ -256,11 +254,12 @@ def robust_reach(instance: Instance, raw: dict, solver: str = "bnb", deadline: f
 
 def reach_lines(r: RobustReach) -> list[str]:
     """`feasible --robust` in words."""
-    names = [x["scenario"] for x in r.per_scenario if x["reachable"]]
-    lines = {"every": [f"reachable under every scenario ({len(r.per_scenario)})"],
-             "none": [f"reachable under none of the {len(r.per_scenario)} scenarios"],
-             "some": [f"reachable under some scenarios: {len(names)} of {len(r.per_scenario)} ({', '.join(names)})"]
-             }[r.verdict]
+    missed = [x["scenario"] for x in r.per_scenario if not x["reachable"]]
+    count = len(r.per_scenario)
+    lines = {"every": [f"reachable under every scenario ({count})"],
+             "none": [f"reachable under none of the {count} scenarios"],
+             "some": [f"reachable under some scenarios: {count - len(missed)} of {count}; not under "
+                      f"{', '.join(missed)}"]}[r.verdict]
     if r.one_plan.plan is not None:
         lines.append(f"one plan reaches the target under every scenario: worst case "
                      f"{r.one_plan.objective_value / SECONDS_PER_DAY:,.1f} days")
@@ -288,3 +287,49 @@ def robust_report(instance, result: RobustResult, path, command: str | None = No
     doc.h2("Each plan under each scenario (regret)")
     doc.table(*regret_table(result))
     return doc.write(path)
+
+
+# -- thresholds --robust ------------------------------------------------------------------------
+
+
+def robust_answer(raw: dict, node, th, fit: bool = False):
+    """`thresholds --robust`, one row: the fewest nodes of the accelerator's node whose plan reaches
+    the target within the limits under the statistic of the scenarios (robust min_cost, proven by
+    the branch and bound), and that plan's robust (worst-case) days to target. The counterpart of
+    `planner.questions.thresholds.answer`, whose nominal verification by re-solving it replaces by
+    the search's proof."""
+    from planner.questions.thresholds import Answer, node_case
+    case = node_case(raw, node, th, fit)
+    if isinstance(case, Answer):
+        return case
+    data, instance, params, cap = case
+    r, _, statistic, settings = robust_optimum(instance, data, "min_cost")
+    if r.status != "optimal":
+        return Answer(node, False, model_params=params, result=r,
+                      binding=r.infeasibility or [f"no plan with up to {cap:,} nodes reaches the target"])
+    from planner.evaluate import batch_from_plan
+    n = int(r.plan.nodes)
+    days = _statistic_of(settings, statistic, batch_from_plan(settings[0], r.plan), "time_to_target_s") / SECONDS_PER_DAY
+    return Answer(node, True, n, n * node.price_usd, days, params, r, [],
+                  f"robust ({statistic.describe()}): {n:,} nodes, proven fewest by the branch and bound")
+
+
+# -- sweep --robust -----------------------------------------------------------------------------
+
+
+def sweep_row(instance: Instance, data: dict, objective: str | None, solver: str) -> dict[str, Any]:
+    """One point of `sweep --robust` (command "robust"): the robust optimum of the point's instance
+    (its value: seconds, USD or FLOP, as `solve`), the statistic, the plan's cost and fields."""
+    from planner.present.frames import _plan as plan_columns
+    objective = objective or instance.objective
+    r, chosen, statistic, settings = robust_optimum(instance, data, objective, solver=solver)
+    cost = days = None
+    if r.plan is not None:
+        from planner.evaluate import batch_from_plan
+        cost = r.plan.nodes * settings[0].node_price_usd
+        days = _statistic_of(settings, statistic, batch_from_plan(settings[0], r.plan),
+                             "time_to_target_s") / SECONDS_PER_DAY
+    return {"status": r.status, "objective": objective, "objective_value": r.objective_value,
+            "best_bound": r.best_bound, "gap": r.gap, "statistic": statistic.describe(),
+            "time_to_target_days": days, "cost_usd": cost,
+            "model_params": r.model_params, **plan_columns(r.plan), "infeasibility": "; ".join(r.infeasibility) or None}
