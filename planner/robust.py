@@ -24,19 +24,20 @@ plan of the box: kth(L) is a valid lower bound of the robust key. A scenario not
 may take L_s = 0, which is valid (m_s >= 0), so a box is pruned as soon as k of its scenario
 bounds exceed the cutoff: the others need not be computed (`RobustMeasure.box`).
 
-The decision space must be the same in every scenario: the space's reductions (the micro-batch
-count of least pipeline step, the fastest schedule, streaming) and the member order of pipeline
-classes are exact for each scenario only when they pick the same rows; `check_space` builds the
-classes under every scenario and requires them equal to the nominal ones (else the micro-batch
-reductions are lifted, and if that does not make them equal the robust solve is refused).
-A plan dropped by a reduction is then dominated, in every scenario, by the same kept plan, so its
-robust key is no better (kth is monotone).
+The decision space must be the same in every scenario searched: the space's reductions (the
+micro-batch count of least pipeline step, the fastest schedule, streaming) and the member order of
+pipeline classes are exact for a scenario only when it picks the same rows; `SpaceCheck` builds
+the classes under the scenarios searched and requires them equal to the nominal ones (else the
+micro-batch reduction is lifted and the member order checked per scenario; a scenario that still
+lists other plans is refused). A plan dropped by a reduction is then dominated, in every scenario
+searched, by the same kept plan, so its robust key over them is no better (kth is monotone).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import math
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -208,7 +209,7 @@ class RobustMeasure:
 
     def _member_order(self, c) -> np.ndarray:
         """(scenarios, classes): whether each scenario orders the class's members (micro-batch
-        counts) by pipeline step as the nominal one does (`check_space`), which the box bound
+        counts) by pipeline step as the nominal one does (`SpaceCheck`), which the box bound
         across members needs."""
         held = self._orders.get(id(c))
         if held is None or held[0] is not c:
@@ -318,75 +319,79 @@ def _recording(a):
     return copy, read
 
 
-def _listing_may_differ(space: DecisionSpace, settings: list[Setting]) -> list[int]:
-    """The scenarios (indices) whose classes may differ from the nominal ones: the classes are a
-    function of the Setting, so a scenario that differs from the nominal one only in assumption
-    constants the nominal listing never read lists the same classes (the listing is deterministic)."""
-    nominal = settings[0]
+def _reads(space: DecisionSpace, nominal: Setting) -> set[str]:
+    """The assumption fields the class listing of `space` reads under the nominal Setting (its
+    classes, built with a recording copy of the assumptions, are remembered as the nominal ones:
+    the same values)."""
     copy, read = _recording(nominal.assumptions)
     probe = nominal.replace(assumptions=copy)
     memo = space.__dict__.setdefault("_memo", {})       # `DecisionSpace.classes`' memo
     for mode in space.modes:
         for precision in space.precisions:
             for ep in space.expert_scopes(probe, mode):
-                # the same values as the nominal Setting's, so the nominal classes: remembered for the search
                 memo[(mode, precision, ep)] = (nominal, space._classes_of(probe, mode, precision, ep))
-    read &= {f.name for f in dataclasses.fields(nominal.assumptions)}    # methods read fields through self
-    out = []
-    for j, s in enumerate(settings[1:], 1):
-        if s.replace(assumptions=nominal.assumptions) != nominal or \
-                any(getattr(s.assumptions, name) != getattr(nominal.assumptions, name) for name in read):
-            out.append(j)
-    return out
+    return read & {f.name for f in dataclasses.fields(nominal.assumptions)}     # methods read fields through self
 
 
-def _differs(space: DecisionSpace, settings: list[Setting], orders: dict) -> str | None:
-    """The first group whose classes differ between the nominal scenario and another (None: none),
-    the members of a pipeline class compared in any order; `orders` is filled, per pipeline class
-    with members (`_member_keys`), with whether each scenario orders its members as the nominal one
-    does (scenarios whose listing cannot differ are skipped: `_listing_may_differ`)."""
-    nominal = settings[0]
-    others = _listing_may_differ(space, settings)
-    for mode in space.modes:
-        for precision in space.precisions:
-            for ep in space.expert_scopes(nominal, mode):
-                c = space.classes(nominal, mode, precision, ep)
-                keys = _member_keys(c) if c is not None and c.members is not None else None
-                for j in others:
-                    s = settings[j]
+class SpaceCheck:
+    """The space searched over a subset of the scenarios (module docstring): the objective's
+    reductions where every scenario of the subset lists the nominal classes, else every M listed
+    (the member axis of its (S, Ca) class) with, per scenario, whether it orders the members as
+    the nominal one does. The classes are a function of the Setting and the listing is
+    deterministic, so a scenario that differs from the nominal one only in assumption fields the
+    nominal listing never read (`_reads`) lists the same classes and is not rebuilt."""
+
+    def __init__(self, space: DecisionSpace, objective: str, settings: list[Setting], labels: list[str]):
+        spaces = [space.for_objective(s, objective) for s in settings]
+        if any(x != spaces[0] for x in spaces[1:]):
+            j = next(i for i, x in enumerate(spaces) if x != spaces[0])
+            raise InputError([Problem(ROBUST_OPTION, f"scenario {labels[j]} changes which plans the space lists "
+                                                     f"(its reductions for {objective}); not supported")])
+        self.reduced = spaces[0]
+        self.full = dataclasses.replace(spaces[0], all_micro_batches=True, faster_wins=False)
+        self.settings, self.labels = settings, labels
+        self._read: dict[int, set[str]] = {}
+        self._unordered: dict[int, set] = {}      # scenario -> member keys it orders otherwise (full space)
+
+    def _may_differ(self, space: DecisionSpace, j: int) -> bool:
+        nominal, s = self.settings[0], self.settings[j]
+        if j == 0:
+            return False
+        if id(space) not in self._read:
+            self._read[id(space)] = _reads(space, nominal)
+        return s.replace(assumptions=nominal.assumptions) != nominal or \
+            any(getattr(s.assumptions, name) != getattr(nominal.assumptions, name) for name in self._read[id(space)])
+
+    def _compare(self, j: int) -> None:
+        """Scenario j's classes of the full space against the nominal ones (InputError if they differ
+        other than in member order, which is recorded)."""
+        space, nominal, s = self.full, self.settings[0], self.settings[j]
+        unordered = self._unordered[j] = set()
+        for mode in space.modes:
+            for precision in space.precisions:
+                for ep in space.expert_scopes(nominal, mode):
+                    c = space.classes(nominal, mode, precision, ep)
                     other = space._classes_of(s, mode, precision, ep)     # not remembered: the nominal ones are
                     if tuple(space.expert_scopes(s, mode)) != tuple(space.expert_scopes(nominal, mode)) \
                             or not _same_classes(c, other, member_order=False):
-                        return f"{mode} {precision}"
-                    if keys is not None:
+                        raise InputError([Problem(ROBUST_OPTION, f"scenario {self.labels[j]} lists other {mode} "
+                                                                 f"{precision} plans (memory, micro-batch counts, "
+                                                                 f"schedules); a robust search of them is not "
+                                                                 f"supported")])
+                    if c is not None and c.members is not None:
                         same = (c.members == other.members).all(axis=1)
-                        for key in set(k for k, ok in zip(keys, same) if not ok):
-                            orders.setdefault(key, np.ones(len(settings), bool))[j] = False
-    return None
+                        unordered |= {k for k, ok in zip(_member_keys(c), same) if not ok}
 
-
-def check_space(space: DecisionSpace, objective: str, settings: list[Setting],
-                labels: list[str]) -> tuple[DecisionSpace, dict]:
-    """(the space searched robustly, the member orders of its pipeline classes for
-    `RobustMeasure`): the objective's reductions under every scenario, which must agree (module
-    docstring); InputError naming --robust when they cannot be made to."""
-    spaces = [space.for_objective(s, objective) for s in settings]
-    if any(x != spaces[0] for x in spaces[1:]):
-        j = next(i for i, x in enumerate(spaces) if x != spaces[0])
-        raise InputError([Problem(ROBUST_OPTION, f"scenario {labels[j]} changes which plans the space lists "
-                                                 f"(its reductions for {objective}); not supported")])
-    out, orders = spaces[0], {}
-    if not _listing_may_differ(out, settings):
-        return out, orders
-    # some scenario may list other rows (e.g. another M of least pipeline step): every M listed,
-    # as the member axis of its (S, Ca) class, its order checked per scenario
-    out = dataclasses.replace(out, all_micro_batches=True, faster_wins=False)
-    group = _differs(out, settings, orders)
-    if group is not None:
-        raise InputError([Problem(ROBUST_OPTION, f"the scenarios order the {group} pipeline rows (micro-batch "
-                                                 f"counts, schedules) differently; a robust search of them is not "
-                                                 f"supported")])
-    return out, orders
+    def space_for(self, group: list[int]) -> tuple[DecisionSpace, dict]:
+        """(space, member orders: key -> per scenario of `group` whether it orders the members as the
+        nominal scenario does) for a search over the scenarios `group`."""
+        if not any(self._may_differ(self.reduced, j) for j in group):
+            return self.reduced, {}
+        for j in group:
+            if j not in self._unordered and self._may_differ(self.full, j):
+                self._compare(j)
+        keys = set().union(*(self._unordered.get(j, set()) for j in group))
+        return self.full, {k: np.array([k not in self._unordered.get(j, set()) for j in group]) for k in keys}
 
 
 def plan_measures(settings: list[Setting], base: str, batch) -> np.ndarray:
@@ -416,6 +421,9 @@ def optimise(settings: list[Setting], space: DecisionSpace, objective: str, stat
     relaxation (its optimum and bound are at most those over S; infeasible over A, infeasible
     over S). When the optimum p over A has kth_S(p) = kth_A(p), no plan does better over S:
     p is optimal over S, first in tie order among the optima (an optimum over S is one over A).
+    The space is checked for the scenarios of A only (`SpaceCheck.space_for`): a plan q the
+    reductions drop is dominated in every scenario of A by a kept plan q', so kth_A(q') <=
+    kth_A(q) <= kth_S(q) and the relaxation's optimum still does not exceed the optimum over S.
     Else the scenarios in which p exceeds kth_A(p) join A and the search runs again. A starts
     with the first k scenarios (the instance as given first); the scenarios that bind are few
     (often one), so the searches cost about that many nominal ones, not S."""
@@ -423,28 +431,37 @@ def optimise(settings: list[Setting], space: DecisionSpace, objective: str, stat
     windows = {t.window_s for t in settings}
     if len(windows) > 1:
         raise InputError([Problem(ROBUST_OPTION, "the scenarios change the duration limit; not supported")])
-    space, orders = check_space(space, objective, settings, labels)
+    check = SpaceCheck(space, objective, settings, labels)
     base = bnb.compute_measure(s.target_kind) if objective == "max_compute" else bnb.TIME
-    measure = RobustMeasure(base, settings, statistic, labels, orders)     # checks every scenario's bounds
     if solver == "exhaustive":
         from planner.solvers import exhaustive
-        found, evaluations = exhaustive.optimise(s, space, objective, measure=measure)
+        full, orders = check.space_for(list(range(len(settings))))
+        measure = RobustMeasure(base, settings, statistic, labels, orders)
+        found, evaluations = exhaustive.optimise(s, full, objective, measure=measure)
         return found, evaluations, (0.0 if objective == "max_compute" else math.inf)
-    active, evaluations = list(range(statistic.k)), 0
+    RobustMeasure(base, settings, statistic, labels)      # every scenario's bounds hold (else InputError)
+    active, evaluations, first = list(range(statistic.k)), 0, True
     while True:
+        searched, orders = check.space_for(active)
         sub = RobustMeasure(base, [settings[j] for j in active], Statistic(statistic.k, len(active)),
-                            [labels[j] for j in active], {key: v[active] for key, v in orders.items()})
-        found, count, bound = _search(s, space, objective, sub, deadline)
+                            [labels[j] for j in active], orders)
+        found, count, bound = _search(s, searched, objective, sub, deadline)
         evaluations += count
         if found is None:
             return None, evaluations, bound
         per = plan_measures(settings, base, found[0])
         key_all = float(statistic.of_values(per))
         key_active = float(sub.statistic.of_values(per[active]))
-        if key_all <= key_active or len(active) == len(settings):
-            value = found[1] if objective == "min_cost" else (1.0 / key_all if objective == "max_compute" else key_all)
+        value = found[1] if objective == "min_cost" else (1.0 / key_all if objective == "max_compute" else key_all)
+        # past the deadline: this plan, and the bound over A, a bound over all scenarios too
+        if key_all <= key_active or len(active) == len(settings) or time.perf_counter() > deadline:
             return (found[0], value), evaluations, bound
-        active = sorted(set(active) | {j for j in range(len(settings)) if per[j] > key_active})
+        worst = max((j for j in range(len(settings)) if j not in active), key=lambda j: (per[j], -j))
+        # the first search's scenarios (the instance as given) join only if they bind: A may be any subset
+        active = sorted({worst} | (set(active) if len(active) >= statistic.k and not first else set()))
+        first = False
+        if len(active) < statistic.k:
+            active = sorted(set(active) | set(np.argsort(-per, kind="stable")[:statistic.k].tolist()))
 
 
 def _search(s: Setting, space: DecisionSpace, objective: str, measure: RobustMeasure, deadline: float):

@@ -4,6 +4,7 @@ hand-worked case where the robust plan is not the nominal one, and the command l
 
 import json
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -217,3 +218,12 @@ def test_cli_thresholds_robust_row_is_the_robust_min_cost():
     assert answer["verified"].startswith("robust (worst case")
     # the worst case needs at least the nodes the instance as given needs
     assert answer["nodes"] >= robust.nominal.plan.nodes
+
+
+def test_robust_refuses_fleets_of_pools():
+    from click.testing import CliRunner
+
+    from planner.cli import main
+    path = Path(__file__).resolve().parent.parent / "instances" / "mixed-a100-h100.json"
+    out = CliRunner().invoke(main, ["solve", str(path), "--robust"])
+    assert out.exit_code == 2 and "--robust" in out.output and "pools" in out.output
