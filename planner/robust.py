@@ -159,9 +159,48 @@ def scenario_settings(raw: dict, params: float | None = None, paths: list[str | 
         s = s if params is None else with_params(s, params)
         if any(_same_setting(s, t) for t in settings):
             continue
+        if settings and _unused(s, settings[0]):
+            continue
         kept.append(scenario)
         settings.append(s)
     return kept, settings
+
+
+def _unused(s: Setting, nominal: Setting) -> bool:
+    """Whether `s` differs from the instance as given only in assumption constants the evaluator never
+    reads for it (e.g. the fitted quality constants under a profile whose replica penalty is not
+    'fitted'): the same model, whatever the plan. The reads are recorded while `score` scores one
+    synchronised plan of every mode and precision (`_recording`); the cost model branches on the
+    profile's switches, not on plan values, in choosing which constants to read."""
+    if s.replace(assumptions=nominal.assumptions) != nominal:
+        return False
+    changed = {f.name for f in dataclasses.fields(nominal.assumptions)
+               if getattr(s.assumptions, f.name) != getattr(nominal.assumptions, f.name)}
+    return not (changed & _scoring_reads(nominal))
+
+
+def _scoring_reads(nominal: Setting) -> set[str]:
+    held = _READS.get(id(nominal))
+    if held is not None and held[0] is nominal:
+        return held[1]
+    from planner.cost.score import score
+    from planner.cost.setting import PlanBatch
+    from planner.space import MODE_ORDER
+    copy, read = _recording(nominal.assumptions)
+    probe = nominal.replace(assumptions=copy)
+    for mode in MODE_ORDER:
+        for precision in nominal.peak_flops:
+            b = PlanBatch.of(mode, precision, nodes=np.array([2, 8]), inner_steps=np.array([1, 30]),
+                             compression=np.array([1.0, 16.0]), streaming=np.array([True, False]), stages=2,
+                             group_size=2, regional_rounds=np.array([1, 2]), micro_batches=4)
+            with np.errstate(all="ignore"):
+                score(probe, b)
+    _READS.clear()
+    _READS[id(nominal)] = (nominal, read)
+    return read
+
+
+_READS: dict[int, tuple[Setting, set[str]]] = {}
 
 
 def _same_setting(a: Setting, b: Setting) -> bool:

@@ -45,17 +45,32 @@ def test_bound_of_order_statistics_is_valid():
 
 
 def test_scenarios_each_input_at_each_end():
+    from planner.questions.uncertainty import default_uncertainty
     raw = {"model": {"params": 7e9}, "fleet": {"hardware": "16xH100-SXM", "nodes": 4}}
-    listed = scenarios(raw)
+    published = [default_uncertainty()]
+    listed = scenarios(raw, published)
     fields = [s.overrides for s, _ in listed]
     assert fields[0] == {}
     assert {"assumptions.mfu": 0.346} in fields and {"assumptions.mfu": 0.462} in fields
     assert {"assumptions.constants.chinchilla_e": 1.7584} in fields
-    chosen, settings = scenario_settings(raw)
+    chosen, settings = scenario_settings(raw, paths=published)
     # the reference profile's scenario is "expected": its choice repeats the instance as given
     assert "scenario = expected" not in [c.label for c in chosen]
-    assert len(chosen) == len(listed) - 1 == len(settings)
+    assert len(chosen) == len(listed) - 1 == len(settings) == 13      # 1 + 4 x 2 + 2 + 2
     assert settings[[c.label for c in chosen].index("mfu = 0.346 (low)")].assumptions.mfu == 0.346
+
+
+def test_scenarios_of_constants_the_model_does_not_read_are_dropped(tmp_path):
+    """The linear v1 replica constant is read only under replica_penalty linear_v1: under the reference
+    profile (Chinchilla penalty) its ends are the instance as given, under linear_v1 two scenarios."""
+    path = tmp_path / "u.json"
+    path.write_text(json.dumps({"inputs": [{"field": "assumptions.constants.linear_v1_coefficient",
+                                            "distribution": "uniform(0.01, 0.05)", "interval": [0.01, 0.05],
+                                            "source": "test"}]}))
+    raw = {"model": {"params": 7e9}, "fleet": {"hardware": "16xH100-SXM", "nodes": 4}}
+    assert [c.label for c in scenario_settings(raw, paths=[path])[0]] == ["as given"]
+    raw["assumptions"] = {"constants": {"replica_penalty": "linear_v1"}}
+    assert len(scenario_settings(raw, paths=[path])[0]) == 3
 
 
 def _check_one(data: dict, quantile=None):
