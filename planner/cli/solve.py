@@ -59,6 +59,8 @@ def solve(instance_path: Path, objective: str | None, solver: str, time_limit_s:
     deadline = start + time_limit_s if time_limit_s is not None else None
     if quantile is not None and not robust:
         raise BadInput("--quantile: needs --robust")
+    if robust and model_path is not None:
+        raise BadInput("--write-model: not with --robust (no robust mixed-integer model is built; docs/robust.md)")
     if robust:
         _solve_robust(instance_path, objective, solver, deadline, quantile, as_json, report_path, overrides)
     try:

@@ -212,6 +212,8 @@ def regret_table(result: RobustResult) -> tuple[list[str], list[list[str]]]:
 def regret_lines(result: RobustResult) -> list[str]:
     """The regret table as aligned text lines."""
     header, rows = regret_table(result)
+    if len(header) == 1:
+        return ["no plan to score: neither the robust nor the nominal solve found one"]
     widths = [max(len(x[i]) for x in [header] + rows) for i in range(len(header))]
     return ["  ".join(x[i].ljust(widths[i]) if i == 0 else x[i].rjust(widths[i]) for i in range(len(header)))
             for x in [header] + rows]
