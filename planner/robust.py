@@ -242,10 +242,6 @@ class RobustMeasure:
         self.evaluations += per.size
         return self.statistic.of_values(per)
 
-    def per_scenario(self, c, idx, n, h, r) -> np.ndarray:
-        """(scenarios, plans): the base measure of each plan under each scenario."""
-        return np.stack([bnb._measure(t, c, idx, n, h, r, self.base) for t in self.settings])
-
     def _member_order(self, c) -> np.ndarray:
         """(scenarios, classes): whether each scenario orders the class's members (micro-batch
         counts) by pipeline step as the nominal one does (`SpaceCheck`), which the box bound

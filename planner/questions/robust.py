@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from planner.cost.duration import SECONDS_PER_DAY
+from planner.objectives import tie_less
 from planner.robust import ROBUST_OPTION, Scenario, Statistic, optimise, scenario_settings
 from planner.schema.errors import InputError, Problem
 from planner.schema.instance import Instance, parse_instance
@@ -97,7 +98,7 @@ def robust_optimum(instance: Instance, raw: dict, objective: str, statistic_quan
         key = (-value if maximise else value,)
         if objective == "min_cost":
             key += (_statistic_of(run[2], statistic, batch, "time_to_target_s"),)
-        if best is None or _less(key, best_key):
+        if best is None or tie_less(key, best_key):
             best, best_key = run, key
     kind = runs[0][2][0].target_kind if maximise else None
     if best is None:
@@ -120,15 +121,6 @@ def robust_optimum(instance: Instance, raw: dict, objective: str, statistic_quan
     result = SolveResult(objective, solver, status, value, bound, gap, elapsed, evaluations, plan,
                          model_params=settings[0].params, compute_kind=kind)
     return result, chosen, statistic, settings
-
-
-def _less(a: tuple, b: tuple) -> bool:
-    for x, y in zip(a, b):
-        if x < y - TIE_REL * abs(y):
-            return True
-        if x > y + TIE_REL * abs(y):
-            return False
-    return False
 
 
 def _statistic_of(settings, statistic: Statistic, batch, key: str) -> float:
