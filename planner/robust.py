@@ -459,9 +459,9 @@ def optimise(settings: list[Setting], space: DecisionSpace, objective: str, stat
     The space is checked for the scenarios of A only (`SpaceCheck.space_for`): a plan q the
     reductions drop is dominated in every scenario of A by a kept plan q', so kth_A(q') <=
     kth_A(q) <= kth_S(q) and the relaxation's optimum still does not exceed the optimum over S.
-    Else the scenarios in which p exceeds kth_A(p) join A and the search runs again. A starts
-    with the first k scenarios (the instance as given first); the scenarios that bind are few
-    (often one), so the searches cost about that many nominal ones, not S."""
+    Else the scenario in which p is worst, among those not in A, joins A and the search runs again.
+    A starts with the k scenarios in which a good seed plan fares worst (`_first_scenarios`); the
+    scenarios that bind are few (often one), so the searches cost about that many nominal ones, not S."""
     s = settings[0]
     windows = {t.window_s for t in settings}
     if len(windows) > 1:
@@ -475,7 +475,7 @@ def optimise(settings: list[Setting], space: DecisionSpace, objective: str, stat
         found, evaluations = exhaustive.optimise(s, full, objective, measure=measure)
         return found, evaluations, (0.0 if objective == "max_compute" else math.inf)
     RobustMeasure(base, settings, statistic, labels)      # every scenario's bounds hold (else InputError)
-    active, evaluations, first = list(range(statistic.k)), 0, True
+    active, evaluations = _first_scenarios(s, check.reduced, base, settings, statistic), 0
     while True:
         searched, orders = check.space_for(active)
         sub = RobustMeasure(base, [settings[j] for j in active], Statistic(statistic.k, len(active)),
@@ -492,11 +492,25 @@ def optimise(settings: list[Setting], space: DecisionSpace, objective: str, stat
         if key_all <= key_active or len(active) == len(settings) or time.perf_counter() > deadline:
             return (found[0], value), evaluations, bound
         worst = max((j for j in range(len(settings)) if j not in active), key=lambda j: (per[j], -j))
-        # the first search's scenarios (the instance as given) join only if they bind: A may be any subset
-        active = sorted({worst} | (set(active) if len(active) >= statistic.k and not first else set()))
-        first = False
-        if len(active) < statistic.k:
-            active = sorted(set(active) | set(np.argsort(-per, kind="stable")[:statistic.k].tolist()))
+        active = sorted(set(active) | {worst})
+
+
+def _first_scenarios(s: Setting, space: DecisionSpace, base: str, settings: list[Setting],
+                     statistic: Statistic) -> list[int]:
+    """The scenarios of the first search: the k in which a good plan fares worst (the best seed plan of
+    the nominal search's first boxes, `bnb._seeds`), likely those that bind; the first k when no seed
+    has a finite measure. A heuristic: any subset keeps the search exact (`optimise`)."""
+    best, plan = math.inf, None
+    for c in bnb.batches(s, space):
+        idx, n, h, r = bnb._seeds(s, c, space.max_inner_steps, space.max_regional_rounds)
+        values = bnb._measure(s, c, idx, n, h, r, base)
+        if np.isfinite(values).any() and float(np.nanmin(values)) < best:
+            i = int(np.nanargmin(np.where(np.isfinite(values), values, np.inf)))
+            best, plan = float(values[i]), c.plans(idx[i:i + 1], n[i:i + 1], h[i:i + 1], r[i:i + 1])
+    if plan is None:
+        return list(range(statistic.k))
+    per = np.nan_to_num(plan_measures(settings, base, plan), nan=np.inf)
+    return sorted(np.argsort(-per, kind="stable")[:statistic.k].tolist())
 
 
 def _search(s: Setting, space: DecisionSpace, objective: str, measure: RobustMeasure, deadline: float):
