@@ -183,7 +183,7 @@ def thresholds(instance_path, overrides, compute, tpp, memory, interconnect, wan
                 curve_rows.append((value, answer(raw, q.build_node(a, t), t, fit)))
     if as_json:
         out = {"thresholds": {k: v for k, v in th.__dict__.items() if v is not None},
-               "fit_model_to_node": fit, "robust": robust, "answers": [a.to_dict() for a in answers],
+               "fit_model_to_node": fit, **({"robust": True} if robust else {}), "answers": [a.to_dict() for a in answers],
                "collateral": [{"deployment": d.id, "name": d.name, "caught_by": why} for d, why in caught],
                "stop_points": [s.to_dict() for s in stops]}
         click.echo(dumps(out))
