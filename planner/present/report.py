@@ -327,6 +327,8 @@ def compare_report(instance, rows, objective: str, path: str | Path, command: st
                       "-" if res.evaluation is None else f"${res.evaluation.values['cost_usd']:,.0f}",
                       plan_short(res.plan) if res.plan else "; ".join(res.infeasibility)[:120]])
     doc.table(["rank", "hardware", "status", "days", "nodes", "cost", "plan / reason"], table)
+    from planner.questions.compare import comparison_notes
+    doc.items(comparison_notes(rows))
     doc.image(comparison_png(rows, objective, title=instance.name or "", limit_days=max_days(instance)[0]),
               "comparison chart")
     return doc.write(path)
