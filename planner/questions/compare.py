@@ -261,14 +261,15 @@ def compare(instance: Instance | Mapping[str, Any], hardware_ids: Iterable[str] 
 
 
 def rank(rows: list[Comparison], objective: str) -> list[Comparison]:
-    """Sort best first by the objective (most compute first for max_compute), ties by hardware id;
+    """Sort best first by the objective (most compute first for max_compute), ties to a fleet of pools
+    as given, then by hardware id;
     presets without a plan after them (by hardware id). Sets `rank` (1-based) and returns the list,
     a fleet of pools as given first (at its own rank), the others in rank order."""
     def key(row: Comparison):
         if not row.feasible:
             return (1, 0.0, row.hardware)
         value = row.value
-        return (0, -value if objective == "max_compute" else value, row.hardware)
+        return (0, -value if objective == "max_compute" else value, row.basis != "as given", row.hardware)
     rows = sorted(rows, key=key)
     for i, row in enumerate(rows, 1):
         row.rank = i
