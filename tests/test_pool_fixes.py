@@ -132,3 +132,14 @@ def test_site_option_is_checked():
     assert r.exit_code == 2 and "--site: 'Mars' is not a site of network.sites" in r.output
     r = _run("feasible", ROOT / "instances" / "baseline-1e25.json", "--site", "Paris")
     assert r.exit_code == 2 and "--site: only for a fleet of pools" in r.output
+
+
+def test_unnamed_pools_are_found_by_their_labels():
+    raw = json.loads(json.dumps(POOLS))
+    for pool in raw["fleet"]["pools"]:
+        del pool["name"]                  # labelled by their hardware ids in a plan's pool_nodes
+    f = feasible(raw, presets=[])
+    grown = {next(iter(x.fields)): x for x in f.fixes if x.limit == "pool-nodes"}
+    assert grown["fleet.pools[0].count"].fields == {"fleet.pools[0].count": 18}
+    assert grown["fleet.pools[1].count"].fields == {"fleet.pools[1].count": 12}
+    assert "pool 48xA100-80GB" in grown["fleet.pools[0].count"].summary

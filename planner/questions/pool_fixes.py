@@ -43,7 +43,7 @@ def pool_fixes(s, instance, site: str | None = None, presets: list[str] | None =
     total = sum(p.count for p in instance.fleet.pools)
     cap_of = lambda others: min(max(POOL_CAP_FACTOR * total, POOL_CAP_MIN), MAX_NODES - others)
     for i, pool in enumerate(instance.fleet.pools):
-        name = f"nodes of pool {pool.name}"
+        name = f"nodes of pool {instance.fleet.pool_labels()[i]}"
         try:
             out.append(_grow(s, instance, i, cap_of(total - pool.count)))
         except TimeUp:
@@ -81,9 +81,8 @@ def _with_count(s, i: int, count: int, prices: dict[int, float] | None = None, d
 def _fewest(s, instance, i: int, name: str, now: int, cap: int, at) -> int | None:
     """The fewest nodes c in (now, cap] of pool i, named `name` (at(c, prices, drop_budget) builds the variant)
     for which the instance is feasible; None if not even at the cap. See the module docstring."""
-    n_pools = len(s.raw["fleet"]["pools"])
-    if instance.limits.budget_usd is None:
-        prices = {j: (1.0 if j == i else 0.0) for j in range(n_pools)}
+    if instance.limits.budget_usd is None:        # pools 0..n-1 as given, and i = n when a pool is added
+        prices = {j: (1.0 if j == i else 0.0) for j in range(max(len(instance.fleet.pools), i + 1))}
         r = s.solve(at(cap, prices, True), objective="min_cost")
         if r.status != "optimal":
             return None
@@ -103,17 +102,17 @@ def _fewest(s, instance, i: int, name: str, now: int, cap: int, at) -> int | Non
 
 def _grow(s, instance, i: int, cap: int):
     from planner.questions.feasible import _verified
-    pool = instance.fleet.pools[i]
-    s.progress(f"fewest nodes of pool {pool.name}")
+    pool, name = instance.fleet.pools[i], instance.fleet.pool_labels()[i]     # the plan's key for the pool
+    s.progress(f"fewest nodes of pool {name}")
     at = lambda c, prices=None, drop=False: _with_count(s, i, c, prices, drop)
-    n = _fewest(s, instance, i, pool.name, pool.count, cap, at)
-    label = f"nodes of pool {pool.name}"
+    n = _fewest(s, instance, i, name, pool.count, cap, at)
+    label = f"nodes of pool {name}"
     if n is None:
         return None, f"{label}: no count up to {cap:,} reaches the target with the other pools as given"
     price = pool.priced_hardware.node_price_usd
     fix, _ = _verified(s, "pool-nodes", at(n), at(n - 1) if n > 1 else None, {_count_path(i): n},
                        {_count_path(i): pool.count},
-                       f"{n:,} nodes of pool {pool.name} instead of {pool.count:,} "
+                       f"{n:,} nodes of pool {name} instead of {pool.count:,} "
                        f"(+{n - pool.count:,}, ${(n - pool.count) * price:,.0f})")
     fix.added_cost_usd = (n - pool.count) * price
     return fix, None
@@ -135,7 +134,7 @@ def _cheapest_site(instance, grown: list) -> str | None:
 
 def _add(s, instance, hw: str, site: str | None, site_given: bool, cap: int):
     from planner.questions.feasible import _verified
-    names = {p.name for p in instance.fleet.pools}
+    names = set(instance.fleet.pool_labels())
     name = f"added-{hw}"
     while name in names:
         name += "+"
