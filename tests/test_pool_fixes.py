@@ -127,7 +127,7 @@ def test_every_printed_set_is_accepted_by_solve_and_makes_it_feasible(tmp_path, 
 def test_site_option_is_checked():
     path = ROOT / "instances" / "mixed-a100-h100.json"
     r = _run("feasible", path, "--site", "Mars")
-    assert r.exit_code == 0                                           # no sites: a label, feasible as given
+    assert r.exit_code == 2 and "--site: the instance has no network.sites" in r.output
     r = _run("feasible", ROOT / "instances" / "mixed-governance-cities.json", "--site", "Mars")
     assert r.exit_code == 2 and "--site: 'Mars' is not a site of network.sites" in r.output
     r = _run("feasible", ROOT / "instances" / "baseline-1e25.json", "--site", "Paris")

@@ -55,7 +55,9 @@ def feasible(instance_path: Path | None, target_flop, target_kind, hardware, nod
              time_limit_s: float | None, overrides: tuple[str, ...]) -> None:
     """Can the target be reached within the limits? If not, which limits bind together and
     the smallest single change that makes it feasible (fewest nodes, lowest WAN bandwidth,
-    shortest duration, lowest budget, goodput needed), each found by re-solving and verified.
+    shortest duration, lowest budget, goodput needed), each found by re-solving and verified,
+    each printed as --set options to paste. A fleet of pools gets the fewest nodes of each pool
+    and of each preset added as a new pool (at --site, or the cheapest site), each with its cost.
 
     Give an INSTANCE file, flags for the common case (e.g. --target-flop 1e27 --hardware
     16xH100-SXM --nodes 2000 --wan-mbps 100 --rtt-ms 100 --max-days 548), or both (the
@@ -145,6 +147,9 @@ def _check_site(instance, site: str | None) -> None:
         raise BadInput("--site: only for a fleet of pools (fleet.pools): it places the new pool of the nodes fixes",
                        [Problem("--site", "only for a fleet of pools")])
     names = [s.name for s in instance.network.sites]
-    if names and site not in names:
+    if not names:
+        raise BadInput("--site: the instance has no network.sites to place a new pool at (the pools have no "
+                       "site, and neither does the new one)", [Problem("--site", "no network.sites")])
+    if site not in names:
         raise BadInput(f"--site: {site!r} is not a site of network.sites (sites: {', '.join(names)})",
                        [Problem("--site", "not a site of network.sites")])
