@@ -192,8 +192,15 @@ def _pool_rows(data: dict, base: Instance, ids: list[str], objective: str, progr
             if progress:
                 progress(1 + 2 * i + j, total, f"{hw} ({basis})")
             raw, notes = pool_variant(data, base, hw, basis)
-            rows.append(_solved(raw, f"{hw} ({basis})", objective, deadline, notes, basis=basis, preset=hw,
-                                pools=_pools_of(raw)))
+            label, fields = f"{hw} ({basis})", dict(basis=basis, preset=hw, pools=_pools_of(raw))
+            if raw["fleet"]["pools"]:
+                rows.append(_solved(raw, label, objective, deadline, notes, **fields))
+                continue
+            cost = sum(p.count * p.priced_hardware.node_price_usd for p in base.fleet.pools)
+            why = (f"at equal cost no pool buys one {hw} node (${load_hardware(hw).node_price_usd:,.0f}); "
+                   f"the fleet as given costs ${cost:,.0f}")
+            rows.append(Comparison(label, SolveResult(objective, "bnb", "infeasible", None, None, None, 0.0, 0,
+                                                      infeasibility=[why]), notes=notes, **fields))
     if progress:
         progress(total, total, "")
     return rows
