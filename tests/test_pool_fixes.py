@@ -143,3 +143,12 @@ def test_unnamed_pools_are_found_by_their_labels():
     assert grown["fleet.pools[0].count"].fields == {"fleet.pools[0].count": 18}
     assert grown["fleet.pools[1].count"].fields == {"fleet.pools[1].count": 12}
     assert "pool 48xA100-80GB" in grown["fleet.pools[0].count"].summary
+
+
+def test_a_node_cap_is_named_when_growing_a_pool_cannot_help():
+    raw = with_fields(POOLS, limits__max_nodes=20)          # 12 + 8 = 20: no room for more A100 nodes in a plan
+    f = feasible(raw, presets=[])
+    assert any(line.startswith("nodes of pool a100: no count up to") and "limits.max_nodes = 20 also caps" in line
+               for line in f.no_fix)
+    h100 = next(x for x in f.fixes if x.limit == "pool-nodes")
+    assert h100.fields == {"fleet.pools[1].count": _scan(raw, lambda r, c: _grown(r, 1, c), 9)}

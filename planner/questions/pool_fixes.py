@@ -108,7 +108,7 @@ def _grow(s, instance, i: int, cap: int):
     n = _fewest(s, instance, i, name, pool.count, cap, at)
     label = f"nodes of pool {name}"
     if n is None:
-        return None, f"{label}: no count up to {cap:,} reaches the target with the other pools as given"
+        return None, f"{label}: no count up to {cap:,} reaches the target with the other pools as given" + _capped(instance)
     price = pool.priced_hardware.node_price_usd
     fix, _ = _verified(s, "pool-nodes", at(n), at(n - 1) if n > 1 else None, {_count_path(i): n},
                        {_count_path(i): pool.count},
@@ -116,6 +116,14 @@ def _grow(s, instance, i: int, cap: int):
                        f"(+{n - pool.count:,}, ${(n - pool.count) * price:,.0f})")
     fix.added_cost_usd = (n - pool.count) * price
     return fix, None
+
+
+def _capped(instance) -> str:
+    """What else caps the nodes a plan uses, said after a fix not found."""
+    caps = [f"limits.max_nodes = {instance.limits.max_nodes:,}" if instance.limits.max_nodes else "",
+            f"the budget of ${instance.limits.budget_usd:,.0f}" if instance.limits.budget_usd is not None else ""]
+    caps = [c for c in caps if c]
+    return f" ({' and '.join(caps)} also cap{'s' if len(caps) == 1 else ''} the plan)" if caps else ""
 
 
 def _cheapest_site(instance, grown: list) -> str | None:
@@ -154,7 +162,8 @@ def _add(s, instance, hw: str, site: str | None, site_given: bool, cap: int):
     s.progress(f"fewest nodes of a new {hw} pool{where}")
     n = _fewest(s, instance, i, name, 0, cap, at)
     if n is None:
-        return None, f"nodes of a new {hw} pool{where}: no count up to {cap:,} reaches the target with the given pools"
+        return None, (f"nodes of a new {hw} pool{where}: no count up to {cap:,} reaches the target with the given "
+                      f"pools" + _capped(instance))
     path = f"fleet.pools[{i}]"
     price = load_hardware(hw).node_price_usd
     fix, _ = _verified(s, "new-pool", at(n), at(n - 1) if n > 1 else None, {path: pool_at(n)}, {path: None},
