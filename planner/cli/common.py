@@ -358,11 +358,11 @@ def parse_or_exit(raw: Any, source: str, file_problems: list[Problem] = ()):
         problems.append(Problem("<file>", "nested too deeply"))
     if problems:
         raise BadInput.from_error(InputError(problems, source))
-    _warn_ignored_fields(instance, source)
+    warn_ignored_fields(instance, source)
     return instance
 
 
-def _warn_ignored_fields(instance, source: str) -> None:
+def warn_ignored_fields(instance, source: str) -> None:
     """Fields the input gives that the model does not use, one `warning:` line each on standard
     error (every command, text and --json alike; the evaluations' warnings carry it too)."""
     from planner.schema.sites import ignored_wan_rtt
