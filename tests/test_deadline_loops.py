@@ -119,3 +119,26 @@ def test_the_exhaustive_solver_cut_short_keeps_a_plan_it_scored(monkeypatch):
         assert r.objective_value >= exact.objective_value * (1 - 1e-12)
         values.append(r.objective_value)
     assert values[1] <= values[0]
+
+
+def _pools_in_cities(count: int) -> dict:
+    import sys
+    sys.path.insert(0, str(REPO / "scripts"))
+    from bench_mixed import pools_data
+    return pools_data(count)
+
+
+@pytest.mark.parametrize("ticks", [0, 3, 30])
+def test_the_one_model_tables_are_built_only_until_the_deadline(monkeypatch, ticks):
+    """16 pools in 16 cities (the one-model path: 131,071 patterns, ~100 s of tables at load 8, built
+    whole before the first check): no pattern is listed after the clock showed the deadline passed,
+    and the answer is the time limit with no plan and no bound."""
+    pytest.importorskip("highspy")
+    from planner.mip import pools as pools_module
+    from planner.solvers import mixed_mip
+    instance = parse_instance(_pools_in_cities(16))
+    clock = _clocked(monkeypatch, ticks, pools_module, mixed_mip, mixed)
+    listed = _counted(monkeypatch, pools_module, "_covers", clock)
+    r = solve_module.solve(instance, objective="min_time", solver="highs", time_limit_s=ticks)
+    assert len(listed) <= ticks
+    assert r.status == "time_limit" and r.plan is None and r.best_bound == 0.0
