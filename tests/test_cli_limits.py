@@ -142,3 +142,27 @@ def test_a_huge_limit_that_does_not_bind_is_accepted():
               "--max-nodes", "100", "--json"])
     assert r.exit_code in (0, 1), r.output
     assert '"count": 12' in r.output          # floor(1024 GB / 80 GB) = 12 H100
+
+
+THRESHOLD_OPTIONS = ["--compute", "--tpp", "--memory", "--interconnect", "--wan-cap", "--target-flop", "--params",
+                     "--wan-mbps", "--rtt-ms", "--max-days", "--budget-usd", "--max-nodes"]
+
+
+# within range: a huge cap caps nothing; 10^20 FLOP is a target (the flag replaces the file's tokens)
+ACCEPTED = {("--interconnect", "1e20"), ("--interconnect", "1e308"), ("--wan-cap", "1e20"), ("--wan-cap", "1e308"),
+            ("--target-flop", "1e20")}
+
+
+@pytest.mark.parametrize("value", ["1e308", "nan", "-1", "1e20", "-inf"])
+@pytest.mark.parametrize("flag", THRESHOLD_OPTIONS)
+def test_every_numeric_option_of_thresholds_out_of_range_exits_2_naming_it(flag, value):
+    """Each option alone beyond what dtplan can represent: exit 2 naming the option, never exit 4 (or
+    an answer, for the values no option accepts)."""
+    sizes = ("--compute", "--tpp", "--memory")          # alone, so that the one given sets the node's size
+    base = ["thresholds", str(BASE), "--accelerator", "H100-SXM"] + ([] if flag in sizes else ["--compute", "16"])
+    r = _run(base + [flag, value])
+    if (flag, value) in ACCEPTED:
+        assert r.exit_code in (0, 1), r.output
+        return
+    assert r.exit_code == 2, (flag, value, r.output)
+    assert flag in r.output and "Traceback" not in r.output, (flag, value, r.output)
