@@ -38,25 +38,29 @@ def _plans(c: Classes, h_max: int, r_max: int):
             yield np.full(flat.size, k), n, h, r
 
 
-def optimise(setting: Setting, space: DecisionSpace, objective: str):
+def optimise(setting: Setting, space: DecisionSpace, objective: str, measure=None):
     """((one-plan batch, value) or None, plans evaluated): `optimise_until` with no deadline."""
-    found, evaluations, _ = optimise_until(setting, space, objective)
+    found, evaluations, _ = optimise_until(setting, space, objective, measure=measure)
     return found, evaluations
 
 
-def optimise_until(setting: Setting, space: DecisionSpace, objective: str, deadline: float = math.inf):
+def optimise_until(setting: Setting, space: DecisionSpace, objective: str, deadline: float = math.inf, measure=None):
     """((one-plan batch, value) or None, plans evaluated, complete): min_time, min_cost or max_compute,
     exactly when `complete`.
 
     min_time / min_cost score the time to target (plans over the duration limit are out);
     max_compute the reciprocal of the compute reached within the limit (`bnb.compute_measure`),
-    every plan counting. Values: seconds, USD, FLOP. The clock is read before each group of classes
-    is built and before each chunk of CHUNK plans is scored: past `deadline` (a time.perf_counter()
-    instant) nothing more is scored, the best plan scored so far is returned and `complete` is False
-    (the plans not scored are unknown: the caller claims no bound)."""
+    every plan counting. Values: seconds, USD, FLOP. `measure`: a robust key over scenarios
+    (`planner.robust.RobustMeasure`) in place of the time or 1/compute (max_compute's value is
+    then 1 / the key). The clock is read before each group of classes is built and before each
+    chunk of CHUNK plans is scored: past `deadline` (a time.perf_counter() instant) nothing more is
+    scored, the best plan scored so far is returned and `complete` is False (the plans not scored
+    are unknown: the caller claims no bound)."""
 
     h_max, r_max = space.max_inner_steps, space.max_regional_rounds
-    measure = bnb.compute_measure(setting.target_kind) if objective == "max_compute" else bnb.TIME
+    robust = measure is not None
+    if not robust:
+        measure = bnb.compute_measure(setting.target_kind) if objective == "max_compute" else bnb.TIME
     limit = math.inf if objective == "max_compute" else setting.window_s
     evaluations = 0
     fewest = math.inf
@@ -101,6 +105,8 @@ def optimise_until(setting: Setting, space: DecisionSpace, objective: str, deadl
         return None, evaluations, complete
     if objective == "min_cost":
         return (best[0], float(best[0].nodes[0] * setting.node_price_usd)), evaluations, complete
+    if objective == "max_compute" and robust:
+        return (best[0], 1.0 / best[1]), evaluations, complete
     if objective == "max_compute":
         return ((best[0], float(window_compute(setting, best[0], setting.target_kind)[setting.target_kind][0])),
                 evaluations, complete)
