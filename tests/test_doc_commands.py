@@ -329,3 +329,12 @@ def test_figures_match_at_the_precision_written():
     assert unmatched_figures("a 0.18 share", "0.1735") == ["0.18"]
     assert unmatched_figures("1.5 years", "1.5") == []
     assert unmatched_figures("bad input exits 2; then exit 2 or exit 0", "") == ["2"]
+
+
+def test_readme_python_blocks_run():
+    """The README's Python examples run as written, from the checkout."""
+    blocks = re.findall(r"^```python\n(.*?)^```", (REPO / "README.md").read_text(), flags=re.S | re.M)
+    assert blocks
+    for code in blocks:
+        proc = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=300)
+        assert proc.returncode == 0, f"{code}\n{proc.stderr[-2000:]}"
