@@ -96,8 +96,10 @@ def test_sweep_recipe_as_text_and_json(tmp_path, recipe):
         result = _invoke(["sweep", recipe, "-o", out, *mode])
         assert result.exit_code == 0, result.stdout + result.stderr
         assert out.read_text().count("\n") >= 2
-        if mode:
-            json.loads(result.stdout)
+        if "--json" in mode:
+            assert json.loads(result.stdout)["points"] == out.read_text().count("\n") - 1
+        else:
+            assert "points" in result.stderr and (tmp_path / "plot.png").stat().st_size > 0
 
 
 @pytest.mark.slow
