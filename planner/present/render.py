@@ -12,6 +12,7 @@ same characters rich would write; rich is loaded only for what the plain path do
 from __future__ import annotations
 
 import io
+import shlex
 from typing import TYPE_CHECKING, Any
 
 from planner.cost.assumptions import PIPELINE_SCHEDULES
@@ -201,9 +202,28 @@ def run_table(e: "Evaluation") -> PlainTable:
     return t
 
 
-def render_evaluation(e: "Evaluation", console: "Console | PlainConsole", heading: str = "dtplan evaluate") -> None:
-    title = e.instance.name or "instance"
-    console.print(Styled.line(f"{heading}: {title}", style="bold underline"))
+# The title of a solved plan, per objective (planner/objectives.py: what each one optimises).
+OBJECTIVE_TITLES = {
+    "min_time": "Fastest plan",                                   # least time to the target
+    "min_cost": "Cheapest plan reaching the target in time",      # least cost (one hardware: fewest nodes)
+    "max_compute": "Most compute within the duration limit",      # most C_local / C_quality in max_days
+}
+
+
+def objective_title(objective: str | None) -> str:
+    """The title a solved plan is shown under ('Fastest plan', ...); an objective without one its id."""
+    return OBJECTIVE_TITLES.get(objective or "", f"Best plan ({objective})")
+
+
+def solve_heading(command: str, objective: str | None, instance) -> str:
+    """'dtplan solve: Most compute within the duration limit - <instance name>' (text and report)."""
+    return f"{command}: {objective_title(objective)} - {instance.name or 'instance'}"
+
+
+def render_evaluation(e: "Evaluation", console: "Console | PlainConsole", heading: str | None = None) -> None:
+    """The evaluation's tables under `heading` (default 'dtplan evaluate: <instance name>')."""
+    heading = heading or f"dtplan evaluate: {e.instance.name or 'instance'}"
+    console.print(Styled.line(heading, style="bold underline"))
     for table in (plan_table(e), step_table(e), outer_table(e), efficiency_table(e), run_table(e)):
         console.print()
         print_table(table, console)
@@ -271,7 +291,7 @@ def render_solve(r, console: "Console | PlainConsole") -> None:
             console.print(Styled.bullet("x", "red", line))
         return
     console.print()
-    render_evaluation(r.evaluation, console, heading="dtplan solve")
+    render_evaluation(r.evaluation, console, heading=solve_heading("dtplan solve", r.objective, r.evaluation.instance))
     if r.binding:
         console.print(Styled.line("Binding at the optimum", style="bold"))
         for line in r.binding:
@@ -306,11 +326,14 @@ def render_feasibility(f, console: "Console | PlainConsole", notes: list[str] | 
             p = fix.result.plan
             plan = "-" if p is None else f"{p.mode}, {p.nodes:,} nodes, {p.precision}" + (
                 f", H={p.inner_steps}, Cr={p.compression:g}" if p.mode != "pipeline_wan" else "")
-            fields = ", ".join(f"{k}={v:,g}" if isinstance(v, (int, float)) else f"{k}={v}"
-                               for k, v in fix.fields.items())
+            fields = ", ".join(fix.set_args())
             table.add_row(fix.limit, fix.summary, fields,
                           f"{fix.result.objective_value / SECONDS_PER_DAY:,.1f} days", plan)
         print_table(table, console)
+        console.print(Styled.line("Each fix as options for dtplan solve/feasible INSTANCE (paste as printed):", "bold"))
+        for fix in f.fixes:       # one unwrapped line each, the values as --set parses them
+            console.print(Styled.line("  " + " ".join("--set " + shlex.quote(arg) for arg in fix.set_args())),
+                          soft_wrap=True)
     for line in f.no_fix:
         console.print(Styled.bullet("-", "yellow", f"no single change: {line}"))
     console.print(Styled.line(f"{f.solves} solves", "dim"))
