@@ -19,6 +19,7 @@ from planner.cost.score import BOTTLENECKS, CONSTRAINTS, score
 from planner.cost.setting import PlanBatch, Setting
 from planner.schema.instance import Instance
 from planner.schema.plan import Plan
+from planner.schema.sites import ignored_wan_rtt
 
 VALIDATED_PARAMS = 72e9          # largest published DiLoCo-style run over the internet (Covenant-72B)
 DEMONSTRATED_COMPRESSION = 150   # Covenant-72B used ~146x pseudo-gradient compression
@@ -208,7 +209,7 @@ def _structure_message(b: PlanBatch, v: dict[str, float]) -> str:
 
 def _warnings(e: Evaluation) -> list[str]:
     a, b, v, s = e.setting.assumptions, e.batch, e.values, e.setting
-    out = []
+    out = [w for w in [ignored_wan_rtt(e.instance)] if w]
     cr = float(b.compression[0])
     if v["synchronised"] and cr > 100 and not a.error_feedback:
         out.append(f"compression {cr:g}x without error feedback: quality beyond 100x is poorly supported")
@@ -220,9 +221,13 @@ def _warnings(e: Evaluation) -> list[str]:
         out += physics.extrapolation_warnings(float(b.inner_steps[0]), cr, v["replicas"],
                                               float(b.regional_rounds[0]) if b.mode == "hierarchical" else 1.0)
     for accelerator in _accelerators(e):
-        if a.mfu_from_table and physics.table_mfu(accelerator) is None:
+        row = physics.table_mfu(accelerator) if a.mfu_from_table else {}
+        if row is None:
             out.append(f"no achieved-MFU entry in models/mfu.json for {accelerator or 'this hardware'!r}: "
                        f"MFU {a.mfu:g} (the profile's) is used")
+        elif a.mfu_from_table and b.precision not in row:      # e.g. B200: an fp8 figure only
+            out.append(f"no {b.precision} achieved-MFU figure in models/mfu.json for {accelerator!r}: MFU "
+                       f"{a.mfu:g} (the profile's) is used at {b.precision}")
     if a.failures and s.goodput <= physics.MIN_GOODPUT:
         out.append("failures and churn leave no time for training (goodput 0): the fleet fails faster than it "
                    "can checkpoint and restart")

@@ -19,6 +19,11 @@ settings.register_profile("ci", derandomize=True, print_blob=True)
 if os.environ.get("CI"):
     settings.load_profile("ci")
 
+# No progress lines on standard error (planner/cli/progress.py): a command slowed past 2 s by a loaded
+# machine would otherwise add one to the output tests read (CliRunner's output mixes in stderr).
+# tests/test_progress.py unsets it.
+os.environ.setdefault("DTPLAN_QUIET", "1")
+
 REPO = Path(__file__).resolve().parents[1]
 SHARED = Path(os.environ.get("DTPLAN_SHARED_DIR", REPO.parent / "shared"))
 REFERENCE_CASES = SHARED / "conformance" / "reference_cases.json"

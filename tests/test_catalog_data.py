@@ -60,6 +60,20 @@ EXPECTED_NODES = {
     "7xB200": (15.75e15, 1344, 31.5e15),
 }
 
+# The 8-accelerator servers (DGX/HGX and AMD's MI300X platform): node totals written out by
+# hand from the vendor datasheets (dense = half the sparse headline): DGX H100 640 GB;
+# DGX H200 1,128 GB; DGX B200 1,440 GB, 72 PFLOPS FP8 and 144 PFLOPS FP4 sparse (36 and 72
+# dense); DGX A100 640 GB, 8 x 312 TFLOPS; MI300X platform 1,536 GB, 8 x 1,307.4 / 2,614.9.
+# These are not sized to the threshold.
+SERVER_NODES = {
+    "8xH100-SXM": (7.92e15, 640, 15.84e15),
+    "8xH200": (7.92e15, 1128, 15.84e15),
+    "8xB200": (18.0e15, 1440, 36.0e15),
+    "8xA100-80GB": (2.496e15, 640, None),
+    "8xMI300X": (10.4592e15, 1536, 20.9192e15),
+}
+EXPECTED_NODES |= SERVER_NODES
+
 # Hand-written per-accelerator prices (USD) expected by the calculator profiles.
 EXPECTED_PRICES = {
     "50xA100-80GB": 7000,
@@ -72,6 +86,13 @@ EXPECTED_PRICES = {
     "80xTPU-v5e": 6000,
     "34xTPU-v5p": 20000,
     "17xTPU-v6e": 25000,
+    # The servers: the calculator's H100 and A100 estimates, the 7xB200 preset's B200
+    # estimate, midpoints of reported street-price ranges for H200 and MI300X.
+    "8xH100-SXM": 25000,
+    "8xA100-80GB": 7000,
+    "8xB200": 35000,
+    "8xH200": 30000,
+    "8xMI300X": 12500,
 }
 
 EXPECTED_LLMS = {
@@ -185,21 +206,30 @@ def test_blackwell_fp4_figures():
     _, b200 = HARDWARE["7xB200"]
     assert 9 * b100["peak_tflops_per_accelerator"]["fp4"] * 1e12 == pytest.approx(63.0e15, rel=1e-12)
     assert 7 * b200["peak_tflops_per_accelerator"]["fp4"] * 1e12 == pytest.approx(63.0e15, rel=1e-12)
+    _, dgx_b200 = HARDWARE["8xB200"]
+    assert 8 * dgx_b200["peak_tflops_per_accelerator"]["fp4"] * 1e12 == pytest.approx(72.0e15, rel=1e-12)
 
 
-@pytest.mark.parametrize("stem", sorted(HARDWARE))
+@pytest.mark.parametrize("stem", sorted(set(HARDWARE) - set(SERVER_NODES)))
 def test_hardware_under_ccc_threshold(stem):
     _, d = HARDWARE[stem]
     h100_eq = _node_fp16_flops(d) / (H100_FP16_TFLOPS * 1e12)
     assert h100_eq <= CCC_H100_EQUIV + 1e-9
 
 
-@pytest.mark.parametrize("stem", sorted(set(HARDWARE) - NOT_MAXIMAL))
+@pytest.mark.parametrize("stem", sorted(set(HARDWARE) - NOT_MAXIMAL - set(SERVER_NODES)))
 def test_hardware_is_largest_count_under_threshold(stem):
     _, d = HARDWARE[stem]
     per_acc = d["peak_tflops_per_accelerator"]["fp16"]
     one_more = (d["accelerators_per_node"] + 1) * per_acc / H100_FP16_TFLOPS
     assert one_more > CCC_H100_EQUIV + 1e-9
+
+
+@pytest.mark.parametrize("stem", sorted(SERVER_NODES))
+def test_servers_hold_eight_accelerators_and_say_so(stem):
+    _, d = HARDWARE[stem]
+    assert d["accelerators_per_node"] == 8 and d["name"].startswith("8x ")
+    assert "not sized to the 16 H100-equivalent threshold" in d["notes"]
 
 
 def test_v1_node_is_flagged_in_notes():

@@ -216,9 +216,17 @@ def test_search_shapes_and_ranges():
 # -- hardware ---------------------------------------------------------------------------
 
 
-def test_unknown_hardware_preset_lists_close_matches():
-    assert problems(base(fleet={"hardware": "H100", "nodes": 10})) == [
-        "fleet.hardware: unknown hardware preset 'H100'; known (closest first): 8xH100, 4xA100"]
+def test_unknown_hardware_preset_lists_close_matches_and_shows_an_inline_object():
+    [message] = problems(base(fleet={"hardware": "H100", "nodes": 10}))
+    head, shown = message.split(" e.g. ")
+    assert head == ("fleet.hardware: unknown hardware preset 'H100'; known (closest first): 8xH100, 4xA100; "
+                    "or give an inline hardware object instead of an id,")
+    # The object shown, pasted into an instance as it is, validates: as the fleet's hardware and as a pool's.
+    pasted = json.loads(shown)
+    hw = parse_instance(base(fleet={"hardware": pasted, "nodes": 10})).hardware
+    assert (hw.id, hw.name, hw.accelerators_per_node, hw.node_peak_flops("fp8")) == ("custom", "my 8x H100", 8, 8 * 1980e12)
+    pools = base(fleet={"pools": [{"hardware": pasted, "count": 3}]})
+    assert parse_instance(pools).fleet.pools[0].hardware.node_hbm_gb == 640
 
 
 def test_hardware_must_be_an_id_or_an_object():
@@ -394,3 +402,14 @@ def test_duplicate_keys_are_reported_with_the_other_problems(tmp_path):
 def test_model_validate_direct_use_is_also_strict():
     with pytest.raises(ValidationError):
         Instance.model_validate(base(limits={"max_nodes": 500}))
+
+
+def test_the_inline_hardware_pool_of_docs_fleet_md_validates():
+    """docs/fleet.md shows a pool with an inline hardware object; pasted into an instance it is valid."""
+    from pathlib import Path
+    text = (Path(__file__).resolve().parents[1] / "docs" / "fleet.md").read_text()
+    [block] = [b.split("\n", 1)[1] for b in text.split("```")[1::2] if b.startswith("json") and "my 8x H100" in b]
+    pool = json.loads(block)
+    inst = parse_instance(base(fleet={"pools": [pool]}))
+    hw = inst.fleet.pools[0].hardware
+    assert (inst.fleet.nodes, hw.name, hw.node_price_usd, hw.node_hbm_gb) == (5, "my 8x H100", 200_000, 640)

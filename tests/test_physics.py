@@ -75,6 +75,30 @@ def test_moe_models_take_the_table_moe_figure():
     assert e.values["t_comp_s"] == pytest.approx(6 * 2.5e8 * 1e6 / (16 * 1980e12 * 0.1421), rel=1e-12)
 
 
+def test_b200_has_an_fp8_figure_only_and_the_other_precisions_say_so():
+    # Megatron-Bridge 25.11, DGX-B200: Llama 3.1 405B fp8 at 661 tokens/s per GPU over the 4,500 TFLOP/s dense fp8 peak
+    assert 661 * 6 * 405e9 / 4500e12 == pytest.approx(0.3569, abs=5e-5)
+    a = OFF.replace(mfu_from_table=True)
+    for name in ("NVIDIA B200 (Blackwell, 192 GB HBM3e)", "NVIDIA B200 (Blackwell, 180 GB HBM3e, DGX/HGX B200)"):
+        b200 = physics.resolve_mfu(a, name, explicit=False)
+        assert (b200.mfu_for("fp16"), b200.mfu_for("fp8"), b200.mfu_for("fp4")) == (0.40, 0.3569, 0.40)
+    raw = {"model": {"params": 1e9}, "training": {"local_batch_tokens": 1_000_000},
+           "fleet": {"hardware": "8xB200", "nodes": 8}, "assumptions": {"profile": "dtplan"}}
+    warned = {}
+    for precision in ("fp16", "fp8", "fp4"):
+        e = evaluate(parse_instance(raw), parse_plan({"mode": "flat", "nodes": 1, "precision": precision}))
+        warned[precision] = [w for w in e.warnings if "achieved-MFU" in w]
+    assert warned["fp8"] == []
+    assert warned["fp16"] == ["no fp16 achieved-MFU figure in models/mfu.json for 'NVIDIA B200 (Blackwell, 180 GB "
+                              "HBM3e, DGX/HGX B200)': MFU 0.4 (the profile's) is used at fp16"]
+    assert len(warned["fp4"]) == 1 and warned["fp4"][0].startswith("no fp4 achieved-MFU figure")
+    # H200 and MI300X have no entry at all: the profile's u, with the existing warning
+    e = evaluate(parse_instance({**raw, "fleet": {"hardware": "8xMI300X", "nodes": 8}}),
+                 parse_plan({"mode": "flat", "nodes": 1, "precision": "fp16"}))
+    assert "no achieved-MFU entry in models/mfu.json for 'AMD Instinct MI300X (192 GB HBM3)': MFU 0.4 (the " \
+           "profile's) is used" in e.warnings
+
+
 # -- 4. sync over the links -------------------------------------------------------------------------
 
 

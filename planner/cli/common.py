@@ -96,6 +96,13 @@ class DtplanGroup(click.Group):
         super().__init__(*args, **kwargs)
         self.lazy_commands = dict(lazy_commands or {})     # name -> "module:attribute", imported when used
 
+    def add_command(self, cmd: click.Command, name: str | None = None) -> None:
+        """Every command takes --quiet (planner/cli/progress.py)."""
+        from planner.cli.progress import quiet_option
+        if not any(p.name == "quiet" for p in cmd.params):
+            cmd.params.append(quiet_option())
+        super().add_command(cmd, name)
+
     def list_commands(self, ctx: click.Context) -> list[str]:  # noqa: D102 - click API
         return sorted({*super().list_commands(ctx), *self.lazy_commands})
 
@@ -127,12 +134,15 @@ class DtplanGroup(click.Group):
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
         ctx.meta[_JSON_KEY] = "--json" in args[: args.index("--")] if "--" in args else "--json" in args
+        from planner.cli.progress import QUIET_KEY          # known before the command starts (no first line)
+        ctx.meta[QUIET_KEY] = "--quiet" in (args[: args.index("--")] if "--" in args else args)
         return super().parse_args(ctx, args)
 
     def invoke(self, ctx: click.Context) -> Any:
+        from planner.cli.progress import progress_lines
         as_json = bool(ctx.meta.get(_JSON_KEY))
         try:
-            with quiet_float_limits():
+            with quiet_float_limits(), progress_lines(ctx):
                 return super().invoke(ctx)
         except BadInput as err:
             err.show(as_json=as_json)
@@ -348,7 +358,16 @@ def parse_or_exit(raw: Any, source: str, file_problems: list[Problem] = ()):
         problems.append(Problem("<file>", "nested too deeply"))
     if problems:
         raise BadInput.from_error(InputError(problems, source))
+    warn_ignored_fields(instance, source)
     return instance
+
+
+def warn_ignored_fields(instance, source: str) -> None:
+    """Fields the input gives that the model does not use, one `warning:` line each on standard
+    error (every command, text and --json alike; the evaluations' warnings carry it too)."""
+    from planner.schema.sites import ignored_wan_rtt
+    for warning in filter(None, [ignored_wan_rtt(instance)]):
+        click.echo(_printable(f"{source}: warning: {warning}"), err=True)
 
 
 def load_instance_or_exit(path: Path, overrides: Iterable[str] = ()):
@@ -449,7 +468,8 @@ def echo_json(data: Any) -> None:
 
 class progress_after:
     """A rich progress bar on stderr that appears only once the work has run `delay_s` seconds,
-    and never when stderr is not a terminal. Used as `with ... as progress:`; `progress(done,
+    and never when stderr is not a terminal or under --quiet (each report also feeds the progress
+    lines of planner/cli/progress.py). Used as `with ... as progress:`; `progress(done,
     total, label)` reports."""
 
     def __init__(self, delay_s: float, verb: str):
@@ -459,7 +479,8 @@ class progress_after:
         self.bar = self.task = self.timer = None
 
     def __enter__(self):
-        if self.console.is_terminal:
+        from planner.cli.progress import is_quiet
+        if self.console.is_terminal and not is_quiet():
             import threading
             from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
             self.bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
@@ -471,6 +492,8 @@ class progress_after:
         return self
 
     def __call__(self, done: int, total: int, label: str) -> None:
+        from planner.cli.progress import report
+        report(f"{self.verb} {label}, {done} of {total} done" if label else f"{done} of {total} done")
         if self.bar is not None:
             self.bar.update(self.task, completed=done, total=total,
                             description=f"{self.verb} {label}" if label else "done")

@@ -54,7 +54,7 @@ def validate(instance_path: Path, as_json: bool, overrides: tuple[str, ...]) -> 
 def _preflight_or_exit(instance_path: Path, overrides: tuple[str, ...]):
     """The instance if `dtplan solve` would take it; else BadInput with every problem at once
     (the file's, the schema's, and the solve path's: planner.questions.preflight)."""
-    from planner.cli.common import apply_overrides, read_instance_data
+    from planner.cli.common import apply_overrides, read_instance_data, warn_ignored_fields
     from planner.questions.preflight import preflight
     from planner.schema.errors import InputError
     from planner.schema.strict import MAX_DEPTH, NESTING_MESSAGE, nesting
@@ -66,6 +66,7 @@ def _preflight_or_exit(instance_path: Path, overrides: tuple[str, ...]):
     instance, found = preflight(raw, str(instance_path))
     if problems or found:
         raise BadInput.from_error(InputError(list(problems) + found, str(instance_path)))
+    warn_ignored_fields(instance, str(instance_path))
     return instance
 
 

@@ -7,6 +7,7 @@ planner/presets_dir.py).
 Loads are cached per (directory, id); `cache_clear()` forgets them.
 """
 
+import json
 from functools import lru_cache
 from pathlib import Path
 from typing import Annotated, Any
@@ -150,6 +151,18 @@ def _lookup(kind: str, noun: str, cls: type[StrictModel], id: str) -> Any:
         listed = ", ".join(closest_first(str(id), known)) or "(none)"
         raise KeyError(f"unknown {noun} {id!r}; known (closest first): {listed}")
     return _load(cls, str(models_dir() / kind), id)
+
+
+# An inline hardware object (the fields HardwareSpec requires, plus a price and a name) shown
+# by the unknown-hardware error: one 8x H100 SXM server at the figures of models/hardware/8xH100-SXM.json.
+INLINE_HARDWARE_EXAMPLE = {"name": "my 8x H100", "accelerators_per_node": 8,
+                           "peak_tflops_per_accelerator": {"fp16": 990, "fp8": 1980},
+                           "hbm_gb_per_accelerator": 80, "price_usd_per_accelerator": 25000}
+
+
+def inline_hardware_hint() -> str:
+    """The sentence appended to an unknown hardware id: an inline object is allowed, with one in JSON."""
+    return "or give an inline hardware object instead of an id, e.g. " + json.dumps(INLINE_HARDWARE_EXAMPLE)
 
 
 def hardware_ids() -> list[str]:

@@ -14,7 +14,7 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, BeforeValidator, Field, ValidationError, model_validator
 
 from planner.presets_dir import bundled_models_dir
-from planner.schema.catalog import HardwareSpec, load_hardware, load_llm
+from planner.schema.catalog import HardwareSpec, inline_hardware_hint, load_hardware, load_llm
 from planner.cost.assumptions import (BOOL_CONSTANTS, CHOICE_CONSTANTS, NUMERIC_FIELDS, PHYSICS_ZERO_ALLOWED,
                                       PRECISIONS, REPLICA_PENALTIES, SCENARIOS, SETTABLE_FIELDS,
                                       STRAGGLER_STRATEGIES, TABLE_FIELDS, Assumptions, apply_overrides, load_profile,
@@ -136,7 +136,7 @@ def _hardware_ref(value: Any) -> Any:
         try:
             return load_hardware(value)
         except KeyError as exc:
-            fail(exc.args[0])
+            fail(f"{exc.args[0]}; {inline_hardware_hint()}")
         except InputError as exc:
             fail(f"preset {value!r} has errors in its file: " + "; ".join(map(str, exc.problems)))
     if isinstance(value, (dict, HardwareSpec)):

@@ -204,3 +204,18 @@ def unknown_site_message(name: Any, known: list[str]) -> str:
     near = close_matches(name, known, n=1) if isinstance(name, str) else []
     hint = f"; did you mean {near[0]!r}?" if near else ""
     return f"unknown site {show(name)} (sites: {listed}{hint})"
+
+
+def ignored_wan_rtt(instance: Any) -> str | None:
+    """The warning for a `network.wan.rtt_ms` the input gives but the model does not use, else None.
+
+    With sites and a fleet of pools every sync's RTT is its route's (planner/fleet/network.py,
+    SiteNetwork.links: the slowest route's RTT among the plan's sites, or the site's LAN RTT on one
+    site); `network.wan` then only caps each node's bandwidth (up_mbps, down_mbps). Not an error:
+    the web page's network profiles and sweeps set all three `network.wan` fields at once."""
+    net = instance.network
+    if not net.sites or not instance.fleet.is_mixed or "rtt_ms" not in net.wan.model_fields_set:
+        return None
+    return (f"network.wan.rtt_ms ({fmt(net.wan.rtt_ms)} ms) is ignored: with network.sites and fleet.pools each "
+            "sync takes the RTT of its route (network.links[i].rtt_ms, or the estimate for the two sites; "
+            "lan_rtt_ms on one site); network.wan sets only the bandwidth of each node's access link")
