@@ -41,7 +41,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from planner.cost import memory, physics
+from planner.cost import memory, physics, quality_fit
 from planner.cost.modes import throughput
 from planner.cost.setting import PlanBatch, Setting
 
@@ -123,7 +123,9 @@ class DecisionSpace:
                 space = replace(space, all_micro_batches=True)
             # dtplan's fragmented streaming sync (physics.streaming_outer_s) pays p fragment
             # latencies and a bounded overlap window, so it no longer dominates a blocking sync
-            if physics.fragments_on(setting.assumptions) and self.streaming == (True,) and self.streaming_off_allowed:
+            # and the fitted quality model charges an overlapped outer step (quality_fit.overlap_factor)
+            if (physics.fragments_on(setting.assumptions) or quality_fit.fitted(setting.assumptions)) \
+                    and self.streaming == (True,) and self.streaming_off_allowed:
                 space = replace(space, streaming=(True, False))
             return space
         streaming = (True, False) if self.streaming == (True,) and self.streaming_off_allowed else self.streaming
