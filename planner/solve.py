@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 
 from planner.solvers import bnb
+from planner.cost import envelope
 from planner.cost.assumptions import PIPELINE_SCHEDULES
 from planner.cost.duration import SECONDS_PER_DAY
 from planner.cost.setting import PlanBatch, Setting
@@ -157,6 +158,8 @@ def solve(instance: Instance, objective: str | None = None, solver: str = DEFAUL
             lines, fastest_s = explain_infeasible(setting, space, deadline)
             reasons += [prefix + line for line in lines]
             fastest += [fastest_s] if fastest_s is not None else []
+        if envelope.on(base.assumptions):    # the envelope narrowed the space: say so (docs/quality.md)
+            reasons.append(envelope.ENVELOPE_NOTE)
         return SolveResult(objective, solver, "infeasible", None, None, None, elapsed, evaluations,
                            infeasibility=reasons, fastest_time_s=min(fastest, default=None), **common)
     params, setting, space, (batch, value), *_ = best

@@ -155,6 +155,7 @@ class Assumptions:
     fit_overlap_size_exponent: float = -1.0      # f
     fit_prune_coefficient: float = -1.0          # k: sparsification r costs exp(-k (r - 1)^p)
     fit_prune_power: float = -1.0                # p
+    evidence_envelope: bool = False              # the search keeps inside the fit's evidence (planner/cost/envelope.py)
     compression_quality_ef: QualityTable = field(default_factory=lambda: dict(COMPRESSION_QUALITY_EF))
     compression_quality_no_ef: QualityTable = field(default_factory=lambda: dict(COMPRESSION_QUALITY_NO_EF))
     activation_quality: QualityTable = field(default_factory=lambda: dict(ACTIVATION_QUALITY))
@@ -241,7 +242,8 @@ CHOICE_CONSTANTS = {"scenario": SCENARIOS, "straggler": STRAGGLER_STRATEGIES, "r
                     "activation_recompute": ACTIVATION_RECOMPUTE}
 BOOL_CONSTANTS = ("error_feedback", "mfu_from_table", "dp_overlap", "concurrent_up_down", "per_stage_payload",
                   "failures", "demonstrated_warnings", "search_pipeline_schedules", "activation_memory",
-                  "search_zero_shards", "fragment_backward_overlap")
+                  "search_zero_shards", "fragment_backward_overlap",
+                  "evidence_envelope")
 PHYSICS_ZERO_ALLOWED = ("mfu_fp8", "mfu_fp4", "streaming_overlap_steps", "tensor_parallel", "compressor_scale_bits", "error_feedback_bytes", "churn_per_node_h", "checkpoint_write_s",
                         "checkpoint_restore_s", "compressor_index_bits", "fit_offset", "fit_offset_size_slope",
                         "fit_replica_coefficient", "fit_replica_size_exponent", "fit_overlap_coefficient",
