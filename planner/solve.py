@@ -159,7 +159,9 @@ def solve(instance: Instance, objective: str | None = None, solver: str = DEFAUL
             reasons += [prefix + line for line in lines]
             fastest += [fastest_s] if fastest_s is not None else []
         if envelope.on(base.assumptions):    # the envelope narrowed the space: say so (docs/quality.md)
-            reasons.append(envelope.ENVELOPE_NOTE)
+            a, first = base.assumptions, runs[0].space
+            note = envelope.unshown_compression_note(first.compression, first.precisions, a.bits_per_value, a.compressor)
+            reasons += ([note] if note else []) + [envelope.ENVELOPE_NOTE]
         return SolveResult(objective, solver, "infeasible", None, None, None, elapsed, evaluations,
                            infeasibility=reasons, fastest_time_s=min(fastest, default=None), **common)
     params, setting, space, (batch, value), *_ = best

@@ -257,3 +257,17 @@ def test_beyond_evidence_flag_opens_the_space(tmp_path):
     assert inside["evaluation"]["envelope_search"] is True and inside["evaluation"]["envelope"] == []
     assert beyond["evaluation"]["envelope_search"] is False
     assert beyond["objective_value"] <= inside["objective_value"]
+
+
+def test_compressor_presets_name_their_method_and_evidence():
+    from planner.cost.assumptions import apply_overrides
+    presets = json.loads((ROOT / "models" / "compressors.json").read_text())["presets"]
+    for name, preset in presets.items():
+        q = preset["quality"]
+        a = apply_overrides(DTPLAN, {"compressor_preset": name})
+        assert q["method"] == a.compressor and q["evidence"]
+        cr = 16 / q["bits_per_value"] if q["method"] == "quantise" else 1 / q["fraction_kept"]
+        shown = envelope.compression_shown(cr, 16.0, a.compressor)
+        assert (q["eta_c"] is not None) == shown
+        if shown:
+            assert float(quality_fit.compression_quality(cr, 16.0, a)) == q["eta_c"]

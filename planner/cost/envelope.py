@@ -131,3 +131,12 @@ def leaves(a: Assumptions, params: float, tokens_per_param: float, values: dict[
         out.append(_leave("activations", activation_compression, s,
                           f"activation compression {activation_compression:g}x: no fitted table"))
     return out
+
+
+def unshown_compression_note(compression, precisions, bits_per_value, compressor: str) -> str | None:
+    """A note when the envelope leaves no listed compression ratio for any precision (else None)."""
+    if any(compression_shown(cr, bits_per_value(p), compressor) for cr in compression for p in precisions):
+        return None
+    return (f"search.compression {', '.join(f'{c:g}' for c in compression)}: no ratio shown for the {compressor} "
+            f"method at {', '.join(precisions)} (quantised to >= {SHOWN['quantise_bits'].lo:g} bits per value, "
+            f"top-k at most {SHOWN['sparsification'].hi:g}x)")
