@@ -288,6 +288,9 @@ def binding_limits(e: Evaluation, space: DecisionSpace, objective: str = "min_ti
         out.append(f"search bound: compression {float(b.compression[0]):g}x, the largest allowed")
     if b.mode == "hierarchical" and int(b.regional_rounds[0]) == space.max_regional_rounds:
         out.append(f"search bound: R = max_regional_rounds = {space.max_regional_rounds}")
+    if envelope.on(s.assumptions):      # the search kept inside the evidence (docs/quality.md)
+        out += envelope.binding(v, float(b.compression[0]), s.assumptions.bits_per_value(b.precision),
+                                s.assumptions.compressor) + [envelope.ENVELOPE_NOTE]
     return out
 
 

@@ -189,7 +189,7 @@ def test_evaluate_lists_each_way_a_plan_leaves_the_envelope():
     row = next(x for x in e.envelope if x["message"] == "replicas 72 > 8 shown")
     assert (row["term"], row["value"], row["shown"]) == ("replicas and sync interval", 72, [1, 8])
     from planner.present.envelope import envelope_lines
-    assert envelope_lines(e)[0].startswith("search kept inside the evidence envelope")
+    assert envelope_lines(e)[0].startswith("plan outside the evidence envelope")
     inside = evaluate(_instance(nodes=4, target_flop=6 * 1e9 * 20e9), parse_plan({"mode": "flat", "nodes": 4, "precision": "fp16",
                                                       "inner_steps": 30, "compression": 4, "streaming": False}))
     assert inside.envelope == [] and envelope_lines(inside)[0].startswith("plan inside the evidence envelope")
@@ -271,3 +271,17 @@ def test_compressor_presets_name_their_method_and_evidence():
         assert (q["eta_c"] is not None) == shown
         if shown:
             assert float(quality_fit.compression_quality(cr, 16.0, a)) == q["eta_c"]
+
+
+def test_docs_quality_lists_every_fitted_and_held_out_row_as_fit_json_has_it():
+    doc = (ROOT / "docs" / "quality.md").read_text()
+    listed = {}
+    for line in doc.splitlines():
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        if len(cells) == 11 and cells[0].startswith("`") and cells[0].strip("`") in ROWS:
+            listed[cells[0].strip("`")] = cells
+    assert set(listed) == set(ROWS)
+    for name, cells in listed.items():
+        r = ROWS[name]
+        assert cells[6].startswith(f"{r['eta_published']:.3f} ") and cells[7] == f"{r['eta_predicted']:.3f}"
+        assert cells[8] == f"{r['residual']:+.3f}" and cells[9].startswith("yes" if r["within_noise"] else "no")

@@ -140,3 +140,18 @@ def unshown_compression_note(compression, precisions, bits_per_value, compressor
     return (f"search.compression {', '.join(f'{c:g}' for c in compression)}: no ratio shown for the {compressor} "
             f"method at {', '.join(precisions)} (quantised to >= {SHOWN['quantise_bits'].lo:g} bits per value, "
             f"top-k at most {SHOWN['sparsification'].hi:g}x)")
+
+
+def binding(values: dict[str, float], compression: float, bits_per_value: float, compressor: str) -> list[str]:
+    """The envelope's decision bounds a synchronised optimum sits on (where --beyond-evidence could help)."""
+    if not values["synchronised"]:
+        return []
+    out = []
+    if values["replicas"] == SHOWN["replicas"].hi:
+        out.append(f"evidence envelope: {values['replicas']:g} replicas, the most shown")
+    if values["h_eff"] == SHOWN["h_eff"].hi:
+        out.append(f"evidence envelope: H = {values['h_eff']:g}, the longest shown")
+    next_ratio = compression * 2.0
+    if compression > 1 and not compression_shown(next_ratio, bits_per_value, compressor):
+        out.append(f"evidence envelope: compression {compression:g}x, the most shown for {compressor}")
+    return out

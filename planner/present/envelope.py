@@ -9,16 +9,17 @@ from planner.cost import envelope
 
 
 def envelope_lines(e) -> list[str]:
-    """One line per way the plan leaves the evidence, after a line saying whether the search kept
-    inside the envelope; [] when the fitted quality model is off."""
+    """A line saying whether the plan is inside the evidence envelope, then one line per way it leaves
+    it; [] when the fitted quality model is off. (Whether a search kept inside is said by the solve's
+    binding limits, planner/solve.py.)"""
     if e.envelope is None:
         return []
-    searched = envelope.ENVELOPE_NOTE if envelope.on(e.setting.assumptions) else (
-        "searched beyond the evidence (--beyond-evidence): outside the envelope every term is the fitted law "
-        "extrapolated (docs/quality.md)")
+    beyond = "" if envelope.on(e.setting.assumptions) else (
+        " (--beyond-evidence: outside it every term is the fitted law extrapolated, conservatively)")
     if not e.envelope:
-        return [f"plan inside the evidence envelope; {searched}"]
-    return [f"{searched}; this plan leaves it:"] + [f"{x['message']} ({x['term']})" for x in e.envelope]
+        return [f"plan inside the evidence envelope of the fitted quality model (docs/quality.md){beyond}"]
+    return [f"plan outside the evidence envelope of the fitted quality model (docs/quality.md){beyond}:"] + \
+        [f"{x['message']} ({x['term']})" for x in e.envelope]
 
 
 def render_envelope(e, console) -> None:
