@@ -161,7 +161,8 @@ def solve(instance: Instance, objective: str | None = None, solver: str = DEFAUL
         if envelope.on(base.assumptions):    # the envelope narrowed the space: say so (docs/quality.md)
             a, first = base.assumptions, runs[0].space
             note = envelope.unshown_compression_note(first.compression, first.precisions, a.bits_per_value, a.compressor)
-            reasons += ([note] if note else []) + [envelope.ENVELOPE_NOTE]
+            # with no shown ratio the envelope left no class: the limits found above explain nothing
+            reasons = ([note] if note else reasons) + [envelope.ENVELOPE_NOTE]
         return SolveResult(objective, solver, "infeasible", None, None, None, elapsed, evaluations,
                            infeasibility=reasons, fastest_time_s=min(fastest, default=None), **common)
     params, setting, space, (batch, value), *_ = best
