@@ -32,3 +32,23 @@ def render_envelope(e, console) -> None:
     console.print(Styled.bullet("-", "", lines[0]))
     for line in lines[1:]:
         console.print(Styled.bullet("!", "yellow", line))
+
+
+def search_note(raw) -> str | None:
+    """The envelope note for a command that prints no plan's binding limits (compare, sweep, thresholds):
+    the note when the raw instance's assumptions (profile, then constants) search inside the envelope,
+    else None (also when they do not resolve; the command's own validation reports that)."""
+    from planner.cost.assumptions import apply_overrides, load_profile
+    try:
+        given = raw.get("assumptions") or {}
+        a = apply_overrides(load_profile(given.get("profile") or "reference"), given.get("constants") or {})
+    except (AttributeError, KeyError, TypeError, ValueError):
+        return None
+    return envelope.ENVELOPE_NOTE if envelope.on(a) else None
+
+
+def echo_search_note(raw) -> None:
+    """Print `search_note(raw)` on standard error when there is one (compare, sweep, thresholds)."""
+    import click
+    if (note := search_note(raw)) is not None:
+        click.echo(note, err=True)
