@@ -83,15 +83,17 @@ def best_of(s: Setting, candidates: list[bnb.Found]) -> tuple[PlanBatch, float] 
     return c.batch.take(slice(i, i + 1)), float(c.time_s[i])
 
 
-def min_time(s: Setting, space: DecisionSpace, deadline: float = math.inf, incumbent_s: float = math.inf):
+def min_time(s: Setting, space: DecisionSpace, deadline: float = math.inf, incumbent_s: float = math.inf,
+             measure=bnb.TIME):
     """Least time to target within the limit (`incumbent_s`: the time of a plan known to
-    exist, e.g. a MIP backend's, which prunes from the start)."""
+    exist, e.g. a MIP backend's, which prunes from the start). `measure`: the time minimised,
+    bnb.TIME or a robust key over scenarios (`planner.robust.RobustMeasure`)."""
     bound = min(s.window_s, incumbent_s * (1 + bnb.TIE_REL))
     found, evaluations = [], 0
-    groups = bnb.batches_most_promising_first(s, space, deadline=deadline)
+    groups = bnb.batches_most_promising_first(s, space, measure, deadline=deadline)
     open_bound = math.inf if groups.complete else 0.0      # groups never listed: nothing known of them
     for b in groups:
-        f = bnb.minimise_time(s, b, space.max_inner_steps, space.max_regional_rounds, bound, deadline)
+        f = bnb.minimise_time(s, b, space.max_inner_steps, space.max_regional_rounds, bound, deadline, measure)
         evaluations += f.evaluations
         open_bound = min(open_bound, f.open_bound)
         if f.time_s.size:
@@ -144,12 +146,15 @@ def fewest_nodes(s: Setting, space: DecisionSpace, limit: float, measure, deadli
     return (batch, float(batch.nodes[0] * s.node_price_usd)), evaluations, cost_bound
 
 
-def max_compute(s: Setting, space: DecisionSpace, deadline: float = math.inf, incumbent_compute: float = 0.0):
+def max_compute(s: Setting, space: DecisionSpace, deadline: float = math.inf, incumbent_compute: float = 0.0,
+                measure=None):
     """Most compute (C_quality or C_local, per target kind) within the duration limit, in the
     window view: the least 1/C over the space (`bnb.compute_measure`), ties by `tie_key`.
     `incumbent_compute`: the compute (FLOP) of a plan known to exist, e.g. a MIP backend's,
-    which prunes from the start."""
-    measure = bnb.compute_measure(s.target_kind)
+    which prunes from the start. `measure`: a robust key of 1/C over scenarios
+    (`planner.robust.RobustMeasure`); the value returned is then 1 / that key."""
+    robust = measure is not None
+    measure = measure if robust else bnb.compute_measure(s.target_kind)
     groups = bnb.batches_most_promising_first(s, space, measure, deadline)
     bound = (1.0 / incumbent_compute) * (1 + bnb.TIE_REL) if incumbent_compute > 0 else math.inf
     found, evaluations = [], 0
@@ -165,7 +170,9 @@ def max_compute(s: Setting, space: DecisionSpace, deadline: float = math.inf, in
     best = best_of(s, found)
     if best is None:
         return None, evaluations, upper
-    batch, _ = best
+    batch, key = best
+    if robust:
+        return (batch, 1.0 / key), evaluations, upper
     return (batch, float(window_compute(s, batch, s.target_kind)[s.target_kind][0])), evaluations, upper
 
 

@@ -34,23 +34,26 @@ sys.path.insert(0, str(REPO))
 
 from planner.web.answers import evaluate_answer  # noqa: E402
 from planner.web.app import examples_in, spawn_server  # noqa: E402
-from planner.web.fields import default_plan  # noqa: E402
+
+
+TOKEN: dict[str, str] = {}      # the header X-Dtplan-Token with the started server's token
 
 
 def post(url: str, body: dict) -> dict:
-    request = urllib.request.Request(url, json.dumps(body).encode(), {"Content-Type": "application/json"})
+    request = urllib.request.Request(url, json.dumps(body).encode(), {"Content-Type": "application/json", **TOKEN})
     with urllib.request.urlopen(request, timeout=300) as response:
         return json.loads(response.read())
 
 
 def get(url: str) -> dict:
-    with urllib.request.urlopen(url, timeout=300) as response:
+    with urllib.request.urlopen(urllib.request.Request(url, headers=TOKEN), timeout=300) as response:
         return json.loads(response.read())
 
 
 def start_server() -> tuple[subprocess.Popen, str]:
-    """`dtplan serve --port 0` in a new process, once it answers."""
+    """`dtplan serve --port 0` in a new process, once it answers (its token in `TOKEN` and `proc.token`)."""
     proc, url = spawn_server(cwd=REPO)
+    TOKEN["X-Dtplan-Token"] = proc.token
     for _ in range(100):             # the fork server warms up in the background
         try:
             get(url + "api/health")
@@ -60,12 +63,13 @@ def start_server() -> tuple[subprocess.Popen, str]:
     return proc, url
 
 
-def plan_for(path: Path, instance: dict) -> dict:
+def plan_for(path: Path, instance: dict) -> dict | None:
+    """The instance's plan file, else None: the page's starting plan, chosen by the server
+    (planner.web.fields.baseline_plan: every node of every pool for a fleet of pools)."""
     plan_path = path.with_name(path.name[:-len(".json")] + ".plan.json")
     if plan_path.exists():
         return json.loads(plan_path.read_text())
-    nodes = (instance.get("fleet") or {}).get("nodes")
-    return default_plan(nodes if isinstance(nodes, int) else 1)
+    return None
 
 
 def time_evaluate(url: str, instance: dict, plan: dict, repeat: int) -> tuple[float, float]:

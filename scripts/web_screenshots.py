@@ -60,6 +60,7 @@ def main() -> None:
     try:
         with sync_playwright() as p:
             browser = p.chromium.launch(executable_path=browser_path, args=FLAGS)
+            url += f"?token={proc.token}"
             shoot(browser, url, 1280, None, args.out / "web-1280.png", everything=True)
             shoot(browser, url, 390, 2600, args.out / "web-390.png", everything=False)
             browser.close()

@@ -90,6 +90,37 @@ def test_installed_wheel_solves_outside_the_checkout(installed_wheel, tmp_path):
     assert all(hid in listed.stdout for hid in hardware_ids())
 
 
+_OFFERED = r"""
+import json
+from starlette.testclient import TestClient
+from planner.web.app import create_app, default_examples_dir
+with TestClient(create_app(token="t"), base_url="http://127.0.0.1", headers={"X-Dtplan-Token": "t"}) as c:
+    meta = c.get("/api/meta").json()
+    example = c.get("/api/examples/baseline-1e25").json()
+print(json.dumps({"folder": str(default_examples_dir()), "examples": meta["examples"], "example": example}))
+"""
+
+
+@pytest.mark.slow
+def test_installed_wheel_serves_the_shipped_examples(installed_wheel, tmp_path):
+    """`dtplan serve` from the wheel offers the instances a checkout offers (before: none, as
+    instances/ was not in the wheel), read from the wheel's planner/instances."""
+    from planner.web.app import examples_in
+    wheel, python = installed_wheel
+    names = set(zipfile.ZipFile(wheel).namelist())
+    shipped = {"planner/" + p.relative_to(REPO).as_posix() for p in examples_in(REPO / "instances").values()}
+    plans = {"planner/" + p.relative_to(REPO).as_posix() for p in (REPO / "instances").rglob("*.plan.json")}
+    assert shipped and plans and (shipped | plans) - names == set()
+    assert not [n for n in names if n.endswith(".expected.json")]          # stored answers stay in the repository
+    done = subprocess.run([str(python), "-c", _OFFERED], cwd=tmp_path, env=_clean_env(), capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    offered = json.loads(done.stdout)
+    assert Path(offered["folder"]).is_relative_to(python.parents[1]), offered["folder"]    # the wheel's copy
+    assert offered["examples"] == sorted(examples_in(REPO / "instances"))
+    assert offered["example"]["instance"] == json.loads((REPO / "instances" / "baseline-1e25.json").read_text())
+    assert offered["example"]["plan"] == json.loads((REPO / "instances" / "baseline-1e25.plan.json").read_text())
+
+
 # -- start-up: what a command imports (issue 10 item 10) ----------------------------------------
 
 _LOADED = r"""

@@ -32,9 +32,18 @@ def _json(path: Path) -> dict:
     return json.loads(path.read_text())
 
 
+TOKEN = "test-token"
+
+
+def local_client(app) -> TestClient:
+    """A client as the page is one: on the server's own address (the guard refuses any other Host),
+    with the token (planner/web/guard.py)."""
+    return TestClient(app, base_url="http://127.0.0.1:8000", headers={"X-Dtplan-Token": TOKEN})
+
+
 @pytest.fixture(scope="module")
 def client():
-    with TestClient(create_app(REPO / "instances", max_running=2, grace_s=0.3)) as c:
+    with local_client(create_app(REPO / "instances", max_running=2, grace_s=0.3, token=TOKEN, port=8000)) as c:
         yield c
 
 
@@ -140,7 +149,7 @@ def test_plan_problems_name_the_plan_field(client):
 
 
 def test_request_that_is_not_json(client):
-    r = client.post("/api/evaluate", content=b"{nope")
+    r = client.post("/api/evaluate", content=b"{nope", headers={"Content-Type": "application/json"})
     assert r.status_code == 400 and r.json()["problems"][0]["path"] == "<request>"
 
 
@@ -253,7 +262,7 @@ def test_a_job_past_its_time_limit_is_stopped(client):
 
 
 def test_without_examples_the_page_starts_from_a_valid_instance(tmp_path):
-    with TestClient(create_app(tmp_path)) as c:
+    with local_client(create_app(tmp_path)) as c:
         meta = c.get("/api/meta").json()
         assert meta["examples"] == []
         start = {"instance": meta["default_instance"], "plan": {**meta["default_plan"], "nodes": 72}}
@@ -275,7 +284,7 @@ def test_serve_on_a_port_in_use_is_bad_input():
 
 def test_the_page_can_open_on_an_instance_and_plan_given_to_serve(tmp_path):
     start = {"name": BASELINE.name, "instance": _json(BASELINE), "plan": _json(BASELINE_PLAN)}
-    with TestClient(create_app(tmp_path, start=start)) as c:
+    with local_client(create_app(tmp_path, start=start)) as c:
         assert c.get("/api/meta").json()["start"] == start
     bad = tmp_path / "bad.json"
     bad.write_text(json.dumps({**_json(BASELINE), "fleet": {"hardware": "16xGH200", "nodes": -8}}))
@@ -323,11 +332,13 @@ def test_ctrl_c_stops_the_server_and_its_jobs_cleanly():
     try:
         body = {"kind": "curve", "instance": _json(BASELINE), "curve": {"input": "nodes", "low": 8, "high": 4000,
                                                                          "points": 60}}
-        request = urllib.request.Request(url + "api/jobs", json.dumps(body).encode(), {"Content-Type": "application/json"})
+        token = {"X-Dtplan-Token": proc.token}
+        request = urllib.request.Request(url + "api/jobs", json.dumps(body).encode(),
+                                         {"Content-Type": "application/json", **token})
         job = json.loads(urllib.request.urlopen(request, timeout=60).read())
         while job["state"] == "queued":
-            job = json.loads(urllib.request.urlopen(f"{url}api/jobs/{job['id']}?after={job['version']}&wait=5",
-                                                    timeout=60).read())
+            poll = urllib.request.Request(f"{url}api/jobs/{job['id']}?after={job['version']}&wait=5", headers=token)
+            job = json.loads(urllib.request.urlopen(poll, timeout=60).read())
         assert job["state"] == "running"
         proc.send_signal(signal.SIGINT)
         assert proc.wait(30) == 0
@@ -356,3 +367,34 @@ def test_a_job_whose_server_closed_the_pipe_ends_quietly(monkeypatch):
     server_end, worker_end = multiprocessing.Pipe()
     server_end.close()
     run_job("reporting", {}, worker_end)      # returns; raises nothing
+
+
+def test_a_fleet_of_pools_starts_on_the_baseline_on_every_pool(client):
+    """Evaluate without a plan (the page's start): the baseline plan on every node of every pool,
+    evaluated (before: the page's plan had no pool_nodes, "no evaluation")."""
+    path = REPO / "instances" / "mixed-a100-h100.json"
+    answer = client.post("/api/evaluate", json={"instance": _json(path), "plan": None}).json()
+    expected = {"mode": "flat", "nodes": 20, "precision": "fp16", "inner_steps": 128, "compression": 16,
+                "streaming": True, "pool_nodes": {"a100": 12, "h100": 8}}    # the file's pools: 12 and 8 nodes
+    assert answer["plan"] == expected and answer["plan_problems"] == []
+    days = planner.evaluate(path, expected).values["time_to_target_s"] / SECONDS_PER_DAY
+    assert answer["evaluation"]["headline"]["days"] == pytest.approx(days, rel=1e-12)
+    # unnamed pools are named as plans name them: by hardware id, '#i' when two share one
+    raw = _json(path)
+    raw["fleet"]["pools"] = [{"hardware": "48xA100-80GB", "count": 12}, {"hardware": "16xH100-SXM", "count": 8},
+                             {"hardware": "16xH100-SXM", "count": 3}]
+    answer = client.post("/api/evaluate", json={"instance": raw}).json()
+    assert answer["plan"]["pool_nodes"] == {"48xA100-80GB": 12, "16xH100-SXM#1": 8, "16xH100-SXM#2": 3}
+    assert answer["plan"]["nodes"] == 23 and answer["evaluation"] is not None
+    # every shipped fleet of pools starts evaluated, every node of every pool used
+    for path in sorted((REPO / "instances").glob("mixed-*.json")):
+        if path.name.endswith(".expected.json"):
+            continue
+        answer = client.post("/api/evaluate", json={"instance": _json(path)}).json()
+        counts = [p["count"] for p in _json(path)["fleet"]["pools"]]
+        assert list(answer["plan"]["pool_nodes"].values()) == counts, path.name
+        assert answer["plan_problems"] == [] and answer["evaluation"] is not None, path.name
+    # a uniform fleet: the baseline on the whole fleet, as before
+    answer = client.post("/api/evaluate", json={"instance": _json(BASELINE)}).json()
+    assert answer["plan"] == {"mode": "flat", "nodes": 72, "precision": "fp16", "inner_steps": 128, "compression": 16,
+                              "streaming": True}

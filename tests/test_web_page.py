@@ -50,10 +50,11 @@ def sync_playwright():
 
 @pytest.fixture(scope="module")
 def server():
-    """`dtplan serve --port 0`: its address, from the line it prints once listening."""
+    """`dtplan serve --port 0`: the address it prints once listening, with its token (the page is
+    opened as the user opens it: the token in the address, kept by the page in a cookie)."""
     proc, url = spawn_server(cwd=REPO)
     try:
-        yield url
+        yield f"{url}?token={proc.token}"
         assert not [x for x in proc.log if "Traceback" in x], "".join(proc.log)
     finally:
         proc.terminate()
@@ -87,11 +88,19 @@ def test_the_page_in_a_browser(sync_playwright, server, tmp_path):
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=BROWSER, args=FLAGS)
         try:
-            page = browser.new_page(viewport={"width": 1280, "height": 900}, accept_downloads=True)
+            # without the token the page's API is refused (a page in another browser, or another site)
+            stranger = browser.new_page()
+            stranger.goto(server.split("?")[0])
+            assert "no token" in stranger.content()
+            stranger.close()
+
+            context = browser.new_context(viewport={"width": 1280, "height": 900}, accept_downloads=True)
+            page = context.new_page()
             errors: list[str] = []
             page.on("pageerror", lambda e: errors.append(str(e)))
             page.goto(server)
             page.wait_for_selector("#days")
+            assert "token" not in page.url          # the token left the address once the page had it
 
             # a shipped instance, loaded from its file; no plan in it: the page's default plan
             page.set_input_files("#load-file", str(SHIPPED))
@@ -135,7 +144,7 @@ def test_the_page_in_a_browser(sync_playwright, server, tmp_path):
             info.value.save_as(tmp_path / "report.html")
             report = (tmp_path / "report.html").read_text()
             assert "dtplan evaluate" in report and f"{after:,.2f} days" in report
-            shared = browser.new_page(accept_downloads=True)
+            shared = context.new_page()          # the same browser: its cookie holds the token
             shared.goto(page.url)
             shared.wait_for_selector("#days")
             assert _download(shared, tmp_path, "two.json") == expected
@@ -174,6 +183,14 @@ def test_the_page_in_a_browser(sync_playwright, server, tmp_path):
             (tmp_path / "bad-city.json").write_text(json.dumps(bad))
             assert row_error.text_content() == _cli_line(tmp_path / "bad-city.json")
             assert "unknown city or region 'Parris'" in row_error.text_content()
+
+            # a fleet of pools starts on the baseline plan on every node of every pool, evaluated
+            page.select_option("#example", "mixed-a100-h100")
+            mixed = json.loads((REPO / "instances" / "mixed-a100-h100.json").read_text())
+            everyone = {**default_plan(20), "pool_nodes": {"a100": 12, "h100": 8}}
+            pooled = planner.evaluate(mixed, everyone).values["time_to_target_s"] / SECONDS_PER_DAY
+            page.wait_for_function("d => Math.abs(parseFloat(document.querySelector('#days')?.textContent"
+                                   ".replace(/,/g, '')) - d) <= 1e-4 * d", arg=pooled)
 
             # a max_compute question: the compute reached within the limit is the headline
             page.select_option("#example", "miri/profile-colocated")

@@ -44,12 +44,14 @@ from planner.schema.limits import MAX_FLOP
                    "of the uncertain inputs of models/assumptions/uncertainty/published.json (scaling-law fit, "
                    "MFU, quality scenario; drawn only inside their published intervals; --seed, default 0).")
 @click.option("--seed", type=int, default=0, help="Random seed of --monte-carlo (draw i depends on seed and i).")
+@click.option("--robust", is_flag=True, help="Instead: reachable under every scenario of the uncertainty files, "
+              "some (named) or none, and whether one plan reaches the target under all (docs/robust.md).")
 @time_limit_option("Seconds of wall-clock for the whole command (the verdict and every fix); fixes not "
                    "searched in time are listed as such. Exit 3 if the verdict itself was not reached.")
 @set_option
 def feasible(instance_path: Path | None, target_flop, target_kind, hardware, nodes, params, wan_mbps, rtt_ms,
              max_days, growth_hardware, growth_software, growth_investment, budget_usd, goodput, as_json: bool,
-             report_path: Path | None, monte_carlo: int | None, seed: int, time_limit_s: float | None,
+             report_path: Path | None, monte_carlo: int | None, seed: int, robust: bool, time_limit_s: float | None,
              overrides: tuple[str, ...]) -> None:
     """Can the target be reached within the limits? If not, which limits bind together and
     the smallest single change that makes it feasible (fewest nodes, lowest WAN bandwidth,
@@ -110,6 +112,9 @@ def feasible(instance_path: Path | None, target_flop, target_kind, hardware, nod
         from planner.cli.sweep import feasible_monte_carlo
         feasible_monte_carlo(raw, source, monte_carlo, seed, None, as_json)
     deadline = start + time_limit_s if time_limit_s is not None else None
+    if robust:
+        from planner.cli.robust import feasible_robust
+        feasible_robust(instance, raw, source, as_json, deadline)
     console, progress_console = make_console(), make_console(stderr=True)
     try:
         with progress_console.status("checking feasibility", spinner="dots") if progress_console.is_terminal \

@@ -29,9 +29,17 @@ from planner.schema.errors import InputError
               help="Also write the mixed-integer model to FILE (.lp or .mps) for a person to read.")
 @click.option("--report", "report_path", type=click.Path(path_type=Path),
               help="Also write a report to FILE (.html, self-contained with plots; or .md).")
+@click.option("--robust", is_flag=True,
+              help="Optimise the worst case over the scenarios of the uncertainty files (each input at the ends "
+                   "of its published interval, one at a time; docs/robust.md) and print the robust plan, the "
+                   "nominal plan and each plan under each scenario. Solvers bnb and exhaustive.")
+@click.option("--quantile", type=float, default=None,
+              help="With --robust: optimise the value at least this fraction of the scenarios meet (0 < Q <= 1; "
+                   "1 = the worst case) instead of the worst case.")
 @set_option
 def solve(instance_path: Path, objective: str | None, solver: str, time_limit_s: float | None, as_json: bool,
-          model_path: Path | None, report_path: Path | None, overrides: tuple[str, ...]) -> None:
+          model_path: Path | None, report_path: Path | None, robust: bool, quantile: float | None,
+          overrides: tuple[str, ...]) -> None:
     """Find the optimal plan of an INSTANCE and prove it optimal.
 
     Exit 0 when a plan is returned (optimal, or the best within --time-limit with its gap),
@@ -49,6 +57,12 @@ def solve(instance_path: Path, objective: str | None, solver: str, time_limit_s:
         raise BadInput(f"--solver: unknown solver {solver!r}; available: {', '.join(SOLVERS)}")
     check_report(report_path)
     deadline = start + time_limit_s if time_limit_s is not None else None
+    if quantile is not None and not robust:
+        raise BadInput("--quantile: needs --robust")
+    if robust and model_path is not None:
+        raise BadInput("--write-model: not with --robust (no robust mixed-integer model is built; docs/robust.md)")
+    if robust:
+        _solve_robust(instance_path, objective, solver, deadline, quantile, as_json, report_path, overrides)
     try:
         if model_path is not None:
             from planner.mip.export import UnknownFormat, model_paths, write_model
@@ -87,3 +101,37 @@ def solve(instance_path: Path, objective: str | None, solver: str, time_limit_s:
         write_output("--report", report_path, lambda tmp: solve_report(instance, result, tmp, command_line()))
         click.echo(f"report written to {report_path}", err=True)
     sys.exit(solve_exit_code(result.status, result.plan is not None))
+
+
+def _solve_robust(instance_path: Path, objective: str | None, solver: str, deadline: float | None,
+                  quantile: float | None, as_json: bool, report_path: Path | None, overrides: tuple[str, ...]) -> None:
+    """`solve --robust` (planner.questions.robust): exits like `solve`, by the robust answer."""
+    from planner.questions.robust import UnsupportedRobust, regret_lines, robust_report, robust_solve
+    from planner.solvers import UnsupportedBySolver
+    instance, raw = load_instance_or_exit(instance_path, overrides)
+    try:
+        result = robust_solve(instance, raw, objective, solver, deadline=deadline, quantile=quantile)
+    except UnsupportedBySolver as err:
+        raise BadInput(f"--solver: {err}") from None
+    except UnsupportedRobust as err:
+        raise BadInput(str(err)) from None
+    except InputError as err:
+        raise BadInput.from_error(err, str(instance_path)) from None
+    if as_json:
+        echo_json(result.to_dict())
+    else:
+        from planner.present.render import make_console, render_solve
+        console = make_console()
+        console.print(f"ROBUST: {result.statistic.describe()} (docs/robust.md)")
+        render_solve(result.robust, console)
+        console.print("")
+        console.print("NOMINAL: the instance as given")
+        render_solve(result.nominal, console)
+        console.print("")
+        console.print("Each plan under each scenario:")
+        for line in regret_lines(result):
+            console.print(line)
+    if report_path is not None:
+        write_output("--report", report_path, lambda tmp: robust_report(instance, result, tmp, command_line()))
+        click.echo(f"report written to {report_path}", err=True)
+    sys.exit(solve_exit_code(result.robust.status, result.robust.plan is not None))

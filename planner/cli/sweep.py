@@ -60,6 +60,8 @@ class sweep_progress:
 @click.option("--command", "command", type=click.Choice(["solve", "feasible", "evaluate"]), default=None,
               help="What each point answers (default solve): a full solve, the feasibility verdict with its "
                                       "smallest fixes, or the evaluation of --plan.")
+@click.option("--robust", is_flag=True, help="Each point solved for its robust plan (worst case over the scenarios "
+              "of the uncertainty files; docs/robust.md): --command robust.")
 @click.option("--plan", "plan_path", type=click.Path(path_type=Path), help="The fixed plan for --command evaluate.")
 @click.option("--objective", type=click.Choice(["min_time", "max_compute", "min_cost"]),
               help="Override the instance's objective (solve).")
@@ -81,7 +83,7 @@ class sweep_progress:
               help="Kind of --plot (default: distribution for --vary, lines otherwise).")
 @json_option("Write the summary and every row as JSON to standard output (errors too, as {\"error\": ...}).")
 @set_option
-def sweep(instance_path: Path, grids, varies, samples, seed, command, plan_path, objective, solver, time_limit_s,
+def sweep(instance_path: Path, grids, varies, samples, seed, command, robust, plan_path, objective, solver, time_limit_s,
           workers, scheduler, output, plot_path, plot_kind, as_json, overrides) -> None:
     """Answer INSTANCE at every point of a grid or of Monte Carlo draws of its fields.
 
@@ -121,6 +123,10 @@ def sweep(instance_path: Path, grids, varies, samples, seed, command, plan_path,
             spec.seed = seed
         if command is not None:
             spec.command = command
+        if robust:
+            if command not in (None, "solve"):
+                raise InputError([Problem("--robust", f"answers solve questions, not --command {command}")])
+            spec.command = "robust"
         spec.objective = objective or spec.objective
         spec.solver = solver if solver != "bnb" else spec.solver
         spec.time_limit_s = time_limit_s
@@ -180,7 +186,9 @@ def _print_rows(result) -> None:
     shown = ["index"] + list(spec.grid) + list(spec.vary) + ["status"] + {
         "solve": ["objective_value", "time_to_target_days", "cost_usd", "mode", "nodes", "inner_steps", "compression"],
         "feasible": ["time_to_target_days", "fixes"], "evaluate": ["time_to_target_days", "violations"],
-        "reach": ["days", "limit_days"]}[spec.command] + ["error"]
+        "reach": ["days", "limit_days"],
+        "robust": ["objective_value", "time_to_target_days", "cost_usd", "mode", "nodes", "inner_steps",
+                   "compression"]}[spec.command] + ["error"]
     table = Table(*shown)
     for r in result.rows:
         table.add_row(*[_fmt(r.get(c)) for c in shown])

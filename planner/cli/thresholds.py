@@ -96,12 +96,14 @@ def _check_instance(raw: dict, source: str, nodes, th, fit: bool) -> None:
               help="With --stop: reachable means for at most USD.")
 @click.option("--curve", "curve", help="Compute thresholds (H100-eq, comma-separated) for the threshold curve of "
               "--report. Default 16,8,4,2,1.")
+@click.option("--robust", is_flag=True, help="Each row's fewest nodes reaching the target under every scenario of "
+              "the uncertainty files (worst case; docs/robust.md), with that plan's worst-case days.")
 @click.option("--json", "as_json", is_flag=True, help="Write the full result as JSON to standard output.")
 @click.option("--report", "report_path", type=click.Path(path_type=Path),
               help="Also write an HTML page (.html): the threshold curve and the collateral table.")
 def thresholds(instance_path, overrides, compute, tpp, memory, interconnect, wan_cap, accelerator_ids, target_flop, params,
                fit_model, wan_mbps, rtt_ms, max_days, budget_usd, max_nodes, stop_kinds, within_nodes, within_budget, curve,
-               as_json, report_path) -> None:
+               robust, as_json, report_path) -> None:
     """For each accelerator, the largest node under the thresholds (--compute, --tpp, --memory,
     --interconnect; a node exactly at a threshold is not caught), the fewest such nodes that reach the
     target within the limits (verified: one fewer does not), their cost and the binding limit; the
@@ -123,6 +125,8 @@ def thresholds(instance_path, overrides, compute, tpp, memory, interconnect, wan
         flag = {"compute": "--compute", "tpp": "--tpp", "memory": "--memory", "wan": "--wan-cap"}[kind]
         if q._value(th, kind) is None:
             raise BadInput(f"--stop {kind}: give {flag} (the threshold to start lowering from)")
+    if robust and stop_kinds:
+        raise BadInput("--robust: not with --stop (the stop point is searched on the instance as given)")
     curve_values = _curve(curve, report_path)
     if report_path is not None:
         if report_path.suffix.lower() != ".html":
@@ -160,7 +164,11 @@ def thresholds(instance_path, overrides, compute, tpp, memory, interconnect, wan
     from planner.present import threshold_report as page
     console, err_console = make_console(), make_console(stderr=True)
     show = (lambda m: err_console.print(f"[dim]{m}[/dim]")) if err_console.is_terminal else (lambda m: None)
-    answers = [q.answer(raw, n, th, fit) for n in _each(nodes, show, "solving")]
+    if robust:
+        from planner.questions.robust import robust_answer as answer
+    else:
+        answer = q.answer
+    answers = [answer(raw, n, th, fit) for n in _each(nodes, show, "solving")]
     caught = q.collateral(th, deployments, catalog)
     stops = []
     if stop_kinds:
@@ -172,14 +180,18 @@ def thresholds(instance_path, overrides, compute, tpp, memory, interconnect, wan
             t = q.Thresholds(value, tpp, memory, interconnect, wan_cap)
             for a in accelerators:
                 show(f"curve: {value:g} H100-eq, {a.id}")
-                curve_rows.append((value, q.answer(raw, q.build_node(a, t), t, fit)))
+                curve_rows.append((value, answer(raw, q.build_node(a, t), t, fit)))
     if as_json:
         out = {"thresholds": {k: v for k, v in th.__dict__.items() if v is not None},
-               "fit_model_to_node": fit, "answers": [a.to_dict() for a in answers],
+               "fit_model_to_node": fit, **({"robust": True} if robust else {}), "answers": [a.to_dict() for a in answers],
                "collateral": [{"deployment": d.id, "name": d.name, "caught_by": why} for d, why in caught],
                "stop_points": [s.to_dict() for s in stops]}
         click.echo(dumps(out))
     else:
+        if robust:
+            console.print("robust: each row's fewest nodes reach the target under every scenario of the uncertainty "
+                          "files, proven by the branch and bound (not re-solved); days are the worst case "
+                          "(docs/robust.md)")
         page.render_terminal(th, answers, caught, stops, catalog, console, fit)
     if report_path is not None:
         from planner.cli.common import command_line

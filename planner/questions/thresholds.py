@@ -328,11 +328,9 @@ def _node_cap(raw: dict) -> int:
     return int(raw.get("limits", {}).get("max_nodes") or NODE_CAP)
 
 
-def answer(raw: dict, node: NodeBuild, th: Thresholds, fit: bool = False) -> Answer:
-    """The fewest nodes (min_cost) reaching the target within every limit of `raw` (the node cap is
-    limits.max_nodes, else NODE_CAP; fleet.nodes of `raw` is replaced); verified by re-solving min_time
-    with n nodes (feasible: its plan, the fastest with n nodes, is the one reported) and n - 1 nodes
-    (infeasible)."""
+def node_case(raw: dict, node: NodeBuild, th: Thresholds, fit: bool = False):
+    """(instance data, Instance, model parameters or None, node cap) of the node's question, or the
+    Answer when there is none (no node, or an instance the node cannot form)."""
     if node.count < 1:
         return Answer(node, False, binding=[f"no node: {node.rule}"])
     cap = _node_cap(raw)
@@ -341,7 +339,18 @@ def answer(raw: dict, node: NodeBuild, th: Thresholds, fit: bool = False) -> Ans
         instance = parse_instance(data, "<thresholds>")
     except InputError as err:                # e.g. search.precisions asks for fp8 and the chip has none
         return Answer(node, False, binding=[f"not applicable: {p}" for p in err.problems])
-    params = float(data["model"]["params"]) if "params" in data.get("model", {}) else None
+    return data, instance, float(data["model"]["params"]) if "params" in data.get("model", {}) else None, cap
+
+
+def answer(raw: dict, node: NodeBuild, th: Thresholds, fit: bool = False) -> Answer:
+    """The fewest nodes (min_cost) reaching the target within every limit of `raw` (the node cap is
+    limits.max_nodes, else NODE_CAP; fleet.nodes of `raw` is replaced); verified by re-solving min_time
+    with n nodes (feasible: its plan, the fastest with n nodes, is the one reported) and n - 1 nodes
+    (infeasible)."""
+    case = node_case(raw, node, th, fit)
+    if isinstance(case, Answer):
+        return case
+    data, instance, params, cap = case
     r = solve(instance, objective="min_cost")
     if r.status != "optimal":
         return Answer(node, False, model_params=params, result=r,

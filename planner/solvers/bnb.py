@@ -115,7 +115,10 @@ def compute_measure(target_kind: str) -> str:
 
 
 def _measure(s: Setting, c: Classes, idx, n, h, r, measure: str) -> np.ndarray:
-    """The minimised quantity of each plan (inf where it has no meaning)."""
+    """The minimised quantity of each plan (inf where it has no meaning). A measure that is not
+    one of MEASURES is an object scoring plans itself (`values`), e.g. `planner.robust.RobustMeasure`."""
+    if not isinstance(measure, str):
+        return measure.values(s, c, idx, n, h, r)
     if measure == TIME:
         return _time_and_efficiency(s, c, idx, n, h, r)[0]
     out = window_compute(s, c.plans(idx, n, h, r), measure[2:])
@@ -247,7 +250,10 @@ def _compute_box(s: Setting, c: Classes, box, kind: str, mono: monotone.Monotoni
 
 def _box_bound(s: Setting, c: Classes, box, measure: str, mono: monotone.Monotonicity, cut=None):
     """(lower bound of the measure on each box, corner plans scored); `cut`: a cutoff above
-    which a box is pruned anyway (a bound part that cannot matter may be skipped)."""
+    which a box is pruned anyway (a bound part that cannot matter may be skipped). A measure
+    object (`_measure`) bounds its boxes itself (`box`)."""
+    if not isinstance(measure, str):
+        return measure.box(s, c, box, mono, cut)
     return _time_box(s, c, box, mono) if measure == TIME else _compute_box(s, c, box, measure[2:], mono, cut)
 
 
@@ -335,7 +341,7 @@ def _branch_and_bound(s: Setting, c: Classes, h_max: int, r_max: int, visit: Cal
             left["lower"] = np.nan_to_num(lower[alive], nan=0.0)
             return evaluations, left
         tied = lower[alive] >= cut[alive] / (1 + TIE_REL)
-        box = _split({k: v[alive] for k, v in box.items()}, tied, c, compute=measure != TIME)
+        box = _split({k: v[alive] for k, v in box.items()}, tied, c, compute=getattr(measure, "base", measure) != TIME)
     return evaluations, None
 
 
@@ -614,7 +620,7 @@ def batches_most_promising_first(s: Setting, space: DecisionSpace, measure: str 
         if c is None:
             continue
         idx, n, h, r = _seeds(s, c, space.max_inner_steps, space.max_regional_rounds)
-        t = _measure(s, c, idx, n, h, r, measure)
+        t = _measure(s, c, idx, n, h, r, getattr(measure, "ordering", measure))    # an order, not a bound
         scored.append((float(np.nanmin(t)) if np.isfinite(t).any() else math.inf, len(scored), c))
     ordered = Batches(c for _, _, c in sorted(scored, key=lambda x: (x[0], x[1])))
     ordered.complete = complete

@@ -37,15 +37,19 @@ def _plans(c: Classes, h_max: int, r_max: int):
             yield np.full(flat.size, k), n, h, r
 
 
-def optimise(setting: Setting, space: DecisionSpace, objective: str):
+def optimise(setting: Setting, space: DecisionSpace, objective: str, measure=None):
     """((one-plan batch, value) or None, plans evaluated): min_time, min_cost or max_compute, exactly.
 
     min_time / min_cost score the time to target (plans over the duration limit are out);
     max_compute the reciprocal of the compute reached within the limit (`bnb.compute_measure`),
-    every plan counting. Values: seconds, USD, FLOP."""
+    every plan counting. Values: seconds, USD, FLOP. `measure`: a robust key over scenarios
+    (`planner.robust.RobustMeasure`) in place of the time or 1/compute (max_compute's value is
+    then 1 / the key)."""
 
     h_max, r_max = space.max_inner_steps, space.max_regional_rounds
-    measure = bnb.compute_measure(setting.target_kind) if objective == "max_compute" else bnb.TIME
+    robust = measure is not None
+    if not robust:
+        measure = bnb.compute_measure(setting.target_kind) if objective == "max_compute" else bnb.TIME
     limit = math.inf if objective == "max_compute" else setting.window_s
     groups = list(bnb.batches(setting, space))
     evaluations = 0
@@ -80,6 +84,8 @@ def optimise(setting: Setting, space: DecisionSpace, objective: str):
         return None, evaluations
     if objective == "min_cost":
         return (best[0], float(best[0].nodes[0] * setting.node_price_usd)), evaluations
+    if objective == "max_compute" and robust:
+        return (best[0], 1.0 / best[1]), evaluations
     if objective == "max_compute":
         return (best[0], float(window_compute(setting, best[0], setting.target_kind)[setting.target_kind][0])), evaluations
     return best, evaluations

@@ -74,13 +74,18 @@ def check_instance(raw: Any):
 
 
 def evaluate_answer(raw_instance: Any, raw_plan: Any) -> dict[str, Any]:
-    """Problems of the instance (then of the plan), resolved values, and the plan's evaluation."""
+    """Problems of the instance (then of the plan), resolved values, and the plan's evaluation.
+    Without a plan (None), the page's starting plan (`fields.baseline_plan`: the baseline on the
+    whole fleet, every pool's nodes for a fleet of pools) is evaluated and returned as `plan`."""
     out: dict[str, Any] = {"instance_problems": [], "plan_problems": [], "resolved": {}, "evaluation": None}
     instance, out["instance_problems"] = check_instance(raw_instance)
     if instance is None:
         return out
     out["resolved"] = resolved_values(instance)
     from planner.schema.plan import check_plan_against, parse_plan
+    if raw_plan is None:
+        from planner.web.fields import baseline_plan
+        raw_plan = out["plan"] = baseline_plan(instance)
     try:
         plan = parse_plan(copy.deepcopy(raw_plan), "<plan>")
     except InputError as err:

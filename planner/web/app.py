@@ -16,6 +16,9 @@ Routes:
 Bad input answers 400 with {"problems": [{field, path, message, text}]}: the schema's problems,
 `text` being the line the command line prints for it. Evaluation runs in a thread of the server
 (milliseconds); everything else runs as a job (planner/web/jobs.py).
+
+Every request first passes `planner.web.guard.Guard` (Host, body size, Origin and content type,
+token; docs/web.md "Protections"); a refusal is {"error": ...} with 403, 413 or 415.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from typing import Any
 
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import FileResponse, Response
 from starlette.routing import Mount, Route
@@ -35,10 +39,14 @@ from starlette.staticfiles import StaticFiles
 from planner.cli.common import json_default
 from planner.schema.errors import InputError, Problem
 from planner.web import answers
-from planner.web.jobs import GRACE_S, JobManager
+from planner.web.guard import Guard, host_name, new_token
+from planner.web.jobs import ABANDON_S, GRACE_S, JOB_TIME_LIMIT_S, JobManager
 
 STATIC_DIR = Path(__file__).parent / "static"
-MAX_BODY_BYTES = 2_000_000
+# A request body's cap. The schema's largest site graph (MAX_SITE_LINKS = 10^5 links, among 450
+# sites, planner/schema/limits.py), every field given, is 8.8 MB of compact JSON (14.2 MB indented;
+# measured, docs/web.md "Limits"): it fits; anything over the cap is refused (413) unread.
+MAX_BODY_BYTES = 16 * 2**20
 MAX_WAIT_S = 25.0
 
 
@@ -53,10 +61,9 @@ def bad_input(problems: list[Problem]) -> Response:
 
 
 async def _body(request: Request) -> dict:
-    """The request's JSON object; InputError naming `<request>` when it is not one."""
+    """The request's JSON object; InputError naming `<request>` when it is not one. (A body over
+    MAX_BODY_BYTES never gets here: the guard and Starlette's `max_body_size` refuse it, 413.)"""
     raw = await request.body()
-    if len(raw) > MAX_BODY_BYTES:
-        raise InputError([Problem("<request>", f"larger than {MAX_BODY_BYTES:,} bytes")])
     try:
         data = json.loads(raw)
     except (ValueError, RecursionError) as err:
@@ -80,19 +87,30 @@ def examples_in(folder: Path | None) -> dict[str, Path]:
 
 
 def default_examples_dir() -> Path | None:
-    """The checkout's instances/ folder, when dtplan runs from a checkout."""
-    folder = Path(__file__).resolve().parents[2] / "instances"
-    return folder if folder.is_dir() else None
+    """The shipped instances: `planner/instances` in an installed wheel (pyproject.toml maps the
+    package `planner.instances` to the top-level instances/ folder), else the checkout's instances/."""
+    package = Path(__file__).resolve().parents[1]
+    for folder in (package / "instances", package.parent / "instances"):
+        if folder.is_dir():
+            return folder
+    return None
 
 
 def create_app(examples_dir: Path | None = None, max_running: int | None = None,
-               grace_s: float = GRACE_S, start: dict | None = None) -> Starlette:
-    """The application; `examples_dir`: instances offered on the page (default: the checkout's);
-    `max_running` jobs at once (default: one per core); `grace_s` after a job's time limit;
-    `start`: {name, instance, plan} the page opens on (raw JSON data, checked by the caller)."""
+               grace_s: float = GRACE_S, start: dict | None = None, *, token: str | None = None,
+               port: int | None = None, bound: str = "127.0.0.1", allowed_hosts: tuple[str, ...] = (),
+               job_time_limit_s: float = JOB_TIME_LIMIT_S, abandon_s: float = ABANDON_S,
+               per_client: int | None = None) -> Starlette:
+    """The application; `examples_dir`: instances offered on the page (default: the shipped ones);
+    `max_running` jobs at once (default: one per core, two at least), `per_client` of one client
+    (default: one fewer); `grace_s` after a job's time limit; `job_time_limit_s`: every job's
+    limit; `abandon_s`: a job nobody asks about for this long is cancelled; `start`: {name,
+    instance, plan} the page opens on (raw JSON data, checked by the caller). The guard
+    (planner/web/guard.py): `token` (None: none needed), the server's `port` (None: any) and
+    `bound` address, and more `allowed_hosts` for the Host header."""
     from planner.web.meta import meta
     examples = examples_in(examples_dir if examples_dir is not None else default_examples_dir())
-    manager = JobManager(max_running, grace_s)
+    manager = JobManager(max_running, grace_s, job_time_limit_s, abandon_s, per_client)
     page_meta: dict[str, Any] = {}
 
     @asynccontextmanager
@@ -144,8 +162,9 @@ def create_app(examples_dir: Path | None = None, max_running: int | None = None,
             await run_in_threadpool(answers.check_job, kind, data)
         except InputError as err:
             return bad_input(err.problems)
-        payload = {k: data.get(k) for k in ("instance", "plan", "objective", "solver", "time_limit_s", "curve")}
-        job = manager.submit(kind, payload, answers.time_limit(data))
+        payload = {k: data.get(k) for k in ("instance", "plan", "objective", "solver", "curve")}
+        payload["time_limit_s"] = manager.time_limit(answers.time_limit(data))    # the solver's limit too
+        job = manager.submit(kind, payload, payload["time_limit_s"], request.state.client_key)
         return json_response(job.to_dict(), 202)
 
     def _job(request: Request):
@@ -190,15 +209,26 @@ def create_app(examples_dir: Path | None = None, max_running: int | None = None,
         return json_response({"error": f"internal error ({type(exc).__name__}: {str(exc)[:300]}); this is a bug "
                                        f"in dtplan: please report it with the instance"}, 500)
 
-    app = Starlette(routes=routes, lifespan=lifespan, exception_handlers={Exception: internal_error})
+    async def too_large(request: Request, exc: Exception) -> Response:     # a body over the cap, met while read
+        return json_response({"error": f"<request>: body larger than the cap of {MAX_BODY_BYTES:,} bytes"}, 413)
+
+    async def http_error(request: Request, exc: Exception) -> Response:    # 404, 405: JSON like every answer
+        status = getattr(exc, "status_code", 400)
+        return json_response({"error": f"{request.method} {request.url.path}: {getattr(exc, 'detail', '')}"}, status)
+
+    app = Starlette(routes=routes, lifespan=lifespan, max_body_size=MAX_BODY_BYTES,
+                    exception_handlers={Exception: internal_error, 413: too_large, 404: http_error, 405: http_error},
+                    middleware=[Middleware(Guard, token=token, port=port, bound=bound, allowed_hosts=allowed_hosts)])
     app.state.jobs = manager
     return app
 
 
 def serve(host: str = "127.0.0.1", port: int = 8000, examples_dir: Path | None = None,
-          start: dict | None = None, announce=print) -> None:
-    """Run the app with uvicorn until interrupted; `port` 0 picks a free port. The address is
-    announced (one line) once the socket listens: a client may connect from then on."""
+          start: dict | None = None, announce=print, token: bool = True, allowed_hosts: tuple[str, ...] = (),
+          job_time_limit_s: float = JOB_TIME_LIMIT_S) -> None:
+    """Run the app with uvicorn until interrupted; `port` 0 picks a free port. The address (with
+    a new random token unless `token` is False) is announced (one line) once the socket listens:
+    a client may connect from then on."""
     import socket
 
     import uvicorn
@@ -208,19 +238,24 @@ def serve(host: str = "127.0.0.1", port: int = 8000, examples_dir: Path | None =
     sock.bind((host, port))
     sock.listen(2048)                # connections made as soon as the address is announced wait for uvicorn
     bound = sock.getsockname()[1]
-    shown = f"[{host}]" if family == socket.AF_INET6 else host
-    config = uvicorn.Config(create_app(examples_dir, start=start), log_level="warning", lifespan="on")
+    secret = new_token() if token else None
+    app = create_app(examples_dir, start=start, token=secret, port=bound, bound=host, allowed_hosts=allowed_hosts,
+                     job_time_limit_s=job_time_limit_s)
+    config = uvicorn.Config(app, log_level="warning", lifespan="on")
     server = uvicorn.Server(config)
-    announce(f"dtplan: serving on http://{shown}:{bound}/ (Ctrl-C to stop)")
+    query = f"?token={secret}" if secret else ""
+    announce(f"dtplan: serving on http://{host_name(host)}:{bound}/{query} (Ctrl-C to stop)")
     server.run(sockets=[sock])
 
 
 def spawn_server(*args: str, cwd: str | Path | None = None):
     """`dtplan serve --port 0 ARGS` in a new process (this Python): (the process, its address).
 
-    For scripts and tests (benchmarks, screenshots, the browser test). The server's standard
-    error is read on a thread into `process.log` (a list of lines), so that it never blocks; the
-    caller ends the process (`terminate()`)."""
+    For scripts and tests (benchmarks, screenshots, the browser test). The address is the
+    server's root (`http://127.0.0.1:PORT/`); the token it printed is `process.token` (None with
+    `--no-token`): open `address + "?token=" + token` in a browser, or send the header
+    `X-Dtplan-Token`. The server's standard error is read on a thread into `process.log` (a list
+    of lines), so that it never blocks; the caller ends the process (`terminate()`)."""
     import re
     import subprocess
     import sys
@@ -230,9 +265,10 @@ def spawn_server(*args: str, cwd: str | Path | None = None):
     proc.log = [proc.stderr.readline()]        # warnings, if any, come before the address
     while not re.search(r"serving on http://", proc.log[-1]) and proc.log[-1] and len(proc.log) < 100:
         proc.log.append(proc.stderr.readline())
-    match = re.search(r"http://[\w.\[\]:]+/", proc.log[-1])
+    match = re.search(r"(http://[\w.\[\]:]+/)(?:\?token=([\w-]+))?", proc.log[-1])
     if not match:
         proc.kill()
         raise RuntimeError(f"dtplan serve did not start (exit {proc.wait()}): {''.join(proc.log)}")
+    proc.token = match.group(2)
     threading.Thread(target=lambda: proc.log.extend(proc.stderr), daemon=True).start()
-    return proc, match.group(0)
+    return proc, match.group(1)

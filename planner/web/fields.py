@@ -175,6 +175,17 @@ def default_plan(nodes: int) -> dict[str, Any]:
             "streaming": True}
 
 
+def baseline_plan(instance) -> dict[str, Any]:
+    """The plan the page starts an instance on when it has none: `default_plan` on the whole fleet;
+    for a fleet of pools, every node of every pool (`pool_nodes`: each pool's count, by the
+    pool's label as plans name it, `Fleet.pool_labels`)."""
+    fleet = instance.fleet
+    plan = default_plan(fleet.nodes)
+    if fleet.is_mixed:
+        plan["pool_nodes"] = {label: pool.count for label, pool in zip(fleet.pool_labels(), fleet.pools)}
+    return plan
+
+
 @dataclass(frozen=True)
 class Curve:
     """An input the curve of days can be drawn against.

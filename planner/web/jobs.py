@@ -7,8 +7,14 @@ filled by a small question): a job starts in milliseconds, warm, and never inher
 server's threads. A job reports progress and its
 answer through a pipe; a thread of the server per job reads it, enforces the time limit (the
 solver's own limit, plus `GRACE_S` for the explanation, then the process is killed) and
-wakes the requests waiting on the job. At most `max_running` jobs run at once (the others
-wait, state `queued`); finished jobs are kept `KEEP_S` seconds for the page to read.
+wakes the requests waiting on the job. At most `max_running` jobs run at once, and at most
+`per_client` of one client's (default `max_running - 1`: a client never holds every slot while
+another's job waits); the others wait, state `queued`, and start oldest first among those whose
+client is under its share. Every job has a time limit: the server's (`job_time_limit_s`,
+`dtplan serve --job-time-limit`), which the job's own `time_limit_s` can only lower. A job
+nobody has asked about for `abandon_s` seconds (the page asks every half second while it waits;
+a closed tab stops asking) is cancelled. Finished jobs are kept `KEEP_S` seconds for the page
+to read.
 
 States: queued, running, then done (with `result`), bad_input (with `problems`), error (with
 `error`), cancelled, or time_limit (killed after its time limit and grace).
@@ -26,6 +32,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 GRACE_S = 15.0          # beyond a job's time limit before its process is killed
+JOB_TIME_LIMIT_S = 300.0  # the server's time limit of every job (dtplan serve --job-time-limit); the
+                        # page's default is 60 s and a shipped instance's job takes < 2 s (docs/web.md, Speed)
+ABANDON_S = 30.0        # a job nobody asked about for this long is cancelled (the page asks every 0.5 s)
 KEEP_S = 600.0          # finished jobs are forgotten after this long
 POLL_S = 0.05           # how often a job's thread looks at its pipe, its clock and its cancel flag
 FINISHED = ("done", "bad_input", "error", "cancelled", "time_limit")
@@ -59,7 +68,7 @@ class Job:
     id: str
     kind: str
     payload: dict
-    time_limit_s: float | None
+    time_limit_s: float
     state: str = "queued"
     created: float = field(default_factory=time.monotonic)
     started: float | None = None
@@ -68,8 +77,12 @@ class Job:
     result: Any = None
     problems: list = field(default_factory=list)
     error: str | None = None
+    client: str = ""
+    last_seen: float = field(default_factory=time.monotonic)
+    watchers: int = 0
     version: int = 0
     cancel_requested: bool = False
+    cancel_reason: str | None = None
     process: Any = None
     changed: asyncio.Event | None = None
 
@@ -90,10 +103,17 @@ class Job:
 class JobManager:
     """Starts, watches, cancels and forgets jobs (see the module docstring)."""
 
-    def __init__(self, max_running: int | None = None, grace_s: float = GRACE_S):
+    def __init__(self, max_running: int | None = None, grace_s: float = GRACE_S,
+                 job_time_limit_s: float = JOB_TIME_LIMIT_S, abandon_s: float = ABANDON_S,
+                 per_client: int | None = None):
         self.grace_s = grace_s
-        self.max_running = max_running or max(1, os.cpu_count() or 1)
-        self.slots = threading.BoundedSemaphore(self.max_running)
+        self.job_time_limit_s = job_time_limit_s
+        self.abandon_s = abandon_s
+        self.max_running = max_running or max(2, os.cpu_count() or 1)   # two at least: one for another client
+        self.per_client = per_client or max(1, self.max_running - 1)
+        self.slots = threading.Condition()          # guards `waiting` and `running`
+        self.waiting: list[Job] = []
+        self.running: dict[str, int] = {}           # client -> jobs running
         self.jobs: dict[str, Job] = {}
         self.lock = threading.Lock()
         self.ids = itertools.count(1)
@@ -112,9 +132,15 @@ class JobManager:
             from multiprocessing import forkserver
             threading.Thread(target=forkserver.ensure_running, daemon=True, name="dtplan-forkserver").start()
 
-    def submit(self, kind: str, payload: dict, time_limit_s: float | None) -> Job:
+    def time_limit(self, requested_s: float | None) -> float:
+        """A job's time limit: the server's, or the job's own when lower."""
+        return self.job_time_limit_s if requested_s is None else min(requested_s, self.job_time_limit_s)
+
+    def submit(self, kind: str, payload: dict, time_limit_s: float | None, client: str = "") -> Job:
+        """Queue a job of `client`; its time limit is `self.time_limit(time_limit_s)`."""
         self._forget_old()
-        job = Job(f"{next(self.ids)}-{os.urandom(4).hex()}", kind, payload, time_limit_s)
+        job = Job(f"{next(self.ids)}-{os.urandom(4).hex()}", kind, payload, self.time_limit(time_limit_s),
+                  client=client)
         job.changed = asyncio.Event() if self.loop else None
         with self.lock:
             self.jobs[job.id] = job
@@ -125,23 +151,36 @@ class JobManager:
         with self.lock:
             return self.jobs.get(job_id)
 
-    def cancel(self, job: Job) -> None:
+    def cancel(self, job: Job, reason: str | None = None) -> None:
         """Stop the job now: its process is killed (a queued job never starts)."""
+        job.cancel_reason = job.cancel_reason or reason
         job.cancel_requested = True
         process = job.process
         if process is not None and process.is_alive():
             process.kill()
         if job.state == "queued":
-            self._finish(job, "cancelled")
+            self._finish(job, "cancelled", error=reason)
+        with self.slots:
+            self.slots.notify_all()
 
     async def wait(self, job: Job, after_version: int, timeout_s: float) -> None:
-        """Return when the job has changed since `after_version`, or after `timeout_s`."""
+        """Return when the job has changed since `after_version`, or after `timeout_s`. Asking
+        about a job keeps it alive (`abandon_s`)."""
+        job.last_seen = time.monotonic()
         if job.version > after_version or job.state in FINISHED or job.changed is None:
             return
+        job.watchers += 1
         try:
             await asyncio.wait_for(job.changed.wait(), timeout_s)
         except asyncio.TimeoutError:
             pass
+        finally:
+            job.watchers -= 1
+            job.last_seen = time.monotonic()
+
+    def abandoned(self, job: Job) -> bool:
+        """Nobody has asked about the job for `abandon_s` seconds (and nobody is waiting on it)."""
+        return job.watchers == 0 and time.monotonic() - job.last_seen > self.abandon_s
 
     def shutdown(self) -> None:
         with self.lock:
@@ -152,31 +191,62 @@ class JobManager:
 
     # -- inside the job's thread -----------------------------------------------------------------
 
+    def _may_start(self, job: Job) -> bool:
+        """A slot is free, the job's client is under its share, and no older job that could start is waiting."""
+        if sum(self.running.values()) >= self.max_running:
+            return False
+        for other in self.waiting:
+            if self.running.get(other.client, 0) < self.per_client:
+                return other is job
+        return False
+
     def _run(self, job: Job) -> None:
         with self.slots:
-            if job.cancel_requested:
-                return
-            receive, send = self.ctx.Pipe(duplex=False)
-            job.process = self.ctx.Process(target=run_job, args=(job.kind, job.payload, send), daemon=True)
-            job.started = time.monotonic()
-            job.state = "running"
-            job.process.start()
-            send.close()
-            self._changed(job)
-            try:
-                self._watch(job, receive)
-            finally:
-                receive.close()
-                if job.process.is_alive():
-                    job.process.kill()
-                job.process.join(5)
+            self.waiting.append(job)
+            while not job.cancel_requested and not self._may_start(job):
+                self.slots.wait(POLL_S * 4)
+                if self.abandoned(job):
+                    job.cancel_requested, job.cancel_reason = True, self._abandon_text()
+            self.waiting.remove(job)
+            if not job.cancel_requested:
+                self.running[job.client] = self.running.get(job.client, 0) + 1
+            self.slots.notify_all()
+        if job.cancel_requested:
+            return self._finish(job, "cancelled", error=job.cancel_reason)
+        try:
+            self._start_and_watch(job)
+        finally:
+            with self.slots:
+                self.running[job.client] -= 1
+                self.slots.notify_all()
+
+    def _abandon_text(self) -> str:
+        return f"nobody asked about this job for {self.abandon_s:g} s (the page was closed?): cancelled"
+
+    def _start_and_watch(self, job: Job) -> None:
+        receive, send = self.ctx.Pipe(duplex=False)
+        job.process = self.ctx.Process(target=run_job, args=(job.kind, job.payload, send), daemon=True)
+        job.started = time.monotonic()
+        job.state = "running"
+        job.process.start()
+        send.close()
+        self._changed(job)
+        try:
+            self._watch(job, receive)
+        finally:
+            receive.close()
+            if job.process.is_alive():
+                job.process.kill()
+            job.process.join(5)
 
     def _watch(self, job: Job, receive) -> None:
-        kill_at = None if job.time_limit_s is None else job.started + job.time_limit_s + self.grace_s
+        kill_at = job.started + job.time_limit_s + self.grace_s
         while True:
+            if not job.cancel_requested and self.abandoned(job):
+                job.cancel_requested, job.cancel_reason = True, self._abandon_text()
             if job.cancel_requested:
-                return self._finish(job, "cancelled")
-            if kill_at is not None and time.monotonic() > kill_at:
+                return self._finish(job, "cancelled", error=job.cancel_reason)
+            if time.monotonic() > kill_at:
                 job.process.kill()
                 return self._finish(job, "time_limit", error=f"no answer within the time limit of "
                                                              f"{job.time_limit_s:g} s (and {self.grace_s:g} s of grace)")
@@ -186,7 +256,7 @@ class JobManager:
                 kind, data = receive.recv()
             except (EOFError, OSError):
                 if job.cancel_requested:
-                    return self._finish(job, "cancelled")
+                    return self._finish(job, "cancelled", error=job.cancel_reason)
                 return self._finish(job, "error", error="the worker process ended without an answer "
                                                         f"(exit code {job.process.exitcode})")
             if kind == "progress":

@@ -30,6 +30,9 @@ def _answer(payload: dict, instance: Instance, data: dict) -> dict[str, Any]:
                 "cost_usd": e.values["cost_usd"] if e else None, "model_params": r.model_params,
                 "bottleneck": e.bottleneck if e else None, **_plan_columns(r.plan),
                 "infeasibility": "; ".join(r.infeasibility) or None}
+    if command == "robust":
+        from planner.questions.robust import sweep_row
+        return sweep_row(instance, data, payload["objective"], payload["solver"])
     if command == "feasible":
         from planner.questions.feasible import feasible
         f = feasible(data, payload["source"])

@@ -20,13 +20,17 @@ from planner.questions.sweep.fields import check_field, is_integer_field, value_
 from planner.schema.errors import InputError, Problem
 from planner.schema.instance import parse_instance
 
-COMMANDS = ("solve", "feasible", "evaluate", "reach")
+COMMANDS = ("solve", "feasible", "evaluate", "reach", "robust")
 RESULT_COLUMNS = {
     "solve": ("objective", "objective_value", "best_bound", "gap", "time_to_target_days", "cost_usd",
               "model_params", "bottleneck") + PLAN_FIELDS + ("infeasibility",),
     "feasible": ("feasible", "time_to_target_days", "cost_usd", "bottleneck") + PLAN_FIELDS + ("binding", "fixes"),
     "evaluate": ("feasible", "time_to_target_days", "cost_usd", "bottleneck", "violations"),
     "reach": ("reachable", "days", "limit_days", "cost_usd") + PLAN_FIELDS + ("infeasibility",),
+    # solve --robust (planner.questions.robust.sweep_row): the robust value, the scenarios' count
+    "robust": ("objective", "objective_value", "best_bound", "gap", "statistic", "time_to_target_days", "cost_usd",
+               "model_params")
+    + PLAN_FIELDS + ("infeasibility",),
 }
 TIME_COLUMN = "time_s"             # wall time of the point: the one column two runs do not share
 

@@ -8,13 +8,16 @@
 "use strict";
 
 const state = {meta: null, instance: {}, plan: {}, resolved: {}, evaluation: null, optimum: null,
-               seq: 0, timer: null, jobs: {}};
+               seq: 0, timer: null, jobs: {}, placeholderPlan: null};
 
 // -- state: load, change, link, download -----------------------------------------------------------
 
 function setState(instance, plan, source) {
   state.instance = instance && typeof instance === "object" ? instance : {};
   state.plan = plan && typeof plan === "object" ? plan : defaultPlan();
+  // no plan given: the server's starting plan (every node of every pool for a fleet of pools) replaces
+  // this placeholder with the first evaluation, unless the plan was edited before it came
+  state.placeholderPlan = plan && typeof plan === "object" ? null : JSON.stringify(state.plan);
   state.optimum = null;
   for (const id of ["optimum-card", "feasible-card", "compare-card"]) $(`#${id}`).hidden = true;
   for (const box of document.querySelectorAll("[data-asked]")) delete box.dataset.asked;
@@ -161,8 +164,15 @@ function showProblems(problems, scope) {
 
 async function evaluate() {
   const seq = ++state.seq;
-  const {status, data} = await api("POST", "/api/evaluate", {instance: state.instance, plan: state.plan});
+  const placeholder = state.placeholderPlan !== null && JSON.stringify(state.plan) === state.placeholderPlan;
+  const {status, data} = await api("POST", "/api/evaluate", {instance: state.instance, plan: placeholder ? null : state.plan});
   if (seq !== state.seq) return;           // a newer edit is on its way
+  if (placeholder && data && data.plan) {  // the starting plan the server chose for this instance
+    state.plan = data.plan;
+    state.placeholderPlan = null;
+    fillPlanForm();
+    history.replaceState(null, "", link());
+  }
   clearProblems("instance");
   clearProblems("plan");
   if (status !== 200) {
@@ -263,7 +273,11 @@ function objective() { return $("#objective").value || null; }
 // -- start -----------------------------------------------------------------------------------------
 
 async function start() {
-  const {data} = await api("GET", "/api/meta");
+  const {status, data} = await api("GET", "/api/meta");
+  if (status !== 200) {       // e.g. 403: opened without the token `dtplan serve` printed
+    $("#general-problems").textContent = data.error || `the server answered ${status}`;
+    return;
+  }
   state.meta = data;
   buildInstanceForm();
   buildPlanForm();

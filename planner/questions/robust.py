@@ -1,0 +1,327 @@
+"""`--robust`: the robust plan of an instance next to its nominal plan, and both plans' figures
+under every scenario (the regret table). docs/robust.md; the search is `planner.robust`.
+
+- `robust_solve`: `dtplan solve --robust`. The robust optimum over the scenarios (worst case, or
+  the k-th largest for `--quantile`), proven by the branch and bound (or every plan scored with
+  `--solver exhaustive`); the nominal optimum (`planner.solve.solve`); and each plan re-scored
+  by the evaluator (`planner.evaluate.evaluate`) under each scenario's instance. The robust value
+  recomputed from those figures must agree with the search's to 1e-9 relative.
+- `robust_reach`: `dtplan feasible --robust`. Whether one plan reaches the target within the
+  limits under every scenario (the robust min_time, worst case), and under which scenarios the
+  scenario's own fastest plan does: "every", "some" (naming them) or "none".
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from planner.cost.duration import SECONDS_PER_DAY
+from planner.objectives import tie_less
+from planner.robust import ROBUST_OPTION, Scenario, Statistic, optimise, scenario_settings
+from planner.schema.errors import InputError, Problem
+from planner.schema.instance import Instance, parse_instance
+from planner.solve import AGREEMENT_REL, MIP_SOLVERS, SolveResult, plan_from_batch, solve
+from planner.solvers import UnsupportedBySolver
+from planner.solvers.bnb import TIE_REL
+from planner.space import DecisionSpace
+
+VALUE_KEY = {"min_time": "time_to_target_s", "min_cost": "time_to_target_s"}   # max_compute: the target kind
+
+
+class UnsupportedRobust(ValueError):
+    """A robust question the planner cannot answer (message names --robust)."""
+
+
+@dataclass
+class RobustResult:
+    """The robust and the nominal optimum, and both plans under every scenario."""
+
+    robust: SolveResult
+    nominal: SolveResult
+    scenarios: list[Scenario]
+    statistic: Statistic
+    value_name: str                     # time_to_target_s, c_quality or c_local: what each row gives
+    rows: list[dict[str, Any]] = field(default_factory=list)   # per scenario: label, robust, nominal
+
+    @property
+    def status(self) -> str:
+        return self.robust.status
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"robust": self.robust.to_dict(), "nominal": self.nominal.to_dict(),
+                "statistic": {"k": self.statistic.k, "scenarios": self.statistic.count,
+                              "quantile": self.statistic.quantile, "description": self.statistic.describe()},
+                "value": self.value_name, "scenarios": [s.to_dict() for s in self.scenarios],
+                "regret": self.rows}
+
+
+def _check(instance: Instance, solver: str) -> None:
+    if instance.fleet.is_mixed:
+        raise UnsupportedRobust(f"{ROBUST_OPTION}: fleets of pools (fleet.pools) are not supported yet; "
+                                f"a uniform fleet is")
+    if solver in MIP_SOLVERS:
+        raise UnsupportedBySolver(f"{ROBUST_OPTION} is answered by the branch and bound (bnb) or the exhaustive "
+                                  f"oracle, not by the MIP backend {solver!r}; use --solver bnb")
+
+
+def robust_optimum(instance: Instance, raw: dict, objective: str, statistic_quantile: float | None = None,
+                   solver: str = "bnb", deadline: float = math.inf, paths=None):
+    """(SolveResult of the robust optimum without re-scoring, scenarios, Statistic, per-size settings
+    of the chosen size)."""
+    _check(instance, solver)
+    start = time.perf_counter()
+    runs, evaluations = [], 0
+    labels, statistic = None, None
+    for params in instance.search.params or [None]:
+        chosen, settings = scenario_settings(raw, params, paths, instance.name or "<instance>")
+        labels = [s.label for s in chosen]
+        statistic = Statistic.of(len(settings), statistic_quantile)
+        space = DecisionSpace.from_instance(instance, settings[0])
+        found, count, bound = optimise(settings, space, objective, statistic, labels, deadline, solver)
+        evaluations += count
+        if found is not None:
+            bound = max(bound, found[1]) if objective == "max_compute" else min(bound, found[1])
+        runs.append((params, chosen, settings, found, bound))
+    elapsed = time.perf_counter() - start
+    maximise = objective == "max_compute"
+    bound = max(r[4] for r in runs) if maximise else min(r[4] for r in runs)
+    best, best_key = None, None
+    for run in runs:
+        if run[3] is None:
+            continue
+        batch, value = run[3]
+        key = (-value if maximise else value,)
+        if objective == "min_cost":
+            key += (_statistic_of(run[2], statistic, batch, "time_to_target_s"),)
+        if best is None or tie_less(key, best_key):
+            best, best_key = run, key
+    kind = runs[0][2][0].target_kind if maximise else None
+    if best is None:
+        status = "time_limit" if math.isfinite(deadline) and (bound > 0 if maximise else bound < math.inf) \
+            else "infeasible"
+        reasons = [] if status == "time_limit" else [
+            f"robust: no plan meets every limit and reaches the target within the duration limit "
+            f"({statistic.describe()})"]
+        result = SolveResult(objective, solver, status, None, bound if status == "time_limit" else None, None,
+                             elapsed, evaluations, infeasibility=reasons, compute_kind=kind)
+        return result, runs[0][1], statistic, runs[0][2]
+    params, chosen, settings, (batch, value), _ = best
+    if maximise:
+        status = "optimal" if bound <= value * (1 + TIE_REL) else "time_limit"
+        gap = 0.0 if status == "optimal" else (bound - value) / value
+    else:
+        status = "optimal" if bound >= value * (1 - TIE_REL) else "time_limit"
+        gap = 0.0 if status == "optimal" else (value - bound) / value
+    plan = plan_from_batch(batch, 0, settings[0].is_moe)
+    result = SolveResult(objective, solver, status, value, bound, gap, elapsed, evaluations, plan,
+                         model_params=settings[0].params, compute_kind=kind)
+    return result, chosen, statistic, settings
+
+
+def _statistic_of(settings, statistic: Statistic, batch, key: str) -> float:
+    from planner.cost.score import time_to_target
+    return float(statistic.of_values(np.array([time_to_target(s, batch)[key][0] for s in settings])))
+
+
+def scenario_instances(instance: Instance, raw: dict, chosen: list[Scenario]) -> list[Instance]:
+    """The instance of each scenario (the instance as given first)."""
+    from planner.questions.sweep.fields import with_fields
+    return [instance if not s.overrides else parse_instance(with_fields(raw, s.overrides)) for s in chosen]
+
+
+def plan_values(instances: list[Instance], plan, params: float | None, value_name: str) -> list[dict[str, Any]]:
+    """The plan re-scored by the evaluator under each scenario: its value and whether it meets every limit."""
+    from planner.evaluate import evaluate
+    out = []
+    for inst in instances:
+        e = evaluate(inst, plan, params=params)
+        limits = [v for v in e.violations if not (value_name != "time_to_target_s" and v.startswith("duration-limit"))]
+        out.append({"value": e.values[value_name], "cost_usd": e.values["cost_usd"], "meets_limits": not limits})
+    return out
+
+
+def robust_solve(instance: Instance, raw: dict, objective: str | None = None, solver: str = "bnb",
+                 time_limit_s: float | None = None, deadline: float | None = None,
+                 quantile: float | None = None, paths=None) -> RobustResult:
+    """The robust plan, the nominal plan and the regret table (module docstring)."""
+    objective = objective or instance.objective
+    _check(instance, solver)
+    start = time.perf_counter()
+    deadline = min(start + time_limit_s if time_limit_s is not None else math.inf,
+                   deadline if deadline is not None else math.inf)
+    robust, chosen, statistic, settings = robust_optimum(instance, raw, objective, quantile, solver, deadline, paths)
+    nominal = solve(instance, objective, solver, deadline=deadline)
+    value_name = VALUE_KEY.get(objective, settings[0].target_kind)
+    instances = scenario_instances(instance, raw, chosen)
+    params = robust.model_params if instance.search.params else None
+    with_plan = [(name, r) for name, r in (("robust", robust), ("nominal", nominal)) if r.plan is not None]
+    figures = {name: plan_values(instances, r.plan, r.model_params if instance.search.params else None, value_name)
+               for name, r in with_plan}
+    rows = []
+    for i, s in enumerate(chosen):
+        row = {"scenario": s.label}
+        for name, _ in with_plan:
+            row[name] = figures[name][i]["value"]
+            row[f"{name}_meets_limits"] = figures[name][i]["meets_limits"]
+        rows.append(row)
+    if robust.plan is not None:
+        from planner.evaluate import evaluate
+        robust.evaluation = evaluate(instance, robust.plan, params=params)
+        values = np.array([f["value"] for f in figures["robust"]])
+        with np.errstate(divide="ignore"):
+            key = float(statistic.of_values(1.0 / values if objective == "max_compute" else values))
+        rescored = {"max_compute": 1.0 / key, "min_time": key}.get(objective, robust.plan.nodes * settings[0].node_price_usd)
+        if not abs(rescored - robust.objective_value) <= AGREEMENT_REL * abs(robust.objective_value) or \
+                (objective != "max_compute" and key > settings[0].window_s * (1 + AGREEMENT_REL)):
+            raise AssertionError(f"re-scored robust objective {rescored!r} (key {key!r}) disagrees with the "
+                                 f"search's {robust.objective_value!r}")
+    robust.solve_time_s = time.perf_counter() - start - nominal.solve_time_s
+    return RobustResult(robust, nominal, chosen, statistic, value_name, rows)
+
+
+def regret_table(result: RobustResult) -> tuple[list[str], list[list[str]]]:
+    """(header, rows) of the regret table: per scenario the robust and the nominal plan's figure
+    (days to target, or FLOP), "(limit)" where the plan breaks a limit under that scenario."""
+    days = result.value_name == "time_to_target_s"
+    names = [n for n in ("robust", "nominal") if result.rows and n in result.rows[0]]
+
+    def cell(row: dict, name: str) -> str:
+        v = row[name]
+        if v is None or not math.isfinite(v):
+            return "never"
+        text = f"{v / SECONDS_PER_DAY:,.1f}" if days else f"{v:.3e}"
+        return text + ("" if row[f"{name}_meets_limits"] else " (limit)")
+
+    header = ["scenario"] + [f"{n} plan ({'days' if days else 'FLOP ' + result.value_name})" for n in names]
+    return header, [[r["scenario"]] + [cell(r, n) for n in names] for r in result.rows]
+
+
+def regret_lines(result: RobustResult) -> list[str]:
+    """The regret table as aligned text lines."""
+    header, rows = regret_table(result)
+    if len(header) == 1:
+        return ["no plan to score: neither the robust nor the nominal solve found one"]
+    widths = [max(len(x[i]) for x in [header] + rows) for i in range(len(header))]
+    return ["  ".join(x[i].ljust(widths[i]) if i == 0 else x[i].rjust(widths[i]) for i in range(len(header)))
+            for x in [header] + rows]
+
+
+# -- feasible --robust ----------------------------------------------------------------------
+
+
+@dataclass
+class RobustReach:
+    """Whether the target is reachable under every scenario, some, or none."""
+
+    verdict: str                          # every | some | none
+    one_plan: SolveResult                 # the robust min_time (worst case): one plan for every scenario
+    per_scenario: list[dict[str, Any]]    # label, reachable, days (the scenario's own fastest plan)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"verdict": self.verdict, "one_plan_for_every_scenario": self.one_plan.to_dict(),
+                "scenarios": self.per_scenario}
+
+
+def robust_reach(instance: Instance, raw: dict, solver: str = "bnb", deadline: float | None = None,
+                 paths=None) -> RobustReach:
+    """`feasible --robust` (module docstring): each scenario solved for its fastest plan within the
+    limits (`planner.solve.solve`, min_time), and the one plan reaching under all of them."""
+    _check(instance, solver)
+    deadline = deadline if deadline is not None else math.inf
+    one, chosen, _, _ = robust_optimum(instance, raw, "min_time", None, solver, deadline, paths)
+    rows = []
+    for scenario, inst in zip(chosen, scenario_instances(instance, raw, chosen)):
+        r = solve(inst, "min_time", solver, deadline=deadline)
+        rows.append({"scenario": scenario.label, "reachable": r.plan is not None, "status": r.status,
+                     "days": r.objective_value / SECONDS_PER_DAY if r.objective_value is not None else None})
+    reached = sum(1 for r in rows if r["reachable"])
+    verdict = "every" if reached == len(rows) else ("none" if reached == 0 else "some")
+    return RobustReach(verdict, one, rows)
+
+
+def reach_lines(r: RobustReach) -> list[str]:
+    """`feasible --robust` in words."""
+    missed = [x["scenario"] for x in r.per_scenario if not x["reachable"]]
+    count = len(r.per_scenario)
+    lines = {"every": [f"reachable under every scenario ({count})"],
+             "none": [f"reachable under none of the {count} scenarios"],
+             "some": [f"reachable under some scenarios: {count - len(missed)} of {count}; not under "
+                      f"{', '.join(missed)}"]}[r.verdict]
+    if r.one_plan.plan is not None:
+        lines.append(f"one plan reaches the target under every scenario: worst case "
+                     f"{r.one_plan.objective_value / SECONDS_PER_DAY:,.1f} days")
+    else:
+        lines.append("no single plan reaches the target under every scenario")
+    for x in r.per_scenario:
+        lines.append(f"  {x['scenario']}: " + (f"{x['days']:,.1f} days" if x["reachable"] else x["status"]))
+    return lines
+
+
+def robust_report(instance, result: RobustResult, path, command: str | None = None):
+    """`solve --robust --report`: the robust plan, the nominal plan and the regret table."""
+    from planner.present.report import _answer_line, _Doc, _plan_and_breakdown, _question
+    doc = _Doc(f"dtplan solve --robust: {instance.name or 'instance'}", instance, command)
+    _question(doc, instance)
+    doc.h2(f"Robust answer ({result.statistic.describe()})")
+    text, css = _answer_line(result.robust)
+    doc.p(text, css)
+    doc.items(result.robust.infeasibility, "bad")
+    _plan_and_breakdown(doc, result.robust)
+    doc.h2("Nominal answer (the instance as given)")
+    text, css = _answer_line(result.nominal)
+    doc.p(text, css)
+    _plan_and_breakdown(doc, result.nominal)
+    doc.h2("Each plan under each scenario (regret)")
+    doc.table(*regret_table(result))
+    return doc.write(path)
+
+
+# -- thresholds --robust ------------------------------------------------------------------------
+
+
+def robust_answer(raw: dict, node, th, fit: bool = False):
+    """`thresholds --robust`, one row: the fewest nodes of the accelerator's node whose plan reaches
+    the target within the limits under the statistic of the scenarios (robust min_cost, proven by
+    the branch and bound), and that plan's robust (worst-case) days to target. The counterpart of
+    `planner.questions.thresholds.answer`, whose nominal verification by re-solving it replaces by
+    the search's proof."""
+    from planner.questions.thresholds import Answer, node_case
+    case = node_case(raw, node, th, fit)
+    if isinstance(case, Answer):
+        return case
+    data, instance, params, cap = case
+    r, _, statistic, settings = robust_optimum(instance, data, "min_cost")
+    if r.status != "optimal":
+        return Answer(node, False, model_params=params, result=r,
+                      binding=r.infeasibility or [f"no plan with up to {cap:,} nodes reaches the target"])
+    from planner.evaluate import batch_from_plan
+    n = int(r.plan.nodes)
+    days = _statistic_of(settings, statistic, batch_from_plan(settings[0], r.plan), "time_to_target_s") / SECONDS_PER_DAY
+    return Answer(node, True, n, n * node.price_usd, days, params, r, [],
+                  f"robust ({statistic.describe()}): {n:,} nodes, proven fewest by the branch and bound")
+
+
+# -- sweep --robust -----------------------------------------------------------------------------
+
+
+def sweep_row(instance: Instance, data: dict, objective: str | None, solver: str) -> dict[str, Any]:
+    """One point of `sweep --robust` (command "robust"): the robust optimum of the point's instance
+    (its value: seconds, USD or FLOP, as `solve`), the statistic, the plan's cost and fields."""
+    from planner.present.frames import _plan as plan_columns
+    objective = objective or instance.objective
+    r, chosen, statistic, settings = robust_optimum(instance, data, objective, solver=solver)
+    cost = days = None
+    if r.plan is not None:
+        from planner.evaluate import batch_from_plan
+        cost = r.plan.nodes * settings[0].node_price_usd
+        days = _statistic_of(settings, statistic, batch_from_plan(settings[0], r.plan),
+                             "time_to_target_s") / SECONDS_PER_DAY
+    return {"status": r.status, "objective": objective, "objective_value": r.objective_value,
+            "best_bound": r.best_bound, "gap": r.gap, "statistic": statistic.describe(),
+            "time_to_target_days": days, "cost_usd": cost,
+            "model_params": r.model_params, **plan_columns(r.plan), "infeasibility": "; ".join(r.infeasibility) or None}

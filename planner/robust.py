@@ -1,0 +1,522 @@
+"""Robust plans: the best plan for the worst case, or a stated quantile, over a set of scenarios
+(docs/robust.md).
+
+A *scenario* is the instance with some assumption fields overridden: one `Setting` (one
+`Assumptions` object) per scenario. The set (`scenarios`) is the instance as given plus, one input
+at a time, each value an entry of the uncertainty files (models/assumptions/uncertainty/*.json,
+read generically: every entry, whatever field it names) can take at the ends of its published
+interval, or each of its choices (the optimistic / expected / conservative quality scenario is
+such an entry); duplicates of the instance as given are dropped.
+
+The robust key of a plan p over scenarios s = 1..S is the k-th largest of its nominal measures
+m_s(p) (time to target, or 1/compute for `max_compute`): k = 1 is the worst case; a quantile q in
+(0, 1] means k = S - ceil(q S) + 1, the least value that at least ceil(q S) scenarios stay at or
+below (`Statistic`). `RobustMeasure` is that key as a measure of the branch and bound
+(`planner.solvers.bnb`: `values` scores plans, `box` bounds boxes), so the robust optimum is
+proven by the same search as every other.
+
+Why the bound holds. Let L_s <= m_s(p) for every plan p of a box and every s (each scenario's own
+box bound, `bnb._box_bound` under that scenario's Setting). The k-th largest of a vector,
+kth(x), is non-decreasing in each argument: raising one entry can move no entry of the sorted
+vector down (the sorted vector of x' >= x is elementwise >= the sorted vector of x, since for
+every threshold t the count of entries >= t can only grow). Hence kth(m(p)) >= kth(L) for every
+plan of the box: kth(L) is a valid lower bound of the robust key. A scenario not (yet) bounded
+may take L_s = 0, which is valid (m_s >= 0), so a box is pruned as soon as k of its scenario
+bounds exceed the cutoff: the others need not be computed (`RobustMeasure.box`).
+
+The decision space must be the same in every scenario searched: the space's reductions (the
+micro-batch count of least pipeline step, the fastest schedule, streaming) and the member order of
+pipeline classes are exact for a scenario only when it picks the same rows; `SpaceCheck` builds
+the classes under the scenarios searched and requires them equal to the nominal ones (else the
+micro-batch reduction is lifted and the member order checked per scenario; a scenario that still
+lists other plans is refused). A plan dropped by a reduction is then dominated, in every scenario
+searched, by the same kept plan, so its robust key over them is no better (kth is monotone).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from planner.cost.setting import Setting
+from planner.schema.errors import InputError, Problem
+from planner.solvers import bnb, monotone
+from planner.space import DecisionSpace
+
+ROBUST_OPTION = "--robust"
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """One scenario: its label, the fields it overrides and their values."""
+
+    label: str
+    overrides: dict[str, Any]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"label": self.label, "overrides": self.overrides}
+
+
+@dataclass(frozen=True)
+class Statistic:
+    """The k-th largest of S values (k = 1: the worst case)."""
+
+    k: int
+    count: int
+    quantile: float | None = None      # as stated by the user (None: worst case)
+
+    @classmethod
+    def of(cls, count: int, quantile: float | None = None) -> "Statistic":
+        """k = 1 (worst case), or k = S - ceil(q S) + 1 for a quantile q in (0, 1]."""
+        if quantile is None:
+            return cls(1, count)
+        if not 0 < quantile <= 1:
+            raise InputError([Problem("--quantile", f"must be in (0, 1], got {quantile:g}")])
+        # ceil(q S), with a relative tolerance so that e.g. q = 0.9, S = 10 needs 9 scenarios, not 10
+        needed = max(1, math.ceil(quantile * count - 1e-9))
+        return cls(count - needed + 1, count, quantile)
+
+    def of_values(self, values: np.ndarray) -> np.ndarray:
+        """The statistic over axis 0 (scenarios) of `values` (NaN counts as inf: no meaning)."""
+        v = np.nan_to_num(np.asarray(values, dtype=float), nan=np.inf)
+        return np.sort(v, axis=0)[v.shape[0] - self.k]
+
+    def describe(self) -> str:
+        if self.k == 1:
+            return f"worst case over {self.count} scenarios"
+        return (f"quantile {self.quantile:g}: the {_ordinal(self.k)} largest of {self.count} scenarios "
+                f"(met by at least {self.count - self.k + 1})")
+
+
+def _ordinal(k: int) -> str:
+    return f"{k}{'th' if 10 <= k % 100 <= 20 else {1: 'st', 2: 'nd', 3: 'rd'}.get(k % 10, 'th')}"
+
+
+# -- the scenario set ---------------------------------------------------------------------
+
+
+def uncertainty_files(paths: list[str | Path] | None = None) -> list[Path]:
+    """The uncertainty files read: `paths`, else every *.json of models/assumptions/uncertainty/."""
+    if paths:
+        return [Path(p) for p in paths]
+    from planner.questions.uncertainty import default_uncertainty
+    return sorted(default_uncertainty().parent.glob("*.json"))
+
+
+def interval_ends(entry) -> list[Any]:
+    """The values one uncertainty entry takes in the scenario set: each choice of a `choice`
+    distribution, else the two ends of its published interval."""
+    d = entry.distribution
+    if d.kind == "choice":
+        return list(d.args)
+    low, high = d.bounds
+    from planner.questions.sweep.fields import is_integer_field
+    if is_integer_field(entry.field):
+        return [math.ceil(low), math.floor(high)]
+    return [low, high]
+
+
+def scenarios(raw: dict, paths: list[str | Path] | None = None) -> list[tuple[Scenario, dict]]:
+    """(scenario, raw instance data) of the scenario set (module docstring): the instance as given
+    first, then each entry of each uncertainty file at each of its values, one at a time.
+    InputError names the entry whose value the instance rejects."""
+    from planner.questions.sweep.fields import with_fields
+    from planner.questions.uncertainty import load_uncertainty
+    out = [(Scenario("as given", {}), raw)]
+    for path in uncertainty_files(paths):
+        for entry in load_uncertainty(path):
+            values = interval_ends(entry)
+            for value, end in zip(values, ("low", "high") if entry.distribution.kind != "choice" else values):
+                label = f"{entry.field.removeprefix('assumptions.')} = {value:g}" if isinstance(value, float) \
+                    else f"{entry.field.removeprefix('assumptions.')} = {value}"
+                if entry.distribution.kind != "choice":
+                    label += f" ({end})"
+                out.append((Scenario(label, {entry.field: value}), with_fields(raw, {entry.field: value})))
+    return out
+
+
+def scenario_settings(raw: dict, params: float | None = None, paths: list[str | Path] | None = None,
+                      source: str = "<instance>") -> tuple[list[Scenario], list[Setting]]:
+    """The scenarios and their Settings (with `params`: that model size), duplicates of an
+    earlier scenario's Setting dropped (e.g. the choice equal to the instance's own value)."""
+    from planner.evaluate import setting_from_instance, with_params
+    from planner.schema.instance import parse_instance
+    kept: list[Scenario] = []
+    settings: list[Setting] = []
+    for scenario, data in scenarios(raw, paths):
+        try:
+            instance = parse_instance(data, source)
+        except InputError as err:
+            raise InputError([Problem(f"{ROBUST_OPTION} scenario {scenario.label}", f"{p.path}: {p.message}")
+                              for p in err.problems], source) from None
+        s = setting_from_instance(instance)
+        s = s if params is None else with_params(s, params)
+        if any(_same_setting(s, t) for t in settings):
+            continue
+        if settings and _unused(s, settings[0]):
+            continue
+        kept.append(scenario)
+        settings.append(s)
+    return kept, settings
+
+
+def _unused(s: Setting, nominal: Setting) -> bool:
+    """Whether `s` differs from the instance as given only in assumption constants the evaluator never
+    reads for it (e.g. the fitted quality constants under a profile whose replica penalty is not
+    'fitted'): the same model, whatever the plan. The reads are recorded while `score` scores one
+    synchronised plan of every mode and precision (`_recording`); the cost model branches on the
+    profile's switches, not on plan values, in choosing which constants to read."""
+    if s.replace(assumptions=nominal.assumptions) != nominal:
+        return False
+    changed = {f.name for f in dataclasses.fields(nominal.assumptions)
+               if getattr(s.assumptions, f.name) != getattr(nominal.assumptions, f.name)}
+    return not (changed & _scoring_reads(nominal))
+
+
+def _scoring_reads(nominal: Setting) -> set[str]:
+    held = _READS.get(id(nominal))
+    if held is not None and held[0] is nominal:
+        return held[1]
+    from planner.cost.score import score
+    from planner.cost.setting import PlanBatch
+    from planner.space import MODE_ORDER
+    copy, read = _recording(nominal.assumptions)
+    probe = nominal.replace(assumptions=copy)
+    for mode in MODE_ORDER:
+        for precision in nominal.peak_flops:
+            b = PlanBatch.of(mode, precision, nodes=np.array([2, 8]), inner_steps=np.array([1, 30]),
+                             compression=np.array([1.0, 16.0]), streaming=np.array([True, False]), stages=2,
+                             group_size=2, regional_rounds=np.array([1, 2]), micro_batches=4)
+            with np.errstate(all="ignore"):
+                score(probe, b)
+    _READS.clear()
+    _READS[id(nominal)] = (nominal, read)
+    return read
+
+
+_READS: dict[int, tuple[Setting, set[str]]] = {}
+
+
+def _same_setting(a: Setting, b: Setting) -> bool:
+    try:
+        return bool(a == b)
+    except (TypeError, ValueError):      # fields that do not compare (arrays): keep both
+        return False
+
+
+# -- the measure --------------------------------------------------------------------------
+
+
+class RobustMeasure:
+    """The robust key as a measure of `planner.solvers.bnb` (module docstring): `base` is the
+    nominal measure (bnb.TIME, or bnb.compute_measure(kind)), `settings` the scenarios' Settings."""
+
+    def __init__(self, base: str, settings: list[Setting], statistic: Statistic, labels: list[str] | None = None,
+                 member_orders: dict | None = None):
+        self.base = base
+        self.ordering = base          # the order in which class groups are searched: the nominal measure's
+        self.member_orders = member_orders or {}
+        self.settings = list(settings)
+        self.statistic = statistic
+        self.labels = labels or [str(i) for i in range(len(settings))]
+        problems = []
+        for label, s in zip(self.labels, self.settings):
+            problems += [Problem(f"{ROBUST_OPTION} scenario {label}: {p.path}", p.message)
+                         for p in monotone.check(s).unsupported]
+        if problems:
+            raise InputError(problems)
+        self.monos = [monotone.check(s) for s in self.settings]
+        self._orders: dict[int, tuple[Any, np.ndarray]] = {}
+        self.prunes = np.zeros(len(self.settings))     # boxes each scenario pruned: bounded first next time
+        self.evaluations = 0                           # plan scores over every scenario (S per plan scored)
+
+    def values(self, s: Setting, c, idx, n, h, r) -> np.ndarray:
+        """The robust key of each plan (the statistic over the scenarios of the base measure)."""
+        per = np.stack([bnb._measure(t, c, idx, n, h, r, self.base) for t in self.settings])
+        self.evaluations += per.size
+        return self.statistic.of_values(per)
+
+    def _member_order(self, c) -> np.ndarray:
+        """(scenarios, classes): whether each scenario orders the class's members (micro-batch
+        counts) by pipeline step as the nominal one does (`SpaceCheck`), which the box bound
+        across members needs."""
+        held = self._orders.get(id(c))
+        if held is None or held[0] is not c:
+            ok = np.ones((len(self.settings), c.size), bool)
+            if self.member_orders:
+                for row, key in enumerate(_member_keys(c)):
+                    if key in self.member_orders:
+                        ok[:, row] = self.member_orders[key]
+            held = self._orders[id(c)] = (c, ok)
+        return held[1]
+
+    def box(self, s: Setting, c, box: dict, mono, cut) -> tuple[np.ndarray, list]:
+        """(lower bound of the robust key on each box, corner plans with their robust keys): the
+        statistic of the scenarios' own bounds, scenarios bounded one after the other (those that
+        pruned most first) and a box dropped from the rest once k of them exceed `cut`."""
+        size = box["i"].size
+        count, k = len(self.settings), self.statistic.k
+        cut = np.full(size, np.inf) if cut is None else np.broadcast_to(cut, (size,))
+        lower = np.zeros((count, size))
+        over = np.zeros(size, np.int64)
+        corner_values = np.full((2, count, size), np.nan)
+        aligned = True
+        todo = np.arange(size)
+        for j in np.argsort(-self.prunes, kind="stable"):
+            if not todo.size:
+                break
+            sub = {key: v[todo] for key, v in box.items()}
+            low, corners = bnb._box_bound(self.settings[j], c, sub, self.base, self.monos[j], cut[todo])
+            low = np.nan_to_num(low, nan=0.0)
+            if c.members is not None:    # member order not this scenario's: no bound across members
+                unordered = ~self._member_order(c)[j]
+                low = np.where(unordered[sub["i"]] & (sub["r1"] < sub["r2"]), 0.0, low)
+            lower[j, todo] = low
+            if len(corners) == 2 and all(x[0].size == todo.size for x in corners):
+                corner_values[0, j, todo], corner_values[1, j, todo] = corners[0][4], corners[1][4]
+            else:
+                aligned = False
+            self.evaluations += sum(x[0].size for x in corners)
+            above = low > cut[todo]
+            self.prunes[j] += int(above.sum())
+            over[todo] += above
+            todo = todo[over[todo] < k]
+        bound = self.statistic.of_values(lower)
+        alive = np.flatnonzero(over < k)          # every scenario bounded: their corners are scored
+        r_fast, r_slow = bnb._fast_slow_r(c, box)
+        plans = [(box["i"][alive], box["n1"][alive], box["h2"][alive], r_fast[alive]),
+                 (box["i"][alive], box["n1"][alive], box["h1"][alive], r_slow[alive])]
+        if aligned:
+            keys = [self.statistic.of_values(corner_values[m][:, alive]) for m in range(2)]
+        else:
+            keys = [self.values(s, c, *p) for p in plans]
+        return bound, [(*p, key) for p, key in zip(plans, keys)]
+
+
+# -- the space ----------------------------------------------------------------------------
+
+
+def _same_classes(a, b, member_order: bool = True) -> bool:
+    """Whether two Classes list the same plans (`member_order` False: the members of a pipeline
+    class in any order, and its placeholder M, the first member, free)."""
+    if (a is None) != (b is None):
+        return False
+    if a is None:
+        return True
+    for name in ("n_lo", "n_hi", "unit", "min_nodes", "members"):
+        x, y = getattr(a, name), getattr(b, name)
+        if name == "members" and not member_order and x is not None and y is not None:
+            x, y = np.sort(x, axis=1), np.sort(y, axis=1)
+        if (x is None) != (y is None) or (x is not None and not np.array_equal(x, y)):
+            return False
+    for f in dataclasses.fields(a.rows):
+        if f.name == "micro_batches" and a.members is not None and not member_order:
+            continue
+        x, y = getattr(a.rows, f.name), getattr(b.rows, f.name)
+        if isinstance(x, np.ndarray) or isinstance(y, np.ndarray):
+            if not np.array_equal(np.asarray(x), np.asarray(y)):
+                return False
+        elif x != y:
+            return False
+    return True
+
+
+def _member_keys(c) -> list[tuple]:
+    """Per class of a pipeline Classes with members, what fixes its members: (mode, precision,
+    EP scope, S, Ca, schedule)."""
+    r = c.rows
+    schedule = np.zeros(c.size, np.int64) if r.schedule is None else np.broadcast_to(r.schedule, (c.size,))
+    return list(zip([(r.mode, r.precision, r.expert_parallel)] * c.size, np.broadcast_to(r.stages, (c.size,)).tolist(),
+                    np.broadcast_to(r.activation_compression, (c.size,)).tolist(), schedule.tolist()))
+
+
+def _recording(a):
+    """A copy of the Assumptions `a` that records the name of every attribute read from it (its
+    methods' reads included: they read through `self`). It compares unequal to `a` (another
+    class), so no cache keyed by assumptions answers for it unread."""
+    read: set[str] = set()
+
+    class Recording(type(a)):
+        def __getattribute__(self, name):
+            if not name.startswith("__"):
+                read.add(name)
+            return object.__getattribute__(self, name)
+
+    copy = object.__new__(Recording)
+    for f in dataclasses.fields(a):
+        object.__setattr__(copy, f.name, getattr(a, f.name))
+    return copy, read
+
+
+def _reads(space: DecisionSpace, nominal: Setting) -> set[str]:
+    """The assumption fields the class listing of `space` reads under the nominal Setting (its
+    classes, built with a recording copy of the assumptions, are remembered as the nominal ones:
+    the same values)."""
+    copy, read = _recording(nominal.assumptions)
+    probe = nominal.replace(assumptions=copy)
+    memo = space.__dict__.setdefault("_memo", {})       # `DecisionSpace.classes`' memo
+    for mode in space.modes:
+        for precision in space.precisions:
+            for ep in space.expert_scopes(probe, mode):
+                memo[(mode, precision, ep)] = (nominal, space._classes_of(probe, mode, precision, ep))
+    return read & {f.name for f in dataclasses.fields(nominal.assumptions)}     # methods read fields through self
+
+
+class SpaceCheck:
+    """The space searched over a subset of the scenarios (module docstring): the objective's
+    reductions where every scenario of the subset lists the nominal classes, else every M listed
+    (the member axis of its (S, Ca) class) with, per scenario, whether it orders the members as
+    the nominal one does. The classes are a function of the Setting and the listing is
+    deterministic, so a scenario that differs from the nominal one only in assumption fields the
+    nominal listing never read (`_reads`) lists the same classes and is not rebuilt."""
+
+    def __init__(self, space: DecisionSpace, objective: str, settings: list[Setting], labels: list[str]):
+        spaces = [space.for_objective(s, objective) for s in settings]
+        if any(x != spaces[0] for x in spaces[1:]):
+            j = next(i for i, x in enumerate(spaces) if x != spaces[0])
+            raise InputError([Problem(ROBUST_OPTION, f"scenario {labels[j]} changes which plans the space lists "
+                                                     f"(its reductions for {objective}); not supported")])
+        self.reduced = spaces[0]
+        self.full = dataclasses.replace(spaces[0], all_micro_batches=True, faster_wins=False)
+        self.settings, self.labels = settings, labels
+        self._read: dict[int, set[str]] = {}
+        self._unordered: dict[int, set] = {}      # scenario -> member keys it orders otherwise (full space)
+
+    def _may_differ(self, space: DecisionSpace, j: int) -> bool:
+        nominal, s = self.settings[0], self.settings[j]
+        if j == 0:
+            return False
+        if id(space) not in self._read:
+            self._read[id(space)] = _reads(space, nominal)
+        return s.replace(assumptions=nominal.assumptions) != nominal or \
+            any(getattr(s.assumptions, name) != getattr(nominal.assumptions, name) for name in self._read[id(space)])
+
+    def _compare(self, j: int) -> None:
+        """Scenario j's classes of the full space against the nominal ones (InputError if they differ
+        other than in member order, which is recorded)."""
+        space, nominal, s = self.full, self.settings[0], self.settings[j]
+        unordered = self._unordered[j] = set()
+        for mode in space.modes:
+            for precision in space.precisions:
+                for ep in space.expert_scopes(nominal, mode):
+                    c = space.classes(nominal, mode, precision, ep)
+                    other = space._classes_of(s, mode, precision, ep)     # not remembered: the nominal ones are
+                    if tuple(space.expert_scopes(s, mode)) != tuple(space.expert_scopes(nominal, mode)) \
+                            or not _same_classes(c, other, member_order=False):
+                        raise InputError([Problem(ROBUST_OPTION, f"scenario {self.labels[j]} lists other {mode} "
+                                                                 f"{precision} plans (memory, micro-batch counts, "
+                                                                 f"schedules); a robust search of them is not "
+                                                                 f"supported")])
+                    if c is not None and c.members is not None:
+                        same = (c.members == other.members).all(axis=1)
+                        unordered |= {k for k, ok in zip(_member_keys(c), same) if not ok}
+
+    def space_for(self, group: list[int]) -> tuple[DecisionSpace, dict]:
+        """(space, member orders: key -> per scenario of `group` whether it orders the members as the
+        nominal scenario does) for a search over the scenarios `group`."""
+        if not any(self._may_differ(self.reduced, j) for j in group):
+            return self.reduced, {}
+        for j in group:
+            if j not in self._unordered and self._may_differ(self.full, j):
+                self._compare(j)
+        keys = set().union(*(self._unordered.get(j, set()) for j in group))
+        return self.full, {k: np.array([k not in self._unordered.get(j, set()) for j in group]) for k in keys}
+
+
+def plan_measures(settings: list[Setting], base: str, batch) -> np.ndarray:
+    """The base measure (time to target, or 1/compute) of a one-plan batch under each scenario."""
+    from planner.cost.score import time_to_target, window_compute
+    if base == bnb.TIME:
+        return np.array([time_to_target(s, batch)["time_to_target_s"][0] for s in settings])
+    kind = base[2:]
+    with np.errstate(divide="ignore"):
+        return np.array([1.0 / window_compute(s, batch, kind)[kind][0] for s in settings])
+
+
+def optimise(settings: list[Setting], space: DecisionSpace, objective: str, statistic: Statistic,
+             labels: list[str], deadline: float = math.inf, solver: str = "bnb"):
+    """((one-plan batch, robust value) or None, plans scored, proven bound) over the scenarios'
+    `settings` (the first the instance as given): the robust counterpart of `planner.solve.optimise`.
+
+    min_time: the least robust time to target (seconds) among plans whose robust time is within
+    the duration limit; min_cost: the fewest nodes (USD) of such a plan, then the least robust
+    time; max_compute: the most robust compute (FLOP), the statistic taken of 1/compute (the
+    k-th largest of 1/C is 1/(the k-th smallest C)). `solver`: "bnb" or "exhaustive" (every plan
+    scored under every scenario).
+
+    The branch and bound runs over an active subset A of the scenarios, grown until its optimum
+    holds for all (scenario generation): the k-th largest over A never exceeds the k-th largest
+    over all S (dropping entries moves no order statistic up), so the problem over A is a
+    relaxation (its optimum and bound are at most those over S; infeasible over A, infeasible
+    over S). When the optimum p over A has kth_S(p) = kth_A(p), no plan does better over S:
+    p is optimal over S, first in tie order among the optima (an optimum over S is one over A).
+    The space is checked for the scenarios of A only (`SpaceCheck.space_for`): a plan q the
+    reductions drop is dominated in every scenario of A by a kept plan q', so kth_A(q') <=
+    kth_A(q) <= kth_S(q) and the relaxation's optimum still does not exceed the optimum over S.
+    Else the scenario in which p is worst, among those not in A, joins A and the search runs again.
+    A starts with the k scenarios in which a good seed plan fares worst (`_first_scenarios`); the
+    scenarios that bind are few (often one), so the searches cost about that many nominal ones, not S."""
+    s = settings[0]
+    windows = {t.window_s for t in settings}
+    if len(windows) > 1:
+        raise InputError([Problem(ROBUST_OPTION, "the scenarios change the duration limit; not supported")])
+    check = SpaceCheck(space, objective, settings, labels)
+    base = bnb.compute_measure(s.target_kind) if objective == "max_compute" else bnb.TIME
+    if solver == "exhaustive":
+        from planner.solvers import exhaustive
+        full, orders = check.space_for(list(range(len(settings))))
+        measure = RobustMeasure(base, settings, statistic, labels, orders)
+        found, evaluations = exhaustive.optimise(s, full, objective, measure=measure)
+        return found, evaluations, (0.0 if objective == "max_compute" else math.inf)
+    RobustMeasure(base, settings, statistic, labels)      # every scenario's bounds hold (else InputError)
+    active, evaluations = _first_scenarios(s, check.reduced, base, settings, statistic), 0
+    while True:
+        searched, orders = check.space_for(active)
+        sub = RobustMeasure(base, [settings[j] for j in active], Statistic(statistic.k, len(active)),
+                            [labels[j] for j in active], orders)
+        found, count, bound = _search(s, searched, objective, sub, deadline)
+        evaluations += count
+        if found is None:
+            return None, evaluations, bound
+        per = plan_measures(settings, base, found[0])
+        key_all = float(statistic.of_values(per))
+        key_active = float(sub.statistic.of_values(per[active]))
+        value = found[1] if objective == "min_cost" else (1.0 / key_all if objective == "max_compute" else key_all)
+        # past the deadline: this plan, and the bound over A, a bound over all scenarios too
+        if key_all <= key_active or len(active) == len(settings) or time.perf_counter() > deadline:
+            return (found[0], value), evaluations, bound
+        worst = max((j for j in range(len(settings)) if j not in active), key=lambda j: (per[j], -j))
+        active = sorted(set(active) | {worst})
+
+
+def _first_scenarios(s: Setting, space: DecisionSpace, base: str, settings: list[Setting],
+                     statistic: Statistic) -> list[int]:
+    """The scenarios of the first search: the k in which a good plan fares worst (the best seed plan of
+    the nominal search's first boxes, `bnb._seeds`), likely those that bind; the first k when no seed
+    has a finite measure. A heuristic: any subset keeps the search exact (`optimise`)."""
+    best, plan = math.inf, None
+    for c in bnb.batches(s, space):
+        idx, n, h, r = bnb._seeds(s, c, space.max_inner_steps, space.max_regional_rounds)
+        values = bnb._measure(s, c, idx, n, h, r, base)
+        if np.isfinite(values).any() and float(np.nanmin(values)) < best:
+            i = int(np.nanargmin(np.where(np.isfinite(values), values, np.inf)))
+            best, plan = float(values[i]), c.plans(idx[i:i + 1], n[i:i + 1], h[i:i + 1], r[i:i + 1])
+    if plan is None:
+        return list(range(statistic.k))
+    per = np.nan_to_num(plan_measures(settings, base, plan), nan=np.inf)
+    return sorted(np.argsort(-per, kind="stable")[:statistic.k].tolist())
+
+
+def _search(s: Setting, space: DecisionSpace, objective: str, measure: RobustMeasure, deadline: float):
+    from planner import objectives
+    if objective == "min_time":
+        return objectives.min_time(s, space, deadline, measure=measure)
+    if objective == "min_cost":
+        return objectives.fewest_nodes(s, space, s.window_s, measure, deadline)
+    return objectives.max_compute(s, space, deadline, measure=measure)
