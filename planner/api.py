@@ -144,8 +144,11 @@ class ComparisonTable:
 
     def to_frame(self):
         import pandas as pd
-        return pd.DataFrame([{"rank": r.rank, "hardware": r.hardware, "status": r.result.status,
+        pools = any(r.basis is not None for r in self.rows)      # a fleet of pools: which row is which
+        return pd.DataFrame([{"rank": r.rank, "hardware": r.hardware, **({"basis": r.basis} if pools else {}),
+                              "status": r.result.status,
                               "objective_value": r.value, "time_to_target_days": r.days, "nodes": r.nodes,
+                              **({"pool_nodes": r.result.plan.pool_nodes if r.result.plan else None} if pools else {}),
                               "cost_usd": r.cost_usd, "bottleneck": r.bottleneck, "reason": r.reason}
                              for r in self.rows])
 

@@ -111,7 +111,8 @@ def summary(r: dict[str, Any]) -> str:
         return f"{head}  {days}  {r['nodes']} nodes  {plan}"
     if r["verdict"] == "feasible":
         return f"feasible  {days}  {r['nodes']} nodes  {plan}"
-    fixes = "; ".join(f"{f['limit']}: " + ", ".join(f"{k}={v:g}" for k, v in f["fields"].items())
+    fixes = "; ".join(f"{f['limit']}: " + ", ".join(f"{k}={json.dumps(v, separators=(',', ':'))}"
+                                                     for k, v in f["fields"].items())
                       for f in r["fixes"])
     return f"infeasible  fixes: {fixes or 'none'}"
 

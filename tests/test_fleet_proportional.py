@@ -240,13 +240,19 @@ def assert_agrees_with_oracle(data: dict) -> None:
         assert abs(value - best[0]) <= 1e-9 * abs(best[0]), (data, value, best)
 
 
-def test_compare_drops_the_rule_with_the_pools():
-    """`dtplan compare` replaces the pools by one preset's nodes: the rule goes with them."""
-    from planner.questions.compare import variant
-    out, notes = variant(fleet(sync_rule="auto"), "16xH100-SXM")
-    assert out["fleet"] == {"nodes": 7, "hardware": "16xH100-SXM"}
+def test_compare_keeps_the_rule_with_the_pools():
+    """`dtplan compare` replaces each pool by one preset's nodes in place: fleet.sync_rule stays."""
+    from planner.questions.compare import pool_variant
+    data = fleet(sync_rule="auto")
+    out, _ = pool_variant(data, parse_instance(data), "16xH100-SXM", "equal H100-eq")
+    assert out["fleet"]["sync_rule"] == "auto"
+    assert [p["hardware"] for p in out["fleet"]["pools"]] == ["16xH100-SXM"] * 2
     parse_instance(out)
-    assert "fleet.sync_rule no longer appl" in notes[0]
+    out, notes = pool_variant(data, parse_instance(data), "16xH100-SXM", "equal cost")
+    assert out["fleet"]["pools"] == [] and notes           # the custom nodes cost nothing: no node bought
+    from planner.questions.compare import compare
+    row = next(r for r in compare(data, ["16xH100-SXM"]) if r.basis == "equal cost")
+    assert not row.feasible and "at equal cost no pool buys one 16xH100-SXM node" in row.reason
 
 
 def test_pools_of_equal_speed_solve_as_the_straggler_rule():

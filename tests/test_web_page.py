@@ -102,6 +102,18 @@ def test_the_page_in_a_browser(sync_playwright, server, tmp_path):
             page.wait_for_selector("#days")
             assert "token" not in page.url          # the token left the address once the page had it
 
+            # a fix's fields are pasted as the CLI reads them: `fleet.pools[1].count` sets the second pool's
+            # count, and index N on N pools appends a pool (the pool fixes of `feasible`)
+            edited = page.evaluate("""() => {
+                const o = {fleet: {pools: [{hardware: "a", count: 1}, {hardware: "b", count: 2}]}};
+                setPath(o, "fleet.pools[1].count", 12);
+                setPath(o, "fleet.pools[2].hardware", "7xB200");
+                setPath(o, "fleet.pools[2].count", 4);
+                return [o, getPath(o, "fleet.pools[2].count")];
+            }""")
+            assert edited == [{"fleet": {"pools": [{"hardware": "a", "count": 1}, {"hardware": "b", "count": 12},
+                                                  {"hardware": "7xB200", "count": 4}]}}, 4]
+
             # a shipped instance, loaded from its file; no plan in it: the page's default plan
             page.set_input_files("#load-file", str(SHIPPED))
             page.wait_for_function("n => document.querySelector('#i-name').value === n", arg=raw["name"])

@@ -21,6 +21,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import sys
 import traceback
 from contextlib import contextmanager
@@ -285,23 +286,59 @@ def parse_set(text: str) -> tuple[str, Any]:
     return field, parsed
 
 
+_PATH_PART = re.compile(r"([^\[\]]+)((?:\[\d+\])*)")
+
+
+def field_keys(field: str) -> list[str | int] | None:
+    """'fleet.pools[2].count' -> ['fleet', 'pools', 2, 'count']; None if not a dotted path whose
+    parts are names, each optionally followed by list indices [N]."""
+    keys: list[str | int] = []
+    for part in field.split("."):
+        m = _PATH_PART.fullmatch(part)
+        if m is None:
+            return None
+        keys.append(m.group(1))
+        keys += [int(i) for i in re.findall(r"\[(\d+)\]", m.group(2))]
+    return keys
+
+
 def set_field(raw: Any, field: str, value: Any, flag: str) -> None:
-    """Set the dotted `field` of the raw instance to `value`, creating objects on the way;
-    BadInput naming the field when a section on the path is not an object."""
-    keys = field.split(".")
+    """Set the dotted `field` of the raw instance to `value`, creating objects on the way.
+    A part may index a list, `fleet.pools[2].count`; the index one past the last entry appends
+    (`fleet.pools[6]={...}` on six pools adds a seventh). BadInput naming the field when a
+    section on the path is not an object (or list), or an index is out of range."""
+    from planner.schema.strict import show
+    keys = field_keys(field)
+    if keys is None:
+        raise BadInput(f"{flag}: cannot set {field}: expected a dotted path of names, each optionally indexed "
+                       f"[N] (e.g. fleet.pools[0].count)", [Problem(field, "not a field path")])
     if not isinstance(raw, dict):
         raise BadInput(f"{flag}: cannot set {field}: the instance is not a JSON object",
                        [Problem("<root>", "must be an object")])
-    node = raw
-    for depth, key in enumerate(keys[:-1]):
-        child = node.setdefault(key, {})
-        if not isinstance(child, dict):
-            where = ".".join(keys[: depth + 1])
-            from planner.schema.strict import show
-            raise BadInput(f"{flag}: cannot set {field}: {where} must be an object, got {show(child)}",
-                           [Problem(where, f"must be an object, got {show(child)}")])
-        node = child
-    node[keys[-1]] = value
+    node, where = raw, ""
+    for depth, key in enumerate(keys):
+        last = depth == len(keys) - 1
+        if isinstance(key, int):
+            if not isinstance(node, list):
+                raise BadInput(f"{flag}: cannot set {field}: {where} must be a list to index, got {show(node)}",
+                               [Problem(where, f"must be a list, got {show(node)}")])
+            if key > len(node) or (key == len(node) and not last):
+                raise BadInput(f"{flag}: cannot set {field}: {where} has {len(node)} entries; index {key} is out "
+                               f"of range (0 to {len(node) - 1}, or {len(node)} to append one)",
+                               [Problem(f"{where}[{key}]", "index out of range")])
+            if last:
+                node[key:key + 1] = [value]
+                return
+            where, node = f"{where}[{key}]", node[key]
+            continue
+        if not isinstance(node, dict):
+            raise BadInput(f"{flag}: cannot set {field}: {where} must be an object, got {show(node)}",
+                           [Problem(where, f"must be an object, got {show(node)}")])
+        if last:
+            node[key] = value
+            return
+        child = node.setdefault(key, [] if isinstance(keys[depth + 1], int) else {})
+        where, node = f"{where}.{key}" if where else key, child
 
 
 def apply_overrides(raw: Any, overrides: Iterable[str]) -> Any:

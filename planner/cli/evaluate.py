@@ -17,7 +17,7 @@ from planner.cli.common import (EXIT_INFEASIBLE, EXIT_OK, BadInput, check_plan, 
 def validate(instance_path: Path, as_json: bool, overrides: tuple[str, ...]) -> None:
     """Check an instance file: every problem at once, with its JSON path. Exit 0 valid, 2 not."""
     from planner.evaluate import max_days, setting_from_instance
-    instance, _ = load_instance_or_exit(instance_path, overrides)
+    instance = _preflight_or_exit(instance_path, overrides)
     s = setting_from_instance(instance)
     days, source = max_days(instance)
     if instance.fleet.is_mixed:            # a fleet of pools: every pool listed (planner/fleet)
@@ -49,6 +49,24 @@ def validate(instance_path: Path, as_json: bool, overrides: tuple[str, ...]) -> 
     click.echo(f"  target     {s.target:.3e} FLOP ({s.target_kind})")
     click.echo(f"  max days   {days:,.1f} ({source})")
     click.echo(f"  profile    {a.profile} (scenario {a.scenario}, straggler {a.straggler}, MFU {a.mfu})")
+
+
+def _preflight_or_exit(instance_path: Path, overrides: tuple[str, ...]):
+    """The instance if `dtplan solve` would take it; else BadInput with every problem at once
+    (the file's, the schema's, and the solve path's: planner.questions.preflight)."""
+    from planner.cli.common import apply_overrides, read_instance_data
+    from planner.questions.preflight import preflight
+    from planner.schema.errors import InputError
+    from planner.schema.strict import MAX_DEPTH, NESTING_MESSAGE, nesting
+    raw, problems = read_instance_data(instance_path)
+    raw = apply_overrides(raw, overrides)
+    if nesting(raw) > MAX_DEPTH:
+        from planner.schema.errors import Problem
+        raise BadInput.from_error(InputError([Problem("<root>", NESTING_MESSAGE)], str(instance_path)))
+    instance, found = preflight(raw, str(instance_path))
+    if problems or found:
+        raise BadInput.from_error(InputError(list(problems) + found, str(instance_path)))
+    return instance
 
 
 def _validate_pools(instance_path: Path, instance, s, days: float, source: str, as_json: bool, label: str) -> None:

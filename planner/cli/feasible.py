@@ -46,16 +46,20 @@ from planner.schema.limits import MAX_FLOP
 @click.option("--seed", type=int, default=0, help="Random seed of --monte-carlo (draw i depends on seed and i).")
 @click.option("--robust", is_flag=True, help="Instead: reachable under every scenario of the uncertainty files, "
               "some (named) or none, and whether one plan reaches the target under all (docs/robust.md).")
+@click.option("--site", help="Fleet of pools: the site (a name of network.sites) where the nodes fixes place a "
+              "new pool of each preset. Default: for each preset, the site where the fewest of its nodes are needed.")
 @time_limit_option("Seconds of wall-clock for the whole command (the verdict and every fix); fixes not "
                    "searched in time are listed as such. Exit 3 if the verdict itself was not reached.")
 @set_option
 def feasible(instance_path: Path | None, target_flop, target_kind, hardware, nodes, params, wan_mbps, rtt_ms,
              max_days, growth_hardware, growth_software, growth_investment, budget_usd, goodput, as_json: bool,
-             report_path: Path | None, monte_carlo: int | None, seed: int, robust: bool, time_limit_s: float | None,
-             overrides: tuple[str, ...]) -> None:
+             report_path: Path | None, monte_carlo: int | None, seed: int, robust: bool, site: str | None,
+             time_limit_s: float | None, overrides: tuple[str, ...]) -> None:
     """Can the target be reached within the limits? If not, which limits bind together and
     the smallest single change that makes it feasible (fewest nodes, lowest WAN bandwidth,
-    shortest duration, lowest budget, goodput needed), each found by re-solving and verified.
+    shortest duration, lowest budget, goodput needed), each found by re-solving and verified,
+    each printed as --set options to paste. A fleet of pools gets the fewest nodes of each pool
+    and of each preset added as a new pool (at --site, or the cheapest site), each with its cost.
 
     Give an INSTANCE file, flags for the common case (e.g. --target-flop 1e27 --hardware
     16xH100-SXM --nodes 2000 --wan-mbps 100 --rtt-ms 100 --max-days 548), or both (the
@@ -108,6 +112,7 @@ def feasible(instance_path: Path | None, target_flop, target_kind, hardware, nod
         notes.append(f"model: {raw['model']['params'] / 1e9:,.4g}B parameters, the compute-optimal size "
                      f"for {target_flop:.3g} FLOP (--params to choose another)")
     instance = parse_or_exit(raw, source, file_problems)
+    _check_site(instance, site)
     if monte_carlo is not None:
         from planner.cli.sweep import feasible_monte_carlo
         feasible_monte_carlo(raw, source, monte_carlo, seed, None, as_json)
@@ -120,7 +125,7 @@ def feasible(instance_path: Path | None, target_flop, target_kind, hardware, nod
         with progress_console.status("checking feasibility", spinner="dots") if progress_console.is_terminal \
                 else nullcontext() as status:
             progress = (lambda message: status.update(f"feasibility: {message}")) if status is not None else None
-            result = run_feasible(raw, source, progress=progress, deadline=deadline)
+            result = run_feasible(raw, source, progress=progress, deadline=deadline, site=site)
     except InputError as err:       # e.g. search.params without a target: feasible asks min_time questions
         problems = [p if p.path.startswith("assumptions.constants") else       # constants with no search bound
                     Problem(p.path, f"dtplan feasible asks whether a fixed target is reached in time: {p.message}")
@@ -137,3 +142,19 @@ def feasible(instance_path: Path | None, target_flop, target_kind, hardware, nod
         write_output("--report", report_path, lambda tmp: feasible_report(instance, result, tmp, notes, command_line()))
         click.echo(f"report written to {report_path}", err=True)
     sys.exit(EXIT_OK if result.feasible else solve_exit_code(result.result.status, False))
+
+
+def _check_site(instance, site: str | None) -> None:
+    """--site names a site of network.sites, for a fleet of pools only; BadInput otherwise."""
+    if site is None:
+        return
+    if not instance.fleet.is_mixed:
+        raise BadInput("--site: only for a fleet of pools (fleet.pools): it places the new pool of the nodes fixes",
+                       [Problem("--site", "only for a fleet of pools")])
+    names = [s.name for s in instance.network.sites]
+    if not names:
+        raise BadInput("--site: the instance has no network.sites to place a new pool at (the pools have no "
+                       "site, and neither does the new one)", [Problem("--site", "no network.sites")])
+    if site not in names:
+        raise BadInput(f"--site: {site!r} is not a site of network.sites (sites: {', '.join(names)})",
+                       [Problem("--site", "not a site of network.sites")])

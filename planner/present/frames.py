@@ -6,12 +6,27 @@ from __future__ import annotations
 from typing import Any
 
 PLAN_FIELDS = ("mode", "nodes", "precision", "inner_steps", "compression", "streaming", "stages", "group_size",
-               "regional_rounds", "micro_batches", "activation_compression", "expert_parallel")
+               "regional_rounds", "micro_batches", "activation_compression", "expert_parallel", "pool_nodes")
+SYNC_FIELDS = ("inner_steps", "compression", "streaming")                # every mode but pipeline_wan
+MODE_FIELDS = {"hierarchical": ("group_size", "regional_rounds"),         # docs/cost_model.md: k, R
+               "pp_group": ("stages", "micro_batches", "activation_compression"),
+               "pipeline_wan": ("stages", "micro_batches", "activation_compression")}
 
 
 def _plan(plan) -> dict[str, Any]:
-    dumped = plan.model_dump() if plan is not None else {}
-    return {k: dumped.get(k) for k in PLAN_FIELDS}
+    """The plan's fields that apply to it, as columns: every mode's (mode, nodes, precision,
+    expert_parallel), the sync's (H, Cr, streaming; not pipeline_wan, which has no outer sync), the
+    mode's own (k, R for hierarchical; S, M, Ca for the pipeline modes) and `pool_nodes` (nodes used
+    per pool, a fleet of pools). A field that does not apply is absent, not a default."""
+    if plan is None:
+        return {}
+    dumped = plan.model_dump()
+    keep = {"mode", "nodes", "precision", "expert_parallel"} | set(MODE_FIELDS.get(plan.mode, ()))
+    if plan.mode != "pipeline_wan":
+        keep |= set(SYNC_FIELDS)
+    if plan.pool_nodes is not None:
+        keep.add("pool_nodes")
+    return {k: dumped.get(k) for k in PLAN_FIELDS if k in keep}
 
 
 def solve_row(r) -> dict[str, Any]:
@@ -44,6 +59,6 @@ def feasibility_frame(f):
     """The verdict's solve as the first row (`change` = 'as given'), then one row per fix."""
     import pandas as pd
     rows = [{"change": "as given", "limit": None, "fields": None, **solve_row(f.result)}]
-    rows += [{"change": x.summary, "limit": x.limit, "fields": ", ".join(f"{k}={v}" for k, v in x.fields.items()),
+    rows += [{"change": x.summary, "limit": x.limit, "fields": " ".join(x.set_args()),
               **solve_row(x.result)} for x in f.fixes]
     return pd.DataFrame(rows)

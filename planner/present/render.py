@@ -12,6 +12,7 @@ same characters rich would write; rich is loaded only for what the plain path do
 from __future__ import annotations
 
 import io
+import shlex
 from typing import TYPE_CHECKING, Any
 
 from planner.cost.assumptions import PIPELINE_SCHEDULES
@@ -308,11 +309,14 @@ def render_feasibility(f, console: "Console | PlainConsole", notes: list[str] | 
             p = fix.result.plan
             plan = "-" if p is None else f"{p.mode}, {p.nodes:,} nodes, {p.precision}" + (
                 f", H={p.inner_steps}, Cr={p.compression:g}" if p.mode != "pipeline_wan" else "")
-            fields = ", ".join(f"{k}={v:,g}" if isinstance(v, (int, float)) else f"{k}={v}"
-                               for k, v in fix.fields.items())
+            fields = ", ".join(fix.set_args())
             table.add_row(fix.limit, fix.summary, fields,
                           f"{fix.result.objective_value / SECONDS_PER_DAY:,.1f} days", plan)
         print_table(table, console)
+        console.print(Styled.line("Each fix as options for dtplan solve/feasible INSTANCE (paste as printed):", "bold"))
+        for fix in f.fixes:       # one unwrapped line each, the values as --set parses them
+            console.print(Styled.line("  " + " ".join("--set " + shlex.quote(arg) for arg in fix.set_args())),
+                          soft_wrap=True)
     for line in f.no_fix:
         console.print(Styled.bullet("-", "yellow", f"no single change: {line}"))
     console.print(Styled.line(f"{f.solves} solves", "dim"))

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import base64
 import html
+import shlex
 from pathlib import Path
 from typing import Any
 
@@ -300,8 +301,8 @@ def feasible_report(instance, f, path: str | Path, notes: list[str] | None = Non
     doc.p("INFEASIBLE: no plan reaches the target within every limit", "bad")
     doc.items(f.result.infeasibility, "bad")
     doc.h2("Smallest single change that makes it feasible")
-    doc.table(["limit", "change", "fields", "time to target"],
-              [[x.limit, x.summary, ", ".join(f"{k} = {v}" for k, v in x.fields.items()),
+    doc.table(["limit", "change", "options for dtplan solve (pasteable)", "time to target"],
+              [[x.limit, x.summary, " ".join("--set " + shlex.quote(arg) for arg in x.set_args()),
                 f"{x.result.objective_value / SECONDS_PER_DAY:,.1f} days"] for x in f.fixes])
     doc.items([f"no single change: {line}" for line in f.no_fix])
     for i, fix in enumerate(f.fixes, 1):
@@ -326,6 +327,8 @@ def compare_report(instance, rows, objective: str, path: str | Path, command: st
                       "-" if res.evaluation is None else f"${res.evaluation.values['cost_usd']:,.0f}",
                       plan_short(res.plan) if res.plan else "; ".join(res.infeasibility)[:120]])
     doc.table(["rank", "hardware", "status", "days", "nodes", "cost", "plan / reason"], table)
+    from planner.questions.compare import comparison_notes
+    doc.items(comparison_notes(rows))
     doc.image(comparison_png(rows, objective, title=instance.name or "", limit_days=max_days(instance)[0]),
               "comparison chart")
     return doc.write(path)

@@ -11,7 +11,12 @@ by the objective: least time (min_time), least cost (min_cost) or most compute
 Two fields are hardware-specific and are not carried over blindly:
 - `fleet.price_usd_per_accelerator` overrides the price of the instance's own hardware;
   it is kept for that preset and dropped for the others (each keeps its own price).
-- A fleet of pools (`fleet.pools`) becomes as many nodes of each preset as the pools hold in all.
+- A fleet of pools (`fleet.pools`, docs/fleet.md): the user's own fleet is solved as given (inline
+  hardware included) and listed first, then each preset twice, as a replacement of every pool at
+  its site (sites, links and fleet.sync_rule kept): at equal H100-equivalents (pool count x the
+  pool's H100-eq per node / the preset's, rounded to the nearest node, at least 1) and at equal cost
+  (pool count x the pool's node price / the preset's, rounded down: never above the pool's cost; a
+  pool whose share buys no node is dropped). `Comparison.basis` says which row is which.
 - `search.precisions` may name a precision a preset lacks; that preset is then reported
   as infeasible with the validation message as its reason (nothing is solved for it).
 """
@@ -24,7 +29,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from planner.schema.catalog import hardware_ids as preset_ids
+from planner.schema.catalog import hardware_ids as preset_ids, load_hardware
 from planner.cost.duration import SECONDS_PER_DAY
 from planner.schema.errors import InputError, Problem
 from planner.schema.instance import MODEL_SIZE_KEYS, Instance, parse_instance
@@ -36,10 +41,13 @@ from planner.schema.strict import closest_first
 class Comparison:
     """One hardware preset's optimum for the shared workload."""
 
-    hardware: str                      # preset id
+    hardware: str                      # preset id; for a fleet of pools, the row's label (see `basis`)
     result: SolveResult
     rank: int = 0                      # 1 = best; presets without a plan rank after every feasible one
     notes: list[str] = field(default_factory=list)
+    basis: str | None = None           # fleet of pools: "as given", "equal H100-eq" or "equal cost"
+    preset: str | None = None          # the preset of a replacement row (None for the fleet as given)
+    pools: list[dict[str, Any]] | None = None     # fleet of pools: the row's pools (name, hardware, count, site)
 
     @property
     def feasible(self) -> bool:
@@ -82,7 +90,8 @@ class Comparison:
 
     def to_dict(self) -> dict[str, Any]:
         """`SolveResult.to_dict()` with the hardware id, the rank and the notes."""
-        return {"rank": self.rank, "hardware": self.hardware, "notes": self.notes, **self.result.to_dict()}
+        pools = {} if self.basis is None else {"basis": self.basis, "preset": self.preset, "pools": self.pools}
+        return {"rank": self.rank, "hardware": self.hardware, **pools, "notes": self.notes, **self.result.to_dict()}
 
 
 def parse_hardware_list(text: str) -> list[str]:
@@ -128,25 +137,89 @@ def raw_instance(instance: Instance | Mapping[str, Any]) -> dict[str, Any]:
 
 
 def variant(data: Mapping[str, Any], hardware: str) -> tuple[dict[str, Any], list[str]]:
-    """The raw instance with `fleet.hardware` replaced by the preset `hardware`, and notes on what
-    else had to change (a price override of another hardware is dropped)."""
+    """The raw instance (a uniform fleet) with `fleet.hardware` replaced by the preset `hardware`,
+    and notes on what else had to change (a price override of another hardware is dropped)."""
     out = copy.deepcopy(dict(data))
     fleet = dict(out.get("fleet") or {})
     own = fleet.get("hardware")
     notes = []
-    if isinstance(fleet.get("pools"), list):     # a fleet of pools: the same total of one preset's nodes
-        pools = fleet.pop("pools")
-        fleet.pop("sync_rule", None)            # one preset's nodes all run at one speed: no rule to choose
-        fleet["nodes"] = sum(p.get("count", 0) for p in pools if isinstance(p, Mapping))
-        notes.append(f"the {len(pools)} pools of fleet.pools are replaced by {fleet['nodes']:,} nodes of each preset "
-                     "(their total; the sites and fleet.sync_rule no longer apply)")
     if "price_usd_per_accelerator" in fleet and own != hardware:
         price = fleet.pop("price_usd_per_accelerator")
         notes.append(f"fleet.price_usd_per_accelerator ({price}) is for {_hardware_name(own)}; "
-                     f"{hardware} keeps its own price")
+                     f"the other presets keep their own price")
     fleet["hardware"] = hardware
     out["fleet"] = fleet
     return out, notes
+
+
+BASES = ("equal H100-eq", "equal cost")
+
+
+def pool_variant(data: Mapping[str, Any], instance: Instance, hardware: str,
+                 basis: str) -> tuple[dict[str, Any], list[str]]:
+    """The raw instance of a fleet of pools with every pool replaced by nodes of the preset
+    `hardware` at the pool's site, at equal H100-equivalents or at equal cost (module docstring),
+    and notes on what changed."""
+    preset = load_hardware(hardware)
+    out = copy.deepcopy(dict(data))
+    pools, notes = [], []
+    for given, pool in zip(instance.fleet.pools, out["fleet"]["pools"]):
+        if basis == "equal H100-eq":
+            count = max(1, round(pool["count"] * given.hardware.h100_equivalents / preset.h100_equivalents))
+        else:
+            count = math.floor(pool["count"] * given.priced_hardware.node_price_usd / preset.node_price_usd + 1e-9)
+        if count < 1:
+            notes.append(f"at equal cost, a pool whose nodes cost less than one node of the preset is dropped")
+            continue
+        pool = {k: v for k, v in pool.items() if k != "price_usd_per_accelerator"} | {"hardware": hardware,
+                                                                                     "count": count}
+        pools.append(pool)
+    if any("price_usd_per_accelerator" in p for p in out["fleet"]["pools"]):
+        notes.append("a pool's price_usd_per_accelerator is for its own hardware; the presets keep their own price")
+    out["fleet"]["pools"] = pools
+    return out, notes
+
+
+def _pool_rows(data: dict, base: Instance, ids: list[str], objective: str, progress, deadline) -> list["Comparison"]:
+    """The fleet as given, then each preset at equal H100-eq and at equal cost (a fleet of pools)."""
+    total = 1 + 2 * len(ids)
+    if progress:
+        progress(0, total, "your fleet")
+    rows = [Comparison("your fleet (as given)", solve(base, objective=objective, deadline=deadline),
+                       basis="as given", pools=_pools_of(data))]
+    for i, hw in enumerate(ids):
+        for j, basis in enumerate(BASES):
+            if progress:
+                progress(1 + 2 * i + j, total, f"{hw} ({basis})")
+            raw, notes = pool_variant(data, base, hw, basis)
+            label, fields = f"{hw} ({basis})", dict(basis=basis, preset=hw, pools=_pools_of(raw))
+            if raw["fleet"]["pools"]:
+                rows.append(_solved(raw, label, objective, deadline, notes, **fields))
+                continue
+            cost = sum(p.count * p.priced_hardware.node_price_usd for p in base.fleet.pools)
+            why = (f"at equal cost no pool buys one {hw} node (${load_hardware(hw).node_price_usd:,.0f}); "
+                   f"the fleet as given costs ${cost:,.0f}")
+            rows.append(Comparison(label, SolveResult(objective, "bnb", "infeasible", None, None, None, 0.0, 0,
+                                                      infeasibility=[why]), notes=notes, **fields))
+    if progress:
+        progress(total, total, "")
+    return rows
+
+
+def _pools_of(raw: dict) -> list[dict[str, Any]]:
+    return [{k: p.get(k) for k in ("name", "hardware", "count", "site") if k in p} for p in raw["fleet"]["pools"]]
+
+
+def _solved(raw: dict, label: str, objective: str, deadline, notes: list[str], **fields) -> "Comparison":
+    """The row of one variant: solved, or infeasible with the validation message as its reason."""
+    try:
+        inst = parse_instance(raw)
+    except InputError as err:                # e.g. search.precisions the preset lacks; no pool left
+        result = SolveResult(objective, "bnb", "infeasible", None, None, None, 0.0, 0,
+                             infeasibility=["; ".join(map(str, err.problems))])
+    else:
+        result = solve(inst, objective=objective, deadline=deadline)
+    return Comparison(label, result, notes=notes, **fields)
 
 
 def _hardware_name(value: Any) -> str:
@@ -181,36 +254,33 @@ def compare(instance: Instance | Mapping[str, Any], hardware_ids: Iterable[str] 
     unknown = [h for h in ids if h not in preset_ids()]
     if unknown:
         parse_hardware_list(",".join(unknown))   # raises, naming the field and the closest ids
+    if base.fleet.is_mixed:
+        return rank(_pool_rows(data, base, ids, objective, progress, deadline), objective)
     rows = []
     for i, hw in enumerate(ids):
         if progress:
             progress(i, len(ids), hw)
         raw, notes = variant(data, hw)
-        try:
-            inst = parse_instance(raw)
-        except InputError as err:                # e.g. search.precisions the preset lacks
-            result = SolveResult(objective, "bnb", "infeasible", None, None, None, 0.0, 0,
-                                 infeasibility=["; ".join(map(str, err.problems))])
-        else:
-            result = solve(inst, objective=objective, deadline=deadline)
-        rows.append(Comparison(hw, result, notes=notes))
+        rows.append(_solved(raw, hw, objective, deadline, notes))
     if progress:
         progress(len(ids), len(ids), "")
     return rank(rows, objective)
 
 
 def rank(rows: list[Comparison], objective: str) -> list[Comparison]:
-    """Sort best first by the objective (most compute first for max_compute), ties by hardware id;
-    presets without a plan after them (by hardware id). Sets `rank` (1-based) and returns the list."""
+    """Sort best first by the objective (most compute first for max_compute), ties to a fleet of pools
+    as given, then by hardware id;
+    presets without a plan after them (by hardware id). Sets `rank` (1-based) and returns the list,
+    a fleet of pools as given first (at its own rank), the others in rank order."""
     def key(row: Comparison):
         if not row.feasible:
             return (1, 0.0, row.hardware)
         value = row.value
-        return (0, -value if objective == "max_compute" else value, row.hardware)
+        return (0, -value if objective == "max_compute" else value, row.basis != "as given", row.hardware)
     rows = sorted(rows, key=key)
     for i, row in enumerate(rows, 1):
         row.rank = i
-    return rows
+    return sorted(rows, key=lambda row: row.basis != "as given")     # the fleet as given first, at its rank
 
 
 def plan_short(plan: Plan | None) -> str:
@@ -272,8 +342,9 @@ def render_comparison(rows: list[Comparison], objective: str, console, title: st
     console.print(Text(f"dtplan compare: {title or 'instance'}", style="bold underline"))
     order = {"min_time": "least time to target first", "min_cost": "least cost first",
              "max_compute": "most compute within the duration limit first"}[objective]
-    console.print(f"objective {objective} ({order}); {len(rows)} hardware preset(s), {feasible} with a plan; "
-                  f"{elapsed_s:.2f} s")
+    what = (f"your fleet and {(len(rows) - 1) // 2} hardware preset(s) at equal H100-eq and at equal cost"
+            if any(r.basis is not None for r in rows) else f"{len(rows)} hardware preset(s)")
+    console.print(f"objective {objective} ({order}); {what}, {feasible} with a plan; {elapsed_s:.2f} s")
     from planner.present.render import print_table
     print_table(comparison_table(rows, objective), console)
     missing = [r for r in rows if not r.feasible]
@@ -281,7 +352,16 @@ def render_comparison(rows: list[Comparison], objective: str, console, title: st
         console.print(Text("Without a plan", style="bold red"))
         for r in missing:
             console.print(f"  [red]x[/red] {r.rank}. {escape(r.hardware)}: {escape(r.reason)}")
-    notes = sorted({n.split(";")[0] for r in rows for n in r.notes})
-    for note in notes:
-        price = note.startswith("fleet.price_usd_per_accelerator")
-        console.print(f"  [yellow]![/yellow] {note}" + ("; the other presets keep their own price" if price else ""))
+    for note in comparison_notes(rows):
+        console.print(f"  [yellow]![/yellow] {escape(note)}")
+
+
+def comparison_notes(rows: list[Comparison]) -> list[str]:
+    """Every note of the rows, each once and whole; for a fleet of pools, what the rows are."""
+    notes = list(dict.fromkeys(n for r in rows for n in r.notes))
+    if any(r.basis is not None for r in rows):
+        notes.insert(0, "your fleet is solved as given; each preset then replaces every pool at its site (sites, "
+                        "links and fleet.sync_rule kept): '(equal H100-eq)' rows hold as many H100-equivalents per "
+                        "pool (rounded to the nearest node, at least 1), '(equal cost)' rows cost at most as much "
+                        "per pool (rounded down)")
+    return notes

@@ -12,6 +12,7 @@ built by editing the dict and validating it again, never by skipping validation)
 | fix | field(s) changed | how it is found | next smaller step |
 |---|---|---|---|
 | nodes | `fleet.nodes` (and `limits.max_nodes`) | `min_cost` with the node cap raised: the fewest nodes reaching the target in time | one node fewer |
+| pool nodes (fleet of pools) | `fleet.pools[i].count`, or a new pool `fleet.pools[n]` of each preset | planner.questions.pool_fixes (exact: one `min_cost` solve with prices that count only that pool, or bisection under a budget) | one node fewer |
 | WAN bandwidth | `network.wan.up_mbps`, `down_mbps` (scaled together, 3 significant digits) | bisection on the scale | at most 1% less |
 | duration | `limits.max_days` | `min_time` without the duration limit, rounded up to 0.1 day | 0.1 day less |
 | budget | `limits.budget_usd` (only when set) | `min_cost` without the budget: nodes x node price | $1 less |
@@ -26,6 +27,7 @@ fixes not searched in time are listed in `no_fix` as such (never guessed).
 from __future__ import annotations
 
 import copy
+import json
 import math
 import time
 from dataclasses import dataclass, field
@@ -55,9 +57,17 @@ class Fix:
     current: dict[str, Any]        # the same fields' values now
     summary: str
     result: SolveResult            # the solve with the fix applied
+    added_cost_usd: float | None = None    # nodes fixes of a fleet of pools: added nodes x node price
+
+    def set_args(self) -> list[str]:
+        """The fix as `--set FIELD=VALUE` arguments that `dtplan solve ... --set` accepts: each value
+        as compact JSON (no thousands separators; a float with every digit)."""
+        return [f"{k}={json.dumps(v, separators=(',', ':'))}" for k, v in self.fields.items()]
 
     def to_dict(self) -> dict[str, Any]:
         return {"limit": self.limit, "fields": self.fields, "current": self.current, "summary": self.summary,
+                "set": self.set_args(),
+                **({"added_cost_usd": self.added_cost_usd} if self.added_cost_usd is not None else {}),
                 "time_to_target_s": self.result.objective_value,
                 "plan": self.result.plan.model_dump() if self.result.plan else None}
 
@@ -133,11 +143,14 @@ def _chain(*edits) -> Callable[[dict], None]:
 
 
 def feasible(raw: dict, source: str = "<instance>", progress: Callable[[str], None] | None = None,
-             deadline: float | None = None) -> Feasibility:
+             deadline: float | None = None, site: str | None = None,
+             presets: list[str] | None = None) -> Feasibility:
     """The verdict for `raw` (an instance's JSON dict) and, when infeasible, the smallest single fixes.
 
     A plan found before `deadline` proves feasibility even if not proven fastest; with no plan
-    and no proof by then, `timed_out` is set and no fix is searched."""
+    and no proof by then, `timed_out` is set and no fix is searched. For a fleet of pools the
+    nodes fixes are one per pool and one per hardware preset added as a new pool (`presets`,
+    default every preset), at `site` when given (planner.questions.pool_fixes)."""
     s = _Solver(raw, source, progress, deadline)
     s.progress("solving the instance")
     base = s.solve(copy.deepcopy(raw), exact=False)
@@ -146,6 +159,13 @@ def feasible(raw: dict, source: str = "<instance>", progress: Callable[[str], No
         out.timed_out = not out.feasible
         return out
     instance = parse_instance(copy.deepcopy(raw), source)
+    if instance.fleet.is_mixed:
+        from planner.questions.pool_fixes import pool_fixes
+        for fix, reason in pool_fixes(s, instance, site, presets):
+            if fix is not None:
+                out.fixes.append(fix)
+            elif reason:
+                out.no_fix.append(reason)
     for name, finder in (("nodes", _fix_nodes), ("WAN bandwidth", _fix_bandwidth), ("duration", _fix_duration),
                          ("budget", _fix_budget), ("goodput", _fix_goodput)):
         try:
@@ -163,9 +183,8 @@ def feasible(raw: dict, source: str = "<instance>", progress: Callable[[str], No
 
 
 def _fix_nodes(s: _Solver, instance) -> tuple[Fix | None, str | None]:
-    if instance.fleet.is_mixed:          # no single node count to change (docs/fleet.md)
-        return None, ("nodes: a fleet of pools has no single node count to change; raise the count of a pool "
-                      "of fleet.pools, or add a pool, and ask again")
+    if instance.fleet.is_mixed:          # one fix per pool and per preset instead (pool_fixes above)
+        return None, None
     s.progress("fewest nodes")
     now = instance.limits.max_nodes or instance.fleet.nodes
     cap = min(max(NODE_CAP_FACTOR * instance.fleet.nodes, NODE_CAP_MIN), MAX_NODES)

@@ -18,33 +18,53 @@ function h(tag, attrs = {}, ...children) {
   return node;
 }
 
+// A dotted path's keys; `pools[2]` is the key "pools" then the index 2 (a number), as the CLI's --set reads it.
+function pathKeys(path) {
+  const keys = [];
+  for (const part of path.split(".")) {
+    const m = part.match(/^([^\[\]]*)((?:\[\d+\])*)$/);
+    if (!m) { keys.push(part); continue; }
+    if (m[1] !== "") keys.push(m[1]);
+    for (const i of m[2].matchAll(/\[(\d+)\]/g)) keys.push(Number(i[1]));
+  }
+  return keys;
+}
+
+function isContainerFor(node, key) {
+  return node !== null && typeof node === "object" && (typeof key === "number") === Array.isArray(node);
+}
+
 function getPath(obj, path) {
   let node = obj;
-  for (const key of path.split(".")) {
-    if (node === null || typeof node !== "object" || Array.isArray(node)) return undefined;
+  for (const key of pathKeys(path)) {
+    if (!isContainerFor(node, key)) return undefined;
     node = node[key];
   }
   return node;
 }
 
+// Sets a value at a path, making the objects (and lists, for an index) on the way; an index equal
+// to a list's length appends, as `--set fleet.pools[N]...` does on N pools.
 function setPath(obj, path, value) {
-  const keys = path.split(".");
+  const keys = pathKeys(path);
   let node = obj;
-  for (const key of keys.slice(0, -1)) {
-    if (node[key] === null || typeof node[key] !== "object" || Array.isArray(node[key])) node[key] = {};
+  keys.forEach((key, i) => {
+    if (i === keys.length - 1) { node[key] = value; return; }
+    const next = keys[i + 1];
+    if (!isContainerFor(node[key], next)) node[key] = typeof next === "number" ? [] : {};
     node = node[key];
-  }
-  node[keys[keys.length - 1]] = value;
+  });
 }
 
 function deletePath(obj, path) {
-  const keys = path.split(".");
+  const keys = pathKeys(path);
   let node = obj;
   for (const key of keys.slice(0, -1)) {
-    if (node === null || typeof node !== "object") return;
+    if (!isContainerFor(node, key)) return;
     node = node[key];
   }
-  if (node && typeof node === "object") delete node[keys[keys.length - 1]];
+  const last = keys[keys.length - 1];
+  if (isContainerFor(node, last) && !Array.isArray(node)) delete node[last];
 }
 
 const NUMBER = /^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$/;
