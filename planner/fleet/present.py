@@ -71,12 +71,16 @@ def pool_title(rule: str) -> str:
 
 
 def site_lines(sites: dict[str, Any]) -> list[str]:
-    """The sites a plan uses, its regions and the links that bound it, as sentences."""
+    """The sites a plan uses, its regions and the links that bound it, as sentences
+    (planner.fleet.evaluate.site_rows); the line of whole groups per region only when the regions
+    were chosen by the planner (`region_units`, absent when the regions follow the map)."""
     nodes = ", ".join(f"{site} {n:,}" for site, n in sites["nodes_per_site"].items())
     regions = "; ".join("{" + ", ".join(r) + "}" for r in sites["regions"])
-    return [f"nodes per site: {nodes}", f"regions (groups and pipelines stay inside one): {regions}",
-            f"slowest route among the sites: {sites['slowest_route_mbps']:,.0f} Mb/s, "
-            f"{sites['slowest_route_rtt_ms']:,.1f} ms RTT; WAN sync at {sites['wan_up_mbps']:,.0f} / "
-            f"{sites['wan_down_mbps']:,.0f} Mb/s (each node's access link included)",
-            f"regional and pipeline links: {sites['regional_mbps']:,.0f} Mb/s, {sites['regional_rtt_ms']:,.1f} ms"] + \
-        [region_line(sites["region_units"])] * ("region_units" in sites)
+    lines = [f"nodes per site: {nodes}", f"regions (groups and pipelines stay inside one): {regions}",
+             f"slowest route among the sites: {sites['slowest_route_mbps']:,.0f} Mb/s, "
+             f"{sites['slowest_route_rtt_ms']:,.1f} ms RTT; WAN sync at {sites['wan_up_mbps']:,.0f} / "
+             f"{sites['wan_down_mbps']:,.0f} Mb/s (each node's access link included)",
+             f"regional and pipeline links: {sites['regional_mbps']:,.0f} Mb/s, {sites['regional_rtt_ms']:,.1f} ms"]
+    if "region_units" in sites:
+        lines.append(region_line(sites["region_units"]))
+    return lines

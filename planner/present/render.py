@@ -202,9 +202,28 @@ def run_table(e: "Evaluation") -> PlainTable:
     return t
 
 
-def render_evaluation(e: "Evaluation", console: "Console | PlainConsole", heading: str = "dtplan evaluate") -> None:
-    title = e.instance.name or "instance"
-    console.print(Styled.line(f"{heading}: {title}", style="bold underline"))
+# The title of a solved plan, per objective (planner/objectives.py: what each one optimises).
+OBJECTIVE_TITLES = {
+    "min_time": "Fastest plan",                                   # least time to the target
+    "min_cost": "Cheapest plan reaching the target in time",      # least cost (one hardware: fewest nodes)
+    "max_compute": "Most compute within the duration limit",      # most C_local / C_quality in max_days
+}
+
+
+def objective_title(objective: str | None) -> str:
+    """The title a solved plan is shown under ('Fastest plan', ...); an objective without one its id."""
+    return OBJECTIVE_TITLES.get(objective or "", f"Best plan ({objective})")
+
+
+def solve_heading(command: str, objective: str | None, instance) -> str:
+    """'dtplan solve: Most compute within the duration limit - <instance name>' (text and report)."""
+    return f"{command}: {objective_title(objective)} - {instance.name or 'instance'}"
+
+
+def render_evaluation(e: "Evaluation", console: "Console | PlainConsole", heading: str | None = None) -> None:
+    """The evaluation's tables under `heading` (default 'dtplan evaluate: <instance name>')."""
+    heading = heading or f"dtplan evaluate: {e.instance.name or 'instance'}"
+    console.print(Styled.line(heading, style="bold underline"))
     for table in (plan_table(e), step_table(e), outer_table(e), efficiency_table(e), run_table(e)):
         console.print()
         print_table(table, console)
@@ -274,7 +293,7 @@ def render_solve(r, console: "Console | PlainConsole") -> None:
             console.print(Styled.bullet("x", "red", line))
         return
     console.print()
-    render_evaluation(r.evaluation, console, heading="dtplan solve")
+    render_evaluation(r.evaluation, console, heading=solve_heading("dtplan solve", r.objective, r.evaluation.instance))
     if r.binding:
         console.print(Styled.line("Binding at the optimum", style="bold"))
         for line in r.binding:

@@ -259,7 +259,8 @@ def _answer_line(result) -> tuple[str, str]:
 
 
 def solve_report(instance, result, path: str | Path, command: str | None = None) -> Path:
-    doc = _Doc(f"dtplan solve: {instance.name or 'instance'}", instance, command)
+    from planner.present.render import solve_heading
+    doc = _Doc(solve_heading("dtplan solve", result.objective, instance), instance, command)
     _question(doc, instance)
     doc.h2("Answer")
     text, css = _answer_line(result)
