@@ -211,7 +211,9 @@ def optimise(setting: Setting, space: DecisionSpace, objective: str, deadline: f
         return found, evaluations, bound
     if solver == "exhaustive":
         from planner.solvers import exhaustive
-        found, evaluations = exhaustive.optimise(setting, space, objective)
+        found, evaluations, complete = exhaustive.optimise_until(setting, space, objective, deadline)
+        if not complete:              # plans left unscored at the deadline: no bound on them
+            return found, evaluations, (math.inf if objective == "max_compute" else 0.0)
         return found, evaluations, (0.0 if objective == "max_compute" else math.inf)
     if objective == "max_compute":
         return max_compute(setting, space, deadline)

@@ -6,6 +6,10 @@ solve, feasible and compare. Every run must end with exit 2 naming the field, or
 verdict (0 / 1; 3 when the time limit came first), and never with a traceback, a hang
 (every search runs under --time-limit) or the internal-error exit code 4. A plan that
 solve returns must be scored as meeting every limit by evaluate (a consistent verdict).
+
+Issue 23: fleets of pools (pools, sites, links, chosen regions, sync rules edited: solve,
+feasible and compare under --json) and sweep specs (grids, draws, sample counts, seeds and
+questions, valid and broken; a finished sweep reruns computing nothing) are fuzzed the same way.
 """
 
 import copy
@@ -16,10 +20,11 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from planner.cli import main
+from tests.test_sites_fuzz import FIELDS, edit_rows, fuzz_settings, instance_file
 
 REPO = Path(__file__).resolve().parents[1]
 INSTANCES = ["baseline-1e25", "solve-1e24-64xh100", "moe-600B-a100", "pp-group-480B-h100"]
@@ -144,3 +149,103 @@ def test_real_exit_codes_of_a_few_malformed_files(tmp_path, text, code, message)
                               text=True, timeout=120, cwd=REPO)
         assert proc.returncode == code, (command, proc.stderr)
         assert message in proc.stderr and "Traceback" not in proc.stderr
+
+
+# -- fleets of pools, sites and links (issue 23 item 6) ------------------------------------------------
+
+POOL_INSTANCES = ["mixed-a100-h100", "mixed-six-sites", "mixed-regions-chosen", "mixed-governance-cities"]
+POOL_SHIPPED = {name: json.loads((REPO / "instances" / f"{name}.json").read_text()) for name in POOL_INSTANCES}
+INLINE = json.loads((REPO / "models" / "hardware" / "16xGH200.json").read_text())
+POOL_FIELDS = ["name", "hardware", "count", "site", "price_usd_per_accelerator", "colour"]
+SITE_FIELDS, LINK_FIELDS = FIELDS["sites"], FIELDS["links"]
+pool_values = st.one_of(numbers, wrong_types, texts, st.sampled_from([1, 2, 5, 8, "16xH100-SXM", INLINE]), st.sampled_from(
+    ["LON", "NYC", "FRA", "nowhere", "16xH100-SXM", "7xB200", "9xFoo", INLINE, {**INLINE, "accelerators_per_node": 0},
+     {k: v for k, v in INLINE.items() if k != "peak_tflops_per_accelerator"}, "h100", "a100"]))
+
+
+@st.composite
+def mutated_pools(draw):
+    """A shipped fleet of pools with one to three edits to its pools, sites, links, regions or rule."""
+    name = draw(st.sampled_from(POOL_INSTANCES))
+    data = copy.deepcopy(POOL_SHIPPED[name])
+    fleet, network = data["fleet"], data["network"]
+    for _ in range(draw(st.sampled_from([1, 1, 2, 3]))):
+        where = draw(st.sampled_from(["pools", "sites", "links", "regions", "sync_rule"]))
+        if where == "regions":
+            network["regions"] = draw(st.sampled_from(["chosen", "geography", "none", 1, None, [["LON"]]]))
+            continue
+        if where == "sync_rule":
+            fleet["sync_rule"] = draw(st.sampled_from(["straggler", "proportional", "auto", "fastest", 0]))
+            continue
+        rows = fleet["pools"] if where == "pools" else network.setdefault(where, [])
+        fields = {"pools": POOL_FIELDS, "sites": SITE_FIELDS, "links": LINK_FIELDS}[where]
+        edit_rows(draw, rows, fields, pool_values, ("set", "set", "delete", "duplicate", "drop", "replace"))
+    return json.dumps(data)
+
+
+@fuzz_settings(20)
+@given(mutated_pools())
+def test_mutated_pool_fleets_exit_2_naming_the_field_or_give_a_verdict(tmp_path_factory, text):
+    touched, path = [("fleet",), ("network",)], instance_file(tmp_path_factory, "pools", text)
+    validated = invoke("validate", path)
+    for command in ("solve", "feasible", "compare"):
+        result = invoke(command, path, "--time-limit", TIME_LIMIT, "--json")
+        event(f"{command} exit {result.exit_code}")
+        if validated.exit_code == 2:
+            assert result.exit_code == 2, (command, result.output)
+        if result.exit_code == 2:
+            assert_field_named(result, touched)
+    if validated.exit_code == 2:
+        assert_field_named(validated, touched)
+
+
+# -- sweep specs -----------------------------------------------------------------------------------
+
+SWEEP_FIELDS = ["fleet.nodes", "network.wan.up_mbps", "network.wan.up_mbps+network.wan.down_mbps", "limits.max_days",
+                "assumptions.mfu", "fleet.hardware", "search.compression", "fleet.nodez", "fleet.nodes.x", "Fleet nodes",
+                "", "network", "model.params", "fleet.pools", "network.sites"]
+GRID_VALUES = ["36,72", "1e308", "nan", "-1", "0", "[1,16]", "16xH100-SXM,7xB200", "x", "", ",", "1e999", "[[1]]"]
+DISTRIBUTIONS = ["uniform(0.3,0.5)", "uniform(0.5,0.3)", "normal(1,0)", "lognormal(1e308,1)", "choice(36,72)",
+                 "triangular(1,2,3)", "uniform(nan,1)", "uniform(", "bogus(1)", "uniform(1e308,1e308)"]
+
+
+@st.composite
+def sweep_specs(draw):
+    """Command-line arguments of a sweep: grids and draws of known and broken fields, values and
+    distributions, sample counts, seeds and questions."""
+    if draw(st.booleans()):                     # a valid spec: the sweep answers (and reruns from its output)
+        args = ["--grid", draw(st.sampled_from(["fleet.nodes=36,72", "network.wan.up_mbps=10,1000",
+                                                  "limits.max_days=30,365", "search.compression=[1,16],[100]"]))]
+        if draw(st.booleans()):
+            args += ["--vary", draw(st.sampled_from(["assumptions.mfu=uniform(0.3,0.5)", "fleet.nodes=choice(36,72)"])),
+                     "--monte-carlo", "2", "--seed", draw(st.sampled_from(["0", "7", str(2**40)]))]
+        return args + draw(st.sampled_from([[], ["--command", "feasible"], ["--objective", "max_compute"],
+                                            ["--objective", "min_cost"]]))
+    args = []
+    for _ in range(draw(st.integers(0, 2))):
+        args += ["--grid", f"{draw(st.sampled_from(SWEEP_FIELDS))}={draw(st.sampled_from(GRID_VALUES))}"]
+    for _ in range(draw(st.integers(0, 1))):
+        args += ["--vary", f"{draw(st.sampled_from(SWEEP_FIELDS))}={draw(st.sampled_from(DISTRIBUTIONS))}"]
+    if draw(st.booleans()):
+        args += ["--monte-carlo", draw(st.sampled_from(["2", "0", "-1", "1e9", "x"]))]
+    if draw(st.booleans()):
+        args += ["--seed", draw(st.sampled_from(["0", "-1", str(2**70), "x"]))]
+    args += draw(st.sampled_from([[], ["--command", "feasible"], ["--objective", "max_compute"],
+                                  ["--command", "evaluate"], ["--solver", "nope"]]))
+    return args
+
+
+@fuzz_settings(20)
+@given(sweep_specs())
+def test_sweep_specs_exit_2_naming_the_option_or_field_or_answer(tmp_path_factory, args):
+    out = tmp_path_factory.mktemp("sweep") / "rows.csv"
+    result = invoke("sweep", REPO / "instances" / "baseline-1e25.json", *args, "--workers", "1",
+                    "--time-limit", TIME_LIMIT, "-o", out)
+    event(f"sweep exit {result.exit_code}")
+    if result.exit_code == 2:
+        named = ["--", "<file>"] + [a.split("=")[0].split(".")[0] for a in args if "=" in a and a.split("=")[0]]
+        assert any(n in result.stderr for n in named), (args, result.stderr)
+    elif result.exit_code == 0:
+        again = invoke("sweep", REPO / "instances" / "baseline-1e25.json", *args, "--workers", "1",
+                       "--time-limit", TIME_LIMIT, "-o", out)
+        assert again.exit_code == 0 and "(0 computed" in again.stderr, again.stderr    # a finished sweep reruns

@@ -25,29 +25,47 @@ values = st.one_of(
 )
 
 
+def edit_rows(draw, rows: list, fields: list[str], values, actions=("set", "delete", "duplicate", "drop", "replace")):
+    """One edit of a list of objects (sites, links, pools): a field set to a drawn value or deleted,
+    a row duplicated, dropped or replaced by a drawn value."""
+    action = draw(st.sampled_from(actions))
+    i = draw(st.integers(0, len(rows) - 1)) if rows else None
+    if i is None:
+        return
+    if action in ("set", "delete") and not isinstance(rows[i], dict):
+        return                               # replaced by a non-object earlier
+    if action == "set":
+        rows[i][draw(st.sampled_from(fields))] = draw(values)
+    elif action == "delete":
+        rows[i].pop(draw(st.sampled_from(fields)), None)
+    elif action == "duplicate":
+        rows.append(copy.deepcopy(rows[i]))
+    elif action == "drop":
+        rows.pop(i)
+    else:
+        rows[i] = draw(values)
+
+
+def fuzz_settings(examples: int):
+    """Derandomised (the same cases in CI every time), no deadline per case (each runs dtplan)."""
+    return settings(max_examples=examples, deadline=None, derandomize=True, database=None,
+                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+
+
+def instance_file(tmp_path_factory, folder: str, text: str) -> Path:
+    """The instance text written as a file (unpaired surrogates kept: the file is then not UTF-8)."""
+    path = tmp_path_factory.mktemp(folder) / "instance.json"
+    path.write_text(text, encoding="utf-8", errors="surrogatepass")
+    return path
+
+
 @st.composite
 def mutated(draw):
     data = copy.deepcopy(SHIPPED)
     network = data["network"]
     for _ in range(draw(st.integers(1, 3))):
         section = draw(st.sampled_from(["sites", "links"]))
-        rows = network[section]
-        action = draw(st.sampled_from(["set", "delete", "duplicate", "drop", "replace"]))
-        i = draw(st.integers(0, len(rows) - 1)) if rows else None
-        if i is None:
-            continue
-        if action in ("set", "delete") and not isinstance(rows[i], dict):
-            continue                         # replaced by a non-object earlier
-        if action == "set":
-            rows[i][draw(st.sampled_from(FIELDS[section]))] = draw(values)
-        elif action == "delete":
-            rows[i].pop(draw(st.sampled_from(FIELDS[section])), None)
-        elif action == "duplicate":
-            rows.append(copy.deepcopy(rows[i]))
-        elif action == "drop":
-            rows.pop(i)
-        else:
-            rows[i] = draw(values)
+        edit_rows(draw, network[section], FIELDS[section], values)
     return json.dumps(data)
 
 
@@ -61,12 +79,10 @@ def invoke(*args):
     return result
 
 
-@settings(max_examples=40, deadline=None, derandomize=True, database=None,
-          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@fuzz_settings(40)
 @given(mutated())
 def test_hostile_sites_and_links_exit_0_or_2_naming_the_field(tmp_path_factory, text):
-    path = tmp_path_factory.mktemp("sites") / "instance.json"
-    path.write_text(text, encoding="utf-8", errors="surrogatepass")
+    path = instance_file(tmp_path_factory, "sites", text)
     validated = invoke("validate", path)
     shown = invoke("sites", path, "--json")
     if validated.exit_code == 2:

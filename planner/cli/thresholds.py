@@ -10,7 +10,7 @@ import click
 
 from planner.cli.common import (EXIT_INFEASIBLE, EXIT_OK, BadInput, apply_overrides, check_output, check_report, dumps,
                                 read_instance_data, set_option)
-from planner.schema.errors import InputError
+from planner.schema.errors import InputError, Problem
 
 REPORT_CURVE_H100E = (16.0, 8.0, 4.0, 2.0, 1.0)     # the report's compute thresholds (Simulation_Notes.md, scenario 5)
 STOP_KINDS = ("compute", "tpp", "memory", "wan")
@@ -35,6 +35,8 @@ def _raw_from(instance_path: Path | None, overrides, target_flop, params, wan_mb
             raise BadInput(f"{source}: {key}: must be an object")
     if not isinstance(raw["network"].setdefault("wan", {}), dict):
         raise BadInput(f"{source}: network.wan: must be an object")
+    if target_flop is not None:          # the flag replaces the instance's target, given as tokens or as FLOP
+        raw["training"].pop("tokens", None)
     for section, key, value in (("training", "target_flop", target_flop), ("model", "params", params),
                                 ("limits", "budget_usd", budget_usd), ("limits", "max_nodes", max_nodes)):
         if value is not None:
@@ -51,9 +53,15 @@ def _raw_from(instance_path: Path | None, overrides, target_flop, params, wan_mb
     return raw, source
 
 
-def _check_instance(raw: dict, source: str, nodes, th, fit: bool) -> None:
+FLAG_FIELDS = {"training.target_flop": "--target-flop", "model.params": "--params", "network.wan.up_mbps": "--wan-mbps",
+               "network.wan.down_mbps": "--wan-mbps", "network.wan.rtt_ms": "--rtt-ms", "limits.max_days": "--max-days",
+               "limits.budget_usd": "--budget-usd", "limits.max_nodes": "--max-nodes"}
+
+
+def _check_instance(raw: dict, source: str, nodes, th, fit: bool, flags: dict[str, str]) -> None:
     """Bad input exits 2 before any solve: the instance must validate with at least one of the nodes
-    (a node it does not suit, e.g. no fp8 when search.precisions asks for it, is reported in its row)."""
+    (a node it does not suit, e.g. no fp8 when search.precisions asks for it, is reported in its row).
+    A problem with a field a flag set is named by the flag first (`flags`: field -> flag given)."""
     from planner.questions.thresholds import _node_cap, node_instance
     from planner.schema.instance import parse_instance
     first = None
@@ -63,7 +71,8 @@ def _check_instance(raw: dict, source: str, nodes, th, fit: bool) -> None:
             return
         except InputError as err:
             first = first or err
-    raise BadInput.from_error(first) from None
+    problems = [Problem(flags[p.path], f"{p.path}: {p.message}") if p.path in flags else p for p in first.problems]
+    raise BadInput.from_error(InputError(problems, first.source)) from None
 
 
 @click.command()
@@ -158,7 +167,10 @@ def thresholds(instance_path, overrides, compute, tpp, memory, interconnect, wan
     if not buildable:
         raise BadInput("thresholds: no accelerator considered fits under the thresholds: "
                        + "; ".join(n.rule for n in nodes))
-    _check_instance(raw, source, buildable, th, fit)
+    given = {"--target-flop": target_flop, "--params": params, "--wan-mbps": wan_mbps, "--rtt-ms": rtt_ms,
+             "--max-days": max_days, "--budget-usd": budget_usd, "--max-nodes": max_nodes}
+    _check_instance(raw, source, buildable, th, fit,
+                    {field: flag for field, flag in FLAG_FIELDS.items() if given[flag] is not None})
 
     from planner.present.render import make_console
     from planner.present import threshold_report as page

@@ -48,6 +48,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import re
+import time
 from dataclasses import dataclass, field
 from itertools import combinations
 from typing import Sequence
@@ -98,7 +99,20 @@ def _rank(pools: Sequence[PoolSetting], p: int, precision: str) -> tuple[float, 
     return pools[p].rate(precision), p
 
 
-def pool_keys(pools: Sequence[PoolSetting], precisions: Sequence[str], with_sites: bool) -> list[PoolKey]:
+class DeadlinePassed(Exception):
+    """The deadline came while the tables were built (`pool_tables`): no model, no plan, no bound."""
+
+
+def _check(deadline: float) -> None:
+    """DeadlinePassed once time.perf_counter() is past `deadline` (read before each pattern, each set
+    of sites checked and each setting's tables: on 16 pools in 16 cities there are 131,071 patterns
+    and building them all took ~100 s at load 8)."""
+    if time.perf_counter() > deadline:
+        raise DeadlinePassed()
+
+
+def pool_keys(pools: Sequence[PoolSetting], precisions: Sequence[str], with_sites: bool,
+              deadline: float = math.inf) -> list[PoolKey]:
     """Every pattern some set of pools has (module docstring), in a stable order."""
     keys = []
     for precision in precisions:
@@ -114,6 +128,7 @@ def pool_keys(pools: Sequence[PoolSetting], precisions: Sequence[str], with_site
                     [tuple(sorted((pools[s].site,) + extra)) for r in range(len(others) + 1)
                      for extra in combinations(others, r)]
                 for sites in site_sets:
+                    _check(deadline)
                     allowed = tuple(p for p in base if not with_sites or pools[p].site in sites)
                     covers = _covers(pools, s, v, sites, allowed)
                     if covers:
@@ -202,7 +217,7 @@ class SiteItems:
     values: np.ndarray                # items x LINK_FIELDS
 
 
-def site_items(pools: Sequence[PoolSetting], keys: Sequence[PoolKey], sites) -> SiteItems:
+def site_items(pools: Sequence[PoolSetting], keys: Sequence[PoolKey], sites, deadline: float = math.inf) -> SiteItems:
     """The items of the sites holding pools (`SiteItems`), checked against the links of every set of
     sites of `keys`."""
     hosts = sorted({p.site for p in pools})
@@ -213,6 +228,7 @@ def site_items(pools: Sequence[PoolSetting], keys: Sequence[PoolKey], sites) -> 
         member[a, list(e)] = True
     where = {h: j for j, h in enumerate(hosts)}
     for site_set in {key.sites for key in keys}:
+        _check(deadline)
         inside = np.zeros(len(hosts), dtype=bool)
         inside[[where[h] for h in site_set]] = True
         present = values[~(member & ~inside).any(axis=1)]
@@ -588,10 +604,11 @@ def canonical(pools: Sequence[PoolSetting], batch: PlanBatch, counts: Sequence[i
     return out, cheapest_fill(pools, used, n_nodes)
 
 
-def pool_tables(instance, pools: list[PoolSetting], objective: str, params: float | None) -> PoolTables:
+def pool_tables(instance, pools: list[PoolSetting], objective: str, params: float | None,
+                deadline: float = math.inf) -> PoolTables:
     """The patterns of the fleet, the tables of their distinct settings (presolved: min_time drops the
     classes that cannot beat the best plan the presolves found; min_cost those that cannot meet the
-    duration limit) and their merge."""
+    duration limit) and their merge. DeadlinePassed when `deadline` (time.perf_counter()) comes first."""
     from planner.evaluate import with_params
     from planner.mip.pool_regions import model_sites
     from planner.solvers.certified import check_supported, tables_or_refuse
@@ -601,7 +618,8 @@ def pool_tables(instance, pools: list[PoolSetting], objective: str, params: floa
     cap = min(sum(p.count for p in pools), instance.limits.max_nodes or math.inf)
     budget = instance.limits.budget_usd
     keys, ranges, settings, known = [], [], [], {}
-    for key in pool_keys(pools, space.precisions, sites is not None):
+    for key in pool_keys(pools, space.precisions, sites is not None, deadline):
+        _check(deadline)
         span = key_range(pools, key, space.min_nodes, cap, budget)
         if span is None:
             continue
@@ -638,7 +656,7 @@ def pool_tables(instance, pools: list[PoolSetting], objective: str, params: floa
     pt.group_part = [part_of_key[g.keys[0]] for g in pt.groups]
     if any(part_of_key[k] != j for g, j in zip(pt.groups, pt.group_part) for k in g.keys):
         raise AssertionError("the patterns of a group have different settings")
-    pt.sites = site_items(pools, keys, sites) if sites is not None else None
+    pt.sites = site_items(pools, keys, sites, deadline) if sites is not None else None
     ln_w = math.log(parts[0].setting.window_s) if parts else 0.0
     best, best_plan, solved, least = math.inf, None, [None] * len(parts), [None] * len(parts)
     # settings of least compute-only bound first: once a plan is known, a setting whose bound cannot beat it
@@ -647,6 +665,7 @@ def pool_tables(instance, pools: list[PoolSetting], objective: str, params: floa
     if rule != "straggler":          # a replica of the rule steps up to rho_max times the pace
         floor_s = [f / rho_max(pt, part) for f, part in zip(floor_s, parts)]
     for j in sorted(range(len(parts)), key=lambda j: (floor_s[j], j)):
+        _check(deadline)
         part = parts[j]
         solved[j], least[j] = set(), np.zeros(0)
         if objective != "max_compute" and floor_s[j] > part.setting.window_s:

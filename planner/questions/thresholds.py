@@ -39,6 +39,7 @@ from pydantic import Field, ValidationError
 from planner.schema.catalog import H100_FP16_TFLOPS, models_dir
 from planner.schema.errors import InputError, Problem
 from planner.schema.instance import MIN_PARAMS, parse_instance
+from planner.schema.limits import MAX_ACCELERATORS_PER_NODE
 from planner.schema.strict import Int, Num, StrictModel, load_file, problems_from
 from planner.solve import SolveResult, solve
 from planner.cost.duration import SECONDS_PER_DAY
@@ -252,14 +253,36 @@ def check_thresholds(th: Thresholds, accelerators: list[AcceleratorSpec]) -> lis
         problems.append(Problem("--interconnect", f"{cap:g} GB/s is below the chip-to-chip bandwidth of every "
                                 f"accelerator considered" + (f" (the lowest is {slowest.id}: "
                                                              f"{slowest.interconnect_gb_s:g} GB/s)" if slowest else "")))
-    for flag, value, need, unit in (("--compute", th.compute_h100e, lambda a: a.h100_equivalents, "H100-eq"),
-                                    ("--tpp", th.tpp, lambda a: a.tpp, "TPP"),
-                                    ("--memory", th.memory_gb, lambda a: a.hbm_gb, "GB")):
-        if value is not None and all(_floor(value / need(a)) < 1 for a in accelerators):
+    limits = (("--compute", th.compute_h100e, lambda a: a.h100_equivalents, "H100-eq"),
+              ("--tpp", th.tpp, lambda a: a.tpp, "TPP"),
+              ("--memory", th.memory_gb, lambda a: a.hbm_gb, "GB"))
+    for flag, value, need, unit in limits:
+        if value is not None and all(value / need(a) * (1 + 1e-9) < 1 for a in accelerators):   # _floor's < 1
             smallest = min(accelerators, key=need)
             problems.append(Problem(flag, f"{value:g} {unit} is below one accelerator of every kind considered "
                                           f"(the smallest is {smallest.id}: {need(smallest):,.4g} {unit})"))
-    return problems
+    return problems or _too_large(limits, accelerators)
+
+
+def _too_large(limits, accelerators: list[AcceleratorSpec]) -> list[Problem]:
+    """The count limits that would build a node of more than MAX_ACCELERATORS_PER_NODE accelerators (the
+    schema's bound on fleet.hardware.accelerators_per_node: beyond it the cost model cannot compute), each
+    named by its flag with its largest valid value for the accelerators considered. A node's count is the
+    smallest of the counts its limits allow, so a limit is too large only where it is the one binding
+    (value / per-accelerator figure, compared as floats: 1e308 x 990 would overflow an integer count)."""
+    out = []
+    for flag, value, need, unit in limits:
+        if value is None:
+            continue
+        over = [a for a in accelerators
+                if value / need(a) * (1 + 1e-9) >= MAX_ACCELERATORS_PER_NODE + 1     # _floor's count > the bound
+                and all(v is None or v / n(a) >= value / need(a) for _, v, n, _ in limits)]
+        if over:
+            a = min(over, key=need)
+            out.append(Problem(flag, f"must be at most {MAX_ACCELERATORS_PER_NODE * need(a):.6g} {unit} with "
+                                     f"{a.id} considered ({need(a):,.4g} {unit} each; a node holds at most "
+                                     f"{MAX_ACCELERATORS_PER_NODE:,} accelerators, dtplan's bound), got {value:g}"))
+    return out
 
 
 # -- the planner questions -------------------------------------------------------------------

@@ -60,9 +60,10 @@ def load_uncertainty(path: str | Path | None = None) -> list[UncertainInput]:
     InputError naming the entry on any problem."""
     path = Path(path) if path is not None else default_uncertainty()
     source = str(path)
+    from planner.schema.strict import read_input_text
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as err:
+        data = json.loads(read_input_text(path))
+    except ValueError as err:
         raise InputError([Problem("<file>", f"cannot read the uncertainty file: {err}")], source) from None
     entries = data.get("inputs") if isinstance(data, dict) else None
     if not isinstance(entries, list) or not entries:

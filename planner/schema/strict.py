@@ -15,6 +15,7 @@ from __future__ import annotations
 import difflib
 import json
 import math
+import os
 import types
 from pathlib import Path
 from typing import Annotated, Any, Callable, Iterable, Literal, NoReturn, Sequence, Union, get_args, get_origin
@@ -365,18 +366,58 @@ def _field_paths(model: type[BaseModel], prefix: str = "", depth: int = 0) -> li
 # -- files ------------------------------------------------------------------------
 
 
-def read_json(path: str | Path) -> tuple[Any, list[Problem]]:
-    """The parsed JSON of `path` and any duplicate-key problems; InputError if unreadable."""
+MAX_INPUT_MB = 64              # input files read at most (issue 23): ~9x the largest instance at the schema's
+                               # site bounds (1,000 sites, 10^5 links of short names: ~7 MB of JSON)
+MAX_INPUT_ENV = "DTPLAN_MAX_INPUT_MB"
+
+
+def max_input_bytes() -> int:
+    """The cap on an input file's size: $DTPLAN_MAX_INPUT_MB megabytes (10^6 bytes), else MAX_INPUT_MB;
+    InputError naming the variable when it is not a number > 0."""
+    text = os.environ.get(MAX_INPUT_ENV)
+    if text is None or not text.strip():
+        return MAX_INPUT_MB * 10**6
+    try:
+        mb = float(text)
+    except ValueError:
+        mb = math.nan
+    if not (0 < mb <= 1e9):
+        raise InputError([Problem(MAX_INPUT_ENV, f"must be a number of megabytes > 0 (at most 1e9), got {text!r}")])
+    return int(mb * 10**6)
+
+
+def read_input_text(path: str | Path) -> str:
+    """The UTF-8 text of an input file, refused (InputError naming the file) when it is larger than
+    `max_input_bytes()`: checked on the size before reading, and by reading at most one byte past the
+    cap (a pipe or a device has no size)."""
     path = Path(path)
     source = str(path)
+    cap = max_input_bytes()
     try:
-        text = path.read_text(encoding="utf-8")
+        with open(path, "rb") as fh:
+            size = os.fstat(fh.fileno()).st_size
+            data = fh.read(cap + 1) if size <= cap else b""
     except FileNotFoundError:
         raise InputError([Problem("<file>", f"file not found: {path}")], source) from None
-    except UnicodeDecodeError:
-        raise InputError([Problem("<file>", "not a UTF-8 text file")], source) from None
     except OSError as exc:
         raise InputError([Problem("<file>", f"cannot read the file: {exc.strerror or exc}")], source) from None
+    if size > cap or len(data) > cap:
+        shown = f" ({size / 1e6:,.1f} MB)" if size > cap else ""
+        raise InputError([Problem("<file>", f"{path} is larger than dtplan's cap on input files, {cap / 1e6:,.6g} MB"
+                                            f"{shown}; an instance needs far less. To read it, set "
+                                            f"{MAX_INPUT_ENV}=<megabytes>")], source)
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise InputError([Problem("<file>", "not a UTF-8 text file")], source) from None
+
+
+def read_json(path: str | Path) -> tuple[Any, list[Problem]]:
+    """The parsed JSON of `path` and any duplicate-key problems; InputError if unreadable or over the
+    input cap (`read_input_text`)."""
+    path = Path(path)
+    source = str(path)
+    text = read_input_text(path)
     problems: list[Problem] = []
 
     def no_duplicates(pairs: list[tuple[str, Any]]) -> dict:

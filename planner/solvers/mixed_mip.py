@@ -36,8 +36,8 @@ import numpy as np
 from planner.fleet.replicas import fleet_cost_usd, mixed_setting
 from planner.mip.pool_proportional import RULE_FAMILIES, plan_value, refuse_unproven, rule_candidates, rule_of
 from planner.mip.pool_regions import exact_plan, is_chosen, model_sites, refusals, relaxed_bounds
-from planner.mip.pools import (COST_TOL, FAMILIES, MixedPlan, PoolTables, build_pools, canonical, initial_grid,
-                               pool_tables, price_scale)
+from planner.mip.pools import (COST_TOL, FAMILIES, DeadlinePassed, MixedPlan, PoolTables, build_pools, canonical,
+                               initial_grid, pool_tables, price_scale)
 from planner.mip.tables import EXACT_CLASSES, most_promising, outer_per_step, solve_classes, sync_terms
 from planner.solvers import backends
 from planner.solvers.bnb import TIME, compute_measure
@@ -109,7 +109,7 @@ def outer_approximation(instance, pools, objective: str, backend: str, params, d
     `loop_s`: max_compute, the loop's time after the tables (its first round always runs)."""
     solver = backends()[backend]
     start = time.perf_counter()
-    pt = pool_tables(instance, pools, objective, params)
+    pt = pool_tables(instance, pools, objective, params, deadline)
     chosen = is_chosen(instance)      # the model a relaxation, its plans re-scored on real regions (pool_regions)
 
     def exact(plan):
@@ -268,7 +268,11 @@ def solve_mixed_mip(instance, objective: str, solver: str, deadline: float, star
     added = list(FAMILIES) + (list(RULE_FAMILIES) if ruled else [])
     for params in instance.search.params or [None]:
         loop_s = COMPUTE_LOOP_S if not certify else RULE_LOOP_S if ruled else CERTIFIED_COMPUTE_LOOP_S
-        plan, value, report, pt = outer_approximation(instance, pools, objective, solver, params, deadline, loop_s)
+        try:
+            plan, value, report, pt = outer_approximation(instance, pools, objective, solver, params, deadline, loop_s)
+        except DeadlinePassed:            # the tables were not built in time: no plan, no bound (exit 3)
+            return answer(instance, pools, objective, solver, found, math.inf if maximise else 0.0, 0, start, deadline,
+                          dict(space_size=None, candidates=[]), explain=False)
         reports.append(report)
         if not ruled:       # its bounds are the straggler rule's (the decomposition prunes its parts with them)
             bounds.add(pt)

@@ -36,9 +36,10 @@ def load_recipe(path: str | Path) -> Recipe:
     """Read a sweep recipe; InputError naming the key on any problem."""
     import tomllib
     path = Path(path)
+    from planner.schema.strict import read_input_text
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except (OSError, tomllib.TOMLDecodeError) as err:
+        data = tomllib.loads(read_input_text(path))
+    except tomllib.TOMLDecodeError as err:
         raise InputError([Problem("<file>", f"cannot read the recipe: {err}")], str(path)) from None
     problems = [Problem(k, f"unknown key; allowed: {', '.join(sorted(RECIPE_KEYS))}") for k in data
                 if k not in RECIPE_KEYS]

@@ -58,10 +58,44 @@ def _chunks(points: list[Point], workers: int) -> list[list[Point]]:
     return [points[i:i + size] for i in range(0, len(points), size)]
 
 
-def _warm() -> None:
-    """Worker start: import what answering a point needs, once."""
+PARENT_POLL_S = 0.5               # how often a worker's watcher checks that its parent is alive
+PR_SET_PDEATHSIG = 1              # prctl(2) option number (linux/prctl.h)
+
+
+def _warm(parent_pid: int | None = None) -> None:
+    """Worker start: end with the parent (`_follow_parent`), then import what answering a point
+    needs, once."""
+    if parent_pid is not None:
+        _follow_parent(parent_pid)
     import planner.questions.feasible  # noqa: F401
     import planner.solve  # noqa: F401
+
+
+def _follow_parent(parent_pid: int) -> None:
+    """A worker ends on SIGTERM (the default action, whatever the parent had set) and when its parent
+    dies, even by SIGKILL (issue 23: workers were left running under PID 1 for good): on Linux the
+    kernel sends it SIGTERM at the parent's death (prctl PR_SET_PDEATHSIG); everywhere a daemon thread
+    checks every PARENT_POLL_S that the parent is still its parent (an orphan is re-parented) and
+    ends the process when it is not. A parent that died before the signal was armed is caught by the
+    same check, done once right away."""
+    import signal
+    import threading
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    if hasattr(os, "sched_getaffinity"):        # Linux
+        try:
+            import ctypes
+            ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, int(signal.SIGTERM), 0, 0, 0)
+        except (OSError, AttributeError):       # no prctl in this libc: the watcher below suffices
+            pass
+    if os.getppid() != parent_pid:
+        os._exit(1)
+
+    def watch() -> None:
+        while os.getppid() == parent_pid:
+            time.sleep(PARENT_POLL_S)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="dtplan-parent-watch", daemon=True).start()
 
 
 def default_workers() -> int:
@@ -148,7 +182,8 @@ def _run_pool(workers: int, payload: dict, todo: list[Point], collect) -> None:
     import multiprocessing
     chunks = _chunks(todo, workers)
     ctx = multiprocessing.get_context("fork" if hasattr(os, "fork") else "spawn")
-    pool = ProcessPoolExecutor(max_workers=min(workers, len(chunks)), mp_context=ctx, initializer=_warm)
+    pool = ProcessPoolExecutor(max_workers=min(workers, len(chunks)), mp_context=ctx, initializer=_warm,
+                               initargs=(os.getpid(),))
     try:
         pending = {pool.submit(run_chunk, payload, c): c for c in chunks}
         while pending:

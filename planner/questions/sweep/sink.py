@@ -58,37 +58,93 @@ class RowSink:
         self.journal = self.path.with_name(self.path.name + ".partial.jsonl") if self.format == "parquet" \
             else self.path
         self.fh = None
+        self.keep_bytes: int | None = None     # complete lines of the existing output (set by existing())
 
     def existing(self) -> list[dict[str, Any]]:
-        """Rows already written (complete lines only; a partial last line is cut off)."""
+        """Rows already written (complete lines only; a partial last line, left by a kill, is cut off
+        when the first new row is appended). A file that is not this sweep's output (another format,
+        other columns, lines that are not rows) is refused with InputError naming -o, before anything
+        is written: the file is left as it was."""
         rows = []
         if self.format == "parquet" and self.path.exists():
-            import pandas as pd
-            frame = pd.read_parquet(self.path)
-            rows += [{k: _py(v) for k, v in r.items()} for r in frame.to_dict("records")]
+            rows += self._parquet_rows()
         if not self.journal.exists():
             return rows
         raw = self.journal.read_bytes()
         complete = raw[:raw.rfind(b"\n") + 1]
-        if len(complete) != len(raw):
-            with open(self.journal, "r+b") as fh:
-                fh.truncate(len(complete))
-        text = complete.decode("utf-8")
+        try:
+            text = complete.decode("utf-8")
+            tail = raw[len(complete):].decode("utf-8", errors="replace")
+        except UnicodeDecodeError:
+            raise self._not_ours(self.journal, "it is not UTF-8 text") from None
         if self.format == "csv":
-            reader = csv.reader(io.StringIO(text))
-            header = next(reader, None)
-            if header is not None and header != self.columns:
-                raise InputError([Problem("-o", f"{self.path} holds a sweep with other columns "
-                                                f"({', '.join(header)}); choose another output")])
-            rows += [dict(zip(self.columns, map(_uncell, r))) for r in reader if len(r) == len(self.columns)]
+            rows += self._csv_rows(text, tail)
         else:
-            for line in text.splitlines():
-                if line.strip():
-                    rows.append(json.loads(line))
+            rows += self._jsonl_rows(text, tail)
+        self.keep_bytes = len(complete)
+        return rows
+
+    def _not_ours(self, path: Path, why: str) -> InputError:
+        return InputError([Problem("-o", f"{path} exists and is not the output of a {self.format} sweep ({why}); "
+                                         "it is left as it is: choose another output or remove it")])
+
+    def _parquet_rows(self) -> list[dict[str, Any]]:
+        import pandas as pd
+        try:
+            frame = pd.read_parquet(self.path)
+        except Exception as err:  # noqa: BLE001 - pyarrow raises ArrowInvalid, OSError, ... for a non-Parquet file
+            raise self._not_ours(self.path, f"not Parquet: {type(err).__name__}") from None
+        if list(frame.columns) != self.columns:
+            raise self._other_columns(list(frame.columns))
+        return [{k: _py(v) for k, v in r.items()} for r in frame.to_dict("records")]
+
+    def _other_columns(self, header: list[str]) -> InputError:
+        return InputError([Problem("-o", f"{self.path} holds a sweep with other columns "
+                                         f"({', '.join(map(str, header))[:300]}); choose another output")])
+
+    def _csv_rows(self, text: str, tail: str) -> list[dict[str, Any]]:
+        if not text:                      # the header and the first rows are written and synced together
+            if tail:
+                raise self._not_ours(self.journal, "its first line is not this sweep's header")
+            return []
+        try:
+            records = list(csv.reader(io.StringIO(text)))
+        except csv.Error as err:
+            raise self._not_ours(self.journal, f"not CSV: {err}") from None
+        header = records[0] if records else []
+        if header != self.columns:
+            if header[:2] == ["index", "key"]:
+                raise self._other_columns(header)
+            raise self._not_ours(self.journal, "its first line is not this sweep's header")
+        text_columns = {"key", "status", "error"}      # read back as the strings they are ('36804643e5373775')
+        return [{c: (v or None) if c in text_columns else _uncell(v) for c, v in zip(self.columns, r)}
+                for r in records[1:] if len(r) == len(self.columns)]
+
+    def _jsonl_rows(self, text: str, tail: str) -> list[dict[str, Any]]:
+        prefix = '{"index": '                # how every row begins (json.dumps of the columns, index first)
+        if tail and not (tail.startswith(prefix) or (text and prefix.startswith(tail))):
+            raise self._not_ours(self.journal, "its last line is not a row of this sweep")
+        rows = []
+        for n, line in enumerate(text.splitlines(), 1):
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+            except ValueError:
+                raise self._not_ours(self.journal, f"line {n} is not JSON") from None
+            if not isinstance(row, dict) or "index" not in row or "key" not in row:
+                raise self._not_ours(self.journal, f"line {n} is not a row (an object with index and key)")
+            if list(row) != self.columns:
+                raise self._other_columns(list(row))
+            rows.append(row)
         return rows
 
     def append(self, rows: Iterable[dict[str, Any]]) -> None:
         if self.fh is None:
+            if self.keep_bytes is not None and self.journal.exists() \
+                    and self.journal.stat().st_size > self.keep_bytes:
+                with open(self.journal, "r+b") as fh:        # the partial line a kill left
+                    fh.truncate(self.keep_bytes)
             new = not self.journal.exists() or self.journal.stat().st_size == 0
             self.fh = open(self.journal, "a", encoding="utf-8", newline="")
             if new and self.format == "csv":
