@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from planner.cost import physics
+from planner.cost import envelope, physics, quality_fit
 from planner.cost.duration import SECONDS_PER_DAY, max_run_days
 from planner.cost.score import BOTTLENECKS, CONSTRAINTS, score
 from planner.cost.setting import PlanBatch, Setting
@@ -37,6 +37,7 @@ class Evaluation:
     violations: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     max_days_source: str = ""
+    envelope: list[dict] | None = None     # fitted quality model: each way the plan leaves its evidence (envelope.py)
 
     @property
     def feasible(self) -> bool:
@@ -62,6 +63,8 @@ class Evaluation:
             "warnings": self.warnings,
             "bottleneck": self.bottleneck,
             "values": {k: _finite(x) for k, x in self.values.items()},
+            **({} if self.envelope is None else {"envelope": self.envelope,
+                                                 "envelope_search": envelope.on(self.setting.assumptions)}),
         }
 
     def to_frame(self):
@@ -169,7 +172,18 @@ def evaluate(instance: Instance, plan: Plan, params: float | None = None) -> Eva
     evaluation = Evaluation(instance, plan, setting, batch, values, max_days_source=max_days(instance)[1])
     evaluation.violations = _violation_messages(evaluation)
     evaluation.warnings = _warnings(evaluation)
+    if quality_fit.fitted(setting.assumptions):
+        evaluation.envelope = plan_envelope(setting, batch, values)
     return evaluation
+
+
+def plan_envelope(setting: Setting, batch: PlanBatch, values: dict[str, float]) -> list[dict]:
+    """`envelope.leaves` of one scored plan (tokens per parameter at the target: C / (6 P_act) / P)."""
+    a = setting.assumptions
+    return envelope.leaves(a, setting.params, setting.target_tokens / setting.params, values,
+                           float(batch.compression[0]), a.bits_per_value(batch.precision), bool(batch.streaming[0]),
+                           float(batch.regional_rounds[0]) if batch.mode == "hierarchical" else 1.0,
+                           float(batch.stages[0]), float(batch.activation_compression[0]))
 
 
 def _violation_messages(e: Evaluation) -> list[str]:

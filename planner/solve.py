@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 
 from planner.solvers import bnb
+from planner.cost import envelope
 from planner.cost.assumptions import PIPELINE_SCHEDULES
 from planner.cost.duration import SECONDS_PER_DAY
 from planner.cost.setting import PlanBatch, Setting
@@ -157,6 +158,11 @@ def solve(instance: Instance, objective: str | None = None, solver: str = DEFAUL
             lines, fastest_s = explain_infeasible(setting, space, deadline)
             reasons += [prefix + line for line in lines]
             fastest += [fastest_s] if fastest_s is not None else []
+        if envelope.on(base.assumptions):    # the envelope narrowed the space: say so (docs/quality.md)
+            a, first = base.assumptions, runs[0].space
+            note = envelope.unshown_compression_note(first.compression, first.precisions, a.bits_per_value, a.compressor)
+            # with no shown ratio the envelope left no class: the limits found above explain nothing
+            reasons = ([note] if note else reasons) + [envelope.ENVELOPE_NOTE]
         return SolveResult(objective, solver, "infeasible", None, None, None, elapsed, evaluations,
                            infeasibility=reasons, fastest_time_s=min(fastest, default=None), **common)
     params, setting, space, (batch, value), *_ = best
@@ -285,6 +291,9 @@ def binding_limits(e: Evaluation, space: DecisionSpace, objective: str = "min_ti
         out.append(f"search bound: compression {float(b.compression[0]):g}x, the largest allowed")
     if b.mode == "hierarchical" and int(b.regional_rounds[0]) == space.max_regional_rounds:
         out.append(f"search bound: R = max_regional_rounds = {space.max_regional_rounds}")
+    if envelope.on(s.assumptions):      # the search kept inside the evidence (docs/quality.md)
+        out += envelope.binding(v, float(b.compression[0]), s.assumptions.bits_per_value(b.precision),
+                                s.assumptions.compressor) + [envelope.ENVELOPE_NOTE]
     return out
 
 

@@ -41,7 +41,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from planner.cost import memory, physics
+from planner.cost import envelope, memory, physics, quality_fit
 from planner.cost.modes import throughput
 from planner.cost.setting import PlanBatch, Setting
 
@@ -123,7 +123,9 @@ class DecisionSpace:
                 space = replace(space, all_micro_batches=True)
             # dtplan's fragmented streaming sync (physics.streaming_outer_s) pays p fragment
             # latencies and a bounded overlap window, so it no longer dominates a blocking sync
-            if physics.fragments_on(setting.assumptions) and self.streaming == (True,) and self.streaming_off_allowed:
+            # and the fitted quality model charges an overlapped outer step (quality_fit.overlap_factor)
+            if (physics.fragments_on(setting.assumptions) or quality_fit.fitted(setting.assumptions)) \
+                    and self.streaming == (True,) and self.streaming_off_allowed:
                 space = replace(space, streaming=(True, False))
             return space
         streaming = (True, False) if self.streaming == (True,) and self.streaming_off_allowed else self.streaming
@@ -134,7 +136,7 @@ class DecisionSpace:
         search = instance.search
         caps = [instance.fleet.nodes] + ([instance.limits.max_nodes] if instance.limits.max_nodes else [])
         precisions = tuple(search.precisions) if search.precisions else instance.hardware.precisions
-        return cls(
+        space = cls(
             modes=tuple(m for m in MODE_ORDER if m in search.modes),
             precisions=tuple(p for p in PRECISION_ORDER if p in precisions),
             min_nodes=search.min_nodes, max_nodes=min(caps), max_stages=search.max_stages,
@@ -146,6 +148,17 @@ class DecisionSpace:
             streaming=(True,) if True in search.streaming else (False,),
             expert_parallel=tuple(search.expert_parallel) if search.expert_parallel else None,
             streaming_off_allowed=False in search.streaming)
+        return space.within_envelope() if envelope.on(setting.assumptions) else space
+
+    def within_envelope(self) -> "DecisionSpace":
+        """The space cut to the evidence envelope's decision bounds (planner/cost/envelope.py): H <= 100,
+        R = 1, no activation compression; the replica bound and each method's compression are per
+        class (`_classes_of`). A restriction of the decision space, so every solver stays exact on it."""
+        lim = envelope.limits()
+        return replace(self, max_inner_steps=min(self.max_inner_steps, int(lim["max_inner_steps"])),
+                       max_regional_rounds=min(self.max_regional_rounds, int(lim["max_regional_rounds"])),
+                       activation_compression=tuple(c for c in self.activation_compression
+                                                    if c <= lim["max_activation_compression"]) or (1.0,))
 
     def expert_scopes(self, setting: Setting, mode: str) -> tuple[str, ...]:
         """The EP scopes that apply to a mode: none for dense models and pipelines."""
@@ -179,6 +192,11 @@ class DecisionSpace:
         c = build(setting, precision, expert_parallel)
         if c is None or c.size == 0:
             return None
+        if envelope.on(setting.assumptions) and mode != "pipeline_wan":     # K = n replicas in these modes
+            a = setting.assumptions
+            c = c.take(np.array([envelope.compression_shown(cr, a.bits_per_value(precision), a.compressor)
+                                 for cr in c.rows.compression], dtype=bool))
+            c.n_hi = np.minimum(c.n_hi, int(envelope.limits()["max_replicas"]))
         if setting.budget_usd is not None and setting.node_price_usd > 0:
             affordable = np.floor(setting.budget_usd / setting.node_price_usd)     # nodes, as a float
             n_hi = np.minimum(c.n_hi, np.floor(affordable / c.unit))

@@ -58,8 +58,9 @@ def random_case(seed: int, target_kind: str = "c_local", penalty: str | None = N
     return setting, space, allowed
 
 
-def naive(setting: Setting, space: DecisionSpace, objective: str, streaming=(True, False)):
-    """Every plan, scored; the best one that breaks no limit (`streaming`: every allowed setting)."""
+def naive(setting: Setting, space: DecisionSpace, objective: str, streaming=(True, False), keep=None):
+    """Every plan, scored; the best one that breaks no limit (`streaming`: every allowed setting;
+    `keep(mode, batch, scores)`: None, or a mask of the plans allowed, e.g. the evidence envelope's)."""
     best = None
     for mode, precision in itertools.product(space.modes, space.precisions):
         for ep in space.expert_scopes(setting, mode):
@@ -95,6 +96,8 @@ def naive(setting: Setting, space: DecisionSpace, objective: str, streaming=(Tru
                     ok &= ~out[f"violates:{name}"]
             if mode in ("pp_group", "pipeline_wan"):
                 ok &= b.stages >= 2
+            if keep is not None:
+                ok &= keep(mode, b, out)
             if not ok.any():
                 continue
             if objective == "max_compute":      # least 1/C, then the tie order
@@ -122,8 +125,8 @@ def _better(setting, key, b, i, best):
     return tie_key(setting, b, i) < tie_key(setting, best[1], 0)
 
 
-def check_against_brute_force(setting, space, streaming, objective, rel):
-    expected = naive(setting, space, objective, streaming)
+def check_against_brute_force(setting, space, streaming, objective, rel, keep=None):
+    expected = naive(setting, space, objective, streaming, keep)
     found, _, bound = optimise(setting, space, objective)
     # no deadline: the search finished (no open box: lower bound inf, or upper bound 0 for max_compute)
     assert bound == (0.0 if objective == "max_compute" else float("inf"))

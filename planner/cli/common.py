@@ -232,8 +232,27 @@ def json_option(help_text: str = "Write the result as JSON to standard output (e
     return click.option("--json", "as_json", is_flag=True, help=help_text)
 
 
+BEYOND_EVIDENCE = "assumptions.constants.evidence_envelope=false"   # --beyond-evidence, as a --set (docs/quality.md)
+
+
+def _beyond_evidence(ctx, param, value):
+    """--beyond-evidence appends BEYOND_EVIDENCE to the --set overrides, whichever is parsed first."""
+    if value:
+        ctx.meta["beyond_evidence"] = True
+        if "overrides" in ctx.params:
+            ctx.params["overrides"] = tuple(ctx.params["overrides"]) + (BEYOND_EVIDENCE,)
+
+
+def _with_beyond_evidence(ctx, param, value):
+    return tuple(value) + ((BEYOND_EVIDENCE,) if ctx.meta.get("beyond_evidence") else ())
+
+
 def set_option(f: Callable) -> Callable:
-    return click.option("--set", "overrides", multiple=True, metavar="FIELD=VALUE",
+    f = click.option("--beyond-evidence", is_flag=True, expose_value=False, callback=_beyond_evidence,
+                     help="dtplan profile: search beyond the evidence envelope of the fitted quality model "
+                          "(docs/quality.md); plans outside it are marked. Same as --set "
+                          f"{BEYOND_EVIDENCE}.")(f)
+    return click.option("--set", "overrides", multiple=True, metavar="FIELD=VALUE", callback=_with_beyond_evidence,
                         help="Override one instance field by its dotted JSON path (e.g. fleet.nodes=500, "
                              "network.wan.up_mbps=1000, search.compression=[1,16]); VALUE is parsed as JSON, "
                              "else taken as a string. May be given several times; applied in order, after "

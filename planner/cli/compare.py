@@ -74,6 +74,8 @@ def compare(instance_path: Path, hardware_list: str, objective: str | None, plot
         echo_json([row.to_dict() for row in rows])
     else:
         render_comparison(rows, objective, make_console(), title=instance.name, elapsed_s=elapsed)
+    from planner.present.envelope import echo_search_note   # dtplan: the evidence envelope (docs/quality.md)
+    echo_search_note(raw)
     if report_path is not None:
         from planner.present.report import compare_report
         write_output("--report", report_path,

@@ -162,6 +162,8 @@ def sweep(instance_path: Path, grids, varies, samples, seed, command, robust, pl
                f"{result.where}"
                + (f", {result.workers} workers" if result.where == "local" else "")
                + (f"; {len(result.errors)} failed" if result.errors else ""), err=True)
+    from planner.present.envelope import echo_search_note   # dtplan: the evidence envelope (docs/quality.md)
+    echo_search_note(spec.base)
     if plot_path is not None:
         from planner.questions.sweep import plot_sweep
         kind = plot_kind or recipe_plot.get("kind")

@@ -214,6 +214,8 @@ def thresholds(instance_path, overrides, compute, tpp, memory, interconnect, wan
         written = page.threshold_report(raw.get("name") or source, th, answers, caught, stops, curve_rows,
                                         catalog, report_path, fit, instance, command_line())
         click.echo(f"report written to {written}", err=True)
+    from planner.present.envelope import echo_search_note   # dtplan: the evidence envelope (docs/quality.md)
+    echo_search_note(raw)
     sys.exit(EXIT_OK if any(a.reachable for a in answers) else EXIT_INFEASIBLE)
 
 

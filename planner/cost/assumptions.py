@@ -32,7 +32,7 @@ from planner.presets_dir import bundled_models_dir
 
 SCENARIOS = ("optimistic", "expected", "conservative")
 STRAGGLER_STRATEGIES = ("synchronous", "relay", "threshold", "backup", "none")
-REPLICA_PENALTIES = ("chinchilla", "linear_v1", "none")
+REPLICA_PENALTIES = ("chinchilla", "linear_v1", "none", "fitted")   # fitted: planner/cost/quality_fit.py
 PRECISIONS = ("fp16", "fp8", "fp4")
 COMPRESSORS = ("ratio", "quantise", "topk")          # how a pseudo-gradient payload is built (physics.py)
 SYNC_PATTERNS = ("all_reduce", "all_gather")
@@ -79,7 +79,7 @@ class Assumptions:
     scenario: str = "expected"               # optimistic | expected | conservative
     straggler: str = "relay"                 # synchronous | relay | threshold | backup | none
     error_feedback: bool = True
-    replica_penalty: str = "chinchilla"      # chinchilla | linear_v1 | none
+    replica_penalty: str = "chinchilla"      # chinchilla | linear_v1 | none | fitted (the whole quality model)
     mfu: float = 0.40                        # model FLOP utilisation u
     # -- dtplan profile terms (planner/cost/physics.py, docs/physics.md); defaults = off --
     mfu_from_table: bool = False                 # u from models/mfu.json by accelerator and precision
@@ -143,6 +143,19 @@ class Assumptions:
     replica_h_ref: float = 30.0                  # Charles et al. (2025) H
     linear_v1_coefficient: float = 0.005         # 1 - c * min(cap, P_B) / P_B * log2 K
     linear_v1_cap_b: float = 2.4
+    # -- the fitted quality model (replica_penalty "fitted", planner/cost/quality_fit.py, docs/quality.md);
+    # -1 = the value of models/quality/fit.json for the assumed scenario
+    fit_offset: float = -1.0                     # a0: ln eta of DiLoCo M = 1 over data-parallel at 1B
+    fit_offset_size_slope: float = -1.0          # a1: offset growth per unit of ln(N / 1B)
+    fit_replica_coefficient: float = -1.0        # c: penalty c n^-e (ln K)^g (ln H / ln 30)^d
+    fit_replica_size_exponent: float = -1.0      # e
+    fit_replica_power: float = -1.0              # g
+    fit_h_power: float = -1.0                    # d
+    fit_overlap_coefficient: float = -1.0        # o: overlapped outer step costs exp(-o n^-f)
+    fit_overlap_size_exponent: float = -1.0      # f
+    fit_prune_coefficient: float = -1.0          # k: sparsification r costs exp(-k (r - 1)^p)
+    fit_prune_power: float = -1.0                # p
+    evidence_envelope: bool = False              # the search keeps inside the fit's evidence (planner/cost/envelope.py)
     compression_quality_ef: QualityTable = field(default_factory=lambda: dict(COMPRESSION_QUALITY_EF))
     compression_quality_no_ef: QualityTable = field(default_factory=lambda: dict(COMPRESSION_QUALITY_NO_EF))
     activation_quality: QualityTable = field(default_factory=lambda: dict(ACTIVATION_QUALITY))
@@ -229,9 +242,12 @@ CHOICE_CONSTANTS = {"scenario": SCENARIOS, "straggler": STRAGGLER_STRATEGIES, "r
                     "activation_recompute": ACTIVATION_RECOMPUTE}
 BOOL_CONSTANTS = ("error_feedback", "mfu_from_table", "dp_overlap", "concurrent_up_down", "per_stage_payload",
                   "failures", "demonstrated_warnings", "search_pipeline_schedules", "activation_memory",
-                  "search_zero_shards", "fragment_backward_overlap")
+                  "search_zero_shards", "fragment_backward_overlap",
+                  "evidence_envelope")
 PHYSICS_ZERO_ALLOWED = ("mfu_fp8", "mfu_fp4", "streaming_overlap_steps", "tensor_parallel", "compressor_scale_bits", "error_feedback_bytes", "churn_per_node_h", "checkpoint_write_s",
-                        "checkpoint_restore_s", "compressor_index_bits")
+                        "checkpoint_restore_s", "compressor_index_bits", "fit_offset", "fit_offset_size_slope",
+                        "fit_replica_coefficient", "fit_replica_size_exponent", "fit_overlap_coefficient",
+                        "fit_overlap_size_exponent", "fit_prune_coefficient")
 
 TABLE_FIELDS = ("compression_quality_ef", "compression_quality_no_ef", "activation_quality")
 NUMERIC_FIELDS = tuple(

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from planner.cost import quality_fit
 from planner.cost.assumptions import Assumptions, QualityTable
 
 
@@ -18,8 +19,11 @@ def alpha(params, a: Assumptions):
     """Sync-interval sensitivity alpha(P) = 0.08 / (1 + log10(P / 1e9) / 5).
 
     P in parameters (raw count). Singular at P = 1e4; the instance schema keeps P >= 1e6.
+    0 under the fitted quality model, whose replica factor carries the sync interval (quality_fit.py).
     """
     params_b = np.asarray(params, dtype=float) / 1e9
+    if quality_fit.fitted(a):
+        return np.zeros_like(params_b)
     return a.alpha_coefficient / (1.0 + np.log10(params_b) / a.alpha_log_divisor)
 
 

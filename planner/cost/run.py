@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from planner.cost import chinchilla, quality
+from planner.cost import chinchilla, quality, quality_fit
 from planner.cost.setting import PlanBatch, Setting
 from planner.cost.straggler import eta_h_divisor
 
@@ -36,11 +36,17 @@ def efficiency_without_replicas(s: Setting, b: PlanBatch, t: dict[str, np.ndarra
 
     eta_H = max(0.4, (1 - alpha(P) log10 H_eff) / s) with alpha on total P;
     eta_C = q(Cr); both 1 where there is no DiLoCo sync (one node, pipeline over WAN).
+    Under the fitted quality model eta_C is the method's (quality_fit.compression_quality) times
+    the overlap factor of a streaming plan (quality_fit.overlap_factor).
     """
     a = s.assumptions
     synced = t["synchronised"] > 0
     eta_h = quality.eta_sync_interval(t["h_eff"], s.params, a, eta_h_divisor(a))
-    eta_c = quality.compression_quality(b.compression, a)
+    if quality_fit.fitted(a):
+        eta_c = quality_fit.compression_quality(b.compression, a.bits_per_value(b.precision), a) \
+            * np.where(b.streaming, quality_fit.overlap_factor(s.params, a), 1.0)
+    else:
+        eta_c = quality.compression_quality(b.compression, a)
     return {"eta_h": np.where(synced, eta_h, 1.0), "eta_c": np.where(synced, eta_c, 1.0),
             "eta_a": t["eta_activation"], "alpha": np.where(synced, quality.alpha(s.params, a), 0.0)}
 
@@ -50,11 +56,13 @@ def replica_efficiency(s: Setting, replicas, h_eff, tokens, compute_flop) -> np.
 
     chinchilla: chi(P_act, T, C; m) / chi(P_act, T, C; 1) with m = K ** beta(P, H_eff)
     (replica exponent on total P); linear_v1: max(0, 1 - 0.005 min(2.4, P_B) / P_B log2 K);
-    none: 1.
+    fitted: quality_fit.replica_interval_factor (not scored at the tokens); none: 1.
     """
     a = s.assumptions
     if a.replica_penalty == "none":
         return np.ones(np.broadcast(replicas, h_eff, tokens).shape)
+    if quality_fit.fitted(a):
+        return quality_fit.replica_interval_factor(replicas, s.params, h_eff, a) * np.ones_like(np.asarray(tokens, float))
     if a.replica_penalty == "linear_v1":
         return quality.linear_v1_replica_factor(replicas, s.params, a) * np.ones_like(np.asarray(tokens, float))
     m = quality.replica_loss_multiplier(replicas, s.params, h_eff, a)
@@ -100,7 +108,7 @@ def local_compute(s: Setting, t: dict[str, np.ndarray], eff: dict[str, np.ndarra
 def quality_terms(s: Setting, b: PlanBatch, t: dict[str, np.ndarray], eff: dict[str, np.ndarray]):
     """(g, mu, with_chi) such that C_quality = `quality_compute(s, T, g, mu, with_chi)` for every T.
 
-    g = eta_H eta_C eta_A (times the linear v1 replica factor under that penalty), mu the
+    g = eta_H eta_C eta_A (times the linear v1 or the fitted replica factor under those), mu the
     replica loss multiplier m under the Chinchilla penalty (else 1), with_chi False for
     one node (local training: chi = 1). A pipeline over the WAN (no DiLoCo sync) has
     g = eta_A, mu = 1 and chi applied, as in the window view.
@@ -114,6 +122,8 @@ def quality_terms(s: Setting, b: PlanBatch, t: dict[str, np.ndarray], eff: dict[
         mu = np.where(synced, quality.replica_loss_multiplier(t["replicas"], s.params, t["h_eff"], a), 1.0)
     elif a.replica_penalty == "linear_v1":
         g = g * np.where(synced, quality.linear_v1_replica_factor(t["replicas"], s.params, a), 1.0)
+    elif quality_fit.fitted(a):
+        g = g * np.where(synced, quality_fit.replica_interval_factor(t["replicas"], s.params, t["h_eff"], a), 1.0)
     return g, mu, n > 1
 
 

@@ -16,9 +16,10 @@ from typing import Any
 
 import numpy as np
 
+from planner.cost import quality_fit
 from planner.cost.score import score
 from planner.evaluate import (Evaluation, _finite, _violation_messages, _warnings, batch_from_plan, max_days,
-                              with_params)
+                              plan_envelope, with_params)
 from planner.fleet.network import plan_site_network, site_network
 from planner.fleet.regions import plan_region_problems, plan_unit, region_rows
 from planner.fleet.pools import PoolSetting, pool_settings
@@ -125,6 +126,8 @@ def evaluate_mixed(instance: Instance, plan: Plan, params: float | None = None,
                 plan.mode, plan.group_size, plan.stages, plan.zero_shards))
     e.violations = _violation_messages(e)
     e.warnings = _warnings(e) + _pool_warnings(e.pool_rows, e.sync_rule)
+    if quality_fit.fitted(setting.assumptions):      # the fitted quality model's evidence (docs/quality.md)
+        e.envelope = plan_envelope(setting, batch, e.values)
     return e
 
 

@@ -246,6 +246,8 @@ def render_evaluation(e: "Evaluation", console: "Console | PlainConsole", headin
         console.print(Styled.line("Warnings", style="bold yellow"))
         for line in e.warnings:
             console.print(Styled.bullet("!", "yellow", line))
+    from planner.present.envelope import render_envelope
+    render_envelope(e, console)
 
 
 

@@ -57,7 +57,7 @@ def applies(s, objective: str) -> bool:
     the bound needs."""
     mono = monotone.check(s)
     linear = (objective == "max_compute" and s.target_kind == "c_local"
-              and s.assumptions.replica_penalty in ("linear_v1", "none"))
+              and s.assumptions.replica_penalty in ("linear_v1", "none", "fitted"))
     quality = objective == "max_compute" and s.target_kind == "c_quality"
     return (objective == "min_time" or linear or quality) and not mono.unsupported and mono.eta_h_falls
 

@@ -1,0 +1,157 @@
+"""The evidence envelope of the fitted quality model (docs/quality.md, section "The envelope").
+
+Every term of planner/cost/quality_fit.py rests on published rows (models/quality/rows.json) that
+span a range of settings; `SHOWN` lists them with their source. `leaves` lists each way a plan
+leaves them (term, value, shown range, message), for `evaluate` and the search's output.
+
+Under the dtplan profile (`evidence_envelope` on, with replica_penalty "fitted") the planner's
+search keeps inside the ranges that are decisions, as bounds of the decision space
+(planner/space.py: `limits`): replicas K <= 8, H <= 100, R = 1 (no hierarchical rounds),
+compression shown for its method (quantise: >= 4 bits per value; topk: at most 4x), no activation
+compression. Model size and tokens per parameter are the instance's, not decisions: a plan outside
+them is marked, and the fitted law's size trend is used (Charles et al. 2025 found their laws
+predicted 4B and 10B from <= 2.4B). Compression at every step (H = 1) is marked, not excluded: H is
+the solver's variable, and excluding H = 1 for compressed classes only is no bound of its box.
+With `evidence_envelope` off (`--beyond-evidence`) the search is open and every factor is the
+fitted law extrapolated (docs/quality.md gives why each extrapolation is conservative).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from planner.cost import quality_fit
+from planner.cost.assumptions import Assumptions
+
+
+@dataclass(frozen=True)
+class Shown:
+    lo: float
+    hi: float
+    source: str
+
+
+SHOWN = {
+    "params": Shown(35e6, 4e9, "Charles et al. 2025 Table 4 (35M-2.4B), Streaming DiLoCo Tables 5-6 (35M-4B)"),
+    "replicas": Shown(1, 8, "Charles et al. 2025 Table 4 (M = 1-8); Streaming DiLoCo Table 6 (M = 2, 4)"),
+    "h_eff": Shown(1, 100, "H = 30 (Charles et al. Table 4) and 100 (Streaming DiLoCo Tables 5-6); H = 1 is "
+                           "data-parallel and eta is monotone in H, so it is bracketed in between"),
+    "regional_rounds": Shown(1, 1, "no published hierarchical DiLoCo run among the fitted tables"),
+    "tokens_per_param": Shown(15, 25, "the chinchilla budgets of every fitted row (Streaming DiLoCo Table 2: 15-25; "
+                                      "Charles et al.: 20)"),
+    "quantise_bits": Shown(4, 32, "Streaming DiLoCo: FP4 (E3M0) outer gradients, no measurable loss"),
+    "sparsification": Shown(1, 4, "DiLoCo 2023 Table 6: 0-75% of the outer gradient pruned, no error feedback"),
+    "activation_compression": Shown(1, 1, "no fitted table (eta_A is the reference's)"),
+    "overlap_params": Shown(35e6, 1e9, "Eager Updates Table 6: one outer step overlapped, 35M-1B"),
+}
+ENVELOPE_NOTE = ("search kept inside the evidence envelope of the fitted quality model (replicas <= 8, "
+                 "H <= 100, R = 1, quantised to >= 4 bits or sparsified <= 4x, no activation compression; "
+                 "docs/quality.md); --beyond-evidence opens the rest")
+
+
+def on(a: Assumptions) -> bool:
+    """Whether the search keeps inside the envelope (dtplan profile, unless --beyond-evidence)."""
+    return quality_fit.fitted(a) and bool(a.evidence_envelope)
+
+
+def compression_shown(compression: float, bits_per_value: float, compressor: str) -> bool:
+    """Whether a compression of a method has been shown: quantise (and ratio) to >= 4 bits per value,
+    topk to at most 4x."""
+    if compression <= 1:
+        return True
+    if compressor == "topk":
+        return compression <= SHOWN["sparsification"].hi
+    return bits_per_value / compression >= SHOWN["quantise_bits"].lo
+
+
+def limits() -> dict[str, float]:
+    """The decision bounds of the envelope (planner/space.py applies them)."""
+    return {"max_replicas": SHOWN["replicas"].hi, "max_inner_steps": SHOWN["h_eff"].hi,
+            "max_regional_rounds": SHOWN["regional_rounds"].hi,
+            "max_activation_compression": SHOWN["activation_compression"].hi}
+
+
+def _leave(term: str, value: float, shown: Shown, message: str) -> dict:
+    return {"term": term, "value": value, "shown": [shown.lo, shown.hi], "message": message, "source": shown.source}
+
+
+def leaves(a: Assumptions, params: float, tokens_per_param: float, values: dict[str, float], compression: float,
+           bits_per_value: float, streaming: bool, regional_rounds: float, stages: float,
+           activation_compression: float) -> list[dict]:
+    """Each way one scored plan leaves the envelope (empty for plain data-parallel training and
+    for a pipeline over the WAN, whose eta is 1 by definition)."""
+    if not quality_fit.fitted(a) or not values["synchronised"]:
+        return []
+    out = []
+    h_eff, k = values["h_eff"], values["replicas"]
+    diloco = h_eff > 1 or compression > 1
+    if diloco:
+        s = SHOWN["params"]
+        if params > s.hi:
+            out.append(_leave("replicas and sync interval", params, s, f"model {params / 1e9:,.4g}B > "
+                              f"{s.hi / 1e9:g}B shown: the fitted size trend is extrapolated"))
+        tpp = tokens_per_param
+        s = SHOWN["tokens_per_param"]
+        if math.isfinite(tpp) and not s.lo <= tpp <= s.hi:
+            out.append(_leave("replicas and sync interval", tpp, s, f"{tpp:,.4g} tokens per parameter outside the "
+                              f"{s.lo:g}-{s.hi:g} shown"))
+        s = SHOWN["replicas"]
+        if k > s.hi:
+            out.append(_leave("replicas and sync interval", k, s, f"replicas {k:g} > {s.hi:g} shown"))
+        s = SHOWN["h_eff"]
+        if h_eff > s.hi:
+            out.append(_leave("replicas and sync interval", h_eff, s, f"H_eff {h_eff:,.4g} > {s.hi:g} shown"))
+        s = SHOWN["regional_rounds"]
+        if regional_rounds > s.hi:
+            out.append(_leave("replicas and sync interval", regional_rounds, s,
+                              f"R = {regional_rounds:g} regional rounds: no published hierarchical DiLoCo run"))
+    if compression > 1:
+        if a.compressor == "topk":
+            s = SHOWN["sparsification"]
+            if compression > s.hi:
+                out.append(_leave("compression", compression, s, f"top-k sparsification {compression:g}x > "
+                                  f"{s.hi:g}x shown (pruning law extrapolated)"))
+        else:
+            s = SHOWN["quantise_bits"]
+            bits = bits_per_value / compression
+            if bits < s.lo:
+                out.append(_leave("compression", bits, s, f"{bits:g} bits per value < {s.lo:g} shown (charged as "
+                                  f"{s.lo / bits:g}x sparsification)"))
+        if h_eff <= 1:
+            out.append(_leave("compression", compression, Shown(1, 1, "every compressed row syncs every 30-500 steps"),
+                              f"compression {compression:g}x at every step (H = 1): no published run"))
+    if streaming and diloco:
+        s = SHOWN["overlap_params"]
+        if params > s.hi:
+            out.append(_leave("overlap", params, s, f"overlapped outer step at {params / 1e9:,.4g}B > {s.hi / 1e9:g}B "
+                              "shown: the fitted size trend is extrapolated"))
+    if stages > 1 and activation_compression > 1:
+        s = SHOWN["activation_compression"]
+        out.append(_leave("activations", activation_compression, s,
+                          f"activation compression {activation_compression:g}x: no fitted table"))
+    return out
+
+
+def unshown_compression_note(compression, precisions, bits_per_value, compressor: str) -> str | None:
+    """A note when the envelope leaves no listed compression ratio for any precision (else None)."""
+    if any(compression_shown(cr, bits_per_value(p), compressor) for cr in compression for p in precisions):
+        return None
+    return (f"search.compression {', '.join(f'{c:g}' for c in compression)}: no ratio shown for the {compressor} "
+            f"method at {', '.join(precisions)} (quantised to >= {SHOWN['quantise_bits'].lo:g} bits per value, "
+            f"top-k at most {SHOWN['sparsification'].hi:g}x)")
+
+
+def binding(values: dict[str, float], compression: float, bits_per_value: float, compressor: str) -> list[str]:
+    """The envelope's decision bounds a synchronised optimum sits on (where --beyond-evidence could help)."""
+    if not values["synchronised"]:
+        return []
+    out = []
+    if values["replicas"] == SHOWN["replicas"].hi:
+        out.append(f"evidence envelope: {values['replicas']:g} replicas, the most shown")
+    if values["h_eff"] == SHOWN["h_eff"].hi:
+        out.append(f"evidence envelope: H = {values['h_eff']:g}, the longest shown")
+    next_ratio = compression * 2.0
+    if compression > 1 and not compression_shown(next_ratio, bits_per_value, compressor):
+        out.append(f"evidence envelope: compression {compression:g}x, the most shown for {compressor}")
+    return out
