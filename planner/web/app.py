@@ -227,8 +227,9 @@ def serve(host: str = "127.0.0.1", port: int = 8000, examples_dir: Path | None =
           start: dict | None = None, announce=print, token: bool = True, allowed_hosts: tuple[str, ...] = (),
           job_time_limit_s: float = JOB_TIME_LIMIT_S) -> None:
     """Run the app with uvicorn until interrupted; `port` 0 picks a free port. The address (with
-    a new random token unless `token` is False) is announced (one line) once the socket listens:
-    a client may connect from then on."""
+    a new random token unless `token` is False) is announced (one line) once uvicorn has started:
+    its Ctrl-C handler is in place by then (a Ctrl-C right after an earlier announcement landed in
+    uvicorn's own start-up imports and printed a traceback), and a client may connect."""
     import socket
 
     import uvicorn
@@ -242,10 +243,16 @@ def serve(host: str = "127.0.0.1", port: int = 8000, examples_dir: Path | None =
     app = create_app(examples_dir, start=start, token=secret, port=bound, bound=host, allowed_hosts=allowed_hosts,
                      job_time_limit_s=job_time_limit_s)
     config = uvicorn.Config(app, log_level="warning", lifespan="on")
-    server = uvicorn.Server(config)
     query = f"?token={secret}" if secret else ""
-    announce(f"dtplan: serving on http://{host_name(host)}:{bound}/{query} (Ctrl-C to stop)")
-    server.run(sockets=[sock])
+    line = f"dtplan: serving on http://{host_name(host)}:{bound}/{query} (Ctrl-C to stop)"
+
+    class AnnouncingServer(uvicorn.Server):
+        async def startup(self, sockets=None):
+            await super().startup(sockets=sockets)
+            if self.started:
+                announce(line)
+
+    AnnouncingServer(config).run(sockets=[sock])
 
 
 def spawn_server(*args: str, cwd: str | Path | None = None):
