@@ -33,6 +33,16 @@ def _check_pool_nodes(value: Any) -> Any:
 
 DTPLAN_DECISIONS = ("pipeline_schedule", "zero_shards")     # left out of a dump when unset
 UNSET_NOT_DUMPED = DTPLAN_DECISIONS + ("pool_nodes", "sync_rule", "regions")   # likewise a uniform fleet's pool_nodes
+# The decisions each mode does not have (docs/cost_model.md: a pipeline over the WAN never syncs replicas; only
+# hierarchical DiLoCo has groups and regional rounds; only the pipeline modes have stages, micro-batches and
+# activation compression). A dump leaves them out while they hold their default, so a plan reads as its mode;
+# a value the user gave that differs from the default is kept (nothing given is lost).
+NOT_IN_MODE = {
+    "flat": ("group_size", "regional_rounds", "stages", "micro_batches", "activation_compression"),
+    "hierarchical": ("stages", "micro_batches", "activation_compression"),
+    "pp_group": ("group_size", "regional_rounds"),
+    "pipeline_wan": ("inner_steps", "compression", "streaming", "group_size", "regional_rounds"),
+}
 
 
 class Plan(StrictModel):
@@ -75,11 +85,15 @@ class Plan(StrictModel):
     @model_serializer(mode="wrap")
     def _without_unset_dtplan_decisions(self, handler):
         """The dtplan decisions (pipeline_schedule, zero_shards) and a uniform fleet's pool_nodes
-        appear in a plan's dump only when set, so every other plan dumps exactly as before."""
+        appear in a plan's dump only when set; the decisions the plan's mode does not have
+        (NOT_IN_MODE) only when given a value other than their default."""
         data = handler(self)
         if isinstance(data, dict):
             for key in UNSET_NOT_DUMPED:
                 if data.get(key, 0) is None:
+                    del data[key]
+            for key in NOT_IN_MODE.get(self.mode, ()):
+                if key in data and data[key] == type(self).model_fields[key].default:
                     del data[key]
         return data
 
