@@ -166,3 +166,21 @@ def test_plan_file_that_is_not_json(tmp_path):
     with pytest.raises(InputError) as info:
         load_plan(path)
     assert info.value.problems == [Problem("<file>", "not valid JSON: Expecting value at line 1, column 1")]
+
+
+def test_a_dump_leaves_out_what_the_mode_does_not_have():
+    """Issue 23: fields that do not apply to a plan's mode are absent from its dump, not filled with
+    defaults; a value the user gave (other than the default) is kept, and the dump parses back."""
+    flat = parse_plan({"mode": "flat", "nodes": 8, "inner_steps": 30}).model_dump()
+    assert set(flat) == {"mode", "nodes", "precision", "inner_steps", "compression", "streaming",
+                         "expert_parallel", "description"}
+    hier = parse_plan({"mode": "hierarchical", "nodes": 8, "group_size": 4}).model_dump()
+    assert hier["group_size"] == 4 and hier["regional_rounds"] == 1
+    assert not {"stages", "micro_batches", "activation_compression"} & set(hier)
+    wan = parse_plan({"mode": "pipeline_wan", "nodes": 8, "stages": 8}).model_dump()
+    assert wan["stages"] == 8 and wan["micro_batches"] == 8
+    assert not {"inner_steps", "compression", "streaming", "group_size", "regional_rounds"} & set(wan)
+    given = parse_plan({"mode": "flat", "nodes": 8, "micro_batches": 4}).model_dump()
+    assert given["micro_batches"] == 4                      # given, not a default: kept
+    for dumped in (flat, hier, wan, given):
+        assert parse_plan(dumped).model_dump() == dumped
