@@ -305,7 +305,7 @@ def test_bad_profile_constants_name_the_field(constants, message):
 
 DTPLAN_TERMS = st.fixed_dictionaries({
     "concurrent_up_down": st.booleans(), "dp_overlap": st.booleans(), "per_stage_payload": st.booleans(),
-    "sync_pattern": st.sampled_from(["all_reduce", "all_gather"]),
+    "sync_pattern": st.sampled_from(["all_reduce", "all_gather", "object_store"]),
     "compressor": st.sampled_from(["ratio", "quantise", "topk"]),
     "pipeline_schedule": st.sampled_from(["gpipe", "1f1b", "interleaved", "zero_bubble"]),
     "pipeline_chunks": st.sampled_from([1.0, 2.0, 4.0]), "dp_overlap_buckets": st.floats(1.0, 100.0),
@@ -355,8 +355,8 @@ def test_demonstrated_search_preset_keeps_the_search_inside_the_evidence_envelop
 def test_compressor_presets_expand_and_explicit_constants_win():
     from planner.cost.assumptions import apply_overrides
     covenant = apply_overrides(OFF, {"compressor_preset": "covenant"})
-    assert (covenant.compressor, covenant.sync_pattern, covenant.error_feedback_bytes) == ("topk", "all_gather", 4.0)
-    # Covenant at Cr = 64 on a 72B model: 72e9 / 64 x 14 bits up; 19 other peers' payloads down
+    assert (covenant.compressor, covenant.sync_pattern, covenant.error_feedback_bytes) == ("topk", "object_store", 4.0)
+    # Covenant at Cr = 64 on a 72B model: 72e9 / 64 x 14 bits up, then 19 other peers' payloads down
     v = physics.payload_bits(covenant, 72e9, "fp16", 64.0)
     assert v == pytest.approx(72e9 / 64 * 14)
     assert physics.sync_base_s(covenant, v, 20, 1e9, 1e9, 0.0) == pytest.approx(v / 1e9 + 19 * v / 1e9)

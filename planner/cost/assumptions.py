@@ -35,7 +35,7 @@ STRAGGLER_STRATEGIES = ("synchronous", "relay", "threshold", "backup", "none")
 REPLICA_PENALTIES = ("chinchilla", "linear_v1", "none", "fitted")   # fitted: planner/cost/quality_fit.py
 PRECISIONS = ("fp16", "fp8", "fp4")
 COMPRESSORS = ("ratio", "quantise", "topk")          # how a pseudo-gradient payload is built (physics.py)
-SYNC_PATTERNS = ("all_reduce", "all_gather")
+SYNC_PATTERNS = ("all_reduce", "all_gather", "object_store")
 PIPELINE_SCHEDULES = ("gpipe", "1f1b", "interleaved", "zero_bubble")
 INNER_OPTIMIZERS = ("reference", "adamw", "muon", "demo")
 ACTIVATION_RECOMPUTE = ("selective", "full", "fit")   # activation recomputation of pipeline stages (physics.py)
@@ -95,7 +95,7 @@ class Assumptions:
     compressor_value_bits: float = 2.0           # topk: bits per kept value
     compressor_index_bits: float = 12.0          # topk: bits per kept value's index
     compressor_scale_bits: float = 0.0           # quantise/topk: scale bits per parameter (block scales)
-    sync_pattern: str = "all_reduce"             # all_reduce | all_gather (Covenant's gather)
+    sync_pattern: str = "all_reduce"             # all_reduce | all_gather | object_store (planner/cost/exchange.py)
     error_feedback_bytes: float = 0.0            # memory of the error-feedback buffer, bytes per parameter
     inner_optimizer: str = "reference"           # reference | adamw | muon | demo (models/optimizers.json)
     pipeline_schedule: str = "gpipe"             # gpipe | 1f1b | interleaved | zero_bubble
@@ -117,6 +117,13 @@ class Assumptions:
     streaming_overlap_steps: float = 0.0         # inner steps a fragment may overlap (tau); 0 = the whole interval
     demonstrated_warnings: bool = False          # warn where a plan leaves the settings shown at scale
     fragment_backward_overlap: bool = False      # a streaming fragment's sync also hides behind its backward pass
+    # -- the exchange through object storage (sync_pattern "object_store", planner/cost/exchange.py,
+    # docs/physics.md section 4); defaults leave every other pattern as it is --
+    exchange_gather_peers: float = 0.0           # payloads a peer downloads per round (the round's peer list); 0 = all others
+    exchange_store_gbps: float = 0.0             # object-store throughput per peer and direction, Gb/s; 0 = no cap
+    exchange_request_latency_s: float = 0.0      # latency of one request to the store (upload, each download wave)
+    exchange_parallel_requests: float = 0.0      # downloads in flight at once; 0 = all at once (one wave)
+    exchange_overlap_up_down: bool = False       # upload and download at once; default: download after upload (Templar)
     # -- section 3: straggler factor f(n) -----------------------------------------
     straggler_sync_coefficient: float = 0.05     # synchronous: 1 + c log2 n
     straggler_relay_coefficient: float = 0.02    # relay: 1 + c log2 n
@@ -243,11 +250,12 @@ CHOICE_CONSTANTS = {"scenario": SCENARIOS, "straggler": STRAGGLER_STRATEGIES, "r
 BOOL_CONSTANTS = ("error_feedback", "mfu_from_table", "dp_overlap", "concurrent_up_down", "per_stage_payload",
                   "failures", "demonstrated_warnings", "search_pipeline_schedules", "activation_memory",
                   "search_zero_shards", "fragment_backward_overlap",
-                  "evidence_envelope")
+                  "evidence_envelope", "exchange_overlap_up_down")
 PHYSICS_ZERO_ALLOWED = ("mfu_fp8", "mfu_fp4", "streaming_overlap_steps", "tensor_parallel", "compressor_scale_bits", "error_feedback_bytes", "churn_per_node_h", "checkpoint_write_s",
                         "checkpoint_restore_s", "compressor_index_bits", "fit_offset", "fit_offset_size_slope",
                         "fit_replica_coefficient", "fit_replica_size_exponent", "fit_overlap_coefficient",
-                        "fit_overlap_size_exponent", "fit_prune_coefficient")
+                        "fit_overlap_size_exponent", "fit_prune_coefficient", "exchange_gather_peers",
+                        "exchange_store_gbps", "exchange_request_latency_s", "exchange_parallel_requests")
 
 TABLE_FIELDS = ("compression_quality_ef", "compression_quality_no_ef", "activation_quality")
 NUMERIC_FIELDS = tuple(

@@ -28,7 +28,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from planner.cost import timing
+from planner.cost import exchange, timing
 from planner.cost.assumptions import MODELS_DIR, PIPELINE_SCHEDULES, Assumptions
 
 MFU_TABLE = MODELS_DIR / "mfu.json"
@@ -94,11 +94,15 @@ def sync_base_s(a: Assumptions, payload, parties, up_bps: float, down_bps: float
         sends and receives 2 (G - 1) / G v per node, at the same time on the up and the down
         link: max(w / up, w / down) + lat, w = 2 (G - 1) / G v (Patarasuk & Yuan 2009,
         "Bandwidth optimal all-reduce algorithms for clusters of workstations").
-    all_gather (Covenant/Templar: each peer publishes its compressed pseudo-gradient and
-        fetches every other's): up v, down (G - 1) v; max of the two times with concurrent
-        links, their sum without; + lat.
+    all_gather (each peer sends its compressed pseudo-gradient to every other over peer links):
+        up v, down (G - 1) v; max of the two times with concurrent links, their sum without; + lat.
+    object_store (Covenant/Templar: each peer writes its payload once to a bucket and reads those
+        of the round's chosen peers): `exchange.object_store_sync_s`, with the store's throughput,
+        its request latency and the upload-then-download order of the run.
     Non-decreasing in G in every case (G >= 1).
     """
+    if a.sync_pattern == "object_store":
+        return exchange.object_store_sync_s(a, payload, parties, up_bps, down_bps, latency_s)
     v = np.asarray(payload, dtype=float)
     g = np.maximum(np.asarray(parties, dtype=float), 1.0)
     if a.sync_pattern == "all_gather":
@@ -134,7 +138,9 @@ def exposed_sync_s(a: Assumptions, t_sync_s, window_s):
 def fragment_sync_s(a: Assumptions, t_sync_base_s, straggler, latency_s):
     """Time to sync one of p fragments (Streaming DiLoCo, Douillard et al. 2025, arXiv 2501.18512):
     every sync pattern above is linear in the payload plus one latency, so a payload of v / p
-    takes t_frag = ((t_base - lat) / p + lat) f, f the same straggler factor. p = 1: t_sync."""
+    takes t_frag = ((t_base - lat) / p + lat) f, f the same straggler factor. p = 1: t_sync.
+    (object_store: its request latencies, `exchange_request_latency_s`, count here with the transfer
+    and are divided by p too, so with p > 1 a fragment is charged less than its own requests take.)"""
     base = np.asarray(t_sync_base_s, dtype=float)
     p = a.streaming_fragments
     return ((base - latency_s) / p + latency_s) * np.asarray(straggler, dtype=float)
