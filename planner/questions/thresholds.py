@@ -374,7 +374,7 @@ def answer(raw: dict, node: NodeBuild, th: Thresholds, fit: bool = False) -> Ans
     if isinstance(case, Answer):
         return case
     data, instance, params, cap = case
-    r = solve(instance, objective="min_cost")
+    r = solve(instance, objective="min_cost", explain_envelope=True)   # dtplan: the envelope bounds that stop it
     if r.status != "optimal":
         return Answer(node, False, model_params=params, result=r,
                       binding=r.infeasibility or [f"no plan with up to {cap:,} nodes reaches the target"])
@@ -551,7 +551,7 @@ def _reach(data: dict, node: NodeBuild, th: Thresholds, fit: bool) -> Answer | N
         instance = parse_instance(node_instance(data, node, th, _node_cap(data), fit), "<stop>")
     except InputError:                        # the node does not suit the instance (a precision it lacks)
         return None
-    r = solve(instance, objective="min_cost")
+    r = solve(instance, objective="min_cost", explain_envelope=True)   # dtplan: the envelope bounds that stop it
     if r.status != "optimal":
         return None
     return Answer(node, True, int(r.plan.nodes), int(r.plan.nodes) * node.price_usd, result=r)
