@@ -212,8 +212,9 @@ def with_beyond_evidence(instance: Instance, result: SolveResult, solver: str = 
                                       beyond.plan.model_dump(exclude_none=True) if beyond.plan else None,
                                       beyond.evaluation.envelope or [] if beyond.evaluation else [],
                                       beyond.fastest_time_s)
+    note = [] if envelope.ENVELOPE_NOTE in result.infeasibility else [envelope.ENVELOPE_NOTE]   # pools: not yet said
     return dataclasses.replace(result, beyond_evidence=summary,
-                               infeasibility=result.infeasibility + [envelope.beyond_line(summary)])
+                               infeasibility=result.infeasibility + note + [envelope.beyond_line(summary)])
 
 
 def optimise(setting: Setting, space: DecisionSpace, objective: str, deadline: float = math.inf,

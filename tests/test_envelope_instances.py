@@ -16,6 +16,7 @@ import pytest
 from click.testing import CliRunner
 
 from planner.cli.common import load_instance_or_exit
+from planner.cost.envelope import ENVELOPE_NOTE
 from planner.cost.duration import SECONDS_PER_DAY
 from planner.evaluate import setting_from_instance
 from planner.present.plain import PlainConsole
@@ -64,6 +65,7 @@ def test_every_shipped_instance_under_dtplan_is_inside_or_names_the_bound_that_s
     beyond = answer["beyond_evidence"]
     lines = [line for line in answer["infeasibility"] if line.startswith((STOPS, NOT_IT))]
     assert len(lines) == 1 and lines[0] in text
+    assert answer["infeasibility"].count(ENVELOPE_NOTE) == 1 and ENVELOPE_NOTE in text
     if beyond["status"] == "infeasible":
         assert lines[0].startswith(NOT_IT)
         return
