@@ -93,3 +93,17 @@ def test_the_cli_says_it_in_text_and_json():
     assert answer["status"] == "infeasible" and answer["beyond_evidence"]["status"] == "optimal"
     assert {b["bound"] for b in answer["beyond_evidence"]["bounds"]} >= {"replicas <= 8"}
     assert STOPS + "replicas <= 8" in " ".join(text.stdout.split())
+
+
+def test_a_thresholds_row_unreachable_inside_names_the_bounds_that_stop_it():
+    """The 1e27 thresholds rows (docs/quality.md, section 7): inside the envelope no row is reachable, and
+    each row's binding names the bounds the cheapest plan beyond crosses (here the H100 row)."""
+    from planner.cli import main
+    out = CliRunner().invoke(main, ["thresholds", "--compute", "16", "--memory", "1024", "--target-flop", "1e27",
+                                    "--set", DTPLAN[0], "--accelerator", "H100-SXM", "--json"])
+    row, = json.loads(out.stdout)["answers"]
+    assert row["reachable"] is False
+    line, = [b for b in row["binding"] if b.startswith(STOPS)]
+    for bound in ("replicas <= 8", "R = 1", "quantised to >= 4 bits per value"):
+        assert f"{bound} (the plan beyond has " in line
+    assert "The cheapest plan beyond it (--beyond-evidence) costs $" in line
