@@ -111,7 +111,8 @@ def leaves(a: Assumptions, params: float, tokens_per_param: float, values: dict[
         s = SHOWN["regional_rounds"]
         if regional_rounds > s.hi:
             out.append(_leave("replicas and sync interval", regional_rounds, s,
-                              f"R = {regional_rounds:g} regional rounds: no published hierarchical DiLoCo run", "R = 1"))
+                              f"R = {regional_rounds:g} regional rounds: no published hierarchical DiLoCo run",
+                              "R = 1"))
     if compression > 1:
         if a.compressor == "topk":
             s = SHOWN["sparsification"]

@@ -551,7 +551,7 @@ def _reach(data: dict, node: NodeBuild, th: Thresholds, fit: bool) -> Answer | N
         instance = parse_instance(node_instance(data, node, th, _node_cap(data), fit), "<stop>")
     except InputError:                        # the node does not suit the instance (a precision it lacks)
         return None
-    r = solve(instance, objective="min_cost", explain_envelope=True)   # dtplan: the envelope bounds that stop it
+    r = solve(instance, objective="min_cost")
     if r.status != "optimal":
         return None
     return Answer(node, True, int(r.plan.nodes), int(r.plan.nodes) * node.price_usd, result=r)
