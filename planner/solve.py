@@ -76,6 +76,7 @@ class SolveResult:
     mip: list[dict[str, Any]] = field(default_factory=list)   # what a MIP backend reported, per size solved
     # infeasible only by the duration limit: the fastest plan's time to target (s), proven; else None
     fastest_time_s: float | None = None
+    beyond_evidence: dict[str, Any] | None = None   # infeasible inside the evidence envelope: the answer beyond it
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -86,6 +87,7 @@ class SolveResult:
             "mip": self.mip,
             "plan": self.plan.model_dump() if self.plan else None,
             "binding": self.binding, "infeasibility": self.infeasibility, "fastest_time_s": self.fastest_time_s,
+            **({} if self.beyond_evidence is None else {"beyond_evidence": self.beyond_evidence}),
             "evaluation": self.evaluation.to_dict() if self.evaluation else None,
         }
 
@@ -96,7 +98,8 @@ class SolveResult:
 
 
 def solve(instance: Instance, objective: str | None = None, solver: str = DEFAULT_SOLVER,
-          time_limit_s: float | None = None, deadline: float | None = None) -> SolveResult:
+          time_limit_s: float | None = None, deadline: float | None = None,
+          explain_envelope: bool = False) -> SolveResult:
     """The optimal plan of `instance` for `objective` (default: the instance's).
 
     With `time_limit_s`, a search that has not finished returns the best plan found,
@@ -106,7 +109,14 @@ def solve(instance: Instance, objective: str | None = None, solver: str = DEFAUL
     candidate model size is solved (one `Setting` each) and the best is returned.
     Raises `InputError` when the instance cannot be solved for this objective (a set of
     model sizes without a fixed FLOP target for min_time / min_cost).
+    With `explain_envelope`, an answer with no plan inside the evidence envelope (dtplan profile) is
+    solved again beyond it and says which envelope bounds stop it (`with_beyond_evidence`).
     """
+    if explain_envelope:
+        limit = min(time.perf_counter() + time_limit_s if time_limit_s is not None else math.inf,
+                    deadline if deadline is not None else math.inf)
+        limit = None if math.isinf(limit) else limit
+        return with_beyond_evidence(instance, solve(instance, objective, solver, deadline=limit), solver, limit)
     objective = objective or instance.objective
     if objective not in SUPPORTED_OBJECTIVES:
         raise UnsupportedObjective(f"objective {objective!r} is not supported by the planner yet; "
@@ -184,6 +194,27 @@ def solve(instance: Instance, objective: str | None = None, solver: str = DEFAUL
                             f"{setting.target_kind}) is not reached: {m.split(': ', 1)[1]}" for m in missed]
     return SolveResult(objective, solver, status, value, bound, gap, elapsed, evaluations, plan, result,
                        binding=binding_limits(result, space, objective), model_params=setting.params, **common)
+
+
+def with_beyond_evidence(instance: Instance, result: SolveResult, solver: str = DEFAULT_SOLVER,
+                         deadline: float | None = None) -> SolveResult:
+    """`result` with, when it has no plan inside the evidence envelope (infeasible under the dtplan
+    profile), the same question answered beyond it (`result.beyond_evidence`, `envelope.beyond_summary`)
+    and a reason naming the envelope bounds that plan crosses, or saying the envelope is not what
+    stops it (docs/quality.md, section 6). Any other result is returned as it is."""
+    if result.status != "infeasible" or not envelope.on(setting_from_instance(instance).assumptions):
+        return result
+    given = instance.assumptions
+    opened = instance.model_copy(update={"assumptions": given.model_copy(
+        update={"constants": {**given.constants, "evidence_envelope": False}})})
+    beyond = solve(opened, result.objective, solver, deadline=deadline)
+    summary = envelope.beyond_summary(result.objective, beyond.status, beyond.objective_value,
+                                      beyond.plan.model_dump(exclude_none=True) if beyond.plan else None,
+                                      beyond.evaluation.envelope or [] if beyond.evaluation else [],
+                                      beyond.fastest_time_s)
+    note = [] if envelope.ENVELOPE_NOTE in result.infeasibility else [envelope.ENVELOPE_NOTE]   # pools: not yet said
+    return dataclasses.replace(result, beyond_evidence=summary,
+                               infeasibility=result.infeasibility + note + [envelope.beyond_line(summary)])
 
 
 def optimise(setting: Setting, space: DecisionSpace, objective: str, deadline: float = math.inf,

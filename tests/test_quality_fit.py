@@ -285,3 +285,26 @@ def test_docs_quality_lists_every_fitted_and_held_out_row_as_fit_json_has_it():
         r = ROWS[name]
         assert cells[6].startswith(f"{r['eta_published']:.3f} ") and cells[7] == f"{r['eta_predicted']:.3f}"
         assert cells[8] == f"{r['residual']:+.3f}" and cells[9].startswith("yes" if r["within_noise"] else "no")
+
+
+def test_sparsification_beyond_the_shown_pruning_is_the_tangent_in_log_log():
+    """Beyond 4x (75% pruned, DiLoCo 2023 Table 6) eta_C follows the pruning law's log-log tangent at 4x:
+    finite, continuous with a continuous slope at 4x, and falling as a power of the kept fraction."""
+    a = DTPLAN.replace(compressor="topk")
+    q = lambda r: float(quality_fit.compression_quality(r, 16.0, a))     # noqa: E731
+    # by hand with the fit's central k = 0.0735, p = 1.434 (docs/quality.md): q(4) = exp(-0.0735 3^1.434) = 0.701,
+    # slope -0.0735 x 1.434 x 3^0.434 x 4 = -0.679, so SparseLoCo / Covenant's one in 64 kept: 0.701 x 16^-0.679
+    assert q(4.0) == pytest.approx(0.701, abs=5e-4)
+    assert q(64.0) == pytest.approx(0.701 * 16 ** -0.679, rel=5e-3)
+    assert q(64.0) == pytest.approx(0.1065, abs=5e-4)
+    # the same slope on both sides of 4x (finite differences in ln r), and a constant slope beyond
+    d = 1e-4
+    below = (math.log(q(4.0)) - math.log(q(4.0 * math.exp(-d)))) / d
+    above = (math.log(q(4.0 * math.exp(d))) - math.log(q(4.0))) / d
+    assert below == pytest.approx(above, rel=1e-3) and below == pytest.approx(-0.679, abs=2e-3)
+    assert math.log(q(128.0) / q(64.0)) == pytest.approx(math.log(q(16.0) / q(8.0)), rel=1e-9)
+    # the fitted law itself, carried on, would give exp(-28) at 64x (no run could train)
+    p = FIT["scenarios"]["expected"]
+    assert math.exp(-p["fit_prune_coefficient"] * 63 ** p["fit_prune_power"]) < 1e-11 < q(500.0)
+    # quantisation below 4 bits is charged as sparsification by 4 / bits: 0.25 bits (fp8 at 32x) as 16x
+    assert float(quality_fit.compression_quality(32.0, 8.0, DTPLAN)) == pytest.approx(q(16.0), rel=1e-12)

@@ -84,7 +84,7 @@ def solve(instance_path: Path, objective: str | None, solver: str, time_limit_s:
                 status = console.status(f"solving ({solver})", spinner="dots")
         with status:
             result = run_solve(instance, objective=objective, solver=solver, time_limit_s=time_limit_s,
-                               deadline=deadline)
+                               deadline=deadline, explain_envelope=True)
     except UnsupportedObjective as err:
         raise BadInput(f"--objective: {err}") from None
     except UnsupportedBySolver as err:

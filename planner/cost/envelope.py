@@ -23,6 +23,7 @@ from dataclasses import dataclass
 
 from planner.cost import quality_fit
 from planner.cost.assumptions import Assumptions
+from planner.cost.duration import SECONDS_PER_DAY
 
 
 @dataclass(frozen=True)
@@ -72,8 +73,11 @@ def limits() -> dict[str, float]:
             "max_activation_compression": SHOWN["activation_compression"].hi}
 
 
-def _leave(term: str, value: float, shown: Shown, message: str) -> dict:
-    return {"term": term, "value": value, "shown": [shown.lo, shown.hi], "message": message, "source": shown.source}
+def _leave(term: str, value: float, shown: Shown, message: str, bound: str | None = None) -> dict:
+    """One way a plan leaves the envelope; `bound` names the search bound it crosses (None where the
+    quantity is the instance's, or is marked only)."""
+    return {"term": term, "value": value, "shown": [shown.lo, shown.hi], "message": message, "source": shown.source,
+            "bound": bound}
 
 
 def leaves(a: Assumptions, params: float, tokens_per_param: float, values: dict[str, float], compression: float,
@@ -98,26 +102,29 @@ def leaves(a: Assumptions, params: float, tokens_per_param: float, values: dict[
                               f"{s.lo:g}-{s.hi:g} shown"))
         s = SHOWN["replicas"]
         if k > s.hi:
-            out.append(_leave("replicas and sync interval", k, s, f"replicas {k:g} > {s.hi:g} shown"))
+            out.append(_leave("replicas and sync interval", k, s, f"replicas {k:g} > {s.hi:g} shown",
+                              f"replicas <= {s.hi:g}"))
         s = SHOWN["h_eff"]
         if h_eff > s.hi:
-            out.append(_leave("replicas and sync interval", h_eff, s, f"H_eff {h_eff:,.4g} > {s.hi:g} shown"))
+            out.append(_leave("replicas and sync interval", h_eff, s, f"H_eff {h_eff:,.4g} > {s.hi:g} shown",
+                              f"H <= {s.hi:g}"))
         s = SHOWN["regional_rounds"]
         if regional_rounds > s.hi:
             out.append(_leave("replicas and sync interval", regional_rounds, s,
-                              f"R = {regional_rounds:g} regional rounds: no published hierarchical DiLoCo run"))
+                              f"R = {regional_rounds:g} regional rounds: no published hierarchical DiLoCo run",
+                              "R = 1"))
     if compression > 1:
         if a.compressor == "topk":
             s = SHOWN["sparsification"]
             if compression > s.hi:
                 out.append(_leave("compression", compression, s, f"top-k sparsification {compression:g}x > "
-                                  f"{s.hi:g}x shown (pruning law extrapolated)"))
+                                  f"{s.hi:g}x shown (pruning law extrapolated)", f"top-k at most {s.hi:g}x"))
         else:
             s = SHOWN["quantise_bits"]
             bits = bits_per_value / compression
             if bits < s.lo:
                 out.append(_leave("compression", bits, s, f"{bits:g} bits per value < {s.lo:g} shown (charged as "
-                                  f"{s.lo / bits:g}x sparsification)"))
+                                  f"{s.lo / bits:g}x sparsification)", f"quantised to >= {s.lo:g} bits per value"))
         if h_eff <= 1:
             out.append(_leave("compression", compression, Shown(1, 1, "every compressed row syncs every 30-500 steps"),
                               f"compression {compression:g}x at every step (H = 1): no published run"))
@@ -129,7 +136,8 @@ def leaves(a: Assumptions, params: float, tokens_per_param: float, values: dict[
     if stages > 1 and activation_compression > 1:
         s = SHOWN["activation_compression"]
         out.append(_leave("activations", activation_compression, s,
-                          f"activation compression {activation_compression:g}x: no fitted table"))
+                          f"activation compression {activation_compression:g}x: no fitted table",
+                          "no activation compression"))
     return out
 
 
@@ -155,3 +163,53 @@ def binding(values: dict[str, float], compression: float, bits_per_value: float,
     if compression > 1 and not compression_shown(next_ratio, bits_per_value, compressor):
         out.append(f"evidence envelope: compression {compression:g}x, the most shown for {compressor}")
     return out
+
+
+def beyond_summary(objective: str, status: str, value: float | None, plan: dict | None, leaves_: list[dict],
+                   fastest_time_s: float | None) -> dict:
+    """What the same question answers with the envelope open (--beyond-evidence), for an answer with no
+    plan inside it: the status, the objective value, the plan, the envelope bounds its plan crosses
+    (`bounds`: the ones that stopped the search inside) and the quantities it is only marked on."""
+    return {"objective": objective, "status": status, "objective_value": value, "plan": plan,
+            "bounds": [{k: x[k] for k in ("bound", "value", "shown", "message", "source")} for x in leaves_
+                       if x.get("bound")],
+            "marked": [x["message"] for x in leaves_ if not x.get("bound")], "fastest_time_s": fastest_time_s}
+
+
+def _plan_words(plan: dict) -> str:
+    """A plan in one line: mode, nodes (per pool), precision, then its decisions."""
+    words = [str(plan.get("mode")), f"{plan.get('nodes', 0):,} nodes", str(plan.get("precision"))]
+    if plan.get("pool_nodes"):
+        words[1] += " (" + ", ".join(f"{n:,} {p}" for p, n in plan["pool_nodes"].items()) + ")"
+    for key, name in (("inner_steps", "H"), ("compression", "Cr"), ("group_size", "k"), ("regional_rounds", "R"),
+                      ("stages", "stages"), ("zero_shards", "ZeRO-3 shards")):
+        if plan.get(key) is not None:
+            words.append(f"{name} = {plan[key]:g}")
+    if plan.get("streaming"):
+        words.append("streaming")
+    return ", ".join(words)
+
+
+def _value_words(objective: str, value: float) -> str:
+    if objective == "min_time":
+        return f"reaches the target in {value / SECONDS_PER_DAY:,.1f} days"
+    if objective == "min_cost":
+        return f"costs ${value:,.0f}"
+    return f"reaches {value:.4g} FLOP"
+
+
+def beyond_line(s: dict) -> str:
+    """The reason line naming which envelope bounds stop an answer inside it, and why (`beyond_summary`)."""
+    best = {"min_time": "fastest", "min_cost": "cheapest", "max_compute": "best"}[s["objective"]]
+    if s["status"] != "optimal" or s["plan"] is None:
+        if s["status"] == "time_limit":
+            return "evidence envelope: beyond it (--beyond-evidence) the search reached its time limit without a plan"
+        fastest = "" if s["fastest_time_s"] is None else \
+            f" (the fastest plan reaches the target in {s['fastest_time_s'] / SECONDS_PER_DAY:,.1f} days)"
+        return (f"the evidence envelope is not what stops it: beyond it (--beyond-evidence) no plan meets every "
+                f"limit either{fastest}")
+    crossed = "; ".join(f"{b['bound']} (the plan beyond has {b['message']}; shown: {b['source']})" for b in s["bounds"])
+    marked = f"; it is also marked: {'; '.join(s['marked'])}" if s["marked"] else ""
+    return (f"evidence envelope stops it: {crossed or 'no decision bound (only marked quantities)'}. The {best} "
+            f"plan beyond it (--beyond-evidence) {_value_words(s['objective'], s['objective_value'])}: "
+            f"{_plan_words(s['plan'])}{marked}")

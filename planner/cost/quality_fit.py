@@ -17,7 +17,8 @@ the linear v1 penalty, a factor of g that does not depend on the tokens):
   1 down to 4 bits (Streaming DiLoCo's FP4 outer gradients, no measurable loss), below 4 bits
   charged as sparsification by 4 / bits (the conservative extrapolation: Streaming DiLoCo found
   zeroing values worse than lowering their precision); topk: sparsification r = Cr,
-  exp(-k (r - 1)^p) (DiLoCo 2023 Table 6, 0-75% of the outer gradient pruned).
+  exp(-k (r - 1)^p) (DiLoCo 2023 Table 6, 0-75% of the outer gradient pruned) up to r = 4, beyond it
+  the law's log-log tangent at r = 4 (`sparsification_quality`).
   overlap_factor = exp(-o n^-f) for a streaming plan (its outer update lands one outer step late:
   eager updates, Kale et al. 2025 Table 6), 1 for a blocking sync.
 
@@ -42,6 +43,7 @@ FROM_FIT = -1.0               # an Assumptions.fit_* value meaning "the fit's va
 H_REF = 30.0                  # the sync interval of Charles et al. 2025 (the penalty's unit)
 OFFSET_SIZES = (35e6, 2.4e9)  # parameters of the rows the offset was fitted on (Charles et al. Table 4)
 FULL_BITS = 4.0               # quantisation down to 4 bits per value costs nothing (Streaming DiLoCo)
+PRUNE_SHOWN = 4.0             # the most sparsification shown: 75% of the outer gradient pruned (DiLoCo 2023 Table 6)
 PARAMETERS = ("fit_offset", "fit_offset_size_slope", "fit_replica_coefficient", "fit_replica_size_exponent",
               "fit_replica_power", "fit_h_power", "fit_overlap_coefficient", "fit_overlap_size_exponent",
               "fit_prune_coefficient", "fit_prune_power")
@@ -83,9 +85,21 @@ def replica_interval_factor(replicas, params, h_eff, a: Assumptions):
 
 
 def sparsification_quality(ratio, a: Assumptions):
-    """exp(-k (r - 1)^p) for a sparsification r >= 1 (one value kept in r); 1 at r <= 1."""
+    """eta_C of a sparsification r >= 1 (one value kept in r); 1 at r <= 1.
+
+    Shown (r <= PRUNE_SHOWN, DiLoCo 2023 Table 6): the fitted pruning law, ln q(r) = -k (r - 1)^p.
+    Beyond: the law's log-log tangent at the last shown point, ln q(r) = ln q(r0) + s ln(r / r0) with
+    r0 = PRUNE_SHOWN and s = d ln q / d ln r at r0 = -k p (r0 - 1)^(p - 1) r0: every further halving of
+    the kept fraction costs what the last shown halving cost at its end (the steepest rate the evidence
+    shows; the fitted law itself, convex in ln r, gives exp(-28) at 64x). Error feedback earns no credit:
+    no fitted table has it (docs/quality.md, section 3, with the SparseLoCo / Covenant-72B check)."""
     r = np.maximum(np.asarray(ratio, dtype=float), 1.0)
-    return np.exp(-parameter(a, "fit_prune_coefficient") * (r - 1.0) ** parameter(a, "fit_prune_power"))
+    k, p = parameter(a, "fit_prune_coefficient"), parameter(a, "fit_prune_power")
+    r0 = PRUNE_SHOWN
+    slope = -k * p * (r0 - 1.0) ** (p - 1.0) * r0
+    with np.errstate(divide="ignore"):
+        beyond = -k * (r0 - 1.0) ** p + slope * np.log(r / r0)
+    return np.exp(np.where(r <= r0, -k * (np.minimum(r, r0) - 1.0) ** p, beyond))
 
 
 def compression_quality(compression, bits_per_value: float, a: Assumptions):

@@ -374,7 +374,7 @@ def answer(raw: dict, node: NodeBuild, th: Thresholds, fit: bool = False) -> Ans
     if isinstance(case, Answer):
         return case
     data, instance, params, cap = case
-    r = solve(instance, objective="min_cost")
+    r = solve(instance, objective="min_cost", explain_envelope=True)   # dtplan: the envelope bounds that stop it
     if r.status != "optimal":
         return Answer(node, False, model_params=params, result=r,
                       binding=r.infeasibility or [f"no plan with up to {cap:,} nodes reaches the target"])
