@@ -62,6 +62,9 @@ def check_against_oracle(data: dict, backend: str, loop_closes: bool = True) -> 
     maximise = instance.objective == "max_compute"
     for report in mip.mip:                 # the loop alone, before certification
         if maximise:        # capped rounds (`certified.COMPUTE_LOOP_S`): an upper bound, the plan within 1e-4 in ln C
+            if report["bound"] is None:     # the wall-clock cap (0.01 s at least per round) met before any bound: a
+                assert report["status"] == "time_limit", report      # loaded machine; the certification answered
+                continue
             assert want is None or report["bound"] >= want * (1 - 1e-8)
             if report["status"] == "optimal" and want is not None:
                 assert close(report["objective"], want, 2e-4)
@@ -252,7 +255,9 @@ def test_max_compute_of_c_local_under_chinchilla_matches_bnb():
     mip, exact = solve(instance, solver="highs"), solve(instance, solver="bnb")
     assert mip.status == exact.status == "optimal"
     assert mip.objective_value == pytest.approx(exact.objective_value, rel=1e-9)
-    assert mip.mip[0]["bound"] >= exact.objective_value * (1 - 1e-9)
+    loop = mip.mip[0]       # the loop is capped by wall clock before its certification: on a loaded machine it may
+    assert (loop["bound"] is None and loop["status"] == "time_limit") or \
+        loop["bound"] >= exact.objective_value * (1 - 1e-9)      # stop without a bound; a bound it gives must hold
 
 
 def test_candidate_model_sizes_on_pools():
