@@ -581,7 +581,7 @@ def render_dtplan(results: list[dict], dtplan: list[dict]) -> list[str]:
     lines = ["", "## The dtplan profile", "",
              "`dtplan` (models/assumptions/dtplan.json, docs/physics.md) is the reference model with these terms on: "
              "achieved MFU per accelerator from models/mfu.json (each entry with its source; the one entry fitted on a "
-             "run here, TPU v4 on PaLM, says so), a ring all-reduce over concurrent up and down links, the blocking "
+             "run here, TPU v4 on PaLM, was removed; under it the compute model of planner/cost/compute replaces the table for dense models on the accelerators it has figures for), a ring all-reduce over concurrent up and down links, the blocking "
              "sync overlapped bucket by bucket with the last backward pass, and per-stage payloads in PP-group "
              "DiLoCo; mixture-of-experts models take the table's MoE figure where it has one. What a run did (its pipeline schedule, compressor, streaming fragments, failure inputs) is set per run in its "
              "reported file's `[dtplan]` table, from the run's description, never fitted to the compared figure; "

@@ -117,6 +117,12 @@ class Assumptions:
     streaming_overlap_steps: float = 0.0         # inner steps a fragment may overlap (tau); 0 = the whole interval
     demonstrated_warnings: bool = False          # warn where a plan leaves the settings shown at scale
     fragment_backward_overlap: bool = False      # a streaming fragment's sync also hides behind its backward pass
+    # -- compute model (issue 25; planner/cost/compute, docs/physics.md section 1b); defaults = off --
+    mfu_from_compute_model: bool = False         # u from the per-layer compute model where the accelerator has figures
+    model_shape: str = ""                        # a shape preset of models/llm/shapes ("" = standard aspect ratios)
+    sequence_tokens: float = 0.0                 # training sequence length; 0 = the shape's
+    micro_batch_sequences: float = 1.0           # sequences per micro-batch (the GEMMs' m = s x this)
+    expert_parallel_degree: float = 0.0          # GPUs a MoE layer's experts are spread over; 0 = one expert per GPU
     # -- section 3: straggler factor f(n) -----------------------------------------
     straggler_sync_coefficient: float = 0.05     # synchronous: 1 + c log2 n
     straggler_relay_coefficient: float = 0.02    # relay: 1 + c log2 n
@@ -229,6 +235,11 @@ def compressor_preset_names() -> tuple[str, ...]:
     return tuple(sorted(_compressor_table()))
 
 
+def model_shape_names() -> tuple[str, ...]:
+    """Ids of the compute model's shape presets (models/llm/shapes/*.json), and "" (no preset)."""
+    return ("",) + tuple(sorted(p.stem for p in (MODELS_DIR / "llm" / "shapes").glob("*.json")))
+
+
 def optimizer_preset(name: str) -> dict[str, Any]:
     """An inner-optimizer preset of models/optimizers.json (state bytes, reported quality penalty)."""
     return _optimizer_table()[name]
@@ -239,12 +250,12 @@ def optimizer_preset(name: str) -> dict[str, Any]:
 CHOICE_CONSTANTS = {"scenario": SCENARIOS, "straggler": STRAGGLER_STRATEGIES, "replica_penalty": REPLICA_PENALTIES,
                     "compressor": COMPRESSORS, "sync_pattern": SYNC_PATTERNS, "pipeline_schedule": PIPELINE_SCHEDULES,
                     "inner_optimizer": INNER_OPTIMIZERS, "compressor_preset": compressor_preset_names(),
-                    "activation_recompute": ACTIVATION_RECOMPUTE}
+                    "activation_recompute": ACTIVATION_RECOMPUTE, "model_shape": model_shape_names()}
 BOOL_CONSTANTS = ("error_feedback", "mfu_from_table", "dp_overlap", "concurrent_up_down", "per_stage_payload",
                   "failures", "demonstrated_warnings", "search_pipeline_schedules", "activation_memory",
                   "search_zero_shards", "fragment_backward_overlap",
-                  "evidence_envelope")
-PHYSICS_ZERO_ALLOWED = ("mfu_fp8", "mfu_fp4", "streaming_overlap_steps", "tensor_parallel", "compressor_scale_bits", "error_feedback_bytes", "churn_per_node_h", "checkpoint_write_s",
+                  "evidence_envelope", "mfu_from_compute_model")
+PHYSICS_ZERO_ALLOWED = ("sequence_tokens", "expert_parallel_degree", "mfu_fp8", "mfu_fp4", "streaming_overlap_steps", "tensor_parallel", "compressor_scale_bits", "error_feedback_bytes", "churn_per_node_h", "checkpoint_write_s",
                         "checkpoint_restore_s", "compressor_index_bits", "fit_offset", "fit_offset_size_slope",
                         "fit_replica_coefficient", "fit_replica_size_exponent", "fit_overlap_coefficient",
                         "fit_overlap_size_exponent", "fit_prune_coefficient")
