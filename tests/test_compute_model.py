@@ -129,3 +129,16 @@ def test_every_chip_figure_names_its_source():
             assert d["sources"].get(key), (path.name, key)
         assert all(0 < e <= 1 for e in d["matmul_efficiency"].values())
         assert math.isfinite(d["hbm_tb_s"]) and d["hbm_tb_s"] > 0
+
+
+def test_a_fabric_preset_sets_the_nvlink_bandwidth_and_a_given_constant_wins():
+    from planner.cost.assumptions import apply_overrides
+    a = load_profile("dtplan")
+    assert apply_overrides(a, {"fabric_preset": "nvlink5-b200"}).intra_node_gb_per_s == 900.0      # 1.8 TB/s both ways
+    assert apply_overrides(a, {"fabric_preset": "nvlink3-a100"}).intra_node_gb_per_s == 300.0      # 600 GB/s both ways
+    assert apply_overrides(a, {"fabric_preset": "nvlink4-h100", "intra_node_gb_per_s": 160.0}).intra_node_gb_per_s == 160.0
+    raw = {"model": {"params": 1e9}, "training": {"local_batch_tokens": 1_000_000},
+           "fleet": {"hardware": "8xB200", "nodes": 8},
+           "assumptions": {"profile": "dtplan", "constants": {"fabric_preset": "nvlink9"}}}
+    with pytest.raises(InputError, match="fabric_preset"):
+        parse_instance(raw)
