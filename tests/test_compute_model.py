@@ -142,3 +142,15 @@ def test_a_fabric_preset_sets_the_nvlink_bandwidth_and_a_given_constant_wins():
            "assumptions": {"profile": "dtplan", "constants": {"fabric_preset": "nvlink9"}}}
     with pytest.raises(InputError, match="fabric_preset"):
         parse_instance(raw)
+
+
+def test_a100_training_efficiency_from_the_mosaicml_benchmark():
+    """MPT-7B (6,658,859,008 parameters, no rotary) at m = 6 x 2,048 on A100 80GB: 4,641 tokens/s per GPU
+    = 0.5943 of 312 TFLOP/s on 6 P, the compute model's bare u 0.7562, e_train = 0.786."""
+    s, chip = preset_shape("mpt-7B"), chip_for("NVIDIA A100 SXM4 80GB")
+    p, m = 6_658_859_008, 12288
+    bare = 6 * p * m / (312e12 * sum(micro_batch_time_s(s, chip, "fp16", m).values()))
+    assert bare == pytest.approx(0.7562, abs=5e-4)
+    assert 4641 * 6 * p / 312e12 == pytest.approx(0.5943, abs=5e-5)
+    assert 0.5943 / 0.7562 == pytest.approx(0.786, abs=5e-4)
+    assert node_utilisation(s, chip, "fp16", p, m) == pytest.approx(0.786 * bare, rel=1e-12)

@@ -120,7 +120,7 @@ def micro_batch_ops(s: ModelShape, micro_batch_tokens: float, tensor_parallel: f
         act_bytes += act_routed * s.top_k * s.moe_layers + act_shared * s.moe_layers
     gemms += _gemm_fwd_bwd(m, s.vocabulary / t, h, 1.0)                                        # output layer
     per_token_bytes = (s.layers * (2 * 2 * h + 2 * 3 * h) * ACTIVATION_BYTES / t      # 2 norms, 2 residual adds
-                       + s.layers * rotary + act_bytes
+                       + s.layers * rotary * s.rotary + act_bytes
                        + 2.0 * s.vocabulary / t * ACTIVATION_BYTES)                     # cross-entropy
     attention = [Attention(attn_flops * s.layers * m, backward=False),
                  Attention(ATTENTION_BACKWARD_FACTOR * attn_flops * s.layers * m, backward=True)]

@@ -41,6 +41,7 @@ class ModelShape:
     vocabulary: int
     sequence_tokens: int
     gated: bool = False
+    rotary: bool = True           # rotary position embedding on queries and keys (False: ALiBi or learned positions)
     moe_layers: int = 0
     experts: int = 0
     top_k: int = 0
