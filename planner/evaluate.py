@@ -122,7 +122,8 @@ def physics_assumptions(instance: Instance):
     a = instance.resolved_assumptions()
     explicit = instance.assumptions.mfu is not None or "mfu" in instance.assumptions.constants
     moe = instance.model.active_params < instance.model.params
-    a = physics.resolve_mfu(a, _hardware(instance).accelerator, explicit, moe)
+    m = instance.model
+    a = physics.resolve_mfu(a, _hardware(instance).accelerator, explicit, moe, (m.params, m.active_params, m.hidden_size))
     goodput = instance.fleet.goodput
     if a.failures:
         hw = _hardware(instance)
@@ -235,6 +236,8 @@ def _warnings(e: Evaluation) -> list[str]:
         out += physics.extrapolation_warnings(float(b.inner_steps[0]), cr, v["replicas"],
                                               float(b.regional_rounds[0]) if b.mode == "hierarchical" else 1.0)
     for accelerator in _accelerators(e):
+        if b.precision in physics.compute_model_precisions(a, accelerator, s.active_params < s.params):
+            continue                                            # u from the compute model
         row = physics.table_mfu(accelerator) if a.mfu_from_table else {}
         if row is None:
             out.append(f"no achieved-MFU entry in models/mfu.json for {accelerator or 'this hardware'!r}: "

@@ -580,10 +580,15 @@ def render_dtplan(results: list[dict], dtplan: list[dict]) -> list[str]:
     fitted = sum(abs(headline(r)["headline_error"]) <= WITHIN and bool(r["dtplan"].get("fitted")) for r in dtplan)
     lines = ["", "## The dtplan profile", "",
              "`dtplan` (models/assumptions/dtplan.json, docs/physics.md) is the reference model with these terms on: "
-             "achieved MFU per accelerator from models/mfu.json (each entry with its source; the one entry fitted on a "
-             "run here, TPU v4 on PaLM, says so), a ring all-reduce over concurrent up and down links, the blocking "
+             "the node's MFU from the compute model of planner/cost/compute for dense models on the accelerators it has "
+             "figures for (docs/physics.md section 1b: the model's shape and the run's layout on a roofline of named "
+             "microbenchmarks, with a training efficiency per accelerator calibrated on single-node vendor benchmarks "
+             "that are not rows here), otherwise achieved MFU per accelerator from models/mfu.json (mixture-of-experts "
+             "models take its MoE figure; no entry is fitted on a run here: TPU v4's, fitted on PaLM, was removed), "
+             "a ring all-reduce over concurrent up and down links, the blocking "
              "sync overlapped bucket by bucket with the last backward pass, and per-stage payloads in PP-group "
-             "DiLoCo; mixture-of-experts models take the table's MoE figure where it has one. What a run did (its pipeline schedule, compressor, streaming fragments, failure inputs) is set per run in its "
+             "DiLoCo. What a run did (its pipeline schedule and chunks, tensor parallelism, model shape, compressor, "
+             "streaming fragments, failure inputs) is set per run in its "
              "reported file's `[dtplan]` table, from the run's description, never fitted to the compared figure; "
              "a constant taken from one run is named and used unchanged on the others.", "",
              f"Headline quantity of each run (the wall-clock with goodput where it is one): **{within} of "

@@ -21,7 +21,11 @@ ROOT = Path(__file__).resolve().parents[1]
 OFF = Assumptions()
 
 
+TABLE = {"mfu_from_compute_model": False}   # these terms are checked at the table's u (the compute model: test_compute_model.py)
+
+
 def _instance(constants=None, profile="dtplan", **assumptions):
+    constants = {**TABLE, **(constants or {})} if profile == "dtplan" else constants
     raw = {"model": {"params": 1e9}, "training": {"tokens": 1e11, "local_batch_tokens": 1_000_000},
            "fleet": {"hardware": "16xH100-SXM", "nodes": 8},
            "network": {"wan": {"up_mbps": 1000, "down_mbps": 1000, "rtt_ms": 0}},
@@ -83,7 +87,7 @@ def test_b200_has_an_fp8_figure_only_and_the_other_precisions_say_so():
         b200 = physics.resolve_mfu(a, name, explicit=False)
         assert (b200.mfu_for("fp16"), b200.mfu_for("fp8"), b200.mfu_for("fp4")) == (0.40, 0.3569, 0.40)
     raw = {"model": {"params": 1e9}, "training": {"local_batch_tokens": 1_000_000},
-           "fleet": {"hardware": "8xB200", "nodes": 8}, "assumptions": {"profile": "dtplan"}}
+           "fleet": {"hardware": "8xB200", "nodes": 8}, "assumptions": {"profile": "dtplan", "constants": TABLE}}
     warned = {}
     for precision in ("fp16", "fp8", "fp4"):
         e = evaluate(parse_instance(raw), parse_plan({"mode": "flat", "nodes": 1, "precision": precision}))

@@ -49,10 +49,11 @@ def test_the_window_never_exceeds_the_interval_between_fragments():
 
 
 def _instance(constants):
+    """At the table's u (the window is checked by hand against it; the compute model: test_compute_model.py)."""
     raw = {"model": {"params": 1e9}, "training": {"tokens": 1e11, "local_batch_tokens": 1_000_000},
            "fleet": {"hardware": "16xH100-SXM", "nodes": 8},
            "network": {"wan": {"up_mbps": 1000, "down_mbps": 1000, "rtt_ms": 0}},
-           "assumptions": {"profile": "dtplan", "constants": constants}}
+           "assumptions": {"profile": "dtplan", "constants": {"mfu_from_compute_model": False, **constants}}}
     return parse_instance(raw)
 
 

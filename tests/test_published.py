@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from planner.cost import physics
+from planner.cost.assumptions import load_profile
 from planner.evaluate import evaluate
 from planner.schema.instance import load_instance, parse_instance
 from planner.schema.plan import check_plan_against, load_plan
@@ -172,10 +174,15 @@ def test_each_run_states_its_dtplan_inputs_and_what_is_missing(name):
 
 
 def test_llama3_8192_dtplan_mfu_by_hand():
-    """Interleaved schedule (v = 4), the table's H100 u = 0.4496, a ring all-reduce of each stage's
-    1/16 of the gradients over concurrent links, exposed beyond the last micro-batch's backward pass."""
-    u, p, b, s, m, v, n = 0.4496, 405e9, 262144, 16, 32, 4, 1024   # 32 sequences of 8,192 per group
-    t_comp = 6 * p * b / (8 * 990e12 * u)
+    """Interleaved schedule (v = 4), the compute model's H100 u for Llama 3 405B at TP8 (its value is
+    checked by hand in tests/test_compute_model.py), the NVLink collectives of TP8, a ring all-reduce of
+    each stage's 1/16 of the gradients over concurrent links, exposed beyond the last micro-batch's
+    backward pass."""
+    a = load_profile("dtplan").replace(model_shape="llama3-405B", tensor_parallel=8.0)
+    u = physics.compute_model_mfu(a, "NVIDIA H100 SXM5 80GB", 405e9, 405e9, 16384)["fp16"]
+    p, b, s, m, v, n = 405e9, 262144, 16, 32, 4, 1024   # 32 sequences of 8,192 per group
+    t_tp = 2 * b * p * 7 * 2 / (3 * 8 * 16384 * 450e9)        # 8 (T - 1) / T h b_act per layer and token
+    t_comp = 6 * p * b / (8 * 990e12 * u) + t_tp
     c = t_comp / (s * m)
     act = b * 16384 * 2 * 8                                   # bits across a boundary (bf16, Ca = 1)
     x = 2 * act / m / 3.2e12

@@ -124,6 +124,13 @@ class Assumptions:
     exchange_request_latency_s: float = 0.0      # latency of one request to the store (upload, each download wave)
     exchange_parallel_requests: float = 0.0      # downloads in flight at once; 0 = all at once (one wave)
     exchange_overlap_up_down: bool = False       # upload and download at once; default: download after upload (Templar)
+    # -- compute model (issue 25; planner/cost/compute, docs/physics.md section 1b); defaults = off --
+    mfu_from_compute_model: bool = False         # u from the per-layer compute model where the accelerator has figures
+    model_shape: str = ""                        # a shape preset of models/llm/shapes ("" = standard aspect ratios)
+    sequence_tokens: float = 0.0                 # training sequence length; 0 = the shape's
+    micro_batch_sequences: float = 1.0           # sequences per micro-batch (the GEMMs' m = s x this)
+    expert_parallel_degree: float = 0.0          # GPUs a MoE layer's experts are spread over; 0 = one expert per GPU
+    fabric_preset: str = ""                      # a server fabric of models/fabrics (expanded on loading: intra_node_gb_per_s)
     # -- section 3: straggler factor f(n) -----------------------------------------
     straggler_sync_coefficient: float = 0.05     # synchronous: 1 + c log2 n
     straggler_relay_coefficient: float = 0.02    # relay: 1 + c log2 n
@@ -236,6 +243,21 @@ def compressor_preset_names() -> tuple[str, ...]:
     return tuple(sorted(_compressor_table()))
 
 
+@lru_cache(maxsize=None)
+def _fabric_table() -> dict[str, Any]:
+    return {p.stem: json.loads(p.read_text()) for p in sorted((MODELS_DIR / "fabrics").glob("*.json"))}
+
+
+def fabric_preset_names() -> tuple[str, ...]:
+    """Ids of the server fabric presets (models/fabrics/*.json)."""
+    return tuple(_fabric_table())
+
+
+def model_shape_names() -> tuple[str, ...]:
+    """Ids of the compute model's shape presets (models/llm/shapes/*.json), and "" (no preset)."""
+    return ("",) + tuple(sorted(p.stem for p in (MODELS_DIR / "llm" / "shapes").glob("*.json")))
+
+
 def optimizer_preset(name: str) -> dict[str, Any]:
     """An inner-optimizer preset of models/optimizers.json (state bytes, reported quality penalty)."""
     return _optimizer_table()[name]
@@ -246,12 +268,13 @@ def optimizer_preset(name: str) -> dict[str, Any]:
 CHOICE_CONSTANTS = {"scenario": SCENARIOS, "straggler": STRAGGLER_STRATEGIES, "replica_penalty": REPLICA_PENALTIES,
                     "compressor": COMPRESSORS, "sync_pattern": SYNC_PATTERNS, "pipeline_schedule": PIPELINE_SCHEDULES,
                     "inner_optimizer": INNER_OPTIMIZERS, "compressor_preset": compressor_preset_names(),
-                    "activation_recompute": ACTIVATION_RECOMPUTE}
+                    "activation_recompute": ACTIVATION_RECOMPUTE, "model_shape": model_shape_names(),
+                    "fabric_preset": fabric_preset_names()}
 BOOL_CONSTANTS = ("error_feedback", "mfu_from_table", "dp_overlap", "concurrent_up_down", "per_stage_payload",
                   "failures", "demonstrated_warnings", "search_pipeline_schedules", "activation_memory",
                   "search_zero_shards", "fragment_backward_overlap",
-                  "evidence_envelope", "exchange_overlap_up_down")
-PHYSICS_ZERO_ALLOWED = ("mfu_fp8", "mfu_fp4", "streaming_overlap_steps", "tensor_parallel", "compressor_scale_bits", "error_feedback_bytes", "churn_per_node_h", "checkpoint_write_s",
+                  "evidence_envelope", "exchange_overlap_up_down", "mfu_from_compute_model")
+PHYSICS_ZERO_ALLOWED = ("sequence_tokens", "expert_parallel_degree", "mfu_fp8", "mfu_fp4", "streaming_overlap_steps", "tensor_parallel", "compressor_scale_bits", "error_feedback_bytes", "churn_per_node_h", "checkpoint_write_s",
                         "checkpoint_restore_s", "compressor_index_bits", "fit_offset", "fit_offset_size_slope",
                         "fit_replica_coefficient", "fit_replica_size_exponent", "fit_overlap_coefficient",
                         "fit_overlap_size_exponent", "fit_prune_coefficient", "exchange_gather_peers",
@@ -289,11 +312,15 @@ def load_profile(name: str) -> Assumptions:
 
 def apply_overrides(base: Assumptions, overrides: Mapping[str, Any]) -> Assumptions:
     """Return `base` with some fields replaced; quality tables may be given as JSON objects.
-    A `compressor_preset` expands into its constants (models/compressors.json) first, so that
-    constants given beside it override the preset's."""
+    A `compressor_preset` expands into its constants (models/compressors.json) first, and a
+    `fabric_preset` into its own (models/fabrics), so that constants given beside them override the
+    presets'."""
     preset = overrides.get("compressor_preset")
     if preset:
         base = apply_overrides(base, _compressor_table()[preset]["constants"])
+    fabric = overrides.get("fabric_preset")
+    if fabric:
+        base = apply_overrides(base, _fabric_table()[fabric]["constants"])
     changes: dict[str, Any] = {}
     for key, value in overrides.items():
         if key not in SETTABLE_FIELDS:

@@ -5,6 +5,8 @@ with the same keys (seconds, bits, bytes, counts), so that run-level scoring
 (`planner.cost.run`) is one code path for all modes:
 
     t_comp_s            6 P_act B / (F u), one inner step of the whole model on one node
+    node_mfu            u: the node's utilisation before bubbles, collectives and syncs (dtplan: the
+                        compute model's output, planner/cost/compute; else the table's or the profile's)
     t_ep_s              expert all-to-all latency per step (MoE with EP), 2 lat_ep L_moe
     t_step_s            wall time of one inner step (parts: step_compute_s, step_bubble_s,
                         step_link_s, step_link_straggler_s, t_ep_s)
@@ -48,7 +50,8 @@ def _common(s: Setting, b: PlanBatch) -> dict[str, np.ndarray]:
         t_comp = t_comp * physics.flat_recompute_factor(a)
     per_stage = a.per_stage_payload and b.mode == "pp_group"
     payload = physics.payload_bits(a, s.params, b.precision, b.compression, b.stages, per_stage)
-    return {"t_comp_s": np.broadcast_to(t_comp, b.nodes.shape).astype(float), "payload_bits": _f(payload)}
+    return {"t_comp_s": np.broadcast_to(t_comp, b.nodes.shape).astype(float), "payload_bits": _f(payload),
+            "node_mfu": np.full(b.nodes.shape, a.mfu_for(b.precision))}
 
 
 def _expert_parallel(s: Setting, b: PlanBatch, group_size) -> tuple[np.ndarray, np.ndarray]:

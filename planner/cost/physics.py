@@ -30,6 +30,9 @@ import numpy as np
 
 from planner.cost import exchange, timing
 from planner.cost.assumptions import MODELS_DIR, PIPELINE_SCHEDULES, Assumptions
+from planner.cost.compute.roofline import chip_for
+from planner.cost.compute.shape import ModelShape, default_shape, preset_shape
+from planner.cost.compute.utilisation import node_utilisation
 
 MFU_TABLE = MODELS_DIR / "mfu.json"
 SECONDS_PER_HOUR = 3600.0
@@ -66,21 +69,66 @@ def table_mfu(accelerator: str, moe: bool = False) -> dict[str, float] | None:
     return row
 
 
-def resolve_mfu(a: Assumptions, accelerator: str, explicit: bool, moe: bool = False) -> Assumptions:
+def resolve_mfu(a: Assumptions, accelerator: str, explicit: bool, moe: bool = False,
+                model: tuple[float, float, float | None] | None = None) -> Assumptions:
     """The assumptions with u taken from models/mfu.json when `mfu_from_table` is on, the
     accelerator is in the table and the instance gives no explicit MFU (`explicit`); a
-    mixture-of-experts model (`moe`) takes the entry's MoE figures where it has them.
+    mixture-of-experts model (`moe`) takes the entry's MoE figures where it has them. Then, with
+    `mfu_from_compute_model` on and a dense model given as (params, active params, hidden size or
+    None), u at each precision the accelerator has compute figures for comes from the compute model
+    (`compute_model_mfu`), replacing the table's. Mixture-of-experts models keep the table's figure:
+    the compute model has their GEMMs but not yet the expert all-to-all and the SMs a run reserves for
+    it (DeepSeek-V3 under it: 0.45 of the fp8 peak against a measured 0.14-0.17).
 
     u at fp16 replaces `mfu`; u at fp8/fp4 (of that precision's peak) set `mfu_fp8`/`mfu_fp4`.
-    Source: the table's entries (each with its own source)."""
-    if not a.mfu_from_table or explicit:
+    Source: the table's entries (each with its own source), or planner/cost/compute."""
+    if explicit:
         return a
-    row = table_mfu(accelerator, moe)
-    if row is None:
-        return a
-    changes = {"mfu": row.get("fp16", a.mfu)}
-    changes |= {f"mfu_{p}": row[p] for p in ("fp8", "fp4") if p in row}
-    return a.replace(**changes)
+    if a.mfu_from_table:
+        row = table_mfu(accelerator, moe)
+        if row is not None:
+            changes = {"mfu": row.get("fp16", a.mfu)}
+            changes |= {f"mfu_{p}": row[p] for p in ("fp8", "fp4") if p in row}
+            a = a.replace(**changes)
+    if a.mfu_from_compute_model and model is not None and not moe:
+        row = compute_model_mfu(a, accelerator, *model)
+        if row:
+            a = a.replace(**{("mfu" if p == "fp16" else f"mfu_{p}"): u for p, u in row.items()})
+    return a
+
+
+def compute_model_precisions(a: Assumptions, accelerator: str, moe: bool) -> tuple[str, ...]:
+    """The precisions at which `resolve_mfu` takes u from the compute model for this accelerator
+    (none when the switch is off, for mixture-of-experts models, or without compute figures)."""
+    chip = chip_for(accelerator) if a.mfu_from_compute_model and not moe else None
+    return tuple(chip.matmul_efficiency) if chip is not None else ()
+
+
+def compute_model_shape(a: Assumptions, params: float, hidden: float | None) -> ModelShape:
+    """The model's shape: the preset `model_shape` names, else the standard aspect ratios of
+    planner/cost/compute/shape.py from P and h (h = 0.03 sqrt(P) when not given); `sequence_tokens`
+    replaces the sequence length when set."""
+    if a.model_shape:
+        shape = preset_shape(a.model_shape)
+    else:
+        h = hidden if hidden is not None else float(timing.hidden_size(params, a.hidden_size_coefficient))
+        shape = default_shape(params, h)
+    return shape.with_sequence(a.sequence_tokens) if a.sequence_tokens > 0 else shape
+
+
+def compute_model_mfu(a: Assumptions, accelerator: str, params: float, active_params: float,
+                      hidden: float | None) -> dict[str, float]:
+    """u by precision from the compute model (planner/cost/compute/utilisation.py) for the
+    accelerator's compute figures (models/accelerators/compute), {} when it has none: a micro-batch
+    of s x micro_batch_sequences tokens on a tensor-parallel group of max(tensor_parallel, 1)."""
+    chip = chip_for(accelerator)
+    if chip is None:
+        return {}
+    shape = compute_model_shape(a, params, hidden)
+    m = shape.sequence_tokens * a.micro_batch_sequences
+    ep = a.expert_parallel_degree if a.expert_parallel_degree > 0 else max(shape.experts, 1)
+    return {p: node_utilisation(shape, chip, p, active_params, m, max(a.tensor_parallel, 1.0), ep)
+            for p in chip.matmul_efficiency}
 
 
 # -- 4. sync over the links -------------------------------------------------------------------

@@ -1,0 +1,128 @@
+"""The operations of one micro-batch through a transformer, forward and backward, per GPU of a
+tensor-parallel group (docs/physics.md, section 1b).
+
+Each operation is a GEMM (m x k times k x n: 2 m n k FLOP), a flash-attention kernel (FLOP per
+token), or a memory-bound elementwise kernel (bytes moved per token). Sources of the counts:
+
+- GEMMs of a layer (Megatron-LM, Shoeybi et al. 2019, arXiv 1909.08053; Narayanan et al. 2021,
+  arXiv 2104.04473, section 3.5): the QKV and FFN-up projections are column-parallel (n / T), the
+  attention output and FFN-down row-parallel (k / T). The backward pass of a GEMM is two GEMMs of
+  the same FLOPs: the input gradient (m x n times n x k) and the weight gradient (k x m times m x n).
+- Attention (FlashAttention-2, Dao 2023, arXiv 2307.08691, section 3): QK^T and PV are
+  2 x 2 d s' FLOP per token and head over the s' keys it attends to, s' = s / 2 under the causal mask
+  (the kernel skips masked blocks); the backward pass recomputes QK^T and adds dV, dP, dQ, dK:
+  5 matrix products against 2, i.e. 2.5 times the forward FLOPs.
+- Elementwise kernels (bytes read and written per token, 2-byte activations): each RMSNorm/LayerNorm
+  reads and writes h values, a residual add reads 2 h and writes h, rotary embedding reads and writes
+  the query and key heads, the FFN activation reads its input (2 f gated, f not) and writes f; the
+  output layer's cross-entropy reads and writes the V logits. With sequence parallelism (Korthikanti
+  et al. 2022, arXiv 2205.05198) the h-sized ones are split over the T GPUs. Their backward pass
+  reads the saved input and the incoming gradient and writes one gradient: ASSUMED twice the forward
+  bytes.
+- Mixture of experts (Fedus et al. 2021, Switch Transformer; DeepSeek-V3, arXiv 2412.19437): a router
+  GEMM (n = number of experts), each token's top_k routed experts and the shared ones as gated FFNs;
+  an expert sees m top_k / experts of the micro-batch's tokens times the expert-parallel degree (the
+  tokens of that many GPUs are dispatched to it).
+- Multi-head latent attention (DeepSeek-V2, arXiv 2405.04434, section 2.1): down-projections of the
+  query (rank q_lora) and key/value (rank kv_lora plus the shared rotary key), up-projections to
+  heads x (head_dim + rope) queries, heads x head_dim keys and heads x v_head values.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from planner.cost.compute.shape import ModelShape
+
+ACTIVATION_BYTES = 2.0          # bf16 activations and gradients
+BACKWARD_MEMORY_FACTOR = 2.0    # ASSUMED: an elementwise kernel's backward moves twice its forward bytes
+ATTENTION_BACKWARD_FACTOR = 2.5  # FlashAttention-2: 5 matrix products in the backward pass against 2 forward
+CAUSAL_SHARE = 0.5              # causal mask: a token attends to half the sequence on average
+
+
+@dataclass(frozen=True)
+class Gemm:
+    m: float
+    n: float
+    k: float
+    count: float = 1.0           # how many per micro-batch (layers x forward/backward)
+
+    @property
+    def flops(self) -> float:
+        return 2.0 * self.m * self.n * self.k * self.count
+
+
+@dataclass(frozen=True)
+class Attention:
+    flops: float                 # per micro-batch
+    backward: bool
+
+
+@dataclass(frozen=True)
+class Memory:
+    bytes: float                 # per micro-batch
+
+
+def _gemm_fwd_bwd(m: float, n: float, k: float, count: float) -> list[Gemm]:
+    """A GEMM and its two backward GEMMs (input and weight gradients), each `count` times."""
+    return [Gemm(m, n, k, count), Gemm(m, k, n, count), Gemm(k, n, m, count)]
+
+
+def _attention_gemms(s: ModelShape, m: float, t: float, count: float) -> tuple[list[Gemm], float, float]:
+    """Projections of one attention block, per GPU of T: (GEMMs, attention FLOP per token, bytes of the
+    rotary kernel per token). Multi-head latent attention when the shape has a kv_lora_rank."""
+    heads = s.heads / t
+    if s.kv_lora_rank:
+        v_dim = s.v_head_dim or s.head_dim
+        qk_dim = s.head_dim + s.rope_head_dim
+        g = _gemm_fwd_bwd(m, s.q_lora_rank, s.hidden, count)                   # query down-projection
+        g += _gemm_fwd_bwd(m, heads * qk_dim, s.q_lora_rank, count)             # query up-projection
+        g += _gemm_fwd_bwd(m, s.kv_lora_rank + s.rope_head_dim, s.hidden, count)  # KV down + rotary key
+        g += _gemm_fwd_bwd(m, heads * (s.head_dim + v_dim), s.kv_lora_rank, count)  # K and V up-projection
+        g += _gemm_fwd_bwd(m, s.hidden, heads * v_dim, count)                   # output projection
+        attn = 2.0 * heads * (qk_dim + v_dim) * CAUSAL_SHARE * s.sequence_tokens
+        rotary = 2.0 * (heads + 1) * s.rope_head_dim * ACTIVATION_BYTES
+        return g, attn, rotary
+    qkv = (s.heads + 2 * s.kv_heads) * s.head_dim / t
+    g = _gemm_fwd_bwd(m, qkv, s.hidden, count) + _gemm_fwd_bwd(m, s.hidden, heads * s.head_dim, count)
+    attn = 4.0 * heads * s.head_dim * CAUSAL_SHARE * s.sequence_tokens
+    rotary = 2.0 * (s.heads + s.kv_heads) * s.head_dim / t * ACTIVATION_BYTES
+    return g, attn, rotary
+
+
+def _ffn_gemms(m: float, hidden: float, width: float, gated: bool, count: float) -> tuple[list[Gemm], float]:
+    """An FFN of the given width (already split over T): (GEMMs, activation-kernel bytes per token)."""
+    up = 2.0 * width if gated else width
+    act = (3.0 if gated else 2.0) * width * ACTIVATION_BYTES
+    return _gemm_fwd_bwd(m, up, hidden, count) + _gemm_fwd_bwd(m, hidden, width, count), act
+
+
+def micro_batch_ops(s: ModelShape, micro_batch_tokens: float, tensor_parallel: float = 1.0,
+                    expert_parallel: float = 1.0) -> tuple[list[Gemm], list[Attention], list[Memory]]:
+    """Every operation of one micro-batch of m tokens, forward and backward, on one GPU of a
+    tensor-parallel group of T (sequence parallelism on), for the whole model (all layers)."""
+    m = float(micro_batch_tokens)
+    t = max(float(tensor_parallel), 1.0)
+    h = float(s.hidden)
+    dense_layers = s.layers - s.moe_layers
+    gemms, attn_flops, rotary = _attention_gemms(s, m, t, s.layers)
+    gemms = list(gemms)
+    ffn_dense, act_dense = _ffn_gemms(m, h, s.ffn / t, s.gated, dense_layers)
+    gemms += ffn_dense
+    act_bytes = act_dense * dense_layers
+    if s.moe_layers:
+        routed_m = m * s.top_k / s.experts * max(float(expert_parallel), 1.0)
+        experts_here = s.experts / max(float(expert_parallel), 1.0)
+        gemms += _gemm_fwd_bwd(m, s.experts, h, s.moe_layers)                              # router
+        routed, act_routed = _ffn_gemms(routed_m, h, s.expert_ffn, True, s.moe_layers * experts_here)
+        shared, act_shared = _ffn_gemms(m, h, s.shared_experts * s.expert_ffn / t, True, s.moe_layers)
+        gemms += routed + shared
+        act_bytes += act_routed * s.top_k * s.moe_layers + act_shared * s.moe_layers
+    gemms += _gemm_fwd_bwd(m, s.vocabulary / t, h, 1.0)                                        # output layer
+    per_token_bytes = (s.layers * (2 * 2 * h + 2 * 3 * h) * ACTIVATION_BYTES / t      # 2 norms, 2 residual adds
+                       + s.layers * rotary * s.rotary + act_bytes
+                       + 2.0 * s.vocabulary / t * ACTIVATION_BYTES)                     # cross-entropy
+    attention = [Attention(attn_flops * s.layers * m, backward=False),
+                 Attention(ATTENTION_BACKWARD_FACTOR * attn_flops * s.layers * m, backward=True)]
+    memory = [Memory(per_token_bytes * m * (1.0 + BACKWARD_MEMORY_FACTOR))]
+    return gemms, attention, memory

@@ -1,0 +1,36 @@
+"""The achieved utilisation u of a node from the compute model (docs/physics.md, section 1b).
+
+    u = e_train 6 P_act m / (T F sum_op t_op)
+
+for a micro-batch of m tokens on a tensor-parallel group of T accelerators of dense peak F each at
+the plan's precision, t_op from planner/cost/compute/roofline.py over the operations of
+planner/cost/compute/ops.py. u is on dtplan's 6 P_act basis, so a model whose attention and output
+layer cost more than 6 P_act counts has a lower u; the bubbles, collectives, syncs and recomputation
+of physics.py scale it further down. e_train is the chip's training efficiency at the precision
+(planner/cost/compute/roofline.py; 1 where the chip has none).
+"""
+
+from __future__ import annotations
+
+from planner.cost.compute.ops import micro_batch_ops
+from planner.cost.compute.roofline import Chip, attention_time_s, gemm_time_s, memory_time_s
+from planner.cost.compute.shape import ModelShape
+
+
+def micro_batch_time_s(shape: ModelShape, chip: Chip, precision: str, micro_batch_tokens: float,
+                       tensor_parallel: float = 1.0, expert_parallel: float = 1.0) -> dict[str, float]:
+    """Seconds of one GPU of the TP group on one micro-batch, forward and backward, by kind."""
+    gemms, attention, memory = micro_batch_ops(shape, micro_batch_tokens, tensor_parallel, expert_parallel)
+    return {"gemm_s": sum(gemm_time_s(g, chip, precision) for g in gemms),
+            "attention_s": sum(attention_time_s(a, chip) for a in attention),
+            "memory_s": sum(memory_time_s(x, chip) for x in memory)}
+
+
+def node_utilisation(shape: ModelShape, chip: Chip, precision: str, active_params: float,
+                     micro_batch_tokens: float, tensor_parallel: float = 1.0, expert_parallel: float = 1.0) -> float:
+    """u = e_train 6 P_act m / (T F sum t_op): the utilisation of the node's compute on the 6 P_act basis."""
+    t = max(float(tensor_parallel), 1.0)
+    parts = micro_batch_time_s(shape, chip, precision, micro_batch_tokens, t, expert_parallel)
+    seconds = sum(parts.values())
+    e_train = chip.training_efficiency.get(precision, 1.0)
+    return e_train * 6.0 * active_params * micro_batch_tokens / (t * chip.peak_tflops[precision] * 1e12 * seconds)
