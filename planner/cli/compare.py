@@ -63,7 +63,7 @@ def compare(instance_path: Path, hardware_list: str, objective: str | None, plot
     elapsed = time.perf_counter() - start
     objective = objective or instance.objective
     if plot_paths:
-        from planner.evaluate import max_days
+        from planner.setting import max_days
         from planner.present.plots import comparison_plot
         limit_days = max_days(instance)[0]
         for path in plot_paths:

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from planner.evaluate import setting_from_instance, with_params
+from planner.setting import setting_from_instance, with_params
 from planner.mip.formulation import Grid, build
 from planner.mip.tables import Tables, class_bounds, compute_bounds, presolve, presolve_compute
 from planner.present.output import atomic_path, check_writable

@@ -609,7 +609,7 @@ def pool_tables(instance, pools: list[PoolSetting], objective: str, params: floa
     """The patterns of the fleet, the tables of their distinct settings (presolved: min_time drops the
     classes that cannot beat the best plan the presolves found; min_cost those that cannot meet the
     duration limit) and their merge. DeadlinePassed when `deadline` (time.perf_counter()) comes first."""
-    from planner.evaluate import with_params
+    from planner.setting import with_params
     from planner.mip.pool_regions import model_sites
     from planner.solvers.certified import check_supported, tables_or_refuse
     from planner.solvers.mixed import base_space, compute_bound_s, unit_price

@@ -161,7 +161,7 @@ def provenance(instance, command: str | None = None) -> list[tuple[str, str]]:
 
 
 def _question(doc: _Doc, instance) -> None:
-    from planner.evaluate import setting_from_instance
+    from planner.setting import setting_from_instance
     from planner.fleet.present import fleet_label
     s = setting_from_instance(instance)
     doc.h2("Question")
@@ -312,7 +312,7 @@ def feasible_report(instance, f, path: str | Path, notes: list[str] | None = Non
 
 
 def compare_report(instance, rows, objective: str, path: str | Path, command: str | None = None) -> Path:
-    from planner.evaluate import max_days
+    from planner.setting import max_days
     from planner.present.plots import comparison_png
     from planner.questions.compare import plan_short
     doc = _Doc(f"dtplan compare: {instance.name or 'instance'}", instance, command)

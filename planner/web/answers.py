@@ -183,7 +183,7 @@ def feasible_job(payload: dict, progress: Progress) -> dict[str, Any]:
 
 def compare_job(payload: dict, progress: Progress) -> dict[str, Any]:
     """The workload solved on every hardware preset and ranked."""
-    from planner.evaluate import max_days
+    from planner.setting import max_days
     instance = api.instance_from_dict(payload["instance"])
     objective = _objective(payload) or instance.objective
     limit = time_limit(payload)
@@ -238,7 +238,7 @@ def curve_job(payload: dict, progress: Progress) -> dict[str, Any]:
     """Days to target against one input: the fastest plan at each point (a sweep of the instance,
     the duration limit lifted, as `dtplan feasible` measures reach) and the user's plan with the
     same input changed (evaluated)."""
-    from planner.evaluate import max_days
+    from planner.setting import max_days
     curve, xs = curve_points(payload)
     raw, plan = payload["instance"], payload.get("plan")
     base = api.instance_from_dict(raw)

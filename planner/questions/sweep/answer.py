@@ -56,7 +56,7 @@ def _answer(payload: dict, instance: Instance, data: dict) -> dict[str, Any]:
                 "cost_usd": e.values["cost_usd"], "bottleneck": e.bottleneck,
                 "violations": "; ".join(e.violations) or None}
     # reach: the fastest plan with the duration limit lifted; reachable when it fits the limit
-    from planner.evaluate import max_days
+    from planner.setting import max_days
     from planner.solve import solve
     limit_days = max_days(instance)[0]
     lifted = copy.deepcopy(data)

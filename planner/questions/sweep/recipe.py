@@ -78,7 +78,7 @@ def plot_sweep(result: SweepResult, path: str | Path, kind: str | None = None, x
     """Draw a sweep's answer (see planner.present.sweep_plots). `kind` defaults to
     'distribution' for Monte Carlo sweeps and 'lines' for grids; `x` and `series` default to
     the first and second grid fields; `y` to days to target (reach: days; evaluate: days)."""
-    from planner.evaluate import max_days
+    from planner.setting import max_days
     from planner.present import sweep_plots
     spec = result.spec
     limit = max_days(parse_instance(copy.deepcopy(spec.base)))[0]
