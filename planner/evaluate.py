@@ -2,20 +2,22 @@
 
 Layer: evaluate (docs/architecture.md). A fleet of identical nodes is evaluated by
 `planner.homogeneous.evaluate_pool`; a fleet of pools by `planner.fleet.evaluate.evaluate_mixed`,
-which composes the homogeneous evaluation's public functions. The setting functions
+which composes the homogeneous evaluation's public functions. `check_plan_against` checks a
+parsed plan against an instance's fleet (pools, sites and regions included) before it is evaluated. The setting functions
 (`planner.setting`) and the `Evaluation` class are named here too, for the callers that read an
 evaluation's setting beside it.
 """
 
 from __future__ import annotations
 
-from planner.fleet.evaluate import evaluate_mixed
+from planner.fleet.evaluate import evaluate_mixed, mixed_plan_problems
 from planner.homogeneous import Evaluation, evaluate_pool, plan_envelope
+from planner.schema.errors import Problem
 from planner.schema.instance import Instance
-from planner.schema.plan import Plan
+from planner.schema.plan import Plan, model_plan_problems
 from planner.setting import batch_from_plan, max_days, physics_assumptions, setting_from_instance, with_params
 
-__all__ = ["Evaluation", "batch_from_plan", "evaluate", "max_days", "physics_assumptions", "plan_envelope",
+__all__ = ["Evaluation", "batch_from_plan", "check_plan_against", "evaluate", "max_days", "physics_assumptions", "plan_envelope",
            "setting_from_instance", "with_params"]
 
 
@@ -29,3 +31,20 @@ def evaluate(instance: Instance, plan: Plan, params: float | None = None) -> Eva
     if instance.fleet.is_mixed:
         return evaluate_mixed(instance, plan, params)
     return evaluate_pool(instance, plan, params)
+
+
+def check_plan_against(instance: Instance, plan: Plan) -> list[Problem]:
+    """Problems of `plan` on `instance` (fleet size, node cap, precision, MoE rules); [] if none."""
+    if instance.fleet.is_mixed or plan.pool_nodes is not None or plan.sync_rule == "proportional":
+        return mixed_plan_problems(instance, plan) + model_plan_problems(instance, plan)
+    problems = []
+    if plan.nodes > instance.fleet.nodes:
+        problems.append(Problem("plan.nodes", f"must be <= fleet.nodes ({instance.fleet.nodes}), got {plan.nodes}"))
+    max_nodes = instance.limits.max_nodes
+    if max_nodes is not None and plan.nodes > max_nodes:
+        problems.append(Problem("plan.nodes", f"must be <= limits.max_nodes ({max_nodes}), got {plan.nodes}"))
+    hw = instance.hardware
+    if plan.precision not in hw.precisions:
+        problems.append(Problem("plan.precision", f"hardware {hw.id!r} does not support {plan.precision!r}; "
+                                                  f"supported: {', '.join(hw.precisions)}"))
+    return problems + model_plan_problems(instance, plan)

@@ -72,7 +72,7 @@ class Evaluation:
 
     def to_frame(self):
         """One row (pandas DataFrame): the plan's fields, verdict and every figure."""
-        from planner.present.frames import evaluation_frame
+        from planner.frames import evaluation_frame
         return evaluation_frame(self)
 
 

@@ -29,24 +29,26 @@ PACKAGE = ROOT / "planner"
 DOC = ROOT / "docs" / "architecture.md"
 
 # Lowest first: (layer name, what it holds, module prefixes). A prefix names a module or a package
-# (every module below it). Every module of planner/ must match one prefix.
+# (every module below it); the longest matching prefix decides, so a module may sit on another layer
+# than its package (planner.fleet.evaluate, planner.cost.assumptions). Every module must match one.
 LAYERS: list[tuple[str, str, tuple[str, ...]]] = [
-    ("schema", "the input files: instance, plan, catalog, sites, strict parsing, limits",
-     ("planner.schema", "planner.presets_dir")),
+    ("schema", "what a user gives and the tables it is checked against: instance, plan, catalog, sites, "
+               "limits, constants, places; files written whole",
+     ("planner.schema", "planner.presets_dir", "planner.files", "planner.cost.assumptions", "planner.sites.places")),
     ("cost", "the cost model: one plan's step time, sync time, memory, quality, run cost",
      ("planner.cost",)),
     ("setting", "where the nodes are: sites and their latencies, pools of nodes, fleets of pools",
-     ("planner.sites", "planner.fleet.network", "planner.fleet.pools", "planner.fleet.replicas",
-      "planner.fleet.samples", "planner.setting")),
+     ("planner.setting", "planner.sites", "planner.fleet")),
     ("evaluate", "one plan on a setting, checked against the limits (a fleet: pool by pool)",
-     ("planner.homogeneous", "planner.fleet.proportional", "planner.fleet.evaluate", "planner.evaluate")),
+     ("planner.homogeneous", "planner.fleet.evaluate", "planner.evaluate",
+      "planner.frames")),
     ("space", "the decision space: the candidate values of each decision and their bounds",
      ("planner.space",)),
     ("objectives", "what is minimised or maximised, and the bounds it gives the search",
-     ("planner.objectives", "planner.robust")),
+     ("planner.objectives",)),
     ("search", "the solvers: branch and bound, exhaustive, the MIP and its backends, the pool solvers",
-     ("planner.solvers", "planner.mip", "planner.fleet.regions",
-      "planner.solve", "planner.reference", "planner.robust_oracle")),
+     ("planner.solvers", "planner.mip",
+      "planner.solve", "planner.reference", "planner.robust", "planner.robust_oracle")),
     ("questions", "questions asked of the solvers: feasible, compare, sweep, thresholds, robust",
      ("planner.questions",)),
     ("present", "text, JSON, plots and reports of the answers",
@@ -158,26 +160,29 @@ def _package(module: str, path: Path) -> str:
     return module if path.name == "__init__.py" else module.rpartition(".")[0]
 
 
-def private_imports(g: nx.DiGraph) -> list[str]:
-    """Every `from x import _y` where x is in another package than the importer."""
+def private_imports(g: nx.DiGraph) -> list[tuple[str, str, list[str]]]:
+    """(importer, imported module, names) for every `from x import _y` where x is in another package
+    than the importer."""
     known = modules()
     out = []
     for a, b in sorted(g.edges):
-        names = [n for _, n in g.edges[a, b]["at"] if n.startswith("_")]
+        names = sorted({n for _, n in g.edges[a, b]["at"] if n.startswith("_")})
         if names and _package(a, known[a]) != _package(b, known[b]):
-            out.append(f"{a} imports {', '.join(sorted(set(names)))} from {b}")
+            out.append((a, b, names))
     return out
 
 
 def diagram(g: nx.DiGraph) -> str:
-    """A mermaid flowchart: one box per layer listing its modules, an arrow per layer pair imported."""
-    lines = ["```mermaid", "flowchart BT"]
+    """The layers as a table (lowest first: what each holds, its modules) and a mermaid flowchart with
+    one arrow per pair of layers one imports from the other (an arrow points to the layer imported)."""
     by_layer: dict[int, list[str]] = {}
     for m in sorted(g.nodes):
         by_layer.setdefault(layer_of(m), []).append(m)
-    for i, (name, _, _) in enumerate(LAYERS):
-        members = "<br/>".join(m.removeprefix("planner.") if m != "planner" else "planner" for m in by_layer.get(i, []))
-        lines.append(f'  {name}["<b>{name}</b><br/>{members}"]')
+    lines = ["| layer | holds | modules |", "|---|---|---|"]
+    for i, (name, holds, _) in enumerate(LAYERS):
+        lines.append(f"| {i + 1}. {name} | {holds} | " + ", ".join(f"`{m}`" for m in by_layer.get(i, [])) + " |")
+    lines += ["", "```mermaid", "flowchart BT"]
+    lines += [f"  {name}[\"{i + 1}. {name}: {len(by_layer.get(i, []))} modules\"]" for i, (name, _, _) in enumerate(LAYERS)]
     pairs = sorted({(layer_of(a), layer_of(b)) for a, b in g.edges if layer_of(a) != layer_of(b)})
     lines += [f"  {LAYERS[a][0]} --> {LAYERS[b][0]}" for a, b in pairs]
     lines.append("```")
@@ -212,8 +217,8 @@ def main() -> int:
         print(f"circle of {len(c)}: {' '.join(c)}")
     for u in upward(g):
         print("upward:", u)
-    for p in private_imports(g):
-        print("private:", p)
+    for a, b, names in private_imports(g):
+        print(f"private: {a} imports {', '.join(names)} from {b}")
     return 0
 
 

@@ -12,7 +12,8 @@ import pytest
 
 from planner.evaluate import evaluate
 from planner.schema.instance import load_instance, parse_instance
-from planner.schema.plan import check_plan_against, load_plan
+from planner.evaluate import check_plan_against
+from planner.schema.plan import load_plan
 
 ROOT = Path(__file__).resolve().parents[1]
 PUBLISHED = ROOT / "instances" / "published"

@@ -8,7 +8,7 @@ binding limits and warnings; `evaluate` scores a given plan, `feasible` adds the
 Every report says how it was made (provenance: dtplan version, assumption profile, MFU,
 overridden constants, the command line), under the title and in full at the end.
 Every number comes from the result objects the terminal output is made from; files are
-written atomically (planner/present/output.py).
+written atomically (planner/files.py).
 """
 
 from __future__ import annotations
@@ -36,8 +36,8 @@ class UnknownReportFormat(ValueError):
 
 def check_report_path(path: str | Path) -> Path:
     """`path` if a report can be written there: UnknownReportFormat for a suffix other than .html
-    or .md, OutputPathError (planner/present/output.py) for a path that cannot be written."""
-    from planner.present.output import check_writable
+    or .md, OutputPathError (planner/files.py) for a path that cannot be written."""
+    from planner.files import check_writable
     path = Path(path)
     if path.suffix.lower() not in FORMATS:
         raise UnknownReportFormat(f"unknown format {path.suffix!r}; use .html or .md")
@@ -117,7 +117,7 @@ class _Doc:
 
     def write(self, path: str | Path) -> Path:
         """Write atomically (a complete report or none; an existing one is never left truncated)."""
-        from planner.present.output import write_text
+        from planner.files import write_text
         path = check_report_path(path)
         return write_text(path, self.html() if path.suffix.lower() == ".html" else self.markdown())
 

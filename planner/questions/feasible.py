@@ -63,7 +63,7 @@ class Feasibility:
 
     def to_frame(self):
         """The instance as given, then one row per fix (pandas DataFrame)."""
-        from planner.present.frames import feasibility_frame
+        from planner.frames import feasibility_frame
         return feasibility_frame(self)
 
 

@@ -21,7 +21,7 @@ from planner.cost.assumptions import (BOOL_CONSTANTS, CHOICE_CONSTANTS, NUMERIC_
                                       profile_names)
 from planner.schema.errors import InputError, Problem
 from planner.schema.limits import MAX_SITE_LINKS, MAX_SITES
-from planner.schema.sites import Site, SiteLink, with_site_references
+from planner.schema.sites import Site, SiteLink, pool_site_problems, with_site_references
 from planner.schema.limits import (MAX_BATCH_TOKENS, MAX_BUDGET_USD, MAX_DAYS, MAX_EXPONENT, MAX_FLOP, MAX_GROWTH,
                                    MAX_HIDDEN_SIZE, MAX_LIST, MAX_MBPS, MAX_MOE_LAYERS, MAX_NODES, MAX_NUMBER,
                                    MAX_PARAMS, MAX_PRICE_USD, MAX_RATIO, MAX_RTT_MS, MAX_SIZES, MAX_TOKENS)
@@ -535,7 +535,6 @@ class Instance(StrictModel):
         if hw is not None and tp > hw.accelerators_per_node:      # dtplan's TP term runs inside one node
             problems.append(Problem("assumptions.constants.tensor_parallel",
                                     f"must be <= the node's accelerators ({hw.accelerators_per_node}), got {show(tp)}"))
-        from planner.fleet.network import pool_site_problems
         problems += pool_site_problems(self.fleet, self.network)
         if problems:
             raise_problems(problems)

@@ -82,7 +82,8 @@ def evaluate_answer(raw_instance: Any, raw_plan: Any) -> dict[str, Any]:
     if instance is None:
         return out
     out["resolved"] = resolved_values(instance)
-    from planner.schema.plan import check_plan_against, parse_plan
+    from planner.evaluate import check_plan_against
+    from planner.schema.plan import parse_plan
     if raw_plan is None:
         from planner.web.fields import baseline_plan
         raw_plan = out["plan"] = baseline_plan(instance)
@@ -262,7 +263,7 @@ def _short(row: dict) -> str | None:
         return None
     from planner.questions.compare import plan_short
     from planner.schema.plan import Plan
-    from planner.present.frames import PLAN_FIELDS
+    from planner.frames import PLAN_FIELDS
     fields = {k: row[k] for k in PLAN_FIELDS if row.get(k) is not None}
     try:
         return plan_short(Plan.model_validate(fields))
