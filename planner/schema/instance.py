@@ -4,6 +4,10 @@
 problem at once (`InputError`). Units are in the field names: `_mbps` megabits per
 second, `_ms` milliseconds, `_gb` 1e9 bytes, `_usd` US dollars, `max_days` days;
 parameter and token counts are raw counts (7e9, not 7).
+
+One module of ~600 lines (issue 26: a module over ~500 lines says why): the instance is one
+pydantic model tree whose sections check each other (`cross_problems`: fleet against limits and
+search); the sections' leaf types live in `planner.schema.strict`, `limits` and `sites`.
 """
 
 import json
