@@ -9,7 +9,7 @@ several regions (per objective, with and without a budget), how many optima's pl
 than the cheapest fill of their nodes, and each side's time. For min_time and max_compute the cost of
 the returned plan is compared too (ties go to the cheaper plan: the oracle's key is (time, cost) or
 (compute, cost)); the count of parts where a tie of cheaper placement replaced the solver's first
-choice (`regions.cheapest_tied`) is printed.
+choice (`placed.cheapest_tied`) is printed.
 
     python scripts/check_regions_oracle.py [--count 200] [--seed 5] [--placement | --ties] [--sync-rule] [--solver bnb]
     python scripts/check_regions_oracle.py --shipped [--solver bnb]
