@@ -8,6 +8,9 @@ Two API functions share their names with modules of this package (`planner.solve
 the package's class looks these two names up in the API first: `planner.solve` is always
 the function. Import the modules by their full name (`from planner.solve import ...`,
 `sys.modules["planner.solve"]`), never as `planner.solve.<name>` attribute chains.
+
+Layer: interfaces, the top (docs/architecture.md): the package door re-exports `planner.api`, which
+may import every layer below it; nothing in planner/ imports the package door.
 """
 
 from __future__ import annotations

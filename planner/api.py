@@ -106,7 +106,8 @@ def solve(instance: InstanceLike, objective: str | None = None, solver: str = "b
 def evaluate(instance: InstanceLike, plan: Any, overrides: Mapping[str, Any] | None = None):
     """Score one fixed plan (a `Plan`, a dict or a plan file) -> `planner.evaluate.Evaluation`."""
     from planner.evaluate import evaluate as run
-    from planner.schema.plan import Plan, check_plan_against, load_plan, parse_plan
+    from planner.evaluate import check_plan_against
+    from planner.schema.plan import Plan, load_plan, parse_plan
     inst = _instance(instance, overrides)
     if isinstance(plan, (str, Path)):
         plan = load_plan(plan)

@@ -9,7 +9,7 @@ several regions (per objective, with and without a budget), how many optima's pl
 than the cheapest fill of their nodes, and each side's time. For min_time and max_compute the cost of
 the returned plan is compared too (ties go to the cheaper plan: the oracle's key is (time, cost) or
 (compute, cost)); the count of parts where a tie of cheaper placement replaced the solver's first
-choice (`regions.cheapest_tied`) is printed.
+choice (`placed.cheapest_tied`) is printed.
 
     python scripts/check_regions_oracle.py [--count 200] [--seed 5] [--placement | --ties] [--sync-rule] [--solver bnb]
     python scripts/check_regions_oracle.py --shipped [--solver bnb]
@@ -154,12 +154,11 @@ def count_descents() -> Counter:
     """Counts, as the planner runs, the min_cost parts on several regions (`least_cost_placed`) and
     those whose descent found a plan cheaper than its first, fewest-node one (a second round with a
     plan): where taking the fewest nodes would have been wrong. Wraps the functions it counts."""
-    import importlib
     import planner.solvers.mixed as mixed
-    solve_module = importlib.import_module("planner.solve")
+    import planner.solvers.placed as placed      # least_cost_placed's own name for the uniform search
     counts: Counter = Counter()
     rounds: list[bool] = []
-    optimise, least = solve_module.optimise, mixed.least_cost_placed
+    optimise, least = placed.optimise, mixed.least_cost_placed
 
     def counted_optimise(setting, space, objective, *args, **kwargs):
         out = optimise(setting, space, objective, *args, **kwargs)
@@ -174,7 +173,7 @@ def count_descents() -> Counter:
         counts["cheaper"] += sum(rounds) >= 2
         return out
 
-    solve_module.optimise, mixed.least_cost_placed = counted_optimise, counted_least
+    placed.optimise, mixed.least_cost_placed = counted_optimise, counted_least
     return counts
 
 

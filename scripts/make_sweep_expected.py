@@ -28,8 +28,9 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from planner.present.output import write_text  # noqa: E402
-from planner.questions.sweep import TIME_COLUMN, _cell, _uncell, load_recipe, plot_sweep, run_sweep  # noqa: E402
+from planner.files import write_text  # noqa: E402
+from planner.present.sweep_plots import plot_sweep  # noqa: E402
+from planner.questions.sweep import TIME_COLUMN, _cell, _uncell, load_recipe, run_sweep  # noqa: E402
 
 RECIPES = ROOT / "instances" / "sweeps"
 PLOTS = ROOT / "docs" / "sweeps"

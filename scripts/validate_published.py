@@ -48,7 +48,8 @@ sys.path.insert(0, str(ROOT))
 
 from planner.schema.instance import load_instance, parse_instance  # noqa: E402
 from planner.schema.limits import MAX_MBPS  # noqa: E402
-from planner.schema.plan import check_plan_against, load_plan  # noqa: E402
+from planner.evaluate import check_plan_against  # noqa: E402
+from planner.schema.plan import load_plan  # noqa: E402
 from planner.evaluate import evaluate  # noqa: E402
 from planner.cost.model_flops import model_flops_per_token  # noqa: E402
 from planner.solve import solve  # noqa: E402

@@ -360,7 +360,8 @@ def _numbers(text):
 @pytest.mark.parametrize("width", [80, 60])
 def test_tables_never_cut_a_number(width):
     from planner.present.render import render_feasibility, render_solve
-    from planner.questions.compare import compare as run_compare, render_comparison
+    from planner.present.comparison import render_comparison
+    from planner.questions.compare import compare as run_compare
     from planner.questions.feasible import feasible as run_feasible
     from planner.schema.instance import load_instance
     from planner.solve import solve as run_solve

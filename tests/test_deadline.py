@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from planner.schema.instance import parse_instance
-from planner.solvers import bnb
+from planner.solvers import bnb, uniform
 from planner.space import DecisionSpace
 
 REPO = Path(__file__).resolve().parents[1]
@@ -47,7 +47,7 @@ def clock(monkeypatch):
     and the search's costly steps wrapped to fail if they start after the deadline was seen."""
     tick = TickClock()
     fake = types.SimpleNamespace(perf_counter=tick.perf_counter)
-    for module in (solve_module, objectives, bnb):
+    for module in (solve_module, uniform, objectives, bnb):
         monkeypatch.setattr(module, "time", fake)
     solve_deadline = solve_module.solve
 

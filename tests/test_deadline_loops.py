@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from planner.schema.instance import parse_instance
-from planner.solvers import bnb, exhaustive, mixed
+from planner.solvers import bnb, exhaustive, mixed, uniform
 from tests.test_deadline import TickClock
 
 REPO = Path(__file__).resolve().parents[1]
@@ -28,7 +28,7 @@ def _clocked(monkeypatch, ticks: float, *modules) -> TickClock:
     clock = TickClock()
     clock.deadline = 1.0 + ticks                 # solve's first reading (tick 1) is its start
     fake = types.SimpleNamespace(perf_counter=clock.perf_counter)
-    for module in (solve_module, objectives, bnb) + modules:
+    for module in (solve_module, uniform, objectives, bnb) + modules:
         monkeypatch.setattr(module, "time", fake)
     return clock
 

@@ -17,7 +17,8 @@ from planner.reference import conformance
 from planner.schema.catalog import HardwareSpec
 from planner.schema.errors import InputError
 from planner.schema.instance import parse_instance
-from planner.schema.plan import check_plan_against, parse_plan
+from planner.evaluate import check_plan_against
+from planner.schema.plan import parse_plan
 from tests.conftest import MISSING_REFERENCE, load_reference_cases
 
 ROOT = Path(__file__).resolve().parents[1]

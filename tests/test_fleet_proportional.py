@@ -21,7 +21,8 @@ from planner.fleet.samples import random_instance
 from planner.reference import conformance
 from planner.schema.errors import InputError
 from planner.schema.instance import parse_instance
-from planner.schema.plan import check_plan_against, parse_plan
+from planner.evaluate import check_plan_against
+from planner.schema.plan import parse_plan
 from planner.solve import solve
 from planner.solvers.mixed_oracle import oracle
 from tests.conftest import MISSING_REFERENCE, load_reference_cases

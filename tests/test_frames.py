@@ -1,11 +1,11 @@
 """Result frames and sweep rows carry `pool_nodes` (nodes used per pool) and only the plan fields
-that apply to the plan's mode (planner.present.frames)."""
+that apply to the plan's mode (planner.frames)."""
 
 import json
 from pathlib import Path
 
 import planner
-from planner.present.frames import MODE_FIELDS, PLAN_FIELDS, SYNC_FIELDS, _plan
+from planner.frames import MODE_FIELDS, PLAN_FIELDS, SYNC_FIELDS, plan_columns
 from planner.schema.plan import Plan
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -20,15 +20,15 @@ def test_a_pool_fleet_solve_frame_carries_pool_nodes():
 
 
 def test_fields_a_mode_has_not_are_absent():
-    flat = _plan(Plan(mode="flat", nodes=8))
+    flat = plan_columns(Plan(mode="flat", nodes=8))
     assert set(flat) == {"mode", "nodes", "precision", "expert_parallel", *SYNC_FIELDS}
-    hier = _plan(Plan(mode="hierarchical", nodes=8, group_size=4, regional_rounds=3))
+    hier = plan_columns(Plan(mode="hierarchical", nodes=8, group_size=4, regional_rounds=3))
     assert hier["group_size"] == 4 and hier["regional_rounds"] == 3 and "micro_batches" not in hier
-    wan = _plan(Plan(mode="pipeline_wan", nodes=8, stages=4))
+    wan = plan_columns(Plan(mode="pipeline_wan", nodes=8, stages=4))
     assert "inner_steps" not in wan and wan["stages"] == 4 and "group_size" not in wan
-    assert set(MODE_FIELDS["pp_group"]) <= set(_plan(Plan(mode="pp_group", nodes=8, stages=2)))
+    assert set(MODE_FIELDS["pp_group"]) <= set(plan_columns(Plan(mode="pp_group", nodes=8, stages=2)))
     assert "pool_nodes" not in flat
-    pooled = _plan(Plan(mode="flat", nodes=3, pool_nodes={"a": 1, "b": 2}))
+    pooled = plan_columns(Plan(mode="flat", nodes=3, pool_nodes={"a": 1, "b": 2}))
     assert pooled["pool_nodes"] == {"a": 1, "b": 2}
     assert set(pooled) <= set(PLAN_FIELDS)
 

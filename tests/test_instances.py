@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 
 from planner.schema.instance import load_instance
-from planner.schema.plan import check_plan_against, load_plan
+from planner.evaluate import check_plan_against
+from planner.schema.plan import load_plan
 
 ROOT = Path(__file__).resolve().parents[1]
 INSTANCES = ROOT / "instances"

@@ -14,7 +14,8 @@ from planner.cost.setting import PlanBatch
 
 from planner.evaluate import evaluate
 from planner.schema.errors import InputError
-from planner.schema.plan import check_plan_against, parse_plan
+from planner.evaluate import check_plan_against
+from planner.schema.plan import parse_plan
 from planner.solve import solve
 from planner.space import hierarchical_shards_valid
 from tests.test_bnb import check_against_brute_force

@@ -7,7 +7,8 @@ import pytest
 from planner.schema import catalog
 from planner.schema.errors import InputError, Problem
 from planner.schema.instance import parse_instance
-from planner.schema.plan import Plan, check_plan_against, load_plan, parse_plan
+from planner.evaluate import check_plan_against
+from planner.schema.plan import Plan, load_plan, parse_plan
 
 
 @pytest.fixture(autouse=True)

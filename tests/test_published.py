@@ -14,7 +14,8 @@ from planner.cost import physics
 from planner.cost.assumptions import load_profile
 from planner.evaluate import evaluate
 from planner.schema.instance import load_instance, parse_instance
-from planner.schema.plan import check_plan_against, load_plan
+from planner.evaluate import check_plan_against
+from planner.schema.plan import load_plan
 
 ROOT = Path(__file__).resolve().parents[1]
 PUBLISHED = ROOT / "instances" / "published"

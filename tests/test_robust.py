@@ -229,7 +229,7 @@ def test_cli_thresholds_robust_row_is_the_robust_min_cost():
     th = q.Thresholds(16.0, None, None, None, None)
     node = q.build_node(q.load_accelerators()["H100-SXM"], th)
     raw = {"model": {"params": answer["model_params"]}, "training": {"target_flop": 1e24}}
-    data = q.node_instance(raw, node, th, q._node_cap(raw), False)
+    data = q.node_instance(raw, node, th, q.node_cap(raw), False)
     robust = robust_solve(parse_instance(data), data, "min_cost")
     assert answer["nodes"] == robust.robust.plan.nodes
     assert answer["verified"].startswith("robust (worst case")

@@ -8,7 +8,9 @@ the sweep recipes (instances/sweeps/*.toml) through `sweep`, and the stored thre
 (instances/thresholds/, whose `--json` answers tests/test_threshold_instances.py checks) through
 `thresholds` as text with a report. Two runs per command: text with an HTML report, then `--json`
 (the Markdown report is the same page written as text: tests/test_report.py); both must give the same exit code, in {0, 1} (a shipped instance is never
-bad input). The runs are in-process (click's CliRunner: the same command objects the `dtplan`
+bad input). The `--json` output of `solve`, `feasible`, `compare` and `evaluate` must be byte for byte
+the one stored by scripts/make_cli_outputs.py (issue 26: refactorings change no output; the
+solve's wall time set to 0). The runs are in-process (click's CliRunner: the same command objects the `dtplan`
 entry point calls; tests/test_doc_commands.py runs the README through the real entry point).
 """
 
@@ -17,10 +19,17 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import importlib.util
+
 import pytest
 from click.testing import CliRunner
 
 from planner.cli import main
+
+_spec = importlib.util.spec_from_file_location(
+    "make_cli_outputs", Path(__file__).resolve().parents[1] / "scripts" / "make_cli_outputs.py")
+cli_outputs = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(cli_outputs)
 
 ROOT = Path(__file__).resolve().parents[1]
 INSTANCES = ROOT / "instances"
@@ -64,7 +73,7 @@ def _invoke(args: list) -> "click.testing.Result":
 
 
 def _text_json_and_report(tmp_path: Path, args: list, report: bool = True) -> int:
-    """Text with an HTML report, then --json: the same exit code, 0 or 1."""
+    """Text with an HTML report, then --json: the same exit code, 0 or 1; the --json output as stored."""
     html = tmp_path / "answer.html"
     text = _invoke([*args, *(["--report", html] if report else [])])
     as_json = _invoke([*args, "--json"])
@@ -72,6 +81,10 @@ def _text_json_and_report(tmp_path: Path, args: list, report: bool = True) -> in
     assert as_json.exit_code == text.exit_code
     assert text.stdout.strip()
     json.loads(as_json.stdout)
+    if args[0] in ("solve", "feasible", "compare", "evaluate"):
+        stored = cli_outputs.stored_output(args[0], Path(args[1]))
+        assert cli_outputs.normalise(as_json.stdout) == stored, \
+            f"dtplan {' '.join(map(str, args))} --json differs from {cli_outputs.stored_path(args[0], Path(args[1]))}"
     if report:
         assert "</html>" in html.read_text()
     return text.exit_code
@@ -110,3 +123,9 @@ def test_threshold_question_as_text_with_report(tmp_path, stored):
     result = _invoke(["thresholds", INSTANCES / question["instance"], *question["args"], "--report", html])
     assert result.exit_code == question["exit_code"]
     assert result.stdout.strip() and "</html>" in html.read_text()
+
+
+def test_every_stored_output_belongs_to_a_run():
+    """The stored `--json` outputs are exactly those of today's instances and questions (none stale, none missing)."""
+    expected = {cli_outputs.stored_path(command, path) for command, path, _ in cli_outputs.runs()}
+    assert set(cli_outputs.STORE.rglob("*.json")) == expected

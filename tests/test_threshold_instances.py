@@ -1,5 +1,6 @@
 """The stored threshold questions (instances/thresholds/, written by scripts/make_thresholds_expected.py):
-every one is re-answered with `dtplan thresholds ... --json` and must agree with its stored answer."""
+every one is re-answered with `dtplan thresholds ... --json` and must agree with its stored answer, and
+print byte for byte the output stored by scripts/make_cli_outputs.py (issue 26: refactorings change no output)."""
 
 from __future__ import annotations
 
@@ -7,12 +8,17 @@ import json
 import math
 from pathlib import Path
 
+import importlib.util
+
 import pytest
 from click.testing import CliRunner
 
 from planner.cli import main
 
 ROOT = Path(__file__).resolve().parents[1]
+_spec = importlib.util.spec_from_file_location("make_cli_outputs", ROOT / "scripts" / "make_cli_outputs.py")
+cli_outputs = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(cli_outputs)
 STORED = sorted((ROOT / "instances" / "thresholds").glob("*.expected.json"))
 
 
@@ -43,6 +49,7 @@ def test_every_stored_question_answers_as_stored(path):
     r = CliRunner().invoke(main, ["thresholds", str(ROOT / "instances" / stored["instance"]), *stored["args"], "--json"])
     assert r.exit_code == stored["exit_code"], r.output
     assert _same(json.loads(r.stdout), stored["answer"]) == []
+    assert cli_outputs.normalise(r.stdout) == cli_outputs.stored_output("thresholds", path)
 
 
 def test_stored_answers_agree_with_hand_calculations():

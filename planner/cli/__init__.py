@@ -12,6 +12,9 @@ process sets two variables for itself before numpy or pydantic load, unless the 
   (element-wise numpy only), and sweep worker processes inherit one thread each;
 - PYDANTIC_DISABLE_PLUGINS=__all__: pydantic otherwise scans the entry points of every
   installed distribution for plugins when the schema is built (~11 ms); dtplan uses none.
+
+Layer: interfaces (docs/architecture.md): may import every layer below (schema, cost, setting,
+evaluate, space, objectives, search, questions, present); no lower layer imports the command line.
 """
 
 from __future__ import annotations

@@ -404,7 +404,7 @@ def load_or_exit(loader, path: Path):
 
 
 def check_plan(instance, plan, plan_path: Path) -> None:
-    from planner.schema.plan import check_plan_against
+    from planner.evaluate import check_plan_against
     problems = check_plan_against(instance, plan)
     if problems:
         raise BadInput.from_error(InputError(problems, source=str(plan_path)))
@@ -417,7 +417,7 @@ def check_output(flag: str, path: Path | None) -> None:
     """A path given to `flag` that a file can be written to (checked before any solving)."""
     if path is None:
         return
-    from planner.present.output import OutputPathError, check_writable
+    from planner.files import OutputPathError, check_writable
     try:
         check_writable(path)
     except OutputPathError as err:
@@ -436,7 +436,7 @@ def command_line() -> str | None:
 def check_report(path: Path | None) -> None:
     """A --report path with a suffix the report writer knows, in a writable place."""
     if path is not None:
-        from planner.present.output import OutputPathError
+        from planner.files import OutputPathError
         from planner.present.report import UnknownReportFormat, check_report_path
         try:
             check_report_path(path)
@@ -448,8 +448,8 @@ def check_report(path: Path | None) -> None:
 
 def write_output(flag: str, path: Path, writer: Callable[[Path], Any]) -> Path:
     """Run `writer(tmp)` on a temporary file beside `path` and rename it over `path` when it
-    succeeded (planner.present.output.atomic_path); BadInput naming `flag` on an OS error."""
-    from planner.present.output import OutputPathError, atomic_path
+    succeeded (planner.files.atomic_path); BadInput naming `flag` on an OS error."""
+    from planner.files import OutputPathError, atomic_path
     try:
         with atomic_path(path) as tmp:
             writer(tmp)

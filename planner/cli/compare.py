@@ -37,7 +37,8 @@ def compare(instance_path: Path, hardware_list: str, objective: str | None, plot
     1 when none has, 2 on bad input, 3 when the time limit came before any plan was found.
     """
     import time
-    from planner.questions.compare import compare as run_compare, parse_hardware_list, render_comparison
+    from planner.present.comparison import render_comparison
+    from planner.questions.compare import compare as run_compare, parse_hardware_list
     from planner.present.render import make_console
     start = time.perf_counter()
     instance, raw = load_instance_or_exit(instance_path, overrides)
@@ -63,7 +64,7 @@ def compare(instance_path: Path, hardware_list: str, objective: str | None, plot
     elapsed = time.perf_counter() - start
     objective = objective or instance.objective
     if plot_paths:
-        from planner.evaluate import max_days
+        from planner.setting import max_days
         from planner.present.plots import comparison_plot
         limit_days = max_days(instance)[0]
         for path in plot_paths:

@@ -16,7 +16,7 @@ from planner.cli.common import (EXIT_INFEASIBLE, EXIT_OK, BadInput, check_plan, 
 @set_option
 def validate(instance_path: Path, as_json: bool, overrides: tuple[str, ...]) -> None:
     """Check an instance file: every problem at once, with its JSON path. Exit 0 valid, 2 not."""
-    from planner.evaluate import max_days, setting_from_instance
+    from planner.setting import max_days, setting_from_instance
     instance = _preflight_or_exit(instance_path, overrides)
     s = setting_from_instance(instance)
     days, source = max_days(instance)

@@ -66,7 +66,7 @@ def solve(instance_path: Path, objective: str | None, solver: str, time_limit_s:
     try:
         if model_path is not None:
             from planner.mip.export import UnknownFormat, model_paths, write_model
-            from planner.present.output import OutputPathError
+            from planner.files import OutputPathError
             if instance.fleet.is_mixed:      # a fleet of pools: the one model of planner.mip.pools
                 from planner.solvers.mixed_mip import write_pools_model as write_model
             try:

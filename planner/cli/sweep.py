@@ -165,7 +165,7 @@ def sweep(instance_path: Path, grids, varies, samples, seed, command, robust, pl
     from planner.present.envelope import echo_search_note   # dtplan: the evidence envelope (docs/quality.md)
     echo_search_note(spec.base)
     if plot_path is not None:
-        from planner.questions.sweep import plot_sweep
+        from planner.present.sweep_plots import plot_sweep
         kind = plot_kind or recipe_plot.get("kind")
         written = plot_sweep(result, plot_path, kind=kind, x=recipe_plot.get("x"), series=recipe_plot.get("series"),
                              y=recipe_plot.get("y"), group=recipe_plot.get("group"), title=recipe_plot.get("title", ""))

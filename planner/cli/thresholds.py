@@ -62,12 +62,12 @@ def _check_instance(raw: dict, source: str, nodes, th, fit: bool, flags: dict[st
     """Bad input exits 2 before any solve: the instance must validate with at least one of the nodes
     (a node it does not suit, e.g. no fp8 when search.precisions asks for it, is reported in its row).
     A problem with a field a flag set is named by the flag first (`flags`: field -> flag given)."""
-    from planner.questions.thresholds import _node_cap, node_instance
+    from planner.questions.thresholds import node_cap, node_instance
     from planner.schema.instance import parse_instance
     first = None
     for node in nodes:
         try:
-            parse_instance(node_instance(raw, node, th, _node_cap(raw), fit), source)
+            parse_instance(node_instance(raw, node, th, node_cap(raw), fit), source)
             return
         except InputError as err:
             first = first or err
@@ -207,10 +207,10 @@ def thresholds(instance_path, overrides, compute, tpp, memory, interconnect, wan
         page.render_terminal(th, answers, caught, stops, catalog, console, fit)
     if report_path is not None:
         from planner.cli.common import command_line
-        from planner.questions.thresholds import _node_cap, node_instance
+        from planner.questions.thresholds import node_cap, node_instance
         from planner.schema.instance import parse_instance
         suited = next((a.node for a in answers if a.result is not None), buildable[0])
-        instance = parse_instance(node_instance(raw, suited, th, _node_cap(raw), fit), source)
+        instance = parse_instance(node_instance(raw, suited, th, node_cap(raw), fit), source)
         written = page.threshold_report(raw.get("name") or source, th, answers, caught, stops, curve_rows,
                                         catalog, report_path, fit, instance, command_line())
         click.echo(f"report written to {written}", err=True)

@@ -4,7 +4,7 @@
 Recomputed from the pools (planner/fleet/replicas.py): cost_usd = sum_p n_p x node price_p,
 total_gpus = sum_p n_p x accelerators_p, global MFU and HFU over sum_p n_p F_p, and the
 budget limit on that cost. Everything else is the uniform evaluator's, so with one pool the
-figures are exactly `planner.evaluate.evaluate`'s. Under the proportional rule
+figures are exactly `planner.homogeneous.evaluate_pool`'s. Under the proportional rule
 (`plan.sync_rule`, planner/fleet/proportional.py) the mode's tokens per outer step and H_eff
 are changed before everything else is computed from them.
 """
@@ -18,8 +18,7 @@ import numpy as np
 
 from planner.cost import quality_fit
 from planner.cost.score import score
-from planner.evaluate import (Evaluation, _finite, _violation_messages, _warnings, batch_from_plan, max_days,
-                              plan_envelope, with_params)
+from planner.homogeneous import Evaluation, finite, plan_envelope, plan_warnings, violation_messages
 from planner.fleet.network import plan_site_network, site_network
 from planner.fleet.regions import plan_region_problems, plan_unit, region_rows
 from planner.fleet.pools import PoolSetting, pool_settings
@@ -30,6 +29,7 @@ from planner.schema.errors import InputError, Problem
 from planner.schema.instance import Instance
 from planner.schema.plan import Plan
 from planner.schema.strict import did_you_mean
+from planner.setting import batch_from_plan, max_days, with_params
 
 
 @dataclass
@@ -43,7 +43,7 @@ class MixedEvaluation(Evaluation):
     def to_dict(self) -> dict[str, Any]:
         out = super().to_dict()
         out["sync_rule"] = self.sync_rule
-        out["pools"] = [{k: _finite(v) if isinstance(v, float) else v for k, v in row.items()}
+        out["pools"] = [{k: finite(v) if isinstance(v, float) else v for k, v in row.items()}
                         for row in self.pool_rows]
         if self.sites is not None:
             out["sites"] = self.sites
@@ -124,8 +124,8 @@ def evaluate_mixed(instance: Instance, plan: Plan, params: float | None = None,
         if instance.network.regions == "chosen":     # nodes and groups per chosen region
             e.sites["region_units"] = region_rows(pools, counts, e.sites["regions"], plan_unit(
                 plan.mode, plan.group_size, plan.stages, plan.zero_shards))
-    e.violations = _violation_messages(e)
-    e.warnings = _warnings(e) + _pool_warnings(e.pool_rows, e.sync_rule)
+    e.violations = violation_messages(e)
+    e.warnings = plan_warnings(e) + _pool_warnings(e.pool_rows, e.sync_rule)
     if quality_fit.fitted(setting.assumptions):      # the fitted quality model's evidence (docs/quality.md)
         e.envelope = plan_envelope(setting, batch, e.values)
     return e

@@ -149,29 +149,6 @@ def check_pool_sites_connected(net: SiteNetwork, fleet) -> None:
                                                    "their parts of the site graph")])
 
 
-def pool_site_problems(fleet, network) -> list[Problem]:
-    """fleet.pools[i].site against network.sites: known when sites are given, required then, and
-    only meaningful with sites."""
-    if fleet is None or network is None or not fleet.is_mixed:
-        return []
-    names = [s.name for s in network.sites]
-    problems = []
-    for i, pool in enumerate(fleet.pools):
-        path = f"fleet.pools[{i}].site"
-        if pool.site is None and names:
-            problems.append(Problem(path, "required when network.sites are given: the name of the pool's site "
-                                          f"(one of {', '.join(repr(n) for n in names[:8])}"
-                                          + (", ...)" if len(names) > 8 else ")")))
-        elif pool.site is not None and not names:
-            problems.append(Problem(path, f"names site {pool.site!r}, but network.sites is empty (give the sites "
-                                          "and the links between them, or drop the site)"))
-        elif pool.site is not None and pool.site not in names:
-            from planner.schema.strict import did_you_mean
-            problems.append(Problem(path, f"unknown site {pool.site!r}{did_you_mean(pool.site, names)}; "
-                                          f"network.sites: {', '.join(names[:8])}" + (", ..." if len(names) > 8 else "")))
-    return problems
-
-
 def with_links(setting, links: SiteLinks | None):
     """The setting with the links of the plan's sites (unchanged without sites)."""
     if links is None:

@@ -18,6 +18,7 @@ from planner.cost import physics
 from planner.cost.setting import Setting
 from planner.schema.catalog import HardwareSpec
 from planner.schema.instance import Fleet, Instance
+from planner.setting import setting_from_instance
 
 
 @dataclass(frozen=True)
@@ -50,7 +51,6 @@ def pool_instance(instance: Instance, hardware: HardwareSpec, count: int) -> Ins
 
 def pool_settings(instance: Instance) -> list[PoolSetting]:
     """Every pool of the instance's fleet as a `PoolSetting` (one for a uniform fleet)."""
-    from planner.evaluate import setting_from_instance
     fleet = instance.fleet
     if not fleet.is_mixed:
         return [PoolSetting(instance.hardware.id, fleet.nodes, instance.hardware, None,

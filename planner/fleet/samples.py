@@ -52,7 +52,7 @@ def random_instance(rng: np.random.Generator, max_count: int = 4) -> dict:
         "objective": str(rng.choice(["min_time", "min_cost", "max_compute"])),
     }
     if rng.random() < 0.5:
-        _add_sites(rng, data)
+        add_sites(rng, data)
     if rng.random() < 0.25:           # dtplan's physics: MFU per accelerator, overlap, failures, ...
         data["assumptions"] = {"profile": "dtplan"}
     total = sum(p["count"] for p in pools)
@@ -64,11 +64,11 @@ def random_instance(rng: np.random.Generator, max_count: int = 4) -> dict:
         data["search"]["min_nodes"] = int(rng.integers(1, min(total, data["limits"].get("max_nodes", total)) + 1))
     if rng.random() < 0.2:
         data["search"]["streaming"] = [bool(rng.random() < 0.5)]
-    _add_sync_rule(rng, data)
+    add_sync_rule(rng, data)
     return data
 
 
-def _add_sync_rule(rng: np.random.Generator, data: dict,
+def add_sync_rule(rng: np.random.Generator, data: dict,
                    rules: tuple[str, ...] = ("straggler", "proportional", "auto", "auto")) -> None:
     """Three times in four fleet.sync_rule 'proportional' or 'auto' (drawn from `rules`); with
     max_compute a C_quality target (a third), C_local under the Chinchilla replica penalty (a third:
@@ -86,7 +86,7 @@ def _add_sync_rule(rng: np.random.Generator, data: dict,
                 "linear_v1" if penalty < 0.5 else "none"
 
 
-def _add_sites(rng: np.random.Generator, data: dict) -> None:
+def add_sites(rng: np.random.Generator, data: dict) -> None:
     """2 to 6 sites in a ring of links (10 Mb/s to 10 Gb/s; RTTs measured or estimated, some given),
     a chord now and then, and each pool at one of them."""
     names = [str(c) for c in rng.choice(CITIES, size=int(rng.integers(2, 7)), replace=False)]

@@ -9,7 +9,7 @@ the model of the one class, or plan, of least bound, whose rows show it), on the
 `Grid.initial`; the loop
 refines it around each plan it finds (`planner.solvers.certified`).
 With several candidate model sizes (`search.params`) one file per size is written, the size
-in its name (`model.70B.lp`). Each file is written atomically (`planner.present.output`).
+in its name (`model.70B.lp`). Each file is written atomically (`planner.files`).
 Building never solves.
 """
 
@@ -17,10 +17,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from planner.evaluate import setting_from_instance, with_params
+from planner.setting import setting_from_instance, with_params
 from planner.mip.formulation import Grid, build
 from planner.mip.tables import Tables, class_bounds, compute_bounds, presolve, presolve_compute
-from planner.present.output import atomic_path, check_writable
+from planner.files import atomic_path, check_writable
 from planner.schema.instance import Instance
 from planner.solvers import UnsupportedBySolver
 from planner.solvers.certified import check_supported, incumbent_value, tables_or_refuse

@@ -27,6 +27,10 @@ outer-approximation loop refines the grid there until the two meet.
 
 Size: classes + O(log n_max + log H_max + log R_max) binaries, and O(log n_max log R_max
 log H_max) non-zeros in the efficiency rows, whatever n_max and H_max are.
+
+One module of ~600 lines (issue 26: a module over ~500 lines says why): one Pyomo model, one
+function per constraint family, each reading the variables the others declare; the families are
+the model's rows and are checked together against the evaluator (tests/test_mip.py).
 """
 
 from __future__ import annotations

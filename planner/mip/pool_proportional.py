@@ -182,14 +182,14 @@ def rule_incumbent(pt, j: int, t: Tables, objective: str):
     """(value in model units, MixedPlan) of the best plan the straggler presolve finds in setting part j
     (`tables.presolve`, `presolve_compute`, on the tables the rule keeps) scored as the rule allows it
     (`rule_candidates`: a real plan, so its value may cut), or None."""
-    from planner.mip.pools import _mixed_plan, price_scale
+    from planner.mip.pools import mixed_plan, price_scale
     from planner.mip.tables import presolve, presolve_compute
     if not (t.sync or t.fixed) or not pt.parts[j].exact_range:
         return None
     _, plan, _, _ = presolve_compute(t) if objective == "max_compute" else presolve(t, objective)
     if plan is None:
         return None
-    found = _mixed_plan(pt, j, t, plan)
+    found = mixed_plan(pt, j, t, plan)
     runs = rule_candidates(pt.pools, found.batch, found.counts, found.counts, found.setting, pt.rule, pt.budget_usd)
     options = [dataclasses.replace(found, counts=c, rule=r) for r, c in runs]
     scored = [(plan_value(objective, o, pt.pools, price_scale(pt.pools)), o) for o in options]

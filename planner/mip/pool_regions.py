@@ -103,7 +103,7 @@ def exact_plan(instance, pools, plan, params, measure: Callable) -> object | Non
     and that partition's setting; the one of least `measure(plan)` (the loop's model value: ln T,
     cost, -ln C; inf when it misses the duration limit), or None when no partition places it or
     every one misses. The setting part index is kept (the model's)."""
-    from planner.evaluate import with_params
+    from planner.setting import with_params
     from planner.fleet.network import site_network
     from planner.fleet.regions import batch_unit, cheapest_placement, part_regions
     from planner.fleet.replicas import cheapest_fill, fleet_cost_usd, mixed_setting
@@ -132,7 +132,7 @@ def relaxed_bounds(instance, pools, bounds: Callable) -> Callable:
     """`part_bound` of the decomposition under chosen regions: `bounds` (`mixed_mip.SettingBounds`) of
     the part's pools and precision on the model's sites (every site its own region), whatever the
     part's own partition (module docstring). Settings cached per (model size, pools, precision)."""
-    from planner.evaluate import with_params
+    from planner.setting import with_params
     from planner.fleet.replicas import mixed_setting
     from planner.solvers.mixed import unit_price
     sites = model_sites(instance)

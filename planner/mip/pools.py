@@ -609,7 +609,7 @@ def pool_tables(instance, pools: list[PoolSetting], objective: str, params: floa
     """The patterns of the fleet, the tables of their distinct settings (presolved: min_time drops the
     classes that cannot beat the best plan the presolves found; min_cost those that cannot meet the
     duration limit) and their merge. DeadlinePassed when `deadline` (time.perf_counter()) comes first."""
-    from planner.evaluate import with_params
+    from planner.setting import with_params
     from planner.mip.pool_regions import model_sites
     from planner.solvers.certified import check_supported, tables_or_refuse
     from planner.solvers.mixed import base_space, compute_bound_s, unit_price
@@ -696,7 +696,7 @@ def pool_tables(instance, pools: list[PoolSetting], objective: str, params: floa
             pruned, plan, value, done = presolve_compute(t) if objective == "max_compute" else presolve(t, "min_time")
             part.dropped = _cut(value)        # the presolves' own cut: classes bounded above it are dropped
             if plan is not None and value < best:
-                best, best_plan = value, _mixed_plan(pt, j, pruned, plan)
+                best, best_plan = value, mixed_plan(pt, j, pruned, plan)
             solved[j] = done
         elif objective == "max_compute":      # no exact incumbent from a setting whose node counts have gaps
             pruned = _compute_bounded(t)
@@ -704,7 +704,7 @@ def pool_tables(instance, pools: list[PoolSetting], objective: str, params: floa
             if objective == "min_cost" and part.exact_range:       # its incumbent: the fewest nodes it scored
                 _, plan, _, _ = presolve(t, "min_cost")
                 if plan is not None:
-                    found = _mixed_plan(pt, j, t, plan)
+                    found = mixed_plan(pt, j, t, plan)
                     cost = fleet_cost_usd(pools, found.counts) / price_scale(pools)
                     if cost < best:
                         best, best_plan = cost, found
@@ -823,7 +823,7 @@ def _least_cost(pt: "PoolTables", part: SettingPart, nodes: int) -> float:
     return min(costs, default=math.inf)
 
 
-def _mixed_plan(pt: PoolTables, j: int, t: Tables, batch: PlanBatch) -> MixedPlan:
+def mixed_plan(pt: PoolTables, j: int, t: Tables, batch: PlanBatch) -> MixedPlan:
     """A plan of setting part j found by its own search (N in the part's exact range): the pattern whose
     range holds N, its cheapest counts, then the canonical plan of those pools."""
     part = pt.parts[j]

@@ -11,7 +11,7 @@ from planner.cost import envelope
 def envelope_lines(e) -> list[str]:
     """A line saying whether the plan is inside the evidence envelope, then one line per way it leaves
     it; [] when the fitted quality model is off. (Whether a search kept inside is said by the solve's
-    binding limits, planner/solve.py.)"""
+    binding limits, planner/solvers/uniform.py.)"""
     if e.envelope is None:
         return []
     beyond = "" if envelope.on(e.setting.assumptions) else (

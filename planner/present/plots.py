@@ -12,7 +12,7 @@
   waits is visible.
 - `efficiency_png`: the efficiency factors as bars with their values written on them.
 
-Files are written atomically (planner/present/output.py).
+Files are written atomically (planner/files.py).
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ if TYPE_CHECKING:
 PLOT_SUFFIXES = (".png", ".svg")
 LOG_SCALE_RATIO = 100.0      # largest / smallest value at which the axis becomes logarithmic
 
-_AXIS = {"min_time": "time to target, days", "min_cost": "minimum cost, USD",
+AXIS_LABELS = {"min_time": "time to target, days", "min_cost": "minimum cost, USD",
          "max_compute": "compute within the duration limit, FLOP"}
 _BEST = {"min_time": "shorter is better", "min_cost": "lower is better", "max_compute": "larger is better"}
 
@@ -125,7 +125,7 @@ def comparison_figure(rows: list[Comparison], objective: str, title: str = "", l
     if limit:       # a legend at the top right: the best (shortest) bars are at the top
         ax.axvline(limit, color="#c0392b", linestyle="--", linewidth=1.2, label=f"duration limit {limit:,.0f} d")
         ax.legend(loc="upper right", fontsize=8)
-    ax.set_xlabel(_AXIS[objective] + (", log scale" if log else "") + f" ({_BEST[objective]})")
+    ax.set_xlabel(AXIS_LABELS[objective] + (", log scale" if log else "") + f" ({_BEST[objective]})")
     ax.grid(axis="x", which="major", alpha=0.3)
     ax.set_axisbelow(True)
     if title:
@@ -138,10 +138,10 @@ def comparison_plot(rows: list[Comparison], objective: str, paths: list[str | Pa
     """Write the comparison bar chart to every path (format by suffix, atomically); returns the paths.
 
     `rows` in rank order (as `planner.questions.compare.compare` returns them). Raises UnknownPlotFormat
-    before drawing anything if a suffix is not .png or .svg, OutputPathError (planner/present/output.py)
+    before drawing anything if a suffix is not .png or .svg, OutputPathError (planner/files.py)
     if a path cannot be written.
     """
-    from planner.present.output import atomic_path
+    from planner.files import atomic_path
     formats = [check_plot_path(p) for p in paths]
     fig = comparison_figure(rows, objective, title, limit_days)
     try:

@@ -8,7 +8,7 @@ binding limits and warnings; `evaluate` scores a given plan, `feasible` adds the
 Every report says how it was made (provenance: dtplan version, assumption profile, MFU,
 overridden constants, the command line), under the title and in full at the end.
 Every number comes from the result objects the terminal output is made from; files are
-written atomically (planner/present/output.py).
+written atomically (planner/files.py).
 """
 
 from __future__ import annotations
@@ -36,8 +36,8 @@ class UnknownReportFormat(ValueError):
 
 def check_report_path(path: str | Path) -> Path:
     """`path` if a report can be written there: UnknownReportFormat for a suffix other than .html
-    or .md, OutputPathError (planner/present/output.py) for a path that cannot be written."""
-    from planner.present.output import check_writable
+    or .md, OutputPathError (planner/files.py) for a path that cannot be written."""
+    from planner.files import check_writable
     path = Path(path)
     if path.suffix.lower() not in FORMATS:
         raise UnknownReportFormat(f"unknown format {path.suffix!r}; use .html or .md")
@@ -117,7 +117,7 @@ class _Doc:
 
     def write(self, path: str | Path) -> Path:
         """Write atomically (a complete report or none; an existing one is never left truncated)."""
-        from planner.present.output import write_text
+        from planner.files import write_text
         path = check_report_path(path)
         return write_text(path, self.html() if path.suffix.lower() == ".html" else self.markdown())
 
@@ -161,7 +161,7 @@ def provenance(instance, command: str | None = None) -> list[tuple[str, str]]:
 
 
 def _question(doc: _Doc, instance) -> None:
-    from planner.evaluate import setting_from_instance
+    from planner.setting import setting_from_instance
     from planner.fleet.present import fleet_label
     s = setting_from_instance(instance)
     doc.h2("Question")
@@ -312,7 +312,7 @@ def feasible_report(instance, f, path: str | Path, notes: list[str] | None = Non
 
 
 def compare_report(instance, rows, objective: str, path: str | Path, command: str | None = None) -> Path:
-    from planner.evaluate import max_days
+    from planner.setting import max_days
     from planner.present.plots import comparison_png
     from planner.questions.compare import plan_short
     doc = _Doc(f"dtplan compare: {instance.name or 'instance'}", instance, command)

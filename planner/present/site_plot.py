@@ -264,8 +264,8 @@ def _frame(ax, pos: dict[str, tuple[float, float]]) -> None:
 
 def draw_site_graph(graph: nx.Graph, groups: Sequence[Iterable[str]], path: str | Path, title: str = "") -> Path:
     """Write the site graph with its groups to `path`: PNG or SVG by the suffix (UnknownPlotFormat
-    otherwise, before drawing), atomically (planner/present/output.py). Returns the path."""
-    from planner.present.output import atomic_path
+    otherwise, before drawing), atomically (planner/files.py). Returns the path."""
+    from planner.files import atomic_path
     fmt = check_plot_path(path)
     plt = pyplot()
     with plt.rc_context({"svg.fonttype": "none"}):

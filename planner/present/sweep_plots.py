@@ -10,6 +10,7 @@
 
 from __future__ import annotations
 
+import copy
 import math
 from pathlib import Path
 from typing import Any, Sequence
@@ -21,8 +22,11 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
-from planner.present.output import atomic_path  # noqa: E402
-from planner.present.plots import check_plot_path  # noqa: E402
+from planner.files import atomic_path  # noqa: E402
+from planner.present.plots import AXIS_LABELS, check_plot_path  # noqa: E402
+from planner.questions.sweep.run import SweepResult  # noqa: E402
+from planner.schema.instance import parse_instance  # noqa: E402
+from planner.setting import max_days  # noqa: E402
 
 PERCENTILES = (5, 50, 95)
 _LABELS = {"time_to_target_days": "time to target, days", "days": "days to target (fastest plan)",
@@ -168,3 +172,32 @@ def pareto_plot(rows: list[dict[str, Any]], path: str | Path, group: str | None 
         ax.set_title(title, fontsize=10)
     ax.legend(fontsize=8)
     return _save(fig, path)
+
+
+def plot_sweep(result: SweepResult, path: str | Path, kind: str | None = None, x: str | None = None,
+               series: str | None = None, y: str | None = None, group: str | None = None,
+               title: str = "") -> Path:
+    """Draw a sweep's answer (the plots above). `kind` defaults to
+    'distribution' for Monte Carlo sweeps and 'lines' for grids; `x` and `series` default to
+    the first and second grid fields; `y` to days to target (reach: days; evaluate: days)."""
+    spec = result.spec
+    limit = max_days(parse_instance(copy.deepcopy(spec.base)))[0]
+    if "limits.max_days" in spec.grid or "limits.max_days" in spec.vary:
+        limit = None
+    kind = kind or ("distribution" if spec.vary else "lines")
+    fields = list(spec.grid) + list(spec.vary)
+    y = y or ("days" if spec.command == "reach" else "time_to_target_days")
+    if spec.command == "solve" and spec.objective == "max_compute" and y == "time_to_target_days":
+        y = "objective_value"
+    if kind == "distribution":
+        return distribution_plot([r.get(y) for r in result.rows], path, label=y, limit=limit,
+                                             title=title)
+    if kind == "pareto":
+        group = group or ("fleet.hardware" if "fleet.hardware" in fields else None)
+        return pareto_plot(result.rows, path, group=group, limit=limit, title=title)
+    x = x or fields[0]
+    series = series if series is not None else (list(spec.grid)[1] if len(spec.grid) > 1 else None)
+    ylabel = None
+    if y == "objective_value":
+        ylabel = AXIS_LABELS.get(spec.objective or parse_instance(copy.deepcopy(spec.base)).objective)
+    return lines_plot(result.rows, x, path, y=y, series=series, limit=limit, title=title, ylabel=ylabel)

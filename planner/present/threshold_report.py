@@ -1,7 +1,7 @@
 """`dtplan thresholds` output: terminal tables (rich) and the `--report FILE.html` page.
 
 The page reuses the document builder of planner/present/report.py (with its provenance block)
-and is written through planner/present/output.py (atomic). It holds: the thresholds and the node of each accelerator,
+and is written through planner/files.py (atomic). It holds: the thresholds and the node of each accelerator,
 the fewest nodes and cost per accelerator, the stop points (if asked), the threshold curve
 (fewest nodes and cost against the compute threshold, one line per accelerator) and the
 collateral table (which legitimate deployments each threshold catches). Every number comes
@@ -134,7 +134,7 @@ def _curve_plot(curve_rows) -> bytes:
 
 def threshold_report(title: str, th, answers, caught, stops, curve_rows, catalog, path: str | Path,
                      fit: bool, instance=None, command: str | None = None) -> Path:
-    """The page (atomic write through _Doc.write / planner/present/output.py); `instance` (the question
+    """The page (atomic write through _Doc.write / planner/files.py); `instance` (the question
     with one of the nodes) and `command` give the provenance block every report carries."""
     doc = _Doc(f"dtplan thresholds: {title}", instance, command)
     doc.p(f"Thresholds: {th.describe()}. A node (accelerators networked together) whose figures go above a "

@@ -334,28 +334,6 @@ def comparison_table(rows: list[Comparison], objective: str):
     return table
 
 
-def render_comparison(rows: list[Comparison], objective: str, console, title: str = "", elapsed_s: float = 0.0) -> None:
-    """The ranking table, the reason of each preset without a plan (one line each), and notes."""
-    from rich.markup import escape
-    from rich.text import Text
-    feasible = sum(r.feasible for r in rows)
-    console.print(Text(f"dtplan compare: {title or 'instance'}", style="bold underline"))
-    order = {"min_time": "least time to target first", "min_cost": "least cost first",
-             "max_compute": "most compute within the duration limit first"}[objective]
-    what = (f"your fleet and {(len(rows) - 1) // 2} hardware preset(s) at equal H100-eq and at equal cost"
-            if any(r.basis is not None for r in rows) else f"{len(rows)} hardware preset(s)")
-    console.print(f"objective {objective} ({order}); {what}, {feasible} with a plan; {elapsed_s:.2f} s")
-    from planner.present.render import print_table
-    print_table(comparison_table(rows, objective), console)
-    missing = [r for r in rows if not r.feasible]
-    if missing:
-        console.print(Text("Without a plan", style="bold red"))
-        for r in missing:
-            console.print(f"  [red]x[/red] {r.rank}. {escape(r.hardware)}: {escape(r.reason)}")
-    for note in comparison_notes(rows):
-        console.print(f"  [yellow]![/yellow] {escape(note)}")
-
-
 def comparison_notes(rows: list[Comparison]) -> list[str]:
     """Every note of the rows, each once and whole; for a fleet of pools, what the rows are."""
     notes = list(dict.fromkeys(n for r in rows for n in r.notes))

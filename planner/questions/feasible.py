@@ -27,9 +27,7 @@ fixes not searched in time are listed in `no_fix` as such (never guessed).
 from __future__ import annotations
 
 import copy
-import json
 import math
-import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -37,7 +35,8 @@ from planner.cost.duration import SECONDS_PER_DAY
 from planner.schema.errors import InputError
 from planner.schema.instance import parse_instance
 from planner.schema.limits import MAX_BUDGET_USD, MAX_DAYS, MAX_MBPS, MAX_NODES
-from planner.solve import SolveResult, solve
+from planner.questions.variants import Fix, TimeUp, VariantSolver, verified
+from planner.solve import SolveResult
 
 NODE_CAP_FACTOR = 1000          # search up to this many times the fleet (at least NODE_CAP_MIN nodes)
 NODE_CAP_MIN = 100_000
@@ -46,30 +45,6 @@ BANDWIDTH_STEP = 1.01
 UNLIMITED_DAYS = MAX_DAYS
 DAY_STEP = 0.1
 GOODPUT_STEP = 0.001
-
-
-@dataclass
-class Fix:
-    """The smallest change of one limit that makes the instance feasible (verified)."""
-
-    limit: str                     # nodes | wan-bandwidth | duration | budget | goodput
-    fields: dict[str, Any]         # instance fields and their new values
-    current: dict[str, Any]        # the same fields' values now
-    summary: str
-    result: SolveResult            # the solve with the fix applied
-    added_cost_usd: float | None = None    # nodes fixes of a fleet of pools: added nodes x node price
-
-    def set_args(self) -> list[str]:
-        """The fix as `--set FIELD=VALUE` arguments that `dtplan solve ... --set` accepts: each value
-        as compact JSON (no thousands separators; a float with every digit)."""
-        return [f"{k}={json.dumps(v, separators=(',', ':'))}" for k, v in self.fields.items()]
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"limit": self.limit, "fields": self.fields, "current": self.current, "summary": self.summary,
-                "set": self.set_args(),
-                **({"added_cost_usd": self.added_cost_usd} if self.added_cost_usd is not None else {}),
-                "time_to_target_s": self.result.objective_value,
-                "plan": self.result.plan.model_dump() if self.result.plan else None}
 
 
 @dataclass
@@ -88,40 +63,8 @@ class Feasibility:
 
     def to_frame(self):
         """The instance as given, then one row per fix (pandas DataFrame)."""
-        from planner.present.frames import feasibility_frame
+        from planner.frames import feasibility_frame
         return feasibility_frame(self)
-
-
-class TimeUp(Exception):
-    """The deadline passed before a solve could answer."""
-
-
-class _Solver:
-    """Solve variants of one raw instance, counting the solves, all before one deadline."""
-
-    def __init__(self, raw: dict, source: str, progress: Callable[[str], None] | None,
-                 deadline: float | None = None):
-        self.raw, self.source, self.count, self.deadline = raw, source, 0, deadline
-        self.progress = progress or (lambda message: None)
-
-    def variant(self, edit: Callable[[dict], None]) -> dict:
-        data = copy.deepcopy(self.raw)
-        edit(data)
-        return data
-
-    def solve(self, data: dict, objective: str = "min_time", exact: bool = True) -> SolveResult:
-        """The solve of a variant; TimeUp if the deadline cut it short (when `exact`: an answer
-        found in time but not proven optimal is no answer for a fix)."""
-        if exact and self.deadline is not None and time.perf_counter() >= self.deadline:
-            raise TimeUp
-        self.count += 1
-        result = solve(parse_instance(data, self.source), objective=objective, deadline=self.deadline)
-        if exact and result.status == "time_limit":
-            raise TimeUp
-        return result
-
-    def feasible(self, data: dict) -> bool:
-        return self.solve(data).status == "optimal"
 
 
 def _set(path: str, value) -> Callable[[dict], None]:
@@ -151,7 +94,7 @@ def feasible(raw: dict, source: str = "<instance>", progress: Callable[[str], No
     and no proof by then, `timed_out` is set and no fix is searched. For a fleet of pools the
     nodes fixes are one per pool and one per hardware preset added as a new pool (`presets`,
     default every preset), at `site` when given (planner.questions.pool_fixes)."""
-    s = _Solver(raw, source, progress, deadline)
+    s = VariantSolver(raw, source, progress, deadline)
     s.progress("solving the instance")
     base = s.solve(copy.deepcopy(raw), exact=False)
     out = Feasibility(base.plan is not None, base)
@@ -182,7 +125,7 @@ def feasible(raw: dict, source: str = "<instance>", progress: Callable[[str], No
     return out
 
 
-def _fix_nodes(s: _Solver, instance) -> tuple[Fix | None, str | None]:
+def _fix_nodes(s: VariantSolver, instance) -> tuple[Fix | None, str | None]:
     if instance.fleet.is_mixed:          # one fix per pool and per preset instead (pool_fixes above)
         return None, None
     s.progress("fewest nodes")
@@ -203,14 +146,14 @@ def _fix_nodes(s: _Solver, instance) -> tuple[Fix | None, str | None]:
             edits.append(_set("limits.max_nodes", nodes))
         return s.variant(_chain(*edits))
 
-    return _verified(s, "nodes", at(n), at(n - 1) if n > 1 else None,
+    return verified(s, "nodes", at(n), at(n - 1) if n > 1 else None,
                      {"fleet.nodes": n} | ({"limits.max_nodes": n} if instance.limits.max_nodes else {}),
                      {"fleet.nodes": instance.fleet.nodes} | ({"limits.max_nodes": instance.limits.max_nodes}
                                                               if instance.limits.max_nodes else {}),
                      f"{n:,} nodes instead of {now:,}")
 
 
-def _fix_bandwidth(s: _Solver, instance) -> tuple[Fix | None, str | None]:
+def _fix_bandwidth(s: VariantSolver, instance) -> tuple[Fix | None, str | None]:
     s.progress("lowest WAN bandwidth")
     up, down = instance.network.wan.up_mbps, instance.network.wan.down_mbps
 
@@ -230,13 +173,13 @@ def _fix_bandwidth(s: _Solver, instance) -> tuple[Fix | None, str | None]:
         else:
             lo = mid
     new_up, new_down = _round_up(up * hi), _round_up(down * hi)
-    return _verified(s, "wan-bandwidth", at(hi), at(lo),
+    return verified(s, "wan-bandwidth", at(hi), at(lo),
                      {"network.wan.up_mbps": new_up, "network.wan.down_mbps": new_down},
                      {"network.wan.up_mbps": up, "network.wan.down_mbps": down},
                      f"WAN {new_up:,g} Mb/s up / {new_down:,g} Mb/s down instead of {up:,g} / {down:,g}")
 
 
-def _fix_duration(s: _Solver, instance) -> tuple[Fix | None, str | None]:
+def _fix_duration(s: VariantSolver, instance) -> tuple[Fix | None, str | None]:
     s.progress("shortest duration")
     r = s.solve(s.variant(_set("limits.max_days", UNLIMITED_DAYS)))
     if r.status != "optimal":
@@ -245,13 +188,13 @@ def _fix_duration(s: _Solver, instance) -> tuple[Fix | None, str | None]:
     days = min(round(days, 6), MAX_DAYS)
     current = instance.limits.max_days
     now = f"{current:,g}" if isinstance(current, (int, float)) else f"'{current}' ({instance_window_days(instance):,.1f})"
-    return _verified(s, "duration", s.variant(_set("limits.max_days", days)),
+    return verified(s, "duration", s.variant(_set("limits.max_days", days)),
                      s.variant(_set("limits.max_days", round(days - DAY_STEP, 6))) if days > DAY_STEP else None,
                      {"limits.max_days": days}, {"limits.max_days": current},
                      f"a run of {days:,.1f} days instead of {now}")
 
 
-def _fix_budget(s: _Solver, instance) -> tuple[Fix | None, str | None]:
+def _fix_budget(s: VariantSolver, instance) -> tuple[Fix | None, str | None]:
     budget = instance.limits.budget_usd
     if budget is None:
         return None, None
@@ -262,13 +205,13 @@ def _fix_budget(s: _Solver, instance) -> tuple[Fix | None, str | None]:
     cost = float(r.objective_value)
     if cost > MAX_BUDGET_USD:
         return None, f"budget: the budget needed, ${cost:,.0f}, exceeds dtplan's bound of ${MAX_BUDGET_USD:,.0f}"
-    return _verified(s, "budget", s.variant(_set("limits.budget_usd", cost)),
+    return verified(s, "budget", s.variant(_set("limits.budget_usd", cost)),
                      s.variant(_set("limits.budget_usd", cost - 1.0)) if cost > 1 else None,
                      {"limits.budget_usd": cost}, {"limits.budget_usd": budget},
                      f"a budget of ${cost:,.0f} instead of ${budget:,.0f}")
 
 
-def _fix_goodput(s: _Solver, instance) -> tuple[Fix | None, str | None]:
+def _fix_goodput(s: VariantSolver, instance) -> tuple[Fix | None, str | None]:
     """Wall-clock is training time / goodput for every plan alike, so the fastest plan does not
     depend on the goodput, and the goodput needed is its training time over the duration limit."""
     goodput = instance.fleet.goodput
@@ -281,21 +224,10 @@ def _fix_goodput(s: _Solver, instance) -> tuple[Fix | None, str | None]:
     needed = math.ceil(r.objective_value / (instance_window_days(instance) * SECONDS_PER_DAY) / GOODPUT_STEP
                        - 1e-9) * GOODPUT_STEP
     needed = round(min(needed, 1.0), 6)
-    return _verified(s, "goodput", s.variant(_set("fleet.goodput", needed)),
+    return verified(s, "goodput", s.variant(_set("fleet.goodput", needed)),
                      s.variant(_set("fleet.goodput", round(needed - GOODPUT_STEP, 6))) if needed > GOODPUT_STEP else None,
                      {"fleet.goodput": needed}, {"fleet.goodput": goodput},
                      f"a goodput of {needed:g} instead of {goodput:g} (training {needed:.1%} of the wall-clock)")
-
-
-def _verified(s: _Solver, limit: str, fixed: dict, smaller: dict | None, fields: dict, current: dict,
-              summary: str) -> tuple[Fix | None, str | None]:
-    """The fix if the instance with it is feasible and with the next smaller step is not."""
-    r = s.solve(fixed)
-    if r.status != "optimal":
-        raise AssertionError(f"{limit}: the fix {fields} does not make the instance feasible")
-    if smaller is not None and s.feasible(smaller):
-        raise AssertionError(f"{limit}: the fix {fields} is not the smallest (one step less is feasible)")
-    return Fix(limit, fields, current, summary, r), None
 
 
 def _round_up(x: float, digits: int = 3) -> float:
@@ -307,5 +239,5 @@ def _round_up(x: float, digits: int = 3) -> float:
 
 
 def instance_window_days(instance) -> float:
-    from planner.evaluate import setting_from_instance
+    from planner.setting import setting_from_instance
     return setting_from_instance(instance).window_s / SECONDS_PER_DAY

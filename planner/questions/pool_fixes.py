@@ -27,6 +27,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from planner.questions.variants import TimeUp, verified
 from planner.schema.catalog import hardware_ids, load_hardware
 from planner.schema.limits import MAX_NODES
 
@@ -36,8 +37,7 @@ POOL_CAP_MIN = 100_000
 
 def pool_fixes(s, instance, site: str | None = None, presets: list[str] | None = None) -> list[tuple[Any, str | None]]:
     """(Fix or None, reason) for each pool grown alone, then each preset added as a new pool.
-    `s` is planner.questions.feasible._Solver on the instance; TimeUp propagates per fix."""
-    from planner.questions.feasible import TimeUp
+    `s` is planner.questions.variants.VariantSolver on the instance; TimeUp propagates per fix."""
     from planner.schema.errors import InputError
     out = []
     total = sum(p.count for p in instance.fleet.pools)
@@ -101,7 +101,6 @@ def _fewest(s, instance, i: int, name: str, now: int, cap: int, at) -> int | Non
 
 
 def _grow(s, instance, i: int, cap: int):
-    from planner.questions.feasible import _verified
     pool, name = instance.fleet.pools[i], instance.fleet.pool_labels()[i]     # the plan's key for the pool
     s.progress(f"fewest nodes of pool {name}")
     at = lambda c, prices=None, drop=False: _with_count(s, i, c, prices, drop)
@@ -110,7 +109,7 @@ def _grow(s, instance, i: int, cap: int):
     if n is None:
         return None, f"{label}: no count up to {cap:,} reaches the target with the other pools as given" + _capped(instance)
     price = pool.priced_hardware.node_price_usd
-    fix, _ = _verified(s, "pool-nodes", at(n), at(n - 1) if n > 1 else None, {_count_path(i): n},
+    fix, _ = verified(s, "pool-nodes", at(n), at(n - 1) if n > 1 else None, {_count_path(i): n},
                        {_count_path(i): pool.count},
                        f"{n:,} nodes of pool {name} instead of {pool.count:,} "
                        f"(+{n - pool.count:,}, ${(n - pool.count) * price:,.0f})")
@@ -141,7 +140,6 @@ def _cheapest_site(instance, grown: list) -> str | None:
 
 
 def _add(s, instance, hw: str, site: str | None, site_given: bool, cap: int):
-    from planner.questions.feasible import _verified
     names = set(instance.fleet.pool_labels())
     name = f"added-{hw}"
     while name in names:
@@ -166,7 +164,7 @@ def _add(s, instance, hw: str, site: str | None, site_given: bool, cap: int):
                       f"pools" + _capped(instance))
     path = f"fleet.pools[{i}]"
     price = load_hardware(hw).node_price_usd
-    fix, _ = _verified(s, "new-pool", at(n), at(n - 1) if n > 1 else None, {path: pool_at(n)}, {path: None},
+    fix, _ = verified(s, "new-pool", at(n), at(n - 1) if n > 1 else None, {path: pool_at(n)}, {path: None},
                        f"a new pool of {n:,} x {hw}{where} (${n * price:,.0f})")
     fix.added_cost_usd = n * price
     return fix, None

@@ -48,7 +48,7 @@ def _unique(problems: list[Problem]) -> list[Problem]:
 def _section_problems(raw: Any) -> list[Problem]:
     """Pool sites and site-graph connectivity, from the network section (when it is valid alone)
     and the pools' `site` strings (whatever else in them is wrong)."""
-    from planner.fleet.network import pool_site_problems
+    from planner.schema.sites import pool_site_problems
     from planner.schema.instance import Network
     fleet = raw.get("fleet") if isinstance(raw, dict) else None
     pools = fleet.get("pools") if isinstance(fleet, dict) else None

@@ -312,7 +312,7 @@ def robust_answer(raw: dict, node, th, fit: bool = False):
 def sweep_row(instance: Instance, data: dict, objective: str | None, solver: str) -> dict[str, Any]:
     """One point of `sweep --robust` (command "robust"): the robust optimum of the point's instance
     (its value: seconds, USD or FLOP, as `solve`), the statistic, the plan's cost and fields."""
-    from planner.present.frames import _plan as plan_columns
+    from planner.frames import plan_columns
     objective = objective or instance.objective
     r, chosen, statistic, settings = robust_optimum(instance, data, objective, solver=solver)
     cost = days = None

@@ -316,7 +316,7 @@ def fit_params(raw: dict, node: NodeBuild) -> float:
     precision `search.precisions` allows), rounded down to 3 significant digits."""
     probe = copy.deepcopy(raw)
     probe["model"] = {"params": MIN_PARAMS}           # any valid size: only the assumptions are read
-    probe["fleet"] = {"hardware": node.hardware(), "nodes": _node_cap(raw)}
+    probe["fleet"] = {"hardware": node.hardware(), "nodes": node_cap(raw)}
     if isinstance(probe.get("search"), dict):
         probe["search"].pop("params", None)
     instance = parse_instance(probe, "<fit>")
@@ -347,7 +347,7 @@ def node_instance(raw: dict, node: NodeBuild, th: Thresholds, nodes: int, fit: b
     return data
 
 
-def _node_cap(raw: dict) -> int:
+def node_cap(raw: dict) -> int:
     return int(raw.get("limits", {}).get("max_nodes") or NODE_CAP)
 
 
@@ -356,7 +356,7 @@ def node_case(raw: dict, node: NodeBuild, th: Thresholds, fit: bool = False):
     Answer when there is none (no node, or an instance the node cannot form)."""
     if node.count < 1:
         return Answer(node, False, binding=[f"no node: {node.rule}"])
-    cap = _node_cap(raw)
+    cap = node_cap(raw)
     try:
         data = node_instance(raw, node, th, cap, fit)
         instance = parse_instance(data, "<thresholds>")
@@ -548,7 +548,7 @@ def stop_point(raw: dict, acc: AcceleratorSpec, th: Thresholds, kinds: tuple[str
 def _reach(data: dict, node: NodeBuild, th: Thresholds, fit: bool) -> Answer | None:
     """The min_cost answer if the target is reachable under `data`'s limits, else None."""
     try:
-        instance = parse_instance(node_instance(data, node, th, _node_cap(data), fit), "<stop>")
+        instance = parse_instance(node_instance(data, node, th, node_cap(data), fit), "<stop>")
     except InputError:                        # the node does not suit the instance (a precision it lacks)
         return None
     r = solve(instance, objective="min_cost")

@@ -4,6 +4,10 @@
 problem at once (`InputError`). Units are in the field names: `_mbps` megabits per
 second, `_ms` milliseconds, `_gb` 1e9 bytes, `_usd` US dollars, `max_days` days;
 parameter and token counts are raw counts (7e9, not 7).
+
+One module of ~600 lines (issue 26: a module over ~500 lines says why): the instance is one
+pydantic model tree whose sections check each other (`cross_problems`: fleet against limits and
+search); the sections' leaf types live in `planner.schema.strict`, `limits` and `sites`.
 """
 
 import json
@@ -21,7 +25,7 @@ from planner.cost.assumptions import (BOOL_CONSTANTS, CHOICE_CONSTANTS, NUMERIC_
                                       profile_names)
 from planner.schema.errors import InputError, Problem
 from planner.schema.limits import MAX_SITE_LINKS, MAX_SITES
-from planner.schema.sites import Site, SiteLink, with_site_references
+from planner.schema.sites import Site, SiteLink, pool_site_problems, with_site_references
 from planner.schema.limits import (MAX_BATCH_TOKENS, MAX_BUDGET_USD, MAX_DAYS, MAX_EXPONENT, MAX_FLOP, MAX_GROWTH,
                                    MAX_HIDDEN_SIZE, MAX_LIST, MAX_MBPS, MAX_MOE_LAYERS, MAX_NODES, MAX_NUMBER,
                                    MAX_PARAMS, MAX_PRICE_USD, MAX_RATIO, MAX_RTT_MS, MAX_SIZES, MAX_TOKENS)
@@ -535,7 +539,6 @@ class Instance(StrictModel):
         if hw is not None and tp > hw.accelerators_per_node:      # dtplan's TP term runs inside one node
             problems.append(Problem("assumptions.constants.tensor_parallel",
                                     f"must be <= the node's accelerators ({hw.accelerators_per_node}), got {show(tp)}"))
-        from planner.fleet.network import pool_site_problems
         problems += pool_site_problems(self.fleet, self.network)
         if problems:
             raise_problems(problems)

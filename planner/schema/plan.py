@@ -1,7 +1,7 @@
 """A plan: one choice of every decision (mode, nodes, precision, H, Cr, ...) to evaluate.
 
 `load_plan(path)` / `parse_plan(data)` check the plan on its own (types, ranges and the
-per-mode rules); `check_plan_against(instance, plan)` checks it against an instance.
+per-mode rules); `planner.evaluate.check_plan_against(instance, plan)` checks it against an instance.
 """
 
 from pathlib import Path
@@ -145,24 +145,6 @@ def mode_problems(plan: Plan) -> list[Problem]:
         problems.append(Problem("expert_parallel", f"'regional' needs mode 'hierarchical' (its groups are the "
                                                    f"regions), not {mode!r}"))
     return problems
-
-
-def check_plan_against(instance: Instance, plan: Plan) -> list[Problem]:
-    """Problems of `plan` on `instance` (fleet size, node cap, precision, MoE rules); [] if none."""
-    if instance.fleet.is_mixed or plan.pool_nodes is not None or plan.sync_rule == "proportional":
-        from planner.fleet.evaluate import mixed_plan_problems
-        return mixed_plan_problems(instance, plan) + model_plan_problems(instance, plan)
-    problems = []
-    if plan.nodes > instance.fleet.nodes:
-        problems.append(Problem("plan.nodes", f"must be <= fleet.nodes ({instance.fleet.nodes}), got {plan.nodes}"))
-    max_nodes = instance.limits.max_nodes
-    if max_nodes is not None and plan.nodes > max_nodes:
-        problems.append(Problem("plan.nodes", f"must be <= limits.max_nodes ({max_nodes}), got {plan.nodes}"))
-    hw = instance.hardware
-    if plan.precision not in hw.precisions:
-        problems.append(Problem("plan.precision", f"hardware {hw.id!r} does not support {plan.precision!r}; "
-                                                  f"supported: {', '.join(hw.precisions)}"))
-    return problems + model_plan_problems(instance, plan)
 
 
 def model_plan_problems(instance: Instance, plan: Plan) -> list[Problem]:

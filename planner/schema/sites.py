@@ -18,7 +18,8 @@ from pydantic import Field, ValidationError, model_validator
 
 from planner.schema.errors import Problem
 from planner.schema.limits import MAX_MBPS, MAX_RTT_MS
-from planner.schema.strict import Num, StrictModel, Text, close_matches, fmt, problems_from, raise_problems, show
+from planner.schema.strict import (Num, StrictModel, Text, close_matches, did_you_mean, fmt, problems_from, raise_problems,
+                                   show)
 from planner.sites.places import great_circle_km, places
 
 # A site giving both a city and coordinates must lie this close to the city's centre: farther,
@@ -219,3 +220,25 @@ def ignored_wan_rtt(instance: Any) -> str | None:
     return (f"network.wan.rtt_ms ({fmt(net.wan.rtt_ms)} ms) is ignored: with network.sites and fleet.pools each "
             "sync takes the RTT of its route (network.links[i].rtt_ms, or the estimate for the two sites; "
             "lan_rtt_ms on one site); network.wan sets only the bandwidth of each node's access link")
+
+
+def pool_site_problems(fleet, network) -> list[Problem]:
+    """fleet.pools[i].site against network.sites: known when sites are given, required then, and
+    only meaningful with sites."""
+    if fleet is None or network is None or not fleet.is_mixed:
+        return []
+    names = [s.name for s in network.sites]
+    problems = []
+    for i, pool in enumerate(fleet.pools):
+        path = f"fleet.pools[{i}].site"
+        if pool.site is None and names:
+            problems.append(Problem(path, "required when network.sites are given: the name of the pool's site "
+                                          f"(one of {', '.join(repr(n) for n in names[:8])}"
+                                          + (", ...)" if len(names) > 8 else ")")))
+        elif pool.site is not None and not names:
+            problems.append(Problem(path, f"names site {pool.site!r}, but network.sites is empty (give the sites "
+                                          "and the links between them, or drop the site)"))
+        elif pool.site is not None and pool.site not in names:
+            problems.append(Problem(path, f"unknown site {pool.site!r}{did_you_mean(pool.site, names)}; "
+                                          f"network.sites: {', '.join(names[:8])}" + (", ..." if len(names) > 8 else "")))
+    return problems

@@ -303,7 +303,7 @@ def _unknown_field(loc: tuple, root: type[BaseModel] | None) -> str:
     if model is None:
         return "unknown field"
     here = join_path(loc[:-1]) if loc[:-1] else ""
-    elsewhere = [p for p in _field_paths(root) if p.rpartition(".")[2] == key and p.rpartition(".")[0] != here]
+    elsewhere = [p for p in field_paths(root) if p.rpartition(".")[2] == key and p.rpartition(".")[0] != here]
     near = close_matches(key, model.model_fields, n=1)
     if elsewhere:
         where = " or ".join(repr(p) for p in elsewhere[:2])
@@ -313,7 +313,7 @@ def _unknown_field(loc: tuple, root: type[BaseModel] | None) -> str:
     return f"unknown field; allowed: {', '.join(model.model_fields)}"
 
 
-def _unwrap(tp: Any) -> Any:
+def unwrap(tp: Any) -> Any:
     """Annotated[X, ...] -> X; Optional[X] -> X; a union -> its model member, if any."""
     while True:
         origin = get_origin(tp)
@@ -322,14 +322,14 @@ def _unwrap(tp: Any) -> Any:
             continue
         if origin in (Union, types.UnionType):
             members = [a for a in get_args(tp) if a is not type(None)]
-            models = [a for a in members if _is_model(_unwrap(a))]
+            models = [a for a in members if is_model(unwrap(a))]
             if len(members) == 1 or models:
                 tp = members[0] if len(members) == 1 else models[0]
                 continue
         return tp
 
 
-def _is_model(tp: Any) -> bool:
+def is_model(tp: Any) -> bool:
     return isinstance(tp, type) and issubclass(tp, BaseModel)
 
 
@@ -337,8 +337,8 @@ def _model_at(root: type[BaseModel], loc: tuple) -> type[BaseModel] | None:
     """The model class validating the object at `loc` (None if not a model)."""
     tp: Any = root
     for part in loc:
-        tp = _unwrap(tp)
-        if _is_model(tp) and isinstance(part, str):
+        tp = unwrap(tp)
+        if is_model(tp) and isinstance(part, str):
             field = tp.model_fields.get(part)
             if field is None:
                 return None
@@ -347,19 +347,19 @@ def _model_at(root: type[BaseModel], loc: tuple) -> type[BaseModel] | None:
             tp = get_args(tp)[-1]
         else:
             return None
-    tp = _unwrap(tp)
-    return tp if _is_model(tp) else None
+    tp = unwrap(tp)
+    return tp if is_model(tp) else None
 
 
-def _field_paths(model: type[BaseModel], prefix: str = "", depth: int = 0) -> list[str]:
+def field_paths(model: type[BaseModel], prefix: str = "", depth: int = 0) -> list[str]:
     """Dotted paths of every field of `model` and of the models nested in it."""
     paths: list[str] = []
     for name, field in model.model_fields.items():
         path = f"{prefix}{name}"
         paths.append(path)
-        inner = _unwrap(field.annotation)
-        if _is_model(inner) and depth < 5:
-            paths += _field_paths(inner, f"{path}.", depth + 1)
+        inner = unwrap(field.annotation)
+        if is_model(inner) and depth < 5:
+            paths += field_paths(inner, f"{path}.", depth + 1)
     return paths
 
 

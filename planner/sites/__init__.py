@@ -15,6 +15,9 @@ planner/sites/places.py (the shipped tables), docs/sites.md.
 
 The names are loaded on first use (PEP 562): the schema imports planner.sites.places to check
 city names, and that must not import networkx into every command (tests/test_packaging.py).
+
+Layer: setting (docs/architecture.md): may import schema and cost; `places` (the shipped table of
+places) sits on the schema layer, as the schema checks city names against it.
 """
 
 from __future__ import annotations

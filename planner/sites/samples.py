@@ -17,16 +17,16 @@ from __future__ import annotations
 
 import numpy as np
 
-from planner.fleet.samples import _add_sites, _add_sync_rule, random_instance
+from planner.fleet.samples import add_sites, add_sync_rule, random_instance
 
 
 def random_region_instance(rng: np.random.Generator, max_count: int = 4, sync_rule: bool = False) -> dict:
     """One random instance (raw JSON data) with network.regions = "chosen". `sync_rule`: then, drawn
     last, fleet.sync_rule 'proportional' or 'auto' (twice as often), with max_compute's target kind
-    and replica penalty as `planner.fleet.samples._add_sync_rule` draws them."""
+    and replica penalty as `planner.fleet.samples.add_sync_rule` draws them."""
     data = random_instance(rng, max_count)
     if not data["network"].get("sites"):
-        _add_sites(rng, data)
+        add_sites(rng, data)
     data["network"]["regions"] = "chosen"
     for site in data["network"]["sites"]:
         if rng.random() < 0.7:
@@ -42,7 +42,7 @@ def random_region_instance(rng: np.random.Generator, max_count: int = 4, sync_ru
         data["search"]["min_nodes"] = sum(p["count"] for p in data["fleet"]["pools"])
     _add_costs(rng, data)
     if sync_rule:
-        _add_sync_rule(rng, data, ("proportional", "auto", "auto"))
+        add_sync_rule(rng, data, ("proportional", "auto", "auto"))
     return data
 
 
@@ -118,7 +118,7 @@ def random_placement_instance(rng: np.random.Generator, sync_rule: bool = False)
     accelerators of 400, 700 or 1,200 TFLOP/s at fp16 (so that pools run 1.75 to 3 times as many inner
     steps as others, and the fastest placeable split is not the fastest fill), flat plans allowed
     half of the time, min_time and max_compute without a budget half of the time, and with
-    max_compute the target kinds of `_add_sync_rule`."""
+    max_compute the target kinds of `add_sync_rule`."""
     names = ["LON", "PAR", "TYO"][:int(rng.integers(2, 4))]
     pools = [{"name": f"p{i}", "hardware": "16xH100-SXM", "count": int(rng.choice([1, 1, 2, 3, 5])),
               "site": names[i % len(names)] if i < len(names) else str(rng.choice(names)),
@@ -146,13 +146,13 @@ def random_placement_instance(rng: np.random.Generator, sync_rule: bool = False)
             data["search"]["modes"] = data["search"]["modes"] + ["flat"]
         if data["objective"] != "min_cost" and rng.random() < 0.5:
             del data["limits"]["budget_usd"]           # the fastest placeable split, with no budget
-        _add_sync_rule(rng, data, ("proportional", "auto", "auto"))
+        add_sync_rule(rng, data, ("proportional", "auto", "auto"))
     return data
 
 
 def random_tie_instance(rng: np.random.Generator) -> dict:
     """One random instance where plans of different unit sizes tie in time and place at different
-    costs (ties go to the cheaper: `planner.fleet.regions.cheapest_tied`): a pool of 16x H100 nodes
+    costs (ties go to the cheaper: `planner.solvers.placed.cheapest_tied`): a pool of 16x H100 nodes
     (2 to 6, odd counts more often: whose cheapest fill groups of 2 cannot place) at each of 2 or 3 of London, Paris, New York and Tokyo, and with two sites two times in
     five a second pool at one of them, at prices of 1,000, 3,000 or 10,000 USD per accelerator (the sites' first
     pools at different prices); 100 Gb/s LANs, 10 Gb/s links between the sites (London-Paris within the

@@ -263,8 +263,10 @@ def optimise(setting: Setting, space: DecisionSpace, objective: str, backend: st
     plan, value, report = outer_approximation(setting, space, objective, backend, deadline)
     start = time.perf_counter()
     if plan is None:
-        from planner.solve import optimise as exact_optimise   # the exact search confirms
-        found, evaluations, bound = exact_optimise(setting, space, objective, deadline)
+        # the exact search confirms: the objective's branch and bound (as `planner.solvers.uniform.optimise`
+        # runs it with solver "bnb"; a MIP backend is used only where its bounds hold)
+        exact = max_compute if objective == "max_compute" else min_time if objective == "min_time" else min_cost
+        found, evaluations, bound = exact(setting, space.for_objective(setting, objective), deadline)
         report.certify_s = time.perf_counter() - start
         report.certified_changed_plan = found is not None
         return found, evaluations, bound, report

@@ -26,7 +26,7 @@ import os
 import sys
 import time
 
-from planner.solvers import BackendResult, written_as_mps
+from planner.solvers.backend import BackendResult, written_as_mps
 
 OPTIONS = {"mip_rel_gap": 0.0, "mip_abs_gap": 1e-9, "threads": 1, "random_seed": 0,
            "mip_heuristic_run_rins": False, "mip_heuristic_run_rens": False}

@@ -23,9 +23,9 @@ slowest sets the pace, the smallest memory the state per node), and on N = sum_p
    With regions chosen (`planner.fleet.regions`) a part is also a partition of the sites of U into
    regions; with several regions a plan's nodes must be placeable and its cost is its cheapest
    placement's, C_u(N) >= the cheapest fill: a budget keeps the (N, u) placed within it, and
-   min_cost descends over cost limits (`regions.least_cost_placed`) instead of taking the fewest N,
+   min_cost descends over cost limits (`placed.least_cost_placed`) instead of taking the fewest N,
    and min_time / max_compute take, among the part's plans tied with its optimum, one of least
-   C_u(N) (`regions.cheapest_tied`; the solvers' tie order, fewer nodes first, is the cheaper
+   C_u(N) (`placed.cheapest_tied`; the solvers' tie order, fewer nodes first, is the cheaper
    only while the cost is the cheapest fill).
 
 With one pool there is one part: the uniform solve of that pool's setting. `planner.solvers.
@@ -47,11 +47,11 @@ from planner.evaluate import with_params
 from planner.fleet.evaluate import MixedEvaluation, evaluate_mixed
 from planner.fleet.network import site_network
 from planner.fleet.pools import PoolSetting, pool_settings
-from planner.fleet.regions import (cheapest_tied, least_cost_placed, part_counts, part_regions,
-                                   plan_regions)
+from planner.fleet.regions import part_counts, part_regions, plan_regions
 from planner.fleet.replicas import affordable_nodes, cheapest_fill, fleet_cost_usd, mixed_setting, unsupported
 from planner.objectives import min_time, tie_less
 from planner.solvers.mixed_proportional import rules_searched
+from planner.solvers.placed import cheapest_tied, least_cost_placed
 from planner.schema.instance import Instance
 from planner.schema.plan import parse_plan
 from planner.space import PRECISION_ORDER, DecisionSpace
@@ -149,7 +149,7 @@ def solve_part(instance: Instance, pools: list[PoolSetting], part: Part, objecti
     min_cost on several chosen regions it is the cost of a plan of another part (ties kept).
     `incumbent_compute` (max_compute, FLOP): likewise (`objectives.max_compute`), bound 0."""
     from planner.objectives import max_compute
-    from planner.solve import optimise
+    from planner.solvers.uniform import optimise
     from planner.solvers import monotone
     s, space = part.setting, part.space
     placed = objective == "min_cost" and part.placement is not None
@@ -225,7 +225,7 @@ def _cost_of(pools, used, nodes: float) -> float:
 def _fastest_at_same_cost(pools, part: Part, batch: PlanBatch, deadline: float, solver: str):
     """min_cost found the fewest nodes N*; when pools of price 0 give larger N the same cost, the
     fastest plan of N* .. N_hi nodes (all of that cost) wins the tie."""
-    from planner.solve import optimise
+    from planner.solvers.uniform import optimise
     n = int(batch.nodes[0])
     cost = fleet_cost_usd(pools, cheapest_fill(pools, part.used, n))
     high = min(affordable_nodes(pools, part.used, cost), part.space.max_nodes)
@@ -247,7 +247,7 @@ def best_part(results: list[PartResult]) -> PartResult | None:
 
 def plan_of(result: PartResult, pools: list[PoolSetting], is_moe: bool):
     """The user-facing plan of a part's optimum, with its pool_nodes (cheapest fill)."""
-    from planner.solve import plan_from_batch
+    from planner.solvers.uniform import plan_from_batch
     plan = plan_from_batch(result.batch, 0, is_moe)
     data = plan.model_dump(exclude_none=True)
     data["pool_nodes"] = {p.label: n for p, n in zip(pools, result.counts) if n}
@@ -267,7 +267,7 @@ def solve_mixed(instance: Instance, objective: str, solver: str, deadline: float
     the parts then prune against it (ties kept). `part_bound(part)`: a proven bound on the objective
     over the part's plans (seconds or USD below, FLOP above; `mixed_mip.SettingBounds` from the
     model's tables): a part that cannot come within 1e-9 of the best plan known is skipped."""
-    from planner.solve import MIP_SOLVERS
+    from planner.solvers.uniform import MIP_SOLVERS
     if solver in MIP_SOLVERS:            # chosen regions: a relaxation certified by this decomposition (pool_regions)
         from planner.solvers.mixed_mip import solve_mixed_mip
         return solve_mixed_mip(instance, objective, solver, deadline, start)
@@ -359,7 +359,7 @@ def answer(instance: Instance, pools: list[PoolSetting], objective: str, solver:
            bound: float, evaluations: int, start: float, deadline: float, common: dict, explain: bool = True):
     """The SolveResult of the best of `found` (one PartResult per model size, key's last entry its
     part's index), with `bound` proven over everything searched."""
-    from planner.solve import AGREEMENT_REL, SolveResult, binding_limits
+    from planner.solvers.uniform import AGREEMENT_REL, SolveResult, binding_limits
     maximise = objective == "max_compute"
     elapsed = time.perf_counter() - start
     kind = instance.training.target_kind if maximise else None
@@ -479,7 +479,7 @@ def explain_mixed(instance: Instance, pools: list[PoolSetting], solver: str,
     slowest), or, when the pools share no precision, for each pool alone."""
     from planner.cost.duration import SECONDS_PER_DAY
     from planner.schema.limits import MAX_DAYS
-    from planner.solve import explain_infeasible
+    from planner.solvers.uniform import explain_infeasible
     if time.perf_counter() < deadline:
         unlimited = instance.model_copy(update={"limits": instance.limits.model_copy(update={"max_days": MAX_DAYS})})
         fastest = solve_mixed(unlimited, "min_time", solver, deadline, time.perf_counter(), explain=False)

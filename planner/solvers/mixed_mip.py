@@ -173,8 +173,8 @@ def outer_approximation(instance, pools, objective: str, backend: str, params, d
                                           compute_measure(t.setting.target_kind) if compute else TIME)
                 solved.update(part.sync_offset + a for a in batch)
                 if plan_c is not None:
-                    from planner.mip.pools import _mixed_plan
-                    found = _mixed_plan(pt, j, part.tables, plan_c)
+                    from planner.mip.pools import mixed_plan
+                    found = mixed_plan(pt, j, part.tables, plan_c)
                     value_c = model_value(objective, None, found, pools)
                     if value_c < best:
                         best_plan, best = found, value_c
@@ -345,7 +345,7 @@ def write_pools_model(instance, objective: str, path) -> list:
     with the best plan they found as cutoff), one file per model size as `planner.mip.export`."""
     from planner.fleet.pools import pool_settings
     from planner.mip.export import model_paths
-    from planner.present.output import atomic_path
+    from planner.files import atomic_path
     from planner.solvers import UnsupportedBySolver
     pools = pool_settings(instance)
     written = []

@@ -25,7 +25,7 @@ above 1) needs no fact: the search never puts n = 1 and n >= 2 in the same box.
 
 The instance schema keeps (q), (R) and (L) (coefficients >= 0, H_ref > 1, tables in [0, 1]);
 a Setting built by hand may not. `unsupported` lists what fails among the facts without a
-fallback bound, each as a `Problem` naming the constant: `planner.solve.optimise` then
+fallback bound, each as a `Problem` naming the constant: `planner.solvers.uniform.optimise` then
 scores every plan (`planner.solvers.exhaustive`) when the space is small, else rejects the
 instance (exit 2).
 """

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import time
 
-from planner.solvers import BackendResult, written_as_mps
+from planner.solvers.backend import BackendResult, written_as_mps
 
 PARAMETERS = {"scip": "limits/gap = 0\nlimits/absgap = 1e-9\nrandomization/randomseedshift = 0\nparallel/maxnthreads = 1"}
 

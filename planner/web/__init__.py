@@ -11,4 +11,7 @@
 - `app.py`: the Starlette application (`create_app`) and `serve` (uvicorn).
 - `static/`: the page itself: plain HTML, CSS and JavaScript (util, forms, results, charts drawn
   as SVG, app), no build step.
+
+Layer: interfaces (docs/architecture.md): may import every layer below; no lower layer imports the
+web app.
 """

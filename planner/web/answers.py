@@ -82,7 +82,8 @@ def evaluate_answer(raw_instance: Any, raw_plan: Any) -> dict[str, Any]:
     if instance is None:
         return out
     out["resolved"] = resolved_values(instance)
-    from planner.schema.plan import check_plan_against, parse_plan
+    from planner.evaluate import check_plan_against
+    from planner.schema.plan import parse_plan
     if raw_plan is None:
         from planner.web.fields import baseline_plan
         raw_plan = out["plan"] = baseline_plan(instance)
@@ -183,7 +184,7 @@ def feasible_job(payload: dict, progress: Progress) -> dict[str, Any]:
 
 def compare_job(payload: dict, progress: Progress) -> dict[str, Any]:
     """The workload solved on every hardware preset and ranked."""
-    from planner.evaluate import max_days
+    from planner.setting import max_days
     instance = api.instance_from_dict(payload["instance"])
     objective = _objective(payload) or instance.objective
     limit = time_limit(payload)
@@ -238,7 +239,7 @@ def curve_job(payload: dict, progress: Progress) -> dict[str, Any]:
     """Days to target against one input: the fastest plan at each point (a sweep of the instance,
     the duration limit lifted, as `dtplan feasible` measures reach) and the user's plan with the
     same input changed (evaluated)."""
-    from planner.evaluate import max_days
+    from planner.setting import max_days
     curve, xs = curve_points(payload)
     raw, plan = payload["instance"], payload.get("plan")
     base = api.instance_from_dict(raw)
@@ -262,7 +263,7 @@ def _short(row: dict) -> str | None:
         return None
     from planner.questions.compare import plan_short
     from planner.schema.plan import Plan
-    from planner.present.frames import PLAN_FIELDS
+    from planner.frames import PLAN_FIELDS
     fields = {k: row[k] for k in PLAN_FIELDS if row.get(k) is not None}
     try:
         return plan_short(Plan.model_validate(fields))

@@ -14,4 +14,6 @@ planner/cost/physics.py and modes.py, which scale this u down.
 
 Modules: shape (model shapes and their defaults), ops (FLOPs and bytes of each operation),
 roofline (accelerator figures and operation times), utilisation (u of a node).
+
+Layer: cost (docs/architecture.md): may import the schema and other cost modules only.
 """

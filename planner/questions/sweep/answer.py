@@ -7,7 +7,7 @@ import copy
 import time
 from typing import Any, Sequence
 
-from planner.present.frames import _plan as _plan_columns
+from planner.frames import plan_columns as _plan_columns
 from planner.questions.sweep.fields import set_field, with_fields
 from planner.questions.sweep.spec import TIME_COLUMN, Point
 from planner.schema.errors import InputError
@@ -45,7 +45,8 @@ def _answer(payload: dict, instance: Instance, data: dict) -> dict[str, Any]:
                 "fixes": "; ".join(x.summary for x in f.fixes) or None}
     if command == "evaluate":
         from planner.evaluate import evaluate
-        from planner.schema.plan import check_plan_against, parse_plan
+        from planner.evaluate import check_plan_against
+        from planner.schema.plan import parse_plan
         plan = parse_plan(payload["plan"], "--plan")
         problems = check_plan_against(instance, plan)
         if problems:
@@ -56,7 +57,7 @@ def _answer(payload: dict, instance: Instance, data: dict) -> dict[str, Any]:
                 "cost_usd": e.values["cost_usd"], "bottleneck": e.bottleneck,
                 "violations": "; ".join(e.violations) or None}
     # reach: the fastest plan with the duration limit lifted; reachable when it fits the limit
-    from planner.evaluate import max_days
+    from planner.setting import max_days
     from planner.solve import solve
     limit_days = max_days(instance)[0]
     lifted = copy.deepcopy(data)

@@ -9,7 +9,7 @@ from typing import Any
 
 from planner.schema.errors import InputError, Problem
 from planner.schema.instance import Instance, parse_instance
-from planner.schema.strict import _field_paths, _is_model, _unwrap
+from planner.schema.strict import field_paths, is_model, unwrap
 
 
 def _leaf(path: str) -> tuple[Any, str | None]:
@@ -17,11 +17,11 @@ def _leaf(path: str) -> tuple[Any, str | None]:
     tp: Any = Instance
     parts = path.split(".")
     for i, part in enumerate(parts):
-        inner = _unwrap(tp)
-        if _is_model(inner):
+        inner = unwrap(tp)
+        if is_model(inner):
             if part not in inner.model_fields:
                 prefix = ".".join(parts[:i])
-                known = [p for p in _field_paths(Instance) if p.startswith(prefix + ".")] if prefix \
+                known = [p for p in field_paths(Instance) if p.startswith(prefix + ".")] if prefix \
                     else list(Instance.model_fields)
                 from planner.schema.strict import did_you_mean
                 return None, f"unknown field {part!r}{did_you_mean('.'.join(parts[:i + 1]), known)}"
@@ -55,7 +55,7 @@ def check_field(path: str) -> Problem | None:
 
 def is_integer_field(path: str) -> bool:
     """Whether the schema wants a whole number at `path` (Monte Carlo draws are then rounded)."""
-    return any(_unwrap(_leaf(p)[0]) is int for p in path.split("+"))
+    return any(unwrap(_leaf(p)[0]) is int for p in path.split("+"))
 
 
 def set_field(raw: dict, path: str, value: Any) -> None:

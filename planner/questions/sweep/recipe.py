@@ -2,17 +2,14 @@
 
 from __future__ import annotations
 
-import copy
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from planner.questions.sweep.distributions import Distribution
 from planner.questions.sweep.fields import check_field, with_fields
-from planner.questions.sweep.run import SweepResult
 from planner.questions.sweep.spec import SweepSpec
 from planner.schema.errors import InputError, Problem
-from planner.schema.instance import parse_instance
 
 
 RECIPE_KEYS = {"name", "description", "instance", "set", "command", "objective", "solver", "grid", "vary",
@@ -70,35 +67,3 @@ def load_recipe(path: str | Path) -> Recipe:
     if plot.get("kind", "lines") not in PLOT_KINDS:
         raise InputError([Problem("plot.kind", f"must be one of {', '.join(PLOT_KINDS)}")], str(path))
     return Recipe(data.get("name", path.stem), data.get("description", ""), spec, plot, path)
-
-
-def plot_sweep(result: SweepResult, path: str | Path, kind: str | None = None, x: str | None = None,
-               series: str | None = None, y: str | None = None, group: str | None = None,
-               title: str = "") -> Path:
-    """Draw a sweep's answer (see planner.present.sweep_plots). `kind` defaults to
-    'distribution' for Monte Carlo sweeps and 'lines' for grids; `x` and `series` default to
-    the first and second grid fields; `y` to days to target (reach: days; evaluate: days)."""
-    from planner.evaluate import max_days
-    from planner.present import sweep_plots
-    spec = result.spec
-    limit = max_days(parse_instance(copy.deepcopy(spec.base)))[0]
-    if "limits.max_days" in spec.grid or "limits.max_days" in spec.vary:
-        limit = None
-    kind = kind or ("distribution" if spec.vary else "lines")
-    fields = list(spec.grid) + list(spec.vary)
-    y = y or ("days" if spec.command == "reach" else "time_to_target_days")
-    if spec.command == "solve" and spec.objective == "max_compute" and y == "time_to_target_days":
-        y = "objective_value"
-    if kind == "distribution":
-        return sweep_plots.distribution_plot([r.get(y) for r in result.rows], path, label=y, limit=limit,
-                                             title=title)
-    if kind == "pareto":
-        group = group or ("fleet.hardware" if "fleet.hardware" in fields else None)
-        return sweep_plots.pareto_plot(result.rows, path, group=group, limit=limit, title=title)
-    x = x or fields[0]
-    series = series if series is not None else (list(spec.grid)[1] if len(spec.grid) > 1 else None)
-    ylabel = None
-    if y == "objective_value":
-        from planner.present.plots import _AXIS
-        ylabel = _AXIS.get(spec.objective or parse_instance(copy.deepcopy(spec.base)).objective)
-    return sweep_plots.lines_plot(result.rows, x, path, y=y, series=series, limit=limit, title=title, ylabel=ylabel)

@@ -51,7 +51,7 @@ class RowSink:
     """
 
     def __init__(self, path: str | Path, columns: list[str]):
-        from planner.present.output import check_writable
+        from planner.files import check_writable
         self.path = check_writable(path)
         self.format = output_format(path)
         self.columns = columns
@@ -161,7 +161,7 @@ class RowSink:
 
     def finish(self, rows: list[dict[str, Any]]) -> None:
         """Rewrite the output whole, sorted by point index (atomically); drop the journal."""
-        from planner.present.output import atomic_path, write_text
+        from planner.files import atomic_path, write_text
         if self.fh is not None:
             self.fh.close()
             self.fh = None

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from planner.present.frames import PLAN_FIELDS
+from planner.frames import PLAN_FIELDS
 from planner.questions.sweep.distributions import Distribution
 from planner.questions.sweep.fields import check_field, is_integer_field, value_problems
 from planner.schema.errors import InputError, Problem

@@ -5,6 +5,9 @@ the destination only once it is complete, so a failed or interrupted write (a fu
 disk, a crash, Ctrl-C) never leaves a truncated file and never replaces an existing
 one with a partial one. `check_writable` is called before any solving, so that a bad
 path fails in milliseconds with exit 2 rather than after the work.
+
+Layer: schema, the lowest (docs/architecture.md): it imports nothing of the planner, so that every
+layer that writes a file (the MIP export, the sweep's rows, the reports) may use it.
 """
 
 from __future__ import annotations

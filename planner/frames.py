@@ -1,5 +1,9 @@
 """Results as pandas DataFrames (`to_frame()` of the API's result classes): one row per answer,
-flat columns with units in their names, plan fields as columns (as in a sweep's rows)."""
+flat columns with units in their names, plan fields as columns (as in a sweep's rows).
+
+Layer: evaluate (docs/architecture.md): it reads the results it is given by their attributes and
+imports only `planner.cost.duration`, so that the results of the evaluate layer and of every layer
+above it (solve, the questions) name their table without importing upwards."""
 
 from __future__ import annotations
 
@@ -13,7 +17,7 @@ MODE_FIELDS = {"hierarchical": ("group_size", "regional_rounds"),         # docs
                "pipeline_wan": ("stages", "micro_batches", "activation_compression")}
 
 
-def _plan(plan) -> dict[str, Any]:
+def plan_columns(plan) -> dict[str, Any]:
     """The plan's fields that apply to it, as columns: every mode's (mode, nodes, precision,
     expert_parallel), the sync's (H, Cr, streaming; not pipeline_wan, which has no outer sync), the
     mode's own (k, R for hierarchical; S, M, Ca for the pipeline modes) and `pool_nodes` (nodes used
@@ -37,7 +41,7 @@ def solve_row(r) -> dict[str, Any]:
             "best_bound": r.best_bound, "gap": r.gap, "solve_time_s": r.solve_time_s, "evaluations": r.evaluations,
             "time_to_target_days": e.values["time_to_target_s"] / SECONDS_PER_DAY if e else None,
             "cost_usd": e.values["cost_usd"] if e else None, "bottleneck": e.bottleneck if e else None,
-            "model_params": r.model_params, **_plan(r.plan),
+            "model_params": r.model_params, **plan_columns(r.plan),
             "binding": "; ".join(r.binding) or None, "infeasibility": "; ".join(r.infeasibility) or None}
 
 
@@ -49,7 +53,7 @@ def solve_frame(r):
 def evaluation_frame(e):
     """Every figure of an Evaluation as one row (values keyed as in `Evaluation.values`)."""
     import pandas as pd
-    row = {"instance": e.instance.name, **_plan(e.plan), "feasible": e.feasible, "bottleneck": e.bottleneck,
+    row = {"instance": e.instance.name, **plan_columns(e.plan), "feasible": e.feasible, "bottleneck": e.bottleneck,
            "violations": "; ".join(e.violations) or None}
     row.update({k: v for k, v in e.values.items() if k not in row})
     return pd.DataFrame([row])

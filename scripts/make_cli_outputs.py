@@ -1,0 +1,130 @@
+"""Store the `--json` output of every shipped instance through every command (issue 26 item 2).
+
+The guard of the refactorings: moving code between modules must change no output. For every
+instance file under instances/ (the rule of tests/test_shipped_instances_cli.py: not an index, a
+plan or a stored answer) this script runs `solve`, `feasible`, `compare` and, where a plan is
+stored beside the instance, `evaluate` with `--json`; and every stored threshold question
+(instances/thresholds/*.expected.json) through `thresholds --json`. Each output is written as it
+was printed to tests/data/cli_outputs/<command>/<instance path, '/' as '__'>.json.
+
+One field is not a function of the input: `solve_time_s`, the wall time of a solve (it appears in
+`solve` and `compare` outputs). Its value is replaced by 0 before storing and comparing
+(`normalise`); every other byte is compared as printed.
+
+The runs are in-process (click's CliRunner, the command objects the `dtplan` entry point calls),
+as in tests/test_shipped_instances_cli.py and tests/test_threshold_instances.py, which compare
+their own `--json` runs with these files (`stored_output`), so the guard adds no run to the suite.
+
+    .venv/bin/python scripts/make_cli_outputs.py [--check] [--only SUBSTRING]
+
+`--check` writes nothing: it lists every output that differs from the stored one (exit 1 if any).
+A change meant to change output (a model change) regenerates the files with this script and says
+which changed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+INSTANCES = ROOT / "instances"
+STORE = ROOT / "tests" / "data" / "cli_outputs"
+
+# The wall time of a solve, the one field that differs between two runs of the same input.
+_WALL_TIME = re.compile(r'("solve_time_s": )-?[0-9][0-9.eE+-]*')
+
+
+def normalise(stdout: str) -> str:
+    """The printed `--json` output with every `solve_time_s` value set to 0."""
+    return _WALL_TIME.sub(r"\g<1>0", stdout)
+
+
+def _is_instance(path: Path) -> bool:
+    return not (path.name == "index.json" or path.name.endswith((".plan.json", ".expected.json")))
+
+
+def instance_files() -> list[Path]:
+    """Every shipped instance file, sorted."""
+    return sorted(p for p in INSTANCES.rglob("*.json") if _is_instance(p))
+
+
+def threshold_questions() -> list[Path]:
+    """Every stored threshold question, sorted."""
+    return sorted((INSTANCES / "thresholds").glob("*.expected.json"))
+
+
+def stored_path(command: str, path: Path) -> Path:
+    """Where the `--json` output of `command` on the instance (or threshold question) `path` is stored."""
+    name = str(path.relative_to(INSTANCES)).removesuffix(".expected.json").removesuffix(".json")
+    return STORE / command / (name.replace("/", "__") + ".json")
+
+
+def stored_output(command: str, path: Path) -> str:
+    """The stored, normalised `--json` output of `command` on `path`."""
+    return stored_path(command, path).read_text()
+
+
+def runs() -> list[tuple[str, Path, list[str]]]:
+    """Every (command, instance or question file, argument list) whose `--json` output is stored."""
+    out = []
+    for path in instance_files():
+        out += [("solve", path, ["solve", str(path)]), ("feasible", path, ["feasible", str(path)])]
+        plan = path.with_name(path.name.replace(".json", ".plan.json"))
+        if plan.exists():
+            out.append(("evaluate", path, ["evaluate", str(path), str(plan)]))
+        out.append(("compare", path, ["compare", str(path)]))
+    for stored in threshold_questions():
+        question = json.loads(stored.read_text())
+        out.append(("thresholds", stored, ["thresholds", str(INSTANCES / question["instance"]), *question["args"]]))
+    return out
+
+
+def run_json(args: list[str]) -> str:
+    """The normalised stdout of `dtplan ARGS --json`, run in-process."""
+    from click.testing import CliRunner
+
+    from planner.cli import main
+
+    result = CliRunner().invoke(main, [*args, "--json"])
+    if result.exit_code not in (0, 1):
+        raise RuntimeError(f"dtplan {' '.join(args)} --json: exit {result.exit_code}\n{result.output[-2000:]}")
+    return normalise(result.stdout)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--check", action="store_true", help="write nothing; list the outputs that differ")
+    parser.add_argument("--only", default="", help="only the runs whose command/instance contains this text")
+    opts = parser.parse_args()
+    os.environ.setdefault("DTPLAN_QUIET", "1")  # no progress lines (planner/cli/progress.py)
+    if str(ROOT) not in sys.path:
+        sys.path.insert(0, str(ROOT))
+    differ = []
+    for command, path, args in runs():
+        target = stored_path(command, path)
+        if opts.only not in f"{command}/{path.relative_to(INSTANCES)}":
+            continue
+        start = time.perf_counter()
+        text = run_json(args)
+        wall = time.perf_counter() - start
+        same = target.exists() and target.read_text() == text
+        print(f"{'same' if same else 'DIFFERS':8s} {wall:6.2f} s  {target.relative_to(STORE)}", flush=True)
+        if not same:
+            differ.append(target)
+            if not opts.check:
+                target.parent.mkdir(parents=True, exist_ok=True)
+                target.write_text(text)
+    if opts.check and differ:
+        print(f"{len(differ)} outputs differ from the stored ones", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
