@@ -18,7 +18,8 @@ import time
 
 import numpy as np
 
-from planner.robust import Statistic, optimise, scenario_settings
+from planner.questions.robust_scenarios import scenario_settings
+from planner.robust import Statistic, optimise
 from planner.robust_oracle import agree, brute_force, random_instance, robust_value
 from planner.solve import optimise as nominal_optimise
 from planner.schema.instance import parse_instance

@@ -11,7 +11,8 @@ import pytest
 
 from planner.evaluate import evaluate
 from planner.questions.robust import robust_solve
-from planner.robust import Statistic, optimise, scenario_settings, scenarios
+from planner.questions.robust_scenarios import scenario_settings, scenarios
+from planner.robust import Statistic, optimise
 from planner.robust_oracle import agree, brute_force, random_instance
 from planner.schema.instance import parse_instance
 from planner.schema.plan import parse_plan

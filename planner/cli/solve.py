@@ -106,7 +106,8 @@ def solve(instance_path: Path, objective: str | None, solver: str, time_limit_s:
 def _solve_robust(instance_path: Path, objective: str | None, solver: str, deadline: float | None,
                   quantile: float | None, as_json: bool, report_path: Path | None, overrides: tuple[str, ...]) -> None:
     """`solve --robust` (planner.questions.robust): exits like `solve`, by the robust answer."""
-    from planner.questions.robust import UnsupportedRobust, regret_lines, robust_report, robust_solve
+    from planner.present.robust import regret_lines, robust_report
+    from planner.questions.robust import UnsupportedRobust, robust_solve
     from planner.solvers import UnsupportedBySolver
     instance, raw = load_instance_or_exit(instance_path, overrides)
     try:

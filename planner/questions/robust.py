@@ -21,8 +21,13 @@ from typing import Any
 import numpy as np
 
 from planner.cost.duration import SECONDS_PER_DAY
+from planner.cost.score import time_to_target
+from planner.evaluate import batch_from_plan, evaluate, setting_from_instance, with_params
 from planner.objectives import tie_less
-from planner.robust import ROBUST_OPTION, Scenario, Statistic, optimise, scenario_settings
+from planner.questions.robust_scenarios import Scenario, scenario_settings
+from planner.questions.sweep.fields import with_fields
+from planner.questions.thresholds import Answer, node_case
+from planner.robust import ROBUST_OPTION, Statistic, optimise
 from planner.schema.errors import InputError, Problem
 from planner.schema.instance import Instance, parse_instance
 from planner.solve import AGREEMENT_REL, MIP_SOLVERS, SolveResult, plan_from_batch, solve
@@ -78,7 +83,11 @@ def robust_optimum(instance: Instance, raw: dict, objective: str, statistic_quan
     runs, evaluations = [], 0
     labels, statistic = None, None
     for params in instance.search.params or [None]:
-        chosen, settings = scenario_settings(raw, params, paths, instance.name or "<instance>")
+        nominal = setting_from_instance(instance)
+        nominal = nominal if params is None else with_params(nominal, params)
+        space = DecisionSpace.from_instance(instance, nominal)
+        chosen, settings = scenario_settings(raw, params, paths, instance.name or "<instance>",
+                                             (space.modes, space.precisions))
         labels = [s.label for s in chosen]
         statistic = Statistic.of(len(settings), statistic_quantile)
         space = DecisionSpace.from_instance(instance, settings[0])
@@ -124,19 +133,16 @@ def robust_optimum(instance: Instance, raw: dict, objective: str, statistic_quan
 
 
 def _statistic_of(settings, statistic: Statistic, batch, key: str) -> float:
-    from planner.cost.score import time_to_target
     return float(statistic.of_values(np.array([time_to_target(s, batch)[key][0] for s in settings])))
 
 
 def scenario_instances(instance: Instance, raw: dict, chosen: list[Scenario]) -> list[Instance]:
     """The instance of each scenario (the instance as given first)."""
-    from planner.questions.sweep.fields import with_fields
     return [instance if not s.overrides else parse_instance(with_fields(raw, s.overrides)) for s in chosen]
 
 
 def plan_values(instances: list[Instance], plan, params: float | None, value_name: str) -> list[dict[str, Any]]:
     """The plan re-scored by the evaluator under each scenario: its value and whether it meets every limit."""
-    from planner.evaluate import evaluate
     out = []
     for inst in instances:
         e = evaluate(inst, plan, params=params)
@@ -170,7 +176,6 @@ def robust_solve(instance: Instance, raw: dict, objective: str | None = None, so
             row[f"{name}_meets_limits"] = figures[name][i]["meets_limits"]
         rows.append(row)
     if robust.plan is not None:
-        from planner.evaluate import evaluate
         robust.evaluation = evaluate(instance, robust.plan, params=params)
         values = np.array([f["value"] for f in figures["robust"]])
         with np.errstate(divide="ignore"):
@@ -182,33 +187,6 @@ def robust_solve(instance: Instance, raw: dict, objective: str | None = None, so
                                  f"search's {robust.objective_value!r}")
     robust.solve_time_s = time.perf_counter() - start - nominal.solve_time_s
     return RobustResult(robust, nominal, chosen, statistic, value_name, rows)
-
-
-def regret_table(result: RobustResult) -> tuple[list[str], list[list[str]]]:
-    """(header, rows) of the regret table: per scenario the robust and the nominal plan's figure
-    (days to target, or FLOP), "(limit)" where the plan breaks a limit under that scenario."""
-    days = result.value_name == "time_to_target_s"
-    names = [n for n in ("robust", "nominal") if result.rows and n in result.rows[0]]
-
-    def cell(row: dict, name: str) -> str:
-        v = row[name]
-        if v is None or not math.isfinite(v):
-            return "never"
-        text = f"{v / SECONDS_PER_DAY:,.1f}" if days else f"{v:.3e}"
-        return text + ("" if row[f"{name}_meets_limits"] else " (limit)")
-
-    header = ["scenario"] + [f"{n} plan ({'days' if days else 'FLOP ' + result.value_name})" for n in names]
-    return header, [[r["scenario"]] + [cell(r, n) for n in names] for r in result.rows]
-
-
-def regret_lines(result: RobustResult) -> list[str]:
-    """The regret table as aligned text lines."""
-    header, rows = regret_table(result)
-    if len(header) == 1:
-        return ["no plan to score: neither the robust nor the nominal solve found one"]
-    widths = [max(len(x[i]) for x in [header] + rows) for i in range(len(header))]
-    return ["  ".join(x[i].ljust(widths[i]) if i == 0 else x[i].rjust(widths[i]) for i in range(len(header)))
-            for x in [header] + rows]
 
 
 # -- feasible --robust ----------------------------------------------------------------------
@@ -244,43 +222,6 @@ def robust_reach(instance: Instance, raw: dict, solver: str = "bnb", deadline: f
     return RobustReach(verdict, one, rows)
 
 
-def reach_lines(r: RobustReach) -> list[str]:
-    """`feasible --robust` in words."""
-    missed = [x["scenario"] for x in r.per_scenario if not x["reachable"]]
-    count = len(r.per_scenario)
-    lines = {"every": [f"reachable under every scenario ({count})"],
-             "none": [f"reachable under none of the {count} scenarios"],
-             "some": [f"reachable under some scenarios: {count - len(missed)} of {count}; not under "
-                      f"{', '.join(missed)}"]}[r.verdict]
-    if r.one_plan.plan is not None:
-        lines.append(f"one plan reaches the target under every scenario: worst case "
-                     f"{r.one_plan.objective_value / SECONDS_PER_DAY:,.1f} days")
-    else:
-        lines.append("no single plan reaches the target under every scenario")
-    for x in r.per_scenario:
-        lines.append(f"  {x['scenario']}: " + (f"{x['days']:,.1f} days" if x["reachable"] else x["status"]))
-    return lines
-
-
-def robust_report(instance, result: RobustResult, path, command: str | None = None):
-    """`solve --robust --report`: the robust plan, the nominal plan and the regret table."""
-    from planner.present.report import _answer_line, _Doc, _plan_and_breakdown, _question
-    doc = _Doc(f"dtplan solve --robust: {instance.name or 'instance'}", instance, command)
-    _question(doc, instance)
-    doc.h2(f"Robust answer ({result.statistic.describe()})")
-    text, css = _answer_line(result.robust)
-    doc.p(text, css)
-    doc.items(result.robust.infeasibility, "bad")
-    _plan_and_breakdown(doc, result.robust)
-    doc.h2("Nominal answer (the instance as given)")
-    text, css = _answer_line(result.nominal)
-    doc.p(text, css)
-    _plan_and_breakdown(doc, result.nominal)
-    doc.h2("Each plan under each scenario (regret)")
-    doc.table(*regret_table(result))
-    return doc.write(path)
-
-
 # -- thresholds --robust ------------------------------------------------------------------------
 
 
@@ -290,7 +231,6 @@ def robust_answer(raw: dict, node, th, fit: bool = False):
     the branch and bound), and that plan's robust (worst-case) days to target. The counterpart of
     `planner.questions.thresholds.answer`, whose nominal verification by re-solving it replaces by
     the search's proof."""
-    from planner.questions.thresholds import Answer, node_case
     case = node_case(raw, node, th, fit)
     if isinstance(case, Answer):
         return case
@@ -299,7 +239,6 @@ def robust_answer(raw: dict, node, th, fit: bool = False):
     if r.status != "optimal":
         return Answer(node, False, model_params=params, result=r,
                       binding=r.infeasibility or [f"no plan with up to {cap:,} nodes reaches the target"])
-    from planner.evaluate import batch_from_plan
     n = int(r.plan.nodes)
     days = _statistic_of(settings, statistic, batch_from_plan(settings[0], r.plan), "time_to_target_s") / SECONDS_PER_DAY
     return Answer(node, True, n, n * node.price_usd, days, params, r, [],
@@ -309,19 +248,18 @@ def robust_answer(raw: dict, node, th, fit: bool = False):
 # -- sweep --robust -----------------------------------------------------------------------------
 
 
-def sweep_row(instance: Instance, data: dict, objective: str | None, solver: str) -> dict[str, Any]:
-    """One point of `sweep --robust` (command "robust"): the robust optimum of the point's instance
-    (its value: seconds, USD or FLOP, as `solve`), the statistic, the plan's cost and fields."""
-    from planner.present.frames import _plan as plan_columns
+def sweep_row(instance: Instance, data: dict, objective: str | None, solver: str) -> tuple[dict[str, Any], Any]:
+    """One point of `sweep --robust` (command "robust"): (row, plan): the robust optimum of the point's
+    instance (its value: seconds, USD or FLOP, as `solve`), the statistic and the plan's cost, and
+    the plan itself (None if none), whose fields the sweep adds as columns."""
     objective = objective or instance.objective
     r, chosen, statistic, settings = robust_optimum(instance, data, objective, solver=solver)
     cost = days = None
     if r.plan is not None:
-        from planner.evaluate import batch_from_plan
         cost = r.plan.nodes * settings[0].node_price_usd
         days = _statistic_of(settings, statistic, batch_from_plan(settings[0], r.plan),
                              "time_to_target_s") / SECONDS_PER_DAY
     return {"status": r.status, "objective": objective, "objective_value": r.objective_value,
             "best_bound": r.best_bound, "gap": r.gap, "statistic": statistic.describe(),
             "time_to_target_days": days, "cost_usd": cost,
-            "model_params": r.model_params, **plan_columns(r.plan), "infeasibility": "; ".join(r.infeasibility) or None}
+            "model_params": r.model_params, "infeasibility": "; ".join(r.infeasibility) or None}, r.plan
