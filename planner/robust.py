@@ -276,11 +276,12 @@ class SpaceCheck:
         other than in member order, which is recorded)."""
         space, nominal, s = self.full, self.settings[0], self.settings[j]
         unordered = self._unordered[j] = set()
+        mine = dataclasses.replace(space)        # a copy: its own memo, under scenario j
         for mode in space.modes:
             for precision in space.precisions:
                 for ep in space.expert_scopes(nominal, mode):
                     c = space.classes(nominal, mode, precision, ep)
-                    other = space._classes_of(s, mode, precision, ep)     # not remembered: the nominal ones are
+                    other = mine.classes(s, mode, precision, ep)
                     if tuple(space.expert_scopes(s, mode)) != tuple(space.expert_scopes(nominal, mode)) \
                             or not _same_classes(c, other, member_order=False):
                         raise InputError([Problem(ROBUST_OPTION, f"scenario {self.labels[j]} lists other {mode} "

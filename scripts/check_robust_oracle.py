@@ -56,6 +56,7 @@ def main() -> int:
     rng = np.random.default_rng(args.seed)
     disagreements, feasible, differs, search_s, oracle_s = 0, 0, 0, 0.0, 0.0
     per_objective: dict[str, int] = {}
+    per_profile: dict[str, int] = {}
     for k in range(args.count):
         data = random_instance(rng)
         quantile = 0.8 if rng.random() < 1 / 3 else None
@@ -63,12 +64,14 @@ def main() -> int:
         differs += worse
         search_s, oracle_s = search_s + took_s, oracle_s + oracle_took_s
         per_objective[objective] = per_objective.get(objective, 0) + 1
+        profile = data["assumptions"]["profile"]
+        per_profile[profile] = per_profile.get(profile, 0) + 1
         feasible += found is not None
         if not agree(found, best):
             disagreements += 1
             print(f"instance {k} ({objective}, quantile {quantile}): search "
                   f"{None if found is None else found[1]}; oracle {best}")
-    summary = (f"{args.count} instances (seed {args.seed}; {per_objective}): {disagreements} disagreements; "
+    summary = (f"{args.count} instances (seed {args.seed}; {per_objective}; {per_profile}): {disagreements} disagreements; "
                f"{feasible} feasible, {differs} where the nominal optimum is not robustly optimal; search "
                f"{search_s:.1f} s, oracle {oracle_s:.1f} s; load average {os.getloadavg()[0]:.2f}")
     print(summary)
