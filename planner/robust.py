@@ -337,7 +337,7 @@ def plan_measures(settings: list[Setting], base: str, batch) -> np.ndarray:
 
 
 def optimise(settings: list[Setting], space: DecisionSpace, objective: str, statistic: Statistic,
-             labels: list[str], deadline: float = math.inf, solver: str = "bnb"):
+             labels: list[str], deadline: float = math.inf, solver: str = "bnb", incumbent: float | None = None):
     """((one-plan batch, robust value) or None, plans scored, proven bound) over the scenarios'
     `settings` (the first the instance as given): the robust counterpart of `planner.solve.optimise`.
 
@@ -358,7 +358,13 @@ def optimise(settings: list[Setting], space: DecisionSpace, objective: str, stat
     kth_A(q) <= kth_S(q) and the relaxation's optimum still does not exceed the optimum over S.
     Else the scenario in which p is worst, among those not in A, joins A and the search runs again.
     A starts with the k scenarios in which a good seed plan fares worst (`_first_scenarios`); the
-    scenarios that bind are few (often one), so the searches cost about that many nominal ones, not S."""
+    scenarios that bind are few (often one), so the searches cost about that many nominal ones, not S.
+
+    `incumbent` (min_time: seconds, max_compute: FLOP; the branch and bound only): the robust value
+    of a plan known to exist elsewhere (another part of a fleet of pools); boxes that cannot come
+    within the tie tolerance of it are pruned from the start, and None is returned when no plan
+    does. Exact: a plan whose key over all S is as good has its key over A as good (kth_A <= kth_S),
+    so no search over A prunes it."""
     s = settings[0]
     windows = {t.window_s for t in settings}
     if len(windows) > 1:
@@ -377,7 +383,7 @@ def optimise(settings: list[Setting], space: DecisionSpace, objective: str, stat
         searched, orders = check.space_for(active)
         sub = RobustMeasure(base, [settings[j] for j in active], Statistic(statistic.k, len(active)),
                             [labels[j] for j in active], orders)
-        found, count, bound = _search(s, searched, objective, sub, deadline)
+        found, count, bound = _search(s, searched, objective, sub, deadline, incumbent)
         evaluations += count
         if found is None:
             return None, evaluations, bound
@@ -410,9 +416,10 @@ def _first_scenarios(s: Setting, space: DecisionSpace, base: str, settings: list
     return sorted(np.argsort(-per, kind="stable")[:statistic.k].tolist())
 
 
-def _search(s: Setting, space: DecisionSpace, objective: str, measure: RobustMeasure, deadline: float):
+def _search(s: Setting, space: DecisionSpace, objective: str, measure: RobustMeasure, deadline: float,
+            incumbent: float | None = None):
     if objective == "min_time":
-        return min_time(s, space, deadline, measure=measure)
+        return min_time(s, space, deadline, math.inf if incumbent is None else incumbent, measure=measure)
     if objective == "min_cost":
         return fewest_nodes(s, space, s.window_s, measure, deadline)
-    return max_compute(s, space, deadline, measure=measure)
+    return max_compute(s, space, deadline, 0.0 if incumbent is None else incumbent, measure=measure)

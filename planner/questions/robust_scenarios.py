@@ -21,6 +21,7 @@ import numpy as np
 from planner.cost.score import score
 from planner.cost.setting import PlanBatch, Setting
 from planner.evaluate import setting_from_instance, with_params
+from planner.fleet.pools import PoolSetting, pool_settings
 from planner.questions.sweep.fields import is_integer_field, with_fields
 from planner.questions.uncertainty import default_uncertainty, load_uncertainty
 from planner.robust import ROBUST_OPTION, recording
@@ -84,12 +85,7 @@ def scenario_settings(raw: dict, params: float | None = None, paths: list[str | 
     (modes, precisions) of every plan the caller will score (its decision space), else all."""
     kept: list[Scenario] = []
     settings: list[Setting] = []
-    for scenario, data in scenarios(raw, paths):
-        try:
-            instance = parse_instance(data, source)
-        except InputError as err:
-            raise InputError([Problem(f"{ROBUST_OPTION} scenario {scenario.label}", f"{p.path}: {p.message}")
-                              for p in err.problems], source) from None
+    for scenario, instance in _parsed(raw, paths, source):
         s = setting_from_instance(instance)
         s = s if params is None else with_params(s, params)
         if any(_same_setting(s, t) for t in settings):
@@ -99,6 +95,34 @@ def scenario_settings(raw: dict, params: float | None = None, paths: list[str | 
         kept.append(scenario)
         settings.append(s)
     return kept, settings
+
+
+def scenario_pools(raw: dict, paths: list[str | Path] | None = None, source: str = "<instance>",
+                   scored: tuple | None = None) -> tuple[list[Scenario], list[list[PoolSetting]]]:
+    """`scenario_settings` for a fleet of pools: each scenario's pools (`planner.fleet.pools.pool_settings`),
+    a scenario dropped when every pool's Setting equals that of an earlier scenario, or differs from
+    the nominal one only in constants the evaluator never reads (`_unused`, pool by pool)."""
+    kept: list[Scenario] = []
+    out: list[list[PoolSetting]] = []
+    for scenario, instance in _parsed(raw, paths, source):
+        pools = pool_settings(instance)
+        if any(all(_same_setting(p.setting, q.setting) for p, q in zip(pools, other)) for other in out):
+            continue
+        if out and all(_unused(p.setting, q.setting, scored) for p, q in zip(pools, out[0])):
+            continue
+        kept.append(scenario)
+        out.append(pools)
+    return kept, out
+
+
+def _parsed(raw: dict, paths, source: str):
+    """(scenario, parsed instance) of each scenario; InputError names the scenario an instance fails in."""
+    for scenario, data in scenarios(raw, paths):
+        try:
+            yield scenario, parse_instance(data, source)
+        except InputError as err:
+            raise InputError([Problem(f"{ROBUST_OPTION} scenario {scenario.label}", f"{p.path}: {p.message}")
+                              for p in err.problems], source) from None
 
 
 def _unused(s: Setting, nominal: Setting, scored: tuple | None = None) -> bool:
@@ -124,18 +148,20 @@ def _scoring_reads(nominal: Setting, scored: tuple | None = None) -> set[str]:
     probe = nominal.replace(assumptions=copy)
     modes, precisions = scored or (MODE_ORDER, tuple(nominal.peak_flops))
     for mode in modes:
-        for precision in precisions:
+        for precision in (p for p in precisions if p in nominal.peak_flops):    # a pool may lack one
             b = PlanBatch.of(mode, precision, nodes=np.array([2, 8]), inner_steps=np.array([1, 30]),
                              compression=np.array([1.0, 16.0]), streaming=np.array([True, False]), stages=2,
                              group_size=2, regional_rounds=np.array([1, 2]), micro_batches=4)
             with np.errstate(all="ignore"):
                 score(probe, b)
-    _READS.clear()
+    if len(_READS) >= MAX_READS_HELD:
+        _READS.clear()
     _READS[id(nominal)] = (nominal, read, scored)
     return read
 
 
 _READS: dict[int, tuple[Setting, set[str], tuple | None]] = {}
+MAX_READS_HELD = 64       # nominal Settings whose reads are held: one per pool of a fleet (at most 64 pools)
 
 
 def _same_setting(a: Setting, b: Setting) -> bool:
