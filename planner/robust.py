@@ -175,7 +175,7 @@ class RobustMeasure:
 # -- the space ----------------------------------------------------------------------------
 
 
-def _same_classes(a, b, member_order: bool = True) -> bool:
+def same_classes(a, b, member_order: bool = True) -> bool:
     """Whether two Classes list the same plans (`member_order` False: the members of a pipeline
     class in any order, and its placeholder M, the first member, free)."""
     if (a is None) != (b is None):
@@ -283,7 +283,7 @@ class SpaceCheck:
                     c = space.classes(nominal, mode, precision, ep)
                     other = mine.classes(s, mode, precision, ep)
                     if tuple(space.expert_scopes(s, mode)) != tuple(space.expert_scopes(nominal, mode)) \
-                            or not _same_classes(c, other, member_order=False):
+                            or not same_classes(c, other, member_order=False):
                         raise InputError([Problem(ROBUST_OPTION, f"scenario {self.labels[j]} lists other {mode} "
                                                                  f"{precision} plans (memory, micro-batch counts, "
                                                                  f"schedules); a robust search of them is not "
@@ -307,7 +307,7 @@ class SpaceCheck:
             mine = dataclasses.replace(self.reduced)        # a copy: its own memo, under scenario j
             self._same_reduced[j] = all(
                 tuple(mine.expert_scopes(s, mode)) == tuple(self.reduced.expert_scopes(nominal, mode))
-                and all(_same_classes(self.reduced.classes(nominal, mode, precision, ep),
+                and all(same_classes(self.reduced.classes(nominal, mode, precision, ep),
                                       mine.classes(s, mode, precision, ep))
                         for ep in self.reduced.expert_scopes(nominal, mode))
                 for mode in self.reduced.modes for precision in self.reduced.precisions)

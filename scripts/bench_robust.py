@@ -1,7 +1,8 @@
 """Time a robust solve (planner.questions.robust.robust_optimum: the scenario set built, the space
 checked under every scenario, the branch and bound over the robust key) against a nominal one
-(planner.solve.solve) on the shipped uniform-fleet instances, each the best of `--repeat` runs;
-prints the ratio (issue 24: within 3x), the scenario count and the machine's load. Each instance
+(planner.solve.solve) on shipped instances (six uniform fleets, one fleet of pools), each the best
+of `--repeat` runs; prints the ratio (issue 24: within 3x), the scenario count and the machine's
+load. Each instance
 runs under each `--profiles` variant: `given` (the instance's own profile), `dtplan` (the dtplan
 profile, searched inside its evidence envelope) and `dtplan-beyond` (the dtplan profile with the
 envelope off, as `--beyond-evidence`: the largest spaces, 33 scenarios).
@@ -24,7 +25,7 @@ from planner.solve import solve
 
 ROOT = Path(__file__).resolve().parent.parent
 SHIPPED = ("solve-1e24-64xh100", "baseline-1e25", "compare-1e27", "moe-600B-a100", "pp-group-480B-h100",
-           "sites-seven-cities")
+           "sites-seven-cities", "mixed-a100-h100")        # the last a fleet of pools (planner.robust_pools)
 
 
 def best_of(repeat: int, run) -> tuple[float, object]:

@@ -1,6 +1,9 @@
 """`--robust`: the robust plan of an instance next to its nominal plan, and both plans' figures
 under every scenario (the regret table). docs/robust.md; the search is `planner.robust`.
 
+A fleet of pools is solved per model size by the decomposition of `planner.robust_pools` (its
+scenario set built pool by pool), a uniform fleet by `planner.robust.optimise` directly.
+
 - `robust_solve`: `dtplan solve --robust`. The robust optimum over the scenarios (worst case, or
   the k-th largest for `--quantile`), proven by the branch and bound (or every plan scored with
   `--solver exhaustive`); the nominal optimum (`planner.solve.solve`); and each plan re-scored
