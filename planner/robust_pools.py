@@ -42,7 +42,7 @@ from planner.objectives import tie_less
 from planner.robust import ROBUST_OPTION, Statistic, optimise
 from planner.schema.errors import InputError, Problem
 from planner.schema.instance import Instance
-from planner.solvers.mixed import Part, PartResult, parts, unit_price
+from planner.solvers.mixed import Part, PartResult, compute_bound_s, parts, unit_price
 
 
 class PoolsAnswer(NamedTuple):
@@ -107,6 +107,14 @@ def solve_pools(instance: Instance, scenario_pools: list[list[PoolSetting]], lab
         elif best is not None and solver == "bnb":
             incumbent = best.value * (1 - 1e-12 if maximise else 1 + 1e-12)      # ties with it are still found
         settings = part_settings(scenario_pools, part, params)
+        if objective == "min_time":
+            # each scenario's compute bound (planner.solvers.mixed.compute_bound_s, 0 where it is not
+            # known to hold) bounds that scenario's time of every plan of the part; the statistic is
+            # monotone in each entry, so the statistic of the bounds bounds the part's robust time
+            floor_s = float(statistic.of_values([compute_bound_s(s, part.space.max_nodes) for s in settings]))
+            if best is not None and floor_s > best.value * (1 + 1e-12):
+                bound = min(bound, floor_s)
+                continue          # no plan of the part can come within the tie tolerance of the best
         found, count, part_bound = optimise(settings, part.space, objective, statistic, labels, deadline, solver,
                                             incumbent)
         evaluations += count

@@ -58,7 +58,7 @@ def check(data: dict, quantile: float | None):
 
 def check_pools(data: dict, quantile: float | None):
     """`check` on a fleet of pools: (robust value found, oracle's value, objective, search seconds,
-    oracle seconds, whether the nominal optimum is worse under the statistic: not computed, False)."""
+    oracle seconds, False: whether the nominal optimum is worse is not computed here)."""
     instance = parse_instance(data)
     start = time.perf_counter()
     result, _, _, _ = robust_optimum(instance, data, instance.objective, quantile)
@@ -98,8 +98,9 @@ def main() -> int:
             disagreements += 1
             print(f"instance {k} ({objective}, quantile {quantile}): search "
                   f"{None if found is None else found[1]}; oracle {best}")
-    summary = (f"{args.count} {'pool ' if args.pools else ''}instances (seed {args.seed}; {per_objective}; {per_profile}): {disagreements} disagreements; "
-               f"{feasible} feasible, {differs} where the nominal optimum is not robustly optimal; search "
+    differing = "" if args.pools else f"{differs} where the nominal optimum is not robustly optimal; "
+    summary = (f"{args.count} {'pool ' if args.pools else ''}instances (seed {args.seed}; {per_objective}; "
+               f"{per_profile}): {disagreements} disagreements; {feasible} feasible, {differing}search "
                f"{search_s:.1f} s, oracle {oracle_s:.1f} s; load average {os.getloadavg()[0]:.2f}")
     print(summary)
     return 1 if disagreements else 0
