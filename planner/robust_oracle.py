@@ -29,6 +29,7 @@ import math
 
 import numpy as np
 
+from planner.cost.assumptions import SETTABLE_FIELDS
 from planner.cost.score import score
 from planner.cost.setting import PlanBatch, Setting
 from planner.evaluate import with_params
@@ -184,7 +185,6 @@ def random_instance(rng: np.random.Generator) -> dict:
         data["limits"]["budget_usd"] = float(rng.choice([3e6, 2e7]))
     if rng.random() < 0.3:
         data["search"]["streaming"] = [False]
-    from planner.cost.assumptions import SETTABLE_FIELDS
     if profile == "dtplan" and "evidence_envelope" in SETTABLE_FIELDS:
         # a profile that cuts the search to its evidence envelope (issue 24 item 3): opened, so that the
         # oracle's declared space is the one searched
