@@ -326,3 +326,19 @@ def test_reduced_space_searched_when_scenarios_list_its_classes():
         assert (searched is check.reduced) == same, labels[j]
         seen.add(same)
     assert seen == {True, False}      # both paths met on this instance
+
+
+def test_cli_solve_robust_report_holds_both_answers_and_the_regret_table(tmp_path):
+    """solve --robust --report (planner.present.robust.robust_report): the robust and the nominal
+    answer and one regret row per scenario, each scenario's label in the page."""
+    from click.testing import CliRunner
+
+    from planner.cli import main
+    path = Path(__file__).resolve().parent.parent / "instances" / "solve-1e24-64xh100.json"
+    report = tmp_path / "robust.html"
+    out = CliRunner().invoke(main, ["solve", str(path), "--robust", "--report", str(report), "--json"])
+    assert out.exit_code == 0, out.output
+    answer = json.loads(out.output[:out.output.rindex("}") + 1])
+    page = report.read_text()
+    assert "Robust answer (worst case over" in page and "Nominal answer" in page
+    assert all(row["scenario"].replace("&", "&amp;") in page for row in answer["regret"])
