@@ -1,12 +1,7 @@
 """Robust plans: the best plan for the worst case, or a stated quantile, over a set of scenarios
-(docs/robust.md).
-
-A *scenario* is the instance with some assumption fields overridden: one `Setting` (one
-`Assumptions` object) per scenario. The set (`scenarios`) is the instance as given plus, one input
-at a time, each value an entry of the uncertainty files (models/assumptions/uncertainty/*.json,
-read generically: every entry, whatever field it names) can take at the ends of its published
-interval, or each of its choices (the optimistic / expected / conservative quality scenario is
-such an entry); duplicates of the instance as given are dropped.
+(docs/robust.md): the search. A scenario is one `Setting`; the set is built by
+`planner.questions.robust_scenarios` (the instance as given, and each uncertainty-file input at
+each end of its interval).
 
 The robust key of a plan p over scenarios s = 1..S is the k-th largest of its nominal measures
 m_s(p) (time to target, or 1/compute for `max_compute`): k = 1 is the worst case; a quantile q in
@@ -39,28 +34,18 @@ import dataclasses
 import math
 import time
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from planner.cost.score import time_to_target, window_compute
 from planner.cost.setting import Setting
+from planner.objectives import fewest_nodes, max_compute, min_time
 from planner.schema.errors import InputError, Problem
-from planner.solvers import bnb, monotone
+from planner.solvers import bnb, exhaustive, monotone
 from planner.space import DecisionSpace
 
 ROBUST_OPTION = "--robust"
-
-
-@dataclass(frozen=True)
-class Scenario:
-    """One scenario: its label, the fields it overrides and their values."""
-
-    label: str
-    overrides: dict[str, Any]
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"label": self.label, "overrides": self.overrides}
 
 
 @dataclass(frozen=True)
@@ -96,118 +81,6 @@ class Statistic:
 
 def _ordinal(k: int) -> str:
     return f"{k}{'th' if 10 <= k % 100 <= 20 else {1: 'st', 2: 'nd', 3: 'rd'}.get(k % 10, 'th')}"
-
-
-# -- the scenario set ---------------------------------------------------------------------
-
-
-def uncertainty_files(paths: list[str | Path] | None = None) -> list[Path]:
-    """The uncertainty files read: `paths`, else every *.json of models/assumptions/uncertainty/."""
-    if paths:
-        return [Path(p) for p in paths]
-    from planner.questions.uncertainty import default_uncertainty
-    return sorted(default_uncertainty().parent.glob("*.json"))
-
-
-def interval_ends(entry) -> list[Any]:
-    """The values one uncertainty entry takes in the scenario set: each choice of a `choice`
-    distribution, else the two ends of its published interval."""
-    d = entry.distribution
-    if d.kind == "choice":
-        return list(d.args)
-    low, high = d.bounds
-    from planner.questions.sweep.fields import is_integer_field
-    if is_integer_field(entry.field):
-        return [math.ceil(low), math.floor(high)]
-    return [low, high]
-
-
-def scenarios(raw: dict, paths: list[str | Path] | None = None) -> list[tuple[Scenario, dict]]:
-    """(scenario, raw instance data) of the scenario set (module docstring): the instance as given
-    first, then each entry of each uncertainty file at each of its values, one at a time.
-    InputError names the entry whose value the instance rejects."""
-    from planner.questions.sweep.fields import with_fields
-    from planner.questions.uncertainty import load_uncertainty
-    out = [(Scenario("as given", {}), raw)]
-    for path in uncertainty_files(paths):
-        for entry in load_uncertainty(path):
-            values = interval_ends(entry)
-            for value, end in zip(values, ("low", "high") if entry.distribution.kind != "choice" else values):
-                label = f"{entry.field.removeprefix('assumptions.')} = {value:g}" if isinstance(value, float) \
-                    else f"{entry.field.removeprefix('assumptions.')} = {value}"
-                if entry.distribution.kind != "choice":
-                    label += f" ({end})"
-                out.append((Scenario(label, {entry.field: value}), with_fields(raw, {entry.field: value})))
-    return out
-
-
-def scenario_settings(raw: dict, params: float | None = None, paths: list[str | Path] | None = None,
-                      source: str = "<instance>") -> tuple[list[Scenario], list[Setting]]:
-    """The scenarios and their Settings (with `params`: that model size), duplicates of an
-    earlier scenario's Setting dropped (e.g. the choice equal to the instance's own value)."""
-    from planner.evaluate import setting_from_instance, with_params
-    from planner.schema.instance import parse_instance
-    kept: list[Scenario] = []
-    settings: list[Setting] = []
-    for scenario, data in scenarios(raw, paths):
-        try:
-            instance = parse_instance(data, source)
-        except InputError as err:
-            raise InputError([Problem(f"{ROBUST_OPTION} scenario {scenario.label}", f"{p.path}: {p.message}")
-                              for p in err.problems], source) from None
-        s = setting_from_instance(instance)
-        s = s if params is None else with_params(s, params)
-        if any(_same_setting(s, t) for t in settings):
-            continue
-        if settings and _unused(s, settings[0]):
-            continue
-        kept.append(scenario)
-        settings.append(s)
-    return kept, settings
-
-
-def _unused(s: Setting, nominal: Setting) -> bool:
-    """Whether `s` differs from the instance as given only in assumption constants the evaluator never
-    reads for it (e.g. the fitted quality constants under a profile whose replica penalty is not
-    'fitted'): the same model, whatever the plan. The reads are recorded while `score` scores one
-    synchronised plan of every mode and precision (`_recording`); the cost model branches on the
-    profile's switches, not on plan values, in choosing which constants to read."""
-    if s.replace(assumptions=nominal.assumptions) != nominal:
-        return False
-    changed = {f.name for f in dataclasses.fields(nominal.assumptions)
-               if getattr(s.assumptions, f.name) != getattr(nominal.assumptions, f.name)}
-    return not (changed & _scoring_reads(nominal))
-
-
-def _scoring_reads(nominal: Setting) -> set[str]:
-    held = _READS.get(id(nominal))
-    if held is not None and held[0] is nominal:
-        return held[1]
-    from planner.cost.score import score
-    from planner.cost.setting import PlanBatch
-    from planner.space import MODE_ORDER
-    copy, read = _recording(nominal.assumptions)
-    probe = nominal.replace(assumptions=copy)
-    for mode in MODE_ORDER:
-        for precision in nominal.peak_flops:
-            b = PlanBatch.of(mode, precision, nodes=np.array([2, 8]), inner_steps=np.array([1, 30]),
-                             compression=np.array([1.0, 16.0]), streaming=np.array([True, False]), stages=2,
-                             group_size=2, regional_rounds=np.array([1, 2]), micro_batches=4)
-            with np.errstate(all="ignore"):
-                score(probe, b)
-    _READS.clear()
-    _READS[id(nominal)] = (nominal, read)
-    return read
-
-
-_READS: dict[int, tuple[Setting, set[str]]] = {}
-
-
-def _same_setting(a: Setting, b: Setting) -> bool:
-    try:
-        return bool(a == b)
-    except (TypeError, ValueError):      # fields that do not compare (arrays): keep both
-        return False
 
 
 # -- the measure --------------------------------------------------------------------------
@@ -302,7 +175,7 @@ class RobustMeasure:
 # -- the space ----------------------------------------------------------------------------
 
 
-def _same_classes(a, b, member_order: bool = True) -> bool:
+def same_classes(a, b, member_order: bool = True) -> bool:
     """Whether two Classes list the same plans (`member_order` False: the members of a pipeline
     class in any order, and its placeholder M, the first member, free)."""
     if (a is None) != (b is None):
@@ -336,7 +209,7 @@ def _member_keys(c) -> list[tuple]:
                     np.broadcast_to(r.activation_compression, (c.size,)).tolist(), schedule.tolist()))
 
 
-def _recording(a):
+def recording(a):
     """A copy of the Assumptions `a` that records the name of every attribute read from it (its
     methods' reads included: they read through `self`). It compares unequal to `a` (another
     class), so no cache keyed by assumptions answers for it unread."""
@@ -358,7 +231,7 @@ def _reads(space: DecisionSpace, nominal: Setting) -> set[str]:
     """The assumption fields the class listing of `space` reads under the nominal Setting (its
     classes, built with a recording copy of the assumptions, are remembered as the nominal ones:
     the same values)."""
-    copy, read = _recording(nominal.assumptions)
+    copy, read = recording(nominal.assumptions)
     probe = nominal.replace(assumptions=copy)
     memo = space.__dict__.setdefault("_memo", {})       # `DecisionSpace.classes`' memo
     for mode in space.modes:
@@ -387,6 +260,7 @@ class SpaceCheck:
         self.settings, self.labels = settings, labels
         self._read: dict[int, set[str]] = {}
         self._unordered: dict[int, set] = {}      # scenario -> member keys it orders otherwise (full space)
+        self._same_reduced: dict[int, bool] = {}  # scenario -> whether it lists the nominal reduced classes
 
     def _may_differ(self, space: DecisionSpace, j: int) -> bool:
         nominal, s = self.settings[0], self.settings[j]
@@ -402,13 +276,14 @@ class SpaceCheck:
         other than in member order, which is recorded)."""
         space, nominal, s = self.full, self.settings[0], self.settings[j]
         unordered = self._unordered[j] = set()
+        mine = dataclasses.replace(space)        # a copy: its own memo, under scenario j
         for mode in space.modes:
             for precision in space.precisions:
                 for ep in space.expert_scopes(nominal, mode):
                     c = space.classes(nominal, mode, precision, ep)
-                    other = space._classes_of(s, mode, precision, ep)     # not remembered: the nominal ones are
+                    other = mine.classes(s, mode, precision, ep)
                     if tuple(space.expert_scopes(s, mode)) != tuple(space.expert_scopes(nominal, mode)) \
-                            or not _same_classes(c, other, member_order=False):
+                            or not same_classes(c, other, member_order=False):
                         raise InputError([Problem(ROBUST_OPTION, f"scenario {self.labels[j]} lists other {mode} "
                                                                  f"{precision} plans (memory, micro-batch counts, "
                                                                  f"schedules); a robust search of them is not "
@@ -417,10 +292,33 @@ class SpaceCheck:
                         same = (c.members == other.members).all(axis=1)
                         unordered |= {k for k, ok in zip(_member_keys(c), same) if not ok}
 
+    def prime(self) -> None:
+        """List the nominal classes of the reduced space once, recording the assumption fields the
+        listing reads (`_reads`); the search then finds them remembered."""
+        if id(self.reduced) not in self._read:
+            self._read[id(self.reduced)] = _reads(self.reduced, self.settings[0])
+
+    def _lists_reduced(self, j: int) -> bool:
+        """Whether scenario j lists the nominal classes of the reduced space, reductions included (the
+        same plans, the same member order): then the reductions, exact in scenario j by the space's
+        own proofs under j's Setting, drop no plan that j's own listing would keep."""
+        if j not in self._same_reduced:
+            nominal, s = self.settings[0], self.settings[j]
+            mine = dataclasses.replace(self.reduced)        # a copy: its own memo, under scenario j
+            self._same_reduced[j] = all(
+                tuple(mine.expert_scopes(s, mode)) == tuple(self.reduced.expert_scopes(nominal, mode))
+                and all(same_classes(self.reduced.classes(nominal, mode, precision, ep),
+                                      mine.classes(s, mode, precision, ep))
+                        for ep in self.reduced.expert_scopes(nominal, mode))
+                for mode in self.reduced.modes for precision in self.reduced.precisions)
+        return self._same_reduced[j]
+
     def space_for(self, group: list[int]) -> tuple[DecisionSpace, dict]:
         """(space, member orders: key -> per scenario of `group` whether it orders the members as the
-        nominal scenario does) for a search over the scenarios `group`."""
-        if not any(self._may_differ(self.reduced, j) for j in group):
+        nominal scenario does) for a search over the scenarios `group`: the reduced space when every
+        scenario of `group` lists its nominal classes (those that differ from the nominal one only in
+        fields the listing never reads do, unlisted), else the full one."""
+        if all(self._lists_reduced(j) for j in group if self._may_differ(self.reduced, j)):
             return self.reduced, {}
         for j in group:
             if j not in self._unordered and self._may_differ(self.full, j):
@@ -431,7 +329,6 @@ class SpaceCheck:
 
 def plan_measures(settings: list[Setting], base: str, batch) -> np.ndarray:
     """The base measure (time to target, or 1/compute) of a one-plan batch under each scenario."""
-    from planner.cost.score import time_to_target, window_compute
     if base == bnb.TIME:
         return np.array([time_to_target(s, batch)["time_to_target_s"][0] for s in settings])
     kind = base[2:]
@@ -440,7 +337,7 @@ def plan_measures(settings: list[Setting], base: str, batch) -> np.ndarray:
 
 
 def optimise(settings: list[Setting], space: DecisionSpace, objective: str, statistic: Statistic,
-             labels: list[str], deadline: float = math.inf, solver: str = "bnb"):
+             labels: list[str], deadline: float = math.inf, solver: str = "bnb", incumbent: float | None = None):
     """((one-plan batch, robust value) or None, plans scored, proven bound) over the scenarios'
     `settings` (the first the instance as given): the robust counterpart of `planner.solve.optimise`.
 
@@ -461,7 +358,13 @@ def optimise(settings: list[Setting], space: DecisionSpace, objective: str, stat
     kth_A(q) <= kth_S(q) and the relaxation's optimum still does not exceed the optimum over S.
     Else the scenario in which p is worst, among those not in A, joins A and the search runs again.
     A starts with the k scenarios in which a good seed plan fares worst (`_first_scenarios`); the
-    scenarios that bind are few (often one), so the searches cost about that many nominal ones, not S."""
+    scenarios that bind are few (often one), so the searches cost about that many nominal ones, not S.
+
+    `incumbent` (min_time: seconds, max_compute: FLOP; the branch and bound only): the robust value
+    of a plan known to exist elsewhere (another part of a fleet of pools); boxes that cannot come
+    within the tie tolerance of it are pruned from the start, and None is returned when no plan
+    does. Exact: a plan whose key over all S is as good has its key over A as good (kth_A <= kth_S),
+    so no search over A prunes it."""
     s = settings[0]
     windows = {t.window_s for t in settings}
     if len(windows) > 1:
@@ -469,18 +372,18 @@ def optimise(settings: list[Setting], space: DecisionSpace, objective: str, stat
     check = SpaceCheck(space, objective, settings, labels)
     base = bnb.compute_measure(s.target_kind) if objective == "max_compute" else bnb.TIME
     if solver == "exhaustive":
-        from planner.solvers import exhaustive
         full, orders = check.space_for(list(range(len(settings))))
         measure = RobustMeasure(base, settings, statistic, labels, orders)
         found, evaluations = exhaustive.optimise(s, full, objective, measure=measure)
         return found, evaluations, (0.0 if objective == "max_compute" else math.inf)
     RobustMeasure(base, settings, statistic, labels)      # every scenario's bounds hold (else InputError)
+    check.prime()
     active, evaluations = _first_scenarios(s, check.reduced, base, settings, statistic), 0
     while True:
         searched, orders = check.space_for(active)
         sub = RobustMeasure(base, [settings[j] for j in active], Statistic(statistic.k, len(active)),
                             [labels[j] for j in active], orders)
-        found, count, bound = _search(s, searched, objective, sub, deadline)
+        found, count, bound = _search(s, searched, objective, sub, deadline, incumbent)
         evaluations += count
         if found is None:
             return None, evaluations, bound
@@ -513,10 +416,10 @@ def _first_scenarios(s: Setting, space: DecisionSpace, base: str, settings: list
     return sorted(np.argsort(-per, kind="stable")[:statistic.k].tolist())
 
 
-def _search(s: Setting, space: DecisionSpace, objective: str, measure: RobustMeasure, deadline: float):
-    from planner import objectives
+def _search(s: Setting, space: DecisionSpace, objective: str, measure: RobustMeasure, deadline: float,
+            incumbent: float | None = None):
     if objective == "min_time":
-        return objectives.min_time(s, space, deadline, measure=measure)
+        return min_time(s, space, deadline, math.inf if incumbent is None else incumbent, measure=measure)
     if objective == "min_cost":
-        return objectives.fewest_nodes(s, space, s.window_s, measure, deadline)
-    return objectives.max_compute(s, space, deadline, measure=measure)
+        return fewest_nodes(s, space, s.window_s, measure, deadline)
+    return max_compute(s, space, deadline, 0.0 if incumbent is None else incumbent, measure=measure)

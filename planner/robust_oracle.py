@@ -10,19 +10,36 @@ least key). Independent of the branch and bound, its boxes, bounds and reduction
 
 `random_instance` draws small uniform-fleet instances (reference or dtplan profile; every
 objective; C_local and C_quality targets) whose spaces the oracle scores in about a second.
+
+`brute_force_pools` is the oracle of a fleet of pools: every vector of node counts per pool
+(0 <= n_p <= count_p, not all zero, within limits.max_nodes, search.min_nodes and the budget at
+its own cost sum_p n_p x price_p, not the cheapest fill the planner reasons with), every precision
+all pools used run, every plan of exactly N = sum_p n_p nodes scored under each scenario in the
+plan's `mixed_setting` built from that scenario's pools (the straggler rule), the best kept by
+the objective's key (robust time then cost; cost then robust time; robust compute then cost).
+None of the planner's pool subsets, cheapest fills or ties at equal cost. `random_pool_instance`
+draws small two-pool instances for it.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import math
 
 import numpy as np
 
+from planner.cost.assumptions import SETTABLE_FIELDS
 from planner.cost.score import score
 from planner.cost.setting import PlanBatch, Setting
+from planner.evaluate import with_params
+from planner.fleet.network import site_network
+from planner.fleet.pools import PoolSetting
+from planner.fleet.replicas import fleet_cost_usd, mixed_setting, unsupported, used_pools
 from planner.robust import Statistic
+from planner.schema.instance import Instance
 from planner.solvers.bnb import TIE_REL
+from planner.solvers.mixed import base_space, unit_price
 from planner.space import ZERO_SHARD_SIZES, DecisionSpace, hierarchical_shards_valid, schedules_searched
 
 LIMITS = ("memory-cap", "node-limit", "structure", "budget-limit")
@@ -90,6 +107,51 @@ def brute_force(settings: list[Setting], space: DecisionSpace, objective: str, s
     return (1.0 / best[0] if objective == "max_compute" else best[0]), best[1]
 
 
+def brute_force_pools(instance: Instance, scenario_pools: list[list[PoolSetting]], objective: str,
+                      statistic: Statistic) -> float | None:
+    """The robust value of the best plan on a fleet of pools (module docstring), or None: seconds
+    (min_time), USD (min_cost), FLOP (max_compute)."""
+    pools = scenario_pools[0]
+    space = base_space(instance, pools)
+    cap, budget = instance.limits.max_nodes or math.inf, instance.limits.budget_usd
+    sites = site_network(instance)
+    best = None
+    for counts in itertools.product(*(range(p.count + 1) for p in pools)):
+        n, cost = sum(counts), fleet_cost_usd(pools, counts)
+        if n == 0 or n > cap or n < space.min_nodes or (budget is not None and cost > budget):
+            continue
+        used = used_pools(counts)
+        for precision in space.precisions:
+            if unsupported(pools, used, precision):
+                continue
+            fixed = dataclasses.replace(space, precisions=(precision,), min_nodes=n, max_nodes=n)
+            for params in instance.search.params or [None]:
+                settings = [unit_price(mixed_setting(p, used, precision, sites)) for p in scenario_pools]
+                settings = settings if params is None else [with_params(s, params) for s in settings]
+                found = brute_force(settings, fixed, objective, statistic)
+                if found is None:
+                    continue
+                value, robust_s = found
+                key = {"min_cost": (cost, robust_s), "max_compute": (-value, cost)}.get(objective, (value, cost))
+                if best is None or _less(key, best[1]):
+                    best = (cost if objective == "min_cost" else value, key)
+    return None if best is None else best[0]
+
+
+def random_pool_instance(rng: np.random.Generator) -> dict:
+    """A small fleet of two pools of different hardware (1 or 2 nodes each, prices as listed), otherwise
+    as `random_instance`, with smaller ranges so that the oracle scores every assignment in seconds."""
+    data = random_instance(rng)
+    first, second = rng.choice(len(HARDWARE), size=2, replace=False)
+    data["fleet"] = {"pools": [{"name": "a", "hardware": HARDWARE[int(first)], "count": int(rng.integers(1, 3))},
+                               {"name": "b", "hardware": HARDWARE[int(second)], "count": int(rng.integers(1, 3))}]}
+    data["search"].update(max_inner_steps=min(data["search"]["max_inner_steps"], 8), max_regional_rounds=2,
+                          max_stages=3, max_micro_batches=2)
+    if "budget_usd" in data["limits"]:
+        data["limits"]["budget_usd"] = float(rng.choice([2e6, 6e6]))
+    return data
+
+
 def _less(a: tuple, b: tuple) -> bool:
     for x, y in zip(a, b):
         if x < y * (1 - TIE_REL):
@@ -123,7 +185,6 @@ def random_instance(rng: np.random.Generator) -> dict:
         data["limits"]["budget_usd"] = float(rng.choice([3e6, 2e7]))
     if rng.random() < 0.3:
         data["search"]["streaming"] = [False]
-    from planner.cost.assumptions import SETTABLE_FIELDS
     if profile == "dtplan" and "evidence_envelope" in SETTABLE_FIELDS:
         # a profile that cuts the search to its evidence envelope (issue 24 item 3): opened, so that the
         # oracle's declared space is the one searched

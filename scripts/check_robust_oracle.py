@@ -3,8 +3,11 @@ oracle (planner.robust_oracle: every plan scored under every scenario) on seeded
 uniform-fleet instances of every objective (planner.robust_oracle.random_instance), the worst case
 and, for one instance in three, a quantile. Prints the disagreements (none expected), how many
 instances were feasible, how many robust optima differ from the nominal one, and the time of each side.
+`--pools`: fleets of two pools (planner.robust_oracle.random_pool_instance) instead, the robust
+solve (planner.questions.robust.robust_optimum, the decomposition of planner.robust_pools) against
+planner.robust_oracle.brute_force_pools.
 
-    python scripts/check_robust_oracle.py [--count 200] [--seed 24]
+    python scripts/check_robust_oracle.py [--count 200] [--seed 24] [--pools]
 
 Exit 1 on any disagreement.
 """
@@ -18,8 +21,14 @@ import time
 
 import numpy as np
 
-from planner.robust import Statistic, optimise, scenario_settings
-from planner.robust_oracle import agree, brute_force, random_instance, robust_value
+from planner.fleet.pools import pool_settings
+from planner.questions.robust import robust_optimum
+from planner.questions.robust_scenarios import scenario_pools as scenario_pools_of
+from planner.questions.robust_scenarios import scenario_settings
+from planner.robust import Statistic, optimise
+from planner.robust_oracle import (agree, brute_force, brute_force_pools, random_instance, random_pool_instance,
+                                   robust_value)
+from planner.solvers.mixed import base_space
 from planner.solve import optimise as nominal_optimise
 from planner.schema.instance import parse_instance
 from planner.space import DecisionSpace
@@ -47,28 +56,51 @@ def check(data: dict, quantile: float | None):
     return found, best, instance.objective, search_s, oracle_s, worse
 
 
+def check_pools(data: dict, quantile: float | None):
+    """`check` on a fleet of pools: (robust value found, oracle's value, objective, search seconds,
+    oracle seconds, False: whether the nominal optimum is worse is not computed here)."""
+    instance = parse_instance(data)
+    start = time.perf_counter()
+    result, _, _, _ = robust_optimum(instance, data, instance.objective, quantile)
+    search_s = time.perf_counter() - start
+    pools = pool_settings(instance)
+    space = base_space(instance, pools)
+    _, scenario_pools = scenario_pools_of(data, scored=(space.modes, space.precisions))   # as the solve's
+    statistic = Statistic.of(len(scenario_pools), quantile)
+    start = time.perf_counter()
+    best = brute_force_pools(instance, scenario_pools, instance.objective, statistic)
+    oracle_s = time.perf_counter() - start
+    found = None if result.plan is None else (None, result.objective_value)
+    return found, None if best is None else (best,), instance.objective, search_s, oracle_s, False
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--count", type=int, default=200)
     parser.add_argument("--seed", type=int, default=24)
+    parser.add_argument("--pools", action="store_true")
     args = parser.parse_args()
     rng = np.random.default_rng(args.seed)
     disagreements, feasible, differs, search_s, oracle_s = 0, 0, 0, 0.0, 0.0
     per_objective: dict[str, int] = {}
+    per_profile: dict[str, int] = {}
     for k in range(args.count):
-        data = random_instance(rng)
+        data = random_pool_instance(rng) if args.pools else random_instance(rng)
         quantile = 0.8 if rng.random() < 1 / 3 else None
-        found, best, objective, took_s, oracle_took_s, worse = check(data, quantile)
+        found, best, objective, took_s, oracle_took_s, worse = (check_pools if args.pools else check)(data, quantile)
         differs += worse
         search_s, oracle_s = search_s + took_s, oracle_s + oracle_took_s
         per_objective[objective] = per_objective.get(objective, 0) + 1
+        profile = data["assumptions"]["profile"]
+        per_profile[profile] = per_profile.get(profile, 0) + 1
         feasible += found is not None
         if not agree(found, best):
             disagreements += 1
             print(f"instance {k} ({objective}, quantile {quantile}): search "
                   f"{None if found is None else found[1]}; oracle {best}")
-    summary = (f"{args.count} instances (seed {args.seed}; {per_objective}): {disagreements} disagreements; "
-               f"{feasible} feasible, {differs} where the nominal optimum is not robustly optimal; search "
+    differing = "" if args.pools else f"{differs} where the nominal optimum is not robustly optimal; "
+    summary = (f"{args.count} {'pool ' if args.pools else ''}instances (seed {args.seed}; {per_objective}; "
+               f"{per_profile}): {disagreements} disagreements; {feasible} feasible, {differing}search "
                f"{search_s:.1f} s, oracle {oracle_s:.1f} s; load average {os.getloadavg()[0]:.2f}")
     print(summary)
     return 1 if disagreements else 0

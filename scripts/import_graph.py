@@ -48,7 +48,7 @@ LAYERS: list[tuple[str, str, tuple[str, ...]]] = [
      ("planner.objectives",)),
     ("search", "the solvers: branch and bound, exhaustive, the MIP and its backends, the pool solvers",
      ("planner.solvers", "planner.mip",
-      "planner.solve", "planner.reference", "planner.robust", "planner.robust_oracle")),
+      "planner.solve", "planner.reference", "planner.robust", "planner.robust_oracle", "planner.robust_pools")),
     ("questions", "questions asked of the solvers: feasible, compare, sweep, thresholds, robust",
      ("planner.questions",)),
     ("present", "text, JSON, plots and reports of the answers",

@@ -31,18 +31,11 @@ KNOWN = {
          "planner.solvers.mixed_mip"],
         ["planner.solvers.mixed_proportional", "planner.solvers.proportional_boxes",
          "planner.solvers.proportional_cost", "planner.solvers.proportional_levels"],
-        # the robust objective reads the uncertainty file through the sweep, which answers robust points
-        ["planner.questions.robust", "planner.questions.sweep", "planner.questions.sweep.answer",
-         "planner.questions.sweep.run", "planner.questions.uncertainty", "planner.robust"],
     ],
     "upward": [
         ("planner.objectives", "planner.solvers.bnb"),            # the objectives' searches are bnb's
-        ("planner.questions.robust", "planner.present.report"),
-        ("planner.robust", "planner.questions.sweep.fields"),
-        ("planner.robust", "planner.questions.uncertainty"),
     ],
     "private": [
-        ("planner.questions.robust", "planner.present.report"),
     ],
     "undocumented": [],
 }

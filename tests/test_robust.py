@@ -11,7 +11,8 @@ import pytest
 
 from planner.evaluate import evaluate
 from planner.questions.robust import robust_solve
-from planner.robust import Statistic, optimise, scenario_settings, scenarios
+from planner.questions.robust_scenarios import scenario_settings, scenarios
+from planner.robust import Statistic, optimise
 from planner.robust_oracle import agree, brute_force, random_instance
 from planner.schema.instance import parse_instance
 from planner.schema.plan import parse_plan
@@ -237,10 +238,107 @@ def test_cli_thresholds_robust_row_is_the_robust_min_cost():
     assert answer["nodes"] >= robust.nominal.plan.nodes
 
 
-def test_robust_refuses_fleets_of_pools():
+def _check_pools(data: dict, quantile=None):
+    from planner.fleet.pools import pool_settings
+    from planner.questions.robust import robust_optimum
+    from planner.questions.robust_scenarios import scenario_pools
+    from planner.robust_oracle import brute_force_pools
+    from planner.solvers.mixed import base_space
+    instance = parse_instance(data)
+    result, chosen, statistic, _ = robust_optimum(instance, data, instance.objective, quantile)
+    space = base_space(instance, pool_settings(instance))
+    _, pools = scenario_pools(data, scored=(space.modes, space.precisions))
+    assert [c.label for c in chosen] == [c.label for c in scenario_pools(data, scored=(space.modes, space.precisions))[0]]
+    best = brute_force_pools(instance, pools, instance.objective, Statistic.of(len(pools), quantile))
+    assert (result.plan is None) == (best is None), (result.objective_value, best)
+    if best is not None:
+        assert result.status == "optimal" and math.isclose(result.objective_value, best, rel_tol=1e-9), \
+            (result.objective_value, best)
+        assert sum(result.plan.pool_nodes.values()) == result.plan.nodes
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_robust_pools_match_brute_force(seed):
+    """Fleets of two pools: the decomposition (planner.robust_pools) against every assignment of
+    nodes to pools under every scenario (scripts/check_robust_oracle.py --pools runs more)."""
+    from planner.robust_oracle import random_pool_instance
+    data = random_pool_instance(np.random.default_rng(300 + seed))
+    data["objective"] = ("min_time", "min_cost", "max_compute")[seed % 3]
+    _check_pools(data, quantile=0.8 if seed == 4 else None)
+
+
+def test_robust_on_pools_from_the_command_line():
+    """mixed-a100-h100: solve --robust answers (exit 0) with the plan's pools and the regret table; the
+    proportional rule is refused with exit 2 naming fleet.sync_rule."""
     from click.testing import CliRunner
 
     from planner.cli import main
     path = Path(__file__).resolve().parent.parent / "instances" / "mixed-a100-h100.json"
-    out = CliRunner().invoke(main, ["solve", str(path), "--robust"])
-    assert out.exit_code == 2 and "--robust" in out.output and "pools" in out.output
+    out = CliRunner().invoke(main, ["solve", str(path), "--robust", "--json"])
+    assert out.exit_code == 0, out.output
+    answer = json.loads(out.output)
+    plan = answer["robust"]["plan"]
+    assert sum(plan["pool_nodes"].values()) == plan["nodes"]
+    assert len(answer["regret"]) == answer["statistic"]["scenarios"]
+    worst = max(row["robust"] for row in answer["regret"])      # min_time, worst case: the largest time
+    assert math.isclose(answer["robust"]["objective_value"], worst, rel_tol=1e-9)
+    out = CliRunner().invoke(main, ["solve", str(path), "--robust", "--set", "fleet.sync_rule=proportional"])
+    assert out.exit_code == 2 and "fleet.sync_rule" in out.output and "--robust" in out.output
+
+
+def test_incumbent_prunes_only_what_cannot_tie():
+    """robust.optimise with an incumbent: just above the optimum it finds the same value, just below
+    it finds nothing (no plan is that good)."""
+    data = random_instance(np.random.default_rng(7))
+    data["objective"] = "min_time"
+    data["limits"]["max_days"] = 5000
+    instance = parse_instance(data)
+    chosen, settings = scenario_settings(data)
+    statistic = Statistic.of(len(settings))
+    labels = [c.label for c in chosen]
+    space = DecisionSpace.from_instance(instance, settings[0])
+    found, _, _ = optimise(settings, space, "min_time", statistic, labels)
+    assert found is not None
+    again, _, _ = optimise(settings, space, "min_time", statistic, labels, incumbent=found[1] * (1 + 1e-9))
+    assert again is not None and math.isclose(again[1], found[1], rel_tol=1e-12)
+    none, _, _ = optimise(settings, space, "min_time", statistic, labels, incumbent=found[1] * 0.99)
+    assert none is None
+
+
+def test_reduced_space_searched_when_scenarios_list_its_classes():
+    """SpaceCheck.space_for: the reduced space for a group of scenarios exactly when each lists the
+    nominal reduced classes (built here afresh under each scenario's Setting and compared)."""
+    from planner.robust import SpaceCheck, same_classes
+    data = json.loads((Path(__file__).resolve().parent.parent / "instances" / "compare-1e27.json").read_text())
+    instance = parse_instance(data)
+    chosen, settings = scenario_settings(data)
+    labels = [c.label for c in chosen]
+    space = DecisionSpace.from_instance(instance, settings[0])
+    seen = set()
+    for j in range(1, len(settings)):
+        check = SpaceCheck(space, "min_time", settings, labels)
+        check.prime()
+        searched, orders = check.space_for([0, j])
+        nominal, mine = DecisionSpace.from_instance(instance, settings[0]).for_objective(settings[0], "min_time"), \
+            DecisionSpace.from_instance(instance, settings[0]).for_objective(settings[0], "min_time")
+        same = all(same_classes(nominal.classes(settings[0], m, p, e), mine.classes(settings[j], m, p, e))
+                   for m in nominal.modes for p in nominal.precisions for e in nominal.expert_scopes(settings[0], m))
+        assert (searched is check.reduced) == same, labels[j]
+        seen.add(same)
+    assert seen == {True, False}      # both paths met on this instance
+
+
+def test_cli_solve_robust_report_holds_both_answers_and_the_regret_table(tmp_path):
+    """solve --robust --report (planner.present.robust.robust_report): the robust and the nominal
+    answer and one regret row per scenario, each scenario's label in the page."""
+    from click.testing import CliRunner
+
+    from planner.cli import main
+    path = Path(__file__).resolve().parent.parent / "instances" / "solve-1e24-64xh100.json"
+    report = tmp_path / "robust.html"
+    out = CliRunner().invoke(main, ["solve", str(path), "--robust", "--report", str(report), "--json"])
+    assert out.exit_code == 0, out.output
+    answer = json.loads(out.output[:out.output.rindex("}") + 1])
+    page = report.read_text()
+    assert "Robust answer (worst case over" in page and "Nominal answer" in page
+    assert all(row["scenario"].replace("&", "&amp;") in page for row in answer["regret"])

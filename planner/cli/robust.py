@@ -12,11 +12,10 @@ from planner.schema.errors import InputError
 def feasible_robust(instance, raw: dict, source: str, as_json: bool, deadline: float | None) -> None:
     """`dtplan feasible --robust`: reachable under every scenario, some or none (naming them), and
     whether one plan reaches the target under all of them; exit 0 when one does, else 1."""
-    from planner.questions.robust import UnsupportedRobust, reach_lines, robust_reach
+    from planner.present.robust import reach_lines
+    from planner.questions.robust import robust_reach
     try:
         r = robust_reach(instance, raw, deadline=deadline)
-    except UnsupportedRobust as err:
-        raise BadInput(str(err)) from None
     except InputError as err:
         raise BadInput.from_error(err, source) from None
     if as_json:

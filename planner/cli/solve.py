@@ -106,15 +106,14 @@ def solve(instance_path: Path, objective: str | None, solver: str, time_limit_s:
 def _solve_robust(instance_path: Path, objective: str | None, solver: str, deadline: float | None,
                   quantile: float | None, as_json: bool, report_path: Path | None, overrides: tuple[str, ...]) -> None:
     """`solve --robust` (planner.questions.robust): exits like `solve`, by the robust answer."""
-    from planner.questions.robust import UnsupportedRobust, regret_lines, robust_report, robust_solve
+    from planner.present.robust import regret_lines, robust_report
+    from planner.questions.robust import robust_solve
     from planner.solvers import UnsupportedBySolver
     instance, raw = load_instance_or_exit(instance_path, overrides)
     try:
         result = robust_solve(instance, raw, objective, solver, deadline=deadline, quantile=quantile)
     except UnsupportedBySolver as err:
         raise BadInput(f"--solver: {err}") from None
-    except UnsupportedRobust as err:
-        raise BadInput(str(err)) from None
     except InputError as err:
         raise BadInput.from_error(err, str(instance_path)) from None
     if as_json:

@@ -1,6 +1,9 @@
 """`--robust`: the robust plan of an instance next to its nominal plan, and both plans' figures
 under every scenario (the regret table). docs/robust.md; the search is `planner.robust`.
 
+A fleet of pools is solved per model size by the decomposition of `planner.robust_pools` (its
+scenario set built pool by pool), a uniform fleet by `planner.robust.optimise` directly.
+
 - `robust_solve`: `dtplan solve --robust`. The robust optimum over the scenarios (worst case, or
   the k-th largest for `--quantile`), proven by the branch and bound (or every plan scored with
   `--solver exhaustive`); the nominal optimum (`planner.solve.solve`); and each plan re-scored
@@ -21,20 +24,26 @@ from typing import Any
 import numpy as np
 
 from planner.cost.duration import SECONDS_PER_DAY
+from planner.cost.score import time_to_target
+from planner.evaluate import batch_from_plan, evaluate, setting_from_instance, with_params
 from planner.objectives import tie_less
-from planner.robust import ROBUST_OPTION, Scenario, Statistic, optimise, scenario_settings
+from planner.cost.setting import Setting
+from planner.fleet.pools import pool_settings
+from planner.questions.robust_scenarios import Scenario, scenario_settings
+from planner.questions.robust_scenarios import scenario_pools as scenario_pools_of
+from planner.questions.sweep.fields import with_fields
+from planner.questions.thresholds import Answer, node_case
+from planner.robust import ROBUST_OPTION, Statistic, optimise
+from planner.robust_pools import check_pools, solve_pools
 from planner.schema.errors import InputError, Problem
 from planner.schema.instance import Instance, parse_instance
 from planner.solve import AGREEMENT_REL, MIP_SOLVERS, SolveResult, plan_from_batch, solve
 from planner.solvers import UnsupportedBySolver
 from planner.solvers.bnb import TIE_REL
+from planner.solvers.mixed import base_space, plan_of
 from planner.space import DecisionSpace
 
 VALUE_KEY = {"min_time": "time_to_target_s", "min_cost": "time_to_target_s"}   # max_compute: the target kind
-
-
-class UnsupportedRobust(ValueError):
-    """A robust question the planner cannot answer (message names --robust)."""
 
 
 @dataclass
@@ -61,46 +70,83 @@ class RobustResult:
 
 
 def _check(instance: Instance, solver: str) -> None:
-    if instance.fleet.is_mixed:
-        raise UnsupportedRobust(f"{ROBUST_OPTION}: fleets of pools (fleet.pools) are not supported yet; "
-                                f"a uniform fleet is")
     if solver in MIP_SOLVERS:
         raise UnsupportedBySolver(f"{ROBUST_OPTION} is answered by the branch and bound (bnb) or the exhaustive "
                                   f"oracle, not by the MIP backend {solver!r}; use --solver bnb")
 
 
+@dataclass
+class _Run:
+    """The robust optimum of one model size: its scenarios and Settings (of the chosen part, for a
+    fleet of pools), the one-plan batch and value found (None: no plan), the key it is compared by
+    across model sizes, its plan, the plans scored and the proven bound."""
+
+    chosen: list[Scenario]
+    settings: list[Setting]
+    found: tuple | None
+    key: tuple
+    plan: Any
+    evaluations: int
+    bound: float
+
+
+def _uniform_run(instance: Instance, raw: dict, objective: str, quantile: float | None, params, solver: str,
+                 deadline: float, paths) -> _Run:
+    nominal = setting_from_instance(instance)
+    nominal = nominal if params is None else with_params(nominal, params)
+    space = DecisionSpace.from_instance(instance, nominal)
+    chosen, settings = scenario_settings(raw, params, paths, instance.name or "<instance>",
+                                         (space.modes, space.precisions))
+    statistic = Statistic.of(len(settings), quantile)
+    space = DecisionSpace.from_instance(instance, settings[0])
+    found, count, bound = optimise(settings, space, objective, statistic, [s.label for s in chosen], deadline, solver)
+    if found is None:
+        return _Run(chosen, settings, None, (), None, count, bound)
+    batch, value = found
+    key = (-value if objective == "max_compute" else value,)
+    if objective == "min_cost":
+        key += (_statistic_of(settings, statistic, batch, "time_to_target_s"),)
+    bound = max(bound, value) if objective == "max_compute" else min(bound, value)
+    return _Run(chosen, settings, found, key, plan_from_batch(batch, 0, settings[0].is_moe), count, bound)
+
+
+def _pools_run(instance: Instance, raw: dict, objective: str, quantile: float | None, params, solver: str,
+               deadline: float, paths) -> _Run:
+    """`_uniform_run` for a fleet of pools (planner.robust_pools)."""
+    pools = pool_settings(instance)
+    space = base_space(instance, pools)
+    chosen, scenario_pools = scenario_pools_of(raw, paths, instance.name or "<instance>", (space.modes, space.precisions))
+    labels = [s.label for s in chosen]
+    check_pools(instance, scenario_pools, labels)
+    statistic = Statistic.of(len(scenario_pools), quantile)
+    answer = solve_pools(instance, scenario_pools, labels, objective, statistic, params, solver, deadline)
+    if answer.best is None:
+        settings = [p[0].setting if params is None else with_params(p[0].setting, params) for p in scenario_pools]
+        return _Run(chosen, settings, None, (), None, answer.evaluations, answer.bound)
+    best = answer.best
+    plan = plan_of(best, scenario_pools[0], answer.settings[0].is_moe)
+    return _Run(chosen, answer.settings, (best.batch, best.value), best.key, plan, answer.evaluations, answer.bound)
+
+
 def robust_optimum(instance: Instance, raw: dict, objective: str, statistic_quantile: float | None = None,
                    solver: str = "bnb", deadline: float = math.inf, paths=None):
-    """(SolveResult of the robust optimum without re-scoring, scenarios, Statistic, per-size settings
-    of the chosen size)."""
+    """(SolveResult of the robust optimum without re-scoring, scenarios, Statistic, per-scenario settings
+    of the chosen size: for a fleet of pools, those of the chosen plan's part)."""
     _check(instance, solver)
     start = time.perf_counter()
-    runs, evaluations = [], 0
-    labels, statistic = None, None
-    for params in instance.search.params or [None]:
-        chosen, settings = scenario_settings(raw, params, paths, instance.name or "<instance>")
-        labels = [s.label for s in chosen]
-        statistic = Statistic.of(len(settings), statistic_quantile)
-        space = DecisionSpace.from_instance(instance, settings[0])
-        found, count, bound = optimise(settings, space, objective, statistic, labels, deadline, solver)
-        evaluations += count
-        if found is not None:
-            bound = max(bound, found[1]) if objective == "max_compute" else min(bound, found[1])
-        runs.append((params, chosen, settings, found, bound))
+    solve_size = _pools_run if instance.fleet.is_mixed else _uniform_run
+    runs = [solve_size(instance, raw, objective, statistic_quantile, params, solver, deadline, paths)
+            for params in instance.search.params or [None]]
+    evaluations = sum(r.evaluations for r in runs)
+    statistic = Statistic.of(len(runs[0].chosen), statistic_quantile)
     elapsed = time.perf_counter() - start
     maximise = objective == "max_compute"
-    bound = max(r[4] for r in runs) if maximise else min(r[4] for r in runs)
-    best, best_key = None, None
+    bound = max(r.bound for r in runs) if maximise else min(r.bound for r in runs)
+    best = None
     for run in runs:
-        if run[3] is None:
-            continue
-        batch, value = run[3]
-        key = (-value if maximise else value,)
-        if objective == "min_cost":
-            key += (_statistic_of(run[2], statistic, batch, "time_to_target_s"),)
-        if best is None or tie_less(key, best_key):
-            best, best_key = run, key
-    kind = runs[0][2][0].target_kind if maximise else None
+        if run.found is not None and (best is None or tie_less(run.key, best.key)):
+            best = run
+    kind = runs[0].settings[0].target_kind if maximise else None
     if best is None:
         status = "time_limit" if math.isfinite(deadline) and (bound > 0 if maximise else bound < math.inf) \
             else "infeasible"
@@ -109,34 +155,30 @@ def robust_optimum(instance: Instance, raw: dict, objective: str, statistic_quan
             f"({statistic.describe()})"]
         result = SolveResult(objective, solver, status, None, bound if status == "time_limit" else None, None,
                              elapsed, evaluations, infeasibility=reasons, compute_kind=kind)
-        return result, runs[0][1], statistic, runs[0][2]
-    params, chosen, settings, (batch, value), _ = best
+        return result, runs[0].chosen, statistic, runs[0].settings
+    value = best.found[1]
     if maximise:
         status = "optimal" if bound <= value * (1 + TIE_REL) else "time_limit"
         gap = 0.0 if status == "optimal" else (bound - value) / value
     else:
         status = "optimal" if bound >= value * (1 - TIE_REL) else "time_limit"
         gap = 0.0 if status == "optimal" else (value - bound) / value
-    plan = plan_from_batch(batch, 0, settings[0].is_moe)
-    result = SolveResult(objective, solver, status, value, bound, gap, elapsed, evaluations, plan,
-                         model_params=settings[0].params, compute_kind=kind)
-    return result, chosen, statistic, settings
+    result = SolveResult(objective, solver, status, value, bound, gap, elapsed, evaluations, best.plan,
+                         model_params=best.settings[0].params, compute_kind=kind)
+    return result, best.chosen, statistic, best.settings
 
 
 def _statistic_of(settings, statistic: Statistic, batch, key: str) -> float:
-    from planner.cost.score import time_to_target
     return float(statistic.of_values(np.array([time_to_target(s, batch)[key][0] for s in settings])))
 
 
 def scenario_instances(instance: Instance, raw: dict, chosen: list[Scenario]) -> list[Instance]:
     """The instance of each scenario (the instance as given first)."""
-    from planner.questions.sweep.fields import with_fields
     return [instance if not s.overrides else parse_instance(with_fields(raw, s.overrides)) for s in chosen]
 
 
 def plan_values(instances: list[Instance], plan, params: float | None, value_name: str) -> list[dict[str, Any]]:
     """The plan re-scored by the evaluator under each scenario: its value and whether it meets every limit."""
-    from planner.evaluate import evaluate
     out = []
     for inst in instances:
         e = evaluate(inst, plan, params=params)
@@ -170,45 +212,17 @@ def robust_solve(instance: Instance, raw: dict, objective: str | None = None, so
             row[f"{name}_meets_limits"] = figures[name][i]["meets_limits"]
         rows.append(row)
     if robust.plan is not None:
-        from planner.evaluate import evaluate
         robust.evaluation = evaluate(instance, robust.plan, params=params)
         values = np.array([f["value"] for f in figures["robust"]])
         with np.errstate(divide="ignore"):
             key = float(statistic.of_values(1.0 / values if objective == "max_compute" else values))
-        rescored = {"max_compute": 1.0 / key, "min_time": key}.get(objective, robust.plan.nodes * settings[0].node_price_usd)
+        rescored = {"max_compute": 1.0 / key, "min_time": key}.get(objective, robust.evaluation.values["cost_usd"])
         if not abs(rescored - robust.objective_value) <= AGREEMENT_REL * abs(robust.objective_value) or \
                 (objective != "max_compute" and key > settings[0].window_s * (1 + AGREEMENT_REL)):
             raise AssertionError(f"re-scored robust objective {rescored!r} (key {key!r}) disagrees with the "
                                  f"search's {robust.objective_value!r}")
     robust.solve_time_s = time.perf_counter() - start - nominal.solve_time_s
     return RobustResult(robust, nominal, chosen, statistic, value_name, rows)
-
-
-def regret_table(result: RobustResult) -> tuple[list[str], list[list[str]]]:
-    """(header, rows) of the regret table: per scenario the robust and the nominal plan's figure
-    (days to target, or FLOP), "(limit)" where the plan breaks a limit under that scenario."""
-    days = result.value_name == "time_to_target_s"
-    names = [n for n in ("robust", "nominal") if result.rows and n in result.rows[0]]
-
-    def cell(row: dict, name: str) -> str:
-        v = row[name]
-        if v is None or not math.isfinite(v):
-            return "never"
-        text = f"{v / SECONDS_PER_DAY:,.1f}" if days else f"{v:.3e}"
-        return text + ("" if row[f"{name}_meets_limits"] else " (limit)")
-
-    header = ["scenario"] + [f"{n} plan ({'days' if days else 'FLOP ' + result.value_name})" for n in names]
-    return header, [[r["scenario"]] + [cell(r, n) for n in names] for r in result.rows]
-
-
-def regret_lines(result: RobustResult) -> list[str]:
-    """The regret table as aligned text lines."""
-    header, rows = regret_table(result)
-    if len(header) == 1:
-        return ["no plan to score: neither the robust nor the nominal solve found one"]
-    widths = [max(len(x[i]) for x in [header] + rows) for i in range(len(header))]
-    return ["  ".join(x[i].ljust(widths[i]) if i == 0 else x[i].rjust(widths[i]) for i in range(len(header)))
-            for x in [header] + rows]
 
 
 # -- feasible --robust ----------------------------------------------------------------------
@@ -244,43 +258,6 @@ def robust_reach(instance: Instance, raw: dict, solver: str = "bnb", deadline: f
     return RobustReach(verdict, one, rows)
 
 
-def reach_lines(r: RobustReach) -> list[str]:
-    """`feasible --robust` in words."""
-    missed = [x["scenario"] for x in r.per_scenario if not x["reachable"]]
-    count = len(r.per_scenario)
-    lines = {"every": [f"reachable under every scenario ({count})"],
-             "none": [f"reachable under none of the {count} scenarios"],
-             "some": [f"reachable under some scenarios: {count - len(missed)} of {count}; not under "
-                      f"{', '.join(missed)}"]}[r.verdict]
-    if r.one_plan.plan is not None:
-        lines.append(f"one plan reaches the target under every scenario: worst case "
-                     f"{r.one_plan.objective_value / SECONDS_PER_DAY:,.1f} days")
-    else:
-        lines.append("no single plan reaches the target under every scenario")
-    for x in r.per_scenario:
-        lines.append(f"  {x['scenario']}: " + (f"{x['days']:,.1f} days" if x["reachable"] else x["status"]))
-    return lines
-
-
-def robust_report(instance, result: RobustResult, path, command: str | None = None):
-    """`solve --robust --report`: the robust plan, the nominal plan and the regret table."""
-    from planner.present.report import _answer_line, _Doc, _plan_and_breakdown, _question
-    doc = _Doc(f"dtplan solve --robust: {instance.name or 'instance'}", instance, command)
-    _question(doc, instance)
-    doc.h2(f"Robust answer ({result.statistic.describe()})")
-    text, css = _answer_line(result.robust)
-    doc.p(text, css)
-    doc.items(result.robust.infeasibility, "bad")
-    _plan_and_breakdown(doc, result.robust)
-    doc.h2("Nominal answer (the instance as given)")
-    text, css = _answer_line(result.nominal)
-    doc.p(text, css)
-    _plan_and_breakdown(doc, result.nominal)
-    doc.h2("Each plan under each scenario (regret)")
-    doc.table(*regret_table(result))
-    return doc.write(path)
-
-
 # -- thresholds --robust ------------------------------------------------------------------------
 
 
@@ -290,7 +267,6 @@ def robust_answer(raw: dict, node, th, fit: bool = False):
     the branch and bound), and that plan's robust (worst-case) days to target. The counterpart of
     `planner.questions.thresholds.answer`, whose nominal verification by re-solving it replaces by
     the search's proof."""
-    from planner.questions.thresholds import Answer, node_case
     case = node_case(raw, node, th, fit)
     if isinstance(case, Answer):
         return case
@@ -299,7 +275,6 @@ def robust_answer(raw: dict, node, th, fit: bool = False):
     if r.status != "optimal":
         return Answer(node, False, model_params=params, result=r,
                       binding=r.infeasibility or [f"no plan with up to {cap:,} nodes reaches the target"])
-    from planner.evaluate import batch_from_plan
     n = int(r.plan.nodes)
     days = _statistic_of(settings, statistic, batch_from_plan(settings[0], r.plan), "time_to_target_s") / SECONDS_PER_DAY
     return Answer(node, True, n, n * node.price_usd, days, params, r, [],
@@ -309,19 +284,18 @@ def robust_answer(raw: dict, node, th, fit: bool = False):
 # -- sweep --robust -----------------------------------------------------------------------------
 
 
-def sweep_row(instance: Instance, data: dict, objective: str | None, solver: str) -> dict[str, Any]:
-    """One point of `sweep --robust` (command "robust"): the robust optimum of the point's instance
-    (its value: seconds, USD or FLOP, as `solve`), the statistic, the plan's cost and fields."""
-    from planner.frames import plan_columns
+def sweep_row(instance: Instance, data: dict, objective: str | None, solver: str) -> tuple[dict[str, Any], Any]:
+    """One point of `sweep --robust` (command "robust"): (row, plan): the robust optimum of the point's
+    instance (its value: seconds, USD or FLOP, as `solve`), the statistic and the plan's cost, and
+    the plan itself (None if none), whose fields the sweep adds as columns."""
     objective = objective or instance.objective
     r, chosen, statistic, settings = robust_optimum(instance, data, objective, solver=solver)
     cost = days = None
     if r.plan is not None:
-        from planner.evaluate import batch_from_plan
-        cost = r.plan.nodes * settings[0].node_price_usd
+        cost = evaluate(instance, r.plan, params=r.model_params if instance.search.params else None).values["cost_usd"]
         days = _statistic_of(settings, statistic, batch_from_plan(settings[0], r.plan),
                              "time_to_target_s") / SECONDS_PER_DAY
     return {"status": r.status, "objective": objective, "objective_value": r.objective_value,
             "best_bound": r.best_bound, "gap": r.gap, "statistic": statistic.describe(),
             "time_to_target_days": days, "cost_usd": cost,
-            "model_params": r.model_params, **plan_columns(r.plan), "infeasibility": "; ".join(r.infeasibility) or None}
+            "model_params": r.model_params, "infeasibility": "; ".join(r.infeasibility) or None}, r.plan

@@ -32,7 +32,8 @@ def _answer(payload: dict, instance: Instance, data: dict) -> dict[str, Any]:
                 "infeasibility": "; ".join(r.infeasibility) or None}
     if command == "robust":
         from planner.questions.robust import sweep_row
-        return sweep_row(instance, data, payload["objective"], payload["solver"])
+        row, plan = sweep_row(instance, data, payload["objective"], payload["solver"])
+        return {**row, **_plan_columns(plan)}
     if command == "feasible":
         from planner.questions.feasible import feasible
         f = feasible(data, payload["source"])
