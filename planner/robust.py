@@ -46,7 +46,8 @@ import numpy as np
 
 from planner.cost.setting import Setting
 from planner.schema.errors import InputError, Problem
-from planner.solvers import bnb, monotone
+from planner.objectives import Objective
+from planner.solvers import bnb, monotone, objective_search
 from planner.space import DecisionSpace
 
 ROBUST_OPTION = "--robust"
@@ -376,7 +377,7 @@ class SpaceCheck:
     deterministic, so a scenario that differs from the nominal one only in assumption fields the
     nominal listing never read (`_reads`) lists the same classes and is not rebuilt."""
 
-    def __init__(self, space: DecisionSpace, objective: str, settings: list[Setting], labels: list[str]):
+    def __init__(self, space: DecisionSpace, objective: Objective, settings: list[Setting], labels: list[str]):
         spaces = [space.for_objective(s, objective) for s in settings]
         if any(x != spaces[0] for x in spaces[1:]):
             j = next(i for i, x in enumerate(spaces) if x != spaces[0])
@@ -439,7 +440,7 @@ def plan_measures(settings: list[Setting], base: str, batch) -> np.ndarray:
         return np.array([1.0 / window_compute(s, batch, kind)[kind][0] for s in settings])
 
 
-def optimise(settings: list[Setting], space: DecisionSpace, objective: str, statistic: Statistic,
+def optimise(settings: list[Setting], space: DecisionSpace, objective: Objective, statistic: Statistic,
              labels: list[str], deadline: float = math.inf, solver: str = "bnb"):
     """((one-plan batch, robust value) or None, plans scored, proven bound) over the scenarios'
     `settings` (the first the instance as given): the robust counterpart of `planner.solve.optimise`.
@@ -467,13 +468,13 @@ def optimise(settings: list[Setting], space: DecisionSpace, objective: str, stat
     if len(windows) > 1:
         raise InputError([Problem(ROBUST_OPTION, "the scenarios change the duration limit; not supported")])
     check = SpaceCheck(space, objective, settings, labels)
-    base = bnb.compute_measure(s.target_kind) if objective == "max_compute" else bnb.TIME
+    base = objective.measure(s.target_kind)
     if solver == "exhaustive":
         from planner.solvers import exhaustive
         full, orders = check.space_for(list(range(len(settings))))
         measure = RobustMeasure(base, settings, statistic, labels, orders)
         found, evaluations = exhaustive.optimise(s, full, objective, measure=measure)
-        return found, evaluations, (0.0 if objective == "max_compute" else math.inf)
+        return found, evaluations, objective.empty_bound
     RobustMeasure(base, settings, statistic, labels)      # every scenario's bounds hold (else InputError)
     active, evaluations = _first_scenarios(s, check.reduced, base, settings, statistic), 0
     while True:
@@ -487,7 +488,7 @@ def optimise(settings: list[Setting], space: DecisionSpace, objective: str, stat
         per = plan_measures(settings, base, found[0])
         key_all = float(statistic.of_values(per))
         key_active = float(sub.statistic.of_values(per[active]))
-        value = found[1] if objective == "min_cost" else (1.0 / key_all if objective == "max_compute" else key_all)
+        value = found[1] if objective.by_cost else (1.0 / key_all if objective.maximise else key_all)
         # past the deadline: this plan, and the bound over A, a bound over all scenarios too
         if key_all <= key_active or len(active) == len(settings) or time.perf_counter() > deadline:
             return (found[0], value), evaluations, bound
@@ -513,10 +514,9 @@ def _first_scenarios(s: Setting, space: DecisionSpace, base: str, settings: list
     return sorted(np.argsort(-per, kind="stable")[:statistic.k].tolist())
 
 
-def _search(s: Setting, space: DecisionSpace, objective: str, measure: RobustMeasure, deadline: float):
-    from planner import objectives
-    if objective == "min_time":
-        return objectives.min_time(s, space, deadline, measure=measure)
-    if objective == "min_cost":
-        return objectives.fewest_nodes(s, space, s.window_s, measure, deadline)
-    return objectives.max_compute(s, space, deadline, measure=measure)
+def _search(s: Setting, space: DecisionSpace, objective: Objective, measure: RobustMeasure, deadline: float):
+    if objective.by_time:
+        return objective_search.min_time(s, space, deadline, measure=measure)
+    if objective.by_cost:
+        return objective_search.fewest_nodes(s, space, s.window_s, measure, deadline)
+    return objective_search.max_compute(s, space, deadline, measure=measure)

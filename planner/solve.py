@@ -39,24 +39,21 @@ from planner.schema.instance import Instance, size_set_problems
 from planner.schema.plan import Plan, parse_plan
 from planner.solvers import UnsupportedBySolver
 from planner.space import DecisionSpace
-from planner.objectives import SizeRun, best_of, best_of_sizes, max_compute, min_cost, min_time
+from planner.objectives import KEYS, MAX_COMPUTE, MIN_TIME, Objective, UnsupportedObjective, objective_named
+from planner.solvers.objective_search import SizeRun, best_of, best_of_sizes, max_compute, search
 
 SOLVERS = ("bnb", "highs", "scip", "exhaustive")
 MIP_SOLVERS = ("highs", "scip")          # planner.mip + planner.solvers (HiGHS via Pyomo, SCIP via OR-Tools), certified
 DEFAULT_SOLVER = "bnb"                   # chosen by scripts/bench_solve.py (docs/mip.md)
-SUPPORTED_OBJECTIVES = ("min_time", "min_cost", "max_compute")
+SUPPORTED_OBJECTIVES = KEYS              # the keys users give (planner.objectives)
 AGREEMENT_REL = 1e-9
-
-
-class UnsupportedObjective(ValueError):
-    """An objective the planner cannot answer yet."""
 
 
 @dataclass
 class SolveResult:
     """What a solve found, how sure it is, and how long it took."""
 
-    objective: str
+    objective: Objective
     solver: str
     status: str                              # optimal | time_limit | infeasible
     objective_value: float | None            # seconds (min_time), USD (min_cost), FLOP (max_compute)
@@ -79,7 +76,7 @@ class SolveResult:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "objective": self.objective, "solver": self.solver, "status": self.status,
+            "objective": self.objective.key, "solver": self.solver, "status": self.status,
             "objective_value": self.objective_value, "best_bound": self.best_bound, "gap": self.gap,
             "solve_time_s": self.solve_time_s, "evaluations": self.evaluations, "space_size": self.space_size,
             "model_params": self.model_params, "compute_kind": self.compute_kind, "candidates": self.candidates,
@@ -95,9 +92,10 @@ class SolveResult:
         return solve_frame(self)
 
 
-def solve(instance: Instance, objective: str | None = None, solver: str = DEFAULT_SOLVER,
+def solve(instance: Instance, objective: Objective | str | None = None, solver: str = DEFAULT_SOLVER,
           time_limit_s: float | None = None, deadline: float | None = None) -> SolveResult:
-    """The optimal plan of `instance` for `objective` (default: the instance's).
+    """The optimal plan of `instance` for `objective` (default: the instance's; a key is parsed by
+    `planner.objectives.objective_named`, raising `UnsupportedObjective`).
 
     With `time_limit_s`, a search that has not finished returns the best plan found,
     status `time_limit`, and the gap to a proven bound; `deadline` (a `time.perf_counter()`
@@ -107,13 +105,10 @@ def solve(instance: Instance, objective: str | None = None, solver: str = DEFAUL
     Raises `InputError` when the instance cannot be solved for this objective (a set of
     model sizes without a fixed FLOP target for min_time / min_cost).
     """
-    objective = objective or instance.objective
-    if objective not in SUPPORTED_OBJECTIVES:
-        raise UnsupportedObjective(f"objective {objective!r} is not supported by the planner yet; "
-                                   f"supported: {', '.join(SUPPORTED_OBJECTIVES)}")
+    objective = objective_named(objective or instance.objective)
     if solver not in SOLVERS:
         raise ValueError(f"unknown solver {solver!r}; available: {', '.join(SOLVERS)}")
-    problems = size_set_problems(instance, objective)
+    problems = size_set_problems(instance, objective.key)
     if problems:
         raise InputError(problems)
     if solver in MIP_SOLVERS:
@@ -128,14 +123,14 @@ def solve(instance: Instance, objective: str | None = None, solver: str = DEFAUL
         from planner.solvers.mixed import solve_mixed
         return solve_mixed(instance, objective, solver, deadline, start)
     base = setting_from_instance(instance)
-    maximise = objective == "max_compute"
+    maximise = objective.maximise
     runs, mip = [], []
     for params in instance.search.params or [None]:
         setting = base if params is None else with_params(base, params)
         space = DecisionSpace.from_instance(instance, setting)
         found, evaluations, bound = optimise(setting, space, objective, deadline, solver=solver, reports=mip)
         if found is not None:     # the proven bound of this size: its open boxes and its optimum
-            bound = max(bound, found[1]) if maximise else min(bound, found[1])
+            bound = objective.tighter(bound, found[1])
         runs.append(SizeRun(params, setting, space, found, evaluations, bound))
     elapsed = time.perf_counter() - start
     evaluations = sum(r.evaluations for r in runs)
@@ -143,7 +138,7 @@ def solve(instance: Instance, objective: str | None = None, solver: str = DEFAUL
     # the declared space's size (every class built: costly on large fleets), not counted past the deadline
     size = None if time.perf_counter() > deadline else \
         sum(r.space.for_objective(r.setting, objective).size(r.setting) for r in runs)
-    bound = max(r.bound for r in runs) if maximise else min(r.bound for r in runs)
+    bound = objective.best(r.bound for r in runs)
     kind = base.target_kind if maximise else None
     candidates = [{"params": r.params, "objective_value": r.found[1] if r.found else None, "bound": r.bound}
                   for r in runs] if instance.search.params else []
@@ -174,7 +169,7 @@ def solve(instance: Instance, objective: str | None = None, solver: str = DEFAUL
         gap = 0.0 if status == "optimal" else (value - bound) / value
     plan = plan_from_batch(batch, 0, setting.is_moe)
     result = evaluate(instance, plan, params=params)
-    rescored = result.values[{"min_time": "time_to_target_s", "min_cost": "cost_usd"}.get(objective, kind)]
+    rescored = result.values[objective.value_field(kind)]
     if not abs(rescored - value) <= AGREEMENT_REL * abs(value):
         raise AssertionError(f"re-scored objective {rescored!r} disagrees with the solver's {value!r}")
     if maximise:      # no target: the run lasts the duration limit; say so if the instance's target is missed
@@ -186,7 +181,7 @@ def solve(instance: Instance, objective: str | None = None, solver: str = DEFAUL
                        binding=binding_limits(result, space, objective), model_params=setting.params, **common)
 
 
-def optimise(setting: Setting, space: DecisionSpace, objective: str, deadline: float = math.inf,
+def optimise(setting: Setting, space: DecisionSpace, objective: Objective, deadline: float = math.inf,
              solver: str = "bnb", reports: list | None = None):
     """((one-plan batch, objective value) or None, plans evaluated, proven bound from the part of
     the space left unsearched) for a resolved setting.
@@ -213,11 +208,9 @@ def optimise(setting: Setting, space: DecisionSpace, objective: str, deadline: f
         from planner.solvers import exhaustive
         found, evaluations, complete = exhaustive.optimise_until(setting, space, objective, deadline)
         if not complete:              # plans left unscored at the deadline: no bound on them
-            return found, evaluations, (math.inf if objective == "max_compute" else 0.0)
-        return found, evaluations, (0.0 if objective == "max_compute" else math.inf)
-    if objective == "max_compute":
-        return max_compute(setting, space, deadline)
-    return (min_time if objective == "min_time" else min_cost)(setting, space, deadline)
+            return found, evaluations, objective.unknown_bound
+        return found, evaluations, objective.empty_bound
+    return search(objective, setting, space, deadline)
 
 
 def _solver_used(solver: str, settings: list[Setting]) -> str:
@@ -269,7 +262,7 @@ def plan_from_batch(b: PlanBatch, i: int, is_moe: bool) -> Plan:
     return parse_plan(data, "<solver>")
 
 
-def binding_limits(e: Evaluation, space: DecisionSpace, objective: str = "min_time") -> list[str]:
+def binding_limits(e: Evaluation, space: DecisionSpace, objective: Objective = MIN_TIME) -> list[str]:
     """Limits and search bounds the optimum sits on (where relaxing them could help)."""
     b, v, s = e.batch, e.values, e.setting
     out = []
@@ -278,7 +271,7 @@ def binding_limits(e: Evaluation, space: DecisionSpace, objective: str = "min_ti
         out.append(f"node-limit: uses all {n} nodes available")
     if s.budget_usd is not None and (n + 1) * s.node_price_usd > s.budget_usd:
         out.append(f"budget-limit: one more node would exceed ${s.budget_usd:,.0f}")
-    if objective == "max_compute":
+    if not objective.within_window:
         out.append(f"duration-limit: the run lasts the whole {s.window_s / SECONDS_PER_DAY:,.1f} days")
     elif v["time_to_target_s"] > 0.999 * s.window_s:
         out.append(f"duration-limit: {v['time_to_target_s'] / SECONDS_PER_DAY:,.1f} of "
@@ -315,17 +308,17 @@ def explain_infeasible(s: Setting, space: DecisionSpace,
         # C_quality grows with the run: the target is missed exactly when the most C_quality
         # within the limit falls short (and the time bound is weak near the loss floor).
         if full is not None:
-            most, _ = exhaustive.optimise(s, full, "max_compute")
+            most, _ = exhaustive.optimise(s, full, MAX_COMPUTE)
             upper = most[1] if most is not None else 0.0
         else:
-            most, _, upper = max_compute(s, space.for_objective(s, "max_compute"), deadline)
+            most, _, upper = max_compute(s, space.for_objective(s, MAX_COMPUTE), deadline)
         if most is not None and upper <= most[1] * (1 + bnb.TIE_REL):
             at_goodput = f" at goodput {s.goodput:g}" if s.goodput < 1 else ""
             return [f"duration-limit: the most C_quality any plan reaches in {s.window_s / SECONDS_PER_DAY:,.1f} "
                     f"days{at_goodput} is {most[1]:.3e} FLOP, the target is {s.target:.3e} FLOP"], None
     elif batches:
         if full is not None:      # the fastest plan whatever the duration limit, every plan scored
-            fastest, _ = exhaustive.optimise(s.replace(window_s=math.inf), full, "min_time")
+            fastest, _ = exhaustive.optimise(s.replace(window_s=math.inf), full, MIN_TIME)
             found = []
         else:
             found = [bnb.minimise_time(s, b, space.max_inner_steps, space.max_regional_rounds, deadline=deadline)

@@ -15,6 +15,7 @@ import sys
 import time
 from pathlib import Path
 
+from planner.objectives import objective_named
 from planner.questions.robust import robust_optimum
 from planner.schema.instance import parse_instance
 from planner.solve import solve
@@ -45,7 +46,7 @@ def main() -> int:
         raw = json.loads(path.read_text())
         instance = parse_instance(raw)
         nominal_s, nominal = best_of(args.repeat, lambda: solve(instance))
-        robust_s, (robust, chosen, _, _) = best_of(args.repeat, lambda: robust_optimum(instance, raw, instance.objective))
+        robust_s, (robust, chosen, _, _) = best_of(args.repeat, lambda: robust_optimum(instance, raw, objective_named(instance.objective)))
         ratio = robust_s / nominal_s
         worst = max(worst, ratio)
         print(f"{path.stem:<22} {instance.objective:<11} nominal {nominal_s:7.2f} s ({nominal.status}), robust "

@@ -18,6 +18,7 @@ import time
 
 import numpy as np
 
+from planner.objectives import objective_named
 from planner.robust import Statistic, optimise, scenario_settings
 from planner.robust_oracle import agree, brute_force, random_instance, robust_value
 from planner.solve import optimise as nominal_optimise
@@ -33,15 +34,15 @@ def check(data: dict, quantile: float | None):
     statistic = Statistic.of(len(settings), quantile)
     space = DecisionSpace.from_instance(instance, settings[0])
     start = time.perf_counter()
-    found, _, _ = optimise(settings, space, instance.objective, statistic, [c.label for c in chosen])
+    found, _, _ = optimise(settings, space, objective_named(instance.objective), statistic, [c.label for c in chosen])
     search_s = time.perf_counter() - start
     start = time.perf_counter()
-    best = brute_force(settings, space, instance.objective, statistic)
+    best = brute_force(settings, space, objective_named(instance.objective), statistic)
     oracle_s = time.perf_counter() - start
-    nominal, _, _ = nominal_optimise(settings[0], space, instance.objective)
+    nominal, _, _ = nominal_optimise(settings[0], space, objective_named(instance.objective))
     worse = False
     if found is not None and nominal is not None:
-        mine, theirs = (robust_value(settings, b, instance.objective, statistic) for b in (found[0], nominal[0]))
+        mine, theirs = (robust_value(settings, b, objective_named(instance.objective), statistic) for b in (found[0], nominal[0]))
         worse = theirs < mine * (1 - 1e-9) if instance.objective == "max_compute" else theirs > mine * (1 + 1e-9)
         worse |= instance.objective == "min_cost" and nominal[1] < found[1] * (1 - 1e-9)
     return found, best, instance.objective, search_s, oracle_s, worse

@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from planner.objectives import objective_named
 from planner.evaluate import evaluate
 from planner.questions.robust import robust_solve
 from planner.robust import Statistic, optimise, scenario_settings, scenarios
@@ -78,9 +79,9 @@ def _check_one(data: dict, quantile=None):
     chosen, settings = scenario_settings(data)
     statistic = Statistic.of(len(settings), quantile)
     space = DecisionSpace.from_instance(instance, settings[0])
-    found, _, bound = optimise(settings, space, instance.objective, statistic, [c.label for c in chosen])
+    found, _, bound = optimise(settings, space, objective_named(instance.objective), statistic, [c.label for c in chosen])
     assert bound == (0.0 if instance.objective == "max_compute" else math.inf)     # the search finished
-    best = brute_force(settings, space, instance.objective, statistic)
+    best = brute_force(settings, space, objective_named(instance.objective), statistic)
     assert agree(found, best), (found and found[1], best)
 
 

@@ -53,11 +53,14 @@ from __future__ import annotations
 import itertools
 import math
 from dataclasses import dataclass, field
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
 
 import numpy as np
 
 from planner.schema.errors import Problem
+
+if TYPE_CHECKING:
+    from planner.objectives import Objective
 
 Partition = tuple[tuple[str, ...], ...]
 
@@ -522,6 +525,7 @@ def least_cost_placed(setting, space, placement: Placement, deadline: float, sol
     as the oracle's key (cost, then time). The bound: the best cost when every round finished,
     else the least of it and F(each unfinished round's node bound): a round's plans cost at least
     the cheapest fill of its least node count."""
+    from planner.objectives import MIN_COST, MIN_TIME
     from planner.solve import optimise
     from planner.solvers.bnb import TIE_REL
     from dataclasses import replace
@@ -529,7 +533,7 @@ def least_cost_placed(setting, space, placement: Placement, deadline: float, sol
 
     def fewest(view_space):
         nonlocal bound_usd
-        found, count, bound_nodes = optimise(setting, view_space, "min_cost", deadline, solver)
+        found, count, bound_nodes = optimise(setting, view_space, MIN_COST, deadline, solver)
         if math.isfinite(bound_nodes):               # the round was cut short by the deadline
             fill = placement.fill_cost()
             n = max(int(math.ceil(bound_nodes - 1e-9)), 0)
@@ -542,7 +546,7 @@ def least_cost_placed(setting, space, placement: Placement, deadline: float, sol
     best_batch = best[0]
     view = placement.within(best_usd * (1 + TIE_REL))
     top = min(space.max_nodes, view.affordable_nodes())
-    found, count, _ = optimise(setting, replace(space, max_nodes=top, placement=view), "min_time", deadline, solver)
+    found, count, _ = optimise(setting, replace(space, max_nodes=top, placement=view), MIN_TIME, deadline, solver)
     evaluations += count
     if found is not None:
         batch = found[0]
@@ -551,7 +555,7 @@ def least_cost_placed(setting, space, placement: Placement, deadline: float, sol
     return best_batch, best_usd, evaluations, min(bound_usd, best_usd)
 
 
-def cheapest_tied(setting, space, placement: Placement, objective: str, found, deadline: float, solver: str):
+def cheapest_tied(setting, space, placement: Placement, objective: "Objective", found, deadline: float, solver: str):
     """min_time or max_compute over one part with several regions, ties to the cheaper plan: among the
     part's plans whose time (compute) is within the tie tolerance of `found`'s, (batch, value) of one
     of least placement cost C_u(N), and the plans scored. `found` = (batch, value): the part's
@@ -564,23 +568,23 @@ def cheapest_tied(setting, space, placement: Placement, objective: str, found, d
     C_u(N): each round the objective's own solve over the (N, u) with C_u(N) <= L, with found's
     value as the incumbent (the branch and bound prunes every box that cannot come within the tie
     tolerance of it; with other solvers the optimum of the round), a plan accepted when its time is
-    <= value (1 + TIE_REL) (compute >= value (1 - TIE_REL)), the tie of `objectives.tie_less`. The
+    <= value (1 + TIE_REL) (compute >= value (1 - TIE_REL)), the tie of `objective_search.tie_less`. The
     first round proves in one solve that no cheaper plan ties (all the rounds when a deadline cuts
     one short: then the plan of least cost found so far, tied all the same).
 
     Only N >= N*, found's nodes, are listed: `tie_key` puts fewer nodes first, so no plan tied with
-    found has fewer nodes (found is the first tied plan in that order, `objectives.best_of`). And a
+    found has fewer nodes (found is the first tied plan in that order, `objective_search.best_of`). And a
     tie cheaper than c = C_u(N*) has F(N) <= C_u(N) < c, F nondecreasing: when no N >= N* has
     F(N) < c (found is placed at the cheapest fill of its nodes, e.g. a plan without units, or one
     using every node of its pools), nothing is solved at all."""
-    from planner.objectives import max_compute, min_time
+    from planner.solvers.objective_search import max_compute, min_time
     from planner.solve import optimise
     from planner.solvers import monotone
     from planner.solvers.bnb import TIE_REL
     batch, value = found
     nodes = int(np.ravel(batch.nodes)[0])
     cost = float(placement.cost(batch_unit(batch), nodes)[nodes])
-    maximise = objective == "max_compute"
+    maximise = objective.maximise
     bounded = solver == "bnb" and not monotone.check(setting).unsupported
 
     def tied(view_space):

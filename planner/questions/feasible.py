@@ -33,6 +33,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from planner.objectives import MIN_COST, MIN_TIME, Objective
 from planner.cost.duration import SECONDS_PER_DAY
 from planner.schema.errors import InputError
 from planner.schema.instance import parse_instance
@@ -109,7 +110,7 @@ class _Solver:
         edit(data)
         return data
 
-    def solve(self, data: dict, objective: str = "min_time", exact: bool = True) -> SolveResult:
+    def solve(self, data: dict, objective: Objective = MIN_TIME, exact: bool = True) -> SolveResult:
         """The solve of a variant; TimeUp if the deadline cut it short (when `exact`: an answer
         found in time but not proven optimal is no answer for a fix)."""
         if exact and self.deadline is not None and time.perf_counter() >= self.deadline:
@@ -189,7 +190,7 @@ def _fix_nodes(s: _Solver, instance) -> tuple[Fix | None, str | None]:
     now = instance.limits.max_nodes or instance.fleet.nodes
     cap = min(max(NODE_CAP_FACTOR * instance.fleet.nodes, NODE_CAP_MIN), MAX_NODES)
     edit_cap = _chain(_set("fleet.nodes", cap), lambda d: d.get("limits", {}).pop("max_nodes", None))
-    r = s.solve(s.variant(edit_cap), objective="min_cost")
+    r = s.solve(s.variant(edit_cap), objective=MIN_COST)
     if r.status != "optimal":
         why = "no node count up to {:,} reaches the target within the limits".format(cap)
         if instance.limits.budget_usd is not None:
@@ -256,7 +257,7 @@ def _fix_budget(s: _Solver, instance) -> tuple[Fix | None, str | None]:
     if budget is None:
         return None, None
     s.progress("lowest budget")
-    r = s.solve(s.variant(lambda d: d["limits"].pop("budget_usd")), objective="min_cost")
+    r = s.solve(s.variant(lambda d: d["limits"].pop("budget_usd")), objective=MIN_COST)
     if r.status != "optimal":
         return None, "budget: no budget suffices (another limit binds)"
     cost = float(r.objective_value)

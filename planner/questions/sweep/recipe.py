@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from planner.objectives import objective_named
 from planner.questions.sweep.distributions import Distribution
 from planner.questions.sweep.fields import check_field, with_fields
 from planner.questions.sweep.run import SweepResult
@@ -87,7 +88,8 @@ def plot_sweep(result: SweepResult, path: str | Path, kind: str | None = None, x
     kind = kind or ("distribution" if spec.vary else "lines")
     fields = list(spec.grid) + list(spec.vary)
     y = y or ("days" if spec.command == "reach" else "time_to_target_days")
-    if spec.command == "solve" and spec.objective == "max_compute" and y == "time_to_target_days":
+    if spec.command == "solve" and spec.objective is not None and objective_named(spec.objective).maximise \
+            and y == "time_to_target_days":
         y = "objective_value"
     if kind == "distribution":
         return sweep_plots.distribution_plot([r.get(y) for r in result.rows], path, label=y, limit=limit,
@@ -99,6 +101,5 @@ def plot_sweep(result: SweepResult, path: str | Path, kind: str | None = None, x
     series = series if series is not None else (list(spec.grid)[1] if len(spec.grid) > 1 else None)
     ylabel = None
     if y == "objective_value":
-        from planner.present.plots import _AXIS
-        ylabel = _AXIS.get(spec.objective or parse_instance(copy.deepcopy(spec.base)).objective)
+        ylabel = objective_named(spec.objective or parse_instance(copy.deepcopy(spec.base)).objective).axis
     return sweep_plots.lines_plot(result.rows, x, path, y=y, series=series, limit=limit, title=title, ylabel=ylabel)
