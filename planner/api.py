@@ -168,7 +168,7 @@ def compare(instance: InstanceLike, hardware: Iterable[str] | str = "all", objec
     raw = _apply(raw, overrides)
     rows = run(raw, hardware, objective=objective)
     from planner.schema.instance import parse_instance
-    return ComparisonTable(rows, objective or parse_instance(copy.deepcopy(raw)).objective)
+    return ComparisonTable(rows, str(objective or parse_instance(copy.deepcopy(raw)).objective))    # the key
 
 
 def sweep(instance: InstanceLike, grid: Mapping[str, Iterable[Any]] | None = None,

@@ -37,7 +37,7 @@ def solve_row(r) -> dict[str, Any]:
     """One SolveResult as a flat row."""
     from planner.cost.duration import SECONDS_PER_DAY
     e = r.evaluation
-    return {"objective": r.objective, "solver": r.solver, "status": r.status, "objective_value": r.objective_value,
+    return {"objective": r.objective.key, "solver": r.solver, "status": r.status, "objective_value": r.objective_value,
             "best_bound": r.best_bound, "gap": r.gap, "solve_time_s": r.solve_time_s, "evaluations": r.evaluations,
             "time_to_target_days": e.values["time_to_target_s"] / SECONDS_PER_DAY if e else None,
             "cost_usd": e.values["cost_usd"] if e else None, "bottleneck": e.bottleneck if e else None,

@@ -1,190 +1,132 @@
-"""The objectives every solver shares (docs/planner.md, "Objectives"), searched exactly by the
-branch and bound of `planner.solvers.bnb`.
+"""The objectives a solve answers (docs/planner.md, "Objectives"), one object each.
 
-- `min_time`: least wall-clock until C_local (or C_quality) reaches the target, among plans
-  that meet every limit (memory, nodes, structure, budget, run duration).
-- `min_cost`: fewest dollars (= fewest nodes of the fleet's hardware) that reach the target
-  within the run-duration limit; ties go to the faster plan.
-- `max_compute`: the most C_quality (or C_local, per `training.target_kind`) reached within
-  the run-duration limit W, in the window view (`planner.cost.run.window_view`).
-- `fewest_nodes_in_window`: the reference calculator's own question (fewest nodes whose
-  compute within the window reaches the target).
+- `MIN_TIME` (key `min_time`): least wall-clock until C_local (or C_quality) reaches the target,
+  among plans that meet every limit (memory, nodes, structure, budget, run duration).
+- `MIN_COST` (key `min_cost`): fewest dollars (= fewest nodes of the fleet's hardware) that reach
+  the target within the run-duration limit; ties go to the faster plan.
+- `MAX_COMPUTE` (key `max_compute`): the most C_quality (or C_local, per `training.target_kind`)
+  reached within the run-duration limit W, in the window view (`planner.cost.run.window_view`).
 
-Each returns ((one-plan batch, objective value) or None, plans scored, proven bound). Ties
-among plans are broken by `planner.solvers.bnb.tie_key`; among model sizes by
-`best_of_sizes`. `planner.solve` (the user-facing solve), the MIP certification
-(`planner.solvers.certified`) and the exhaustive oracle all use these functions.
+An `Objective` carries what the rest of the planner asks of it: its key (the string users give
+and `--json` prints), its sense and the bound the search prunes with (`measure`, `limit_s`,
+`unknown_bound`, `empty_bound`, `tighter`), its tie-break (`rank_key`) and its presentation
+(`title`, `heading`, `axis`, `better`, `unit`, `value_field`). The user's string is parsed once (`objective_named`, at the
+CLI / API / web entry and `planner.solve.solve`); below that the object travels. The searches
+themselves (`min_time`, `min_cost`, `max_compute`, the branch and bound behind them) are search
+code: `planner.solvers.objective_search`.
+
+Adding an objective: one `Objective` here (and its entry in `OBJECTIVES`), its search in the
+search layer, and its tests. Layer: objectives; imports nothing of the planner (only the standard
+library), so schema, cost, setting and space code below it may hold an objective without
+importing this module (they read its attributes).
 """
 
 from __future__ import annotations
 
 import math
-import time
-from typing import NamedTuple
+from dataclasses import dataclass
 
-import numpy as np
-
-from planner.cost.score import time_to_target, window_compute
-from planner.cost.setting import PlanBatch, Setting
-from planner.solvers import bnb
-from planner.space import DecisionSpace
+TIME_MEASURE = "time"      # the branch and bound's measure names (planner.solvers.bnb.MEASURES)
 
 
-class SizeRun(NamedTuple):
-    """One candidate model size solved: its optimum (or None) and proven bound (`optimise`)."""
+@dataclass(frozen=True, eq=False)
+class Objective:
+    """One objective: key, sense, what its value is, how it is bounded, ranked and shown. An
+    objective equals its key (and hashes as it), so a key read from user input finds it."""
 
-    params: float | None          # total parameters (None: the instance's own model)
-    setting: Setting
-    space: DecisionSpace
-    found: tuple[PlanBatch, float] | None
-    evaluations: int
-    bound: float                  # lower (min_*) or upper (max_compute) bound, the optimum included
+    key: str                  # what users give (--objective, instance.objective) and --json prints
+    title: str                # in words, e.g. "least time to target"
+    heading: str              # the title a solved plan is shown under (text output, --report)
+    axis: str                 # the value's axis label in plots ("time to target, days", ...)
+    better: str               # which way is better, said on that axis
+    unit: str                 # of the value: "s", "USD" or "FLOP"
+    maximise: bool            # larger values are better (the bound is an upper bound)
+    by_time: bool = False     # the value is the time to target (s): prunes by time
+    by_cost: bool = False     # the value is the fleet's price (USD): the search counts nodes
 
+    def __str__(self) -> str:
+        return self.key
 
-def best_of_sizes(objective: str, runs: list[SizeRun]) -> SizeRun | None:
-    """The run whose plan is best for the objective; ties (TIE_REL) to the earlier (smaller) size,
-    and for min_cost first to the faster plan."""
-    best, best_key = None, None
-    for run_ in runs:
-        if run_.found is None:
-            continue
-        batch, value = run_.found
-        key = (-value if objective == "max_compute" else value,)
-        if objective == "min_cost":
-            key += (float(time_to_target(run_.setting, batch)["time_to_target_s"][0]),)
-        if best is None or tie_less(key, best_key):
-            best, best_key = run_, key
-    return best
+    def __eq__(self, other) -> bool:
+        if isinstance(other, Objective):
+            return self.key == other.key
+        return isinstance(other, str) and self.key == other
 
+    def __hash__(self) -> int:
+        return hash(self.key)
 
-def tie_less(a: tuple, b: tuple) -> bool:
-    """a before b, comparing each entry with the relative tie tolerance (equal: not less)."""
-    for x, y in zip(a, b):
-        if x < y - bnb.TIE_REL * abs(y):
-            return True
-        if x > y + bnb.TIE_REL * abs(y):
-            return False
-    return False
+    @property
+    def by_compute(self) -> bool:
+        """The value is the compute reached within the duration limit (FLOP)."""
+        return not (self.by_time or self.by_cost)
 
+    @property
+    def within_window(self) -> bool:
+        """Plans must reach the target within the run-duration limit W (min_time, min_cost);
+        max_compute has no target: its run lasts W."""
+        return not self.maximise
 
-def best_of(s: Setting, candidates: list[bnb.Found]) -> tuple[PlanBatch, float] | None:
-    """The least time among candidates, ties broken by `bnb.tie_key`."""
-    candidates = [c for c in candidates if c.time_s.size]
-    if not candidates:
-        return None
-    best = min(float(c.time_s.min()) for c in candidates)
-    tied = []
-    for c in candidates:
-        within = np.flatnonzero(c.time_s <= best * (1 + bnb.TIE_REL))
-        if within.size:
-            i = int(within[bnb.first_in_tie_order(s, c.batch.take(within))])
-            tied.append((bnb.tie_key(s, c.batch, i), c, i))
-    _, c, i = min(tied, key=lambda x: x[0])
-    return c.batch.take(slice(i, i + 1)), float(c.time_s[i])
+    def measure(self, target_kind: str) -> str:
+        """The branch and bound's measure (planner.solvers.bnb.MEASURES): the time to target, or
+        for max_compute the reciprocal of the compute (`1/c_quality`, `1/c_local`) per target kind."""
+        return f"1/{target_kind}" if self.by_compute else TIME_MEASURE
 
+    def limit_s(self, window_s: float) -> float:
+        """The largest time to target a plan may take: W for the objectives within the window, else inf."""
+        return window_s if self.within_window else math.inf
 
-def min_time(s: Setting, space: DecisionSpace, deadline: float = math.inf, incumbent_s: float = math.inf,
-             measure=bnb.TIME):
-    """Least time to target within the limit (`incumbent_s`: the time of a plan known to
-    exist, e.g. a MIP backend's, which prunes from the start). `measure`: the time minimised,
-    bnb.TIME or a robust key over scenarios (`planner.robust.RobustMeasure`)."""
-    bound = min(s.window_s, incumbent_s * (1 + bnb.TIE_REL))
-    found, evaluations = [], 0
-    groups = bnb.batches_most_promising_first(s, space, measure, deadline=deadline)
-    open_bound = math.inf if groups.complete else 0.0      # groups never listed: nothing known of them
-    for b in groups:
-        f = bnb.minimise_time(s, b, space.max_inner_steps, space.max_regional_rounds, bound, deadline, measure)
-        evaluations += f.evaluations
-        open_bound = min(open_bound, f.open_bound)
-        if f.time_s.size:
-            found.append(f)
-            bound = min(bound, float(f.time_s.min()) * (1 + bnb.TIE_REL))
-    best = best_of(s, found)
-    if best is not None and best[1] > s.window_s:     # within the tie tolerance, but over the limit
-        best = None
-    return best, evaluations, open_bound
+    def value_field(self, compute_kind: str | None) -> str:
+        """The evaluation's field holding the objective's value (`planner.evaluate`): time_to_target_s,
+        cost_usd, or the compute kind (c_quality / c_local) for max_compute."""
+        return "time_to_target_s" if self.by_time else "cost_usd" if self.by_cost else str(compute_kind)
 
+    @property
+    def unknown_bound(self) -> float:
+        """The bound when nothing is known of a part of the space: 0 (lower) or inf (upper)."""
+        return math.inf if self.maximise else 0.0
 
-def min_cost(s: Setting, space: DecisionSpace, deadline: float = math.inf, incumbent_nodes: float = math.inf):
-    """Fewest nodes (cost is nodes x node price) reaching the target within the limit; then fastest.
-    `incumbent_nodes`: the nodes of a plan believed to reach it (e.g. a MIP backend's)."""
-    return fewest_nodes(s, space, s.window_s, bnb.TIME, deadline, incumbent_nodes)
+    @property
+    def empty_bound(self) -> float:
+        """The bound of a part proven to hold no plan: inf (lower) or 0 (upper)."""
+        return 0.0 if self.maximise else math.inf
+
+    def tighter(self, bound: float, value: float) -> float:
+        """The better of a bound and a value (max for maximise, else min)."""
+        return max(bound, value) if self.maximise else min(bound, value)
+
+    def best(self, values):
+        """The best of values (max for maximise, else min)."""
+        return max(values) if self.maximise else min(values)
+
+    def rank_key(self, value: float, time_s: float | None = None) -> tuple:
+        """The tie-break key, least first: the value (negated when maximising), then for min_cost
+        the time to target (ties go to the faster plan)."""
+        key = (-value if self.maximise else value,)
+        return key + (time_s,) if self.by_cost and time_s is not None else key
 
 
-def fewest_nodes(s: Setting, space: DecisionSpace, limit: float, measure, deadline: float,
-                  incumbent_nodes: float = math.inf):
-    """Fewest nodes of a plan whose measure (time to target, or 1 / compute in the window with
-    `bnb.compute_measure`) is within `limit`; among those the least measure, ties by `tie_key`.
-    Returns ((batch, cost) or None, plans scored, proven lower bound on the cost)."""
-    batches = bnb.batches_most_promising_first(s, space, measure, deadline)
-    start = incumbent_nodes + 1            # searched: plans with fewer nodes than `start`
-    # groups a deadline kept from being listed: any plan of theirs uses at least min_nodes (and 1)
-    fewest, evaluations, open_nodes = start, 0, math.inf if batches.complete else float(max(1, space.min_nodes))
-    for b in batches:
-        n, count, left = bnb.fewest_nodes_within(s, b, space.max_inner_steps, space.max_regional_rounds, limit,
-                                                 at_most=fewest, deadline=deadline, measure=measure)
-        fewest, evaluations, open_nodes = min(fewest, n), evaluations + count, min(open_nodes, left)
-    if fewest == start and math.isfinite(start):     # the incumbent did not hold up: search everything
-        if time.perf_counter() > deadline:           # no time left: nothing below `start` found, nothing above searched
-            return None, evaluations, min(open_nodes, start) * s.node_price_usd
-        best, count, cost_bound = fewest_nodes(s, space, limit, measure, deadline)
-        return best, evaluations + count, cost_bound
-    cost_bound = open_nodes * s.node_price_usd if math.isfinite(open_nodes) else math.inf
-    if not math.isfinite(fewest):
-        return None, evaluations, cost_bound
-    found = []
-    for b in batches:
-        at = bnb.with_nodes(b, int(fewest))
-        if at is not None:
-            f = bnb.minimise_time(s, at, space.max_inner_steps, space.max_regional_rounds, limit, deadline, measure)
-            evaluations += f.evaluations
-            found.append(f)
-    best = best_of(s, found)
-    if best is None:       # the deadline came before the second phase found again a plan of `fewest` nodes
-        return None, evaluations, min(cost_bound, fewest * s.node_price_usd)
-    batch, _ = best        # cut short by the deadline, the fastest of the cheapest may be missed (cost is exact)
-    return (batch, float(batch.nodes[0] * s.node_price_usd)), evaluations, cost_bound
+MIN_TIME = Objective("min_time", "least time to target", "Fastest plan", "time to target, days",
+                     "shorter is better", "s", maximise=False, by_time=True)
+MIN_COST = Objective("min_cost", "least cost", "Cheapest plan reaching the target in time", "minimum cost, USD",
+                     "lower is better", "USD", maximise=False, by_cost=True)
+MAX_COMPUTE = Objective("max_compute", "most compute within the duration limit",
+                        "Most compute within the duration limit", "compute within the duration limit, FLOP",
+                        "larger is better", "FLOP", maximise=True)
+OBJECTIVES = (MIN_TIME, MIN_COST, MAX_COMPUTE)
+KEYS = tuple(o.key for o in OBJECTIVES)
 
 
-def max_compute(s: Setting, space: DecisionSpace, deadline: float = math.inf, incumbent_compute: float = 0.0,
-                measure=None):
-    """Most compute (C_quality or C_local, per target kind) within the duration limit, in the
-    window view: the least 1/C over the space (`bnb.compute_measure`), ties by `tie_key`.
-    `incumbent_compute`: the compute (FLOP) of a plan known to exist, e.g. a MIP backend's,
-    which prunes from the start. `measure`: a robust key of 1/C over scenarios
-    (`planner.robust.RobustMeasure`); the value returned is then 1 / that key."""
-    robust = measure is not None
-    measure = measure if robust else bnb.compute_measure(s.target_kind)
-    groups = bnb.batches_most_promising_first(s, space, measure, deadline)
-    bound = (1.0 / incumbent_compute) * (1 + bnb.TIE_REL) if incumbent_compute > 0 else math.inf
-    found, evaluations = [], 0
-    open_bound = math.inf if groups.complete else 0.0      # groups never listed: nothing known of them
-    for b in groups:
-        f = bnb.minimise_time(s, b, space.max_inner_steps, space.max_regional_rounds, bound, deadline, measure)
-        evaluations += f.evaluations
-        open_bound = min(open_bound, f.open_bound)
-        if f.time_s.size:
-            found.append(f)
-            bound = min(bound, float(f.time_s.min()) * (1 + bnb.TIE_REL))
-    upper = 0.0 if open_bound == math.inf else (1.0 / open_bound if open_bound > 0 else math.inf)
-    best = best_of(s, found)
-    if best is None:
-        return None, evaluations, upper
-    batch, key = best
-    if robust:
-        return (batch, 1.0 / key), evaluations, upper
-    return (batch, float(window_compute(s, batch, s.target_kind)[s.target_kind][0])), evaluations, upper
+class UnsupportedObjective(ValueError):
+    """An objective the planner cannot answer yet."""
 
 
-def fewest_nodes_in_window(s: Setting, space: DecisionSpace, deadline: float = math.inf):
-    """Fewest nodes (cost) of a plan whose compute within the duration limit (window view,
-    C_quality or C_local per target kind) reaches the target; among those the most compute.
-
-    This is the reference calculator's question (`find_nodes_for_target`: eta_R scored at the
-    run's own tokens), not dtplan's min_cost (time to target, eta_R at the target point); the
-    two agree when eta_R does not depend on the tokens (linear v1 or no replica penalty).
-    Same return convention as `optimise` for min_cost. The space keeps the reductions of
-    max_compute (`for_objective`).
-    """
-    space = space.for_objective(s, "max_compute")
-    return fewest_nodes(s, space, 1.0 / s.target, bnb.compute_measure(s.target_kind), deadline)
+def objective_named(key: "str | Objective") -> Objective:
+    """The objective of a key users give (an `Objective` passes through); raises
+    `UnsupportedObjective` naming the keys supported."""
+    if isinstance(key, Objective):
+        return key
+    for o in OBJECTIVES:
+        if o.key == key:
+            return o
+    raise UnsupportedObjective(f"objective {key!r} is not supported by the planner yet; "
+                               f"supported: {', '.join(KEYS)}")

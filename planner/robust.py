@@ -40,9 +40,10 @@ import numpy as np
 
 from planner.cost.score import time_to_target, window_compute
 from planner.cost.setting import Setting
-from planner.objectives import fewest_nodes, max_compute, min_time
+from planner.objectives import Objective
 from planner.schema.errors import InputError, Problem
 from planner.solvers import bnb, exhaustive, monotone
+from planner.solvers.objective_search import fewest_nodes, max_compute, min_time
 from planner.space import DecisionSpace
 
 ROBUST_OPTION = "--robust"
@@ -249,7 +250,7 @@ class SpaceCheck:
     deterministic, so a scenario that differs from the nominal one only in assumption fields the
     nominal listing never read (`_reads`) lists the same classes and is not rebuilt."""
 
-    def __init__(self, space: DecisionSpace, objective: str, settings: list[Setting], labels: list[str]):
+    def __init__(self, space: DecisionSpace, objective: Objective, settings: list[Setting], labels: list[str]):
         spaces = [space.for_objective(s, objective) for s in settings]
         if any(x != spaces[0] for x in spaces[1:]):
             j = next(i for i, x in enumerate(spaces) if x != spaces[0])
@@ -336,7 +337,7 @@ def plan_measures(settings: list[Setting], base: str, batch) -> np.ndarray:
         return np.array([1.0 / window_compute(s, batch, kind)[kind][0] for s in settings])
 
 
-def optimise(settings: list[Setting], space: DecisionSpace, objective: str, statistic: Statistic,
+def optimise(settings: list[Setting], space: DecisionSpace, objective: Objective, statistic: Statistic,
              labels: list[str], deadline: float = math.inf, solver: str = "bnb", incumbent: float | None = None):
     """((one-plan batch, robust value) or None, plans scored, proven bound) over the scenarios'
     `settings` (the first the instance as given): the robust counterpart of `planner.solve.optimise`.
@@ -370,12 +371,12 @@ def optimise(settings: list[Setting], space: DecisionSpace, objective: str, stat
     if len(windows) > 1:
         raise InputError([Problem(ROBUST_OPTION, "the scenarios change the duration limit; not supported")])
     check = SpaceCheck(space, objective, settings, labels)
-    base = bnb.compute_measure(s.target_kind) if objective == "max_compute" else bnb.TIME
+    base = objective.measure(s.target_kind)
     if solver == "exhaustive":
         full, orders = check.space_for(list(range(len(settings))))
         measure = RobustMeasure(base, settings, statistic, labels, orders)
         found, evaluations = exhaustive.optimise(s, full, objective, measure=measure)
-        return found, evaluations, (0.0 if objective == "max_compute" else math.inf)
+        return found, evaluations, objective.empty_bound
     RobustMeasure(base, settings, statistic, labels)      # every scenario's bounds hold (else InputError)
     check.prime()
     active, evaluations = _first_scenarios(s, check.reduced, base, settings, statistic), 0
@@ -390,7 +391,7 @@ def optimise(settings: list[Setting], space: DecisionSpace, objective: str, stat
         per = plan_measures(settings, base, found[0])
         key_all = float(statistic.of_values(per))
         key_active = float(sub.statistic.of_values(per[active]))
-        value = found[1] if objective == "min_cost" else (1.0 / key_all if objective == "max_compute" else key_all)
+        value = found[1] if objective.by_cost else (1.0 / key_all if objective.maximise else key_all)
         # past the deadline: this plan, and the bound over A, a bound over all scenarios too
         if key_all <= key_active or len(active) == len(settings) or time.perf_counter() > deadline:
             return (found[0], value), evaluations, bound
@@ -416,10 +417,10 @@ def _first_scenarios(s: Setting, space: DecisionSpace, base: str, settings: list
     return sorted(np.argsort(-per, kind="stable")[:statistic.k].tolist())
 
 
-def _search(s: Setting, space: DecisionSpace, objective: str, measure: RobustMeasure, deadline: float,
+def _search(s: Setting, space: DecisionSpace, objective: Objective, measure: RobustMeasure, deadline: float,
             incumbent: float | None = None):
-    if objective == "min_time":
+    if objective.by_time:
         return min_time(s, space, deadline, math.inf if incumbent is None else incumbent, measure=measure)
-    if objective == "min_cost":
+    if objective.by_cost:
         return fewest_nodes(s, space, s.window_s, measure, deadline)
     return max_compute(s, space, deadline, 0.0 if incumbent is None else incumbent, measure=measure)

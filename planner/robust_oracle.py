@@ -30,6 +30,7 @@ import math
 import numpy as np
 
 from planner.cost.assumptions import SETTABLE_FIELDS
+from planner.objectives import Objective
 from planner.cost.score import score
 from planner.cost.setting import PlanBatch, Setting
 from planner.evaluate import with_params
@@ -78,7 +79,7 @@ def every_plan(s: Setting, space: DecisionSpace):
                 yield b
 
 
-def brute_force(settings: list[Setting], space: DecisionSpace, objective: str, statistic: Statistic):
+def brute_force(settings: list[Setting], space: DecisionSpace, objective: Objective, statistic: Statistic):
     """(robust value, robust time of that plan) of the best plan, or None (module docstring).
     Values: seconds (min_time), USD (min_cost), FLOP (max_compute)."""
     nominal = settings[0]
@@ -90,13 +91,13 @@ def brute_force(settings: list[Setting], space: DecisionSpace, objective: str, s
             for name in LIMITS:
                 ok &= ~out[f"violates:{name}"]
         times = statistic.of_values(np.stack([o["time_to_target_s"] for o in outs]))
-        if objective == "max_compute":
+        if objective.maximise:
             with np.errstate(divide="ignore"):
                 value = statistic.of_values(np.stack([1.0 / o[nominal.target_kind] for o in outs]))
             second = np.zeros(b.size)
         else:
             ok &= times <= nominal.window_s
-            value = times if objective == "min_time" else b.nodes * nominal.node_price_usd
+            value = times if objective.by_time else b.nodes * nominal.node_price_usd
             second = times
         for i in np.flatnonzero(ok & np.isfinite(value)):
             key = (float(value[i]), float(second[i]))
@@ -104,10 +105,10 @@ def brute_force(settings: list[Setting], space: DecisionSpace, objective: str, s
                 best = key
     if best is None:
         return None
-    return (1.0 / best[0] if objective == "max_compute" else best[0]), best[1]
+    return (1.0 / best[0] if objective.maximise else best[0]), best[1]
 
 
-def brute_force_pools(instance: Instance, scenario_pools: list[list[PoolSetting]], objective: str,
+def brute_force_pools(instance: Instance, scenario_pools: list[list[PoolSetting]], objective: Objective,
                       statistic: Statistic) -> float | None:
     """The robust value of the best plan on a fleet of pools (module docstring), or None: seconds
     (min_time), USD (min_cost), FLOP (max_compute)."""
@@ -132,9 +133,9 @@ def brute_force_pools(instance: Instance, scenario_pools: list[list[PoolSetting]
                 if found is None:
                     continue
                 value, robust_s = found
-                key = {"min_cost": (cost, robust_s), "max_compute": (-value, cost)}.get(objective, (value, cost))
+                key = (cost, robust_s) if objective.by_cost else (-value, cost) if objective.maximise else (value, cost)
                 if best is None or _less(key, best[1]):
-                    best = (cost if objective == "min_cost" else value, key)
+                    best = (cost if objective.by_cost else value, key)
     return None if best is None else best[0]
 
 
@@ -199,11 +200,11 @@ def agree(found, expected, rel: float = 1e-9) -> bool:
     return math.isclose(found[1], expected[0], rel_tol=rel)
 
 
-def robust_value(settings: list[Setting], batch: PlanBatch, objective: str, statistic: Statistic) -> float:
+def robust_value(settings: list[Setting], batch: PlanBatch, objective: Objective, statistic: Statistic) -> float:
     """The robust value of one plan (a one-row batch): the statistic of its time to target, or of
     1/compute returned as FLOP (max_compute); min_cost: its time's statistic (its cost is fixed)."""
     outs = [score(s, batch) for s in settings]
-    if objective == "max_compute":
+    if objective.maximise:
         with np.errstate(divide="ignore"):
             return 1.0 / float(statistic.of_values(np.array([1.0 / o[settings[0].target_kind][0] for o in outs])))
     return float(statistic.of_values(np.array([o["time_to_target_s"][0] for o in outs])))

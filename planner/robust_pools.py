@@ -38,11 +38,12 @@ from planner.cost.setting import Setting
 from planner.evaluate import with_params
 from planner.fleet.pools import PoolSetting
 from planner.fleet.replicas import affordable_nodes, cheapest_fill, fleet_cost_usd, mixed_setting
-from planner.objectives import tie_less
+from planner.objectives import MIN_TIME, Objective
 from planner.robust import ROBUST_OPTION, Statistic, optimise
 from planner.schema.errors import InputError, Problem
 from planner.schema.instance import Instance
 from planner.solvers.mixed import Part, PartResult, compute_bound_s, parts, unit_price
+from planner.solvers.objective_search import tie_less
 
 
 class PoolsAnswer(NamedTuple):
@@ -83,23 +84,23 @@ def part_settings(scenario_pools: list[list[PoolSetting]], part: Part, params: f
     return out
 
 
-def solve_pools(instance: Instance, scenario_pools: list[list[PoolSetting]], labels: list[str], objective: str,
+def solve_pools(instance: Instance, scenario_pools: list[list[PoolSetting]], labels: list[str], objective: Objective,
                 statistic: Statistic, params: float | None, solver: str = "bnb",
                 deadline: float = math.inf) -> PoolsAnswer:
     """The robust optimum of one model size over every part (module docstring)."""
     pools = scenario_pools[0]
-    maximise = objective == "max_compute"
+    maximise = objective.maximise
     best, best_settings, evaluations = None, None, 0
-    bound = 0.0 if maximise else math.inf
+    bound = objective.empty_bound
     listed = parts(instance, pools, params)
     # as planner.solvers.mixed: min_time, max_compute most pools first (their optimum prunes the other
     # parts); min_cost fewest pools first, a part then searched only up to the nodes that cost at
     # most the cheapest plan found (ties kept)
-    order = range(len(listed)) if objective == "min_cost" else reversed(range(len(listed)))
+    order = range(len(listed)) if objective.by_cost else reversed(range(len(listed)))
     for index in order:
         part = listed[index]
         incumbent = None
-        if best is not None and objective == "min_cost":
+        if best is not None and objective.by_cost:
             top = min(part.space.max_nodes, affordable_nodes(pools, part.used, best.value * (1 + 1e-12)))
             if top < part.space.min_nodes:
                 continue          # every plan of the part costs more than the best found
@@ -107,7 +108,7 @@ def solve_pools(instance: Instance, scenario_pools: list[list[PoolSetting]], lab
         elif best is not None and solver == "bnb":
             incumbent = best.value * (1 - 1e-12 if maximise else 1 + 1e-12)      # ties with it are still found
         settings = part_settings(scenario_pools, part, params)
-        if objective == "min_time":
+        if objective.by_time:
             # each scenario's compute bound (planner.solvers.mixed.compute_bound_s, 0 where it is not
             # known to hold) bounds that scenario's time of every plan of the part; the statistic is
             # monotone in each entry, so the statistic of the bounds bounds the part's robust time
@@ -118,26 +119,26 @@ def solve_pools(instance: Instance, scenario_pools: list[list[PoolSetting]], lab
         found, count, part_bound = optimise(settings, part.space, objective, statistic, labels, deadline, solver,
                                             incumbent)
         evaluations += count
-        if objective == "min_cost":
+        if objective.by_cost:
             part_bound = _least_cost(pools, part.used, part_bound)
         if found is None:
-            bound = max(bound, part_bound) if maximise else min(bound, part_bound)
+            bound = objective.tighter(bound, part_bound)
             continue
         batch, value = found
         n = int(batch.nodes[0])
         cost = fleet_cost_usd(pools, cheapest_fill(pools, part.used, n))
-        if objective == "min_cost":
+        if objective.by_cost:
             high = min(affordable_nodes(pools, part.used, cost), part.space.max_nodes)
             if high > n:          # pools of price 0: N* .. high cost the same; the least robust time wins
                 tied = dataclasses.replace(part.space, min_nodes=n, max_nodes=high)
-                fastest, more, _ = optimise(settings, tied, "min_time", statistic, labels, deadline, solver)
+                fastest, more, _ = optimise(settings, tied, MIN_TIME, statistic, labels, deadline, solver)
                 evaluations += more
                 batch = fastest[0] if fastest is not None else batch
             robust_s = float(statistic.of_values([time_to_target(s, batch)["time_to_target_s"][0] for s in settings]))
             value, key = cost, (cost, robust_s, index)
         else:
             key = (-value if maximise else value, cost, index)
-        bound = max(bound, max(part_bound, value)) if maximise else min(bound, min(part_bound, value))
+        bound = objective.tighter(bound, objective.tighter(part_bound, value))
         counts = cheapest_fill(pools, part.used, int(batch.nodes[0]))
         result = PartResult(part, batch, counts, key, value)
         if best is None or tie_less(key, best.key):

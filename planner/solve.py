@@ -30,30 +30,28 @@ import time
 
 from planner.cost import envelope
 from planner.evaluate import evaluate
-from planner.objectives import SizeRun, best_of_sizes
+from planner.objectives import KEYS, Objective, UnsupportedObjective, objective_named
 from planner.schema.errors import InputError
 from planner.schema.instance import Instance, size_set_problems
 from planner.setting import setting_from_instance, with_params
 from planner.solvers import UnsupportedBySolver, bnb
 from planner.solvers.uniform import (AGREEMENT_REL, DEFAULT_SOLVER, MIP_SOLVERS, SOLVERS, SolveResult, binding_limits,
                                      explain_infeasible, optimise, plan_from_batch, solver_used)
+from planner.solvers.objective_search import SizeRun, best_of_sizes
 from planner.space import DecisionSpace
 
 __all__ = ["AGREEMENT_REL", "DEFAULT_SOLVER", "MIP_SOLVERS", "SOLVERS", "SUPPORTED_OBJECTIVES", "SolveResult",
            "UnsupportedObjective", "binding_limits", "explain_infeasible", "optimise", "plan_from_batch", "solve",
            "with_beyond_evidence"]
 
-SUPPORTED_OBJECTIVES = ("min_time", "min_cost", "max_compute")
+SUPPORTED_OBJECTIVES = KEYS              # the keys users give (planner.objectives)
 
 
-class UnsupportedObjective(ValueError):
-    """An objective the planner cannot answer yet."""
-
-
-def solve(instance: Instance, objective: str | None = None, solver: str = DEFAULT_SOLVER,
+def solve(instance: Instance, objective: Objective | str | None = None, solver: str = DEFAULT_SOLVER,
           time_limit_s: float | None = None, deadline: float | None = None,
           explain_envelope: bool = False) -> SolveResult:
-    """The optimal plan of `instance` for `objective` (default: the instance's).
+    """The optimal plan of `instance` for `objective` (default: the instance's; a key is parsed by
+    `planner.objectives.objective_named`, raising `UnsupportedObjective`).
 
     With `time_limit_s`, a search that has not finished returns the best plan found,
     status `time_limit`, and the gap to a proven bound; `deadline` (a `time.perf_counter()`
@@ -70,13 +68,10 @@ def solve(instance: Instance, objective: str | None = None, solver: str = DEFAUL
                     deadline if deadline is not None else math.inf)
         limit = None if math.isinf(limit) else limit
         return with_beyond_evidence(instance, solve(instance, objective, solver, deadline=limit), solver, limit)
-    objective = objective or instance.objective
-    if objective not in SUPPORTED_OBJECTIVES:
-        raise UnsupportedObjective(f"objective {objective!r} is not supported by the planner yet; "
-                                   f"supported: {', '.join(SUPPORTED_OBJECTIVES)}")
+    objective = objective_named(objective or instance.objective)
     if solver not in SOLVERS:
         raise ValueError(f"unknown solver {solver!r}; available: {', '.join(SOLVERS)}")
-    problems = size_set_problems(instance, objective)
+    problems = size_set_problems(instance, objective.key)
     if problems:
         raise InputError(problems)
     if solver in MIP_SOLVERS:
@@ -91,14 +86,14 @@ def solve(instance: Instance, objective: str | None = None, solver: str = DEFAUL
         from planner.solvers.mixed import solve_mixed
         return solve_mixed(instance, objective, solver, deadline, start)
     base = setting_from_instance(instance)
-    maximise = objective == "max_compute"
+    maximise = objective.maximise
     runs, mip = [], []
     for params in instance.search.params or [None]:
         setting = base if params is None else with_params(base, params)
         space = DecisionSpace.from_instance(instance, setting)
         found, evaluations, bound = optimise(setting, space, objective, deadline, solver=solver, reports=mip)
         if found is not None:     # the proven bound of this size: its open boxes and its optimum
-            bound = max(bound, found[1]) if maximise else min(bound, found[1])
+            bound = objective.tighter(bound, found[1])
         runs.append(SizeRun(params, setting, space, found, evaluations, bound))
     elapsed = time.perf_counter() - start
     evaluations = sum(r.evaluations for r in runs)
@@ -106,7 +101,7 @@ def solve(instance: Instance, objective: str | None = None, solver: str = DEFAUL
     # the declared space's size (every class built: costly on large fleets), not counted past the deadline
     size = None if time.perf_counter() > deadline else \
         sum(r.space.for_objective(r.setting, objective).size(r.setting) for r in runs)
-    bound = max(r.bound for r in runs) if maximise else min(r.bound for r in runs)
+    bound = objective.best(r.bound for r in runs)
     kind = base.target_kind if maximise else None
     candidates = [{"params": r.params, "objective_value": r.found[1] if r.found else None, "bound": r.bound}
                   for r in runs] if instance.search.params else []
@@ -137,7 +132,7 @@ def solve(instance: Instance, objective: str | None = None, solver: str = DEFAUL
         gap = 0.0 if status == "optimal" else (value - bound) / value
     plan = plan_from_batch(batch, 0, setting.is_moe)
     result = evaluate(instance, plan, params=params)
-    rescored = result.values[{"min_time": "time_to_target_s", "min_cost": "cost_usd"}.get(objective, kind)]
+    rescored = result.values[objective.value_field(kind)]
     if not abs(rescored - value) <= AGREEMENT_REL * abs(value):
         raise AssertionError(f"re-scored objective {rescored!r} disagrees with the solver's {value!r}")
     if maximise:      # no target: the run lasts the duration limit; say so if the instance's target is missed
@@ -161,7 +156,7 @@ def with_beyond_evidence(instance: Instance, result: SolveResult, solver: str = 
     opened = instance.model_copy(update={"assumptions": given.model_copy(
         update={"constants": {**given.constants, "evidence_envelope": False}})})
     beyond = solve(opened, result.objective, solver, deadline=deadline)
-    summary = envelope.beyond_summary(result.objective, beyond.status, beyond.objective_value,
+    summary = envelope.beyond_summary(result.objective.key, beyond.status, beyond.objective_value,
                                       beyond.plan.model_dump(exclude_none=True) if beyond.plan else None,
                                       beyond.evaluation.envelope or [] if beyond.evaluation else [],
                                       beyond.fastest_time_s)

@@ -38,12 +38,16 @@ through G).
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from planner.cost import envelope, memory, physics, quality_fit
 from planner.cost.modes import throughput
 from planner.cost.setting import PlanBatch, Setting
+
+if TYPE_CHECKING:
+    from planner.objectives import Objective
 
 MODE_ORDER = ("flat", "hierarchical", "pp_group", "pipeline_wan")
 SCHEDULE_CODES = (1, 2, 3, 4)     # gpipe, 1f1b, interleaved, zero_bubble (physics.schedule_codes)
@@ -109,11 +113,11 @@ class DecisionSpace:
     placement: object = None                 # regions chosen by the planner (planner.fleet.regions.Placement):
                                              # only the placeable node counts of each unit size are listed
 
-    def for_objective(self, setting: Setting, objective: str) -> "DecisionSpace":
+    def for_objective(self, setting: Setting, objective: "Objective") -> "DecisionSpace":
         """The space with the reductions exact for `objective`: all of them, except for
         `max_compute` of C_local under the Chinchilla replica penalty (module docstring),
         which searches streaming off (when allowed) and every micro-batch count."""
-        monotone = not (objective == "max_compute" and setting.target_kind == "c_local"
+        monotone = not (objective.maximise and setting.target_kind == "c_local"
                         and setting.assumptions.replica_penalty == "chinchilla")
         if monotone:
             space = self

@@ -19,6 +19,7 @@ import sys
 import time
 from pathlib import Path
 
+from planner.objectives import objective_named
 from planner.questions.robust import robust_optimum
 from planner.schema.instance import parse_instance
 from planner.solve import solve
@@ -64,7 +65,7 @@ def main() -> int:
             instance = parse_instance(raw)
             nominal_s, nominal = best_of(args.repeat, lambda: solve(instance))
             robust_s, (robust, chosen, _, _) = best_of(
-                args.repeat, lambda: robust_optimum(instance, raw, instance.objective))
+                args.repeat, lambda: robust_optimum(instance, raw, objective_named(instance.objective)))
             ratio = robust_s / nominal_s
             worst = max(worst, ratio)
             print(f"{path.stem:<20} {name:<13} {instance.objective:<11} nominal {nominal_s:6.2f} s "

@@ -66,6 +66,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from planner.objectives import objective_named  # noqa: E402
 from planner.schema.catalog import hardware_ids  # noqa: E402
 from planner.schema.errors import InputError  # noqa: E402
 from planner.evaluate import setting_from_instance  # noqa: E402
@@ -121,7 +122,7 @@ def space_size(inst) -> float:
     if inst.fleet.is_mixed:
         return float("inf")
     s = setting_from_instance(inst)
-    return DecisionSpace.from_instance(inst, s).for_objective(s, inst.objective).size(s)
+    return DecisionSpace.from_instance(inst, s).for_objective(s, objective_named(inst.objective)).size(s)
 
 
 def as_max_compute(inst, target_kind: str):
@@ -458,8 +459,8 @@ def mip_compare(args) -> tuple[int, int, int, int]:
         compared += 1
         # the loop alone, before certification: its value must be the optimum
         s = setting_from_instance(inst)
-        space = DecisionSpace.from_instance(inst, s).for_objective(s, inst.objective)
-        _, _, loop = outer_approximation(s, space, inst.objective, args.mip)
+        space = DecisionSpace.from_instance(inst, s).for_objective(s, objective_named(inst.objective))
+        _, _, loop = outer_approximation(s, space, objective_named(inst.objective), args.mip)
         loop_ok = (ref.plan is None and loop.objective is None) or (
             ref.plan is not None and loop.objective is not None and loop.status == "optimal"
             and abs(loop.objective - ref.objective_value) <= 1e-9 * abs(ref.objective_value))
@@ -484,8 +485,8 @@ def compare_one(name: str, inst, args, log_tol: float) -> tuple[bool, bool]:
     exact = solve(inst, solver="bnb")
     r = solve(inst, solver=args.mip)
     s = setting_from_instance(inst)
-    space = DecisionSpace.from_instance(inst, s).for_objective(s, inst.objective)
-    _, _, loop = outer_approximation(s, space, inst.objective, args.mip)
+    space = DecisionSpace.from_instance(inst, s).for_objective(s, objective_named(inst.objective))
+    _, _, loop = outer_approximation(s, space, objective_named(inst.objective), args.mip)
     loop_ok = (ref.plan is None and loop.objective is None) or (
         ref.plan is not None and loop.objective is not None and loop.status == "optimal"
         and abs(np.log(loop.objective) - np.log(ref.objective_value)) <= log_tol

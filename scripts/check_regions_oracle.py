@@ -181,7 +181,7 @@ def cost_agrees(result, best) -> bool:
     """min_time and max_compute: the returned plan costs what the oracle's does to 1e-9 relative (the
     oracle's key is (time, cost) or (-compute, cost): of the plans tied with the optimum, the cheapest).
     min_cost: the value is the cost, compared by `agree`."""
-    if result.status != "optimal" or best is None or result.objective == "min_cost":
+    if result.status != "optimal" or best is None or result.objective.by_cost:
         return True
     cost, want = result.evaluation.values["cost_usd"], best[1][1]
     return abs(cost - want) <= 1e-9 * abs(want)

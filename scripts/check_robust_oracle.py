@@ -29,6 +29,7 @@ from planner.robust import Statistic, optimise
 from planner.robust_oracle import (agree, brute_force, brute_force_pools, random_instance, random_pool_instance,
                                    robust_value)
 from planner.solvers.mixed import base_space
+from planner.objectives import objective_named
 from planner.solve import optimise as nominal_optimise
 from planner.schema.instance import parse_instance
 from planner.space import DecisionSpace
@@ -42,15 +43,15 @@ def check(data: dict, quantile: float | None):
     statistic = Statistic.of(len(settings), quantile)
     space = DecisionSpace.from_instance(instance, settings[0])
     start = time.perf_counter()
-    found, _, _ = optimise(settings, space, instance.objective, statistic, [c.label for c in chosen])
+    found, _, _ = optimise(settings, space, objective_named(instance.objective), statistic, [c.label for c in chosen])
     search_s = time.perf_counter() - start
     start = time.perf_counter()
-    best = brute_force(settings, space, instance.objective, statistic)
+    best = brute_force(settings, space, objective_named(instance.objective), statistic)
     oracle_s = time.perf_counter() - start
-    nominal, _, _ = nominal_optimise(settings[0], space, instance.objective)
+    nominal, _, _ = nominal_optimise(settings[0], space, objective_named(instance.objective))
     worse = False
     if found is not None and nominal is not None:
-        mine, theirs = (robust_value(settings, b, instance.objective, statistic) for b in (found[0], nominal[0]))
+        mine, theirs = (robust_value(settings, b, objective_named(instance.objective), statistic) for b in (found[0], nominal[0]))
         worse = theirs < mine * (1 - 1e-9) if instance.objective == "max_compute" else theirs > mine * (1 + 1e-9)
         worse |= instance.objective == "min_cost" and nominal[1] < found[1] * (1 - 1e-9)
     return found, best, instance.objective, search_s, oracle_s, worse
@@ -61,14 +62,14 @@ def check_pools(data: dict, quantile: float | None):
     oracle seconds, False: whether the nominal optimum is worse is not computed here)."""
     instance = parse_instance(data)
     start = time.perf_counter()
-    result, _, _, _ = robust_optimum(instance, data, instance.objective, quantile)
+    result, _, _, _ = robust_optimum(instance, data, objective_named(instance.objective), quantile)
     search_s = time.perf_counter() - start
     pools = pool_settings(instance)
     space = base_space(instance, pools)
     _, scenario_pools = scenario_pools_of(data, scored=(space.modes, space.precisions))   # as the solve's
     statistic = Statistic.of(len(scenario_pools), quantile)
     start = time.perf_counter()
-    best = brute_force_pools(instance, scenario_pools, instance.objective, statistic)
+    best = brute_force_pools(instance, scenario_pools, objective_named(instance.objective), statistic)
     oracle_s = time.perf_counter() - start
     found = None if result.plan is None else (None, result.objective_value)
     return found, None if best is None else (best,), instance.objective, search_s, oracle_s, False

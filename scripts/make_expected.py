@@ -71,7 +71,7 @@ def _plan_figures(result: SolveResult) -> dict[str, Any]:
     if result.plan is None:
         return {"plan": None, "time_to_target_days": None, "nodes": None, "cost_usd": None}
     values = result.evaluation.to_dict()["values"]
-    days = None if result.objective == "max_compute" else _days(values["time_to_target_s"])
+    days = None if result.objective.maximise else _days(values["time_to_target_s"])
     return {"plan": result.plan.model_dump(), "time_to_target_days": days,
             "nodes": result.plan.nodes, "cost_usd": values["cost_usd"]}
 

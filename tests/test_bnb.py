@@ -12,6 +12,7 @@ import itertools
 import numpy as np
 import pytest
 
+from planner.objectives import MAX_COMPUTE, MIN_COST, MIN_TIME, objective_named
 from planner.cost.assumptions import Assumptions, load_profile
 from planner.cost.score import score
 from planner.cost.setting import PlanBatch, Setting
@@ -127,7 +128,7 @@ def _better(setting, key, b, i, best):
 
 def check_against_brute_force(setting, space, streaming, objective, rel, keep=None):
     expected = naive(setting, space, objective, streaming, keep)
-    found, _, bound = optimise(setting, space, objective)
+    found, _, bound = optimise(setting, space, objective_named(objective))
     # no deadline: the search finished (no open box: lower bound inf, or upper bound 0 for max_compute)
     assert bound == (0.0 if objective == "max_compute" else float("inf"))
     if expected is None:
@@ -216,7 +217,7 @@ def test_the_issue_case_where_bnb_certified_a_worse_plan():
     brute force's optimum before the bound took eta_H's box maximum."""
     setting, space, streaming = random_case(4)
     expected = naive(_eta_h_rises(setting), space, "max_compute", streaming)
-    found, _, _ = optimise(_eta_h_rises(setting), space, "max_compute")
+    found, _, _ = optimise(_eta_h_rises(setting), space, MAX_COMPUTE)
     assert found[1] == pytest.approx(1.0 / expected[0][0], rel=1e-12)
 
 
@@ -256,7 +257,7 @@ def test_without_a_valid_bound_large_spaces_are_rejected_naming_the_constants():
     setting = _unsupported(setting).replace(budget_usd=None)
     space = dataclasses.replace(space, max_nodes=10_000, max_inner_steps=10_000)
     with pytest.raises(InputError) as err:
-        optimise(setting, space, "min_time")
+        optimise(setting, space, MIN_TIME)
     assert {p.path for p in err.value.problems} == {"assumptions.constants.straggler_sync_coefficient",
                                                    "assumptions.constants.replica_h_ref"}
     with pytest.raises(InputError):      # called directly, the search refuses too (never certifies)
@@ -270,7 +271,7 @@ def test_exhaustive_oracle_matches_brute_force(seed, objective):
     setting, space, streaming = random_case(5300 + seed)
     setting = _eta_h_rises(setting)
     expected = naive(setting, space, objective, streaming)
-    found, _, _ = optimise(setting, space, objective, solver="exhaustive")
+    found, _, _ = optimise(setting, space, objective_named(objective), solver="exhaustive")
     if expected is None:
         assert found is None
         return
@@ -306,11 +307,11 @@ def _five_nodes_two_stages(target_kind: str = "c_local"):
 @pytest.mark.parametrize("target_kind", ["c_local", "c_quality"])
 def test_five_nodes_with_min_nodes_five_and_two_stages(objective, target_kind):
     setting, space, streaming = _five_nodes_two_stages(target_kind)
-    found, _, _ = optimise(setting, space, objective)
+    found, _, _ = optimise(setting, space, objective_named(objective))
     assert found is not None
     assert found[0].mode == "pp_group" and int(found[0].nodes[0]) == 5 and int(found[0].stages[0]) == 2
     check_against_brute_force(setting, space, streaming, objective, rel=1e-9)
-    assert optimise(setting, space, objective, solver="exhaustive")[0][1] == pytest.approx(found[1], rel=1e-12)
+    assert optimise(setting, space, objective_named(objective), solver="exhaustive")[0][1] == pytest.approx(found[1], rel=1e-12)
 
 
 def test_min_cost_answers_five_nodes_when_five_suffice():
@@ -318,7 +319,7 @@ def test_min_cost_answers_five_nodes_when_five_suffice():
     idle), not 6 (3 groups), as long as 2 groups reach the target in time."""
     setting, space, streaming = _five_nodes_two_stages()
     space = dataclasses.replace(space, max_nodes=6)
-    found, _, _ = optimise(setting, space, "min_cost")
+    found, _, _ = optimise(setting, space, MIN_COST)
     assert int(found[0].nodes[0]) == 5
     check_against_brute_force(setting, space, streaming, "min_cost", rel=1e-12)
 

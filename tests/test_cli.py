@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from planner.objectives import MIN_TIME
 from planner.cli import main
 
 REPO = Path(__file__).resolve().parents[1]
@@ -370,8 +371,8 @@ def test_tables_never_cut_a_number(width):
     render_solve(result, wide)
     render_solve(result, narrow)
     rows = run_compare(json.loads((REPO / "instances" / "compare-1e27.json").read_text()), ["16xH100-SXM", "7xB200"])
-    render_comparison(rows, "min_time", wide)
-    render_comparison(rows, "min_time", narrow)
+    render_comparison(rows, MIN_TIME, wide)
+    render_comparison(rows, MIN_TIME, narrow)
     fixes = run_feasible(baseline(limits={"max_days": 50}))
     render_feasibility(fixes, wide)
     render_feasibility(fixes, narrow)
@@ -388,7 +389,7 @@ def _plain_comparison_table(width):
     from planner.questions.compare import compare as run_compare, comparison_table
     console = _console(width)
     rows = run_compare(json.loads((REPO / "instances" / "compare-1e27.json").read_text()), ["16xH100-SXM", "7xB200"])
-    console.print(comparison_table(rows, "min_time"))
+    console.print(comparison_table(rows, MIN_TIME))
     return console.export_text()
 
 

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from planner.objectives import MAX_COMPUTE, MIN_TIME
 from planner.schema.catalog import hardware_ids
 from planner.cli import main
 from planner.questions.compare import Comparison, compare, parse_hardware_list, plan_short, rank, variant
@@ -118,15 +119,15 @@ def test_max_compute_ranks_the_most_compute_first():
 
 def _result(value, status="optimal"):
     plan = parse_plan({"mode": "flat", "nodes": 2}) if value is not None else None
-    return SolveResult("max_compute", "bnb", status, value, value, 0.0, 0.0, 0, plan=plan)
+    return SolveResult(MAX_COMPUTE, "bnb", status, value, value, 0.0, 0.0, 0, plan=plan)
 
 
 def test_rank_orders_ties_by_id_and_puts_presets_without_a_plan_last():
     rows = [Comparison("b", _result(None, "infeasible")), Comparison("z", _result(2.0)),
             Comparison("a", _result(None, "infeasible")), Comparison("y", _result(2.0)), Comparison("x", _result(1.0))]
-    ranked = rank(list(rows), "max_compute")
+    ranked = rank(list(rows), MAX_COMPUTE)
     assert [(r.rank, r.hardware) for r in ranked] == [(1, "y"), (2, "z"), (3, "x"), (4, "a"), (5, "b")]
-    ranked = rank(list(rows), "min_time")
+    ranked = rank(list(rows), MIN_TIME)
     assert [r.hardware for r in ranked] == ["x", "y", "z", "a", "b"]
 
 
@@ -213,9 +214,9 @@ def test_log_scale_when_values_span_two_decades():
 
 def test_plot_marks_presets_without_a_plan(tmp_path):
     rows = rank([Comparison("a", _result(1e24)), Comparison("b", _result(5e26)), Comparison("c", _result(None, "infeasible"))],
-                "max_compute")
+                MAX_COMPUTE)
     svg = tmp_path / "p.svg"
-    assert comparison_plot(rows, "max_compute", [svg]) == [svg]
+    assert comparison_plot(rows, MAX_COMPUTE, [svg]) == [svg]
     text = svg.read_text()
     assert ET.fromstring(text).tag.endswith("svg")
     assert "infeasible" in text and "log scale" in text            # the text is kept as <text> in the SVG

@@ -23,7 +23,7 @@ from planner.space import DecisionSpace
 REPO = Path(__file__).resolve().parents[1]
 SMALL = REPO / "instances" / "solve-1e24-64xh100.json"
 solve_module = importlib.import_module("planner.solve")
-objectives = importlib.import_module("planner.objectives")
+objectives = importlib.import_module("planner.solvers.objective_search")
 
 
 class TickClock:
@@ -43,7 +43,7 @@ class TickClock:
 
 @pytest.fixture
 def clock(monkeypatch):
-    """The planner's clock (planner.solve, planner.objectives, planner.solvers.bnb) as a TickClock,
+    """The planner's clock (planner.solve, planner.solvers.objective_search, planner.solvers.bnb) as a TickClock,
     and the search's costly steps wrapped to fail if they start after the deadline was seen."""
     tick = TickClock()
     fake = types.SimpleNamespace(perf_counter=tick.perf_counter)

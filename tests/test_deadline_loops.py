@@ -21,7 +21,7 @@ from tests.test_deadline import TickClock
 
 REPO = Path(__file__).resolve().parents[1]
 solve_module = importlib.import_module("planner.solve")
-objectives = importlib.import_module("planner.objectives")
+objectives = importlib.import_module("planner.solvers.objective_search")
 
 
 def _clocked(monkeypatch, ticks: float, *modules) -> TickClock:

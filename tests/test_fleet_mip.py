@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from planner.objectives import objective_named
 from planner.fleet.pools import pool_settings
 from planner.fleet.replicas import mixed_setting, sites_of, slowest
 from planner.fleet.samples import random_instance
@@ -348,10 +349,10 @@ def test_rule_rows_bound_every_plan_from_below(rule, objective):
     data["search"]["max_inner_steps"] = 8
     instance = parse_instance(data)
     pools = pool_settings(instance)
-    pt = pool_tables(instance, pools, objective, None)
-    grid = initial_grid(pt, objective, None)
+    pt = pool_tables(instance, pools, objective_named(objective), None)
+    grid = initial_grid(pt, objective_named(objective), None)
     grid.h_points |= {2, 3, 4, 5, 6, 8}          # single values of H: the rows at floor(H rho_p) / H too
-    f = build_pools(pt, grid, objective, None)
+    f = build_pools(pt, grid, objective_named(objective), None)
     m, t, solver = f.model, pt.merged, backends()["highs"]
     checked = 0
     splits = [(a, b) for a in range(1, 5) for b in range(1, 4)] if objective == "min_time" else [(1, 3), (3, 1), (4, 3)]
@@ -367,10 +368,10 @@ def test_rule_rows_bound_every_plan_from_below(rule, objective):
             for h, r in ((1, 1), (3, 2), (8, 1), (5, 3)):
                 r = r if e.mode == "hierarchical" else 1
                 batch = t.plan(e.group, e.index, n_nodes, h, r)
-                true = rule_value(objective, s, batch, list(counts), pools, price_scale(pools))
+                true = rule_value(objective_named(objective), s, batch, list(counts), pools, price_scale(pools))
                 if rule == "auto":
                     twin = dataclasses_replace_nodes(batch, n_nodes)
-                    true = min(true, incumbent_value(s, twin, objective))
+                    true = min(true, incumbent_value(s, twin, objective_named(objective)))
                 if not math.isfinite(true):
                     continue
                 for k, y in enumerate(m.yv):
@@ -444,10 +445,10 @@ def _part_bounds_checked(seed: int, objective: str) -> tuple[list[float], list[f
     instance = parse_instance(sample(40 + seed, objective))
     pools = pool_settings(instance)
     try:
-        pt = pool_tables(instance, pools, objective, None)
+        pt = pool_tables(instance, pools, objective_named(objective), None)
     except UnsupportedBySolver:
         pytest.skip("the model refuses this instance (as for one pool)")
-    bounds = SettingBounds(objective)
+    bounds = SettingBounds(objective_named(objective))
     bounds.add(pt)
     return part_bounds_against_optima(instance, pools, objective, bounds)
 
@@ -460,7 +461,7 @@ def part_bounds_against_optima(instance, pools, objective: str, bound_of) -> tup
     from planner.solvers.mixed import parts, solve_part
     values, known = [], []
     for part in parts(instance, pools, None):
-        found, _, _ = solve_part(instance, pools, part, objective, "bnb", math.inf)
+        found, _, _ = solve_part(instance, pools, part, objective_named(objective), "bnb", math.inf)
         bound = bound_of(part)
         known.append(bound)
         if found is None:

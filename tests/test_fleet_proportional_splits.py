@@ -6,6 +6,7 @@ C_local of every split."""
 import numpy as np
 import pytest
 
+from planner.objectives import MAX_COMPUTE, MIN_COST, MIN_TIME, objective_named
 from planner.evaluate import evaluate
 from planner.fleet.samples import random_instance
 from planner.schema.instance import parse_instance
@@ -71,7 +72,7 @@ def test_the_bracket_bound_holds_for_every_split():
     inst = parse_instance(few_tokens())
     pools = pool_settings(inst)
     s = mixed_setting(pools, (0, 1), "fp16")
-    space = base_space(inst, pools).for_objective(s, "max_compute")
+    space = base_space(inst, pools).for_objective(s, MAX_COMPUTE)
     ratios = step_ratios(s, pools, (0, 1), "fp16")
     checked = 0
     for c, idx, n, h, r in plans(s, space, "fp16"):
@@ -85,7 +86,7 @@ def test_the_bracket_bound_holds_for_every_split():
         for fast in range(1, 4):
             w = (nodes - fast) * steps[0] + fast * steps[1]
             ok = (fast <= nodes - 1)
-            value = -measure(s, batch, adjust_for(w, h_max, h), "max_compute")
+            value = -measure(s, batch, adjust_for(w, h_max, h), MAX_COMPUTE)
             assert np.all(~ok | ~np.isfinite(value) | (value <= bound)), (value, bound)
             checked += int(ok.sum())
     assert checked > 100
@@ -135,7 +136,7 @@ def test_the_bound_per_h_holds_for_every_plan(objective):
         inst = parse_instance({**data, "limits": {"max_days": 300}, "search": {**data["search"], "min_nodes": 2}})
         pools = pool_settings(inst)
         s = mixed_setting(pools, (0, 1), "fp16")
-        space = base_space(inst, pools).for_objective(s, objective)
+        space = base_space(inst, pools).for_objective(s, objective_named(objective))
         ratios = step_ratios(s, pools, (0, 1), "fp16")
         floor_s = compute_bound_s(s.replace(target_kind="c_local"), 1)
         assert floor_s > 0
@@ -147,7 +148,7 @@ def test_the_bound_per_h_holds_for_every_plan(objective):
             for fast in range(1, 5):
                 w = (nodes - fast) * steps[0] + fast * steps[1]
                 value = measure(s, batch, adjust_for(w, np.maximum(steps[0], steps[1]), h),
-                                "min_time" if objective == "min_cost" else objective)
+                                MIN_TIME if objective == MIN_COST else objective_named(objective))
                 ok = (fast <= np.minimum(nodes - 1, pools[1].count)) & (nodes - fast <= pools[0].count) & np.isfinite(value)
                 if objective == "min_cost":       # the cost of the split, where the plan meets the duration limit
                     ok &= value <= s.window_s
@@ -157,7 +158,7 @@ def test_the_bound_per_h_holds_for_every_plan(objective):
         checked += len(best)
         for hv, v in best.items():
             incumbent = -v if objective == "max_compute" else v
-            kept = h_worth_scoring(s, pools, (0, 1), "fp16", np.array([hv]), objective, incumbent, node_flop_s,
+            kept = h_worth_scoring(s, pools, (0, 1), "fp16", np.array([hv]), objective_named(objective), incumbent, node_flop_s,
                                      int(space.max_nodes), lambda k: cheapest(pools, k))
             assert list(kept) == [hv], (hv, v)
     assert checked > 30
@@ -277,7 +278,7 @@ def test_the_chinchilla_box_bound_holds_for_every_plan_and_split():
                                "search": {**data["search"], "min_nodes": 2, "max_inner_steps": 12}})
         pools = pool_settings(inst)
         s = mixed_setting(pools, (0, 1), "fp16")
-        space = base_space(inst, pools).for_objective(s, "max_compute")
+        space = base_space(inst, pools).for_objective(s, MAX_COMPUTE)
         ratios = step_ratios(s, pools, (0, 1), "fp16")
         h_all = np.arange(1, 13)
         steps_all = inner_steps(ratios, h_all)
@@ -303,7 +304,7 @@ def test_the_chinchilla_box_bound_holds_for_every_plan_and_split():
                                         for fast in range(max(1, nodes - 4), min(3, nodes - 1) + 1):
                                             w = (nodes - fast) * steps[0] + fast * steps[1]
                                             value = -measure(s, batch, adjust_for(np.array([float(w)]), max(
-                                                steps[0], steps[1]), np.array([h])), "max_compute")[0]
+                                                steps[0], steps[1]), np.array([h])), MAX_COMPUTE)[0]
                                             best = max(best, float(value))
                                             checked += 1
                             if best > 0:

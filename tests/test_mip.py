@@ -20,6 +20,7 @@ import numpy as np
 import pyomo.environ as pyo
 import pytest
 
+from planner.objectives import MAX_COMPUTE, MIN_COST, MIN_TIME, objective_named
 from planner.cost.score import time_to_target
 from planner.mip.formulation import Grid, build
 from planner.mip.tables import build_tables
@@ -195,13 +196,13 @@ def test_model_rounds_alone_agree_with_brute_force(monkeypatch, seed, objective,
 
 
 def _mip_bnb_and_oracle_agree_with_brute_force(seed, objective, backend, target_kind):
-    from planner import objectives
+    from planner.solvers import objective_search
     from planner.solvers import exhaustive
     s, space, streaming = random_case(seed, target_kind=target_kind)
     expected = naive(s, space, objective, streaming)
-    found, _, bound, report = optimise(s, space, objective, backend)
-    oracle, _ = exhaustive.optimise(s, space, objective)
-    exact, _, _ = getattr(objectives, objective)(s, space)
+    found, _, bound, report = optimise(s, space, objective_named(objective), backend)
+    oracle, _ = exhaustive.optimise(s, space, objective_named(objective))
+    exact, _, _ = objective_search.search(objective_named(objective), s, space)
     assert report.backend == backend
     if expected is None:
         assert found is None and oracle is None and exact is None
@@ -229,7 +230,7 @@ def test_mip_with_a_node_floor_agrees_with_brute_force(seed, objective):
     space = dataclasses.replace(space, max_nodes=max(space.max_nodes, 12))
     space = dataclasses.replace(space, min_nodes=int(np.random.default_rng(seed).integers(3, 8)))
     expected = naive(s, space, objective, streaming)
-    found, _, _, report = optimise(s, space, objective, "highs")
+    found, _, _, report = optimise(s, space, objective_named(objective), "highs")
     if expected is None:
         assert found is None and report.status == "infeasible"
         return
@@ -251,7 +252,7 @@ def test_loop_alone_is_exact_when_efficiency_can_rise(seed, target_kind, objecti
     s, space, streaming = random_case(seed, target_kind=target_kind)
     s = getattr(test_bnb, f"_{variant}")(s)
     expected = naive(s, space, objective, streaming)
-    plan, value, report = outer_approximation(s, space, objective, "highs")
+    plan, value, report = outer_approximation(s, space, objective_named(objective), "highs")
     if expected is None:
         assert plan is None and report.status == "infeasible"
         return
@@ -272,7 +273,7 @@ def _compute_case(seed, target_kind, penalty):
     s, space, streaming = random_case(seed, target_kind=target_kind, penalty="chinchilla" if strong else penalty)
     if strong:
         s = _strong_replica_penalty(s)
-    return s, space.for_objective(s, "max_compute"), streaming
+    return s, space.for_objective(s, MAX_COMPUTE), streaming
 
 
 @pytest.mark.parametrize("target_kind, penalty", COMPUTE_KINDS + [("c_local", "chinchilla_x30")])
@@ -299,7 +300,7 @@ def test_max_compute_model_over_estimates_and_is_tight_once_refined_plan_by_plan
                 q, ab = sync_terms(e, t, n, h, r)
                 grid.refine(n, h, r, q, ab, None, e.u_const + math.log(n) - float(outer_per_step(e, t, n, h, r)),
                             e.label)
-            res = _solve_at(backend, build(t, grid, "max_compute").model, i, n, h, r)
+            res = _solve_at(backend, build(t, grid, MAX_COMPUTE).model, i, n, h, r)
             assert res.status == "optimal"
             assert -res.objective >= want - 1e-7
             if refined:
@@ -328,14 +329,14 @@ def test_max_compute_model_rounds_alone_agree_with_brute_force(monkeypatch, seed
 
 
 def _max_compute_agrees_with_brute_force(backend, seed, target_kind, penalty):
-    from planner import objectives
+    from planner.solvers import objective_search
     from planner.solvers import exhaustive
     from planner.solvers.certified import COMPUTE_LOG_TOL
     s, space, streaming = _compute_case(seed, target_kind, penalty)
     expected = naive(s, space, "max_compute", streaming)
-    found, _, bound, report = optimise(s, space, "max_compute", backend)
-    oracle, _ = exhaustive.optimise(s, space, "max_compute")
-    exact, _, _ = objectives.max_compute(s, space)
+    found, _, bound, report = optimise(s, space, MAX_COMPUTE, backend)
+    oracle, _ = exhaustive.optimise(s, space, MAX_COMPUTE)
+    exact, _, _ = objective_search.max_compute(s, space)
     assert report.backend == backend
     if expected is None or not expected[0][0] < math.inf:
         assert found is None and oracle is None and exact is None
@@ -363,7 +364,7 @@ def test_solve_promising_counts_as_solved_only_classes_with_nothing_better(seed,
                                     solve_classes, solve_promising)
     from planner.solvers.bnb import TIME, compute_measure
     s, space, _ = random_case(seed)
-    space = space.for_objective(s, objective)
+    space = space.for_objective(s, objective_named(objective))
     t = build_tables(s, space)
     measure = {"max_compute": compute_measure(s.target_kind), "min_cost": NODES}.get(objective, TIME)
     lower = -compute_bounds(t) if objective == "max_compute" else class_bounds(t)[0].min(axis=1)
@@ -439,7 +440,7 @@ def test_fewest_nodes_per_class_and_the_min_cost_presolve_against_brute_force(se
             assert solve_classes(t, [a], fewest + 1, math.inf, NODES)[1] == fewest
         else:
             assert plan is None
-    pruned, plan, best, solved = presolve(t, "min_cost")
+    pruned, plan, best, solved = presolve(t, MIN_COST)
     fixed = min([float(p.nodes) for p in t.fixed if p.log_time <= math.log(s.window_s)], default=math.inf)
     expected = naive(s, space, "min_cost", streaming)
     optimum = math.inf if expected is None else expected[0][0] / s.node_price_usd
@@ -477,7 +478,7 @@ def test_min_cost_model_with_least_nodes_is_a_relaxation_plan_by_plan(seed):
             continue
         assert t.class_least_nodes[i] <= fewest
         r = r if t.groups[e.group].members is None else 1      # the model's R; j is part of the class
-        res = _solve_at(backend, build(t, Grid.initial(t), "min_cost").model, i, n, h, r)
+        res = _solve_at(backend, build(t, Grid.initial(t), MIN_COST).model, i, n, h, r)
         assert res.status == "optimal" and res.objective == pytest.approx(fewest, abs=1e-6)
         checked += 1
         if checked == 10:
@@ -518,7 +519,7 @@ def test_psi_box_bounds_psi_over_its_bracket_and_is_psi_at_a_point(seed, factor)
     the strong penalty makes psi fall with u somewhere (checked), so the bound is not a monotone one."""
     s, space, _ = random_case(seed, target_kind="c_local")
     s = _strong_replica_penalty(s, factor)
-    t = build_tables(s, space.for_objective(s, "max_compute"))
+    t = build_tables(s, space.for_objective(s, MAX_COMPUTE))
     assert t.tokens_scored_eta_r
     rng = np.random.default_rng(seed)
     grid_u = np.linspace(12.0, 45.0, 600)
@@ -548,7 +549,7 @@ def test_max_compute_under_a_strong_chinchilla_penalty_agrees_with_brute_force(s
     from planner.solvers.certified import COMPUTE_LOG_TOL
     s, space, streaming = _compute_case(seed, "c_local", "chinchilla_x30")
     expected = naive(s, space, "max_compute", streaming)
-    found, _, _, report = optimise(s, space, "max_compute", "highs")
+    found, _, _, report = optimise(s, space, MAX_COMPUTE, "highs")
     if expected is None or not expected[0][0] < math.inf:
         assert found is None
         return
@@ -569,9 +570,9 @@ def test_max_compute_loop_alone_when_efficiency_can_rise(seed, target_kind, pena
     s, _, streaming = random_case(seed, target_kind=target_kind, penalty=penalty)
     s = getattr(test_bnb, f"_{variant}")(s)
     _, space, _ = random_case(seed, target_kind=target_kind, penalty=penalty)
-    space = space.for_objective(s, "max_compute")
+    space = space.for_objective(s, MAX_COMPUTE)
     expected = naive(s, space, "max_compute", streaming)
-    found, _, _, report = optimise(s, space, "max_compute", "highs")
+    found, _, _, report = optimise(s, space, MAX_COMPUTE, "highs")
     if expected is None:
         assert found is None
         return
@@ -724,7 +725,7 @@ def test_shipped_models_are_well_under_a_megabyte(tmp_path, name):
     from planner.schema.instance import load_instance
     inst = load_instance(Path(__file__).resolve().parents[1] / "instances" / f"{name}.json")
     for suffix in (".lp", ".mps"):
-        (path,) = write_model(inst, inst.objective, tmp_path / f"model{suffix}")
+        (path,) = write_model(inst, objective_named(inst.objective), tmp_path / f"model{suffix}")
         assert path.stat().st_size < 500_000, (suffix, path.stat().st_size)
         assert "time_to_target" in path.read_text()
 
@@ -740,7 +741,7 @@ def test_largest_shipped_max_compute_model_is_under_a_megabyte(tmp_path, target_
         exclude_none=True)
     data["training"]["target_kind"] = target_kind
     for suffix in (".lp", ".mps"):
-        (path,) = write_model(parse_instance(data), "max_compute", tmp_path / f"model{suffix}")
+        (path,) = write_model(parse_instance(data), MAX_COMPUTE, tmp_path / f"model{suffix}")
         text = path.read_text()
         assert len(text.encode()) < 1_000_000, (suffix, len(text.encode()))
         assert "window_tokens" in text and "compute_in_window" in text and "bU" in text
@@ -756,7 +757,7 @@ def test_a_model_proven_infeasible_by_the_presolve_is_written_small_and_infeasib
     from planner.solve import solve
     inst = load_instance(Path(__file__).resolve().parents[1] / "instances" / "pp-group-480B-h100.json")
     assert solve(inst, "min_cost").status == "infeasible"
-    (path,) = write_model(inst, "min_cost", tmp_path / "model.mps")
+    (path,) = write_model(inst, MIN_COST, tmp_path / "model.mps")
     assert path.stat().st_size < 100_000
     h = highspy.Highs()
     h.setOptionValue("output_flag", False)
@@ -775,7 +776,7 @@ def test_classes_that_never_reach_the_target_leave_no_rows(tmp_path):
     data = load_instance(Path(__file__).resolve().parents[1] / "instances" / "compare-1e27.json").model_dump(
         exclude_none=True)
     data["training"]["target_kind"] = "c_quality"
-    (path,) = write_model(parse_instance(data), "min_time", tmp_path / "model.mps")
+    (path,) = write_model(parse_instance(data), MIN_TIME, tmp_path / "model.mps")
     assert path.stat().st_size < 100_000
 
 

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
+from planner.objectives import MIN_TIME
 from planner.cost import physics
 from planner.cost.assumptions import Assumptions, load_profile
 from planner.evaluate import evaluate
@@ -145,11 +146,11 @@ def test_fragmented_streaming_lists_blocking_plans_too():
     s = setting_from_instance(inst)
     space = DecisionSpace.from_instance(inst, s)
     assert space.streaming == (True,)
-    assert space.for_objective(s, "min_time").streaming == (True, False)
+    assert space.for_objective(s, MIN_TIME).streaming == (True, False)
     # without fragments (and without the fitted quality model, which charges an overlapped outer step,
     # tests/test_quality_fit.py) streaming dominates and is listed alone
     plain = setting_from_instance(_instance({"replica_penalty": "chinchilla"}))
-    assert space.for_objective(plain, "min_time").streaming == (True,)
+    assert space.for_objective(plain, MIN_TIME).streaming == (True,)
 
 
 # -- 4. sync over the links (ring, all-gather) ----------------------------------------------------------------

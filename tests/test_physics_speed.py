@@ -7,6 +7,7 @@ import dataclasses
 import numpy as np
 import pytest
 
+from planner.objectives import MIN_TIME
 from planner.evaluate import setting_from_instance
 from planner.space import DecisionSpace
 from tests.test_bnb import check_against_brute_force
@@ -35,7 +36,7 @@ def test_least_step_keeps_one_row_per_stage_count_where_the_window_does_not_matt
     # blocking rows are listed too, docs/quality.md)
     inst = _instance({"replica_penalty": "chinchilla"})
     s = setting_from_instance(inst)
-    space = DecisionSpace.from_instance(inst, s).for_objective(s, "min_time")
+    space = DecisionSpace.from_instance(inst, s).for_objective(s, MIN_TIME)
     c = space.classes(s, "pp_group", "fp16")
     rows = c.rows
     per = {(int(a), float(b), float(cr)) for a, b, cr in zip(rows.stages, rows.activation_compression, rows.compression)}

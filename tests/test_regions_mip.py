@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
+from planner.objectives import objective_named
 from planner.api import evaluate, instance_from_dict, load_instance, solve
 from planner.cli import main
 from planner.cost.score import time_to_target
@@ -130,7 +131,7 @@ def test_the_shipped_instance_through_highs_and_scip_answers_as_stored():
     for solver in ("highs", "scip"):
         result = solve(load_instance(library / "mixed-regions-chosen.json"), solver=solver)
         assert result.solver == solver and result.mip[0]["certified_by"] == "decomposition"
-        actual = {"name": entry["name"], "command": "solve", "objective": result.objective,
+        actual = {"name": entry["name"], "command": "solve", "objective": result.objective.key,
                   "status": result.status, "objective_value": result.objective_value,
                   "compute_kind": result.compute_kind} | make_expected._plan_figures(result)
         assert _match(json.loads(json.dumps(actual)), stored) == [], solver
@@ -210,10 +211,10 @@ def test_the_part_bounds_hold_for_every_part_on_every_partition(objective):
         inst = instance_from_dict(data)
         pools = pool_settings(inst)
         try:
-            pt = pool_tables(inst, pools, objective, None)
+            pt = pool_tables(inst, pools, objective_named(objective), None)
         except UnsupportedBySolver:
             continue
-        tables = SettingBounds(objective)
+        tables = SettingBounds(objective_named(objective))
         tables.add(pt)
         known, values = part_bounds_against_optima(inst, pools, objective, relaxed_bounds(inst, pools, tables))
         checked += len(values)

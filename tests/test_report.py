@@ -13,6 +13,7 @@ import subprocess
 import pytest
 from click.testing import CliRunner
 
+from planner.objectives import MIN_TIME
 from planner.cli import main
 from planner.cost.duration import SECONDS_PER_DAY
 from planner.schema.instance import load_instance
@@ -237,7 +238,7 @@ def test_comparison_chart_draws_the_duration_limit():
     raw = json.loads(open(SHIPPED).read())
     rows = compare(raw, ["16xH100-SXM", "7xB200"], objective="min_time")
     limit = max_days(load_instance(SHIPPED))[0]
-    fig = comparison_figure(rows, "min_time", limit_days=limit)
+    fig = comparison_figure(rows, MIN_TIME, limit_days=limit)
     try:
         ax = fig.axes[0]
         assert any(list(line.get_xdata()) == [limit, limit] for line in ax.lines)
@@ -279,7 +280,7 @@ def test_presets_that_miss_the_duration_limit_are_drawn_at_their_fastest_time():
         best = solve(parse_instance(lifted), objective="min_time")
         assert row.result.fastest_time_s == pytest.approx(best.objective_value, rel=1e-9)
         assert row.result.fastest_time_s / SECONDS_PER_DAY > 40
-    fig = comparison_figure(rows, "min_time", limit_days=40)
+    fig = comparison_figure(rows, MIN_TIME, limit_days=40)
     try:
         ax = fig.axes[0]
         hatched = sorted(p.get_width() for p in ax.patches if p.get_hatch() == "///")

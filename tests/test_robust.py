@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from planner.objectives import MIN_TIME, objective_named
 from planner.evaluate import evaluate
 from planner.questions.robust import robust_solve
 from planner.questions.robust_scenarios import scenario_settings, scenarios
@@ -79,9 +80,9 @@ def _check_one(data: dict, quantile=None):
     chosen, settings = scenario_settings(data)
     statistic = Statistic.of(len(settings), quantile)
     space = DecisionSpace.from_instance(instance, settings[0])
-    found, _, bound = optimise(settings, space, instance.objective, statistic, [c.label for c in chosen])
+    found, _, bound = optimise(settings, space, objective_named(instance.objective), statistic, [c.label for c in chosen])
     assert bound == (0.0 if instance.objective == "max_compute" else math.inf)     # the search finished
-    best = brute_force(settings, space, instance.objective, statistic)
+    best = brute_force(settings, space, objective_named(instance.objective), statistic)
     assert agree(found, best), (found and found[1], best)
 
 
@@ -245,11 +246,11 @@ def _check_pools(data: dict, quantile=None):
     from planner.robust_oracle import brute_force_pools
     from planner.solvers.mixed import base_space
     instance = parse_instance(data)
-    result, chosen, statistic, _ = robust_optimum(instance, data, instance.objective, quantile)
+    result, chosen, statistic, _ = robust_optimum(instance, data, objective_named(instance.objective), quantile)
     space = base_space(instance, pool_settings(instance))
     _, pools = scenario_pools(data, scored=(space.modes, space.precisions))
     assert [c.label for c in chosen] == [c.label for c in scenario_pools(data, scored=(space.modes, space.precisions))[0]]
-    best = brute_force_pools(instance, pools, instance.objective, Statistic.of(len(pools), quantile))
+    best = brute_force_pools(instance, pools, objective_named(instance.objective), Statistic.of(len(pools), quantile))
     assert (result.plan is None) == (best is None), (result.objective_value, best)
     if best is not None:
         assert result.status == "optimal" and math.isclose(result.objective_value, best, rel_tol=1e-9), \
@@ -297,11 +298,11 @@ def test_incumbent_prunes_only_what_cannot_tie():
     statistic = Statistic.of(len(settings))
     labels = [c.label for c in chosen]
     space = DecisionSpace.from_instance(instance, settings[0])
-    found, _, _ = optimise(settings, space, "min_time", statistic, labels)
+    found, _, _ = optimise(settings, space, MIN_TIME, statistic, labels)
     assert found is not None
-    again, _, _ = optimise(settings, space, "min_time", statistic, labels, incumbent=found[1] * (1 + 1e-9))
+    again, _, _ = optimise(settings, space, MIN_TIME, statistic, labels, incumbent=found[1] * (1 + 1e-9))
     assert again is not None and math.isclose(again[1], found[1], rel_tol=1e-12)
-    none, _, _ = optimise(settings, space, "min_time", statistic, labels, incumbent=found[1] * 0.99)
+    none, _, _ = optimise(settings, space, MIN_TIME, statistic, labels, incumbent=found[1] * 0.99)
     assert none is None
 
 
@@ -316,11 +317,11 @@ def test_reduced_space_searched_when_scenarios_list_its_classes():
     space = DecisionSpace.from_instance(instance, settings[0])
     seen = set()
     for j in range(1, len(settings)):
-        check = SpaceCheck(space, "min_time", settings, labels)
+        check = SpaceCheck(space, MIN_TIME, settings, labels)
         check.prime()
         searched, orders = check.space_for([0, j])
-        nominal, mine = DecisionSpace.from_instance(instance, settings[0]).for_objective(settings[0], "min_time"), \
-            DecisionSpace.from_instance(instance, settings[0]).for_objective(settings[0], "min_time")
+        nominal, mine = DecisionSpace.from_instance(instance, settings[0]).for_objective(settings[0], MIN_TIME), \
+            DecisionSpace.from_instance(instance, settings[0]).for_objective(settings[0], MIN_TIME)
         same = all(same_classes(nominal.classes(settings[0], m, p, e), mine.classes(settings[j], m, p, e))
                    for m in nominal.modes for p in nominal.precisions for e in nominal.expert_scopes(settings[0], m))
         assert (searched is check.reduced) == same, labels[j]

@@ -40,6 +40,7 @@ def compare(instance_path: Path, hardware_list: str, objective: str | None, plot
     from planner.present.comparison import render_comparison
     from planner.questions.compare import compare as run_compare, parse_hardware_list
     from planner.present.render import make_console
+    from planner.objectives import objective_named
     start = time.perf_counter()
     instance, raw = load_instance_or_exit(instance_path, overrides)
     try:
@@ -62,7 +63,7 @@ def compare(instance_path: Path, hardware_list: str, objective: str | None, plot
     except InputError as err:
         raise BadInput.from_error(err, str(instance_path)) from None
     elapsed = time.perf_counter() - start
-    objective = objective or instance.objective
+    objective = objective_named(objective or instance.objective)      # the key click and the schema checked
     if plot_paths:
         from planner.setting import max_days
         from planner.present.plots import comparison_plot

@@ -49,10 +49,12 @@ def solve(instance_path: Path, objective: str | None, solver: str, time_limit_s:
     import time
     from contextlib import nullcontext
 
+    from planner.objectives import objective_named
     from planner.solve import SOLVERS, UnsupportedObjective, solve as run_solve
     from planner.solvers import UnsupportedBySolver
     start = time.perf_counter()
     instance, _ = load_instance_or_exit(instance_path, overrides)
+    objective = objective_named(objective or instance.objective)      # the key click and the schema checked
     if solver not in SOLVERS:
         raise BadInput(f"--solver: unknown solver {solver!r}; available: {', '.join(SOLVERS)}")
     check_report(report_path)
@@ -71,7 +73,7 @@ def solve(instance_path: Path, objective: str | None, solver: str, time_limit_s:
                 from planner.solvers.mixed_mip import write_pools_model as write_model
             try:
                 model_paths(instance, model_path)        # checked before any work
-                written = write_model(instance, objective or instance.objective, model_path)
+                written = write_model(instance, objective, model_path)
             except (UnsupportedBySolver, UnknownFormat, OutputPathError) as err:
                 raise BadInput(f"--write-model: {err}") from None
             for path in written:

@@ -191,11 +191,9 @@ def _plan_words(plan: dict) -> str:
 
 
 def _value_words(objective: str, value: float) -> str:
-    if objective == "min_time":
-        return f"reaches the target in {value / SECONDS_PER_DAY:,.1f} days"
-    if objective == "min_cost":
-        return f"costs ${value:,.0f}"
-    return f"reaches {value:.4g} FLOP"
+    """The answer's value in words, by the objective's key (the summary holds the key, as --json prints it)."""
+    words = {"min_time": f"reaches the target in {value / SECONDS_PER_DAY:,.1f} days", "min_cost": f"costs ${value:,.0f}"}
+    return words.get(objective, f"reaches {value:.4g} FLOP")
 
 
 def beyond_line(s: dict) -> str:

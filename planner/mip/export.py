@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from planner.objectives import MIN_TIME, Objective
 from planner.setting import setting_from_instance, with_params
 from planner.mip.formulation import Grid, build
 from planner.mip.tables import Tables, class_bounds, compute_bounds, presolve, presolve_compute
@@ -43,20 +44,20 @@ def model_paths(instance: Instance, path: Path) -> list[Path]:
             for p in sizes]
 
 
-def least_bound(t: Tables, objective: str = "min_time") -> Tables:
+def least_bound(t: Tables, objective: Objective = MIN_TIME) -> Tables:
     """The tables cut to the class of least lower bound on ln T (`class_bounds`; max_compute: of
     largest upper bound on ln C, `compute_bounds`), or else to the fixed plan of least ln T (most
     compute): a small model that is infeasible exactly as the whole one (with the incumbent's cutoff)."""
     if t.sync:
-        lower = -compute_bounds(t) if objective == "max_compute" else class_bounds(t)[0].min(axis=1)
+        lower = -compute_bounds(t) if objective.maximise else class_bounds(t)[0].min(axis=1)
         a = int(lower.argmin())
         return Tables(t.setting, t.space, t.groups, [t.sync[a]], [], t.n_max, t.h_max, t.r_max, lower[a:a + 1],
                       t.eta_h_falls)
-    fixed = sorted(t.fixed, key=lambda p: -p.log_compute if objective == "max_compute" else p.log_time)[:1]
+    fixed = sorted(t.fixed, key=lambda p: -p.log_compute if objective.maximise else p.log_time)[:1]
     return Tables(t.setting, t.space, t.groups, [], fixed, 1, 1, 1, None, t.eta_h_falls)
 
 
-def write_model(instance: Instance, objective: str, path: Path) -> list[Path]:
+def write_model(instance: Instance, objective: Objective, path: Path) -> list[Path]:
     """Build and write the model(s); the paths written."""
     targets = model_paths(instance, path)
     base = setting_from_instance(instance)
@@ -66,7 +67,7 @@ def write_model(instance: Instance, objective: str, path: Path) -> list[Path]:
         check_supported(setting, objective)
         space = DecisionSpace.from_instance(instance, setting).for_objective(setting, objective)
         full = tables_or_refuse(setting, space)
-        compute = objective == "max_compute"
+        compute = objective.maximise
         tables, plan, _, _ = presolve_compute(full) if compute else presolve(full, objective)
         if not (tables.sync or tables.fixed):
             tables = least_bound(full, objective)

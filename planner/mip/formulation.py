@@ -41,6 +41,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pyomo.environ as pyo
 
+from planner.objectives import MIN_TIME, Objective
 from planner.mip.tables import OMEGA_FLOOR, Tables, compute_bounds, gain_buckets
 
 GAIN_BUCKET_LOG = 0.1    # first gain buckets of the model: 10% in ln (C_quality; refined at each chosen class)
@@ -183,7 +184,7 @@ class Formulation:
 
     model: pyo.ConcreteModel
     tables: Tables
-    objective: str
+    objective: Objective
     chosen: int | None = None         # position in tables.sync of the class of the last decoded plan
     point: tuple[int, int, int] = (1, 1, 1)   # (n, H, R) of the last decoded plan (replicas, not nodes)
     gain: float | None = None         # its class's gain (`SyncClass.gain`), None for a fixed plan
@@ -231,7 +232,7 @@ class Formulation:
         return {"columns": cols, "rows": rows, "nonzeros": nz}
 
 
-def build(t: Tables, grid: Grid, objective: str = "min_time", cutoff: float | None = None,
+def build(t: Tables, grid: Grid, objective: Objective = MIN_TIME, cutoff: float | None = None,
           solved: frozenset = frozenset()) -> Formulation:
     """The model of the tables on the grid, for `objective` (min_time or min_cost).
 
@@ -240,7 +241,7 @@ def build(t: Tables, grid: Grid, objective: str = "min_time", cutoff: float | No
     `solved`: positions in `t.sync` of classes whose best plan is known exactly (no better plan
     there than the incumbent): excluded, y = 0 (`incumbent` family too)."""
     m = pyo.ConcreteModel(name="dtplan")
-    m.max_compute = objective == "max_compute"
+    m.max_compute = objective.maximise
     # C_local under linear_v1 / none: psi is linear in u, no brackets; under chinchilla eta_R depends on u
     m.u_axis = m.max_compute and (t.quality_target or t.tokens_scored_eta_r) and bool(t.sync)
     _columns(m, t, grid)
@@ -249,7 +250,7 @@ def build(t: Tables, grid: Grid, objective: str = "min_time", cutoff: float | No
     for family in (choice, bracket, logarithm, fixed_shape, structure, node_limit, budget_limit, memory_cap,
                    sync_overlap) + last:
         family(m, t, grid)
-    if objective == "min_cost":
+    if objective.by_cost:
         nodes_used(m, t, grid)
         m.objective = pyo.Objective(expr=m.nodes, sense=pyo.minimize)
     elif m.max_compute:       # minimise -ln C, so that the loop and the backends read one sense
@@ -260,7 +261,7 @@ def build(t: Tables, grid: Grid, objective: str = "min_time", cutoff: float | No
     for i in sorted(solved):
         m.incumbent.add(m.yv[i] == 0)
     if cutoff is not None and math.isfinite(cutoff):
-        m.incumbent.add((m.nodes <= cutoff - 1) if objective == "min_cost" else
+        m.incumbent.add((m.nodes <= cutoff - 1) if objective.by_cost else
                         (-m.Lc <= cutoff - CUTOFF_LOG) if m.max_compute else (m.L <= cutoff - CUTOFF_LOG))
     return Formulation(m, t, objective)
 

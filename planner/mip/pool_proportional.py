@@ -58,6 +58,7 @@ import math
 import numpy as np
 import pyomo.environ as pyo
 
+from planner.objectives import Objective
 from planner.cost.score import time_to_target, window_compute
 from planner.fleet.proportional import adjust_for, fastest_fill, inner_steps, step_ratios
 from planner.fleet.replicas import fleet_cost_usd
@@ -133,7 +134,7 @@ def rho_max(pt, part) -> float:
     return max(ratios)
 
 
-def rule_tables(t: Tables, objective: str, rule: str, rho: float) -> tuple[Tables, np.ndarray]:
+def rule_tables(t: Tables, objective: Objective, rule: str, rho: float) -> tuple[Tables, np.ndarray]:
     """A setting's tables under the rule, and min_cost's least nodes per class kept. 'proportional' keeps
     the classes and fixed plans the rule applies to. `class_lower` holds a bound valid under the rule
     (the global cut of `pools.pool_tables` drops the classes bounded above the best plan): min_time and
@@ -149,7 +150,7 @@ def rule_tables(t: Tables, objective: str, rule: str, rho: float) -> tuple[Table
     shift = np.array([math.log(rho) if eligible_class(t, e) else 0.0 for e in t.sync])
     if not t.sync:
         lower = None
-    elif objective == "max_compute":
+    elif objective.maximise:
         lower = -rule_compute_bounds(t, shift)
         keep &= np.isfinite(lower)
     else:
@@ -157,7 +158,7 @@ def rule_tables(t: Tables, objective: str, rule: str, rho: float) -> tuple[Table
         bound = bound - shift[:, None]
         lower = bound.min(axis=1)
         keep &= np.isfinite(lower)
-        if objective == "min_cost":
+        if objective.by_cost:
             ln_w = math.log(t.setting.window_s)
             keep &= lower <= ln_w + 1e-12
             fixed = [f for f in fixed if f.log_time <= ln_w]
@@ -178,7 +179,7 @@ def rule_compute_bounds(t: Tables, shift: np.ndarray) -> np.ndarray:
     return np.where(np.isnan(out), -np.inf, out)
 
 
-def rule_incumbent(pt, j: int, t: Tables, objective: str):
+def rule_incumbent(pt, j: int, t: Tables, objective: Objective):
     """(value in model units, MixedPlan) of the best plan the straggler presolve finds in setting part j
     (`tables.presolve`, `presolve_compute`, on the tables the rule keeps) scored as the rule allows it
     (`rule_candidates`: a real plan, so its value may cut), or None."""
@@ -186,7 +187,7 @@ def rule_incumbent(pt, j: int, t: Tables, objective: str):
     from planner.mip.tables import presolve, presolve_compute
     if not (t.sync or t.fixed) or not pt.parts[j].exact_range:
         return None
-    _, plan, _, _ = presolve_compute(t) if objective == "max_compute" else presolve(t, objective)
+    _, plan, _, _ = presolve_compute(t) if objective.maximise else presolve(t, objective)
     if plan is None:
         return None
     found = mixed_plan(pt, j, t, plan)
@@ -196,13 +197,13 @@ def rule_incumbent(pt, j: int, t: Tables, objective: str):
     return min(scored, key=lambda x: x[0], default=None)
 
 
-def plan_value(objective: str, plan, pools, scale: float) -> float:
+def plan_value(objective: Objective, plan, pools, scale: float) -> float:
     """The model's measure of a MixedPlan under its rule: ln T (min_time), cost in model units (min_cost;
     inf past the duration limit), -ln C (max_compute)."""
     if plan.rule != "straggler":
         return rule_value(objective, plan.setting, plan.batch, plan.counts, pools, scale)
     from planner.solvers.certified import incumbent_value
-    if objective != "min_cost":
+    if not objective.by_cost:
         return incumbent_value(plan.setting, plan.batch, objective)
     t = float(time_to_target(plan.setting, plan.batch)["time_to_target_s"][0])
     return fleet_cost_usd(pools, plan.counts) / scale if t <= plan.setting.window_s else math.inf
@@ -259,7 +260,7 @@ def per_step(ratios: dict[int, float], h: int | None = None) -> dict[int, float]
     return {p: max(1.0, float(v) / h) for p, v in inner_steps(ratios, h).items()}
 
 
-def add_rule_rows(m, pt, objective: str, rows: RuleRows) -> None:
+def add_rule_rows(m, pt, objective: Objective, rows: RuleRows) -> None:
     """The rule's rows (module docstring) on the pools model `m` of `pt`."""
     from planner.mip.formulation import _finite_terms
     t = pt.merged
@@ -346,14 +347,14 @@ def _inner_steps_of(setting, pools, batch, counts) -> dict[int, int]:
     return {p: int(v) for p, v in inner_steps(ratios, int(batch.inner_steps[0])).items()}
 
 
-def rule_value(objective: str, setting, batch, counts, pools, scale: float) -> float:
+def rule_value(objective: Objective, setting, batch, counts, pools, scale: float) -> float:
     """The model's measure of a plan run under the rule on `counts` (as `mixed_mip.model_value`): ln T,
     cost in model units (inf past the duration limit), -ln C."""
     adjust = rule_adjust(setting, pools, batch, counts)
-    if objective == "max_compute":
+    if objective.maximise:
         c = float(window_compute(setting, batch, setting.target_kind, adjust)[setting.target_kind][0])
         return -math.log(c) if c > 0 and math.isfinite(c) else math.inf
     t = float(time_to_target(setting, batch, adjust)["time_to_target_s"][0])
     if not t <= setting.window_s:
         return math.inf
-    return math.log(t) if objective == "min_time" else fleet_cost_usd(pools, counts) / scale
+    return math.log(t) if objective.by_time else fleet_cost_usd(pools, counts) / scale

@@ -56,6 +56,7 @@ from typing import Sequence
 import numpy as np
 import pyomo.environ as pyo
 
+from planner.objectives import MIN_COST, MIN_TIME, Objective
 from planner.cost.setting import PlanBatch, Setting
 from planner.fleet.pools import PoolSetting
 from planner.fleet.replicas import cheapest_fill, fleet_cost_usd, mixed_setting, node_price_usd
@@ -393,32 +394,32 @@ def merge(parts: list[SettingPart], space) -> Tables:
 
 # -- the families -------------------------------------------------------------------------
 
-def build_pools(pt: "PoolTables", grid, objective: str, cutoff: float | None, solved=frozenset()):
+def build_pools(pt: "PoolTables", grid, objective: Objective, cutoff: float | None, solved=frozenset()):
     """The model: the class families (`formulation.build`) on the merged tables and the pool families;
     `cutoff` (ln T for min_time, cost units for min_cost): only plans better than it are wanted."""
     from planner.mip.formulation import build
-    f = build(pt.merged, grid, objective, cutoff=cutoff if objective == "min_time" else None,
+    f = build(pt.merged, grid, objective, cutoff=cutoff if objective.by_time else None,
               solved=frozenset(solved))
     add_pool_families(f.model, pt, objective)
     if pt.rule_rows is not None:
         add_rule_rows(f.model, pt, objective, pt.rule_rows)
-    if objective == "min_cost" and cutoff is not None and math.isfinite(cutoff):
+    if objective.by_cost and cutoff is not None and math.isfinite(cutoff):
         f.model.incumbent.add(f.model.cost <= cutoff - COST_TOL * max(1.0, abs(cutoff)))
     return f
 
 
-def initial_grid(pt: "PoolTables", objective: str, cutoff: float | None):
+def initial_grid(pt: "PoolTables", objective: Objective, cutoff: float | None):
     """The loop's first grid on the merged tables (`formulation.Grid`); under another sync rule, with u
     brackets up to the rule's most tokens (`pool_proportional.extend_grid`)."""
     from planner.mip.formulation import Grid
     from planner.mip.pool_proportional import extend_grid
-    grid = Grid.initial_compute(pt.merged, cutoff) if objective == "max_compute" else Grid.initial(pt.merged)
-    if pt.rule != "straggler" and objective == "max_compute":
+    grid = Grid.initial_compute(pt.merged, cutoff) if objective.maximise else Grid.initial(pt.merged)
+    if pt.rule != "straggler" and objective.maximise:
         extend_grid(grid, pt)
     return grid
 
 
-def add_pool_families(m, pt: PoolTables, objective: str) -> None:
+def add_pool_families(m, pt: PoolTables, objective: Objective) -> None:
     """The pool columns and rows (module docstring) on a model built by `formulation.build` on `pt.merged`."""
     from planner.mip.formulation import nodes_used
     if not hasattr(m, "nodes"):
@@ -427,7 +428,7 @@ def add_pool_families(m, pt: PoolTables, objective: str) -> None:
     for family in (pool_key, pool_count, pool_total, pool_allowed, pool_required, pool_links, pool_spread, pool_cost,
                    pool_budget):
         family(m, pt)
-    if objective == "min_cost":
+    if objective.by_cost:
         m.objective.deactivate()
         m.pool_objective = pyo.Objective(expr=m.cost, sense=pyo.minimize)
 
@@ -604,7 +605,7 @@ def canonical(pools: Sequence[PoolSetting], batch: PlanBatch, counts: Sequence[i
     return out, cheapest_fill(pools, used, n_nodes)
 
 
-def pool_tables(instance, pools: list[PoolSetting], objective: str, params: float | None,
+def pool_tables(instance, pools: list[PoolSetting], objective: Objective, params: float | None,
                 deadline: float = math.inf) -> PoolTables:
     """The patterns of the fleet, the tables of their distinct settings (presolved: min_time drops the
     classes that cannot beat the best plan the presolves found; min_cost those that cannot meet the
@@ -668,14 +669,14 @@ def pool_tables(instance, pools: list[PoolSetting], objective: str, params: floa
         _check(deadline)
         part = parts[j]
         solved[j], least[j] = set(), np.zeros(0)
-        if objective != "max_compute" and floor_s[j] > part.setting.window_s:
+        if not objective.maximise and floor_s[j] > part.setting.window_s:
             continue                  # no plan of the setting meets the duration limit
-        if objective == "min_time" and floor_s[j] > 0 and math.log(floor_s[j]) > best + 1e-9 * max(1.0, abs(best)):
+        if objective.by_time and floor_s[j] > 0 and math.log(floor_s[j]) > best + 1e-9 * max(1.0, abs(best)):
             continue                  # ... or none beats the best plan found
-        if objective == "max_compute" and floor_s[j] > 0 and math.isfinite(best) and \
+        if objective.maximise and floor_s[j] > 0 and math.isfinite(best) and \
                 math.log(part.setting.target * part.setting.window_s / floor_s[j]) < -best - 1e-9 * max(1.0, abs(best)):
             continue                  # C <= N F u W gamma = C_target W / floor_s (same facts): below the best
-        if objective == "min_cost" and math.isfinite(best) and floor_s[j] > 0:
+        if objective.by_cost and math.isfinite(best) and floor_s[j] > 0:
             fewest = math.ceil(part.hi * floor_s[j] / part.setting.window_s - 1e-9)    # N T >= N_hi floor_s
             if _least_cost(pt, part, fewest) / price_scale(pools) > best * (1 + 1e-12):
                 continue
@@ -692,17 +693,17 @@ def pool_tables(instance, pools: list[PoolSetting], objective: str, params: floa
             found = rule_incumbent(pt, j, pruned, objective)
             if found is not None and found[0] < best:
                 best, best_plan = found
-        elif objective in ("min_time", "max_compute") and part.exact_range:
-            pruned, plan, value, done = presolve_compute(t) if objective == "max_compute" else presolve(t, "min_time")
+        elif not objective.by_cost and part.exact_range:
+            pruned, plan, value, done = presolve_compute(t) if objective.maximise else presolve(t, MIN_TIME)
             part.dropped = _cut(value)        # the presolves' own cut: classes bounded above it are dropped
             if plan is not None and value < best:
                 best, best_plan = value, mixed_plan(pt, j, pruned, plan)
             solved[j] = done
-        elif objective == "max_compute":      # no exact incumbent from a setting whose node counts have gaps
+        elif objective.maximise:      # no exact incumbent from a setting whose node counts have gaps
             pruned = _compute_bounded(t)
         else:
-            if objective == "min_cost" and part.exact_range:       # its incumbent: the fewest nodes it scored
-                _, plan, _, _ = presolve(t, "min_cost")
+            if objective.by_cost and part.exact_range:       # its incumbent: the fewest nodes it scored
+                _, plan, _, _ = presolve(t, MIN_COST)
                 if plan is not None:
                     found = mixed_plan(pt, j, t, plan)
                     cost = fleet_cost_usd(pools, found.counts) / price_scale(pools)
@@ -710,7 +711,7 @@ def pool_tables(instance, pools: list[PoolSetting], objective: str, params: floa
                         best, best_plan = cost, found
             pruned, least[j] = _feasible_classes(t, ln_w)
         part.tables = pruned
-    if objective == "min_cost" and math.isfinite(best):      # drop what cannot cost less than the incumbent
+    if objective.by_cost and math.isfinite(best):      # drop what cannot cost less than the incumbent
         cut = best * (1 + 1e-12)
         for j, part in enumerate(parts):
             t, fewest = part.tables, least[j]
@@ -721,7 +722,7 @@ def pool_tables(instance, pools: list[PoolSetting], objective: str, params: floa
             part.tables = Tables(t.setting, t.space, t.groups, [e for e, k in zip(t.sync, keep) if k],
                                  [f for f in t.fixed if costs(f.nodes) <= cut], t.n_max, t.h_max, t.r_max,
                                  t.class_lower[keep] if t.class_lower is not None else None, t.eta_h_falls)
-    if objective in ("min_time", "max_compute") and math.isfinite(best):   # the best of all presolves cuts them all
+    if not objective.by_cost and math.isfinite(best):   # the best of all presolves cuts them all
         cut = _cut(best)
         for j, part in enumerate(parts):
             t = part.tables
@@ -733,11 +734,11 @@ def pool_tables(instance, pools: list[PoolSetting], objective: str, params: floa
             at = np.cumsum(keep) - 1
             solved[j] = {int(at[a]) for a in solved[j] if keep[a]}
             part.tables = Tables(t.setting, t.space, t.groups, [e for e, k in zip(t.sync, keep) if k],
-                                 [f for f in t.fixed if (f.log_time if objective == "min_time" else -f.log_compute) <= cut],
+                                 [f for f in t.fixed if (f.log_time if objective.by_time else -f.log_compute) <= cut],
                                  t.n_max, t.h_max, t.r_max,
                                  t.class_lower[keep] if t.class_lower is not None else None, t.eta_h_falls)
     for part in parts:
-        if objective != "min_cost" and part.tables is not None and rule == "straggler":
+        if not objective.by_cost and part.tables is not None and rule == "straggler":
             part.node_bounds = node_bounds(part.tables, part.fixed, objective)
         if part.tables is not None and not (part.tables.sync or part.tables.fixed):
             part.tables = None
@@ -758,7 +759,7 @@ def _cut(value: float) -> float:
     return value + 1e-9 * max(1.0, abs(value)) if math.isfinite(value) else math.inf
 
 
-def node_bounds(t: Tables, fixed, objective: str) -> tuple[np.ndarray, np.ndarray]:
+def node_bounds(t: Tables, fixed, objective: Objective) -> tuple[np.ndarray, np.ndarray]:
     """(least nodes, bound) of pieces that together hold every plan of a setting's space that the
     presolves kept (the rest is above `SettingPart.dropped`): per kept class and box of n
     (`tables.class_bounds`, two per octave) the box's least nodes n1 x unit and a lower bound on the
@@ -772,11 +773,11 @@ def node_bounds(t: Tables, fixed, objective: str) -> tuple[np.ndarray, np.ndarra
     C T = C_target W holds for every plan (C_local without a tokens-scored replica penalty, as
     `tables.presolve_compute`), -ln C >= box bound on ln T - ln(C_target W)."""
     least, value = [np.array([f.nodes for f in fixed], dtype=float)], \
-        [np.array([f.log_time if objective == "min_time" else -f.log_compute for f in fixed], dtype=float)]
+        [np.array([f.log_time if objective.by_time else -f.log_compute for f in fixed], dtype=float)]
     if t.sync:
         bound, boxes = class_bounds(t)
         units = np.array([e.unit for e in t.sync], dtype=float)[:, None]
-        if objective == "max_compute":
+        if objective.maximise:
             upper = compute_bounds(t)[:, None]
             lower = np.broadcast_to(np.where(np.isfinite(upper), -upper, np.inf), bound.shape)
             if not t.quality_target and not t.tokens_scored_eta_r:     # an empty box: inf, no plan

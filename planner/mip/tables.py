@@ -43,6 +43,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from planner.objectives import Objective
 from planner.cost import chinchilla, quality, run
 from planner.cost.modes import throughput
 from planner.cost.run import replica_efficiency
@@ -635,7 +636,7 @@ def most_promising(t: Tables, solved, count: int, lower: np.ndarray | None = Non
     return [int(a) for a in order if int(a) not in solved and lower[a] < below][:count]
 
 
-def presolve(t: Tables, objective: str):
+def presolve(t: Tables, objective: Objective):
     """Drop the classes and fixed plans that cannot hold an optimum; return a first incumbent.
 
     Exact, like a MIP presolve with an objective cutoff, by the box bounds of `class_bounds`:
@@ -659,7 +660,7 @@ def presolve(t: Tables, objective: str):
     ln_w = math.log(t.setting.window_s)
     bound, boxes = class_bounds(t)
     lower = bound.min(axis=1)
-    first_box = np.argmin(bound, axis=1) if objective == "min_time" else np.argmax(bound <= ln_w, axis=1)
+    first_box = np.argmin(bound, axis=1) if objective.by_time else np.argmax(bound <= ln_w, axis=1)
     pick_n = boxes[np.arange(len(t.sync)), first_box, 1].astype(np.int64)
     best_plan, best = None, math.inf
     for g in sorted({e.group for e in t.sync}):
@@ -673,11 +674,11 @@ def presolve(t: Tables, objective: str):
                 for h in (np.ones(n.size), np.full(n.size, t.h_max), np.floor(balance / r), np.floor(balance / r) + 1):
                     plans = t.groups[g].plans(idx, n, np.clip(h, 1, t.h_max).astype(np.int64), r)
                     log_t = t.log_time(plans)
-                    value = log_t if objective == "min_time" else np.where(log_t <= ln_w, plans.nodes, np.inf)
+                    value = log_t if objective.by_time else np.where(log_t <= ln_w, plans.nodes, np.inf)
                     a = int(np.argmin(value))
                     if value[a] < best:
                         best, best_plan = float(value[a]), plans.take(slice(a, a + 1))
-    if objective == "min_time":
+    if objective.by_time:
         for p in t.fixed:
             if p.log_time < best:
                 best, best_plan = p.log_time, t.plan(p.group, p.index, 1)
@@ -705,13 +706,13 @@ def presolve(t: Tables, objective: str):
                       eta_h_falls=t.eta_h_falls)
         fine_bound, fine_boxes = class_bounds(fine, FINE_PER_OCTAVE)
         lower[kept] = np.maximum(lower[kept], fine_bound.min(axis=1))
-        keep &= lower <= (cut if objective == "min_time" else ln_w + 1e-12)
-        if objective == "min_cost":
+        keep &= lower <= (cut if objective.by_time else ln_w + 1e-12)
+        if objective.by_cost:
             least[kept] = np.maximum(least[kept], least_nodes(fine, fine_bound, fine_boxes))
             keep &= least <= best
     pruned = Tables(t.setting, t.space, t.groups, [e for e, k in zip(t.sync, keep) if k], fixed,
                     t.n_max, t.h_max, t.r_max, lower[keep], t.eta_h_falls,
-                    least[keep] if objective == "min_cost" else None)
+                    least[keep] if objective.by_cost else None)
     at = np.cumsum(keep) - 1                               # old position -> new position
     solved = {int(at[a]) for a in exact if keep[a]}
     if pruned.sync:

@@ -21,6 +21,7 @@ import math
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from planner.objectives import Objective
 from planner.cost.duration import SECONDS_PER_DAY
 
 if TYPE_CHECKING:
@@ -29,9 +30,6 @@ if TYPE_CHECKING:
 PLOT_SUFFIXES = (".png", ".svg")
 LOG_SCALE_RATIO = 100.0      # largest / smallest value at which the axis becomes logarithmic
 
-AXIS_LABELS = {"min_time": "time to target, days", "min_cost": "minimum cost, USD",
-         "max_compute": "compute within the duration limit, FLOP"}
-_BEST = {"min_time": "shorter is better", "min_cost": "lower is better", "max_compute": "larger is better"}
 
 
 def pyplot():
@@ -64,21 +62,21 @@ def uses_log_scale(values: list[float]) -> bool:
     return bool(shown) and max(shown) / min(shown) >= LOG_SCALE_RATIO
 
 
-def _plotted(row: Comparison, objective: str) -> float | None:
+def _plotted(row: Comparison, objective: Objective) -> float | None:
     if row.value is None or not math.isfinite(row.value):
         return None
-    return row.value / SECONDS_PER_DAY if objective == "min_time" else row.value
+    return row.value / SECONDS_PER_DAY if objective.by_time else row.value
 
 
-def _label(x: float, objective: str) -> str:
-    if objective == "min_time":
+def _label(x: float, objective: Objective) -> str:
+    if objective.by_time:
         return f"{x:,.1f} d"
-    if objective == "min_cost":
+    if objective.by_cost:
         return f"${x / 1e9:,.3g}B" if x >= 1e9 else f"${x / 1e6:,.3g}M" if x >= 1e5 else f"${x:,.0f}"
     return f"{x:.2e}"
 
 
-def comparison_figure(rows: list[Comparison], objective: str, title: str = "", limit_days: float | None = None):
+def comparison_figure(rows: list[Comparison], objective: Objective, title: str = "", limit_days: float | None = None):
     """The comparison bar chart as a matplotlib figure (see the module docstring); `limit_days`,
     the duration limit, is drawn when the axis is time (min_time)."""
     plt = pyplot()
@@ -86,9 +84,9 @@ def comparison_figure(rows: list[Comparison], objective: str, title: str = "", l
     from matplotlib.transforms import blended_transform_factory
     values = [_plotted(r, objective) for r in rows]
     missed = {i: r.result.fastest_time_s / SECONDS_PER_DAY for i, r in enumerate(rows)
-              if objective == "min_time" and values[i] is None and r.result.fastest_time_s}
+              if objective.by_time and values[i] is None and r.result.fastest_time_s}
     shown = [v for v in values if v is not None and v > 0] + list(missed.values())
-    limit = limit_days if objective == "min_time" and limit_days and math.isfinite(limit_days) else None
+    limit = limit_days if objective.by_time and limit_days and math.isfinite(limit_days) else None
     scale = shown + ([limit] if limit else [])
     log = uses_log_scale(scale)
     fig, ax = plt.subplots(figsize=(9, 1.2 + 0.42 * max(len(rows), 1)), layout="constrained")
@@ -104,7 +102,7 @@ def comparison_figure(rows: list[Comparison], objective: str, title: str = "", l
     else:                                   # nothing to scale: no plan anywhere
         ax.set_xlim(0, 1)
         ax.set_xticks([])
-    if objective == "min_cost":
+    if objective.by_cost:
         ax.xaxis.set_major_formatter(FuncFormatter(lambda x, _: _label(x, objective) if x > 0 else "0"))
     ax.set_yticks(ys, [f"{r.rank}. {r.hardware}" for r in rows])
     ax.invert_yaxis()                       # rank 1 at the top
@@ -125,7 +123,7 @@ def comparison_figure(rows: list[Comparison], objective: str, title: str = "", l
     if limit:       # a legend at the top right: the best (shortest) bars are at the top
         ax.axvline(limit, color="#c0392b", linestyle="--", linewidth=1.2, label=f"duration limit {limit:,.0f} d")
         ax.legend(loc="upper right", fontsize=8)
-    ax.set_xlabel(AXIS_LABELS[objective] + (", log scale" if log else "") + f" ({_BEST[objective]})")
+    ax.set_xlabel(objective.axis + (", log scale" if log else "") + f" ({objective.better})")
     ax.grid(axis="x", which="major", alpha=0.3)
     ax.set_axisbelow(True)
     if title:
@@ -133,7 +131,7 @@ def comparison_figure(rows: list[Comparison], objective: str, title: str = "", l
     return fig
 
 
-def comparison_plot(rows: list[Comparison], objective: str, paths: list[str | Path], title: str = "",
+def comparison_plot(rows: list[Comparison], objective: Objective, paths: list[str | Path], title: str = "",
                     limit_days: float | None = None) -> list[Path]:
     """Write the comparison bar chart to every path (format by suffix, atomically); returns the paths.
 
@@ -156,7 +154,7 @@ def comparison_plot(rows: list[Comparison], objective: str, paths: list[str | Pa
         pyplot().close(fig)
 
 
-def comparison_png(rows: list[Comparison], objective: str, title: str = "", limit_days: float | None = None) -> bytes:
+def comparison_png(rows: list[Comparison], objective: Objective, title: str = "", limit_days: float | None = None) -> bytes:
     """The comparison bar chart as PNG bytes (for reports)."""
     return figure_png(comparison_figure(rows, objective, title, limit_days))
 

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from planner.cost.assumptions import PIPELINE_SCHEDULES
 from planner.cost.duration import SECONDS_PER_DAY
+from planner.objectives import Objective
 from planner.present.plain import PlainConsole, PlainTable, Styled, rich_console, stdout_is_plain
 
 if TYPE_CHECKING:
@@ -202,22 +203,10 @@ def run_table(e: "Evaluation") -> PlainTable:
     return t
 
 
-# The title of a solved plan, per objective (planner/objectives.py: what each one optimises).
-OBJECTIVE_TITLES = {
-    "min_time": "Fastest plan",                                   # least time to the target
-    "min_cost": "Cheapest plan reaching the target in time",      # least cost (one hardware: fewest nodes)
-    "max_compute": "Most compute within the duration limit",      # most C_local / C_quality in max_days
-}
-
-
-def objective_title(objective: str | None) -> str:
-    """The title a solved plan is shown under ('Fastest plan', ...); an objective without one its id."""
-    return OBJECTIVE_TITLES.get(objective or "", f"Best plan ({objective})")
-
-
-def solve_heading(command: str, objective: str | None, instance) -> str:
-    """'dtplan solve: Most compute within the duration limit - <instance name>' (text and report)."""
-    return f"{command}: {objective_title(objective)} - {instance.name or 'instance'}"
+def solve_heading(command: str, objective: "Objective", instance) -> str:
+    """'dtplan solve: Most compute within the duration limit - <instance name>' (text and report):
+    the objective's heading (planner.objectives)."""
+    return f"{command}: {objective.heading} - {instance.name or 'instance'}"
 
 
 def render_evaluation(e: "Evaluation", console: "Console | PlainConsole", heading: str | None = None) -> None:
@@ -253,9 +242,9 @@ def render_evaluation(e: "Evaluation", console: "Console | PlainConsole", headin
 
 def render_solve(r, console: "Console | PlainConsole") -> None:
     """A solve result: status line, then the optimal plan's full evaluation, binding limits."""
-    if r.objective == "min_time" and r.objective_value is not None:
+    if r.objective.by_time and r.objective_value is not None:
         value = f"{r.objective_value / SECONDS_PER_DAY:,.3f} days to target"
-    elif r.objective == "max_compute" and r.objective_value is not None:
+    elif r.objective.maximise and r.objective_value is not None:
         name = {"c_quality": "C_quality", "c_local": "C_local"}[r.compute_kind]
         value = f"{r.objective_value:.6e} FLOP {name} within the duration limit"
     elif r.objective_value is not None:
@@ -270,7 +259,7 @@ def render_solve(r, console: "Console | PlainConsole") -> None:
               else f"{r.evaluations:,} of {r.space_size:.2e} plans scored")
     console.print(f"solver {r.solver}, gap {gap}, {r.solve_time_s:.2f} s, {scored} (docs/planner.md)")
     for m in r.mip:
-        units = (lambda v: f"{v / SECONDS_PER_DAY:,.6f} days") if r.objective == "min_time" else (lambda v: f"${v:,.0f}")
+        units = (lambda v: f"{v / SECONDS_PER_DAY:,.6f} days") if r.objective.by_time else (lambda v: f"${v:,.0f}")
         found = "-" if m["objective"] is None else units(m["objective"])
         bound = "-" if m["bound"] is None else units(m["bound"])
         console.print(f"MIP {m['backend']}: {m['status']} after {m['rounds']} rounds of outer approximation (last: "

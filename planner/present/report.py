@@ -19,6 +19,7 @@ import shlex
 from pathlib import Path
 from typing import Any
 
+from planner.objectives import Objective
 from planner.cost.duration import SECONDS_PER_DAY
 
 FORMATS = (".html", ".md")
@@ -248,9 +249,9 @@ def _answer_line(result) -> tuple[str, str]:
     v = result.objective_value
     if v is None:
         return f"{result.status.upper()}: no plan meets every limit", "bad"
-    if result.objective == "min_time":
+    if result.objective.by_time:
         text = f"{v / SECONDS_PER_DAY:,.2f} days to target"
-    elif result.objective == "min_cost":
+    elif result.objective.by_cost:
         text = f"${v:,.0f}"
     else:
         text = f"{v:.4e} FLOP {result.compute_kind}"
@@ -311,7 +312,7 @@ def feasible_report(instance, f, path: str | Path, notes: list[str] | None = Non
     return doc.write(path)
 
 
-def compare_report(instance, rows, objective: str, path: str | Path, command: str | None = None) -> Path:
+def compare_report(instance, rows, objective: Objective, path: str | Path, command: str | None = None) -> Path:
     from planner.setting import max_days
     from planner.present.plots import comparison_png
     from planner.questions.compare import plan_short

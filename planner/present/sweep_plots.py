@@ -23,7 +23,8 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
 from planner.files import atomic_path  # noqa: E402
-from planner.present.plots import AXIS_LABELS, check_plot_path  # noqa: E402
+from planner.objectives import objective_named  # noqa: E402
+from planner.present.plots import check_plot_path  # noqa: E402
 from planner.questions.sweep.run import SweepResult  # noqa: E402
 from planner.schema.instance import parse_instance  # noqa: E402
 from planner.setting import max_days  # noqa: E402
@@ -187,7 +188,8 @@ def plot_sweep(result: SweepResult, path: str | Path, kind: str | None = None, x
     kind = kind or ("distribution" if spec.vary else "lines")
     fields = list(spec.grid) + list(spec.vary)
     y = y or ("days" if spec.command == "reach" else "time_to_target_days")
-    if spec.command == "solve" and spec.objective == "max_compute" and y == "time_to_target_days":
+    if spec.command == "solve" and spec.objective is not None and objective_named(spec.objective).maximise \
+            and y == "time_to_target_days":
         y = "objective_value"
     if kind == "distribution":
         return distribution_plot([r.get(y) for r in result.rows], path, label=y, limit=limit,
@@ -199,5 +201,5 @@ def plot_sweep(result: SweepResult, path: str | Path, kind: str | None = None, x
     series = series if series is not None else (list(spec.grid)[1] if len(spec.grid) > 1 else None)
     ylabel = None
     if y == "objective_value":
-        ylabel = AXIS_LABELS.get(spec.objective or parse_instance(copy.deepcopy(spec.base)).objective)
+        ylabel = objective_named(spec.objective or parse_instance(copy.deepcopy(spec.base)).objective).axis
     return lines_plot(result.rows, x, path, y=y, series=series, limit=limit, title=title, ylabel=ylabel)

@@ -29,6 +29,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from planner.objectives import Objective, objective_named
 from planner.schema.catalog import hardware_ids as preset_ids, load_hardware
 from planner.cost.duration import SECONDS_PER_DAY
 from planner.schema.errors import InputError, Problem
@@ -180,7 +181,7 @@ def pool_variant(data: Mapping[str, Any], instance: Instance, hardware: str,
     return out, notes
 
 
-def _pool_rows(data: dict, base: Instance, ids: list[str], objective: str, progress, deadline) -> list["Comparison"]:
+def _pool_rows(data: dict, base: Instance, ids: list[str], objective: Objective, progress, deadline) -> list["Comparison"]:
     """The fleet as given, then each preset at equal H100-eq and at equal cost (a fleet of pools)."""
     total = 1 + 2 * len(ids)
     if progress:
@@ -210,7 +211,7 @@ def _pools_of(raw: dict) -> list[dict[str, Any]]:
     return [{k: p.get(k) for k in ("name", "hardware", "count", "site") if k in p} for p in raw["fleet"]["pools"]]
 
 
-def _solved(raw: dict, label: str, objective: str, deadline, notes: list[str], **fields) -> "Comparison":
+def _solved(raw: dict, label: str, objective: Objective, deadline, notes: list[str], **fields) -> "Comparison":
     """The row of one variant: solved, or infeasible with the validation message as its reason."""
     try:
         inst = parse_instance(raw)
@@ -231,7 +232,7 @@ def _hardware_name(value: Any) -> str:
 
 
 def compare(instance: Instance | Mapping[str, Any], hardware_ids: Iterable[str] | str = "all",
-            objective: str | None = None,
+            objective: Objective | str | None = None,
             progress: Callable[[int, int, str], None] | None = None,
             deadline: float | None = None) -> list[Comparison]:
     """Solve the workload of `instance` on each preset of `hardware_ids` ('all' or ids) and rank them.
@@ -247,9 +248,10 @@ def compare(instance: Instance | Mapping[str, Any], hardware_ids: Iterable[str] 
     data = raw_instance(instance)
     base = parse_instance(data)                  # the instance as given must be valid on its own
     objective = objective or base.objective
-    if objective not in SUPPORTED_OBJECTIVES:
+    if not isinstance(objective, Objective) and objective not in SUPPORTED_OBJECTIVES:    # parsing the user's key
         raise InputError([Problem("--objective", f"must be one of {', '.join(SUPPORTED_OBJECTIVES)}, "
                                                  f"got {objective!r}")])
+    objective = objective_named(objective)
     ids = parse_hardware_list(hardware_ids) if isinstance(hardware_ids, str) else list(dict.fromkeys(hardware_ids))
     unknown = [h for h in ids if h not in preset_ids()]
     if unknown:
@@ -267,7 +269,7 @@ def compare(instance: Instance | Mapping[str, Any], hardware_ids: Iterable[str] 
     return rank(rows, objective)
 
 
-def rank(rows: list[Comparison], objective: str) -> list[Comparison]:
+def rank(rows: list[Comparison], objective: Objective) -> list[Comparison]:
     """Sort best first by the objective (most compute first for max_compute), ties to a fleet of pools
     as given, then by hardware id;
     presets without a plan after them (by hardware id). Sets `rank` (1-based) and returns the list,
@@ -276,7 +278,7 @@ def rank(rows: list[Comparison], objective: str) -> list[Comparison]:
         if not row.feasible:
             return (1, 0.0, row.hardware)
         value = row.value
-        return (0, -value if objective == "max_compute" else value, row.basis != "as given", row.hardware)
+        return (0, -value if objective.maximise else value, row.basis != "as given", row.hardware)
     rows = sorted(rows, key=key)
     for i, row in enumerate(rows, 1):
         row.rank = i
@@ -303,7 +305,7 @@ def plan_short(plan: Plan | None) -> str:
     return " ".join(parts)
 
 
-def comparison_table(rows: list[Comparison], objective: str):
+def comparison_table(rows: list[Comparison], objective: Objective):
     """A rich table of the ranking: rank, hardware, status, days, nodes, cost, (compute), plan, bottleneck."""
     from rich.table import Table
     table = Table()
@@ -313,14 +315,14 @@ def comparison_table(rows: list[Comparison], objective: str):
     table.add_column("days to target", justify="right")
     table.add_column("nodes", justify="right")
     table.add_column("cost USD", justify="right")
-    if objective == "max_compute":
+    if objective.maximise:
         table.add_column("compute FLOP", justify="right")
     table.add_column("plan")
     table.add_column("bottleneck", no_wrap=True)
     for row in rows:
         if not row.feasible:
             cells = [str(row.rank), row.hardware, f"[red]{row.result.status}[/red]", "-", "-", "-"]
-            cells += ["-"] if objective == "max_compute" else []
+            cells += ["-"] if objective.maximise else []
             table.add_row(*cells, "[red]see below[/red]", "-")
             continue
         days = row.days
@@ -328,7 +330,7 @@ def comparison_table(rows: list[Comparison], objective: str):
                  "[green]optimal[/green]" if row.result.status == "optimal" else f"[yellow]{row.result.status}[/yellow]",
                  "not reached" if days is None or not math.isfinite(days) else f"{days:,.1f}",
                  f"{row.nodes:,}", f"{row.cost_usd:,.0f}"]
-        if objective == "max_compute":
+        if objective.maximise:
             cells.append(f"{row.value:.3e}")
         table.add_row(*cells, plan_short(row.result.plan), row.bottleneck)
     return table

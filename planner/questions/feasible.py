@@ -31,6 +31,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from planner.objectives import MIN_COST
 from planner.cost.duration import SECONDS_PER_DAY
 from planner.schema.errors import InputError
 from planner.schema.instance import parse_instance
@@ -132,7 +133,7 @@ def _fix_nodes(s: VariantSolver, instance) -> tuple[Fix | None, str | None]:
     now = instance.limits.max_nodes or instance.fleet.nodes
     cap = min(max(NODE_CAP_FACTOR * instance.fleet.nodes, NODE_CAP_MIN), MAX_NODES)
     edit_cap = _chain(_set("fleet.nodes", cap), lambda d: d.get("limits", {}).pop("max_nodes", None))
-    r = s.solve(s.variant(edit_cap), objective="min_cost")
+    r = s.solve(s.variant(edit_cap), objective=MIN_COST)
     if r.status != "optimal":
         why = "no node count up to {:,} reaches the target within the limits".format(cap)
         if instance.limits.budget_usd is not None:
@@ -199,7 +200,7 @@ def _fix_budget(s: VariantSolver, instance) -> tuple[Fix | None, str | None]:
     if budget is None:
         return None, None
     s.progress("lowest budget")
-    r = s.solve(s.variant(lambda d: d["limits"].pop("budget_usd")), objective="min_cost")
+    r = s.solve(s.variant(lambda d: d["limits"].pop("budget_usd")), objective=MIN_COST)
     if r.status != "optimal":
         return None, "budget: no budget suffices (another limit binds)"
     cost = float(r.objective_value)

@@ -28,6 +28,7 @@ from __future__ import annotations
 from typing import Any
 
 from planner.questions.variants import TimeUp, verified
+from planner.objectives import MIN_COST
 from planner.schema.catalog import hardware_ids, load_hardware
 from planner.schema.limits import MAX_NODES
 
@@ -83,11 +84,11 @@ def _fewest(s, instance, i: int, name: str, now: int, cap: int, at) -> int | Non
     for which the instance is feasible; None if not even at the cap. See the module docstring."""
     if instance.limits.budget_usd is None:        # pools 0..n-1 as given, and i = n when a pool is added
         prices = {j: (1.0 if j == i else 0.0) for j in range(max(len(instance.fleet.pools), i + 1))}
-        r = s.solve(at(cap, prices, True), objective="min_cost")
+        r = s.solve(at(cap, prices, True), objective=MIN_COST)
         if r.status != "optimal":
             return None
         return int(r.plan.pool_nodes[name])
-    r = s.solve(at(cap, None, False), objective="min_cost")
+    r = s.solve(at(cap, None, False), objective=MIN_COST)
     if r.status != "optimal":
         return None
     lo, hi = now, int(r.plan.pool_nodes[name])       # infeasible at lo, feasible at hi

@@ -23,10 +23,11 @@ from typing import Any
 
 import numpy as np
 
+from planner.objectives import MIN_COST, MIN_TIME, Objective, objective_named
 from planner.cost.duration import SECONDS_PER_DAY
 from planner.cost.score import time_to_target
 from planner.evaluate import batch_from_plan, evaluate, setting_from_instance, with_params
-from planner.objectives import tie_less
+from planner.solvers.objective_search import tie_less
 from planner.cost.setting import Setting
 from planner.fleet.pools import pool_settings
 from planner.questions.robust_scenarios import Scenario, scenario_settings
@@ -43,7 +44,6 @@ from planner.solvers.bnb import TIE_REL
 from planner.solvers.mixed import base_space, plan_of
 from planner.space import DecisionSpace
 
-VALUE_KEY = {"min_time": "time_to_target_s", "min_cost": "time_to_target_s"}   # max_compute: the target kind
 
 
 @dataclass
@@ -90,7 +90,7 @@ class _Run:
     bound: float
 
 
-def _uniform_run(instance: Instance, raw: dict, objective: str, quantile: float | None, params, solver: str,
+def _uniform_run(instance: Instance, raw: dict, objective: Objective, quantile: float | None, params, solver: str,
                  deadline: float, paths) -> _Run:
     nominal = setting_from_instance(instance)
     nominal = nominal if params is None else with_params(nominal, params)
@@ -103,14 +103,13 @@ def _uniform_run(instance: Instance, raw: dict, objective: str, quantile: float 
     if found is None:
         return _Run(chosen, settings, None, (), None, count, bound)
     batch, value = found
-    key = (-value if objective == "max_compute" else value,)
-    if objective == "min_cost":
-        key += (_statistic_of(settings, statistic, batch, "time_to_target_s"),)
-    bound = max(bound, value) if objective == "max_compute" else min(bound, value)
+    time_s = _statistic_of(settings, statistic, batch, "time_to_target_s") if objective.by_cost else None
+    key = objective.rank_key(value, time_s)
+    bound = objective.tighter(bound, value)
     return _Run(chosen, settings, found, key, plan_from_batch(batch, 0, settings[0].is_moe), count, bound)
 
 
-def _pools_run(instance: Instance, raw: dict, objective: str, quantile: float | None, params, solver: str,
+def _pools_run(instance: Instance, raw: dict, objective: Objective, quantile: float | None, params, solver: str,
                deadline: float, paths) -> _Run:
     """`_uniform_run` for a fleet of pools (planner.robust_pools)."""
     pools = pool_settings(instance)
@@ -128,7 +127,7 @@ def _pools_run(instance: Instance, raw: dict, objective: str, quantile: float | 
     return _Run(chosen, answer.settings, (best.batch, best.value), best.key, plan, answer.evaluations, answer.bound)
 
 
-def robust_optimum(instance: Instance, raw: dict, objective: str, statistic_quantile: float | None = None,
+def robust_optimum(instance: Instance, raw: dict, objective: Objective, statistic_quantile: float | None = None,
                    solver: str = "bnb", deadline: float = math.inf, paths=None):
     """(SolveResult of the robust optimum without re-scoring, scenarios, Statistic, per-scenario settings
     of the chosen size: for a fleet of pools, those of the chosen plan's part)."""
@@ -140,8 +139,8 @@ def robust_optimum(instance: Instance, raw: dict, objective: str, statistic_quan
     evaluations = sum(r.evaluations for r in runs)
     statistic = Statistic.of(len(runs[0].chosen), statistic_quantile)
     elapsed = time.perf_counter() - start
-    maximise = objective == "max_compute"
-    bound = max(r.bound for r in runs) if maximise else min(r.bound for r in runs)
+    maximise = objective.maximise
+    bound = objective.best(r.bound for r in runs)
     best = None
     for run in runs:
         if run.found is not None and (best is None or tie_less(run.key, best.key)):
@@ -187,18 +186,18 @@ def plan_values(instances: list[Instance], plan, params: float | None, value_nam
     return out
 
 
-def robust_solve(instance: Instance, raw: dict, objective: str | None = None, solver: str = "bnb",
+def robust_solve(instance: Instance, raw: dict, objective: Objective | str | None = None, solver: str = "bnb",
                  time_limit_s: float | None = None, deadline: float | None = None,
                  quantile: float | None = None, paths=None) -> RobustResult:
     """The robust plan, the nominal plan and the regret table (module docstring)."""
-    objective = objective or instance.objective
+    objective = objective_named(objective or instance.objective)
     _check(instance, solver)
     start = time.perf_counter()
     deadline = min(start + time_limit_s if time_limit_s is not None else math.inf,
                    deadline if deadline is not None else math.inf)
     robust, chosen, statistic, settings = robust_optimum(instance, raw, objective, quantile, solver, deadline, paths)
     nominal = solve(instance, objective, solver, deadline=deadline)
-    value_name = VALUE_KEY.get(objective, settings[0].target_kind)
+    value_name = settings[0].target_kind if objective.maximise else "time_to_target_s"
     instances = scenario_instances(instance, raw, chosen)
     params = robust.model_params if instance.search.params else None
     with_plan = [(name, r) for name, r in (("robust", robust), ("nominal", nominal)) if r.plan is not None]
@@ -215,10 +214,11 @@ def robust_solve(instance: Instance, raw: dict, objective: str | None = None, so
         robust.evaluation = evaluate(instance, robust.plan, params=params)
         values = np.array([f["value"] for f in figures["robust"]])
         with np.errstate(divide="ignore"):
-            key = float(statistic.of_values(1.0 / values if objective == "max_compute" else values))
-        rescored = {"max_compute": 1.0 / key, "min_time": key}.get(objective, robust.evaluation.values["cost_usd"])
+            key = float(statistic.of_values(1.0 / values if objective.maximise else values))
+        rescored = 1.0 / key if objective.maximise else key if objective.by_time else \
+            robust.evaluation.values["cost_usd"]
         if not abs(rescored - robust.objective_value) <= AGREEMENT_REL * abs(robust.objective_value) or \
-                (objective != "max_compute" and key > settings[0].window_s * (1 + AGREEMENT_REL)):
+                (not objective.maximise and key > settings[0].window_s * (1 + AGREEMENT_REL)):
             raise AssertionError(f"re-scored robust objective {rescored!r} (key {key!r}) disagrees with the "
                                  f"search's {robust.objective_value!r}")
     robust.solve_time_s = time.perf_counter() - start - nominal.solve_time_s
@@ -247,10 +247,10 @@ def robust_reach(instance: Instance, raw: dict, solver: str = "bnb", deadline: f
     limits (`planner.solve.solve`, min_time), and the one plan reaching under all of them."""
     _check(instance, solver)
     deadline = deadline if deadline is not None else math.inf
-    one, chosen, _, _ = robust_optimum(instance, raw, "min_time", None, solver, deadline, paths)
+    one, chosen, _, _ = robust_optimum(instance, raw, MIN_TIME, None, solver, deadline, paths)
     rows = []
     for scenario, inst in zip(chosen, scenario_instances(instance, raw, chosen)):
-        r = solve(inst, "min_time", solver, deadline=deadline)
+        r = solve(inst, MIN_TIME, solver, deadline=deadline)
         rows.append({"scenario": scenario.label, "reachable": r.plan is not None, "status": r.status,
                      "days": r.objective_value / SECONDS_PER_DAY if r.objective_value is not None else None})
     reached = sum(1 for r in rows if r["reachable"])
@@ -271,7 +271,7 @@ def robust_answer(raw: dict, node, th, fit: bool = False):
     if isinstance(case, Answer):
         return case
     data, instance, params, cap = case
-    r, _, statistic, settings = robust_optimum(instance, data, "min_cost")
+    r, _, statistic, settings = robust_optimum(instance, data, MIN_COST)
     if r.status != "optimal":
         return Answer(node, False, model_params=params, result=r,
                       binding=r.infeasibility or [f"no plan with up to {cap:,} nodes reaches the target"])
@@ -284,18 +284,18 @@ def robust_answer(raw: dict, node, th, fit: bool = False):
 # -- sweep --robust -----------------------------------------------------------------------------
 
 
-def sweep_row(instance: Instance, data: dict, objective: str | None, solver: str) -> tuple[dict[str, Any], Any]:
+def sweep_row(instance: Instance, data: dict, objective: Objective | str | None, solver: str) -> tuple[dict[str, Any], Any]:
     """One point of `sweep --robust` (command "robust"): (row, plan): the robust optimum of the point's
     instance (its value: seconds, USD or FLOP, as `solve`), the statistic and the plan's cost, and
     the plan itself (None if none), whose fields the sweep adds as columns."""
-    objective = objective or instance.objective
+    objective = objective_named(objective or instance.objective)
     r, chosen, statistic, settings = robust_optimum(instance, data, objective, solver=solver)
     cost = days = None
     if r.plan is not None:
         cost = evaluate(instance, r.plan, params=r.model_params if instance.search.params else None).values["cost_usd"]
         days = _statistic_of(settings, statistic, batch_from_plan(settings[0], r.plan),
                              "time_to_target_s") / SECONDS_PER_DAY
-    return {"status": r.status, "objective": objective, "objective_value": r.objective_value,
+    return {"status": r.status, "objective": objective.key, "objective_value": r.objective_value,
             "best_bound": r.best_bound, "gap": r.gap, "statistic": statistic.describe(),
             "time_to_target_days": days, "cost_usd": cost,
             "model_params": r.model_params, "infeasibility": "; ".join(r.infeasibility) or None}, r.plan

@@ -36,6 +36,7 @@ from typing import Any, Callable
 
 from pydantic import Field, ValidationError
 
+from planner.objectives import MIN_COST, MIN_TIME
 from planner.schema.catalog import H100_FP16_TFLOPS, models_dir
 from planner.schema.errors import InputError, Problem
 from planner.schema.instance import MIN_PARAMS, parse_instance
@@ -374,16 +375,16 @@ def answer(raw: dict, node: NodeBuild, th: Thresholds, fit: bool = False) -> Ans
     if isinstance(case, Answer):
         return case
     data, instance, params, cap = case
-    r = solve(instance, objective="min_cost", explain_envelope=True)   # dtplan: the envelope bounds that stop it
+    r = solve(instance, objective=MIN_COST, explain_envelope=True)   # dtplan: the envelope bounds that stop it
     if r.status != "optimal":
         return Answer(node, False, model_params=params, result=r,
                       binding=r.infeasibility or [f"no plan with up to {cap:,} nodes reaches the target"])
     n = int(r.plan.nodes)
-    at_n = solve(parse_instance(node_instance(raw, node, th, n, fit), "<verify>"), objective="min_time")
+    at_n = solve(parse_instance(node_instance(raw, node, th, n, fit), "<verify>"), objective=MIN_TIME)
     if at_n.status != "optimal":
         raise AssertionError(f"{node.accelerator.id}: {n} nodes do not reach the target on re-solving")
     if n > 1 and solve(parse_instance(node_instance(raw, node, th, n - 1, fit), "<verify>"),
-                       objective="min_time").status == "optimal":
+                       objective=MIN_TIME).status == "optimal":
         raise AssertionError(f"{node.accelerator.id}: {n - 1} nodes also reach the target (not the fewest)")
     return Answer(node, True, n, n * node.price_usd, at_n.objective_value / SECONDS_PER_DAY, params, at_n, r.binding,
                   f"{n:,} nodes reach the target, " + (f"{n - 1:,} do not" if n > 1 else "1 is the least"))
@@ -551,7 +552,7 @@ def _reach(data: dict, node: NodeBuild, th: Thresholds, fit: bool) -> Answer | N
         instance = parse_instance(node_instance(data, node, th, node_cap(data), fit), "<stop>")
     except InputError:                        # the node does not suit the instance (a precision it lacks)
         return None
-    r = solve(instance, objective="min_cost")
+    r = solve(instance, objective=MIN_COST)
     if r.status != "optimal":
         return None
     return Answer(node, True, int(r.plan.nodes), int(r.plan.nodes) * node.price_usd, result=r)

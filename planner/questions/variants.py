@@ -14,6 +14,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable
 
+from planner.objectives import MIN_TIME, Objective
 from planner.schema.instance import parse_instance
 from planner.solve import SolveResult, solve
 
@@ -59,7 +60,7 @@ class VariantSolver:
         edit(data)
         return data
 
-    def solve(self, data: dict, objective: str = "min_time", exact: bool = True) -> SolveResult:
+    def solve(self, data: dict, objective: Objective = MIN_TIME, exact: bool = True) -> SolveResult:
         """The solve of a variant; TimeUp if the deadline cut it short (when `exact`: an answer
         found in time but not proven optimal is no answer for a fix)."""
         if exact and self.deadline is not None and time.perf_counter() >= self.deadline:

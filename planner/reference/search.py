@@ -19,7 +19,7 @@ is at least as good as the reference's and dtplan's plan, re-scored by the evalu
   exactly when C_local over the window reaches the target). Under the Chinchilla penalty
   (profile current) dtplan's `min_cost` scores eta_R at the target point instead
   (docs/cost_model.md section 7), a different question; the reference's is answered by
-  `planner.objectives.fewest_nodes_in_window` (the max_compute bound, exact).
+  `planner.solvers.objective_search.fewest_nodes_in_window` (the max_compute bound, exact).
 - `find_optimal_config_for_target(cfg, target_c_quality)`: the reference tries flat
   DiLoCo at P = f V / beta (f in 0.25, 0.5, 0.75, 1; a few H), hierarchical DiLoCo at the
   same sizes (k in 4, 8, 16; H and R compute-bound; regional link = the WAN link) and
@@ -45,10 +45,11 @@ from typing import Any
 
 import numpy as np
 
+from planner.objectives import MAX_COMPUTE, MIN_COST, Objective
 from planner.reference import conformance
 from planner.cost.score import score
 from planner.cost.setting import Setting
-from planner.objectives import SizeRun, best_of_sizes, fewest_nodes_in_window
+from planner.solvers.objective_search import SizeRun, best_of_sizes, fewest_nodes_in_window
 from planner.solve import optimise, plan_from_batch
 from planner.space import DecisionSpace
 
@@ -145,7 +146,7 @@ def _find_nodes(case: dict) -> SearchOutcome:
     if setting.assumptions.replica_penalty == "chinchilla":
         found, _, _ = fewest_nodes_in_window(setting, space)
     else:
-        found, _, _ = optimise(setting, space, "min_cost")
+        found, _, _ = optimise(setting, space, MIN_COST)
     reference = float(case["outputs"]["n_nodes"])
     outcome = SearchOutcome(case["id"], case["function"], "passed", "nodes", reference, None)
     if found is None:
@@ -161,8 +162,8 @@ def _find_nodes(case: dict) -> SearchOutcome:
     return outcome
 
 
-def _solve_sizes(case: dict, sizes_b, objective: str, modes, max_nodes: int, links_are_wan: bool, **target):
-    """Solve every model size; the best run (`planner.objectives.best_of_sizes`: ties to the smaller model)."""
+def _solve_sizes(case: dict, sizes_b, objective: Objective, modes, max_nodes: int, links_are_wan: bool, **target):
+    """Solve every model size; the best run (`planner.solvers.objective_search.best_of_sizes`: ties to the smaller model)."""
     runs = []
     for params_b in sorted(sizes_b):
         setting, precision = _setting(case, params_b * 1e9, links_are_wan, **target)
@@ -177,7 +178,7 @@ def _optimal_config(case: dict) -> SearchOutcome:
     target = float(ri["target_c_quality"])
     largest = _largest_on_one_node_b(case)
     sizes = [f * largest for f in FLAT_FRACTIONS] + [x * largest for x in OPTIMAL_CONFIG_MULTIPLES]
-    best = _solve_sizes(case, [p for p in sizes if p >= 1], "min_cost", ("flat", "hierarchical", "pp_group"),
+    best = _solve_sizes(case, [p for p in sizes if p >= 1], MIN_COST, ("flat", "hierarchical", "pp_group"),
                         MAX_NODES, True, target_flop=target, target_kind="c_quality")
     ref = case["outputs"].get("cost_usd") if "return" not in case["outputs"] else None
     outcome = SearchOutcome(case["id"], case["function"], "passed", "cost_usd",
@@ -200,7 +201,7 @@ def _sweep(case: dict) -> SearchOutcome:
     ri = case["resolved_inputs"]
     largest = _largest_on_one_node_b(case)
     sizes = [f * largest for f in FLAT_FRACTIONS] + [x * largest for x in SWEEP_MULTIPLES]
-    best = _solve_sizes(case, sizes, "max_compute", ("flat", "pp_group"), int(ri["n_nodes"]), False,
+    best = _solve_sizes(case, sizes, MAX_COMPUTE, ("flat", "pp_group"), int(ri["n_nodes"]), False,
                         target_kind="c_quality")
     reference = float(case["outputs"]["best"]["c_quality"])
     outcome = SearchOutcome(case["id"], case["function"], "passed", "c_quality", reference, None)

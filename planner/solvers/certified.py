@@ -34,14 +34,14 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
+from planner.objectives import OBJECTIVES, Objective
 from planner.cost.score import time_to_target, window_compute
 from planner.cost.setting import Setting
 from planner.mip.formulation import Grid, build
 from planner.mip.tables import (NODES, FormulationError, build_tables, node_promise, outer_per_step, presolve,
                                  presolve_compute, solve_promising, sync_terms)
-from planner.objectives import max_compute, min_cost, min_time
+from planner.solvers.objective_search import max_compute, min_cost, min_time
 from planner.solvers import UnsupportedBySolver, backends
-from planner.solvers.bnb import TIME, compute_measure
 from planner.space import DecisionSpace
 
 MAX_ROUNDS = 12
@@ -87,10 +87,10 @@ class MipReport:
         return asdict(self)
 
 
-def check_supported(setting: Setting, objective: str) -> None:
+def check_supported(setting: Setting, objective: Objective) -> None:
     """UnsupportedBySolver unless the formulation covers this question: min_time, min_cost and
     max_compute (every target kind and replica penalty)."""
-    if objective not in ("min_time", "min_cost", "max_compute"):
+    if objective not in OBJECTIVES:
         raise UnsupportedBySolver(f"the mixed-integer model covers min_time, min_cost and max_compute, "
                                   f"not {objective}; use --solver bnb")
 
@@ -111,23 +111,23 @@ def tables_or_refuse(setting: Setting, space: DecisionSpace):
                                   f"use --solver bnb") from None
 
 
-def incumbent_value(setting: Setting, plan, objective: str) -> float:
+def incumbent_value(setting: Setting, plan, objective: Objective) -> float:
     """The objective of a plan in the model's units (ln T, nodes, or -ln C for max_compute: the
     loop minimises), inf if it misses the duration limit (or reaches no compute)."""
-    if objective == "max_compute":
+    if objective.maximise:
         c = float(window_compute(setting, plan, setting.target_kind)[setting.target_kind][0])
         return -math.log(c) if c > 0 and math.isfinite(c) else math.inf
     t = float(time_to_target(setting, plan)["time_to_target_s"][0])
     if not t <= setting.window_s:
         return math.inf
-    return math.log(t) if objective == "min_time" else float(plan.nodes[0])
+    return math.log(t) if objective.by_time else float(plan.nodes[0])
 
 
-def incumbent_units(setting: Setting, objective: str, value: float) -> float:
+def incumbent_units(setting: Setting, objective: Objective, value: float) -> float:
     """A value in the model's units (ln T, nodes, -ln C) in the objective's (s, USD, FLOP)."""
-    if objective == "min_time":
+    if objective.by_time:
         return math.exp(value)
-    return math.exp(-value) if objective == "max_compute" else value * setting.node_price_usd
+    return math.exp(-value) if objective.maximise else value * setting.node_price_usd
 
 
 
@@ -152,7 +152,7 @@ def raised_bound(bound: float, r) -> float:
         return max(bound, min(r.bound, r.objective) if r.status == "optimal" and r.objective is not None else r.bound)
     return bound
 
-def outer_approximation(setting: Setting, space: DecisionSpace, objective: str, backend: str,
+def outer_approximation(setting: Setting, space: DecisionSpace, objective: Objective, backend: str,
                         deadline: float = math.inf):
     """(best plan or None, its value in model units, MipReport) from the OA loop alone.
 
@@ -162,7 +162,7 @@ def outer_approximation(setting: Setting, space: DecisionSpace, objective: str, 
     solver = backends()[backend]
     start = begun = time.perf_counter()
     full = tables_or_refuse(setting, space)
-    compute = objective == "max_compute"
+    compute = objective.maximise
     tables, best_plan, _, solved = presolve_compute(full) if compute else presolve(full, objective)
     best = incumbent_value(setting, best_plan, objective) if best_plan is not None else math.inf
     if not math.isfinite(best):
@@ -181,10 +181,10 @@ def outer_approximation(setting: Setting, space: DecisionSpace, objective: str, 
         report.status = report.backend_status = "infeasible"
         report.bound = 0.0 if compute else math.inf
         return None, math.inf, report
-    tol = {"min_time": LOG_TOL, "max_compute": COMPUTE_LOG_TOL}.get(objective, 1e-6)
-    measure = {"max_compute": compute_measure(setting.target_kind), "min_cost": NODES}.get(objective, TIME)
+    tol = LOG_TOL if objective.by_time else COMPUTE_LOG_TOL if objective.maximise else 1e-6
+    measure = NODES if objective.by_cost else objective.measure(setting.target_kind)
     promise = node_promise(tables.class_least_nodes, tables.class_lower) \
-        if objective == "min_cost" and tables.class_least_nodes is not None else None   # None: by class_lower
+        if objective.by_cost and tables.class_least_nodes is not None else None   # None: by class_lower
     loop_end = max(begun + COMPUTE_LOOP_S, time.perf_counter() + COMPUTE_FIRST_ROUND_S)
     for rounds in range(1, MAX_ROUNDS + 1):
         start = time.perf_counter()
@@ -258,21 +258,21 @@ def outer_approximation(setting: Setting, space: DecisionSpace, objective: str, 
     return best_plan, best, report
 
 
-def optimise(setting: Setting, space: DecisionSpace, objective: str, backend: str, deadline: float = math.inf):
+def optimise(setting: Setting, space: DecisionSpace, objective: Objective, backend: str, deadline: float = math.inf):
     """((one-plan batch, value) or None, plans evaluated, proven bound, MipReport)."""
     plan, value, report = outer_approximation(setting, space, objective, backend, deadline)
     start = time.perf_counter()
     if plan is None:
         # the exact search confirms: the objective's branch and bound (as `planner.solvers.uniform.optimise`
         # runs it with solver "bnb"; a MIP backend is used only where its bounds hold)
-        exact = max_compute if objective == "max_compute" else min_time if objective == "min_time" else min_cost
+        exact = max_compute if objective.maximise else min_time if objective.by_time else min_cost
         found, evaluations, bound = exact(setting, space.for_objective(setting, objective), deadline)
         report.certify_s = time.perf_counter() - start
         report.certified_changed_plan = found is not None
         return found, evaluations, bound, report
-    if objective == "min_time":
+    if objective.by_time:
         best, evaluations, bound = min_time(setting, space, deadline, incumbent_s=math.exp(value))
-    elif objective == "max_compute":
+    elif objective.maximise:
         best, evaluations, bound = max_compute(setting, space, deadline, incumbent_compute=math.exp(-value))
     else:
         best, evaluations, bound = min_cost(setting, space, deadline, incumbent_nodes=value)
@@ -285,6 +285,6 @@ def optimise(setting: Setting, space: DecisionSpace, objective: str, backend: st
                     ("nodes", "inner_steps", "regional_rounds", "compression", "stages", "group_size",
                      "micro_batches", "activation_compression", "streaming"))
         report.certified_changed_plan = not same
-        report.certified_improved = bool(best[1] > mine * (1 + 1e-9) if objective == "max_compute"
+        report.certified_improved = bool(best[1] > mine * (1 + 1e-9) if objective.maximise
                                          else best[1] < mine * (1 - 1e-9))
     return best, evaluations, bound, report

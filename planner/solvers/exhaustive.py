@@ -15,10 +15,11 @@ import time
 
 import numpy as np
 
+from planner.objectives import Objective
 from planner.solvers import bnb
 from planner.cost.score import window_compute
 from planner.cost.setting import Setting
-from planner.objectives import best_of
+from planner.solvers.objective_search import best_of
 from planner.space import Classes, DecisionSpace
 
 CHUNK = 1 << 18                  # plans scored at once: ~0.2 s at 1.4 million a second, the deadline's granularity
@@ -38,13 +39,13 @@ def _plans(c: Classes, h_max: int, r_max: int):
             yield np.full(flat.size, k), n, h, r
 
 
-def optimise(setting: Setting, space: DecisionSpace, objective: str, measure=None):
+def optimise(setting: Setting, space: DecisionSpace, objective: Objective, measure=None):
     """((one-plan batch, value) or None, plans evaluated): `optimise_until` with no deadline."""
     found, evaluations, _ = optimise_until(setting, space, objective, measure=measure)
     return found, evaluations
 
 
-def optimise_until(setting: Setting, space: DecisionSpace, objective: str, deadline: float = math.inf, measure=None):
+def optimise_until(setting: Setting, space: DecisionSpace, objective: Objective, deadline: float = math.inf, measure=None):
     """((one-plan batch, value) or None, plans evaluated, complete): min_time, min_cost or max_compute,
     exactly when `complete`.
 
@@ -60,8 +61,8 @@ def optimise_until(setting: Setting, space: DecisionSpace, objective: str, deadl
     h_max, r_max = space.max_inner_steps, space.max_regional_rounds
     robust = measure is not None
     if not robust:
-        measure = bnb.compute_measure(setting.target_kind) if objective == "max_compute" else bnb.TIME
-    limit = math.inf if objective == "max_compute" else setting.window_s
+        measure = objective.measure(setting.target_kind)
+    limit = objective.limit_s(setting.window_s)
     evaluations = 0
     fewest = math.inf
     kept = []
@@ -82,7 +83,7 @@ def optimise_until(setting: Setting, space: DecisionSpace, objective: str, deadl
             t = bnb._measure(setting, c, idx, n, h, r, measure)
             evaluations += t.size
             ok = t <= limit
-            if objective == "min_cost":
+            if objective.by_cost:
                 if ok.any():
                     fewest = min(fewest, float(c.nodes(idx[ok], n[ok]).min()))
                 rows.append((idx[ok], n[ok], h[ok], r[ok], t[ok]))
@@ -95,7 +96,7 @@ def optimise_until(setting: Setting, space: DecisionSpace, objective: str, deadl
             kept.append((c, *(np.concatenate(x) for x in zip(*rows))))
     found = []
     for c, idx, n, h, r, t in kept:
-        if objective == "min_cost":
+        if objective.by_cost:
             on = c.nodes(idx, n) == fewest
             idx, n, h, r, t = idx[on], n[on], h[on], r[on], t[on]
         if t.size:
@@ -103,11 +104,11 @@ def optimise_until(setting: Setting, space: DecisionSpace, objective: str, deadl
     best = best_of(setting, found)
     if best is None:
         return None, evaluations, complete
-    if objective == "min_cost":
+    if objective.by_cost:
         return (best[0], float(best[0].nodes[0] * setting.node_price_usd)), evaluations, complete
-    if objective == "max_compute" and robust:
+    if objective.maximise and robust:
         return (best[0], 1.0 / best[1]), evaluations, complete
-    if objective == "max_compute":
+    if objective.maximise:
         return ((best[0], float(window_compute(setting, best[0], setting.target_kind)[setting.target_kind][0])),
                 evaluations, complete)
     return best, evaluations, complete

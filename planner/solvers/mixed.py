@@ -42,6 +42,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from planner.objectives import MIN_TIME, Objective
 from planner.cost.setting import PlanBatch, Setting
 from planner.evaluate import with_params
 from planner.fleet.evaluate import MixedEvaluation, evaluate_mixed
@@ -49,7 +50,7 @@ from planner.fleet.network import site_network
 from planner.fleet.pools import PoolSetting, pool_settings
 from planner.fleet.regions import part_counts, part_regions, plan_regions
 from planner.fleet.replicas import affordable_nodes, cheapest_fill, fleet_cost_usd, mixed_setting, unsupported
-from planner.objectives import min_time, tie_less
+from planner.solvers.objective_search import min_time, tie_less
 from planner.solvers.mixed_proportional import rules_searched
 from planner.solvers.placed import cheapest_tied, least_cost_placed
 from planner.schema.instance import Instance
@@ -139,50 +140,50 @@ def parts_until(instance: Instance, pools: list[PoolSetting], params: float | No
     return out, True
 
 
-def solve_part(instance: Instance, pools: list[PoolSetting], part: Part, objective: str, solver: str,
+def solve_part(instance: Instance, pools: list[PoolSetting], part: Part, objective: Objective, solver: str,
                deadline: float, incumbent_s: float = math.inf,
                incumbent_compute: float = 0.0) -> tuple[PartResult | None, int, float]:
     """The part's optimum, the plans it scored and its proven bound in the objective's units
     (seconds, USD, FLOP). `incumbent_s` (min_time): the time of a plan of another part; the
     branch and bound then prunes every box that cannot come within the tie tolerance of it
-    (`objectives.min_time`), and a part with nothing as good returns None with bound inf. For
+    (`objective_search.min_time`), and a part with nothing as good returns None with bound inf. For
     min_cost on several chosen regions it is the cost of a plan of another part (ties kept).
-    `incumbent_compute` (max_compute, FLOP): likewise (`objectives.max_compute`), bound 0."""
-    from planner.objectives import max_compute
+    `incumbent_compute` (max_compute, FLOP): likewise (`objective_search.max_compute`), bound 0."""
+    from planner.solvers.objective_search import max_compute
     from planner.solvers.uniform import optimise
     from planner.solvers import monotone
     s, space = part.setting, part.space
-    placed = objective == "min_cost" and part.placement is not None
+    placed = objective.by_cost and part.placement is not None
     if placed:          # several chosen regions: a plan costs its placement's C_u(N), not monotone in N
         batch, _, evaluations, bound = least_cost_placed(s, space, part.placement, deadline, solver,
                                                          incumbent_s * (1 + 1e-12))
         found = None if batch is None else (batch, None)
-    elif (objective == "min_time" and solver == "bnb" and math.isfinite(incumbent_s)
+    elif (objective.by_time and solver == "bnb" and math.isfinite(incumbent_s)
             and not monotone.check(s).unsupported):
         found, evaluations, bound = min_time(s, space.for_objective(s, objective), deadline, incumbent_s)
-    elif (objective == "max_compute" and solver == "bnb" and incumbent_compute > 0
+    elif (objective.maximise and solver == "bnb" and incumbent_compute > 0
             and not monotone.check(s).unsupported):
         found, evaluations, bound = max_compute(s, space.for_objective(s, objective), deadline, incumbent_compute)
     else:
         found, evaluations, bound = optimise(s, space, objective, deadline, solver=solver)
-    if objective == "min_cost" and not placed:          # bound and value are node counts (unit price)
+    if objective.by_cost and not placed:          # bound and value are node counts (unit price)
         bound = _cost_of(pools, part.used, bound)
     if found is None:
         return None, evaluations, bound
-    if objective != "min_cost" and part.placement is not None:      # ties to the cheaper placement
+    if not objective.by_cost and part.placement is not None:      # ties to the cheaper placement
         found, more = cheapest_tied(s, space, part.placement, objective, found, deadline, solver)
         evaluations += more
     batch, value = found
-    if objective == "min_cost" and not placed:
+    if objective.by_cost and not placed:
         batch, more = _fastest_at_same_cost(pools, part, batch, deadline, solver)
         evaluations += more
     counts = part_counts(pools, part.used, part.placement, batch)
     cost = fleet_cost_usd(pools, counts)
-    if objective == "min_cost":
+    if objective.by_cost:
         from planner.cost.score import time_to_target
         value = cost
         key = (cost, float(time_to_target(s, batch)["time_to_target_s"][0]))
-    elif objective == "max_compute":
+    elif objective.maximise:
         key = (-value, cost)
     else:
         key = (value, cost)
@@ -232,7 +233,7 @@ def _fastest_at_same_cost(pools, part: Part, batch: PlanBatch, deadline: float, 
     if high <= n:
         return batch, 0
     space = dataclasses.replace(part.space, min_nodes=n, max_nodes=high)
-    found, evaluations, _ = optimise(part.setting, space, "min_time", deadline, solver=solver)
+    found, evaluations, _ = optimise(part.setting, space, MIN_TIME, deadline, solver=solver)
     return (found[0] if found is not None else batch), evaluations
 
 
@@ -258,7 +259,7 @@ def plan_of(result: PartResult, pools: list[PoolSetting], is_moe: bool):
     return parse_plan(data, "<solver>")
 
 
-def solve_mixed(instance: Instance, objective: str, solver: str, deadline: float, start: float,
+def solve_mixed(instance: Instance, objective: Objective, solver: str, deadline: float, start: float,
                 explain: bool = True, incumbents: dict | None = None, part_bound=None):
     """`planner.solve.solve` for a fleet of pools (arguments already checked there). `explain`:
     say why when no plan exists (`explain_mixed`). `solver` highs or scip: the pools are chosen in
@@ -273,7 +274,7 @@ def solve_mixed(instance: Instance, objective: str, solver: str, deadline: float
         return solve_mixed_mip(instance, objective, solver, deadline, start)
     pools = pool_settings(instance)
     rules = rules_searched(instance, objective, pools)
-    maximise = objective == "max_compute"
+    maximise = objective.maximise
     found, evaluations, size = [], 0, 0
     bound = 0.0 if maximise else math.inf
     candidates = []
@@ -287,7 +288,7 @@ def solve_mixed(instance: Instance, objective: str, solver: str, deadline: float
         # min_time, max_compute: most pools first (they tend to be fastest; for min_time their time
         # prunes the other parts); min_cost: fewest pools first, and a part may use only the nodes
         # that cost at most the cheapest plan found so far (ties included)
-        order = range(len(listed)) if objective == "min_cost" else reversed(range(len(listed)))
+        order = range(len(listed)) if objective.by_cost else reversed(range(len(listed)))
         straggler_best: dict[int, float] = {}         # part index -> its straggler optimum (min_time)
         # 'proportional' alone: the plans at which every H_p = H are straggler plans, solved as such
         twins = listed if "straggler" in rules else [straggler_twin(pools, p) for p in listed]
@@ -296,16 +297,16 @@ def solve_mixed(instance: Instance, objective: str, solver: str, deadline: float
                 complete = False          # the parts left are unknown, never pruned
                 break
             part = twins[index]
-            if objective == "min_cost" and math.isfinite(incumbent):
+            if objective.by_cost and math.isfinite(incumbent):
                 top = min(part.space.max_nodes, affordable_nodes(pools, part.used, incumbent))
                 if top < part.space.min_nodes:
                     continue              # every plan of the part costs more than the incumbent
                 part = part._replace(space=dataclasses.replace(part.space, max_nodes=top))
-            floor_s = compute_bound_s(part.setting, part.space.max_nodes) if objective == "min_time" else 0.0
+            floor_s = compute_bound_s(part.setting, part.space.max_nodes) if objective.by_time else 0.0
             if floor_s > incumbent * (1 + 1e-12):
                 size_bound = min(size_bound, floor_s)
                 continue                  # no plan of the part can reach the best time found
-            if part_bound is not None and objective != "min_cost":
+            if part_bound is not None and not objective.by_cost:
                 known = part_bound(part)
                 if known < most * (1 - 1e-9) if maximise else known > incumbent * (1 + 1e-9):
                     size_bound = max(size_bound, known) if maximise else min(size_bound, known)
@@ -320,7 +321,7 @@ def solve_mixed(instance: Instance, objective: str, solver: str, deadline: float
                     straggler_best[index] = result.value
                 else:                     # a twin's plan (H_p = H) under the rule, on the part as listed
                     result = result._replace(part=listed[index], rule="proportional")
-                if objective in ("min_time", "min_cost"):
+                if not objective.maximise:
                     incumbent = min(incumbent, result.value)
                 else:
                     most = max(most, result.value * (1 - 1e-12))
@@ -339,8 +340,8 @@ def solve_mixed(instance: Instance, objective: str, solver: str, deadline: float
         elif "proportional" in rules:
             most = max((r.value for r in size_found), default=-math.inf)       # max_compute: the best so far
             found_p, count, bound_p = proportional_parts(pools, listed, objective, deadline,
-                                                         incumbent if objective != "max_compute" else most,
-                                                         straggler_best if objective == "min_time" else {},
+                                                         incumbent if not objective.maximise else most,
+                                                         straggler_best if objective.by_time else {},
                                                          instance.limits.budget_usd)
             evaluations += count
             size_found += found_p
@@ -355,12 +356,12 @@ def solve_mixed(instance: Instance, objective: str, solver: str, deadline: float
                   dict(space_size=size, candidates=candidates), explain)
 
 
-def answer(instance: Instance, pools: list[PoolSetting], objective: str, solver: str, found: list[PartResult],
+def answer(instance: Instance, pools: list[PoolSetting], objective: Objective, solver: str, found: list[PartResult],
            bound: float, evaluations: int, start: float, deadline: float, common: dict, explain: bool = True):
     """The SolveResult of the best of `found` (one PartResult per model size, key's last entry its
     part's index), with `bound` proven over everything searched."""
     from planner.solvers.uniform import AGREEMENT_REL, SolveResult, binding_limits
-    maximise = objective == "max_compute"
+    maximise = objective.maximise
     elapsed = time.perf_counter() - start
     kind = instance.training.target_kind if maximise else None
     common = dict(common, compute_kind=kind)
@@ -380,7 +381,7 @@ def answer(instance: Instance, pools: list[PoolSetting], objective: str, solver:
         gap = 0.0 if status == "optimal" else (value - bound) / value
     plan = plan_of(best, pools, best.part.setting.is_moe)
     result = evaluate_mixed(instance, plan, params=best.part.params, pools=pools)
-    rescored = result.values[{"min_time": "time_to_target_s", "min_cost": "cost_usd"}.get(objective, kind)]
+    rescored = result.values[objective.value_field(kind)]
     if not abs(rescored - value) <= AGREEMENT_REL * abs(value):
         raise AssertionError(f"re-scored objective {rescored!r} disagrees with the solver's {value!r}")
     if maximise:
@@ -392,7 +393,7 @@ def answer(instance: Instance, pools: list[PoolSetting], objective: str, solver:
                        binding=binding_limits(result, space, objective), model_params=result.setting.params, **common)
 
 
-def proportional_parts(pools: list[PoolSetting], listed: list[Part], objective: str, deadline: float,
+def proportional_parts(pools: list[PoolSetting], listed: list[Part], objective: Objective, deadline: float,
                        incumbent: float, straggler_best: dict[int, float],
                        budget_usd: float | None = None):
     """The parts under the proportional rule (`planner.solvers.mixed_proportional`): (their optima
@@ -405,7 +406,7 @@ def proportional_parts(pools: list[PoolSetting], listed: list[Part], objective: 
     that ties go to the straggler rule."""
     from planner.fleet.proportional import first_h_that_differs, step_ratios
     from planner.solvers import mixed_proportional as mp
-    maximise = objective == "max_compute"
+    maximise = objective.maximise
     out, evaluations = [], 0
     bound = 0.0 if maximise else math.inf
     order = reversed(range(len(listed)))         # most pools first: their time prunes the others
@@ -416,13 +417,13 @@ def proportional_parts(pools: list[PoolSetting], listed: list[Part], objective: 
         h_min = first_h_that_differs(step_ratios(s, pools, part.used, part.precision), space.max_inner_steps)
         if h_min is None:
             continue
-        if objective == "min_time":
+        if objective.by_time:
             lower = mp.lower_bound_s(s, pools, part.used, part.precision, straggler_best.get(index, math.inf),
                                      h_min, compute_bound_s(s, int(space.max_nodes)))
             if lower > incumbent * (1 + 1e-12):
                 bound = min(bound, lower)
                 continue
-        if objective == "min_cost":
+        if objective.by_cost:
             fewest = mp.fewest_nodes(s, pools, part.used, part.precision, h_min,
                                      compute_bound_s(s, 1))
             lower = _cost_of(pools, part.used, fewest)
@@ -482,7 +483,7 @@ def explain_mixed(instance: Instance, pools: list[PoolSetting], solver: str,
     from planner.solvers.uniform import explain_infeasible
     if time.perf_counter() < deadline:
         unlimited = instance.model_copy(update={"limits": instance.limits.model_copy(update={"max_days": MAX_DAYS})})
-        fastest = solve_mixed(unlimited, "min_time", solver, deadline, time.perf_counter(), explain=False)
+        fastest = solve_mixed(unlimited, MIN_TIME, solver, deadline, time.perf_counter(), explain=False)
         if fastest.status == "optimal":
             e = fastest.evaluation
             days = e.values["time_to_target_s"] / SECONDS_PER_DAY

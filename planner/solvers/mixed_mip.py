@@ -33,6 +33,7 @@ import time
 
 import numpy as np
 
+from planner.objectives import MIN_TIME, Objective
 from planner.fleet.replicas import fleet_cost_usd, mixed_setting
 from planner.mip.pool_proportional import RULE_FAMILIES, plan_value, refuse_unproven, rule_candidates, rule_of
 from planner.mip.pool_regions import exact_plan, is_chosen, model_sites, refusals, relaxed_bounds
@@ -55,18 +56,18 @@ RULE_LOOP_S = 0.5                # under the proportional or auto rule: the loop
                                  # the rule exactly, certifies from its best plan
 
 
-def model_value(objective: str, setting, plan: MixedPlan, pools) -> float:
+def model_value(objective: Objective, setting, plan: MixedPlan, pools) -> float:
     """The model's measure of a plan on pools: ln T (min_time), cost in the model's units (min_cost),
     -ln C (max_compute); inf past the duration limit (min_time, min_cost) or without compute; under
     its own sync rule (`pool_proportional.plan_value`)."""
     return plan_value(objective, plan, pools, price_scale(pools))
 
 
-def to_units(objective: str, value: float, pools) -> float:
+def to_units(objective: Objective, value: float, pools) -> float:
     """A model value in the objective's units: s, USD, FLOP."""
-    if objective == "max_compute":
+    if objective.maximise:
         return math.exp(-value)
-    return math.exp(value) if objective == "min_time" else value * price_scale(pools)
+    return math.exp(value) if objective.by_time else value * price_scale(pools)
 
 
 def decode(f, pt: PoolTables, instance, params) -> MixedPlan:
@@ -103,7 +104,7 @@ def decode(f, pt: PoolTables, instance, params) -> MixedPlan:
     return options[int(np.argmin(values))], q, ab
 
 
-def outer_approximation(instance, pools, objective: str, backend: str, params, deadline: float = math.inf,
+def outer_approximation(instance, pools, objective: Objective, backend: str, params, deadline: float = math.inf,
                         loop_s: float = COMPUTE_LOOP_S):
     """(best MixedPlan or None, its model value, MipReport) of the loop alone (module docstring);
     `loop_s`: max_compute, the loop's time after the tables (its first round always runs)."""
@@ -129,11 +130,11 @@ def outer_approximation(instance, pools, objective: str, backend: str, params, d
             report.objective = report.bound = to_units(objective, best, pools)
             report.gap = 0.0
         return best_plan, best, report, pt
-    compute = objective == "max_compute"
+    compute = objective.maximise
     capped = compute or pt.rule != "straggler"       # the loop's time after the tables is `loop_s`
     grid = initial_grid(pt, objective, best)
     solved = set() if chosen else set(pt.solved)      # solved on the singleton regions: not exact when chosen
-    tol = {"min_time": LOG_TOL, "max_compute": COMPUTE_LOG_TOL}.get(objective) or \
+    tol = LOG_TOL if objective.by_time else COMPUTE_LOG_TOL if objective.maximise else \
         COST_TOL * max(1.0, abs(best) if math.isfinite(best) else 1.0)
     bound, f = -math.inf, None
     loop_end = time.perf_counter() + loop_s
@@ -161,7 +162,7 @@ def outer_approximation(instance, pools, objective: str, backend: str, params, d
         if r.status != "optimal":
             report.status = r.status
             break
-        newly = objective != "min_cost" and not chosen and f.chosen is not None and f.chosen not in solved and \
+        newly = not objective.by_cost and not chosen and f.chosen is not None and f.chosen not in solved and \
             pt.rule == "straggler"
         if newly:
             j, local = pt.part_of_class(f.chosen)
@@ -227,7 +228,7 @@ class SettingBounds:
     nodes lies in a box whose least nodes is <= N. Nothing known (0 s, inf FLOP) for a setting whose
     tables were not built."""
 
-    def __init__(self, objective: str):
+    def __init__(self, objective: Objective):
         self.objective = objective
         self.settings: dict[str, object] = {}
 
@@ -237,7 +238,7 @@ class SettingBounds:
                 self.settings[repr(part.setting)] = part.node_bounds + (part.dropped,)
             elif part.fixed or math.isfinite(part.dropped):       # built, every class dropped by the presolves
                 self.settings[repr(part.setting)] = (np.array([f.nodes for f in part.fixed], dtype=float), np.array(
-                    [f.log_time if self.objective == "min_time" else -f.log_compute for f in part.fixed],
+                    [f.log_time if self.objective.by_time else -f.log_compute for f in part.fixed],
                     dtype=float), part.dropped)
 
     def __call__(self, part) -> float:
@@ -247,21 +248,21 @@ class SettingBounds:
         if (known := self.settings.get(repr(part.setting))) is not None:
             least, bound, dropped = known
             value = min(float(bound[least <= top].min(initial=math.inf)), dropped)
-        if self.objective == "min_time":
+        if self.objective.by_time:
             return math.exp(value) if value > -math.inf else 0.0
         floor_s = compute_bound_s(part.setting, int(top))
         ceiling = part.setting.target * part.setting.window_s / floor_s if floor_s > 0 else math.inf
         return min(math.exp(-value) if value < math.inf else 0.0, ceiling)
 
 
-def solve_mixed_mip(instance, objective: str, solver: str, deadline: float, start: float):
+def solve_mixed_mip(instance, objective: Objective, solver: str, deadline: float, start: float):
     """`planner.solve.solve` of a fleet of pools with a MIP backend (module docstring)."""
     from planner.fleet.pools import pool_settings
     from planner.solvers.mixed import MAX_EXACT_POOLS, Part, PartResult, answer, solve_mixed
     refusals(instance, solver, len(instance.fleet.pools), MAX_EXACT_POOLS)       # chosen regions (pool_regions)
     pools = pool_settings(instance)
     ruled = rule_of(instance) != "straggler"
-    maximise = objective == "max_compute"
+    maximise = objective.maximise
     reports, shapes, incumbents, found, bound = [], [], {}, [], (0.0 if maximise else math.inf)
     bounds = SettingBounds(objective)
     certify = len(pools) <= MAX_EXACT_POOLS
@@ -271,7 +272,7 @@ def solve_mixed_mip(instance, objective: str, solver: str, deadline: float, star
         try:
             plan, value, report, pt = outer_approximation(instance, pools, objective, solver, params, deadline, loop_s)
         except DeadlinePassed:            # the tables were not built in time: no plan, no bound (exit 3)
-            return answer(instance, pools, objective, solver, found, math.inf if maximise else 0.0, 0, start, deadline,
+            return answer(instance, pools, objective, solver, found, objective.unknown_bound, 0, start, deadline,
                           dict(space_size=None, candidates=[]), explain=False)
         reports.append(report)
         if not ruled:       # its bounds are the straggler rule's (the decomposition prunes its parts with them)
@@ -284,8 +285,8 @@ def solve_mixed_mip(instance, objective: str, solver: str, deadline: float, star
             part = pt.parts[plan.part]
             used = tuple(p for p, c in enumerate(plan.counts) if c > 0)
             cost = fleet_cost_usd(pools, plan.counts)
-            key = {"min_time": (units, cost), "max_compute": (-units, cost)}.get(objective) or \
-                (units, math.exp(model_value("min_time", None, plan, pools)))
+            key = (units, math.exp(model_value(MIN_TIME, None, plan, pools))) if objective.by_cost else \
+                (-units if objective.maximise else units, cost)
             space = part.tables.space if part.tables is not None else pt.merged.space
             found.append(PartResult(Part(params, used, plan.batch.precision, plan.setting, space), plan.batch,
                                     plan.counts, key + (0,), units, plan.rule))
@@ -296,7 +297,7 @@ def solve_mixed_mip(instance, objective: str, solver: str, deadline: float, star
                                                                               else 0.0))
     if certify:       # certification: the exact decomposition from the loop's plans
         t0 = time.perf_counter()
-        part_bound = None if objective == "min_cost" or ruled else \
+        part_bound = None if objective.by_cost or ruled else \
             relaxed_bounds(instance, pools, bounds) if is_chosen(instance) else bounds
         result = solve_mixed(instance, objective, "bnb", deadline, start, incumbents=incumbents, part_bound=part_bound)
         certify_s = time.perf_counter() - t0
@@ -340,7 +341,7 @@ def _plan_fields_of(plan) -> tuple:
             int(plan.regional_rounds or 1) if plan.mode == "hierarchical" else 1)
 
 
-def write_pools_model(instance, objective: str, path) -> list:
+def write_pools_model(instance, objective: Objective, path) -> list:
     """`dtplan solve --write-model` of a fleet of pools: the first round's model (after the presolves,
     with the best plan they found as cutoff), one file per model size as `planner.mip.export`."""
     from planner.fleet.pools import pool_settings

@@ -25,23 +25,24 @@ from itertools import product
 
 import numpy as np
 
+from planner.objectives import Objective, objective_named
 from planner.cost.score import time_to_target
 from planner.evaluate import with_params
 from planner.fleet.network import site_network
 from planner.fleet.pools import pool_settings
 from planner.fleet.regions import oracle_regions
 from planner.fleet.replicas import fleet_cost_usd, mixed_setting, unsupported, used_pools
-from planner.objectives import tie_less
+from planner.solvers.objective_search import tie_less
 from planner.schema.instance import Instance
 from planner.solvers import exhaustive
 from planner.solvers.mixed import base_space, unit_price
 from planner.solvers.mixed_proportional import rules_searched
 
 
-def oracle(instance: Instance, objective: str | None = None) -> tuple[float, tuple[float, ...], list[int]] | None:
+def oracle(instance: Instance, objective: Objective | str | None = None) -> tuple[float, tuple[float, ...], list[int]] | None:
     """(objective value, comparison key, counts) of the best mixed plan, or None when none meets
     every limit. Values: seconds (min_time), USD (min_cost), FLOP (max_compute)."""
-    objective = objective or instance.objective
+    objective = objective_named(objective or instance.objective)
     pools = pool_settings(instance)
     space = base_space(instance, pools)
     cap = instance.limits.max_nodes or math.inf
@@ -75,17 +76,17 @@ def oracle(instance: Instance, objective: str | None = None) -> tuple[float, tup
     return best
 
 
-def _straggler_key(found, s, cost: float, objective: str):
+def _straggler_key(found, s, cost: float, objective: Objective):
     """(comparison key, objective value) of the exhaustive solver's best straggler plan."""
     batch, value = found
-    if objective == "min_cost":
+    if objective.by_cost:
         return (cost, float(time_to_target(s, batch)["time_to_target_s"][0])), cost
-    if objective == "max_compute":
+    if objective.maximise:
         return (-value, cost), value
     return (value, cost), value
 
 
-def _proportional(pools, counts, s, space, precision: str, objective: str):
+def _proportional(pools, counts, s, space, precision: str, objective: Objective):
     """(value, key) of the best proportional plan on exactly these counts, or None: every plan of
     the space the rule applies to, each scored with W = sum_p n_p H_p of these counts."""
     from planner.fleet.proportional import adjust_for, inner_steps, step_ratios
@@ -99,10 +100,10 @@ def _proportional(pools, counts, s, space, precision: str, objective: str):
         weighted = sum(counts[i] * steps[i] for i in used)
         h_max = np.max(np.stack([steps[i] for i in used]), axis=0)
         value = measure(s, c.plans(idx, n, h, r), adjust_for(weighted, h_max, h), objective)
-        ok = np.isfinite(value) & ((value <= s.window_s) if objective != "max_compute" else True)
+        ok = np.isfinite(value) & ((value <= s.window_s) if not objective.maximise else True)
         if ok.any():
             top = float(value[ok].min())
-            key = (cost, top) if objective == "min_cost" else (top, cost)
+            key = (cost, top) if objective.by_cost else (top, cost)
             if best is None or tie_less(key, best[1]):
-                best = ({"max_compute": -top, "min_cost": cost}.get(objective, top), key)
+                best = (-top if objective.maximise else cost if objective.by_cost else top, key)
     return best

@@ -46,12 +46,13 @@ from typing import NamedTuple
 
 import numpy as np
 
+from planner.objectives import MIN_COST, MIN_TIME, Objective
 from planner.cost.score import time_to_target, window_compute
 from planner.cost.setting import PlanBatch, Setting
 from planner.fleet.proportional import adjust_for, fastest_fill, fill_row, inner_steps, step_ratios
 from planner.fleet.regions import fastest_placed_counts, fastest_placement, placeable_splits, units_of
 from planner.fleet.replicas import fleet_cost_usd
-from planner.objectives import tie_less
+from planner.solvers.objective_search import tie_less
 from planner.schema.errors import InputError, Problem
 from planner.solvers import monotone
 from planner.solvers.bnb import TIE_REL
@@ -75,7 +76,7 @@ class Found(NamedTuple):
     value: float
 
 
-def rules_searched(instance, objective: str, pools) -> tuple[str, ...]:
+def rules_searched(instance, objective: Objective, pools) -> tuple[str, ...]:
     """The rules the planner compares for `fleet.sync_rule`: straggler, proportional or both (auto)."""
     rule = instance.fleet.sync_rule if instance.fleet.is_mixed else "straggler"
     if rule == "straggler":
@@ -102,7 +103,7 @@ def plan_count(s: Setting, space: DecisionSpace, precision: str, h_min: int = 1,
     return sum(int((c.n_hi - c.n_lo + 1).sum()) * h * r_max for c, r_max in _classes(s, space, precision))
 
 
-def h_worth_scoring(s: Setting, pools, used, precision: str, h_values: np.ndarray, objective: str,
+def h_worth_scoring(s: Setting, pools, used, precision: str, h_values: np.ndarray, objective: Objective,
                     incumbent: float, node_flop_s: float, max_nodes: int, cost_of_nodes=None) -> np.ndarray:
     """The H of `h_values` at which a proportional plan of the part (at most `max_nodes` nodes) could
     match `incumbent` (the best time, s, or the most compute, FLOP, found so far; ties kept), by a
@@ -125,7 +126,7 @@ def h_worth_scoring(s: Setting, pools, used, precision: str, h_values: np.ndarra
     from planner.cost.straggler import eta_h_divisor
     h_values = np.asarray(h_values, dtype=np.int64)
     if node_flop_s <= 0 or not math.isfinite(incumbent) or not h_values.size or \
-            (objective == "min_cost" and (cost_of_nodes is None or not math.isfinite(s.window_s))):
+            (objective.by_cost and (cost_of_nodes is None or not math.isfinite(s.window_s))):
         return h_values
     ratios = step_ratios(s, pools, used, precision)
     counts = fastest_fill(pools, ratios, max_nodes)          # most steps first: the order of the ratios
@@ -134,9 +135,9 @@ def h_worth_scoring(s: Setting, pools, used, precision: str, h_values: np.ndarra
     h_max = np.max(np.stack(list(steps.values())), axis=0)
     eta_h = np.asarray(quality.eta_sync_interval(h_max, s.params, s.assumptions, eta_h_divisor(s.assumptions)), float)
     rate = node_flop_s * (w_hi / h_values) * eta_h * (1.0 + 1e-9)
-    if objective == "max_compute":
+    if objective.maximise:
         return h_values[s.training_window_s * rate >= incumbent * (1.0 - TIE_REL)]
-    if objective == "min_cost":
+    if objective.by_cost:
         w_req = s.target * h_values / (node_flop_s * eta_h * (1.0 + 1e-9) * s.goodput * s.window_s)
         n_req = np.maximum(np.ceil(w_req / h_max * (1.0 - 1e-12)), len(used))
         least = {int(n): cost_of_nodes(int(n)) if n <= max_nodes else math.inf for n in np.unique(n_req)}
@@ -160,10 +161,10 @@ def _classes(s: Setting, space: DecisionSpace, precision: str):
             yield c, (space.max_regional_rounds if mode == "hierarchical" else 1)
 
 
-def measure(s: Setting, batch: PlanBatch, adjust, objective: str) -> np.ndarray:
+def measure(s: Setting, batch: PlanBatch, adjust, objective: Objective) -> np.ndarray:
     """What the objective ranks among plans of one split, least first: minus the compute reached
     (FLOP) for max_compute, else the time to target (s)."""
-    if objective == "max_compute":
+    if objective.maximise:
         kind = s.target_kind
         return -window_compute(s, batch, kind, adjust)[kind]
     return time_to_target(s, batch, adjust)["time_to_target_s"]
@@ -195,7 +196,7 @@ class Splits:
         if budget_usd is not None and self.placement is None:
             self.table = SplitTable.build(pools, used, ratios, budget_usd)
         if budget_usd is not None and self.table is None:
-            self.vectors, self.vector_cost = split_vectors(pools, used, h_count, "budget")
+            self.vectors, self.vector_cost = split_vectors(pools, used, h_count, "a budget")
         self.rows: dict[tuple[int, int], tuple] = {}
         self.placeable: dict[int, np.ndarray] = {}
 
@@ -272,13 +273,12 @@ class Splits:
         return weighted, best_cost, index
 
 
-def split_vectors(pools, used: tuple[int, ...], h_count: int, objective: str) -> tuple[np.ndarray, np.ndarray]:
+def split_vectors(pools, used: tuple[int, ...], h_count: int, why: str) -> tuple[np.ndarray, np.ndarray]:
     """Every split of nodes among the pools of U, at least one node of each: (counts [V, pools], cost
-    [V]). InputError naming fleet.sync_rule when V times the H searched exceeds MAX_PLANS."""
+    [V]). InputError naming fleet.sync_rule when V times the H searched exceeds MAX_PLANS (`why`:
+    what makes every split compared, in the message)."""
     size = math.prod(pools[i].count for i in used)
     if size * h_count > MAX_PLANS:
-        why = {"min_cost": "min_cost", "c_local": "max_compute of C_local under the Chinchilla replica penalty"}.get(
-            objective, "a budget")
         raise InputError([Problem("fleet.sync_rule", f"with {why} the proportional rule compares every split of the "
                                                      f"nodes among the pools used: {size:,} splits x {h_count:,} "
                                                      f"values of H are more than {MAX_PLANS:,}; lower "
@@ -290,7 +290,7 @@ def split_vectors(pools, used: tuple[int, ...], h_count: int, objective: str) ->
     return vectors, np.array([fleet_cost_usd(pools, v) for v in vectors])
 
 
-def solve_part(pools, used: tuple[int, ...], s: Setting, space: DecisionSpace, precision: str, objective: str,
+def solve_part(pools, used: tuple[int, ...], s: Setting, space: DecisionSpace, precision: str, objective: Objective,
                deadline: float, h_min: int = 1, budget_usd: float | None = None,
                scored_h=None, incumbent: float = math.inf) -> tuple[Found | None, int, bool]:
     """(best proportional plan of the part with H >= h_min (or H in `scored_h`: `h_worth_scoring`) or
@@ -302,10 +302,10 @@ def solve_part(pools, used: tuple[int, ...], s: Setting, space: DecisionSpace, p
     within the tie tolerance of it. Else every plan is scored (at most MAX_PLANS)."""
     space = space.for_objective(s, objective)
     table = None
-    if (needs_every_split(s, objective) or objective == "min_cost") and _one_region(space) and \
-            proportional_boxes.applies(s, "min_time"):
+    if (needs_every_split(s, objective) or objective.by_cost) and _one_region(space) and \
+            proportional_boxes.applies(s, MIN_TIME):
         table = SplitTable.build(pools, used, step_ratios(s, pools, used, precision), budget_usd)
-    if objective == "min_cost" and table is not None:
+    if objective.by_cost and table is not None:
         ratios = step_ratios(s, pools, used, precision)
         h_max = np.max(np.stack(list(inner_steps(ratios, np.arange(1, space.max_inner_steps + 1)).values())), axis=0)
         found, evaluations, complete = proportional_cost.search(
@@ -332,10 +332,11 @@ def solve_part(pools, used: tuple[int, ...], s: Setting, space: DecisionSpace, p
     ratios = step_ratios(s, pools, used, precision)
     h_values = list(range(1, space.max_inner_steps + 1))
     h_max = np.max(np.stack(list(inner_steps(ratios, np.asarray(h_values)).values())), axis=0)
-    if objective == "min_cost":
+    if objective.by_cost:
         return _cheapest(pools, used, s, space, precision, ratios, h_values, h_max, scored_h, budget_usd, deadline)
     if needs_every_split(s, objective):
-        vectors, vector_cost = split_vectors(pools, used, len(scored_h), "c_local")
+        vectors, vector_cost = split_vectors(pools, used, len(scored_h),
+                                             "max_compute of C_local under the Chinchilla replica penalty")
         levels = Levels(vectors, vector_cost, ratios, int(space.max_nodes), budget_usd, space.placement)
         found, evaluations, complete = solve_levels(pools, s, levels, plans(s, space, precision, h_values=scored_h),
                                                     lambda h: h_max[np.asarray(h) - 1], deadline, MAX_PLANS)
@@ -351,7 +352,7 @@ def solve_part(pools, used: tuple[int, ...], s: Setting, space: DecisionSpace, p
         weighted, cost = splits.lookup(h, nodes, units)
         value = measure(s, batch, adjust_for(weighted, h_max[h - 1], h), objective)
         evaluations += value.size
-        ok = (weighted > 0) & np.isfinite(value) & ((value <= s.window_s) if objective == "min_time" else True)
+        ok = (weighted > 0) & np.isfinite(value) & ((value <= s.window_s) if objective.by_time else True)
         if not ok.any():
             continue
         top = float(value[ok].min())
@@ -361,7 +362,7 @@ def solve_part(pools, used: tuple[int, ...], s: Setting, space: DecisionSpace, p
         if best is None or tie_less(key, best.key):
             counts = splits.counts(int(h[i]), int(nodes[i]), int(units[i]))
             key = (key[0], fleet_cost_usd(pools, counts))
-            best = Found(batch.take(slice(i, i + 1)), counts, key, -key[0] if objective == "max_compute" else key[0])
+            best = Found(batch.take(slice(i, i + 1)), counts, key, -key[0] if objective.maximise else key[0])
     return best, evaluations, True
 
 
@@ -374,7 +375,7 @@ def _cheapest(pools, used, s: Setting, space: DecisionSpace, precision: str, rat
     within the budget is compared with the least W_need of each u it is placeable for (every u
     without several chosen regions, `regions.placeable_splits`): least cost, then most W over that
     need (least time)."""
-    vectors, cost = split_vectors(pools, used, len(scored_h), "min_cost")
+    vectors, cost = split_vectors(pools, used, len(scored_h), MIN_COST.key)
     nodes_v = vectors.sum(axis=1)
     max_nodes = int(space.max_nodes)
     placement = space.placement if space.placement is not None and len(space.placement.partition) > 1 else None
@@ -385,7 +386,7 @@ def _cheapest(pools, used, s: Setting, space: DecisionSpace, precision: str, rat
             return None, evaluations, False
         nodes = c.nodes(idx, n)
         reference = (nodes * h).astype(float)                  # W_0 = N H: the straggler tokens
-        t = measure(s, c.plans(idx, n, h, r), adjust_for(reference, h_max[h - 1], h), "min_time")
+        t = measure(s, c.plans(idx, n, h, r), adjust_for(reference, h_max[h - 1], h), MIN_TIME)
         evaluations += t.size
         units = units_of(c.rows, c.size)[idx] if placement is not None else np.ones(t.size, dtype=np.int64)
         for u in np.unique(units):
@@ -437,7 +438,7 @@ def _fastest_plan(pools, counts, s: Setting, space: DecisionSpace, precision: st
         if not keep.any():
             continue
         batch = c.plans(idx[keep], n[keep], hh[keep], r[keep])
-        t = measure(s, batch, adjust_for(weighted, h_max, h), "min_time")
+        t = measure(s, batch, adjust_for(weighted, h_max, h), MIN_TIME)
         i = int(np.argmin(t))
         if best is None or t[i] < best[1]:
             best = (batch.take(slice(i, i + 1)), float(t[i]))

@@ -14,7 +14,8 @@ from dataclasses import replace
 import numpy as np
 
 from planner.fleet.regions import Placement, batch_unit
-from planner.objectives import max_compute, min_time
+from planner.objectives import MIN_COST, MIN_TIME, Objective
+from planner.solvers.objective_search import max_compute, min_time
 from planner.solvers.uniform import optimise
 from planner.solvers import monotone
 from planner.solvers.bnb import TIE_REL
@@ -68,7 +69,7 @@ def least_cost_placed(setting, space, placement: Placement, deadline: float, sol
 
     def fewest(view_space):
         nonlocal bound_usd
-        found, count, bound_nodes = optimise(setting, view_space, "min_cost", deadline, solver)
+        found, count, bound_nodes = optimise(setting, view_space, MIN_COST, deadline, solver)
         if math.isfinite(bound_nodes):               # the round was cut short by the deadline
             fill = placement.fill_cost()
             n = max(int(math.ceil(bound_nodes - 1e-9)), 0)
@@ -81,7 +82,7 @@ def least_cost_placed(setting, space, placement: Placement, deadline: float, sol
     best_batch = best[0]
     view = placement.within(best_usd * (1 + TIE_REL))
     top = min(space.max_nodes, view.affordable_nodes())
-    found, count, _ = optimise(setting, replace(space, max_nodes=top, placement=view), "min_time", deadline, solver)
+    found, count, _ = optimise(setting, replace(space, max_nodes=top, placement=view), MIN_TIME, deadline, solver)
     evaluations += count
     if found is not None:
         batch = found[0]
@@ -90,7 +91,7 @@ def least_cost_placed(setting, space, placement: Placement, deadline: float, sol
     return best_batch, best_usd, evaluations, min(bound_usd, best_usd)
 
 
-def cheapest_tied(setting, space, placement: Placement, objective: str, found, deadline: float, solver: str):
+def cheapest_tied(setting, space, placement: Placement, objective: Objective, found, deadline: float, solver: str):
     """min_time or max_compute over one part with several regions, ties to the cheaper plan: among the
     part's plans whose time (compute) is within the tie tolerance of `found`'s, (batch, value) of one
     of least placement cost C_u(N), and the plans scored. `found` = (batch, value): the part's
@@ -103,19 +104,19 @@ def cheapest_tied(setting, space, placement: Placement, objective: str, found, d
     C_u(N): each round the objective's own solve over the (N, u) with C_u(N) <= L, with found's
     value as the incumbent (the branch and bound prunes every box that cannot come within the tie
     tolerance of it; with other solvers the optimum of the round), a plan accepted when its time is
-    <= value (1 + TIE_REL) (compute >= value (1 - TIE_REL)), the tie of `objectives.tie_less`. The
+    <= value (1 + TIE_REL) (compute >= value (1 - TIE_REL)), the tie of `objective_search.tie_less`. The
     first round proves in one solve that no cheaper plan ties (all the rounds when a deadline cuts
     one short: then the plan of least cost found so far, tied all the same).
 
     Only N >= N*, found's nodes, are listed: `tie_key` puts fewer nodes first, so no plan tied with
-    found has fewer nodes (found is the first tied plan in that order, `objectives.best_of`). And a
+    found has fewer nodes (found is the first tied plan in that order, `objective_search.best_of`). And a
     tie cheaper than c = C_u(N*) has F(N) <= C_u(N) < c, F nondecreasing: when no N >= N* has
     F(N) < c (found is placed at the cheapest fill of its nodes, e.g. a plan without units, or one
     using every node of its pools), nothing is solved at all."""
     batch, value = found
     nodes = int(np.ravel(batch.nodes)[0])
     cost = float(placement.cost(batch_unit(batch), nodes)[nodes])
-    maximise = objective == "max_compute"
+    maximise = objective.maximise
     bounded = solver == "bnb" and not monotone.check(setting).unsupported
 
     def tied(view_space):

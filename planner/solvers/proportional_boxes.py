@@ -43,23 +43,24 @@ import time
 
 import numpy as np
 
+from planner.objectives import MIN_TIME, Objective
 from planner.cost import run
 from planner.cost.modes import throughput
 from planner.fleet.proportional import adjust_for, inner_steps
 from planner.fleet.regions import units_of
-from planner.objectives import tie_less
+from planner.solvers.objective_search import tie_less
 from planner.solvers import bnb, monotone
 from planner.solvers.bnb import TIE_REL
 
 
-def applies(s, objective: str) -> bool:
+def applies(s, objective: Objective) -> bool:
     """min_time, or max_compute of C_local under the linear v1 or no replica penalty, with the facts
     the bound needs."""
     mono = monotone.check(s)
-    linear = (objective == "max_compute" and s.target_kind == "c_local"
+    linear = (objective.maximise and s.target_kind == "c_local"
               and s.assumptions.replica_penalty in ("linear_v1", "none", "fitted"))
-    quality = objective == "max_compute" and s.target_kind == "c_quality"
-    return (objective == "min_time" or linear or quality) and not mono.unsupported and mono.eta_h_falls
+    quality = objective.maximise and s.target_kind == "c_quality"
+    return (objective.by_time or linear or quality) and not mono.unsupported and mono.eta_h_falls
 
 
 def quality_box_bound(rho_sup: np.ndarray):
@@ -98,7 +99,7 @@ def fill_speed_bound(pools, used, ratios: dict[int, float], max_nodes: int) -> n
 
 
 def search(pools, used, s, space, precision: str, classes, splits, h_max_of, ratios, incumbent: float,
-           deadline: float, objective: str = "min_time", table=None):
+           deadline: float, objective: Objective = MIN_TIME, table=None):
     """(best, evaluations, complete): best = (batch, counts, key, value) of the part's best
     proportional plan within the tie tolerance of `incumbent` or better, or None. min_time: key
     (time, cost), value and `incumbent` in seconds; max_compute: key (-C_local, cost), value and
@@ -110,7 +111,7 @@ def search(pools, used, s, space, precision: str, classes, splits, h_max_of, rat
     from planner.solvers.mixed_proportional import measure
     from planner.solvers import proportional_levels
     rho_sup = fill_speed_bound(pools, used, ratios, int(space.max_nodes))
-    maximise = objective == "max_compute"
+    maximise = objective.maximise
     quality = maximise and s.target_kind == "c_quality"
     levels = table is not None
     if levels:

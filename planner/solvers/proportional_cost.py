@@ -33,7 +33,8 @@ import numpy as np
 
 from planner.fleet.proportional import adjust_for
 from planner.fleet.replicas import node_price_usd
-from planner.objectives import tie_less
+from planner.objectives import MIN_TIME
+from planner.solvers.objective_search import tie_less
 from planner.solvers import bnb
 from planner.solvers.bnb import TIE_REL
 
@@ -79,7 +80,7 @@ def search(pools, used, s, space, classes, table, h_max_of, rho_sup: np.ndarray,
             idx, n, h, r, nodes = idx[keep], n[keep], h[keep], r[keep], nodes[keep]
             batch = c.plans(idx, n, h, r)
             reference = (nodes * h).astype(float)                       # W_0 = N H
-            t0 = measure(s, batch, adjust_for(reference, h_max_of(h), h), "min_time")
+            t0 = measure(s, batch, adjust_for(reference, h_max_of(h), h), MIN_TIME)
             with np.errstate(invalid="ignore"):
                 need = np.where(np.isfinite(t0), reference * t0 / limit_s, np.inf)
             ok = np.isfinite(need)
@@ -95,7 +96,7 @@ def search(pools, used, s, space, classes, table, h_max_of, rho_sup: np.ndarray,
                 return
             at = np.flatnonzero(ok)
             time_s = measure(s, batch.take(at), adjust_for(weighted[at].astype(float), h_max_of(h[at]), h[at]),
-                             "min_time")
+                             MIN_TIME)
             good = np.isfinite(time_s) & (time_s <= limit_s)
             if not good.any():
                 return

@@ -41,11 +41,12 @@ import time
 
 import numpy as np
 
+from planner.objectives import MAX_COMPUTE, Objective
 from planner.cost import chinchilla, modes, quality, run
 from planner.cost.setting import PlanBatch, Setting
 from planner.fleet.proportional import adjust_for, inner_steps
 from planner.fleet.regions import placeable_splits, units_of
-from planner.objectives import tie_less
+from planner.solvers.objective_search import tie_less
 from planner.schema.errors import InputError, Problem
 from planner.solvers import monotone
 from planner.solvers.bnb import TIE_REL
@@ -53,9 +54,9 @@ from planner.solvers.bnb import TIE_REL
 BOUND_SLACK = 1e-9        # relative: C'(loss) is found by Newton to ~1e-14, the bound is inflated by this
 
 
-def needs_every_split(s: Setting, objective: str) -> bool:
+def needs_every_split(s: Setting, objective: Objective) -> bool:
     """True when the best split is not the fastest one: max_compute of C_local under the Chinchilla penalty."""
-    return objective == "max_compute" and s.target_kind == "c_local" and s.assumptions.replica_penalty == "chinchilla"
+    return objective.maximise and s.target_kind == "c_local" and s.assumptions.replica_penalty == "chinchilla"
 
 
 class Levels:
@@ -125,7 +126,7 @@ def solve_levels(pools, s: Setting, levels: Levels, plan_chunks, h_max_of, deadl
 
     def consider(batch, w, cost, h, units, level):
         nonlocal best, evaluations
-        value = -measure(s, batch, adjust_for(w, h_max_of(h), h), "max_compute")
+        value = -measure(s, batch, adjust_for(w, h_max_of(h), h), MAX_COMPUTE)
         evaluations += value.size
         ok = np.isfinite(value)
         if not ok.any():

@@ -1,7 +1,7 @@
 """The search of one resolved setting by solver name, and what a solve returns.
 
 Layer: search (docs/architecture.md). `optimise` runs the exact branch and bound (`bnb`, through the
-objective's search in `planner.objectives`), the exhaustive oracle, or a MIP backend certified by the
+objective's search in `planner.solvers.objective_search`), the exhaustive oracle, or a MIP backend certified by the
 branch and bound (`planner.solvers.certified`) on one `Setting` and `DecisionSpace`; the solve of an
 instance (`planner.solve.solve`: every candidate model size, a fleet of pools through
 `planner.solvers.mixed`) and the pool solvers call it. `SolveResult` is the answer of a solve;
@@ -23,10 +23,11 @@ from planner.cost.assumptions import PIPELINE_SCHEDULES
 from planner.cost.duration import SECONDS_PER_DAY
 from planner.cost.setting import PlanBatch, Setting
 from planner.evaluate import Evaluation
-from planner.objectives import best_of, max_compute, min_cost, min_time
+from planner.objectives import MAX_COMPUTE, MIN_TIME, Objective
 from planner.schema.errors import InputError, Problem
 from planner.schema.plan import Plan, parse_plan
 from planner.solvers import bnb
+from planner.solvers.objective_search import best_of, max_compute, search
 from planner.space import DecisionSpace
 
 SOLVERS = ("bnb", "highs", "scip", "exhaustive")
@@ -39,7 +40,7 @@ AGREEMENT_REL = 1e-9
 class SolveResult:
     """What a solve found, how sure it is, and how long it took."""
 
-    objective: str
+    objective: Objective
     solver: str
     status: str                              # optimal | time_limit | infeasible
     objective_value: float | None            # seconds (min_time), USD (min_cost), FLOP (max_compute)
@@ -63,7 +64,7 @@ class SolveResult:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "objective": self.objective, "solver": self.solver, "status": self.status,
+            "objective": self.objective.key, "solver": self.solver, "status": self.status,
             "objective_value": self.objective_value, "best_bound": self.best_bound, "gap": self.gap,
             "solve_time_s": self.solve_time_s, "evaluations": self.evaluations, "space_size": self.space_size,
             "model_params": self.model_params, "compute_kind": self.compute_kind, "candidates": self.candidates,
@@ -80,7 +81,7 @@ class SolveResult:
         return solve_frame(self)
 
 
-def optimise(setting: Setting, space: DecisionSpace, objective: str, deadline: float = math.inf,
+def optimise(setting: Setting, space: DecisionSpace, objective: Objective, deadline: float = math.inf,
              solver: str = "bnb", reports: list | None = None):
     """((one-plan batch, objective value) or None, plans evaluated, proven bound from the part of
     the space left unsearched) for a resolved setting.
@@ -107,11 +108,9 @@ def optimise(setting: Setting, space: DecisionSpace, objective: str, deadline: f
         from planner.solvers import exhaustive
         found, evaluations, complete = exhaustive.optimise_until(setting, space, objective, deadline)
         if not complete:              # plans left unscored at the deadline: no bound on them
-            return found, evaluations, (math.inf if objective == "max_compute" else 0.0)
-        return found, evaluations, (0.0 if objective == "max_compute" else math.inf)
-    if objective == "max_compute":
-        return max_compute(setting, space, deadline)
-    return (min_time if objective == "min_time" else min_cost)(setting, space, deadline)
+            return found, evaluations, objective.unknown_bound
+        return found, evaluations, objective.empty_bound
+    return search(objective, setting, space, deadline)
 
 
 def solver_used(solver: str, settings: list[Setting]) -> str:
@@ -163,7 +162,7 @@ def plan_from_batch(b: PlanBatch, i: int, is_moe: bool) -> Plan:
     return parse_plan(data, "<solver>")
 
 
-def binding_limits(e: Evaluation, space: DecisionSpace, objective: str = "min_time") -> list[str]:
+def binding_limits(e: Evaluation, space: DecisionSpace, objective: Objective = MIN_TIME) -> list[str]:
     """Limits and search bounds the optimum sits on (where relaxing them could help)."""
     b, v, s = e.batch, e.values, e.setting
     out = []
@@ -172,7 +171,7 @@ def binding_limits(e: Evaluation, space: DecisionSpace, objective: str = "min_ti
         out.append(f"node-limit: uses all {n} nodes available")
     if s.budget_usd is not None and (n + 1) * s.node_price_usd > s.budget_usd:
         out.append(f"budget-limit: one more node would exceed ${s.budget_usd:,.0f}")
-    if objective == "max_compute":
+    if not objective.within_window:
         out.append(f"duration-limit: the run lasts the whole {s.window_s / SECONDS_PER_DAY:,.1f} days")
     elif v["time_to_target_s"] > 0.999 * s.window_s:
         out.append(f"duration-limit: {v['time_to_target_s'] / SECONDS_PER_DAY:,.1f} of "
@@ -209,17 +208,17 @@ def explain_infeasible(s: Setting, space: DecisionSpace,
         # C_quality grows with the run: the target is missed exactly when the most C_quality
         # within the limit falls short (and the time bound is weak near the loss floor).
         if full is not None:
-            most, _ = exhaustive.optimise(s, full, "max_compute")
+            most, _ = exhaustive.optimise(s, full, MAX_COMPUTE)
             upper = most[1] if most is not None else 0.0
         else:
-            most, _, upper = max_compute(s, space.for_objective(s, "max_compute"), deadline)
+            most, _, upper = max_compute(s, space.for_objective(s, MAX_COMPUTE), deadline)
         if most is not None and upper <= most[1] * (1 + bnb.TIE_REL):
             at_goodput = f" at goodput {s.goodput:g}" if s.goodput < 1 else ""
             return [f"duration-limit: the most C_quality any plan reaches in {s.window_s / SECONDS_PER_DAY:,.1f} "
                     f"days{at_goodput} is {most[1]:.3e} FLOP, the target is {s.target:.3e} FLOP"], None
     elif batches:
         if full is not None:      # the fastest plan whatever the duration limit, every plan scored
-            fastest, _ = exhaustive.optimise(s.replace(window_s=math.inf), full, "min_time")
+            fastest, _ = exhaustive.optimise(s.replace(window_s=math.inf), full, MIN_TIME)
             found = []
         else:
             found = [bnb.minimise_time(s, b, space.max_inner_steps, space.max_regional_rounds, deadline=deadline)

@@ -27,6 +27,7 @@ from planner.cost.duration import SECONDS_PER_DAY
 from planner.questions import compare as compare_module
 from planner.questions import feasible as feasible_module
 from planner.schema.errors import InputError, Problem
+from planner.objectives import objective_named
 from planner.solve import SUPPORTED_OBJECTIVES
 from planner.web import views
 from planner.web.fields import CURVE_BY_KEY
@@ -186,7 +187,7 @@ def compare_job(payload: dict, progress: Progress) -> dict[str, Any]:
     """The workload solved on every hardware preset and ranked."""
     from planner.setting import max_days
     instance = api.instance_from_dict(payload["instance"])
-    objective = _objective(payload) or instance.objective
+    objective = objective_named(_objective(payload) or instance.objective)      # a key _objective checked
     limit = time_limit(payload)
     deadline = None if limit is None else time.perf_counter() + limit
     rows = compare_module.compare(copy.deepcopy(payload["instance"]), "all", objective=objective,

@@ -23,6 +23,8 @@ from dataclasses import asdict, dataclass
 from functools import lru_cache
 from typing import Any
 
+from planner.objectives import KEYS
+
 
 @dataclass(frozen=True)
 class Field:
@@ -55,7 +57,7 @@ INSTANCE_FIELDS: tuple[Field, ...] = tuple(
     _fields("question",
             Field("name", "name", kind="text"),
             Field("description", "description", kind="text"),
-            Field("objective", "objective", kind="choice", choices=("min_time", "min_cost", "max_compute")))
+            Field("objective", "objective", kind="choice", choices=KEYS))
     + _fields("model",
               Field("model.preset", "model preset", kind="choice", presets="models"),
               Field("model.params", "total parameters P", _PARAMS),

@@ -18,6 +18,7 @@ def network_profiles() -> dict[str, Any]:
 
 def meta(examples: list[str]) -> dict[str, Any]:
     from planner.cli.info import presets_data
+    from planner.objectives import KEYS
     from planner.present.report import dtplan_version
     from planner.schema.instance import search_preset_names
     from planner.web.fields import CURVES, DEFAULT_INSTANCE, PLAN_FIELDS, SECTIONS, default_plan, page_fields
@@ -31,6 +32,6 @@ def meta(examples: list[str]) -> dict[str, Any]:
         "presets": {**presets_data(), "search": search_preset_names()},
         "network_profiles": network_profiles(),
         "curves": [c.to_dict() for c in CURVES],
-        "objectives": ["min_time", "min_cost", "max_compute"],
+        "objectives": list(KEYS),
         "examples": examples,
     }

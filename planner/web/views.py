@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from planner.objectives import Objective
 from planner.cost.duration import SECONDS_PER_DAY
 
 DAY_S = SECONDS_PER_DAY
@@ -75,9 +76,9 @@ def objective_text(r) -> str:
     """The objective's value in words, as `dtplan solve` prints it."""
     if r.objective_value is None:
         return "no plan"
-    if r.objective == "min_time":
+    if r.objective.by_time:
         return f"{r.objective_value / DAY_S:,.3f} days to target"
-    if r.objective == "max_compute":
+    if r.objective.maximise:
         name = {"c_quality": "C_quality", "c_local": "C_local"}.get(r.compute_kind, "compute")
         return f"{r.objective_value:.6e} FLOP {name} within the duration limit"
     return f"${r.objective_value:,.0f}"
@@ -86,7 +87,7 @@ def objective_text(r) -> str:
 def solve_view(r) -> dict[str, Any]:
     """A solve: status, objective, proof (bound and gap), the optimal plan's evaluation, what binds."""
     return {
-        "status": r.status, "objective": r.objective, "objective_value": r.objective_value,
+        "status": r.status, "objective": r.objective.key, "objective_value": r.objective_value,
         "objective_text": objective_text(r), "best_bound": r.best_bound, "gap": r.gap, "solver": r.solver,
         "solve_time_s": r.solve_time_s, "evaluations": r.evaluations, "space_size": r.space_size,
         "model_params": r.model_params, "plan": plan_dict(r.plan), "binding": r.binding,
@@ -108,7 +109,7 @@ def feasibility_view(f) -> dict[str, Any]:
     }
 
 
-def comparison_view(rows, objective: str, limit_days: float) -> dict[str, Any]:
+def comparison_view(rows, objective: Objective, limit_days: float) -> dict[str, Any]:
     """`dtplan compare`: one row per hardware preset, ranked."""
     from planner.questions.compare import plan_short
     out = []
@@ -119,4 +120,4 @@ def comparison_view(rows, objective: str, limit_days: float) -> dict[str, Any]:
                     "bottleneck": r.bottleneck, "reason": r.reason, "notes": r.notes,
                     "plan": plan_dict(res.plan), "plan_short": plan_short(res.plan),
                     "fastest_days": None if res.fastest_time_s is None else res.fastest_time_s / DAY_S})
-    return {"objective": objective, "limit_days": limit_days, "rows": out}
+    return {"objective": objective.key, "limit_days": limit_days, "rows": out}

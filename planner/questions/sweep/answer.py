@@ -8,6 +8,7 @@ import time
 from typing import Any, Sequence
 
 from planner.frames import plan_columns as _plan_columns
+from planner.objectives import MIN_TIME
 from planner.questions.sweep.fields import set_field, with_fields
 from planner.questions.sweep.spec import TIME_COLUMN, Point
 from planner.schema.errors import InputError
@@ -24,7 +25,7 @@ def _answer(payload: dict, instance: Instance, data: dict) -> dict[str, Any]:
         r = solve(instance, objective=payload["objective"], solver=payload["solver"],
                   time_limit_s=payload["time_limit_s"])
         e = r.evaluation
-        return {"status": r.status, "objective": r.objective, "objective_value": r.objective_value,
+        return {"status": r.status, "objective": r.objective.key, "objective_value": r.objective_value,
                 "best_bound": r.best_bound, "gap": r.gap,
                 "time_to_target_days": e.values["time_to_target_s"] / SECONDS_PER_DAY if e else None,
                 "cost_usd": e.values["cost_usd"] if e else None, "model_params": r.model_params,
@@ -63,7 +64,7 @@ def _answer(payload: dict, instance: Instance, data: dict) -> dict[str, Any]:
     limit_days = max_days(instance)[0]
     lifted = copy.deepcopy(data)
     set_field(lifted, "limits.max_days", UNLIMITED_DAYS)
-    r = solve(parse_instance(lifted, payload["source"]), objective="min_time", solver=payload["solver"])
+    r = solve(parse_instance(lifted, payload["source"]), objective=MIN_TIME, solver=payload["solver"])
     days = r.objective_value / SECONDS_PER_DAY if r.objective_value is not None else None
     reachable = days is not None and r.status == "optimal" and days <= limit_days
     return {"status": "reachable" if reachable else ("unreachable" if r.status != "time_limit" else "time_limit"),
