@@ -20,6 +20,7 @@ from planner.cli import main
 from planner.cli.common import BEYOND_EVIDENCE, load_instance_or_exit
 from planner.cost.duration import SECONDS_PER_DAY
 from planner.evaluate import evaluate, setting_from_instance
+from planner.objectives import objective_named
 from planner.questions.compare import compare
 from planner.questions.feasible import feasible
 from planner.schema.plan import parse_plan
@@ -28,6 +29,7 @@ from planner.web import answers
 ROOT = Path(__file__).resolve().parents[1]
 SOLVE_1E24 = ROOT / "instances" / "solve-1e24-64xh100.json"    # min_time, 365 days; stopped by the envelope
 POOLS = ROOT / "instances" / "mixed-a100-h100.json"            # a fleet of pools stopped by the envelope
+WORST_CASE = ROOT / "instances" / "miri" / "profile-global-worst-case.json"   # max_compute; only 16x listed (1 bit at fp16)
 DTPLAN = "assumptions.profile=dtplan"
 STOPS = "evidence envelope stops it: "
 NOT_IT = "the evidence envelope is not what stops it: beyond it (--beyond-evidence) no plan meets every limit either"
@@ -59,10 +61,18 @@ def _check_beyond(path: Path, beyond: dict, reasons: list[str], *sets: str) -> N
         assert f"{bound['bound']} (the plan beyond has {bound['message']}" in lines[0]
     opened, _ = _loaded(path, *sets, BEYOND_EVIDENCE)
     scored = evaluate(opened, parse_plan(plan, "<beyond>"))
-    assert scored.violations == []
-    assert scored.values["time_to_target_s"] == pytest.approx(beyond["objective_value"], rel=1e-9)
-    assert beyond["objective_value"] <= setting_from_instance(opened).window_s * (1 + 1e-9)
-    assert f"reaches the target in {beyond['objective_value'] / SECONDS_PER_DAY:,.1f} days" in lines[0]
+    setting = setting_from_instance(opened)
+    if beyond["objective"] == "min_time":
+        assert scored.violations == []
+        assert scored.values["time_to_target_s"] == pytest.approx(beyond["objective_value"], rel=1e-9)
+        assert beyond["objective_value"] <= setting.window_s * (1 + 1e-9)
+        assert f"reaches the target in {beyond['objective_value'] / SECONDS_PER_DAY:,.1f} days" in lines[0]
+    else:      # max_compute: the compute of the instance's kind within the duration limit
+        assert beyond["objective"] == "max_compute"
+        assert not [v for v in scored.violations if not v.startswith("duration-limit")]
+        field = objective_named("max_compute").value_field(setting.target_kind)
+        assert scored.values[field] == pytest.approx(beyond["objective_value"], rel=1e-9)
+        assert f"reaches {beyond['objective_value']:.4g} FLOP" in lines[0]
 
 
 def test_feasible_under_dtplan_names_the_envelope_bounds_that_stop_it():
@@ -108,6 +118,16 @@ def test_compare_under_dtplan_explains_each_preset_stopped_by_the_envelope():
         line = next(r for r in row.result.infeasibility if r.startswith(STOPS))
         assert line in row.reason
         _check_beyond(SOLVE_1E24, beyond, row.result.infeasibility, f"fleet.hardware={row.hardware}")
+
+
+def test_compare_of_max_compute_names_the_bounds_and_the_compute_beyond():
+    _, raw = _loaded(WORST_CASE)
+    (row,) = compare(raw, ["48xA100-80GB"])
+    assert not row.feasible and row.result.objective.key == "max_compute"
+    beyond = row.result.beyond_evidence
+    _check_beyond(WORST_CASE, beyond, row.result.infeasibility)
+    # its only listed ratio, 16x at fp16, is 1 bit per value: a bound of every plan beyond
+    assert "quantised to >= 4 bits per value" in [b["bound"] for b in beyond["bounds"]]
 
 
 def test_compare_cli_json_carries_the_explanation_per_row():
