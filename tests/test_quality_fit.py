@@ -71,6 +71,27 @@ def test_loss_to_eta_by_hand():
         (math.log(15.27) / math.log(15.02)) ** (1 / b_ppl), rel=1e-3)
 
 
+def test_rounding_interval_by_hand():
+    """A row's eta lies between the two worst cases of the rounding (docs/quality.md, section 2)."""
+    flop = np.log([1.5e17, 9.4e17, 4e18, 1.4e19, 4.7e19, 1.9e20, 2e21])
+    loss = np.log([3.51, 3.19, 2.97, 2.80, 2.67, 2.49, 2.25])
+    b = ((flop - flop.mean()) * (loss - loss.mean())).sum() / ((flop - flop.mean()) ** 2).sum()
+    # Streaming DiLoCo 1B, M = 2, H = 30: 2.48 against data-parallel 2.49, each +-0.005
+    row = ROWS["streaming-t5-1B-streaming-h30"]
+    lo, hi = (2.485 / 2.485) ** (1 / b), (2.475 / 2.495) ** (1 / b)
+    assert row["rounding_interval"] == pytest.approx([lo, hi], rel=1e-3)
+    assert lo == 1.0 and hi == pytest.approx(1.189, abs=1e-3)
+    assert row["outside_rounding_by"] == pytest.approx(lo - row["eta_predicted"], abs=2e-3)
+    assert not row["within_rounding"] and not row["within_noise"]       # 0.944 predicted, 0.146 below 1.090
+    # the rule: inside the interval, or within the floor of the published eta
+    for r in FIT["rows"]:
+        lo, hi = r["rounding_interval"]
+        assert lo <= r["eta_published"] <= hi
+        inside = lo <= r["eta_predicted"] <= hi
+        assert r["within_rounding"] == inside
+        assert r["within_noise"] == (inside or abs(r["residual"]) <= FIT["noise_floor"])
+
+
 def test_the_fit_meets_the_published_noise_on_most_rows():
     s = FIT["summary"]
     assert s["fitted_rows"] == 74 and s["within_noise"] >= 70

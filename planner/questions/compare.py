@@ -4,7 +4,9 @@ Every variant is the user's instance with only `fleet.hardware` replaced by a pr
 (same model, fleet size, network, limits, search bounds and objective), built by
 changing the raw instance data and validating it again with `parse_instance` (as the
 `Instance` docstring asks: `model_copy` would skip validation and preset resolution).
-Each variant is solved exactly with `planner.solve.solve`, then the results are ranked
+Each variant is solved exactly with `planner.solve.solve` (under the dtplan profile, a variant with no
+plan inside the evidence envelope is solved again beyond it, and its reason names the envelope bounds
+that stop it: `planner.solve.with_beyond_evidence`), then the results are ranked
 by the objective: least time (min_time), least cost (min_cost) or most compute
 (max_compute); ties go to the smaller hardware id, and presets without a plan come last.
 
@@ -186,7 +188,8 @@ def _pool_rows(data: dict, base: Instance, ids: list[str], objective: Objective,
     total = 1 + 2 * len(ids)
     if progress:
         progress(0, total, "your fleet")
-    rows = [Comparison("your fleet (as given)", solve(base, objective=objective, deadline=deadline),
+    rows = [Comparison("your fleet (as given)", solve(base, objective=objective, deadline=deadline,
+                                                      explain_envelope=True),
                        basis="as given", pools=_pools_of(data))]
     for i, hw in enumerate(ids):
         for j, basis in enumerate(BASES):
@@ -219,7 +222,7 @@ def _solved(raw: dict, label: str, objective: Objective, deadline, notes: list[s
         result = SolveResult(objective, "bnb", "infeasible", None, None, None, 0.0, 0,
                              infeasibility=["; ".join(map(str, err.problems))])
     else:
-        result = solve(inst, objective=objective, deadline=deadline)
+        result = solve(inst, objective=objective, deadline=deadline, explain_envelope=True)
     return Comparison(label, result, notes=notes, **fields)
 
 

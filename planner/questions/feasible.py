@@ -37,7 +37,7 @@ from planner.schema.errors import InputError
 from planner.schema.instance import parse_instance
 from planner.schema.limits import MAX_BUDGET_USD, MAX_DAYS, MAX_MBPS, MAX_NODES
 from planner.questions.variants import Fix, TimeUp, VariantSolver, verified
-from planner.solve import SolveResult
+from planner.solve import SolveResult, with_beyond_evidence
 
 NODE_CAP_FACTOR = 1000          # search up to this many times the fleet (at least NODE_CAP_MIN nodes)
 NODE_CAP_MIN = 100_000
@@ -98,11 +98,17 @@ def feasible(raw: dict, source: str = "<instance>", progress: Callable[[str], No
     s = VariantSolver(raw, source, progress, deadline)
     s.progress("solving the instance")
     base = s.solve(copy.deepcopy(raw), exact=False)
-    out = Feasibility(base.plan is not None, base)
-    if out.feasible or base.status == "time_limit":
-        out.timed_out = not out.feasible
-        return out
+    if base.plan is None and base.status == "time_limit":
+        return Feasibility(False, base, timed_out=True)
     instance = parse_instance(copy.deepcopy(raw), source)
+    if base.plan is None:        # dtplan: which evidence-envelope bounds stop it (docs/quality.md, section 6)
+        s.progress("solving beyond the evidence envelope")
+        explained = with_beyond_evidence(instance, base, deadline=deadline)
+        s.count += explained is not base
+        base = explained
+    out = Feasibility(base.plan is not None, base)
+    if out.feasible:
+        return out
     if instance.fleet.is_mixed:
         from planner.questions.pool_fixes import pool_fixes
         for fix, reason in pool_fixes(s, instance, site, presets):

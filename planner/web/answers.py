@@ -28,7 +28,7 @@ from planner.questions import compare as compare_module
 from planner.questions import feasible as feasible_module
 from planner.schema.errors import InputError, Problem
 from planner.objectives import objective_named
-from planner.solve import SUPPORTED_OBJECTIVES
+from planner.solve import SUPPORTED_OBJECTIVES, with_beyond_evidence
 from planner.web import views
 from planner.web.fields import CURVE_BY_KEY
 
@@ -169,8 +169,13 @@ def check_job(kind: str, payload: dict) -> None:
 def solve_job(payload: dict, progress: Progress) -> dict[str, Any]:
     """The optimal plan for the objective asked (default: the instance's)."""
     solver = _solver(payload)
+    limit = time_limit(payload)
+    deadline = None if limit is None else time.perf_counter() + limit
     progress(message=f"solving ({solver})")
-    r = api.solve(payload["instance"], objective=_objective(payload), solver=solver, time_limit_s=time_limit(payload))
+    r = api.solve(payload["instance"], objective=_objective(payload), solver=solver, time_limit_s=limit)
+    if r.status == "infeasible":     # dtplan: the evidence-envelope bounds that stop it (docs/quality.md, section 6)
+        progress(message="solving beyond the evidence envelope")
+        r = with_beyond_evidence(api.instance_from_dict(payload["instance"]), r, solver, deadline)
     return views.solve_view(r)
 
 

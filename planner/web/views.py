@@ -91,7 +91,7 @@ def solve_view(r) -> dict[str, Any]:
         "objective_text": objective_text(r), "best_bound": r.best_bound, "gap": r.gap, "solver": r.solver,
         "solve_time_s": r.solve_time_s, "evaluations": r.evaluations, "space_size": r.space_size,
         "model_params": r.model_params, "plan": plan_dict(r.plan), "binding": r.binding,
-        "infeasibility": r.infeasibility,
+        "infeasibility": r.infeasibility, "beyond_evidence": r.beyond_evidence,
         "fastest_days": None if r.fastest_time_s is None else r.fastest_time_s / DAY_S,
         "evaluation": None if r.evaluation is None else evaluation_view(r.evaluation),
     }
