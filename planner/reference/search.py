@@ -46,7 +46,7 @@ from typing import Any
 import numpy as np
 
 from planner.objectives import MAX_COMPUTE, MIN_COST, Objective
-from planner.reference import conformance
+from planner.reference import conformance, fewest_nodes
 from planner.cost.score import score
 from planner.cost.setting import Setting
 from planner.solvers.objective_search import SizeRun, best_of_sizes, fewest_nodes_in_window
@@ -143,7 +143,9 @@ def _find_nodes(case: dict) -> SearchOutcome:
     target = float(ri["target_flop"])
     setting, precision = _setting(case, _largest_on_one_node_b(case) * 1e9, target_flop=target, target_kind="c_local")
     space = _space(precision, ("flat",), MAX_NODES, ri["compression"])
-    if setting.assumptions.replica_penalty == "chinchilla":
+    if fewest_nodes.applies(setting, space):
+        found, _ = fewest_nodes.fewest_nodes(setting, space)
+    elif setting.assumptions.replica_penalty == "chinchilla":
         found, _, _ = fewest_nodes_in_window(setting, space)
     else:
         found, _, _ = optimise(setting, space, MIN_COST)
