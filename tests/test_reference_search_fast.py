@@ -124,3 +124,37 @@ def test_closed_form_refuses_what_it_does_not_cover():
     assert not fewest_nodes.applies(s.replace(assumptions=s.assumptions.replace(search_zero_shards=True)), space)
     from dataclasses import replace
     assert not fewest_nodes.applies(s, replace(space, modes=("flat", "hierarchical")))
+
+
+def _cases(function: str) -> list[dict]:
+    from tests.conftest import load_reference_cases
+    return [c for c in load_reference_cases() if c["function"] == function]
+
+
+def _perturbed(function: str, seed: int) -> dict:
+    """A reference search case with a random node count (sweep) or target (optimal configuration)."""
+    import copy
+    rng = np.random.default_rng(seed)
+    cases = _cases(function)
+    case = copy.deepcopy(cases[int(rng.integers(len(cases)))])
+    ri = case["resolved_inputs"]
+    if function == "sweep_model_sizes":
+        ri["n_nodes"] = int(rng.integers(2, 3000))
+    else:
+        ri["target_c_quality"] = float(ri["target_c_quality"] * 10 ** rng.uniform(-1, 1))
+    return case
+
+
+@pytest.mark.parametrize("function, seed", [("sweep_model_sizes", s) for s in range(3)]
+                         + [("find_optimal_config_for_target", s) for s in range(2)])
+def test_sizes_sharing_what_they_proved_answer_as_each_size_alone(function, seed, monkeypatch):
+    """`_solve_sizes` lets a size stop where it can neither beat nor tie the best plan of the sizes
+    before it; the answer (value, model size and plan) is that of solving every size alone."""
+    from planner.reference import search
+    if not _cases(function):
+        pytest.skip("reference cases not found")
+    case = _perturbed(function, seed)
+    shared = search.answer(case)
+    monkeypatch.setattr(search, "_solve_below", lambda s, space, objective, found: optimise(s, space, objective))
+    alone = search.answer(case)
+    assert (shared.dtplan, shared.params, shared.plan) == (alone.dtplan, alone.params, alone.plan)

@@ -56,7 +56,7 @@ from planner.cost.straggler import straggler_coefficient
 from planner.solvers.bnb import TIE_REL
 from planner.space import DecisionSpace
 
-PROBES = 64            # nodes probed per narrowing step (one vectorised evaluation); any count >= 2 is exact
+PROBES = 512           # nodes probed per narrowing step (one vectorised evaluation); any count >= 2 is exact
 
 
 def applies(s: Setting, space: DecisionSpace) -> bool:
@@ -132,16 +132,17 @@ def fewest_nodes(s: Setting, space: DecisionSpace) -> tuple[tuple[PlanBatch, flo
     lo, hi = 2, space.max_nodes
     if hi < lo:
         return None, scored
-    scored += 3
-    if not _best(s, space, np.array([hi]))[0] >= target:
-        return None, scored
-    while lo < hi:                 # invariant: best(hi) >= target, best(n) < target for n < lo
+    while True:                    # after the first probes: best(hi) >= target, best(n) < target for n < lo
         probes = np.unique(np.linspace(lo, hi, PROBES).astype(np.int64))
         reached = _best(s, space, probes) >= target
         scored += 3 * probes.size
-        first = int(np.argmax(reached))        # reached[-1] holds (probes[-1] = hi)
+        if not reached[-1]:        # probes[-1] = hi; false only at N_max (first probes): no plan reaches it
+            return None, scored
+        first = int(np.argmax(reached))
         hi = int(probes[first])
         lo = int(probes[first - 1]) + 1 if first > 0 else lo
+        if lo >= hi:
+            break
     return (_fastest_at(s, space, hi), hi * s.node_price_usd), scored + 3
 
 
