@@ -3,6 +3,7 @@
 questions, in one process (issue 27 item 3).
 
 Usage: scripts/bench_reference_search.py PATH_TO_REFERENCE [--cases FILE] [--repeat K] [--verbose]
+(--cases defaults to ../shared/conformance/reference_cases.json, or $DTPLAN_SHARED_DIR/conformance/.)
 
 PATH_TO_REFERENCE is a folder holding the public reference calculator's evasion_calculator.py
 (github.com/robirahman/miri-decentralized-training-report; its code stays outside this
@@ -36,15 +37,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from planner.reference.conformance import SEARCH_FUNCTIONS  # noqa: E402
 from planner.reference.search import answer  # noqa: E402
 
-DEFAULT_CASES = Path(__file__).resolve().parents[2] / "shared" / "conformance" / "reference_cases.json"
+SHARED = Path(os.environ.get("DTPLAN_SHARED_DIR", Path(__file__).resolve().parents[2] / "shared"))
+DEFAULT_CASES = SHARED / "conformance" / "reference_cases.json"   # beside the clone, as scripts/check_reference.py
 
 
 def load_reference(folder: Path):
     """The reference calculator's module, imported from `folder`/evasion_calculator.py."""
     path = folder / "evasion_calculator.py"
-    if not path.is_file():
-        raise SystemExit(f"bench_reference_search.py: {path}: no such file; give the folder of the reference "
-                         f"calculator's evasion_calculator.py")
     spec = importlib.util.spec_from_file_location("evasion_calculator", path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
@@ -79,6 +78,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeat", type=int, default=3, help="calls per case and side; the least CPU time is kept")
     parser.add_argument("--verbose", action="store_true", help="one line per case")
     args = parser.parse_args(argv)
+    if not args.cases.is_file():
+        print(f"bench_reference_search.py: {args.cases}: no such file; give --cases or set DTPLAN_SHARED_DIR",
+              file=sys.stderr)
+        return 2
+    if not (args.reference / "evasion_calculator.py").is_file():
+        print(f"bench_reference_search.py: {args.reference / 'evasion_calculator.py'}: no such file; give the folder "
+              f"of the reference calculator's evasion_calculator.py", file=sys.stderr)
+        return 2
     ref = load_reference(args.reference)
     cases = [c for c in json.loads(args.cases.read_text()) if c["function"] in SEARCH_FUNCTIONS]
     print(f"load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")

@@ -94,6 +94,18 @@ def test_fewest_nodes_equals_brute_force(seed):
     assert (int(batch.inner_steps[0]), bool(batch.streaming[0])) == _brute_plan(s, space, want)
 
 
+@pytest.mark.parametrize("max_nodes", [1, 2, 3, 5])
+def test_fewest_nodes_on_tiny_ranges(max_nodes):
+    """The narrowing at its edges: every reachable node count of a tiny range, and one more target."""
+    s = _instance(np.random.default_rng(max_nodes))
+    space = _space(max_nodes, 40, 16.0)
+    best = _brute_best(s, space)
+    for target in list(best * 0.999999) + [best.max() * 1.000001]:
+        found, _ = fewest_nodes.fewest_nodes(s.replace(target_flop=float(target)), space)
+        reached = np.flatnonzero(best >= target)
+        assert (None if found is None else int(found[0].nodes[0])) == (int(reached[0]) + 1 if reached.size else None)
+
+
 @pytest.mark.parametrize("seed", range(6))
 def test_fewest_nodes_equals_branch_and_bound(seed):
     """On the reference's full ranges (N <= 100,000, H <= 10,000), as the branch and bound's min_cost."""
@@ -122,6 +134,8 @@ def test_closed_form_refuses_what_it_does_not_cover():
     assert fewest_nodes.applies(s, space)
     assert not fewest_nodes.applies(s.replace(assumptions=s.assumptions.replace(replica_penalty="chinchilla")), space)
     assert not fewest_nodes.applies(s.replace(assumptions=s.assumptions.replace(search_zero_shards=True)), space)
+    too_big = s.memory_bytes / 16 * 1.01      # 16 bytes per parameter (fp16 training state)
+    assert not fewest_nodes.applies(s.replace(params=too_big, active_params=too_big), space)
     from dataclasses import replace
     assert not fewest_nodes.applies(s, replace(space, modes=("flat", "hierarchical")))
 

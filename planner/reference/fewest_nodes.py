@@ -7,9 +7,9 @@ depend on the run's tokens (`linear_v1` or `none`) this is `min_cost` with a C_l
 and its structure gives the answer in a few vectorised evaluations of the cost model
 (`planner.cost.score.window_compute`), where the branch and bound scores hundreds of boxes.
 
-Where `applies` holds (flat only, dense model, no ZeRO-3, no fitted quality or evidence
-envelope, no dtplan overlap or fragment model, a WAN exchange whose time does not depend
-on the number of parties), for N >= 2 (docs/cost_model.md sections 4-5):
+Where `applies` holds (flat only, dense model that fits one node, no ZeRO-3, no fitted
+quality or evidence envelope, no dtplan overlap or fragment model, no node or budget limit,
+a WAN exchange and a step whose times do not depend on the number of parties), for N >= 2 (docs/cost_model.md sections 4-5):
 
     C_local(N, H) = k * N * eta_R(N) * H * eta_H(H) / outer(N, H),
     outer = max(H t, t_sync(N)) with streaming, H t + t_sync(N) without,
@@ -73,8 +73,10 @@ def applies(s: Setting, space: DecisionSpace) -> bool:
     if alpha < 0 or 1.0 - alpha * math.log10(h_max) - alpha / math.log(10) < 0:
         return False
     n_max = space.max_nodes
+    t = _probe(s, space, np.array([1, max(2, n_max)]), np.array([1, 1]))
+    if not np.all(t["state_bytes_per_node"] <= s.memory_bytes):
+        return False                # the model does not fit one node: no flat plan (the general search says so)
     if n_max >= 2:
-        t = _probe(s, space, np.array([2, n_max]), np.array([1, 1]))
         if t["t_sync_base_s"][0] != t["t_sync_base_s"][1] or t["t_step_s"][0] != t["t_step_s"][1]:
             return False            # the exchange or the step depends on N: not this closed form
         c = straggler_coefficient(a)
