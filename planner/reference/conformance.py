@@ -11,6 +11,7 @@ map from the reference's output names to dtplan's. The numbers all come from
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass, field
 from typing import Any, Callable
@@ -88,8 +89,14 @@ def _compare(case_id: str, fn: str, got: dict[str, Any], expected: dict[str, Any
 
 # -- building blocks -----------------------------------------------------------------
 
+@functools.lru_cache(maxsize=None)
+def profile(name: str) -> Assumptions:
+    """The named profile (`load_profile`), read once per process (Assumptions is frozen: callers `replace` it)."""
+    return load_profile(name)
+
+
 def _assumptions(case: dict, ri: dict) -> Assumptions:
-    a = load_profile(PROFILES[case["profile"]])
+    a = profile(PROFILES[case["profile"]])
     changes: dict[str, Any] = {}
     for key in ("scenario", "straggler_mode", "error_feedback"):
         if ri.get(key) is not None:
@@ -283,7 +290,7 @@ def _simulate_diloco(case: dict) -> tuple[dict, dict]:
     """simulator.py: flat DiLoCo with no latency, no straggler, no quality loss; time to train D tokens."""
     cfg = case["kwargs"]["config"]
     model, hw, algo, training = cfg["model"], cfg["hardware"], cfg["algorithm"], cfg["training"]
-    a = load_profile("simulator").replace(mfu=hw.get("mfu", 0.4))
+    a = profile("simulator").replace(mfu=hw.get("mfu", 0.4))
     precision = {2: "fp16", 1: "fp8", 0.5: "fp4"}[model.get("precision_bytes", 2)]
     params = float(model["parameters"])
     setting = Setting(
@@ -306,7 +313,7 @@ def _simulate_diloco(case: dict) -> tuple[dict, dict]:
 
 def _unit(fn: Callable[[dict, Assumptions], float]) -> Callable[[dict], tuple[dict, dict]]:
     def handler(case: dict) -> tuple[dict, dict]:
-        a = load_profile(PROFILES[case["profile"]])
+        a = profile(PROFILES[case["profile"]])
         return {"return": float(fn(case["kwargs"], a))}, dict(case["outputs"])
     return handler
 

@@ -40,16 +40,17 @@ from __future__ import annotations
 
 import statistics
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
 
 from planner.objectives import MAX_COMPUTE, MIN_COST, Objective
-from planner.reference import conformance
+from planner.reference import conformance, fewest_nodes
 from planner.cost.score import score
 from planner.cost.setting import Setting
-from planner.solvers.objective_search import SizeRun, best_of_sizes, fewest_nodes_in_window
+from planner.solvers import monotone
+from planner.solvers.objective_search import SizeRun, best_of_sizes, fewest_nodes_in_window, max_compute
 from planner.solve import optimise, plan_from_batch
 from planner.space import DecisionSpace
 
@@ -143,7 +144,9 @@ def _find_nodes(case: dict) -> SearchOutcome:
     target = float(ri["target_flop"])
     setting, precision = _setting(case, _largest_on_one_node_b(case) * 1e9, target_flop=target, target_kind="c_local")
     space = _space(precision, ("flat",), MAX_NODES, ri["compression"])
-    if setting.assumptions.replica_penalty == "chinchilla":
+    if fewest_nodes.applies(setting, space):
+        found, _ = fewest_nodes.fewest_nodes(setting, space)
+    elif setting.assumptions.replica_penalty == "chinchilla":
         found, _, _ = fewest_nodes_in_window(setting, space)
     else:
         found, _, _ = optimise(setting, space, MIN_COST)
@@ -163,14 +166,38 @@ def _find_nodes(case: dict) -> SearchOutcome:
 
 
 def _solve_sizes(case: dict, sizes_b, objective: Objective, modes, max_nodes: int, links_are_wan: bool, **target):
-    """Solve every model size; the best run (`planner.solvers.objective_search.best_of_sizes`: ties to the smaller model)."""
+    """Solve every model size; the best run (`planner.solvers.objective_search.best_of_sizes`: ties to the smaller model).
+
+    The sizes share what the ones solved before them proved (`_solve_below`): a size that can
+    neither beat nor tie the best plan so far cannot be the answer, so its search stops there."""
     runs = []
     for params_b in sorted(sizes_b):
         setting, precision = _setting(case, params_b * 1e9, links_are_wan, **target)
         space = _space(precision, modes, max_nodes, case["resolved_inputs"]["compression"])
-        found, evaluations, bound = optimise(setting, space, objective)
+        found, evaluations, bound = _solve_below(setting, space, objective, [r.found for r in runs if r.found])
         runs.append(SizeRun(setting.params, setting, space, found, evaluations, bound))
     return best_of_sizes(objective, runs)
+
+
+def _solve_below(setting: Setting, space: DecisionSpace, objective: Objective, found_before: list):
+    """`optimise` of one size, searching only plans that could beat or tie the best found before.
+
+    max_compute: the most compute found before is an incumbent (`objective_search.max_compute`
+    keeps plans within `bnb.TIE_REL` of it). min_cost: the fewest nodes found before caps N
+    (cost is nodes x node price, the same price for every size; the plan of fewest nodes of this
+    size, and the fastest among them, is the same under the cap when it has no more nodes).
+    A size with no plan that good returns None, which `best_of_sizes` would not have chosen.
+    Without the monotonicity the bounds need (`planner.solvers.monotone`), the plain `optimise`.
+    """
+    if not found_before or monotone.check(setting).unsupported:
+        return optimise(setting, space, objective)
+    if objective.maximise:
+        best = max(value for _, value in found_before)
+        return max_compute(setting, space.for_objective(setting, objective), incumbent_compute=best)
+    if objective is MIN_COST:
+        fewest = min(int(batch.nodes[0]) for batch, _ in found_before)
+        return optimise(setting, replace(space, max_nodes=min(space.max_nodes, fewest)), objective)
+    return optimise(setting, space, objective)
 
 
 def _optimal_config(case: dict) -> SearchOutcome:

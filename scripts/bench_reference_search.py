@@ -1,0 +1,116 @@
+#!/usr/bin/env python3
+"""The reference calculator's own searches beside dtplan's exact answers to the same
+questions, in one process (issue 27 item 3).
+
+Usage: scripts/bench_reference_search.py PATH_TO_REFERENCE [--cases FILE] [--repeat K] [--verbose]
+(--cases defaults to ../shared/conformance/reference_cases.json, or $DTPLAN_SHARED_DIR/conformance/.)
+
+PATH_TO_REFERENCE is a folder holding the public reference calculator's evasion_calculator.py
+(github.com/robirahman/miri-decentralized-training-report; its code stays outside this
+project, imported from that path). For each search case of the reference-case file
+(find_nodes_for_target, find_optimal_config_for_target, sweep_model_sizes) the script calls
+the reference's function with the case's arguments and `planner.reference.search.answer`
+(dtplan's exact answer with its re-scoring check), each K times, keeping each side's least
+CPU time (time.process_time). It prints, per function, both total times and their ratio,
+the reference's answers (nodes, cost, C_quality) beside dtplan's, and the load average
+(os.getloadavg) before and after.
+
+The reference's code is the calculator as published (the `current` profile): on the
+`v1_48xA100` cases (the report's older assumptions, which it no longer has) it runs the same
+search on the same arguments under its current physics, so its time is comparable but its
+answer is not that of the case; the answer shown for it is then the case's recorded one.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import importlib.util
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from planner.reference.conformance import SEARCH_FUNCTIONS  # noqa: E402
+from planner.reference.search import answer  # noqa: E402
+
+SHARED = Path(os.environ.get("DTPLAN_SHARED_DIR", Path(__file__).resolve().parents[2] / "shared"))
+DEFAULT_CASES = SHARED / "conformance" / "reference_cases.json"   # beside the clone, as scripts/check_reference.py
+
+
+def load_reference(folder: Path):
+    """The reference calculator's module, imported from `folder`/evasion_calculator.py."""
+    path = folder / "evasion_calculator.py"
+    spec = importlib.util.spec_from_file_location("evasion_calculator", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def reference_answer(case: dict, result) -> float | None:
+    """The quantity the case compares (nodes, cost in USD, best C_quality) from the reference's result."""
+    if result is None:
+        return None
+    if case["function"] == "find_nodes_for_target":
+        return float(result["n_nodes"])
+    if case["function"] == "sweep_model_sizes":
+        return float(result[0]["c_quality"])
+    return float(result["cost_usd"])
+
+
+def least_cpu_s(call, repeat: int):
+    """(result of the last call, least CPU seconds of `repeat` calls)."""
+    best, result = float("inf"), None
+    for _ in range(repeat):
+        start = time.process_time()
+        result = call()
+        best = min(best, time.process_time() - start)
+    return result, best
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("reference", type=Path, help="folder holding the reference calculator's evasion_calculator.py")
+    parser.add_argument("--cases", type=Path, default=DEFAULT_CASES, help="the reference-case file")
+    parser.add_argument("--repeat", type=int, default=3, help="calls per case and side; the least CPU time is kept")
+    parser.add_argument("--verbose", action="store_true", help="one line per case")
+    args = parser.parse_args(argv)
+    if not args.cases.is_file():
+        print(f"bench_reference_search.py: {args.cases}: no such file; give --cases or set DTPLAN_SHARED_DIR",
+              file=sys.stderr)
+        return 2
+    if not (args.reference / "evasion_calculator.py").is_file():
+        print(f"bench_reference_search.py: {args.reference / 'evasion_calculator.py'}: no such file; give the folder "
+              f"of the reference calculator's evasion_calculator.py", file=sys.stderr)
+        return 2
+    ref = load_reference(args.reference)
+    cases = [c for c in json.loads(args.cases.read_text()) if c["function"] in SEARCH_FUNCTIONS]
+    print(f"load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    totals = collections.defaultdict(lambda: [0, 0.0, 0.0, 0, 0])   # cases, ref s, dtplan s, passed, same answer
+    for case in cases:
+        result, ref_s = least_cpu_s(lambda: getattr(ref, case["function"])(**case["kwargs"]), args.repeat)
+        outcome, dt_s = least_cpu_s(lambda: answer(case), args.repeat)
+        ref_value = reference_answer(case, result) if case["profile"] == "current" else outcome.reference
+        key = (case["function"], case["profile"])
+        row = totals[key]
+        row[0] += 1
+        row[1] += ref_s
+        row[2] += dt_s
+        row[3] += outcome.status == "passed"
+        row[4] += ref_value == outcome.reference
+        if args.verbose:
+            print(f"{case['id']:45} reference {ref_value!s:>22} {ref_s * 1e3:8.2f} ms   dtplan {outcome.dtplan!s:>22} "
+                  f"{dt_s * 1e3:8.2f} ms  {outcome.status}", flush=True)
+    print(f"{'function':32} {'profile':11} {'cases':>5} {'reference s':>12} {'dtplan s':>10} {'ratio':>7}  answers")
+    for (fn, profile), (n, ref_s, dt_s, passed, same) in sorted(totals.items()):
+        print(f"{fn:32} {profile:11} {n:5d} {ref_s:12.4f} {dt_s:10.4f} {dt_s / ref_s:7.2f}  "
+              f"dtplan at least as good in {passed}/{n}; reference run = recorded answer in {same}/{n}")
+    print(f"load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

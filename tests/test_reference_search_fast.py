@@ -1,0 +1,174 @@
+"""The reference's searches answered without the branch and bound (planner/reference/fewest_nodes.py)
+agree with brute force (every N, every H, streaming on and off) and with the branch and bound
+(`optimise`) on random instances."""
+
+import numpy as np
+import pytest
+
+from planner.cost.assumptions import load_profile
+from planner.cost.score import time_to_target, window_compute
+from planner.cost.setting import PlanBatch, Setting
+from planner.objectives import MIN_COST
+from planner.reference import fewest_nodes
+from planner.solve import optimise
+from planner.space import DecisionSpace
+
+STRAGGLERS = ("synchronous", "relay", "threshold", "backup", "none")
+
+
+def _instance(rng: np.random.Generator, penalty: str = "linear_v1") -> Setting:
+    """A random node and WAN under the report-v1 profile (or no replica penalty); the model is the
+    largest one node holds, as the reference's question."""
+    a = load_profile("report-v1").replace(straggler=str(rng.choice(STRAGGLERS)), replica_penalty=penalty,
+                                          scenario=str(rng.choice(("optimistic", "expected", "conservative"))))
+    vram_gb = float(rng.choice((256, 512, 1024, 2048, 3840, 4000)))
+    up = float(rng.choice((10e6, 100e6, 1e9, 10e9)))
+    return Setting(params=vram_gb / 16 * 1e9, active_params=vram_gb / 16 * 1e9, moe_layers=0, hidden_size=None,
+                   local_batch_tokens=131072.0, peak_flops={"fp16": float(rng.uniform(1, 40)) * 1e15},
+                   memory_bytes=vram_gb * 1e9, accelerators_per_node=8, price_usd_per_accelerator=15000.0,
+                   h100_equivalents=1.0, wan_up_bps=up, wan_down_bps=up * float(rng.choice((1, 0.5, 2))),
+                   wan_rtt_s=float(rng.uniform(0.01, 0.3)), target_kind="c_local", assumptions=a)
+
+
+def _space(max_nodes: int, max_inner_steps: int, compression: float) -> DecisionSpace:
+    return DecisionSpace(
+        modes=("flat",), precisions=("fp16",), min_nodes=1, max_nodes=max_nodes, max_stages=64, group_sizes=(2,),
+        max_inner_steps=max_inner_steps, max_regional_rounds=1, compression=(compression,), max_micro_batches=1,
+        activation_compression=(1.0,), streaming=(True,), expert_parallel=None, streaming_off_allowed=True)
+
+
+def _grid(space: DecisionSpace, nodes: int) -> PlanBatch:
+    """Every plan with N = `nodes`: H in 1..H_max, streaming on and off."""
+    h = np.arange(1, space.max_inner_steps + 1)
+    return PlanBatch.of("flat", "fp16", nodes=np.full(2 * h.size, nodes), inner_steps=np.concatenate([h, h]),
+                        compression=space.compression[0], streaming=np.repeat([True, False], h.size))
+
+
+def _brute_best(s: Setting, space: DecisionSpace) -> np.ndarray:
+    """Most C_local within the window at each N in 1..N_max, over every H and streaming."""
+    h = np.arange(1, space.max_inner_steps + 1)
+    n = np.arange(1, space.max_nodes + 1)
+    nn, hh = np.meshgrid(n, h, indexing="ij")
+    best = np.zeros(n.size)
+    for streaming in (True, False):
+        b = PlanBatch.of("flat", "fp16", nodes=nn.ravel(), inner_steps=hh.ravel(), compression=space.compression[0],
+                         streaming=streaming)
+        best = np.maximum(best, window_compute(s, b, "c_local")["c_local"].reshape(nn.shape).max(axis=1))
+    return best
+
+
+def _brute_plan(s: Setting, space: DecisionSpace, nodes: int) -> tuple[int, bool]:
+    """(H, streaming) of the fastest plan at `nodes` (ties: smaller H, then streaming on)."""
+    b = _grid(space, nodes)
+    t = time_to_target(s, b)["time_to_target_s"]
+    tied = np.flatnonzero(t <= t.min() * (1 + 1e-12))
+    key = min(tied, key=lambda i: (b.inner_steps[i], not b.streaming[i]))
+    return int(b.inner_steps[key]), bool(b.streaming[key])
+
+
+@pytest.mark.parametrize("seed", range(14))
+def test_fewest_nodes_equals_brute_force(seed):
+    rng = np.random.default_rng(seed)
+    s = _instance(rng, "linear_v1" if seed % 3 else "none")
+    space = _space(int(rng.integers(50, 400)), int(rng.integers(20, 300)), float(rng.choice((1, 16, 100, 150))))
+    assert fewest_nodes.applies(s, space)
+    best = _brute_best(s, space)
+    # a target met first near a random node count (or by one node; or by none)
+    kind = seed % 7
+    if kind == 0:
+        target = best.max() * 1.001
+    elif kind == 1:
+        target = best[0] * 0.999
+    else:
+        target = best[int(rng.integers(1, best.size))] * float(rng.uniform(0.97, 1.0))
+    s = s.replace(target_flop=float(target))
+    found, _ = fewest_nodes.fewest_nodes(s, space)
+    reached = np.flatnonzero(best >= target)
+    if reached.size == 0:
+        assert found is None
+        return
+    batch, cost = found
+    want = int(reached[0]) + 1
+    assert int(batch.nodes[0]) == want
+    assert cost == pytest.approx(want * s.node_price_usd, rel=1e-15)
+    assert (int(batch.inner_steps[0]), bool(batch.streaming[0])) == _brute_plan(s, space, want)
+
+
+@pytest.mark.parametrize("max_nodes", [1, 2, 3, 5])
+def test_fewest_nodes_on_tiny_ranges(max_nodes):
+    """The narrowing at its edges: every reachable node count of a tiny range, and one more target."""
+    s = _instance(np.random.default_rng(max_nodes))
+    space = _space(max_nodes, 40, 16.0)
+    best = _brute_best(s, space)
+    for target in list(best * 0.999999) + [best.max() * 1.000001]:
+        found, _ = fewest_nodes.fewest_nodes(s.replace(target_flop=float(target)), space)
+        reached = np.flatnonzero(best >= target)
+        assert (None if found is None else int(found[0].nodes[0])) == (int(reached[0]) + 1 if reached.size else None)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_fewest_nodes_equals_branch_and_bound(seed):
+    """On the reference's full ranges (N <= 100,000, H <= 10,000), as the branch and bound's min_cost."""
+    rng = np.random.default_rng(100 + seed)
+    s = _instance(rng)
+    space = _space(100_000, 10_000, float(rng.choice((16, 100, 150))))
+    one = window_compute(s, PlanBatch.of("flat", "fp16", nodes=[1], compression=space.compression[0]), "c_local")
+    s = s.replace(target_flop=float(one["c_local"][0] * 10 ** rng.uniform(0.5, 3.5)))
+    assert fewest_nodes.applies(s, space)
+    found, _ = fewest_nodes.fewest_nodes(s, space)
+    want, _, _ = optimise(s, space, MIN_COST)
+    assert (found is None) == (want is None)
+    if want is not None:
+        (batch, cost), (b_want, cost_want) = found, want
+        assert (int(batch.nodes[0]), int(batch.inner_steps[0]), bool(batch.streaming[0])) == \
+            (int(b_want.nodes[0]), int(b_want.inner_steps[0]), bool(b_want.streaming[0]))
+        assert cost == cost_want
+
+
+def test_closed_form_refuses_what_it_does_not_cover():
+    """The Chinchilla replica penalty (eta_R scored at the run's tokens), other modes and ZeRO-3 go to the
+    general search."""
+    rng = np.random.default_rng(7)
+    s = _instance(rng)
+    space = _space(1000, 100, 16.0)
+    assert fewest_nodes.applies(s, space)
+    assert not fewest_nodes.applies(s.replace(assumptions=s.assumptions.replace(replica_penalty="chinchilla")), space)
+    assert not fewest_nodes.applies(s.replace(assumptions=s.assumptions.replace(search_zero_shards=True)), space)
+    too_big = s.memory_bytes / 16 * 1.01      # 16 bytes per parameter (fp16 training state)
+    assert not fewest_nodes.applies(s.replace(params=too_big, active_params=too_big), space)
+    from dataclasses import replace
+    assert not fewest_nodes.applies(s, replace(space, modes=("flat", "hierarchical")))
+
+
+def _cases(function: str) -> list[dict]:
+    from tests.conftest import load_reference_cases
+    return [c for c in load_reference_cases() if c["function"] == function]
+
+
+def _perturbed(function: str, seed: int) -> dict:
+    """A reference search case with a random node count (sweep) or target (optimal configuration)."""
+    import copy
+    rng = np.random.default_rng(seed)
+    cases = _cases(function)
+    case = copy.deepcopy(cases[int(rng.integers(len(cases)))])
+    ri = case["resolved_inputs"]
+    if function == "sweep_model_sizes":
+        ri["n_nodes"] = int(rng.integers(2, 3000))
+    else:
+        ri["target_c_quality"] = float(ri["target_c_quality"] * 10 ** rng.uniform(-1, 1))
+    return case
+
+
+@pytest.mark.parametrize("function, seed", [("sweep_model_sizes", s) for s in range(3)]
+                         + [("find_optimal_config_for_target", s) for s in range(2)])
+def test_sizes_sharing_what_they_proved_answer_as_each_size_alone(function, seed, monkeypatch):
+    """`_solve_sizes` lets a size stop where it can neither beat nor tie the best plan of the sizes
+    before it; the answer (value, model size and plan) is that of solving every size alone."""
+    from planner.reference import search
+    if not _cases(function):
+        pytest.skip("reference cases not found")
+    case = _perturbed(function, seed)
+    shared = search.answer(case)
+    monkeypatch.setattr(search, "_solve_below", lambda s, space, objective, found: optimise(s, space, objective))
+    alone = search.answer(case)
+    assert (shared.dtplan, shared.params, shared.plan) == (alone.dtplan, alone.params, alone.plan)
