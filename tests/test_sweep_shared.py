@@ -15,7 +15,7 @@ from click.testing import CliRunner
 
 from planner.cli import main
 from planner.objectives import MIN_TIME
-from planner.questions.sweep import TIME_COLUMN, SweepSpec, run_point, shared
+from planner.questions.sweep import TIME_COLUMN, SweepSpec, run_point, run_sweep, shared
 from planner.schema.instance import parse_instance
 from planner.setting import setting_from_instance
 from planner.solvers import bnb
@@ -148,3 +148,16 @@ def test_the_band_above_a_point_keeps_only_plans_it_does_not_have():
     band = shared.above_limit(high, low)
     assert band.size == high.size and (band.n_lo == 11).all() and (band.n_hi == 30).all()
     assert shared.above_limit(low, low) is None
+
+
+def test_tasks_keep_the_points_of_one_node_group_together_whatever_the_field_order():
+    """fleet.nodes listed first (varying slowest): the points that differ only in it still form one
+    group each, and the sweep's tasks keep each group whole."""
+    spec = SweepSpec(BASE, grid={"fleet.nodes": [8, 16, 24], "network.wan.rtt_ms": [10, 20, 30, 40]})
+    groups = shared.node_groups(spec.points())
+    assert [[p.index for p in g] for g in groups] == [[0, 4, 8], [1, 5, 9], [2, 6, 10], [3, 7, 11]]
+    linked = SweepSpec(BASE, grid={"fleet.nodes+limits.max_nodes": [8, 16], BANDWIDTH: [10, 100]})
+    assert [[p.index for p in g] for g in shared.node_groups(linked.points())] == [[0, 2], [1, 3]]
+    result = run_sweep(spec, workers=2)
+    alone = [run_point(spec.payload(), p) for p in spec.points()]
+    assert _strip(result.rows) == _strip(alone)
