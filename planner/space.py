@@ -263,7 +263,21 @@ class DecisionSpace:
         s_min = max(2, int(memory.min_stages(s.params, beta, s.memory_bytes)))
         return np.arange(s_min, self.max_stages + 1)
 
+    def with_max_nodes(self, max_nodes: int) -> "DecisionSpace":
+        """This space with another node limit, sharing its pipeline rows (`_pipelines` reads no node
+        limit; a sweep over the node count builds them once, `planner.questions.sweep.shared`)."""
+        out = replace(self, max_nodes=max_nodes)
+        out.__dict__["_pipes"] = self.__dict__.setdefault("_pipes", {})
+        return out
+
     def _pipelines(self, s: Setting, mode: str, precision: str) -> tuple[PlanBatch, np.ndarray | None] | None:
+        """`_pipeline_rows`, remembered per setting object (and shared by `with_max_nodes`)."""
+        memo = self.__dict__.setdefault("_pipes", {})
+        if memo.get((mode, precision), (None,))[0] is not s:
+            memo[(mode, precision)] = (s, self._pipeline_rows(s, mode, precision))
+        return memo[(mode, precision)][1]
+
+    def _pipeline_rows(self, s: Setting, mode: str, precision: str) -> tuple[PlanBatch, np.ndarray | None] | None:
         """(S, Ca) rows with M = argmin over M of the pipeline step (exact; ties to the smaller M),
         and no members; or, when `all_micro_batches`, (S, Ca) rows whose members are every M,
         ordered by pipeline step (ties to the smaller M): one row per (S, Ca), M searched as

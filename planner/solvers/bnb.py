@@ -75,6 +75,7 @@ class Found:
     time_s: np.ndarray
     evaluations: int = 0   # plans scored to find them
     open_bound: float = math.inf   # least lower bound of the boxes left open at a deadline (inf: none)
+    classes: np.ndarray | None = None   # the class of each plan (`minimise_time`), else None
 
 
 def _time_and_efficiency(s: Setting, c: Classes, idx, n, h, r, eta_h_also_at=None):
@@ -288,6 +289,13 @@ def _seeds(s: Setting, c: Classes, h_max: int, r_max: int, idx=None, n=None):
     return idx, n, h.astype(np.int64), r.astype(np.int64)
 
 
+def seed_measures(s: Setting, c: Classes, h_max: int, r_max: int, measure: str = TIME) -> np.ndarray:
+    """The measure of each class's first plan (`_seeds`: all replicas, the smallest compute-bound H and
+    R): real plans of the classes, so the least of them is a valid incumbent (inf where none has one)."""
+    h_max, r_max = _h_r_max(c, h_max, r_max)
+    return _measure(s, c, *_seeds(s, c, h_max, r_max), measure)
+
+
 def _branch_and_bound(s: Setting, c: Classes, h_max: int, r_max: int, visit: Callable, cutoff: Callable,
                       n_range: tuple[np.ndarray, np.ndarray] | None = None,
                       deadline: float = math.inf, measure: str = TIME,
@@ -408,16 +416,24 @@ def _split(box: dict[str, np.ndarray], tied: np.ndarray | None = None, c: Classe
 
 
 def minimise_time(s: Setting, c: Classes, h_max: int, r_max: int, bound: float = math.inf,
-                  deadline: float = math.inf, measure: str = TIME) -> Found:
+                  deadline: float = math.inf, measure: str = TIME, parts: np.ndarray | None = None) -> Found:
     """All plans of the classes within TIE_REL of the least time to target (or of another
     `measure`: `Found.time_s` then holds it, e.g. 1/C_quality for `max_compute`).
 
     `bound`: a time no plan of interest exceeds (the best found in other classes, or the
     duration limit); boxes above it are pruned from the start. Past `deadline`
     (time.perf_counter()) the search stops; `Found.open_bound` then bounds what is left.
+
+    `parts` (one integer 0..P-1 per class): the classes are P separate questions searched at once
+    (the points of a sweep that share the setting, `planner.questions.sweep.shared`); `bound` is then
+    one value per part (or one for all), each part keeps its own least time, and the plans returned
+    are those within TIE_REL of their own part's least time: part by part exactly what the search
+    of that part's classes alone returns (every bound, cutoff and tie test reads only the part's
+    own incumbent; the boxes of one class never mix parts).
     """
     h_max, r_max = _h_r_max(c, h_max, r_max)
-    best = bound
+    part = np.zeros(c.size, np.int64) if parts is None else np.asarray(parts, np.int64)
+    best = np.array(np.broadcast_to(np.asarray(bound, dtype=float), (max(np.size(bound), int(part.max(initial=0)) + 1),)))
     kept: list[tuple[np.ndarray, ...]] = []
     # Per class, q: a visited plan within TIE_REL of the class's least visited measure m, the
     # first such in tie order (within one class every decision but (n, H, R) is equal, so
@@ -437,12 +453,11 @@ def minimise_time(s: Setting, c: Classes, h_max: int, r_max: int, bound: float =
         q_t[i], q_n[i], q_h[i], q_r[i] = t[better], n[better], h[better], r[better]
 
     def visit(idx, n, h, r, t):
-        nonlocal best
         ok = np.isfinite(t)
         if ok.any():
-            best = min(best, float(t[ok].min()))
+            np.minimum.at(best, part[idx[ok]], t[ok])
             update_q(idx[ok], n[ok], h[ok], r[ok], t[ok])
-        keep = ok & (t <= best * (1 + TIE_REL))
+        keep = ok & (t <= best[part[idx]] * (1 + TIE_REL))
         kept.append((idx[keep], n[keep], h[keep], r[keep], t[keep]))
 
     def dominated(box, lower):
@@ -460,12 +475,12 @@ def minimise_time(s: Setting, c: Classes, h_max: int, r_max: int, bound: float =
         return Found(c.plans(none, none, none, none), np.zeros(0), 0, 0.0)
     idx, n, h, r = _seeds(s, c, h_max, r_max)
     visit(idx, n, h, r, _measure(s, c, idx, n, h, r, measure))
-    count, left = _branch_and_bound(s, c, h_max, r_max, visit, lambda box: best * (1 + TIE_REL), deadline=deadline,
-                                    measure=measure, dominated=dominated)
+    count, left = _branch_and_bound(s, c, h_max, r_max, visit, lambda box: best[part[box["i"]]] * (1 + TIE_REL),
+                                    deadline=deadline, measure=measure, dominated=dominated)
     idx, n, h, r, t = (np.concatenate(x) for x in zip(*kept))
-    final = t <= best * (1 + TIE_REL)
+    final = t <= best[part[idx]] * (1 + TIE_REL)
     open_bound = float(left["lower"].min()) if left is not None else math.inf
-    return Found(c.plans(idx[final], n[final], h[final], r[final]), t[final], c.size + count, open_bound)
+    return Found(c.plans(idx[final], n[final], h[final], r[final]), t[final], c.size + count, open_bound, idx[final])
 
 
 def _lex_less(a: tuple[np.ndarray, ...], b: tuple[np.ndarray, ...]) -> np.ndarray:

@@ -28,19 +28,21 @@ the question) are skipped, and none is computed twice.
 
 Modules: `fields` (dotted paths), `distributions` (Monte Carlo draws), `spec` (the question and
 its points), `answer` (one point), `sink` (output files, DataFrames), `run` (pools, Dask),
-`recipe` (TOML recipes, plots). Everything public is importable from this package.
+`recipe` (TOML recipes, plots), `shared` (the points of a solve sweep that share their search,
+answered by one branch and bound). Everything public is importable from this package.
 
 Layer: questions (docs/architecture.md): may import the layers up to search; the plots of a sweep
 are `planner.present.sweep_plots`.
 """
 
-from planner.questions.sweep.answer import UNLIMITED_DAYS, run_chunk, run_point
+from planner.questions.sweep.answer import UNLIMITED_DAYS, run_point
 from planner.questions.sweep.distributions import DISTRIBUTION_HELP, DISTRIBUTIONS, Distribution, parse_vary
 from planner.questions.sweep.fields import (check_field, is_integer_field, parse_grid, parse_value, set_field,
                                             value_problems, with_fields)
 from planner.questions.sweep.recipe import PLOT_KINDS, RECIPE_KEYS, Recipe, load_recipe
 from planner.questions.sweep.run import (CHUNKS_PER_WORKER, CONNECT_TIMEOUT_S, MAX_CHUNK, SweepResult,
                                          check_scheduler, default_workers, run_sweep)
+from planner.questions.sweep.shared import NODE_FIELDS, node_groups, run_chunk, solve_chunk
 from planner.questions.sweep.sink import OUTPUT_SUFFIXES, RowSink, _cell, _uncell, frame_of, output_format
 from planner.questions.sweep.spec import COMMANDS, RESULT_COLUMNS, TIME_COLUMN, Point, SweepSpec
 
@@ -48,5 +50,5 @@ __all__ = ["CHUNKS_PER_WORKER", "COMMANDS", "CONNECT_TIMEOUT_S", "DISTRIBUTIONS"
            "OUTPUT_SUFFIXES", "PLOT_KINDS", "RECIPE_KEYS", "RESULT_COLUMNS", "TIME_COLUMN", "UNLIMITED_DAYS",
            "Distribution", "Point", "Recipe", "RowSink", "SweepResult", "SweepSpec", "check_field",
            "check_scheduler", "default_workers", "frame_of", "is_integer_field", "load_recipe", "output_format",
-           "parse_grid", "parse_value", "parse_vary", "run_chunk", "run_point", "run_sweep",
+           "parse_grid", "parse_value", "parse_vary", "NODE_FIELDS", "node_groups", "run_chunk", "run_point", "run_sweep", "solve_chunk",
            "set_field", "value_problems", "with_fields", "_cell", "_uncell"]

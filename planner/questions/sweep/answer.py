@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import copy
 import time
-from typing import Any, Sequence
+from typing import Any
 
 from planner.frames import plan_columns as _plan_columns
 from planner.objectives import MIN_TIME
@@ -17,20 +17,25 @@ from planner.schema.instance import Instance, parse_instance
 UNLIMITED_DAYS = 1e6               # "reach": the duration limit lifted (as feasible's duration fix)
 
 
+def solve_columns(r) -> dict[str, Any]:
+    """The answer columns of a `solve` row from a `planner.solve.SolveResult`."""
+    from planner.cost.duration import SECONDS_PER_DAY
+    e = r.evaluation
+    return {"status": r.status, "objective": r.objective.key, "objective_value": r.objective_value,
+            "best_bound": r.best_bound, "gap": r.gap,
+            "time_to_target_days": e.values["time_to_target_s"] / SECONDS_PER_DAY if e else None,
+            "cost_usd": e.values["cost_usd"] if e else None, "model_params": r.model_params,
+            "bottleneck": e.bottleneck if e else None, **_plan_columns(r.plan),
+            "infeasibility": "; ".join(r.infeasibility) or None}
+
+
 def _answer(payload: dict, instance: Instance, data: dict) -> dict[str, Any]:
     from planner.cost.duration import SECONDS_PER_DAY
     command = payload["command"]
     if command == "solve":
         from planner.solve import solve
-        r = solve(instance, objective=payload["objective"], solver=payload["solver"],
-                  time_limit_s=payload["time_limit_s"])
-        e = r.evaluation
-        return {"status": r.status, "objective": r.objective.key, "objective_value": r.objective_value,
-                "best_bound": r.best_bound, "gap": r.gap,
-                "time_to_target_days": e.values["time_to_target_s"] / SECONDS_PER_DAY if e else None,
-                "cost_usd": e.values["cost_usd"] if e else None, "model_params": r.model_params,
-                "bottleneck": e.bottleneck if e else None, **_plan_columns(r.plan),
-                "infeasibility": "; ".join(r.infeasibility) or None}
+        return solve_columns(solve(instance, objective=payload["objective"], solver=payload["solver"],
+                                   time_limit_s=payload["time_limit_s"]))
     if command == "robust":
         from planner.questions.robust import sweep_row
         row, plan = sweep_row(instance, data, payload["objective"], payload["solver"])
@@ -88,8 +93,3 @@ def run_point(payload: dict, point: Point) -> dict[str, Any]:
         row.update(status="error", error=f"{type(err).__name__}: {err}".replace("\n", " | "))
     row[TIME_COLUMN] = time.perf_counter() - start
     return {c: row.get(c) for c in payload["columns"]}
-
-
-def run_chunk(payload: dict, points: Sequence[Point]) -> list[dict[str, Any]]:
-    """Rows of several points (one task of a pool or of a Dask cluster)."""
-    return [run_point(payload, p) for p in points]

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from planner.questions.sweep.answer import run_chunk
+from planner.questions.sweep.shared import node_groups, run_chunk
 from planner.questions.sweep.sink import RowSink, frame_of
 from planner.questions.sweep.spec import Point, SweepSpec
 from planner.schema.errors import InputError, Problem
@@ -54,8 +54,22 @@ class SweepResult:
 
 
 def _chunks(points: list[Point], workers: int) -> list[list[Point]]:
-    size = max(1, min(MAX_CHUNK, math.ceil(len(points) / max(1, workers * CHUNKS_PER_WORKER))))
-    return [points[i:i + size] for i in range(0, len(points), size)]
+    """Tasks of at most MAX_CHUNK points, about CHUNKS_PER_WORKER per worker; the points that differ
+    only in the node limit (`node_groups`, which may share a search) kept in one task where they fit,
+    whatever the order of the grid's fields (rows are put back in point order as they arrive)."""
+    groups = node_groups(points)
+    size = max(1, min(MAX_CHUNK, max(math.ceil(len(points) / max(1, workers * CHUNKS_PER_WORKER)),
+                                     max(map(len, groups), default=1))))
+    chunks: list[list[Point]] = []
+    current: list[Point] = []
+    for group in groups:
+        for i in range(0, len(group), size):
+            part = group[i:i + size]
+            if current and len(current) + len(part) > size:
+                chunks.append(current)
+                current = []
+            current += part
+    return chunks + ([current] if current else [])
 
 
 PARENT_POLL_S = 0.5               # how often a worker's watcher checks that its parent is alive
