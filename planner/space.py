@@ -116,7 +116,18 @@ class DecisionSpace:
     def for_objective(self, setting: Setting, objective: "Objective") -> "DecisionSpace":
         """The space with the reductions exact for `objective`: all of them, except for
         `max_compute` of C_local under the Chinchilla replica penalty (module docstring),
-        which searches streaming off (when allowed) and every micro-batch count."""
+        which searches streaming off (when allowed) and every micro-batch count.
+
+        Remembered per setting object, as `classes` is (the search, then the declared space's
+        `size`, ask for it): the same space object keeps its built classes, so `size` does not
+        build every class of the largest fleets a second time (issue 27 item 5)."""
+        memo = self.__dict__.setdefault("_memo", {})      # not a field: `replace` starts afresh
+        key = ("for_objective", objective.maximise)
+        if key not in memo or memo[key][0] is not setting:
+            memo[key] = (setting, self._for_objective(setting, objective))
+        return memo[key][1]
+
+    def _for_objective(self, setting: Setting, objective: "Objective") -> "DecisionSpace":
         monotone = not (objective.maximise and setting.target_kind == "c_local"
                         and setting.assumptions.replica_penalty == "chinchilla")
         if monotone:

@@ -1,0 +1,101 @@
+"""CPU of `dtplan solve` of the shipped 64-node instance, start-up included (issue 27 item 1).
+
+Each run is a fresh `dtplan` process (the console script, as a user runs it); its CPU is the
+user + system time of the finished child (resource.getrusage(RUSAGE_CHILDREN)), which other
+work on a shared machine disturbs much less than wall time. Printed per command: every run,
+the median and the minimum, and the load average (os.getloadavg) before and after. Then the
+top entries of `python -X importtime` for the same command (cumulative microseconds of the
+imports made by the package door, the command line and the command), and the CPU of
+`python -c pass`, the interpreter's own start that no change to dtplan removes.
+
+Bytecode caches: a user's installation has them (pip compiles a wheel's modules), but
+PYTHONDONTWRITEBYTECODE=1 keeps a checkout without, and every run then compiles dtplan's
+modules again; the benchmark first runs each command once with bytecode writing allowed.
+
+    python scripts/bench_startup.py                 # 15 runs each of solve and solve --json
+    python scripts/bench_startup.py --runs 30 --top 25
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import resource
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+INSTANCE = REPO / "instances" / "solve-1e24-64xh100.json"
+COMMANDS = (["solve", str(INSTANCE)], ["solve", str(INSTANCE), "--json"])
+TARGET_CPU_S = 0.25      # issue 27 item 1 (stretch 0.15 s)
+
+
+def child_cpu_s(cmd: list[str], env: dict[str, str] | None = None) -> tuple[float, subprocess.CompletedProcess]:
+    """User + system CPU seconds of one finished child process, and its result."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    done = subprocess.run(cmd, capture_output=True, text=True, cwd=REPO, env=env)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime), done
+
+
+def warm_bytecode(args: list[str]) -> None:
+    """One run with bytecode writing allowed, so that the measured runs load cached bytecode."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    child_cpu_s([str(Path(sys.executable).with_name("dtplan")), *args], env=env)
+
+
+def measure(args: list[str], runs: int) -> list[float]:
+    dtplan = str(Path(sys.executable).with_name("dtplan"))
+    cpus = []
+    for _ in range(runs):
+        cpu, done = child_cpu_s([dtplan, *args])
+        if done.returncode != 0:
+            sys.exit(f"dtplan {' '.join(args)} failed (exit {done.returncode}):\n{done.stderr}")
+        cpus.append(cpu)
+    return cpus
+
+
+def importtime_top(args: list[str], top: int) -> list[tuple[int, int, str]]:
+    """(cumulative us, self us, module) of the `top` largest cumulative entries of -X importtime."""
+    code = "import sys; from planner.cli import main; main(sys.argv[1:], prog_name='dtplan')"
+    _, done = child_cpu_s([sys.executable, "-X", "importtime", "-c", code, *args])
+    rows = []
+    for line in done.stderr.splitlines():
+        parts = line.split("|")
+        if line.startswith("import time:") and len(parts) == 3 and parts[1].strip().isdigit():
+            rows.append((int(parts[1]), int(parts[0].split(":")[1]), parts[2].rstrip()))
+    return sorted(rows, reverse=True)[:top]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--runs", type=int, default=15, help="fresh processes per command (default 15)")
+    parser.add_argument("--top", type=int, default=20, help="-X importtime entries shown (default 20)")
+    ns = parser.parse_args()
+    bare = measure_bare(ns.runs)
+    print(f"python -c pass: median {statistics.median(bare):.3f} s CPU, min {min(bare):.3f} s")
+    for args in COMMANDS:
+        warm_bytecode(args)
+        load_before = os.getloadavg()[0]
+        cpus = measure(args, ns.runs)
+        load_after = os.getloadavg()[0]
+        shown = " ".join(a if a != str(INSTANCE) else INSTANCE.relative_to(REPO).as_posix() for a in args)
+        print(f"\ndtplan {shown}   ({ns.runs} runs, load average {load_before:.2f} -> {load_after:.2f})")
+        print("  CPU s: " + " ".join(f"{c:.3f}" for c in cpus))
+        print(f"  median {statistics.median(cpus):.3f} s, min {min(cpus):.3f} s  "
+              f"(target {TARGET_CPU_S} s of CPU, start-up included)")
+    print(f"\n-X importtime, top {ns.top} by cumulative time (dtplan {' '.join(COMMANDS[0][:1])}; "
+          f"load average {os.getloadavg()[0]:.2f}):")
+    print(f"{'cumulative ms':>14} {'self ms':>8}  module")
+    for cumulative, own, name in importtime_top(COMMANDS[0], ns.top):
+        print(f"{cumulative / 1e3:>14.1f} {own / 1e3:>8.1f}  {name}")
+
+
+def measure_bare(runs: int) -> list[float]:
+    return [child_cpu_s([sys.executable, "-c", "pass"])[0] for _ in range(runs)]
+
+
+if __name__ == "__main__":
+    main()
