@@ -91,3 +91,18 @@ def test_the_reference_profile_names_no_chunk_count():
     plan = parse_plan({"mode": "pp_group", "nodes": 16, "stages": 4, "micro_batches": 8, "precision": "fp16",
                        "activation_compression": 1})
     assert "pipeline_chunks" not in evaluate(inst, plan).values
+
+
+def test_reserving_every_sm_for_communication_is_refused_by_name(tmp_path):
+    import json
+    from click.testing import CliRunner
+    from planner.cli import main
+    raw = {"model": {"params": 671e9, "active_params": 37e9, "moe_layers": 58, "hidden_size": 7168},
+           "training": {"tokens": 1e12}, "fleet": {"hardware": "8xH100-SXM", "nodes": 16},
+           "network": {"wan": {"up_mbps": 1000, "down_mbps": 1000, "rtt_ms": 20}},
+           "assumptions": {"profile": "dtplan", "constants": {"model_shape": "deepseek-v3", "expert_a2a_overlap": True,
+                                                             "communication_sms": 132}}}
+    path = tmp_path / "i.json"
+    path.write_text(json.dumps(raw))
+    result = CliRunner().invoke(main, ["solve", str(path)])
+    assert result.exit_code == 2 and "communication_sms" in result.output and "Traceback" not in result.output

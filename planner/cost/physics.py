@@ -34,6 +34,7 @@ from planner.cost.compute.experts import ExpertFabric
 from planner.cost.compute.roofline import chip_for
 from planner.cost.compute.shape import ModelShape, default_shape, preset_shape
 from planner.cost.compute.utilisation import node_utilisation
+from planner.schema.errors import InputError, Problem
 
 MFU_TABLE = MODELS_DIR / "mfu.json"
 SECONDS_PER_HOUR = 3600.0
@@ -139,6 +140,10 @@ def compute_model_mfu(a: Assumptions, accelerator: str, params: float, active_pa
     m = shape.sequence_tokens * a.micro_batch_sequences
     ep = a.expert_parallel_degree if a.expert_parallel_degree > 0 else max(shape.experts, 1)
     fabric = expert_fabric(a, ep) if shape.moe_layers else None
+    if fabric is not None and fabric.overlap and a.communication_sms >= chip.sms:
+        raise InputError([Problem("assumptions.constants.communication_sms",
+                                  f"must be below the accelerator's {chip.sms} SMs (those left compute), "
+                                  f"got {a.communication_sms:g}")])
     return {p: node_utilisation(shape, chip, p, active_params, m, max(a.tensor_parallel, 1.0), ep, fabric)
             for p in chip.matmul_efficiency}
 
