@@ -16,6 +16,8 @@ Terms and the properties the exact search needs (docs/planner.md, "why the bound
 - per-stage payloads, compressor payloads (`payload_bits`): depend on S and Cr only
   (class decisions), not on n, H or R.
 - pipeline schedules (`pipeline_ticks`): depend on S, M and the profile only.
+- the interleaved chunk count v (`chunk_choices`, chosen per plan in modes._pipeline): the least
+  step of a few v, each a function of S, M and the profile, so the same (class decisions only).
 - failures (`failure_goodput`): evaluated once per setting at the fleet's size (a plan
   never uses more nodes than the fleet, and goodput falls with nodes, so this is a lower
   bound of each plan's own goodput); a scalar like fleet.goodput, so no bound changes.
@@ -102,7 +104,8 @@ def resolve_mfu(a: Assumptions, accelerator: str, explicit: bool, moe: bool = Fa
 
 def compute_model_precisions(a: Assumptions, accelerator: str, moe: bool) -> tuple[str, ...]:
     """The precisions at which `resolve_mfu` takes u from the compute model for this accelerator
-    (none when the switch is off, for mixture-of-experts models, or without compute figures)."""
+    (none when the switch is off, for mixture-of-experts models without a shape preset of their experts,
+    or without compute figures)."""
     chip = chip_for(accelerator) if uses_compute_model(a, moe) else None
     return tuple(chip.matmul_efficiency) if chip is not None else ()
 
