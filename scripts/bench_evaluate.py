@@ -40,14 +40,19 @@ def batches(n: int, seed: int = 0) -> list[PlanBatch]:
     return [flat, pp]
 
 
+def baseline_setting(**changes) -> Setting:
+    """The 10^25 baseline setting (144B dense on nodes of 16 H100), with `changes` (e.g. assumptions)."""
+    return Setting(params=144e9, active_params=144e9, moe_layers=0, hidden_size=None, local_batch_tokens=131072,
+                   peak_flops={"fp16": 15.84e15}, memory_bytes=2304e9, accelerators_per_node=16,
+                   price_usd_per_accelerator=28000.0, h100_equivalents=16.0, target_flop=1e25, **changes)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--plans", type=int, default=1_000_000)
     parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args(argv)
-    setting = Setting(params=144e9, active_params=144e9, moe_layers=0, hidden_size=None, local_batch_tokens=131072,
-                      peak_flops={"fp16": 15.84e15}, memory_bytes=2304e9, accelerators_per_node=16,
-                      price_usd_per_accelerator=28000.0, h100_equivalents=16.0, target_flop=1e25)
+    setting = baseline_setting()
     plans = batches(args.plans)
     best = float("inf")
     for _ in range(args.repeat):

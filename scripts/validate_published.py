@@ -43,6 +43,8 @@ import sys
 import tomllib
 from pathlib import Path
 
+import numpy as np
+
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
@@ -53,6 +55,9 @@ from planner.schema.plan import load_plan  # noqa: E402
 from planner.evaluate import evaluate  # noqa: E402
 from planner.cost.model_flops import model_flops_per_token  # noqa: E402
 from planner.solve import solve  # noqa: E402
+from planner.cost.score import CONSTRAINTS, score  # noqa: E402
+from planner.cost.setting import PlanBatch  # noqa: E402
+from planner.setting import setting_from_instance  # noqa: E402
 
 PUBLISHED = ROOT / "instances" / "published"
 DOC = ROOT / "docs" / "validation.md"
@@ -335,7 +340,8 @@ def _solve(instance, raw: dict | None = None) -> dict:
     v = r.evaluation.values
     return {"status": r.status, "plan": r.plan.model_dump(exclude={"description"}),
             "time_to_target_days": v["time_to_target_s"] / DAY, "tokens_per_s": v["tokens_per_s"],
-            "eta": v["eta"], "compute_utilization": v["compute_utilization"]}
+            "eta": v["eta"], "compute_utilization": v["compute_utilization"],
+            **({"pipeline_chunks": v["pipeline_chunks"]} if "pipeline_chunks" in v else {})}
 
 
 def planner_choice(instance, plan, evaluation) -> dict:
@@ -353,6 +359,59 @@ def planner_choice(instance, plan, evaluation) -> dict:
             c["speedup"] = base / c["time_to_target_days"]
             c["raw_throughput_gain"] = c["tokens_per_s"] / out["run_tokens_per_s"]
     return out
+
+
+LAYOUT_SCHEDULES = (2, 3, 4)        # 1F1B, interleaved, zero-bubble: the schedules dtplan's planner decides
+LAYOUT_SHARDS = (1, 2, 4, 8, 16, 32, 64, 128, 256)   # ZeRO-3 shards of a flat replica (space.ZERO_SHARD_SIZES and none)
+
+
+def synchronous_search(raw: dict, plan) -> dict:
+    """The run's freedom: its hardware, nodes, network and batch as the instance has them, at the run's
+    precision, trained as the run was (a sync every step, no compression, no activation compression,
+    no streaming); the mode, stages, micro-batches, schedule, chunk count and ZeRO shards are free."""
+    return {**raw.get("search", {}), "precisions": [plan.precision], "max_inner_steps": 1, "compression": [1],
+            "activation_compression": [1], "streaming": [False], "modes": ["flat", "pp_group"]}
+
+
+def layouts_at(instance, plan) -> list[PlanBatch]:
+    """Every layout of the run's nodes N in that freedom: flat replicas sharded over Z nodes (Z <= N; dense
+    models, as the planner's ZeRO-3 decision), and
+    pipelines of S = 2..64 stages (at least two groups) with M = 1..64 micro-batches under each schedule."""
+    n = plan.nodes
+    shards = [z for z in LAYOUT_SHARDS if z <= n and (z == 1 or not instance.model.is_moe)]   # ZeRO-3: dense only
+    flat = PlanBatch.of("flat", plan.precision, nodes=n, streaming=False, zero_shards=np.array(shards))
+    stages, micro, schedule = np.meshgrid(np.arange(2, min(64, n // 2) + 1), np.arange(1, 65), LAYOUT_SCHEDULES)
+    pipes = PlanBatch.of("pp_group", plan.precision, nodes=n, streaming=False, stages=stages.ravel(),
+                         micro_batches=micro.ravel(), activation_compression=1.0, schedule=schedule.ravel())
+    ep = [PlanBatch.of("flat", plan.precision, nodes=n, streaming=False, expert_parallel="global")] \
+        if instance.model.is_moe else []         # a MoE model's experts spread over the nodes (the planner's scope)
+    return [flat, *ep, pipes] if stages.size else [flat, *ep]
+
+
+def layout_rank(name: str) -> dict | None:
+    """Under dtplan with the run's inputs, for a run trained synchronously (H = 1, no compression): the
+    planner's plan with the run's freedom (`synchronous_search`), and the rank of the run's own plan
+    among every feasible layout of its nodes (`layouts_at`) by time to target (1 = the fastest)."""
+    instance, plan, _, raw = load_run(name, "dtplan")
+    if plan.inner_steps != 1 or plan.compression != 1 or plan.mode not in ("flat", "pp_group"):
+        return None
+    run_days = evaluate(instance, plan).values["time_to_target_s"] / DAY
+    a = raw.get("assumptions", {})
+    free = {**raw, "search": synchronous_search(raw, plan),      # a sync every step is data parallelism, not the
+            "assumptions": {**a, "constants": {**a.get("constants", {}), "evidence_envelope": False}}}  # DiLoCo fit's
+    chosen = _solve(None, free)
+    if chosen.get("plan") and "pipeline_chunks" in chosen:
+        chosen["plan"]["pipeline_chunks"] = chosen["pipeline_chunks"]     # the planner's v (values.pipeline_chunks)
+    setting = setting_from_instance(instance)
+    times = []
+    for batch in layouts_at(instance, plan):
+        out = score(setting, batch)
+        ok = ~np.any([out[f"violates:{c}"] for c in CONSTRAINTS], axis=0)
+        times.append(out["time_to_target_s"][ok & np.isfinite(out["time_to_target_s"])] / DAY)
+    times = np.concatenate(times)
+    return {"run_days": run_days, "chosen": chosen, "layouts": int(times.size),
+            "faster": int(np.sum(times < run_days * (1.0 - 1e-9))),
+            "rank": 1 + int(np.sum(times < run_days * (1.0 - 1e-9))), "best_layout_days": float(times.min())}
 
 
 # -- rendering ------------------------------------------------------------------------
@@ -385,6 +444,10 @@ def _plan_text(p: dict) -> str:
              "streaming" if p["streaming"] else "blocking"]
     if p["mode"] in ("pp_group", "pipeline_wan"):
         parts += [f"S={p['stages']}", f"M={p['micro_batches']}", f"Ca={p['activation_compression']:g}"]
+    if p.get("pipeline_schedule"):
+        parts.append(p["pipeline_schedule"] + (f" v={p['pipeline_chunks']:g}" if p.get("pipeline_chunks", 1) > 1 else ""))
+    if (p.get("zero_shards") or 1) > 1:
+        parts.append(f"ZeRO-3 Z={p['zero_shards']}")
     if p.get("expert_parallel"):
         parts.append(f"EP={p['expert_parallel']}")
     return ", ".join(parts)
@@ -581,14 +644,18 @@ def render_dtplan(results: list[dict], dtplan: list[dict]) -> list[str]:
     fitted = sum(abs(headline(r)["headline_error"]) <= WITHIN and bool(r["dtplan"].get("fitted")) for r in dtplan)
     lines = ["", "## The dtplan profile", "",
              "`dtplan` (models/assumptions/dtplan.json, docs/physics.md) is the reference model with these terms on: "
-             "the node's MFU from the compute model of planner/cost/compute for dense models on the accelerators it has "
+             "the node's MFU from the compute model of planner/cost/compute on the accelerators it has "
              "figures for (docs/physics.md section 1b: the model's shape and the run's layout on a roofline of named "
              "microbenchmarks, with a training efficiency per accelerator calibrated on single-node vendor benchmarks "
-             "that are not rows here), otherwise achieved MFU per accelerator from models/mfu.json (mixture-of-experts "
-             "models take its MoE figure; no entry is fitted on a run here: TPU v4's, fitted on PaLM, was removed), "
+             "that are not rows here; a mixture-of-experts model with its expert all-to-all when its shape is a "
+             "preset), otherwise achieved MFU per accelerator from models/mfu.json (mixture-of-experts models "
+             "without a shape preset take its MoE figure; no entry is fitted on a run here: TPU v4's, fitted on "
+             "PaLM, was removed), "
              "a ring all-reduce over concurrent up and down links, the blocking "
              "sync overlapped bucket by bucket with the last backward pass, and per-stage payloads in PP-group "
-             "DiLoCo. What a run did (its pipeline schedule and chunks, tensor parallelism, model shape, compressor, "
+             "DiLoCo, and the chunk count of an interleaved pipeline as the planner's choice where a run does not "
+             "state it. What a run did (its pipeline schedule and chunks, tensor parallelism, model shape, expert "
+             "parallelism and its overlap, compressor, "
              "streaming fragments, failure inputs) is set per run in its "
              "reported file's `[dtplan]` table, from the run's description, never fitted to the compared figure; "
              "a constant taken from one run is named and used unchanged on the others.", "",
@@ -627,6 +694,25 @@ def render_dtplan(results: list[dict], dtplan: list[dict]) -> list[str]:
         if r["profile"] == "dtplan" and r["goodput"] < 1:
             text += f" Goodput used: {r['goodput']:.3f}."
         lines.append(text)
+    ranked = [r for r in dtplan if r.get("layout")]
+    if ranked:
+        lines += ["", "### The run's layout among the plans", "",
+                  "For each run trained synchronously (a sync every step, no compression), under dtplan with the "
+                  "run's inputs: `solve` (min_time) with the run's freedom, its hardware, nodes, network, batch and "
+                  "precision, the mode, stages, micro-batches, pipeline schedule and chunk count and ZeRO shards "
+                  "free, outside the quality fit's evidence envelope (a sync every step is data parallelism, which "
+                  "the DiLoCo fit's envelope does not describe; docs/quality.md); and the rank of the run's own plan among every feasible layout of its nodes (flat replicas "
+                  "sharded over Z = 1, 2, 4, ... 256 nodes for dense models, with experts over all nodes for MoE; pipelines of S = 2 to 64 stages with M = 1 to 64 "
+                  "micro-batches under 1F1B, interleaved and zero-bubble), by predicted time to target, 1 the "
+                  "fastest (`layout_rank` in scripts/validate_published.py).", "",
+                  "| run | run's plan: days | planner's plan | days | gain | run's rank | layouts | fastest layout: days |",
+                  "|---|---|---|---|---|---|---|---|"]
+        for r in ranked:
+            lay, c = r["layout"], r["layout"]["chosen"]
+            plan = (f"{_plan_text(c['plan'])} | {_days(c['time_to_target_days'])} | "
+                    f"{lay['run_days'] / c['time_to_target_days']:.2f}x") if c.get("plan") else f"{c['status']} | - | -"
+            lines.append(f"| {r['run']} | {_days(lay['run_days'])} | {plan} | {lay['rank']:,} | {lay['layouts']:,} | "
+                         f"{_days(lay['best_layout_days'])} |")
     variants = [(r, v) for r in dtplan for v in r.get("variants", [])]
     if variants:
         lines += ["", "Further figures of the same sources, other ways of running the same setting, predicted under "
@@ -644,6 +730,8 @@ def build(with_solve: bool = True) -> tuple[list[dict], str]:
     for r in dtplan:
         r["sensitivity"] = [(key, value, headline(validate_run(r["name"], False, "dtplan", {key: value})))
                             for key, values in r["dtplan"].get("sensitivity", {}).items() for value in values]
+        if with_solve:
+            r["layout"] = layout_rank(r["name"])
     return results, render(results, SKIPPED, dtplan)
 
 

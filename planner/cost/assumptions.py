@@ -99,7 +99,7 @@ class Assumptions:
     error_feedback_bytes: float = 0.0            # memory of the error-feedback buffer, bytes per parameter
     inner_optimizer: str = "reference"           # reference | adamw | muon | demo (models/optimizers.json)
     pipeline_schedule: str = "gpipe"             # gpipe | 1f1b | interleaved | zero_bubble
-    pipeline_chunks: float = 1.0                 # interleaved: model chunks v per pipeline rank
+    pipeline_chunks: float = 1.0                 # interleaved: model chunks v per pipeline rank; 0 = the planner's, per plan
     search_pipeline_schedules: bool = False      # the planner chooses the schedule per pipeline plan (a decision)
     activation_memory: bool = False              # pipeline stages hold their in-flight activations (per schedule)
     activation_bytes_per_token_layer_h: float = 34.0   # bytes per token per layer / h (Korthikanti et al. 2022)
@@ -131,6 +131,12 @@ class Assumptions:
     micro_batch_sequences: float = 1.0           # sequences per micro-batch (the GEMMs' m = s x this)
     expert_parallel_degree: float = 0.0          # GPUs a MoE layer's experts are spread over; 0 = one expert per GPU
     fabric_preset: str = ""                      # a server fabric of models/fabrics (expanded on loading: intra_node_gb_per_s)
+    scale_out_gb_per_s: float = 50.0             # network across servers per accelerator and direction (DGX H100: 400 Gb/s ConnectX-7 per GPU)
+    accelerators_per_server: float = 8.0         # GPUs sharing a server's NVLink (HGX/DGX H100, B200: 8)
+    expert_node_limit: float = 0.0               # MoE: servers a token is dispatched to at most (DeepSeek-V3: 4); 0 = no limit
+    expert_dispatch_bytes: float = 2.0           # MoE: bytes per value of the dispatches (DeepSeek-V3: 1, FP8)
+    expert_a2a_overlap: bool = False             # MoE: the all-to-all hidden behind another micro-batch's compute (DualPipe)
+    communication_sms: float = 0.0               # SMs reserved for communication kernels while overlapping (DeepSeek-V3: 20)
     # -- section 3: straggler factor f(n) -----------------------------------------
     straggler_sync_coefficient: float = 0.05     # synchronous: 1 + c log2 n
     straggler_relay_coefficient: float = 0.02    # relay: 1 + c log2 n
@@ -273,8 +279,9 @@ CHOICE_CONSTANTS = {"scenario": SCENARIOS, "straggler": STRAGGLER_STRATEGIES, "r
 BOOL_CONSTANTS = ("error_feedback", "mfu_from_table", "dp_overlap", "concurrent_up_down", "per_stage_payload",
                   "failures", "demonstrated_warnings", "search_pipeline_schedules", "activation_memory",
                   "search_zero_shards", "fragment_backward_overlap",
-                  "evidence_envelope", "exchange_overlap_up_down", "mfu_from_compute_model")
-PHYSICS_ZERO_ALLOWED = ("sequence_tokens", "expert_parallel_degree", "mfu_fp8", "mfu_fp4", "streaming_overlap_steps", "tensor_parallel", "compressor_scale_bits", "error_feedback_bytes", "churn_per_node_h", "checkpoint_write_s",
+                  "evidence_envelope", "exchange_overlap_up_down", "mfu_from_compute_model",
+                  "expert_a2a_overlap")
+PHYSICS_ZERO_ALLOWED = ("pipeline_chunks", "expert_node_limit", "communication_sms", "sequence_tokens", "expert_parallel_degree", "mfu_fp8", "mfu_fp4", "streaming_overlap_steps", "tensor_parallel", "compressor_scale_bits", "error_feedback_bytes", "churn_per_node_h", "checkpoint_write_s",
                         "checkpoint_restore_s", "compressor_index_bits", "fit_offset", "fit_offset_size_slope",
                         "fit_replica_coefficient", "fit_replica_size_exponent", "fit_overlap_coefficient",
                         "fit_overlap_size_exponent", "fit_prune_coefficient", "exchange_gather_peers",

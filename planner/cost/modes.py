@@ -183,19 +183,69 @@ def hierarchical(s: Setting, b: PlanBatch) -> dict[str, np.ndarray]:
 
 
 def _pipeline(s: Setting, b: PlanBatch, out, link_bps: float, link_rtt_s: float):
-    """Pipeline step parts over links of the given bandwidth and latency."""
+    """Pipeline step parts over links of the given bandwidth and latency. Under `pipeline_chunks` 0 the
+    interleaved plans' chunk count v is the planner's, chosen here per plan: of the v of
+    `physics.chunk_choices` the layers allow, the fastest step among those whose stage fits its node
+    (v changes only the step and the stage's memory, so this is each plan's best v for every objective);
+    the choice is shown as values.pipeline_chunks."""
     a = s.assumptions
     stages = _f(b.stages)
     hidden = s.hidden_size if s.hidden_size is not None else timing.hidden_size(s.params, a.hidden_size_coefficient)
+    if a.pipeline_chunks > 0:
+        return _pipeline_at(s, b, out, link_bps, link_rtt_s, hidden, None)
+    best = _pipeline_at(s, b, out, link_bps, link_rtt_s, hidden, np.ones(stages.shape))   # v = 1: 1F1B's step
+    rows = np.flatnonzero(physics.schedule_codes(a, b.schedule) == physics.INTERLEAVED)
+    if rows.size == 0:                       # v changes nothing
+        return best
+    sub, sub_out = b.take(rows), {"t_comp_s": out["t_comp_s"][rows]}
+    here = _rows_of(best, rows)
+    for v, allowed in physics.chunk_choices(physics.model_layers(a, s.active_params, hidden), stages[rows]):
+        if v == 1.0 or not np.any(allowed):
+            continue
+        got = _pipeline_at(s, sub, sub_out, link_bps, link_rtt_s, hidden, np.full(rows.shape, v))
+        fits, fits_here = got[2] <= s.memory_bytes, here[2] <= s.memory_bytes
+        here = _where(allowed & ((fits & ~fits_here) | ((fits == fits_here) & (got[0] < here[0]))), got, here)
+    return _put(best, rows, here)
+
+
+def _rows_of(r, rows):
+    """The parts (t_pp, parts, state, eta_a, c) of the plans at `rows`."""
+    return (r[0][rows], {k: np.broadcast_to(x, r[0].shape)[rows] for k, x in r[1].items()}, r[2][rows],
+            np.broadcast_to(r[3], r[0].shape)[rows], r[4][rows])
+
+
+def _put(r, rows, sub):
+    """`r` with the plans at `rows` replaced by `sub`'s."""
+    out = [np.array(np.broadcast_to(x, r[0].shape), dtype=float) for x in (r[0], r[2], r[3], r[4])]
+    for x, y in zip(out, (sub[0], sub[2], sub[3], sub[4])):
+        x[rows] = y
+    parts = {}
+    for k, x in r[1].items():
+        parts[k] = np.array(np.broadcast_to(x, r[0].shape), dtype=float)
+        parts[k][rows] = sub[1][k]
+    return out[0], parts, out[1], out[2], out[3]
+
+
+def _where(take, got, best):
+    """Plan by plan, `got`'s parts where `take`, else `best`'s (t_pp, parts, state, eta_a, c)."""
+    parts = {k: np.where(take, got[1][k], best[1][k]) for k in best[1]}
+    return (np.where(take, got[0], best[0]), parts, np.where(take, got[2], best[2]), best[3],
+            np.where(take, got[4], best[4]))
+
+
+def _pipeline_at(s: Setting, b: PlanBatch, out, link_bps: float, link_rtt_s: float, hidden, chunks):
+    """The pipeline step parts at chunk counts `chunks` (None: the profile's pipeline_chunks)."""
+    a = s.assumptions
+    stages = _f(b.stages)
     act = timing.activation_bits(s.local_batch_tokens, hidden, a.activation_bytes(b.precision), b.activation_compression)
     f_pp = straggler_factor(stages, a)
     state = memory.state_bytes_per_node(s.params, a.bytes_per_param(b.precision), stages)
     kept, redone, working = physics.activation_parts_bytes(a, s.active_params, hidden, s.local_batch_tokens,
-                                                           b.precision, stages, b.micro_batches, b.schedule)
+                                                           b.precision, stages, b.micro_batches, b.schedule, chunks)
     share = physics.recompute_share(a, state, kept, redone, working, s.memory_bytes)   # dtplan: recomputation
     t_comp = out["t_comp_s"] * physics.recompute_compute_factor(share)
     t_pp, ticks, c, x, k = physics.pipeline_parts_s(a, t_comp, stages, b.micro_batches, act, link_bps,
-                                                    link_rtt_s, f_pp, b.schedule)
+                                                    link_rtt_s, f_pp, b.schedule, chunks)
     link = ticks * k * (x + link_rtt_s)
     m = _f(b.micro_batches)
     gpipe = physics.schedule_codes(a, b.schedule) == physics.GPIPE
@@ -204,6 +254,9 @@ def _pipeline(s: Setting, b: PlanBatch, out, link_bps: float, link_rtt_s: float)
              "activation_bits": _f(act) * np.ones_like(stages),
              "bubble_fraction": np.where(gpipe, timing.bubble_fraction(stages, b.micro_batches), (ticks - m) / ticks),
              "recompute_share": share * np.ones_like(stages)}
+    if chunks is not None:
+        interleaved = physics.schedule_codes(a, b.schedule) == physics.INTERLEAVED
+        parts["pipeline_chunks"] = np.where(interleaved, chunks, 1.0)
     state = state + physics.recomputed_activation_bytes(kept, redone, working, share)
     eta_a = quality.activation_quality(b.activation_compression, stages, a)
     return t_pp, parts, state, eta_a, c

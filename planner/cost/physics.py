@@ -16,6 +16,8 @@ Terms and the properties the exact search needs (docs/planner.md, "why the bound
 - per-stage payloads, compressor payloads (`payload_bits`): depend on S and Cr only
   (class decisions), not on n, H or R.
 - pipeline schedules (`pipeline_ticks`): depend on S, M and the profile only.
+- the interleaved chunk count v (`chunk_choices`, chosen per plan in modes._pipeline): the least
+  step of a few v, each a function of S, M and the profile, so the same (class decisions only).
 - failures (`failure_goodput`): evaluated once per setting at the fleet's size (a plan
   never uses more nodes than the fleet, and goodput falls with nodes, so this is a lower
   bound of each plan's own goodput); a scalar like fleet.goodput, so no bound changes.
@@ -30,9 +32,11 @@ import numpy as np
 
 from planner.cost import exchange, timing
 from planner.cost.assumptions import MODELS_DIR, PIPELINE_SCHEDULES, Assumptions
+from planner.cost.compute.experts import ExpertFabric
 from planner.cost.compute.roofline import chip_for
 from planner.cost.compute.shape import ModelShape, default_shape, preset_shape
 from planner.cost.compute.utilisation import node_utilisation
+from planner.schema.errors import InputError, Problem
 
 MFU_TABLE = MODELS_DIR / "mfu.json"
 SECONDS_PER_HOUR = 3600.0
@@ -74,11 +78,12 @@ def resolve_mfu(a: Assumptions, accelerator: str, explicit: bool, moe: bool = Fa
     """The assumptions with u taken from models/mfu.json when `mfu_from_table` is on, the
     accelerator is in the table and the instance gives no explicit MFU (`explicit`); a
     mixture-of-experts model (`moe`) takes the entry's MoE figures where it has them. Then, with
-    `mfu_from_compute_model` on and a dense model given as (params, active params, hidden size or
+    `mfu_from_compute_model` on and the model given as (params, active params, hidden size or
     None), u at each precision the accelerator has compute figures for comes from the compute model
-    (`compute_model_mfu`), replacing the table's. Mixture-of-experts models keep the table's figure:
-    the compute model has their GEMMs but not yet the expert all-to-all and the SMs a run reserves for
-    it (DeepSeek-V3 under it: 0.45 of the fp8 peak against a measured 0.14-0.17).
+    (`compute_model_mfu`), replacing the table's: for a dense model always, for a mixture-of-experts
+    model when `model_shape` names a preset with its experts (the standard aspect ratios are dense;
+    without one it keeps the table's MoE figure). The MoE case includes the expert all-to-all
+    (planner/cost/compute/experts.py).
 
     u at fp16 replaces `mfu`; u at fp8/fp4 (of that precision's peak) set `mfu_fp8`/`mfu_fp4`.
     Source: the table's entries (each with its own source), or planner/cost/compute."""
@@ -90,7 +95,7 @@ def resolve_mfu(a: Assumptions, accelerator: str, explicit: bool, moe: bool = Fa
             changes = {"mfu": row.get("fp16", a.mfu)}
             changes |= {f"mfu_{p}": row[p] for p in ("fp8", "fp4") if p in row}
             a = a.replace(**changes)
-    if a.mfu_from_compute_model and model is not None and not moe:
+    if model is not None and uses_compute_model(a, moe):
         row = compute_model_mfu(a, accelerator, *model)
         if row:
             a = a.replace(**{("mfu" if p == "fp16" else f"mfu_{p}"): u for p, u in row.items()})
@@ -99,9 +104,18 @@ def resolve_mfu(a: Assumptions, accelerator: str, explicit: bool, moe: bool = Fa
 
 def compute_model_precisions(a: Assumptions, accelerator: str, moe: bool) -> tuple[str, ...]:
     """The precisions at which `resolve_mfu` takes u from the compute model for this accelerator
-    (none when the switch is off, for mixture-of-experts models, or without compute figures)."""
-    chip = chip_for(accelerator) if a.mfu_from_compute_model and not moe else None
+    (none when the switch is off, for mixture-of-experts models without a shape preset of their experts,
+    or without compute figures)."""
+    chip = chip_for(accelerator) if uses_compute_model(a, moe) else None
     return tuple(chip.matmul_efficiency) if chip is not None else ()
+
+
+def uses_compute_model(a: Assumptions, moe: bool) -> bool:
+    """Whether u comes from the compute model: the switch on, and for a mixture-of-experts model a
+    `model_shape` preset that has its experts (the default shapes are dense)."""
+    if not a.mfu_from_compute_model:
+        return False
+    return not moe or (bool(a.model_shape) and preset_shape(a.model_shape).moe_layers > 0)
 
 
 def compute_model_shape(a: Assumptions, params: float, hidden: float | None) -> ModelShape:
@@ -120,15 +134,31 @@ def compute_model_mfu(a: Assumptions, accelerator: str, params: float, active_pa
                       hidden: float | None) -> dict[str, float]:
     """u by precision from the compute model (planner/cost/compute/utilisation.py) for the
     accelerator's compute figures (models/accelerators/compute), {} when it has none: a micro-batch
-    of s x micro_batch_sequences tokens on a tensor-parallel group of max(tensor_parallel, 1)."""
+    of s x micro_batch_sequences tokens on a tensor-parallel group of max(tensor_parallel, 1); a
+    mixture-of-experts shape with its all-to-all over `expert_fabric`."""
     chip = chip_for(accelerator)
     if chip is None:
         return {}
     shape = compute_model_shape(a, params, hidden)
     m = shape.sequence_tokens * a.micro_batch_sequences
     ep = a.expert_parallel_degree if a.expert_parallel_degree > 0 else max(shape.experts, 1)
-    return {p: node_utilisation(shape, chip, p, active_params, m, max(a.tensor_parallel, 1.0), ep)
+    fabric = expert_fabric(a, ep) if shape.moe_layers else None
+    if fabric is not None and fabric.overlap and a.communication_sms >= chip.sms:
+        raise InputError([Problem("assumptions.constants.communication_sms",
+                                  f"must be below the accelerator's {chip.sms} SMs (those left compute), "
+                                  f"got {a.communication_sms:g}")])
+    return {p: node_utilisation(shape, chip, p, active_params, m, max(a.tensor_parallel, 1.0), ep, fabric)
             for p in chip.matmul_efficiency}
+
+
+def expert_fabric(a: Assumptions, expert_parallel: float) -> ExpertFabric:
+    """The expert all-to-all's setting from the assumptions (planner/cost/compute/experts.py): E GPUs,
+    `accelerators_per_server` per server on `intra_node_gb_per_s` of NVLink, `scale_out_gb_per_s` across
+    servers, node-limited routing, dispatch bytes, overlap and the SMs it reserves."""
+    return ExpertFabric(expert_parallel=expert_parallel, gpus_per_server=a.accelerators_per_server,
+                        intra_gb_per_s=a.intra_node_gb_per_s, scale_out_gb_per_s=a.scale_out_gb_per_s,
+                        node_limit=a.expert_node_limit, dispatch_bytes=a.expert_dispatch_bytes,
+                        overlap=a.expert_a2a_overlap, communication_sms=a.communication_sms)
 
 
 # -- 4. sync over the links -------------------------------------------------------------------
@@ -319,7 +349,7 @@ def schedule_codes(a: Assumptions, schedule=0) -> np.ndarray:
 GPIPE, ONE_F_ONE_B, INTERLEAVED, ZERO_BUBBLE = 1, 2, 3, 4
 
 
-def pipeline_ticks(a: Assumptions, stages, micro_batches, schedule=0):
+def pipeline_ticks(a: Assumptions, stages, micro_batches, schedule=0, chunks=None):
     """Pipeline length in micro-batch slots, and link transfers per slot.
 
     gpipe, 1f1b: M + S - 1 slots (1F1B keeps GPipe's bubble, only its activation memory
@@ -332,18 +362,39 @@ def pipeline_ticks(a: Assumptions, stages, micro_batches, schedule=0):
     waits 2 (S - 1) thirds for its first B and fills them with the other M - 1 forwards, so the
     bubble vanishes for M >= 2 S - 1 and is (2 S - 1 - M) / 3 slots below that (at M = 1 the
     critical path, (2 S + 1) / 3):  slots = M + max(0, 2 S - 1 - M) / 3.
-    Returns (slots, transfers per slot), per plan (`schedule`: the plans' codes).
+    Returns (slots, transfers per slot), per plan (`schedule`: the plans' codes; `chunks`: v per plan
+    where the planner decides it, else the profile's `pipeline_chunks`).
     """
     s = np.asarray(stages, dtype=float)
     m = np.asarray(micro_batches, dtype=float)
     code = schedule_codes(a, schedule)
-    v = a.pipeline_chunks
+    v = a.pipeline_chunks if chunks is None else np.asarray(chunks, dtype=float)
     slots = np.select([code == INTERLEAVED, code == ZERO_BUBBLE],
                       [np.maximum(m + (s - 1.0) / v, s), m + np.maximum(0.0, 2.0 * s - 1.0 - m) / 3.0], m + s - 1.0)
     return slots, np.where(code == INTERLEAVED, v, 1.0)
 
 
-def in_flight_micro_batches(a: Assumptions, stages, micro_batches, schedule=0):
+CHUNK_CHOICES = (1.0, 2.0, 4.0, 8.0)   # v the planner tries (Megatron-LM --num-layers-per-virtual-pipeline-stage)
+
+
+def chunk_choices(layers: float, stages) -> list[tuple[float, np.ndarray]]:
+    """The chunk counts v the planner may give an interleaved plan (`pipeline_chunks` 0: a decision),
+    each with where it is allowed: a chunk holds at least one layer, v <= L / S (v = 1 always; it is
+    1F1B). Megatron-LM's interleaved schedule takes v chunks of L / (S v) layers per rank (Narayanan
+    et al. 2021, arXiv 2104.04473, section 2.2)."""
+    s = np.asarray(stages, dtype=float)
+    return [(v, (v <= layers / s) | (v == 1.0)) for v in CHUNK_CHOICES]
+
+
+def model_layers(a: Assumptions, active_params, hidden) -> float:
+    """L: the shape preset's layers when `model_shape` names one, else P_act / (12 h^2) (12 h^2
+    parameters per layer, as `activation_bytes_per_node`)."""
+    if a.model_shape:
+        return float(preset_shape(a.model_shape).layers)
+    return float(active_params) / (12.0 * float(hidden) ** 2)
+
+
+def in_flight_micro_batches(a: Assumptions, stages, micro_batches, schedule=0, chunks=None):
     """Micro-batches whose activations the first stage (the fullest) holds at its peak:
     gpipe M (every forward before any backward; Huang et al. 2019, arXiv 1811.06965);
     1f1b min(M, S) (PipeDream-Flush; Narayanan et al. 2021, section 2.2);
@@ -354,13 +405,14 @@ def in_flight_micro_batches(a: Assumptions, stages, micro_batches, schedule=0):
     s = np.asarray(stages, dtype=float)
     m = np.asarray(micro_batches, dtype=float)
     code = schedule_codes(a, schedule)
+    v = a.pipeline_chunks if chunks is None else np.asarray(chunks, dtype=float)
     held = np.select([code == GPIPE, code == ONE_F_ONE_B, code == INTERLEAVED],
-                     [m, s, s * (1.0 + (s - 1.0) / (s * a.pipeline_chunks))], 2.0 * s)
+                     [m, s, s * (1.0 + (s - 1.0) / (s * v))], 2.0 * s)
     return np.minimum(m, held)
 
 
 def activation_bytes_per_node(a: Assumptions, active_params, hidden, local_batch_tokens, precision, stages,
-                              micro_batches, schedule=0):
+                              micro_batches, schedule=0, chunks=None):
     """Activation memory of a pipeline stage node at its peak, in bytes (0 unless
     `activation_memory` is on).
 
@@ -379,7 +431,7 @@ def activation_bytes_per_node(a: Assumptions, active_params, hidden, local_batch
     per_token = a.activation_bytes_per_token_layer_h * np.asarray(active_params, dtype=float) / (
         12.0 * np.asarray(hidden, dtype=float) * s) * a.activation_bytes(precision) / 2.0
     m = np.asarray(micro_batches, dtype=float)
-    return in_flight_micro_batches(a, s, m, schedule) * local_batch_tokens / m * per_token
+    return in_flight_micro_batches(a, s, m, schedule, chunks) * local_batch_tokens / m * per_token
 
 
 RECOMPUTE_FORWARD_SHARE = 1.0 / 3.0   # a recomputed forward pass: 2 of the 6 P_act FLOP per token
@@ -387,7 +439,7 @@ FIT_MARGIN = 1e-12                    # share added to `fit`'s r: of a stage's a
 
 
 def activation_parts_bytes(a: Assumptions, active_params, hidden, local_batch_tokens, precision, stages,
-                           micro_batches, schedule=0):
+                           micro_batches, schedule=0, chunks=None):
     """(kept, recomputed, working) activation bytes of a pipeline stage node at its peak (zeros unless
     `activation_memory` is on), for the recomputation choice of `recompute_share`:
 
@@ -402,7 +454,7 @@ def activation_parts_bytes(a: Assumptions, active_params, hidden, local_batch_to
     if not a.activation_memory:
         return 0.0, 0.0, 0.0
     kept = activation_bytes_per_node(a, active_params, hidden, local_batch_tokens, precision, stages,
-                                     micro_batches, schedule)
+                                     micro_batches, schedule, chunks)
     recomputed = kept * (a.recompute_bytes_per_token_layer_h / a.activation_bytes_per_token_layer_h)
     working = (local_batch_tokens / np.asarray(micro_batches, dtype=float)) * a.activation_bytes_per_token_layer_h \
         * np.asarray(hidden, dtype=float) * a.activation_bytes(precision) / 2.0
@@ -506,7 +558,7 @@ def extrapolation_warnings(inner_steps: float, compression: float, replicas: flo
 
 
 def pipeline_parts_s(a: Assumptions, step_compute_s, stages, micro_batches, act_bits, link_bps, link_latency_s,
-                     straggler, schedule=0):
+                     straggler, schedule=0, chunks=None):
     """The pipeline step under each plan's schedule, as timing.pipeline_parts_s (GPipe, the
     reference) with slots and transfers from `pipeline_ticks`:
     t_pp = slots * (c + k (x + lat_pp) f(S)), c = t_comp / (S M), x = (2 a / M) / bw_pp, k the
@@ -519,5 +571,5 @@ def pipeline_parts_s(a: Assumptions, step_compute_s, stages, micro_batches, act_
     m = np.asarray(micro_batches, dtype=float)
     c = np.asarray(step_compute_s, dtype=float) / (s * m)
     x = (2.0 * np.asarray(act_bits, dtype=float) / m) / link_bps
-    slots, k = pipeline_ticks(a, s, m, code)
+    slots, k = pipeline_ticks(a, s, m, code, chunks)
     return slots * (c + k * (x + link_latency_s) * straggler), slots, c, x, k

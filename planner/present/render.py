@@ -133,6 +133,8 @@ def plan_table(e: "Evaluation") -> PlainTable:
         t.add_row("activation compression", f"{float(b.activation_compression[0]):g}x", "")
         if int(b.schedule[0]):
             t.add_row("pipeline schedule", PIPELINE_SCHEDULES[int(b.schedule[0]) - 1], "chosen per plan (dtplan)")
+        if v.get("pipeline_chunks", 1.0) > 1:
+            t.add_row("interleaved chunks v", f"{v['pipeline_chunks']:g}", "per rank, chosen per plan (dtplan)")
     if s.is_moe:
         t.add_row("expert parallelism", b.expert_parallel, "")
     t.add_row("memory per node", f"{v['state_bytes_per_node'] / 1e9:,.1f} GB", f"of {s.memory_bytes / 1e9:,.0f} GB")

@@ -1,17 +1,20 @@
 """The achieved utilisation u of a node from the compute model (docs/physics.md, section 1b).
 
-    u = e_train 6 P_act m / (T F sum_op t_op)
+    u = e_train 6 P_act m / (T F t),   t = sum_op t_op (+ the expert all-to-all)
 
 for a micro-batch of m tokens on a tensor-parallel group of T accelerators of dense peak F each at
 the plan's precision, t_op from planner/cost/compute/roofline.py over the operations of
 planner/cost/compute/ops.py. u is on dtplan's 6 P_act basis, so a model whose attention and output
 layer cost more than 6 P_act counts has a lower u; the bubbles, collectives, syncs and recomputation
 of physics.py scale it further down. e_train is the chip's training efficiency at the precision
-(planner/cost/compute/roofline.py; 1 where the chip has none).
+(planner/cost/compute/roofline.py; 1 where the chip has none). For a mixture-of-experts model with an
+`ExpertFabric`, t also holds the expert-parallel all-to-all, exposed or overlapped as
+planner/cost/compute/experts.py gives it.
 """
 
 from __future__ import annotations
 
+from planner.cost.compute.experts import ExpertFabric, all_to_all_s, with_all_to_all_s
 from planner.cost.compute.ops import micro_batch_ops
 from planner.cost.compute.roofline import Chip, attention_time_s, gemm_time_s, memory_time_s
 from planner.cost.compute.shape import ModelShape
@@ -27,10 +30,14 @@ def micro_batch_time_s(shape: ModelShape, chip: Chip, precision: str, micro_batc
 
 
 def node_utilisation(shape: ModelShape, chip: Chip, precision: str, active_params: float,
-                     micro_batch_tokens: float, tensor_parallel: float = 1.0, expert_parallel: float = 1.0) -> float:
-    """u = e_train 6 P_act m / (T F sum t_op): the utilisation of the node's compute on the 6 P_act basis."""
+                     micro_batch_tokens: float, tensor_parallel: float = 1.0, expert_parallel: float = 1.0,
+                     experts: ExpertFabric | None = None) -> float:
+    """u = e_train 6 P_act m / (T F t): the utilisation of the node's compute on the 6 P_act basis;
+    with `experts`, t includes the all-to-all of the m / T tokens each GPU holds."""
     t = max(float(tensor_parallel), 1.0)
     parts = micro_batch_time_s(shape, chip, precision, micro_batch_tokens, t, expert_parallel)
     seconds = sum(parts.values())
+    if experts is not None and shape.moe_layers:
+        seconds = with_all_to_all_s(seconds, all_to_all_s(shape, micro_batch_tokens / t, experts), experts, chip.sms)
     e_train = chip.training_efficiency.get(precision, 1.0)
     return e_train * 6.0 * active_params * micro_batch_tokens / (t * chip.peak_tflops[precision] * 1e12 * seconds)
