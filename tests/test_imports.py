@@ -24,13 +24,7 @@ _spec.loader.exec_module(import_graph)
 # Still wrong, each in files owned by another piece of work of issue 26 (see docs/architecture.md,
 # "Known exceptions"); an entry is removed when its cause is.
 KNOWN = {
-    "circles": [
-        # the sync rules (issue 26 item 4): the pool MIP and the pool solvers import each other
-        ["planner.mip.pool_proportional", "planner.mip.pool_regions", "planner.mip.pools", "planner.solvers.mixed",
-         "planner.solvers.mixed_mip"],
-        ["planner.solvers.mixed_proportional", "planner.solvers.proportional_boxes",
-         "planner.solvers.proportional_cost", "planner.solvers.proportional_levels"],
-    ],
+    "circles": [],
     "upward": [],
     "private": [
     ],

@@ -11,11 +11,13 @@
 - `present`: labels, the per-pool table and the site lines of the output.
 - `samples`: random small instances for the comparison with the oracle.
 
-The planner over pools is `planner.solvers.mixed` (an exact decomposition over pool subsets
-solved by the existing branch and bound) and its oracle `planner.solvers.mixed_oracle`.
+The sync rules (straggler, proportional, auto) are `planner.sync`; the straggler rule's mixed
+setting is `replicas.mixed_setting`. The planner over pools is `planner.solvers.mixed` (an exact
+decomposition over pool subsets solved by the existing branch and bound,
+`planner.solvers.decomposition`) and its oracle `planner.solvers.mixed_oracle`.
 
 Layer: the fleet's modules sit on the layers of what they do (docs/architecture.md): `pools`,
-`replicas`, `network`, `regions`, `proportional` and `samples` on the setting layer (they import
+`replicas`, `network`, `regions` and `samples` on the setting layer (they import
 only schema, cost, `planner.setting` and `planner.sites`); `evaluate` on the evaluate layer (it
 composes `planner.homogeneous`); `present` on the present layer. None imports a solver.
 """

@@ -457,7 +457,7 @@ def fastest_placed_counts(pools, placement: Placement, steps: dict[int, int], un
                           nodes: int) -> list[int] | None:
     """The counts per pool of `fastest_placement`'s split of `nodes` nodes: the nodes per region read
     back from the programme (`region_nodes`), each region's fastest fill (`fastest_fill`)."""
-    from planner.fleet.proportional import fastest_fill
+    from planner.sync.proportional.rule import fastest_fill
     per_region = region_nodes(_speed_curves(placement, steps), unit, nodes)
     if per_region is None:
         return None

@@ -43,7 +43,7 @@ setting: that one could coincide with the relaxed setting of another set of site
 is narrower than U's. The bound of U's relaxed setting holds for U's plans on P: the same plan there
 is no slower (no less compute), and its pattern's node range holds U's.
 
-Certification: as without regions, the exact decomposition (`planner.solvers.mixed.solve_mixed`
+Certification: as without regions, the exact decomposition (`planner.solvers.decomposition.decompose`
 with the branch and bound, which solves chosen regions exactly) with the loop's value as its
 incumbent, when the fleet has at most `MAX_EXACT_POOLS` pools; its answer is the one returned, so
 `--solver highs|scip` and `--solver bnb` give the same plan. Beyond that the decomposition does not
@@ -97,7 +97,7 @@ def refusals(instance, solver: str, pool_count: int, max_exact_pools: int) -> No
 
 
 def exact_plan(instance, pools, plan, params, measure: Callable) -> object | None:
-    """The model's plan (a `pools.MixedPlan` scored on the singleton partition) as a real plan under
+    """The model's plan (a `pool_patterns.MixedPlan` scored on the singleton partition) as a real plan under
     chosen regions: for each undominated region partition of its sites (`regions.part_regions`) on
     which its N nodes are placeable for its unit size, the plan with the cheapest placement's counts
     and that partition's setting; the one of least `measure(plan)` (the loop's model value: ln T,
@@ -107,8 +107,8 @@ def exact_plan(instance, pools, plan, params, measure: Callable) -> object | Non
     from planner.fleet.network import site_network
     from planner.fleet.regions import batch_unit, cheapest_placement, part_regions
     from planner.fleet.replicas import cheapest_fill, fleet_cost_usd, mixed_setting
-    from planner.mip.pools import MixedPlan
-    from planner.solvers.mixed import unit_price
+    from planner.mip.pool_patterns import MixedPlan
+    from planner.solvers.pool_parts import unit_price
     used = tuple(p for p, c in enumerate(plan.counts) if c > 0)
     nodes = int(np.ravel(plan.batch.nodes)[0])
     unit = batch_unit(plan.batch)
@@ -134,7 +134,7 @@ def relaxed_bounds(instance, pools, bounds: Callable) -> Callable:
     part's own partition (module docstring). Settings cached per (model size, pools, precision)."""
     from planner.setting import with_params
     from planner.fleet.replicas import mixed_setting
-    from planner.solvers.mixed import unit_price
+    from planner.solvers.pool_parts import unit_price
     sites = model_sites(instance)
     cache: dict = {}
 

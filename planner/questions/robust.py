@@ -41,7 +41,8 @@ from planner.schema.instance import Instance, parse_instance
 from planner.solve import AGREEMENT_REL, MIP_SOLVERS, SolveResult, plan_from_batch, solve
 from planner.solvers import UnsupportedBySolver
 from planner.solvers.bnb import TIE_REL
-from planner.solvers.mixed import base_space, plan_of
+from planner.solvers.decomposition import plan_of
+from planner.solvers.pool_parts import base_space
 from planner.space import DecisionSpace
 
 

@@ -35,8 +35,8 @@ from planner.fleet.replicas import fleet_cost_usd, mixed_setting, unsupported, u
 from planner.solvers.objective_search import tie_less
 from planner.schema.instance import Instance
 from planner.solvers import exhaustive
-from planner.solvers.mixed import base_space, unit_price
-from planner.solvers.mixed_proportional import rules_searched
+from planner.solvers.pool_parts import base_space, unit_price
+from planner.sync.rules import rules_searched
 
 
 def oracle(instance: Instance, objective: Objective | str | None = None) -> tuple[float, tuple[float, ...], list[int]] | None:
@@ -48,7 +48,7 @@ def oracle(instance: Instance, objective: Objective | str | None = None) -> tupl
     cap = instance.limits.max_nodes or math.inf
     budget = instance.limits.budget_usd
     sites = site_network(instance)
-    rules = rules_searched(instance, objective, pools)
+    rules = rules_searched(instance)
     best = None
     for counts in product(*(range(p.count + 1) for p in pools)):
         n = sum(counts)
@@ -89,8 +89,9 @@ def _straggler_key(found, s, cost: float, objective: Objective):
 def _proportional(pools, counts, s, space, precision: str, objective: Objective):
     """(value, key) of the best proportional plan on exactly these counts, or None: every plan of
     the space the rule applies to, each scored with W = sum_p n_p H_p of these counts."""
-    from planner.fleet.proportional import adjust_for, inner_steps, step_ratios
-    from planner.solvers.mixed_proportional import measure, plans
+    from planner.sync.proportional.rule import adjust_for, inner_steps, step_ratios
+    from planner.sync.proportional.measure import measure
+    from planner.sync.proportional.search import plans
     used = used_pools(counts)
     ratios = step_ratios(s, pools, used, precision)
     cost = fleet_cost_usd(pools, counts)

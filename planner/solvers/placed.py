@@ -54,7 +54,7 @@ def least_cost_placed(setting, space, placement: Placement, deadline: float, sol
                       limit_usd: float = math.inf):
     """min_cost over one part with several regions: (its cheapest plan's one-plan batch or None, that
     plan's placement cost C_u(N) in USD, plans scored, a lower bound in USD on every plan of the part
-    costing at most `limit_usd`). `setting` has the unit node price (`mixed.unit_price`), so the
+    costing at most `limit_usd`). `setting` has the unit node price (`pool_parts.unit_price`), so the
     uniform min_cost solver finds the plan of fewest nodes among those the space lists.
 
     A plan's cost is C_u(N) (`placement_costs`), which is not monotone in N (regions of 13 and 20
