@@ -16,9 +16,9 @@ from click.testing import CliRunner
 
 from planner.api import evaluate, instance_from_dict, solve
 from planner.cli import main
-from planner.fleet.regions import (Placement, cheapest_placement, fastest_placed_counts, fastest_placement,
-                                   is_placeable, placeable_mask, placeable_splits, placement_costs, placement_of,
-                                   region_curve)
+from planner.fleet.regions import (Placement, cheapest_placement, is_placeable, placeable_mask, placement_costs,
+                                   placement_of, region_curve)
+from planner.sync.proportional.placement import fastest_placed_counts, fastest_placement, placeable_splits
 from planner.fleet.pools import pool_settings
 from planner.fleet.replicas import fleet_cost_usd
 from planner.schema.errors import InputError

@@ -7,6 +7,8 @@
   checked on every pool used, cost summed per pool; one pool is exactly today's model.
 - `network`: with network.sites, the links a plan uses as functions of its pools' sites (the
   slowest route among them, the regions its groups stay in).
+- `regions`: chosen regions, the placement rule and its costs; `region_plans`: the rule on an
+  instance (the regions a part tries, a plan's regions checked and shown, the oracle's).
 - `evaluate`: one mixed plan scored (`MixedEvaluation`), with its per-pool rows and sites.
 - `present`: labels, the per-pool table and the site lines of the output.
 - `samples`: random small instances for the comparison with the oracle.
@@ -17,7 +19,7 @@ decomposition over pool subsets solved by the existing branch and bound,
 `planner.solvers.decomposition`) and its oracle `planner.solvers.mixed_oracle`.
 
 Layer: the fleet's modules sit on the layers of what they do (docs/architecture.md): `pools`,
-`replicas`, `network`, `regions` and `samples` on the setting layer (they import
+`replicas`, `network`, `regions`, `region_plans` and `samples` on the setting layer (they import
 only schema, cost, `planner.setting` and `planner.sites`); `evaluate` on the evaluate layer (it
 composes `planner.homogeneous`); `present` on the present layer. None imports a solver.
 """

@@ -20,7 +20,8 @@ from planner.cost import quality_fit
 from planner.cost.score import score
 from planner.homogeneous import Evaluation, finite, plan_envelope, plan_warnings, violation_messages
 from planner.fleet.network import plan_site_network, site_network
-from planner.fleet.regions import plan_region_problems, plan_unit, region_rows
+from planner.fleet.region_plans import plan_region_problems, region_rows
+from planner.fleet.regions import plan_unit
 from planner.fleet.pools import PoolSetting, pool_settings
 from planner.sync.proportional.rule import idle_share, plan_adjust
 from planner.fleet.replicas import (fleet_cost_usd, idle_fraction, mixed_setting, node_price_usd, slowest,

@@ -125,7 +125,7 @@ def site_network(instance) -> SiteNetwork | None:
 
 def plan_site_network(instance, plan) -> SiteNetwork | None:
     """`site_network` with the plan's own regions when it states them (plan.regions, checked by
-    `planner.fleet.regions.plan_region_problems`); a plan on one site under chosen regions has
+    `planner.fleet.region_plans.plan_region_problems`); a plan on one site under chosen regions has
     that site as its region."""
     net = site_network(instance)
     if net is None or instance.network.regions != "chosen":

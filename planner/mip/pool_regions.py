@@ -29,7 +29,7 @@ relaxed setting are not exact under chosen regions, so the loop keeps them in th
 (`mixed_mip.outer_approximation` passes no solved classes when `is_chosen`).
 
 The incumbent is exact (`exact_plan`): the model's plan (mode, N, H, R, precision, pools U) is
-re-scored on every undominated region partition of S(U) (`regions.part_regions`, the same views
+re-scored on every undominated region partition of S(U) (`region_plans.part_regions`, the same views
 the decomposition solves) where its N nodes are placeable for its unit size (`Placement.mask`),
 with the cheapest placement's counts (`regions.cheapest_placement`, cost C_u(N)); the best of
 those (the objective's measure) is the incumbent, none when no partition places it. So the loop's
@@ -98,14 +98,15 @@ def refusals(instance, solver: str, pool_count: int, max_exact_pools: int) -> No
 
 def exact_plan(instance, pools, plan, params, measure: Callable) -> object | None:
     """The model's plan (a `pool_patterns.MixedPlan` scored on the singleton partition) as a real plan under
-    chosen regions: for each undominated region partition of its sites (`regions.part_regions`) on
+    chosen regions: for each undominated region partition of its sites (`region_plans.part_regions`) on
     which its N nodes are placeable for its unit size, the plan with the cheapest placement's counts
     and that partition's setting; the one of least `measure(plan)` (the loop's model value: ln T,
     cost, -ln C; inf when it misses the duration limit), or None when no partition places it or
     every one misses. The setting part index is kept (the model's)."""
     from planner.setting import with_params
     from planner.fleet.network import site_network
-    from planner.fleet.regions import batch_unit, cheapest_placement, part_regions
+    from planner.fleet.region_plans import batch_unit, part_regions
+    from planner.fleet.regions import cheapest_placement
     from planner.fleet.replicas import cheapest_fill, fleet_cost_usd, mixed_setting
     from planner.mip.pool_patterns import MixedPlan
     from planner.solvers.pool_parts import unit_price

@@ -45,7 +45,7 @@ from planner.cost.setting import PlanBatch
 from planner.fleet.evaluate import evaluate_mixed
 from planner.fleet.network import site_network
 from planner.fleet.pools import PoolSetting, pool_settings
-from planner.fleet.regions import part_counts, plan_regions
+from planner.fleet.region_plans import part_counts, plan_regions
 from planner.fleet.replicas import affordable_nodes, cheapest_fill, fleet_cost_usd, mixed_setting, unsupported
 from planner.solvers.objective_search import min_time, tie_less
 from planner.solvers.placed import cheapest_tied, least_cost_placed

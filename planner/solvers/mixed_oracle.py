@@ -11,7 +11,7 @@ cost), and its work is the product of the pool counts times the plan space: for 
 (tests/test_fleet_planner.py, scripts/check_mixed_oracle.py).
 
 With `network.regions = "chosen"` each assignment is also scored with every set partition of its
-sites into regions (`planner.fleet.regions.oracle_regions`), the placement rule checked on its own
+sites into regions (`planner.fleet.region_plans.oracle_regions`), the placement rule checked on its own
 nodes per region: every placement is an assignment, priced by its own cost, so min_cost and budgets
 under chosen regions are checked by brute force, with none of the planner's C_u(N) reasoning
 (tests/test_regions.py, scripts/check_regions_oracle.py).
@@ -30,7 +30,7 @@ from planner.cost.score import time_to_target
 from planner.evaluate import with_params
 from planner.fleet.network import site_network
 from planner.fleet.pools import pool_settings
-from planner.fleet.regions import oracle_regions
+from planner.fleet.region_plans import oracle_regions
 from planner.fleet.replicas import fleet_cost_usd, mixed_setting, unsupported, used_pools
 from planner.solvers.objective_search import tie_less
 from planner.schema.instance import Instance

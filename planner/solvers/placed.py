@@ -13,7 +13,8 @@ from dataclasses import replace
 
 import numpy as np
 
-from planner.fleet.regions import Placement, batch_unit
+from planner.fleet.region_plans import batch_unit
+from planner.fleet.regions import Placement
 from planner.objectives import MIN_COST, MIN_TIME, Objective
 from planner.solvers.objective_search import max_compute, min_time
 from planner.solvers.uniform import optimise

@@ -21,7 +21,7 @@ from planner.cost.setting import PlanBatch, Setting
 from planner.evaluate import with_params
 from planner.fleet.network import site_network
 from planner.fleet.pools import PoolSetting
-from planner.fleet.regions import part_regions
+from planner.fleet.region_plans import part_regions
 from planner.fleet.replicas import affordable_nodes, mixed_setting, unsupported
 from planner.schema.instance import Instance
 from planner.space import PRECISION_ORDER, DecisionSpace

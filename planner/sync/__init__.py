@@ -8,13 +8,15 @@ one rule's own.
   `planner.fleet.replicas.mixed_setting`; its parts are searched by the uniform solvers
   (`planner.solvers.decomposition`) and bounded by `planner.solvers.pool_parts.compute_bound_s`.
 - `proportional`: the proportional rule. `proportional.rule` says what it is (each pool's inner steps
-  per outer step, the throughput's adjustment, where it applies); `proportional.measure`,
+  per outer step, the throughput's adjustment, where it applies) and `proportional.placement` its
+  fastest placeable split under chosen regions; `proportional.measure`,
   `proportional.search` (a part's best plan under the rule and the bounds that skip parts),
   `proportional.boxes`, `proportional.cost_boxes`, `proportional.levels` and
   `proportional.split_table` search it. Its rows in the pools' MIP are `planner.mip.pool_proportional`.
 
 Layer: the package spans two layers, each module on the layer of what it does (docs/architecture.md,
-`LAYERS` in scripts/import_graph.py): `rules` and `proportional.rule` on the setting layer (they import
+`LAYERS` in scripts/import_graph.py): `rules`, `proportional.rule` and `proportional.placement` on the
+setting layer (they import
 only schema, cost and the setting's modules), every other module on the search layer (it may import
 everything below search, never questions, present or the interfaces). The package's `__init__`s import
 nothing, so a setting-layer module can import `planner.sync.rules` without loading a search.

@@ -49,7 +49,7 @@ from planner.cost.modes import throughput
 from planner.sync.proportional.rule import adjust_for, inner_steps
 from planner.sync.proportional import levels
 from planner.sync.proportional.measure import measure
-from planner.fleet.regions import units_of
+from planner.fleet.region_plans import units_of
 from planner.solvers.objective_search import tie_less
 from planner.solvers import bnb, monotone
 from planner.solvers.bnb import TIE_REL
@@ -133,7 +133,7 @@ def search(pools, used, s, space, precision: str, classes, splits, h_max_of, rat
             rule (`splits.lookup` with u = 1: at least the W of every placeable split, and time falls,
             compute grows with W) comes within the tie tolerance of the best found. The others can
             neither be the answer nor tie with it, so their placeable split (a dynamic programme per
-            (H, u), `regions.fastest_placement`) is not computed."""
+            (H, u), `placement.fastest_placement`) is not computed."""
             idx, n, h, r = np.broadcast_arrays(idx, n, h, r)
             weighted, _ = splits.lookup(h, c.nodes(idx, n))
             value = measure(s, c.plans(idx, n, h, r), adjust_for(weighted, h_max_of(h), h), objective)

@@ -46,7 +46,8 @@ from planner.cost import chinchilla, modes, quality, run
 from planner.cost.setting import PlanBatch, Setting
 from planner.sync.proportional.rule import adjust_for, inner_steps
 from planner.sync.proportional.measure import measure, unique_pairs
-from planner.fleet.regions import placeable_splits, units_of
+from planner.fleet.region_plans import units_of
+from planner.sync.proportional.placement import placeable_splits
 from planner.solvers.objective_search import tie_less
 from planner.schema.errors import InputError, Problem
 from planner.solvers import monotone
@@ -65,7 +66,7 @@ class Levels:
     split of the nodes among the pools of U, at least one node each, with its cost). Row (h, u):
     (start [max_nodes + 2], w [levels], cost [levels], split [levels]): the levels of N nodes are
     w[start[N]:start[N + 1]], ascending. With several chosen regions (`placement`) the row of unit
-    size u takes only the splits placeable for u (`regions.placeable_splits`); else u is ignored."""
+    size u takes only the splits placeable for u (`placement.placeable_splits`); else u is ignored."""
 
     def __init__(self, vectors: np.ndarray, cost: np.ndarray, ratios, max_nodes: int, budget_usd: float | None,
                  placement=None):

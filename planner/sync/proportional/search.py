@@ -50,7 +50,8 @@ from planner.objectives import MIN_COST, MIN_TIME, Objective
 from planner.cost.setting import PlanBatch, Setting
 from planner.sync.proportional.rule import adjust_for, fastest_fill, fill_row, inner_steps, step_ratios
 from planner.sync.proportional.measure import measure, unique_pairs
-from planner.fleet.regions import fastest_placed_counts, fastest_placement, placeable_splits, units_of
+from planner.fleet.region_plans import units_of
+from planner.sync.proportional.placement import fastest_placed_counts, fastest_placement, placeable_splits
 from planner.fleet.replicas import fleet_cost_usd
 from planner.solvers.objective_search import tie_less
 from planner.schema.errors import InputError, Problem
@@ -159,7 +160,7 @@ class Splits:
     ROWS_CELLS cells kept): W = sum_p n_p H_p (0 where no split exists), its cost, and either the
     fastest split or, with a budget, the split of most W within it, then the cheapest, among
     `vectors` (every split). With several chosen regions (`placement`) only the splits whose nodes
-    per region are placeable for u count (`regions.fastest_placement`, `regions.placeable_splits`);
+    per region are placeable for u count (`placement.fastest_placement`, `placement.placeable_splits`);
     else, or for u = 1 (flat plans: no units), the fastest fill."""
 
     def __init__(self, pools, used, ratios, max_nodes: int, budget_usd: float | None, h_count: int,
@@ -347,7 +348,7 @@ def _cheapest(pools, used, s: Setting, space: DecisionSpace, precision: str, rat
     limit iff W >= W_need(d) = W_0 T(d, W_0) / T_limit; per (H, N) and unit size u the plan of least
     W_need is also the fastest of them for every split. Then every split of N nodes (`split_vectors`)
     within the budget is compared with the least W_need of each u it is placeable for (every u
-    without several chosen regions, `regions.placeable_splits`): least cost, then most W over that
+    without several chosen regions, `placement.placeable_splits`): least cost, then most W over that
     need (least time)."""
     vectors, cost = split_vectors(pools, used, len(scored_h), MIN_COST.key)
     nodes_v = vectors.sum(axis=1)
