@@ -15,6 +15,9 @@ sites into regions (`planner.fleet.region_plans.oracle_regions`), the placement 
 nodes per region: every placement is an assignment, priced by its own cost, so min_cost and budgets
 under chosen regions are checked by brute force, with none of the planner's C_u(N) reasoning
 (tests/test_regions.py, scripts/check_regions_oracle.py).
+
+Under fleet.sync_rule proportional or auto each assignment is also scored under the proportional
+rule (`planner.sync.proportional.oracle.best_on_counts`).
 """
 
 from __future__ import annotations
@@ -22,8 +25,6 @@ from __future__ import annotations
 import dataclasses
 import math
 from itertools import product
-
-import numpy as np
 
 from planner.objectives import Objective, objective_named
 from planner.cost.score import time_to_target
@@ -36,6 +37,7 @@ from planner.solvers.objective_search import tie_less
 from planner.schema.instance import Instance
 from planner.solvers import exhaustive
 from planner.solvers.pool_parts import base_space, unit_price
+from planner.sync.proportional.oracle import best_on_counts
 from planner.sync.rules import rules_searched
 
 
@@ -70,7 +72,7 @@ def oracle(instance: Instance, objective: Objective | str | None = None) -> tupl
                         if best is None or tie_less(key, best[1]):
                             best = (value, key, list(counts))
                 if "proportional" in rules and (len(used) > 1 or rules == ("proportional",)):
-                    found_p = _proportional(pools, counts, sized, fixed, precision, objective)
+                    found_p = best_on_counts(pools, counts, sized, fixed, precision, objective)
                     if found_p is not None and (best is None or tie_less(found_p[1], best[1])):
                         best = (found_p[0], found_p[1], list(counts))
     return best
@@ -84,27 +86,3 @@ def _straggler_key(found, s, cost: float, objective: Objective):
     if objective.maximise:
         return (-value, cost), value
     return (value, cost), value
-
-
-def _proportional(pools, counts, s, space, precision: str, objective: Objective):
-    """(value, key) of the best proportional plan on exactly these counts, or None: every plan of
-    the space the rule applies to, each scored with W = sum_p n_p H_p of these counts."""
-    from planner.sync.proportional.rule import adjust_for, inner_steps, step_ratios
-    from planner.sync.proportional.measure import measure
-    from planner.sync.proportional.search import plans
-    used = used_pools(counts)
-    ratios = step_ratios(s, pools, used, precision)
-    cost = fleet_cost_usd(pools, counts)
-    best = None
-    for c, idx, n, h, r in plans(s, space.for_objective(s, objective), precision):
-        steps = inner_steps(ratios, h)
-        weighted = sum(counts[i] * steps[i] for i in used)
-        h_max = np.max(np.stack([steps[i] for i in used]), axis=0)
-        value = measure(s, c.plans(idx, n, h, r), adjust_for(weighted, h_max, h), objective)
-        ok = np.isfinite(value) & ((value <= s.window_s) if not objective.maximise else True)
-        if ok.any():
-            top = float(value[ok].min())
-            key = (cost, top) if objective.by_cost else (top, cost)
-            if best is None or tie_less(key, best[1]):
-                best = (-top if objective.maximise else cost if objective.by_cost else top, key)
-    return best

@@ -12,12 +12,13 @@ one rule's own.
   fastest placeable split under chosen regions; `proportional.measure`,
   `proportional.search` (a part's best plan under the rule and the bounds that skip parts),
   `proportional.boxes`, `proportional.cost_boxes`, `proportional.levels` and
-  `proportional.split_table` search it. Its rows in the pools' MIP are `planner.mip.pool_proportional`.
+  `proportional.split_table` search it; `proportional.oracle` is its part of the exhaustive oracle.
+  Its rows in the pools' MIP are `planner.mip.pool_proportional`.
 
 Layer: the package spans two layers, each module on the layer of what it does (docs/architecture.md,
 `LAYERS` in scripts/import_graph.py): `rules`, `proportional.rule` and `proportional.placement` on the
-setting layer (they import
-only schema, cost and the setting's modules), every other module on the search layer (it may import
-everything below search, never questions, present or the interfaces). The package's `__init__`s import
-nothing, so a setting-layer module can import `planner.sync.rules` without loading a search.
+setting layer (they import only schema, cost and the setting's modules), every other module on the
+search layer (it may import everything below search, never questions, present or the interfaces).
+The package's `__init__`s import nothing, so a setting-layer module can import `planner.sync.rules`
+without loading a search.
 """
