@@ -11,7 +11,7 @@ below (`Statistic`). `RobustMeasure` is that key as a measure of the branch and 
 proven by the same search as every other.
 
 Why the bound holds. Let L_s <= m_s(p) for every plan p of a box and every s (each scenario's own
-box bound, `bnb._box_bound` under that scenario's Setting). The k-th largest of a vector,
+box bound, `bnb.box_bound` under that scenario's Setting). The k-th largest of a vector,
 kth(x), is non-decreasing in each argument: raising one entry can move no entry of the sorted
 vector down (the sorted vector of x' >= x is elementwise >= the sorted vector of x, since for
 every threshold t the count of entries >= t can only grow). Hence kth(m(p)) >= kth(L) for every
@@ -112,7 +112,7 @@ class RobustMeasure:
 
     def values(self, s: Setting, c, idx, n, h, r) -> np.ndarray:
         """The robust key of each plan (the statistic over the scenarios of the base measure)."""
-        per = np.stack([bnb._measure(t, c, idx, n, h, r, self.base) for t in self.settings])
+        per = np.stack([bnb.measure_plans(t, c, idx, n, h, r, self.base) for t in self.settings])
         self.evaluations += per.size
         return self.statistic.of_values(per)
 
@@ -146,7 +146,7 @@ class RobustMeasure:
             if not todo.size:
                 break
             sub = {key: v[todo] for key, v in box.items()}
-            low, corners = bnb._box_bound(self.settings[j], c, sub, self.base, self.monos[j], cut[todo])
+            low, corners = bnb.box_bound(self.settings[j], c, sub, self.base, self.monos[j], cut[todo])
             low = np.nan_to_num(low, nan=0.0)
             if c.members is not None:    # member order not this scenario's: no bound across members
                 unordered = ~self._member_order(c)[j]
@@ -163,7 +163,7 @@ class RobustMeasure:
             todo = todo[over[todo] < k]
         bound = self.statistic.of_values(lower)
         alive = np.flatnonzero(over < k)          # every scenario bounded: their corners are scored
-        r_fast, r_slow = bnb._fast_slow_r(c, box)
+        r_fast, r_slow = bnb.fast_slow_r(c, box)
         plans = [(box["i"][alive], box["n1"][alive], box["h2"][alive], r_fast[alive]),
                  (box["i"][alive], box["n1"][alive], box["h1"][alive], r_slow[alive])]
         if aligned:
@@ -234,11 +234,11 @@ def _reads(space: DecisionSpace, nominal: Setting) -> set[str]:
     the same values)."""
     copy, read = recording(nominal.assumptions)
     probe = nominal.replace(assumptions=copy)
-    memo = space.__dict__.setdefault("_memo", {})       # `DecisionSpace.classes`' memo
+    memo = space.class_memo()
     for mode in space.modes:
         for precision in space.precisions:
             for ep in space.expert_scopes(probe, mode):
-                memo[(mode, precision, ep)] = (nominal, space._classes_of(probe, mode, precision, ep))
+                memo[(mode, precision, ep)] = (nominal, space.classes_of(probe, mode, precision, ep))
     return read & {f.name for f in dataclasses.fields(nominal.assumptions)}     # methods read fields through self
 
 
@@ -402,12 +402,12 @@ def optimise(settings: list[Setting], space: DecisionSpace, objective: Objective
 def _first_scenarios(s: Setting, space: DecisionSpace, base: str, settings: list[Setting],
                      statistic: Statistic) -> list[int]:
     """The scenarios of the first search: the k in which a good plan fares worst (the best seed plan of
-    the nominal search's first boxes, `bnb._seeds`), likely those that bind; the first k when no seed
+    the nominal search's first boxes, `bnb.seeds`), likely those that bind; the first k when no seed
     has a finite measure. A heuristic: any subset keeps the search exact (`optimise`)."""
     best, plan = math.inf, None
     for c in bnb.batches(s, space):
-        idx, n, h, r = bnb._seeds(s, c, space.max_inner_steps, space.max_regional_rounds)
-        values = bnb._measure(s, c, idx, n, h, r, base)
+        idx, n, h, r = bnb.seeds(s, c, space.max_inner_steps, space.max_regional_rounds)
+        values = bnb.measure_plans(s, c, idx, n, h, r, base)
         if np.isfinite(values).any() and float(np.nanmin(values)) < best:
             i = int(np.nanargmin(np.where(np.isfinite(values), values, np.inf)))
             best, plan = float(values[i]), c.plans(idx[i:i + 1], n[i:i + 1], h[i:i + 1], r[i:i + 1])

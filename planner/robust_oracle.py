@@ -40,7 +40,7 @@ from planner.fleet.replicas import fleet_cost_usd, mixed_setting, unsupported, u
 from planner.robust import Statistic
 from planner.schema.instance import Instance
 from planner.solvers.bnb import TIE_REL
-from planner.solvers.mixed import base_space, unit_price
+from planner.solvers.pool_parts import base_space, unit_price
 from planner.space import ZERO_SHARD_SIZES, DecisionSpace, hierarchical_shards_valid, schedules_searched
 
 LIMITS = ("memory-cap", "node-limit", "structure", "budget-limit")

@@ -42,7 +42,7 @@ from planner.objectives import MIN_TIME, Objective
 from planner.robust import ROBUST_OPTION, Statistic, optimise
 from planner.schema.errors import InputError, Problem
 from planner.schema.instance import Instance
-from planner.solvers.mixed import Part, PartResult, compute_bound_s, parts, unit_price
+from planner.solvers.pool_parts import Part, PartResult, compute_bound_s, parts, unit_price
 from planner.solvers.objective_search import tie_less
 
 
@@ -76,7 +76,7 @@ def check_pools(instance: Instance, scenario_pools: list[list[PoolSetting]], lab
 
 
 def part_settings(scenario_pools: list[list[PoolSetting]], part: Part, params: float | None) -> list[Setting]:
-    """The part's Setting under each scenario (as `planner.solvers.mixed.parts_until` builds it nominally)."""
+    """The part's Setting under each scenario (as `planner.solvers.pool_parts.parts_until` builds it nominally)."""
     out = []
     for pools in scenario_pools:
         s = mixed_setting(pools, part.used, part.precision, part.sites)
@@ -109,7 +109,7 @@ def solve_pools(instance: Instance, scenario_pools: list[list[PoolSetting]], lab
             incumbent = best.value * (1 - 1e-12 if maximise else 1 + 1e-12)      # ties with it are still found
         settings = part_settings(scenario_pools, part, params)
         if objective.by_time:
-            # each scenario's compute bound (planner.solvers.mixed.compute_bound_s, 0 where it is not
+            # each scenario's compute bound (planner.solvers.pool_parts.compute_bound_s, 0 where it is not
             # known to hold) bounds that scenario's time of every plan of the part; the statistic is
             # monotone in each entry, so the statistic of the bounds bounds the part's robust time
             floor_s = float(statistic.of_values([compute_bound_s(s, part.space.max_nodes) for s in settings]))

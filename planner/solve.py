@@ -19,7 +19,8 @@ agree with the solver's objective to 1e-9 relative. Ties are broken by
 
 Layer: search, its front door (docs/architecture.md). The search of one setting by solver name
 (`optimise`), the result type (`SolveResult`) and its parts are `planner.solvers.uniform`, named here
-too; a fleet of pools is solved by `planner.solvers.mixed.solve_mixed`.
+too; a fleet of pools is solved by `planner.solvers.mixed.solve_mixed`
+(the decomposition `planner.solvers.decomposition`, or the one-model MIP path).
 """
 
 from __future__ import annotations

@@ -194,6 +194,10 @@ class DecisionSpace:
             memo[key] = (setting, self._classes_of(setting, mode, precision, expert_parallel))
         return memo[key][1]
 
+    def class_memo(self) -> dict:
+        """The memo of `classes`: (mode, precision, expert_parallel) -> (setting, its classes)."""
+        return self.__dict__.setdefault("_memo", {})
+
     def _classes_of(self, setting: Setting, mode: str, precision: str, expert_parallel: str = "none") -> "Classes | None":
         """Every valid combination of all decisions but n (replicas), H and R, each with its range of n.
 
@@ -234,6 +238,8 @@ class DecisionSpace:
             from planner.fleet.regions import restrict_classes
             c = restrict_classes(c, mode, self.placement.mask)
         return c if c.size else None
+
+    classes_of = _classes_of      # the classes built afresh (planner.robust records what they read)
 
     # -- per mode ---------------------------------------------------------------------
 

@@ -13,7 +13,7 @@ model to 10^25 FLOP: 40 nodes of 16x H100 in each of P European cities (1 Gb/s l
 neighbours, 100 Mb/s per node), and P pools of four presets without sites (`pools_nosites_data`).
 Beyond 12 pools the decomposition refuses (exit 2) and the MIP path answers alone, its own bound the
 proof (`planner.solvers.mixed_mip`); with a pool per site its columns group the 2^P sets of sites by
-their links, which are still listed for the node ranges: refused beyond `planner.mip.pools.MAX_SITE_SETS`
+their links, which are still listed for the node ranges: refused beyond `planner.mip.pool_patterns.MAX_SITE_SETS`
 (17 pools in 17 cities; 16 are answered). The MIP lines show the model's columns (groups of patterns) and the sets of
 sites listed.
 

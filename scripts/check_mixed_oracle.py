@@ -16,7 +16,7 @@ fastest fill.
 `--min-cost`: every instance min_cost under 'proportional' or 'auto' on two pools of 1.3 to 3.5 times
 each other's speed, with a duration limit that needs much of the fleet, so that the cheapest split
 reaching the target decides (`min_cost_rule_instance`; a budget a third of the time): the rule's
-parts are searched by boxes and the split table (planner/solvers/proportional_cost.py).
+parts are searched by boxes and the split table (planner/sync/proportional/cost_boxes.py).
 
 `--shipped` compares them on the shipped instances instead: mixed-a100-h100 and mixed-six-sites as
 they are (about 30 s and 45 s of oracle), and mixed-governance-cities with 1 node per city instead
@@ -132,9 +132,9 @@ def min_cost_rule_instance(rng: np.random.Generator) -> dict:
 
 def is_fastest_fill(instance, plan) -> bool:
     """Whether the plan's split has the most W = sum_p n_p H_p of its nodes on its pools
-    (`planner.fleet.proportional.fastest_fill`)."""
+    (`planner.sync.proportional.rule.fastest_fill`)."""
     from planner.fleet.pools import pool_settings
-    from planner.fleet.proportional import fastest_fill, inner_steps, step_ratios
+    from planner.sync.proportional.rule import fastest_fill, inner_steps, step_ratios
     from planner.fleet.replicas import mixed_setting
     pools = pool_settings(instance)
     counts = [plan.pool_nodes.get(p.label, 0) for p in pools]

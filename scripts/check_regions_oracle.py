@@ -154,7 +154,7 @@ def count_descents() -> Counter:
     """Counts, as the planner runs, the min_cost parts on several regions (`least_cost_placed`) and
     those whose descent found a plan cheaper than its first, fewest-node one (a second round with a
     plan): where taking the fewest nodes would have been wrong. Wraps the functions it counts."""
-    import planner.solvers.mixed as mixed
+    import planner.solvers.decomposition as mixed
     import planner.solvers.placed as placed      # least_cost_placed's own name for the uniform search
     counts: Counter = Counter()
     rounds: list[bool] = []
@@ -190,7 +190,7 @@ def cost_agrees(result, best) -> bool:
 def count_ties() -> Counter:
     """Counts, as the planner runs, the min_time / max_compute parts on several regions
     (`cheapest_tied`) and those where a cheaper plan tied with the solver's first choice."""
-    import planner.solvers.mixed as mixed
+    import planner.solvers.decomposition as mixed
     counts: Counter = Counter()
     cheapest_tied = mixed.cheapest_tied
 
@@ -219,7 +219,7 @@ def slower_than_fastest_fill(instance, result) -> bool:
     """Whether a proportional optimum's split has less W = sum_p n_p H_p than the fastest fill of its
     nodes over its pools (`fastest_fill` with its H_p): the placement or the budget set the split."""
     from planner.fleet.pools import pool_settings
-    from planner.fleet.proportional import fastest_fill
+    from planner.sync.proportional.rule import fastest_fill
     pools = pool_settings(instance)
     counts = [result.plan.pool_nodes.get(p.label, 0) for p in pools]
     steps = {i: row["inner_steps"] for i, row in enumerate(result.evaluation.pool_rows) if counts[i]}

@@ -28,7 +28,7 @@ from planner.questions.robust_scenarios import scenario_settings
 from planner.robust import Statistic, optimise
 from planner.robust_oracle import (agree, brute_force, brute_force_pools, random_instance, random_pool_instance,
                                    robust_value)
-from planner.solvers.mixed import base_space
+from planner.solvers.pool_parts import base_space
 from planner.objectives import objective_named
 from planner.solve import optimise as nominal_optimise
 from planner.schema.instance import parse_instance

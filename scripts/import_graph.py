@@ -38,7 +38,8 @@ LAYERS: list[tuple[str, str, tuple[str, ...]]] = [
     ("cost", "the cost model: one plan's step time, sync time, memory, quality, run cost",
      ("planner.cost",)),
     ("setting", "where the nodes are: sites and their latencies, pools of nodes, fleets of pools",
-     ("planner.setting", "planner.sites", "planner.fleet")),
+     ("planner.setting", "planner.sites", "planner.fleet", "planner.sync.rules", "planner.sync.proportional.rule",
+      "planner.sync.proportional.placement")),
     ("evaluate", "one plan on a setting, checked against the limits (a fleet: pool by pool)",
      ("planner.homogeneous", "planner.fleet.evaluate", "planner.evaluate",
       "planner.frames")),
@@ -47,7 +48,7 @@ LAYERS: list[tuple[str, str, tuple[str, ...]]] = [
     ("objectives", "what is minimised or maximised, and the bounds it gives the search",
      ("planner.objectives",)),
     ("search", "the solvers: branch and bound, exhaustive, the MIP and its backends, the pool solvers",
-     ("planner.solvers", "planner.mip",
+     ("planner.solvers", "planner.mip", "planner.sync",
       "planner.solve", "planner.reference", "planner.robust", "planner.robust_oracle", "planner.robust_pools")),
     ("questions", "questions asked of the solvers: feasible, compare, sweep, thresholds, robust",
      ("planner.questions",)),
@@ -105,23 +106,12 @@ def _statements(tree: ast.AST):
 
 def imports(name: str, path: Path, known: dict[str, Path]) -> list[tuple[str, str, int]]:
     """(imported module, imported name or '', line) for every planner import of module `name`."""
-    is_package = path.name == "__init__.py"
     out = []
     for node in _statements(ast.parse(path.read_text(), str(path))):
         if isinstance(node, ast.Import):
             out += [(a.name, "", node.lineno) for a in node.names if a.name.split(".")[0] == "planner"]
             continue
-        if node.level:
-            base = name.split(".") if is_package else name.split(".")[:-1]
-            base = base[:len(base) - node.level + 1]
-            source = ".".join(base + ([node.module] if node.module else []))
-        else:
-            source = node.module or ""
-        if source.split(".")[0] != "planner":
-            continue
-        for alias in node.names:
-            sub = f"{source}.{alias.name}"
-            out.append((sub, "", node.lineno) if sub in known else (source, alias.name, node.lineno))
+        out += _resolved(name, path, node, known)
     return out
 
 
@@ -172,6 +162,58 @@ def private_imports(g: nx.DiGraph) -> list[tuple[str, str, list[str]]]:
     return out
 
 
+NAMEDTUPLE_API = {"_replace", "_asdict", "_fields", "_field_defaults", "_make"}   # public despite the underscore
+
+
+def _bindings(name: str, path: Path, known: dict[str, Path]) -> dict[str, str]:
+    """Local name -> the planner module it names, or the module it was imported from (a class or function
+    imported by name), for every import of module `name` (`imports`' resolution)."""
+    out = {}
+    for node in _statements(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            out.update({a.asname: a.name for a in node.names if a.asname and a.name in known})
+            continue
+        for (target, _, _), alias in zip(_resolved(name, path, node, known), node.names):
+            out[alias.asname or alias.name] = target
+    return out
+
+
+def _resolved(name: str, path: Path, node: ast.ImportFrom, known: dict[str, Path]) -> list[tuple[str, str, int]]:
+    """`imports` of one `from ... import` statement, one entry per name (non-planner sources: none)."""
+    is_package = path.name == "__init__.py"
+    if node.level:
+        base = name.split(".") if is_package else name.split(".")[:-1]
+        base = base[:len(base) - node.level + 1]
+        source = ".".join(base + ([node.module] if node.module else []))
+    else:
+        source = node.module or ""
+    if source.split(".")[0] != "planner":
+        return []
+    return [(f"{source}.{a.name}", "", node.lineno) if f"{source}.{a.name}" in known else (source, a.name, node.lineno)
+            for a in node.names]
+
+
+def private_attributes() -> list[tuple[str, str, str, int]]:
+    """(module, imported module, attribute, line) for every `x._y` in a module where x is a module of
+    another package it imported (`from planner.solvers import bnb`: `bnb._seeds`) or a name it imported
+    from one (`from planner.space import DecisionSpace`: `DecisionSpace._memo`). Dunders and the named
+    tuple's API (`_replace`, ...) are public; an attribute of an object the module did not import by
+    name (an instance passed in) is not seen."""
+    known = modules()
+    out = []
+    for name, path in known.items():
+        bound = _bindings(name, path, known)
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if not (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in bound):
+                continue
+            attr, target = node.attr, bound[node.value.id]
+            if not attr.startswith("_") or attr.startswith("__") or attr in NAMEDTUPLE_API:
+                continue
+            if _package(name, path) != _package(target, known[target]):
+                out.append((name, target, attr, node.lineno))
+    return sorted(set(out))
+
+
 def diagram(g: nx.DiGraph) -> str:
     """The layers as a table (lowest first: what each holds, its modules) and a mermaid flowchart with
     one arrow per pair of layers one imports from the other (an arrow points to the layer imported)."""
@@ -219,6 +261,8 @@ def main() -> int:
         print("upward:", u)
     for a, b, names in private_imports(g):
         print(f"private: {a} imports {', '.join(names)} from {b}")
+    for a, b, attr, line in private_attributes():
+        print(f"private attribute: {a} reads {b}.{attr} at line {line}")
     return 0
 
 

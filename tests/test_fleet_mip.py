@@ -15,7 +15,8 @@ from planner.objectives import objective_named
 from planner.fleet.pools import pool_settings
 from planner.fleet.replicas import mixed_setting, sites_of, slowest
 from planner.fleet.samples import random_instance
-from planner.mip.pools import FAMILIES, key_counts, pool_keys
+from planner.mip.pool_patterns import key_counts, pool_keys
+from planner.mip.pool_rows import FAMILIES
 from planner.schema.instance import parse_instance
 from planner.solve import solve
 from planner.solvers import UnsupportedBySolver, backends
@@ -341,9 +342,11 @@ def test_rule_rows_bound_every_plan_from_below(rule, objective):
     ln C from above), and under 'auto' than its straggler value too."""
     import math
     from planner.mip.pool_proportional import eligible_class, rule_value
-    from planner.mip.pools import build_pools, initial_grid, pool_tables, price_scale
+    from planner.mip.pool_patterns import price_scale
+    from planner.mip.pool_rows import build_pools, initial_grid
+    from planner.mip.pools import pool_tables
     from planner.solvers.certified import incumbent_value
-    from planner.solvers.mixed import unit_price
+    from planner.solvers.pool_parts import unit_price
     data = _speed_gap(rule, objective)
     data["limits"] = {"max_days": 3650}
     data["search"]["max_inner_steps"] = 8
@@ -458,7 +461,8 @@ def part_bounds_against_optima(instance, pools, objective: str, bound_of) -> tup
     asserting each bound against its part's optimum (the branch and bound, no incumbent): never above
     it for min_time, never below it for max_compute (also tests/test_regions_mip.py)."""
     import math
-    from planner.solvers.mixed import parts, solve_part
+    from planner.solvers.decomposition import solve_part
+    from planner.solvers.pool_parts import parts
     values, known = [], []
     for part in parts(instance, pools, None):
         found, _, _ = solve_part(instance, pools, part, objective_named(objective), "bnb", math.inf)
@@ -511,7 +515,7 @@ def test_links_of_a_set_of_sites_are_those_of_its_items(seed):
     (bandwidths) or the largest (RTTs) over the sites and pairs within S of their own links; and the
     columns group the patterns by exactly those links."""
     from planner.fleet.network import site_network
-    from planner.mip.pools import LINK_LEAST, link_values, pattern_groups, site_items
+    from planner.mip.pool_patterns import LINK_LEAST, link_values, pattern_groups, site_items
     rng = np.random.default_rng(700 + seed)
     data = random_instance(rng)
     while not data.get("network", {}).get("sites") or len({p.get("site") for p in data["fleet"]["pools"]}) < 3:
@@ -545,7 +549,7 @@ def test_links_of_many_sites_are_those_of_their_items(seed):
     """As above on six pools in six European cities with random links (a random tree plus chords, 100 Mb/s
     to 10 Gb/s) and a regional tier some pairs meet: every one of the 63 sets of sites."""
     from planner.fleet.network import site_network
-    from planner.mip.pools import LINK_LEAST, link_values, site_items
+    from planner.mip.pool_patterns import LINK_LEAST, link_values, site_items
     rng = np.random.default_rng(900 + seed)
     cities = ["London", "Paris", "Frankfurt", "Amsterdam", "Madrid", "Warsaw"]
     links = [{"a": cities[i], "b": cities[int(rng.integers(0, i))], "up_mbps": float(rng.choice([100, 1000, 10000]))}
@@ -610,7 +614,7 @@ def test_too_many_sets_of_sites_exit_2(tmp_path):
     import sys
     from click.testing import CliRunner
     from planner.cli import main
-    from planner.mip.pools import MAX_SITE_SETS
+    from planner.mip.pool_patterns import MAX_SITE_SETS
     sys.path.insert(0, str(ROOT / "scripts"))
     from bench_mixed import pools_data
     path = tmp_path / "cities.json"

@@ -1,4 +1,4 @@
-"""The proportional sync rule (planner/fleet/proportional.py): hand calculations, the exact
+"""The proportional sync rule (planner/sync/proportional/rule.py): hand calculations, the exact
 reduction to today's model with one pool or pools of equal speed (every reference case, the
 shipped plans), the errors naming the field, and the planner against its exhaustive oracle."""
 
@@ -15,7 +15,7 @@ from planner.cost.setting import PlanBatch
 from planner.evaluate import evaluate
 from planner.fleet.evaluate import score_on_pools
 from planner.fleet.pools import PoolSetting
-from planner.fleet.proportional import fastest_fill, plan_adjust
+from planner.sync.proportional.rule import fastest_fill, plan_adjust
 from planner.fleet.replicas import mixed_setting
 from planner.fleet.samples import random_instance
 from planner.reference import conformance
@@ -66,7 +66,7 @@ def test_each_pool_runs_the_steps_that_fit_and_the_tokens_add_up():
 def test_the_fill_puts_nodes_on_the_pools_of_most_steps_first():
     pools = [PoolSetting("a", 3, None, None, None), PoolSetting("b", 5, None, None, None),
              PoolSetting("c", 2, None, None, None)]
-    import planner.fleet.proportional as prop
+    import planner.sync.proportional.rule as prop
     price = {"a": 1.0, "b": 2.0, "c": 0.5}
     old = prop.node_price_usd
     prop.node_price_usd = lambda p: price[p.label]
@@ -161,7 +161,7 @@ def test_errors_name_the_field(tmp_path):
                                                  "group_sizes": [2], "compression": [1]}}
     for pool in big["fleet"]["pools"]:
         pool["count"] = 5000
-    # C_local max_compute (Chinchilla): 2.5e7 splits, answered without listing them (proportional_splits)
+    # C_local max_compute (Chinchilla): 2.5e7 splits, answered without listing them (split_table)
     assert solve(parse_instance({**big, "objective": "max_compute"})).status == "optimal"
     more = [{**p, "name": p["name"] + "2",
              "hardware": {**p["hardware"], "peak_tflops_per_accelerator": {"fp16": 1.5 * p["hardware"]

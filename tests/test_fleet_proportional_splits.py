@@ -1,5 +1,5 @@
 """The proportional rule where the fastest split is not enough: max_compute of a C_local target
-under the Chinchilla replica penalty (planner/solvers/proportional_levels.py), checked against the
+under the Chinchilla replica penalty (planner/sync/proportional/levels.py), checked against the
 exhaustive oracle and against brute force over the splits; the bracket bound against the exact
 C_local of every split."""
 
@@ -64,11 +64,11 @@ def test_the_bracket_bound_holds_for_every_split():
     """c_local_bound over [W_lo, W_hi] is at least the exact C_local at every W of the bracket, for
     every plan of the directed instance's part on both pools (brute force over W)."""
     from planner.fleet.pools import pool_settings
-    from planner.fleet.proportional import adjust_for, inner_steps, step_ratios
+    from planner.sync.proportional.rule import adjust_for, inner_steps, step_ratios
     from planner.fleet.replicas import mixed_setting
-    from planner.solvers.mixed import base_space
-    from planner.solvers.mixed_proportional import measure, plans
-    from planner.solvers.proportional_levels import c_local_bound
+    from planner.solvers.pool_parts import base_space
+    from planner.sync.proportional.search import measure, plans
+    from planner.sync.proportional.levels import c_local_bound
     inst = parse_instance(few_tokens())
     pools = pool_settings(inst)
     s = mixed_setting(pools, (0, 1), "fp16")
@@ -122,11 +122,11 @@ def test_the_bound_per_h_holds_for_every_plan(objective):
     the incumbent set to the best value of the plans of each H (brute force over every plan and split
     of the directed instance's two-pool part, and of a C_quality one), every H is kept."""
     from planner.fleet.pools import pool_settings
-    from planner.fleet.proportional import adjust_for, inner_steps, step_ratios
+    from planner.sync.proportional.rule import adjust_for, inner_steps, step_ratios
     from planner.fleet.replicas import mixed_setting
-    from planner.solvers.mixed import base_space, compute_bound_s
+    from planner.solvers.pool_parts import base_space, compute_bound_s
     from planner.fleet.replicas import node_price_usd
-    from planner.solvers.mixed_proportional import h_worth_scoring, measure, plans
+    from planner.sync.proportional.search import h_worth_scoring, measure, plans
     cheapest = lambda pools, k: min(node_price_usd(pools[0]), node_price_usd(pools[1])) * k     # equal prices
     checked = 0
     for data in (few_tokens(), few_tokens(training={"target_flop": 3e24, "target_kind": "c_quality"}),
@@ -166,10 +166,10 @@ def test_the_bound_per_h_holds_for_every_plan(objective):
 
 def test_min_time_by_boxes_equals_scoring_every_plan(monkeypatch):
     """min_time, max_compute of C_quality and of C_local under the linear v1 or no replica penalty, under the rule
-    by the branch and bound's boxes (planner/solvers/proportional_boxes.py) against scoring every
+    by the branch and bound's boxes (planner/sync/proportional/boxes.py) against scoring every
     plan, on fleets of 30 slow and 20 fast nodes (beyond the oracle), with and without a budget,
     C_local and C_quality targets."""
-    from planner.solvers import proportional_boxes
+    from planner.sync.proportional import boxes
     base = {"model": {"params": 1e9}, "training": {"target_flop": 3e21},
             "network": {"wan": {"up_mbps": 100, "down_mbps": 100, "rtt_ms": 50}},
             "fleet": {"pools": [{"name": "slow", "hardware": _node(100), "count": 30},
@@ -193,7 +193,7 @@ def test_min_time_by_boxes_equals_scoring_every_plan(monkeypatch):
     for data in cases:
         inst = parse_instance(data)
         by_boxes = solve(inst)
-        monkeypatch.setattr(proportional_boxes, "applies", lambda s, objective: False)
+        monkeypatch.setattr(boxes, "applies", lambda s, objective: False)
         every = solve(inst)
         monkeypatch.undo()
         assert by_boxes.status == every.status == "optimal"
@@ -206,15 +206,15 @@ def test_min_time_by_boxes_equals_scoring_every_plan(monkeypatch):
 
 
 def test_the_split_table_answers_as_every_split_listed():
-    """proportional_splits.SplitTable against every split listed (1 to 4 pools of 1-5 nodes, budgets, a pool
+    """split_table.SplitTable against every split listed (1 to 4 pools of 1-5 nodes, budgets, a pool
     of price 0): the least W >= x, the most W <= x, the cheapest split of exactly W, the cheapest split
     reaching W >= x (ties to the most W), for every N and H in 1, 2, 3, 7."""
     import itertools
     import math
     from planner.fleet.pools import pool_settings
-    from planner.fleet.proportional import inner_steps
+    from planner.sync.proportional.rule import inner_steps
     from planner.fleet.replicas import fleet_cost_usd
-    from planner.solvers.proportional_splits import SplitTable
+    from planner.sync.proportional.split_table import SplitTable
     rng = np.random.default_rng(5)
     checked = 0
     for _ in range(25):
@@ -258,19 +258,19 @@ def test_the_split_table_answers_as_every_split_listed():
 
 
 def test_the_chinchilla_box_bound_holds_for_every_plan_and_split():
-    """proportional_levels.chinchilla_box_bound on boxes of the directed instance's two-pool part (every
+    """levels.chinchilla_box_bound on boxes of the directed instance's two-pool part (every
     class, boxes cut along n, H and R): at least 1 / (the most C_local of any plan of the box on any split of
     its nodes), by brute force. Not tight: a leaf box still spans the rule's token range [tokens_low, rho_sup]
     times the straggler's, so the test asserts only that it comes within 10% of the truth on some leaves
     (the bound per H and the bracket bound are the tight ones, tested above)."""
     from planner.fleet.pools import pool_settings
-    from planner.fleet.proportional import adjust_for, inner_steps, step_ratios
+    from planner.sync.proportional.rule import adjust_for, inner_steps, step_ratios
     from planner.fleet.replicas import mixed_setting
     from planner.solvers import monotone
-    from planner.solvers.mixed import base_space
-    from planner.solvers.mixed_proportional import _classes, measure
-    from planner.solvers.proportional_boxes import fill_speed_bound
-    from planner.solvers.proportional_levels import chinchilla_box_bound
+    from planner.solvers.pool_parts import base_space
+    from planner.sync.proportional.search import _classes, measure
+    from planner.sync.proportional.boxes import fill_speed_bound
+    from planner.sync.proportional.levels import chinchilla_box_bound
     checked, leaves = 0, []
     for data in (few_tokens(), few_tokens(assumptions={})):
         data["fleet"]["pools"][0]["count"], data["fleet"]["pools"][1]["count"] = 4, 3
@@ -315,12 +315,12 @@ def test_the_chinchilla_box_bound_holds_for_every_plan_and_split():
 
 
 def test_the_cost_floor_is_the_least_cost_of_every_split():
-    """proportional_cost.cost_floor(N) against every split of N nodes (brute force): never above the least
+    """cost_boxes.cost_floor(N) against every split of N nodes (brute force): never above the least
     cost, and equal to it (so 0.1% higher would cut plans off), for 2 and 3 pools."""
     import itertools
     from planner.fleet.pools import pool_settings
     from planner.fleet.replicas import fleet_cost_usd
-    from planner.solvers.proportional_cost import cost_floor
+    from planner.sync.proportional.cost_boxes import cost_floor
     pools = [{"name": f"p{i}", "hardware": {**_node(100 + 50 * i), "price_usd_per_accelerator": price}, "count": k}
              for i, (price, k) in enumerate([(3000.0, 4), (1000.0, 3), (2000.0, 5)])]
     ps = pool_settings(parse_instance({"model": {"params": 1e9}, "training": {"target_flop": 1e20},
@@ -341,10 +341,10 @@ def test_the_cost_floor_is_the_least_cost_of_every_split():
 
 def test_min_cost_and_chinchilla_c_local_by_boxes_equal_scoring_every_plan(monkeypatch):
     """min_cost (with and without a budget, 'auto') and max_compute of C_local under the Chinchilla penalty
-    (with a budget) under the rule by boxes and the split table (planner/solvers/proportional_cost.py,
-    proportional_levels.search_levels) against scoring every plan on every split listed, on fleets of 30
+    (with a budget) under the rule by boxes and the split table (planner/sync/proportional/cost_boxes.py,
+    levels.search_levels) against scoring every plan on every split listed, on fleets of 30
     slow and 20 fast nodes (beyond the oracle)."""
-    from planner.solvers import mixed_proportional, proportional_boxes
+    from planner.sync.proportional import boxes, search
     base = {"model": {"params": 1e9}, "training": {"target_flop": 3e21},
             "network": {"wan": {"up_mbps": 100, "down_mbps": 100, "rtt_ms": 50}},
             "fleet": {"pools": [{"name": "slow", "hardware": {**_node(100), "price_usd_per_accelerator": 6000.0},
@@ -362,8 +362,8 @@ def test_min_cost_and_chinchilla_c_local_by_boxes_equal_scoring_every_plan(monke
     for data in cases:
         inst = parse_instance(data)
         by_boxes = solve(inst)
-        monkeypatch.setattr(proportional_boxes, "applies", lambda s, objective: False)
-        monkeypatch.setattr(mixed_proportional.SplitTable, "build", classmethod(lambda cls, *a, **k: None))
+        monkeypatch.setattr(boxes, "applies", lambda s, objective: False)
+        monkeypatch.setattr(search.SplitTable, "build", classmethod(lambda cls, *a, **k: None))
         every = solve(inst)
         monkeypatch.undo()
         assert by_boxes.status == every.status

@@ -66,7 +66,7 @@ def test_a_pool_site_and_the_graph_together(tmp_path):
 def test_the_solve_path_checks_are_run(tmp_path):
     raw = json.loads(json.dumps(CITIES))
     raw["fleet"]["pools"] = [{"name": f"p{i}", "hardware": "16xH100-SXM", "count": 2, "site": "London"}
-                             for i in range(13)]             # planner.solvers.mixed.MAX_EXACT_POOLS = 12
+                             for i in range(13)]             # planner.solvers.pool_parts.MAX_EXACT_POOLS = 12
     problems = _problems(tmp_path, raw)
     assert problems[0][0] == "fleet.pools" and "at most 12 pools" in problems[0][1]
     raw = {"training": {}, "fleet": {"hardware": "16xH100-SXM", "nodes": 8},

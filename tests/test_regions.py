@@ -16,9 +16,9 @@ from click.testing import CliRunner
 
 from planner.api import evaluate, instance_from_dict, solve
 from planner.cli import main
-from planner.fleet.regions import (Placement, cheapest_placement, fastest_placed_counts, fastest_placement,
-                                   is_placeable, placeable_mask, placeable_splits, placement_costs, placement_of,
-                                   region_curve)
+from planner.fleet.regions import (Placement, cheapest_placement, is_placeable, placeable_mask, placement_costs,
+                                   placement_of, region_curve)
+from planner.sync.proportional.placement import fastest_placed_counts, fastest_placement, placeable_splits
 from planner.fleet.pools import pool_settings
 from planner.fleet.replicas import fleet_cost_usd
 from planner.schema.errors import InputError
@@ -571,7 +571,7 @@ def test_ties_go_to_the_cheaper_placement_on_random_instances(seed, monkeypatch)
     and its plan's cost against the oracle's (time or compute, then cost; `_agrees_with_the_oracle`).
     These seeds' draws hold a part where the solver's first choice among tied plans was not the
     cheapest (counted here), so the test fails if ties went by the solver's order alone."""
-    import planner.solvers.mixed as mixed
+    import planner.solvers.decomposition as mixed
     from planner.sites.samples import random_tie_instance
     first_choice_dearer = []
     cheapest_tied = mixed.cheapest_tied
@@ -696,7 +696,7 @@ def test_fastest_placement_is_the_best_placeable_split_by_brute_force():
         weighted, cost = fastest_placement(placement, steps, unit, n_hi)
         for n in range(n_hi + 1):
             assert (weighted[n], cost[n]) == best.get(n, (0.0, np.inf)), n
-        import planner.fleet.proportional as proportional
+        import planner.sync.proportional.rule as proportional
         original = proportional.node_price_usd
         proportional.node_price_usd = lambda pool: pool.price        # fastest_fill's tie-break by price
         try:

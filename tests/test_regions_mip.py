@@ -22,13 +22,13 @@ from planner.fleet.network import site_network
 from planner.fleet.pools import pool_settings
 from planner.fleet.replicas import fleet_cost_usd, mixed_setting
 from planner.mip.pool_regions import exact_plan, model_sites
-from planner.mip.pools import MixedPlan
+from planner.mip.pool_patterns import MixedPlan
 from planner.schema.errors import InputError
 from planner.schema.plan import parse_plan
 from planner.sites.partition import region_partitions
 from planner.sites.samples import random_placement_instance, random_region_instance
 from planner.solvers import UnsupportedBySolver
-from planner.solvers.mixed import unit_price
+from planner.solvers.pool_parts import unit_price
 from planner.solvers.mixed_oracle import oracle
 from tests.test_instances import _match, make_expected
 from tests.test_regions import _pools_instance

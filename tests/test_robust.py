@@ -244,7 +244,7 @@ def _check_pools(data: dict, quantile=None):
     from planner.questions.robust import robust_optimum
     from planner.questions.robust_scenarios import scenario_pools
     from planner.robust_oracle import brute_force_pools
-    from planner.solvers.mixed import base_space
+    from planner.solvers.pool_parts import base_space
     instance = parse_instance(data)
     result, chosen, statistic, _ = robust_optimum(instance, data, objective_named(instance.objective), quantile)
     space = base_space(instance, pool_settings(instance))

@@ -32,7 +32,7 @@ def score(s: Setting, b: PlanBatch, fleet_nodes: int | None = None, adjust=None)
     infinity where a quantity has no meaning; their `violates:structure` is True.
     `adjust` (here and in `time_to_target`, `window_compute`): None, or a function that takes the
     mode's throughput dict and returns it changed (a fleet's synchronisation rule,
-    `planner.fleet.proportional`); every figure is then computed from the changed dict.
+    `planner.sync.proportional.rule`); every figure is then computed from the changed dict.
     """
     with np.errstate(divide="ignore", invalid="ignore"):
         return _score(s, b, fleet_nodes, adjust)

@@ -7,15 +7,19 @@
   checked on every pool used, cost summed per pool; one pool is exactly today's model.
 - `network`: with network.sites, the links a plan uses as functions of its pools' sites (the
   slowest route among them, the regions its groups stay in).
+- `regions`: chosen regions, the placement rule and its costs; `region_plans`: the rule on an
+  instance (the regions a part tries, a plan's regions checked and shown, the oracle's).
 - `evaluate`: one mixed plan scored (`MixedEvaluation`), with its per-pool rows and sites.
 - `present`: labels, the per-pool table and the site lines of the output.
 - `samples`: random small instances for the comparison with the oracle.
 
-The planner over pools is `planner.solvers.mixed` (an exact decomposition over pool subsets
-solved by the existing branch and bound) and its oracle `planner.solvers.mixed_oracle`.
+The sync rules (straggler, proportional, auto) are `planner.sync`; the straggler rule's mixed
+setting is `replicas.mixed_setting`. The planner over pools is `planner.solvers.mixed` (an exact
+decomposition over pool subsets solved by the existing branch and bound,
+`planner.solvers.decomposition`) and its oracle `planner.solvers.mixed_oracle`.
 
 Layer: the fleet's modules sit on the layers of what they do (docs/architecture.md): `pools`,
-`replicas`, `network`, `regions`, `proportional` and `samples` on the setting layer (they import
+`replicas`, `network`, `regions`, `region_plans` and `samples` on the setting layer (they import
 only schema, cost, `planner.setting` and `planner.sites`); `evaluate` on the evaluate layer (it
 composes `planner.homogeneous`); `present` on the present layer. None imports a solver.
 """

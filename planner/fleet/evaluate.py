@@ -5,7 +5,7 @@ Recomputed from the pools (planner/fleet/replicas.py): cost_usd = sum_p n_p x no
 total_gpus = sum_p n_p x accelerators_p, global MFU and HFU over sum_p n_p F_p, and the
 budget limit on that cost. Everything else is the uniform evaluator's, so with one pool the
 figures are exactly `planner.homogeneous.evaluate_pool`'s. Under the proportional rule
-(`plan.sync_rule`, planner/fleet/proportional.py) the mode's tokens per outer step and H_eff
+(`plan.sync_rule`, planner/sync/proportional/rule.py) the mode's tokens per outer step and H_eff
 are changed before everything else is computed from them.
 """
 
@@ -20,9 +20,10 @@ from planner.cost import quality_fit
 from planner.cost.score import score
 from planner.homogeneous import Evaluation, finite, plan_envelope, plan_warnings, violation_messages
 from planner.fleet.network import plan_site_network, site_network
-from planner.fleet.regions import plan_region_problems, plan_unit, region_rows
+from planner.fleet.region_plans import plan_region_problems, region_rows
+from planner.fleet.regions import plan_unit
 from planner.fleet.pools import PoolSetting, pool_settings
-from planner.fleet.proportional import idle_share, plan_adjust
+from planner.sync.proportional.rule import idle_share, plan_adjust
 from planner.fleet.replicas import (fleet_cost_usd, idle_fraction, mixed_setting, node_price_usd, slowest,
                                     unsupported, used_pools)
 from planner.schema.errors import InputError, Problem
@@ -37,7 +38,7 @@ class MixedEvaluation(Evaluation):
     """An `Evaluation` of a plan on a fleet of pools, with one row per pool (`pool_rows`)."""
 
     pool_rows: list[dict[str, Any]] = field(default_factory=list)
-    sync_rule: str = "straggler"                 # 'straggler' or 'proportional' (planner/fleet/proportional.py)
+    sync_rule: str = "straggler"                 # 'straggler' or 'proportional' (planner/sync/proportional/rule.py)
     sites: dict[str, Any] | None = None          # with network.sites: the sites used, regions and links
 
     def to_dict(self) -> dict[str, Any]:
@@ -86,7 +87,7 @@ def mixed_plan_problems(instance: Instance, plan: Plan) -> list[Problem]:
     if max_nodes is not None and plan.nodes > max_nodes:
         problems.append(Problem("plan.nodes", f"must be <= limits.max_nodes ({max_nodes}), got {plan.nodes}"))
     if plan.sync_rule == "proportional":
-        from planner.fleet.proportional import rule_problems
+        from planner.sync.proportional.rule import rule_problems
         problems += [Problem("plan.sync_rule", f"'proportional' {m}") for m in rule_problems(plan, instance.model.is_moe)]
     try:
         sites = site_network(instance)         # the sites holding pools must be joined by links

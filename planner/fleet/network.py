@@ -20,7 +20,7 @@ pools U uses the sites S(U) of those pools, and its links are functions of S(U) 
   the slowest route inside the worst region (least Mb/s, largest RTT over the regions' slowest
   links); the global sync among groups crosses regions over the WAN route above.
 
-So the planner's decomposition over pool subsets stays exact with sites (planner/solvers/mixed.py),
+So the planner's decomposition over pool subsets stays exact with sites (planner/solvers/decomposition.py),
 and it chooses the sites (hence regions) a plan uses with everything else. With
 `network.regions = "chosen"` the regions are a partition the planner chooses, with whole groups per
 region (`SiteNetwork.with_regions`; planner/fleet/regions.py, planner/sites/partition.py). Not
@@ -125,7 +125,7 @@ def site_network(instance) -> SiteNetwork | None:
 
 def plan_site_network(instance, plan) -> SiteNetwork | None:
     """`site_network` with the plan's own regions when it states them (plan.regions, checked by
-    `planner.fleet.regions.plan_region_problems`); a plan on one site under chosen regions has
+    `planner.fleet.region_plans.plan_region_problems`); a plan on one site under chosen regions has
     that site as its region."""
     net = site_network(instance)
     if net is None or instance.network.regions != "chosen":

@@ -55,7 +55,7 @@ def pool_table(e):
 
 
 def region_line(rows: list[dict[str, Any]]) -> str:
-    """Chosen regions (planner.fleet.regions.region_rows): nodes, whole units and cost in each."""
+    """Chosen regions (planner.fleet.region_plans.region_rows): nodes, whole units and cost in each."""
     shown = "; ".join("{" + ", ".join(r["sites"]) + "}: " + f"{r['nodes']:,} nodes"
                       + (f", {r['units']:,} group{'s' * (r['units'] != 1)}" if r["units"] is not None else "")
                       + (f", {r['cost_usd']:,.0f} USD" if "cost_usd" in r else "") for r in rows)

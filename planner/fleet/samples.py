@@ -72,7 +72,7 @@ def add_sync_rule(rng: np.random.Generator, data: dict,
                    rules: tuple[str, ...] = ("straggler", "proportional", "auto", "auto")) -> None:
     """Three times in four fleet.sync_rule 'proportional' or 'auto' (drawn from `rules`); with
     max_compute a C_quality target (a third), C_local under the Chinchilla replica penalty (a third:
-    every split is a candidate, planner/solvers/proportional_levels.py), or the linear v1 or no
+    every split is a candidate, planner/sync/proportional/levels.py), or the linear v1 or no
     replica penalty. Drawn last, so the other draws are as before."""
     rule, kind, penalty = rng.choice(list(rules)), rng.random(), rng.random()
     if rule == "straggler":
@@ -120,7 +120,7 @@ def chinchilla_c_local_instance(rng: np.random.Generator) -> dict:
     fastest split is often not the best: two pools of 48-accelerator nodes of 1.3 to 3.5 times each
     other's speed, 60B to 300B parameters, a window of 0.3 to 10 tokens per parameter, a replica
     exponent 100 to 3,000 times the default's coefficient, and exactly N nodes to use (fewer than both
-    pools hold), so that eta_R falls faster than the tokens grow (planner/solvers/proportional_levels.py)."""
+    pools hold), so that eta_R falls faster than the tokens grow (planner/sync/proportional/levels.py)."""
     rule = str(rng.choice(["proportional", "auto"]))
     if rng.random() < 0.5:
         data = random_instance(rng)

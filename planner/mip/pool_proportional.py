@@ -1,5 +1,5 @@
 """The proportional and auto sync rules in the one model of a fleet of pools (`planner.mip.pools`;
-the rule: `planner.fleet.proportional`, docs/fleet.md section 2; docs/mip.md "A fleet of pools").
+the rule: `planner.sync.proportional.rule`, docs/fleet.md section 2; docs/mip.md "A fleet of pools").
 
 Under the proportional rule a replica of pool p runs H_p = floor(H rho_p) inner steps per outer step,
 rho_p = t_pace / t_p (the pacing pool, the slowest used, sets the outer step as under the straggler
@@ -45,7 +45,7 @@ What the bound leaves: the rounding floor(H rho_p) <= H rho_p where H is not yet
 grid, and eta at H_max, so the loop closes its gap under the rule only where those do not matter;
 its plans (re-scored under the rule with the model's counts and the fastest fill, `rule_candidates`)
 are the incumbents of the exact decomposition, which certifies the answer (it solves the rule
-exactly, `planner.solvers.mixed_proportional`). Beyond `mixed.MAX_EXACT_POOLS` pools there is no
+exactly, `planner.sync.proportional.search`). Beyond `pool_parts.MAX_EXACT_POOLS` pools there is no
 certification: the loop's bound is the proof where it meets the best plan, and the rule is refused
 otherwise (`refuse_unproven`: exit 2, naming fleet.sync_rule), as it is where the facts above fail.
 """
@@ -60,18 +60,13 @@ import pyomo.environ as pyo
 
 from planner.objectives import Objective
 from planner.cost.score import time_to_target, window_compute
-from planner.fleet.proportional import adjust_for, fastest_fill, inner_steps, step_ratios
+from planner.sync.proportional.rule import adjust_for, fastest_fill, inner_steps, step_ratios
 from planner.fleet.replicas import fleet_cost_usd
 from planner.mip.tables import Tables, class_bounds, least_nodes, u_range
 from planner.solvers import UnsupportedBySolver
 
 RULE_FAMILIES = ("rule-nodes", "rule-replicas", "rule-time", "rule-window-tokens")
 MODES_OF_RULE = ("flat", "hierarchical")     # replicas of one node stepping on their own (`rule_problems`)
-
-
-def rule_of(instance) -> str:
-    """fleet.sync_rule of a fleet of pools (straggler for one pool)."""
-    return instance.fleet.sync_rule if instance.fleet.is_mixed else "straggler"
 
 
 def refuse_unproven(instance, solver: str, most: int, count: int, reports) -> None:
@@ -183,7 +178,7 @@ def rule_incumbent(pt, j: int, t: Tables, objective: Objective):
     """(value in model units, MixedPlan) of the best plan the straggler presolve finds in setting part j
     (`tables.presolve`, `presolve_compute`, on the tables the rule keeps) scored as the rule allows it
     (`rule_candidates`: a real plan, so its value may cut), or None."""
-    from planner.mip.pools import mixed_plan, price_scale
+    from planner.mip.pool_patterns import mixed_plan, price_scale
     from planner.mip.tables import presolve, presolve_compute
     if not (t.sync or t.fixed) or not pt.parts[j].exact_range:
         return None

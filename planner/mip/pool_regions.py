@@ -29,7 +29,7 @@ relaxed setting are not exact under chosen regions, so the loop keeps them in th
 (`mixed_mip.outer_approximation` passes no solved classes when `is_chosen`).
 
 The incumbent is exact (`exact_plan`): the model's plan (mode, N, H, R, precision, pools U) is
-re-scored on every undominated region partition of S(U) (`regions.part_regions`, the same views
+re-scored on every undominated region partition of S(U) (`region_plans.part_regions`, the same views
 the decomposition solves) where its N nodes are placeable for its unit size (`Placement.mask`),
 with the cheapest placement's counts (`regions.cheapest_placement`, cost C_u(N)); the best of
 those (the objective's measure) is the incumbent, none when no partition places it. So the loop's
@@ -43,7 +43,7 @@ setting: that one could coincide with the relaxed setting of another set of site
 is narrower than U's. The bound of U's relaxed setting holds for U's plans on P: the same plan there
 is no slower (no less compute), and its pattern's node range holds U's.
 
-Certification: as without regions, the exact decomposition (`planner.solvers.mixed.solve_mixed`
+Certification: as without regions, the exact decomposition (`planner.solvers.decomposition.decompose`
 with the branch and bound, which solves chosen regions exactly) with the loop's value as its
 incumbent, when the fleet has at most `MAX_EXACT_POOLS` pools; its answer is the one returned, so
 `--solver highs|scip` and `--solver bnb` give the same plan. Beyond that the decomposition does not
@@ -97,18 +97,19 @@ def refusals(instance, solver: str, pool_count: int, max_exact_pools: int) -> No
 
 
 def exact_plan(instance, pools, plan, params, measure: Callable) -> object | None:
-    """The model's plan (a `pools.MixedPlan` scored on the singleton partition) as a real plan under
-    chosen regions: for each undominated region partition of its sites (`regions.part_regions`) on
+    """The model's plan (a `pool_patterns.MixedPlan` scored on the singleton partition) as a real plan under
+    chosen regions: for each undominated region partition of its sites (`region_plans.part_regions`) on
     which its N nodes are placeable for its unit size, the plan with the cheapest placement's counts
     and that partition's setting; the one of least `measure(plan)` (the loop's model value: ln T,
     cost, -ln C; inf when it misses the duration limit), or None when no partition places it or
     every one misses. The setting part index is kept (the model's)."""
     from planner.setting import with_params
     from planner.fleet.network import site_network
-    from planner.fleet.regions import batch_unit, cheapest_placement, part_regions
+    from planner.fleet.region_plans import batch_unit, part_regions
+    from planner.fleet.regions import cheapest_placement
     from planner.fleet.replicas import cheapest_fill, fleet_cost_usd, mixed_setting
-    from planner.mip.pools import MixedPlan
-    from planner.solvers.mixed import unit_price
+    from planner.mip.pool_patterns import MixedPlan
+    from planner.solvers.pool_parts import unit_price
     used = tuple(p for p, c in enumerate(plan.counts) if c > 0)
     nodes = int(np.ravel(plan.batch.nodes)[0])
     unit = batch_unit(plan.batch)
@@ -134,7 +135,7 @@ def relaxed_bounds(instance, pools, bounds: Callable) -> Callable:
     part's own partition (module docstring). Settings cached per (model size, pools, precision)."""
     from planner.setting import with_params
     from planner.fleet.replicas import mixed_setting
-    from planner.solvers.mixed import unit_price
+    from planner.solvers.pool_parts import unit_price
     sites = model_sites(instance)
     cache: dict = {}
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import io
 import shlex
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from planner.cost.assumptions import PIPELINE_SCHEDULES
 from planner.cost.duration import SECONDS_PER_DAY

@@ -17,7 +17,6 @@ import base64
 import html
 import shlex
 from pathlib import Path
-from typing import Any
 
 from planner.objectives import Objective
 from planner.cost.duration import SECONDS_PER_DAY

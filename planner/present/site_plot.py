@@ -287,7 +287,7 @@ def site_graph_png(graph: nx.Graph, groups: Sequence[Iterable[str]] = (), title:
 
 
 def region_labels(rows: Sequence[dict]) -> list[str]:
-    """Legend names of a plan's chosen regions (planner.fleet.regions.region_rows):
+    """Legend names of a plan's chosen regions (planner.fleet.region_plans.region_rows):
     "region 1: FRA, PAR: 3 nodes, 1 group"."""
     out = []
     for k, row in enumerate(rows):

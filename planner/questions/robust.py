@@ -36,12 +36,12 @@ from planner.questions.sweep.fields import with_fields
 from planner.questions.thresholds import Answer, node_case
 from planner.robust import ROBUST_OPTION, Statistic, optimise
 from planner.robust_pools import check_pools, solve_pools
-from planner.schema.errors import InputError, Problem
 from planner.schema.instance import Instance, parse_instance
 from planner.solve import AGREEMENT_REL, MIP_SOLVERS, SolveResult, plan_from_batch, solve
 from planner.solvers import UnsupportedBySolver
 from planner.solvers.bnb import TIE_REL
-from planner.solvers.mixed import base_space, plan_of
+from planner.solvers.decomposition import plan_of
+from planner.solvers.pool_parts import base_space
 from planner.space import DecisionSpace
 
 

@@ -199,7 +199,7 @@ def _compute_box(s: Setting, c: Classes, box, kind: str, mono: monotone.Monotoni
     A box of one node (n1 = n2 = 1: no chi, g = 1) is bounded by 6 P_act T_up. `tokens_up`,
     `tokens_low` (per box, or scalars): factors on T_up and T_lo for a cost model whose tokens of a
     plan lie in [tokens_low T_straggler, tokens_up T_straggler] with g and m bounded as above (the
-    proportional rule, `planner.solvers.proportional_levels.chinchilla_box_bound`): every step above
+    proportional rule, `planner.sync.proportional.levels.chinchilla_box_bound`): every step above
     uses only T in [T_lo, T_up], g <= g_up and m >= m_lo. Where eta_H
     rises with H_eff (`monotone.check`), g_up is g(n1, H1 sqrt R1) times
     max(1, eta_H(H2 sqrt R2) / eta_H(H1 sqrt R1)) (eta_H is monotone in H_eff; g is eta_H
@@ -311,7 +311,7 @@ def _branch_and_bound(s: Setting, c: Classes, h_max: int, r_max: int, visit: Cal
     round of bounds): boxes are cut down to it, which tightens their bound's n1 / n2 factor
     (plans beyond it are of no interest, so nothing of interest is dropped). `box_bound(s, c, box,
     measure, mono, cut)`, if given, replaces `_box_bound` (another cost model's bound, e.g. a fleet's
-    proportional rule, `planner.solvers.proportional_boxes`). Returns the number of plans scored and, when `deadline` (time.perf_counter())
+    proportional rule, `planner.sync.proportional.boxes`). Returns the number of plans scored and, when `deadline` (time.perf_counter())
     passed first, the boxes left open with their lower bounds (key "lower"); else None.
     """
     mono = monotone.check(s)
@@ -645,3 +645,15 @@ def batches_most_promising_first(s: Setting, space: DecisionSpace, measure: str 
     ordered = Batches(c for _, _, c in sorted(scored, key=lambda x: (x[0], x[1])))
     ordered.complete = complete
     return ordered
+
+
+# The search's parts that the robust search (planner.robust) and the proportional rule's box searches
+# (planner.sync.proportional) build on, by their public names.
+measure_plans = _measure
+box_bound = _box_bound
+time_box = _time_box
+compute_box = _compute_box
+fast_slow_r = _fast_slow_r
+h_r_max = _h_r_max
+seeds = _seeds
+branch_and_bound = _branch_and_bound

@@ -4,11 +4,11 @@
 1. `pools.pool_tables`: the patterns of pools used, the tables of their distinct settings,
    presolved, merged; the model is `formulation.build` on the merged tables plus the pool families.
 2. The loop (as `planner.solvers.certified.outer_approximation`): solve; read the plan the model
-   chose and the nodes per pool; score its canonical plan (`pools.canonical`) in the setting of the
+   chose and the nodes per pool; score its canonical plan (`pool_patterns.canonical`) in the setting of the
    pools it uses; if the model's value is below it, solve the chosen class and the next 7 of its
    setting exactly (min_time) and refine the grid at the plan; until the backend's bound meets the
    best plan (1e-9 in ln T; min_cost: 1e-9 of the cost) or `MAX_ROUNDS`.
-3. Certification: the exact decomposition (`planner.solvers.mixed.solve_mixed` with the branch and
+3. Certification: the exact decomposition (`planner.solvers.decomposition.decompose` with the branch and
    bound) with the loop's value as its incumbent, when the fleet has at most `MAX_EXACT_POOLS` pools.
    Beyond, the loop's own bound is the proof (status optimal only when it met the best plan), and
    time ties are not broken by cost as the decomposition breaks them.
@@ -35,10 +35,12 @@ import numpy as np
 
 from planner.objectives import MIN_TIME, Objective
 from planner.fleet.replicas import fleet_cost_usd, mixed_setting
-from planner.mip.pool_proportional import RULE_FAMILIES, plan_value, refuse_unproven, rule_candidates, rule_of
+from planner.mip.pool_proportional import RULE_FAMILIES, plan_value, refuse_unproven, rule_candidates
+from planner.sync.rules import rule_of
 from planner.mip.pool_regions import exact_plan, is_chosen, model_sites, refusals, relaxed_bounds
-from planner.mip.pools import (COST_TOL, FAMILIES, DeadlinePassed, MixedPlan, PoolTables, build_pools, canonical,
-                               initial_grid, pool_tables, price_scale)
+from planner.mip.pool_patterns import COST_TOL, DeadlinePassed, MixedPlan, PoolTables, canonical, price_scale
+from planner.mip.pool_rows import FAMILIES, build_pools, initial_grid
+from planner.mip.pools import pool_tables
 from planner.mip.tables import EXACT_CLASSES, most_promising, outer_per_step, solve_classes, sync_terms
 from planner.solvers import backends
 from planner.solvers.bnb import TIME, compute_measure
@@ -73,7 +75,7 @@ def to_units(objective: Objective, value: float, pools) -> float:
 def decode(f, pt: PoolTables, instance, params) -> MixedPlan:
     """The canonical plan of the model's point, scored in the setting of the pools it uses."""
     from planner.evaluate import with_params
-    from planner.solvers.mixed import unit_price
+    from planner.solvers.pool_parts import unit_price
     batch, q, ab = f.decode()
     m = f.model
     counts = [int(round(v.value or 0)) for v in m.cntv]
@@ -174,7 +176,7 @@ def outer_approximation(instance, pools, objective: Objective, backend: str, par
                                           compute_measure(t.setting.target_kind) if compute else TIME)
                 solved.update(part.sync_offset + a for a in batch)
                 if plan_c is not None:
-                    from planner.mip.pools import mixed_plan
+                    from planner.mip.pool_patterns import mixed_plan
                     found = mixed_plan(pt, j, part.tables, plan_c)
                     value_c = model_value(objective, None, found, pools)
                     if value_c < best:
@@ -218,11 +220,11 @@ def outer_approximation(instance, pools, objective: Objective, backend: str, par
 
 
 class SettingBounds:
-    """`part_bound` of the decomposition (`planner.solvers.mixed.solve_mixed`) from the model's tables: for a
+    """`part_bound` of the decomposition (`planner.solvers.decomposition.decompose`) from the model's tables: for a
     part (pools U, precision) whose setting is one of the patterns' settings, the least bound of that
     setting's pieces (`pools.node_bounds`: boxes of n and fixed plans) that can have at most the part's
     nodes, in the objective's units: a lower bound on the time to target (s, min_time), an upper bound
-    on the compute (FLOP, max_compute), the latter also <= C_target W / `mixed.compute_bound_s` at the
+    on the compute (FLOP, max_compute), the latter also <= C_target W / `pool_parts.compute_bound_s` at the
     part's nodes where that bound holds. Valid for every plan of the part: its setting's tables cover
     the part's space (the same reductions, node range within the setting's), and a plan of at most N
     nodes lies in a box whose least nodes is <= N. Nothing known (0 s, inf FLOP) for a setting whose
@@ -242,7 +244,7 @@ class SettingBounds:
                     dtype=float), part.dropped)
 
     def __call__(self, part) -> float:
-        from planner.solvers.mixed import compute_bound_s
+        from planner.solvers.pool_parts import compute_bound_s
         top = part.space.max_nodes
         value = -math.inf
         if (known := self.settings.get(repr(part.setting))) is not None:
@@ -258,7 +260,8 @@ class SettingBounds:
 def solve_mixed_mip(instance, objective: Objective, solver: str, deadline: float, start: float):
     """`planner.solve.solve` of a fleet of pools with a MIP backend (module docstring)."""
     from planner.fleet.pools import pool_settings
-    from planner.solvers.mixed import MAX_EXACT_POOLS, Part, PartResult, answer, solve_mixed
+    from planner.solvers.decomposition import answer, decompose
+    from planner.solvers.pool_parts import MAX_EXACT_POOLS, Part, PartResult
     refusals(instance, solver, len(instance.fleet.pools), MAX_EXACT_POOLS)       # chosen regions (pool_regions)
     pools = pool_settings(instance)
     ruled = rule_of(instance) != "straggler"
@@ -299,7 +302,7 @@ def solve_mixed_mip(instance, objective: Objective, solver: str, deadline: float
         t0 = time.perf_counter()
         part_bound = None if objective.by_cost or ruled else \
             relaxed_bounds(instance, pools, bounds) if is_chosen(instance) else bounds
-        result = solve_mixed(instance, objective, "bnb", deadline, start, incumbents=incumbents, part_bound=part_bound)
+        result = decompose(instance, objective, "bnb", deadline, start, incumbents=incumbents, part_bound=part_bound)
         certify_s = time.perf_counter() - t0
         mine = {tuple(sorted((pools[p].label, c) for p, c in enumerate(r.counts) if c)): r for r in found}
         for report in reports:

@@ -11,10 +11,13 @@ cost), and its work is the product of the pool counts times the plan space: for 
 (tests/test_fleet_planner.py, scripts/check_mixed_oracle.py).
 
 With `network.regions = "chosen"` each assignment is also scored with every set partition of its
-sites into regions (`planner.fleet.regions.oracle_regions`), the placement rule checked on its own
+sites into regions (`planner.fleet.region_plans.oracle_regions`), the placement rule checked on its own
 nodes per region: every placement is an assignment, priced by its own cost, so min_cost and budgets
 under chosen regions are checked by brute force, with none of the planner's C_u(N) reasoning
 (tests/test_regions.py, scripts/check_regions_oracle.py).
+
+Under fleet.sync_rule proportional or auto each assignment is also scored under the proportional
+rule (`planner.sync.proportional.oracle.best_on_counts`).
 """
 
 from __future__ import annotations
@@ -23,20 +26,19 @@ import dataclasses
 import math
 from itertools import product
 
-import numpy as np
-
 from planner.objectives import Objective, objective_named
 from planner.cost.score import time_to_target
 from planner.evaluate import with_params
 from planner.fleet.network import site_network
 from planner.fleet.pools import pool_settings
-from planner.fleet.regions import oracle_regions
+from planner.fleet.region_plans import oracle_regions
 from planner.fleet.replicas import fleet_cost_usd, mixed_setting, unsupported, used_pools
 from planner.solvers.objective_search import tie_less
 from planner.schema.instance import Instance
 from planner.solvers import exhaustive
-from planner.solvers.mixed import base_space, unit_price
-from planner.solvers.mixed_proportional import rules_searched
+from planner.solvers.pool_parts import base_space, unit_price
+from planner.sync.proportional.oracle import best_on_counts
+from planner.sync.rules import rules_searched
 
 
 def oracle(instance: Instance, objective: Objective | str | None = None) -> tuple[float, tuple[float, ...], list[int]] | None:
@@ -48,7 +50,7 @@ def oracle(instance: Instance, objective: Objective | str | None = None) -> tupl
     cap = instance.limits.max_nodes or math.inf
     budget = instance.limits.budget_usd
     sites = site_network(instance)
-    rules = rules_searched(instance, objective, pools)
+    rules = rules_searched(instance)
     best = None
     for counts in product(*(range(p.count + 1) for p in pools)):
         n = sum(counts)
@@ -70,7 +72,7 @@ def oracle(instance: Instance, objective: Objective | str | None = None) -> tupl
                         if best is None or tie_less(key, best[1]):
                             best = (value, key, list(counts))
                 if "proportional" in rules and (len(used) > 1 or rules == ("proportional",)):
-                    found_p = _proportional(pools, counts, sized, fixed, precision, objective)
+                    found_p = best_on_counts(pools, counts, sized, fixed, precision, objective)
                     if found_p is not None and (best is None or tie_less(found_p[1], best[1])):
                         best = (found_p[0], found_p[1], list(counts))
     return best
@@ -84,26 +86,3 @@ def _straggler_key(found, s, cost: float, objective: Objective):
     if objective.maximise:
         return (-value, cost), value
     return (value, cost), value
-
-
-def _proportional(pools, counts, s, space, precision: str, objective: Objective):
-    """(value, key) of the best proportional plan on exactly these counts, or None: every plan of
-    the space the rule applies to, each scored with W = sum_p n_p H_p of these counts."""
-    from planner.fleet.proportional import adjust_for, inner_steps, step_ratios
-    from planner.solvers.mixed_proportional import measure, plans
-    used = used_pools(counts)
-    ratios = step_ratios(s, pools, used, precision)
-    cost = fleet_cost_usd(pools, counts)
-    best = None
-    for c, idx, n, h, r in plans(s, space.for_objective(s, objective), precision):
-        steps = inner_steps(ratios, h)
-        weighted = sum(counts[i] * steps[i] for i in used)
-        h_max = np.max(np.stack([steps[i] for i in used]), axis=0)
-        value = measure(s, c.plans(idx, n, h, r), adjust_for(weighted, h_max, h), objective)
-        ok = np.isfinite(value) & ((value <= s.window_s) if not objective.maximise else True)
-        if ok.any():
-            top = float(value[ok].min())
-            key = (cost, top) if objective.by_cost else (top, cost)
-            if best is None or tie_less(key, best[1]):
-                best = (-top if objective.maximise else cost if objective.by_cost else top, key)
-    return best

@@ -13,7 +13,8 @@ from dataclasses import replace
 
 import numpy as np
 
-from planner.fleet.regions import Placement, batch_unit
+from planner.fleet.region_plans import batch_unit
+from planner.fleet.regions import Placement
 from planner.objectives import MIN_COST, MIN_TIME, Objective
 from planner.solvers.objective_search import max_compute, min_time
 from planner.solvers.uniform import optimise
@@ -54,7 +55,7 @@ def least_cost_placed(setting, space, placement: Placement, deadline: float, sol
                       limit_usd: float = math.inf):
     """min_cost over one part with several regions: (its cheapest plan's one-plan batch or None, that
     plan's placement cost C_u(N) in USD, plans scored, a lower bound in USD on every plan of the part
-    costing at most `limit_usd`). `setting` has the unit node price (`mixed.unit_price`), so the
+    costing at most `limit_usd`). `setting` has the unit node price (`pool_parts.unit_price`), so the
     uniform min_cost solver finds the plan of fewest nodes among those the space lists.
 
     A plan's cost is C_u(N) (`placement_costs`), which is not monotone in N (regions of 13 and 20

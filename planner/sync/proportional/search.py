@@ -1,4 +1,4 @@
-"""The parts of the mixed planner under the proportional rule (`planner.fleet.proportional`,
+"""The parts of the mixed planner under the proportional rule (`planner.sync.proportional.rule`,
 docs/fleet.md section 4): the exact best plan on a set U of pools when each pool p runs H_p
 inner steps per outer step.
 
@@ -13,23 +13,23 @@ compute grows with the tokens: a C_quality target (it grows with T, `run.quality
 C_local target under the linear v1 or no replica penalty (C_local is then 6 P_act T eta with eta
 independent of T). Under the Chinchilla penalty C_local is not monotone in T (`planner.space`):
 `max_compute` of C_local there compares every achievable W of a plan's (H, N), pruned by a bound
-over brackets of W (`planner.solvers.proportional_levels`). With a budget the fastest split may be
+over brackets of W (`planner.sync.proportional.levels`). With a budget the fastest split may be
 over it while a slower one is not, and `min_cost` needs the cheapest split that still reaches the
-target: both are queries of the split table (`planner.solvers.proportional_splits`: no split
+target: both are queries of the split table (`planner.sync.proportional.split_table`: no split
 listed), or, where it does not apply (several chosen regions, or more than
-`proportional_splits.MAX_PREFIXES` prefixes), compare every split listed (`Splits`, `_cheapest`).
+`split_table.MAX_PREFIXES` prefixes), compare every split listed (`Splits`, `_cheapest`).
 
 Each part is solved by scoring every plan of the part's space with H >= first_h_that_differs
 (every n, H, R of the classes of `DecisionSpace`, whose reductions compare plans of equal N, H and
 R only, and so stay exact here: the rule multiplies their times alike). Below that H every H_p = H
-and the plans are straggler plans, solved by the straggler solvers (`mixed.straggler_twin` when the
+and the plans are straggler plans, solved by the straggler solvers (`decomposition.straggler_twin` when the
 proportional rule is the only one searched). Only the H at which a plan could match the best found
 so far are scored (`h_worth_scoring`: a bound per H on the compute rate, and for min_cost on the
 nodes needed), at most MAX_PLANS plans (beyond, the instance is refused, exit 2, naming
 fleet.sync_rule), except where the branch and bound's boxes search the part with no limit on the
-plans: `min_time` and `max_compute` (`planner.solvers.proportional_boxes`; Chinchilla C_local with
-the split table and its own box bound, `proportional_levels.chinchilla_box_bound`) and `min_cost`
-(`planner.solvers.proportional_cost`), wherever the facts of `planner.solvers.monotone` the box
+plans: `min_time` and `max_compute` (`planner.sync.proportional.boxes`; Chinchilla C_local with
+the split table and its own box bound, `levels.chinchilla_box_bound`) and `min_cost`
+(`planner.sync.proportional.cost_boxes`), wherever the facts of `planner.solvers.monotone` the box
 bounds need hold. A part is skipped for `min_time` when a valid lower bound exceeds the best time
 found (`lower_bound_s`): T_prop >= T_straggler / rho_max for every plan, rho_max = max_p t_pace / t_p
 (W <= N H rho_max, and eta_H, eta_R at H_max >= H are no larger: facts (H), (R), (L) of
@@ -47,18 +47,19 @@ from typing import NamedTuple
 import numpy as np
 
 from planner.objectives import MIN_COST, MIN_TIME, Objective
-from planner.cost.score import time_to_target, window_compute
 from planner.cost.setting import PlanBatch, Setting
-from planner.fleet.proportional import adjust_for, fastest_fill, fill_row, inner_steps, step_ratios
-from planner.fleet.regions import fastest_placed_counts, fastest_placement, placeable_splits, units_of
+from planner.sync.proportional.rule import adjust_for, fastest_fill, fill_row, inner_steps, step_ratios
+from planner.sync.proportional.measure import measure, unique_pairs
+from planner.fleet.region_plans import units_of
+from planner.sync.proportional.placement import fastest_placed_counts, fastest_placement, placeable_splits
 from planner.fleet.replicas import fleet_cost_usd
 from planner.solvers.objective_search import tie_less
 from planner.schema.errors import InputError, Problem
 from planner.solvers import monotone
 from planner.solvers.bnb import TIE_REL
-from planner.solvers import proportional_boxes, proportional_cost
-from planner.solvers.proportional_levels import Levels, needs_every_split, solve_levels
-from planner.solvers.proportional_splits import NONE, SplitTable
+from planner.sync.proportional import boxes, cost_boxes
+from planner.sync.proportional.levels import Levels, needs_every_split, solve_levels
+from planner.sync.proportional.split_table import NONE, SplitTable
 from planner.space import DecisionSpace
 
 MODES = ("flat", "hierarchical")
@@ -74,14 +75,6 @@ class Found(NamedTuple):
     counts: list[int]
     key: tuple[float, ...]
     value: float
-
-
-def rules_searched(instance, objective: Objective, pools) -> tuple[str, ...]:
-    """The rules the planner compares for `fleet.sync_rule`: straggler, proportional or both (auto)."""
-    rule = instance.fleet.sync_rule if instance.fleet.is_mixed else "straggler"
-    if rule == "straggler":
-        return ("straggler",)
-    return ("straggler", "proportional") if rule == "auto" else ("proportional",)
 
 
 def plans(s: Setting, space: DecisionSpace, precision: str, h_min: int = 1, h_values=None):
@@ -111,7 +104,7 @@ def h_worth_scoring(s: Setting, pools, used, precision: str, h_values: np.ndarra
 
         compute per training second <= F u W_hi(H) / H x eta_H(H_max(H))
 
-    with `node_flop_s` = F u of the pacing pool (`mixed.compute_bound_s`; 0 when its facts do not
+    with `node_flop_s` = F u of the pacing pool (`pool_parts.compute_bound_s`; 0 when its facts do not
     hold: every H is kept) and W_hi(H) the W of the fastest fill of `max_nodes` nodes (the most W of
     any split of at most that many nodes: a node more adds its H_p >= 1). A plan on a split of W runs
     B W tokens per outer step (B W R per hierarchical cycle) of at least H t_pace >= H 6 P_act B / (F u)
@@ -161,31 +154,13 @@ def _classes(s: Setting, space: DecisionSpace, precision: str):
             yield c, (space.max_regional_rounds if mode == "hierarchical" else 1)
 
 
-def measure(s: Setting, batch: PlanBatch, adjust, objective: Objective) -> np.ndarray:
-    """What the objective ranks among plans of one split, least first: minus the compute reached
-    (FLOP) for max_compute, else the time to target (s)."""
-    if objective.maximise:
-        kind = s.target_kind
-        return -window_compute(s, batch, kind, adjust)[kind]
-    return time_to_target(s, batch, adjust)["time_to_target_s"]
-
-
-def unique_pairs(h: np.ndarray, units: np.ndarray) -> tuple[list[tuple[int, int]], np.ndarray]:
-    """The distinct (H, u) of the plans and each plan's index among them (a 1-D unique of
-    H (u_max + 1) + u: much faster than a unique over rows)."""
-    h, units = np.asarray(h, dtype=np.int64), np.asarray(units, dtype=np.int64)
-    width = int(units.max()) + 1 if units.size else 1
-    keys, inverse = np.unique(h * width + units, return_inverse=True)
-    return [(int(k // width), int(k % width)) for k in keys], inverse.ravel()
-
-
 class Splits:
     """The split of N nodes among the pools of U that the best proportional plans of a given H and
     unit size u use, row by row (one row per (H, u), computed when first asked for, at most
     ROWS_CELLS cells kept): W = sum_p n_p H_p (0 where no split exists), its cost, and either the
     fastest split or, with a budget, the split of most W within it, then the cheapest, among
     `vectors` (every split). With several chosen regions (`placement`) only the splits whose nodes
-    per region are placeable for u count (`regions.fastest_placement`, `regions.placeable_splits`);
+    per region are placeable for u count (`placement.fastest_placement`, `placement.placeable_splits`);
     else, or for u = 1 (flat plans: no units), the fastest fill."""
 
     def __init__(self, pools, used, ratios, max_nodes: int, budget_usd: float | None, h_count: int,
@@ -296,28 +271,28 @@ def solve_part(pools, used: tuple[int, ...], s: Setting, space: DecisionSpace, p
     """(best proportional plan of the part with H >= h_min (or H in `scored_h`: `h_worth_scoring`) or
     None, plans scored, complete). Not
     complete when the deadline stopped it (then nothing is proven about the plans not scored).
-    min_time and max_compute: by boxes (`proportional_boxes`; Chinchilla C_local through the split
-    table), min_cost by boxes (`proportional_cost`), pruned against `incumbent` (a plan of another
+    min_time and max_compute: by boxes (`boxes`; Chinchilla C_local through the split
+    table), min_cost by boxes (`cost_boxes`), pruned against `incumbent` (a plan of another
     part: seconds, FLOP or USD), with no limit on the plans; None then when nothing of the part comes
     within the tie tolerance of it. Else every plan is scored (at most MAX_PLANS)."""
     space = space.for_objective(s, objective)
     table = None
     if (needs_every_split(s, objective) or objective.by_cost) and _one_region(space) and \
-            proportional_boxes.applies(s, MIN_TIME):
+            boxes.applies(s, MIN_TIME):
         table = SplitTable.build(pools, used, step_ratios(s, pools, used, precision), budget_usd)
     if objective.by_cost and table is not None:
         ratios = step_ratios(s, pools, used, precision)
         h_max = np.max(np.stack(list(inner_steps(ratios, np.arange(1, space.max_inner_steps + 1)).values())), axis=0)
-        found, evaluations, complete = proportional_cost.search(
+        found, evaluations, complete = cost_boxes.search(
             pools, used, s, space, list(_classes(s, space, precision)), table, lambda h: h_max[np.asarray(h) - 1],
-            proportional_boxes.fill_speed_bound(pools, used, ratios, int(space.max_nodes)), incumbent, deadline)
+            boxes.fill_speed_bound(pools, used, ratios, int(space.max_nodes)), incumbent, deadline)
         return (Found(*found) if found is not None else None), evaluations, complete
-    if proportional_boxes.applies(s, objective) or table is not None:
+    if boxes.applies(s, objective) or table is not None:
         ratios = step_ratios(s, pools, used, precision)
         h_all = np.arange(1, space.max_inner_steps + 1)
         h_max = np.max(np.stack(list(inner_steps(ratios, h_all).values())), axis=0)
         splits = Splits(pools, used, ratios, int(space.max_nodes), budget_usd, space.max_inner_steps, space.placement)
-        found, evaluations, complete = proportional_boxes.search(
+        found, evaluations, complete = boxes.search(
             pools, used, s, space, precision, list(_classes(s, space, precision)), splits,
             lambda h: h_max[np.asarray(h) - 1], ratios, incumbent, deadline, objective, table)
         return (Found(*found) if found is not None else None), evaluations, complete
@@ -373,7 +348,7 @@ def _cheapest(pools, used, s: Setting, space: DecisionSpace, precision: str, rat
     limit iff W >= W_need(d) = W_0 T(d, W_0) / T_limit; per (H, N) and unit size u the plan of least
     W_need is also the fastest of them for every split. Then every split of N nodes (`split_vectors`)
     within the budget is compared with the least W_need of each u it is placeable for (every u
-    without several chosen regions, `regions.placeable_splits`): least cost, then most W over that
+    without several chosen regions, `placement.placeable_splits`): least cost, then most W over that
     need (least time)."""
     vectors, cost = split_vectors(pools, used, len(scored_h), MIN_COST.key)
     nodes_v = vectors.sum(axis=1)
@@ -451,7 +426,7 @@ def lower_bound_s(s: Setting, pools, used, precision: str, straggler_best_s: flo
     docstring), or 0 when the facts it needs do not hold. The larger of
 
         T_straggler* / rho_max     (the part's straggler optimum), and
-        floor_s / (rho_max eta_H(h_min)),   floor_s = `mixed.compute_bound_s(N_max)` (0: none):
+        floor_s / (rho_max eta_H(h_min)),   floor_s = `pool_parts.compute_bound_s(N_max)` (0: none):
 
     tokens per second are at most B N rho_max / t_pace (each replica of pool p runs at most
     H rho_p steps of B tokens per H t_pace, the outer step lasting at least H t_step), and eta is at
@@ -474,7 +449,7 @@ def fewest_nodes(s: Setting, pools, used, precision: str, h_min: int, one_node_f
     """The fewest nodes a proportional plan of the part with H >= h_min needs to reach the target
     within the duration limit (1 when nothing is known): its time is at least
     one_node_floor_s / (N rho_max eta_H(h_min)) (`lower_bound_s`; one_node_floor_s =
-    `mixed.compute_bound_s` of one node, 0 when that bound does not hold), so
+    `pool_parts.compute_bound_s` of one node, 0 when that bound does not hold), so
     N >= one_node_floor_s / (rho_max eta_H(h_min) T_limit). A min_cost part is skipped when even
     the cheapest plan of that many nodes costs more than the best plan found."""
     rate_bound = lower_bound_s(s, pools, used, precision, math.inf, h_min, one_node_floor_s)

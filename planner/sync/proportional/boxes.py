@@ -2,7 +2,7 @@
 proportional rule by the branch and bound's boxes instead of scoring every plan (docs/fleet.md,
 section 4).
 
-For a proportional plan d on a split of W = sum_p n_p H_p (`planner.fleet.proportional`) the time
+For a proportional plan d on a split of W = sum_p n_p H_p (`planner.sync.proportional.rule`) the time
 to target is its straggler twin's with two changes: tokens per outer step times W / (N H), and
 H_eff at H_max instead of H. The second never shortens the time when eta_H and eta_R fall with
 H_eff (facts (H) and (R) of `planner.solvers.monotone`; for a C_quality target the tokens needed
@@ -14,7 +14,7 @@ rho(N) = sum_p f_p(N) rho_p / N with f(N) the fastest fill of N nodes by rho_p =
 most sum_p n_p rho_p of any split of N nodes, each pool at least one; H_p = floor(H rho_p) <= H rho_p).
 On a box of plans (`planner.solvers.bnb`: [n1, n2] x [H1, H2] x [R1, R2] of one class) the straggler
 bound L_box <= T_straggler(d) then gives T_prop >= L_box / max_{N >= N(n1)} rho(N): the box is dropped
-when L_box exceeds the best proportional time found times that maximum (`bnb._branch_and_bound`'s
+when L_box exceeds the best proportional time found times that maximum (`bnb.branch_and_bound`'s
 cutoff per box). Every plan the search reaches (box corners, down to single plans) is scored under
 the rule on its split (`Splits`: the fastest fill, or the best within the budget), so every plan
 not scored lies in a dropped box, whose plans are all slower than the best found: the answer is
@@ -27,13 +27,13 @@ straggler bound on 1 / C of a box over the same maximum of rho bounds the box un
 max_compute of C_quality: C_quality = Q(T, g, mu) (`run.quality_compute`) grows with the tokens T
 and g and falls with the loss multiplier mu, but is not proportional to T, so the box gets a bound of
 its own (`quality_box_bound`): the straggler tokens of a box are at most T_up = W' tps(n1, H2, R2)
-n2 / n1 (`bnb._compute_box`), under the rule at most rho T_up; g is at most g(n1, H1 sqrt R1) and mu
+n2 / n1 (`bnb.compute_box`), under the rule at most rho T_up; g is at most g(n1, H1 sqrt R1) and mu
 at least mu(n1, H1 sqrt R1) at the straggler H_eff, which H_max only lowers and raises; so
 C_quality <= Q(rho T_up, g_up, mu_lo) on the box. Under the Chinchilla penalty C_local is not
 monotone in T and the best split need not be the fastest: the box bound is the straggler one over
-the rule's token range (`proportional_levels.chinchilla_box_bound`) and each plan reached is searched
-over every level of W of its (H, N) (`proportional_levels.search_levels`, through the split table
-`planner.solvers.proportional_splits`). min_cost: `planner.solvers.proportional_cost`.
+the rule's token range (`levels.chinchilla_box_bound`) and each plan reached is searched
+over every level of W of its (H, N) (`levels.search_levels`, through the split table
+`planner.sync.proportional.split_table`). min_cost: `planner.sync.proportional.cost_boxes`.
 """
 
 from __future__ import annotations
@@ -46,8 +46,10 @@ import numpy as np
 from planner.objectives import MIN_TIME, Objective
 from planner.cost import run
 from planner.cost.modes import throughput
-from planner.fleet.proportional import adjust_for, inner_steps
-from planner.fleet.regions import units_of
+from planner.sync.proportional.rule import adjust_for, inner_steps
+from planner.sync.proportional import levels
+from planner.sync.proportional.measure import measure
+from planner.fleet.region_plans import units_of
 from planner.solvers.objective_search import tie_less
 from planner.solvers import bnb, monotone
 from planner.solvers.bnb import TIE_REL
@@ -64,10 +66,10 @@ def applies(s, objective: Objective) -> bool:
 
 
 def quality_box_bound(rho_sup: np.ndarray):
-    """A `bnb._branch_and_bound` box bound: 1 / C_quality >= 1 / Q(rho T_up, g_up, mu_lo) on each box
+    """A `bnb.branch_and_bound` box bound: 1 / C_quality >= 1 / Q(rho T_up, g_up, mu_lo) on each box
     (module docstring), with the box's two corner plans (scored under the rule by the visit)."""
     def bound(s, c, box, measure, mono, cut):
-        r_fast, r_slow = bnb._fast_slow_r(c, box)
+        r_fast, r_slow = bnb.fast_slow_r(c, box)
         i, n1, n2 = box["i"], box["n1"], box["n2"]
         hi_t = throughput(s, c.plans(i, n1, box["h2"], r_fast))
         lo_b = c.plans(i, n1, box["h1"], r_slow)
@@ -104,21 +106,19 @@ def search(pools, used, s, space, precision: str, classes, splits, h_max_of, rat
     proportional plan within the tie tolerance of `incumbent` or better, or None. min_time: key
     (time, cost), value and `incumbent` in seconds; max_compute: key (-C_local, cost), value and
     `incumbent` C_local (FLOP). The search minimises the bnb measure m (time, or 1 / C_local).
-    `table` (a `proportional_splits.SplitTable`, within the budget): max_compute of C_local under
+    `table` (a `split_table.SplitTable`, within the budget): max_compute of C_local under
     the Chinchilla penalty, where every level of W is a candidate: each plan reached is searched
-    over its levels (`proportional_levels.search_levels`) and boxes are bounded by
-    `proportional_levels.chinchilla_box_bound`."""
-    from planner.solvers.mixed_proportional import measure
-    from planner.solvers import proportional_levels
+    over its levels (`levels.search_levels`) and boxes are bounded by
+    `levels.chinchilla_box_bound`."""
     rho_sup = fill_speed_bound(pools, used, ratios, int(space.max_nodes))
     maximise = objective.maximise
     quality = maximise and s.target_kind == "c_quality"
-    levels = table is not None
-    if levels:
+    by_levels = table is not None
+    if by_levels:
         h_all = np.arange(1, space.max_inner_steps + 1)
         steps = inner_steps(ratios, h_all)
         tokens_low = min(1.0, float(np.min(np.min(np.stack(list(steps.values())), axis=0) / h_all)))
-        box_bound = proportional_levels.chinchilla_box_bound(rho_sup, tokens_low)
+        box_bound = levels.chinchilla_box_bound(rho_sup, tokens_low)
     else:
         box_bound = quality_box_bound(rho_sup) if quality else None
     with np.errstate(divide="ignore"):
@@ -126,14 +126,14 @@ def search(pools, used, s, space, precision: str, classes, splits, h_max_of, rat
     state = {"best": start if start > 0 else math.inf, "found": None}
     evaluations, complete, searched = 0, True, 0
     for c, r_max in classes:
-        h_top, r_top = bnb._h_r_max(c, space.max_inner_steps, r_max)
+        h_top, r_top = bnb.h_r_max(c, space.max_inner_steps, r_max)
 
         def worth_placing(c, idx, n, h, r):
             """With several chosen regions: the plans whose value on the best split with no placement
             rule (`splits.lookup` with u = 1: at least the W of every placeable split, and time falls,
             compute grows with W) comes within the tie tolerance of the best found. The others can
             neither be the answer nor tie with it, so their placeable split (a dynamic programme per
-            (H, u), `regions.fastest_placement`) is not computed."""
+            (H, u), `placement.fastest_placement`) is not computed."""
             idx, n, h, r = np.broadcast_arrays(idx, n, h, r)
             weighted, _ = splits.lookup(h, c.nodes(idx, n))
             value = measure(s, c.plans(idx, n, h, r), adjust_for(weighted, h_max_of(h), h), objective)
@@ -170,12 +170,12 @@ def search(pools, used, s, space, precision: str, classes, splits, h_max_of, rat
             idx, n, h, r = (np.asarray(x, dtype=np.int64) for x in np.broadcast_arrays(idx, n, h, r))
             if not idx.size:
                 return
-            searched += proportional_levels.search_levels(
+            searched += levels.search_levels(
                 s, table, c, idx, n, h, r, h_max_of, lambda: 1.0 / state["best"],
                 lambda j, w: consider(j, w, arrays=(idx, n, h, r)))
 
         def visit(idx, n, h, r, _straggler_value, c=c):
-            if levels:
+            if by_levels:
                 return visit_levels(idx, n, h, r, _straggler_value)
             if np.size(idx) and splits.placement is not None:
                 idx, n, h, r = worth_placing(c, idx, n, h, r)
@@ -200,13 +200,13 @@ def search(pools, used, s, space, precision: str, classes, splits, h_max_of, rat
             state["best"] = min(state["best"], -1.0 / top if maximise else top)
 
         def cutoff(box, c=c):
-            if quality or levels:           # the box bound is the rule's own
+            if quality or by_levels:           # the box bound is the rule's own
                 return np.full(box["i"].shape, state["best"] * (1.0 + TIE_REL))
             return state["best"] * (1.0 + TIE_REL) * rho_sup[np.minimum(c.nodes(box["i"], box["n1"]), rho_sup.size - 1)]
 
-        idx, n, h, r = bnb._seeds(s, c, h_top, r_top)
+        idx, n, h, r = bnb.seeds(s, c, h_top, r_top)
         visit(idx, n, h, r, None)
-        count, left = bnb._branch_and_bound(s, c, h_top, r_top, visit, cutoff, deadline=deadline,
+        count, left = bnb.branch_and_bound(s, c, h_top, r_top, visit, cutoff, deadline=deadline,
                                             measure=bnb.compute_measure(s.target_kind) if maximise else bnb.TIME,
                                             box_bound=box_bound)
         evaluations += idx.size + count

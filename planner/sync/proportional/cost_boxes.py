@@ -3,21 +3,21 @@ the cheapest split and plan of a part that reach the target within the duration 
 budget), then the fastest, without scoring every plan or listing every split.
 
 **A plan and its cheapest split.** For a plan d (its U, N, H, R and every other decision) the time
-to target is proportional to 1 / W (`planner.solvers.mixed_proportional`): with T_0 its time at
+to target is proportional to 1 / W (`planner.sync.proportional.search`): with T_0 its time at
 W_0 = N H (scored under the rule's H_eff at H_max), d meets the limit T_lim on a split of W iff
 W >= W_need(d) = W_0 T_0 / T_lim. The cheapest split of N nodes with W >= W_need within the budget
 (ties to the most W: the least time) is a query of the split table
-(`proportional_splits.SplitTable.cheapest_reaching`), exact, with no split listed.
+(`split_table.SplitTable.cheapest_reaching`), exact, with no split listed.
 
 **Bound on a box** of plans [n1, n2] x [H1, H2] x [R1, R2] of one class (`planner.solvers.bnb`):
 - time: every plan of the box takes at least L_box / rho_sup(N(n1)) under the rule, L_box the
-  straggler bound of the box (`bnb._time_box`; `proportional_boxes` for why it holds under the
+  straggler bound of the box (`bnb.time_box`; `boxes` for why it holds under the
   rule); a box above T_lim holds no plan that meets the limit;
 - cost: every split of N nodes costs at least the cheapest fill of N nodes (one node of each pool
   of U, then the cheapest pools first: an exchange argument), which never falls as N grows, so a box
   costs at least the cheapest fill of N(n1) nodes (`cost_floor`; deflated by 1e-12 for the float
   sums). Boxes above the best cost found (tie tolerance kept) are dropped, and their n2 is cut to the
-  largest n whose fill is not above it (`bnb._branch_and_bound`'s n_cap);
+  largest n whose fill is not above it (`bnb.branch_and_bound`'s n_cap);
 - at the best cost (a tie) a box is dropped too when its time bound exceeds the best plan's time.
 Every plan the search reaches (corners, down to single plans) is solved exactly on its cheapest
 split, so every plan not reached lies in a dropped box, none of whose plans on any split is cheaper
@@ -31,7 +31,8 @@ import time
 
 import numpy as np
 
-from planner.fleet.proportional import adjust_for
+from planner.sync.proportional.rule import adjust_for
+from planner.sync.proportional.measure import measure
 from planner.fleet.replicas import node_price_usd
 from planner.objectives import MIN_TIME
 from planner.solvers.objective_search import tie_less
@@ -58,8 +59,7 @@ def search(pools, used, s, space, classes, table, h_max_of, rho_sup: np.ndarray,
     """(best, evaluations, complete): best = (batch, counts, key (cost, time), cost) of the part's
     cheapest proportional plan within the tie tolerance of `incumbent` (USD, a plan of another
     part) or cheaper, or None. `table`: the part's `SplitTable` within the budget; `rho_sup`:
-    `proportional_boxes.fill_speed_bound`."""
-    from planner.solvers.mixed_proportional import measure
+    `boxes.fill_speed_bound`."""
     limit_s = s.window_s
     floor = cost_floor(pools, used, int(space.max_nodes))
     state = {"cost": incumbent, "time": math.inf, "found": None}
@@ -69,7 +69,7 @@ def search(pools, used, s, space, classes, table, h_max_of, rho_sup: np.ndarray,
         return floor[np.clip(nodes, 0, floor.size - 1)]
 
     for c, r_max in classes:
-        h_top, r_top = bnb._h_r_max(c, space.max_inner_steps, r_max)
+        h_top, r_top = bnb.h_r_max(c, space.max_inner_steps, r_max)
 
         def visit(idx, n, h, r, _straggler_value, c=c):
             idx, n, h, r = (np.asarray(x, dtype=np.int64) for x in np.broadcast_arrays(idx, n, h, r))
@@ -114,7 +114,7 @@ def search(pools, used, s, space, classes, table, h_max_of, rho_sup: np.ndarray,
                     state["cost"], state["time"] = min(state["cost"], key[0]), key[1]
 
         def box_bound(s, c, box, measure_name, mono, cut):
-            lower_s, corners = bnb._time_box(s, c, box, mono)
+            lower_s, corners = bnb.time_box(s, c, box, mono)
             nodes = c.nodes(box["i"], box["n1"])
             rho = rho_sup[np.minimum(nodes, rho_sup.size - 1)]
             with np.errstate(divide="ignore", invalid="ignore"):
@@ -138,9 +138,9 @@ def search(pools, used, s, space, classes, table, h_max_of, rho_sup: np.ndarray,
             dropped before any plan is found."""
             return min(state["cost"] * (1.0 + TIE_REL), np.finfo(float).max)
 
-        idx, n, h, r = bnb._seeds(s, c, h_top, r_top)
+        idx, n, h, r = bnb.seeds(s, c, h_top, r_top)
         visit(idx, n, h, r, None)
-        count, left = bnb._branch_and_bound(s, c, h_top, r_top, visit, cutoff,
+        count, left = bnb.branch_and_bound(s, c, h_top, r_top, visit, cutoff,
                                             deadline=deadline, n_cap=n_cap, box_bound=box_bound)
         evaluations += idx.size + count
         if left is not None or time.perf_counter() > deadline:

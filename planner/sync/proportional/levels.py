@@ -30,7 +30,7 @@ split, so tied plans are kept). When `planner.solvers.monotone` finds the consta
 facts the bound is not used and every level of every plan is scored.
 
 `solve_levels` lists every split (`Levels`); the branch and bound uses `search_levels` instead,
-which finds the levels through the split table (`planner.solvers.proportional_splits`) and halves
+which finds the levels through the split table (`planner.sync.proportional.split_table`) and halves
 the brackets, with `chinchilla_box_bound` on boxes of plans.
 """
 
@@ -44,8 +44,10 @@ import numpy as np
 from planner.objectives import MAX_COMPUTE, Objective
 from planner.cost import chinchilla, modes, quality, run
 from planner.cost.setting import PlanBatch, Setting
-from planner.fleet.proportional import adjust_for, inner_steps
-from planner.fleet.regions import placeable_splits, units_of
+from planner.sync.proportional.rule import adjust_for, inner_steps
+from planner.sync.proportional.measure import measure, unique_pairs
+from planner.fleet.region_plans import units_of
+from planner.sync.proportional.placement import placeable_splits
 from planner.solvers.objective_search import tie_less
 from planner.schema.errors import InputError, Problem
 from planner.solvers import monotone
@@ -64,7 +66,7 @@ class Levels:
     split of the nodes among the pools of U, at least one node each, with its cost). Row (h, u):
     (start [max_nodes + 2], w [levels], cost [levels], split [levels]): the levels of N nodes are
     w[start[N]:start[N + 1]], ascending. With several chosen regions (`placement`) the row of unit
-    size u takes only the splits placeable for u (`regions.placeable_splits`); else u is ignored."""
+    size u takes only the splits placeable for u (`placement.placeable_splits`); else u is ignored."""
 
     def __init__(self, vectors: np.ndarray, cost: np.ndarray, ratios, max_nodes: int, budget_usd: float | None,
                  placement=None):
@@ -117,10 +119,9 @@ def c_local_bound(s: Setting, batch: PlanBatch, w_lo, w_hi, h_max, h) -> np.ndar
 
 def solve_levels(pools, s: Setting, levels: Levels, plan_chunks, h_max_of, deadline: float, max_work: int):
     """(best, evaluations, complete) over every plan of `plan_chunks` ((classes, idx, n, h, r) as
-    `mixed_proportional.plans`) and every level of its (H, N): best = (batch, counts, key, value) with
+    `search.plans`) and every level of its (H, N): best = (batch, counts, key, value) with
     key (-C_local, cost), or None. Refused (InputError naming fleet.sync_rule) when the levels left
     after the bracket bound exceed `max_work` scorings."""
-    from planner.solvers.mixed_proportional import measure
     bounded = not monotone.check(s).unsupported
     best, evaluations, pending = None, 0, []
 
@@ -187,7 +188,6 @@ def solve_levels(pools, s: Setting, levels: Levels, plan_chunks, h_max_of, deadl
 
 def _groups(levels: Levels, h: np.ndarray, units: np.ndarray):
     """(mask, row) of each distinct (H, u) among the plans (u ignored without several regions)."""
-    from planner.solvers.mixed_proportional import unique_pairs
     pairs, inverse = unique_pairs(h, units if levels.placement is not None else np.ones_like(h))
     for k, (hv, uv) in enumerate(pairs):
         yield inverse == k, levels.row(hv, uv)
@@ -209,29 +209,29 @@ def _level_values(levels: Levels, h: np.ndarray, level: np.ndarray, units: np.nd
     return w, cost
 
 
-# -- by boxes, without listing the splits (planner.solvers.proportional_splits) ----------------------
+# -- by boxes, without listing the splits (planner.sync.proportional.split_table) ----------------------
 
 def chinchilla_box_bound(rho_sup: np.ndarray, tokens_low: float):
-    """A `bnb._branch_and_bound` box bound on 1 / C_local under the Chinchilla penalty with the rule,
+    """A `bnb.branch_and_bound` box bound on 1 / C_local under the Chinchilla penalty with the rule,
     over every plan of a box on every split of its nodes. A plan d on a split of W runs its straggler
-    twin's tokens times W / (N H): at most rho(N) <= rho_sup(N(n1)) (`proportional_boxes.fill_speed_bound`:
+    twin's tokens times W / (N H): at most rho(N) <= rho_sup(N(n1)) (`boxes.fill_speed_bound`:
     W <= H sum_p n_p rho_p, at most the fastest fill by rho), at least `tokens_low` = min over the H
     searched of min_p H_p / H (1 when every pool runs at least the pace's H steps); its g = eta_H eta_C
     eta_A is at most the straggler box's g_up and its loss multiplier m at least m_lo (H_eff at
     H_max >= H, facts (H) and (R) of `planner.solvers.monotone`; K = N as under the straggler rule).
-    The straggler bound of `bnb._compute_box` uses nothing but T in [T_lo, T_up], g <= g_up and
+    The straggler bound of `bnb.compute_box` uses nothing but T in [T_lo, T_up], g <= g_up and
     m >= m_lo, so with T_up times rho_sup and T_lo times `tokens_low` it bounds the box under the rule."""
     from planner.solvers import bnb
 
     def bound(s, c, box, measure, mono, cut):
         rho = rho_sup[np.minimum(c.nodes(box["i"], box["n1"]), rho_sup.size - 1)]
-        return bnb._compute_box(s, c, box, "c_local", mono, cut, tokens_up=rho, tokens_low=tokens_low)
+        return bnb.compute_box(s, c, box, "c_local", mono, cut, tokens_up=rho, tokens_low=tokens_low)
     return bound
 
 
 def search_levels(s: Setting, table, c, idx, n, h, r, h_max_of, floor, consider) -> int:
     """Every level of each plan (idx, n, h, r of classes `c`) that may come within the tie tolerance
-    of the best C_local found, through `table` (a `proportional_splits.SplitTable`): the least and the
+    of the best C_local found, through `table` (a `split_table.SplitTable`): the least and the
     most W of the plan's (H, N) are scored, then each bracket [W_a, W_b] of scored levels whose bracket
     bound (module docstring) reaches `floor()` (the best C_local so far) times 1 - TIE_REL is narrowed
     to the levels inside it, W_a' = least W > W_a and W_b' = most W < W_b (scored), and halved at the
@@ -240,7 +240,7 @@ def search_levels(s: Setting, table, c, idx, n, h, r, h_max_of, floor, consider)
     `consider(j, w)` scores plans j (indices into the arrays) at W = w. Returns the scorings. With a
     budget, plans whose bracket bound over the slowest and fastest fills (a wider bracket) cannot
     reach the best are dropped first."""
-    from planner.solvers.proportional_splits import NONE
+    from planner.sync.proportional.split_table import NONE
     nodes = c.nodes(idx, n)
     if table.budget_usd is not None and math.isfinite(floor()):
         # the levels within the budget lie between the slowest and the fastest fill: plans whose bracket

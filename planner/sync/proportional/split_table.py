@@ -1,6 +1,6 @@
 """The splits of N nodes among the pools of U under the proportional rule, queried without listing
 them (docs/fleet.md, section 4): the least W >= x, the most W <= x, the cheapest split of a given W,
-the cheapest split reaching W >= x, for W = sum_p n_p H_p (`planner.fleet.proportional`), 1 <= n_p
+the cheapest split reaching W >= x, for W = sum_p n_p H_p (`planner.sync.proportional.rule`), 1 <= n_p
 <= count_p, sum_p n_p = N, and the fleet's cost sum_p n_p price_p within the budget.
 
 **Two free pools.** Fix the counts of every pool of U but two, a and b (a *prefix*: every vector of
@@ -35,7 +35,7 @@ import math
 
 import numpy as np
 
-from planner.fleet.proportional import inner_steps
+from planner.sync.proportional.rule import inner_steps
 from planner.fleet.replicas import node_price_usd
 
 MAX_PREFIXES = 200_000          # prefixes listed at most; beyond, `SplitTable.build` gives None

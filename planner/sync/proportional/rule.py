@@ -57,7 +57,6 @@ from planner.cost.setting import Setting
 from planner.fleet.pools import PoolSetting
 from planner.fleet.replicas import node_price_usd
 
-RULES = ("straggler", "proportional")
 ROUNDING_SLACK = 1e-12      # H t_pace / t_p within this (relative) of an integer rounds to it (float noise)
 
 

@@ -1,0 +1,177 @@
+"""Chosen regions on an instance (docs/fleet.md, section 3): the regions a part of the planner must
+try (`part_regions`) and its optimum's counts (`part_counts`), a plan's regions checked against the
+instance (`plan_region_problems`) and shown (`region_rows`, `plan_regions`), the unit size of a
+batch of plans (`units_of`, `batch_unit`), and the oracle's region choices (`oracle_regions`). The
+placement rule and its costs are `planner.fleet.regions`; this module applies them to an instance's
+pools and sites. Setting layer (docs/architecture.md).
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from typing import Sequence
+
+import numpy as np
+
+from planner.fleet.regions import (Partition, Placement, cheapest_placement, is_placeable, placement_of,
+                                   plan_unit)
+from planner.schema.errors import Problem
+
+
+def units_of(batch, size: int) -> np.ndarray:
+    """u of each of `size` plans of a PlanBatch of mode flat (ZeRO-3 shards: Z) or hierarchical (k)."""
+    if batch.mode == "hierarchical":
+        return np.broadcast_to(np.asarray(batch.group_size, dtype=np.int64), (size,))
+    z = batch.zero_shards
+    if batch.mode == "flat" and z is not None:
+        return np.broadcast_to(np.maximum(np.asarray(z, dtype=np.int64), 1), (size,))
+    return np.ones(size, dtype=np.int64)
+
+
+def region_rows(pools, counts: Sequence[int], partition: Partition, unit: int) -> list[dict]:
+    """Per region: its sites, the plan's nodes there, the units (groups, pipelines) it hosts and the
+    cost of its nodes (sum over its pools of n_p x node price_p; the regions' costs add up to the plan's)."""
+    from planner.fleet.replicas import node_price_usd
+    rows = []
+    for block in partition:
+        inside = [(p, n) for p, n in zip(pools, counts) if p.site in block]
+        c = sum(n for _, n in inside)
+        rows.append({"sites": list(block), "nodes": c, "units": c // unit if unit > 1 else None,
+                     "cost_usd": float(sum(n * node_price_usd(p) for p, n in inside))})
+    return rows
+
+
+def plan_region_problems(instance, plan, pools, counts: Sequence[int], sites) -> list[Problem]:
+    """plan.regions against the instance and the plan's node counts (network.regions = "chosen"):
+    a partition of exactly the sites the plan uses, each block a region of the tier, the nodes
+    placeable; required when the plan has groups (hierarchical, PP-group, ZeRO-3) on several sites.
+    Errors name plan.regions (or plan.pool_nodes for the placement)."""
+    chosen = instance.network.regions == "chosen"
+    if plan.regions is not None and (not chosen or sites is None):
+        return [Problem("plan.regions", "only with network.regions = 'chosen' and a fleet of pools at sites "
+                                        f"(network.regions is {instance.network.regions!r})")]
+    if not chosen or sites is None:
+        return []
+    used_sites = sorted({p.site for p, n in zip(pools, counts) if n})
+    unit = plan_unit(plan.mode, plan.group_size, plan.stages, getattr(plan, "zero_shards", None))
+    if plan.regions is None:
+        if len(used_sites) <= 1 or unit <= 1:      # one site, or a plan without groups: no regions needed
+            return []
+        return [Problem("plan.regions", "required with network.regions = 'chosen' when a plan with groups uses "
+                                        f"several sites ({', '.join(used_sites)}): a list of regions, each a list of "
+                                        "sites, e.g. " + str([[s] for s in used_sites]).replace("'", '"'))]
+    problems = []
+    seen: dict[str, int] = {}
+    for i, block in enumerate(plan.regions):
+        for site in block:
+            if site in seen:
+                problems.append(Problem(f"plan.regions[{i}]", f"site {site!r} is in two regions "
+                                                              f"(also plan.regions[{seen[site]}])"))
+            elif site not in used_sites:
+                problems.append(Problem(f"plan.regions[{i}]", f"site {site!r} holds none of the plan's nodes; "
+                                                              f"the plan uses {', '.join(used_sites)}"))
+            seen[site] = i
+    missing = [s for s in used_sites if s not in seen]
+    if missing:
+        problems.append(Problem("plan.regions", f"must hold every site the plan uses; missing {', '.join(missing)}"))
+    if problems:
+        return problems
+    from planner.sites.partition import tier_relation
+    pairs = tier_relation(sites.graph)
+    regional = instance.network.regional
+    for i, block in enumerate(plan.regions):
+        for a, b in itertools.combinations(block, 2):
+            if not pairs.has_edge(a, b):
+                problems.append(Problem(f"plan.regions[{i}]", f"sites {a!r} and {b!r} have no route meeting the "
+                                                              f"regional tier ({regional.mbps:g} Mb/s each way, "
+                                                              f"<= {regional.rtt_ms:g} ms RTT); split them"))
+                break
+    if problems:
+        return problems
+    partition = tuple(tuple(sorted(b)) for b in plan.regions)
+    per_region = [sum(n for p, n in zip(pools, counts) if p.site in block) for block in partition]
+    if not is_placeable(per_region, unit):
+        shown = ", ".join(f"{'+'.join(b)}: {c}" for b, c in zip(partition, per_region))
+        problems.append(Problem("plan.pool_nodes", f"nodes per region ({shown}) cannot form the plan's "
+                                                   f"{plan.nodes // unit} units of {unit} nodes inside regions: "
+                                                   f"each region needs >= {unit} nodes and the remainders mod "
+                                                   f"{unit} must add up to < {unit} (docs/fleet.md, section 3)"))
+    return problems
+
+
+def batch_unit(batch) -> int:
+    """u of the first plan of a PlanBatch."""
+    z = batch.zero_shards
+    return plan_unit(batch.mode, np.ravel(batch.group_size)[0], np.ravel(batch.stages)[0],
+                     None if z is None else np.ravel(z)[0])
+
+
+def part_regions(instance, sites, pools, used: Sequence[int]) -> list[tuple[object, Placement | None]]:
+    """The (site network view, placement) of every region partition the planner must try for the
+    pools `used`: geography (or no sites): [(sites, None)]; chosen: each undominated partition of
+    their sites (planner.sites.partition), best regional link first (plans of equal time and cost
+    go to it), the placement None when it has a single region (with limits.budget_usd, its view
+    within the budget)."""
+    if sites is None or instance.network.regions != "chosen":
+        return [(sites, None)]
+    from planner.fleet.replicas import sites_of
+    from planner.sites.partition import region_partitions, undominated
+    from planner.sites.partition import partition_link
+    names = sites_of(pools, used)
+    out = []
+    kept = undominated(sites.graph, region_partitions(sites.graph, names))
+    # best regional link first, then fewer regions: the planner's ties go to the earlier part
+    kept.sort(key=lambda p: (-partition_link(sites.graph, p)[0], partition_link(sites.graph, p)[1], len(p)))
+    for p in kept:
+        placement = None
+        if len(p) > 1:       # a budget lists only the (N, u) placed within it
+            placement = placement_of(pools, used, p).within(instance.limits.budget_usd or math.inf)
+        out.append((sites.with_regions(p), placement))
+    return out
+
+
+def part_counts(pools, used: Sequence[int], placement: Placement | None, batch) -> list[int] | None:
+    """Counts per pool of a part's optimum: the cheapest fill, or with several regions the cheapest
+    placement of its unit size."""
+    from planner.fleet.replicas import cheapest_fill
+    n = int(np.ravel(batch.nodes)[0])
+    if placement is None:
+        return cheapest_fill(pools, used, n)
+    return cheapest_placement(pools, placement, batch_unit(batch), n)
+
+
+def plan_regions(sites) -> list[list[str]] | None:
+    """plan.regions of a part's plan: its view's partition under chosen regions, else None."""
+    partition = getattr(sites, "partition", None)
+    return None if partition is None else [list(b) for b in partition]
+
+
+class FixedCounts:
+    """The oracle's placement: the nodes per region of one assignment, checked by the rule itself
+    (`is_placeable`) at that assignment's N only."""
+
+    def __init__(self, region_nodes: Sequence[int]):
+        self.region_nodes = list(region_nodes)
+        self.nodes = sum(region_nodes)
+
+    def mask(self, unit: int) -> np.ndarray:
+        mask = np.zeros(self.nodes + 1, dtype=bool)
+        mask[self.nodes] = is_placeable(self.region_nodes, int(unit))
+        return mask
+
+
+def oracle_regions(instance, sites, pools, counts: Sequence[int]) -> list[tuple[object, FixedCounts | None]]:
+    """The oracle's region choices for one assignment: every set partition of its sites whose
+    blocks meet the tier pairwise (no dominance, no capacity reasoning); geography: [(sites, None)]."""
+    if sites is None or instance.network.regions != "chosen":
+        return [(sites, None)]
+    from planner.sites.partition import all_set_partitions, tier_relation
+    names = sorted({p.site for p, n in zip(pools, counts) if n})
+    pairs = tier_relation(sites.graph)
+    out = []
+    for p in all_set_partitions(names):
+        if all(pairs.has_edge(a, b) for block in p for a, b in itertools.combinations(block, 2)):
+            region_nodes = [sum(n for q, n in zip(pools, counts) if q.site in block) for block in p]
+            out.append((sites.with_regions(p), FixedCounts(region_nodes)))
+    return out

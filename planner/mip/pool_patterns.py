@@ -1,0 +1,338 @@
+"""The patterns of pools of the pools' MIP (`planner.mip.pools`, whose docstring is the model): the
+patterns a set of pools used can have (`PoolKey`, `pool_keys`), their groups as the model's columns
+(`PatternGroup`), the sites they use (`SiteItems`), the node ranges of a pattern (`key_range`,
+`key_counts`), the tables the model is built on (`SettingPart`, `PoolTables`) and a model point
+decoded as a plan on pools (`MixedPlan`, `canonical`, `mixed_plan`, in cost units of `price_scale`).
+
+They are the data the model's rows (`planner.mip.pool_rows`), its tables (`planner.mip.pools`) and the
+rows of the sync rules (`planner.mip.pool_proportional`) and of chosen regions
+(`planner.mip.pool_regions`) share, so they sit below all of them.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import re
+import time
+from dataclasses import dataclass, field
+from itertools import combinations
+from typing import Sequence
+
+import numpy as np
+
+from planner.cost.setting import PlanBatch, Setting
+from planner.fleet.pools import PoolSetting
+from planner.fleet.replicas import cheapest_fill, fleet_cost_usd, node_price_usd
+from planner.mip.tables import Tables
+from planner.solvers import UnsupportedBySolver
+
+COST_TOL = 1e-9          # min_cost: a plan must be cheaper than the incumbent by this much (relative) to be wanted
+
+MAX_PATTERNS = 2048      # columns x of the model (PatternGroup) beyond which it is refused (exit 2)
+MAX_SITE_SETS = 131072   # patterns (PoolKey: one per set of sites used) enumerated for the node ranges, beyond
+                         # which the model is refused (exit 2): 12 pools in 12 cities have 8,190, 16 in 16 cities
+                         # at two precisions 131,070 (whole solve 19 s, 316 MB, load 1.6); 17 cities are refused
+LINK_FIELDS = ("wan_up_bps", "wan_down_bps", "wan_rtt_s", "regional_bps", "regional_rtt_s")
+LINK_LEAST = (True, True, False, True, False)    # the field is the least over its items (bandwidth), else the largest
+
+
+@dataclass(frozen=True)
+class PoolKey:
+    """A pattern of pools used: what `mixed_setting` depends on (module docstring)."""
+
+    precision: str
+    slowest: int
+    memory_bytes: float
+    sites: tuple[str, ...]            # S(U), () without sites
+    allowed: tuple[int, ...]
+    covers: tuple[tuple[int, ...], ...]     # the least sets of pools with this pattern (each a minimal cover)
+
+    def label(self, pools: Sequence[PoolSetting]) -> str:
+        parts = [self.precision, pools[self.slowest].label, f"m{self.memory_bytes / 1e9:g}GB"] + list(self.sites)
+        return safe_name("_".join(parts))
+
+
+def safe_name(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_]", "", text.replace(".", "p").replace("-", "_").replace(" ", ""))
+
+
+def _rank(pools: Sequence[PoolSetting], p: int, precision: str) -> tuple[float, int]:
+    return pools[p].rate(precision), p
+
+
+class DeadlinePassed(Exception):
+    """The deadline came while the tables were built (`pool_tables`): no model, no plan, no bound."""
+
+
+def check_deadline(deadline: float) -> None:
+    """DeadlinePassed once time.perf_counter() is past `deadline` (read before each pattern, each set
+    of sites checked and each setting's tables: on 16 pools in 16 cities there are 131,071 patterns
+    and building them all took ~100 s at load 8)."""
+    if time.perf_counter() > deadline:
+        raise DeadlinePassed()
+
+
+def pool_keys(pools: Sequence[PoolSetting], precisions: Sequence[str], with_sites: bool,
+              deadline: float = math.inf) -> list[PoolKey]:
+    """Every pattern some set of pools has (module docstring), in a stable order."""
+    keys = []
+    for precision in precisions:
+        runs = [p for p in range(len(pools)) if precision in pools[p].precisions]
+        for s in runs:
+            not_slower = [p for p in runs if _rank(pools, p, precision) >= _rank(pools, s, precision)]
+            mem_s = pools[s].setting.memory_bytes
+            for v in sorted({pools[p].setting.memory_bytes for p in not_slower if pools[p].setting.memory_bytes <= mem_s}):
+                base = [p for p in not_slower if pools[p].setting.memory_bytes >= v]
+                hosts = sorted({pools[p].site for p in base}) if with_sites else []
+                others = [h for h in hosts if h != pools[s].site]
+                site_sets = [()] if not with_sites else \
+                    [tuple(sorted((pools[s].site,) + extra)) for r in range(len(others) + 1)
+                     for extra in combinations(others, r)]
+                for sites in site_sets:
+                    check_deadline(deadline)
+                    allowed = tuple(p for p in base if not with_sites or pools[p].site in sites)
+                    covers = _covers(pools, s, v, sites, allowed)
+                    if covers:
+                        keys.append(PoolKey(precision, s, v, sites, allowed, covers))
+                    if len(keys) > MAX_SITE_SETS:
+                        raise UnsupportedBySolver(
+                            f"the one-model path for a fleet of pools enumerates at most {MAX_SITE_SETS} patterns of "
+                            f"pools used (precision, slowest pool, least memory, sites used) for their node ranges; "
+                            f"this fleet has more (its pools sit at many sites); use --solver bnb (at most 12 pools)")
+    return keys
+
+
+def _covers(pools, s: int, v: float, sites: tuple[str, ...], allowed: tuple[int, ...]) -> tuple[tuple[int, ...], ...]:
+    """The minimal sets of allowed pools that hold s, a pool of memory v and a pool at every site, fewest
+    pools first, then in listing order. Each is s, one pool at each other site (a pool there is needed,
+    a second one would be redundant), and, when none of those has memory v, one pool of memory v at s's
+    site (without sites: anywhere); a pool of memory v at another site would make that site's first
+    pool redundant, so it is one of the choices of that site instead."""
+    from itertools import product
+    home = pools[s].site if sites else None
+    choices = [[p for p in allowed if pools[p].site == site] for site in sites if site != home]
+    extra_v = [p for p in allowed if p != s and pools[p].setting.memory_bytes == v and (not sites or pools[p].site == home)]
+    found = set()
+    for picked in product(*choices):
+        if pools[s].setting.memory_bytes == v or any(pools[p].setting.memory_bytes == v for p in picked):
+            found.add(tuple(sorted(picked)))
+        else:
+            found.update(tuple(sorted(picked + (p,))) for p in extra_v)
+    return tuple((s,) + extra for extra in sorted(found, key=lambda e: (len(e), e)))
+
+
+@dataclass(frozen=True)
+class PatternGroup:
+    """A column x of the model: the patterns of one (precision, slowest pool, least memory, links of the
+    sites used), all of one setting. Without sites one pattern each. `allowed`: the pools that run the
+    precision, are not slower and have at least that memory (sites are rows of their own: `pool_links`)."""
+
+    precision: str
+    slowest: int
+    memory_bytes: float
+    links: tuple[float, ...]          # LINK_FIELDS of the sites used, () without sites
+    allowed: tuple[int, ...]
+    keys: tuple[int, ...]             # positions in PoolTables.keys
+
+    def label(self, pools: Sequence[PoolSetting], link_index: int | None) -> str:
+        parts = [self.precision, pools[self.slowest].label, f"m{self.memory_bytes / 1e9:g}GB"]
+        return safe_name("_".join(parts + ([f"L{link_index}"] if link_index is not None else [])))
+
+
+def link_values(links) -> tuple[float, ...]:
+    """The fields of a `planner.fleet.network.SiteLinks` that the setting takes (`network.with_links`)."""
+    return tuple(float(getattr(links, f)) for f in LINK_FIELDS)
+
+
+def pattern_groups(pools: Sequence[PoolSetting], keys: Sequence[PoolKey], sites) -> list[PatternGroup]:
+    """The model's columns x: the patterns grouped by (precision, slowest, least memory, link values of
+    their sites); refused (exit 2) beyond MAX_PATTERNS."""
+    found: dict[tuple, list[int]] = {}
+    for k, key in enumerate(keys):
+        links = link_values(sites.links(key.sites)) if sites is not None and key.sites else ()
+        found.setdefault((key.precision, key.slowest, key.memory_bytes, links), []).append(k)
+    if len(found) > MAX_PATTERNS:
+        raise UnsupportedBySolver(f"the one-model path for a fleet of pools takes at most {MAX_PATTERNS} columns of "
+                                  f"pools used (precision, slowest pool, least memory, links of the sites used); this "
+                                  f"fleet has {len(found)}; use --solver bnb")
+    out = []
+    for (q, s, v, links), ks in found.items():
+        allowed = tuple(p for p in range(len(pools)) if q in pools[p].precisions and
+                        _rank(pools, p, q) >= _rank(pools, s, q) and pools[p].setting.memory_bytes >= v)
+        out.append(PatternGroup(q, s, v, links, allowed, tuple(ks)))
+    return out
+
+
+@dataclass
+class SiteItems:
+    """The sites holding pools, and the items whose links make those of any set S of them: each site
+    alone and each pair. For every field of LINK_FIELDS, links(S) is the least (bandwidths) or the
+    largest (RTTs) over the items within S of the item's own links (`planner.fleet.network`: the WAN
+    route is the least bandwidth and largest RTT over the pairs of S, each site's LAN included, capped
+    by the access link once S has two sites; the regions are each site's first candidate group, so
+    the regional links are those over the pairs sharing a region). `site_items` checks this on every
+    set of sites of the patterns (refused otherwise)."""
+
+    hosts: list[str]
+    items: list[tuple[int, ...]]      # (j,) and (i, j), i < j, positions in hosts
+    values: np.ndarray                # items x LINK_FIELDS
+
+
+def site_items(pools: Sequence[PoolSetting], keys: Sequence[PoolKey], sites, deadline: float = math.inf) -> SiteItems:
+    """The items of the sites holding pools (`SiteItems`), checked against the links of every set of
+    sites of `keys`."""
+    hosts = sorted({p.site for p in pools})
+    items = [(j,) for j in range(len(hosts))] + list(combinations(range(len(hosts)), 2))
+    values = np.array([link_values(sites.links([hosts[i] for i in e])) for e in items], dtype=float)
+    member = np.zeros((len(items), len(hosts)), dtype=bool)
+    for a, e in enumerate(items):
+        member[a, list(e)] = True
+    where = {h: j for j, h in enumerate(hosts)}
+    for site_set in {key.sites for key in keys}:
+        check_deadline(deadline)
+        inside = np.zeros(len(hosts), dtype=bool)
+        inside[[where[h] for h in site_set]] = True
+        present = values[~(member & ~inside).any(axis=1)]
+        got = tuple(float(present[:, c].min() if least else present[:, c].max()) for c, least in enumerate(LINK_LEAST))
+        if got != link_values(sites.links(site_set)):
+            raise UnsupportedBySolver(f"the links of the sites {', '.join(site_set)} are not the least / largest over "
+                                      "their pairs' (the one-model path's rows need that); use --solver bnb")
+    return SiteItems(hosts, items, values)
+
+
+def key_counts(pools: Sequence[PoolSetting], key: PoolKey, nodes: int) -> list[int] | None:
+    """The cheapest counts of `nodes` nodes with this pattern: a minimal cover one node each, the rest
+    from the cheapest allowed pools (min over the covers); None if no cover fits."""
+    best, best_cost = None, math.inf
+    for cover in key.covers:
+        if not len(cover) <= nodes <= sum(pools[p].count for p in key.allowed):
+            continue
+        counts = [0] * len(pools)
+        for p in cover:
+            counts[p] = 1
+        left = nodes - len(cover)
+        for p in sorted(key.allowed, key=lambda p: (node_price_usd(pools[p]), p)):
+            take = min(left, pools[p].count - counts[p])
+            counts[p] += take
+            left -= take
+        cost = fleet_cost_usd(pools, counts)
+        if left == 0 and cost < best_cost:
+            best, best_cost = counts, cost
+    return best
+
+
+def key_range(pools: Sequence[PoolSetting], key: PoolKey, min_nodes: int, cap: float,
+              budget_usd: float | None) -> tuple[int, int] | None:
+    """[lo, hi]: the node counts N a plan of this pattern can have (every N between is realisable within
+    the node cap and the budget: the cheapest counts never cost less as N grows)."""
+    lo = max(min_nodes, min(len(c) for c in key.covers))
+    hi = int(min(sum(pools[p].count for p in key.allowed), cap))
+
+    def within(n: int) -> bool:
+        counts = key_counts(pools, key, n)
+        return counts is not None and (budget_usd is None or fleet_cost_usd(pools, counts) <= budget_usd)
+
+    if hi < lo or not within(lo):
+        return None
+    if budget_usd is not None:
+        low, high = lo, hi
+        while low < high:
+            mid = (low + high + 1) // 2
+            low, high = (mid, high) if within(mid) else (low, mid - 1)
+        hi = low
+    return lo, hi
+
+
+@dataclass
+class SettingPart:
+    """One distinct setting of the patterns: its tables (after presolve) and where they sit in the merge."""
+
+    setting: Setting
+    keys: list[int]                   # positions in PoolTables.keys
+    lo: int
+    hi: int
+    exact_range: bool                 # every N in [lo, hi] is realisable by one of its patterns
+    tables: Tables | None = None
+    node_bounds: tuple[np.ndarray, np.ndarray] | None = None   # (least nodes, lower bound) of its plans: `node_bounds`
+    dropped: float = math.inf         # the presolves dropped only plans of value above this (model units)
+    fixed: list = field(default_factory=list)    # its fixed plans before the presolves (`node_bounds`)
+    sync_offset: int = 0
+    fixed_offset: int = 0
+    group_offset: int = 0
+
+
+@dataclass
+class PoolTables:
+    """The patterns, the settings' tables and their merge (the tables the model is built on)."""
+
+    pools: list[PoolSetting]
+    keys: list[PoolKey]
+    parts: list[SettingPart]
+    merged: Tables
+    min_nodes: int
+    budget_usd: float | None
+    ranges: list[tuple[int, int]] = field(default_factory=list)    # per key
+    groups: list[PatternGroup] = field(default_factory=list)       # the model's columns x
+    group_part: list[int] = field(default_factory=list)            # the setting part of each group
+    sites: SiteItems | None = None
+    solved: set = field(default_factory=set)                       # merged positions solved exactly
+    incumbent: tuple | None = None    # (value in model units, MixedPlan) from the presolve
+    classes_total: int = 0            # classes and fixed plans of the settings whose tables were built
+    rule: str = "straggler"           # fleet.sync_rule; another rule adds its rows (`pool_proportional`)
+    rule_rows: object = None          # `pool_proportional.RuleRows` under another rule
+
+    def part_of_class(self, position: int) -> tuple[int, int]:
+        """(setting part, position in its tables) of a merged class position."""
+        for j, part in enumerate(self.parts):
+            if part.tables is not None and part.sync_offset <= position < part.sync_offset + len(part.tables.sync):
+                return j, position - part.sync_offset
+        raise IndexError(position)
+
+    def part_of_fixed(self, position: int) -> tuple[int, int]:
+        for j, part in enumerate(self.parts):
+            if part.tables is not None and part.fixed_offset <= position < part.fixed_offset + len(part.tables.fixed):
+                return j, position - part.fixed_offset
+        raise IndexError(position)
+
+
+@dataclass
+class MixedPlan:
+    """A plan on pools: its batch (N nodes), counts per pool and the setting it is scored in."""
+
+    batch: PlanBatch
+    counts: list[int]
+    setting: Setting
+    part: int                         # setting part
+    rule: str = "straggler"           # the sync rule it runs (`planner.sync.proportional.rule`)
+
+
+def price_scale(pools: Sequence[PoolSetting]) -> float:
+    """USD per cost unit of the model: the dearest node's price (1 when every pool is free)."""
+    return max([node_price_usd(p) for p in pools] + [0.0]) or 1.0
+
+
+def canonical(pools: Sequence[PoolSetting], batch: PlanBatch, counts: Sequence[int], unit: int, min_nodes: int,
+              single: bool = False) -> tuple[PlanBatch, list[int]]:
+    """The plan of a model point on pools U = {p : counts_p > 0}: N = max(n unit, min_nodes, |U|) nodes
+    (1 for a one-node plan; n = N / unit of `batch` otherwise), the cheapest counts of U for N
+    (`replicas.cheapest_fill`: the same time, the least cost)."""
+    used = tuple(p for p, c in enumerate(counts) if c > 0)
+    replicas = 1 if single or batch.mode == "pipeline_wan" else \
+        int(batch.nodes[0]) // unit if unit > 1 else int(batch.nodes[0])
+    n_nodes = 1 if single else max(replicas * unit, min_nodes, len(used))
+    out = dataclasses.replace(batch, nodes=np.array([n_nodes], dtype=np.int64))
+    return out, cheapest_fill(pools, used, n_nodes)
+
+
+def mixed_plan(pt: PoolTables, j: int, t: Tables, batch: PlanBatch) -> MixedPlan:
+    """A plan of setting part j found by its own search (N in the part's exact range): the pattern whose
+    range holds N, its cheapest counts, then the canonical plan of those pools."""
+    part = pt.parts[j]
+    n_nodes = int(batch.nodes[0])
+    k = next(k for k in part.keys if pt.ranges[k][0] <= n_nodes <= pt.ranges[k][1])
+    counts = key_counts(pt.pools, pt.keys[k], n_nodes)
+    unit = int(batch.stages[0]) if batch.mode in ("pp_group", "pipeline_wan") else 1
+    single = batch.mode == "flat" and n_nodes == 1
+    plan, counts = canonical(pt.pools, batch, counts, unit, pt.min_nodes, single)
+    return MixedPlan(plan, counts, part.setting, j)

@@ -1,0 +1,68 @@
+#!/usr/bin/env python3
+"""CPU time of the planner on the shipped fleets of pools, for comparing two trees of the planner
+paired on one machine under load: the wall time follows the other processes, the process's CPU
+time (`time.process_time`) much less.
+
+    python scripts/bench_pools_cpu.py [--root DIR] [--repeats 3] [--solvers bnb,highs] [--rules straggler,auto]
+
+`--root` (default: this tree) is the tree whose `planner` is imported, so one copy of this script
+times another checkout. Each shipped instance with `fleet.pools` (instances/mixed-*.json) is solved
+for its own objective under each of `--rules` (fleet.sync_rule) with each of `--solvers`,
+`--repeats` times (the first solve of the process also pays the imports: run a warm-up first). Prints
+per case the median CPU seconds and the status, then the total of the medians and the load average.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parents[1]
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--root", type=Path, default=HERE, help="the tree whose planner is timed")
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--solvers", default="bnb,highs")
+    parser.add_argument("--rules", default="straggler,auto")
+    opts = parser.parse_args()
+    sys.path.insert(0, str(opts.root.resolve()))
+    from planner.schema.errors import InputError
+    from planner.schema.instance import parse_instance
+    from planner.solve import solve
+
+    paths = sorted((HERE / "instances").glob("mixed-*.json"))
+    paths = [p for p in paths if not p.name.endswith(".expected.json")]
+    first = parse_instance(json.loads(paths[0].read_text()))
+    solve(first)                                  # warm-up: imports and first-use caches
+    total = 0.0
+    for path in paths:
+        for rule in opts.rules.split(","):
+            data = json.loads(path.read_text())
+            data["fleet"]["sync_rule"] = rule
+            instance = parse_instance(data)
+            for solver in opts.solvers.split(","):
+                times, status = [], None
+                for _ in range(opts.repeats):
+                    start = time.process_time()
+                    try:
+                        status = solve(instance, solver=solver).status
+                    except InputError:    # a combination the solver refuses (exit 2), timed all the same
+                        status = "refused"
+                    times.append(time.process_time() - start)
+                median = statistics.median(times)
+                total += median
+                print(f"{path.stem:26s} {rule:9s} {solver:6s} cpu median {median:7.3f} s  "
+                      f"(min {min(times):.3f}, max {max(times):.3f}, {opts.repeats} runs)  {status}")
+    print(f"root={opts.root} total_cpu_s={total:.3f} load={' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
