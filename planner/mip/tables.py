@@ -525,18 +525,24 @@ def class_bounds(t: Tables, per_octave: int = 2) -> tuple[np.ndarray, np.ndarray
     for hier, at, col, lo, hi, empty in _in_boxes(t, nb):
         f = np.exp(t.ln_straggler(np.floor(lo / col("k")) if hier else lo))
         step, sync_base, reg = np.exp(col("ln_step")), np.exp(col("ln_sync_base")) * f, np.exp(col("ln_regional"))
-        streaming = col("streaming") > 0
+        streaming = (col("streaming") > 0)[:, 0]
         fixed_part = col("kappa") - np.log(hi)
         best = np.full(lo.shape, np.inf)
-        buckets = np.unique(which[at])      # one (C_local): its row of omega broadcast, not gathered per class
-        for ri, (r1, r2) in enumerate(rb if hier else rb[:1]):
-            r_hi = r2 if hier else 1
-            for hj, (h1, h2) in enumerate(hb):
-                sync, regional = sync_base / (h2 * r_hi), reg / h2
-                outer = np.where(streaming, np.maximum(np.maximum(step, regional), sync), step + regional + sync)
-                omega = omega_all[buckets[0], :, hj, ri][None, :] if buckets.size == 1 else \
-                    omega_all[which[at], :, hj, ri]
-                best = np.minimum(best, np.log(outer) - omega)
+        for rows, streams in ((np.flatnonzero(streaming), True), (np.flatnonzero(~streaming), False)):
+            if not rows.size:        # streaming classes and the others apart: each computes its own outer step only
+                continue
+            own_step, own_base, own_reg, own_best = step[rows], sync_base[rows], reg[rows], best[rows]
+            bucket = which[at][rows]
+            buckets = np.unique(bucket)      # one (C_local): its row of omega broadcast, not gathered per class
+            for ri, (r1, r2) in enumerate(rb if hier else rb[:1]):
+                r_hi = r2 if hier else 1
+                for hj, (h1, h2) in enumerate(hb):
+                    sync, regional = own_base / (h2 * r_hi), own_reg / h2
+                    outer = np.maximum(np.maximum(own_step, regional), sync) if streams else own_step + regional + sync
+                    omega = omega_all[buckets[0], :, hj, ri][None, :] if buckets.size == 1 else \
+                        omega_all[bucket, :, hj, ri]
+                    own_best = np.minimum(own_best, np.log(outer) - omega)
+            best[rows] = own_best
         bound[at] = np.where(empty, np.inf, fixed_part + best)
         boxes[at] = np.stack([lo, hi], axis=2)
     return bound, boxes
