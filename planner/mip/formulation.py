@@ -43,7 +43,7 @@ import pyomo.environ as pyo
 from pyomo.core.expr.numeric_expr import LinearExpression, MonomialTermExpression
 
 from planner.objectives import MIN_TIME, Objective
-from planner.mip.tables import OMEGA_FLOOR, Tables, compute_bounds, gain_buckets
+from planner.mip.tables import OMEGA_FLOOR, Tables, column, compute_bounds, gain_buckets
 
 GAIN_BUCKET_LOG = 0.1    # first gain buckets of the model: 10% in ln (C_quality; refined at each chosen class)
 
@@ -109,7 +109,7 @@ class Grid:
         grid = cls(t.n_max, t.h_max, t.r_max, set(_octaves(t.n_max)), set(_octaves(t.h_max)), set(_octaves(t.r_max)))
         if not t.sync:
             return grid
-        col = lambda name: np.array([getattr(e, name) for e in t.sync], dtype=float)
+        col = lambda name: column(t.sync, name)
         u_top = float(np.max(col("u_const") + np.log(col("n_hi")) - col("ln_step")))
         slowest = np.logaddexp(np.logaddexp(col("ln_step"), col("ln_regional")),
                                col("ln_sync_base") + t.ln_straggler(t.n_max))

@@ -40,6 +40,7 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass, field
+from operator import attrgetter
 
 import numpy as np
 
@@ -293,6 +294,11 @@ class _Nodes:
     nodes: np.ndarray
 
 
+def column(classes, name: str, dtype=float) -> np.ndarray:
+    """The field `name` of each class (SyncClass or FixedPlan) as an array (read by a C-level attrgetter)."""
+    return np.fromiter(map(attrgetter(name), classes), dtype=dtype, count=len(classes))
+
+
 def _pairs(rows: np.ndarray, cols: np.ndarray, shape: tuple[int, int]) -> tuple[tuple[np.ndarray, np.ndarray], np.ndarray]:
     """The distinct (row, col) pairs of entries of a table of `shape`, as (rows, cols) arrays, and each
     entry's position among them (marked in a dense table: no sort of the entries)."""
@@ -421,7 +427,7 @@ def sync_terms(e: SyncClass, t: Tables, n: int, h: int, r: int):
 
 def _outer_per_step_all(classes: list[SyncClass], t: Tables, n, h, r) -> np.ndarray:
     """`outer_per_step` of each class at its own n (same H, R), vectorised."""
-    col = lambda name: np.array([getattr(e, name) for e in classes])
+    col = lambda name: column(classes, name, bool if name == "streaming" else int if name == "k" else float)
     k = col("k")
     parties = np.floor(n / k) if classes[0].mode == "hierarchical" else n
     sync = np.exp(col("ln_sync_base") + t.ln_straggler(parties)) / (h * r)
@@ -488,10 +494,11 @@ def _in_boxes(t: Tables, nb: np.ndarray):
         if not at.size:
             continue
         cache: dict[str, np.ndarray] = {}
+        members = [t.sync[a] for a in at.tolist()]
 
-        def col(name, at=at, cache=cache):
+        def col(name, members=members, cache=cache):
             if name not in cache:
-                cache[name] = np.array([getattr(t.sync[a], name) for a in at], dtype=float)[:, None]
+                cache[name] = column(members, name)[:, None]
             return cache[name]
         n_lo, n_hi = col("n_lo"), col("n_hi")
         lo, hi = np.maximum(nb[None, :, 0], n_lo), np.minimum(nb[None, :, 1], n_hi)
@@ -791,7 +798,7 @@ def compute_bounds(t: Tables, u: float | None = None) -> np.ndarray:
     psi(u_max, n_lo, 1) with u_max = u_const + ln n_hi - ln t_step (z >= ln t_step; psi never
     decreases with u nor increases with n or H_eff; eta_H at the largest H_eff where it may rise);
     with `u`, over its plans whose window tokens are at most e^u (u_max capped at u)."""
-    col = lambda name: np.array([getattr(e, name) for e in t.sync], dtype=float)
+    col = lambda name: column(t.sync, name)
     u_min, u_max = u_range(t)
     if u is not None:
         u_max = np.minimum(u_max, u)
@@ -805,7 +812,7 @@ def u_range(t: Tables) -> tuple[np.ndarray, np.ndarray]:
     """max_compute: per class, (least, largest) u = ln(window tokens) = u_const + ln n - z of its
     plans: z >= ln t_step, and z <= ln of the sum of every part of the outer step at n_max, H = R = 1
     (each part never decreases with n nor increases with H or R)."""
-    col = lambda name: np.array([getattr(e, name) for e in t.sync], dtype=float)
+    col = lambda name: column(t.sync, name)
     slowest = np.logaddexp(np.logaddexp(col("ln_step"), col("ln_regional")),
                            col("ln_sync_base") + t.ln_straggler(np.floor(col("n_hi") / col("k"))))
     return col("u_const") + np.log(col("n_lo")) - slowest, col("u_const") + np.log(col("n_hi")) - col("ln_step")
