@@ -40,9 +40,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import pyomo.environ as pyo
+from pyomo.core.expr.numeric_expr import LinearExpression, MonomialTermExpression
 
 from planner.objectives import MIN_TIME, Objective
-from planner.mip.tables import OMEGA_FLOOR, Tables, compute_bounds, gain_buckets
+from planner.mip.tables import OMEGA_FLOOR, Tables, column, compute_bounds, gain_buckets
 
 GAIN_BUCKET_LOG = 0.1    # first gain buckets of the model: 10% in ln (C_quality; refined at each chosen class)
 
@@ -108,7 +109,7 @@ class Grid:
         grid = cls(t.n_max, t.h_max, t.r_max, set(_octaves(t.n_max)), set(_octaves(t.h_max)), set(_octaves(t.r_max)))
         if not t.sync:
             return grid
-        col = lambda name: np.array([getattr(e, name) for e in t.sync], dtype=float)
+        col = lambda name: column(t.sync, name)
         u_top = float(np.max(col("u_const") + np.log(col("n_hi")) - col("ln_step")))
         slowest = np.logaddexp(np.logaddexp(col("ln_step"), col("ln_regional")),
                                col("ln_sync_base") + t.ln_straggler(t.n_max))
@@ -302,12 +303,26 @@ def _columns(m, t: Tables, grid: Grid):
         m.L = pyo.Var()
 
 
-def _sum_y(m, t: Tables, select, coef=lambda e: 1.0):
-    return sum(coef(e) * m.yv[i] for i, e in enumerate(t.sync) if select(e))
+def linear_expression(coefs, variables, constant=0):
+    """constant + sum_i coefs_i variables_i as one Pyomo LinearExpression, built at once (Pyomo's
+    fast path: `sum` of ~10^4 terms re-wraps the expression at each `+`), term for term what the
+    `sum` builds (a coefficient 1 is the variable itself, a zero one is kept, one term alone is that
+    term, no term is the constant), so that the model is written exactly as before."""
+    args = [v if c == 1 else MonomialTermExpression((c, v)) for c, v in zip(coefs, variables)]
+    if not args:
+        return constant
+    if len(args) == 1 and constant == 0:
+        return args[0]
+    return LinearExpression(args + ([constant] if constant != 0 else []))
+
+
+def _sum_y(m, t: Tables, select, coef=lambda e: 1):
+    at = [i for i, e in enumerate(t.sync) if select(e)]
+    return linear_expression([coef(t.sync[i]) for i in at], [m.yv[i] for i in at])
 
 
 def _lam(m):
-    return sum(m.lamv)
+    return linear_expression([1] * len(m.lamv), m.lamv)
 
 
 # -- families --------------------------------------------------------------------------------
@@ -315,7 +330,7 @@ def _lam(m):
 def choice(m, t: Tables, grid: Grid):
     """One class or fixed plan; one bracket of n, of H and of R."""
     m.choice = pyo.ConstraintList()
-    m.choice.add(sum(m.yv) + _lam(m) == 1)
+    m.choice.add(linear_expression([1] * (len(m.yv) + len(m.lamv)), list(m.yv) + list(m.lamv)) == 1)
     for name in ("n", "H", "R") + (("U",) if getattr(m, "u_axis", False) else ()):
         b = getattr(m, f"b{name}")
         m.choice.add(sum(b[k] for k in b) == 1)
@@ -362,7 +377,8 @@ def _n_row(m, t: Tables, rows, bound, sense, default: int, fixed: int = 1):
     """n >= (or <=) default + sum_c (bound_c - default) y_c + (fixed - default) sum_f lam_f: the
     bound of the chosen class (a fixed plan has n = 1); only classes that differ from the
     default carry a coefficient, so that the row stays short."""
-    rhs = default + sum((bound(e) - default) * m.yv[i] for i, e in enumerate(t.sync) if bound(e) != default)
+    at = [(i, bound(e) - default) for i, e in enumerate(t.sync) if bound(e) != default]
+    rhs = linear_expression([c for _, c in at], [m.yv[i] for i, _ in at], default)
     if fixed != default:
         rhs = rhs + (fixed - default) * _lam(m)
     rows.add(m.n >= rhs if sense == ">=" else m.n <= rhs)
@@ -404,9 +420,10 @@ def memory_cap(m, t: Tables, grid: Grid):
 
 
 def _bracket_value(m, name: str, f) -> object:
-    """sum_i f(lo_i) b_i: the value of a monotone f at the chosen bracket's lower end."""
+    """sum_i f(lo_i) b_i: the value of a monotone f at the chosen bracket's lower end (f of an array of them)."""
     b, br = getattr(m, f"b{name}"), getattr(m, f"{name}_brackets")
-    return sum(float(f(lo)) * b[k] for k, (lo, hi) in enumerate(br))
+    values = np.asarray(f(np.array([lo for lo, _ in br])), dtype=float).tolist()
+    return sum(value * b[k] for k, value in enumerate(values))
 
 
 def sync_overlap(m, t: Tables, grid: Grid):
@@ -429,32 +446,36 @@ def sync_overlap(m, t: Tables, grid: Grid):
     lnf_n = _bracket_value(m, "n", t.ln_straggler)
     lnf_g = {k: _bracket_value(m, "n", lambda lo, k=k: t.ln_straggler(lo // k)) for k in ks}
 
+    kinds = {}             # (hierarchical, streaming, k): positions of its classes in t.sync
+    for i, e in enumerate(t.sync):
+        kinds.setdefault((e.mode == "hierarchical", e.streaming, e.k), []).append(i)
+
     def switched(var, floor, members, const, rest):
-        """var >= sum_{c in members} const_c y_c + rest, off (<= floor) when no member is chosen."""
-        chosen = [i for i, e in enumerate(t.sync) if members(e)]
+        """var >= sum_{c in members} const_c y_c + rest, off (<= floor) when no member is chosen;
+        members(hierarchical, streaming, k) picks the classes."""
+        chosen = sorted(i for key, at in kinds.items() if members(*key) for i in at)
         if not chosen:
             return
         top = max(const(t.sync[i]) for i in chosen)
         big = max(top, 0.0) + lnf_max - floor + 1.0
-        rows.add(var >= sum(const(t.sync[i]) * m.yv[i] for i in chosen) + rest - big * (1 - sum(m.yv[i] for i in chosen)))
+        ys = [m.yv[i] for i in chosen]
+        rows.add(var >= linear_expression([const(t.sync[i]) for i in chosen], ys) + rest - big * (1 - linear_expression([1] * len(ys), ys)))
 
-    flat_like = lambda e: e.mode != "hierarchical"
-    switched(m.z, m.z_lo, lambda e: flat_like(e) and e.streaming, lambda e: e.ln_sync_base, lnf_n - m.ln_H)
-    switched(m.z, m.z_lo, lambda e: e.mode == "hierarchical" and e.streaming, lambda e: e.ln_regional, -m.ln_H)
-    switched(m.q, Q_FLOOR, lambda e: flat_like(e) and not e.streaming, lambda e: e.ln_sync_base - e.ln_step,
+    switched(m.z, m.z_lo, lambda hier, stream, k: not hier and stream, lambda e: e.ln_sync_base, lnf_n - m.ln_H)
+    switched(m.z, m.z_lo, lambda hier, stream, k: hier and stream, lambda e: e.ln_regional, -m.ln_H)
+    switched(m.q, Q_FLOOR, lambda hier, stream, k: not hier and not stream, lambda e: e.ln_sync_base - e.ln_step,
              lnf_n - m.ln_H)
-    switched(m.a, Q_FLOOR, lambda e: e.mode == "hierarchical" and not e.streaming,
-             lambda e: e.ln_regional - e.ln_step, -m.ln_H)
+    switched(m.a, Q_FLOOR, lambda hier, stream, k: hier and not stream, lambda e: e.ln_regional - e.ln_step, -m.ln_H)
     for k in ks:
-        switched(m.z, m.z_lo, lambda e: e.mode == "hierarchical" and e.k == k and e.streaming,
+        switched(m.z, m.z_lo, lambda hier, stream, size, k=k: hier and size == k and stream,
                  lambda e: e.ln_sync_base, lnf_g[k] - m.ln_H - m.ln_R)
-        switched(m.b, Q_FLOOR, lambda e: e.mode == "hierarchical" and e.k == k and not e.streaming,
+        switched(m.b, Q_FLOOR, lambda hier, stream, size, k=k: hier and size == k and not stream,
                  lambda e: e.ln_sync_base - e.ln_step, lnf_g[k] - m.ln_H - m.ln_R)
-    if any(flat_like(e) and not e.streaming for e in t.sync):
+    if any(not hier and not stream for hier, stream, _ in kinds):
         for q0 in sorted(grid.q_points):
             sp, slope = math.log1p(math.exp(q0)), 1.0 / (1.0 + math.exp(-q0))
             rows.add(m.zeta >= sp + slope * (m.q - q0))
-    if any(e.mode == "hierarchical" and not e.streaming for e in t.sync):
+    if any(hier and not stream for hier, stream, _ in kinds):
         for a0, b0 in sorted(grid.ab_points):
             total = 1.0 + math.exp(a0) + math.exp(b0)
             rows.add(m.zeta >= math.log(total) + math.exp(a0) / total * (m.a - a0) + math.exp(b0) / total * (m.b - b0))
@@ -509,7 +530,7 @@ def efficiency(m, t: Tables, grid: Grid):
     top = max(0.0, float(table.max()))
     m.omega.setub(top)
     if top > 0 and t.fixed:            # efficiencies above 1 somewhere: a fixed plan's omega is still 0
-        m.efficiency_switch.add(m.omega <= top * sum(m.yv))
+        m.efficiency_switch.add(m.omega <= linear_expression([top] * len(m.yv), m.yv))
     if switch:
         m.w = pyo.Var(range(len(used)), bounds=(0.0, 1.0))     # 1 if the chosen class is in bucket b
     # lift[axis][x', x]: how much more omega may be at index x' than at x of that axis, the other
@@ -517,22 +538,23 @@ def efficiency(m, t: Tables, grid: Grid):
     lift = [np.maximum(0.0, _most_above(table, axis)) for axis in (0, 1, 3)]
     for a, b in enumerate(used):
         if switch:
-            m.efficiency_switch.add(m.w[a] == sum(m.yv[i] for i in members[b]))
+            m.efficiency_switch.add(m.w[a] == linear_expression([1] * len(members[b]), [m.yv[i] for i in members[b]]))
         hier = any(t.sync[i].mode == "hierarchical" for i in members[b])
         for i in range(n_lo.size):
             for r in range(r_lo.size if hier else 1):
                 row = table[i, r, :, a]
                 if row.min() >= top:
                     continue           # no loss at any H: omega <= top already says it
-                rhs = sum(float(row[j]) * m.bH[j] for j in range(h_lo.size))
-                rhs += sum(float(lift[0][k, i]) * m.bn[k] for k in range(n_lo.size) if lift[0][k, i] > 0)
-                rhs += sum(float(lift[1][k, r]) * m.bR[k] for k in range(r_lo.size) if lift[1][k, r] > 0)
+                # sum_j row_j bH_j + the lifts of the other n, R brackets and buckets (or u brackets)
+                terms = [(float(row[j]), m.bH[j]) for j in range(h_lo.size)]
+                terms += [(float(lift[0][k, i]), m.bn[k]) for k in range(n_lo.size) if lift[0][k, i] > 0]
+                terms += [(float(lift[1][k, r]), m.bR[k]) for k in range(r_lo.size) if lift[1][k, r] > 0]
                 if switch:
-                    rhs += sum(float(lift[2][k, a]) * m.w[k] for k in range(len(used)) if lift[2][k, a] > 0)
-                    rhs += (top - float(row.min())) * _lam(m) if t.fixed else 0
+                    terms += [(float(lift[2][k, a]), m.w[k]) for k in range(len(used)) if lift[2][k, a] > 0]
+                    terms += [(top - float(row.min()), lam) for lam in m.lamv]
                 if compute:
-                    rhs += sum(float(lift[2][k, a]) * m.bU[used[k]] for k in range(len(used)) if lift[2][k, a] > 0)
-                rows[a, i, r] = m.omega <= rhs
+                    terms += [(float(lift[2][k, a]), m.bU[used[k]]) for k in range(len(used)) if lift[2][k, a] > 0]
+                rows[a, i, r] = m.omega <= linear_expression([c for c, _ in terms], [v for _, v in terms])
     m.efficiency = pyo.Constraint(list(rows), rule=lambda m, a, i, r: rows[a, i, r])   # (bucket, n bracket, R bracket)
 
 
@@ -552,8 +574,9 @@ def _finite_terms(m, t: Tables, rows, of_class, of_fixed):
     for f, p in enumerate(t.fixed):
         if not math.isfinite(of_fixed(p)):
             rows.add(m.lamv[f] == 0)
-    return (sum(of_class(e) * m.yv[i] for i, e in enumerate(t.sync) if math.isfinite(of_class(e))),
-            sum(of_fixed(p) * m.lamv[f] for f, p in enumerate(t.fixed) if math.isfinite(of_fixed(p))))
+    classes = [(of_class(e), m.yv[i]) for i, e in enumerate(t.sync) if math.isfinite(of_class(e))]
+    fixed = [(of_fixed(p), m.lamv[f]) for f, p in enumerate(t.fixed) if math.isfinite(of_fixed(p))]
+    return tuple(linear_expression([c for c, _ in terms], [v for _, v in terms]) for terms in (classes, fixed))
 
 
 def time_to_target(m, t: Tables, grid: Grid):
@@ -563,8 +586,8 @@ def time_to_target(m, t: Tables, grid: Grid):
     kappa, fixed = _finite_terms(m, t, m.time_to_target, lambda e: e.kappa, lambda p: p.log_time)
     m.time_to_target.add(m.L >= kappa + fixed - m.ln_n + m.z - m.omega)
     if t.class_lower is not None:     # a valid cut: ln T >= the class's box bound (`tables.class_bounds`)
-        m.time_to_target.add(m.L >= sum(float(lb) * m.yv[i] for i, lb in enumerate(t.class_lower)
-                                        if math.isfinite(lb)) + fixed)
+        at = [(float(lb), m.yv[i]) for i, lb in enumerate(t.class_lower) if math.isfinite(lb)]
+        m.time_to_target.add(m.L >= linear_expression([c for c, _ in at], [y for _, y in at]) + fixed)
 
 
 def window_tokens(m, t: Tables, grid: Grid):
@@ -612,7 +635,7 @@ def compute_in_window(m, t: Tables, grid: Grid):
         return
     # with fixed plans (only in a written model: the presolve keeps none), one row each, the other off
     m.compute_in_window.add(m.Lc <= const + psi + LN_FLOP_CAP * _lam(m))
-    m.compute_in_window.add(m.Lc <= fixed + LN_FLOP_CAP * sum(m.yv))
+    m.compute_in_window.add(m.Lc <= fixed + LN_FLOP_CAP * linear_expression([1] * len(m.yv), m.yv))
 
 
 def duration_limit(m, t: Tables, grid: Grid):
@@ -631,10 +654,11 @@ def nodes_used(m, t: Tables, grid: Grid):
     m.nodes = pyo.Var(within=pyo.Integers, bounds=(floor, t.space.max_nodes))
     m.nodes_used = pyo.ConstraintList()
     for unit in sorted({e.unit for e in t.sync}):
-        chosen = sum(m.yv[i] for i, e in enumerate(t.sync) if e.unit == unit)
+        ys = [m.yv[i] for i, e in enumerate(t.sync) if e.unit == unit]
+        chosen = linear_expression([1] * len(ys), ys)
         m.nodes_used.add(m.nodes >= unit * m.n - unit * t.n_max * (1 - chosen))
     least = [] if t.class_least_nodes is None else \
         [(i, int(x)) for i, x in enumerate(t.class_least_nodes) if math.isfinite(x) and x > floor]
     if t.fixed or least:
-        m.nodes_used.add(m.nodes >= sum(x * m.yv[i] for i, x in least)
-                         + sum(p.nodes * m.lamv[f] for f, p in enumerate(t.fixed)))
+        m.nodes_used.add(m.nodes >= linear_expression([x for _, x in least] + [p.nodes for p in t.fixed],
+                                            [m.yv[i] for i, _ in least] + list(m.lamv)))

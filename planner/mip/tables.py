@@ -40,6 +40,7 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass, field
+from operator import attrgetter
 
 import numpy as np
 
@@ -228,9 +229,12 @@ class Tables:
             return np.zeros(0)
         first = int(min(k_lo.min(), k_hi.min()))
         grid = (first + np.arange(int(max(k_lo.max(), k_hi.max())) - first + 1)) * step
-        q = self._q(grid[:, None], g[None, :], mu[None, :])[k_hi - first, cols]
+        # the terms at the (grid point, column) pairs the entries use, each once (about a tenth of grid x columns)
+        at_hi, hi_of = _pairs(k_hi - first, cols, (grid.size, n_col.size))
+        at_lo, lo_of = _pairs(k_lo - first, cols, (grid.size, n_col.size))
+        q = self._q(grid[at_hi[0]], g[at_hi[1]], mu[at_hi[1]])[hi_of]
         c1 = self._c_eq(grid, 1.0)[k_lo - first]
-        cm = self._c_eq(grid[:, None], mu[None, :])[k_lo - first, cols]
+        cm = self._c_eq(grid[at_lo[0]], mu[at_lo[1]])[lo_of]
         return np.where(ok, self._local_box(g[cols], grid[k_hi - first], q, c1, cm), np.inf)
 
     def _gain_and_multiplier(self, n, h_eff, h_eff_hi=None):
@@ -290,19 +294,46 @@ class _Nodes:
     nodes: np.ndarray
 
 
+def column(classes, name: str, dtype=float) -> np.ndarray:
+    """The field `name` of each class (SyncClass or FixedPlan) as an array (read by a C-level attrgetter)."""
+    return np.fromiter(map(attrgetter(name), classes), dtype=dtype, count=len(classes))
+
+
+def _pairs(rows: np.ndarray, cols: np.ndarray, shape: tuple[int, int]) -> tuple[tuple[np.ndarray, np.ndarray], np.ndarray]:
+    """The distinct (row, col) pairs of entries of a table of `shape`, as (rows, cols) arrays, and each
+    entry's position among them (marked in a dense table: no sort of the entries)."""
+    flat = rows.astype(np.int64) * shape[1] + cols
+    used = np.zeros(shape[0] * shape[1], dtype=bool)
+    used[flat] = True
+    distinct = np.flatnonzero(used)
+    position = np.zeros(used.size, dtype=np.int64)
+    position[distinct] = np.arange(distinct.size)
+    return (distinct // shape[1], distinct % shape[1]), position[flat]
+
+
 def label(c: Classes, k: int) -> str:
     """A readable name of class k: its decisions, for the written model."""
+    return labels(c, [k])[0]
+
+
+def labels(c: Classes, ks) -> list[str]:
+    """`label` of each class of `ks`, the per-class columns read once as Python lists (~10^4 classes)."""
     r = c.rows
-    parts = [{"flat": "flat", "hierarchical": "hier", "pp_group": "ppg", "pipeline_wan": "pwan"}[r.mode], r.precision]
+    ks = np.asarray(ks, dtype=np.int64)
+    head = [{"flat": "flat", "hierarchical": "hier", "pp_group": "ppg", "pipeline_wan": "pwan"}[r.mode], r.precision]
     if r.expert_parallel != "none":
-        parts.append(f"ep{r.expert_parallel[0]}")
+        head.append(f"ep{r.expert_parallel[0]}")
+    columns = []
     if r.mode == "hierarchical":
-        parts.append(f"k{int(r.group_size[k])}")
+        columns.append([f"k{int(x)}" for x in r.group_size[ks].tolist()])
     if r.mode in ("pp_group", "pipeline_wan"):
-        parts += [f"S{int(r.stages[k])}", f"M{int(r.micro_batches[k])}", f"Ca{float(r.activation_compression[k]):g}"]
+        columns += [[f"S{int(x)}" for x in r.stages[ks].tolist()], [f"M{int(x)}" for x in r.micro_batches[ks].tolist()],
+                    [f"Ca{float(x):g}" for x in r.activation_compression[ks].tolist()]]
     if r.mode != "pipeline_wan":
-        parts += [f"Cr{float(r.compression[k]):g}"] + ([] if r.streaming[k] else ["nostream"])
-    return "_".join(parts).replace(".", "p")
+        columns.append([f"Cr{float(x):g}" + ("" if on else "_nostream")
+                        for x, on in zip(r.compression[ks].tolist(), r.streaming[ks].tolist())])
+    return ["_".join(head + list(parts)).replace(".", "p") for parts in zip(*columns)] if columns else \
+        ["_".join(head).replace(".", "p")] * ks.size
 
 
 def build_tables(setting: Setting, space: DecisionSpace) -> Tables:
@@ -316,7 +347,8 @@ def build_tables(setting: Setting, space: DecisionSpace) -> Tables:
             log_t = t.log_time(c.plans(single, 1, 1, 1))
             nodes = c.nodes(single, 1)     # N = max(S, min_nodes) for a pipeline over the WAN
             log_c = t.log_compute(c.plans(single, 1, 1, 1))
-            t.fixed += [FixedPlan(g, int(k), label(c, int(k)) + ("_single" if c.rows.mode == "flat" else ""),
+            names = labels(c, single)
+            t.fixed += [FixedPlan(g, int(k), names[a] + ("_single" if c.rows.mode == "flat" else ""),
                                   int(nodes[a]), float(log_t[a]), float(log_c[a])) for a, k in enumerate(single)]
         if c.rows.mode == "pipeline_wan":
             continue
@@ -358,11 +390,15 @@ def _sync_classes(t: Tables, g: int, c: Classes, ks: np.ndarray) -> list[SyncCla
         compute_const = t.log_compute(at_plans) - t.psi(lo, np.ones(lo.shape), u1)
     structure = 2 * k_size if hierarchical else np.full(ks.size, 2)
     memory = c.n_lo[ks] if c.rows.expert_parallel == "global" and mode in ("flat", "hierarchical") else np.ones(ks.size)
-    out = [SyncClass(g, int(k), label(c, int(k)), mode, bool(c.rows.streaming[k]), int(c.unit[k]), int(k_size[a]),
-                     int(lo[a]), int(hi[a]), int(structure[a]), int(memory[a]), float(kappa[a]),
-                     float(np.log(at_lo["t_step_s"][a])), float(np.log(at_lo["t_sync_base_s"][a])), float(ln_reg[a]),
-                     float(gain[a]), float(u_const[a]), float(compute_const[a]))
-           for a, k in enumerate(ks)]
+    # the columns as Python lists (int and float), zipped into one SyncClass per class
+    ints = lambda x: np.asarray(x).astype(np.int64).tolist()
+    floats = lambda x: np.asarray(x, dtype=float).tolist()
+    with np.errstate(divide="ignore"):
+        ln_step, ln_base = floats(np.log(at_lo["t_step_s"])), floats(np.log(at_lo["t_sync_base_s"]))
+    out = [SyncClass(g, *row) for row in zip(
+        ints(ks), labels(c, ks), [mode] * ks.size, np.asarray(c.rows.streaming[ks], dtype=bool).tolist(), ints(c.unit[ks]),
+        ints(k_size), ints(lo), ints(hi), ints(structure), ints(memory), floats(kappa), ln_step, ln_base,
+        floats(ln_reg), floats(gain), floats(u_const), floats(compute_const))]
     _check(t, c, ks, out)
     return out
 
@@ -391,7 +427,7 @@ def sync_terms(e: SyncClass, t: Tables, n: int, h: int, r: int):
 
 def _outer_per_step_all(classes: list[SyncClass], t: Tables, n, h, r) -> np.ndarray:
     """`outer_per_step` of each class at its own n (same H, R), vectorised."""
-    col = lambda name: np.array([getattr(e, name) for e in classes])
+    col = lambda name: column(classes, name, bool if name == "streaming" else int if name == "k" else float)
     k = col("k")
     parties = np.floor(n / k) if classes[0].mode == "hierarchical" else n
     sync = np.exp(col("ln_sync_base") + t.ln_straggler(parties)) / (h * r)
@@ -458,10 +494,11 @@ def _in_boxes(t: Tables, nb: np.ndarray):
         if not at.size:
             continue
         cache: dict[str, np.ndarray] = {}
+        members = [t.sync[a] for a in at.tolist()]
 
-        def col(name, at=at, cache=cache):
+        def col(name, members=members, cache=cache):
             if name not in cache:
-                cache[name] = np.array([getattr(t.sync[a], name) for a in at], dtype=float)[:, None]
+                cache[name] = column(members, name)[:, None]
             return cache[name]
         n_lo, n_hi = col("n_lo"), col("n_hi")
         lo, hi = np.maximum(nb[None, :, 0], n_lo), np.minimum(nb[None, :, 1], n_hi)
@@ -495,15 +532,24 @@ def class_bounds(t: Tables, per_octave: int = 2) -> tuple[np.ndarray, np.ndarray
     for hier, at, col, lo, hi, empty in _in_boxes(t, nb):
         f = np.exp(t.ln_straggler(np.floor(lo / col("k")) if hier else lo))
         step, sync_base, reg = np.exp(col("ln_step")), np.exp(col("ln_sync_base")) * f, np.exp(col("ln_regional"))
-        streaming = col("streaming") > 0
+        streaming = (col("streaming") > 0)[:, 0]
         fixed_part = col("kappa") - np.log(hi)
         best = np.full(lo.shape, np.inf)
-        for ri, (r1, r2) in enumerate(rb if hier else rb[:1]):
-            r_hi = r2 if hier else 1
-            for hj, (h1, h2) in enumerate(hb):
-                sync, regional = sync_base / (h2 * r_hi), reg / h2
-                outer = np.where(streaming, np.maximum(np.maximum(step, regional), sync), step + regional + sync)
-                best = np.minimum(best, np.log(outer) - omega_all[which[at], :, hj, ri])
+        for rows, streams in ((np.flatnonzero(streaming), True), (np.flatnonzero(~streaming), False)):
+            if not rows.size:        # streaming classes and the others apart: each computes its own outer step only
+                continue
+            own_step, own_base, own_reg, own_best = step[rows], sync_base[rows], reg[rows], best[rows]
+            bucket = which[at][rows]
+            buckets = np.unique(bucket)      # one (C_local): its row of omega broadcast, not gathered per class
+            for ri, (r1, r2) in enumerate(rb if hier else rb[:1]):
+                r_hi = r2 if hier else 1
+                for hj, (h1, h2) in enumerate(hb):
+                    sync, regional = own_base / (h2 * r_hi), own_reg / h2
+                    outer = np.maximum(np.maximum(own_step, regional), sync) if streams else own_step + regional + sync
+                    omega = omega_all[buckets[0], :, hj, ri][None, :] if buckets.size == 1 else \
+                        omega_all[bucket, :, hj, ri]
+                    own_best = np.minimum(own_best, np.log(outer) - omega)
+            best[rows] = own_best
         bound[at] = np.where(empty, np.inf, fixed_part + best)
         boxes[at] = np.stack([lo, hi], axis=2)
     return bound, boxes
@@ -752,7 +798,7 @@ def compute_bounds(t: Tables, u: float | None = None) -> np.ndarray:
     psi(u_max, n_lo, 1) with u_max = u_const + ln n_hi - ln t_step (z >= ln t_step; psi never
     decreases with u nor increases with n or H_eff; eta_H at the largest H_eff where it may rise);
     with `u`, over its plans whose window tokens are at most e^u (u_max capped at u)."""
-    col = lambda name: np.array([getattr(e, name) for e in t.sync], dtype=float)
+    col = lambda name: column(t.sync, name)
     u_min, u_max = u_range(t)
     if u is not None:
         u_max = np.minimum(u_max, u)
@@ -766,7 +812,7 @@ def u_range(t: Tables) -> tuple[np.ndarray, np.ndarray]:
     """max_compute: per class, (least, largest) u = ln(window tokens) = u_const + ln n - z of its
     plans: z >= ln t_step, and z <= ln of the sum of every part of the outer step at n_max, H = R = 1
     (each part never decreases with n nor increases with H or R)."""
-    col = lambda name: np.array([getattr(e, name) for e in t.sync], dtype=float)
+    col = lambda name: column(t.sync, name)
     slowest = np.logaddexp(np.logaddexp(col("ln_step"), col("ln_regional")),
                            col("ln_sync_base") + t.ln_straggler(np.floor(col("n_hi") / col("k"))))
     return col("u_const") + np.log(col("n_lo")) - slowest, col("u_const") + np.log(col("n_hi")) - col("ln_step")

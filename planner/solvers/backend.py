@@ -31,6 +31,7 @@ class BackendResult:
     time_s: float
     nodes: int
     message: str = ""
+    transfer_s: float = 0.0       # of time_s: handing the model to the solver (writing and reading it, or passing arrays)
 
     @property
     def has_solution(self) -> bool:

@@ -82,6 +82,8 @@ class MipReport:
     certify_s: float = 0.0
     certified_changed_plan: bool = False   # the exact search chose another plan (better, or first in tie order)
     certified_improved: bool = False       # ... one better beyond 1e-9
+    tables_s: float = 0.0             # of build_s: the tables and the presolve
+    transfer_s: float = 0.0           # of time_s: handing each round's model to the backend (`BackendResult.transfer_s`)
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -141,6 +143,7 @@ def backend_round(solver, model, deadline: float, compute: bool, loop_end: float
         remaining = min(remaining or math.inf, round_s, max(loop_end - time.perf_counter(), 0.01))
     r = solver.solve(model, remaining)
     report.time_s += r.time_s
+    report.transfer_s += r.transfer_s
     report.nodes += r.nodes
     report.rounds, report.backend_status = rounds, r.status
     return r
@@ -170,7 +173,8 @@ def outer_approximation(setting: Setting, space: DecisionSpace, objective: Objec
     grid = Grid.initial_compute(tables, best) if compute else Grid.initial(tables)
     build_s = time.perf_counter() - start
     report = MipReport(backend, "error", None, None, None, 0.0, 0, build_s, 0, 0, 0, 0,
-                       classes=len(full.sync) + len(full.fixed), classes_kept=len(tables.sync) + len(tables.fixed))
+                       classes=len(full.sync) + len(full.fixed), classes_kept=len(tables.sync) + len(tables.fixed),
+                       tables_s=build_s)
     bound = -math.inf
     if not tables.sync and not tables.fixed:          # no plan meets the limits independent of n, H, R
         if best_plan is not None:                     # ... or none but the presolve's incumbent could beat it

@@ -47,13 +47,15 @@ class HighsBackend:
             model.matrix_size = {"columns": h.getNumCol(), "rows": h.getNumRow(), "nonzeros": h.getNumNz()}
             if time_limit_s is not None:    # after reading: a limit spent while reading leaves an empty model
                 h.setOptionValue("time_limit", max(float(time_limit_s), 0.01))
+        transfer_s = time.perf_counter() - start
         h.run()
         elapsed = time.perf_counter() - start
         S = highspy.HighsModelStatus
         status, info = h.getModelStatus(), h.getInfo()
         nodes = int(getattr(info, "mip_node_count", 0))
+        result = lambda *args, **kw: BackendResult(self.name, *args, transfer_s=transfer_s, **kw)
         if status == S.kInfeasible:
-            return BackendResult(self.name, "infeasible", None, None, None, elapsed, nodes)
+            return result("infeasible", None, None, None, elapsed, nodes)
         has = info.primal_solution_status == 2
         objective = float(info.objective_function_value) if has else None
         bound = float(info.mip_dual_bound) if math.isfinite(info.mip_dual_bound) else None
@@ -66,12 +68,10 @@ class HighsBackend:
                     var.set_value(float(values[j]), skip_validation=True)
         gap = None if objective is None or bound is None else max(0.0, objective - bound)
         if status == S.kOptimal:
-            return BackendResult(self.name, "optimal", objective, bound if bound is not None else objective,
-                                 gap or 0.0, elapsed, nodes)
+            return result("optimal", objective, bound if bound is not None else objective, gap or 0.0, elapsed, nodes)
         if status in (S.kTimeLimit, S.kInterrupt, S.kIterationLimit, S.kSolutionLimit):
-            return BackendResult(self.name, "time_limit", objective, bound, gap, elapsed, nodes)
-        return BackendResult(self.name, "error", objective, bound, gap, elapsed, nodes,
-                             message=h.modelStatusToString(status))
+            return result("time_limit", objective, bound, gap, elapsed, nodes)
+        return result("error", objective, bound, gap, elapsed, nodes, message=h.modelStatusToString(status))
 
 
 def quiet_highs(highspy):

@@ -29,6 +29,7 @@ class OrToolsBackend:
             if not built.import_from_mps_file(path):
                 return BackendResult(self.name, "error", None, None, None, time.perf_counter() - start, 0,
                                      message="OR-Tools could not read the model")
+        transfer_s = time.perf_counter() - start
         solver = mb.Solver(self.solver)
         if time_limit_s is not None:
             solver.set_time_limit_in_seconds(max(float(time_limit_s), 0.01))
@@ -37,8 +38,9 @@ class OrToolsBackend:
         status = solver.solve(built)
         elapsed = time.perf_counter() - start
         S = mb.SolveStatus
+        result = lambda *args, **kw: BackendResult(self.name, *args, transfer_s=transfer_s, **kw)
         if status == S.INFEASIBLE:
-            return BackendResult(self.name, "infeasible", None, None, None, elapsed, 0)
+            return result("infeasible", None, None, None, elapsed, 0)
         has = status in (S.OPTIMAL, S.FEASIBLE)
         objective = float(solver.objective_value) if has else None
         bound = float(solver.best_objective_bound) if has else None
@@ -49,9 +51,9 @@ class OrToolsBackend:
                     var.set_value(float(solver.value(v)), skip_validation=True)
         gap = None if objective is None or bound is None else max(0.0, objective - bound)
         if status == S.OPTIMAL:
-            return BackendResult(self.name, "optimal", objective, bound, gap, elapsed, 0)
+            return result("optimal", objective, bound, gap, elapsed, 0)
         if status == S.FEASIBLE:
-            return BackendResult(self.name, "time_limit", objective, bound, gap, elapsed, 0)
+            return result("time_limit", objective, bound, gap, elapsed, 0)
         if status == S.NOT_SOLVED and time_limit_s is not None:     # stopped by its time limit before any solution
-            return BackendResult(self.name, "time_limit", None, None, None, elapsed, 0)
-        return BackendResult(self.name, "error", None, None, None, elapsed, 0, message=str(status))
+            return result("time_limit", None, None, None, elapsed, 0)
+        return result("error", None, None, None, elapsed, 0, message=str(status))
