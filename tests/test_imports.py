@@ -31,8 +31,7 @@ KNOWN = {
     ],
     "undocumented": [],
     # `x._y` where x is a module of another package, or a name imported from one (not the sync rules'):
-    # the thresholds command reads the question's private `_value`
-    "private_attributes": [("planner.cli.thresholds", "planner.questions.thresholds", "_value")],
+    "private_attributes": [],
 }
 
 

@@ -132,7 +132,7 @@ def thresholds(instance_path, overrides, compute, tpp, memory, interconnect, wan
         raise BadInput("--within-nodes/--within-budget: only with --stop")
     for kind in stop_kinds:
         flag = {"compute": "--compute", "tpp": "--tpp", "memory": "--memory", "wan": "--wan-cap"}[kind]
-        if q._value(th, kind) is None:
+        if q.threshold_value(th, kind) is None:
             raise BadInput(f"--stop {kind}: give {flag} (the threshold to start lowering from)")
     if robust and stop_kinds:
         raise BadInput("--robust: not with --stop (the stop point is searched on the instance as given)")

@@ -449,7 +449,9 @@ def _count_need(acc: AcceleratorSpec, kind: str) -> float:
     return {"compute": acc.h100_equivalents, "tpp": acc.tpp, "memory": acc.hbm_gb}[kind]
 
 
-def _value(th: Thresholds, kind: str) -> float:
+def threshold_value(th: Thresholds, kind: str) -> float | None:
+    """The threshold `th` sets on `kind` (compute in H100-equivalents, tpp, memory_gb, wan_mbps,
+    interconnect_gb_s), None where it sets none."""
     return {"compute": th.compute_h100e, "tpp": th.tpp, "memory": th.memory_gb, "wan": th.wan_mbps,
             "interconnect": th.interconnect_gb_s}[kind]
 
@@ -468,7 +470,7 @@ def stop_point(raw: dict, acc: AcceleratorSpec, th: Thresholds, kinds: tuple[str
     never hurts); both sides of the bracket are re-solved."""
     if not kinds or any(k not in ("compute", "tpp", "memory", "wan") for k in kinds):
         raise ValueError(f"kinds must be among compute, tpp, memory, wan; got {kinds}")
-    if any(_value(th, k) is None for k in kinds):
+    if any(threshold_value(th, k) is None for k in kinds):
         raise ValueError(f"every threshold searched must be set: {kinds}")
     data, within = within_limits(raw, max_nodes, budget_usd)
     out = StopPoint(acc.id, tuple(kinds), within, "found")
@@ -491,7 +493,7 @@ def stop_point(raw: dict, acc: AcceleratorSpec, th: Thresholds, kinds: tuple[str
 
         def reach_count(c: int) -> bool:
             if c not in known:
-                s = max(c * _count_need(acc, k) / _value(th, k) for k in count_kinds)
+                s = max(c * _count_need(acc, k) / threshold_value(th, k) for k in count_kinds)
                 known[c] = reachable(th.scaled(s, tuple(count_kinds)))[0]
             return known[c]
 
@@ -510,7 +512,7 @@ def stop_point(raw: dict, acc: AcceleratorSpec, th: Thresholds, kinds: tuple[str
             if lower is None:
                 break
             hi = lower
-        s_hi = max(hi * _count_need(acc, k) / _value(th, k) for k in count_kinds)
+        s_hi = max(hi * _count_need(acc, k) / threshold_value(th, k) for k in count_kinds)
         t_hi, t_lo = th.scaled(s_hi, tuple(count_kinds)), th.scaled(s_hi * (1 - 1e-6), tuple(count_kinds))
     else:
         s_lo, s_hi = SCALE_FLOOR, 1.0
