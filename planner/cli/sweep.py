@@ -189,10 +189,15 @@ def _print_rows(result) -> None:
         "reach": ["days", "limit_days"],
         "robust": ["objective_value", "time_to_target_days", "cost_usd", "mode", "nodes", "inner_steps",
                    "compression"]}[spec.command] + ["error"]
-    table = Table(*shown)
+    from planner.present.envelope import sweep_flag, sweep_notes     # points the evidence envelope stops (dtplan)
+    notes = sweep_notes(result.rows)
+    table = Table(*shown, *(["envelope"] if notes else []))
     for r in result.rows:
-        table.add_row(*[_fmt(r.get(c)) for c in shown])
-    make_console().print(table)
+        table.add_row(*[_fmt(r.get(c)) for c in shown], *([sweep_flag(r)] if notes else []))
+    console = make_console()
+    console.print(table)
+    for note in notes:
+        console.print(note)
 
 
 def _fmt(v) -> str:

@@ -176,7 +176,7 @@ def beyond_summary(objective: str, status: str, value: float | None, plan: dict 
             "marked": [x["message"] for x in leaves_ if not x.get("bound")], "fastest_time_s": fastest_time_s}
 
 
-def _plan_words(plan: dict) -> str:
+def plan_words(plan: dict) -> str:
     """A plan in one line: mode, nodes (per pool), precision, then its decisions."""
     words = [str(plan.get("mode")), f"{plan.get('nodes', 0):,} nodes", str(plan.get("precision"))]
     if plan.get("pool_nodes"):
@@ -190,7 +190,7 @@ def _plan_words(plan: dict) -> str:
     return ", ".join(words)
 
 
-def _value_words(objective: str, value: float) -> str:
+def value_words(objective: str, value: float) -> str:
     """The answer's value in words, by the objective's key (the summary holds the key, as --json prints it)."""
     words = {"min_time": f"reaches the target in {value / SECONDS_PER_DAY:,.1f} days", "min_cost": f"costs ${value:,.0f}"}
     return words.get(objective, f"reaches {value:.4g} FLOP")
@@ -209,5 +209,20 @@ def beyond_line(s: dict) -> str:
     crossed = "; ".join(f"{b['bound']} (the plan beyond has {b['message']}; shown: {b['source']})" for b in s["bounds"])
     marked = f"; it is also marked: {'; '.join(s['marked'])}" if s["marked"] else ""
     return (f"evidence envelope stops it: {crossed or 'no decision bound (only marked quantities)'}. The {best} "
-            f"plan beyond it (--beyond-evidence) {_value_words(s['objective'], s['objective_value'])}: "
-            f"{_plan_words(s['plan'])}{marked}")
+            f"plan beyond it (--beyond-evidence) {value_words(s['objective'], s['objective_value'])}: "
+            f"{plan_words(s['plan'])}{marked}")
+
+
+BEYOND_COLUMNS = ("beyond_status", "beyond_objective_value", "beyond_bounds", "beyond_plan")
+
+
+def beyond_columns(s: dict | None) -> dict:
+    """A `beyond_summary` as flat columns (a sweep's row: CSV, Parquet, --json): the status beyond the
+    envelope, its objective value (seconds, FLOP or dollars, as `objective_value`), each envelope bound
+    its plan crosses with the plan's value there ("replicas <= 8: 64; H <= 100: 140.872"), and the plan in
+    one line; every column None when `s` is None (a plan inside the envelope, or the envelope off)."""
+    if s is None:
+        return dict.fromkeys(BEYOND_COLUMNS)
+    bounds = "; ".join(f"{b['bound']}: {b['value']:.6g}" for b in s["bounds"])
+    return {"beyond_status": s["status"], "beyond_objective_value": s["objective_value"],
+            "beyond_bounds": bounds or None, "beyond_plan": plan_words(s["plan"]) if s["plan"] else None}

@@ -7,6 +7,7 @@ import copy
 import time
 from typing import Any
 
+from planner.cost.envelope import beyond_columns
 from planner.frames import plan_columns as _plan_columns
 from planner.objectives import MIN_TIME
 from planner.questions.sweep.fields import set_field, with_fields
@@ -18,7 +19,8 @@ UNLIMITED_DAYS = 1e6               # "reach": the duration limit lifted (as feas
 
 
 def solve_columns(r) -> dict[str, Any]:
-    """The answer columns of a `solve` row from a `planner.solve.SolveResult`."""
+    """The answer columns of a `solve` row from a `planner.solve.SolveResult` (its `beyond_evidence` as
+    `envelope.beyond_columns`)."""
     from planner.cost.duration import SECONDS_PER_DAY
     e = r.evaluation
     return {"status": r.status, "objective": r.objective.key, "objective_value": r.objective_value,
@@ -26,7 +28,7 @@ def solve_columns(r) -> dict[str, Any]:
             "time_to_target_days": e.values["time_to_target_s"] / SECONDS_PER_DAY if e else None,
             "cost_usd": e.values["cost_usd"] if e else None, "model_params": r.model_params,
             "bottleneck": e.bottleneck if e else None, **_plan_columns(r.plan),
-            "infeasibility": "; ".join(r.infeasibility) or None}
+            "infeasibility": "; ".join(r.infeasibility) or None, **beyond_columns(r.beyond_evidence)}
 
 
 def _answer(payload: dict, instance: Instance, data: dict) -> dict[str, Any]:
@@ -35,7 +37,7 @@ def _answer(payload: dict, instance: Instance, data: dict) -> dict[str, Any]:
     if command == "solve":
         from planner.solve import solve
         return solve_columns(solve(instance, objective=payload["objective"], solver=payload["solver"],
-                                   time_limit_s=payload["time_limit_s"]))
+                                   time_limit_s=payload["time_limit_s"], explain_envelope=True))
     if command == "robust":
         from planner.questions.robust import sweep_row
         row, plan = sweep_row(instance, data, payload["objective"], payload["solver"])
@@ -49,7 +51,8 @@ def _answer(payload: dict, instance: Instance, data: dict) -> dict[str, Any]:
                 "cost_usd": e.values["cost_usd"] if e else None, "bottleneck": e.bottleneck if e else None,
                 **_plan_columns(f.result.plan),
                 "binding": "; ".join(f.result.infeasibility if not f.feasible else f.result.binding) or None,
-                "fixes": "; ".join(x.summary for x in f.fixes) or None}
+                "fixes": "; ".join(x.summary for x in f.fixes) or None,
+                **beyond_columns(f.result.beyond_evidence)}
     if command == "evaluate":
         from planner.evaluate import evaluate
         from planner.evaluate import check_plan_against
@@ -69,13 +72,14 @@ def _answer(payload: dict, instance: Instance, data: dict) -> dict[str, Any]:
     limit_days = max_days(instance)[0]
     lifted = copy.deepcopy(data)
     set_field(lifted, "limits.max_days", UNLIMITED_DAYS)
-    r = solve(parse_instance(lifted, payload["source"]), objective=MIN_TIME, solver=payload["solver"])
+    r = solve(parse_instance(lifted, payload["source"]), objective=MIN_TIME, solver=payload["solver"],
+              explain_envelope=True)
     days = r.objective_value / SECONDS_PER_DAY if r.objective_value is not None else None
     reachable = days is not None and r.status == "optimal" and days <= limit_days
     return {"status": "reachable" if reachable else ("unreachable" if r.status != "time_limit" else "time_limit"),
             "reachable": reachable, "days": days, "limit_days": limit_days,
             "cost_usd": r.evaluation.values["cost_usd"] if r.evaluation else None, **_plan_columns(r.plan),
-            "infeasibility": "; ".join(r.infeasibility) or None}
+            "infeasibility": "; ".join(r.infeasibility) or None, **beyond_columns(r.beyond_evidence)}
 
 
 def run_point(payload: dict, point: Point) -> dict[str, Any]:

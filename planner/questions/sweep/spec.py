@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from planner.cost.envelope import BEYOND_COLUMNS
 from planner.frames import PLAN_FIELDS
 from planner.questions.sweep.distributions import Distribution
 from planner.questions.sweep.fields import check_field, is_integer_field, value_problems
@@ -21,12 +22,15 @@ from planner.schema.errors import InputError, Problem
 from planner.schema.instance import parse_instance
 
 COMMANDS = ("solve", "feasible", "evaluate", "reach", "robust")
+# solve, feasible, reach: a point with no plan inside the evidence envelope (dtplan profile) is answered again
+# beyond it, as `dtplan solve` does (planner.solve.with_beyond_evidence): BEYOND_COLUMNS (docs/quality.md, 6)
 RESULT_COLUMNS = {
     "solve": ("objective", "objective_value", "best_bound", "gap", "time_to_target_days", "cost_usd",
-              "model_params", "bottleneck") + PLAN_FIELDS + ("infeasibility",),
-    "feasible": ("feasible", "time_to_target_days", "cost_usd", "bottleneck") + PLAN_FIELDS + ("binding", "fixes"),
+              "model_params", "bottleneck") + PLAN_FIELDS + ("infeasibility",) + BEYOND_COLUMNS,
+    "feasible": ("feasible", "time_to_target_days", "cost_usd", "bottleneck") + PLAN_FIELDS + ("binding", "fixes")
+    + BEYOND_COLUMNS,
     "evaluate": ("feasible", "time_to_target_days", "cost_usd", "bottleneck", "violations"),
-    "reach": ("reachable", "days", "limit_days", "cost_usd") + PLAN_FIELDS + ("infeasibility",),
+    "reach": ("reachable", "days", "limit_days", "cost_usd") + PLAN_FIELDS + ("infeasibility",) + BEYOND_COLUMNS,
     # solve --robust (planner.questions.robust.sweep_row): the robust value, the scenarios' count
     "robust": ("objective", "objective_value", "best_bound", "gap", "statistic", "time_to_target_days", "cost_usd",
                "model_params")
