@@ -158,3 +158,31 @@ def test_multi_token_prediction_adds_one_moe_block_a_projection_and_the_output_l
     assert DSV3.mtp_modules == 1
     assert with_mtp - without == pytest.approx(3 * per_token * m, rel=1e-12)
     assert per_token / (2 * 37e9) == pytest.approx(0.0436, abs=5e-5)   # 4.4% beyond the 6 P_act the MFU counts
+
+
+def test_the_runs_recipe_by_hand():
+    """DeepSeek-V3's recipe (Recipe): the output layers (the model's and the MTP module's) and the MoE router in
+    BF16 at the bf16 MAMF rate (section 3.3.1), and the MLA up-projections and RMSNorms recomputed in the backward
+    pass (section 3.2.3): the query up-projection (n 24,576, k 1,536) at DeepGEMM's 990 TFLOPS and the KV one
+    (n 32,768, k 512) at 590, once more in each of the 62 blocks, and two norms read and written again."""
+    from planner.cost.compute.ops import Recipe, micro_batch_ops
+    from planner.cost.compute.roofline import chip_for, gemm_time_s
+    from planner.cost.compute.utilisation import micro_batch_time_s
+    chip, m = chip_for(H800), 4096
+    plain = micro_batch_time_s(DSV3, chip, "fp8", m, 1.0, 64.0)
+    head = micro_batch_time_s(DSV3, chip, "fp8", m, 1.0, 64.0, Recipe(high_precision_head=True))
+    gemms = micro_batch_ops(DSV3, m, 1.0, 64.0)[0]
+    kept = [g for g in gemms if g.forward in {(4096.0, 129280.0, 7168.0), (4096.0, 256.0, 7168.0)}]
+    assert len(kept) == 6 and {g.count for g in kept} == {2.0, 59.0}
+    extra = sum(gemm_time_s(g, chip, "fp16") - gemm_time_s(g, chip, "fp8") for g in kept)
+    assert head["gemm_s"] - plain["gemm_s"] == pytest.approx(extra, rel=1e-9)
+    assert extra == pytest.approx(0.0284, abs=1e-4)
+    again = micro_batch_time_s(DSV3, chip, "fp8", m, 1.0, 64.0, Recipe(recompute_mla_up=True))
+    blocks = 61 + 1
+    up = 2 * m * 24576 * 1536 * blocks / 990e12 + 2 * m * 32768 * 512 * blocks / 590e12
+    assert again["gemm_s"] - plain["gemm_s"] == pytest.approx(up, rel=1e-9) == pytest.approx(0.0338, abs=1e-4)
+    assert again["memory_s"] - plain["memory_s"] == pytest.approx(blocks * 2 * 2 * 7168 * 2 * m / 3.35e12, rel=1e-9)
+    # a dense shape has no MLA: the recompute flag changes nothing there
+    llama = preset_shape("llama3-8B")
+    assert micro_batch_time_s(llama, chip, "fp8", 8192, recipe=Recipe(recompute_mla_up=True)) == \
+        micro_batch_time_s(llama, chip, "fp8", 8192)

@@ -138,6 +138,8 @@ class Assumptions:
     expert_dispatch_bytes: float = 2.0           # MoE: bytes per value of the dispatches (DeepSeek-V3: 1, FP8)
     expert_a2a_overlap: bool = False             # MoE: the all-to-all hidden behind another micro-batch's compute (DualPipe)
     communication_sms: float = 0.0               # SMs reserved for communication kernels while overlapping (DeepSeek-V3: 20)
+    high_precision_head: bool = False            # fp8 plans: output layer and MoE router GEMMs in BF16 (DeepSeek-V3 3.3.1)
+    recompute_mla_up: bool = False               # MLA up-projections and RMSNorms recomputed in backward (DeepSeek-V3 3.2.3)
     # -- section 3: straggler factor f(n) -----------------------------------------
     straggler_sync_coefficient: float = 0.05     # synchronous: 1 + c log2 n
     straggler_relay_coefficient: float = 0.02    # relay: 1 + c log2 n
@@ -281,7 +283,7 @@ BOOL_CONSTANTS = ("error_feedback", "mfu_from_table", "dp_overlap", "concurrent_
                   "failures", "demonstrated_warnings", "search_pipeline_schedules", "activation_memory",
                   "search_zero_shards", "fragment_backward_overlap",
                   "evidence_envelope", "exchange_overlap_up_down", "exchange_fetch_own", "mfu_from_compute_model",
-                  "expert_a2a_overlap")
+                  "expert_a2a_overlap", "high_precision_head", "recompute_mla_up")
 PHYSICS_ZERO_ALLOWED = ("pipeline_chunks", "expert_node_limit", "communication_sms", "sequence_tokens", "expert_parallel_degree", "mfu_fp8", "mfu_fp4", "streaming_overlap_steps", "tensor_parallel", "compressor_scale_bits", "error_feedback_bytes", "churn_per_node_h", "checkpoint_write_s",
                         "checkpoint_restore_s", "compressor_index_bits", "fit_offset", "fit_offset_size_slope",
                         "fit_replica_coefficient", "fit_replica_size_exponent", "fit_overlap_coefficient",

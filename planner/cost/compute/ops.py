@@ -52,10 +52,27 @@ class Gemm:
     k: float
     count: float = 1.0           # how many per micro-batch (layers x forward/backward)
     forward: tuple[float, float, float] | None = None   # (m, n, k) of the forward GEMM this one belongs to
+    high_precision: bool = False  # runs in BF16 where the plan's precision is lower (Recipe.high_precision_head)
 
     @property
     def flops(self) -> float:
         return 2.0 * self.m * self.n * self.k * self.count
+
+
+@dataclass(frozen=True)
+class Recipe:
+    """How a run trains beyond its shape, where its report says so (assumptions constants; none by default).
+
+    high_precision_head: under an FP8 plan the output layer(s) and the MoE router keep BF16 GEMMs
+        (DeepSeek-V3, arXiv 2412.19437, section 3.3.1: the output head and the MoE gating modules, with the
+        embedding, normalisation and attention, stay in their original precision).
+    recompute_mla_up: the backward pass recomputes the RMSNorms and MLA's up-projections instead of keeping
+        their outputs (section 3.2.3): one more forward of the query and KV up-projection GEMMs and of the two
+        norms per layer.
+    """
+
+    high_precision_head: bool = False
+    recompute_mla_up: bool = False
 
 
 @dataclass(frozen=True)
@@ -69,11 +86,12 @@ class Memory:
     bytes: float                 # per micro-batch
 
 
-def _gemm_fwd_bwd(m: float, n: float, k: float, count: float) -> list[Gemm]:
+def _gemm_fwd_bwd(m: float, n: float, k: float, count: float, high_precision: bool = False) -> list[Gemm]:
     """A GEMM and its two backward GEMMs (input and weight gradients), each `count` times; each names
     the forward GEMM's shape (a chip's measured GEMMs are looked up by it: planner/cost/compute/roofline.py)."""
     fwd = (float(m), float(n), float(k))
-    return [Gemm(m, n, k, count, fwd), Gemm(m, k, n, count, fwd), Gemm(k, n, m, count, fwd)]
+    return [Gemm(m, n, k, count, fwd, high_precision), Gemm(m, k, n, count, fwd, high_precision),
+            Gemm(k, n, m, count, fwd, high_precision)]
 
 
 def _attention_gemms(s: ModelShape, m: float, t: float, count: float) -> tuple[list[Gemm], float, float]:
@@ -108,9 +126,10 @@ def _ffn_gemms(m: float, hidden: float, width: float, gated: bool, count: float)
 
 
 def micro_batch_ops(s: ModelShape, micro_batch_tokens: float, tensor_parallel: float = 1.0,
-                    expert_parallel: float = 1.0) -> tuple[list[Gemm], list[Attention], list[Memory]]:
+                    expert_parallel: float = 1.0, recipe: Recipe = Recipe()) -> tuple[list[Gemm], list[Attention], list[Memory]]:
     """Every operation of one micro-batch of m tokens, forward and backward, on one GPU of a
-    tensor-parallel group of T (sequence parallelism on), for the whole model (all layers)."""
+    tensor-parallel group of T (sequence parallelism on), for the whole model (all layers), trained
+    as `recipe` says."""
     m = float(micro_batch_tokens)
     t = max(float(tensor_parallel), 1.0)
     h = float(s.hidden)
@@ -127,18 +146,25 @@ def micro_batch_ops(s: ModelShape, micro_batch_tokens: float, tensor_parallel: f
     if s.moe_layers:
         routed_m = m * s.top_k / s.experts * max(float(expert_parallel), 1.0)
         experts_here = s.experts / max(float(expert_parallel), 1.0)
-        gemms += _gemm_fwd_bwd(m, s.experts, h, moe_layers)                                # router
+        gemms += _gemm_fwd_bwd(m, s.experts, h, moe_layers, recipe.high_precision_head)    # router
         routed, act_routed = _ffn_gemms(routed_m, h, s.expert_ffn, True, moe_layers * experts_here)
         shared, act_shared = _ffn_gemms(m, h, s.shared_experts * s.expert_ffn / t, True, moe_layers)
         gemms += routed + shared
         act_bytes += act_routed * s.top_k * moe_layers + act_shared * moe_layers
     if mtp:
         gemms += _gemm_fwd_bwd(m, h, 2.0 * h, mtp)                                         # MTP projection
-    gemms += _gemm_fwd_bwd(m, s.vocabulary / t, h, heads)                                      # output layer
+    gemms += _gemm_fwd_bwd(m, s.vocabulary / t, h, heads, recipe.high_precision_head)          # output layer
+    norms_again = 0.0
+    if recipe.recompute_mla_up and s.kv_lora_rank:
+        heads_t = s.heads / t
+        for n, k in ((heads_t * (s.head_dim + s.rope_head_dim), s.q_lora_rank),            # query up-projection
+                     (heads_t * (s.head_dim + (s.v_head_dim or s.head_dim)), s.kv_lora_rank)):  # K and V up
+            gemms.append(Gemm(m, n, k, layers, (m, float(n), float(k))))                 # its forward once more
+        norms_again = layers * 2 * 2 * h * ACTIVATION_BYTES / t                        # 2 RMSNorms, read and write h
     per_token_bytes = (layers * (2 * 2 * h + 2 * 3 * h) * ACTIVATION_BYTES / t        # 2 norms, 2 residual adds
                        + layers * rotary * s.rotary + act_bytes
                        + heads * 2.0 * s.vocabulary / t * ACTIVATION_BYTES)             # cross-entropy
     attention = [Attention(attn_flops * layers * m, backward=False),
                  Attention(ATTENTION_BACKWARD_FACTOR * attn_flops * layers * m, backward=True)]
-    memory = [Memory(per_token_bytes * m * (1.0 + BACKWARD_MEMORY_FACTOR))]
+    memory = [Memory(per_token_bytes * m * (1.0 + BACKWARD_MEMORY_FACTOR) + norms_again * m)]
     return gemms, attention, memory
