@@ -13,8 +13,8 @@ from planner.schema.instance import parse_instance
 from planner.schema.plan import parse_plan
 
 H800 = "NVIDIA H800 SXM5 80GB"
-DSV3 = preset_shape("deepseek-v3")     # hidden 7,168, top-8 of 256, 58 MoE layers
-PER_COPY = 4096 * 7168 * 58            # values per remote copy of a 4,096-token micro-batch, all MoE layers
+DSV3 = preset_shape("deepseek-v3")     # hidden 7,168, top-8 of 256, 58 MoE layers and one MTP block (MoE too)
+PER_COPY = 4096 * 7168 * (58 + 1)      # values per remote copy of a 4,096-token micro-batch, all MoE blocks
 
 
 def test_all_to_all_inside_one_server_by_hand():
@@ -27,10 +27,10 @@ def test_all_to_all_inside_one_server_by_hand():
 
 def test_node_limited_all_to_all_across_servers_by_hand():
     # EP64 over 8 servers, at most 4 servers per token, fp8 dispatch (1 byte) and bf16 combine: the NIC carries
-    # 4 x 7/8 copies of 2 x 1 + 2 x 2 = 6 bytes per value: 35.76 GB, 0.715 s at 50 GB/s
+    # 4 x 7/8 copies of 2 x 1 + 2 x 2 = 6 bytes per value: 36.38 GB, 0.728 s at 50 GB/s
     f = ExpertFabric(64, 8, 200, 50, node_limit=4, dispatch_bytes=1.0)
     nvlink, nic = all_to_all_bytes(DSV3, 4096, f)
-    assert nic == pytest.approx(3.5 * PER_COPY * 6) and nic == pytest.approx(35.76e9, rel=1e-3)
+    assert nic == pytest.approx(3.5 * PER_COPY * 6) and nic == pytest.approx(36.38e9, rel=1e-3)
     assert nvlink == pytest.approx(8 * 63 / 64 * PER_COPY * 6)
     assert all_to_all_s(DSV3, 4096, f) == pytest.approx(max(nic / 50e9, nvlink / 200e9))
     unlimited = ExpertFabric(64, 8, 200, 50, dispatch_bytes=1.0)
@@ -106,3 +106,83 @@ def test_reserving_every_sm_for_communication_is_refused_by_name(tmp_path):
     path.write_text(json.dumps(raw))
     result = CliRunner().invoke(main, ["solve", str(path)])
     assert result.exit_code == 2 and "communication_sms" in result.output and "Traceback" not in result.output
+
+
+# -- DeepSeek-V3's own GEMM shapes measured (DeepGEMM) and its multi-token prediction ------------------------
+
+
+def test_a_measured_gemm_runs_at_its_measured_rate_and_its_backward_with_it():
+    """models/accelerators/compute/H100-SXM.json lists DeepGEMM's FP8 table of DeepSeek-V3's shapes on H800
+    (README at a6d97a1): the routed experts' up-projection, 4 groups of 8,192 rows, n 4,096, k 7,168 at 1,297
+    TFLOPS. Its two backward GEMMs run at the same rate; a shape the table lacks keeps MAMF x wave quantization."""
+    from planner.cost.compute.ops import Gemm
+    from planner.cost.compute.roofline import chip_for, gemm_time_s, wave_efficiency
+    chip = chip_for(H800)
+    fwd = (8192.0, 4096.0, 7168.0)
+    flop = 2 * 8192 * 4096 * 7168
+    assert gemm_time_s(Gemm(*fwd, 1.0, fwd), chip, "fp8") == pytest.approx(flop / 1297e12, rel=1e-12)
+    assert gemm_time_s(Gemm(7168, 4096, 8192, 1.0, fwd), chip, "fp8") == pytest.approx(flop / 1297e12, rel=1e-12)
+    assert 1297 / 1979 == pytest.approx(0.655, abs=5e-4)          # against MAMF's 0.709 of the fp8 peak
+    unlisted = Gemm(8192, 4096, 4096, 1.0, (8192.0, 4096.0, 4096.0))
+    mamf = 1980e12 * 0.709 * wave_efficiency(8192, 4096, 132)
+    assert gemm_time_s(unlisted, chip, "fp8") == pytest.approx(2 * 8192 * 4096 * 4096 / mamf, rel=1e-12)
+    # bf16 has no measured rows: MAMF there
+    assert gemm_time_s(Gemm(*fwd, 1.0, fwd), chip, "fp16") == pytest.approx(
+        flop / (990e12 * 0.803 * wave_efficiency(8192, 4096, 132)), rel=1e-12)
+
+
+def test_every_listed_shape_is_one_of_deepseek_v3s_gemms():
+    """Each DeepGEMM row the chip lists is the forward shape of a GEMM the compute model runs for DeepSeek-V3 at
+    EP64 and micro-batches of one 4,096-token sequence (MLA's query and KV down-projections fused: n = 2,112)."""
+    from planner.cost.compute.ops import micro_batch_ops
+    from planner.cost.compute.roofline import chip_for
+    gemms, _, _ = micro_batch_ops(DSV3, 4096, 1.0, 64.0)
+    forwards = {g.forward for g in gemms}
+    listed = set(chip_for(H800).gemm_benchmarks["fp8"])
+    assert len(listed) == 8 and listed <= forwards
+    assert (4096.0, 2112.0, 7168.0) in forwards and 1536 + 512 + 64 == 2112
+
+
+def test_multi_token_prediction_adds_one_moe_block_a_projection_and_the_output_layer_by_hand():
+    """DeepSeek-V3's MTP module (D = 1, section 2.2): per token, forward, one MoE block (MLA projections, router,
+    8 routed and 1 shared expert of width 2,048), the 2 h -> h projection and the output layer again; the
+    backward twice that. P_act = 37B does not count it."""
+    from dataclasses import replace
+    from planner.cost.compute.ops import micro_batch_ops
+    h, m = 7168, 4096
+    mla = h * 2112 + 1536 * 128 * 192 + 512 * 128 * 256 + 128 * 128 * h
+    ffn = (8 + 1) * 3 * h * 2048
+    per_token = 2 * (mla + h * 256 + ffn + 2 * h * h + h * 129280)
+    with_mtp = sum(g.flops for g in micro_batch_ops(DSV3, m, 1.0, 64.0)[0])
+    without = sum(g.flops for g in micro_batch_ops(replace(DSV3, mtp_modules=0), m, 1.0, 64.0)[0])
+    assert DSV3.mtp_modules == 1
+    assert with_mtp - without == pytest.approx(3 * per_token * m, rel=1e-12)
+    assert per_token / (2 * 37e9) == pytest.approx(0.0436, abs=5e-5)   # 4.4% beyond the 6 P_act the MFU counts
+
+
+def test_the_runs_recipe_by_hand():
+    """DeepSeek-V3's recipe (Recipe): the output layers (the model's and the MTP module's) and the MoE router in
+    BF16 at the bf16 MAMF rate (section 3.3.1), and the MLA up-projections and RMSNorms recomputed in the backward
+    pass (section 3.2.3): the query up-projection (n 24,576, k 1,536) at DeepGEMM's 990 TFLOPS and the KV one
+    (n 32,768, k 512) at 590, once more in each of the 62 blocks, and two norms read and written again."""
+    from planner.cost.compute.ops import Recipe, micro_batch_ops
+    from planner.cost.compute.roofline import chip_for, gemm_time_s
+    from planner.cost.compute.utilisation import micro_batch_time_s
+    chip, m = chip_for(H800), 4096
+    plain = micro_batch_time_s(DSV3, chip, "fp8", m, 1.0, 64.0)
+    head = micro_batch_time_s(DSV3, chip, "fp8", m, 1.0, 64.0, Recipe(high_precision_head=True))
+    gemms = micro_batch_ops(DSV3, m, 1.0, 64.0)[0]
+    kept = [g for g in gemms if g.forward in {(4096.0, 129280.0, 7168.0), (4096.0, 256.0, 7168.0)}]
+    assert len(kept) == 6 and {g.count for g in kept} == {2.0, 59.0}
+    extra = sum(gemm_time_s(g, chip, "fp16") - gemm_time_s(g, chip, "fp8") for g in kept)
+    assert head["gemm_s"] - plain["gemm_s"] == pytest.approx(extra, rel=1e-9)
+    assert extra == pytest.approx(0.0284, abs=1e-4)
+    again = micro_batch_time_s(DSV3, chip, "fp8", m, 1.0, 64.0, Recipe(recompute_mla_up=True))
+    blocks = 61 + 1
+    up = 2 * m * 24576 * 1536 * blocks / 990e12 + 2 * m * 32768 * 512 * blocks / 590e12
+    assert again["gemm_s"] - plain["gemm_s"] == pytest.approx(up, rel=1e-9) == pytest.approx(0.0338, abs=1e-4)
+    assert again["memory_s"] - plain["memory_s"] == pytest.approx(blocks * 2 * 2 * 7168 * 2 * m / 3.35e12, rel=1e-9)
+    # a dense shape has no MLA: the recompute flag changes nothing there
+    llama = preset_shape("llama3-8B")
+    assert micro_batch_time_s(llama, chip, "fp8", 8192, recipe=Recipe(recompute_mla_up=True)) == \
+        micro_batch_time_s(llama, chip, "fp8", 8192)

@@ -361,10 +361,10 @@ def test_compressor_presets_expand_and_explicit_constants_win():
     from planner.cost.assumptions import apply_overrides
     covenant = apply_overrides(OFF, {"compressor_preset": "covenant"})
     assert (covenant.compressor, covenant.sync_pattern, covenant.error_feedback_bytes) == ("topk", "object_store", 4.0)
-    # Covenant at Cr = 64 on a 72B model: 72e9 / 64 x 14 bits up, then 19 other peers' payloads down
+    # Covenant at Cr = 64 on a 72B model: 72e9 / 64 x 14 bits up, then the round's 20 payloads down (its own too)
     v = physics.payload_bits(covenant, 72e9, "fp16", 64.0)
     assert v == pytest.approx(72e9 / 64 * 14)
-    assert physics.sync_base_s(covenant, v, 20, 1e9, 1e9, 0.0) == pytest.approx(v / 1e9 + 19 * v / 1e9)
+    assert physics.sync_base_s(covenant, v, 20, 1e9, 1e9, 0.0) == pytest.approx(v / 1e9 + 20 * v / 1e9)
     assert apply_overrides(OFF, {"compressor_preset": "sparseloco", "compressor_value_bits": 4}).compressor_value_bits == 4
     int8 = _instance({"compressor_preset": "diloco-int8"}).resolved_assumptions()
     assert physics.payload_bits(int8, 10e9, "fp16", 2.0) == pytest.approx(8e10)

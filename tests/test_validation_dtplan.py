@@ -8,6 +8,7 @@ import pytest
 
 from planner.cost import physics
 from planner.cost.assumptions import load_profile
+from planner.cost.compute.ops import Recipe
 from planner.cost.compute.roofline import chip_for
 from planner.cost.compute.shape import preset_shape
 from planner.cost.compute.utilisation import micro_batch_time_s
@@ -54,7 +55,8 @@ def test_table_4_figures_lie_on_a_geometric_grid():
 
 def test_deepseek_tokens_per_second_from_the_moe_compute_model_by_hand():
     """DeepSeek-V3 under dtplan: 16 stages x 16 groups of 8 H800, u from the compute model of its shape
-    with its expert all-to-all (EP64 over 8 servers, node-limited to 4, fp8 dispatch and bf16 combine over
+    (its MTP module included, its GEMMs at DeepGEMM's measured rates, its output layers and router in BF16 and its
+    MLA up-projections recomputed) with its expert all-to-all (EP64 over 8 servers, node-limited to 4, fp8 dispatch and bf16 combine over
     50 GB/s of InfiniBand per GPU) hidden by DualPipe's overlap, the compute slowed by the 20 of 132 SMs
     it reserves (arXiv 2412.19437, section 3.2.2); zero-bubble with M = 64 >= 2 S - 1 (no bubble): one step
     computes 6 x 37e9 x 3,932,160 FLOP on a node at 8 x 1,979e12 x u, the pipeline adds 64 transfers of
@@ -62,9 +64,12 @@ def test_deepseek_tokens_per_second_from_the_moe_compute_model_by_hand():
     result = validate_published.validate_run("deepseek-v3", with_solve=False, profile="dtplan")
     shape = preset_shape("deepseek-v3")
     chip = chip_for("NVIDIA H800 SXM5 80GB")
-    compute_s = sum(micro_batch_time_s(shape, chip, "fp8", 4096, 1.0, 64).values()) * 132 / 112
-    a2a_s = 4 * 7 / 8 * 4096 * 7168 * (2 * 1 + 2 * 2) * 58 / 50e9      # at most 4 servers, 7 of 8 remote
-    assert a2a_s == pytest.approx(0.7152, abs=1e-4) and a2a_s < compute_s     # hidden
+    recipe = Recipe(high_precision_head=True, recompute_mla_up=True)     # sections 3.3.1 and 3.2.3
+    compute_s = sum(micro_batch_time_s(shape, chip, "fp8", 4096, 1.0, 64, recipe).values()) * 132 / 112
+    # at most 4 servers, 7 of 8 remote, 58 MoE layers and the MTP block (an MoE block too)
+    a2a_s = 4 * 7 / 8 * 4096 * 7168 * (2 * 1 + 2 * 2) * (58 + 1) / 50e9
+    assert a2a_s == pytest.approx(0.7275, abs=1e-4) and a2a_s < compute_s     # hidden
+    assert compute_s == pytest.approx(1.4017, abs=1e-4)    # DeepGEMM's rates, the MTP block, the recipe: 1.19 s x 132 / 112
     u = chip.training_efficiency["fp8"] * 6 * 37e9 * 4096 / (1980e12 * compute_s)   # the chip's fp8 peak
     t_comp = 6 * 37e9 * 3932160 / (8 * 1979e12 * u)
     act_bits = 3932160 * 7168 * 1.0 * 8      # fp8 activations, 1 byte, no activation compression

@@ -124,6 +124,7 @@ class Assumptions:
     exchange_request_latency_s: float = 0.0      # latency of one request to the store (upload, each download wave)
     exchange_parallel_requests: float = 0.0      # downloads in flight at once; 0 = all at once (one wave)
     exchange_overlap_up_down: bool = False       # upload and download at once; default: download after upload (Templar)
+    exchange_fetch_own: bool = False             # a peer on the round's list downloads its own payload too (Templar's gather)
     # -- compute model (issue 25; planner/cost/compute, docs/physics.md section 1b); defaults = off --
     mfu_from_compute_model: bool = False         # u from the per-layer compute model where the accelerator has figures
     model_shape: str = ""                        # a shape preset of models/llm/shapes ("" = standard aspect ratios)
@@ -137,6 +138,8 @@ class Assumptions:
     expert_dispatch_bytes: float = 2.0           # MoE: bytes per value of the dispatches (DeepSeek-V3: 1, FP8)
     expert_a2a_overlap: bool = False             # MoE: the all-to-all hidden behind another micro-batch's compute (DualPipe)
     communication_sms: float = 0.0               # SMs reserved for communication kernels while overlapping (DeepSeek-V3: 20)
+    high_precision_head: bool = False            # fp8 plans: output layer and MoE router GEMMs in BF16 (DeepSeek-V3 3.3.1)
+    recompute_mla_up: bool = False               # MLA up-projections and RMSNorms recomputed in backward (DeepSeek-V3 3.2.3)
     # -- section 3: straggler factor f(n) -----------------------------------------
     straggler_sync_coefficient: float = 0.05     # synchronous: 1 + c log2 n
     straggler_relay_coefficient: float = 0.02    # relay: 1 + c log2 n
@@ -279,8 +282,8 @@ CHOICE_CONSTANTS = {"scenario": SCENARIOS, "straggler": STRAGGLER_STRATEGIES, "r
 BOOL_CONSTANTS = ("error_feedback", "mfu_from_table", "dp_overlap", "concurrent_up_down", "per_stage_payload",
                   "failures", "demonstrated_warnings", "search_pipeline_schedules", "activation_memory",
                   "search_zero_shards", "fragment_backward_overlap",
-                  "evidence_envelope", "exchange_overlap_up_down", "mfu_from_compute_model",
-                  "expert_a2a_overlap")
+                  "evidence_envelope", "exchange_overlap_up_down", "exchange_fetch_own", "mfu_from_compute_model",
+                  "expert_a2a_overlap", "high_precision_head", "recompute_mla_up")
 PHYSICS_ZERO_ALLOWED = ("pipeline_chunks", "expert_node_limit", "communication_sms", "sequence_tokens", "expert_parallel_degree", "mfu_fp8", "mfu_fp4", "streaming_overlap_steps", "tensor_parallel", "compressor_scale_bits", "error_feedback_bytes", "churn_per_node_h", "checkpoint_write_s",
                         "checkpoint_restore_s", "compressor_index_bits", "fit_offset", "fit_offset_size_slope",
                         "fit_replica_coefficient", "fit_replica_size_exponent", "fit_overlap_coefficient",

@@ -8,7 +8,10 @@ reads the payloads of the peers chosen for the round from theirs (tplr-ai/templa
 src/tplr/comms.py). What a round costs a peer, for a payload of v bits among G peers:
 
     fetched   k = G - 1, or min(S, G - 1) when the round's peer list has S entries
-              (hparams `gather_peer_count`: S = 20 in the Covenant-72B run's hparams/hparams.json)
+              (hparams `gather_peer_count`: S = 20 in the Covenant-72B run's hparams/hparams.json);
+              min(S, G) with `exchange_fetch_own`: Templar's gather downloads every uid on the round's
+              list, the peer's own among them when it was selected (src/tplr/comms.py `gather` never
+              skips `my_uid`), so a peer among G contributors reads G payloads, its own included
     upload    t_up   = v / min(up, store) + lat_req
     download  t_down = k v / min(down, store) + waves lat_req,  waves = ceil(k / c) (c requests in
               flight at once; all k at once without a limit)
@@ -31,9 +34,12 @@ from planner.cost.assumptions import Assumptions
 
 def fetched_payloads(a: Assumptions, parties):
     """k, the payloads a peer downloads per round: the G - 1 other peers, or at most the round's
-    peer list of S = `exchange_gather_peers` (0: every other peer). Non-decreasing in G."""
-    others = np.maximum(np.asarray(parties, dtype=float), 1.0) - 1.0
-    return np.minimum(others, a.exchange_gather_peers) if a.exchange_gather_peers > 0 else others
+    peer list of S = `exchange_gather_peers` (0: every other peer); with `exchange_fetch_own` the
+    peer's own payload counts too (G, or min(S, G): Templar's gather reads every uid on the list).
+    Non-decreasing in G."""
+    g = np.maximum(np.asarray(parties, dtype=float), 1.0)
+    listed = g if a.exchange_fetch_own else g - 1.0
+    return np.minimum(listed, a.exchange_gather_peers) if a.exchange_gather_peers > 0 else listed
 
 
 def capped_bps(a: Assumptions, link_bps):

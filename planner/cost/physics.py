@@ -33,6 +33,7 @@ import numpy as np
 from planner.cost import exchange, timing
 from planner.cost.assumptions import MODELS_DIR, PIPELINE_SCHEDULES, Assumptions
 from planner.cost.compute.experts import ExpertFabric
+from planner.cost.compute.ops import Recipe
 from planner.cost.compute.roofline import chip_for
 from planner.cost.compute.shape import ModelShape, default_shape, preset_shape
 from planner.cost.compute.utilisation import node_utilisation
@@ -135,7 +136,8 @@ def compute_model_mfu(a: Assumptions, accelerator: str, params: float, active_pa
     """u by precision from the compute model (planner/cost/compute/utilisation.py) for the
     accelerator's compute figures (models/accelerators/compute), {} when it has none: a micro-batch
     of s x micro_batch_sequences tokens on a tensor-parallel group of max(tensor_parallel, 1); a
-    mixture-of-experts shape with its all-to-all over `expert_fabric`."""
+    mixture-of-experts shape with its all-to-all over `expert_fabric`; the run's recipe
+    (`high_precision_head`, `recompute_mla_up`: planner/cost/compute/ops.py Recipe)."""
     chip = chip_for(accelerator)
     if chip is None:
         return {}
@@ -147,7 +149,8 @@ def compute_model_mfu(a: Assumptions, accelerator: str, params: float, active_pa
         raise InputError([Problem("assumptions.constants.communication_sms",
                                   f"must be below the accelerator's {chip.sms} SMs (those left compute), "
                                   f"got {a.communication_sms:g}")])
-    return {p: node_utilisation(shape, chip, p, active_params, m, max(a.tensor_parallel, 1.0), ep, fabric)
+    recipe = Recipe(high_precision_head=a.high_precision_head, recompute_mla_up=a.recompute_mla_up)
+    return {p: node_utilisation(shape, chip, p, active_params, m, max(a.tensor_parallel, 1.0), ep, fabric, recipe)
             for p in chip.matmul_efficiency}
 
 

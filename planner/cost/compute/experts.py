@@ -15,6 +15,7 @@ m tokens (m / T on each GPU of a tensor-parallel group of T, sequence parallelis
         at `dispatch_bytes`, the two combines at 2 (bf16) (DeepSeek-V3, section 3.3.4: dispatch in FP8,
         combine in BF16; 2 bytes everywhere unless a run says otherwise)
     t_a2a = L_moe max(m/T n_in h b_sum / bw_nvlink, m/T n_out h b_sum / bw_nic), b_sum = 2 b_d + 2 x 2,
+        L_moe the MoE layers and the multi-token-prediction blocks (MoE blocks in DeepSeek-V3),
         the NVLink and NIC transfers running at once (DeepSeek-V3, section 3.2.2).
 
 Overlap (`overlap`): a schedule that runs one micro-batch's all-to-all during another's compute (DualPipe,
@@ -61,7 +62,7 @@ def all_to_all_bytes(shape: ModelShape, tokens: float, f: ExpertFabric) -> tuple
     k = float(shape.top_k)
     k_out = min(k, f.node_limit) if f.node_limit > 0 else k
     per_value = TRANSFERS_PER_LAYER * (f.dispatch_bytes + ACTIVATION_BYTES)
-    per_copy = tokens * shape.hidden * per_value * shape.moe_layers
+    per_copy = tokens * shape.hidden * per_value * (shape.moe_layers + shape.mtp_modules)   # MTP blocks are MoE too
     nvlink = k * (1.0 - 1.0 / e) * per_copy
     nic = k_out * (servers - 1.0) / servers * per_copy
     return nvlink, nic

@@ -14,6 +14,10 @@ mean of 100 iterations), and the flash-attention kernels' fraction of the peak (
         docs.nvidia.com/deeplearning/performance/dl-performance-matrix-multiplication, sections
         "Tile quantization" and "Wave quantization", whose example tile is 256 x 128);
         b bytes per input value (2 for bf16, 1 for fp8; the output written in bf16).
+    A GEMM whose forward shape (m, n, k) a chip lists among its measured GEMMs (`gemm_benchmarks`, per
+        precision: a named microbenchmark of those very shapes, e.g. DeepGEMM's FP8 table of DeepSeek-V3's
+        GEMMs on H800) runs at the measured FLOP/s instead: t = max(2 m n k / F_meas, memory), its
+        input- and weight-gradient GEMMs at the same rate (ASSUMED where the table has forward GEMMs only).
     attention:  t = FLOP / (F_bf16 e_att), forward and backward with their own e_att.
     elementwise:  t = bytes / BW.
 
@@ -52,6 +56,7 @@ class Chip:
     attention_forward_efficiency: float
     attention_backward_efficiency: float
     training_efficiency: dict[str, float]
+    gemm_benchmarks: dict[str, dict[tuple[float, float, float], float]] = None   # precision -> (m, n, k) -> TFLOP/s
 
 
 @lru_cache(maxsize=None)
@@ -65,10 +70,17 @@ def chips() -> dict[str, Chip]:
                     matmul_efficiency={k: float(v) for k, v in d["matmul_efficiency"].items()},
                     attention_forward_efficiency=float(d["attention_efficiency"]["forward"]),
                     attention_backward_efficiency=float(d["attention_efficiency"]["backward"]),
-                    training_efficiency={k: float(v) for k, v in d.get("training_efficiency", {}).items()})
+                    training_efficiency={k: float(v) for k, v in d.get("training_efficiency", {}).items()},
+                    gemm_benchmarks=_benchmarks(d.get("gemm_benchmarks", {})))
         for name in d["names"]:
             out[name] = chip
     return out
+
+
+def _benchmarks(table: dict) -> dict[str, dict[tuple[float, float, float], float]]:
+    """{precision: {(m, n, k): TFLOP/s}} from a chip file's `gemm_benchmarks` (rows of m, n, k, tflops)."""
+    return {p: {(float(r["m"]), float(r["n"]), float(r["k"])): float(r["tflops"]) for r in rows}
+            for p, rows in table.get("rows", {}).items()}
 
 
 def chip_for(accelerator: str) -> Chip | None:
@@ -83,8 +95,12 @@ def wave_efficiency(m: float, n: float, sms: int) -> float:
 
 def gemm_time_s(g: Gemm, chip: Chip, precision: str) -> float:
     """Roofline time of `g.count` GEMMs of m x k by k x n (see the module docstring)."""
-    peak = chip.peak_tflops[precision] * 1e12 * chip.matmul_efficiency[precision]
-    compute = 2.0 * g.m * g.n * g.k / (peak * wave_efficiency(g.m, g.n, chip.sms))
+    measured = (chip.gemm_benchmarks or {}).get(precision, {}).get(g.forward) if g.forward else None
+    if measured:
+        compute = 2.0 * g.m * g.n * g.k / (measured * 1e12)
+    else:
+        peak = chip.peak_tflops[precision] * 1e12 * chip.matmul_efficiency[precision]
+        compute = 2.0 * g.m * g.n * g.k / (peak * wave_efficiency(g.m, g.n, chip.sms))
     b = INPUT_BYTES[precision]
     memory = (b * (g.m * g.k + g.k * g.n) + ACTIVATION_BYTES * g.m * g.n) / (chip.hbm_tb_s * 1e12)
     return max(compute, memory) * g.count

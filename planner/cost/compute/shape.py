@@ -51,6 +51,7 @@ class ModelShape:
     kv_lora_rank: int = 0         # MLA: key/value down-projection rank
     rope_head_dim: int = 0        # MLA: decoupled rotary dimension per head (keys shared across heads)
     v_head_dim: int = 0           # MLA: value dimension per head (0 = head_dim)
+    mtp_modules: int = 0          # multi-token prediction depth D (DeepSeek-V3: 1), trained with the model
 
     def with_sequence(self, sequence_tokens: int) -> "ModelShape":
         return replace(self, sequence_tokens=int(sequence_tokens))
