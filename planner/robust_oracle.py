@@ -36,7 +36,8 @@ from planner.cost.setting import PlanBatch, Setting
 from planner.evaluate import with_params
 from planner.fleet.network import site_network
 from planner.fleet.pools import PoolSetting
-from planner.fleet.replicas import fleet_cost_usd, mixed_setting, unsupported, used_pools
+from planner.fleet.replicas import fleet_cost_usd, unsupported, used_pools
+from planner.sync.straggler.rule import mixed_setting
 from planner.robust import Statistic
 from planner.schema.instance import Instance
 from planner.solvers.bnb import TIE_REL

@@ -37,12 +37,14 @@ from planner.cost.score import time_to_target
 from planner.cost.setting import Setting
 from planner.evaluate import with_params
 from planner.fleet.pools import PoolSetting
-from planner.fleet.replicas import affordable_nodes, cheapest_fill, fleet_cost_usd, mixed_setting
+from planner.fleet.replicas import affordable_nodes, cheapest_fill, fleet_cost_usd
+from planner.sync.straggler.rule import mixed_setting
 from planner.objectives import MIN_TIME, Objective
 from planner.robust import ROBUST_OPTION, Statistic, optimise
 from planner.schema.errors import InputError, Problem
 from planner.schema.instance import Instance
-from planner.solvers.pool_parts import Part, PartResult, compute_bound_s, parts, unit_price
+from planner.solvers.pool_parts import Part, PartResult, parts, unit_price
+from planner.sync.straggler.search import compute_bound_s
 from planner.solvers.objective_search import tie_less
 
 
@@ -109,7 +111,7 @@ def solve_pools(instance: Instance, scenario_pools: list[list[PoolSetting]], lab
             incumbent = best.value * (1 - 1e-12 if maximise else 1 + 1e-12)      # ties with it are still found
         settings = part_settings(scenario_pools, part, params)
         if objective.by_time:
-            # each scenario's compute bound (planner.solvers.pool_parts.compute_bound_s, 0 where it is not
+            # each scenario's compute bound (planner.sync.straggler.search.compute_bound_s, 0 where it is not
             # known to hold) bounds that scenario's time of every plan of the part; the statistic is
             # monotone in each entry, so the statistic of the bounds bounds the part's robust time
             floor_s = float(statistic.of_values([compute_bound_s(s, part.space.max_nodes) for s in settings]))

@@ -14,7 +14,7 @@ certified answer, and `bnb`'s. Prints every disagreement, then the counts and th
     python scripts/check_mixed_mip.py [--count 200] [--seed 21] [--backend highs] [--sync-rule straggler]
 
 `--sync-rule proportional|auto` sets fleet.sync_rule of every instance (the model's rows of the rule,
-planner.mip.pool_proportional; the oracle scores every assignment under it); `drawn` draws one of the
+planner.sync.proportional.mip_rows; the oracle scores every assignment under it); `drawn` draws one of the
 two per instance. Default: the straggler rule. `--speed-gap` draws instead fleets where the rule
 matters (`speed_gap_sample`: two or three pools 1.3 to 3.5 times apart, the rule drawn, every objective).
 

@@ -135,7 +135,7 @@ def is_fastest_fill(instance, plan) -> bool:
     (`planner.sync.proportional.rule.fastest_fill`)."""
     from planner.fleet.pools import pool_settings
     from planner.sync.proportional.rule import fastest_fill, inner_steps, step_ratios
-    from planner.fleet.replicas import mixed_setting
+    from planner.sync.straggler.rule import mixed_setting
     pools = pool_settings(instance)
     counts = [plan.pool_nodes.get(p.label, 0) for p in pools]
     used = tuple(i for i, n in enumerate(counts) if n)

@@ -154,7 +154,7 @@ def count_descents() -> Counter:
     """Counts, as the planner runs, the min_cost parts on several regions (`least_cost_placed`) and
     those whose descent found a plan cheaper than its first, fewest-node one (a second round with a
     plan): where taking the fewest nodes would have been wrong. Wraps the functions it counts."""
-    import planner.solvers.decomposition as mixed
+    import planner.sync.straggler.search as mixed        # the straggler rule's part search
     import planner.solvers.placed as placed      # least_cost_placed's own name for the uniform search
     counts: Counter = Counter()
     rounds: list[bool] = []
@@ -190,7 +190,7 @@ def cost_agrees(result, best) -> bool:
 def count_ties() -> Counter:
     """Counts, as the planner runs, the min_time / max_compute parts on several regions
     (`cheapest_tied`) and those where a cheaper plan tied with the solver's first choice."""
-    import planner.solvers.decomposition as mixed
+    import planner.sync.straggler.search as mixed        # the straggler rule's part search
     counts: Counter = Counter()
     cheapest_tied = mixed.cheapest_tied
 

@@ -17,6 +17,7 @@ import pytest
 
 from planner.schema.instance import parse_instance
 from planner.solvers import bnb, decomposition, exhaustive, pool_parts, uniform
+from planner.sync.straggler import search as straggler_search
 from tests.test_deadline import TickClock
 
 REPO = Path(__file__).resolve().parents[1]
@@ -62,7 +63,7 @@ def twelve_pools_chosen_regions() -> dict:
 @pytest.mark.parametrize("objective", ["min_time", "min_cost", "max_compute"])
 def test_pool_subsets_are_listed_only_until_the_deadline(monkeypatch, ticks, objective):
     instance = parse_instance(twelve_pools_chosen_regions())
-    clock = _clocked(monkeypatch, ticks, decomposition, pool_parts)
+    clock = _clocked(monkeypatch, ticks, decomposition, pool_parts, straggler_search)
     listed = _counted(monkeypatch, pool_parts, "part_regions", clock)
     r = solve_module.solve(instance, objective=objective, time_limit_s=ticks)
     assert len(listed) <= ticks          # one subset per reading taken before the deadline (was: all 4,095)
@@ -77,8 +78,8 @@ def test_the_parts_loop_stops_at_the_deadline(monkeypatch):
     exact = solve_module.solve(instance, objective="min_time")
     for ticks in [3, 8, 20, 50]:
         with monkeypatch.context() as m:
-            clock = _clocked(m, ticks, decomposition, pool_parts)
-            _counted(m, decomposition, "solve_part", clock)
+            clock = _clocked(m, ticks, decomposition, pool_parts, straggler_search)
+            _counted(m, straggler_search, "solve_part", clock)
             r = solve_module.solve(instance, objective="min_time", time_limit_s=ticks)
         if r.status == "optimal":
             assert r.objective_value == pytest.approx(exact.objective_value, rel=1e-12)
@@ -137,7 +138,7 @@ def test_the_one_model_tables_are_built_only_until_the_deadline(monkeypatch, tic
     from planner.mip import pool_patterns as pools_module
     from planner.solvers import mixed_mip
     instance = parse_instance(_pools_in_cities(16))
-    clock = _clocked(monkeypatch, ticks, pools_module, mixed_mip, decomposition, pool_parts)
+    clock = _clocked(monkeypatch, ticks, pools_module, mixed_mip, decomposition, pool_parts, straggler_search)
     listed = _counted(monkeypatch, pools_module, "_covers", clock)
     r = solve_module.solve(instance, objective="min_time", solver="highs", time_limit_s=ticks)
     assert len(listed) <= ticks

@@ -12,7 +12,8 @@ from planner.cost.score import score
 from planner.cost.setting import PlanBatch
 from planner.evaluate import evaluate
 from planner.fleet.pools import PoolSetting
-from planner.fleet.replicas import affordable_nodes, cheapest_fill, fleet_cost_usd, mixed_setting
+from planner.fleet.replicas import affordable_nodes, cheapest_fill, fleet_cost_usd
+from planner.sync.straggler.rule import mixed_setting
 from planner.reference import conformance
 from planner.schema.catalog import HardwareSpec
 from planner.schema.errors import InputError

@@ -13,7 +13,8 @@ import pytest
 
 from planner.objectives import objective_named
 from planner.fleet.pools import pool_settings
-from planner.fleet.replicas import mixed_setting, sites_of, slowest
+from planner.fleet.replicas import sites_of
+from planner.sync.straggler.rule import mixed_setting, slowest
 from planner.fleet.samples import random_instance
 from planner.mip.pool_patterns import key_counts, pool_keys
 from planner.mip.pool_rows import FAMILIES
@@ -341,7 +342,7 @@ def test_rule_rows_bound_every_plan_from_below(rule, objective):
     n, H, R fixed has an optimum no better than the plan's own value under the rule (ln T from below,
     ln C from above), and under 'auto' than its straggler value too."""
     import math
-    from planner.mip.pool_proportional import eligible_class, rule_value
+    from planner.sync.proportional.mip_rows import eligible_class, rule_value
     from planner.mip.pool_patterns import price_scale
     from planner.mip.pool_rows import build_pools, initial_grid
     from planner.mip.pools import pool_tables
@@ -461,7 +462,7 @@ def part_bounds_against_optima(instance, pools, objective: str, bound_of) -> tup
     asserting each bound against its part's optimum (the branch and bound, no incumbent): never above
     it for min_time, never below it for max_compute (also tests/test_regions_mip.py)."""
     import math
-    from planner.solvers.decomposition import solve_part
+    from planner.sync.straggler.search import solve_part
     from planner.solvers.pool_parts import parts
     values, known = [], []
     for part in parts(instance, pools, None):

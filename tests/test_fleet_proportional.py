@@ -16,7 +16,7 @@ from planner.evaluate import evaluate
 from planner.fleet.evaluate import score_on_pools
 from planner.fleet.pools import PoolSetting
 from planner.sync.proportional.rule import fastest_fill, plan_adjust
-from planner.fleet.replicas import mixed_setting
+from planner.sync.straggler.rule import mixed_setting
 from planner.fleet.samples import random_instance
 from planner.reference import conformance
 from planner.schema.errors import InputError

@@ -65,7 +65,7 @@ def test_the_bracket_bound_holds_for_every_split():
     every plan of the directed instance's part on both pools (brute force over W)."""
     from planner.fleet.pools import pool_settings
     from planner.sync.proportional.rule import adjust_for, inner_steps, step_ratios
-    from planner.fleet.replicas import mixed_setting
+    from planner.sync.straggler.rule import mixed_setting
     from planner.solvers.pool_parts import base_space
     from planner.sync.proportional.search import measure, plans
     from planner.sync.proportional.levels import c_local_bound
@@ -123,8 +123,9 @@ def test_the_bound_per_h_holds_for_every_plan(objective):
     of the directed instance's two-pool part, and of a C_quality one), every H is kept."""
     from planner.fleet.pools import pool_settings
     from planner.sync.proportional.rule import adjust_for, inner_steps, step_ratios
-    from planner.fleet.replicas import mixed_setting
-    from planner.solvers.pool_parts import base_space, compute_bound_s
+    from planner.sync.straggler.rule import mixed_setting
+    from planner.solvers.pool_parts import base_space
+    from planner.sync.straggler.search import compute_bound_s
     from planner.fleet.replicas import node_price_usd
     from planner.sync.proportional.search import h_worth_scoring, measure, plans
     cheapest = lambda pools, k: min(node_price_usd(pools[0]), node_price_usd(pools[1])) * k     # equal prices
@@ -265,7 +266,7 @@ def test_the_chinchilla_box_bound_holds_for_every_plan_and_split():
     (the bound per H and the bracket bound are the tight ones, tested above)."""
     from planner.fleet.pools import pool_settings
     from planner.sync.proportional.rule import adjust_for, inner_steps, step_ratios
-    from planner.fleet.replicas import mixed_setting
+    from planner.sync.straggler.rule import mixed_setting
     from planner.solvers import monotone
     from planner.solvers.pool_parts import base_space
     from planner.sync.proportional.search import _classes, measure

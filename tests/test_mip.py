@@ -356,12 +356,13 @@ def _max_compute_agrees_with_brute_force(backend, seed, target_kind, penalty):
 @pytest.mark.parametrize("seed, objective", [(seed, obj) for seed in (6, 10, 17, 33)
                                              for obj in ("min_time", "max_compute", "min_cost")])
 def test_solve_promising_counts_as_solved_only_classes_with_nothing_better(seed, objective):
-    """`tables.solve_promising` against each class solved alone (`solve_classes`): with a budget it
+    """`presolve.solve_promising` against each class solved alone (`solve_classes`): with a budget it
     returns the best plan of all classes, and the classes it leaves unsolved are bounded at or above
     it; without one it solves the first `EXACT_CLASSES` (most promising first, or the given class
     first) and returns their best; a batch stopped by the deadline is not counted."""
-    from planner.mip.tables import (EXACT_CLASSES, NODES, class_bounds, compute_bounds, least_nodes, node_promise,
-                                    solve_classes, solve_promising)
+    from planner.mip.presolve import EXACT_CLASSES, NODES, solve_classes, solve_promising
+    from planner.mip.table_bounds import class_bounds, least_nodes, node_promise
+    from planner.mip.tables import compute_bounds
     from planner.solvers.bnb import TIME, compute_measure
     s, space, _ = random_case(seed)
     space = space.for_objective(s, objective_named(objective))
@@ -425,7 +426,7 @@ def test_fewest_nodes_per_class_and_the_min_cost_presolve_against_brute_force(se
     nodes than it can use gives nothing. The presolve's least nodes per class bound that count from
     below, the classes it drops cannot use fewer nodes than its incumbent, and the best of all classes
     (and fixed plans) is the brute force's min_cost optimum (tests/test_bnb.py `naive`)."""
-    from planner.mip.tables import NODES, presolve, solve_classes, solve_promising
+    from planner.mip.presolve import NODES, presolve, solve_classes, solve_promising
     s, space, streaming = random_case(seed)
     t = build_tables(s, space)
     assert t.sync
@@ -463,10 +464,10 @@ def test_fewest_nodes_per_class_and_the_min_cost_presolve_against_brute_force(se
 
 @pytest.mark.parametrize("seed", [30, 95, 163, 166, 186])
 def test_min_cost_model_with_least_nodes_is_a_relaxation_plan_by_plan(seed):
-    """The `nodes-used` row with the least nodes per class (`tables.least_nodes`): at every plan that
+    """The `nodes-used` row with the least nodes per class (`table_bounds.least_nodes`): at every plan that
     meets the duration limit the model with its class, n, H and R fixed is feasible, and its nodes are
     the plan's own (the row never cuts off a plan, nor raises its count)."""
-    from planner.mip.tables import class_bounds, least_nodes
+    from planner.mip.table_bounds import class_bounds, least_nodes
     s, space, _, t = _case_with_classes(seed)
     t.class_least_nodes = least_nodes(t, *class_bounds(t))
     assert (t.class_least_nodes[np.isfinite(t.class_least_nodes)] > max(1, space.min_nodes)).any()
@@ -492,15 +493,15 @@ def test_model_with_one_exact_class_per_round_agrees_with_brute_force(monkeypatc
     """One class solved exactly by the presolve and one (the model's choice) per round (`EXACT_CLASSES`
     1, `EXACT_SHARE` 0): the model's own rounds, min_cost's least-nodes row included, close the gap.
     (Seeds whose presolve keeps three classes or more.)"""
-    from planner.mip import tables
+    from planner.mip import presolve
     from planner.solvers import certified
-    monkeypatch.setattr(tables, "EXACT_CLASSES", 1)
+    monkeypatch.setattr(presolve, "EXACT_CLASSES", 1)
     monkeypatch.setattr(certified, "EXACT_SHARE", 0.0)
     _mip_bnb_and_oracle_agree_with_brute_force(seed, objective, "highs", "c_local")
 
 
 def node_promise_of(t):
-    from planner.mip.tables import node_promise
+    from planner.mip.table_bounds import node_promise
     return node_promise(t.class_least_nodes, t.class_lower)
 
 

@@ -571,7 +571,7 @@ def test_ties_go_to_the_cheaper_placement_on_random_instances(seed, monkeypatch)
     and its plan's cost against the oracle's (time or compute, then cost; `_agrees_with_the_oracle`).
     These seeds' draws hold a part where the solver's first choice among tied plans was not the
     cheapest (counted here), so the test fails if ties went by the solver's order alone."""
-    import planner.solvers.decomposition as mixed
+    import planner.sync.straggler.search as mixed
     from planner.sites.samples import random_tie_instance
     first_choice_dearer = []
     cheapest_tied = mixed.cheapest_tied

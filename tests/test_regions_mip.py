@@ -20,7 +20,8 @@ from planner.cost.score import time_to_target
 from planner.evaluate import batch_from_plan
 from planner.fleet.network import site_network
 from planner.fleet.pools import pool_settings
-from planner.fleet.replicas import fleet_cost_usd, mixed_setting
+from planner.fleet.replicas import fleet_cost_usd
+from planner.sync.straggler.rule import mixed_setting
 from planner.mip.pool_regions import exact_plan, model_sites
 from planner.mip.pool_patterns import MixedPlan
 from planner.schema.errors import InputError

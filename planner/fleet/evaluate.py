@@ -1,5 +1,5 @@
 """One plan of a fleet of pools scored: the uniform evaluator on the plan's mixed setting
-(`replicas.mixed_setting`), with the figures that depend on the pools recomputed per pool.
+(`planner.sync.straggler.rule.mixed_setting`), with the figures that depend on the pools recomputed per pool.
 
 Recomputed from the pools (planner/fleet/replicas.py): cost_usd = sum_p n_p x node price_p,
 total_gpus = sum_p n_p x accelerators_p, global MFU and HFU over sum_p n_p F_p, and the
@@ -23,9 +23,9 @@ from planner.fleet.network import plan_site_network, site_network
 from planner.fleet.region_plans import plan_region_problems, region_rows
 from planner.fleet.regions import plan_unit
 from planner.fleet.pools import PoolSetting, pool_settings
-from planner.sync.proportional.rule import idle_share, plan_adjust
-from planner.fleet.replicas import (fleet_cost_usd, idle_fraction, mixed_setting, node_price_usd, slowest,
-                                    unsupported, used_pools)
+from planner.fleet.replicas import fleet_cost_usd, node_price_usd, unsupported, used_pools
+from planner.sync.rules import rule_named
+from planner.sync.straggler.rule import mixed_setting, slowest
 from planner.schema.errors import InputError, Problem
 from planner.schema.instance import Instance
 from planner.schema.plan import Plan
@@ -86,9 +86,8 @@ def mixed_plan_problems(instance: Instance, plan: Plan) -> list[Problem]:
     max_nodes = instance.limits.max_nodes
     if max_nodes is not None and plan.nodes > max_nodes:
         problems.append(Problem("plan.nodes", f"must be <= limits.max_nodes ({max_nodes}), got {plan.nodes}"))
-    if plan.sync_rule == "proportional":
-        from planner.sync.proportional.rule import rule_problems
-        problems += [Problem("plan.sync_rule", f"'proportional' {m}") for m in rule_problems(plan, instance.model.is_moe)]
+    rule = rule_named(plan.sync_rule)
+    problems += [Problem("plan.sync_rule", f"'{rule.name}' {m}") for m in rule.problems(plan, instance.model.is_moe)]
     try:
         sites = site_network(instance)         # the sites holding pools must be joined by links
     except InputError as err:
@@ -113,9 +112,7 @@ def evaluate_mixed(instance: Instance, plan: Plan, params: float | None = None,
     if params is not None:
         setting = with_params(setting, params)
     batch = batch_from_plan(setting, plan)
-    adjust, steps = None, {i: plan.inner_steps for i in used}
-    if plan.sync_rule == "proportional":
-        adjust, steps = plan_adjust(setting, pools, counts, plan.precision, plan.inner_steps)
+    adjust, steps = rule_named(plan.sync_rule).timing(setting, pools, counts, plan.precision, plan.inner_steps)
     values = score_on_pools(pools, counts, setting, batch, instance.fleet.nodes, adjust)
     e = MixedEvaluation(instance, plan, setting, batch, values, max_days_source=max_days(instance)[1])
     e.sync_rule = plan.sync_rule or "straggler"
@@ -156,12 +153,8 @@ def pool_rows(pools: list[PoolSetting], counts: list[int], precision: str, setti
     """Per pool: what it has, what the plan uses, what it costs, its inner steps H_p per outer step
     (`steps`, by pool index) and the share of each compute block it waits."""
     used = used_pools(counts)
-    if rule == "proportional":
-        h = steps[slowest(pools, used, precision)]
-        idle = idle_share(setting, pools, used, precision, steps, h)
-    else:
-        idle = idle_fraction(pools, used, precision)
     slow = slowest(pools, used, precision)
+    idle = rule_named(rule).idle(setting, pools, used, precision, steps, steps[slow])
     beta = setting.assumptions.bytes_per_param(precision)
     rows = []
     for i, (p, n) in enumerate(zip(pools, counts)):

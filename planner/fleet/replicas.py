@@ -1,45 +1,20 @@
-"""The cost model of a plan that uses nodes of several pools (docs/fleet.md, "Cost model").
+"""The pools a plan uses and what they cost (docs/fleet.md, "Cost model"), whatever its sync rule.
 
 A mixed plan is an ordinary plan (mode, precision, H, Cr, S, M, k, R, ...) plus n_p nodes of
-each pool p, N = sum_p n_p. The pools used are U = {p : n_p > 0}.
+each pool p, N = sum_p n_p. The pools used are U = {p : n_p > 0} (`used_pools`); the plan's
+precision must be supported by every pool used (`unsupported`). Cost: sum_p n_p x accelerators_p
+x price_p (`fleet_cost_usd`); the cheapest counts of N nodes of U (`cheapest_fill`) and the most
+nodes of U a budget buys (`affordable_nodes`).
 
-Synchronous straggler rule. Every replica (flat, hierarchical), every pipeline stage
-(pp-group, pipeline over the WAN) runs the same H inner steps on the same batch B between
-syncs, and a synchronous outer step (and every pipeline tick) waits for its slowest member,
-so one inner step lasts what it lasts on the slowest node used:
-
-    t_comp = max_{p in U} 6 P_act B / (F_p u_p) = 6 P_act B / min_{p in U} (F_p u_p),
-
-F_p the pool's node peak at the plan's precision, u_p its MFU (the profile's, or the
-achieved MFU of its accelerator under the dtplan profile). Every other term of the step and
-outer step (WAN and regional syncs, pipeline links, expert all-to-all) is the uniform model's
-(docs/cost_model.md sections 3-4) with N nodes: links are per node and the same for every
-pool. The outer update averages the N replicas' pseudo-gradients with equal weights (each
-processed the same H B tokens), so eta_H, eta_C and the replica penalty eta_R (K = N, or
-K = G groups) are the uniform model's. This is DiLoCo's synchronous setting (Douillard et al.
-2023) with the straggler cost of heterogeneous workers described for local SGD (Lin et al.
-2020, "Don't use large mini-batches, use local SGD", section on system heterogeneity): the
-fast nodes idle for 1 - (F_slow u_slow) / (F_p u_p) of every step (`idle_fraction`).
-
-Memory: every node holds the same share of the training state (P beta / S, or the MoE
-share), so the plan must fit on the smallest node used: V = min_{p in U} V_p.
-Precision: the plan's precision must be supported by every pool used.
-Cost: sum_p n_p x accelerators_p x price_p. Global MFU: C_local / (sum_p n_p F_p T_wall).
-
-With one pool (U = {p}) every formula above is the uniform model's, term by term:
-`mixed_setting` returns that pool's own setting (tests/test_fleet_conformance.py runs every
-reference case through this path).
-
-Not modelled (docs/fleet.md, "Limits"): running more inner steps on faster pools (H_i in
-proportion to speed, as in heterogeneous local SGD) and placing heavier pipeline stages on
-bigger nodes; both would only make mixed fleets faster than this model says.
+How the pools' replicas synchronise, and so the setting that scores a plan on them, is its sync
+rule's (`planner.sync.rules`): the straggler rule's setting, paced by the slowest pool used, is
+`planner.sync.straggler.rule.mixed_setting`.
 """
 
 from __future__ import annotations
 
 from typing import Sequence
 
-from planner.cost.setting import Setting
 from planner.fleet.pools import PoolSetting
 
 
@@ -51,24 +26,6 @@ def used_pools(counts: Sequence[int]) -> tuple[int, ...]:
 def unsupported(pools: Sequence[PoolSetting], used: Sequence[int], precision: str) -> list[str]:
     """Labels of the pools of `used` whose hardware cannot run `precision`."""
     return [pools[i].label for i in used if precision not in pools[i].precisions]
-
-
-def slowest(pools: Sequence[PoolSetting], used: Sequence[int], precision: str) -> int:
-    """The pool of `used` with the least achieved FLOP/s per node F_p u_p at `precision`
-    (ties to the first listed): it sets t_comp."""
-    return min(used, key=lambda i: (pools[i].rate(precision), i))
-
-
-def mixed_setting(pools: Sequence[PoolSetting], used: Sequence[int], precision: str, sites=None) -> Setting:
-    """The setting that scores a plan on pools `used` at `precision` (module docstring): the
-    slowest pool's own setting (its peak F, MFU u and every other field), with node memory the
-    least of the pools used. Only `precision` is kept in its peaks (the one every pool used runs).
-    With `sites` (a `planner.fleet.network.SiteNetwork`), the links of the pools' sites."""
-    from planner.fleet.network import with_links
-    s = pools[slowest(pools, used, precision)].setting
-    memory = min(pools[i].setting.memory_bytes for i in used)
-    s = s.replace(peak_flops={precision: s.peak_flops[precision]}, memory_bytes=memory)
-    return with_links(s, sites.links(sites_of(pools, used)) if sites is not None else None)
 
 
 def sites_of(pools: Sequence[PoolSetting], used: Sequence[int]) -> tuple[str, ...]:
@@ -126,10 +83,3 @@ def affordable_nodes(pools: Sequence[PoolSetting], used: Sequence[int], budget_u
         mid = (low + high + 1) // 2
         low, high = (mid, high) if within(mid) else (low, mid - 1)
     return low
-
-
-def idle_fraction(pools: Sequence[PoolSetting], used: Sequence[int], precision: str) -> dict[int, float]:
-    """Per pool used: the fraction of every inner step its nodes wait for the slowest,
-    1 - (F_slow u_slow) / (F_p u_p)."""
-    slow = pools[slowest(pools, used, precision)].rate(precision)
-    return {i: 1.0 - slow / pools[i].rate(precision) for i in used}

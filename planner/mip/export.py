@@ -3,7 +3,7 @@
 The suffix picks the format, both written by Pyomo with the model's own names (constraint
 families as `sync_overlap(3)`, columns as `y(12)`, `bn(4)`, `ln_H`): `.lp` (CPLEX LP) or
 `.mps`. The model written is the first round of the outer-approximation loop: after the
-presolve (`planner.mip.tables.presolve`: classes that cannot hold an optimum dropped, the
+presolve (`planner.mip.presolve.presolve`: classes that cannot hold an optimum dropped, the
 cutoff of its incumbent in the `incumbent` row; when it proves that no plan meets the limits,
 the model of the one class, or plan, of least bound, whose rows show it), on the grid of
 `Grid.initial`; the loop
@@ -20,7 +20,9 @@ from pathlib import Path
 from planner.objectives import MIN_TIME, Objective
 from planner.setting import setting_from_instance, with_params
 from planner.mip.formulation import Grid, build
-from planner.mip.tables import Tables, class_bounds, compute_bounds, presolve, presolve_compute
+from planner.mip.presolve import presolve, presolve_compute
+from planner.mip.table_bounds import class_bounds
+from planner.mip.tables import Tables, compute_bounds
 from planner.files import atomic_path, check_writable
 from planner.schema.instance import Instance
 from planner.solvers import UnsupportedBySolver

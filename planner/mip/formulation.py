@@ -578,6 +578,7 @@ def _finite_terms(m, t: Tables, rows, of_class, of_fixed):
     fixed = [(of_fixed(p), m.lamv[f]) for f, p in enumerate(t.fixed) if math.isfinite(of_fixed(p))]
     return tuple(linear_expression([c for c, _ in terms], [v for _, v in terms]) for terms in (classes, fixed))
 
+finite_terms = _finite_terms       # its public name: the sync rules' MIP rows (planner.sync.proportional.mip_rows) build on it
 
 def time_to_target(m, t: Tables, grid: Grid):
     """L >= kappa_c - ln n + z - omega (the chosen class), or L >= ln T_f for a chosen fixed plan

@@ -5,7 +5,7 @@ patterns a set of pools used can have (`PoolKey`, `pool_keys`), their groups as 
 decoded as a plan on pools (`MixedPlan`, `canonical`, `mixed_plan`, in cost units of `price_scale`).
 
 They are the data the model's rows (`planner.mip.pool_rows`), its tables (`planner.mip.pools`) and the
-rows of the sync rules (`planner.mip.pool_proportional`) and of chosen regions
+rows of the sync rules (`planner.sync.proportional.mip_rows`) and of chosen regions
 (`planner.mip.pool_regions`) share, so they sit below all of them.
 """
 
@@ -279,8 +279,8 @@ class PoolTables:
     solved: set = field(default_factory=set)                       # merged positions solved exactly
     incumbent: tuple | None = None    # (value in model units, MixedPlan) from the presolve
     classes_total: int = 0            # classes and fixed plans of the settings whose tables were built
-    rule: str = "straggler"           # fleet.sync_rule; another rule adds its rows (`pool_proportional`)
-    rule_rows: object = None          # `pool_proportional.RuleRows` under another rule
+    rule: str = "straggler"           # fleet.sync_rule; another rule adds its rows (`proportional.mip_rows`)
+    rule_rows: object = None          # `planner.sync.proportional.mip_rows.RuleRows` under another rule
 
     def part_of_class(self, position: int) -> tuple[int, int]:
         """(setting part, position in its tables) of a merged class position."""

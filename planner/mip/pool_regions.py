@@ -107,7 +107,8 @@ def exact_plan(instance, pools, plan, params, measure: Callable) -> object | Non
     from planner.fleet.network import site_network
     from planner.fleet.region_plans import batch_unit, part_regions
     from planner.fleet.regions import cheapest_placement
-    from planner.fleet.replicas import cheapest_fill, fleet_cost_usd, mixed_setting
+    from planner.fleet.replicas import cheapest_fill, fleet_cost_usd
+    from planner.sync.straggler.rule import mixed_setting
     from planner.mip.pool_patterns import MixedPlan
     from planner.solvers.pool_parts import unit_price
     used = tuple(p for p, c in enumerate(plan.counts) if c > 0)
@@ -134,7 +135,7 @@ def relaxed_bounds(instance, pools, bounds: Callable) -> Callable:
     the part's pools and precision on the model's sites (every site its own region), whatever the
     part's own partition (module docstring). Settings cached per (model size, pools, precision)."""
     from planner.setting import with_params
-    from planner.fleet.replicas import mixed_setting
+    from planner.sync.straggler.rule import mixed_setting
     from planner.solvers.pool_parts import unit_price
     sites = model_sites(instance)
     cache: dict = {}

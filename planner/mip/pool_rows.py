@@ -13,7 +13,7 @@ import pyomo.environ as pyo
 from planner.objectives import Objective
 from planner.fleet.replicas import node_price_usd
 from planner.mip.pool_patterns import COST_TOL, LINK_LEAST, PoolTables, price_scale, safe_name
-from planner.mip.pool_proportional import add_rule_rows
+from planner.sync.proportional.mip_rows import add_rule_rows
 
 FAMILIES = ("pool-key", "pool-count", "pool-total", "pool-allowed", "pool-required", "pool-links", "pool-spread",
             "pool-cost", "pool-budget")
@@ -35,9 +35,9 @@ def build_pools(pt: "PoolTables", grid, objective: Objective, cutoff: float | No
 
 def initial_grid(pt: "PoolTables", objective: Objective, cutoff: float | None):
     """The loop's first grid on the merged tables (`formulation.Grid`); under another sync rule, with u
-    brackets up to the rule's most tokens (`pool_proportional.extend_grid`)."""
+    brackets up to the rule's most tokens (`mip_rows.extend_grid`)."""
     from planner.mip.formulation import Grid
-    from planner.mip.pool_proportional import extend_grid
+    from planner.sync.proportional.mip_rows import extend_grid
     grid = Grid.initial_compute(pt.merged, cutoff) if objective.maximise else Grid.initial(pt.merged)
     if pt.rule != "straggler" and objective.maximise:
         extend_grid(grid, pt)

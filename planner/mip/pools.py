@@ -1,13 +1,13 @@
 """A fleet of pools in ONE mixed-integer model: which pools are used and how many nodes of each,
 chosen with every other decision (docs/mip.md, "A fleet of pools"; docs/fleet.md section 4).
 
-Under the synchronous straggler rule (`planner.fleet.replicas`) a plan on pools U is scored by
+Under the synchronous straggler rule (`planner.sync.straggler.rule`) a plan on pools U is scored by
 `mixed_setting(U, precision)`, which depends on U only through its **pattern**
 
     key = (precision, the slowest pool s of U, the least node memory V of U, the sites S(U)),
 
-s = argmin_{p in U} (F_p u_p, p) (ties to the first listed, as `replicas.slowest`). A pattern
-allows the pools that support its precision, are not slower than s (in that order), have memory
+s = argmin_{p in U} (F_p u_p, p) (ties to the first listed, as `planner.sync.straggler.rule.slowest`).
+A pattern allows the pools that support its precision, are not slower than s (in that order), have memory
 >= V and sit at a site of S: `PoolKey.allowed`. U has exactly that pattern iff U is a subset
 of `allowed` that holds s, a pool of memory V and a pool at every site of S.
 
@@ -52,12 +52,14 @@ import numpy as np
 
 from planner.objectives import MIN_COST, MIN_TIME, Objective
 from planner.fleet.pools import PoolSetting
-from planner.fleet.replicas import fleet_cost_usd, mixed_setting
+from planner.fleet.replicas import fleet_cost_usd
+from planner.sync.straggler.rule import mixed_setting
 from planner.mip.pool_patterns import (PoolTables, SettingPart, check_deadline, key_counts, key_range,
                                        link_values, mixed_plan, pattern_groups, pool_keys, price_scale, site_items)
-from planner.mip.pool_proportional import rho_max, rule_incumbent, rule_space, rule_tables
-from planner.mip.tables import (Tables, class_bounds, compute_bounds, compute_box_bounds, presolve,
-                                 presolve_compute)
+from planner.sync.proportional.mip_rows import rho_max, rule_incumbent, rule_space, rule_tables
+from planner.mip.presolve import presolve, presolve_compute
+from planner.mip.table_bounds import class_bounds, compute_box_bounds
+from planner.mip.tables import Tables, compute_bounds
 from planner.solvers import UnsupportedBySolver
 from planner.sync.rules import rule_of
 
@@ -117,7 +119,8 @@ def pool_tables(instance, pools: list[PoolSetting], objective: Objective, params
     from planner.setting import with_params
     from planner.mip.pool_regions import model_sites
     from planner.solvers.certified import check_supported, tables_or_refuse
-    from planner.solvers.pool_parts import base_space, compute_bound_s, unit_price
+    from planner.solvers.pool_parts import base_space, unit_price
+    from planner.sync.straggler.search import compute_bound_s
     space = base_space(instance, pools)
     sites = model_sites(instance)          # chosen regions: each site its own region (a relaxation)
     cap = min(sum(p.count for p in pools), instance.limits.max_nodes or math.inf)
@@ -165,7 +168,7 @@ def pool_tables(instance, pools: list[PoolSetting], objective: Objective, params
     ln_w = math.log(parts[0].setting.window_s) if parts else 0.0
     best, best_plan, solved, least = math.inf, None, [None] * len(parts), [None] * len(parts)
     # settings of least compute-only bound first: once a plan is known, a setting whose bound cannot beat it
-    # is skipped before its tables are built (`pool_parts.compute_bound_s`, 0 where it is not known to hold)
+    # is skipped before its tables are built (`straggler.search.compute_bound_s`, 0 where it is not known to hold)
     floor_s = [compute_bound_s(part.setting, part.hi) for part in parts]
     if rule != "straggler":          # a replica of the rule steps up to rho_max times the pace
         floor_s = [f / rho_max(pt, part) for f, part in zip(floor_s, parts)]
@@ -252,13 +255,13 @@ def pool_tables(instance, pools: list[PoolSetting], objective: Objective, params
     pt.solved = {part.sync_offset + a for part, done in zip(parts, solved) if part.tables is not None for a in done}
     pt.incumbent = (best, best_plan) if best_plan is not None else None
     if rule != "straggler":
-        from planner.mip.pool_proportional import RuleRows
+        from planner.sync.proportional.mip_rows import RuleRows
         pt.rule_rows = RuleRows.of(pt, rule)
     return pt
 
 
 def _cut(value: float) -> float:
-    """The presolves' cut at a best value (`tables.presolve`, `presolve_compute`): classes bounded above it
+    """The presolves' cut at a best value (`presolve.presolve`, `presolve_compute`): classes bounded above it
     are dropped."""
     return value + 1e-9 * max(1.0, abs(value)) if math.isfinite(value) else math.inf
 
@@ -266,7 +269,7 @@ def _cut(value: float) -> float:
 def node_bounds(t: Tables, fixed, objective: Objective) -> tuple[np.ndarray, np.ndarray]:
     """(least nodes, bound) of pieces that together hold every plan of a setting's space that the
     presolves kept (the rest is above `SettingPart.dropped`): per kept class and box of n
-    (`tables.class_bounds`, two per octave) the box's least nodes n1 x unit and a lower bound on the
+    (`table_bounds.class_bounds`, two per octave) the box's least nodes n1 x unit and a lower bound on the
     objective in model units over the box (ln T for min_time; -ln C for max_compute), and each fixed
     plan (`fixed`: all of them, before the presolves) with its own nodes and value. So every plan of
     at most N nodes has a value >= the least of `dropped` and of the bounds of the pieces whose least
@@ -275,7 +278,7 @@ def node_bounds(t: Tables, fixed, objective: Objective) -> tuple[np.ndarray, np.
 
     max_compute: -ln C >= -(the class's bound over all its plans: `tables.compute_bounds`), and, where
     C T = C_target W holds for every plan (C_local without a tokens-scored replica penalty, as
-    `tables.presolve_compute`), -ln C >= box bound on ln T - ln(C_target W)."""
+    `presolve.presolve_compute`), -ln C >= box bound on ln T - ln(C_target W)."""
     least, value = [np.array([f.nodes for f in fixed], dtype=float)], \
         [np.array([f.log_time if objective.by_time else -f.log_compute for f in fixed], dtype=float)]
     if t.sync:
@@ -295,7 +298,7 @@ def node_bounds(t: Tables, fixed, objective: Objective) -> tuple[np.ndarray, np.
 def _feasible_classes(t: Tables, ln_w: float) -> tuple[Tables, np.ndarray]:
     """The classes (and fixed plans) that can meet the duration limit, with their box bounds on ln T, and
     the fewest nodes each kept class needs to meet it (the lower end of its first box that can, times its
-    unit, as `tables.presolve` for min_cost)."""
+    unit, as `presolve.presolve` for min_cost)."""
     if not t.sync:
         return Tables(t.setting, t.space, t.groups, [], [f for f in t.fixed if f.log_time <= ln_w],
                       t.n_max, t.h_max, t.r_max, None, t.eta_h_falls), np.zeros(0)
@@ -311,7 +314,7 @@ def _feasible_classes(t: Tables, ln_w: float) -> tuple[Tables, np.ndarray]:
 
 def _compute_bounded(t: Tables) -> Tables:
     """max_compute without an incumbent: every class that reaches some compute, with -(its upper bound on
-    ln C) as its lower bound (`tables.compute_bounds`, `compute_box_bounds`), and the fixed plans."""
+    ln C) as its lower bound (`tables.compute_bounds`, `table_bounds.compute_box_bounds`), and the fixed plans."""
     if not t.sync:
         return t
     upper = np.minimum(compute_bounds(t), compute_box_bounds(t))

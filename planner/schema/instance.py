@@ -20,7 +20,7 @@ from pydantic import AfterValidator, BeforeValidator, Field, ValidationError, mo
 from planner.presets_dir import bundled_models_dir
 from planner.schema.catalog import HardwareSpec, inline_hardware_hint, load_hardware, load_llm
 from planner.cost.assumptions import (BOOL_CONSTANTS, CHOICE_CONSTANTS, NUMERIC_FIELDS, PHYSICS_ZERO_ALLOWED,
-                                      PRECISIONS, REPLICA_PENALTIES, SCENARIOS, SETTABLE_FIELDS,
+                                      PRECISIONS, SCENARIOS, SETTABLE_FIELDS,
                                       STRAGGLER_STRATEGIES, TABLE_FIELDS, Assumptions, apply_overrides, load_profile,
                                       profile_names)
 from planner.schema.errors import InputError, Problem

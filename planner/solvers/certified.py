@@ -10,7 +10,7 @@
    optimistic value) and the model is solved again, until the bound meets the best plan
    found (gap 0 up to 1e-9 in ln T, or the node count for min_cost), or `MAX_ROUNDS`.
    Each round also solves exactly the class the model chose and the most promising others
-   (`tables.solve_promising`: 8, then growing batches for up to `EXACT_SHARE` times the round's model
+   (`presolve.solve_promising`: 8, then growing batches for up to `EXACT_SHARE` times the round's model
    time; min_cost: their fewest nodes within the duration limit, with a plan, fewest least nodes
    first): a logic cut, those classes leave the next models (y = 0).
    max_compute caps each backend round (`COMPUTE_GOING_ON_S`; a capped round still gives a plan and a
@@ -38,8 +38,9 @@ from planner.objectives import OBJECTIVES, Objective
 from planner.cost.score import time_to_target, window_compute
 from planner.cost.setting import Setting
 from planner.mip.formulation import Grid, build
-from planner.mip.tables import (NODES, FormulationError, build_tables, node_promise, outer_per_step, presolve,
-                                 presolve_compute, solve_promising, sync_terms)
+from planner.mip.presolve import NODES, presolve, presolve_compute, solve_promising
+from planner.mip.table_bounds import node_promise
+from planner.mip.tables import FormulationError, build_tables, outer_per_step, sync_terms
 from planner.solvers.objective_search import max_compute, min_cost, min_time
 from planner.solvers import UnsupportedBySolver, backends
 from planner.space import DecisionSpace
@@ -52,7 +53,7 @@ COMPUTE_GOING_ON_S = 1.0  # ... of this module's loop, which goes on after a cap
 COMPUTE_LOOP_S = 4.0     # max_compute: the MIP path's time before certification (tables, presolve, loop), likewise,
 COMPUTE_FIRST_ROUND_S = 1.0   # ... but the loop gets at least this much after a slow presolve
 EXACT_SHARE = 1.0        # the loop's exact step may take this many times its last model round's time (beyond its first
-                         # EXACT_CLASSES classes, `tables.solve_promising`); 0: EXACT_CLASSES per round only
+                         # EXACT_CLASSES classes, `presolve.solve_promising`); 0: EXACT_CLASSES per round only
 COMPUTE_LOG_TOL = 1e-4   # max_compute: the loop's gap in ln C (u is continuous: its refined brackets are
                          # U_STEP wide, above the backends' feasibility tolerance); the certification is exact
 
@@ -76,8 +77,8 @@ class MipReport:
     nonzeros: int
     backend_status: str = ""          # the backend's own status in the last round
     classes: int = 0                  # classes and fixed plans of the space
-    classes_kept: int = 0             # ... left by the presolve (`planner.mip.tables.presolve`)
-    classes_solved: int = 0           # ... of which the loop solved exactly (`planner.mip.tables.solve_promising`)
+    classes_kept: int = 0             # ... left by the presolve (`planner.mip.presolve.presolve`)
+    classes_solved: int = 0           # ... of which the loop solved exactly (`planner.mip.presolve.solve_promising`)
     families: dict[str, int] = field(default_factory=dict)
     certify_s: float = 0.0
     certified_changed_plan: bool = False   # the exact search chose another plan (better, or first in tie order)

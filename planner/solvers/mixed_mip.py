@@ -13,7 +13,7 @@
    Beyond, the loop's own bound is the proof (status optimal only when it met the best plan), and
    time ties are not broken by cost as the decomposition breaks them.
 
-Under fleet.sync_rule proportional or auto (`planner.mip.pool_proportional`): the tables and the
+Under fleet.sync_rule proportional or auto (`planner.sync.proportional.mip_rows`): the tables and the
 incumbent are the rule's, the model has the rule's rows, a decoded plan is scored under the rule
 (`rule_candidates`), no class is solved exactly in the loop (its exact optima are the straggler
 rule's), the loop runs `RULE_LOOP_S` before the certification, the part bounds are not passed to it,
@@ -34,14 +34,16 @@ import time
 import numpy as np
 
 from planner.objectives import MIN_TIME, Objective
-from planner.fleet.replicas import fleet_cost_usd, mixed_setting
-from planner.mip.pool_proportional import RULE_FAMILIES, plan_value, refuse_unproven, rule_candidates
+from planner.fleet.replicas import fleet_cost_usd
+from planner.sync.straggler.rule import mixed_setting
+from planner.sync.proportional.mip_rows import RULE_FAMILIES, plan_value, refuse_unproven, rule_candidates
 from planner.sync.rules import rule_of
 from planner.mip.pool_regions import exact_plan, is_chosen, model_sites, refusals, relaxed_bounds
 from planner.mip.pool_patterns import COST_TOL, DeadlinePassed, MixedPlan, PoolTables, canonical, price_scale
 from planner.mip.pool_rows import FAMILIES, build_pools, initial_grid
 from planner.mip.pools import pool_tables
-from planner.mip.tables import EXACT_CLASSES, most_promising, outer_per_step, solve_classes, sync_terms
+from planner.mip.presolve import EXACT_CLASSES, most_promising, solve_classes
+from planner.mip.tables import outer_per_step, sync_terms
 from planner.solvers import backends
 from planner.solvers.bnb import TIME, compute_measure
 from planner.solvers.certified import (COMPUTE_LOG_TOL, COMPUTE_LOOP_S, LOG_TOL, MAX_ROUNDS, MipReport,
@@ -54,14 +56,14 @@ CERTIFIED_COMPUTE_LOOP_S = 0.0   # max_compute with a certification to follow: t
                                  # round's plan as quickly
 RULE_LOOP_S = 0.5                # under the proportional or auto rule: the loop's time after the tables (its first
                                  # round always runs). Its bound closes only where the rounding of H_p and eta at
-                                 # H_max do not matter (`pool_proportional`), and the decomposition, which solves
-                                 # the rule exactly, certifies from its best plan
+                                 # H_max do not matter (`planner.sync.proportional.mip_rows`), and the
+                                 # decomposition, which solves the rule exactly, certifies from its best plan
 
 
 def model_value(objective: Objective, setting, plan: MixedPlan, pools) -> float:
     """The model's measure of a plan on pools: ln T (min_time), cost in the model's units (min_cost),
     -ln C (max_compute); inf past the duration limit (min_time, min_cost) or without compute; under
-    its own sync rule (`pool_proportional.plan_value`)."""
+    its own sync rule (`mip_rows.plan_value`)."""
     return plan_value(objective, plan, pools, price_scale(pools))
 
 
@@ -224,7 +226,7 @@ class SettingBounds:
     part (pools U, precision) whose setting is one of the patterns' settings, the least bound of that
     setting's pieces (`pools.node_bounds`: boxes of n and fixed plans) that can have at most the part's
     nodes, in the objective's units: a lower bound on the time to target (s, min_time), an upper bound
-    on the compute (FLOP, max_compute), the latter also <= C_target W / `pool_parts.compute_bound_s` at the
+    on the compute (FLOP, max_compute), the latter also <= C_target W / `straggler.search.compute_bound_s` at the
     part's nodes where that bound holds. Valid for every plan of the part: its setting's tables cover
     the part's space (the same reductions, node range within the setting's), and a plan of at most N
     nodes lies in a box whose least nodes is <= N. Nothing known (0 s, inf FLOP) for a setting whose
@@ -244,7 +246,7 @@ class SettingBounds:
                     dtype=float), part.dropped)
 
     def __call__(self, part) -> float:
-        from planner.solvers.pool_parts import compute_bound_s
+        from planner.sync.straggler.search import compute_bound_s
         top = part.space.max_nodes
         value = -math.inf
         if (known := self.settings.get(repr(part.setting))) is not None:

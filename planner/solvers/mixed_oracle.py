@@ -4,10 +4,10 @@ For every vector of counts (n_1, ..., n_P), 0 <= n_p <= count_p, not all zero, w
 limits.max_nodes, search.min_nodes and the budget (its cost sum_p n_p x node price_p, not the
 cheapest fill the planner reasons with), and every precision all pools used run, the plans of
 exactly N = sum_p n_p nodes are scored one by one by `planner.solvers.exhaustive` in the plan's
-`mixed_setting`. The best is kept by the objective's key (as `planner.solvers.mixed`: time then
-cost; cost then time; compute then cost). It shares the cost model with the planner but none of
-its reasoning (pool subsets, cheapest fill, budget and node caps per subset, the tie at equal
-cost), and its work is the product of the pool counts times the plan space: for small instances
+`mixed_setting` (`planner.sync.straggler.oracle`). The best is kept by the objective's key (as
+`planner.solvers.mixed`: time then cost; cost then time; compute then cost). It shares the cost
+model with the planner but none of its reasoning (pool subsets, cheapest fill, budget and node caps
+per subset, the tie at equal cost), and its work is the product of the pool counts times the plan space: for small instances
 (tests/test_fleet_planner.py, scripts/check_mixed_oracle.py).
 
 With `network.regions = "chosen"` each assignment is also scored with every set partition of its
@@ -16,8 +16,10 @@ nodes per region: every placement is an assignment, priced by its own cost, so m
 under chosen regions are checked by brute force, with none of the planner's C_u(N) reasoning
 (tests/test_regions.py, scripts/check_regions_oracle.py).
 
-Under fleet.sync_rule proportional or auto each assignment is also scored under the proportional
-rule (`planner.sync.proportional.oracle.best_on_counts`).
+Each assignment is scored under every rule fleet.sync_rule searches (`planner.sync.rules.rules_searched`),
+by the rule's part of the oracle (`planner.sync.searches.RuleSearch.oracle`: the straggler rule's
+`planner.sync.straggler.oracle`, the proportional rule's `planner.sync.proportional.oracle`); on one
+pool every rule is the straggler rule.
 """
 
 from __future__ import annotations
@@ -27,18 +29,17 @@ import math
 from itertools import product
 
 from planner.objectives import Objective, objective_named
-from planner.cost.score import time_to_target
 from planner.evaluate import with_params
 from planner.fleet.network import site_network
 from planner.fleet.pools import pool_settings
 from planner.fleet.region_plans import oracle_regions
-from planner.fleet.replicas import fleet_cost_usd, mixed_setting, unsupported, used_pools
+from planner.fleet.replicas import fleet_cost_usd, unsupported, used_pools
+from planner.sync.straggler.rule import mixed_setting
 from planner.solvers.objective_search import tie_less
 from planner.schema.instance import Instance
-from planner.solvers import exhaustive
 from planner.solvers.pool_parts import base_space, unit_price
-from planner.sync.proportional.oracle import best_on_counts
 from planner.sync.rules import rules_searched
+from planner.sync.searches import search_of
 
 
 def oracle(instance: Instance, objective: Objective | str | None = None) -> tuple[float, tuple[float, ...], list[int]] | None:
@@ -65,24 +66,11 @@ def oracle(instance: Instance, objective: Objective | str | None = None) -> tupl
             for params in instance.search.params or [None]:
                 sized = unit_price(s if params is None else with_params(s, params))
                 fixed = dataclasses.replace(space, precisions=(precision,), min_nodes=n, max_nodes=n, placement=placed)
-                if "straggler" in rules:
-                    found, _ = exhaustive.optimise(sized, fixed.for_objective(sized, objective), objective)
-                    if found is not None:
-                        key, value = _straggler_key(found, sized, cost, objective)
-                        if best is None or tie_less(key, best[1]):
-                            best = (value, key, list(counts))
-                if "proportional" in rules and (len(used) > 1 or rules == ("proportional",)):
-                    found_p = best_on_counts(pools, counts, sized, fixed, precision, objective)
-                    if found_p is not None and (best is None or tie_less(found_p[1], best[1])):
-                        best = (found_p[0], found_p[1], list(counts))
+                for rule in rules:
+                    if rule != "straggler" and len(used) == 1 and "straggler" in rules:
+                        continue      # on one pool every rule is the straggler rule, scored as such
+                    found = search_of(rule).oracle(pools, counts, sized, fixed, precision, objective)
+                    if found is not None and (best is None or tie_less(found[1], best[1])):
+                        best = (found[0], found[1], list(counts))
     return best
 
-
-def _straggler_key(found, s, cost: float, objective: Objective):
-    """(comparison key, objective value) of the exhaustive solver's best straggler plan."""
-    batch, value = found
-    if objective.by_cost:
-        return (cost, float(time_to_target(s, batch)["time_to_target_s"][0])), cost
-    if objective.maximise:
-        return (-value, cost), value
-    return (value, cost), value

@@ -1,12 +1,12 @@
 """The parts of the exact planner for a fleet of pools (`planner.solvers.decomposition`): one part per
-(model size, pools used U, precision) with its reduced setting and space, and the bounds on them that
-need no search.
+(model size, pools used U, precision) with its reduced setting and space, what a rule's search of the
+parts of one model size reads and writes (`PartsRun`), and what needs no search.
 
 `unit_price` gives a part's setting node price 1 (the uniform solver's cost is then N); `base_space`
-is the instance's declared space with the precisions some pool runs; `compute_bound_s` is the
-compute-only lower bound on the time to target of a part's plans. The pools' MIP
-(`planner.mip.pools`), the robust pool solver and the oracles build on the same parts and bounds, so
-they live here, below every module that searches them.
+is the instance's declared space with the precisions some pool runs. The sync rules' searches of the
+parts (`planner.sync.straggler.search`, `planner.sync.proportional.parts`), the pools' MIP
+(`planner.mip.pools`), the robust pool solver and the oracles build on the same parts, so they live
+here, below every module that searches them.
 """
 
 from __future__ import annotations
@@ -22,7 +22,9 @@ from planner.evaluate import with_params
 from planner.fleet.network import site_network
 from planner.fleet.pools import PoolSetting
 from planner.fleet.region_plans import part_regions
-from planner.fleet.replicas import affordable_nodes, mixed_setting, unsupported
+from planner.fleet.replicas import affordable_nodes, unsupported
+from planner.objectives import Objective
+from planner.sync.straggler.rule import mixed_setting
 from planner.schema.instance import Instance
 from planner.space import PRECISION_ORDER, DecisionSpace
 
@@ -49,6 +51,33 @@ class PartResult(NamedTuple):
     key: tuple[float, ...]        # what the objective compares (time / cost / -compute, then tie-breaks,
     value: float                  # then the part's place in `parts`: fewer pools first)
     rule: str = "straggler"       # the sync rule (planner/sync/proportional/rule.py)
+
+
+@dataclasses.dataclass
+class PartsRun:
+    """The decomposition of one model size as the sync rules' searches share it: what they search
+    (`listed`, in `parts_until`'s order) and what they found so far. Each rule's `solve_parts`
+    (`planner.sync.searches`) adds its plans to `found` (key's last entry: the part's place, after
+    every part for the proportional rule's own parts, so that ties go to the straggler rule), tightens
+    `bound` (proven over what it searched, in the objective's units) and `incumbent` / `most`, and
+    clears `complete` when the deadline stopped it."""
+
+    instance: Instance
+    pools: list[PoolSetting]
+    objective: Objective
+    solver: str
+    deadline: float
+    listed: list[Part]
+    rules: tuple[str, ...]            # the rules searched (`planner.sync.rules.rules_searched`)
+    incumbent: float = math.inf       # min_time, min_cost: the best value known (ties kept: times 1 + 1e-12)
+    most: float = 0.0                 # max_compute: the best compute known (times 1 - 1e-12)
+    part_bound: object = None         # the caller's proven bound per part (`decomposition.decompose`), or None
+    complete: bool = True             # every part listed and searched
+    bound: float = math.inf           # the caller sets 0 for max_compute (a bound from above)
+    size: int | None = 0              # plans in the space searched (None: not counted)
+    evaluations: int = 0
+    found: list[PartResult] = dataclasses.field(default_factory=list)
+    straggler_best: dict[int, float] = dataclasses.field(default_factory=dict)   # part index -> straggler optimum
 
 
 def subsets(count: int):
@@ -107,27 +136,3 @@ def parts_until(instance: Instance, pools: list[PoolSetting], params: float | No
                                 dataclasses.replace(space, precisions=(precision,), min_nodes=low, max_nodes=int(top),
                                                     placement=placement), view, placement))
     return out, True
-
-
-def compute_bound_s(s: Setting, nodes: int) -> float:
-    """A lower bound on the time to target of every plan of a part with at most `nodes` nodes, or 0
-    when it is not known to hold (then nothing is pruned by it):
-
-        T_wall >= C_target / (N F u) / goodput
-
-    Each node processes at most B tokens per t_comp = 6 P_act B / (F u) seconds in every mode (the
-    outer step is at least H t_step >= H t_comp per replica, a pipeline step of S stages at least
-    t_comp / S; the backup strategy's throughput fraction is <= 1), and C_local = 6 P_act T eta
-    with eta = eta_H eta_C eta_A eta_R <= 1. That holds for a C_local target when eta_H <= 1
-    (floor <= 1, alpha(P) >= 0, divisor >= 1), the quality tables are in [0, 1] and eta_R <= 1
-    (facts (R) and (L) of `planner.solvers.monotone`)."""
-    from planner.cost.straggler import eta_h_divisor
-    from planner.solvers import monotone
-    a = s.assumptions
-    mono = monotone.check(s)
-    tables = (a.compression_quality_ef, a.compression_quality_no_ef, a.activation_quality)
-    if (s.target_kind != "c_local" or mono.unsupported or not mono.eta_h_falls or a.eta_h_floor > 1
-            or eta_h_divisor(a) < 1 or any(not 0 <= q <= 1 for t in tables for row in t.values() for q in row)):
-        return 0.0
-    (precision, flops), = s.peak_flops.items()
-    return s.target / (nodes * flops * a.mfu_for(precision)) / s.goodput

@@ -1,20 +1,54 @@
-"""The sync rules' names and which of them a fleet's plans are searched under (fleet.sync_rule,
-docs/fleet.md section 2).
+"""The sync rules of a fleet of pools behind one interface (fleet.sync_rule, docs/fleet.md section 2):
+each rule's setting-layer part as a `SyncRule`, looked up by name (`rule_named`), and which rules an
+instance's plans are searched under (`rule_of`, `rules_searched`).
 
 A plan on a fleet of pools runs one rule (plan.sync_rule):
 
 - straggler: every replica runs the plan's H inner steps and the faster pools wait; the mixed setting
-  is paced by the slowest pool used (`planner.fleet.replicas.mixed_setting`);
+  is paced by the slowest pool used (`planner.sync.straggler.rule`);
 - proportional: a replica of pool p runs H_p = floor(H t_pace / t_p) inner steps in the time the
-  pacing pool runs H (`planner.sync.proportional.rule`).
+  pacing pool runs H (`planner.sync.proportional.rule`), in the straggler rule's setting.
 
 fleet.sync_rule 'auto' searches both and keeps the better plan (ties to the straggler rule). With one
-pool every rule is the straggler rule.
+pool every rule is the straggler rule. A rule's searches (its part of the decomposition and of the
+exhaustive oracle) are its `planner.sync.searches.RuleSearch`, on the search layer.
 """
 
 from __future__ import annotations
 
-RULES = ("straggler", "proportional")       # the rules a plan runs, in the order 'auto' compares them
+from dataclasses import dataclass
+from typing import Callable
+
+from planner.sync.proportional import rule as proportional
+from planner.sync.straggler import rule as straggler
+
+
+@dataclass(frozen=True)
+class SyncRule:
+    """What a rule changes in the score of one plan on pools (`planner.fleet.evaluate`).
+
+    - `timing(s, pools, counts, precision, h)`: (adjust, H_p per pool used): `adjust` the change to
+      the mode's throughput for `planner.cost.score.score` (None: none), in the plan's mixed setting
+      `s` at inner steps H = `h`;
+    - `idle(s, pools, used, precision, steps, h)`: per pool used, the share of each compute block its
+      nodes wait, given the H_p of `timing` (`steps`);
+    - `problems(plan, is_moe)`: why a plan cannot run under the rule, as messages ([] if it can).
+    """
+
+    name: str
+    timing: Callable
+    idle: Callable
+    problems: Callable
+
+
+STRAGGLER = SyncRule("straggler", straggler.plan_timing, straggler.idle_share, straggler.rule_problems)
+PROPORTIONAL = SyncRule("proportional", proportional.plan_adjust, proportional.idle_share, proportional.rule_problems)
+RULES = {r.name: r for r in (STRAGGLER, PROPORTIONAL)}     # in the order 'auto' compares them
+
+
+def rule_named(name: str | None) -> SyncRule:
+    """The rule of plan.sync_rule (None: straggler)."""
+    return RULES[name or "straggler"]
 
 
 def rule_of(instance) -> str:
@@ -27,4 +61,4 @@ def rules_searched(instance) -> tuple[str, ...]:
     rule = rule_of(instance)
     if rule == "straggler":
         return ("straggler",)
-    return RULES if rule == "auto" else ("proportional",)
+    return tuple(RULES) if rule == "auto" else ("proportional",)

@@ -1,8 +1,8 @@
 """The proportional sync rule (docs/fleet.md section 4): its definition (`rule`), its fastest
-placeable split under chosen regions (`placement`) and the searches
-that find a part's best plan under it (`search`, through `boxes`, `cost_boxes`, `levels` and
-`split_table`; `measure` is what they rank plans by), and its part of the exhaustive oracle
-(`oracle`).
+placeable split under chosen regions (`placement`), its part of the decomposition over pools
+(`parts`), the searches that find a part's best plan under it (`search`, through `boxes`,
+`cost_boxes`, `levels` and `split_table`; `measure` is what they rank plans by), its part of the
+exhaustive oracle (`oracle`) and its rows in the pools' MIP (`mip_rows`).
 
 Layer: `rule` and `placement` on the setting layer (they import schema, cost and `planner.fleet`'s
 setting modules only);

@@ -48,7 +48,7 @@ from planner.cost import run
 from planner.cost.modes import throughput
 from planner.sync.proportional.rule import adjust_for, inner_steps
 from planner.sync.proportional import levels
-from planner.sync.proportional.measure import measure
+from planner.sync.proportional.measure import best_with_tie, least_with_ties, measure
 from planner.fleet.region_plans import units_of
 from planner.solvers.objective_search import tie_less
 from planner.solvers import bnb, monotone
@@ -152,8 +152,7 @@ def search(pools, used, s, space, precision: str, classes, splits, h_max_of, rat
             ok = np.isfinite(value) & (value < 0)
             if not ok.any():
                 return
-            top = float(value[ok].min())
-            tied = np.flatnonzero(ok & (value <= top + TIE_REL * abs(top)))
+            tied, top = least_with_ties(value, ok)
             nodes = c.nodes(idx[tied], n[tied])
             cost, prefix, n_a = table.cheapest_exact(h[tied], nodes, w[tied].astype(np.int64))
             k = int(np.argmin(cost))
@@ -189,9 +188,7 @@ def search(pools, used, s, space, precision: str, classes, splits, h_max_of, rat
             ok = (weighted > 0) & np.isfinite(value) & ((value < 0) if maximise else (value <= s.window_s))
             if not ok.any():
                 return
-            top = float(value[ok].min())
-            tied = np.flatnonzero(ok & (value <= top + TIE_REL * abs(top)))
-            i = int(tied[np.argmin(cost[tied])])
+            i, top = best_with_tie(value, cost, ok)
             key = (float(value[i]), float(cost[i]))
             found = state["found"]
             if found is None or tie_less(key, found[2]):

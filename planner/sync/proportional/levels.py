@@ -45,7 +45,7 @@ from planner.objectives import MAX_COMPUTE, Objective
 from planner.cost import chinchilla, modes, quality, run
 from planner.cost.setting import PlanBatch, Setting
 from planner.sync.proportional.rule import adjust_for, inner_steps
-from planner.sync.proportional.measure import measure, unique_pairs
+from planner.sync.proportional.measure import best_with_tie, measure, unique_pairs
 from planner.fleet.region_plans import units_of
 from planner.sync.proportional.placement import placeable_splits
 from planner.solvers.objective_search import tie_less
@@ -132,9 +132,7 @@ def solve_levels(pools, s: Setting, levels: Levels, plan_chunks, h_max_of, deadl
         ok = np.isfinite(value)
         if not ok.any():
             return
-        top = float(value[ok].max())
-        tied = np.flatnonzero(ok & (value >= top - TIE_REL * abs(top)))
-        i = int(tied[np.argmin(cost[tied])])
+        i, _ = best_with_tie(-value, cost, ok)              # the most compute, ties to the cheaper split
         key = (-float(value[i]), float(cost[i]))
         if best is None or tie_less(key, best[2]):
             best = (batch.take(slice(i, i + 1)), levels.counts(int(h[i]), int(level[i]), int(units[i])), key,

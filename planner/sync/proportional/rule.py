@@ -1,7 +1,7 @@
 """The proportional synchronisation rule: faster pools run more inner steps per outer step
 (docs/fleet.md, section 2).
 
-Under the straggler rule (`planner.fleet.replicas`) every replica runs the plan's H inner
+Under the straggler rule (`planner.sync.straggler.rule`) every replica runs the plan's H inner
 steps and the faster ones wait. Under the proportional rule a replica of pool p runs H_p
 inner steps in the time the pacing pool (the slowest used, whose step t_comp sets the mixed
 setting's step) runs H:

@@ -22,7 +22,7 @@ listed), or, where it does not apply (several chosen regions, or more than
 Each part is solved by scoring every plan of the part's space with H >= first_h_that_differs
 (every n, H, R of the classes of `DecisionSpace`, whose reductions compare plans of equal N, H and
 R only, and so stay exact here: the rule multiplies their times alike). Below that H every H_p = H
-and the plans are straggler plans, solved by the straggler solvers (`decomposition.straggler_twin` when the
+and the plans are straggler plans, solved by the straggler solvers (`parts.straggler_twin` when the
 proportional rule is the only one searched). Only the H at which a plan could match the best found
 so far are scored (`h_worth_scoring`: a bound per H on the compute rate, and for min_cost on the
 nodes needed), at most MAX_PLANS plans (beyond, the instance is refused, exit 2, naming
@@ -49,7 +49,7 @@ import numpy as np
 from planner.objectives import MIN_COST, MIN_TIME, Objective
 from planner.cost.setting import PlanBatch, Setting
 from planner.sync.proportional.rule import adjust_for, fastest_fill, fill_row, inner_steps, step_ratios
-from planner.sync.proportional.measure import measure, unique_pairs
+from planner.sync.proportional.measure import best_with_tie, measure, unique_pairs
 from planner.fleet.region_plans import units_of
 from planner.sync.proportional.placement import fastest_placed_counts, fastest_placement, placeable_splits
 from planner.fleet.replicas import fleet_cost_usd
@@ -104,7 +104,7 @@ def h_worth_scoring(s: Setting, pools, used, precision: str, h_values: np.ndarra
 
         compute per training second <= F u W_hi(H) / H x eta_H(H_max(H))
 
-    with `node_flop_s` = F u of the pacing pool (`pool_parts.compute_bound_s`; 0 when its facts do not
+    with `node_flop_s` = F u of the pacing pool (`straggler.search.compute_bound_s`; 0 when its facts do not
     hold: every H is kept) and W_hi(H) the W of the fastest fill of `max_nodes` nodes (the most W of
     any split of at most that many nodes: a node more adds its H_p >= 1). A plan on a split of W runs
     B W tokens per outer step (B W R per hierarchical cycle) of at least H t_pace >= H 6 P_act B / (F u)
@@ -330,9 +330,7 @@ def solve_part(pools, used: tuple[int, ...], s: Setting, space: DecisionSpace, p
         ok = (weighted > 0) & np.isfinite(value) & ((value <= s.window_s) if objective.by_time else True)
         if not ok.any():
             continue
-        top = float(value[ok].min())
-        tied = np.flatnonzero(ok & (value <= top + TIE_REL * abs(top)))
-        i = int(tied[np.argmin(cost[tied])])                                # ties to the cheaper split
+        i, _ = best_with_tie(value, cost, ok)                               # ties to the cheaper split
         key = (float(value[i]), float(cost[i]))
         if best is None or tie_less(key, best.key):
             counts = splits.counts(int(h[i]), int(nodes[i]), int(units[i]))
@@ -382,9 +380,7 @@ def _cheapest(pools, used, s: Setting, space: DecisionSpace, precision: str, rat
         ok = np.isfinite(time_s)
         if not ok.any():
             continue
-        top = float(cost[ok].min())
-        tied = np.flatnonzero(ok & (cost <= top + TIE_REL * abs(top)))
-        j = int(tied[np.argmin(time_s[tied])])
+        j, _ = best_with_tie(cost, time_s, ok)
         key = (float(cost[j]), float(time_s[j]))
         if best is None or tie_less(key, best[0]):
             best = (key, row, j)
@@ -426,7 +422,7 @@ def lower_bound_s(s: Setting, pools, used, precision: str, straggler_best_s: flo
     docstring), or 0 when the facts it needs do not hold. The larger of
 
         T_straggler* / rho_max     (the part's straggler optimum), and
-        floor_s / (rho_max eta_H(h_min)),   floor_s = `pool_parts.compute_bound_s(N_max)` (0: none):
+        floor_s / (rho_max eta_H(h_min)),   floor_s = `straggler.search.compute_bound_s(N_max)` (0: none):
 
     tokens per second are at most B N rho_max / t_pace (each replica of pool p runs at most
     H rho_p steps of B tokens per H t_pace, the outer step lasting at least H t_step), and eta is at
@@ -449,7 +445,7 @@ def fewest_nodes(s: Setting, pools, used, precision: str, h_min: int, one_node_f
     """The fewest nodes a proportional plan of the part with H >= h_min needs to reach the target
     within the duration limit (1 when nothing is known): its time is at least
     one_node_floor_s / (N rho_max eta_H(h_min)) (`lower_bound_s`; one_node_floor_s =
-    `pool_parts.compute_bound_s` of one node, 0 when that bound does not hold), so
+    `straggler.search.compute_bound_s` of one node, 0 when that bound does not hold), so
     N >= one_node_floor_s / (rho_max eta_H(h_min) T_limit). A min_cost part is skipped when even
     the cheapest plan of that many nodes costs more than the best plan found."""
     rate_bound = lower_bound_s(s, pools, used, precision, math.inf, h_min, one_node_floor_s)

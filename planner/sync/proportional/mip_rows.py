@@ -1,5 +1,7 @@
 """The proportional and auto sync rules in the one model of a fleet of pools (`planner.mip.pools`;
-the rule: `planner.sync.proportional.rule`, docs/fleet.md section 2; docs/mip.md "A fleet of pools").
+the rule: `planner.sync.proportional.rule`, docs/fleet.md section 2; docs/mip.md "A fleet of pools"):
+the rule's rows, beside the rule. Search layer (it builds on the class tables and rows of
+`planner.mip`, which import it: `planner.mip.pools`, `planner.mip.pool_rows`).
 
 Under the proportional rule a replica of pool p runs H_p = floor(H rho_p) inner steps per outer step,
 rho_p = t_pace / t_p (the pacing pool, the slowest used, sets the outer step as under the straggler
@@ -62,7 +64,9 @@ from planner.objectives import Objective
 from planner.cost.score import time_to_target, window_compute
 from planner.sync.proportional.rule import adjust_for, fastest_fill, inner_steps, step_ratios
 from planner.fleet.replicas import fleet_cost_usd
-from planner.mip.tables import Tables, class_bounds, least_nodes, u_range
+from planner.mip.formulation import finite_terms
+from planner.mip.table_bounds import class_bounds, least_nodes
+from planner.mip.tables import Tables, u_range
 from planner.solvers import UnsupportedBySolver
 
 RULE_FAMILIES = ("rule-nodes", "rule-replicas", "rule-time", "rule-window-tokens")
@@ -135,7 +139,7 @@ def rule_tables(t: Tables, objective: Objective, rule: str, rho: float) -> tuple
     (the global cut of `pools.pool_tables` drops the classes bounded above the best plan): min_time and
     min_cost, the straggler box bound on ln T minus ln rho for the rule's classes (T_prop >=
     T_straggler / rho_max, module docstring), min_cost dropping the classes no box of which can meet the
-    duration limit even so, with the least nodes of the first box that can (`tables.least_nodes`);
+    duration limit even so, with the least nodes of the first box that can (`table_bounds.least_nodes`);
     max_compute, -(an upper bound on ln C): `rule_compute_bounds`. Fixed plans keep their own values
     (one node alone is one pool: the rule is the straggler rule there)."""
     check_facts(t)
@@ -176,10 +180,10 @@ def rule_compute_bounds(t: Tables, shift: np.ndarray) -> np.ndarray:
 
 def rule_incumbent(pt, j: int, t: Tables, objective: Objective):
     """(value in model units, MixedPlan) of the best plan the straggler presolve finds in setting part j
-    (`tables.presolve`, `presolve_compute`, on the tables the rule keeps) scored as the rule allows it
+    (`presolve.presolve`, `presolve_compute`, on the tables the rule keeps) scored as the rule allows it
     (`rule_candidates`: a real plan, so its value may cut), or None."""
     from planner.mip.pool_patterns import mixed_plan, price_scale
-    from planner.mip.tables import presolve, presolve_compute
+    from planner.mip.presolve import presolve, presolve_compute
     if not (t.sync or t.fixed) or not pt.parts[j].exact_range:
         return None
     _, plan, _, _ = presolve_compute(t) if objective.maximise else presolve(t, objective)
@@ -257,7 +261,6 @@ def per_step(ratios: dict[int, float], h: int | None = None) -> dict[int, float]
 
 def add_rule_rows(m, pt, objective: Objective, rows: RuleRows) -> None:
     """The rule's rows (module docstring) on the pools model `m` of `pt`."""
-    from planner.mip.formulation import _finite_terms
     t = pt.merged
     elig = sum(m.yv[i] for i, e in enumerate(t.sync) if eligible_class(t, e))
     ln_top = math.log(rows.s_max)
@@ -286,7 +289,7 @@ def add_rule_rows(m, pt, objective: Objective, rows: RuleRows) -> None:
         return
     m.time_to_target.deactivate()
     m.rule_time = pyo.ConstraintList()
-    kappa, fixed = _finite_terms(m, t, m.rule_time, lambda e: e.kappa, lambda p: p.log_time)
+    kappa, fixed = finite_terms(m, t, m.rule_time, lambda e: e.kappa, lambda p: p.log_time)
     m.rule_time.add(m.L >= kappa + fixed - m.ln_eff + m.z - m.omega)
     if t.class_lower is not None:
         m.rule_time.add(m.L >= sum(float(lb) * m.yv[i] for i, lb in enumerate(t.class_lower) if math.isfinite(lb))
