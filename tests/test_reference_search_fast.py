@@ -172,3 +172,46 @@ def test_sizes_sharing_what_they_proved_answer_as_each_size_alone(function, seed
     monkeypatch.setattr(search, "_solve_below", lambda s, space, objective, found: optimise(s, space, objective))
     alone = search.answer(case)
     assert (shared.dtplan, shared.params, shared.plan) == (alone.dtplan, alone.params, alone.plan)
+
+
+@pytest.mark.parametrize("function, seed", [("sweep_model_sizes", 11), ("find_optimal_config_for_target", 12)])
+def test_sizes_solved_in_any_order_answer_as_each_size_alone(function, seed, monkeypatch):
+    """`_solve_sizes` solves the sizes most promising first; the order only changes what is
+    searched: sizes solved in a random order (each cut by the sizes before it) give the answer of
+    every size solved alone."""
+    from planner.reference import search
+    if not _cases(function):
+        pytest.skip("reference cases not found")
+    case = _perturbed(function, seed)
+    rng = np.random.default_rng(seed)
+    order = []
+    monkeypatch.setattr(search, "_promising_first",
+                        lambda settings, objective, max_nodes: order.append(len(settings))
+                        or [settings[i] for i in rng.permutation(len(settings))])
+    shuffled = search.answer(case)
+    assert order, "the shuffled order was not used"
+    monkeypatch.setattr(search, "_solve_below", lambda s, space, objective, found: optimise(s, space, objective))
+    alone = search.answer(case)
+    assert (shuffled.dtplan, shuffled.params, shuffled.plan) == (alone.dtplan, alone.params, alone.plan)
+
+
+def test_the_winning_size_is_solved_first_on_the_shipped_sweeps():
+    """The order of `_promising_first` on the reference's sweep cases: the size whose plan wins
+    comes first, so every other size searches under the final bound from the start (where the
+    speed of `sweep_model_sizes` comes from, docs/planner.md)."""
+    from planner.objectives import MAX_COMPUTE
+    from planner.reference import search
+    cases = _cases("sweep_model_sizes")
+    if not cases:
+        pytest.skip("reference cases not found")
+    for case in cases:
+        ri = case["resolved_inputs"]
+        largest = search._largest_on_one_node_b(case)
+        sizes = [f * largest for f in search.FLAT_FRACTIONS] + [x * largest for x in search.SWEEP_MULTIPLES]
+        pairs = []
+        for params_b in sizes:
+            s, precision = search._setting(case, params_b * 1e9, target_kind="c_quality")
+            pairs.append((s, search._space(precision, ("flat", "pp_group"), int(ri["n_nodes"]), ri["compression"])))
+        ordered = search._promising_first(pairs, MAX_COMPUTE, int(ri["n_nodes"]))
+        assert sorted(s.params for s, _ in ordered) == sorted(s.params for s, _ in pairs)
+        assert ordered[0][0].params == search.answer(case).params, case["id"]

@@ -38,6 +38,7 @@ is at least as good as the reference's and dtplan's plan, re-scored by the evalu
 
 from __future__ import annotations
 
+import math
 import statistics
 import time
 from dataclasses import dataclass, field, replace
@@ -47,6 +48,7 @@ import numpy as np
 
 from planner.objectives import MAX_COMPUTE, MIN_COST, Objective
 from planner.reference import conformance, fewest_nodes
+from planner.cost import chinchilla
 from planner.cost.score import score
 from planner.cost.setting import Setting
 from planner.solvers import monotone
@@ -169,14 +171,54 @@ def _solve_sizes(case: dict, sizes_b, objective: Objective, modes, max_nodes: in
     """Solve every model size; the best run (`planner.solvers.objective_search.best_of_sizes`: ties to the smaller model).
 
     The sizes share what the ones solved before them proved (`_solve_below`): a size that can
-    neither beat nor tie the best plan so far cannot be the answer, so its search stops there."""
-    runs = []
-    for params_b in sorted(sizes_b):
+    neither beat nor tie the best plan so far cannot be the answer, so its search stops there.
+    They are solved most promising first (`_promising_first`), so that the bound the others
+    share is strong from the start; the runs are then put back in size order for
+    `best_of_sizes`. The order changes what is searched, never the answer: a size is cut only
+    where it can neither beat nor tie a plan that exists, whichever size that plan is of."""
+    settings = []
+    for params_b in sizes_b:
         setting, precision = _setting(case, params_b * 1e9, links_are_wan, **target)
-        space = _space(precision, modes, max_nodes, case["resolved_inputs"]["compression"])
+        settings.append((setting, _space(precision, modes, max_nodes, case["resolved_inputs"]["compression"])))
+    runs = []
+    for setting, space in _promising_first(settings, objective, max_nodes):
         found, evaluations, bound = _solve_below(setting, space, objective, [r.found for r in runs if r.found])
         runs.append(SizeRun(setting.params, setting, space, found, evaluations, bound))
-    return best_of_sizes(objective, runs)
+    return best_of_sizes(objective, sorted(runs, key=lambda r: r.params))
+
+
+ORDER_NODE_GRID = 400      # node counts (geometric, 1..N_max) at which `_promising_first` looks for min_cost
+
+
+def _promising_first(settings: list[tuple[Setting, DecisionSpace]], objective: Objective, max_nodes: int):
+    """The (setting, space) pairs of the sizes, the one most likely best first (a heuristic: the
+    order only changes how early the shared bound is strong, `_solve_sizes`).
+
+    The measure is the compute a size could reach if its nodes computed at the MFU u all
+    window long with no loss but the Chinchilla law's (docs/cost_model.md sections 5-7):
+    T = W gamma N F u / (6 P_act) tokens, C = min(6 P_act T, max(C'(L(P_act, T)), 1e10)), C'
+    the compute whose compute-optimal model reaches the loss L. A larger model needs more
+    tokens before its loss pays; a smaller one runs into its own loss floor. max_compute: the
+    most C at N_max first; min_cost: the fewest nodes N (of a geometric grid) with C >= the
+    target first, ties to the smaller model. Each is one vectorised evaluation per size."""
+    nodes = np.unique(np.geomspace(1, max(1, max_nodes), ORDER_NODE_GRID).round())
+    if objective.maximise:
+        nodes = nodes[-1:]
+
+    def key(pair):
+        s, space = pair
+        a = s.assumptions
+        precision = space.precisions[0]
+        tokens = s.training_window_s * nodes * s.peak_flops[precision] * a.mfu_for(precision) / (6.0 * s.active_params)
+        with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+            c_eq = chinchilla.equivalent_optimal_compute(chinchilla.chinchilla_loss(s.active_params, tokens, a), a)
+        reach = np.minimum(6.0 * s.active_params * tokens, np.maximum(c_eq, a.chi_search_low_flop))
+        if objective.maximise:
+            return (-float(reach[-1]), s.params)
+        enough = np.flatnonzero(reach >= s.target)
+        return (float(nodes[enough[0]]) if enough.size else math.inf, s.params)
+
+    return sorted(settings, key=key)
 
 
 def _solve_below(setting: Setting, space: DecisionSpace, objective: Objective, found_before: list):
