@@ -12,8 +12,16 @@ Bytecode caches: a user's installation has them (pip compiles a wheel's modules)
 PYTHONDONTWRITEBYTECODE=1 keeps a checkout without, and every run then compiles dtplan's
 modules again; the benchmark first runs each command once with bytecode writing allowed.
 
+With `--compare TREE` (another checkout of dtplan, e.g. `git archive main | tar -x -C /tmp/main`),
+it measures instead, in alternating pairs (the order swapped every pair, so that a change of
+the machine's load falls on both sides alike), the same command from this checkout and from
+TREE, each a fresh `python -c` process that imports `planner` from its tree (the installed
+editable finder is taken off sys.meta_path in both, so both start the same way), and prints
+every pair, both medians and minima, their ratio and the load average.
+
     python scripts/bench_startup.py                 # 15 runs each of solve and solve --json
     python scripts/bench_startup.py --runs 30 --top 25
+    python scripts/bench_startup.py --compare /tmp/main --runs 20
 """
 
 from __future__ import annotations
@@ -73,7 +81,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=int, default=15, help="fresh processes per command (default 15)")
     parser.add_argument("--top", type=int, default=20, help="-X importtime entries shown (default 20)")
+    parser.add_argument("--compare", type=Path, metavar="TREE",
+                        help="another checkout of dtplan: alternating pairs against it (module docstring)")
     ns = parser.parse_args()
+    if ns.compare is not None:
+        if not (ns.compare / "planner" / "cli" / "__init__.py").is_file():
+            parser.error(f"--compare: {ns.compare} holds no planner/cli/__init__.py; give a checkout of dtplan")
+        compare(ns.compare, ns.runs)
+        return
     bare = measure_bare(ns.runs)
     print(f"python -c pass: median {statistics.median(bare):.3f} s CPU, min {min(bare):.3f} s")
     for args in COMMANDS:
@@ -91,6 +106,40 @@ def main() -> None:
     print(f"{'cumulative ms':>14} {'self ms':>8}  module")
     for cumulative, own, name in importtime_top(COMMANDS[0], ns.top):
         print(f"{cumulative / 1e3:>14.1f} {own / 1e3:>8.1f}  {name}")
+
+
+_FROM_TREE = ("import sys; sys.meta_path[:] = [f for f in sys.meta_path "
+              "if not type(f).__module__.startswith('__editable__')]; sys.path.insert(0, sys.argv[1]); "
+              "from planner.cli import main; main(sys.argv[2:], prog_name='dtplan')")
+
+
+def compare(tree: Path, runs: int) -> None:
+    """Alternating pairs: `dtplan solve INSTANCE` from this checkout and from `tree` (module docstring)."""
+    sides = {"this checkout": REPO, str(tree): tree.resolve()}
+    args = COMMANDS[0]
+    for root in sides.values():
+        warm = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+        child_cpu_s([sys.executable, "-c", _FROM_TREE, str(root), *args], env=warm)
+    cpus: dict[str, list[float]] = {name: [] for name in sides}
+    load_before = os.getloadavg()
+    for i in range(runs):
+        order = list(sides.items()) if i % 2 == 0 else list(sides.items())[::-1]
+        pair = {}
+        for name, root in order:
+            cpu, done = child_cpu_s([sys.executable, "-c", _FROM_TREE, str(root), *args])
+            if done.returncode != 0:
+                sys.exit(f"{name}: dtplan {' '.join(args)} failed (exit {done.returncode}):\n{done.stderr}")
+            cpus[name].append(cpu)
+            pair[name] = cpu
+        print("  pair %2d: " % (i + 1) + "   ".join(f"{name} {pair[name]:.3f} s" for name in sides), flush=True)
+    load_after = os.getloadavg()
+    print(f"\ndtplan solve {INSTANCE.relative_to(REPO).as_posix()}, {runs} alternating pairs, CPU seconds "
+          f"(load average {' '.join(f'{x:.2f}' for x in load_before)} -> {' '.join(f'{x:.2f}' for x in load_after)}):")
+    for name in sides:
+        print(f"  {name:>20}: median {statistics.median(cpus[name]):.3f} s, min {min(cpus[name]):.3f} s")
+    mine, other = (statistics.median(v) for v in cpus.values())
+    print(f"  this checkout / other: {mine / other:.3f} (median), "
+          f"{min(cpus['this checkout']) / min(cpus[str(tree)]):.3f} (min); target {TARGET_CPU_S} s")
 
 
 def measure_bare(runs: int) -> list[float]:

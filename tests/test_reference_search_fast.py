@@ -172,3 +172,110 @@ def test_sizes_sharing_what_they_proved_answer_as_each_size_alone(function, seed
     monkeypatch.setattr(search, "_solve_below", lambda s, space, objective, found: optimise(s, space, objective))
     alone = search.answer(case)
     assert (shared.dtplan, shared.params, shared.plan) == (alone.dtplan, alone.params, alone.plan)
+
+
+@pytest.mark.parametrize("function, seed", [("sweep_model_sizes", 11), ("find_optimal_config_for_target", 12)])
+def test_sizes_solved_in_any_order_answer_as_each_size_alone(function, seed, monkeypatch):
+    """`_solve_sizes` solves the sizes most promising first; the order only changes what is
+    searched: sizes solved in a random order (each cut by the sizes before it) give the answer of
+    every size solved alone."""
+    from planner.reference import search
+    if not _cases(function):
+        pytest.skip("reference cases not found")
+    case = _perturbed(function, seed)
+    rng = np.random.default_rng(seed)
+    order = []
+    monkeypatch.setattr(search, "_promising_first",
+                        lambda settings, objective, max_nodes: order.append(len(settings))
+                        or [settings[i] for i in rng.permutation(len(settings))])
+    shuffled = search.answer(case)
+    assert order, "the shuffled order was not used"
+    monkeypatch.setattr(search, "_solve_below", lambda s, space, objective, found: optimise(s, space, objective))
+    alone = search.answer(case)
+    assert (shuffled.dtplan, shuffled.params, shuffled.plan) == (alone.dtplan, alone.params, alone.plan)
+
+
+def test_the_winning_size_is_solved_first_on_the_shipped_sweeps():
+    """The order of `_promising_first` on the reference's sweep cases: the size whose plan wins
+    comes first, so every other size searches under the final bound from the start (where the
+    speed of `sweep_model_sizes` comes from, docs/planner.md)."""
+    from planner.objectives import MAX_COMPUTE
+    from planner.reference import search
+    cases = _cases("sweep_model_sizes")
+    if not cases:
+        pytest.skip("reference cases not found")
+    for case in cases:
+        ri = case["resolved_inputs"]
+        largest = search._largest_on_one_node_b(case)
+        sizes = [f * largest for f in search.FLAT_FRACTIONS] + [x * largest for x in search.SWEEP_MULTIPLES]
+        pairs = []
+        for params_b in sizes:
+            s, precision = search._setting(case, params_b * 1e9, target_kind="c_quality")
+            pairs.append((s, search._space(precision, ("flat", "pp_group"), int(ri["n_nodes"]), ri["compression"])))
+        ordered = search._promising_first(pairs, MAX_COMPUTE, int(ri["n_nodes"]))
+        assert sorted(s.params for s, _ in ordered) == sorted(s.params for s, _ in pairs)
+        assert ordered[0][0].params == search.answer(case).params, case["id"]
+
+
+@pytest.mark.parametrize("function, seed", [("sweep_model_sizes", 21), ("find_optimal_config_for_target", 22),
+                                            ("sweep_model_sizes", 23), ("find_optimal_config_for_target", 24)])
+def test_no_plan_of_any_mode_passes_the_reach(function, seed):
+    """`search._reach_bounds`' proof, checked: random plans of every mode (flat, hierarchical,
+    pp_group; any N, H, R, k, S, M, Ca, streaming, ZeRO-3 shards) of random model sizes, under the
+    reference cases' hardware, links and assumptions (scenario and straggler varied), never reach
+    more C_quality within the window than `_most_within` at their node count (with a hand check of
+    one node: W gamma F u)."""
+    from planner.reference import search
+    cases = _cases(function)
+    if not cases:
+        pytest.skip("reference cases not found")
+    rng = np.random.default_rng(seed)
+    checked = 0
+    for _ in range(6):
+        case = cases[int(rng.integers(len(cases)))]
+        params = search._largest_on_one_node_b(case) * 1e9 * float(rng.choice((0.1, 0.25, 1.0, 1.5, 3.0, 8.0)))
+        s, precision = search._setting(case, params, bool(rng.integers(2)), target_kind="c_quality")
+        a = s.assumptions.replace(scenario=str(rng.choice(("optimistic", "expected", "conservative"))),
+                                  straggler=str(rng.choice(STRAGGLERS)))
+        s = s.replace(assumptions=a, goodput=float(rng.choice((1.0, 0.8))))
+        space = search._space(precision, ("flat", "hierarchical", "pp_group"), 100_000, 16.0)
+        assert search._reach_bounds(s, space)
+        size = 400
+        nodes = rng.integers(1, 100_001, size) // rng.choice([1, 10, 100, 1000], size) + 1
+        nodes[:40] = 1            # one node trains locally at W gamma F u: the bound is tight there
+        common = dict(inner_steps=rng.integers(1, 2000, size), compression=rng.choice([1.0, 16.0, 100.0, 500.0], size),
+                      streaming=rng.integers(0, 2, size).astype(bool))
+        batches = [
+            PlanBatch.of("flat", precision, nodes=nodes, zero_shards=rng.choice([1, 1, 2, 4], size), **common),
+            PlanBatch.of("hierarchical", precision, nodes=nodes * 8, group_size=rng.choice([2, 4, 8], size),
+                         regional_rounds=rng.integers(1, 50, size), **common),
+            PlanBatch.of("pp_group", precision, nodes=nodes * 16, stages=rng.choice([2, 4, 8, 16], size),
+                         micro_batches=rng.integers(1, 65, size), activation_compression=rng.choice([1.0, 2.0, 4.0, 10.0], size),
+                         **common),
+        ]
+        for b in batches:
+            with np.errstate(all="ignore"):
+                c = window_compute(s, b, "c_quality")["c_quality"]
+            bound = np.array([search._most_within(s, space, int(n)) for n in b.nodes])
+            ok = np.isfinite(c)
+            assert np.all(c[ok] <= bound[ok]), (b.mode, float(np.max(c[ok] / bound[ok])))
+            checked += int(ok.sum())
+        one = s.training_window_s * s.peak_flops[precision] * a.mfu_for(precision)
+        assert search._most_within(s, space, 1) == pytest.approx(max(one, float(search._reach(s, precision, [1])[0])))
+    assert checked > 3000
+
+
+def test_the_reach_is_refused_where_its_proof_does_not_hold():
+    from planner.reference import search
+    cases = _cases("sweep_model_sizes")
+    if not cases:
+        pytest.skip("reference cases not found")
+    s, precision = search._setting(cases[0], 1e11, target_kind="c_quality")
+    space = search._space(precision, ("flat", "pp_group"), 1000, 16.0)
+    assert search._reach_bounds(s, space)
+    a = s.assumptions
+    for changes in ({"replica_penalty": "fitted"}, {"dp_overlap": True}, {"pipeline_schedule": "1f1b"},
+                    {"mfu_from_table": True}, {"streaming_fragments": 4.0},
+                    {"activation_quality": {1.0: (1.0, 1.0, 1.0), 4.0: (1.2, 1.0, 1.0)}}):
+        assert not search._reach_bounds(s.replace(assumptions=a.replace(**changes)), space), changes
+    assert not search._reach_bounds(s.replace(target_kind="c_local"), space)

@@ -122,8 +122,26 @@ def test_a_piped_solve_loads_neither_rich_nor_the_other_commands():
     loaded = set(_child("solve", str(INSTANCES / "solve-1e24-64xh100.json"))["modules"])
     assert "planner.cli.solve" in loaded and "numpy" in loaded
     for module in ("rich", "planner.cli.sweep", "planner.cli.thresholds", "planner.cli.compare", "planner.cli.feasible",
-                   "planner.questions.sweep"):
+                   "planner.questions.sweep", "difflib"):
         assert module not in loaded, module
+
+
+def test_bad_input_is_still_checked_with_the_start_up_defaults(tmp_path):
+    """With pydantic's plugins off (the CLI's default) the schema still validates, and the
+    suggestions of a misspelled preset (difflib, imported on bad input only) are still made."""
+    data = json.loads((INSTANCES / "solve-1e24-64xh100.json").read_text())
+    data["fleet"]["hardware"] = "16xH100-SMX"
+    path = tmp_path / "typo.json"
+    path.write_text(json.dumps(data))
+    base = {k: v for k, v in os.environ.items() if k not in ("OPENBLAS_NUM_THREADS", "PYDANTIC_DISABLE_PLUGINS")}
+    done = subprocess.run([sys.executable, "-c", _LOADED, "solve", str(path)], cwd=REPO, capture_output=True, text=True,
+                          env=base)
+    loaded = json.loads(next(l for l in done.stderr.splitlines() if l.startswith("@@loaded ")).split(" ", 1)[1])
+    assert loaded["env"]["PYDANTIC_DISABLE_PLUGINS"] == "__all__"
+    assert "fleet.hardware: unknown hardware preset '16xH100-SMX'; known (closest first): 16xH100-SXM," in done.stderr
+    assert "difflib" in loaded["modules"]
+    dtplan = Path(sys.executable).with_name("dtplan")
+    assert subprocess.run([str(dtplan), "solve", str(path)], cwd=REPO, capture_output=True, env=base).returncode == 2
 
 
 def test_the_cli_sets_its_thread_and_plugin_defaults_unless_the_user_did():

@@ -38,6 +38,7 @@ is at least as good as the reference's and dtplan's plan, re-scored by the evalu
 
 from __future__ import annotations
 
+import math
 import statistics
 import time
 from dataclasses import dataclass, field, replace
@@ -47,9 +48,12 @@ import numpy as np
 
 from planner.objectives import MAX_COMPUTE, MIN_COST, Objective
 from planner.reference import conformance, fewest_nodes
+from planner.cost import chinchilla, envelope, physics, quality, quality_fit
+from planner.cost.straggler import eta_h_divisor
 from planner.cost.score import score
 from planner.cost.setting import Setting
 from planner.solvers import monotone
+from planner.solvers.bnb import TIE_REL
 from planner.solvers.objective_search import SizeRun, best_of_sizes, fewest_nodes_in_window, max_compute
 from planner.solve import optimise, plan_from_batch
 from planner.space import DecisionSpace
@@ -169,14 +173,125 @@ def _solve_sizes(case: dict, sizes_b, objective: Objective, modes, max_nodes: in
     """Solve every model size; the best run (`planner.solvers.objective_search.best_of_sizes`: ties to the smaller model).
 
     The sizes share what the ones solved before them proved (`_solve_below`): a size that can
-    neither beat nor tie the best plan so far cannot be the answer, so its search stops there."""
-    runs = []
-    for params_b in sorted(sizes_b):
+    neither beat nor tie the best plan so far cannot be the answer, so its search stops there.
+    They are solved most promising first (`_promising_first`), so that the bound the others
+    share is strong from the start; the runs are then put back in size order for
+    `best_of_sizes`. The order changes what is searched, never the answer: a size is cut only
+    where it can neither beat nor tie a plan that exists, whichever size that plan is of."""
+    settings = []
+    for params_b in sizes_b:
         setting, precision = _setting(case, params_b * 1e9, links_are_wan, **target)
-        space = _space(precision, modes, max_nodes, case["resolved_inputs"]["compression"])
+        settings.append((setting, _space(precision, modes, max_nodes, case["resolved_inputs"]["compression"])))
+    runs = []
+    for setting, space in _promising_first(settings, objective, max_nodes):
         found, evaluations, bound = _solve_below(setting, space, objective, [r.found for r in runs if r.found])
         runs.append(SizeRun(setting.params, setting, space, found, evaluations, bound))
-    return best_of_sizes(objective, runs)
+    return best_of_sizes(objective, sorted(runs, key=lambda r: r.params))
+
+
+ORDER_NODE_GRID = 400      # node counts (geometric, 1..N_max) at which `_promising_first` looks for min_cost
+
+
+def _promising_first(settings: list[tuple[Setting, DecisionSpace]], objective: Objective, max_nodes: int):
+    """The (setting, space) pairs of the sizes, the one most likely best first (a heuristic: the
+    order only changes how early the shared bound is strong, `_solve_sizes`).
+
+    The measure is the compute a size could reach if its nodes computed at the MFU u all
+    window long with no loss but the Chinchilla law's (docs/cost_model.md sections 5-7):
+    T = W gamma N F u / (6 P_act) tokens, C = min(6 P_act T, max(C'(L(P_act, T)), 1e10)), C'
+    the compute whose compute-optimal model reaches the loss L. A larger model needs more
+    tokens before its loss pays; a smaller one runs into its own loss floor. max_compute: the
+    most C at N_max first; min_cost: the fewest nodes N (of a geometric grid) with C >= the
+    target first, ties to the smaller model. Each is one vectorised evaluation per size."""
+    nodes = np.unique(np.geomspace(1, max(1, max_nodes), ORDER_NODE_GRID).round())
+    if objective.maximise:
+        nodes = nodes[-1:]
+
+    def key(pair):
+        s, space = pair
+        reach = _reach(s, space.precisions[0], nodes)
+        if objective.maximise:
+            return (-float(reach[-1]), s.params)
+        enough = np.flatnonzero(reach >= s.target)
+        return (float(nodes[enough[0]]) if enough.size else math.inf, s.params)
+
+    return sorted(settings, key=key)
+
+
+def _reach(s: Setting, precision: str, nodes) -> np.ndarray:
+    """min(6 P_act T, max(C'(L(P_act, T)), 1e10)) at T = W gamma N F u / (6 P_act) (`_promising_first`)."""
+    a = s.assumptions
+    tokens = s.training_window_s * np.asarray(nodes, dtype=float) * s.peak_flops[precision] * a.mfu_for(precision) \
+        / (6.0 * s.active_params)
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        c_eq = chinchilla.equivalent_optimal_compute(chinchilla.chinchilla_loss(s.active_params, tokens, a), a)
+    return np.minimum(6.0 * s.active_params * tokens, np.maximum(c_eq, a.chi_search_low_flop))
+
+
+REACH_MARGIN = 1e-9     # relative: the reach and the cost model round differently (`_cannot_reach`)
+
+
+def _reach_bounds(s: Setting, space: DecisionSpace) -> bool:
+    """Whether the reach is an upper bound on every plan's C_quality within the window (`_cannot_reach`).
+
+    Proof, for a plan of N nodes of the space (docs/cost_model.md sections 4-7, planner/cost/modes.py):
+    1. Tokens. Every node computes for at least t_comp = 6 P_act B / (F u) per B tokens of its
+       replica's step: flat, tokens per outer step B G H tf with G <= N, outer >= H t_step >=
+       H t_comp; hierarchical, B N H R tf per cycle >= R H t_step; pp_group, B floor(N / S) H tf
+       per outer step >= H t_pp, and GPipe's t_pp = (M + S - 1)(c + ...) >= M c = t_comp' / S with
+       t_comp' >= t_comp (recomputation only adds). The straggler's tf = 1 / 1.1 (backup) or 1,
+       the outer step is max(block, sync) or their sum (no overlap or fragment terms), and an
+       expert all-to-all or ZeRO-3 only lengthens a step. So T = W gamma tokens per outer step /
+       outer <= W gamma N B / t_comp = W gamma N F u / (6 P_act) = T_max(N).
+    2. Quality. C_quality = g min(C_thr, max(C'_mu(T), 1e10)) for N >= 2 and g C_thr for one node
+       (`planner.cost.run.quality_compute`), g = eta_H eta_C eta_A (times the linear v1 factor):
+       eta_H = max(floor, (1 - alpha log10 H_eff) / s) <= 1 with floor <= 1, alpha >= 0, s >= 1,
+       H_eff >= 1; eta_C and eta_A = qa^(2 (S - 1)) are interpolations of tables whose values are
+       <= 1; the linear v1 factor is <= 1. mu = K^beta >= 1 (beta0 >= 0), and C'_mu(T) <= C'_1(T)
+       (C' falls as the loss it must reach rises). C_thr = 6 P_act T and C'_1(T) rise with T
+       (the loss falls with T). So C_quality <= reach(T_max(N)) for N >= 2 and <= 6 P_act
+       T_max(1) for one node, and reach(T_max(N)) does not fall as N grows.
+    The conditions are checked here; anything else (another quality model, dtplan's MFU tables or
+    overlap terms, another pipeline schedule, MoE, a C_local target) answers False.
+    tests/test_reference_search_fast.py checks the bound on random plans of every mode."""
+    a = s.assumptions
+    tables = (a.compression_quality_ef, a.compression_quality_no_ef, a.activation_quality)
+    return (s.target_kind == "c_quality" and not s.is_moe and set(space.modes) <= {"flat", "hierarchical", "pp_group"}
+            and a.replica_penalty in ("chinchilla", "linear_v1", "none") and not quality_fit.fitted(a)
+            and not envelope.on(a) and not a.dp_overlap and not physics.fragments_on(a)
+            and a.pipeline_schedule == "gpipe" and not a.search_pipeline_schedules and a.inner_optimizer == "reference"
+            and not a.mfu_from_table and not a.mfu_from_compute_model and a.tensor_parallel <= 1
+            and a.backup_spare_factor >= 1 and a.eta_h_floor <= 1 and eta_h_divisor(a) >= 1
+            and float(quality.alpha(s.params, a)) >= 0 and a.replica_beta_coefficient >= 0
+            and a.linear_v1_coefficient >= 0 and all(max(row) <= 1 for t in tables for row in t.values()))
+
+
+def _most_within(s: Setting, space: DecisionSpace, nodes: int) -> float:
+    """The most C_quality any plan of at most `nodes` nodes could reach (`_reach_bounds`): the larger
+    of one node's 6 P_act T_max(1) and the reach at `nodes` (the reach does not fall in N >= 2)."""
+    precision = space.precisions[0]
+    one = s.training_window_s * s.peak_flops[precision] * s.assumptions.mfu_for(precision)
+    return max(one, float(_reach(s, precision, [max(1, nodes)])[0])) * (1 + REACH_MARGIN)
+
+
+def _cannot_reach(s: Setting, space: DecisionSpace, objective: Objective, found_before: list) -> float | None:
+    """A bound on this size's optimum that shows it can neither beat nor tie the best plan found
+    before (then `_solve_below` skips its search), else None.
+
+    max_compute: the most compute any plan could reach (`_most_within` at N_max), below the best
+    found over (1 + TIE_REL). min_cost: no plan of at most the fewest nodes found reaches the
+    target; the bound returned is then the cost of one node more. Only where `_reach_bounds`."""
+    if not found_before or len(space.precisions) != 1 or not _reach_bounds(s, space):
+        return None
+    if objective.maximise:
+        best = max(value for _, value in found_before)
+        most = _most_within(s, space, space.max_nodes)
+        return most if most < best / (1 + TIE_REL) else None
+    if objective is MIN_COST:
+        fewest = min(int(batch.nodes[0]) for batch, _ in found_before)
+        if _most_within(s, space, min(fewest, space.max_nodes)) < s.target:
+            return (fewest + 1) * s.node_price_usd
+    return None
 
 
 def _solve_below(setting: Setting, space: DecisionSpace, objective: Objective, found_before: list):
@@ -186,9 +301,13 @@ def _solve_below(setting: Setting, space: DecisionSpace, objective: Objective, f
     keeps plans within `bnb.TIE_REL` of it). min_cost: the fewest nodes found before caps N
     (cost is nodes x node price, the same price for every size; the plan of fewest nodes of this
     size, and the fastest among them, is the same under the cap when it has no more nodes).
-    A size with no plan that good returns None, which `best_of_sizes` would not have chosen.
+    A size with no plan that good returns None, which `best_of_sizes` would not have chosen; where
+    its reach shows that before any search (`_cannot_reach`), it returns None at once.
     Without the monotonicity the bounds need (`planner.solvers.monotone`), the plain `optimise`.
     """
+    bound = _cannot_reach(setting, space, objective, found_before)
+    if bound is not None:
+        return None, 0, bound
     if not found_before or monotone.check(setting).unsupported:
         return optimise(setting, space, objective)
     if objective.maximise:

@@ -12,7 +12,6 @@ to the field or model being validated, and `problems_from` prefixes the JSON loc
 
 from __future__ import annotations
 
-import difflib
 import json
 import math
 import os
@@ -82,7 +81,12 @@ def fmt(x: float) -> str:
 
 
 def close_matches(word: str, choices: Iterable[str], n: int = 3, cutoff: float = 0.6) -> list[str]:
-    """Choices resembling `word` (case-insensitive), best first: substrings, then difflib."""
+    """Choices resembling `word` (case-insensitive), best first: substrings, then difflib.
+
+    difflib is imported here, on bad input only: a valid instance never needs it, and its
+    import is part of every command's start-up otherwise (docs/cli.md, "Start-up time")."""
+    import difflib
+
     choices = list(choices)
     by_lower = {c.lower(): c for c in choices}
     w = str(word).lower()
