@@ -7,8 +7,8 @@ own `Grid`) built by `planner.mip.formulation.build` into the block: its rows bo
 measure m_s = L_s = ln T_s (min_time, min_cost) or Lc_s = ln C_s (max_compute) at the block's
 decisions. The decisions are one plan: the rows `link` hold every block's class and fixed-plan
 choices (y, lam), n, H, R and their bracket binaries equal to the first block's (the scenarios list
-the same classes, `same_listing`, and their grids keep the same n, H, R brackets: every grid is
-refined at the same plans). With k the statistic's rank (1: worst case) over |A| scenarios:
+the same classes, put in one order by `in_order_of`, and their grids keep the same n, H, R brackets:
+every grid is refined at the same plans). With k the statistic's rank (1: worst case) over |A| scenarios:
 
     time:     t >= L_s - M_s z_s,   sum_s z_s <= k - 1,   t <= ln W   (W the duration limit)
     compute:  t <= Lc_s + M_s z_s,  sum_s z_s <= k - 1
@@ -56,7 +56,8 @@ import pyomo.environ as pyo
 from planner.cost.score import time_to_target, window_compute
 from planner.cost.setting import Setting
 from planner.mip.formulation import CUTOFF_LOG, Formulation, Grid, build, nodes_used
-from planner.mip.tables import OMEGA_FLOOR, Tables, column, outer_per_step, sync_terms
+from planner.mip.tables import (OMEGA_FLOOR, Tables, class_bounds, column, compute_bounds, compute_box_bounds,
+                                 least_nodes, outer_per_step, presolve, presolve_compute, sync_terms)
 from planner.objectives import Objective
 from planner.solvers import UnsupportedBySolver, backends
 from planner.solvers.certified import (COMPUTE_GOING_ON_S, COMPUTE_LOG_TOL, COMPUTE_LOOP_S, LOG_TOL, MAX_ROUNDS,
@@ -86,12 +87,17 @@ class RobustModel:
         return out
 
 
-def same_listing(a: Tables, b: Tables) -> bool:
-    """Whether two scenarios' tables list the same classes and fixed plans in the same order, on the
-    same n, H, R ranges (then one plan is one choice in both)."""
-    return [e.label for e in a.sync] == [e.label for e in b.sync] and \
-        [p.label for p in a.fixed] == [p.label for p in b.fixed] and \
-        (a.n_max, a.h_max, a.r_max) == (b.n_max, b.h_max, b.r_max)
+def in_order_of(t: Tables, like: Tables) -> Tables | None:
+    """A scenario's tables `t` with its classes and fixed plans in the order of `like`'s (a class is its
+    label: its decisions), or None when the two do not list the same ones on the same n, H, R ranges
+    (then one plan would not be one choice in both)."""
+    sync, fixed = {e.label: e for e in t.sync}, {p.label: p for p in t.fixed}
+    if set(sync) != {e.label for e in like.sync} or set(fixed) != {p.label for p in like.fixed} or \
+            len(sync) != len(t.sync) or len(fixed) != len(t.fixed) or \
+            (t.n_max, t.h_max, t.r_max) != (like.n_max, like.h_max, like.r_max):
+        return None
+    t.sync, t.fixed = [sync[e.label] for e in like.sync], [fixed[p.label] for p in like.fixed]
+    return t
 
 
 def time_range(f: Formulation) -> tuple[float, float]:
@@ -210,6 +216,90 @@ def robust_value(settings: list[Setting], objective: Objective, k: int, batch) -
     return (float(batch.nodes[0]) if objective.by_cost else key), keys
 
 
+class Pruning:
+    """The robust presolve (docs/robust.md, "The robust MIP"): the classes and fixed plans kept, by label.
+
+    A first incumbent is the nominal presolve's plan (`tables.presolve`, `presolve_compute`) of the first
+    active scenario, scored under every scenario (`robust_value`). Each scenario's own box bounds per class
+    (`tables.class_bounds`: a lower bound on ln T of every plan of the class; max_compute `compute_bounds`
+    and `compute_box_bounds`: an upper bound on ln C) give, by the statistic over the active scenarios A,
+    a lower bound on the robust value of every plan of the class (the k-th largest is non-decreasing in
+    each entry, and over A it never exceeds the one over all S): a class whose bound exceeds the
+    incumbent cannot hold a better plan and leaves every block. min_cost: a class whose least nodes
+    (`tables.least_nodes` per scenario, their k-th largest over A: a plan meeting the duration limit
+    under the statistic meets it in at least |A| - k + 1 scenarios of A, so it uses at least the least
+    nodes of each of those) exceed the incumbent's nodes, or whose bound on ln T exceeds ln W, leaves
+    too; the k-th largest least nodes is the first block's `class_least_nodes` (`nodes-used`). Each
+    block keeps its own scenario's class bounds as `class_lower` (the `time-to-target` cut)."""
+
+    def __init__(self, objective: Objective, k: int):
+        self.objective, self.k = objective, k
+        self.sync: set[str] | None = None        # labels kept (None: not pruned yet)
+        self.fixed: set[str] | None = None
+        self.least: dict[str, float] = {}
+        self._bounds: dict[int, tuple] = {}
+
+    def bounds(self, t: Tables) -> tuple[np.ndarray, np.ndarray]:
+        """`tables.class_bounds` of the full tables t (remembered)."""
+        if id(t) not in self._bounds:
+            self._bounds[id(t)] = (t, class_bounds(t))
+        return self._bounds[id(t)][1]
+
+    def lower(self, t: Tables) -> np.ndarray:
+        """Per class of the full tables t, a lower bound in model units of every plan's measure under t."""
+        if not t.sync:
+            return np.zeros(0)
+        if self.objective.maximise:
+            upper = np.minimum(compute_bounds(t), compute_box_bounds(t))
+            return np.where(np.isfinite(upper), -upper, np.inf)
+        return self.bounds(t)[0].min(axis=1)
+
+    def own(self, t: Tables) -> np.ndarray:
+        """Per fixed plan of t, its measure in model units."""
+        return np.array([-p.log_compute if self.objective.maximise else p.log_time for p in t.fixed])
+
+    def prune(self, full: dict[int, Tables], best: float) -> None:
+        """Decide the classes and fixed plans kept from the active scenarios' full tables."""
+        ts = list(full.values())
+        k = min(self.k, len(ts))
+        lower = kth_largest_rows(np.stack([self.lower(t) for t in ts]), k)
+        fixed = kth_largest_rows(np.stack([self.own(t) for t in ts]), k)
+        cut = best + 1e-9 * max(1.0, abs(best)) if math.isfinite(best) else math.inf
+        first = ts[0]
+        if self.objective.by_cost:
+            ln_w = math.log(first.setting.window_s) + 1e-12
+            least = kth_largest_rows(np.stack([least_nodes(t, *self.bounds(t)) if t.sync else np.zeros(0)
+                                               for t in ts]), k)
+            keep = (lower <= ln_w) & (least <= best)
+            keep_fixed = (fixed <= ln_w) & (np.array([p.nodes for p in first.fixed]) <= best)
+            self.least = {e.label: float(x) for e, x, on in zip(first.sync, least, keep) if on}
+        else:
+            keep, keep_fixed = (lower <= cut) & (lower < math.inf), (fixed <= cut) & (fixed < math.inf)
+        self.sync = {e.label for e, on in zip(first.sync, keep) if on}
+        self.fixed = {p.label for p, on in zip(first.fixed, keep_fixed) if on}
+
+    def apply(self, t: Tables, first: bool) -> Tables:
+        """The scenario's tables with only the kept classes, each with its own class bound (`class_lower`);
+        the first block's with the least nodes of min_cost."""
+        keep = [a for a, e in enumerate(t.sync) if e.label in self.sync]
+        lower = None if self.objective.maximise or not t.sync else self.bounds(t)[0].min(axis=1)[keep]
+        least = np.array([self.least[t.sync[a].label] for a in keep]) if self.objective.by_cost and first else None
+        pruned = Tables(t.setting, t.space, t.groups, [t.sync[a] for a in keep],
+                        [p for p in t.fixed if p.label in self.fixed], t.n_max, t.h_max, t.r_max, lower,
+                        t.eta_h_falls, least)
+        if pruned.sync:
+            pruned.n_max = max(e.n_hi for e in pruned.sync)
+        if not any(e.mode == "hierarchical" for e in pruned.sync):
+            pruned.r_max = 1
+        return pruned
+
+
+def kth_largest_rows(values: np.ndarray, k: int) -> np.ndarray:
+    """The k-th largest over axis 0 (NaN as inf)."""
+    v = np.sort(np.nan_to_num(np.asarray(values, dtype=float), nan=np.inf), axis=0)
+    return v[v.shape[0] - k] if v.shape[0] else v
+
+
 def _grid(t: Tables, objective: Objective, like: Grid | None = None) -> Grid:
     """A scenario's first grid; with `like`, its n, H and R points (so that the blocks' brackets agree)."""
     g = Grid.initial_compute(t) if objective.maximise else Grid.initial(t)
@@ -238,26 +328,49 @@ def outer_approximation(settings: list[Setting], space: DecisionSpace, objective
     solver = backends()[backend]
     begun = time.perf_counter()
     compute = objective.maximise
+    full: dict[int, Tables] = {}
     tables: dict[int, Tables] = {}
     grids: dict[int, Grid] = {}
+    pruning = Pruning(objective, k)
 
-    def join(j: int) -> None:
+    def listed(j: int) -> Tables:
         t = tables_or_refuse(settings[j], space)
-        if tables and not same_listing(t, tables[min(tables)]):
+        t = in_order_of(t, full[min(full)]) if full else t
+        if t is None:
             raise UnsupportedBySolver(f"--robust: scenario {j} lists other classes than the instance as given; "
                                       f"the robust mixed-integer model needs the same plans in every scenario; "
                                       f"use --solver bnb")
-        tables[j] = t
-        grids[j] = _grid(t, objective, grids[min(grids)] if grids else None)
+        full[j] = t
+        return t
 
+    def join(j: int) -> None:
+        tables[j] = pruning.apply(full[j] if j in full else listed(j), first=not tables)
+        grids[j] = _grid(tables[j], objective, grids[min(grids)] if grids else None)
+
+    for j in first:
+        listed(j)
+    # the first incumbent: the nominal presolve's plan of the first scenario, scored under every scenario
+    nominal = presolve_compute(full[first[0]]) if compute else presolve(full[first[0]], objective)
+    best_plan, best = None, math.inf
+    if nominal[1] is not None:
+        value, _ = robust_value(settings, objective, k, nominal[1])
+        if math.isfinite(value):
+            best_plan, best = nominal[1], value
+    pruning.prune({j: full[j] for j in first}, best)
     for j in first:
         join(j)
     active = sorted(first)
     report = MipReport(backend, "error", None, None, None, 0.0, 0, time.perf_counter() - begun, 0, 0, 0, 0,
-                       classes=len(tables[active[0]].sync) + len(tables[active[0]].fixed))
-    report.classes_kept = report.classes
+                       classes=len(full[active[0]].sync) + len(full[active[0]].fixed),
+                       classes_kept=len(tables[active[0]].sync) + len(tables[active[0]].fixed))
     report.tables_s = report.build_s
-    best_plan, best, bound = None, math.inf, -math.inf
+    bound = -math.inf
+    if not tables[active[0]].sync and not tables[active[0]].fixed:     # nothing can beat the incumbent (if any)
+        report.status = report.backend_status = "optimal" if best_plan is not None else "infeasible"
+        bound = best if best_plan is not None else math.inf
+        report.families = {}
+        close_report(report, {"columns": 0, "rows": 0, "nonzeros": 0}, {}, settings[0], objective, best, bound)
+        return best_plan, best, report
     tol = LOG_TOL if objective.by_time else COMPUTE_LOG_TOL if compute else 1e-6
     loop_end = max(begun + COMPUTE_LOOP_S, time.perf_counter() + 1.0)
     f = None

@@ -6,7 +6,8 @@ scenario set built pool by pool), a uniform fleet by `planner.robust.optimise` d
 
 - `robust_solve`: `dtplan solve --robust`. The robust optimum over the scenarios (worst case, or
   the k-th largest for `--quantile`), proven by the branch and bound (or every plan scored with
-  `--solver exhaustive`); the nominal optimum (`planner.solve.solve`); and each plan re-scored
+  `--solver exhaustive`; `--solver highs|scip`: the robust MIP of `planner.mip.robust`, its plan
+  certified by the branch and bound, its report in the result's `mip`); the nominal optimum (`planner.solve.solve`); and each plan re-scored
   by the evaluator (`planner.evaluate.evaluate`) under each scenario's instance. The robust value
   recomputed from those figures must agree with the search's to 1e-9 relative.
 - `robust_reach`: `dtplan feasible --robust`. Whether one plan reaches the target within the
@@ -270,17 +271,17 @@ def robust_reach(instance: Instance, raw: dict, solver: str = "bnb", deadline: f
 # -- thresholds --robust ------------------------------------------------------------------------
 
 
-def robust_answer(raw: dict, node, th, fit: bool = False):
+def robust_answer(raw: dict, node, th, fit: bool = False, solver: str = "bnb"):
     """`thresholds --robust`, one row: the fewest nodes of the accelerator's node whose plan reaches
     the target within the limits under the statistic of the scenarios (robust min_cost, proven by
     the branch and bound), and that plan's robust (worst-case) days to target. The counterpart of
     `planner.questions.thresholds.answer`, whose nominal verification by re-solving it replaces by
-    the search's proof."""
+    the search's proof. `solver`: "bnb", or a MIP backend (its plan certified by the branch and bound)."""
     case = node_case(raw, node, th, fit)
     if isinstance(case, Answer):
         return case
     data, instance, params, cap = case
-    r, _, statistic, settings = robust_optimum(instance, data, MIN_COST)
+    r, _, statistic, settings = robust_optimum(instance, data, MIN_COST, solver=solver)
     if r.status != "optimal":
         return Answer(node, False, model_params=params, result=r,
                       binding=r.infeasibility or [f"no plan with up to {cap:,} nodes reaches the target"])
