@@ -435,8 +435,9 @@ def _search(s: Setting, space: DecisionSpace, objective: Objective, measure: Rob
 def _mip_certified(settings: list[Setting], space: DecisionSpace, objective: Objective, statistic: Statistic,
                    labels: list[str], deadline: float, solver: str, incumbent: float | None, reports: list | None):
     """`optimise` by a MIP backend: the robust model's outer-approximation loop (`planner.mip.robust`) over the
-    space the branch and bound would search for every scenario (`SpaceCheck.space_for`: the reduced space
-    where every scenario lists the nominal classes), then its plan certified as
+    space the branch and bound searches for every scenario (`SpaceCheck.space_for`: the reduced space where
+    each scenario lists the nominal classes, else every micro-batch count, one class each in the model:
+    `EveryMember`), then its plan certified as
     `planner.solvers.certified` certifies the nominal one: the robust branch and bound runs with the plan's
     robust value as its incumbent, proves that no plan is better beyond the tie tolerance, finds one if the
     backend's tolerances hid it, and breaks ties in the documented order."""
@@ -447,9 +448,11 @@ def _mip_certified(settings: list[Setting], space: DecisionSpace, objective: Obj
     RobustMeasure(base, settings, statistic, labels)      # every scenario's bounds hold (else InputError)
     check.prime()
     searched, _ = check.space_for(list(range(len(settings))))
+    if searched is not check.reduced:       # every micro-batch count listed: one class each in the model
+        searched = robust_mip.EveryMember.of(searched)
     first = _first_scenarios(s, check.reduced, base, settings, statistic)
     plan, value, report = robust_mip.outer_approximation(settings, searched, objective, statistic.k, solver, first,
-                                                         deadline)
+                                                         deadline, check.reduced)
     if reports is not None:
         reports.append(report)
     mine = None

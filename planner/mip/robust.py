@@ -47,6 +47,7 @@ The answer is then certified by the robust branch and bound (`planner.robust.opt
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import time
 
@@ -64,9 +65,34 @@ from planner.solvers.certified import (COMPUTE_GOING_ON_S, COMPUTE_LOG_TOL, COMP
                                        MipReport, backend_round, check_supported, close_report, round_ends_loop,
                                        settle_round,
                                        tables_or_refuse)
-from planner.space import DecisionSpace
+from planner.space import Classes, DecisionSpace
 
 ROBUST_ROUNDS = 2 * MAX_ROUNDS      # rounds of the loop: the nominal loop's, twice (scenarios join on the way)
+
+
+class EveryMember(DecisionSpace):
+    """A space whose pipeline classes with a member axis (`Classes.members`: every micro-batch count of an
+    (S, Ca) row, listed when the scenarios order them differently, `planner.robust.SpaceCheck`) are one
+    class per member, M fixed: the model's tables list one M per class (its row), so that every plan of
+    the space is a plan of one class of the model."""
+
+    @classmethod
+    def of(cls, space: DecisionSpace) -> "EveryMember":
+        return cls(**{f.name: getattr(space, f.name) for f in dataclasses.fields(space)})
+
+    def classes(self, setting: Setting, mode: str, precision: str, expert_parallel: str = "none") -> Classes | None:
+        c = super().classes(setting, mode, precision, expert_parallel)
+        if c is None or c.members is None:
+            return c
+        memo = self.__dict__.setdefault("_each", {})
+        key = (mode, precision, expert_parallel)
+        if key not in memo or memo[key][0] is not c:
+            row = np.repeat(np.arange(c.size), c.member_count)
+            j = np.tile(np.arange(c.member_count), c.size)
+            rows = c.rows.take(row)
+            rows.micro_batches = c.members[row, j]
+            memo[key] = (c, Classes(rows, c.n_lo[row], c.n_hi[row], c.unit[row], c.min_nodes[row]))
+        return memo[key][1]
 
 
 class RobustModel:
@@ -225,7 +251,8 @@ class Pruning:
     and `compute_box_bounds`: an upper bound on ln C) give, by the statistic over the active scenarios A,
     a lower bound on the robust value of every plan of the class (the k-th largest is non-decreasing in
     each entry, and over A it never exceeds the one over all S): a class whose bound exceeds the
-    incumbent cannot hold a better plan and leaves every block. min_cost: a class whose least nodes
+    incumbent, or (min_time) ln W, cannot hold a better plan within the duration limit and leaves every
+    block. min_cost: a class whose least nodes
     (`tables.least_nodes` per scenario, their k-th largest over A: a plan meeting the duration limit
     under the statistic meets it in at least |A| - k + 1 scenarios of A, so it uses at least the least
     nodes of each of those) exceed the incumbent's nodes, or whose bound on ln T exceeds ln W, leaves
@@ -274,6 +301,8 @@ class Pruning:
             keep_fixed = (fixed <= ln_w) & (np.array([p.nodes for p in first.fixed]) <= best)
             self.least = {e.label: float(x) for e, x, on in zip(first.sync, least, keep) if on}
         else:
+            if not self.objective.maximise:      # min_time: the statistic within the duration limit too
+                cut = min(cut, math.log(first.setting.window_s) + 1e-12)
             keep, keep_fixed = (lower <= cut) & (lower < math.inf), (fixed <= cut) & (fixed < math.inf)
         self.sync = {e.label for e, on in zip(first.sync, keep) if on}
         self.fixed = {p.label for p, on in zip(first.fixed, keep_fixed) if on}
@@ -321,9 +350,11 @@ def _refine(grid: Grid, t: Tables, chosen: int | None, point: tuple[int, int, in
 
 
 def outer_approximation(settings: list[Setting], space: DecisionSpace, objective: Objective, k: int, backend: str,
-                        first: list[int], deadline: float = math.inf):
+                        first: list[int], deadline: float = math.inf, seed_space: DecisionSpace | None = None):
     """(best plan or None, its robust value in model units, MipReport) from the loop alone (module
-    docstring), starting with the scenarios `first` active. The value is over every scenario."""
+    docstring), starting with the scenarios `first` active. The value is over every scenario.
+    `seed_space` (default `space`): the space whose nominal presolve under the first scenario gives the
+    first incumbent (any plan of the space will do: the reduced space's are, and its tables are smaller)."""
     check_supported(settings[0], objective)
     solver = backends()[backend]
     begun = time.perf_counter()
@@ -350,7 +381,8 @@ def outer_approximation(settings: list[Setting], space: DecisionSpace, objective
     for j in first:
         listed(j)
     # the first incumbent: the nominal presolve's plan of the first scenario, scored under every scenario
-    nominal = presolve_compute(full[first[0]]) if compute else presolve(full[first[0]], objective)
+    seed = full[first[0]] if seed_space is None else tables_or_refuse(settings[first[0]], seed_space)
+    nominal = presolve_compute(seed) if compute else presolve(seed, objective)
     best_plan, best = None, math.inf
     if nominal[1] is not None:
         value, _ = robust_value(settings, objective, k, nominal[1])
