@@ -49,6 +49,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import re
 import time
 
 import numpy as np
@@ -58,7 +59,7 @@ from planner.cost.score import time_to_target, window_compute
 from planner.cost.setting import Setting
 from planner.mip.formulation import CUTOFF_LOG, Formulation, Grid, build, nodes_used
 from planner.mip.tables import (OMEGA_FLOOR, Tables, class_bounds, column, compute_bounds, compute_box_bounds,
-                                 least_nodes, outer_per_step, presolve, presolve_compute, sync_terms)
+                                 labels, least_nodes, outer_per_step, presolve, presolve_compute, sync_terms)
 from planner.objectives import Objective
 from planner.solvers import UnsupportedBySolver, backends
 from planner.solvers.certified import (COMPUTE_GOING_ON_S, COMPUTE_LOG_TOL, COMPUTE_LOOP_S, LOG_TOL, MAX_ROUNDS,
@@ -77,22 +78,38 @@ class EveryMember(DecisionSpace):
     the space is a plan of one class of the model."""
 
     @classmethod
-    def of(cls, space: DecisionSpace) -> "EveryMember":
-        return cls(**{f.name: getattr(space, f.name) for f in dataclasses.fields(space)})
+    def of(cls, space: DecisionSpace, dropped: frozenset = frozenset()) -> "EveryMember":
+        """The space, without the classes whose `group_key` is in `dropped` (`Pruning.groups`)."""
+        out = cls(**{f.name: getattr(space, f.name) for f in dataclasses.fields(space)})
+        object.__setattr__(out, "_dropped", dropped)      # not a field: the space compares as `space` does
+        return out
 
     def classes(self, setting: Setting, mode: str, precision: str, expert_parallel: str = "none") -> Classes | None:
         c = super().classes(setting, mode, precision, expert_parallel)
-        if c is None or c.members is None:
+        if c is None:
             return c
         memo = self.__dict__.setdefault("_each", {})
         key = (mode, precision, expert_parallel)
         if key not in memo or memo[key][0] is not c:
-            row = np.repeat(np.arange(c.size), c.member_count)
-            j = np.tile(np.arange(c.member_count), c.size)
-            rows = c.rows.take(row)
-            rows.micro_batches = c.members[row, j]
-            memo[key] = (c, Classes(rows, c.n_lo[row], c.n_hi[row], c.unit[row], c.min_nodes[row]))
+            each = c
+            if c.members is not None:
+                row = np.repeat(np.arange(c.size), c.member_count)
+                j = np.tile(np.arange(c.member_count), c.size)
+                rows = c.rows.take(row)
+                rows.micro_batches = c.members[row, j]
+                each = Classes(rows, c.n_lo[row], c.n_hi[row], c.unit[row], c.min_nodes[row])
+            dropped = self.__dict__.get("_dropped", frozenset())
+            if dropped and each.size:
+                keep = np.array([group_key(x) not in dropped for x in labels(each, np.arange(each.size))])
+                each = each.take(np.flatnonzero(keep)) if keep.any() else None
+            memo[key] = (c, each)
         return memo[key][1]
+
+
+def group_key(label: str) -> str:
+    """A class label (`tables.labels`) without its micro-batch count `_M<count>`: the class of the reduced
+    space (one M per (S, Ca)) that the members of `EveryMember` come from."""
+    return re.sub(r"_M\d+(?=_|$)", "", label)
 
 
 class RobustModel:
@@ -285,24 +302,54 @@ class Pruning:
         """Per fixed plan of t, its measure in model units."""
         return np.array([-p.log_compute if self.objective.maximise else p.log_time for p in t.fixed])
 
+    def cut(self, best: float, t: Tables) -> float:
+        """The largest lower bound (model units) a class may have and still hold a wanted plan: the incumbent
+        (within 1e-9), and (min_time) ln W; min_cost: ln W on the time bound (the nodes apart)."""
+        cut = best + 1e-9 * max(1.0, abs(best)) if math.isfinite(best) else math.inf
+        if self.objective.by_cost:
+            return math.log(t.setting.window_s) + 1e-12
+        if not self.objective.maximise:
+            cut = min(cut, math.log(t.setting.window_s) + 1e-12)
+        return cut
+
+    def groups(self, seeds: list[Tables], best: float) -> frozenset:
+        """The `group_key`s whose classes cannot hold a wanted plan, from the active scenarios' tables of the
+        reduced space (`seeds`): under a scenario, the class of least pipeline step of an (S, Ca) group is
+        at least as fast as every other micro-batch count of it at every n and H (the space's reduction,
+        exact under that scenario), so its bound bounds every member's; the k-th largest over the
+        scenarios bounds every member's robust value. A group missing from a scenario is not bounded."""
+        per = []
+        for t in seeds:
+            bound: dict[str, float] = {}
+            names = [e.label for e in t.sync] + [p.label for p in t.fixed]
+            for name, b in zip(names, np.concatenate([self.lower(t), self.own(t)])):
+                key = group_key(name)
+                bound[key] = min(bound.get(key, math.inf), float(b))
+            per.append(bound)
+        keys = sorted(set().union(*per))
+        if not keys:
+            return frozenset()
+        lower = kth_largest_rows(np.array([[d.get(key, -math.inf) for key in keys] for d in per]),
+                                 min(self.k, len(seeds)))
+        cut = self.cut(best, seeds[0])
+        return frozenset(key for key, b in zip(keys, lower) if b > cut)
+
     def prune(self, full: dict[int, Tables], best: float) -> None:
         """Decide the classes and fixed plans kept from the active scenarios' full tables."""
         ts = list(full.values())
         k = min(self.k, len(ts))
         lower = kth_largest_rows(np.stack([self.lower(t) for t in ts]), k)
         fixed = kth_largest_rows(np.stack([self.own(t) for t in ts]), k)
-        cut = best + 1e-9 * max(1.0, abs(best)) if math.isfinite(best) else math.inf
         first = ts[0]
+        cut = self.cut(best, first)
         if self.objective.by_cost:
             ln_w = math.log(first.setting.window_s) + 1e-12
             least = kth_largest_rows(np.stack([least_nodes(t, *self.bounds(t)) if t.sync else np.zeros(0)
                                                for t in ts]), k)
-            keep = (lower <= ln_w) & (least <= best)
+            keep = (lower <= cut) & (least <= best)
             keep_fixed = (fixed <= ln_w) & (np.array([p.nodes for p in first.fixed]) <= best)
             self.least = {e.label: float(x) for e, x, on in zip(first.sync, least, keep) if on}
         else:
-            if not self.objective.maximise:      # min_time: the statistic within the duration limit too
-                cut = min(cut, math.log(first.setting.window_s) + 1e-12)
             keep, keep_fixed = (lower <= cut) & (lower < math.inf), (fixed <= cut) & (fixed < math.inf)
         self.sync = {e.label for e, on in zip(first.sync, keep) if on}
         self.fixed = {p.label for p, on in zip(first.fixed, keep_fixed) if on}
@@ -378,16 +425,18 @@ def outer_approximation(settings: list[Setting], space: DecisionSpace, objective
         tables[j] = pruning.apply(full[j] if j in full else listed(j), first=not tables)
         grids[j] = _grid(tables[j], objective, grids[min(grids)] if grids else None)
 
-    for j in first:
-        listed(j)
     # the first incumbent: the nominal presolve's plan of the first scenario, scored under every scenario
-    seed = full[first[0]] if seed_space is None else tables_or_refuse(settings[first[0]], seed_space)
-    nominal = presolve_compute(seed) if compute else presolve(seed, objective)
+    seeds = [tables_or_refuse(settings[j], seed_space if seed_space is not None else space) for j in first]
+    nominal = presolve_compute(seeds[0]) if compute else presolve(seeds[0], objective)
     best_plan, best = None, math.inf
     if nominal[1] is not None:
         value, _ = robust_value(settings, objective, k, nominal[1])
         if math.isfinite(value):
             best_plan, best = nominal[1], value
+    if isinstance(space, EveryMember) and seed_space is not None:     # whole groups of members dropped first
+        space = EveryMember.of(space, pruning.groups(seeds, best))
+    for j in first:
+        listed(j)
     pruning.prune({j: full[j] for j in first}, best)
     for j in first:
         join(j)
