@@ -91,17 +91,19 @@ class EveryMember(DecisionSpace):
         memo = self.__dict__.setdefault("_each", {})
         key = (mode, precision, expert_parallel)
         if key not in memo or memo[key][0] is not c:
-            each = c
-            if c.members is not None:
-                row = np.repeat(np.arange(c.size), c.member_count)
-                j = np.tile(np.arange(c.member_count), c.size)
+            dropped = self.__dict__.get("_dropped", frozenset())
+            kept = np.arange(c.size)
+            if dropped:     # a row's members share its group (its label with the first member's M)
+                kept = np.flatnonzero([group_key(x) not in dropped for x in labels(c, kept)])
+            each = None
+            if kept.size and c.members is None:
+                each = c.take(kept)
+            elif kept.size:
+                row = np.repeat(kept, c.member_count)
+                j = np.tile(np.arange(c.member_count), kept.size)
                 rows = c.rows.take(row)
                 rows.micro_batches = c.members[row, j]
                 each = Classes(rows, c.n_lo[row], c.n_hi[row], c.unit[row], c.min_nodes[row])
-            dropped = self.__dict__.get("_dropped", frozenset())
-            if dropped and each.size:
-                keep = np.array([group_key(x) not in dropped for x in labels(each, np.arange(each.size))])
-                each = each.take(np.flatnonzero(keep)) if keep.any() else None
             memo[key] = (c, each)
         return memo[key][1]
 
