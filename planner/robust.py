@@ -340,7 +340,7 @@ def plan_measures(settings: list[Setting], base: str, batch) -> np.ndarray:
 
 def optimise(settings: list[Setting], space: DecisionSpace, objective: Objective, statistic: Statistic,
              labels: list[str], deadline: float = math.inf, solver: str = "bnb", incumbent: float | None = None,
-             reports: list | None = None):
+             reports: list | None = None, space_check: "SpaceCheck | None" = None):
     """((one-plan batch, robust value) or None, plans scored, proven bound) over the scenarios'
     `settings` (the first the instance as given): the robust counterpart of `planner.solve.optimise`.
 
@@ -365,7 +365,8 @@ def optimise(settings: list[Setting], space: DecisionSpace, objective: Objective
     A starts with the k scenarios in which a good seed plan fares worst (`_first_scenarios`); the
     scenarios that bind are few (often one), so the searches cost about that many nominal ones, not S.
 
-    `incumbent` (min_time: seconds, max_compute: FLOP, min_cost: nodes; not the exhaustive oracle): the robust value
+    `space_check`: the `SpaceCheck` of these settings and space if one was built (its class listings are
+    reused). `incumbent` (min_time: seconds, max_compute: FLOP, min_cost: nodes; not the exhaustive oracle): the robust value
     of a plan known to exist elsewhere (another part of a fleet of pools); boxes that cannot come
     within the tie tolerance of it are pruned from the start, and None is returned when no plan
     does. Exact: a plan whose key over all S is as good has its key over A as good (kth_A <= kth_S),
@@ -376,7 +377,7 @@ def optimise(settings: list[Setting], space: DecisionSpace, objective: Objective
         raise InputError([Problem(ROBUST_OPTION, "the scenarios change the duration limit; not supported")])
     if solver in BACKEND_NAMES:
         return _mip_certified(settings, space, objective, statistic, labels, deadline, solver, incumbent, reports)
-    check = SpaceCheck(space, objective, settings, labels)
+    check = space_check or SpaceCheck(space, objective, settings, labels)
     base = objective.measure(s.target_kind)
     if solver == "exhaustive":
         full, orders = check.space_for(list(range(len(settings))))
@@ -461,7 +462,8 @@ def _mip_certified(settings: list[Setting], space: DecisionSpace, objective: Obj
     known = [x for x in (mine, incumbent) if x is not None]
     best_known = (max(known) if objective.maximise else min(known)) if known else None
     start = time.perf_counter()
-    found, evaluations, bound = optimise(settings, space, objective, statistic, labels, deadline, "bnb", best_known)
+    found, evaluations, bound = optimise(settings, space, objective, statistic, labels, deadline, "bnb", best_known,
+                                         space_check=check)
     report.certify_s = time.perf_counter() - start
     report.certified_changed_plan = (found is None) != (plan is None) or \
         (plan is not None and found is not None and not same_plan(found[0], plan))
