@@ -443,6 +443,7 @@ def _mip_certified(settings: list[Setting], space: DecisionSpace, objective: Obj
     robust value as its incumbent, proves that no plan is better beyond the tie tolerance, finds one if the
     backend's tolerances hid it, and breaks ties in the documented order."""
     from planner.mip import robust as robust_mip     # here: Pyomo is loaded only when a backend is asked for
+    from planner.mip.robust_presolve import EveryMember
     s = settings[0]
     check = SpaceCheck(space, objective, settings, labels)
     base = objective.measure(s.target_kind)
@@ -450,7 +451,7 @@ def _mip_certified(settings: list[Setting], space: DecisionSpace, objective: Obj
     check.prime()
     searched, _ = check.space_for(list(range(len(settings))))
     if searched is not check.reduced:       # every micro-batch count listed: one class each in the model
-        searched = robust_mip.EveryMember.of(searched)
+        searched = EveryMember.of(searched)
     first = _first_scenarios(s, check.reduced, base, settings, statistic)
     plan, value, report = robust_mip.outer_approximation(settings, searched, objective, statistic.k, solver, first,
                                                          deadline, check.reduced)
