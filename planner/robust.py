@@ -42,7 +42,8 @@ from planner.cost.score import time_to_target, window_compute
 from planner.cost.setting import Setting
 from planner.objectives import Objective
 from planner.schema.errors import InputError, Problem
-from planner.solvers import bnb, exhaustive, monotone
+from planner.solvers import BACKEND_NAMES, bnb, exhaustive, monotone
+from planner.solvers.certified import same_plan
 from planner.solvers.objective_search import fewest_nodes, max_compute, min_time
 from planner.space import DecisionSpace
 
@@ -338,15 +339,18 @@ def plan_measures(settings: list[Setting], base: str, batch) -> np.ndarray:
 
 
 def optimise(settings: list[Setting], space: DecisionSpace, objective: Objective, statistic: Statistic,
-             labels: list[str], deadline: float = math.inf, solver: str = "bnb", incumbent: float | None = None):
+             labels: list[str], deadline: float = math.inf, solver: str = "bnb", incumbent: float | None = None,
+             reports: list | None = None, space_check: "SpaceCheck | None" = None):
     """((one-plan batch, robust value) or None, plans scored, proven bound) over the scenarios'
     `settings` (the first the instance as given): the robust counterpart of `planner.solve.optimise`.
 
     min_time: the least robust time to target (seconds) among plans whose robust time is within
     the duration limit; min_cost: the fewest nodes (USD) of such a plan, then the least robust
     time; max_compute: the most robust compute (FLOP), the statistic taken of 1/compute (the
-    k-th largest of 1/C is 1/(the k-th smallest C)). `solver`: "bnb" or "exhaustive" (every plan
-    scored under every scenario).
+    k-th largest of 1/C is 1/(the k-th smallest C)). `solver`: "bnb", "exhaustive" (every plan
+    scored under every scenario), or a MIP backend ("highs", "scip": the robust model of
+    `planner.mip.robust`, its plan certified by this branch and bound, `_mip_certified`; what it
+    reported is appended to `reports`).
 
     The branch and bound runs over an active subset A of the scenarios, grown until its optimum
     holds for all (scenario generation): the k-th largest over A never exceeds the k-th largest
@@ -361,7 +365,8 @@ def optimise(settings: list[Setting], space: DecisionSpace, objective: Objective
     A starts with the k scenarios in which a good seed plan fares worst (`_first_scenarios`); the
     scenarios that bind are few (often one), so the searches cost about that many nominal ones, not S.
 
-    `incumbent` (min_time: seconds, max_compute: FLOP; the branch and bound only): the robust value
+    `space_check`: the `SpaceCheck` of these settings and space if one was built (its class listings are
+    reused). `incumbent` (min_time: seconds, max_compute: FLOP, min_cost: nodes; not the exhaustive oracle): the robust value
     of a plan known to exist elsewhere (another part of a fleet of pools); boxes that cannot come
     within the tie tolerance of it are pruned from the start, and None is returned when no plan
     does. Exact: a plan whose key over all S is as good has its key over A as good (kth_A <= kth_S),
@@ -370,7 +375,9 @@ def optimise(settings: list[Setting], space: DecisionSpace, objective: Objective
     windows = {t.window_s for t in settings}
     if len(windows) > 1:
         raise InputError([Problem(ROBUST_OPTION, "the scenarios change the duration limit; not supported")])
-    check = SpaceCheck(space, objective, settings, labels)
+    if solver in BACKEND_NAMES:
+        return _mip_certified(settings, space, objective, statistic, labels, deadline, solver, incumbent, reports)
+    check = space_check or SpaceCheck(space, objective, settings, labels)
     base = objective.measure(s.target_kind)
     if solver == "exhaustive":
         full, orders = check.space_for(list(range(len(settings))))
@@ -422,5 +429,47 @@ def _search(s: Setting, space: DecisionSpace, objective: Objective, measure: Rob
     if objective.by_time:
         return min_time(s, space, deadline, math.inf if incumbent is None else incumbent, measure=measure)
     if objective.by_cost:
-        return fewest_nodes(s, space, s.window_s, measure, deadline)
+        return fewest_nodes(s, space, s.window_s, measure, deadline, math.inf if incumbent is None else incumbent)
     return max_compute(s, space, deadline, 0.0 if incumbent is None else incumbent, measure=measure)
+
+
+def _mip_certified(settings: list[Setting], space: DecisionSpace, objective: Objective, statistic: Statistic,
+                   labels: list[str], deadline: float, solver: str, incumbent: float | None, reports: list | None):
+    """`optimise` by a MIP backend: the robust model's outer-approximation loop (`planner.mip.robust`) over the
+    space the branch and bound searches for every scenario (`SpaceCheck.space_for`: the reduced space where
+    each scenario lists the nominal classes, else every micro-batch count, one class each in the model:
+    `EveryMember`), then its plan certified as
+    `planner.solvers.certified` certifies the nominal one: the robust branch and bound runs with the plan's
+    robust value as its incumbent, proves that no plan is better beyond the tie tolerance, finds one if the
+    backend's tolerances hid it, and breaks ties in the documented order."""
+    from planner.mip import robust as robust_mip     # here: Pyomo is loaded only when a backend is asked for
+    from planner.mip.robust_presolve import EveryMember
+    s = settings[0]
+    check = SpaceCheck(space, objective, settings, labels)
+    base = objective.measure(s.target_kind)
+    RobustMeasure(base, settings, statistic, labels)      # every scenario's bounds hold (else InputError)
+    check.prime()
+    searched, _ = check.space_for(list(range(len(settings))))
+    if searched is not check.reduced:       # every micro-batch count listed: one class each in the model
+        searched = EveryMember.of(searched)
+    first = _first_scenarios(s, check.reduced, base, settings, statistic)
+    plan, value, report = robust_mip.outer_approximation(settings, searched, objective, statistic.k, solver, first,
+                                                         deadline, check.reduced)
+    if reports is not None:
+        reports.append(report)
+    mine = None
+    if plan is not None:       # the plan's robust value in the units of `incumbent`
+        mine = value if objective.by_cost else math.exp(-value) if objective.maximise else math.exp(value)
+    known = [x for x in (mine, incumbent) if x is not None]
+    best_known = (max(known) if objective.maximise else min(known)) if known else None
+    start = time.perf_counter()
+    found, evaluations, bound = optimise(settings, space, objective, statistic, labels, deadline, "bnb", best_known,
+                                         space_check=check)
+    report.certify_s = time.perf_counter() - start
+    report.certified_changed_plan = (found is None) != (plan is None) or \
+        (plan is not None and found is not None and not same_plan(found[0], plan))
+    if found is not None and mine is not None:
+        better = found[1] > mine * (1 + 1e-9) if objective.maximise else found[1] < \
+            (mine * s.node_price_usd if objective.by_cost else mine) * (1 - 1e-9)
+        report.certified_improved = bool(better)
+    return found, evaluations, bound

@@ -88,8 +88,9 @@ def part_settings(scenario_pools: list[list[PoolSetting]], part: Part, params: f
 
 def solve_pools(instance: Instance, scenario_pools: list[list[PoolSetting]], labels: list[str], objective: Objective,
                 statistic: Statistic, params: float | None, solver: str = "bnb",
-                deadline: float = math.inf) -> PoolsAnswer:
-    """The robust optimum of one model size over every part (module docstring)."""
+                deadline: float = math.inf, reports: list | None = None) -> PoolsAnswer:
+    """The robust optimum of one model size over every part (module docstring); a MIP `solver` answers each
+    part (`planner.robust.optimise`), its reports appended to `reports`."""
     pools = scenario_pools[0]
     maximise = objective.maximise
     best, best_settings, evaluations = None, None, 0
@@ -107,7 +108,7 @@ def solve_pools(instance: Instance, scenario_pools: list[list[PoolSetting]], lab
             if top < part.space.min_nodes:
                 continue          # every plan of the part costs more than the best found
             part = part._replace(space=dataclasses.replace(part.space, max_nodes=top))
-        elif best is not None and solver == "bnb":
+        elif best is not None and solver != "exhaustive":
             incumbent = best.value * (1 - 1e-12 if maximise else 1 + 1e-12)      # ties with it are still found
         settings = part_settings(scenario_pools, part, params)
         if objective.by_time:
@@ -119,7 +120,7 @@ def solve_pools(instance: Instance, scenario_pools: list[list[PoolSetting]], lab
                 bound = min(bound, floor_s)
                 continue          # no plan of the part can come within the tie tolerance of the best
         found, count, part_bound = optimise(settings, part.space, objective, statistic, labels, deadline, solver,
-                                            incumbent)
+                                            incumbent, reports)
         evaluations += count
         if objective.by_cost:
             part_bound = _least_cost(pools, part.used, part_bound)
@@ -133,7 +134,8 @@ def solve_pools(instance: Instance, scenario_pools: list[list[PoolSetting]], lab
             high = min(affordable_nodes(pools, part.used, cost), part.space.max_nodes)
             if high > n:          # pools of price 0: N* .. high cost the same; the least robust time wins
                 tied = dataclasses.replace(part.space, min_nodes=n, max_nodes=high)
-                fastest, more, _ = optimise(settings, tied, MIN_TIME, statistic, labels, deadline, solver)
+                fastest, more, _ = optimise(settings, tied, MIN_TIME, statistic, labels, deadline, solver,
+                                            reports=reports)
                 evaluations += more
                 batch = fastest[0] if fastest is not None else batch
             robust_s = float(statistic.of_values([time_to_target(s, batch)["time_to_target_s"][0] for s in settings]))

@@ -234,23 +234,32 @@ class Formulation:
 
 
 def build(t: Tables, grid: Grid, objective: Objective = MIN_TIME, cutoff: float | None = None,
-          solved: frozenset = frozenset()) -> Formulation:
+          solved: frozenset = frozenset(), block=None) -> Formulation:
     """The model of the tables on the grid, for `objective` (min_time or min_cost).
 
     `cutoff` (ln T for min_time, nodes for min_cost): only plans strictly better are wanted
     (the `incumbent` family, one row): an infeasible model then proves the incumbent optimal.
     `solved`: positions in `t.sync` of classes whose best plan is known exactly (no better plan
-    there than the incumbent): excluded, y = 0 (`incumbent` family too)."""
-    m = pyo.ConcreteModel(name="dtplan")
+    there than the incumbent): excluded, y = 0 (`incumbent` family too).
+
+    `block` (a Pyomo Block; `planner.mip.robust`): one scenario's measure built into it, with no
+    objective, no `duration-limit`, `nodes-used` or `incumbent` rows (the robust statistic's
+    rows are the caller's), and each class or fixed plan that never reaches the target (or no
+    compute) listed in `block.never` instead of held at 0 (`_finite_terms`)."""
+    m = pyo.ConcreteModel(name="dtplan") if block is None else block
     m.max_compute = objective.maximise
     # C_local under linear_v1 / none: psi is linear in u, no brackets; under chinchilla eta_R depends on u
     m.u_axis = m.max_compute and (t.quality_target or t.tokens_scored_eta_r) and bool(t.sync)
     _columns(m, t, grid)
     last = (window_tokens, efficiency, compute_in_window, tokens_at_plan) if m.max_compute else \
-        (efficiency, time_to_target, duration_limit)
+        (efficiency, time_to_target) + ((duration_limit,) if block is None else ())
+    if block is not None:
+        m.never = []
     for family in (choice, bracket, logarithm, fixed_shape, structure, node_limit, budget_limit, memory_cap,
                    sync_overlap) + last:
         family(m, t, grid)
+    if block is not None:
+        return Formulation(m, t, objective)
     if objective.by_cost:
         nodes_used(m, t, grid)
         m.objective = pyo.Objective(expr=m.nodes, sense=pyo.minimize)
@@ -567,13 +576,16 @@ def _most_above(table: np.ndarray, axis: int) -> np.ndarray:
 
 def _finite_terms(m, t: Tables, rows, of_class, of_fixed):
     """(sum_c v_c y_c, sum_f v_f lam_f) over the finite values; a class or fixed plan whose value is
-    infinite (it never reaches the target, or no compute) is excluded by a row `y = 0` in `rows`."""
-    for i, e in enumerate(t.sync):
-        if not math.isfinite(of_class(e)):
-            rows.add(m.yv[i] == 0)
-    for f, p in enumerate(t.fixed):
-        if not math.isfinite(of_fixed(p)):
-            rows.add(m.lamv[f] == 0)
+    infinite (it never reaches the target, or no compute) is excluded by a row `y = 0` in `rows`
+    (in a scenario's block, listed in `m.never`: `build`)."""
+    never = getattr(m, "never", None)        # a scenario's block (`build`): the caller decides
+    excluded = [m.yv[i] for i, e in enumerate(t.sync) if not math.isfinite(of_class(e))] + \
+        [m.lamv[f] for f, p in enumerate(t.fixed) if not math.isfinite(of_fixed(p))]
+    for var in excluded:
+        if never is None:
+            rows.add(var == 0)
+        else:
+            never.append(var)
     classes = [(of_class(e), m.yv[i]) for i, e in enumerate(t.sync) if math.isfinite(of_class(e))]
     fixed = [(of_fixed(p), m.lamv[f]) for f, p in enumerate(t.fixed) if math.isfinite(of_fixed(p))]
     return tuple(linear_expression([c for c, _ in terms], [v for _, v in terms]) for terms in (classes, fixed))

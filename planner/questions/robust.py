@@ -6,7 +6,8 @@ scenario set built pool by pool), a uniform fleet by `planner.robust.optimise` d
 
 - `robust_solve`: `dtplan solve --robust`. The robust optimum over the scenarios (worst case, or
   the k-th largest for `--quantile`), proven by the branch and bound (or every plan scored with
-  `--solver exhaustive`); the nominal optimum (`planner.solve.solve`); and each plan re-scored
+  `--solver exhaustive`; `--solver highs|scip`: the robust MIP of `planner.mip.robust`, its plan
+  certified by the branch and bound, its report in the result's `mip`); the nominal optimum (`planner.solve.solve`); and each plan re-scored
   by the evaluator (`planner.evaluate.evaluate`) under each scenario's instance. The robust value
   recomputed from those figures must agree with the search's to 1e-9 relative.
 - `robust_reach`: `dtplan feasible --robust`. Whether one plan reaches the target within the
@@ -38,7 +39,7 @@ from planner.robust import ROBUST_OPTION, Statistic, optimise
 from planner.robust_pools import check_pools, solve_pools
 from planner.schema.instance import Instance, parse_instance
 from planner.solve import AGREEMENT_REL, MIP_SOLVERS, SolveResult, plan_from_batch, solve
-from planner.solvers import UnsupportedBySolver
+from planner.solvers import UnsupportedBySolver, backends
 from planner.solvers.bnb import TIE_REL
 from planner.solvers.decomposition import plan_of
 from planner.solvers.pool_parts import base_space
@@ -70,9 +71,10 @@ class RobustResult:
 
 
 def _check(instance: Instance, solver: str) -> None:
-    if solver in MIP_SOLVERS:
-        raise UnsupportedBySolver(f"{ROBUST_OPTION} is answered by the branch and bound (bnb) or the exhaustive "
-                                  f"oracle, not by the MIP backend {solver!r}; use --solver bnb")
+    """UnsupportedBySolver when a MIP backend is asked for and is not installed here."""
+    if solver in MIP_SOLVERS and solver not in backends():
+        raise UnsupportedBySolver(f"{ROBUST_OPTION} with the MIP backend {solver!r}: not installed here; "
+                                  f"use --solver bnb")
 
 
 @dataclass
@@ -88,6 +90,7 @@ class _Run:
     plan: Any
     evaluations: int
     bound: float
+    mip: list = field(default_factory=list)     # what a MIP backend reported (`MipReport.to_dict`), per search
 
 
 def _uniform_run(instance: Instance, raw: dict, objective: Objective, quantile: float | None, params, solver: str,
@@ -99,14 +102,17 @@ def _uniform_run(instance: Instance, raw: dict, objective: Objective, quantile: 
                                          (space.modes, space.precisions))
     statistic = Statistic.of(len(settings), quantile)
     space = DecisionSpace.from_instance(instance, settings[0])
-    found, count, bound = optimise(settings, space, objective, statistic, [s.label for s in chosen], deadline, solver)
+    reports: list = []
+    found, count, bound = optimise(settings, space, objective, statistic, [s.label for s in chosen], deadline, solver,
+                                   reports=reports)
+    mip = [r.to_dict() for r in reports]
     if found is None:
-        return _Run(chosen, settings, None, (), None, count, bound)
+        return _Run(chosen, settings, None, (), None, count, bound, mip)
     batch, value = found
     time_s = _statistic_of(settings, statistic, batch, "time_to_target_s") if objective.by_cost else None
     key = objective.rank_key(value, time_s)
     bound = objective.tighter(bound, value)
-    return _Run(chosen, settings, found, key, plan_from_batch(batch, 0, settings[0].is_moe), count, bound)
+    return _Run(chosen, settings, found, key, plan_from_batch(batch, 0, settings[0].is_moe), count, bound, mip)
 
 
 def _pools_run(instance: Instance, raw: dict, objective: Objective, quantile: float | None, params, solver: str,
@@ -118,13 +124,16 @@ def _pools_run(instance: Instance, raw: dict, objective: Objective, quantile: fl
     labels = [s.label for s in chosen]
     check_pools(instance, scenario_pools, labels)
     statistic = Statistic.of(len(scenario_pools), quantile)
-    answer = solve_pools(instance, scenario_pools, labels, objective, statistic, params, solver, deadline)
+    reports: list = []
+    answer = solve_pools(instance, scenario_pools, labels, objective, statistic, params, solver, deadline, reports)
+    mip = [r.to_dict() for r in reports]
     if answer.best is None:
         settings = [p[0].setting if params is None else with_params(p[0].setting, params) for p in scenario_pools]
-        return _Run(chosen, settings, None, (), None, answer.evaluations, answer.bound)
+        return _Run(chosen, settings, None, (), None, answer.evaluations, answer.bound, mip)
     best = answer.best
     plan = plan_of(best, scenario_pools[0], answer.settings[0].is_moe)
-    return _Run(chosen, answer.settings, (best.batch, best.value), best.key, plan, answer.evaluations, answer.bound)
+    return _Run(chosen, answer.settings, (best.batch, best.value), best.key, plan, answer.evaluations, answer.bound,
+                mip)
 
 
 def robust_optimum(instance: Instance, raw: dict, objective: Objective, statistic_quantile: float | None = None,
@@ -137,6 +146,7 @@ def robust_optimum(instance: Instance, raw: dict, objective: Objective, statisti
     runs = [solve_size(instance, raw, objective, statistic_quantile, params, solver, deadline, paths)
             for params in instance.search.params or [None]]
     evaluations = sum(r.evaluations for r in runs)
+    mip = [report for r in runs for report in r.mip]
     statistic = Statistic.of(len(runs[0].chosen), statistic_quantile)
     elapsed = time.perf_counter() - start
     maximise = objective.maximise
@@ -153,7 +163,7 @@ def robust_optimum(instance: Instance, raw: dict, objective: Objective, statisti
             f"robust: no plan meets every limit and reaches the target within the duration limit "
             f"({statistic.describe()})"]
         result = SolveResult(objective, solver, status, None, bound if status == "time_limit" else None, None,
-                             elapsed, evaluations, infeasibility=reasons, compute_kind=kind)
+                             elapsed, evaluations, infeasibility=reasons, compute_kind=kind, mip=mip)
         return result, runs[0].chosen, statistic, runs[0].settings
     value = best.found[1]
     if maximise:
@@ -163,7 +173,7 @@ def robust_optimum(instance: Instance, raw: dict, objective: Objective, statisti
         status = "optimal" if bound >= value * (1 - TIE_REL) else "time_limit"
         gap = 0.0 if status == "optimal" else (value - bound) / value
     result = SolveResult(objective, solver, status, value, bound, gap, elapsed, evaluations, best.plan,
-                         model_params=best.settings[0].params, compute_kind=kind)
+                         model_params=best.settings[0].params, compute_kind=kind, mip=mip)
     return result, best.chosen, statistic, best.settings
 
 
@@ -261,17 +271,17 @@ def robust_reach(instance: Instance, raw: dict, solver: str = "bnb", deadline: f
 # -- thresholds --robust ------------------------------------------------------------------------
 
 
-def robust_answer(raw: dict, node, th, fit: bool = False):
+def robust_answer(raw: dict, node, th, fit: bool = False, solver: str = "bnb"):
     """`thresholds --robust`, one row: the fewest nodes of the accelerator's node whose plan reaches
     the target within the limits under the statistic of the scenarios (robust min_cost, proven by
     the branch and bound), and that plan's robust (worst-case) days to target. The counterpart of
     `planner.questions.thresholds.answer`, whose nominal verification by re-solving it replaces by
-    the search's proof."""
+    the search's proof. `solver`: "bnb", or a MIP backend (its plan certified by the branch and bound)."""
     case = node_case(raw, node, th, fit)
     if isinstance(case, Answer):
         return case
     data, instance, params, cap = case
-    r, _, statistic, settings = robust_optimum(instance, data, MIN_COST)
+    r, _, statistic, settings = robust_optimum(instance, data, MIN_COST, solver=solver)
     if r.status != "optimal":
         return Answer(node, False, model_params=params, result=r,
                       binding=r.infeasibility or [f"no plan with up to {cap:,} nodes reaches the target"])

@@ -197,25 +197,14 @@ def outer_approximation(setting: Setting, space: DecisionSpace, objective: Objec
         report.build_s += time.perf_counter() - start
         r = backend_round(solver, f.model, deadline, compute, loop_end, report, rounds, COMPUTE_GOING_ON_S)
         model_s = time.perf_counter() - start        # this round's model: build, writing, backend
-        if r.status == "infeasible":       # no plan better than the incumbent (or none at all)
-            report.status = "infeasible" if best_plan is None else "optimal"
-            bound = math.inf if best_plan is None else best
-            break
-        bound = raised_bound(bound, r)
-        if not r.has_solution:
-            report.status = r.status
+        stop, bound = settle_round(r, report, best_plan is not None, best, bound)
+        if stop:
             break
         plan, q, ab = f.decode()
         value = incumbent_value(setting, plan, objective)
         if value < best:
             best_plan, best = plan, value
-        if bound >= best - tol:
-            report.status = "optimal"
-            break
-        # max_compute: a round stopped at its own cap (`COMPUTE_GOING_ON_S`) still chose a plan of the model and
-        # proved a bound; the loop goes on (exact step, refinement) while its time lasts
-        if r.status != "optimal" and not (compute and r.status == "time_limit" and time.perf_counter() < loop_end):
-            report.status = r.status
+        if round_ends_loop(r, report, bound, best - tol, compute, loop_end):
             break
         newly_solved = f.chosen is not None and f.chosen not in solved
         if newly_solved:       # the chosen class and the next most promising ones, solved exactly
@@ -248,19 +237,52 @@ def outer_approximation(setting: Setting, space: DecisionSpace, objective: Objec
             break
     else:
         report.status = "gap"
-    size = f.size()
+    close_report(report, f.size(), f.families(), setting, objective, best, bound)
+    return best_plan, best, report
+
+
+def settle_round(r, report: MipReport, found: bool, best: float, bound: float) -> tuple[bool, float]:
+    """After a backend round of an outer-approximation loop: (whether the loop stops, its bound). An
+    infeasible model (no plan better than the incumbent, or none at all when none was `found`) or a
+    round without a solution stops it; else the bound is raised (`raised_bound`)."""
+    if r.status == "infeasible":
+        report.status = "infeasible" if not found else "optimal"
+        return True, math.inf if not found else best
+    bound = raised_bound(bound, r)
+    if not r.has_solution:
+        report.status = r.status
+        return True, bound
+    return False, bound
+
+
+def round_ends_loop(r, report: MipReport, bound: float, wanted: float, compute: bool, loop_end: float) -> bool:
+    """Whether the loop ends after a round whose plan was scored: its bound reached `wanted` (the best
+    value less the tolerance: optimal), or the backend stopped short. max_compute: a round stopped at its
+    own cap (`COMPUTE_GOING_ON_S`) still chose a plan of the model and proved a bound; the loop goes on
+    (exact step, refinement) while its time lasts."""
+    if bound >= wanted:
+        report.status = "optimal"
+        return True
+    if r.status != "optimal" and not (compute and r.status == "time_limit" and time.perf_counter() < loop_end):
+        report.status = r.status
+        return True
+    return False
+
+
+def close_report(report: MipReport, size: dict, families: dict, setting: Setting, objective: Objective,
+                 best: float, bound: float) -> None:
+    """The loop's last model's size and families, its best value and bound in the objective's units, the gap."""
     report.columns, report.rows, report.nonzeros = size["columns"], size["rows"], size["nonzeros"]
-    report.families = f.families()
+    report.families = families
     to_units = lambda v: incumbent_units(setting, objective, v)
     if math.isfinite(best):
         report.objective = to_units(best)
     if math.isfinite(bound):
         report.bound = to_units(min(bound, best)) if math.isfinite(best) else to_units(bound)
-    elif compute and bound == math.inf:      # proven: no plan reaches any compute
+    elif objective.maximise and bound == math.inf:      # proven: no plan reaches any compute
         report.bound = 0.0
     if report.objective is not None and report.bound is not None and report.objective > 0:
         report.gap = max(0.0, abs(report.objective - report.bound) / report.objective)
-    return best_plan, best, report
 
 
 def optimise(setting: Setting, space: DecisionSpace, objective: Objective, backend: str, deadline: float = math.inf):
@@ -284,12 +306,15 @@ def optimise(setting: Setting, space: DecisionSpace, objective: Objective, backe
     mine = incumbent_units(setting, objective, value)
     report.certify_s = time.perf_counter() - start
     if best is not None:
-        b = best[0]
-        same = b.mode == plan.mode and b.precision == plan.precision and b.expert_parallel == plan.expert_parallel \
-            and all(np.array_equal(getattr(b, k), getattr(plan, k)) for k in
-                    ("nodes", "inner_steps", "regional_rounds", "compression", "stages", "group_size",
-                     "micro_batches", "activation_compression", "streaming"))
-        report.certified_changed_plan = not same
+        report.certified_changed_plan = not same_plan(best[0], plan)
         report.certified_improved = bool(best[1] > mine * (1 + 1e-9) if objective.maximise
                                          else best[1] < mine * (1 - 1e-9))
     return best, evaluations, bound, report
+
+
+def same_plan(a, b) -> bool:
+    """Whether two one-plan batches hold the same plan (every decision)."""
+    return a.mode == b.mode and a.precision == b.precision and a.expert_parallel == b.expert_parallel \
+        and all(np.array_equal(getattr(a, k), getattr(b, k)) for k in
+                ("nodes", "inner_steps", "regional_rounds", "compression", "stages", "group_size",
+                 "micro_batches", "activation_compression", "streaming"))
