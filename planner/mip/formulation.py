@@ -598,7 +598,7 @@ def time_to_target(m, t: Tables, grid: Grid):
     m.time_to_target = pyo.ConstraintList()
     kappa, fixed = _finite_terms(m, t, m.time_to_target, lambda e: e.kappa, lambda p: p.log_time)
     m.time_to_target.add(m.L >= kappa + fixed - m.ln_n + m.z - m.omega)
-    if t.class_lower is not None:     # a valid cut: ln T >= the class's box bound (`tables.class_bounds`)
+    if t.class_lower is not None:     # a valid cut: ln T >= the class's box bound (`table_bounds.class_bounds`)
         at = [(float(lb), m.yv[i]) for i, lb in enumerate(t.class_lower) if math.isfinite(lb)]
         m.time_to_target.add(m.L >= linear_expression([c for c, _ in at], [y for _, y in at]) + fixed)
 

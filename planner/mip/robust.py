@@ -58,7 +58,8 @@ from planner.cost.score import time_to_target, window_compute
 from planner.cost.setting import Setting
 from planner.mip.formulation import CUTOFF_LOG, Formulation, Grid, build, nodes_used
 from planner.mip.robust_presolve import EveryMember, Pruning
-from planner.mip.tables import OMEGA_FLOOR, Tables, column, outer_per_step, presolve, presolve_compute, sync_terms
+from planner.mip.presolve import presolve, presolve_compute
+from planner.mip.tables import OMEGA_FLOOR, Tables, column, outer_per_step, sync_terms
 from planner.objectives import Objective
 from planner.solvers import UnsupportedBySolver, backends
 from planner.solvers.certified import (COMPUTE_GOING_ON_S, COMPUTE_LOG_TOL, COMPUTE_LOOP_S, LOG_TOL, MAX_ROUNDS,

@@ -12,7 +12,8 @@ import re
 import numpy as np
 
 from planner.cost.setting import Setting
-from planner.mip.tables import Tables, class_bounds, compute_bounds, compute_box_bounds, labels, least_nodes
+from planner.mip.table_bounds import class_bounds, compute_box_bounds, least_nodes
+from planner.mip.tables import Tables, compute_bounds, labels
 from planner.objectives import Objective
 from planner.space import Classes, DecisionSpace
 
@@ -63,15 +64,15 @@ def group_key(label: str) -> str:
 class Pruning:
     """The robust presolve (docs/robust.md, "The robust MIP"): the classes and fixed plans kept, by label.
 
-    A first incumbent is the nominal presolve's plan (`tables.presolve`, `presolve_compute`) of the first
+    A first incumbent is the nominal presolve's plan (`presolve.presolve`, `presolve_compute`) of the first
     active scenario, scored under every scenario (`robust_value`). Each scenario's own box bounds per class
-    (`tables.class_bounds`: a lower bound on ln T of every plan of the class; max_compute `compute_bounds`
+    (`table_bounds.class_bounds`: a lower bound on ln T of every plan of the class; max_compute `compute_bounds`
     and `compute_box_bounds`: an upper bound on ln C) give, by the statistic over the active scenarios A,
     a lower bound on the robust value of every plan of the class (the k-th largest is non-decreasing in
     each entry, and over A it never exceeds the one over all S): a class whose bound exceeds the
     incumbent, or (min_time) ln W, cannot hold a better plan within the duration limit and leaves every
     block. min_cost: a class whose least nodes
-    (`tables.least_nodes` per scenario, their k-th largest over A: a plan meeting the duration limit
+    (`table_bounds.least_nodes` per scenario, their k-th largest over A: a plan meeting the duration limit
     under the statistic meets it in at least |A| - k + 1 scenarios of A, so it uses at least the least
     nodes of each of those) exceed the incumbent's nodes, or whose bound on ln T exceeds ln W, leaves
     too; the k-th largest least nodes is the first block's `class_least_nodes` (`nodes-used`). Each
@@ -85,7 +86,7 @@ class Pruning:
         self._bounds: dict[int, tuple] = {}
 
     def bounds(self, t: Tables) -> tuple[np.ndarray, np.ndarray]:
-        """`tables.class_bounds` of the full tables t (remembered)."""
+        """`table_bounds.class_bounds` of the full tables t (remembered)."""
         if id(t) not in self._bounds:
             self._bounds[id(t)] = (t, class_bounds(t))
         return self._bounds[id(t)][1]
