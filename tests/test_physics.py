@@ -565,3 +565,16 @@ def test_dtplan_decisions_keep_q_monotone(case, terms, z, code, h):
     ns = np.unique(np.geomspace(2, 100000, 40).astype(int))
     q, e = q_e(ns, h)
     assert _non_decreasing(q) and _non_increasing(e)
+
+
+def test_tensor_parallel_checked_against_every_pool():
+    """With pools the TP group must fit inside every pool's node: the shipped mixed fleet has nodes of 48
+    (48xA100-80GB) and 16 accelerators (16xH100-SXM), so T = 16 fits both and T = 32 fits only the A100s'."""
+    data = json.loads((ROOT / "instances" / "mixed-a100-h100.json").read_text())
+    data["assumptions"] = {"profile": "dtplan", "constants": {"tensor_parallel": 16}}
+    parse_instance(data)
+    data["assumptions"]["constants"]["tensor_parallel"] = 32
+    with pytest.raises(InputError) as info:
+        parse_instance(data)
+    assert str(info.value).count("assumptions.constants.tensor_parallel") == 1
+    assert "tensor_parallel: must be <= every pool's accelerators per node (fleet.pools[1]: 16), got 32" in str(info.value)

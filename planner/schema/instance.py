@@ -539,6 +539,11 @@ class Instance(StrictModel):
         if hw is not None and tp > hw.accelerators_per_node:      # dtplan's TP term runs inside one node
             problems.append(Problem("assumptions.constants.tensor_parallel",
                                     f"must be <= the node's accelerators ({hw.accelerators_per_node}), got {show(tp)}"))
+        for i, pool in enumerate(self.fleet.pools or ()):           # with pools: inside every pool's node
+            if tp > pool.hardware.accelerators_per_node:
+                problems.append(Problem("assumptions.constants.tensor_parallel",
+                                        f"must be <= every pool's accelerators per node (fleet.pools[{i}]: "
+                                        f"{pool.hardware.accelerators_per_node}), got {show(tp)}"))
         problems += pool_site_problems(self.fleet, self.network)
         if problems:
             raise_problems(problems)
