@@ -145,12 +145,16 @@ def link_values(links) -> tuple[float, ...]:
     return tuple(float(getattr(links, f)) for f in LINK_FIELDS)
 
 
-def pattern_groups(pools: Sequence[PoolSetting], keys: Sequence[PoolKey], sites) -> list[PatternGroup]:
+def pattern_groups(pools: Sequence[PoolSetting], keys: Sequence[PoolKey], sites,
+                   key_links: Sequence[tuple[float, ...]] | None = None) -> list[PatternGroup]:
     """The model's columns x: the patterns grouped by (precision, slowest, least memory, link values of
-    their sites); refused (exit 2) beyond MAX_PATTERNS."""
+    their sites: `key_links` per key when given, else `sites.links`); refused (exit 2) beyond MAX_PATTERNS."""
     found: dict[tuple, list[int]] = {}
     for k, key in enumerate(keys):
-        links = link_values(sites.links(key.sites)) if sites is not None and key.sites else ()
+        if sites is None or not key.sites:
+            links = ()
+        else:
+            links = key_links[k] if key_links is not None else link_values(sites.links(key.sites))
         found.setdefault((key.precision, key.slowest, key.memory_bytes, links), []).append(k)
     if len(found) > MAX_PATTERNS:
         raise UnsupportedBySolver(f"the one-model path for a fleet of pools takes at most {MAX_PATTERNS} columns of "
@@ -171,34 +175,90 @@ class SiteItems:
     largest (RTTs) over the items within S of the item's own links (`planner.fleet.network`: the WAN
     route is the least bandwidth and largest RTT over the pairs of S, each site's LAN included, capped
     by the access link once S has two sites; the regions are each site's first candidate group, so
-    the regional links are those over the pairs sharing a region). `site_items` checks this on every
-    set of sites of the patterns (refused otherwise)."""
+    the regional links are those over the pairs sharing a region). `site_items` checks this on the sets
+    of one, two and three sites of the patterns (refused otherwise).
+
+    `table[m]`: the links of the set of sites of bit mask m (bit j: hosts[j]) by that rule, every field
+    negated where it is the largest so that all are least: table[m | 2^b] = min(table[m], item (b,),
+    items (b, j) for j in m) for m < 2^b, built for all 2^H sets at once (`_set_table`), so a set of
+    sites costs a row lookup instead of a route table block and its regions (`SiteNetwork.links`; 16
+    pools in 16 cities: 65,535 sets). None beyond MAX_TABLE_HOSTS hosts (`links_of` then asks the network)."""
 
     hosts: list[str]
     items: list[tuple[int, ...]]      # (j,) and (i, j), i < j, positions in hosts
     values: np.ndarray                # items x LINK_FIELDS
+    table: np.ndarray | None = None   # 2^H x LINK_FIELDS, largest fields negated
+    network: object = None            # the SiteNetwork, for `links_of` without a table
+
+    def key_links(self, keys: Sequence[PoolKey]) -> list[tuple[float, ...]]:
+        """link_values(network.links(key.sites)) of every key, read from `table`."""
+        if self.table is None:
+            return [self.links_of(key.sites) for key in keys]
+        where = {h: j for j, h in enumerate(self.hosts)}
+        bits: dict[tuple[str, ...], int] = {}
+        for key in keys:
+            if key.sites not in bits:
+                bits[key.sites] = sum(1 << where[h] for h in set(key.sites))
+        masks = np.array([bits[key.sites] for key in keys], dtype=np.int64)
+        return list(map(tuple, (self.table[masks] * _SIGN).tolist()))
+
+    def links_of(self, site_set: Sequence[str]) -> tuple[float, ...]:
+        """link_values(network.links(site_set)), from `table` when it is built."""
+        if self.table is None:
+            return link_values(self.network.links(site_set))
+        where = {h: j for j, h in enumerate(self.hosts)}
+        return tuple((self.table[sum(1 << where[h] for h in set(site_set))] * _SIGN).tolist())
 
 
-def site_items(pools: Sequence[PoolSetting], keys: Sequence[PoolKey], sites, deadline: float = math.inf) -> SiteItems:
-    """The items of the sites holding pools (`SiteItems`), checked against the links of every set of
-    sites of `keys`."""
+MAX_TABLE_HOSTS = 20     # `SiteItems.table` holds 2^H rows of LINK_FIELDS: 40 MB at 20 sites (pool_keys refuses
+                         # fleets whose sets of sites exceed MAX_SITE_SETS = 2^17 before that)
+_SIGN = np.where(LINK_LEAST, 1.0, -1.0)
+
+
+def _set_table(values: np.ndarray, items: list[tuple[int, ...]], count: int) -> np.ndarray:
+    """SiteItems.table: the links of every set of `count` sites from its items' (negated where largest)."""
+    signed = values * _SIGN
+    at = {e: a for a, e in enumerate(items)}
+    table = np.full((1 << count, len(LINK_FIELDS)), np.inf)
+    for b in range(count):
+        with_b = np.empty((1 << b, len(LINK_FIELDS)))        # [m]: item (b,) and the items (j, b), j in m
+        with_b[0] = signed[at[(b,)]]
+        for j in range(b):
+            np.minimum(with_b[:1 << j], signed[at[(j, b)]], out=with_b[1 << j:2 << j])
+        np.minimum(table[:1 << b], with_b, out=table[1 << b:2 << b])
+    return table
+
+
+def site_links(pools: Sequence[PoolSetting], sites) -> SiteItems:
+    """The items of the sites holding pools and the links of every set of them (`SiteItems`), unchecked."""
     hosts = sorted({p.site for p in pools})
     items = [(j,) for j in range(len(hosts))] + list(combinations(range(len(hosts)), 2))
     values = np.array([link_values(sites.links([hosts[i] for i in e])) for e in items], dtype=float)
-    member = np.zeros((len(items), len(hosts)), dtype=bool)
-    for a, e in enumerate(items):
-        member[a, list(e)] = True
-    where = {h: j for j, h in enumerate(hosts)}
-    for site_set in {key.sites for key in keys}:
+    table = _set_table(values, items, len(hosts)) if len(hosts) <= MAX_TABLE_HOSTS else None
+    return SiteItems(hosts, items, values, table, sites)
+
+
+def check_site_items(items: SiteItems, keys: Sequence[PoolKey], sites, deadline: float = math.inf) -> None:
+    """Refused (exit 2) unless the links of the sets of one, two and three sites of `keys` are the least /
+    largest over their items' (`SiteItems`). Larger sets follow: network.links takes the WAN route over
+    the pairs of S and the LANs (the access cap a pair carries too), and puts each site in its first
+    candidate group (or its block of chosen regions) whatever else S holds, so a pair shares a region in
+    S iff it does alone; a third site is where a rule of regions depending on S would show. (Every set was
+    checked before; on 16 pools in 16 cities that was 65,535 route blocks and region splits, most of the
+    solve's CPU.)"""
+    for site_set in {key.sites for key in keys if len(key.sites) <= 3}:
         check_deadline(deadline)
-        inside = np.zeros(len(hosts), dtype=bool)
-        inside[[where[h] for h in site_set]] = True
-        present = values[~(member & ~inside).any(axis=1)]
-        got = tuple(float(present[:, c].min() if least else present[:, c].max()) for c, least in enumerate(LINK_LEAST))
-        if got != link_values(sites.links(site_set)):
+        if items.links_of(site_set) != link_values(sites.links(site_set)):
             raise UnsupportedBySolver(f"the links of the sites {', '.join(site_set)} are not the least / largest over "
                                       "their pairs' (the one-model path's rows need that); use --solver bnb")
-    return SiteItems(hosts, items, values)
+
+
+def site_items(pools: Sequence[PoolSetting], keys: Sequence[PoolKey], sites, deadline: float = math.inf) -> SiteItems:
+    """The items of the sites holding pools (`SiteItems`), checked against the links of the sets of
+    sites of `keys` (`check_site_items`)."""
+    items = site_links(pools, sites)
+    check_site_items(items, keys, sites, deadline)
+    return items
 
 
 def key_counts(pools: Sequence[PoolSetting], key: PoolKey, nodes: int) -> list[int] | None:
