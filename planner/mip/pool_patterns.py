@@ -23,7 +23,7 @@ import numpy as np
 
 from planner.cost.setting import PlanBatch, Setting
 from planner.fleet.pools import PoolSetting
-from planner.fleet.replicas import cheapest_fill, fleet_cost_usd, node_price_usd
+from planner.fleet.replicas import cheapest_fill, node_price_usd
 from planner.mip.tables import Tables
 from planner.solvers import UnsupportedBySolver
 
@@ -84,6 +84,9 @@ def pool_keys(pools: Sequence[PoolSetting], precisions: Sequence[str], with_site
             mem_s = pools[s].setting.memory_bytes
             for v in sorted({pools[p].setting.memory_bytes for p in not_slower if pools[p].setting.memory_bytes <= mem_s}):
                 base = [p for p in not_slower if pools[p].setting.memory_bytes >= v]
+                base_at: dict[str, list[int]] = {}          # the pools of base at each site, in listing order
+                for p in base:
+                    base_at.setdefault(pools[p].site, []).append(p)
                 hosts = sorted({pools[p].site for p in base}) if with_sites else []
                 others = [h for h in hosts if h != pools[s].site]
                 site_sets = [()] if not with_sites else \
@@ -91,8 +94,9 @@ def pool_keys(pools: Sequence[PoolSetting], precisions: Sequence[str], with_site
                      for extra in combinations(others, r)]
                 for sites in site_sets:
                     check_deadline(deadline)
-                    allowed = tuple(p for p in base if not with_sites or pools[p].site in sites)
-                    covers = _covers(pools, s, v, sites, allowed)
+                    inside = set(sites)
+                    allowed = tuple(p for p in base if not with_sites or pools[p].site in inside)
+                    covers = _covers(pools, s, v, sites, allowed, {h: base_at[h] for h in sites})
                     if covers:
                         keys.append(PoolKey(precision, s, v, sites, allowed, covers))
                     if len(keys) > MAX_SITE_SETS:
@@ -103,19 +107,28 @@ def pool_keys(pools: Sequence[PoolSetting], precisions: Sequence[str], with_site
     return keys
 
 
-def _covers(pools, s: int, v: float, sites: tuple[str, ...], allowed: tuple[int, ...]) -> tuple[tuple[int, ...], ...]:
+def _covers(pools, s: int, v: float, sites: tuple[str, ...], allowed: tuple[int, ...],
+            at_site: dict[str, list[int]] | None = None) -> tuple[tuple[int, ...], ...]:
     """The minimal sets of allowed pools that hold s, a pool of memory v and a pool at every site, fewest
     pools first, then in listing order. Each is s, one pool at each other site (a pool there is needed,
     a second one would be redundant), and, when none of those has memory v, one pool of memory v at s's
     site (without sites: anywhere); a pool of memory v at another site would make that site's first
-    pool redundant, so it is one of the choices of that site instead."""
+    pool redundant, so it is one of the choices of that site instead. `at_site`: the allowed pools at
+    each site of `sites`, in listing order, when the caller holds them."""
     from itertools import product
     home = pools[s].site if sites else None
-    choices = [[p for p in allowed if pools[p].site == site] for site in sites if site != home]
-    extra_v = [p for p in allowed if p != s and pools[p].setting.memory_bytes == v and (not sites or pools[p].site == home)]
+    if at_site is None:
+        at_site = {}
+        for p in allowed:
+            at_site.setdefault(pools[p].site, []).append(p)
+    choices = [at_site.get(site, []) for site in sites if site != home]
+    extra_v = [p for p in (at_site.get(home, []) if sites else allowed)
+               if p != s and pools[p].setting.memory_bytes == v]
+    with_v = {p for p in allowed if pools[p].setting.memory_bytes == v}
+    s_has_v = pools[s].setting.memory_bytes == v
     found = set()
     for picked in product(*choices):
-        if pools[s].setting.memory_bytes == v or any(pools[p].setting.memory_bytes == v for p in picked):
+        if s_has_v or not with_v.isdisjoint(picked):
             found.add(tuple(sorted(picked)))
         else:
             found.update(tuple(sorted(picked + (p,))) for p in extra_v)
@@ -261,47 +274,76 @@ def site_items(pools: Sequence[PoolSetting], keys: Sequence[PoolKey], sites, dea
     return items
 
 
-def key_counts(pools: Sequence[PoolSetting], key: PoolKey, nodes: int) -> list[int] | None:
+@dataclass(frozen=True)
+class FillOrder:
+    """The node price of each pool (`node_price_usd`) and the pools cheapest first (ties to the first
+    listed): what `key_counts` reads for every pattern, computed once per fleet (`fill_order`)."""
+
+    prices: tuple[float, ...]
+    order: tuple[int, ...]
+
+    def cost_usd(self, counts: Sequence[int]) -> float:
+        """`fleet_cost_usd`: sum_p n_p x node price_p, the same terms in the same order."""
+        return float(sum(n * price for n, price in zip(counts, self.prices)))
+
+
+def fill_order(pools: Sequence[PoolSetting]) -> FillOrder:
+    prices = tuple(node_price_usd(p) for p in pools)
+    return FillOrder(prices, tuple(sorted(range(len(pools)), key=lambda p: (prices[p], p))))
+
+
+def key_counts(pools: Sequence[PoolSetting], key: PoolKey, nodes: int,
+               fill: FillOrder | None = None) -> list[int] | None:
     """The cheapest counts of `nodes` nodes with this pattern: a minimal cover one node each, the rest
-    from the cheapest allowed pools (min over the covers); None if no cover fits."""
+    from the cheapest allowed pools (min over the covers); None if no cover fits. `fill`: the fleet's
+    `fill_order` when the caller holds it."""
+    fill = fill_order(pools) if fill is None else fill
+    total = sum(pools[p].count for p in key.allowed)
+    allowed = set(key.allowed)
     best, best_cost = None, math.inf
     for cover in key.covers:
-        if not len(cover) <= nodes <= sum(pools[p].count for p in key.allowed):
+        if not len(cover) <= nodes <= total:
             continue
         counts = [0] * len(pools)
         for p in cover:
             counts[p] = 1
         left = nodes - len(cover)
-        for p in sorted(key.allowed, key=lambda p: (node_price_usd(pools[p]), p)):
-            take = min(left, pools[p].count - counts[p])
-            counts[p] += take
-            left -= take
-        cost = fleet_cost_usd(pools, counts)
+        for p in fill.order:
+            if left == 0:
+                break
+            if p in allowed:
+                take = min(left, pools[p].count - counts[p])
+                counts[p] += take
+                left -= take
+        cost = fill.cost_usd(counts)
         if left == 0 and cost < best_cost:
             best, best_cost = counts, cost
     return best
 
 
 def key_range(pools: Sequence[PoolSetting], key: PoolKey, min_nodes: int, cap: float,
-              budget_usd: float | None) -> tuple[int, int] | None:
+              budget_usd: float | None, fill: FillOrder | None = None) -> tuple[int, int] | None:
     """[lo, hi]: the node counts N a plan of this pattern can have (every N between is realisable within
-    the node cap and the budget: the cheapest counts never cost less as N grows)."""
+    the node cap and the budget: the cheapest counts never cost less as N grows). `fill`: as `key_counts`."""
     lo = max(min_nodes, min(len(c) for c in key.covers))
     hi = int(min(sum(pools[p].count for p in key.allowed), cap))
+    if hi < lo:
+        return None
+    if budget_usd is None:      # lo <= hi <= the allowed pools' nodes and a cover of at most lo pools: counts exist
+        return lo, hi           # (key_counts finds them, the prices being finite: the schema caps them)
+    fill = fill_order(pools) if fill is None else fill
 
     def within(n: int) -> bool:
-        counts = key_counts(pools, key, n)
-        return counts is not None and (budget_usd is None or fleet_cost_usd(pools, counts) <= budget_usd)
+        counts = key_counts(pools, key, n, fill)
+        return counts is not None and fill.cost_usd(counts) <= budget_usd
 
-    if hi < lo or not within(lo):
+    if not within(lo):
         return None
-    if budget_usd is not None:
-        low, high = lo, hi
-        while low < high:
-            mid = (low + high + 1) // 2
-            low, high = (mid, high) if within(mid) else (low, mid - 1)
-        hi = low
-    return lo, hi
+    low, high = lo, hi
+    while low < high:
+        mid = (low + high + 1) // 2
+        low, high = (mid, high) if within(mid) else (low, mid - 1)
+    return lo, low
 
 
 @dataclass

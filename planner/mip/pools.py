@@ -54,8 +54,8 @@ from planner.objectives import MIN_COST, MIN_TIME, Objective
 from planner.fleet.pools import PoolSetting
 from planner.fleet.replicas import fleet_cost_usd
 from planner.sync.straggler.rule import mixed_setting
-from planner.mip.pool_patterns import (PoolTables, SettingPart, check_deadline, check_site_items, key_counts,
-                                       key_range, mixed_plan, pattern_groups, pool_keys, price_scale, site_links)
+from planner.mip.pool_patterns import (PoolTables, SettingPart, check_deadline, check_site_items, fill_order,
+                                       key_counts, key_range, mixed_plan, pattern_groups, pool_keys, price_scale, site_links)
 from planner.sync.proportional.mip_rows import rho_max, rule_incumbent, rule_space, rule_tables
 from planner.mip.presolve import presolve, presolve_compute
 from planner.mip.table_bounds import class_bounds, compute_box_bounds
@@ -127,11 +127,12 @@ def pool_tables(instance, pools: list[PoolSetting], objective: Objective, params
     budget = instance.limits.budget_usd
     keys, ranges, settings, known, key_links = [], [], [], {}, []
     listed = pool_keys(pools, space.precisions, sites is not None, deadline)
+    fill = fill_order(pools)                                          # node prices, cheapest pools first
     items = site_links(pools, sites) if sites is not None else None      # the links of every set of sites
     listed_links = items.key_links(listed) if items is not None else [()] * len(listed)
     for key, links in zip(listed, listed_links):
         check_deadline(deadline)
-        span = key_range(pools, key, space.min_nodes, cap, budget)
+        span = key_range(pools, key, space.min_nodes, cap, budget, fill)
         if span is None:
             continue
         shape = (key.precision, key.slowest, key.memory_bytes, links)   # what the setting depends on
