@@ -92,11 +92,12 @@ def pool_keys(pools: Sequence[PoolSetting], precisions: Sequence[str], with_site
                 site_sets = [()] if not with_sites else \
                     [tuple(sorted((pools[s].site,) + extra)) for r in range(len(others) + 1)
                      for extra in combinations(others, r)]
+                with_v = {p for p in base if pools[p].setting.memory_bytes == v}
                 for sites in site_sets:
                     check_deadline(deadline)
-                    inside = set(sites)
-                    allowed = tuple(p for p in base if not with_sites or pools[p].site in inside)
-                    covers = _covers(pools, s, v, sites, allowed, {h: base_at[h] for h in sites})
+                    # base is in listing order: its pools at the sites, in listing order
+                    allowed = tuple(sorted(p for h in sites for p in base_at[h])) if with_sites else tuple(base)
+                    covers = _covers(pools, s, v, sites, allowed, {h: base_at[h] for h in sites}, with_v)
                     if covers:
                         keys.append(PoolKey(precision, s, v, sites, allowed, covers))
                     if len(keys) > MAX_SITE_SETS:
@@ -108,13 +109,14 @@ def pool_keys(pools: Sequence[PoolSetting], precisions: Sequence[str], with_site
 
 
 def _covers(pools, s: int, v: float, sites: tuple[str, ...], allowed: tuple[int, ...],
-            at_site: dict[str, list[int]] | None = None) -> tuple[tuple[int, ...], ...]:
+            at_site: dict[str, list[int]] | None = None, with_v: set[int] | None = None) -> tuple[tuple[int, ...], ...]:
     """The minimal sets of allowed pools that hold s, a pool of memory v and a pool at every site, fewest
     pools first, then in listing order. Each is s, one pool at each other site (a pool there is needed,
     a second one would be redundant), and, when none of those has memory v, one pool of memory v at s's
     site (without sites: anywhere); a pool of memory v at another site would make that site's first
     pool redundant, so it is one of the choices of that site instead. `at_site`: the allowed pools at
-    each site of `sites`, in listing order, when the caller holds them."""
+    each site of `sites`, in listing order, and `with_v`: pools of memory v (a superset of the allowed
+    ones is fine), when the caller holds them."""
     from itertools import product
     home = pools[s].site if sites else None
     if at_site is None:
@@ -124,7 +126,8 @@ def _covers(pools, s: int, v: float, sites: tuple[str, ...], allowed: tuple[int,
     choices = [at_site.get(site, []) for site in sites if site != home]
     extra_v = [p for p in (at_site.get(home, []) if sites else allowed)
                if p != s and pools[p].setting.memory_bytes == v]
-    with_v = {p for p in allowed if pools[p].setting.memory_bytes == v}
+    if with_v is None:
+        with_v = {p for p in allowed if pools[p].setting.memory_bytes == v}
     s_has_v = pools[s].setting.memory_bytes == v
     found = set()
     for picked in product(*choices):
