@@ -10,6 +10,11 @@ times another checkout. Each shipped instance with `fleet.pools` (instances/mixe
 for its own objective under each of `--rules` (fleet.sync_rule) with each of `--solvers`,
 `--repeats` times (the first solve of the process also pays the imports: run a warm-up first). Prints
 per case the median CPU seconds and the status, then the total of the medians and the load average.
+
+    python scripts/bench_pools_cpu.py --cities 16 --solvers highs [--root DIR]
+
+times instead `bench_mixed.py`'s `pools_data(16)` (16 pools of 40 nodes in 16 European cities along a
+chain of 1 Gb/s links), min_time, under the straggler rule: docs/mip.md's "16 pools in 16 cities".
 """
 
 from __future__ import annotations
@@ -31,12 +36,15 @@ def main() -> int:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--solvers", default="bnb,highs")
     parser.add_argument("--rules", default="straggler,auto")
+    parser.add_argument("--cities", type=int, default=0, help="time bench_mixed.pools_data(N), min_time, instead")
     opts = parser.parse_args()
     sys.path.insert(0, str(opts.root.resolve()))
     from planner.schema.errors import InputError
     from planner.schema.instance import parse_instance
     from planner.solve import solve
 
+    if opts.cities:
+        return cities(opts, parse_instance, solve)
     paths = sorted((HERE / "instances").glob("mixed-*.json"))
     paths = [p for p in paths if not p.name.endswith(".expected.json")]
     first = parse_instance(json.loads(paths[0].read_text()))
@@ -61,6 +69,25 @@ def main() -> int:
                 print(f"{path.stem:26s} {rule:9s} {solver:6s} cpu median {median:7.3f} s  "
                       f"(min {min(times):.3f}, max {max(times):.3f}, {opts.repeats} runs)  {status}")
     print(f"root={opts.root} total_cpu_s={total:.3f} load={' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    return 0
+
+
+def cities(opts, parse_instance, solve) -> int:
+    """CPU seconds of `opts.repeats` solves of pools_data(opts.cities), min_time, each solver (a warm-up
+    solve of 4 cities first: the imports)."""
+    sys.path.insert(0, str(HERE / "scripts"))
+    from bench_mixed import pools_data
+    solve(parse_instance(pools_data(4)), "min_time", solver=opts.solvers.split(",")[0])
+    for solver in opts.solvers.split(","):
+        times, result = [], None
+        for _ in range(opts.repeats):
+            start = time.process_time()
+            result = solve(parse_instance(pools_data(opts.cities)), "min_time", solver=solver)
+            times.append(time.process_time() - start)
+        days = result.objective_value / 86400 if result.objective_value is not None else None
+        print(f"{opts.cities} pools in {opts.cities} cities min_time {solver}: cpu median "
+              f"{statistics.median(times):.2f} s (min {min(times):.2f}, max {max(times):.2f}, {opts.repeats} runs)  "
+              f"{result.status} {days} days  root={opts.root} load={' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     return 0
 
 

@@ -535,7 +535,9 @@ def test_links_of_a_set_of_sites_are_those_of_its_items(seed):
             got = tuple(float(items.values[inside, f].min() if least else items.values[inside, f].max())
                         for f, least in enumerate(LINK_LEAST))
             assert got == want, (chosen, got, want)
+            assert items.links_of([hosts[j] for j in chosen]) == want, chosen     # the table of all sets
     groups = pattern_groups(pools, keys, net)
+    assert groups == pattern_groups(pools, keys, net, items.key_links(keys))      # links from the table
     assert sorted(k for g in groups for k in g.keys) == list(range(len(keys)))
     for g in groups:
         for k in g.keys:
@@ -573,6 +575,7 @@ def test_links_of_many_sites_are_those_of_their_items(seed):
             got = tuple(float(items.values[inside, f].min() if least else items.values[inside, f].max())
                         for f, least in enumerate(LINK_LEAST))
             assert got == want, (chosen, got, want)
+            assert items.links_of([items.hosts[j] for j in chosen]) == want, chosen
 
 
 @pytest.mark.parametrize("objective,backend", [("min_time", "highs"), ("min_cost", "highs"), ("max_compute", "highs"),

@@ -23,7 +23,7 @@ import numpy as np
 
 from planner.cost.setting import PlanBatch, Setting
 from planner.fleet.pools import PoolSetting
-from planner.fleet.replicas import cheapest_fill, fleet_cost_usd, node_price_usd
+from planner.fleet.replicas import cheapest_fill, node_price_usd
 from planner.mip.tables import Tables
 from planner.solvers import UnsupportedBySolver
 
@@ -84,15 +84,20 @@ def pool_keys(pools: Sequence[PoolSetting], precisions: Sequence[str], with_site
             mem_s = pools[s].setting.memory_bytes
             for v in sorted({pools[p].setting.memory_bytes for p in not_slower if pools[p].setting.memory_bytes <= mem_s}):
                 base = [p for p in not_slower if pools[p].setting.memory_bytes >= v]
+                base_at: dict[str, list[int]] = {}          # the pools of base at each site, in listing order
+                for p in base:
+                    base_at.setdefault(pools[p].site, []).append(p)
                 hosts = sorted({pools[p].site for p in base}) if with_sites else []
                 others = [h for h in hosts if h != pools[s].site]
                 site_sets = [()] if not with_sites else \
                     [tuple(sorted((pools[s].site,) + extra)) for r in range(len(others) + 1)
                      for extra in combinations(others, r)]
+                with_v = {p for p in base if pools[p].setting.memory_bytes == v}
                 for sites in site_sets:
                     check_deadline(deadline)
-                    allowed = tuple(p for p in base if not with_sites or pools[p].site in sites)
-                    covers = _covers(pools, s, v, sites, allowed)
+                    # base is in listing order: its pools at the sites, in listing order
+                    allowed = tuple(sorted(p for h in sites for p in base_at[h])) if with_sites else tuple(base)
+                    covers = _covers(pools, s, v, sites, allowed, {h: base_at[h] for h in sites}, with_v)
                     if covers:
                         keys.append(PoolKey(precision, s, v, sites, allowed, covers))
                     if len(keys) > MAX_SITE_SETS:
@@ -103,19 +108,30 @@ def pool_keys(pools: Sequence[PoolSetting], precisions: Sequence[str], with_site
     return keys
 
 
-def _covers(pools, s: int, v: float, sites: tuple[str, ...], allowed: tuple[int, ...]) -> tuple[tuple[int, ...], ...]:
+def _covers(pools, s: int, v: float, sites: tuple[str, ...], allowed: tuple[int, ...],
+            at_site: dict[str, list[int]] | None = None, with_v: set[int] | None = None) -> tuple[tuple[int, ...], ...]:
     """The minimal sets of allowed pools that hold s, a pool of memory v and a pool at every site, fewest
     pools first, then in listing order. Each is s, one pool at each other site (a pool there is needed,
     a second one would be redundant), and, when none of those has memory v, one pool of memory v at s's
     site (without sites: anywhere); a pool of memory v at another site would make that site's first
-    pool redundant, so it is one of the choices of that site instead."""
+    pool redundant, so it is one of the choices of that site instead. `at_site`: the allowed pools at
+    each site of `sites`, in listing order, and `with_v`: pools of memory v (a superset of the allowed
+    ones is fine), when the caller holds them."""
     from itertools import product
     home = pools[s].site if sites else None
-    choices = [[p for p in allowed if pools[p].site == site] for site in sites if site != home]
-    extra_v = [p for p in allowed if p != s and pools[p].setting.memory_bytes == v and (not sites or pools[p].site == home)]
+    if at_site is None:
+        at_site = {}
+        for p in allowed:
+            at_site.setdefault(pools[p].site, []).append(p)
+    choices = [at_site.get(site, []) for site in sites if site != home]
+    extra_v = [p for p in (at_site.get(home, []) if sites else allowed)
+               if p != s and pools[p].setting.memory_bytes == v]
+    if with_v is None:
+        with_v = {p for p in allowed if pools[p].setting.memory_bytes == v}
+    s_has_v = pools[s].setting.memory_bytes == v
     found = set()
     for picked in product(*choices):
-        if pools[s].setting.memory_bytes == v or any(pools[p].setting.memory_bytes == v for p in picked):
+        if s_has_v or not with_v.isdisjoint(picked):
             found.add(tuple(sorted(picked)))
         else:
             found.update(tuple(sorted(picked + (p,))) for p in extra_v)
@@ -145,12 +161,16 @@ def link_values(links) -> tuple[float, ...]:
     return tuple(float(getattr(links, f)) for f in LINK_FIELDS)
 
 
-def pattern_groups(pools: Sequence[PoolSetting], keys: Sequence[PoolKey], sites) -> list[PatternGroup]:
+def pattern_groups(pools: Sequence[PoolSetting], keys: Sequence[PoolKey], sites,
+                   key_links: Sequence[tuple[float, ...]] | None = None) -> list[PatternGroup]:
     """The model's columns x: the patterns grouped by (precision, slowest, least memory, link values of
-    their sites); refused (exit 2) beyond MAX_PATTERNS."""
+    their sites: `key_links` per key when given, else `sites.links`); refused (exit 2) beyond MAX_PATTERNS."""
     found: dict[tuple, list[int]] = {}
     for k, key in enumerate(keys):
-        links = link_values(sites.links(key.sites)) if sites is not None and key.sites else ()
+        if sites is None or not key.sites:
+            links = ()
+        else:
+            links = key_links[k] if key_links is not None else link_values(sites.links(key.sites))
         found.setdefault((key.precision, key.slowest, key.memory_bytes, links), []).append(k)
     if len(found) > MAX_PATTERNS:
         raise UnsupportedBySolver(f"the one-model path for a fleet of pools takes at most {MAX_PATTERNS} columns of "
@@ -171,77 +191,162 @@ class SiteItems:
     largest (RTTs) over the items within S of the item's own links (`planner.fleet.network`: the WAN
     route is the least bandwidth and largest RTT over the pairs of S, each site's LAN included, capped
     by the access link once S has two sites; the regions are each site's first candidate group, so
-    the regional links are those over the pairs sharing a region). `site_items` checks this on every
-    set of sites of the patterns (refused otherwise)."""
+    the regional links are those over the pairs sharing a region). `site_items` checks this on the sets
+    of one, two and three sites of the patterns (refused otherwise).
+
+    `table[m]`: the links of the set of sites of bit mask m (bit j: hosts[j]) by that rule, every field
+    negated where it is the largest so that all are least: table[m | 2^b] = min(table[m], item (b,),
+    items (b, j) for j in m) for m < 2^b, built for all 2^H sets at once (`_set_table`), so a set of
+    sites costs a row lookup instead of a route table block and its regions (`SiteNetwork.links`; 16
+    pools in 16 cities: 65,535 sets). None beyond MAX_TABLE_HOSTS hosts (`links_of` then asks the network)."""
 
     hosts: list[str]
     items: list[tuple[int, ...]]      # (j,) and (i, j), i < j, positions in hosts
     values: np.ndarray                # items x LINK_FIELDS
+    table: np.ndarray | None = None   # 2^H x LINK_FIELDS, largest fields negated
+    network: object = None            # the SiteNetwork, for `links_of` without a table
+
+    def key_links(self, keys: Sequence[PoolKey]) -> list[tuple[float, ...]]:
+        """link_values(network.links(key.sites)) of every key, read from `table`."""
+        if self.table is None:
+            return [self.links_of(key.sites) for key in keys]
+        where = {h: j for j, h in enumerate(self.hosts)}
+        bits: dict[tuple[str, ...], int] = {}
+        for key in keys:
+            if key.sites not in bits:
+                bits[key.sites] = sum(1 << where[h] for h in set(key.sites))
+        masks = np.array([bits[key.sites] for key in keys], dtype=np.int64)
+        return list(map(tuple, (self.table[masks] * _SIGN).tolist()))
+
+    def links_of(self, site_set: Sequence[str]) -> tuple[float, ...]:
+        """link_values(network.links(site_set)), from `table` when it is built."""
+        if self.table is None:
+            return link_values(self.network.links(site_set))
+        where = {h: j for j, h in enumerate(self.hosts)}
+        return tuple((self.table[sum(1 << where[h] for h in set(site_set))] * _SIGN).tolist())
 
 
-def site_items(pools: Sequence[PoolSetting], keys: Sequence[PoolKey], sites, deadline: float = math.inf) -> SiteItems:
-    """The items of the sites holding pools (`SiteItems`), checked against the links of every set of
-    sites of `keys`."""
+MAX_TABLE_HOSTS = 20     # `SiteItems.table` holds 2^H rows of LINK_FIELDS: 40 MB at 20 sites (pool_keys refuses
+                         # fleets whose sets of sites exceed MAX_SITE_SETS = 2^17 before that)
+_SIGN = np.where(LINK_LEAST, 1.0, -1.0)
+
+
+def _set_table(values: np.ndarray, items: list[tuple[int, ...]], count: int) -> np.ndarray:
+    """SiteItems.table: the links of every set of `count` sites from its items' (negated where largest)."""
+    signed = values * _SIGN
+    at = {e: a for a, e in enumerate(items)}
+    table = np.full((1 << count, len(LINK_FIELDS)), np.inf)
+    for b in range(count):
+        with_b = np.empty((1 << b, len(LINK_FIELDS)))        # [m]: item (b,) and the items (j, b), j in m
+        with_b[0] = signed[at[(b,)]]
+        for j in range(b):
+            np.minimum(with_b[:1 << j], signed[at[(j, b)]], out=with_b[1 << j:2 << j])
+        np.minimum(table[:1 << b], with_b, out=table[1 << b:2 << b])
+    return table
+
+
+def site_links(pools: Sequence[PoolSetting], sites) -> SiteItems:
+    """The items of the sites holding pools and the links of every set of them (`SiteItems`), unchecked."""
     hosts = sorted({p.site for p in pools})
     items = [(j,) for j in range(len(hosts))] + list(combinations(range(len(hosts)), 2))
     values = np.array([link_values(sites.links([hosts[i] for i in e])) for e in items], dtype=float)
-    member = np.zeros((len(items), len(hosts)), dtype=bool)
-    for a, e in enumerate(items):
-        member[a, list(e)] = True
-    where = {h: j for j, h in enumerate(hosts)}
-    for site_set in {key.sites for key in keys}:
+    table = _set_table(values, items, len(hosts)) if len(hosts) <= MAX_TABLE_HOSTS else None
+    return SiteItems(hosts, items, values, table, sites)
+
+
+def check_site_items(items: SiteItems, keys: Sequence[PoolKey], sites, deadline: float = math.inf) -> None:
+    """Refused (exit 2) unless the links of the sets of one, two and three sites of `keys` are the least /
+    largest over their items' (`SiteItems`). Larger sets follow: network.links takes the WAN route over
+    the pairs of S and the LANs (the access cap a pair carries too), and puts each site in its first
+    candidate group (or its block of chosen regions) whatever else S holds, so a pair shares a region in
+    S iff it does alone; a third site is where a rule of regions depending on S would show. (Every set was
+    checked before; on 16 pools in 16 cities that was 65,535 route blocks and region splits, most of the
+    solve's CPU.)"""
+    for site_set in {key.sites for key in keys if len(key.sites) <= 3}:
         check_deadline(deadline)
-        inside = np.zeros(len(hosts), dtype=bool)
-        inside[[where[h] for h in site_set]] = True
-        present = values[~(member & ~inside).any(axis=1)]
-        got = tuple(float(present[:, c].min() if least else present[:, c].max()) for c, least in enumerate(LINK_LEAST))
-        if got != link_values(sites.links(site_set)):
+        if items.links_of(site_set) != link_values(sites.links(site_set)):
             raise UnsupportedBySolver(f"the links of the sites {', '.join(site_set)} are not the least / largest over "
                                       "their pairs' (the one-model path's rows need that); use --solver bnb")
-    return SiteItems(hosts, items, values)
 
 
-def key_counts(pools: Sequence[PoolSetting], key: PoolKey, nodes: int) -> list[int] | None:
+def site_items(pools: Sequence[PoolSetting], keys: Sequence[PoolKey], sites, deadline: float = math.inf) -> SiteItems:
+    """The items of the sites holding pools (`SiteItems`), checked against the links of the sets of
+    sites of `keys` (`check_site_items`)."""
+    items = site_links(pools, sites)
+    check_site_items(items, keys, sites, deadline)
+    return items
+
+
+@dataclass(frozen=True)
+class FillOrder:
+    """The node price of each pool (`node_price_usd`) and the pools cheapest first (ties to the first
+    listed): what `key_counts` reads for every pattern, computed once per fleet (`fill_order`)."""
+
+    prices: tuple[float, ...]
+    order: tuple[int, ...]
+
+    def cost_usd(self, counts: Sequence[int]) -> float:
+        """`fleet_cost_usd`: sum_p n_p x node price_p, the same terms in the same order."""
+        return float(sum(n * price for n, price in zip(counts, self.prices)))
+
+
+def fill_order(pools: Sequence[PoolSetting]) -> FillOrder:
+    prices = tuple(node_price_usd(p) for p in pools)
+    return FillOrder(prices, tuple(sorted(range(len(pools)), key=lambda p: (prices[p], p))))
+
+
+def key_counts(pools: Sequence[PoolSetting], key: PoolKey, nodes: int,
+               fill: FillOrder | None = None) -> list[int] | None:
     """The cheapest counts of `nodes` nodes with this pattern: a minimal cover one node each, the rest
-    from the cheapest allowed pools (min over the covers); None if no cover fits."""
+    from the cheapest allowed pools (min over the covers); None if no cover fits. `fill`: the fleet's
+    `fill_order` when the caller holds it."""
+    fill = fill_order(pools) if fill is None else fill
+    total = sum(pools[p].count for p in key.allowed)
+    allowed = set(key.allowed)
     best, best_cost = None, math.inf
     for cover in key.covers:
-        if not len(cover) <= nodes <= sum(pools[p].count for p in key.allowed):
+        if not len(cover) <= nodes <= total:
             continue
         counts = [0] * len(pools)
         for p in cover:
             counts[p] = 1
         left = nodes - len(cover)
-        for p in sorted(key.allowed, key=lambda p: (node_price_usd(pools[p]), p)):
-            take = min(left, pools[p].count - counts[p])
-            counts[p] += take
-            left -= take
-        cost = fleet_cost_usd(pools, counts)
+        for p in fill.order:
+            if left == 0:
+                break
+            if p in allowed:
+                take = min(left, pools[p].count - counts[p])
+                counts[p] += take
+                left -= take
+        cost = fill.cost_usd(counts)
         if left == 0 and cost < best_cost:
             best, best_cost = counts, cost
     return best
 
 
 def key_range(pools: Sequence[PoolSetting], key: PoolKey, min_nodes: int, cap: float,
-              budget_usd: float | None) -> tuple[int, int] | None:
+              budget_usd: float | None, fill: FillOrder | None = None) -> tuple[int, int] | None:
     """[lo, hi]: the node counts N a plan of this pattern can have (every N between is realisable within
-    the node cap and the budget: the cheapest counts never cost less as N grows)."""
+    the node cap and the budget: the cheapest counts never cost less as N grows). `fill`: as `key_counts`."""
     lo = max(min_nodes, min(len(c) for c in key.covers))
     hi = int(min(sum(pools[p].count for p in key.allowed), cap))
+    if hi < lo:
+        return None
+    if budget_usd is None:      # lo <= hi <= the allowed pools' nodes and a cover of at most lo pools: counts exist
+        return lo, hi           # (key_counts finds them, the prices being finite: the schema caps them)
+    fill = fill_order(pools) if fill is None else fill
 
     def within(n: int) -> bool:
-        counts = key_counts(pools, key, n)
-        return counts is not None and (budget_usd is None or fleet_cost_usd(pools, counts) <= budget_usd)
+        counts = key_counts(pools, key, n, fill)
+        return counts is not None and fill.cost_usd(counts) <= budget_usd
 
-    if hi < lo or not within(lo):
+    if not within(lo):
         return None
-    if budget_usd is not None:
-        low, high = lo, hi
-        while low < high:
-            mid = (low + high + 1) // 2
-            low, high = (mid, high) if within(mid) else (low, mid - 1)
-        hi = low
-    return lo, hi
+    low, high = lo, hi
+    while low < high:
+        mid = (low + high + 1) // 2
+        low, high = (mid, high) if within(mid) else (low, mid - 1)
+    return lo, low
 
 
 @dataclass

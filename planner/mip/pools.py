@@ -54,8 +54,8 @@ from planner.objectives import MIN_COST, MIN_TIME, Objective
 from planner.fleet.pools import PoolSetting
 from planner.fleet.replicas import fleet_cost_usd
 from planner.sync.straggler.rule import mixed_setting
-from planner.mip.pool_patterns import (PoolTables, SettingPart, check_deadline, key_counts, key_range,
-                                       link_values, mixed_plan, pattern_groups, pool_keys, price_scale, site_items)
+from planner.mip.pool_patterns import (PoolTables, SettingPart, check_deadline, check_site_items, fill_order,
+                                       key_counts, key_range, mixed_plan, pattern_groups, pool_keys, price_scale, site_links)
 from planner.sync.proportional.mip_rows import rho_max, rule_incumbent, rule_space, rule_tables
 from planner.mip.presolve import presolve, presolve_compute
 from planner.mip.table_bounds import class_bounds, compute_box_bounds
@@ -125,18 +125,22 @@ def pool_tables(instance, pools: list[PoolSetting], objective: Objective, params
     sites = model_sites(instance)          # chosen regions: each site its own region (a relaxation)
     cap = min(sum(p.count for p in pools), instance.limits.max_nodes or math.inf)
     budget = instance.limits.budget_usd
-    keys, ranges, settings, known = [], [], [], {}
-    for key in pool_keys(pools, space.precisions, sites is not None, deadline):
+    keys, ranges, settings, known, key_links = [], [], [], {}, []
+    listed = pool_keys(pools, space.precisions, sites is not None, deadline)
+    fill = fill_order(pools)                                          # node prices, cheapest pools first
+    items = site_links(pools, sites) if sites is not None else None      # the links of every set of sites
+    listed_links = items.key_links(listed) if items is not None else [()] * len(listed)
+    for key, links in zip(listed, listed_links):
         check_deadline(deadline)
-        span = key_range(pools, key, space.min_nodes, cap, budget)
+        span = key_range(pools, key, space.min_nodes, cap, budget, fill)
         if span is None:
             continue
-        shape = (key.precision, key.slowest, key.memory_bytes,
-                 link_values(sites.links(key.sites)) if sites is not None else ())   # what the setting depends on
+        shape = (key.precision, key.slowest, key.memory_bytes, links)   # what the setting depends on
         if shape not in known:
             s = mixed_setting(pools, key.covers[0], key.precision, sites)
             known[shape] = unit_price(s if params is None else with_params(s, params))
         keys.append(key)
+        key_links.append(links)
         ranges.append(span)
         settings.append(known[shape])
     for s in settings[:1]:
@@ -159,12 +163,14 @@ def pool_tables(instance, pools: list[PoolSetting], objective: Objective, params
                 part.exact_range = False
             reach = max(reach, hi)
     pt = PoolTables(pools, keys, parts, None, space.min_nodes, budget, ranges, rule=rule)
-    pt.groups = pattern_groups(pools, keys, sites)
+    pt.groups = pattern_groups(pools, keys, sites, key_links)
     part_of_key = {k: j for j, part in enumerate(parts) for k in part.keys}
     pt.group_part = [part_of_key[g.keys[0]] for g in pt.groups]
     if any(part_of_key[k] != j for g, j in zip(pt.groups, pt.group_part) for k in g.keys):
         raise AssertionError("the patterns of a group have different settings")
-    pt.sites = site_items(pools, keys, sites, deadline) if sites is not None else None
+    if items is not None:
+        check_site_items(items, keys, sites, deadline)
+    pt.sites = items
     ln_w = math.log(parts[0].setting.window_s) if parts else 0.0
     best, best_plan, solved, least = math.inf, None, [None] * len(parts), [None] * len(parts)
     # settings of least compute-only bound first: once a plan is known, a setting whose bound cannot beat it
