@@ -256,7 +256,7 @@ def render_solve(r, console: "Console | PlainConsole") -> None:
     status_style = {"optimal": "bold green", "time_limit": "bold yellow"}.get(r.status, "bold red")
     console.print(Styled.line(f"{r.status.upper()}  {r.objective}: {value}", style=status_style))
     gap = "-" if r.gap is None else f"{r.gap:.2e}"
-    why = "time limit" if r.status == "time_limit" else "many parts (docs/fleet.md)"
+    why = "time limit" if r.status == "time_limit" else r.space_size_why
     scored = (f"{r.evaluations:,} plans scored (the space's size not counted: {why})" if r.space_size is None
               else f"{r.evaluations:,} of {r.space_size:.2e} plans scored")
     console.print(f"solver {r.solver}, gap {gap}, {r.solve_time_s:.2f} s, {scored} (docs/planner.md)")

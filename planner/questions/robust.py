@@ -91,6 +91,8 @@ class _Run:
     evaluations: int
     bound: float
     mip: list = field(default_factory=list)     # what a MIP backend reported (`MipReport.to_dict`), per search
+    space_size: int | None = None               # plans in the space searched (each scored under every scenario);
+                                                # None for a fleet of pools (not counted)
 
 
 def _uniform_run(instance: Instance, raw: dict, objective: Objective, quantile: float | None, params, solver: str,
@@ -106,13 +108,16 @@ def _uniform_run(instance: Instance, raw: dict, objective: Objective, quantile: 
     found, count, bound = optimise(settings, space, objective, statistic, [s.label for s in chosen], deadline, solver,
                                    reports=reports)
     mip = [r.to_dict() for r in reports]
+    # the space's size as the nominal solve counts it (every class built), not counted past the deadline
+    size = None if time.perf_counter() > deadline else space.for_objective(settings[0], objective).size(settings[0])
     if found is None:
-        return _Run(chosen, settings, None, (), None, count, bound, mip)
+        return _Run(chosen, settings, None, (), None, count, bound, mip, size)
     batch, value = found
     time_s = _statistic_of(settings, statistic, batch, "time_to_target_s") if objective.by_cost else None
     key = objective.rank_key(value, time_s)
     bound = objective.tighter(bound, value)
-    return _Run(chosen, settings, found, key, plan_from_batch(batch, 0, settings[0].is_moe), count, bound, mip)
+    return _Run(chosen, settings, found, key, plan_from_batch(batch, 0, settings[0].is_moe), count, bound, mip,
+                size)
 
 
 def _pools_run(instance: Instance, raw: dict, objective: Objective, quantile: float | None, params, solver: str,
@@ -147,6 +152,9 @@ def robust_optimum(instance: Instance, raw: dict, objective: Objective, statisti
             for params in instance.search.params or [None]]
     evaluations = sum(r.evaluations for r in runs)
     mip = [report for r in runs for report in r.mip]
+    sizes = [r.space_size for r in runs]
+    counted = dict(space_size=None if None in sizes else sum(sizes),
+                   space_size_why="a fleet of pools under --robust" if instance.fleet.is_mixed else "time limit")
     statistic = Statistic.of(len(runs[0].chosen), statistic_quantile)
     elapsed = time.perf_counter() - start
     maximise = objective.maximise
@@ -163,7 +171,7 @@ def robust_optimum(instance: Instance, raw: dict, objective: Objective, statisti
             f"robust: no plan meets every limit and reaches the target within the duration limit "
             f"({statistic.describe()})"]
         result = SolveResult(objective, solver, status, None, bound if status == "time_limit" else None, None,
-                             elapsed, evaluations, infeasibility=reasons, compute_kind=kind, mip=mip)
+                             elapsed, evaluations, infeasibility=reasons, compute_kind=kind, mip=mip, **counted)
         return result, runs[0].chosen, statistic, runs[0].settings
     value = best.found[1]
     if maximise:
@@ -173,7 +181,7 @@ def robust_optimum(instance: Instance, raw: dict, objective: Objective, statisti
         status = "optimal" if bound >= value * (1 - TIE_REL) else "time_limit"
         gap = 0.0 if status == "optimal" else (value - bound) / value
     result = SolveResult(objective, solver, status, value, bound, gap, elapsed, evaluations, best.plan,
-                         model_params=best.settings[0].params, compute_kind=kind, mip=mip)
+                         model_params=best.settings[0].params, compute_kind=kind, mip=mip, **counted)
     return result, best.chosen, statistic, best.settings
 
 

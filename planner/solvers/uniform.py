@@ -53,7 +53,8 @@ class SolveResult:
     binding: list[str] = field(default_factory=list)
     infeasibility: list[str] = field(default_factory=list)
     space_size: int | None = 0               # plans in the space searched (every n, H, R; after exact reductions);
-                                             # None: not counted, the time limit came first
+                                             # None: not counted (the time limit came first, or `space_size_why`)
+    space_size_why: str = "many parts (docs/fleet.md)"   # why a space finished in time was not counted
     model_params: float | None = None        # total parameters of the model the plan trains
     candidates: list[dict[str, Any]] = field(default_factory=list)   # per candidate size (search.params)
     compute_kind: str | None = None          # max_compute: c_quality or c_local
