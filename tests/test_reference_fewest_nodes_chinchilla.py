@@ -28,6 +28,11 @@ def _applying(seed: int, max_nodes=None, max_inner_steps=None) -> tuple[Setting,
     raise AssertionError("no random instance the proof applies to")
 
 
+def _h_top(s: Setting, space: DecisionSpace) -> int:
+    """H_c(N_max): the inner steps searched are 1..H_c(N_max)."""
+    return int(fc._h_c(space, throughput(s, flat_batch(space, np.array([space.max_nodes]), np.array([1]))))[0])
+
+
 def _all_plans(space: DecisionSpace) -> PlanBatch:
     """Every plan: N in 1..N_max, H in 1..H_max, streaming on and off."""
     n, h, on = np.meshgrid(np.arange(1, space.max_nodes + 1), np.arange(1, space.max_inner_steps + 1),
@@ -51,7 +56,7 @@ def test_fewest_nodes_equals_brute_force(seed):
     else:
         target = best[int(rng.integers(1, best.size))] * float(rng.uniform(0.97, 1.0))
     s = s.replace(target_flop=float(target))
-    found, _ = fc.fewest_nodes(s, space)
+    found, _ = fc.answer(s, space)
     reached = np.flatnonzero(1.0 / best <= 1.0 / target)
     if reached.size == 0:
         assert found is None
@@ -74,7 +79,7 @@ def test_fewest_nodes_equals_branch_and_bound(seed):
     s, space = _applying(200 + seed, 100_000, 10_000)
     one = window_compute(s, PlanBatch.of("flat", "fp16", nodes=[1], compression=space.compression[0]), "c_local")
     s = s.replace(target_flop=float(one["c_local"][0] * 10 ** np.random.default_rng(seed).uniform(0.5, 3.5)))
-    found, _ = fc.fewest_nodes(s, space)
+    found, _ = fc.answer(s, space)
     want, _, _ = fewest_nodes_in_window(s, space)
     assert_same_plan(found, want)
 
@@ -87,7 +92,7 @@ def test_lemma_t_holds_where_checked(seed):
     t = throughput(s, flat_batch(space, np.array([2]), np.array([1]), streaming=False))
     tokens_min = float(s.training_window_s * (t["tokens_per_outer"] / t["outer_time_s"])[0])
     tokens = tokens_min * np.geomspace(1.0, 1e6, 4000)
-    h_top = float(fc._h_c(s, space, np.array([space.max_nodes]))[0])
+    h_top = float(_h_top(s, space))
     m_max = float(quality.replica_loss_multiplier(float(space.max_nodes), s.params, h_top, s.assumptions))
     c_thr = 6.0 * s.active_params * tokens
     plain = chinchilla.chi(s.active_params, tokens, c_thr, s.assumptions)
@@ -121,8 +126,10 @@ def test_refuses_what_its_proof_does_not_cover():
     big = 250e9
     hard = s.replace(params=big, active_params=big, memory_bytes=big * 16, wan_up_bps=5e9, wan_down_bps=5e9)
     full = _space(100_000, 10_000, 1.0)
-    assert fc._h_c(hard, full, np.array([100_000]))[0] <= fc.H_GRID_MAX
-    assert not fc._lemma_t(hard, full) and not fc.applies(hard, full)
+    assert _h_top(hard, full) <= fc.H_GRID_MAX
+    t = throughput(hard, flat_batch(full, np.array([2]), np.array([1]), False))
+    tokens_min = float(hard.training_window_s * (t["tokens_per_outer"] / t["outer_time_s"])[0])
+    assert not fc._lemma_t(hard, 100_000, _h_top(hard, full), tokens_min) and not fc.applies(hard, full)
     # and where the sync is so slow that the inner steps to search exceed H_GRID_MAX
     slow = s.replace(wan_up_bps=1e6, wan_down_bps=1e6)
-    assert fc._h_c(slow, full, np.array([100_000]))[0] > fc.H_GRID_MAX and not fc.applies(slow, full)
+    assert _h_top(slow, full) > fc.H_GRID_MAX and not fc.applies(slow, full)

@@ -66,7 +66,7 @@ from planner.cost.modes import throughput
 from planner.cost.score import window_compute
 from planner.cost.setting import PlanBatch, Setting
 from planner.cost.straggler import straggler_coefficient
-from planner.reference.fewest_nodes import flat_batch, probe
+from planner.reference.fewest_nodes import flat_batch
 from planner.solvers.bnb import TIE_REL
 from planner.space import DecisionSpace
 
@@ -77,6 +77,19 @@ PRUNE_MARGIN = 1e-9    # relative: an interval is dropped only when its bound is
 
 def applies(s: Setting, space: DecisionSpace) -> bool:
     """Whether the proof of the module docstring holds for this question (else the general search)."""
+    return _inner_steps_searched(s, space) is not None
+
+
+def answer(s: Setting, space: DecisionSpace) -> tuple[tuple[PlanBatch, float] | None, int] | None:
+    """`fewest_nodes` where the proof applies (`applies`), else None."""
+    h_top = _inner_steps_searched(s, space)
+    return None if h_top is None else fewest_nodes(s, space, h_top)
+
+
+def _inner_steps_searched(s: Setting, space: DecisionSpace) -> int | None:
+    """H_c(N_max) (`_h_c`) where the proof holds, else None: the conditions of the module
+    docstring, from one evaluation of three plans (N = 1 and N_max at H = 1, and the plan of
+    fewest tokens, N = 2, H = 1, streaming off, for Lemma T)."""
     a = s.assumptions
     if (space.modes != ("flat",) or len(space.precisions) != 1 or len(space.compression) != 1
             or s.is_moe or s.target_kind != "c_local" or space.placement is not None
@@ -84,42 +97,38 @@ def applies(s: Setting, space: DecisionSpace) -> bool:
             or a.search_zero_shards or a.dp_overlap or physics.fragments_on(a) or space.max_nodes < 1
             or space.min_nodes > 1 or s.max_nodes is not None or s.budget_usd is not None
             or float(quality.alpha(s.params, a)) < 0 or a.replica_beta_coefficient < 0):
-        return False
-    if space.max_nodes < 2:
-        return _fits(s, space)
+        return None
     c = straggler_coefficient(a)
     if c < 0 or 1.0 + c * (1.0 - 1.0 / math.log(2)) < 0:
-        return False
-    t = probe(s, space, np.array([1, space.max_nodes]), np.array([1, 1]))
-    if not np.all(t["state_bytes_per_node"] <= s.memory_bytes):
-        return False
-    if t["t_sync_base_s"][0] != t["t_sync_base_s"][1] or t["t_step_s"][0] != t["t_step_s"][1]:
-        return False                  # the exchange or the step depends on N: not this proof
-    if _h_c(s, space, np.array([space.max_nodes]))[0] > H_GRID_MAX:
-        return False
-    return _lemma_t(s, space)
-
-
-def _fits(s: Setting, space: DecisionSpace) -> bool:
-    t = probe(s, space, np.array([1]), np.array([1]))
-    return bool(t["state_bytes_per_node"][0] <= s.memory_bytes)
-
-
-def _lemma_t(s: Setting, space: DecisionSpace) -> bool:
-    """The check of Lemma T (module docstring) at the fewest tokens of any plan of N >= 2 nodes
-    (N = 2, H = 1, streaming off) and the largest loss multiplier searched, m_max = N_max ** b(H_c(N_max)):
-    2 beta kappa_max max(0, 1 / alpha_lo - m_max A_P / (alpha_hi (m_max (E + A_P) - E))) <= 1, with
-    kappa_max = B T_min^-beta / (A_P + B T_min^-beta), A_P = A P^-alpha; and m_max L(T_min) below the
-    loss of the compute-optimal model of 1e10 FLOP (X_m never held at the 1e10 floor)."""
-    a = s.assumptions
-    b = flat_batch(space, np.array([2]), np.array([1]), streaming=False)
+        return None
+    n_max = space.max_nodes
+    b = flat_batch(space, np.array([1, max(2, n_max), 2]), np.array([1, 1, 1]), np.array([True, True, False]))
     with np.errstate(divide="ignore", invalid="ignore"):
         t = throughput(s, b)
-        tokens_min = float(s.training_window_s * (t["tokens_per_outer"] / t["outer_time_s"])[0])
+    if not np.all(t["state_bytes_per_node"] <= s.memory_bytes):
+        return None                   # the model does not fit one node: no flat plan (the general search says so)
+    if t["t_sync_base_s"][0] != t["t_sync_base_s"][1] or t["t_step_s"][0] != t["t_step_s"][1]:
+        return None                   # the exchange or the step depends on N: not this proof
+    h_top = int(_h_c(space, t)[1])
+    if n_max < 2:
+        return h_top
+    tokens_min = float(s.training_window_s * (t["tokens_per_outer"] / t["outer_time_s"])[2])
+    if h_top > H_GRID_MAX or not _lemma_t(s, n_max, h_top, tokens_min):
+        return None
+    return h_top
+
+
+def _lemma_t(s: Setting, n_max: int, h_top: int, tokens_min: float) -> bool:
+    """The check of Lemma T (module docstring) at the fewest tokens of any plan of N >= 2 nodes,
+    T_min (N = 2, H = 1, streaming off), and the largest loss multiplier searched,
+    m_max = N_max ** b(H_c(N_max)): 2 beta kappa_max max(0, 1 / alpha_lo - m_max A_P / (alpha_hi
+    (m_max (E + A_P) - E))) <= 1, with kappa_max = B T_min^-beta / (A_P + B T_min^-beta),
+    A_P = A P^-alpha; and m_max L(T_min) below the loss of the compute-optimal model of 1e10 FLOP
+    (X_m never held at the 1e10 floor)."""
+    a = s.assumptions
     if not (tokens_min > 0 and math.isfinite(tokens_min)):
         return False
-    h_top = float(_h_c(s, space, np.array([space.max_nodes]))[0])
-    m_max = float(quality.replica_loss_multiplier(float(space.max_nodes), s.params, h_top, a))
+    m_max = float(quality.replica_loss_multiplier(float(n_max), s.params, float(h_top), a))
     data = a.chinchilla_b * tokens_min ** (-a.chinchilla_beta)
     a_p = a.chinchilla_a * s.active_params ** (-a.chinchilla_alpha)
     e = a.chinchilla_e
@@ -132,9 +141,9 @@ def _lemma_t(s: Setting, space: DecisionSpace) -> bool:
             and m_max * loss_max < floor_loss)
 
 
-def _h_c(s: Setting, space: DecisionSpace, nodes: np.ndarray) -> np.ndarray:
-    """H_c(N) = ceil(t_sync(N) / t) + 1 (one more against rounding), within [1, H_max]."""
-    t = probe(s, space, nodes, np.ones_like(nodes))
+def _h_c(space: DecisionSpace, t: dict[str, np.ndarray]) -> np.ndarray:
+    """H_c(N) = ceil(t_sync(N) / t) + 1 (one more against rounding), within [1, H_max], from the
+    throughput figures `t` of plans of N nodes."""
     h = np.ceil(t["t_sync_s"] / t["t_step_s"]) + 1
     h = np.where(np.isfinite(h), h, space.max_inner_steps)
     return np.clip(h, 1, max(1, space.max_inner_steps)).astype(np.int64)
@@ -157,9 +166,10 @@ def _bounds(s: Setting, space: DecisionSpace, lo: np.ndarray, hi: np.ndarray, h:
     return c.reshape(hi.size, h.size)
 
 
-def fewest_nodes(s: Setting, space: DecisionSpace) -> tuple[tuple[PlanBatch, float] | None, int]:
+def fewest_nodes(s: Setting, space: DecisionSpace, h_top: int) -> tuple[tuple[PlanBatch, float] | None, int]:
     """((one-plan batch, cost in USD) or None, plans scored): the fewest nodes whose C_local
-    within the window reaches `s.target`, then the plan of most C_local at that count (module docstring)."""
+    within the window reaches `s.target`, then the plan of most C_local at that count (module
+    docstring); `h_top` = H_c(N_max), the inner steps searched 1..h_top (`answer` gives it)."""
     target = s.target
     one = flat_batch(space, [1], [1])
     scored = 1
@@ -167,7 +177,7 @@ def fewest_nodes(s: Setting, space: DecisionSpace) -> tuple[tuple[PlanBatch, flo
         return (one, s.node_price_usd), scored
     if space.max_nodes < 2:
         return None, scored
-    h = np.arange(1, int(_h_c(s, space, np.array([space.max_nodes]))[0]) + 1)
+    h = np.arange(1, h_top + 1)
     stack = [(2, space.max_nodes)]
     while stack:
         lo, hi = stack.pop()

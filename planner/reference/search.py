@@ -152,8 +152,8 @@ def _find_nodes(case: dict) -> SearchOutcome:
     space = _space(precision, ("flat",), MAX_NODES, ri["compression"])
     if fewest_nodes.applies(setting, space):
         found, _ = fewest_nodes.fewest_nodes(setting, space)
-    elif fewest_nodes_chinchilla.applies(setting, space):
-        found, _ = fewest_nodes_chinchilla.fewest_nodes(setting, space)
+    elif (by_intervals := fewest_nodes_chinchilla.answer(setting, space)) is not None:
+        found, _ = by_intervals
     elif setting.assumptions.replica_penalty == "chinchilla":
         found, _, _ = fewest_nodes_in_window(setting, space)
     else:
