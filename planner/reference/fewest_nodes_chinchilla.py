@@ -19,24 +19,31 @@ Chinchilla penalty instead of the linear one, and the check of Lemma T), for N >
 with L(T) = E + A P^-alpha + B T^-beta (Chinchilla) and C'(y) the compute whose compute-optimal
 model reaches loss y (`planner.cost.chinchilla.equivalent_optimal_compute`).
 
-Lemma T (Q does not fall as T grows, for every m >= 1, on T >= T_min). Where X_1 >= C,
+Lemma T (Q does not fall as T grows, for every m in [1, m_max], on T >= T_min). T_min is the
+fewest tokens of any plan of N >= 2 nodes, T(N = 2, H = 1, streaming off) (T rises with N, 3, and
+with H); m_max = N_max ** b(H_c(N_max)), the largest m of the plans 1-3 compare. Where X_1 >= C,
 Q = min(C, X_m), and C and X_m rise with T. Where X_1 < C, Q = C X_m / X_1: if X_1 = 1e10 then
-X_m = 1e10 (C'_m <= C'_1) and Q = C rises; else d ln Q / d ln T = 1 + d ln X_m / d ln T -
-d ln X_1 / d ln T >= 1 - d ln C'(L) / d ln T (X_m does not fall with T). On the compute-optimal
-curve L - E = a + b' (a = A e^(-alpha u), b' = B r^-beta e^(-beta u), C' = 6 r e^(2u)), so
-|d ln C' / dy| = 2 / (alpha a + beta b') <= 2 / (min(alpha, beta) (y - E)), and
-dL / d ln T = -beta B T^-beta. Hence d ln Q / d ln T >= 1 - 2 beta kappa / min(alpha, beta) with
-kappa = B T^-beta / (L(T) - E), which falls as T grows: the check 2 beta kappa(T_min) <=
-min(alpha, beta) at the fewest tokens of any plan, T_min = T(N = 2, H = 1, streaming off),
-gives Lemma T (Q is continuous, so non-decreasing piece by piece is non-decreasing).
+X_m = 1e10 (C'_m <= C'_1) and Q = C rises; the check m_max L(T_min) < L*(1e10) (the loss of the
+compute-optimal model of 1e10 FLOP) keeps X_m off the floor; else d ln Q / d ln T =
+1 + beta B T^-beta (m |phi(m L)| - |phi(L)|), phi = d ln C' / dy (dL / d ln T = -beta B T^-beta).
+On the compute-optimal curve y - E = a + b' (a = A e^(-alpha u), b' = B r^-beta e^(-beta u),
+C' = 6 r e^(2u)), so |phi(y)| = 2 / (alpha a + beta b'), between 2 / (alpha_hi (y - E)) and
+2 / (alpha_lo (y - E)) (alpha_lo, alpha_hi the smaller and larger of alpha and beta). Hence
+d ln Q / d ln T >= 1 - 2 beta kappa max(0, 1 / alpha_lo - m (L - E) / (alpha_hi (m L - E))),
+kappa = B T^-beta / (L - E), which falls as T grows; the bracket rises with m and falls with L,
+L > E + A P^-alpha = E + A_P. So the check 2 beta kappa(T_min) max(0, 1 / alpha_lo - m_max A_P /
+(alpha_hi (m_max (E + A_P) - E))) <= 1 gives Lemma T (Q is continuous, so non-decreasing piece
+by piece is non-decreasing).
 
 Then:
-1. Streaming on is never worse: at the same (N, H), T_on > T_off and everything else is equal
-   (Lemma T). Ties to streaming on (`bnb.tie_key`).
-2. H above H_c(N) = ceil(t_sync(N) / t) is never better: the outer step is H t, T = W gamma B N
-   tf / t does not depend on H, while eta_H does not rise (alpha >= 0) and m does not fall (b
-   rises with H) and Q does not rise with m (X_m falls as the loss it must reach rises). Ties
-   to the smaller H.
+1. H above H_c(N) = ceil(t_sync(N) / t) is never better, streaming on: the outer step is H t,
+   T = W gamma B N tf / t does not depend on H, while eta_H does not rise (alpha >= 0), m does
+   not fall (b rises with H) and Q does not rise with m (X_m falls as the loss it must reach
+   rises). Ties to the smaller H.
+2. Streaming off is never better: at H <= H_c(N), (N, H, on) has more tokens than (N, H, off)
+   and everything else equal (Lemma T); at H > H_c(N), (N, H, off) has fewer tokens than
+   (N, H_c(N), on), a larger m and a smaller eta_H (Lemma T at m(N, H_c(N)), then as 1).
+   Ties to streaming on and the smaller H (`bnb.tie_key`).
 3. T_on(N, H) = W gamma B tf min(N / t, N H / (base f(N))) does not fall as N grows (N / f(N)
    does not fall on N >= 2 when 1 + c (1 - 1 / ln 2) >= 0, checked), and T_off neither; m rises
    with N. So for N in [lo, hi] and one H, C_local(N, H, on) <= g(H) Q(T_on(hi, H), m(lo, H))
@@ -50,9 +57,11 @@ node counts, whose values are exact. At the count found the plan is the one of m
 among H <= H_c(N) streaming on, ties (`bnb.TIE_REL`) to the smaller H, as
 `planner.solvers.objective_search.fewest_nodes_in_window` (1 and 2: every plan outside that set
 is beaten or tied by one inside it that comes first in `bnb.tie_key` order).
-Where H_c(N_max) exceeds `H_GRID_MAX`, `applies` answers False (the general search then runs).
-tests/test_reference_search_fast.py checks it against brute force and the branch and bound.
-Layer: search (it answers a reference search; it imports the cost model and the space only).
+Where H_c(N_max) exceeds `H_GRID_MAX` or a check fails, `applies` answers False (the general
+search then runs).
+tests/test_reference_fewest_nodes_chinchilla.py checks it against brute force and the branch and
+bound, and the lemma on a grid of T and m.
+Layer: search (it answers a reference search; it imports the cost model, the space and `bnb.TIE_REL`).
 """
 
 from __future__ import annotations
