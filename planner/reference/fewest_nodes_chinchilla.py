@@ -52,9 +52,9 @@ Then:
 So the fewest nodes are 1 when one node (local training) reaches the target, else the least N in
 [2, N_max] with max over H <= H_c(N) of C_local(N, H, on) >= target: an interval of N is dropped
 when its bound (3, the most over H in 1..H_c(N_max)) is below the target, the leftmost interval
-left is split in `PIECES` (its pieces bounded at once, one vectorised evaluation), down to single
-node counts, whose values are exact. At the count found the plan is the one of most C_local
-among H <= H_c(N) streaming on, ties (`bnb.TIE_REL`) to the smaller H, as
+left is split in `PIECES` geometrically spaced pieces (bounded at once, one vectorised
+evaluation), down to single node counts, whose values are exact. At the count found the plan is
+the one of most C_local among H <= H_c(N) streaming on, ties (`bnb.TIE_REL`) to the smaller H, as
 `planner.solvers.objective_search.fewest_nodes_in_window` (1 and 2: every plan outside that set
 is beaten or tied by one inside it that comes first in `bnb.tie_key` order).
 Where H_c(N_max) exceeds `H_GRID_MAX` or a check fails, `applies` answers False (the general
@@ -200,7 +200,7 @@ def fewest_nodes(s: Setting, space: DecisionSpace, h_top: int) -> tuple[tuple[Pl
                 i = int(reached[0])
                 return (_most_at(s, space, int(nodes[i]), h, c[i]), int(nodes[i]) * s.node_price_usd), scored
             continue
-        edges = np.unique(np.linspace(lo, hi + 1, PIECES + 1).astype(np.int64))
+        edges = np.unique(np.geomspace(lo, hi + 1, PIECES + 1).round().astype(np.int64))
         starts, ends = edges[:-1], edges[1:] - 1
         c = _bounds(s, space, starts, ends, h)
         scored += c.size
