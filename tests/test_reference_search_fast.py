@@ -66,6 +66,16 @@ def _brute_plan(s: Setting, space: DecisionSpace, nodes: int) -> tuple[int, bool
     return int(b.inner_steps[key]), bool(b.streaming[key])
 
 
+def assert_same_plan(found, want):
+    """Two answers ((one-plan batch, cost) or None) are the same plan (N, H, streaming) at the same cost."""
+    assert (found is None) == (want is None)
+    if want is not None:
+        (batch, cost), (b_want, cost_want) = found, want
+        assert (int(batch.nodes[0]), int(batch.inner_steps[0]), bool(batch.streaming[0])) == \
+            (int(b_want.nodes[0]), int(b_want.inner_steps[0]), bool(b_want.streaming[0]))
+        assert cost == cost_want
+
+
 @pytest.mark.parametrize("seed", range(14))
 def test_fewest_nodes_equals_brute_force(seed):
     rng = np.random.default_rng(seed)
@@ -117,12 +127,7 @@ def test_fewest_nodes_equals_branch_and_bound(seed):
     assert fewest_nodes.applies(s, space)
     found, _ = fewest_nodes.fewest_nodes(s, space)
     want, _, _ = optimise(s, space, MIN_COST)
-    assert (found is None) == (want is None)
-    if want is not None:
-        (batch, cost), (b_want, cost_want) = found, want
-        assert (int(batch.nodes[0]), int(batch.inner_steps[0]), bool(batch.streaming[0])) == \
-            (int(b_want.nodes[0]), int(b_want.inner_steps[0]), bool(b_want.streaming[0]))
-        assert cost == cost_want
+    assert_same_plan(found, want)
 
 
 def test_closed_form_refuses_what_it_does_not_cover():

@@ -73,7 +73,7 @@ def applies(s: Setting, space: DecisionSpace) -> bool:
     if alpha < 0 or 1.0 - alpha * math.log10(h_max) - alpha / math.log(10) < 0:
         return False
     n_max = space.max_nodes
-    t = _probe(s, space, np.array([1, max(2, n_max)]), np.array([1, 1]))
+    t = probe(s, space, np.array([1, max(2, n_max)]), np.array([1, 1]))
     if not np.all(t["state_bytes_per_node"] <= s.memory_bytes):
         return False                # the model does not fit one node: no flat plan (the general search says so)
     if n_max >= 2:
@@ -96,19 +96,21 @@ def _linear_v1_slope(s: Setting) -> float:
     return a.linear_v1_coefficient * min(a.linear_v1_cap_b, p_b) / p_b
 
 
-def _batch(space: DecisionSpace, nodes, inner_steps) -> PlanBatch:
+def flat_batch(space: DecisionSpace, nodes, inner_steps, streaming: bool = True) -> PlanBatch:
+    """Flat plans of the space's one precision and compression (also `fewest_nodes_chinchilla`'s)."""
     return PlanBatch.of("flat", space.precisions[0], nodes=nodes, inner_steps=inner_steps,
-                        compression=space.compression[0], streaming=True)
+                        compression=space.compression[0], streaming=streaming)
 
 
-def _probe(s: Setting, space: DecisionSpace, nodes, inner_steps) -> dict[str, np.ndarray]:
+def probe(s: Setting, space: DecisionSpace, nodes, inner_steps) -> dict[str, np.ndarray]:
+    """The mode's throughput figures of flat plans streaming on (`planner.cost.modes.throughput`)."""
     with np.errstate(divide="ignore", invalid="ignore"):
-        return throughput(s, _batch(space, nodes, inner_steps))
+        return throughput(s, flat_batch(space, nodes, inner_steps))
 
 
 def _h_candidates(s: Setting, space: DecisionSpace, nodes: np.ndarray) -> np.ndarray:
     """Per node count (rows), the inner steps around t_sync / t (columns), within [1, H_max]."""
-    t = _probe(s, space, nodes, np.ones_like(nodes))
+    t = probe(s, space, nodes, np.ones_like(nodes))
     h = np.ceil(t["t_sync_s"] / t["t_step_s"])
     h = np.where(np.isfinite(h), h, space.max_inner_steps)
     around = h[:, None] + np.array([-1.0, 0.0, 1.0])
@@ -119,7 +121,7 @@ def _best(s: Setting, space: DecisionSpace, nodes: np.ndarray) -> np.ndarray:
     """max over H of C_local within the window, for each node count (>= 2)."""
     h = _h_candidates(s, space, nodes)
     n = np.repeat(nodes, h.shape[1])
-    c = window_compute(s, _batch(space, n, h.ravel()), "c_local")["c_local"]
+    c = window_compute(s, flat_batch(space, n, h.ravel()), "c_local")["c_local"]
     return c.reshape(h.shape).max(axis=1)
 
 
@@ -127,7 +129,7 @@ def fewest_nodes(s: Setting, space: DecisionSpace) -> tuple[tuple[PlanBatch, flo
     """((one-plan batch, cost in USD) or None, plans scored): the fewest nodes whose C_local
     within the window reaches `s.target`, then the fastest plan at that count (module docstring)."""
     target = s.target
-    one = _batch(space, [1], [1])
+    one = flat_batch(space, [1], [1])
     scored = 1
     if float(window_compute(s, one, "c_local")["c_local"][0]) >= target:
         return (one, s.node_price_usd), scored
@@ -151,7 +153,7 @@ def fewest_nodes(s: Setting, space: DecisionSpace) -> tuple[tuple[PlanBatch, flo
 def _fastest_at(s: Setting, space: DecisionSpace, nodes: int) -> PlanBatch:
     """The plan of least time to target among the H candidates at `nodes`, ties to the smaller H."""
     h = np.unique(_h_candidates(s, space, np.array([nodes]))[0])
-    batch = _batch(space, np.full(h.shape, nodes), h)
+    batch = flat_batch(space, np.full(h.shape, nodes), h)
     with np.errstate(divide="ignore", invalid="ignore"):
         time_s = time_to_target(s, batch)["time_to_target_s"]
     best = float(time_s.min())

@@ -19,7 +19,9 @@ is at least as good as the reference's and dtplan's plan, re-scored by the evalu
   exactly when C_local over the window reaches the target). Under the Chinchilla penalty
   (profile current) dtplan's `min_cost` scores eta_R at the target point instead
   (docs/cost_model.md section 7), a different question; the reference's is answered by
-  `planner.solvers.objective_search.fewest_nodes_in_window` (the max_compute bound, exact).
+  `planner.reference.fewest_nodes_chinchilla` where its proof applies (a search over intervals
+  of N), else by `planner.solvers.objective_search.fewest_nodes_in_window` (the max_compute
+  bound); both exact.
 - `find_optimal_config_for_target(cfg, target_c_quality)`: the reference tries flat
   DiLoCo at P = f V / beta (f in 0.25, 0.5, 0.75, 1; a few H), hierarchical DiLoCo at the
   same sizes (k in 4, 8, 16; H and R compute-bound; regional link = the WAN link) and
@@ -47,7 +49,7 @@ from typing import Any
 import numpy as np
 
 from planner.objectives import MAX_COMPUTE, MIN_COST, Objective
-from planner.reference import conformance, fewest_nodes
+from planner.reference import conformance, fewest_nodes, fewest_nodes_chinchilla
 from planner.cost import chinchilla, envelope, physics, quality, quality_fit
 from planner.cost.straggler import eta_h_divisor
 from planner.cost.score import score
@@ -150,6 +152,8 @@ def _find_nodes(case: dict) -> SearchOutcome:
     space = _space(precision, ("flat",), MAX_NODES, ri["compression"])
     if fewest_nodes.applies(setting, space):
         found, _ = fewest_nodes.fewest_nodes(setting, space)
+    elif (by_intervals := fewest_nodes_chinchilla.answer(setting, space)) is not None:
+        found, _ = by_intervals
     elif setting.assumptions.replica_penalty == "chinchilla":
         found, _, _ = fewest_nodes_in_window(setting, space)
     else:

@@ -1,0 +1,135 @@
+"""The reference's find_nodes_for_target under the Chinchilla replica penalty answered without the
+branch and bound (planner/reference/fewest_nodes_chinchilla.py) agrees with brute force (every N,
+every H, streaming on and off) and with the branch and bound (`fewest_nodes_in_window`) on random
+instances; its Lemma T (C_local does not fall as the tokens grow) holds where it is checked."""
+
+import numpy as np
+import pytest
+
+from planner.cost import chinchilla, quality
+from planner.cost.modes import throughput
+from planner.cost.score import window_compute
+from planner.cost.setting import PlanBatch, Setting
+from planner.reference import fewest_nodes_chinchilla as fc
+from planner.reference.fewest_nodes import flat_batch
+from planner.solvers.objective_search import fewest_nodes_in_window
+from planner.space import DecisionSpace
+from tests.test_reference_search_fast import _instance, _space, assert_same_plan
+
+def _applying(seed: int, max_nodes=None, max_inner_steps=None) -> tuple[Setting, DecisionSpace]:
+    """The first random instance from `seed` on which the proof applies (most do: 29 of 40 at full ranges)."""
+    rng = np.random.default_rng(seed)
+    for _ in range(50):
+        s = _instance(rng, "chinchilla")      # report-v1's node and WAN under the Chinchilla penalty
+        space = _space(max_nodes or int(rng.integers(50, 300)), max_inner_steps or int(rng.integers(20, 200)),
+                       float(rng.choice((1, 16, 100, 150))))
+        if fc.applies(s, space):
+            return s, space
+    raise AssertionError("no random instance the proof applies to")
+
+
+def _h_top(s: Setting, space: DecisionSpace) -> int:
+    """H_c(N_max): the inner steps searched are 1..H_c(N_max)."""
+    return int(fc._h_c(space, throughput(s, flat_batch(space, np.array([space.max_nodes]), np.array([1]))))[0])
+
+
+def _all_plans(space: DecisionSpace) -> PlanBatch:
+    """Every plan: N in 1..N_max, H in 1..H_max, streaming on and off."""
+    n, h, on = np.meshgrid(np.arange(1, space.max_nodes + 1), np.arange(1, space.max_inner_steps + 1),
+                           np.array([True, False]), indexing="ij")
+    return PlanBatch.of("flat", "fp16", nodes=n.ravel(), inner_steps=h.ravel(), compression=space.compression[0],
+                        streaming=on.ravel())
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_fewest_nodes_equals_brute_force(seed):
+    s, space = _applying(seed)
+    b = _all_plans(space)
+    c = window_compute(s, b, "c_local")["c_local"].reshape(space.max_nodes, -1)
+    best = c.max(axis=1)
+    rng = np.random.default_rng(1000 + seed)
+    kind = seed % 5
+    if kind == 0:
+        target = best.max() * 1.001             # none reaches it
+    elif kind == 1:
+        target = best[0] * 0.999                # one node does
+    else:
+        target = best[int(rng.integers(1, best.size))] * float(rng.uniform(0.97, 1.0))
+    s = s.replace(target_flop=float(target))
+    found, _ = fc.answer(s, space)
+    reached = np.flatnonzero(1.0 / best <= 1.0 / target)
+    if reached.size == 0:
+        assert found is None
+        return
+    want = int(reached[0]) + 1
+    batch, cost = found
+    assert int(batch.nodes[0]) == want
+    assert cost == pytest.approx(want * s.node_price_usd, rel=1e-15)
+    # the plan of most C_local at that count, ties to the smaller H, then streaming on
+    rows = np.flatnonzero(b.nodes == want)
+    measure = 1.0 / c[want - 1]
+    tied = rows[measure <= measure.min() * (1 + 1e-12)]
+    first = min(tied, key=lambda i: (int(b.inner_steps[i]), not bool(b.streaming[i])))
+    assert (int(batch.inner_steps[0]), bool(batch.streaming[0])) == (int(b.inner_steps[first]), bool(b.streaming[first]))
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_fewest_nodes_equals_branch_and_bound(seed):
+    """On the reference's full ranges (N <= 100,000, H <= 10,000), as `fewest_nodes_in_window`."""
+    s, space = _applying(200 + seed, 100_000, 10_000)
+    one = window_compute(s, PlanBatch.of("flat", "fp16", nodes=[1], compression=space.compression[0]), "c_local")
+    s = s.replace(target_flop=float(one["c_local"][0] * 10 ** np.random.default_rng(seed).uniform(0.5, 3.5)))
+    found, _ = fc.answer(s, space)
+    want, _, _ = fewest_nodes_in_window(s, space)
+    assert_same_plan(found, want)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_lemma_t_holds_where_checked(seed):
+    """Where `applies`, Q(T, m) = C_local / g does not fall as T grows, on a fine grid of T from the
+    fewest tokens of any plan up and of m from 1 to the largest multiplier searched."""
+    s, space = _applying(300 + seed, 100_000, 10_000)
+    t = throughput(s, flat_batch(space, np.array([2]), np.array([1]), streaming=False))
+    tokens_min = float(s.training_window_s * (t["tokens_per_outer"] / t["outer_time_s"])[0])
+    tokens = tokens_min * np.geomspace(1.0, 1e6, 4000)
+    h_top = float(_h_top(s, space))
+    m_max = float(quality.replica_loss_multiplier(float(space.max_nodes), s.params, h_top, s.assumptions))
+    c_thr = 6.0 * s.active_params * tokens
+    plain = chinchilla.chi(s.active_params, tokens, c_thr, s.assumptions)
+    for m in np.linspace(1.0, m_max, 7):
+        q = c_thr * chinchilla.chi(s.active_params, tokens, c_thr, s.assumptions, m) / plain
+        assert np.all(np.diff(q) >= -1e-12 * q[1:]), (m, float(np.min(np.diff(q) / q[1:])))
+
+
+def test_bounds_are_the_cost_models_values_for_single_counts():
+    """`_bounds` with lo = hi is C_local of the plan, bit for bit (`window_compute`)."""
+    s, space = _applying(400, 100_000, 10_000)
+    nodes = np.array([2, 3, 17, 1000, 99_999])
+    h = np.arange(1, 12)
+    c = fc._bounds(s, space, nodes, nodes, h)
+    b = PlanBatch.of("flat", "fp16", nodes=np.repeat(nodes, h.size), inner_steps=np.tile(h, nodes.size),
+                     compression=space.compression[0], streaming=True)
+    assert np.array_equal(c.ravel(), window_compute(s, b, "c_local")["c_local"])
+
+
+def test_refuses_what_its_proof_does_not_cover():
+    s, space = _applying(500, 1000, 100)
+    a = s.assumptions
+    assert not fc.applies(s.replace(assumptions=a.replace(replica_penalty="linear_v1")), space)
+    assert not fc.applies(s.replace(assumptions=a.replace(search_zero_shards=True)), space)
+    from dataclasses import replace
+    assert not fc.applies(s, replace(space, modes=("flat", "hierarchical")))
+    too_big = s.memory_bytes / 16 * 1.01      # 16 bytes per parameter (fp16 training state)
+    assert not fc.applies(s.replace(params=too_big, active_params=too_big), space)
+    # Lemma T's check fails where a large multiplier m meets few tokens: a large model, uncompressed
+    # pseudo-gradients over a WAN that makes H_c(N_max) about 100 (the grid itself is small enough)
+    big = 250e9
+    hard = s.replace(params=big, active_params=big, memory_bytes=big * 16, wan_up_bps=5e9, wan_down_bps=5e9)
+    full = _space(100_000, 10_000, 1.0)
+    assert _h_top(hard, full) <= fc.H_GRID_MAX
+    t = throughput(hard, flat_batch(full, np.array([2]), np.array([1]), False))
+    tokens_min = float(hard.training_window_s * (t["tokens_per_outer"] / t["outer_time_s"])[0])
+    assert not fc._lemma_t(hard, 100_000, _h_top(hard, full), tokens_min) and not fc.applies(hard, full)
+    # and where the sync is so slow that the inner steps to search exceed H_GRID_MAX
+    slow = s.replace(wan_up_bps=1e6, wan_down_bps=1e6)
+    assert _h_top(slow, full) > fc.H_GRID_MAX and not fc.applies(slow, full)
