@@ -109,7 +109,7 @@ def test_a_plan_dualpipe_cannot_run_is_refused_with_its_reason(fields, reason):
     assert not e.feasible
     (message,) = [m for m in e.violations if m.startswith("structure: ")]
     assert message.startswith("structure: plan.pipeline_schedule: dualpipe needs") and reason in message
-    assert math.isinf(e.values["t_step_s"])
+    assert math.isinf(e.values["t_step_s"]) and e.values["bubble_fraction"] == 1.0
     # the profile's schedule (a plan naming none) is named as such
     e = evaluate(_instance({"pipeline_schedule": "dualpipe"}), _plan(**fields))
     assert any(m.startswith("structure: the profile's pipeline_schedule: dualpipe needs") for m in e.violations)

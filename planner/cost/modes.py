@@ -250,11 +250,12 @@ def _pipeline_at(s: Setting, b: PlanBatch, out, link_bps: float, link_rtt_s: flo
     link = ticks * k * (x + link_rtt_s)
     m = _f(b.micro_batches)
     gpipe = physics.schedule_codes(a, b.schedule) == physics.GPIPE
-    with np.errstate(invalid="ignore"):      # a schedule that cannot run its (S, M) has infinite slots: NaN, not a warning
+    with np.errstate(invalid="ignore"):      # a schedule that cannot run its (S, M) has infinite slots (all bubble)
         parts = {"step_compute_s": m * c, "step_bubble_s": np.where(gpipe, (stages - 1.0) * c, (ticks - m) * c),
                  "step_link_s": link, "step_link_straggler_s": link * (f_pp - 1.0), "f_pipeline": f_pp,
                  "activation_bits": _f(act) * np.ones_like(stages),
-                 "bubble_fraction": np.where(gpipe, timing.bubble_fraction(stages, b.micro_batches), (ticks - m) / ticks),
+                 "bubble_fraction": np.where(gpipe, timing.bubble_fraction(stages, b.micro_batches),
+                                             np.where(np.isinf(ticks), 1.0, (ticks - m) / ticks)),
                  "recompute_share": share * np.ones_like(stages)}
     if chunks is not None:
         interleaved = physics.schedule_codes(a, b.schedule) == physics.INTERLEAVED
