@@ -119,7 +119,7 @@ def violation_messages(e: Evaluation) -> list[str]:
             cap = min(x for x in (e.instance.fleet.nodes, s.max_nodes) if x is not None)
             detail = f"{int(b.nodes[0])} nodes used, at most {cap} available"
         elif name == "structure":
-            detail = _structure_message(b, v)
+            detail = _structure_message(b, v, s.assumptions)
         elif name == "duration-limit":
             detail = (f"target reached after {v['time_to_target_s'] / SECONDS_PER_DAY:,.1f} days"
                       + (f" ({v['training_time_s'] / SECONDS_PER_DAY:,.1f} training at goodput {s.goodput:g})"
@@ -130,7 +130,10 @@ def violation_messages(e: Evaluation) -> list[str]:
     return messages
 
 
-def _structure_message(b: PlanBatch, v: dict[str, float]) -> str:
+def _structure_message(b: PlanBatch, v: dict[str, float], a) -> str:
+    if b.mode in ("pp_group", "pipeline_wan") and not physics.schedule_allowed(a, b.stages, b.micro_batches, b.schedule)[0]:
+        field = "plan.pipeline_schedule" if int(b.schedule[0]) else "the profile's pipeline_schedule"
+        return f"{field}: " + physics.dualpipe_problem(int(b.stages[0]), int(b.micro_batches[0]))
     if b.mode == "flat":
         return (f"a replica sharded over zero_shards = {int(b.zero_shards[0])} nodes needs at least that many, "
                 f"got {int(b.nodes[0])}")

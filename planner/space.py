@@ -50,17 +50,21 @@ if TYPE_CHECKING:
     from planner.objectives import Objective
 
 MODE_ORDER = ("flat", "hierarchical", "pp_group", "pipeline_wan")
-SCHEDULE_CODES = (1, 2, 3, 4)     # gpipe, 1f1b, interleaved, zero_bubble (physics.schedule_codes)
+SCHEDULE_CODES = (1, 2, 3, 4, 5)     # gpipe, 1f1b, interleaved, zero_bubble, dualpipe (physics.schedule_codes)
 
 
 def schedules_searched(a) -> tuple[int, ...]:
     """The pipeline schedule codes the space lists: the profile's (0) unless the schedule is a
-    decision (dtplan): 1F1B, interleaved and zero-bubble. GPipe is left out of the declared space:
-    1F1B has the same pipeline step and never holds more activations (min(M, S) <= M). None of
-    the three dominates the others in every case: zero-bubble has a bubble of its own below
+    decision (dtplan): 1F1B, interleaved, zero-bubble and DualPipe. GPipe is left out of the declared
+    space: 1F1B has the same pipeline step and never holds more activations (min(M, S) <= M). None of
+    the others dominates the rest in every case: zero-bubble has a bubble of its own below
     2 S - 1 micro-batches, interleaved pays v times the link transfers, and with activation
     memory zero-bubble and interleaved hold more than 1F1B (physics.pipeline_ticks,
-    physics.in_flight_micro_batches)."""
+    physics.in_flight_micro_batches). DualPipe (only at even S and even M >= 2 S, where zero-bubble has no
+    bubble) is never faster than zero-bubble at the same (S, M) and holds a second copy of its stage's
+    weights and gradients, so without activation memory it never wins (the space's reduction to the
+    least step keeps zero-bubble, listed first); with activation memory it holds S + 1 micro-batches
+    against zero-bubble's 2 S and has a smaller bubble than 1F1B's, a third trade of time for memory."""
     return SCHEDULE_CODES[1:] if a.search_pipeline_schedules else (0,)
 
 
@@ -313,7 +317,9 @@ class DecisionSpace:
             rows = PlanBatch.of(mode, precision, nodes=1, **g)
             if len(schedules) > 1 and not s.assumptions.activation_memory:
                 rows = rows.take(self._fastest_schedule(s, mode, precision, rows, len(schedules)))
-            return rows, None
+            rows = rows.take(physics.schedule_allowed(s.assumptions, rows.stages, rows.micro_batches,
+                                                      rows.schedule))         # DualPipe: even S, even M >= 2 S
+            return (rows, None) if rows.size else None
         g = self._grid(stages=stages, activation_compression=self.activation_compression,
                        micro_batches=np.arange(1, self.max_micro_batches + 1))
         probe = PlanBatch.of(mode, precision, nodes=2 * g["stages"], **g)
@@ -321,6 +327,11 @@ class DecisionSpace:
         sa = self._grid(stages=stages, activation_compression=self.activation_compression)
         order = np.argsort(t_step, axis=1, kind="stable")          # M - 1 by pipeline step, ties to the smaller M
         rows = PlanBatch.of(mode, precision, nodes=1, micro_batches=order[:, 0] + 1, **sa)
+        runs = physics.schedule_allowed(s.assumptions, probe.stages, probe.micro_batches).reshape(t_step.shape) \
+            .any(axis=1)         # the profile's DualPipe runs some M of the row (its other M: an infinite step)
+        if not runs.any():
+            return None
+        rows, order, t_step = rows.take(runs), order[runs], t_step[runs]
         if self.all_micro_batches:
             return rows, (order + 1, np.take_along_axis(t_step, order, axis=1))
         return rows, None

@@ -361,7 +361,7 @@ def planner_choice(instance, plan, evaluation) -> dict:
     return out
 
 
-LAYOUT_SCHEDULES = (2, 3, 4)        # 1F1B, interleaved, zero-bubble: the schedules dtplan's planner decides
+LAYOUT_SCHEDULES = (2, 3, 4, 5)     # 1F1B, interleaved, zero-bubble, DualPipe: the schedules dtplan's planner decides
 LAYOUT_SHARDS = (1, 2, 4, 8, 16, 32, 64, 128, 256)   # ZeRO-3 shards of a flat replica (space.ZERO_SHARD_SIZES and none)
 
 
@@ -703,7 +703,8 @@ def render_dtplan(results: list[dict], dtplan: list[dict]) -> list[str]:
                   "free, outside the quality fit's evidence envelope (a sync every step is data parallelism, which "
                   "the DiLoCo fit's envelope does not describe; docs/quality.md); and the rank of the run's own plan among every feasible layout of its nodes (flat replicas "
                   "sharded over Z = 1, 2, 4, ... 256 nodes for dense models, with experts over all nodes for MoE; pipelines of S = 2 to 64 stages with M = 1 to 64 "
-                  "micro-batches under 1F1B, interleaved and zero-bubble), by predicted time to target, 1 the "
+                  "micro-batches under 1F1B, interleaved, zero-bubble and DualPipe (where it runs: S even, M even and at "
+                  "least 2 S)), by predicted time to target, 1 the "
                   "fastest (`layout_rank` in scripts/validate_published.py).", "",
                   "| run | run's plan: days | planner's plan | days | gain | run's rank | layouts | fastest layout: days |",
                   "|---|---|---|---|---|---|---|---|"]

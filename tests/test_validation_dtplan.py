@@ -58,9 +58,12 @@ def test_deepseek_tokens_per_second_from_the_moe_compute_model_by_hand():
     (its MTP module included, its GEMMs at DeepGEMM's measured rates, its output layers and router in BF16 and its
     MLA up-projections recomputed) with its expert all-to-all (EP64 over 8 servers, node-limited to 4, fp8 dispatch and bf16 combine over
     50 GB/s of InfiniBand per GPU) hidden by DualPipe's overlap, the compute slowed by the 20 of 132 SMs
-    it reserves (arXiv 2412.19437, section 3.2.2); zero-bubble with M = 64 >= 2 S - 1 (no bubble): one step
-    computes 6 x 37e9 x 3,932,160 FLOP on a node at 8 x 1,979e12 x u, the pipeline adds 64 transfers of
-    2 a / M bits over 3.2 Tb/s and 0.01 ms. Tokens/s = 16 x 3,932,160 / step."""
+    it reserves (arXiv 2412.19437, section 3.2.2); DualPipe (section 3.2.1) with S = 16 and M = 64 (even, and at
+    least 2 S), whose README's bubble (S / 2 - 1)(F&B + B - 3 W) is 7 x (1 + 2/3 - 1) = 14/3 slots: one step
+    computes 6 x 37e9 x 3,932,160 FLOP on a node at 8 x 1,979e12 x u in 64 + 14/3 slots, each with one transfer
+    of 2 a / M bits over 3.2 Tb/s and 0.01 ms. Tokens/s = 16 x 3,932,160 / step: 4,144,907, +32.5% on the
+    reported 3,128,000 (+42.1% with zero-bubble's 64 slots). DualPipe's second copy of the stage's weights and
+    gradients (2 of fp8's 14 bytes per parameter) takes the node to 671e9 x (14 + 2) / 16 = 671 GB."""
     result = validate_published.validate_run("deepseek-v3", with_solve=False, profile="dtplan")
     shape = preset_shape("deepseek-v3")
     chip = chip_for("NVIDIA H800 SXM5 80GB")
@@ -74,9 +77,14 @@ def test_deepseek_tokens_per_second_from_the_moe_compute_model_by_hand():
     t_comp = 6 * 37e9 * 3932160 / (8 * 1979e12 * u)
     act_bits = 3932160 * 7168 * 1.0 * 8      # fp8 activations, 1 byte, no activation compression
     f_pp = 1 + 0.02 * 4                      # relay straggler over 16 stages
-    step = 64 * (t_comp / (16 * 64) + (2 * act_bits / 64 / 3.2e12 + 1e-5) * f_pp)
+    slots = 64 + (16 / 2 - 1) * ((1 / 3 + 2 / 3) + 2 / 3 - 3 * 1 / 3)
+    assert slots == pytest.approx(64 + 14 / 3)
+    step = slots * (t_comp / (16 * 64) + (2 * act_bits / 64 / 3.2e12 + 1e-5) * f_pp)
     tokens_per_s = result["predicted"]["tokens_per_s"]
     assert tokens_per_s == pytest.approx(16 * 3932160 / step, rel=0.01)
+    headline = next(r for r in result["rows"] if r["quantity"] == "tokens_per_s")
+    assert headline["error"] == pytest.approx(0.325, abs=0.0005)        # docs/validation.md: +32.5%
+    assert any(v.startswith("memory-cap: training state 671.0 GB") for v in result["violations"])
 
 
 def test_intellect1_bandwidth_is_derived_again_under_dtplans_sync():

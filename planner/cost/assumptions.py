@@ -36,7 +36,7 @@ REPLICA_PENALTIES = ("chinchilla", "linear_v1", "none", "fitted")   # fitted: pl
 PRECISIONS = ("fp16", "fp8", "fp4")
 COMPRESSORS = ("ratio", "quantise", "topk")          # how a pseudo-gradient payload is built (physics.py)
 SYNC_PATTERNS = ("all_reduce", "all_gather", "object_store")
-PIPELINE_SCHEDULES = ("gpipe", "1f1b", "interleaved", "zero_bubble")
+PIPELINE_SCHEDULES = ("gpipe", "1f1b", "interleaved", "zero_bubble", "dualpipe")   # physics.pipeline_ticks
 INNER_OPTIMIZERS = ("reference", "adamw", "muon", "demo")
 ACTIVATION_RECOMPUTE = ("selective", "full", "fit")   # activation recomputation of pipeline stages (physics.py)
 
@@ -98,7 +98,7 @@ class Assumptions:
     sync_pattern: str = "all_reduce"             # all_reduce | all_gather | object_store (planner/cost/exchange.py)
     error_feedback_bytes: float = 0.0            # memory of the error-feedback buffer, bytes per parameter
     inner_optimizer: str = "reference"           # reference | adamw | muon | demo (models/optimizers.json)
-    pipeline_schedule: str = "gpipe"             # gpipe | 1f1b | interleaved | zero_bubble
+    pipeline_schedule: str = "gpipe"             # gpipe | 1f1b | interleaved | zero_bubble | dualpipe
     pipeline_chunks: float = 1.0                 # interleaved: model chunks v per pipeline rank; 0 = the planner's, per plan
     search_pipeline_schedules: bool = False      # the planner chooses the schedule per pipeline plan (a decision)
     activation_memory: bool = False              # pipeline stages hold their in-flight activations (per schedule)

@@ -239,7 +239,8 @@ def _pipeline_at(s: Setting, b: PlanBatch, out, link_bps: float, link_rtt_s: flo
     stages = _f(b.stages)
     act = timing.activation_bits(s.local_batch_tokens, hidden, a.activation_bytes(b.precision), b.activation_compression)
     f_pp = straggler_factor(stages, a)
-    state = memory.state_bytes_per_node(s.params, a.bytes_per_param(b.precision), stages)
+    state = memory.state_bytes_per_node(s.params, a.bytes_per_param(b.precision), stages) \
+        + physics.schedule_state_bytes(a, s.params, b.precision, stages, b.schedule)    # DualPipe's second copy
     kept, redone, working = physics.activation_parts_bytes(a, s.active_params, hidden, s.local_batch_tokens,
                                                            b.precision, stages, b.micro_batches, b.schedule, chunks)
     share = physics.recompute_share(a, state, kept, redone, working, s.memory_bytes)   # dtplan: recomputation
@@ -249,11 +250,13 @@ def _pipeline_at(s: Setting, b: PlanBatch, out, link_bps: float, link_rtt_s: flo
     link = ticks * k * (x + link_rtt_s)
     m = _f(b.micro_batches)
     gpipe = physics.schedule_codes(a, b.schedule) == physics.GPIPE
-    parts = {"step_compute_s": m * c, "step_bubble_s": np.where(gpipe, (stages - 1.0) * c, (ticks - m) * c),
-             "step_link_s": link, "step_link_straggler_s": link * (f_pp - 1.0), "f_pipeline": f_pp,
-             "activation_bits": _f(act) * np.ones_like(stages),
-             "bubble_fraction": np.where(gpipe, timing.bubble_fraction(stages, b.micro_batches), (ticks - m) / ticks),
-             "recompute_share": share * np.ones_like(stages)}
+    with np.errstate(invalid="ignore"):      # a schedule that cannot run its (S, M) has infinite slots (all bubble)
+        parts = {"step_compute_s": m * c, "step_bubble_s": np.where(gpipe, (stages - 1.0) * c, (ticks - m) * c),
+                 "step_link_s": link, "step_link_straggler_s": link * (f_pp - 1.0), "f_pipeline": f_pp,
+                 "activation_bits": _f(act) * np.ones_like(stages),
+                 "bubble_fraction": np.where(gpipe, timing.bubble_fraction(stages, b.micro_batches),
+                                             np.where(np.isinf(ticks), 1.0, (ticks - m) / ticks)),
+                 "recompute_share": share * np.ones_like(stages)}
     if chunks is not None:
         interleaved = physics.schedule_codes(a, b.schedule) == physics.INTERLEAVED
         parts["pipeline_chunks"] = np.where(interleaved, chunks, 1.0)

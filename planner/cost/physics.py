@@ -15,7 +15,8 @@ Terms and the properties the exact search needs (docs/planner.md, "why the bound
   q = t_step + exposed / H stays non-increasing in H and non-decreasing in n.
 - per-stage payloads, compressor payloads (`payload_bits`): depend on S and Cr only
   (class decisions), not on n, H or R.
-- pipeline schedules (`pipeline_ticks`): depend on S, M and the profile only.
+- pipeline schedules (`pipeline_ticks`, DualPipe's second copy `schedule_state_bytes`): depend on S, M,
+  the precision and the profile only.
 - the interleaved chunk count v (`chunk_choices`, chosen per plan in modes._pipeline): the least
   step of a few v, each a function of S, M and the profile, so the same (class decisions only).
 - failures (`failure_goodput`): evaluated once per setting at the fleet's size (a plan
@@ -31,7 +32,7 @@ from functools import lru_cache
 import numpy as np
 
 from planner.cost import exchange, timing
-from planner.cost.assumptions import MODELS_DIR, PIPELINE_SCHEDULES, Assumptions
+from planner.cost.assumptions import ADAMW_STATE_BYTES, MODELS_DIR, PIPELINE_SCHEDULES, Assumptions
 from planner.cost.compute.experts import ExpertFabric
 from planner.cost.compute.ops import Recipe
 from planner.cost.compute.roofline import chip_for
@@ -343,13 +344,81 @@ def payload_bits(a: Assumptions, params, precision: str, compression, stages=1, 
 
 
 def schedule_codes(a: Assumptions, schedule=0) -> np.ndarray:
-    """Each plan's schedule as a code 1-4 (PIPELINE_SCHEDULES order: gpipe, 1f1b, interleaved,
-    zero_bubble); a plan's code 0 means the profile's `pipeline_schedule`."""
+    """Each plan's schedule as a code 1-5 (PIPELINE_SCHEDULES order: gpipe, 1f1b, interleaved,
+    zero_bubble, dualpipe); a plan's code 0 means the profile's `pipeline_schedule`."""
     code = np.asarray(schedule, dtype=np.int64)
     return np.where(code == 0, PIPELINE_SCHEDULES.index(a.pipeline_schedule) + 1, code)
 
 
-GPIPE, ONE_F_ONE_B, INTERLEAVED, ZERO_BUBBLE = 1, 2, 3, 4
+GPIPE, ONE_F_ONE_B, INTERLEAVED, ZERO_BUBBLE, DUALPIPE = 1, 2, 3, 4, 5
+
+# DualPipe (DeepSeek-V3, arXiv 2412.19437 section 3.2.1; deepseek-ai/DualPipe at commit 3da1bbe): its step()
+# asserts an even number of ranks, an even number of micro-batches and at least two per rank
+# (dualpipe/dualpipe.py); its README
+# states PP even. Half the micro-batches enter at each end of the pipeline.
+DUALPIPE_MIN_MICRO_BATCHES_PER_STAGE = 2
+FP32_MASTER_BYTES = 4.0     # the fp32 copy of each weight inside beta_ref (Rajbhandari et al. 2020, arXiv 1910.02054,
+                            # section 3.1: mixed-precision Adam holds 2 + 2 + 12 bytes, the 12 = 4 master + 8 moments)
+
+
+def dualpipe_allowed(stages, micro_batches) -> np.ndarray:
+    """Whether DualPipe can run S stages with M micro-batches: S even, M even and M >= 2 S
+    (deepseek-ai/DualPipe, dualpipe/dualpipe.py's assertions; DUALPIPE_MIN_MICRO_BATCHES_PER_STAGE)."""
+    s = np.asarray(stages, dtype=np.int64)
+    m = np.asarray(micro_batches, dtype=np.int64)
+    return (s % 2 == 0) & (m % 2 == 0) & (m >= DUALPIPE_MIN_MICRO_BATCHES_PER_STAGE * s)
+
+
+def schedule_allowed(a: Assumptions, stages, micro_batches, schedule=0) -> np.ndarray:
+    """Whether each plan's schedule can run its (S, M): every schedule but DualPipe always
+    (`dualpipe_allowed`)."""
+    code = schedule_codes(a, schedule)
+    return (code != DUALPIPE) | dualpipe_allowed(stages, micro_batches)
+
+
+def dualpipe_problem(stages: int, micro_batches: int) -> str | None:
+    """Why DualPipe cannot run S stages with M micro-batches (None if it can): the clear reason for a
+    plan or a profile that names it."""
+    if stages % 2:
+        return f"dualpipe needs an even number of stages (it pairs stage i with stage S - 1 - i), got {stages}"
+    if micro_batches % 2 or micro_batches < DUALPIPE_MIN_MICRO_BATCHES_PER_STAGE * stages:
+        return (f"dualpipe needs an even number of micro-batches, at least {DUALPIPE_MIN_MICRO_BATCHES_PER_STAGE} "
+                f"per stage ({DUALPIPE_MIN_MICRO_BATCHES_PER_STAGE * stages} for {stages} stages), got {micro_batches}")
+    return None
+
+
+def dualpipe_bubble_slots(a: Assumptions, stages):
+    """DualPipe's bubble in micro-batch slots, (S / 2 - 1)(F&B + B - 3 W) by its README's table
+    (deepseek-ai/DualPipe, its comparison of schedules; the same table gives 1F1B
+    (S - 1)(F + B), this profile's M + S - 1). A slot is one micro-batch's forward and full backward on one
+    stage, F + B = 1; the profile splits it as `backward_share` (4 of the 6 P FLOP per token): F = 1/3,
+    B = 2/3 (the full backward, input and weight gradients), W = B / 2 = 1/3 (the weight gradient, one of
+    the backward's two GEMMs of the forward's size; zero_bubble's F = B_input = W thirds). F&B, a forward
+    and a backward chunk run overlapped, is F + B: the overlap hides communication (the all-to-all and the
+    pipeline sends, section 3.2.1), not compute, which the node's u already prices. With the thirds:
+    (S / 2 - 1) x 2/3 = (S - 2) / 3 slots."""
+    f = 1.0 - a.backward_share
+    b = a.backward_share
+    w = b / 2.0
+    return (np.asarray(stages, dtype=float) / 2.0 - 1.0) * ((f + b) + b - 3.0 * w)
+
+
+def dualpipe_copy_bytes_per_param(a: Assumptions, precision: str) -> float:
+    """Bytes per parameter of DualPipe's second copy of a stage: its README's table holds the parameters
+    twice per device (DeepSeek-V3, section 3.2.1, keeps the parameters in two copies); each copy is a
+    module with its own weights and gradients (the repository's example sums the mirrored ranks'
+    gradients), while one optimizer state serves both (they receive the same summed gradient). So the
+    copy is beta_ref less the mixed-precision optimizer's fp32 master weights and AdamW moments:
+    16 - 12 = 4 bytes at fp16, 2 at fp8, 1 at fp4 (weights and gradients at the plan's precision)."""
+    return float(getattr(a, f"bytes_per_param_{precision}")) - FP32_MASTER_BYTES - ADAMW_STATE_BYTES
+
+
+def schedule_state_bytes(a: Assumptions, params, precision: str, stages, schedule=0):
+    """Training state a pipeline stage node holds beyond P beta / S because of its schedule: DualPipe's
+    second copy, P / S x `dualpipe_copy_bytes_per_param`; 0 for the other schedules."""
+    code = schedule_codes(a, schedule)
+    copy = np.asarray(params, dtype=float) / np.asarray(stages, dtype=float) * dualpipe_copy_bytes_per_param(a, precision)
+    return np.where(code == DUALPIPE, copy, 0.0)
 
 
 def pipeline_ticks(a: Assumptions, stages, micro_batches, schedule=0, chunks=None):
@@ -364,7 +433,11 @@ def pipeline_ticks(a: Assumptions, stages, micro_batches, schedule=0, chunks=Non
     input gradient B and the weight gradient W, F = B = W = a third of a slot; the first stage
     waits 2 (S - 1) thirds for its first B and fills them with the other M - 1 forwards, so the
     bubble vanishes for M >= 2 S - 1 and is (2 S - 1 - M) / 3 slots below that (at M = 1 the
-    critical path, (2 S + 1) / 3):  slots = M + max(0, 2 S - 1 - M) / 3.
+    critical path, (2 S + 1) / 3):  slots = M + max(0, 2 S - 1 - M) / 3;
+    dualpipe (DeepSeek-V3, arXiv 2412.19437 section 3.2.1): M + `dualpipe_bubble_slots`, (S - 2) / 3 with
+    the profile's thirds, one boundary transfer per slot as 1F1B (each micro-batch crosses S - 1 stage
+    boundaries in either direction); infinite where DualPipe cannot run (S, M) (`dualpipe_allowed`: the
+    plan is structurally impossible, score.violations).
     Returns (slots, transfers per slot), per plan (`schedule`: the plans' codes; `chunks`: v per plan
     where the planner decides it, else the profile's `pipeline_chunks`).
     """
@@ -372,8 +445,10 @@ def pipeline_ticks(a: Assumptions, stages, micro_batches, schedule=0, chunks=Non
     m = np.asarray(micro_batches, dtype=float)
     code = schedule_codes(a, schedule)
     v = a.pipeline_chunks if chunks is None else np.asarray(chunks, dtype=float)
-    slots = np.select([code == INTERLEAVED, code == ZERO_BUBBLE],
-                      [np.maximum(m + (s - 1.0) / v, s), m + np.maximum(0.0, 2.0 * s - 1.0 - m) / 3.0], m + s - 1.0)
+    dualpipe = np.where(dualpipe_allowed(s, m), m + dualpipe_bubble_slots(a, s), np.inf)
+    slots = np.select([code == INTERLEAVED, code == ZERO_BUBBLE, code == DUALPIPE],
+                      [np.maximum(m + (s - 1.0) / v, s), m + np.maximum(0.0, 2.0 * s - 1.0 - m) / 3.0, dualpipe],
+                      m + s - 1.0)
     return slots, np.where(code == INTERLEAVED, v, 1.0)
 
 
@@ -404,13 +479,14 @@ def in_flight_micro_batches(a: Assumptions, stages, micro_batches, schedule=0, c
     interleaved min(M, S (1 + (S - 1) / (S v))) (Korthikanti et al. 2022, arXiv 2205.05198,
     section 4.2.3: the first stage holds (1 + (p - 1) / (p m)) times 1F1B's activations);
     zero_bubble (ZB-H2, whose time `pipeline_ticks` uses) min(M, 2 S) (Qi et al. 2023:
-    about twice 1F1B's peak)."""
+    about twice 1F1B's peak); dualpipe min(M, S + 1) (deepseek-ai/DualPipe's README table: PP + 1
+    micro-batches' activations per device against 1F1B's PP, each of one stage's layers)."""
     s = np.asarray(stages, dtype=float)
     m = np.asarray(micro_batches, dtype=float)
     code = schedule_codes(a, schedule)
     v = a.pipeline_chunks if chunks is None else np.asarray(chunks, dtype=float)
-    held = np.select([code == GPIPE, code == ONE_F_ONE_B, code == INTERLEAVED],
-                     [m, s, s * (1.0 + (s - 1.0) / (s * v))], 2.0 * s)
+    held = np.select([code == GPIPE, code == ONE_F_ONE_B, code == INTERLEAVED, code == DUALPIPE],
+                     [m, s, s * (1.0 + (s - 1.0) / (s * v)), s + 1.0], 2.0 * s)
     return np.minimum(m, held)
 
 

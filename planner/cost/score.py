@@ -8,7 +8,8 @@ all call it, so the physics exists once.
 Constraint families (stable names, shared with the MIP):
     memory-cap        training state per node exceeds node memory V
     node-limit        more nodes than the fleet, or than limits.max_nodes
-    structure         the mode's shape is impossible (e.g. fewer than 2 DiLoCo groups)
+    structure         the mode's shape is impossible (e.g. fewer than 2 DiLoCo groups, or a pipeline
+                      schedule that cannot run its stages and micro-batches: DualPipe)
     duration-limit    the target is not reached within the run-duration limit
     budget-limit      hardware cost above the budget
 """
@@ -17,7 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from planner.cost import chinchilla, memory, modes, run
+from planner.cost import chinchilla, memory, modes, physics, run
 from planner.cost.setting import PlanBatch, Setting
 
 CONSTRAINTS = ("memory-cap", "node-limit", "structure", "duration-limit", "budget-limit")
@@ -119,6 +120,8 @@ def violations(s: Setting, b: PlanBatch, out: dict[str, np.ndarray], fleet_nodes
         bad_shape = (n < b.stages) | (b.stages < 2)
     else:   # flat: at least one replica (dtplan's ZeRO-3 replicas are Z nodes: floor(N / Z) >= 1)
         bad_shape = np.asarray(groups) < 1
+    if b.mode in ("pp_group", "pipeline_wan"):    # a schedule that cannot run its (S, M): DualPipe's
+        bad_shape = bad_shape | ~physics.schedule_allowed(s.assumptions, b.stages, b.micro_batches, b.schedule)
     budget = np.inf if s.budget_usd is None else s.budget_usd
     return {
         "violates:memory-cap": out["state_bytes_per_node"] > s.memory_bytes,

@@ -61,7 +61,7 @@ class Plan(StrictModel):
     micro_batches: Int(ge=1, cap=MAX_MICRO_BATCHES) = Field(8, description="Pipeline micro-batches M. Default 8.")
     activation_compression: Num(ge=1, cap=MAX_RATIO) = Field(4.0, description="Activation compression Ca (pipelines). Default 4.")
     pipeline_schedule: Choice(*PIPELINE_SCHEDULES) | None = Field(
-        None, description="gpipe | 1f1b | interleaved | zero_bubble (pipeline modes). Default None = the assumption "
+        None, description="gpipe | 1f1b | interleaved | zero_bubble | dualpipe (pipeline modes). Default None = the assumption "
                           "profile's pipeline_schedule (the dtplan profile's planner chooses it).")
     zero_shards: Int(ge=1, cap=MAX_NODES) | None = Field(
         None, description="Co-located nodes Z over which one flat replica shards its training state (ZeRO-3/FSDP; "

@@ -155,7 +155,7 @@ PLAN_FIELDS: tuple[tuple[Field, tuple[str, ...]], ...] = (
     (Field("expert_parallel", "expert parallelism (MoE)", kind="choice", choices=("none", "regional", "global")),
      _ALL),
     (Field("pipeline_schedule", "pipeline schedule (dtplan)", kind="choice",
-           choices=("gpipe", "1f1b", "interleaved", "zero_bubble")), _PIPES),
+           choices=("gpipe", "1f1b", "interleaved", "zero_bubble", "dualpipe")), _PIPES),
     (Field("zero_shards", "ZeRO-3 shards Z (dtplan)", "nodes per replica", kind="integer"), ("flat", "hierarchical")),
     (Field("description", "description", kind="text"), _ALL),
     (Field("pool_nodes", "nodes per pool", "pool name: nodes used, for a fleet of pools", kind="json"), _ALL),
