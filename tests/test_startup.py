@@ -131,11 +131,11 @@ import json, os, sys
 from planner.cli import pydantic_plugins as stand_in
 import planner.schema.instance                      # builds the models: pydantic asks for its plugins
 loader = sys.modules[stand_in.LOADER]
-seen = {"stand_in": loader is stand_in, "metadata": "importlib.metadata" in sys.modules, "off": list(loader.get_plugins())}
+seen = {"stand_in": getattr(loader, "DTPLAN_STAND_IN", False), "metadata": "importlib.metadata" in sys.modules, "off": list(loader.get_plugins())}
 os.environ["PYDANTIC_DISABLE_PLUGINS"] = "some_plugin"           # plugins on again, but one
 seen["on"] = list(loader.get_plugins())
 real = sys.modules[stand_in.LOADER]
-seen["real_now"] = real is not stand_in and real.__file__.endswith("_loader.py")
+seen["real_now"] = not hasattr(real, "DTPLAN_STAND_IN") and real.__file__.endswith("_loader.py")
 seen["real_answer"] = list(real.get_plugins())
 seen["group"] = loader.PYDANTIC_ENTRY_POINT_GROUP
 seen["real_off"] = {v: (os.environ.__setitem__("PYDANTIC_DISABLE_PLUGINS", v), real.get_plugins())[1] == ()

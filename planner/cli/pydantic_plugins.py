@@ -7,13 +7,15 @@ or not plugins are wanted: `importlib.metadata` brings `email`, `zipfile`, `csv`
 15-25 ms of CPU per `dtplan` command on the project machine (docs/cli.md, "Start-up time"),
 for an answer (`get_plugins()`) that is `()` as soon as PYDANTIC_DISABLE_PLUGINS says so.
 
-`install()` puts this module in the loader's place in `sys.modules` only when the environment
+`install()` adds an import finder that, when pydantic imports its loader, gives it a small
+module whose names are this module's `get_plugins` and `__getattr__`, only while the environment
 disables every plugin (the values pydantic's `get_plugins` reads as "all off": `__all__`, `1`,
 `true`), which the command line sets unless the user set the variable (planner/cli/__init__.py).
 Its `get_plugins()` answers `()` while that holds, as pydantic's own does; should the variable
 change later in the process, it loads pydantic's real loader and hands every call and every
 other name over to it, so the behaviour is pydantic's in every case. Nothing else of pydantic
-is touched, and a process that has already loaded the real loader keeps it.
+is touched (a process that never imports pydantic, such as `dtplan --help`, never sees the
+stand-in), and a process that has already loaded the real loader keeps it.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ import importlib.machinery
 import importlib.util
 import os
 import sys
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from types import ModuleType
 from typing import Any
 
@@ -38,15 +40,17 @@ def plugins_off() -> bool:
 
 
 def real_loader() -> ModuleType:
-    """pydantic's own plugin loader, loaded now in place of this module (once)."""
+    """pydantic's own plugin loader, loaded now in place of the stand-in (once)."""
     current = sys.modules.get(LOADER)
-    if current is not None and current is not sys.modules[__name__]:
+    if current is not None and not getattr(current, "DTPLAN_STAND_IN", False):
         return current
-    package = importlib.import_module(LOADER.rpartition(".")[0])
+    parent_name, _, child = LOADER.rpartition(".")
+    package = importlib.import_module(parent_name)
     spec = importlib.machinery.PathFinder.find_spec(LOADER, package.__path__)
     module = importlib.util.module_from_spec(spec)
     sys.modules[LOADER] = module
     spec.loader.exec_module(module)
+    setattr(package, child, module)
     return module
 
 
@@ -57,16 +61,36 @@ def get_plugins() -> Iterable[Any]:
     return real_loader().get_plugins()
 
 
-def __getattr__(name: str) -> Any:
+def loader_getattr(name: str) -> Any:
     """Any other name of the loader: pydantic's own (loaded on first use)."""
     if name.startswith("__"):
         raise AttributeError(name)
     return getattr(real_loader(), name)
 
 
+class StandIn:
+    """Finds `pydantic.plugin._loader` while every plugin is off, and makes the stand-in module
+    (an import finder and loader by their protocol: importlib.abc would import importlib.resources)."""
+
+    def find_spec(self, fullname: str, path: Sequence[str] | None, target: ModuleType | None = None):
+        if fullname != LOADER or not plugins_off():
+            return None
+        return importlib.machinery.ModuleSpec(LOADER, self)
+
+    def create_module(self, spec: importlib.machinery.ModuleSpec) -> ModuleType:
+        module = ModuleType(LOADER, "dtplan's stand-in for pydantic's plugin loader (planner/cli/pydantic_plugins.py)")
+        module.DTPLAN_STAND_IN = True
+        module.get_plugins = get_plugins
+        module.__getattr__ = loader_getattr
+        return module
+
+    def exec_module(self, module: ModuleType) -> None:
+        """Nothing to run: `create_module` made it whole."""
+
+
 def install() -> bool:
     """Stand in for pydantic's loader if every plugin is off and the real one is not loaded yet."""
-    if not plugins_off() or LOADER in sys.modules:
+    if not plugins_off() or LOADER in sys.modules or any(isinstance(f, StandIn) for f in sys.meta_path):
         return False
-    sys.modules[LOADER] = sys.modules[__name__]
+    sys.meta_path.insert(0, StandIn())
     return True
