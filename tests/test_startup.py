@@ -122,8 +122,61 @@ def test_a_piped_solve_loads_neither_rich_nor_the_other_commands():
     loaded = set(_child("solve", str(INSTANCES / "solve-1e24-64xh100.json"))["modules"])
     assert "planner.cli.solve" in loaded and "numpy" in loaded
     for module in ("rich", "planner.cli.sweep", "planner.cli.thresholds", "planner.cli.compare", "planner.cli.feasible",
-                   "planner.questions.sweep", "difflib"):
+                   "planner.questions.sweep", "difflib", "importlib.metadata", "email"):
         assert module not in loaded, module
+
+
+_PLUGINS = r"""
+import json, os, sys
+from planner.cli import pydantic_plugins as stand_in
+import planner.schema.instance                      # builds the models: pydantic asks for its plugins
+loader = sys.modules[stand_in.LOADER]
+seen = {"stand_in": getattr(loader, "DTPLAN_STAND_IN", False), "metadata": "importlib.metadata" in sys.modules, "off": list(loader.get_plugins())}
+os.environ["PYDANTIC_DISABLE_PLUGINS"] = "some_plugin"           # plugins on again, but one
+seen["on"] = list(loader.get_plugins())
+real = sys.modules[stand_in.LOADER]
+seen["real_now"] = not hasattr(real, "DTPLAN_STAND_IN") and real.__file__.endswith("_loader.py")
+seen["real_answer"] = list(real.get_plugins())
+seen["group"] = loader.PYDANTIC_ENTRY_POINT_GROUP
+seen["real_off"] = {v: (os.environ.__setitem__("PYDANTIC_DISABLE_PLUGINS", v), real.get_plugins())[1] == ()
+                    for v in (*stand_in.ALL_OFF, "some_plugin", "")}
+print(json.dumps(seen))
+"""
+
+
+def test_with_every_plugin_off_pydantics_loader_is_stood_in_for_and_behaves_as_pydantics():
+    """planner/cli/pydantic_plugins.py: no plugins and no `importlib.metadata` while the
+    environment turns them all off; pydantic's own loader (and answer) once it does not; and
+    the values read as "all off" are pydantic's own (its loader returns () for exactly those)."""
+    base = {k: v for k, v in os.environ.items() if k not in ("OPENBLAS_NUM_THREADS", "PYDANTIC_DISABLE_PLUGINS")}
+    done = subprocess.run([sys.executable, "-c", _PLUGINS], cwd=REPO, capture_output=True, text=True, env=base)
+    seen = json.loads(done.stdout)
+    assert seen["stand_in"] and not seen["metadata"] and seen["off"] == []
+    assert seen["real_now"] and seen["on"] == seen["real_answer"] and seen["group"] == "pydantic"
+    assert seen["real_off"] == {"__all__": True, "1": True, "true": True, "some_plugin": False, "": False}
+
+
+def test_a_user_who_turns_plugins_on_gets_pydantics_own_loader():
+    loaded = _child("solve", str(INSTANCES / "solve-1e24-64xh100.json"), env={"PYDANTIC_DISABLE_PLUGINS": "x"})
+    assert loaded["env"]["PYDANTIC_DISABLE_PLUGINS"] == "x"
+    assert "importlib.metadata" in loaded["modules"] and "pydantic.plugin._loader" in loaded["modules"]
+
+
+def test_default_factories_make_what_the_classes_make():
+    """planner.schema.strict.made_by: plain functions of no arguments (pydantic reads no text
+    signature), each call a fresh default equal to the class's own."""
+    import inspect
+
+    from planner.schema.instance import Instance, Network
+    from planner.schema.strict import made_by
+    make = made_by(list)
+    assert make() == [] and make() is not make() and not inspect.signature(make).parameters
+    for model in (Instance, Network):
+        for name, field in model.model_fields.items():
+            if field.default_factory is not None:
+                value = field.get_default(call_default_factory=True)
+                assert not inspect.signature(field.default_factory).parameters, name
+                assert value == type(value)() if isinstance(value, (list, dict)) else value == type(value)(), name
 
 
 def test_bad_input_is_still_checked_with_the_start_up_defaults(tmp_path):

@@ -12,6 +12,8 @@ process sets two variables for itself before numpy or pydantic load, unless the 
   (element-wise numpy only), and sweep worker processes inherit one thread each;
 - PYDANTIC_DISABLE_PLUGINS=__all__: pydantic otherwise scans the entry points of every
   installed distribution for plugins when the schema is built (~11 ms); dtplan uses none.
+  With every plugin off, `pydantic_plugins.install()` also spares the import of
+  `importlib.metadata` that pydantic's plugin loader makes whatever the setting (~15-25 ms).
 
 Layer: interfaces (docs/architecture.md): may import every layer below (schema, cost, setting,
 evaluate, space, objectives, search, questions, present); no lower layer imports the command line.
@@ -24,6 +26,10 @@ import os
 STARTUP_ENVIRONMENT = {"OPENBLAS_NUM_THREADS": "1", "PYDANTIC_DISABLE_PLUGINS": "__all__"}
 for _name, _value in STARTUP_ENVIRONMENT.items():
     os.environ.setdefault(_name, _value)
+
+from planner.cli import pydantic_plugins  # noqa: E402
+
+pydantic_plugins.install()
 
 import click  # noqa: E402  (after the environment above)
 

@@ -19,7 +19,7 @@ from planner.presets_dir import MODELS_DIR_ENV, models_dir  # noqa: F401  (re-ex
 from planner.schema.errors import InputError, Problem
 from planner.schema.limits import (MAX_ACCELERATORS_PER_NODE, MAX_HBM_GB, MAX_HIDDEN_SIZE, MAX_MOE_LAYERS,
                                    MAX_PARAMS, MAX_PRICE_USD, MAX_TFLOPS)
-from planner.schema.strict import (Int, Num, StrictModel, Text, closest_first, did_you_mean, load_file, number_error,
+from planner.schema.strict import (Int, Num, StrictModel, Text, closest_first, did_you_mean, load_file, made_by, number_error,
                                    problems_from, raise_problems, show)
 
 H100_FP16_TFLOPS = 990.0  # one H100-equivalent, dense FP16
@@ -59,7 +59,7 @@ class HardwareSpec(StrictModel):
     hbm_gb_per_accelerator: Num(gt=0, cap=MAX_HBM_GB) = Field(description="Accelerator memory in GB (1e9 bytes), required.")
     price_usd_per_accelerator: Num(ge=0, cap=MAX_PRICE_USD) = Field(0.0, description="Purchase price per accelerator, USD. Default 0.")
     notes: Text = Field("", description="Free text. Default ''.")
-    sources: dict[Text, Text] = Field(default_factory=dict, description="Field name -> citation. Default {}.")
+    sources: dict[Text, Text] = Field(default_factory=made_by(dict), description="Field name -> citation. Default {}.")
 
     @model_validator(mode="before")
     @classmethod

@@ -30,7 +30,7 @@ from planner.schema.limits import (MAX_BATCH_TOKENS, MAX_BUDGET_USD, MAX_DAYS, M
                                    MAX_HIDDEN_SIZE, MAX_LIST, MAX_MBPS, MAX_MOE_LAYERS, MAX_NODES, MAX_NUMBER,
                                    MAX_PARAMS, MAX_PRICE_USD, MAX_RATIO, MAX_RTT_MS, MAX_SIZES, MAX_TOKENS)
 from planner.schema.strict import (Bool, Choice, Int, List, Num, StrictModel, Text, choice_error, did_you_mean, fail,
-                                   fmt, load_file, number_error, problems_from, raise_problems, show)
+                                   fmt, load_file, made_by, number_error, problems_from, raise_problems, show)
 
 MODES = ("flat", "hierarchical", "pp_group", "pipeline_wan")
 PIPELINE_MODES = ("pp_group", "pipeline_wan")
@@ -270,13 +270,13 @@ class Link(StrictModel):
 
 
 class Network(StrictModel):
-    wan: Wan = Field(default_factory=Wan, description="Default 100/100 Mbit/s, 100 ms.")
-    regional: Link = Field(default_factory=Link, description="Default 1000 Mbit/s, 20 ms.")
-    pipeline: Link = Field(default_factory=Link, description="Default 1000 Mbit/s, 20 ms.")
+    wan: Wan = Field(default_factory=made_by(Wan), description="Default 100/100 Mbit/s, 100 ms.")
+    regional: Link = Field(default_factory=made_by(Link), description="Default 1000 Mbit/s, 20 ms.")
+    pipeline: Link = Field(default_factory=made_by(Link), description="Default 1000 Mbit/s, 20 ms.")
     sites: List(Site, nonempty=False, max_len=MAX_SITES) = Field(
-        default_factory=list, description="Where nodes sit (planner/schema/sites.py). Default []: one uniform network.")
+        default_factory=made_by(list), description="Where nodes sit (planner/schema/sites.py). Default []: one uniform network.")
     links: List(SiteLink, nonempty=False, max_len=MAX_SITE_LINKS) = Field(
-        default_factory=list, description="Links between sites, Mbit/s each way and RTT. Default [].")
+        default_factory=made_by(list), description="Links between sites, Mbit/s each way and RTT. Default [].")
     regions: Choice("geography", "chosen") = Field(
         "geography", description="How a plan's sites form regions (groups, PP-group pipelines): 'geography' = the "
                                  "candidate regional groups, largest first; 'chosen' = the planner chooses the "
@@ -311,7 +311,7 @@ class Limits(StrictModel):
         DEFAULT_MAX_DAYS, description="Longest run in days, or 'growth' (derived from growth rates). "
                                       "Default 547.875 (1.5 years of 365.25 days).")
     growth_x_per_year: Growth = Field(
-        default_factory=Growth, description="Growth rates; those given override the assumption constants.")
+        default_factory=made_by(Growth), description="Growth rates; those given override the assumption constants.")
     budget_usd: Num(gt=0, cap=MAX_BUDGET_USD) | None = Field(None, description="Spending cap, USD. Default None (no cap).")
     max_nodes: Int(ge=1, cap=MAX_NODES) | None = Field(None, description="At most this many nodes, <= fleet.nodes. Default None.")
 
@@ -419,7 +419,7 @@ class AssumptionSettings(StrictModel):
     error_feedback: Bool | None = Field(None, description="Error feedback on compression. Default: the profile's.")
     mfu: Num(gt=0, le=1) | None = Field(None, description="Model FLOP utilisation, (0, 1]. Default: the profile's.")
     constants: Annotated[dict[str, Any], BeforeValidator(_check_constants)] = Field(
-        default_factory=dict, description="Overrides of any settable constant (planner.cost.assumptions). Default {}.")
+        default_factory=made_by(dict), description="Overrides of any settable constant (planner.cost.assumptions). Default {}.")
 
 
 # -- search and the instance ----------------------------------------------------------
@@ -500,12 +500,12 @@ class Instance(StrictModel):
     name: Text = Field("", description="Default ''.")
     description: Text = Field("", description="Default ''.")
     model: ModelSpec = Field(description="The model to train (required).")
-    training: Training = Field(default_factory=Training, description="Default: batch 131072, no explicit target.")
+    training: Training = Field(default_factory=made_by(Training), description="Default: batch 131072, no explicit target.")
     fleet: Fleet = Field(description="The hardware and fleet size (required).")
-    network: Network = Field(default_factory=Network, description="Default: see Network.")
-    limits: Limits = Field(default_factory=Limits, description="Default: 547.875 days, no budget, no node cap.")
-    assumptions: AssumptionSettings = Field(default_factory=AssumptionSettings, description="Default: 'reference'.")
-    search: Search = Field(default_factory=Search, description="Default: the whole decision space.")
+    network: Network = Field(default_factory=made_by(Network), description="Default: see Network.")
+    limits: Limits = Field(default_factory=made_by(Limits), description="Default: 547.875 days, no budget, no node cap.")
+    assumptions: AssumptionSettings = Field(default_factory=made_by(AssumptionSettings), description="Default: 'reference'.")
+    search: Search = Field(default_factory=made_by(Search), description="Default: the whole decision space.")
     objective: Choice(*OBJECTIVES) = Field("min_time", description="Default 'min_time'.")
 
     @model_validator(mode="before")

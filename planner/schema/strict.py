@@ -33,6 +33,21 @@ class StrictModel(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
 
+def made_by(make: Callable[[], Any]) -> Callable[[], Any]:
+    """`make` as a plain function of no arguments, for `Field(default_factory=...)`.
+
+    pydantic reads a default factory's signature when it builds the model (does it take the
+    validated data?): for a builtin such as `list` or `dict` that means parsing its text
+    signature with `tokenize`, for a model class building the class's whole signature, about
+    5 ms of CPU at import for the schema's 13 factories (docs/cli.md, "Start-up time"). A plain
+    function of no arguments answers at once; the default it makes is the same.
+    """
+    def factory() -> Any:
+        return make()
+    factory.__qualname__ = factory.__name__ = f"made_by_{getattr(make, '__name__', 'factory')}"
+    return factory
+
+
 # -- reporting ----------------------------------------------------------------------
 
 
