@@ -128,8 +128,13 @@ def _measure(s: Setting, c: Classes, idx, n, h, r, measure: str) -> np.ndarray:
         return measure.values(s, c, idx, n, h, r)
     if np.size(idx) > CHUNK:
         idx, n, h, r = np.broadcast_arrays(idx, n, h, r)
-        return np.concatenate([_measure(s, c, *(x[k:k + CHUNK] for x in (idx, n, h, r)), measure)
+        return np.concatenate([_measure_of(s, c, *(x[k:k + CHUNK] for x in (idx, n, h, r)), measure)
                                for k in range(0, idx.size, CHUNK)])
+    return _measure_of(s, c, idx, n, h, r, measure)
+
+
+def _measure_of(s: Setting, c: Classes, idx, n, h, r, measure: str) -> np.ndarray:
+    """`_measure` of the measures named in MEASURES, all plans at once."""
     if measure == TIME:
         return _time_and_efficiency(s, c, idx, n, h, r)[0]
     out = window_compute(s, c.plans(idx, n, h, r), measure[2:])
@@ -266,11 +271,16 @@ def _box_bound(s: Setting, c: Classes, box, measure: str, mono: monotone.Monoton
     if not isinstance(measure, str):
         return measure.box(s, c, box, mono, cut)
     if box["i"].size > CHUNK:      # CHUNK boxes at a time (row by row: the same bounds), corners in order
-        parts = [_box_bound(s, c, {key: v[k:k + CHUNK] for key, v in box.items()}, measure, mono,
-                            None if cut is None else cut[k:k + CHUNK]) for k in range(0, box["i"].size, CHUNK)]
+        parts = [_box_bound_of(s, c, {key: v[k:k + CHUNK] for key, v in box.items()}, measure, mono,
+                               None if cut is None else cut[k:k + CHUNK]) for k in range(0, box["i"].size, CHUNK)]
         corners = [tuple(np.concatenate([p[1][j][x] for p in parts]) for x in range(5))
                    for j in range(len(parts[0][1]))]
         return np.concatenate([p[0] for p in parts]), corners
+    return _box_bound_of(s, c, box, measure, mono, cut)
+
+
+def _box_bound_of(s: Setting, c: Classes, box, measure: str, mono: monotone.Monotonicity, cut=None):
+    """`_box_bound` of the measures named in MEASURES, all boxes at once."""
     return _time_box(s, c, box, mono) if measure == TIME else _compute_box(s, c, box, measure[2:], mono, cut)
 
 
