@@ -25,7 +25,9 @@ linear v1 or no replica penalty (C_local is then proportional to the tokens):
   t_pp is listed (ties to the smaller M). Under dtplan terms that make the outer step or
   memory depend on M otherwise (`every_micro_batch`), every (S, Ca, schedule, M) is a class,
   cut back to the least t_pp per (S, Ca) where neither the overlap window nor memory can
-  tell them apart (`DecisionSpace._least_step`).
+  tell them apart (`DecisionSpace._least_step`); where only a blocking sync's overlap window
+  does (`dp_overlap`), to the rows no row of shorter step and longer window beats
+  (`DecisionSpace._window_front`; `size` still counts the rows left out).
 
 `max_compute` of C_local under the Chinchilla replica penalty is different: eta_R is
 scored at the run's own tokens and C_local is not monotone in them (an overtrained run
@@ -91,7 +93,34 @@ def streaming_reads_window(a) -> bool:
     """Whether a streaming outer step depends on the last micro-batch's compute: only fragments
     whose window includes the backward pass that produces them (fragment_window.py)."""
     return bool(a.fragment_backward_overlap) and physics.fragments_on(a)
+
+
 PRECISION_ORDER = ("fp16", "fp8", "fp4")
+CHUNK = 1 << 15          # plans scored at once by the listing (`scored`) and the search (planner.solvers.bnb):
+                         # every figure is plan by plan, so only the peak memory changes (issue 27 item 5,
+                         # scripts/bench_max_compute.py)
+WINDOW_MARGIN = 1e-12    # relative; far above the rounding of step_compute_s / M (`DecisionSpace._window_front`)
+
+
+def scored(s: Setting, b: PlanBatch, *keys: str) -> dict[str, np.ndarray]:
+    """`throughput(s, b)`'s fields `keys`, one value per plan, scored CHUNK plans at a time."""
+    if b.size <= CHUNK:
+        t = throughput(s, b)
+        return {k: np.broadcast_to(t[k], b.nodes.shape) for k in keys}
+    parts = []
+    for k in range(0, b.size, CHUNK):
+        sub = b.take(slice(k, k + CHUNK))
+        t = throughput(s, sub)
+        parts.append({key: np.broadcast_to(t[key], sub.nodes.shape) for key in keys})
+    return {key: np.concatenate([p[key] for p in parts]) for key in keys}
+
+
+def pipe_probe(mode: str, precision: str, rows: PlanBatch) -> PlanBatch:
+    """Plans of pipeline rows (S, Ca, M, schedule) at two groups of S nodes: their pipeline step, the last
+    micro-batch's compute and a node's memory read nothing else (modes._pipeline)."""
+    return PlanBatch.of(mode, precision, nodes=2 * rows.stages, stages=rows.stages,
+                        activation_compression=rows.activation_compression, micro_batches=rows.micro_batches,
+                        schedule=rows.schedule)
 
 
 @dataclass(frozen=True)
@@ -224,12 +253,14 @@ class DecisionSpace:
             affordable = np.floor(setting.budget_usd / setting.node_price_usd)     # nodes, as a float
             n_hi = np.minimum(c.n_hi, np.floor(affordable / c.unit))
             c.n_hi = np.where(c.min_nodes > affordable, 0, n_hi).astype(np.int64)
-        c = c.take(c.n_lo <= c.n_hi)
+        if not (c.n_lo <= c.n_hi).all():
+            c = c.take(c.n_lo <= c.n_hi)
         if c.size == 0:
             return None
-        fits_at = lambda n: throughput(setting, c.plans(np.arange(c.size), n, 1, 1))["state_bytes_per_node"] \
-            <= setting.memory_bytes
-        c = c.take(fits_at(c.n_hi))          # memory never grows with n: fits at n_hi or nowhere
+        fits_at = lambda n: scored(setting, c.plans(np.arange(c.size), n, 1, 1),
+                                   "state_bytes_per_node")["state_bytes_per_node"] <= setting.memory_bytes
+        if not c.memory_checked:
+            c = c.take(fits_at(c.n_hi))      # memory never grows with n: fits at n_hi or nowhere
         if c.size and mode in ("flat", "hierarchical") and expert_parallel == "global":
             lo, hi = c.n_lo.copy(), c.n_hi.copy()   # smallest n that fits, by bisection
             while (lo < hi).any():
@@ -323,7 +354,7 @@ class DecisionSpace:
         g = self._grid(stages=stages, activation_compression=self.activation_compression,
                        micro_batches=np.arange(1, self.max_micro_batches + 1))
         probe = PlanBatch.of(mode, precision, nodes=2 * g["stages"], **g)
-        t_step = throughput(s, probe)["t_step_s"].reshape(stages.size * len(self.activation_compression), -1)
+        t_step = scored(s, probe, "t_step_s")["t_step_s"].reshape(stages.size * len(self.activation_compression), -1)
         sa = self._grid(stages=stages, activation_compression=self.activation_compression)
         order = np.argsort(t_step, axis=1, kind="stable")          # M - 1 by pipeline step, ties to the smaller M
         rows = PlanBatch.of(mode, precision, nodes=1, micro_batches=order[:, 0] + 1, **sa)
@@ -343,9 +374,7 @@ class DecisionSpace:
         eta_A), the time to target is non-decreasing in it, and the tie order puts the shorter
         step before the schedule. `rows` come from a grid whose schedule axis (of `count`) lies
         just before the M axis."""
-        t_step = throughput(s, PlanBatch.of(mode, precision, nodes=2 * rows.stages, stages=rows.stages,
-                                            activation_compression=rows.activation_compression,
-                                            micro_batches=rows.micro_batches, schedule=rows.schedule))["t_step_s"]
+        t_step = scored(s, pipe_probe(mode, precision, rows), "t_step_s")["t_step_s"]
         m = self.max_micro_batches
         grid = t_step.reshape(-1, count, m)                  # (S x Ca, schedule, M)
         best = np.argmin(grid, axis=1)                       # first minimum: ties to the first listed
@@ -369,9 +398,7 @@ class DecisionSpace:
         (physics.streaming_outer_s) reads it only under `streaming_reads_window`, a pipeline over the WAN
         never, a blocking one only under `dp_overlap`; the time to target is non-decreasing in the step,
         and the first row is at least as fast as any other at every (n, H) and first in tie order."""
-        t_step = throughput(s, PlanBatch.of(mode, precision, nodes=2 * pipes.stages, stages=pipes.stages,
-                                            activation_compression=pipes.activation_compression,
-                                            micro_batches=pipes.micro_batches, schedule=pipes.schedule))["t_step_s"]
+        t_step = scored(s, pipe_probe(mode, precision, pipes), "t_step_s")["t_step_s"]
         order = np.lexsort((pipes.schedule, pipes.micro_batches, t_step, pipes.activation_compression, pipes.stages))
         key = np.stack([pipes.stages[order], pipes.activation_compression[order]])
         first = np.r_[True, (key[:, 1:] != key[:, :-1]).any(axis=0)]
@@ -379,27 +406,90 @@ class DecisionSpace:
         mask[order[first]] = True
         return mask
 
+    @staticmethod
+    def _window_front(s: Setting, mode: str, precision: str, pipes: PlanBatch) -> tuple[np.ndarray, np.ndarray]:
+        """(mask, first): the pipe rows that no other row of their (S, Ca) dominates for a blocking sync
+        under `dp_overlap`, and per row the index of its (S, Ca)'s first row in (pipeline step, M,
+        schedule) order (the row `_least_step` keeps, which stands for the rows left out in `size`).
+
+        A blocking outer step is H t_pp + max(t_sync - w c, t_sync / buckets) (modes._outer,
+        physics.exposed_sync_s), c the last micro-batch's compute and w = backward_share in (0, 1]
+        (the schema's bound): non-decreasing in t_pp, non-increasing in c, at every (n, H) and
+        compression. Without activation memory (`_reduces_to_least_step`) the rows of one (S, Ca)
+        differ in nothing else: the same memory, n range, sync, tokens per outer step and
+        efficiencies (eta_A reads Ca and S). So row j is dominated when a row i before it in
+        (t_pp, M, schedule) order, hence t_pp_i <= t_pp_j and first in tie order (`bnb.tie_key`:
+        the step, then M, then the schedule), has c_i >= c_j: plan by plan at least as fast, so for
+        an objective where a faster plan never scores lower (`faster_wins`) j is never the answer.
+        The rows kept are the records of c in that order: c_j above the largest c before it. c is
+        read as step_compute_s / M (the step's compute is M c): a row is left out only when
+        c_i >= c_j (1 + WINDOW_MARGIN), so that rounding of that quotient never decides; rows with
+        a NaN step are kept."""
+        t = scored(s, pipe_probe(mode, precision, pipes), "t_step_s", "step_compute_s")
+        t_step = t["t_step_s"]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            c = t["step_compute_s"] / pipes.micro_batches
+        order = np.lexsort((pipes.schedule, pipes.micro_batches, t_step, pipes.activation_compression, pipes.stages))
+        key = np.stack([pipes.stages[order], pipes.activation_compression[order]])
+        starts = np.flatnonzero(np.r_[True, (key[:, 1:] != key[:, :-1]).any(axis=0)])
+        ends = np.r_[starts[1:], order.size]
+        keep_sorted = np.ones(order.size, bool)
+        first_sorted = np.repeat(order[starts], ends - starts)
+        c_sorted = c[order]
+        for a, b in zip(starts, ends):
+            before = np.maximum.accumulate(c_sorted[a:b])[:-1]     # the largest c before each row
+            keep_sorted[a + 1:b] = ~(before >= c_sorted[a + 1:b] * (1 + WINDOW_MARGIN))
+        keep_sorted |= np.isnan(t_step[order])
+        mask, first = np.zeros(pipes.size, bool), np.zeros(pipes.size, np.int64)
+        mask[order], first[order] = keep_sorted, first_sorted
+        return mask, first
+
     def _pp_group(self, s: Setting, precision: str, ep: str) -> "Classes | None":
         built = self._pipelines(s, "pp_group", precision)
         if built is None:
             return None
         pipes, members = built
+        if members is None:
+            # a pp_group node's memory reads only its pipe row (S, precision, M, schedule: modes._pipeline),
+            # not n, the compression or streaming: checked once per pipe row, not per class
+            state = scored(s, pipe_probe("pp_group", precision, pipes), "state_bytes_per_node")["state_bytes_per_node"]
+            pipes = pipes.take(state <= s.memory_bytes)
+            if pipes.size == 0:
+                return None
         rep = np.repeat(np.arange(pipes.size), len(self.compression) * len(self.streaming))
-        rows = pipes.take(rep)
         g = self._grid(k=np.arange(pipes.size), compression=self.compression, streaming=self.streaming)
-        rows.compression, rows.streaming = g["compression"].astype(float), g["streaming"].astype(bool)
+        compression, streaming = g["compression"].astype(float), g["streaming"].astype(bool)
+        listed = None
         if self._reduces_to_least_step(s):
-            # the window matters to a blocking sync under dp_overlap, and to a streaming one only when its
-            # fragments also hide behind their backward pass: elsewhere one row per (S, Ca)
+            # the window matters to a blocking sync under dp_overlap (only the rows of its front,
+            # `_window_front`), and to a streaming one only when its fragments also hide behind their
+            # backward pass: elsewhere one row per (S, Ca)
             keep = self._least_step(s, "pp_group", precision, pipes)[rep]
+            listed = keep.astype(np.int64)
             if s.assumptions.dp_overlap:
-                keep |= ~rows.streaming
+                front, first = self._window_front(s, "pp_group", precision, pipes)
+                keep |= ~streaming & front[rep]
+                # each row left out is counted with its (S, Ca)'s first row (same n range: `size`)
+                left_out = ~streaming & ~front[rep]
+                listed = keep.astype(np.int64)
+                row_of = np.arange(rep.size) - (rep - first[rep]) * (rep.size // pipes.size)
+                np.add.at(listed, row_of[left_out], 1)
             if streaming_reads_window(s.assumptions):
-                keep |= rows.streaming
-            rep, rows = rep[keep], rows.take(keep)
+                keep |= streaming
+                listed = np.maximum(listed, keep.astype(np.int64))
+            rep, compression, streaming, listed = rep[keep], compression[keep], streaming[keep], listed[keep]
+        # the pipe rows' fields at `rep`; those equal in every row (n, H, R, k, Z placeholders) stay broadcast
+        rows = PlanBatch.of("pp_group", precision, nodes=1, stages=pipes.stages[rep],
+                            activation_compression=pipes.activation_compression[rep],
+                            micro_batches=pipes.micro_batches[rep], schedule=pipes.schedule[rep],
+                            compression=compression, streaming=streaming)
         n_lo = np.maximum(2, self.min_nodes // rows.stages)     # G S <= min_nodes < (G + 1) S: idle nodes
-        return self._classes(rows, n_lo, self.max_nodes // rows.stages, rows.stages,
-                             None if members is None else (members[0][rep], members[1][rep]))
+        c = self._classes(rows, n_lo, self.max_nodes // rows.stages, rows.stages,
+                          None if members is None else (members[0][rep], members[1][rep]))
+        if listed is not None:
+            c.listed = listed
+        c.memory_checked = members is None
+        return c
 
     def _pipeline_wan(self, s: Setting, precision: str, ep: str) -> "Classes | None":
         built = self._pipelines(s, "pipeline_wan", precision)
@@ -420,8 +510,8 @@ class DecisionSpace:
                 for ep in self.expert_scopes(setting, mode):
                     c = self.classes(setting, mode, precision, ep)
                     if c is not None:
-                        total += int((c.n_hi - c.n_lo + 1).sum()) * per_plan.get(mode, self.max_inner_steps) \
-                            * c.member_count
+                        per_class = c.n_hi - c.n_lo + 1 if c.listed is None else (c.n_hi - c.n_lo + 1) * c.listed
+                        total += int(per_class.sum()) * per_plan.get(mode, self.max_inner_steps) * c.member_count
         return total
 
 
@@ -440,6 +530,9 @@ class Classes:
     min_nodes: np.ndarray | None = None   # fewest nodes a plan may use (None: no floor)
     members: np.ndarray | None = None     # (classes, j) micro-batch counts M, slowest last; None: M fixed
     member_step_s: np.ndarray | None = None   # (classes, j) their pipeline steps, non-decreasing in j
+    listed: np.ndarray | None = None      # plans of the listing per (n, H, R) each class stands for in `size`
+                                          # (itself and the rows `_window_front` left out); None: 1 each
+    memory_checked: bool = False          # every class fits its node at every n (checked per pipe row: `_pp_group`)
 
     def __post_init__(self):
         if self.min_nodes is None:
@@ -476,4 +569,5 @@ class Classes:
     def take(self, index) -> "Classes":
         return Classes(self.rows.take(index), self.n_lo[index], self.n_hi[index], self.unit[index],
                        self.min_nodes[index], None if self.members is None else self.members[index],
-                       None if self.members is None else self.member_step_s[index])
+                       None if self.members is None else self.member_step_s[index],
+                       None if self.listed is None else self.listed[index], self.memory_checked)

@@ -60,7 +60,7 @@ from planner.cost.score import time_to_target, window_compute
 from planner.cost.setting import PlanBatch, Setting
 from planner.schema.errors import InputError
 from planner.solvers import monotone
-from planner.space import MODE_ORDER, PRECISION_ORDER, Classes, DecisionSpace
+from planner.space import CHUNK, MODE_ORDER, PRECISION_ORDER, Classes, DecisionSpace
 
 TIE_REL = 1e-12          # plans whose objectives differ by less are tied, broken by `tie_key`
 SPLIT = 8                # children per box and level
@@ -122,9 +122,19 @@ def compute_measure(target_kind: str) -> str:
 
 def _measure(s: Setting, c: Classes, idx, n, h, r, measure: str) -> np.ndarray:
     """The minimised quantity of each plan (inf where it has no meaning). A measure that is not
-    one of MEASURES is an object scoring plans itself (`values`), e.g. `planner.robust.RobustMeasure`."""
+    one of MEASURES is an object scoring plans itself (`values`), e.g. `planner.robust.RobustMeasure`.
+    More than CHUNK plans are scored CHUNK at a time (the same figures, plan by plan, less memory)."""
     if not isinstance(measure, str):
         return measure.values(s, c, idx, n, h, r)
+    if np.size(idx) > CHUNK:
+        idx, n, h, r = np.broadcast_arrays(idx, n, h, r)
+        return np.concatenate([_measure_of(s, c, *(x[k:k + CHUNK] for x in (idx, n, h, r)), measure)
+                               for k in range(0, idx.size, CHUNK)])
+    return _measure_of(s, c, idx, n, h, r, measure)
+
+
+def _measure_of(s: Setting, c: Classes, idx, n, h, r, measure: str) -> np.ndarray:
+    """`_measure` of the measures named in MEASURES, all plans at once."""
     if measure == TIME:
         return _time_and_efficiency(s, c, idx, n, h, r)[0]
     out = window_compute(s, c.plans(idx, n, h, r), measure[2:])
@@ -260,6 +270,17 @@ def _box_bound(s: Setting, c: Classes, box, measure: str, mono: monotone.Monoton
     object (`_measure`) bounds its boxes itself (`box`)."""
     if not isinstance(measure, str):
         return measure.box(s, c, box, mono, cut)
+    if box["i"].size > CHUNK:      # CHUNK boxes at a time (row by row: the same bounds), corners in order
+        parts = [_box_bound_of(s, c, {key: v[k:k + CHUNK] for key, v in box.items()}, measure, mono,
+                               None if cut is None else cut[k:k + CHUNK]) for k in range(0, box["i"].size, CHUNK)]
+        corners = [tuple(np.concatenate([p[1][j][x] for p in parts]) for x in range(5))
+                   for j in range(len(parts[0][1]))]
+        return np.concatenate([p[0] for p in parts]), corners
+    return _box_bound_of(s, c, box, measure, mono, cut)
+
+
+def _box_bound_of(s: Setting, c: Classes, box, measure: str, mono: monotone.Monotonicity, cut=None):
+    """`_box_bound` of the measures named in MEASURES, all boxes at once."""
     return _time_box(s, c, box, mono) if measure == TIME else _compute_box(s, c, box, measure[2:], mono, cut)
 
 
@@ -416,7 +437,8 @@ def _split(box: dict[str, np.ndarray], tied: np.ndarray | None = None, c: Classe
 
 
 def minimise_time(s: Setting, c: Classes, h_max: int, r_max: int, bound: float = math.inf,
-                  deadline: float = math.inf, measure: str = TIME, parts: np.ndarray | None = None) -> Found:
+                  deadline: float = math.inf, measure: str = TIME, parts: np.ndarray | None = None,
+                  seeded: tuple[np.ndarray, ...] | None = None) -> Found:
     """All plans of the classes within TIE_REL of the least time to target (or of another
     `measure`: `Found.time_s` then holds it, e.g. 1/C_quality for `max_compute`).
 
@@ -430,6 +452,9 @@ def minimise_time(s: Setting, c: Classes, h_max: int, r_max: int, bound: float =
     are those within TIE_REL of their own part's least time: part by part exactly what the search
     of that part's classes alone returns (every bound, cutoff and tie test reads only the part's
     own incumbent; the boxes of one class never mix parts).
+
+    `seeded`: the seeds (`_seeds`) of every class with their `measure`, (idx, n, h, r, t), when the
+    caller scored them already (`Batches.seeded`); the same plans as computed here, so nothing changes.
     """
     h_max, r_max = _h_r_max(c, h_max, r_max)
     part = np.zeros(c.size, np.int64) if parts is None else np.asarray(parts, np.int64)
@@ -473,8 +498,11 @@ def minimise_time(s: Setting, c: Classes, h_max: int, r_max: int, bound: float =
     if time.perf_counter() > deadline:      # past the deadline: nothing scored, nothing known (bound 0)
         none = np.zeros(0, np.int64)
         return Found(c.plans(none, none, none, none), np.zeros(0), 0, 0.0)
-    idx, n, h, r = _seeds(s, c, h_max, r_max)
-    visit(idx, n, h, r, _measure(s, c, idx, n, h, r, measure))
+    if seeded is None:
+        idx, n, h, r = _seeds(s, c, h_max, r_max)
+        seeded = (idx, n, h, r, _measure(s, c, idx, n, h, r, measure))
+    visit(*seeded)
+    del seeded
     count, left = _branch_and_bound(s, c, h_max, r_max, visit, lambda box: best[part[box["i"]]] * (1 + TIE_REL),
                                     deadline=deadline, measure=measure, dominated=dominated)
     idx, n, h, r, t = (np.concatenate(x) for x in zip(*kept))
@@ -619,9 +647,19 @@ def batches(s: Setting, space: DecisionSpace):
 
 class Batches(list):
     """Class groups in search order; `complete` is False when a deadline stopped listing them
-    (the groups not listed are unsearched: a search over these must not claim a bound)."""
+    (the groups not listed are unsearched: a search over these must not claim a bound). `seeded`:
+    id of a group -> its seeds scored with the search's own measure and H, R ranges, (idx, n, h, r,
+    t) as `minimise_time` would score them first (passed to it as `seeded`; `take_seeds`)."""
 
     complete: bool = True
+
+    def __init__(self, groups=()):
+        super().__init__(groups)
+        self.seeded: dict[int, tuple[np.ndarray, ...]] = {}
+
+    def take_seeds(self, c: Classes) -> tuple[np.ndarray, ...] | None:
+        """The seeds of group `c` scored when ordering (None if not), handed over once (then freed)."""
+        return self.seeded.pop(id(c), None)
 
 
 def batches_most_promising_first(s: Setting, space: DecisionSpace, measure: str = TIME,
@@ -629,7 +667,7 @@ def batches_most_promising_first(s: Setting, space: DecisionSpace, measure: str 
     """The class groups ordered by their best seed plan, so that early incumbents prune the rest.
     Past `deadline` (time.perf_counter()) no further group is built or scored: those listed so
     far are returned with `complete` False."""
-    scored, complete = [], True
+    scored, complete, seeds_of = [], True, {}
     groups = [(mode, precision, ep) for mode in space.modes for precision in space.precisions
               for ep in space.expert_scopes(s, mode)]          # the order of `batches`
     for mode, precision, ep in groups:
@@ -640,10 +678,17 @@ def batches_most_promising_first(s: Setting, space: DecisionSpace, measure: str 
         if c is None:
             continue
         idx, n, h, r = _seeds(s, c, space.max_inner_steps, space.max_regional_rounds)
-        t = _measure(s, c, idx, n, h, r, getattr(measure, "ordering", measure))    # an order, not a bound
+        ordering = getattr(measure, "ordering", measure)
+        t = _measure(s, c, idx, n, h, r, ordering)    # an order, not a bound
         scored.append((float(np.nanmin(t)) if np.isfinite(t).any() else math.inf, len(scored), c))
+        # the same plans `minimise_time` scores first when its H range is the same (_h_r_max; R enters
+        # the seeds only of hierarchical classes, whose R range is the space's): kept for it
+        if ordering is measure and _h_r_max(c, space.max_inner_steps, space.max_regional_rounds)[0] \
+                == space.max_inner_steps:
+            seeds_of[id(c)] = (idx, n, h, r, t)
     ordered = Batches(c for _, _, c in sorted(scored, key=lambda x: (x[0], x[1])))
     ordered.complete = complete
+    ordered.seeded = seeds_of
     return ordered
 
 

@@ -90,7 +90,8 @@ def least_measure(s: Setting, space: DecisionSpace, measure, bound: float, deadl
     groups = bnb.batches_most_promising_first(s, space, measure, deadline=deadline)
     open_bound = math.inf if groups.complete else 0.0      # groups never listed: nothing known of them
     for b in groups:
-        f = bnb.minimise_time(s, b, space.max_inner_steps, space.max_regional_rounds, bound, deadline, measure)
+        f = bnb.minimise_time(s, b, space.max_inner_steps, space.max_regional_rounds, bound, deadline, measure,
+                              seeded=groups.take_seeds(b))
         evaluations += f.evaluations
         open_bound = min(open_bound, f.open_bound)
         if f.time_s.size:
