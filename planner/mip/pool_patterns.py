@@ -16,7 +16,7 @@ import math
 import re
 import time
 from dataclasses import dataclass, field
-from itertools import combinations
+from itertools import combinations, product
 from typing import Sequence
 
 import numpy as np
@@ -97,7 +97,7 @@ def pool_keys(pools: Sequence[PoolSetting], precisions: Sequence[str], with_site
                     check_deadline(deadline)
                     # base is in listing order: its pools at the sites, in listing order
                     allowed = tuple(sorted(p for h in sites for p in base_at[h])) if with_sites else tuple(base)
-                    covers = _covers(pools, s, v, sites, allowed, {h: base_at[h] for h in sites}, with_v)
+                    covers = _covers(pools, s, v, sites, allowed, base_at, with_v)    # base_at: read at `sites` only
                     if covers:
                         keys.append(PoolKey(precision, s, v, sites, allowed, covers))
                     if len(keys) > MAX_SITE_SETS:
@@ -115,20 +115,24 @@ def _covers(pools, s: int, v: float, sites: tuple[str, ...], allowed: tuple[int,
     a second one would be redundant), and, when none of those has memory v, one pool of memory v at s's
     site (without sites: anywhere); a pool of memory v at another site would make that site's first
     pool redundant, so it is one of the choices of that site instead. `at_site`: the allowed pools at
-    each site of `sites`, in listing order, and `with_v`: pools of memory v (a superset of the allowed
+    each site of `sites`, in listing order (other sites may be keys too: only those of `sites` are
+    read), and `with_v`: pools of memory v (a superset of the allowed
     ones is fine), when the caller holds them."""
-    from itertools import product
     home = pools[s].site if sites else None
     if at_site is None:
         at_site = {}
         for p in allowed:
             at_site.setdefault(pools[p].site, []).append(p)
-    choices = [at_site.get(site, []) for site in sites if site != home]
-    extra_v = [p for p in (at_site.get(home, []) if sites else allowed)
-               if p != s and pools[p].setting.memory_bytes == v]
+    choices = [at_site.get(site, ()) for site in sites if site != home]
     if with_v is None:
         with_v = {p for p in allowed if pools[p].setting.memory_bytes == v}
     s_has_v = pools[s].setting.memory_bytes == v
+    if all(len(c) == 1 for c in choices):      # one pool at each other site: the one cover of those sites
+        picked = tuple(sorted(c[0] for c in choices))
+        if s_has_v or not with_v.isdisjoint(picked):
+            return ((s,) + picked,)
+    extra_v = [p for p in (at_site.get(home, []) if sites else allowed)
+               if p != s and pools[p].setting.memory_bytes == v]
     found = set()
     for picked in product(*choices):
         if s_has_v or not with_v.isdisjoint(picked):
@@ -284,6 +288,7 @@ class FillOrder:
 
     prices: tuple[float, ...]
     order: tuple[int, ...]
+    counts: tuple[int, ...] = ()      # the nodes of each pool (`key_range` sums them per pattern)
 
     def cost_usd(self, counts: Sequence[int]) -> float:
         """`fleet_cost_usd`: sum_p n_p x node price_p, the same terms in the same order."""
@@ -292,7 +297,8 @@ class FillOrder:
 
 def fill_order(pools: Sequence[PoolSetting]) -> FillOrder:
     prices = tuple(node_price_usd(p) for p in pools)
-    return FillOrder(prices, tuple(sorted(range(len(pools)), key=lambda p: (prices[p], p))))
+    return FillOrder(prices, tuple(sorted(range(len(pools)), key=lambda p: (prices[p], p))),
+                     tuple(p.count for p in pools))
 
 
 def key_counts(pools: Sequence[PoolSetting], key: PoolKey, nodes: int,
@@ -328,8 +334,9 @@ def key_range(pools: Sequence[PoolSetting], key: PoolKey, min_nodes: int, cap: f
               budget_usd: float | None, fill: FillOrder | None = None) -> tuple[int, int] | None:
     """[lo, hi]: the node counts N a plan of this pattern can have (every N between is realisable within
     the node cap and the budget: the cheapest counts never cost less as N grows). `fill`: as `key_counts`."""
-    lo = max(min_nodes, min(len(c) for c in key.covers))
-    hi = int(min(sum(pools[p].count for p in key.allowed), cap))
+    lo = max(min_nodes, min(map(len, key.covers)))
+    counts = fill.counts if fill is not None and fill.counts else [p.count for p in pools]
+    hi = int(min(sum([counts[p] for p in key.allowed]), cap))
     if hi < lo:
         return None
     if budget_usd is None:      # lo <= hi <= the allowed pools' nodes and a cover of at most lo pools: counts exist

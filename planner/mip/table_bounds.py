@@ -66,6 +66,8 @@ def class_bounds(t: Tables, per_octave: int = 2) -> tuple[np.ndarray, np.ndarray
     relaxation at the grid, computed from the tables in closed form for all classes at once.
     omega is taken at the top of the class's gain bucket (`gain_buckets`; it never decreases with
     the gain), and with eta_H at the larger end of [H1 sqrt R1, H2 sqrt R2] where eta_H may rise.
+    Streaming classes skip the R boxes where the sync term is nowhere the largest (`_streaming_least`,
+    the same floats); the others take every (R box, H box) in place in one buffer.
     """
     nb, hb, rb = (_octave_boxes(x, per_octave) for x in (t.n_max, t.h_max, t.r_max))
     tops, which = gain_buckets(np.array([e.gain for e in t.sync]), GAIN_BUCKET_LOG)
@@ -74,6 +76,8 @@ def class_bounds(t: Tables, per_octave: int = 2) -> tuple[np.ndarray, np.ndarray
     omega_all = t.omega(nn.ravel(), (hh * np.sqrt(rr)).ravel(), gg.ravel(),
                         None if hi is None else (hi[1] * np.sqrt(hi[2])).ravel()).reshape(nn.shape)
     omega_all = np.moveaxis(omega_all, 3, 0)                     # [gain bucket, n box, H box, R box]
+    exact_ok = not np.isnan(omega_all).any()
+    suffix_max = np.maximum.accumulate(omega_all[..., ::-1], axis=3)[..., ::-1]    # [..., r]: max over R boxes >= r
     bound = np.full((len(t.sync), nb.shape[0]), np.inf)
     boxes = np.zeros((len(t.sync), nb.shape[0], 2))
     for hier, at, col, lo, hi, empty in _in_boxes(t, nb):
@@ -88,18 +92,56 @@ def class_bounds(t: Tables, per_octave: int = 2) -> tuple[np.ndarray, np.ndarray
             own_step, own_base, own_reg, own_best = step[rows], sync_base[rows], reg[rows], best[rows]
             bucket = which[at][rows]
             buckets = np.unique(bucket)      # one (C_local): its row of omega broadcast, not gathered per class
+            if streams and exact_ok and not (np.isnan(own_base).any() or np.isnan(own_step).any()
+                                             or np.isnan(own_reg).any()):
+                best[rows] = _streaming_least(own_best, own_step, own_reg, own_base, hb, rb if hier else rb[:1], hier,
+                                              omega_all, suffix_max, buckets[0] if buckets.size == 1 else bucket)
+                continue
+            # per H box the part of the outer step without the sync (step + regional, or their max when
+            # streaming), then in one buffer: sync, outer, ln outer - omega; the same operations in the
+            # same order as outer = step + regional + sync (max(max(step, regional), sync)), without temporaries
+            no_sync = [np.maximum(own_step, own_reg / h2) if streams else own_step + own_reg / h2 for _, h2 in hb]
+            buf = np.empty(own_best.shape)
             for ri, (r1, r2) in enumerate(rb if hier else rb[:1]):
                 r_hi = r2 if hier else 1
                 for hj, (h1, h2) in enumerate(hb):
-                    sync, regional = own_base / (h2 * r_hi), own_reg / h2
-                    outer = np.maximum(np.maximum(own_step, regional), sync) if streams else own_step + regional + sync
+                    np.divide(own_base, h2 * r_hi, out=buf)
+                    (np.maximum if streams else np.add)(no_sync[hj], buf, out=buf)
+                    np.log(buf, out=buf)
                     omega = omega_all[buckets[0], :, hj, ri][None, :] if buckets.size == 1 else \
                         omega_all[bucket, :, hj, ri]
-                    own_best = np.minimum(own_best, np.log(outer) - omega)
+                    np.subtract(buf, omega, out=buf)
+                    np.minimum(own_best, buf, out=own_best)
             best[rows] = own_best
         bound[at] = np.where(empty, np.inf, fixed_part + best)
         boxes[at] = np.stack([lo, hi], axis=2)
     return bound, boxes
+
+
+def _streaming_least(least: np.ndarray, step: np.ndarray, reg: np.ndarray, base: np.ndarray, hb: np.ndarray,
+                     r_boxes: np.ndarray, hier: bool, omega: np.ndarray, suffix_max: np.ndarray, bucket) -> np.ndarray:
+    """`class_bounds`' least over the H boxes [h1, h2] and R boxes [r1, r2] (`r_boxes`; flat modes: the
+    first, at R = 1) of ln max(max(step, reg / h2), base / (h2 r2)) - omega for streaming classes (step,
+    reg: classes x 1; base: classes x n boxes; omega [gain bucket, n box, H box, R box] and `suffix_max`,
+    its largest over the R boxes from each on; `bucket`: the classes' gain buckets, or one for all) and
+    `least` so far: the very floats of the loop over every (R box, H box), with fewer logarithms. Per H
+    box the R boxes go up; the sync term base / (h2 r2) only falls as r2 grows, so once it exceeds
+    m = max(step, reg / h2) for no class and box of n, the outer step is m itself in that R box and every
+    later one, and the least over them of the rounded ln m - omega is ln m - (their largest omega): a
+    rounded difference never rises as what is subtracted grows. On 16 pools in 16 cities that leaves
+    139 of the 540 (R box, H box) pairs of the hierarchical classes."""
+    one = np.ndim(bucket) == 0
+    for hj, (_, h2) in enumerate(hb):
+        m = np.maximum(step, reg / h2)
+        for ri, (_, r2) in enumerate(r_boxes):
+            sync = base / (h2 * (r2 if hier else 1))
+            if hier and not (sync > m).any():
+                rest = suffix_max[bucket, :, hj, ri]
+                least = np.minimum(least, np.log(m) - (rest[None, :] if one else rest))
+                break
+            at = omega[bucket, :, hj, ri]
+            least = np.minimum(least, np.log(np.maximum(m, sync)) - (at[None, :] if one else at))
+    return least
 
 
 GAIN_BUCKET_LOG = 0.05     # class_bounds: gains rounded up to a grid of 5% in ln (a looser, still valid bound)
