@@ -32,7 +32,8 @@ falls), then to the earlier family. The families number at most P x P x precisio
 min_time visits the families best-first by `compute_bound_s` at their top (a bound on every plan of
 the family, proven there) and stops when it cannot come within the tie tolerance of the best time
 found; min_cost by C at their least N, stopping likewise, each searched only up to the N that cost at
-most the best found; max_compute visits them all, most nodes first, the best compute found pruning
+most the best found; max_compute best-first by the ceiling C_target W / `compute_bound_s` at their top
+(`ceiling`; most nodes first among equal ceilings), stopping likewise, the best compute found pruning
 inside each solve (`objective_search.max_compute`).
 """
 
@@ -144,7 +145,7 @@ def solve_families(run: PartsRun, params: float | None) -> None:
         order = sorted(range(len(listed)), key=lambda k: least_fill(pools, listed[k],
                                                                     listed[k].part.space.min_nodes)[0])
     else:
-        order = sorted(range(len(listed)), key=lambda k: -listed[k].part.space.max_nodes)
+        order = sorted(range(len(listed)), key=lambda k: (-ceiling(listed[k].part), -listed[k].part.space.max_nodes))
     for index in order:
         if time.perf_counter() > run.deadline:
             run.complete = False
@@ -156,6 +157,9 @@ def solve_families(run: PartsRun, params: float | None) -> None:
             if floor_s > run.incumbent * (1 + 1e-12):     # best-first: every family left is as slow
                 run.bound = min(run.bound, floor_s)
                 break
+        if objective.maximise and ceiling(part) < run.most:   # best-first: no family left comes within ties
+            run.bound = max(run.bound, ceiling(part))
+            break
         if objective.by_cost:
             floor_usd = least_fill(pools, family, part.space.min_nodes)[0]
             if floor_usd > run.incumbent:                  # best-first: every family left costs more
@@ -179,6 +183,15 @@ def solve_families(run: PartsRun, params: float | None) -> None:
                 run.incumbent = min(run.incumbent, result.value)
                 bound = min(bound, result.value)
         run.bound = max(run.bound, bound) if objective.maximise else min(run.bound, bound)
+
+
+def ceiling(part: Part) -> float:
+    """An upper bound on the compute (FLOP) within the duration limit of every plan of the part, inf when
+    none is known: C_target x W / `compute_bound_s` at its most nodes (`compute_bound_s` bounds the time
+    to reach C_target from below through the nodes' throughput, so the compute within W is at most this;
+    the same bound as `planner.solvers.mixed_mip.SettingBounds`)."""
+    floor_s = compute_bound_s(part.setting, part.space.max_nodes)
+    return part.setting.target * part.setting.window_s / floor_s if floor_s > 0 else math.inf
 
 
 def solve_family(pools: list[PoolSetting], family: Family, part: Part, objective, solver: str, deadline: float,
