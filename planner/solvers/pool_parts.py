@@ -87,13 +87,15 @@ def subsets(count: int):
 
 
 def too_many_pools(count: int, why: str = "") -> None:
-    """InputError (exit 2) naming fleet.pools: more pools than the full listing takes (`why`: why the
-    search by families of `planner.solvers.pool_families` does not apply either)."""
+    """InputError (exit 2) naming fleet.pools: more pools than the full listing takes. `why`: why the
+    search by families of `planner.solvers.pool_families` does not apply either (a plain solve, which
+    `--solver highs` answers: the message names it); empty for the questions that list the parts
+    themselves (the robust solve)."""
     from planner.schema.errors import InputError, Problem
     here = f" here ({why})" if why else ""
+    hint = "; use --solver highs" if why else ""
     raise InputError([Problem("fleet.pools", f"the exact planner takes at most {MAX_EXACT_POOLS} pools{here} "
-                                             f"(2^P - 1 subsets of pools are listed), got {count}; "
-                                             f"use --solver highs")])
+                                             f"(2^P - 1 subsets of pools are listed), got {count}{hint}")])
 
 
 def unit_price(s: Setting) -> Setting:
