@@ -43,23 +43,26 @@ def fleet_cost_usd(pools: Sequence[PoolSetting], counts: Sequence[int]) -> float
     return float(sum(n * node_price_usd(p) for p, n in zip(pools, counts)))
 
 
-def cheapest_fill(pools: Sequence[PoolSetting], used: Sequence[int], nodes: int) -> list[int] | None:
+def cheapest_fill(pools: Sequence[PoolSetting], used: Sequence[int], nodes: int,
+                  eligible: Sequence[int] | None = None) -> list[int] | None:
     """The cheapest counts using exactly the pools `used` (each at least one node) for `nodes`
     nodes in all: one node of each, then the rest from the cheapest pools first (ties to the
-    first listed). None when `nodes` is below |used| or above their total count.
+    first listed). None when `nodes` is below |used| or above their total count. `eligible` (a
+    superset of `used`): the rest from the cheapest of those pools instead, the pools given nodes
+    then at least `used` (the families of `planner.solvers.pool_families`).
 
     Under the synchronous rule the plan's speed depends on the pools only through U, so this is
     the cheapest assignment of every plan of U with N nodes (an exchange argument: moving a node
     to a cheaper pool of U never raises the cost)."""
-    total = sum(pools[i].count for i in used)
-    if not len(used) <= nodes <= total:
+    eligible = used if eligible is None else eligible
+    if not len(used) <= nodes <= sum(pools[i].count for i in eligible):
         return None
     counts = [0] * len(pools)
     for i in used:
         counts[i] = 1
     left = nodes - len(used)
-    for i in sorted(used, key=lambda i: (node_price_usd(pools[i]), i)):
-        take = min(left, pools[i].count - 1)
+    for i in sorted(eligible, key=lambda i: (node_price_usd(pools[i]), i)):
+        take = min(left, pools[i].count - counts[i])
         counts[i] += take
         left -= take
     return counts

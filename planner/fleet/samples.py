@@ -38,30 +38,18 @@ def random_instance(rng: np.random.Generator, max_count: int = 4) -> dict:
         if rng.random() < 0.3:
             pool["price_usd_per_accelerator"] = float(rng.choice([0.0, 5000.0, 20000.0]))
         pools.append(pool)
-    params = float(10 ** rng.uniform(8, 11.5))
-    data = {
-        "model": {"params": params},
-        "training": {"target_flop": float(6 * params * params * 20 * 10 ** rng.uniform(-1.0, 1.0))},
-        "fleet": {"pools": pools},
-        "network": {"wan": {"up_mbps": float(10 ** rng.uniform(1, 4)), "down_mbps": float(10 ** rng.uniform(1, 4)),
-                            "rtt_ms": float(rng.uniform(5, 200))}},
-        "limits": {"max_days": float(rng.uniform(2, 120))},
+    data = _problem(rng, pools)
+    data.update({
         "search": {"max_inner_steps": int(rng.integers(1, 25)), "max_regional_rounds": int(rng.integers(1, 4)),
                    "compression": sorted({1.0, float(rng.choice([4.0, 16.0, 100.0]))}), "max_stages": 4,
                    "group_sizes": [2, 3], "max_micro_batches": 4, "activation_compression": [1.0, 4.0]},
         "objective": str(rng.choice(["min_time", "min_cost", "max_compute"])),
-    }
+    })
     if rng.random() < 0.5:
         add_sites(rng, data)
     if rng.random() < 0.25:           # dtplan's physics: MFU per accelerator, overlap, failures, ...
         data["assumptions"] = {"profile": "dtplan"}
-    total = sum(p["count"] for p in pools)
-    if rng.random() < 0.25:
-        data["limits"]["max_nodes"] = int(rng.integers(1, total + 1))
-    if rng.random() < 0.25:
-        data["limits"]["budget_usd"] = float(10 ** rng.uniform(5, 7.5))
-    if rng.random() < 0.2:
-        data["search"]["min_nodes"] = int(rng.integers(1, min(total, data["limits"].get("max_nodes", total)) + 1))
+    _limits(rng, data, 0.25)
     if rng.random() < 0.2:
         data["search"]["streaming"] = [bool(rng.random() < 0.5)]
     add_sync_rule(rng, data)
@@ -146,3 +134,51 @@ def chinchilla_c_local_instance(rng: np.random.Generator) -> dict:
                        "group_sizes": [2], "compression": [1.0, 16.0]},
             "objective": "max_compute",
             "assumptions": {"constants": {"replica_beta_coefficient": float(10 ** rng.uniform(2, 3.5))}}}
+
+
+def random_many_pools(rng: np.random.Generator, count: int, max_count: int = 4) -> dict:
+    """One random instance (raw JSON data) of `count` pools under the straggler rule without sites, the
+    fleets the search by families takes beyond 12 pools (`planner.solvers.pool_families`): hardware
+    presets or inline nodes (several memories and speeds, repeated), 1 to `max_count` nodes each,
+    prices varied, sometimes a budget, node cap, least node count or the `dtplan` profile, the
+    objective drawn from the three."""
+    kinds = [str(rng.choice(PRESETS)) if rng.random() < 0.6 else _inline(rng) for _ in range(int(rng.integers(1, 5)))]
+    pools = []
+    for i in range(count):
+        pool = {"name": f"p{i}", "hardware": kinds[int(rng.integers(len(kinds)))],
+                "count": int(rng.integers(1, max_count + 1))}
+        if rng.random() < 0.5:
+            pool["price_usd_per_accelerator"] = float(rng.choice([0.0, 5000.0, 12000.0, 20000.0, 31000.0]))
+        pools.append(pool)
+    data = _problem(rng, pools)
+    data["search"] = {"max_inner_steps": int(rng.integers(1, 13)), "max_regional_rounds": 2, "compression": [1.0, 16.0],
+                      "max_stages": 3, "group_sizes": [2], "max_micro_batches": 2, "activation_compression": [1.0]}
+    data["objective"] = str(rng.choice(["min_time", "min_cost", "max_compute"]))
+    if rng.random() < 0.25:
+        data["assumptions"] = {"profile": "dtplan"}
+    _limits(rng, data, 0.3)
+    return data
+
+
+def _limits(rng: np.random.Generator, data: dict, chance: float) -> None:
+    """With probability `chance` each a node cap and a budget, and a fifth of the time a least node count."""
+    total = sum(p["count"] for p in data["fleet"]["pools"])
+    if rng.random() < chance:
+        data["limits"]["max_nodes"] = int(rng.integers(1, total + 1))
+    if rng.random() < chance:
+        data["limits"]["budget_usd"] = float(10 ** rng.uniform(5, 7.5))
+    if rng.random() < 0.2:
+        data["search"]["min_nodes"] = int(rng.integers(1, min(total, data["limits"].get("max_nodes", total)) + 1))
+
+
+def _problem(rng: np.random.Generator, pools: list[dict]) -> dict:
+    """The model (1e8 to 3e11 parameters), target, fleet, WAN and duration limit of a random instance."""
+    params = float(10 ** rng.uniform(8, 11.5))
+    return {
+        "model": {"params": params},
+        "training": {"target_flop": float(6 * params * params * 20 * 10 ** rng.uniform(-1.0, 1.0))},
+        "fleet": {"pools": pools},
+        "network": {"wan": {"up_mbps": float(10 ** rng.uniform(1, 4)), "down_mbps": float(10 ** rng.uniform(1, 4)),
+                            "rtt_ms": float(rng.uniform(5, 200))}},
+        "limits": {"max_days": float(rng.uniform(2, 120))},
+    }

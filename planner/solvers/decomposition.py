@@ -31,6 +31,10 @@ slowest sets the pace, the smallest memory the state per node), and on N = sum_p
 With one pool there is one part: the uniform solve of that pool's setting. `planner.solvers.
 mixed_oracle` checks this against every assignment of nodes to pools, scored one by one.
 
+Beyond `MAX_EXACT_POOLS` pools, under the straggler rule alone and without sites, the subsets are
+grouped into families of one setting each, one uniform solve per family
+(`planner.solvers.pool_families`, proof there); elsewhere beyond that the planner refuses (exit 2).
+
 This module lists the parts of each model size (`planner.solvers.pool_parts.parts_until`) and runs
 each rule that fleet.sync_rule searches on them through the rules' interface
 (`planner.sync.searches.RuleSearch.solve_parts`): the straggler rule's search of a part, above, is
@@ -52,7 +56,8 @@ from planner.fleet.region_plans import plan_regions
 from planner.fleet.replicas import unsupported
 from planner.sync.straggler.rule import mixed_setting
 from planner.solvers.objective_search import tie_less
-from planner.solvers.pool_parts import PartResult, PartsRun, base_space, parts_until
+from planner.solvers.pool_families import refuse, solve_families
+from planner.solvers.pool_parts import MAX_EXACT_POOLS, PartResult, PartsRun, base_space, parts_until
 from planner.sync.rules import rules_searched
 from planner.sync.searches import search_of
 from planner.schema.instance import Instance
@@ -97,15 +102,20 @@ def decompose(instance: Instance, objective: Objective, solver: str, deadline: f
     found, evaluations, size = [], 0, 0
     bound = objective.empty_bound
     candidates = []
+    by_families = len(pools) > MAX_EXACT_POOLS
+    if by_families:                       # the families (pool_families), or exit 2 naming --solver highs
+        refuse(instance, pools)
     for params in instance.search.params or [None]:
-        listed, complete = parts_until(instance, pools, params, deadline)
+        listed, complete = ([], True) if by_families else parts_until(instance, pools, params, deadline)
         run = PartsRun(instance, pools, objective, solver, deadline, listed, rules, part_bound=part_bound,
                        complete=complete, bound=objective.empty_bound, size=size)
         if incumbents and not maximise and incumbents.get(params) is not None:
             run.incumbent = incumbents[params] * (1 + 1e-12)     # ties with it are still found
         if incumbents and maximise and incumbents.get(params) is not None:
             run.most = incumbents[params] * (1 - 1e-12)
-        for rule in rules:                # straggler first: ties go to it
+        if by_families:
+            solve_families(run, params)
+        for rule in () if by_families else rules:                # straggler first: ties go to it
             search_of(rule).solve_parts(run)
         evaluations += run.evaluations
         size_bound, size = run.bound, run.size

@@ -86,6 +86,18 @@ def subsets(count: int):
         yield from combinations(range(count), size)
 
 
+def too_many_pools(count: int, why: str = "") -> None:
+    """InputError (exit 2) naming fleet.pools: more pools than the full listing takes. `why`: why the
+    search by families of `planner.solvers.pool_families` does not apply either (a plain solve, which
+    `--solver highs` answers: the message names it); empty for the questions that list the parts
+    themselves (the robust solve)."""
+    from planner.schema.errors import InputError, Problem
+    here = f" here ({why})" if why else ""
+    hint = "; use --solver highs" if why else ""
+    raise InputError([Problem("fleet.pools", f"the exact planner takes at most {MAX_EXACT_POOLS} pools{here} "
+                                             f"(2^P - 1 subsets of pools are listed), got {count}{hint}")])
+
+
 def unit_price(s: Setting) -> Setting:
     """The reduced setting with node price 1 and no budget or node cap of its own (the part's
     space carries them): the uniform solver's cost is then N, its bound a node count."""
@@ -112,9 +124,7 @@ def parts_until(instance: Instance, pools: list[PoolSetting], params: float | No
     pools: listing one subset's regions takes ~10 ms on 12 pools with chosen regions, and 4,095
     subsets ~30 s) and whether the listing is complete."""
     if len(pools) > MAX_EXACT_POOLS:
-        from planner.schema.errors import InputError, Problem
-        raise InputError([Problem("fleet.pools", f"the exact planner takes at most {MAX_EXACT_POOLS} pools "
-                                                 f"(2^P - 1 subsets of pools are solved), got {len(pools)}")])
+        too_many_pools(len(pools))
     space = base_space(instance, pools)
     cap = instance.limits.max_nodes or math.inf
     sites = site_network(instance)

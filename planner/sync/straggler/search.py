@@ -97,23 +97,15 @@ def solve_part(instance: Instance, pools: list[PoolSetting], part: Part, objecti
     (`objective_search.min_time`), and a part with nothing as good returns None with bound inf. For
     min_cost on several chosen regions it is the cost of a plan of another part (ties kept).
     `incumbent_compute` (max_compute, FLOP): likewise (`objective_search.max_compute`), bound 0."""
-    from planner.solvers.objective_search import max_compute
-    from planner.solvers.uniform import optimise
-    from planner.solvers import monotone
     s, space = part.setting, part.space
     placed = objective.by_cost and part.placement is not None
     if placed:          # several chosen regions: a plan costs its placement's C_u(N), not monotone in N
         batch, _, evaluations, bound = least_cost_placed(s, space, part.placement, deadline, solver,
                                                          incumbent_s * (1 + 1e-12))
         found = None if batch is None else (batch, None)
-    elif (objective.by_time and solver == "bnb" and math.isfinite(incumbent_s)
-            and not monotone.check(s).unsupported):
-        found, evaluations, bound = min_time(s, space.for_objective(s, objective), deadline, incumbent_s)
-    elif (objective.maximise and solver == "bnb" and incumbent_compute > 0
-            and not monotone.check(s).unsupported):
-        found, evaluations, bound = max_compute(s, space.for_objective(s, objective), deadline, incumbent_compute)
     else:
-        found, evaluations, bound = optimise(s, space, objective, deadline, solver=solver)
+        found, evaluations, bound = search_setting(s, space, objective, solver, deadline, incumbent_s,
+                                                   incumbent_compute)
     if objective.by_cost and not placed:          # bound and value are node counts (unit price)
         bound = cost_of_nodes(pools, part.used, bound)
     if found is None:
@@ -126,16 +118,33 @@ def solve_part(instance: Instance, pools: list[PoolSetting], part: Part, objecti
         batch, more = fastest_at_same_cost(pools, part, batch, deadline, solver)
         evaluations += more
     counts = part_counts(pools, part.used, part.placement, batch)
-    cost = fleet_cost_usd(pools, counts)
+    return part_result(part, batch, counts, fleet_cost_usd(pools, counts), value, objective), evaluations, bound
+
+
+def search_setting(s: Setting, space, objective: Objective, solver: str, deadline: float, incumbent_s: float,
+                   incumbent_compute: float):
+    """`planner.solvers.uniform.optimise` of one part's setting, with the branch and bound's incumbent
+    (min_time: a time in seconds; max_compute: a compute in FLOP, 0 for none) when it can take one."""
+    from planner.solvers.objective_search import max_compute
+    from planner.solvers.uniform import optimise
+    from planner.solvers import monotone
+    if objective.by_time and solver == "bnb" and math.isfinite(incumbent_s) and not monotone.check(s).unsupported:
+        return min_time(s, space.for_objective(s, objective), deadline, incumbent_s)
+    if objective.maximise and solver == "bnb" and incumbent_compute > 0 and not monotone.check(s).unsupported:
+        return max_compute(s, space.for_objective(s, objective), deadline, incumbent_compute)
+    return optimise(s, space, objective, deadline, solver=solver)
+
+
+def part_result(part: Part, batch: PlanBatch, counts: list[int], cost: float, value: float,
+                objective: Objective) -> PartResult:
+    """The PartResult of a part's plan with these counts and cost (USD): its value (min_cost: the cost)
+    and key, what the objective compares (time then cost; cost then time; -compute then cost)."""
     if objective.by_cost:
         from planner.cost.score import time_to_target
-        value = cost
-        key = (cost, float(time_to_target(s, batch)["time_to_target_s"][0]))
-    elif objective.maximise:
-        key = (-value, cost)
-    else:
-        key = (value, cost)
-    return PartResult(part, batch, counts, key, value), evaluations, bound
+        return PartResult(part, batch, counts, (cost, float(time_to_target(part.setting, batch)["time_to_target_s"][0])),
+                          cost)
+    key = (-value, cost) if objective.maximise else (value, cost)
+    return PartResult(part, batch, counts, key, value)
 
 
 def cost_of_nodes(pools, used, nodes: float) -> float:

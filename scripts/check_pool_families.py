@@ -1,0 +1,65 @@
+#!/usr/bin/env python3
+"""Compare the search by families beyond 12 pools (planner.solvers.pool_families) with the full
+listing of every subset of pools (planner.solvers.pool_parts.parts_until) on seeded random fleets of
+1 to 8 pools (`planner.fleet.samples.random_many_pools`, 1 to 5 nodes each): the same status, objective
+value and plan cost (relative 1e-9). The families run at any pool count for the comparison (the
+listing's limit set to 0 pools).
+
+    python scripts/check_pool_families.py [--seed 100] [--count 150]
+
+Prints each disagreement, then the number of instances, of disagreements, the seconds each path took
+and the machine's load average; exit 1 on any disagreement.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seed", type=int, default=100)
+    parser.add_argument("--count", type=int, default=150)
+    opts = parser.parse_args()
+    import numpy as np
+    from planner.fleet.samples import random_many_pools
+    from planner.schema.instance import parse_instance
+    from planner.solve import solve
+    from planner.solvers import decomposition
+    bad, spent = 0, [0.0, 0.0]
+    for seed in range(opts.seed, opts.seed + opts.count):
+        rng = np.random.default_rng(seed)
+        data = random_many_pools(rng, int(rng.integers(1, 9)), max_count=int(rng.integers(1, 6)))
+        instance = parse_instance(data)
+        results = []
+        for k, limit in enumerate((decomposition.MAX_EXACT_POOLS, 0)):
+            saved, decomposition.MAX_EXACT_POOLS = decomposition.MAX_EXACT_POOLS, limit
+            start = time.perf_counter()
+            try:
+                results.append(solve(instance))
+            finally:
+                decomposition.MAX_EXACT_POOLS = saved
+            spent[k] += time.perf_counter() - start
+        listed, families = results
+        values = [r.objective_value for r in results]
+        costs = [r.evaluation.values["cost_usd"] if r.evaluation else None for r in results]
+        same = listed.status == families.status and (
+            values == [None, None] or (None not in values and abs(values[0] - values[1]) <= 1e-9 * abs(values[0])
+                                       and abs(costs[0] - costs[1]) <= 1e-9 * max(costs[0], 1.0)))
+        if not same:
+            bad += 1
+            print(f"seed {seed} {data['objective']}: listing {listed.status} {values[0]} (cost {costs[0]}), "
+                  f"families {families.status} {values[1]} (cost {costs[1]})", flush=True)
+    print(f"{opts.count} instances (seeds {opts.seed}-{opts.seed + opts.count - 1}), {bad} disagreements; "
+          f"listing {spent[0]:.1f} s, families {spent[1]:.1f} s; load {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
