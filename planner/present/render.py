@@ -141,14 +141,33 @@ def plan_table(e: "Evaluation") -> PlainTable:
     return t
 
 
+# Each schedule's pipeline length in micro-batch slots, its bubble and its link transfers per slot, as
+# planner/cost/physics.py: pipeline_ticks computes them (bubble (slots - M) c, links slots x transfers
+# x (x + lat_pp)); DualPipe's bubble is physics.dualpipe_bubble_slots.
+PIPELINE_FORMULAS = {          # schedule: (bubble, links)
+    "gpipe": ("(S - 1) c", "(M + S - 1)(x + lat_pp)"),
+    "1f1b": ("(S - 1) c", "(M + S - 1)(x + lat_pp)"),
+    "interleaved": ("(max(M + (S - 1) / v, S) - M) c", "v max(M + (S - 1) / v, S)(x + lat_pp)"),
+    "zero_bubble": ("max(0, 2 S - 1 - M) c / 3", "(M + max(0, 2 S - 1 - M) / 3)(x + lat_pp)"),
+    "dualpipe": ("(S / 2 - 1)(F&B + B - 3 W) c", "(M + (S / 2 - 1)(F&B + B - 3 W))(x + lat_pp)"),
+}
+
+
+def _schedule_name(e: "Evaluation") -> str:
+    """The plan's pipeline schedule: its own where the planner chose it, else the profile's."""
+    code = int(e.batch.schedule[0])
+    return PIPELINE_SCHEDULES[code - 1] if code else e.setting.assumptions.pipeline_schedule
+
+
 def step_table(e: "Evaluation") -> PlainTable:
     v, b = e.values, e.batch
     t = _table("Per inner step (seconds)")
     t.add_row("compute (whole model, one node)", _s(v["t_comp_s"]), "6 P_act B / (F u)")
     if b.mode in ("pp_group", "pipeline_wan"):
         t.add_row("useful compute per stage", _s(v["step_compute_s"]), "M c, c = t_comp / (S M)")
-        t.add_row("pipeline bubble", _s(v["step_bubble_s"]), "(S - 1) c")
-        t.add_row("pipeline links", _s(v["step_link_s"]), "(M + S - 1)(x + lat_pp)")
+        bubble, links = PIPELINE_FORMULAS[_schedule_name(e)]
+        t.add_row("pipeline bubble", _s(v["step_bubble_s"]), bubble)
+        t.add_row("pipeline links", _s(v["step_link_s"]), links)
         t.add_row("straggler on links", _s(v["step_link_straggler_s"]), f"f(S) = {v['f_pipeline']:.4f}")
     if v["t_ep_s"]:
         t.add_row("expert all-to-all", _s(v["t_ep_s"]), "2 lat_ep L_moe")
