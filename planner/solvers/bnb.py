@@ -63,6 +63,18 @@ from planner.solvers import monotone
 from planner.space import CHUNK, MODE_ORDER, PRECISION_ORDER, Classes, DecisionSpace
 
 TIE_REL = 1e-12          # plans whose objectives differ by less are tied, broken by `tie_key`
+_FLOAT_MAX = float(np.finfo(float).max)
+
+
+def tie_limit(m: np.ndarray | float) -> np.ndarray:
+    """m (1 + TIE_REL), the largest measure tied with m, rounded down to the largest float where the
+    product overflows (a finite m within TIE_REL of the largest float, e.g. 1/C of a plan whose
+    compute underflows): every finite t then compares with it as with the exact product, and an
+    infinite t (an infeasible plan) is not tied with a finite m. An infinite m stays infinite."""
+    m = np.asarray(m, dtype=float)
+    with np.errstate(over="ignore"):
+        limit = m * (1 + TIE_REL)
+    return np.where(np.isfinite(m), np.minimum(limit, _FLOAT_MAX), limit)
 SPLIT = 8                # children per box and level
 EP_ORDER = ("none", "regional", "global")
 
@@ -468,12 +480,12 @@ def minimise_time(s: Setting, c: Classes, h_max: int, r_max: int, bound: float =
 
     def update_q(i, n, h, r, t):
         np.minimum.at(q_m, i, t)
-        near = t <= q_m[i] * (1 + TIE_REL)
+        near = t <= tie_limit(q_m[i])
         i, n, h, r, t = i[near], n[near], h[near], r[near], t[near]
         order = np.lexsort((r, h, n, i))
         first = order[np.r_[True, i[order][1:] != i[order][:-1]]] if order.size else order
         i, n, h, r, t = i[first], n[first], h[first], r[first], t[first]
-        better = (q_t[i] > q_m[i] * (1 + TIE_REL)) | _lex_less((n, h, r), (q_n[i], q_h[i], q_r[i]))
+        better = (q_t[i] > tie_limit(q_m[i])) | _lex_less((n, h, r), (q_n[i], q_h[i], q_r[i]))
         i = i[better]
         q_t[i], q_n[i], q_h[i], q_r[i] = t[better], n[better], h[better], r[better]
 
@@ -482,7 +494,7 @@ def minimise_time(s: Setting, c: Classes, h_max: int, r_max: int, bound: float =
         if ok.any():
             np.minimum.at(best, part[idx[ok]], t[ok])
             update_q(idx[ok], n[ok], h[ok], r[ok], t[ok])
-        keep = ok & (t <= best[part[idx]] * (1 + TIE_REL))
+        keep = ok & (t <= tie_limit(best[part[idx]]))
         kept.append((idx[keep], n[keep], h[keep], r[keep], t[keep]))
 
     def dominated(box, lower):
@@ -492,8 +504,8 @@ def minimise_time(s: Setting, c: Classes, h_max: int, r_max: int, bound: float =
         equal times, e.g. every compute-bound H and R with no efficiency loss, would be
         enumerated plan by plan.)"""
         i = box["i"]
-        return (q_t[i] <= lower * (1 + TIE_REL)) & ~_lex_less((box["n1"], box["h1"], box["r1"]),
-                                                              (q_n[i], q_h[i], q_r[i]))
+        return (q_t[i] <= tie_limit(lower)) & ~_lex_less((box["n1"], box["h1"], box["r1"]),
+                                                         (q_n[i], q_h[i], q_r[i]))
 
     if time.perf_counter() > deadline:      # past the deadline: nothing scored, nothing known (bound 0)
         none = np.zeros(0, np.int64)
@@ -503,10 +515,10 @@ def minimise_time(s: Setting, c: Classes, h_max: int, r_max: int, bound: float =
         seeded = (idx, n, h, r, _measure(s, c, idx, n, h, r, measure))
     visit(*seeded)
     del seeded
-    count, left = _branch_and_bound(s, c, h_max, r_max, visit, lambda box: best[part[box["i"]]] * (1 + TIE_REL),
+    count, left = _branch_and_bound(s, c, h_max, r_max, visit, lambda box: tie_limit(best[part[box["i"]]]),
                                     deadline=deadline, measure=measure, dominated=dominated)
     idx, n, h, r, t = (np.concatenate(x) for x in zip(*kept))
-    final = t <= best[part[idx]] * (1 + TIE_REL)
+    final = t <= tie_limit(best[part[idx]])
     open_bound = float(left["lower"].min()) if left is not None else math.inf
     return Found(c.plans(idx[final], n[final], h[final], r[final]), t[final], c.size + count, open_bound, idx[final])
 
