@@ -6,11 +6,14 @@ which composes the homogeneous evaluation's public functions. `check_plan_agains
 parsed plan against an instance's fleet (pools, sites and regions included) before it is evaluated. The setting functions
 (`planner.setting`) and the `Evaluation` class are named here too, for the callers that read an
 evaluation's setting beside it.
+
+`planner.fleet.evaluate` (and with it the fleet and sync-rule modules, ~7 ms of CPU at import) is
+imported only when a fleet of pools is evaluated or checked: a solve of identical nodes never
+loads it (docs/cli.md, "Start-up time").
 """
 
 from __future__ import annotations
 
-from planner.fleet.evaluate import evaluate_mixed, mixed_plan_problems
 from planner.homogeneous import Evaluation, evaluate_pool, plan_envelope
 from planner.schema.errors import Problem
 from planner.schema.instance import Instance
@@ -29,6 +32,7 @@ def evaluate(instance: Instance, plan: Plan, params: float | None = None) -> Eva
     is scored by `planner.fleet.evaluate.evaluate_mixed` (the plan gives its pool_nodes), a fleet
     of identical nodes by `planner.homogeneous.evaluate_pool`."""
     if instance.fleet.is_mixed:
+        from planner.fleet.evaluate import evaluate_mixed
         return evaluate_mixed(instance, plan, params)
     return evaluate_pool(instance, plan, params)
 
@@ -36,6 +40,7 @@ def evaluate(instance: Instance, plan: Plan, params: float | None = None) -> Eva
 def check_plan_against(instance: Instance, plan: Plan) -> list[Problem]:
     """Problems of `plan` on `instance` (fleet size, node cap, precision, MoE rules); [] if none."""
     if instance.fleet.is_mixed or plan.pool_nodes is not None or plan.sync_rule == "proportional":
+        from planner.fleet.evaluate import mixed_plan_problems
         return mixed_plan_problems(instance, plan) + model_plan_problems(instance, plan)
     problems = []
     if plan.nodes > instance.fleet.nodes:

@@ -23,7 +23,6 @@ import math
 import os
 import re
 import sys
-import traceback
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Callable, Iterable
@@ -165,6 +164,7 @@ class DtplanGroup(click.Group):
     @staticmethod
     def _internal_error(err: Exception, as_json: bool) -> None:
         if os.environ.get(DEBUG_ENV, "") not in ("", "0"):
+            import traceback            # only on a bug, and only when asked for (start-up, docs/cli.md)
             traceback.print_exception(err, file=sys.stderr)
         kind = type(err).__name__
         detail = str(err).splitlines()[0][:300] if str(err) else ""

@@ -12,29 +12,52 @@ divided by C, capped at 1. The reference bisects 200 times geometrically between
 1e10 and 10 C; here the same root is found by a vectorised Newton iteration in
 u = ln N* (agreeing to ~1e-14), then clamped to that bracket so that the edges
 behave as the reference's.
+
+Both are computed once per distinct argument within a process (issue 27 item 1: a solve asks
+for the same handful of values a hundred times, e.g. chi(P_act, T, C; 1) at the run's own tokens
+and compute for every batch of plans). The caches are keyed by the exact float64 bits of the
+arguments and of the constants used, and the computation is deterministic, so a cached value is
+bit-identical to a fresh one (tests/test_chinchilla_cache.py checks == on random arguments).
 """
 
 from __future__ import annotations
+
+from functools import lru_cache
 
 import numpy as np
 
 from planner.cost.assumptions import Assumptions
 
 _NEWTON_ITERATIONS = 60
+# Cache bounds (memory, not values): arrays of at most this many losses are cached (a solve's
+# batches are smaller; the exhaustive solver's large batches are computed afresh), and at most
+# this many distinct calls are kept (worst case 512 x 2 x 8 KiB = 8 MiB per process).
+_CACHED_MAX_SIZE = 1024
+_CACHE_ENTRIES = 512
 
 
 def chinchilla_loss(params, tokens, a: Assumptions):
     """L(N, D) in nats per token; +inf where N <= 0 or D <= 0."""
+    return _loss(params, tokens, *_constants(a)[:5])
+
+
+def _loss(params, tokens, e: float, a_coef: float, a_exp: float, b: float, b_exp: float):
     n = np.asarray(params, dtype=float)
     d = np.asarray(tokens, dtype=float)
     with np.errstate(divide="ignore", invalid="ignore"):
-        loss = a.chinchilla_e + a.chinchilla_a * n ** (-a.chinchilla_alpha) + a.chinchilla_b * d ** (-a.chinchilla_beta)
+        loss = e + a_coef * n ** (-a_exp) + b * d ** (-b_exp)
     return np.where((n > 0) & (d > 0), loss, np.inf)
 
 
 def tokens_per_param(a: Assumptions) -> float:
     """r = 25.6 * overtraining target."""
     return a.tokens_per_param * a.overtrain_target
+
+
+def _constants(a: Assumptions) -> tuple[float, float, float, float, float, float]:
+    """(E, A, alpha, B, beta, r): the constants of the loss and of the compute-optimal allocation."""
+    return (a.chinchilla_e, a.chinchilla_a, a.chinchilla_alpha, a.chinchilla_b, a.chinchilla_beta,
+            tokens_per_param(a))
 
 
 def optimal_allocation(compute_flop, a: Assumptions):
@@ -49,13 +72,33 @@ def equivalent_optimal_compute(loss, a: Assumptions):
 
     Solves A e^(-alpha u) + B r^(-beta) e^(-beta u) = loss - E for u = ln N*, a convex
     decreasing function of u: Newton started left of the root climbs to it monotonically.
+    Computed once per distinct (loss array, constants) for arrays of up to `_CACHED_MAX_SIZE`
+    values (module docstring); the caller gets its own array.
     """
-    r = tokens_per_param(a)
-    excess = np.asarray(loss, dtype=float) - a.chinchilla_e
+    return _equivalent(np.asarray(loss, dtype=float), *_constants(a))
+
+
+def _equivalent(losses: np.ndarray, *constants: float) -> np.ndarray:
+    if losses.size > _CACHED_MAX_SIZE:
+        return _equivalent_optimal_compute(losses, *constants)
+    return _equivalent_cached(losses.tobytes(), losses.shape, *constants).copy()
+
+
+@lru_cache(maxsize=_CACHE_ENTRIES)
+def _equivalent_cached(loss_bits: bytes, shape: tuple[int, ...], *constants: float) -> np.ndarray:
+    """`_equivalent_optimal_compute` of the float64 losses whose bytes are `loss_bits` (read-only result)."""
+    out = _equivalent_optimal_compute(np.frombuffer(loss_bits, dtype=float).reshape(shape), *constants)
+    out.flags.writeable = False
+    return out
+
+
+def _equivalent_optimal_compute(losses: np.ndarray, e: float, a_coef: float, a_exp: float, b: float, b_exp: float,
+                                r: float) -> np.ndarray:
+    """`equivalent_optimal_compute` for float64 losses and the constants (E, A, alpha, B, beta, r)."""
+    excess = losses - e
     ok = (excess > 0) & np.isfinite(excess)
     k = np.where(ok, excess, 1.0)
-    a_coef, a_exp = a.chinchilla_a, a.chinchilla_alpha
-    b_coef, b_exp = a.chinchilla_b * r ** (-a.chinchilla_beta), a.chinchilla_beta
+    b_coef = b * r ** (-b_exp)
     # Each single term alone reaches k at u_a or u_b; the root lies right of both.
     u = np.maximum(np.log(a_coef / k) / a_exp, np.log(b_coef / k) / b_exp)
     for _ in range(_NEWTON_ITERATIONS):
@@ -72,9 +115,26 @@ def equivalent_optimal_compute(loss, a: Assumptions):
 
 
 def chi(params, tokens, compute_flop, a: Assumptions, loss_multiplier=1.0):
-    """chi(N, D, C; m) = min(1, C' / C), C' clamped to the reference bracket [1e10, 10 C]."""
+    """chi(N, D, C; m) = min(1, C' / C), C' clamped to the reference bracket [1e10, 10 C].
+
+    With every argument a single number it is computed once per distinct (N, D, C, m) and
+    constants (module docstring); arrays go through `equivalent_optimal_compute`'s cache.
+    """
+    bracket = (a.chi_search_low_flop, a.chi_search_high_factor)
+    if np.ndim(params) == np.ndim(tokens) == np.ndim(compute_flop) == np.ndim(loss_multiplier) == 0:
+        return _chi_cached(float(params), float(tokens), float(compute_flop), float(loss_multiplier),
+                           *_constants(a), *bracket)
+    return _chi(params, tokens, compute_flop, loss_multiplier, *_constants(a), *bracket)
+
+
+def _chi(params, tokens, compute_flop, loss_multiplier, e: float, a_coef: float, a_exp: float, b: float,
+         b_exp: float, r: float, low_flop: float, high_factor: float):
+    """`chi` for the constants (E, A, alpha, B, beta, r) and the bracket [low_flop, high_factor C]."""
     c = np.asarray(compute_flop, dtype=float)
-    target = chinchilla_loss(params, tokens, a) * np.asarray(loss_multiplier, dtype=float)
-    c_eff = equivalent_optimal_compute(target, a)
-    c_eff = np.clip(c_eff, a.chi_search_low_flop, a.chi_search_high_factor * c)
+    target = _loss(params, tokens, e, a_coef, a_exp, b, b_exp) * np.asarray(loss_multiplier, dtype=float)
+    c_eff = _equivalent(np.asarray(target, dtype=float), e, a_coef, a_exp, b, b_exp, r)
+    c_eff = np.clip(c_eff, low_flop, high_factor * c)
     return np.minimum(1.0, c_eff / c)
+
+
+_chi_cached = lru_cache(maxsize=_CACHE_ENTRIES)(_chi)

@@ -12,7 +12,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Annotated, Any
 
-from pydantic import BeforeValidator, Field, ValidationError, model_validator
+from pydantic import BeforeValidator, ConfigDict, Field, ValidationError, model_validator
 
 from planner.cost.assumptions import PRECISIONS
 from planner.presets_dir import MODELS_DIR_ENV, models_dir  # noqa: F401  (re-exported)
@@ -98,6 +98,11 @@ class HardwareSpec(StrictModel):
 
 class LLMSpec(StrictModel):
     """A model preset. Parameter counts are raw counts (7e9, not 7)."""
+
+    # Built by pydantic when first used (`defer_build`): a model preset is read only when an
+    # instance names one, and no other model nests this one (docs/cli.md, "Start-up time").
+    # (A comment, not the docstring: the docstring is the JSON schema's description.)
+    model_config = ConfigDict(**StrictModel.model_config, defer_build=True)
 
     id: Text = Field(description="Preset id (the file name).")
     name: Text = Field("", description="Display name. Default: the id.")

@@ -8,6 +8,10 @@ upload and a download bandwidth and, optionally, a round-trip time; a missing RT
 
 Empty lists (the default) mean today's uniform network: every node reaches every other over
 `network.wan`, groups over `network.regional`, stages over `network.pipeline`.
+
+The table of places (`planner.sites.places`, ~3 ms of CPU at import) is imported by the checks
+that read it, when an instance has sites: an instance without sites never loads it (docs/cli.md,
+"Start-up time").
 """
 
 from __future__ import annotations
@@ -20,7 +24,6 @@ from planner.schema.errors import Problem
 from planner.schema.limits import MAX_MBPS, MAX_RTT_MS
 from planner.schema.strict import (Num, StrictModel, Text, close_matches, did_you_mean, fmt, problems_from, raise_problems,
                                    show)
-from planner.sites.places import great_circle_km, places
 
 # A site giving both a city and coordinates must lie this close to the city's centre: farther,
 # the city's measured RTTs would not be the site's.
@@ -30,6 +33,7 @@ LIGHT_KM_PER_S = 299_792.458    # speed of light in vacuum (exact, SI definition
 
 
 def _city_message(city: str) -> str:
+    from planner.sites.places import places
     near = [repr(n) for n in close_matches(city, places(), n=3)]
     listed = near[0] if len(near) == 1 else ", ".join(near[:-1]) + f" or {near[-1]}" if near else ""
     hint = f" (did you mean {listed}?)" if near else ""
@@ -53,6 +57,7 @@ class Site(StrictModel):
 
     @model_validator(mode="after")
     def _place(self) -> "Site":
+        from planner.sites.places import great_circle_km, places
         problems = []
         if not self.name.strip():
             problems.append(Problem("name", f"must be a non-empty name, got {show(self.name)}"))
@@ -81,6 +86,7 @@ class Site(StrictModel):
         """(lat, lon) in degrees: the given ones, else the city's."""
         if self.lat is not None and self.lon is not None:
             return self.lat, self.lon
+        from planner.sites.places import places
         c = places()[self.city]
         return c.lat, c.lon
 
@@ -187,6 +193,7 @@ def rtt_bound_problems(sites: Sequence[Site], links: Sequence[SiteLink]) -> list
     for i, link in enumerate(links):
         if link.rtt_ms is None:
             continue
+        from planner.sites.places import great_circle_km      # a given RTT: the table is needed (module docstring)
         km = great_circle_km(*where[link.a], *where[link.b])
         least = min_rtt_ms(km)
         if link.rtt_ms < least:

@@ -197,9 +197,28 @@ def choice_error(value: Any, choices: Sequence[str]) -> str | None:
 # -- field types -------------------------------------------------------------------
 
 
-def _bounds(gt, ge, le) -> list[Any]:
-    return [c for c in (gt is not None and at.Gt(gt), ge is not None and at.Ge(ge),
-                        le is not None and at.Le(le)) if c]
+class JsonBounds:
+    """The bounds of a number field as its JSON schema states them (exclusiveMinimum, minimum,
+    maximum: what pydantic writes for annotated_types' Gt, Ge and Le), not checked a second time.
+
+    The field's own check (`number_error`, `integer_error`) enforces the bounds first, with
+    dtplan's messages, so pydantic's constraint schema for them never rejected anything; building
+    it cost ~5 ms of CPU at every start (the schema's ~110 number fields; docs/cli.md, "Start-up
+    time"). pydantic calls `__get_pydantic_json_schema__` of an `Annotated` item only when it
+    writes a JSON schema (`dtplan schema`, the web page's form).
+    """
+
+    __slots__ = ("gt", "ge", "le")
+
+    def __init__(self, gt: float | None, ge: float | None, le: float | None) -> None:
+        self.gt, self.ge, self.le = gt, ge, le
+
+    def __get_pydantic_json_schema__(self, core_schema: Any, handler: Any) -> dict[str, Any]:
+        schema = handler(core_schema)
+        for key, bound in (("exclusiveMinimum", self.gt), ("minimum", self.ge), ("maximum", self.le)):
+            if bound is not None:
+                schema[key] = bound
+        return schema
 
 
 def Num(*, gt: float | None = None, ge: float | None = None, le: float | None = None, hint: str = "",
@@ -211,7 +230,7 @@ def Num(*, gt: float | None = None, ge: float | None = None, le: float | None = 
         if message:
             fail(message)
         return float(value)
-    return Annotated[float, *_bounds(gt, ge, le if le is not None else cap), BeforeValidator(check)]
+    return Annotated[float, JsonBounds(gt, ge, le if le is not None else cap), BeforeValidator(check)]
 
 
 def Int(*, ge: int | None = None, le: int | None = None, hint: str = "", cap: int = MAX_INTEGER):
@@ -222,7 +241,7 @@ def Int(*, ge: int | None = None, le: int | None = None, hint: str = "", cap: in
         if message:
             fail(message)
         return int(value)
-    return Annotated[int, *_bounds(None, ge, le if le is not None else cap), BeforeValidator(check)]
+    return Annotated[int, JsonBounds(None, ge, le if le is not None else cap), BeforeValidator(check)]
 
 
 def text_error(value: Any) -> str | None:

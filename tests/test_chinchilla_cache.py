@@ -1,0 +1,147 @@
+"""planner.cost.chinchilla computes chi and C' once per distinct argument (issue 27 item 1).
+
+A cached value must be the very float a fresh computation gives (==, not approx): these tests
+compute the fresh value without the caches (the bare Newton iteration with the constants read
+here from the assumptions), then ask the module twice (a miss, then a hit) in a different order,
+among other arguments, and under assumptions that differ in one constant (a key that left a
+constant out would hand back the other set's value).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+from planner.cost import chinchilla
+from planner.cost.assumptions import Assumptions
+
+# Every constant chi and C' read; each is changed alone below. The high factor below 1 (the
+# bracket [1e10, h C] then caps chi at h), as above 1 the min(1, .) hides it.
+CONSTANT_CHANGES = {"chinchilla_e": 1.69, "chinchilla_a": 406.4, "chinchilla_alpha": 0.34, "chinchilla_b": 410.7,
+                    "chinchilla_beta": 0.28, "tokens_per_param": 20.0, "overtrain_target": 4.0,
+                    "chi_search_low_flop": 1e21, "chi_search_high_factor": 0.5}
+
+
+def clear_caches() -> None:
+    chinchilla._chi_cached.cache_clear()
+    chinchilla._equivalent_cached.cache_clear()
+
+
+def random_arguments(rng: np.random.Generator, count: int):
+    """(N, D, C, m): scalars and multipliers as a number, a 1-element array or a batch."""
+    out = []
+    for i in range(count):
+        params, tokens = 10 ** rng.uniform(8, 12), 10 ** rng.uniform(9, 14)
+        compute = 6.0 * params * tokens * 10 ** rng.uniform(-1.0, 1.0)     # C' near C: chi below and at 1
+        shape = [(), (1,), (int(rng.integers(2, 60)),), (3, 4)][i % 4]
+        m = float(1 + rng.uniform(0, 0.03)) if shape == () else 1 + rng.uniform(0, 0.03, size=shape)
+        out.append((params, tokens, compute, m))
+    return out
+
+
+def constants_of(a: Assumptions) -> tuple[float, ...]:
+    """(E, A, alpha, B, beta, r = tokens per parameter x overtraining target), read here from `a`."""
+    return (a.chinchilla_e, a.chinchilla_a, a.chinchilla_alpha, a.chinchilla_b, a.chinchilla_beta,
+            a.tokens_per_param * a.overtrain_target)
+
+
+def fresh_chi(args, a: Assumptions):
+    """chi computed without any cache: min(1, clip(C'(m L(N, D)), 1e10, 10 C) / C), the same
+    operations in the same order as planner.cost.chinchilla, with C' from the bare Newton iteration."""
+    params, tokens, compute, m = args
+    n, d = np.asarray(params, dtype=float), np.asarray(tokens, dtype=float)
+    loss = a.chinchilla_e + a.chinchilla_a * n ** (-a.chinchilla_alpha) + a.chinchilla_b * d ** (-a.chinchilla_beta)
+    target = np.where((n > 0) & (d > 0), loss, np.inf) * np.asarray(m, dtype=float)
+    c_eff = chinchilla._equivalent_optimal_compute(np.asarray(target, dtype=float), *constants_of(a))
+    c = np.asarray(compute, dtype=float)
+    return np.minimum(1.0, np.clip(c_eff, a.chi_search_low_flop, a.chi_search_high_factor * c) / c)
+
+
+def test_cached_chi_equals_fresh_on_random_arguments():
+    rng = np.random.default_rng(27)
+    a = Assumptions()
+    cases = random_arguments(rng, 200)
+    fresh = [fresh_chi(args, a) for args in cases]
+    clear_caches()
+    for args, value in zip(cases, fresh):      # fill the caches in order, then read them back in another order
+        assert np.array_equal(chinchilla.chi(*args[:3], a, args[3]), value)
+    for i in rng.permutation(len(cases)):
+        again = chinchilla.chi(*cases[i][:3], a, cases[i][3])
+        assert type(again) is type(fresh[i]) and np.shape(again) == np.shape(fresh[i])
+        assert np.array_equal(again, fresh[i])
+    assert chinchilla._chi_cached.cache_info().hits >= 50       # the scalar cases were read from the cache
+    assert chinchilla._equivalent_cached.cache_info().hits >= 100
+
+
+def test_cached_equivalent_compute_equals_the_newton_iteration():
+    rng = np.random.default_rng(28)
+    a = Assumptions()
+    constants = constants_of(a)
+    batches = [rng.uniform(1.5, 4.0, size=int(n)) for n in rng.integers(1, 80, size=60)]
+    batches += [np.array([1.0, a.chinchilla_e, np.inf, np.nan, 1.82]), np.array([]), np.float64(2.1), 3.0]
+    clear_caches()
+    for losses in batches + batches[::-1]:       # the second pass is served from the cache
+        expected = chinchilla._equivalent_optimal_compute(np.asarray(losses, dtype=float), *constants)
+        got = chinchilla.equivalent_optimal_compute(losses, a)
+        assert type(got) is type(expected) and got.shape == expected.shape
+        assert np.array_equal(got, expected, equal_nan=True)
+    assert chinchilla._equivalent_cached.cache_info().hits >= len(batches)
+
+
+def test_large_batches_bypass_the_cache_with_the_same_values():
+    a = Assumptions()
+    losses = np.linspace(1.9, 3.0, chinchilla._CACHED_MAX_SIZE + 1)
+    clear_caches()
+    whole = chinchilla.equivalent_optimal_compute(losses, a)
+    assert chinchilla._equivalent_cached.cache_info().currsize == 0
+    assert np.array_equal(whole, chinchilla._equivalent_optimal_compute(losses, *constants_of(a)))
+
+
+@pytest.mark.parametrize("name", sorted(CONSTANT_CHANGES))
+def test_the_cache_tells_apart_assumptions_that_differ_in_one_constant(name):
+    base = Assumptions()
+    changed = dataclasses.replace(base, **{name: CONSTANT_CHANGES[name]})
+    rng = np.random.default_rng(29)
+    for args in random_arguments(rng, 40):
+        fresh = fresh_chi(args, changed)
+        clear_caches()
+        chinchilla.chi(*args[:3], base, args[3])        # the base set's value is now cached
+        assert np.array_equal(chinchilla.chi(*args[:3], changed, args[3]), fresh)
+        loss = chinchilla.chinchilla_loss(args[0], args[1], changed) * args[3]
+        fresh_c = chinchilla._equivalent_optimal_compute(np.asarray(loss, dtype=float), *constants_of(changed))
+        clear_caches()
+        chinchilla.equivalent_optimal_compute(loss, base)
+        assert np.array_equal(chinchilla.equivalent_optimal_compute(loss, changed), fresh_c)
+
+
+def test_a_caller_changing_its_array_does_not_change_the_cache():
+    a = Assumptions()
+    losses = np.array([2.0, 2.5, 3.0])
+    clear_caches()
+    first = chinchilla.equivalent_optimal_compute(losses, a)
+    kept = first.copy()
+    first[:] = -1.0
+    assert np.array_equal(chinchilla.equivalent_optimal_compute(losses, a), kept)
+    multipliers = np.array([1.0, 1.1])
+    chi_first = chinchilla.chi(20e9, 4e11, 1e24, a, multipliers)
+    kept_chi = chi_first.copy()
+    chi_first[:] = 7.0
+    assert np.array_equal(chinchilla.chi(20e9, 4e11, 1e24, a, multipliers), kept_chi)
+
+
+def test_cached_compute_solves_its_defining_equation():
+    """C' is the compute whose compute-optimal model (N* = sqrt(C' / 6r), D* = r N*) reaches the
+    loss asked for: L(N*, D*) = loss, checked on the cached values (a hit) to 1e-12 relative."""
+    a = Assumptions()
+    losses = np.array([1.9, 2.0, 2.2, 2.6, 3.4])
+    clear_caches()
+    chinchilla.equivalent_optimal_compute(losses, a)
+    cached = chinchilla.equivalent_optimal_compute(losses, a)
+    assert chinchilla._equivalent_cached.cache_info().hits == 1
+    r = a.tokens_per_param * a.overtrain_target
+    n_opt = np.sqrt(cached / (6.0 * r))
+    reached = a.chinchilla_e + a.chinchilla_a * n_opt ** -a.chinchilla_alpha \
+        + a.chinchilla_b * (r * n_opt) ** -a.chinchilla_beta
+    assert np.allclose(reached, losses, rtol=1e-12, atol=0.0)
