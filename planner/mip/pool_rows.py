@@ -12,13 +12,14 @@ import pyomo.environ as pyo
 
 from planner.objectives import Objective
 from planner.fleet.replicas import node_price_usd
-from planner.mip.pool_patterns import COST_TOL, LINK_LEAST, PoolTables, price_scale, safe_name
+from planner.mip.pool_patterns import COST_TOL, LINK_LEAST, PoolTables, collector_paused, price_scale, safe_name
 from planner.sync.proportional.mip_rows import add_rule_rows
 
 FAMILIES = ("pool-key", "pool-count", "pool-total", "pool-allowed", "pool-required", "pool-links", "pool-spread",
             "pool-cost", "pool-budget")
 
 
+@collector_paused()
 def build_pools(pt: "PoolTables", grid, objective: Objective, cutoff: float | None, solved=frozenset()):
     """The model: the class families (`formulation.build`) on the merged tables and the pool families;
     `cutoff` (ln T for min_time, cost units for min_cost): only plans better than it are wanted."""

@@ -54,10 +54,11 @@ from planner.objectives import MIN_COST, MIN_TIME, Objective
 from planner.fleet.pools import PoolSetting
 from planner.fleet.replicas import fleet_cost_usd
 from planner.sync.straggler.rule import mixed_setting
-from planner.mip.pool_patterns import (PoolTables, SettingPart, check_deadline, check_site_items, fill_order,
-                                       key_counts, key_range, mixed_plan, pattern_groups, pool_keys, price_scale, site_links)
+from planner.mip.pool_patterns import (PoolTables, SettingPart, check_deadline, check_site_items, collector_paused,
+                                       fill_order, key_counts, key_range, mixed_plan, pattern_groups, pool_keys,
+                                       price_scale, site_links)
 from planner.sync.proportional.mip_rows import rho_max, rule_incumbent, rule_space, rule_tables
-from planner.mip.presolve import presolve, presolve_compute
+from planner.mip.presolve import beaten, presolve, presolve_compute
 from planner.mip.table_bounds import class_bounds, compute_box_bounds
 from planner.mip.tables import Tables, compute_bounds
 from planner.solvers import UnsupportedBySolver
@@ -111,6 +112,7 @@ def merge(parts: list[SettingPart], space) -> Tables:
     return merged
 
 
+@collector_paused()
 def pool_tables(instance, pools: list[PoolSetting], objective: Objective, params: float | None,
                 deadline: float = math.inf) -> PoolTables:
     """The patterns of the fleet, the tables of their distinct settings (presolved: min_time drops the
@@ -207,7 +209,7 @@ def pool_tables(instance, pools: list[PoolSetting], objective: Objective, params
             if found is not None and found[0] < best:
                 best, best_plan = found
         elif not objective.by_cost and part.exact_range:
-            pruned, plan, value, done = presolve_compute(t) if objective.maximise else presolve(t, MIN_TIME)
+            pruned, plan, value, done = presolve_compute(t) if objective.maximise else _presolve_time(t, best)
             part.dropped = _cut(value)        # the presolves' own cut: classes bounded above it are dropped
             if plan is not None and value < best:
                 best, best_plan = value, mixed_plan(pt, j, pruned, plan)
@@ -264,6 +266,19 @@ def pool_tables(instance, pools: list[PoolSetting], objective: Objective, params
         from planner.sync.proportional.mip_rows import RuleRows
         pt.rule_rows = RuleRows.of(pt, rule)
     return pt
+
+
+def _presolve_time(t: Tables, best: float):
+    """`presolve(t, MIN_TIME)`, or, when nothing of the setting survives the cut at the best plan found
+    so far (ln T `best`; `presolve.beaten` by the coarse box bounds the presolve starts from), the
+    tables emptied with no plan: the presolve would find no better plan and the cut at the best plan
+    of all settings would drop whatever it kept. Skipping it leaves the tables merged, the model
+    and the settings' `dropped` (then the cut at the best of all) as they were."""
+    bounds = class_bounds(t) if t.sync else None
+    if bounds is not None and math.isfinite(best) and beaten(t, _cut(best), bounds):
+        return Tables(t.setting, t.space, t.groups, [], [], t.n_max, t.h_max, 1, np.zeros(0), t.eta_h_falls), \
+            None, math.inf, set()
+    return presolve(t, MIN_TIME, bounds)
 
 
 def _cut(value: float) -> float:

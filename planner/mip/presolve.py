@@ -131,7 +131,7 @@ def most_promising(t: Tables, solved, count: int, lower: np.ndarray | None = Non
     return [int(a) for a in order if int(a) not in solved and lower[a] < below][:count]
 
 
-def presolve(t: Tables, objective: Objective):
+def presolve(t: Tables, objective: Objective, bounds: tuple[np.ndarray, np.ndarray] | None = None):
     """Drop the classes and fixed plans that cannot hold an optimum; return a first incumbent.
 
     Exact, like a MIP presolve with an objective cutoff, by the box bounds of `class_bounds`:
@@ -149,11 +149,12 @@ def presolve(t: Tables, objective: Objective):
       least nodes (`Tables.class_least_nodes`).
     Returns (pruned tables, incumbent plan or None, its value: ln T or nodes; inf if none, the
     positions in the pruned tables' `sync` of the classes solved exactly: none better than it).
+    `bounds`: `class_bounds(t)` when the caller holds them already (`beaten`).
     """
     if not t.sync:
         return t, None, math.inf, set()
     ln_w = math.log(t.setting.window_s)
-    bound, boxes = class_bounds(t)
+    bound, boxes = class_bounds(t) if bounds is None else bounds
     lower = bound.min(axis=1)
     first_box = np.argmin(bound, axis=1) if objective.by_time else np.argmax(bound <= ln_w, axis=1)
     pick_n = boxes[np.arange(len(t.sync)), first_box, 1].astype(np.int64)
@@ -215,6 +216,20 @@ def presolve(t: Tables, objective: Objective):
     if not any(e.mode == "hierarchical" for e in pruned.sync):
         pruned.r_max = 1
     return pruned, best_plan, best, solved
+
+
+def beaten(t: Tables, cut: float, bounds: tuple[np.ndarray, np.ndarray]) -> bool:
+    """min_time: whether no plan of the tables has ln T <= `cut`, by the box bounds `bounds` =
+    `class_bounds(t)` and the fixed plans' own times: every box of every class bounded above the cut
+    (a box's bound is at most the ln T of each of its plans) and every fixed plan slower than it.
+
+    Then `presolve(t, MIN_TIME)` keeps nothing below that cut either: its incumbent is a plan of the
+    tables (ln T > cut), and the classes it keeps have a coarse bound (`bound.min(axis=1)`, the
+    least over the boxes; the finer bounds only raise it) and the fixed plans it keeps a time that
+    the cut then drops (`planner.mip.pools.pool_tables` cuts every setting at the best plan of all).
+    So a caller holding a plan of value v with cut = v + 1e-9 max(1, |v|) may skip the presolve."""
+    bound, _ = bounds
+    return bool(np.all(bound > cut)) and all(p.log_time > cut for p in t.fixed)
 
 
 def presolve_compute(t: Tables):
