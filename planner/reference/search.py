@@ -282,9 +282,11 @@ def _cannot_reach(s: Setting, space: DecisionSpace, objective: Objective, found_
     """A bound on this size's optimum that shows it can neither beat nor tie the best plan found
     before (then `_solve_below` skips its search), else None.
 
-    max_compute: the most compute any plan could reach (`_most_within` at N_max), below the best
-    found over (1 + TIE_REL). min_cost: no plan of at most the fewest nodes found reaches the
-    target; the bound returned is then the cost of one node more. Only where `_reach_bounds`."""
+    max_compute: the most compute any plan could reach (`_most_within` at N_max), else the box
+    bound with the pipeline physics (`size_bound.skip_bound`), below the best found over
+    (1 + TIE_REL). min_cost: no plan of at most the fewest nodes found reaches the target (the
+    reach, else the box bound with N capped there); the bound returned is then the cost of one
+    node more. Only where `_reach_bounds` (and the box bound where `size_bound.applies`)."""
     if not found_before or len(space.precisions) != 1 or not _reach_bounds(s, space):
         return None
     if objective.maximise:
@@ -299,6 +301,10 @@ def _cannot_reach(s: Setting, space: DecisionSpace, objective: Objective, found_
     if objective is MIN_COST:
         fewest = min(int(batch.nodes[0]) for batch, _ in found_before)
         if _most_within(s, space, min(fewest, space.max_nodes)) < s.target:
+            return (fewest + 1) * s.node_price_usd
+        capped = replace(space, max_nodes=min(fewest, space.max_nodes))
+        if size_bound.applies(s, capped, True) and \
+                size_bound.skip_bound(s, capped, s.target / (1 + REACH_MARGIN)) is not None:
             return (fewest + 1) * s.node_price_usd
     return None
 
