@@ -49,7 +49,7 @@ from typing import Any
 import numpy as np
 
 from planner.objectives import MAX_COMPUTE, MIN_COST, Objective
-from planner.reference import conformance, fewest_nodes, fewest_nodes_chinchilla
+from planner.reference import conformance, fewest_nodes, fewest_nodes_chinchilla, size_bound
 from planner.cost import chinchilla, envelope, physics, quality, quality_fit
 from planner.cost.straggler import eta_h_divisor
 from planner.cost.score import score
@@ -282,18 +282,29 @@ def _cannot_reach(s: Setting, space: DecisionSpace, objective: Objective, found_
     """A bound on this size's optimum that shows it can neither beat nor tie the best plan found
     before (then `_solve_below` skips its search), else None.
 
-    max_compute: the most compute any plan could reach (`_most_within` at N_max), below the best
-    found over (1 + TIE_REL). min_cost: no plan of at most the fewest nodes found reaches the
-    target; the bound returned is then the cost of one node more. Only where `_reach_bounds`."""
+    max_compute: the most compute any plan could reach (`_most_within` at N_max), else the box
+    bound with the pipeline physics (`size_bound.skip_bound`), below the best found over
+    (1 + TIE_REL). min_cost: no plan of at most the fewest nodes found reaches the target (the
+    reach, else the box bound with N capped there); the bound returned is then the cost of one
+    node more. Only where `_reach_bounds` (and the box bound where `size_bound.applies`)."""
     if not found_before or len(space.precisions) != 1 or not _reach_bounds(s, space):
         return None
     if objective.maximise:
-        best = max(value for _, value in found_before)
+        cut = max(value for _, value in found_before) / (1 + TIE_REL)
         most = _most_within(s, space, space.max_nodes)
-        return most if most < best / (1 + TIE_REL) else None
+        if most < cut:
+            return most
+        if not size_bound.applies(s, space, True):
+            return None
+        bound = size_bound.skip_bound(s, space, cut / (1 + REACH_MARGIN))
+        return None if bound is None else bound * (1 + REACH_MARGIN)
     if objective is MIN_COST:
         fewest = min(int(batch.nodes[0]) for batch, _ in found_before)
         if _most_within(s, space, min(fewest, space.max_nodes)) < s.target:
+            return (fewest + 1) * s.node_price_usd
+        capped = replace(space, max_nodes=min(fewest, space.max_nodes))
+        if size_bound.applies(s, capped, True) and \
+                size_bound.skip_bound(s, capped, s.target / (1 + REACH_MARGIN)) is not None:
             return (fewest + 1) * s.node_price_usd
     return None
 

@@ -1,0 +1,245 @@
+"""A proven upper bound on one model size's most C_quality, with the pipeline physics, for
+`planner.reference.search`'s searches over model sizes (issue 27 item 3).
+
+`search._reach_bounds`' reach leaves out the sync, the pipeline's bubble and link, eta_H,
+eta_C, eta_A and the replica penalty, and is 1.3 to 20 times what a size achieves: it skips
+few sizes. This bound keeps all of them, and is refined box by box only where it could still
+reach the cut (`skip_bound`): the best plan found so far (sweep_model_sizes, max_compute), or
+the target with N capped at the fewest nodes found so far (find_optimal_config_for_target,
+min_cost: a size none of whose plans of at most that many nodes reaches the target can neither
+beat nor tie the cheapest).
+
+Rows. Each mode's plans fall in rows: flat (one row), hierarchical (one row per group size k)
+and pp_group (one row per (S, Ca)). What a plan's tokens depend on besides its replicas and H
+(and R) is its step time: flat and hierarchical t_comp (times the profile's recomputation
+factor), pp_group GPipe's t_pp(S, M, Ca), none depending on N, H or R (`planner.cost.modes`).
+A row's least step time is a lower bound over its M (`_rows`); its eta_A = qa(Ca)^(2 (S - 1))
+is every plan's of the row (1 outside pipelines); a row whose state P beta / S alone exceeds
+the node is left out (its plans break the memory cap).
+
+Box bound. For a plan of a row with K in [K1, K2] replicas (flat K = N, pp_group K = floor(N / S),
+N <= N_max) and H in [H1, H2] (docs/cost_model.md sections 4-7, planner/cost/modes.py and run.py):
+1. Tokens T = W' B K H tf / outer with outer = max(H t_step, t_sync(K)) under streaming and
+   H t_step + t_sync(K) without (no overlap or fragment terms: checked), t_step >= the row's
+   least step time, t_sync(K) = sync_base(v, K) f(K) non-decreasing in K
+   (`physics.sync_base_s`, `straggler_factor`), so
+   T <= T_up = W' B tf K2 H2 / max(H2 t_min, t_sync(K1)).
+2. g = eta_H(H) eta_C eta_A (times the linear v1 factor, which falls with K) <= g_up =
+   eta_H(H1) eta_C eta_A (times the factor at K1): eta_H falls with H (alpha >= 0), eta_C is
+   the space's one compression's.
+3. mu = K^beta(P, H) >= mu_lo = K1^beta(P, H1) (beta0 >= 0, beta rises with ln H).
+4. C_quality = Q(T, g, mu) (`run.quality_compute`, N >= 2) grows with T and g and falls with
+   mu, so C_quality <= Q(T_up, g_up, mu_lo).
+1'. Hierarchical, N in [N1, N2] nodes in groups of k (G = floor(N / k) >= 2 groups, replicas
+   K = N), H_eff = H sqrt(R) in [E1, E2]: tokens per global cycle B N H R tf, cycle
+   max(R max(H t_step, t_reg(k)), t_glob(G)) or more (sums without streaming), so the tokens
+   per second are at most B N tf / max(t_step, t_reg / H, t_glob(G) / (H R)); with H, R >= 1,
+   H <= min(E2, H_max) and H R = H_eff sqrt(R) = H_eff^2 / H <= min(E2^2, E2 sqrt(R_max),
+   H_max R_max), and t_glob(G) >= t_glob(floor(N1 / k)):
+   T <= W' B tf N2 / max(t_min, t_reg / min(E2, H_max), t_glob(floor(N1 / k)) / min(E2^2,
+   E2 sqrt(R_max), H_max R_max)); steps 2-4 hold with H_eff for H and N for K (eta_A = 1).
+One node (flat, N = 1, no sync): C_quality = 6 P_act T <= W' F u (`search._most_within`).
+H ranges over [1, H_max]; the boxes split [1, H_c] geometrically and keep [H_c, H_max] whole
+(H_c = ceil(t_sync(K_max) / t_min), where more H adds no tokens), K over [2, K_max];
+hierarchical: H_eff (real) over [1, H_max sqrt(R_max)], N over [2k, N_max].
+A box whose bound is below the cut is dropped; the others are split in four (K and H halves,
+geometric) for `ROUNDS` rounds (given up, no bound, beyond `MAX_BOXES` left). Every plan of the
+space lies in some box of every round, so the largest bound left (or, with none left, the
+largest dropped) bounds the size's optimum.
+
+The conditions the proof uses are `search._reach_bounds`' (gpipe, no overlap or fragments,
+no MoE, no fitted quality, tables <= 1) and: one precision and one compression, modes flat,
+hierarchical and pp_group only, no ZeRO-3 shards, one payload for every stage count; anything
+else: no bound (None). tests/test_reference_size_bound.py checks the bound against random
+plans of every mode, the branch and bound's optima and fewest nodes, and the searches' answers
+against those without it.
+Layer: search (planner.reference).
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+
+from planner.cost import memory, physics, quality, run, timing
+from planner.cost.setting import Setting
+from planner.cost.straggler import eta_h_divisor, straggler_factor, throughput_fraction
+from planner.space import DecisionSpace
+
+ROUNDS = 8            # refinement rounds of the boxes left above the cut
+FIRST_SPLIT = 6       # x and H pieces per row at the start
+MAX_BOXES = 8_000     # boxes left above the cut beyond which refining is given up (the cut is within reach)
+
+
+def applies(s: Setting, space: DecisionSpace, reach_bounds: bool) -> bool:
+    """Whether the box bound's proof holds for this setting and space (module docstring);
+    `reach_bounds`: `search._reach_bounds(s, space)`, whose conditions it shares."""
+    return (reach_bounds and len(space.precisions) == 1 and len(space.compression) == 1
+            and set(space.modes) <= {"flat", "hierarchical", "pp_group"} and not s.assumptions.search_zero_shards
+            and not s.assumptions.per_stage_payload)
+
+
+class _Rows(NamedTuple):
+    """Per row: least step time (s), eta_A, x's range [x_lo, x_max] (replicas K, or nodes N when
+    hierarchical), group size k (hierarchical, else 0), regional sync t_reg(k) (s, else 0)."""
+
+    step: np.ndarray
+    eta_a: np.ndarray
+    x_lo: np.ndarray
+    x_max: np.ndarray
+    k: np.ndarray
+    t_reg: np.ndarray
+
+    @property
+    def hierarchical(self) -> np.ndarray:
+        return self.k > 0
+
+
+def _rows(s: Setting, space: DecisionSpace) -> _Rows | None:
+    """The rows that may fit a node (module docstring), None if there is none.
+
+    The least step time of a row is a lower bound, from the step formulas without what only
+    lengthens a step: flat and hierarchical t_comp times the profile's recomputation factor
+    (`modes._common`); pp_group min over M of GPipe's (M + S - 1)(c + (x + lat_pp) f(S)) with
+    c = t_comp / (S M) and t_comp without recomputation (`physics.recompute_compute_factor` >= 1,
+    and t_pp grows with t_comp), x = (2 a / M) / bw_pp (`timing.pipeline_parts_s`). A row is left
+    out where the state P beta / S alone exceeds the node (a plan's state is that plus its
+    schedule's copy and kept activations, both >= 0: `modes._pipeline_at`)."""
+    a = s.assumptions
+    precision = space.precisions[0]
+    beta = a.bytes_per_param(precision)
+    n_max = space.max_nodes
+    t_comp = float(timing.compute_time_s(s.active_params, s.local_batch_tokens, s.peak_flops[precision],
+                                         a.mfu_for(precision)))
+    whole = t_comp * physics.flat_recompute_factor(a)
+    fits_one = memory.state_bytes_per_node(s.params, beta) <= s.memory_bytes
+    out = []
+    if "flat" in space.modes and n_max >= 2 and fits_one:
+        out.append(([whole], [1.0], [2.0], [n_max], [0.0], [0.0]))
+    k = np.asarray([g for g in space.group_sizes if 2 * g <= n_max], dtype=float)
+    if "hierarchical" in space.modes and k.size and fits_one:
+        v = _payload_bits(s, space)
+        t_reg = timing.regional_sync_base_s(v, s.regional_bps, s.regional_rtt_s) * straggler_factor(k, a)
+        out.append((np.full(k.shape, whole), np.ones(k.shape), 2.0 * k, np.full(k.shape, n_max), k, t_reg))
+    top = min(space.max_stages, n_max // 2)
+    if "pp_group" in space.modes and top >= 2:
+        stages = np.arange(2, top + 1, dtype=float)
+        stages = stages[memory.state_bytes_per_node(s.params, beta, stages) <= s.memory_bytes]
+        ca = np.asarray(space.activation_compression, dtype=float)
+        S, Ca = (x.ravel() for x in np.meshgrid(stages, ca, indexing="ij"))
+        M = np.arange(1, space.max_micro_batches + 1, dtype=float)[None, :]
+        hidden = s.hidden_size if s.hidden_size is not None else timing.hidden_size(s.params, a.hidden_size_coefficient)
+        act = timing.activation_bits(s.local_batch_tokens, hidden, a.activation_bytes(precision), Ca)
+        t_pp, *_ = timing.pipeline_parts_s(t_comp, S[:, None], M, act[:, None], s.pipeline_bps, s.pipeline_rtt_s,
+                                           straggler_factor(S, a)[:, None])
+        zeros = np.zeros(S.shape)
+        out.append((t_pp.min(axis=1), np.broadcast_to(quality.activation_quality(Ca, S, a), S.shape),
+                    np.full(S.shape, 2.0), n_max // S, zeros, zeros))
+    if not out:
+        return None
+    return _Rows(*(np.concatenate([np.asarray(r[j], dtype=float) for r in out]) for j in range(6)))
+
+
+def _payload_bits(s: Setting, space: DecisionSpace) -> float:
+    """v = P b / Cr, one payload for every plan of the space (no per-stage payload: `applies`)."""
+    return physics.payload_bits(s.assumptions, s.params, space.precisions[0], float(space.compression[0]), 1, False)
+
+
+def _sync_s(s: Setting, space: DecisionSpace, parties) -> np.ndarray:
+    """t_sync(G) = sync_base(v, G) f(G) over the WAN (`modes._wan_sync`)."""
+    a = s.assumptions
+    base = physics.sync_base_s(a, _payload_bits(s, space), parties, s.wan_up_bps, s.wan_down_bps, s.wan_rtt_s)
+    return base * straggler_factor(parties, a)
+
+
+def _bound(s: Setting, space: DecisionSpace, rows: _Rows, boxes) -> np.ndarray:
+    """Q(T_up, g_up, mu_lo) per box (module docstring, steps 1-4; hierarchical: step 1')."""
+    a = s.assumptions
+    i, x1, x2, h1, h2 = boxes
+    step, hier = rows.step[i], rows.hierarchical[i]
+    k = np.where(hier, rows.k[i], 1.0)
+    t_sync = _sync_s(s, space, np.where(hier, np.floor(x1 / k), x1))
+    h_max, r_max = float(space.max_inner_steps), float(space.max_regional_rounds)
+    hr_max = np.minimum(np.minimum(h2 * h2, h2 * np.sqrt(r_max)), h_max * r_max)
+    denominator = np.where(hier, np.maximum(np.maximum(step, rows.t_reg[i] / np.minimum(h2, h_max)), t_sync / hr_max),
+                           np.maximum(step, t_sync / h2))
+    tokens = s.training_window_s * s.local_batch_tokens * throughput_fraction(a) * x2 / denominator
+    g = quality.eta_sync_interval(h1, s.params, a, eta_h_divisor(a)) \
+        * quality.compression_quality(float(space.compression[0]), a) * rows.eta_a[i]
+    mu = np.ones_like(g)
+    if a.replica_penalty == "chinchilla":
+        mu = quality.replica_loss_multiplier(x1, s.params, h1, a)
+    elif a.replica_penalty == "linear_v1":
+        g = g * quality.linear_v1_replica_factor(x1, s.params, a)
+    return run.quality_compute(s, tokens, g, mu, True)
+
+
+def _halves(lo: np.ndarray, hi: np.ndarray, whole: np.ndarray):
+    """Intervals [lo, mid] and [mid + 1, hi] of integers (`whole`), the second empty (lo > hi) where
+    lo = hi (`skip_bound` drops it); [lo, mid] and [mid, hi] of reals; mid the geometric middle."""
+    mid = np.sqrt(lo * hi)
+    mid = np.where(whole, np.clip(np.floor(mid), lo, np.maximum(lo, hi - 1)), mid)
+    return (lo, mid), (np.where(whole, mid + 1, mid), hi)
+
+
+def _first_boxes(s: Setting, space: DecisionSpace, rows: _Rows):
+    """FIRST_SPLIT x (FIRST_SPLIT + 1) boxes per row: x geometric over [x_lo, x_max]; H geometric
+    over [1, H_c] and [H_c, H_max] whole (flat, pp_group), H_eff geometric over
+    [1, H_max sqrt(R_max)] (hierarchical)."""
+    hier = rows.hierarchical
+    h_max = float(space.max_inner_steps)
+    e_max = h_max * np.sqrt(float(space.max_regional_rounds))
+    h_c = np.clip(np.ceil(_sync_s(s, space, rows.x_max) / rows.step), 1.0, h_max)
+    top = np.where(hier, e_max, h_c)
+    f = np.linspace(0.0, 1.0, FIRST_SPLIT + 1)
+    x_edges = np.floor(np.exp(np.log(rows.x_lo)[:, None] + np.outer(np.log(rows.x_max / rows.x_lo), f)))
+    h_edges = np.exp(np.outer(np.log(top), f))
+    h_edges = np.where(hier[:, None], h_edges, np.floor(h_edges))
+    x_edges[:, 0], x_edges[:, -1], h_edges[:, 0], h_edges[:, -1] = rows.x_lo, rows.x_max, 1.0, top
+    i = np.arange(rows.step.size)
+    parts = []
+    for p in range(FIRST_SPLIT):
+        for j in range(FIRST_SPLIT + 1):
+            if j < FIRST_SPLIT:
+                h1, h2 = h_edges[:, j], h_edges[:, j + 1]
+            else:       # [H_c, H_max] (hierarchical: [e_max, e_max], within the boxes before)
+                h1, h2 = top, np.where(hier, e_max, h_max)
+            parts.append((i, x_edges[:, p], x_edges[:, p + 1], h1, h2))
+    return tuple(np.concatenate([q[x] for q in parts]) for x in range(5))
+
+
+def skip_bound(s: Setting, space: DecisionSpace, cut: float) -> float | None:
+    """A proven bound below `cut` on the most C_quality of any plan of the space (the size can
+    neither beat nor tie a plan of `cut` or more, nor reach a target of `cut`), else None (module
+    docstring).
+
+    The caller checks `applies` first. One node (6 P_act T <= W' F u) counts as well."""
+    precision = space.precisions[0]
+    one = s.training_window_s * s.peak_flops[precision] * s.assumptions.mfu_for(precision)
+    if one >= cut:
+        return None
+    rows = _rows(s, space)
+    if rows is None:
+        return one
+    boxes = _first_boxes(s, space, rows)
+    dropped = one
+    for round_ in range(ROUNDS + 1):
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            upper = _bound(s, space, rows, boxes)
+        upper = np.where(np.isnan(upper), np.inf, upper)
+        low = upper < cut
+        if low.any():
+            dropped = max(dropped, float(upper[low].max()))
+        keep = np.flatnonzero(~low)
+        if keep.size == 0:
+            return dropped
+        if round_ == ROUNDS or keep.size > MAX_BOXES:
+            return None
+        i, x1, x2, h1, h2 = (x[keep] for x in boxes)
+        whole_h = ~rows.hierarchical[i]
+        xs, hs = _halves(x1, x2, np.ones(i.shape, bool)), _halves(h1, h2, whole_h)
+        boxes = tuple(np.concatenate(z) for z in zip(*[(i, xa, xb, ha, hb) for xa, xb in xs for ha, hb in hs]))
+        real = np.flatnonzero((boxes[1] <= boxes[2]) & (boxes[3] <= boxes[4]))
+        boxes = tuple(x[real] for x in boxes)
+    return None

@@ -1,0 +1,152 @@
+"""The box bound of one model size's most C_quality (planner/reference/size_bound.py) holds for
+every real plan and for the branch and bound's optimum, on the reference's sweep settings with
+other stragglers, replica penalties, links and node counts; the sweep answers as without it."""
+
+import copy
+
+import numpy as np
+import pytest
+
+from planner.cost.score import score
+from planner.cost.setting import PlanBatch
+from planner.objectives import MAX_COMPUTE
+from planner.reference import search, size_bound
+from planner.solve import optimise
+
+STRAGGLERS = ("synchronous", "relay", "threshold", "backup", "none")
+CUT = 1 + 1e-9         # a cut this little below a value that exists: the bound must not claim it unreachable
+
+
+def _sweep_cases() -> list[dict]:
+    from tests.conftest import load_reference_cases
+    return [c for c in load_reference_cases() if c["function"] == "sweep_model_sizes"]
+
+
+def _instance(seed: int, modes=("flat", "pp_group")):
+    """(setting, space) of one model size of a reference sweep case, with a random node count,
+    straggler rule, replica penalty, scenario and WAN / regional / pipeline links."""
+    cases = _sweep_cases()
+    if not cases:
+        pytest.skip("reference cases not found")
+    rng = np.random.default_rng(seed)
+    case = copy.deepcopy(cases[int(rng.integers(len(cases)))])
+    ri = case["resolved_inputs"]
+    ri["n_nodes"] = int(rng.integers(2, 3000))
+    largest = search._largest_on_one_node_b(case)
+    params_b = largest * float(rng.choice(search.FLAT_FRACTIONS + search.SWEEP_MULTIPLES))
+    setting, precision = search._setting(case, params_b * 1e9, target_kind="c_quality")
+    a = setting.assumptions.replace(straggler=str(rng.choice(STRAGGLERS)),
+                                    replica_penalty=str(rng.choice(("chinchilla", "linear_v1", "none"))),
+                                    scenario=str(rng.choice(("optimistic", "expected", "conservative"))))
+    up = float(rng.choice((10e6, 100e6, 1e9)))
+    setting = setting.replace(assumptions=a, wan_up_bps=up, wan_down_bps=up * float(rng.choice((1, 0.5, 2))),
+                              wan_rtt_s=float(rng.uniform(0.01, 0.3)),
+                              pipeline_bps=float(rng.choice((100e6, 1e9, 10e9))),
+                              pipeline_rtt_s=float(rng.uniform(0.001, 0.05)),
+                              regional_bps=float(rng.choice((100e6, 1e9, 10e9))),
+                              regional_rtt_s=float(rng.uniform(0.001, 0.05)))
+    space = search._space(precision, modes, ri["n_nodes"], ri["compression"])
+    assert size_bound.applies(setting, space, search._reach_bounds(setting, space))
+    return setting, space, rng
+
+
+def _random_plans(setting, space, rng, count=400):
+    """Random plans of the space's modes (any N, H, R, k, S, M, Ca, streaming), scored by the evaluator."""
+    n_max = space.max_nodes
+    out = []
+    for mode in space.modes:
+        stages = rng.integers(2, min(64, max(2, n_max // 2)) + 1, count) if mode == "pp_group" else np.ones(count, int)
+        k = rng.integers(2, min(64, max(2, n_max // 2)) + 1, count)
+        least = {"pp_group": 2 * stages, "hierarchical": 2 * k}.get(mode, 1)
+        nodes = np.minimum(n_max, np.maximum(np.exp(rng.uniform(0, np.log(n_max), count)).astype(int), least))
+        h = np.exp(rng.uniform(0, np.log(space.max_inner_steps), count)).astype(int)
+        r = np.exp(rng.uniform(0, np.log(space.max_regional_rounds), count)).astype(int)
+        b = PlanBatch.of(mode, space.precisions[0], nodes=nodes, inner_steps=np.maximum(h, 1),
+                         group_size=k, regional_rounds=np.maximum(r, 1),
+                         compression=space.compression[0], streaming=rng.random(count) < 0.7, stages=stages,
+                         micro_batches=rng.integers(1, space.max_micro_batches + 1, count),
+                         activation_compression=rng.choice(space.activation_compression, count))
+        out.append((b, score(setting, b)))
+    return out
+
+
+@pytest.mark.parametrize("seed", range(14))
+def test_bound_holds_for_random_plans(seed):
+    """No real plan reaches a cut the bound calls unreachable: the best feasible random plan's value
+    (and each of a sample) is never proven out of reach, nor with N capped at that plan's nodes."""
+    from dataclasses import replace
+    setting, space, rng = _instance(seed, ("flat", "pp_group") if seed % 2 else ("flat", "hierarchical", "pp_group"))
+    values = []
+    for b, out in _random_plans(setting, space, rng):
+        ok = ~np.any([out[f"violates:{name}"] for name in search.LIMITS], axis=0)
+        values.extend(zip(out["c_quality"][ok & (b.nodes >= 2)].tolist(), b.nodes[ok & (b.nodes >= 2)].tolist()))
+    assert values, "no feasible random plan"
+    values = sorted(values)
+    for v, n in [values[-1]] + [values[i] for i in rng.integers(0, len(values), 8)]:
+        assert size_bound.skip_bound(setting, space, v / CUT) is None
+        assert size_bound.skip_bound(setting, replace(space, max_nodes=int(n)), v / CUT) is None
+
+
+@pytest.mark.parametrize("seed", range(100, 108))
+def test_bound_holds_for_the_optimum_and_is_tight(seed):
+    """The branch and bound's most C_quality is never proven out of reach; a cut 1% above it is,
+    with a bound between the optimum and the cut."""
+    setting, space, _ = _instance(seed)
+    found, _, _ = optimise(setting, space, MAX_COMPUTE)
+    assert found is not None
+    best = found[1]
+    assert size_bound.skip_bound(setting, space, best / CUT) is None
+    bound = size_bound.skip_bound(setting, space, best * 1.01)
+    assert bound is not None and best <= bound < best * 1.01
+
+
+@pytest.mark.parametrize("seed", range(300, 304))
+def test_fewest_nodes_reaching_a_target_are_never_proven_out_of_reach(seed):
+    """min_cost (C_quality target, flat, hierarchical and pp_group): with N capped at the branch and
+    bound's fewest nodes the target is never proven out of reach."""
+    from dataclasses import replace
+    from planner.objectives import MIN_COST
+    setting, space, rng = _instance(seed, ("flat", "hierarchical", "pp_group"))
+    found, _, _ = optimise(setting, space, MAX_COMPUTE)
+    target = found[1] * float(rng.uniform(0.3, 0.95))
+    setting = setting.replace(target_flop=target)
+    fewest, _, _ = optimise(setting, space, MIN_COST)
+    n = int(fewest[0].nodes[0])
+    assert size_bound.skip_bound(setting, replace(space, max_nodes=n), target / CUT) is None
+
+
+def test_bound_refuses_what_it_does_not_cover():
+    """Other modes, a second precision or compression, ZeRO-3 and the dtplan overlap term go without it."""
+    from dataclasses import replace
+    setting, space, _ = _instance(3)
+    ok = search._reach_bounds(setting, space)
+    assert size_bound.applies(setting, space, ok)
+    assert not size_bound.applies(setting, space, False)
+    assert not size_bound.applies(setting, replace(space, modes=("flat", "pipeline_wan")), ok)
+    assert not size_bound.applies(setting, replace(space, compression=(16.0, 150.0)), ok)
+    zero = setting.replace(assumptions=setting.assumptions.replace(search_zero_shards=True))
+    assert not size_bound.applies(zero, space, search._reach_bounds(zero, space))
+    overlap = setting.replace(assumptions=setting.assumptions.replace(dp_overlap=True))
+    assert not search._reach_bounds(overlap, space)
+
+
+@pytest.mark.parametrize("function, seed", [("sweep_model_sizes", s) for s in range(3)]
+                         + [("find_optimal_config_for_target", s) for s in range(3)])
+def test_searches_answer_as_without_the_box_bound(function, seed, monkeypatch):
+    """Sizes skipped by the box bound change nothing: the answer (value, size, plan) is that of the
+    search that only has the reach to skip sizes (a random node count, or target)."""
+    from tests.conftest import load_reference_cases
+    cases = [c for c in load_reference_cases() if c["function"] == function]
+    if not cases:
+        pytest.skip("reference cases not found")
+    rng = np.random.default_rng(200 + seed)
+    case = copy.deepcopy(cases[int(rng.integers(len(cases)))])
+    ri = case["resolved_inputs"]
+    if function == "sweep_model_sizes":
+        ri["n_nodes"] = int(rng.integers(2, 5000))
+    else:
+        ri["target_c_quality"] = float(ri["target_c_quality"] * 10 ** rng.uniform(-1, 1))
+    fast = search.answer(case)
+    monkeypatch.setattr(size_bound, "applies", lambda s, space, reach: False)
+    plain = search.answer(case)
+    assert (fast.dtplan, fast.params, fast.plan) == (plain.dtplan, plain.params, plain.plan)
