@@ -68,6 +68,8 @@ def physics_assumptions(instance: Instance):
     moe = instance.model.active_params < instance.model.params
     m = instance.model
     a = physics.resolve_mfu(a, _hardware(instance).accelerator, explicit, moe, (m.params, m.active_params, m.hidden_size))
+    a = physics.resolve_tensor_parallel(a, _hardware(instance).accelerator, moe, (m.params, m.active_params, m.hidden_size),
+                                        explicit)
     goodput = instance.fleet.goodput
     if a.failures:
         hw = _hardware(instance)

@@ -341,7 +341,8 @@ def _solve(instance, raw: dict | None = None) -> dict:
     return {"status": r.status, "plan": r.plan.model_dump(exclude={"description"}),
             "time_to_target_days": v["time_to_target_s"] / DAY, "tokens_per_s": v["tokens_per_s"],
             "eta": v["eta"], "compute_utilization": v["compute_utilization"],
-            **({"pipeline_chunks": v["pipeline_chunks"]} if "pipeline_chunks" in v else {})}
+            **({"pipeline_chunks": v["pipeline_chunks"]} if "pipeline_chunks" in v else {}),
+            **({"tensor_parallel": v["tensor_parallel"]} if "tensor_parallel" in v else {})}
 
 
 def planner_choice(instance, plan, evaluation) -> dict:
@@ -399,19 +400,36 @@ def layout_rank(name: str) -> dict | None:
     a = raw.get("assumptions", {})
     free = {**raw, "search": synchronous_search(raw, plan),      # a sync every step is data parallelism, not the
             "assumptions": {**a, "constants": {**a.get("constants", {}), "evidence_envelope": False}}}  # DiLoCo fit's
+    out = {"run_days": run_days, **_ranked(instance, plan, free, setting_from_instance(instance), run_days)}
+    out["tp_free"] = _ranked(instance, plan, _tp_free(free), setting_from_instance(parse_instance(_tp_free(raw))),
+                             run_days)
+    return out
+
+
+def _tp_free(raw: dict) -> dict:
+    """The instance under dtplan's node model with the tensor-parallel degree the planner's, per plan
+    (`search_tensor_parallel`, planner/cost/tensor_parallel.py): the run's T is one of the candidates."""
+    a = raw.get("assumptions", {})
+    return {**raw, "assumptions": {**a, "constants": {**a.get("constants", {}), "search_tensor_parallel": True,
+                                                      "tensor_parallel": 0.0}}}
+
+
+def _ranked(instance, plan, free: dict, setting, run_days: float) -> dict:
+    """The planner's plan for the instance `free` (the run's freedom) and the rank of the run's own time
+    among every feasible layout of its nodes scored on `setting`."""
     chosen = _solve(None, free)
-    if chosen.get("plan") and "pipeline_chunks" in chosen:
-        chosen["plan"]["pipeline_chunks"] = chosen["pipeline_chunks"]     # the planner's v (values.pipeline_chunks)
-    setting = setting_from_instance(instance)
+    for key in ("pipeline_chunks", "tensor_parallel"):      # the planner's v and T (values.*)
+        if chosen.get("plan") and key in chosen:
+            chosen["plan"][key] = chosen[key]
     times = []
     for batch in layouts_at(instance, plan):
         out = score(setting, batch)
         ok = ~np.any([out[f"violates:{c}"] for c in CONSTRAINTS], axis=0)
         times.append(out["time_to_target_s"][ok & np.isfinite(out["time_to_target_s"])] / DAY)
     times = np.concatenate(times)
-    return {"run_days": run_days, "chosen": chosen, "layouts": int(times.size),
-            "faster": int(np.sum(times < run_days * (1.0 - 1e-9))),
-            "rank": 1 + int(np.sum(times < run_days * (1.0 - 1e-9))), "best_layout_days": float(times.min())}
+    faster = int(np.sum(times < run_days * (1.0 - 1e-9)))
+    return {"chosen": chosen, "layouts": int(times.size), "faster": faster, "rank": 1 + faster,
+            "best_layout_days": float(times.min()) if times.size else None}
 
 
 # -- rendering ------------------------------------------------------------------------
@@ -450,6 +468,8 @@ def _plan_text(p: dict) -> str:
         parts.append(f"ZeRO-3 Z={p['zero_shards']}")
     if p.get("expert_parallel"):
         parts.append(f"EP={p['expert_parallel']}")
+    if p.get("tensor_parallel"):
+        parts.append(f"T={p['tensor_parallel']:g}")
     return ", ".join(parts)
 
 
@@ -708,12 +728,21 @@ def render_dtplan(results: list[dict], dtplan: list[dict]) -> list[str]:
                   "fastest (`layout_rank` in scripts/validate_published.py).", "",
                   "| run | run's plan: days | planner's plan | days | gain | run's rank | layouts | fastest layout: days |",
                   "|---|---|---|---|---|---|---|---|"]
-        for r in ranked:
-            lay, c = r["layout"], r["layout"]["chosen"]
-            plan = (f"{_plan_text(c['plan'])} | {_days(c['time_to_target_days'])} | "
-                    f"{lay['run_days'] / c['time_to_target_days']:.2f}x") if c.get("plan") else f"{c['status']} | - | -"
-            lines.append(f"| {r['run']} | {_days(lay['run_days'])} | {plan} | {lay['rank']:,} | {lay['layouts']:,} | "
-                         f"{_days(lay['best_layout_days'])} |")
+        lines += [_rank_row(r["run"], r["layout"]["run_days"], r["layout"]) for r in ranked]
+        lines += ["", "The same with the tensor-parallel degree T free as well (`search_tensor_parallel`, "
+                  "planner/cost/tensor_parallel.py, docs/physics.md section 2b): a node of A accelerators is T-way "
+                  "tensor parallel and A / T data parallel inside the server, T a power of two dividing A and the "
+                  "model's heads and KV heads, chosen per plan as the fastest that fits. The run's own plan keeps its "
+                  "stated T (its `[dtplan]` table) and is ranked among every layout of its nodes with T the planner's. "
+                  "A run's node is its instance's (often one tensor-parallel group, so T can only fall); a run with no "
+                  "feasible layout shows '-' (PaLM: one KV head allows only T = 1, and a node of 3,072 chips as 3,072 "
+                  "data-parallel replicas does not fit). What T buys in practice beyond its collectives is mostly "
+                  "activation memory: with activations off (the profile's default) and no floor of one sequence per "
+                  "micro-batch and group, the model does not see it, so these gains (T = 1 or 2 where the runs used "
+                  "4 or 8) are an upper bound on what the choice is worth, not a finding against the runs' layouts.", "",
+                  "| run | run's plan: days | planner's plan, T free | days | gain | run's rank | layouts | "
+                  "fastest layout: days |", "|---|---|---|---|---|---|---|---|"]
+        lines += [_rank_row(r["run"], r["layout"]["run_days"], r["layout"]["tp_free"]) for r in ranked]
     variants = [(r, v) for r in dtplan for v in r.get("variants", [])]
     if variants:
         lines += ["", "Further figures of the same sources, other ways of running the same setting, predicted under "
@@ -723,6 +752,16 @@ def render_dtplan(results: list[dict], dtplan: list[dict]) -> list[str]:
         lines += [f"| {r['run']} | {v['method']} | {v['plan']} | {_num(v['reported'])} | {_num(v['predicted'])} | "
                   f"{_pct(v['error'])} |" for r, v in variants]
     return lines
+
+
+def _rank_row(run: str, run_days: float, lay: dict) -> str:
+    """One row of a layout table: the planner's plan, its gain over the run's plan, the run's rank."""
+    c = lay["chosen"]
+    plan = (f"{_plan_text(c['plan'])} | {_days(c['time_to_target_days'])} | "
+            f"{run_days / c['time_to_target_days']:.2f}x") if c.get("plan") else f"{c['status']} | - | -"
+    if not lay["layouts"]:
+        return f"| {run} | {_days(run_days)} | {plan} | - | 0 | - |"
+    return f"| {run} | {_days(run_days)} | {plan} | {lay['rank']:,} | {lay['layouts']:,} | {_days(lay['best_layout_days'])} |"
 
 
 def build(with_solve: bool = True) -> tuple[list[dict], str]:

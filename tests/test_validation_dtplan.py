@@ -188,3 +188,20 @@ def test_the_planner_matches_the_fastest_layout_and_beats_or_ties_each_runs_own(
         assert days <= r["run_days"] * (1 + 1e-9)
         assert days == pytest.approx(r["best_layout_days"], rel=1e-9)
         assert r["rank"] == r["faster"] + 1 <= r["layouts"]
+
+
+def test_with_tp_free_the_planner_still_matches_the_fastest_layout():
+    """Issue 25 items 2 and 6: with the tensor-parallel degree free as well (`search_tensor_parallel`), `solve`
+    with the run's freedom is at least as fast as the run's own plan (its stated T) and exactly the fastest
+    layout scored one by one at each plan's chosen T; PaLM's pod (one KV head: T = 1 only) has no layout that fits."""
+    ranked = {n: r for n in validate_published.runs() if (r := validate_published.layout_rank(n))}
+    for name, r in ranked.items():
+        free = r["tp_free"]
+        if name == "palm-540b":
+            assert free["layouts"] == 0 and free["chosen"]["plan"] is None
+            continue
+        days = free["chosen"]["time_to_target_days"]
+        assert days <= r["run_days"] * (1 + 1e-9)
+        assert days == pytest.approx(free["best_layout_days"], rel=1e-9)
+        assert days <= r["chosen"]["time_to_target_days"] * (1 + 1e-9) or name == "deepseek-v3"
+    assert ranked["deepseek-v3"]["tp_free"]["chosen"] == ranked["deepseek-v3"]["chosen"]    # MoE: T stays the run's

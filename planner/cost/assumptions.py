@@ -107,6 +107,9 @@ class Assumptions:
     recompute_bytes_per_token_layer_h: float = 2.0   # full recomputation keeps a layer's input only (2 bytes x h)
     search_zero_shards: bool = False             # the planner may shard a flat replica's state over Z nodes (ZeRO-3)
     tensor_parallel: float = 0.0                 # T accelerators per tensor-parallel group inside a node; 0 = in u
+                                                 # (with search_tensor_parallel: 0 = the planner's, per plan)
+    search_tensor_parallel: bool = False         # the node's A accelerators are T-way TP groups, A / T data-parallel
+                                                 # (physics.tensor_parallel_choices); T 0 is then a planner decision
     intra_node_gb_per_s: float = 450.0           # per accelerator and direction (H100 NVLink 4: 900 GB/s both ways)
     failures: bool = False                       # goodput from MTBF and checkpoints (replaces fleet.goodput)
     accelerator_mtbf_h: float = 50_000.0         # hours between failures of one accelerator
@@ -140,6 +143,8 @@ class Assumptions:
     communication_sms: float = 0.0               # SMs reserved for communication kernels while overlapping (DeepSeek-V3: 20)
     high_precision_head: bool = False            # fp8 plans: output layer and MoE router GEMMs in BF16 (DeepSeek-V3 3.3.1)
     recompute_mla_up: bool = False               # MLA up-projections and RMSNorms recomputed in backward (DeepSeek-V3 3.2.3)
+    # -- resolved on loading a setting (physics.resolve_mfu), never set by a profile or an instance --
+    tensor_parallel_utilisation: tuple = ()      # (T, precision, u) of each TP degree the model's heads allow
     # -- section 3: straggler factor f(n) -----------------------------------------
     straggler_sync_coefficient: float = 0.05     # synchronous: 1 + c log2 n
     straggler_relay_coefficient: float = 0.02    # relay: 1 + c log2 n
@@ -281,7 +286,7 @@ CHOICE_CONSTANTS = {"scenario": SCENARIOS, "straggler": STRAGGLER_STRATEGIES, "r
                     "fabric_preset": fabric_preset_names()}
 BOOL_CONSTANTS = ("error_feedback", "mfu_from_table", "dp_overlap", "concurrent_up_down", "per_stage_payload",
                   "failures", "demonstrated_warnings", "search_pipeline_schedules", "activation_memory",
-                  "search_zero_shards", "fragment_backward_overlap",
+                  "search_zero_shards", "fragment_backward_overlap", "search_tensor_parallel",
                   "evidence_envelope", "exchange_overlap_up_down", "exchange_fetch_own", "mfu_from_compute_model",
                   "expert_a2a_overlap", "high_precision_head", "recompute_mla_up")
 PHYSICS_ZERO_ALLOWED = ("pipeline_chunks", "expert_node_limit", "communication_sms", "sequence_tokens", "expert_parallel_degree", "mfu_fp8", "mfu_fp4", "streaming_overlap_steps", "tensor_parallel", "compressor_scale_bits", "error_feedback_bytes", "churn_per_node_h", "checkpoint_write_s",
@@ -295,7 +300,8 @@ NUMERIC_FIELDS = tuple(
     f.name for f in dataclasses.fields(Assumptions)
     if f.type in ("float", float) and f.name not in TABLE_FIELDS
 )
-SETTABLE_FIELDS = tuple(f.name for f in dataclasses.fields(Assumptions) if f.name != "profile")
+RESOLVED_FIELDS = ("tensor_parallel_utilisation",)     # filled by physics.resolve_mfu, not settable
+SETTABLE_FIELDS = tuple(f.name for f in dataclasses.fields(Assumptions) if f.name not in ("profile",) + RESOLVED_FIELDS)
 
 PROFILES_DIR = bundled_models_dir() / "assumptions"  # checkout or wheel; see planner/presets_dir.py
 

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from planner.cost import fragment_window, memory, physics, quality, timing
+from planner.cost import fragment_window, memory, physics, quality, tensor_parallel, timing
 from planner.cost.setting import PlanBatch, Setting
 from planner.cost.straggler import straggler_factor, throughput_fraction
 
@@ -46,6 +46,7 @@ def _common(s: Setting, b: PlanBatch) -> dict[str, np.ndarray]:
         hidden = s.hidden_size if s.hidden_size is not None else timing.hidden_size(s.params, a.hidden_size_coefficient)
         t_comp = t_comp + physics.tensor_parallel_s(a, s.active_params, hidden, s.local_batch_tokens, b.precision,
                                                     s.accelerators_per_node)
+    t_comp = t_comp + tensor_parallel.in_node_data_parallel_s(a, s.params, b.precision, s.accelerators_per_node)
     if b.mode in ("flat", "hierarchical"):      # dtplan: full activation recomputation (pipelines: _pipeline)
         t_comp = t_comp * physics.flat_recompute_factor(a)
     per_stage = a.per_stage_payload and b.mode == "pp_group"
@@ -70,7 +71,8 @@ def _data_parallel_state(s: Setting, b: PlanBatch, degree) -> np.ndarray:
     beta = s.assumptions.bytes_per_param(b.precision)
     if s.is_moe:
         return memory.moe_state_bytes_per_node(s.params, s.active_params, beta, degree)
-    return np.broadcast_to(memory.state_bytes_per_node(s.params, beta), b.nodes.shape).astype(float)
+    factor = tensor_parallel.state_factor(s.assumptions, b.precision, s.accelerators_per_node)
+    return np.broadcast_to(memory.state_bytes_per_node(s.params, beta) * factor, b.nodes.shape).astype(float)
 
 
 def _sharded_step(s: Setting, b: PlanBatch, out: dict[str, np.ndarray], t_ep, z) -> np.ndarray:
@@ -239,8 +241,10 @@ def _pipeline_at(s: Setting, b: PlanBatch, out, link_bps: float, link_rtt_s: flo
     stages = _f(b.stages)
     act = timing.activation_bits(s.local_batch_tokens, hidden, a.activation_bytes(b.precision), b.activation_compression)
     f_pp = straggler_factor(stages, a)
+    groups = tensor_parallel.data_parallel_groups(a, s.accelerators_per_node)     # dtplan: D groups in the node
     state = memory.state_bytes_per_node(s.params, a.bytes_per_param(b.precision), stages) \
-        + physics.schedule_state_bytes(a, s.params, b.precision, stages, b.schedule)    # DualPipe's second copy
+        * tensor_parallel.state_factor(a, b.precision, s.accelerators_per_node) \
+        + groups * physics.schedule_state_bytes(a, s.params, b.precision, stages, b.schedule)    # DualPipe's copy
     kept, redone, working = physics.activation_parts_bytes(a, s.active_params, hidden, s.local_batch_tokens,
                                                            b.precision, stages, b.micro_batches, b.schedule, chunks)
     share = physics.recompute_share(a, state, kept, redone, working, s.memory_bytes)   # dtplan: recomputation
@@ -328,5 +332,39 @@ MODE_FUNCTIONS = {"flat": flat, "hierarchical": hierarchical, "pp_group": pp_gro
 
 
 def throughput(s: Setting, b: PlanBatch) -> dict[str, np.ndarray]:
-    """The mode's per-step and per-outer-step quantities for every plan of the batch."""
-    return MODE_FUNCTIONS[b.mode](s, b)
+    """The mode's per-step and per-outer-step quantities for every plan of the batch.
+
+    With `search_tensor_parallel` (dtplan) the node is T-way tensor parallel and A / T data parallel
+    (planner/cost/tensor_parallel.py); with T the planner's, each plan gets, of the degrees
+    `tensor_parallel.choices` allows, the fastest inner step t_step among those whose state fits the
+    node (ties and no fit: the larger T, the least memory), shown as values.tensor_parallel.
+
+    Why every solver stays exact and every bound of the branch and bound stays valid: the choice is a
+    minimum over a finite set taken inside the cost function, before any solver sees a value, so bnb,
+    exhaustive and the MIP's tables (all built from `throughput`) score each plan at the same T. At a
+    fixed T, t_comp and the node's state depend on the setting, the precision and the plan's class
+    decisions (S, M, schedule, chunk count, Z) only, and so does t_step (its other parts, the pipeline
+    links, the stragglers of S and the ZeRO-3 collective, are class decisions too); never on the node
+    count n, the sync interval H or the regional rounds R (dense models only: a mixture-of-experts
+    model, whose state under global expert parallelism depends on n, keeps its fixed T). So the chosen
+    T is one T for the whole class, and every plan of a class is scored by the same formulas as with
+    that T fixed: the monotonicity in n, H and R that the bounds use (docs/planner.md, "why the bound
+    holds") holds within the class as it does at a fixed T. Bounds that read no plan of the class:
+    S_min = ceil(P beta / V) (planner/space.py) assumes the state P beta / S, which is the state at
+    D = 1 and below the state at every other degree (`tensor_parallel.state_factor` >= 1), so it stays
+    a lower bound on the stages of any plan that fits."""
+    fn = MODE_FUNCTIONS[b.mode]
+    degrees = tensor_parallel.choices(s.assumptions, s.accelerators_per_node, s.is_moe)
+    if not degrees:
+        return fn(s, b)
+    best = None
+    for t in sorted(degrees, reverse=True):       # the largest (least memory) first: it keeps ties
+        got = fn(s.replace(assumptions=tensor_parallel.at_degree(s.assumptions, t)), b)
+        got["tensor_parallel"] = np.full(b.nodes.shape, t)
+        if best is None:
+            best = got
+            continue
+        fits, fits_best = got["state_bytes_per_node"] <= s.memory_bytes, best["state_bytes_per_node"] <= s.memory_bytes
+        take = (fits & ~fits_best) | (fits & (got["t_step_s"] < best["t_step_s"]))
+        best = {k: np.where(take, got[k], best[k]) for k in best}
+    return best

@@ -31,8 +31,8 @@ from functools import lru_cache
 
 import numpy as np
 
-from planner.cost import exchange, timing
-from planner.cost.assumptions import ADAMW_STATE_BYTES, MODELS_DIR, PIPELINE_SCHEDULES, Assumptions
+from planner.cost import exchange, tensor_parallel, timing
+from planner.cost.assumptions import MODELS_DIR, PIPELINE_SCHEDULES, Assumptions
 from planner.cost.compute.experts import ExpertFabric
 from planner.cost.compute.ops import Recipe
 from planner.cost.compute.roofline import chip_for
@@ -102,6 +102,25 @@ def resolve_mfu(a: Assumptions, accelerator: str, explicit: bool, moe: bool = Fa
         if row:
             a = a.replace(**{("mfu" if p == "fp16" else f"mfu_{p}"): u for p, u in row.items()})
     return a
+
+
+def resolve_tensor_parallel(a: Assumptions, accelerator: str, moe: bool,
+                            model: tuple[float, float, float | None] | None, explicit: bool = False) -> Assumptions:
+    """With `search_tensor_parallel` on and T the planner's (dense models), the degrees the model's heads
+    allow (`tensor_parallel.degrees_for_heads` of `compute_model_shape`) with u at each: from the compute
+    model at that T where it prices this accelerator and the instance sets no MFU, else the resolved u
+    (the table's or the instance's, the same at every T). Stored as `tensor_parallel_utilisation`,
+    (T, precision, u) triples, for `tensor_parallel.at_degree`; unchanged otherwise."""
+    if not tensor_parallel.searched(a) or moe or model is None:
+        return a
+    params, active, hidden = model
+    shape = compute_model_shape(a, params, hidden)
+    precisions = () if explicit else compute_model_precisions(a, accelerator, moe)
+    rows = []
+    for t in tensor_parallel.degrees_for_heads(shape.heads, shape.kv_heads):
+        at_t = compute_model_mfu(a.replace(tensor_parallel=t), accelerator, params, active, hidden) if precisions else {}
+        rows += [(t, p, float(at_t.get(p, a.mfu_for(p)))) for p in ("fp16", "fp8", "fp4")]
+    return a.replace(tensor_parallel_utilisation=tuple(rows))
 
 
 def compute_model_precisions(a: Assumptions, accelerator: str, moe: bool) -> tuple[str, ...]:
@@ -357,8 +376,6 @@ GPIPE, ONE_F_ONE_B, INTERLEAVED, ZERO_BUBBLE, DUALPIPE = 1, 2, 3, 4, 5
 # (dualpipe/dualpipe.py); its README
 # states PP even. Half the micro-batches enter at each end of the pipeline.
 DUALPIPE_MIN_MICRO_BATCHES_PER_STAGE = 2
-FP32_MASTER_BYTES = 4.0     # the fp32 copy of each weight inside beta_ref (Rajbhandari et al. 2020, arXiv 1910.02054,
-                            # section 3.1: mixed-precision Adam holds 2 + 2 + 12 bytes, the 12 = 4 master + 8 moments)
 
 
 def dualpipe_allowed(stages, micro_batches) -> np.ndarray:
@@ -410,7 +427,7 @@ def dualpipe_copy_bytes_per_param(a: Assumptions, precision: str) -> float:
     gradients), while one optimizer state serves both (they receive the same summed gradient). So the
     copy is beta_ref less the mixed-precision optimizer's fp32 master weights and AdamW moments:
     16 - 12 = 4 bytes at fp16, 2 at fp8, 1 at fp4 (weights and gradients at the plan's precision)."""
-    return float(getattr(a, f"bytes_per_param_{precision}")) - FP32_MASTER_BYTES - ADAMW_STATE_BYTES
+    return tensor_parallel.replicated_bytes_per_param(a, precision)
 
 
 def schedule_state_bytes(a: Assumptions, params, precision: str, stages, schedule=0):

@@ -135,6 +135,10 @@ def plan_table(e: "Evaluation") -> PlainTable:
             t.add_row("pipeline schedule", PIPELINE_SCHEDULES[int(b.schedule[0]) - 1], "chosen per plan (dtplan)")
         if v.get("pipeline_chunks", 1.0) > 1:
             t.add_row("interleaved chunks v", f"{v['pipeline_chunks']:g}", "per rank, chosen per plan (dtplan)")
+    if "tensor_parallel" in v:            # dtplan's node model (planner/cost/tensor_parallel.py)
+        shown = "chosen per plan (dtplan)" if s.assumptions.tensor_parallel == 0 else "fixed by the instance"
+        t.add_row("tensor parallel T", f"{v['tensor_parallel']:g}",
+                  f"{shown}; {s.accelerators_per_node / v['tensor_parallel']:g} data-parallel groups per node")
     if s.is_moe:
         t.add_row("expert parallelism", b.expert_parallel, "")
     t.add_row("memory per node", f"{v['state_bytes_per_node'] / 1e9:,.1f} GB", f"of {s.memory_bytes / 1e9:,.0f} GB")

@@ -544,6 +544,9 @@ class Instance(StrictModel):
                 problems.append(Problem("assumptions.constants.tensor_parallel",
                                         f"must be <= every pool's accelerators per node (fleet.pools[{i}]: "
                                         f"{pool.hardware.accelerators_per_node}), got {show(tp)}"))
+        if self.assumptions.constants.get("search_tensor_parallel") and self.fleet.pools:   # its u is one setting's
+            problems.append(Problem("assumptions.constants.search_tensor_parallel",
+                                    "is for a fleet of one kind of node; with fleet.pools set it false"))
         problems += pool_site_problems(self.fleet, self.network)
         if problems:
             raise_problems(problems)
