@@ -99,7 +99,10 @@ def _time_and_efficiency(s: Setting, c: Classes, idx, n, h, r, eta_h_also_at=Non
 
     `eta_h_also_at` (H_eff values): score the plans with eta_H replaced by the larger of
     their own eta_H and eta_H at these H_eff (the box maximum of eta_H when it rises with
-    H_eff: it is monotone in H_eff, so its maximum over an interval is at an end)."""
+    H_eff: it is monotone in H_eff, so its maximum over an interval is at an end).
+
+    Also returns t e = C_target / (6 P_act * tokens per second * goodput), the time at e = 1: finite
+    where the plan never reaches the target (t = inf, e = 0), so that a bound multiplying by e is too."""
     b = c.plans(idx, n, h, r)
     if eta_h_also_at is None:
         out = time_to_target(s, b)
@@ -113,8 +116,9 @@ def _time_and_efficiency(s: Setting, c: Classes, idx, n, h, r, eta_h_also_at=Non
             out = run.time_to_target(s, b, t, eff, details=False)
     t = out["time_to_target_s"]
     with np.errstate(divide="ignore", invalid="ignore"):
-        e = s.target / (6.0 * s.active_params * out["tokens_per_s"]) / out["training_time_s"]   # no overflow
-    return t, np.where(np.isfinite(t) & (t > 0), e, 0.0)
+        at_e1 = s.target / (6.0 * s.active_params * out["tokens_per_s"])
+        e = at_e1 / out["training_time_s"]   # no overflow
+    return t, np.where(np.isfinite(t) & (t > 0), e, 0.0), at_e1 / s.goodput
 
 
 # -- what is minimised ------------------------------------------------------------------
@@ -172,14 +176,19 @@ def _time_box(s: Setting, c: Classes, box, mono: monotone.Monotonicity):
     (n, H, r, time): the fastest corner (n1, H2, r_fast) and the most efficient (n1, H1, r_slow)
     (e does not depend on M)."""
     r_fast, r_slow = _fast_slow_r(c, box)
-    t_hi, e_hi = _time_and_efficiency(s, c, box["i"], box["n1"], box["h2"], r_fast)
-    t_lo, e_lo = _time_and_efficiency(s, c, box["i"], box["n1"], box["h1"], r_slow)
+    t_hi, e_hi, at_e1_hi = _time_and_efficiency(s, c, box["i"], box["n1"], box["h2"], r_fast)
+    t_lo, e_lo, _ = _time_and_efficiency(s, c, box["i"], box["n1"], box["h1"], r_slow)
     t_best, e_best = t_lo, e_lo
     if not mono.eta_h_falls:     # eta_H rises with H_eff: the box's best efficiency takes its largest eta_H
-        t_best, e_best = _time_and_efficiency(s, c, box["i"], box["n1"], box["h1"], r_slow,
-                                              eta_h_also_at=_h_eff(c, box["h2"], r_fast))
+        t_best, e_best, _ = _time_and_efficiency(s, c, box["i"], box["n1"], box["h1"], r_slow,
+                                                 eta_h_also_at=_h_eff(c, box["h2"], r_fast))
     with np.errstate(divide="ignore", invalid="ignore"):
-        lower = np.where(e_best > 0, t_hi * (box["n1"] / box["n2"]) * e_hi / e_best, 0.0)
+        # t_hi e_hi is the fast corner's time at e = 1; where that corner never reaches the target
+        # (t_hi = inf, e_hi = 0: e.g. a C_quality target its loss multiplier puts out of reach) the
+        # product is at_e1_hi, not inf * 0 = NaN (a NaN bound prunes nothing: such boxes were split
+        # down to single plans)
+        lower = np.where(e_best > 0, np.where(np.isfinite(t_hi), t_hi * (box["n1"] / box["n2"]) * e_hi,
+                                              at_e1_hi * (box["n1"] / box["n2"])) / e_best, 0.0)
     # e_best bounds the box's efficiency; if even it never reaches the target (eta = 0, or a
     # C_quality target beyond the loss floor), no plan of the box does.
     lower = np.where(np.isinf(t_best), np.inf, lower)
