@@ -581,7 +581,8 @@ class Classes:
 
     def nodes(self, idx, n) -> np.ndarray:
         """N = max(n unit, min_nodes) of the classes `idx` at n replicas (strictly increasing in n >= n_lo)."""
-        return np.maximum(np.asarray(n, dtype=np.int64) * self.unit[idx], self.min_nodes[idx])
+        floor = self.min_nodes[:1] if self.min_nodes.strides == (0,) else self.min_nodes[idx]   # one floor: broadcast
+        return np.maximum(np.asarray(n, dtype=np.int64) * self.unit[idx], floor)
 
     def plans(self, idx, n, h, r) -> PlanBatch:
         """Plans of the classes `idx` with n replicas, H inner steps, R regional rounds (for a

@@ -491,12 +491,19 @@ def minimise_time(s: Setting, c: Classes, h_max: int, r_max: int, bound: float =
         i = i[better]
         q_t[i], q_n[i], q_h[i], q_r[i] = t[better], n[better], h[better], r[better]
 
+    def level(idx):
+        """The measure of interest per plan of the classes `idx`: its part's least, within TIE_REL."""
+        return best[0] * (1 + TIE_REL) if parts is None else best[part[idx]] * (1 + TIE_REL)
+
     def visit(idx, n, h, r, t):
         ok = np.isfinite(t)
         if ok.any():
-            np.minimum.at(best, part[idx[ok]], t[ok])
+            if parts is None:
+                best[0] = min(best[0], t[ok].min())
+            else:
+                np.minimum.at(best, part[idx[ok]], t[ok])
             update_q(idx[ok], n[ok], h[ok], r[ok], t[ok])
-        keep = ok & (t <= best[part[idx]] * (1 + TIE_REL))
+        keep = ok & (t <= level(idx))
         kept.append((idx[keep], n[keep], h[keep], r[keep], t[keep]))
 
     def dominated(box, lower):
@@ -517,10 +524,10 @@ def minimise_time(s: Setting, c: Classes, h_max: int, r_max: int, bound: float =
         seeded = (idx, n, h, r, _measure(s, c, idx, n, h, r, measure))
     visit(*seeded)
     del seeded
-    count, left = _branch_and_bound(s, c, h_max, r_max, visit, lambda box: best[part[box["i"]]] * (1 + TIE_REL),
+    count, left = _branch_and_bound(s, c, h_max, r_max, visit, lambda box: level(box["i"]),
                                     deadline=deadline, measure=measure, dominated=dominated)
     idx, n, h, r, t = (np.concatenate(x) for x in zip(*kept))
-    final = t <= best[part[idx]] * (1 + TIE_REL)
+    final = t <= level(idx)
     open_bound = float(left["lower"].min()) if left is not None else math.inf
     return Found(c.plans(idx[final], n[final], h[final], r[final]), t[final], c.size + count, open_bound, idx[final])
 
