@@ -98,7 +98,7 @@ def streaming_reads_window(a) -> bool:
 PRECISION_ORDER = ("fp16", "fp8", "fp4")
 CHUNK = 1 << 14          # plans scored at once by the listing (`scored`) and the search (planner.solvers.bnb):
                          # every figure is plan by plan, so only the peak memory changes (issue 27 item 5,
-                         # scripts/bench_max_compute.py)
+                         # scripts/bench_max_compute.py; 2^14 measured no slower than 2^15, half the memory)
 PROBED = ("t_step_s", "step_compute_s", "state_bytes_per_node")   # a pipe row's fields read by the listing
                                                                   # (`pipe_probe`: they read nothing else)
 WINDOW_MARGIN = 1e-12    # relative; far above the rounding of step_compute_s / M (`DecisionSpace._window_front`)
