@@ -30,21 +30,24 @@ def _case(seed: int):
     return setting, space.for_objective(setting, MAX_COMPUTE)
 
 
+def _groups(space, build):
+    """(mode, precision, what `build(mode, precision)` gives) for every group where it gives something."""
+    for mode in space.modes:
+        for precision in space.precisions:
+            if (got := build(mode, precision)) is not None:
+                yield mode, precision, got
+
+
 @pytest.mark.parametrize("seed", SEEDS)
 def test_the_probe_kept_is_a_fresh_scoring_of_the_rows(seed):
     setting, space = _case(seed)
     checked = 0
-    for mode in space.modes:
-        for precision in space.precisions:
-            built = space._pipelines(setting, mode, precision)
-            if built is None:
-                continue
-            rows, _, probed = built
-            assert set(probed) == set(PROBED)
-            fresh = scored(setting, pipe_probe(mode, precision, rows), *PROBED)
-            for key in PROBED:
-                np.testing.assert_array_equal(probed[key], fresh[key])
-            checked += rows.size
+    for mode, precision, (rows, _, probed) in _groups(space, lambda m, p: space._pipelines(setting, m, p)):
+        assert set(probed) == set(PROBED)
+        fresh = scored(setting, pipe_probe(mode, precision, rows), *PROBED)
+        for key in PROBED:
+            np.testing.assert_array_equal(probed[key], fresh[key])
+        checked += rows.size
     assert checked > 0
 
 
@@ -53,29 +56,25 @@ def test_a_class_plan_is_its_row_with_n_h_and_r_set(seed):
     setting, space = _case(seed)
     rng = np.random.default_rng(seed)
     checked = 0
-    for mode in space.modes:
-        for precision in space.precisions:
-            c = space.classes(setting, mode, precision)
-            if c is None:
-                continue
-            idx = rng.integers(0, c.size, 50)
-            n = rng.integers(c.n_lo[idx], c.n_hi[idx] + 1)
-            h, r = rng.integers(1, 4, 50), np.ones(50, np.int64)
-            got = c.plans(idx, n, h, r)
-            checked += idx.size
-            whole = c.rows.take(idx)
-            for f in dataclasses.fields(PlanBatch):
-                want = getattr(whole, f.name)
-                if f.name == "nodes":
-                    want = np.maximum(n * c.unit[idx], c.min_nodes[idx])
-                elif f.name == "inner_steps":
-                    want = h
-                elif f.name == "regional_rounds":
-                    want = r
-                value = getattr(got, f.name)
-                if isinstance(want, np.ndarray):
-                    assert value.dtype == want.dtype, f.name
-                    np.testing.assert_array_equal(value, want, err_msg=f.name)
-                else:
-                    assert value == want, f.name
+    for _, _, c in _groups(space, lambda m, p: space.classes(setting, m, p)):
+        idx = rng.integers(0, c.size, 50)
+        n = rng.integers(c.n_lo[idx], c.n_hi[idx] + 1)
+        h, r = rng.integers(1, 4, 50), np.ones(50, np.int64)
+        got = c.plans(idx, n, h, r)
+        checked += idx.size
+        whole = c.rows.take(idx)
+        for f in dataclasses.fields(PlanBatch):
+            want = getattr(whole, f.name)
+            if f.name == "nodes":
+                want = np.maximum(n * c.unit[idx], c.min_nodes[idx])
+            elif f.name == "inner_steps":
+                want = h
+            elif f.name == "regional_rounds":
+                want = r
+            value = getattr(got, f.name)
+            if isinstance(want, np.ndarray):
+                assert value.dtype == want.dtype, f.name
+                np.testing.assert_array_equal(value, want, err_msg=f.name)
+            else:
+                assert value == want, f.name
     assert checked > 0
