@@ -39,7 +39,7 @@ through G).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -96,9 +96,11 @@ def streaming_reads_window(a) -> bool:
 
 
 PRECISION_ORDER = ("fp16", "fp8", "fp4")
-CHUNK = 1 << 15          # plans scored at once by the listing (`scored`) and the search (planner.solvers.bnb):
+CHUNK = 1 << 14          # plans scored at once by the listing (`scored`) and the search (planner.solvers.bnb):
                          # every figure is plan by plan, so only the peak memory changes (issue 27 item 5,
-                         # scripts/bench_max_compute.py)
+                         # scripts/bench_max_compute.py; 2^14 measured no slower than 2^15, half the memory)
+PROBED = ("t_step_s", "step_compute_s", "state_bytes_per_node")   # a pipe row's fields read by the listing
+                                                                  # (`pipe_probe`: they read nothing else)
 WINDOW_MARGIN = 1e-12    # relative; far above the rounding of step_compute_s / M (`DecisionSpace._window_front`)
 
 
@@ -284,11 +286,15 @@ class DecisionSpace:
         return {n: g.ravel() for n, g in zip(names, grids)}
 
     def _classes(self, rows: PlanBatch, n_lo, n_hi, unit, members=None) -> "Classes":
-        """`members`: None, or (M of each member, its pipeline step in seconds), one row per class."""
+        """`members`: None, or (M of each member, its pipeline step in seconds), one row per class.
+        Arrays of the classes' shape are kept as given (a unit of S shares the rows' stages), the node
+        floor stays one broadcast value: the classes are read, never written in place (`take` copies)."""
         shape = rows.nodes.shape
-        as_array = lambda x: np.broadcast_to(np.asarray(x, dtype=np.int64), shape).copy()
+        as_array = lambda x: x if isinstance(x, np.ndarray) and x.dtype == np.int64 and x.shape == shape \
+            else np.broadcast_to(np.asarray(x, dtype=np.int64), shape).copy()
         m, step = (None, None) if members is None else members
-        return Classes(rows, as_array(n_lo), as_array(n_hi), as_array(unit), as_array(self.min_nodes), m, step)
+        return Classes(rows, as_array(n_lo), as_array(n_hi), as_array(unit),
+                       np.broadcast_to(np.int64(self.min_nodes), shape), m, step)
 
     def _flat(self, s: Setting, precision: str, ep: str) -> "Classes":
         shards = (1,)
@@ -322,19 +328,28 @@ class DecisionSpace:
         out.__dict__["_pipes"] = self.__dict__.setdefault("_pipes", {})
         return out
 
-    def _pipelines(self, s: Setting, mode: str, precision: str) -> tuple[PlanBatch, np.ndarray | None] | None:
-        """`_pipeline_rows`, remembered per setting object (and shared by `with_max_nodes`)."""
+    def _pipelines(self, s: Setting, mode: str, precision: str) -> tuple[PlanBatch, np.ndarray | None, dict] | None:
+        """`_pipeline_rows` and the rows' PROBED fields (`_probed_rows`), remembered per setting object
+        (and shared by `with_max_nodes`)."""
         memo = self.__dict__.setdefault("_pipes", {})
         if memo.get((mode, precision), (None,))[0] is not s:
-            memo[(mode, precision)] = (s, self._pipeline_rows(s, mode, precision))
+            memo[(mode, precision)] = (s, self._probed_rows(s, mode, precision))
         return memo[(mode, precision)][1]
 
     def _pipeline_rows(self, s: Setting, mode: str, precision: str) -> tuple[PlanBatch, np.ndarray | None] | None:
+        """`_probed_rows` without the probed fields."""
+        built = self._probed_rows(s, mode, precision)
+        return None if built is None else built[:2]
+
+    def _probed_rows(self, s: Setting, mode: str, precision: str) -> tuple[PlanBatch, np.ndarray | None, dict] | None:
         """(S, Ca) rows with M = argmin over M of the pipeline step (exact; ties to the smaller M),
         and no members; or, when `all_micro_batches`, (S, Ca) rows whose members are every M,
         ordered by pipeline step (ties to the smaller M): one row per (S, Ca), M searched as
         the row's member axis (`Classes.members`; the outer step must grow with the pipeline
-        step, so under `dp_overlap` every (S, Ca, M) is a row of its own instead)."""
+        step, so under `dp_overlap` every (S, Ca, M) is a row of its own instead). Third: the PROBED
+        fields of each row's `pipe_probe` when the listing scored them already (`_fastest_schedule`),
+        else an empty dict (the same plans: `_least_step`, `_window_front` and `_pp_group` read them
+        instead of scoring the rows again)."""
         stages = self._stage_range(s, precision)
         if stages.size == 0:
             return None
@@ -345,12 +360,14 @@ class DecisionSpace:
             schedules = schedules_searched(s.assumptions)
             g = self._grid(stages=stages, activation_compression=self.activation_compression, schedule=schedules,
                            micro_batches=np.arange(1, self.max_micro_batches + 1))
-            rows = PlanBatch.of(mode, precision, nodes=1, **g)
+            rows, probed = PlanBatch.of(mode, precision, nodes=1, **g), {}
             if len(schedules) > 1 and not s.assumptions.activation_memory:
-                rows = rows.take(self._fastest_schedule(s, mode, precision, rows, len(schedules)))
-            rows = rows.take(physics.schedule_allowed(s.assumptions, rows.stages, rows.micro_batches,
-                                                      rows.schedule))         # DualPipe: even S, even M >= 2 S
-            return (rows, None) if rows.size else None
+                index, probed = self._fastest_schedule(s, mode, precision, rows, len(schedules))
+                rows = rows.take(index)
+            allowed = physics.schedule_allowed(s.assumptions, rows.stages, rows.micro_batches,
+                                               rows.schedule)         # DualPipe: even S, even M >= 2 S
+            rows, probed = rows.take(allowed), {k: v[allowed] for k, v in probed.items()}
+            return (rows, None, probed) if rows.size else None
         g = self._grid(stages=stages, activation_compression=self.activation_compression,
                        micro_batches=np.arange(1, self.max_micro_batches + 1))
         probe = PlanBatch.of(mode, precision, nodes=2 * g["stages"], **g)
@@ -364,22 +381,24 @@ class DecisionSpace:
             return None
         rows, order, t_step = rows.take(runs), order[runs], t_step[runs]
         if self.all_micro_batches:
-            return rows, (order + 1, np.take_along_axis(t_step, order, axis=1))
-        return rows, None
+            return rows, (order + 1, np.take_along_axis(t_step, order, axis=1)), {}
+        return rows, None, {}
 
-    def _fastest_schedule(self, s: Setting, mode: str, precision: str, rows: PlanBatch, count: int) -> np.ndarray:
-        """Indices of the rows that keep, per (S, Ca, M), only the schedule of least pipeline step
+    def _fastest_schedule(self, s: Setting, mode: str, precision: str, rows: PlanBatch,
+                          count: int) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+        """(indices, their PROBED fields): the rows that keep, per (S, Ca, M), only the schedule of least pipeline step
         (ties to the first listed). Exact without activation memory: the schedules then differ in
         nothing but the pipeline step (the same memory, overlap window c = t_comp / (S M), sync and
         eta_A), the time to target is non-decreasing in it, and the tie order puts the shorter
         step before the schedule. `rows` come from a grid whose schedule axis (of `count`) lies
         just before the M axis."""
-        t_step = scored(s, pipe_probe(mode, precision, rows), "t_step_s")["t_step_s"]
+        probed = scored(s, pipe_probe(mode, precision, rows), *PROBED)
         m = self.max_micro_batches
-        grid = t_step.reshape(-1, count, m)                  # (S x Ca, schedule, M)
+        grid = probed["t_step_s"].reshape(-1, count, m)      # (S x Ca, schedule, M)
         best = np.argmin(grid, axis=1)                       # first minimum: ties to the first listed
         base = np.arange(grid.shape[0])[:, None] * count * m
-        return (base + best * m + np.arange(m)[None, :]).ravel()
+        index = (base + best * m + np.arange(m)[None, :]).ravel()
+        return index, {k: v[index] for k, v in probed.items()}
 
     def _reduces_to_least_step(self, s: Setting) -> bool:
         """Whether pipeline rows listed per (schedule, M) (`every_micro_batch`) may be cut to the one of
@@ -390,15 +409,16 @@ class DecisionSpace:
             and not s.assumptions.activation_memory
 
     @staticmethod
-    def _least_step(s: Setting, mode: str, precision: str, pipes: PlanBatch) -> np.ndarray:
+    def _least_step(s: Setting, mode: str, precision: str, pipes: PlanBatch, probed: dict | None = None) -> np.ndarray:
         """Mask of the pipe rows that come first, per (S, Ca), in the order (pipeline step, M, schedule):
         the least step, ties to fewer micro-batches, then to the schedule listed first (`bnb.tie_key`).
         Exact where the overlap window does not matter: without memory terms the rows of one (S, Ca)
         differ in nothing but the pipeline step and the window c = t_comp / (S M), a streaming outer step
         (physics.streaming_outer_s) reads it only under `streaming_reads_window`, a pipeline over the WAN
         never, a blocking one only under `dp_overlap`; the time to target is non-decreasing in the step,
-        and the first row is at least as fast as any other at every (n, H) and first in tie order."""
-        t_step = scored(s, pipe_probe(mode, precision, pipes), "t_step_s")["t_step_s"]
+        and the first row is at least as fast as any other at every (n, H) and first in tie order.
+        `probed`: the rows' PROBED fields if scored already (`_probed_rows`)."""
+        t_step = (probed or scored(s, pipe_probe(mode, precision, pipes), "t_step_s"))["t_step_s"]
         order = np.lexsort((pipes.schedule, pipes.micro_batches, t_step, pipes.activation_compression, pipes.stages))
         key = np.stack([pipes.stages[order], pipes.activation_compression[order]])
         first = np.r_[True, (key[:, 1:] != key[:, :-1]).any(axis=0)]
@@ -407,7 +427,8 @@ class DecisionSpace:
         return mask
 
     @staticmethod
-    def _window_front(s: Setting, mode: str, precision: str, pipes: PlanBatch) -> tuple[np.ndarray, np.ndarray]:
+    def _window_front(s: Setting, mode: str, precision: str, pipes: PlanBatch,
+                      probed: dict | None = None) -> tuple[np.ndarray, np.ndarray]:
         """(mask, first): the pipe rows that no other row of their (S, Ca) dominates for a blocking sync
         under `dp_overlap`, and per row the index of its (S, Ca)'s first row in (pipeline step, M,
         schedule) order (the row `_least_step` keeps, which stands for the rows left out in `size`).
@@ -424,8 +445,8 @@ class DecisionSpace:
         The rows kept are the records of c in that order: c_j above the largest c before it. c is
         read as step_compute_s / M (the step's compute is M c): a row is left out only when
         c_i >= c_j (1 + WINDOW_MARGIN), so that rounding of that quotient never decides; rows with
-        a NaN step are kept."""
-        t = scored(s, pipe_probe(mode, precision, pipes), "t_step_s", "step_compute_s")
+        a NaN step are kept. `probed`: the rows' PROBED fields if scored already (`_probed_rows`)."""
+        t = probed or scored(s, pipe_probe(mode, precision, pipes), "t_step_s", "step_compute_s")
         t_step = t["t_step_s"]
         with np.errstate(divide="ignore", invalid="ignore"):
             c = t["step_compute_s"] / pipes.micro_batches
@@ -448,36 +469,42 @@ class DecisionSpace:
         built = self._pipelines(s, "pp_group", precision)
         if built is None:
             return None
-        pipes, members = built
+        pipes, members, probed = built
         if members is None:
             # a pp_group node's memory reads only its pipe row (S, precision, M, schedule: modes._pipeline),
             # not n, the compression or streaming: checked once per pipe row, not per class
-            state = scored(s, pipe_probe("pp_group", precision, pipes), "state_bytes_per_node")["state_bytes_per_node"]
-            pipes = pipes.take(state <= s.memory_bytes)
+            state = (probed or scored(s, pipe_probe("pp_group", precision, pipes), "state_bytes_per_node"))
+            fits = state["state_bytes_per_node"] <= s.memory_bytes
+            pipes, probed = pipes.take(fits), {k: v[fits] for k, v in probed.items()}
             if pipes.size == 0:
                 return None
-        rep = np.repeat(np.arange(pipes.size), len(self.compression) * len(self.streaming))
-        g = self._grid(k=np.arange(pipes.size), compression=self.compression, streaming=self.streaming)
-        compression, streaming = g["compression"].astype(float), g["streaming"].astype(bool)
-        listed = None
+        # which (pipe row, streaming) pairs are listed, and the plans each stands for in `size`: neither reads
+        # the compression, so they are worked per pipe row (P x streaming), and only the classes kept are
+        # expanded over the compression (grid order: row, compression, streaming)
+        stream = np.array(self.streaming, dtype=bool)
+        keep, listed = np.ones((pipes.size, stream.size), bool), None
         if self._reduces_to_least_step(s):
             # the window matters to a blocking sync under dp_overlap (only the rows of its front,
             # `_window_front`), and to a streaming one only when its fragments also hide behind their
             # backward pass: elsewhere one row per (S, Ca)
-            keep = self._least_step(s, "pp_group", precision, pipes)[rep]
+            keep = np.repeat(self._least_step(s, "pp_group", precision, pipes, probed)[:, None], stream.size, axis=1)
             listed = keep.astype(np.int64)
             if s.assumptions.dp_overlap:
-                front, first = self._window_front(s, "pp_group", precision, pipes)
-                keep |= ~streaming & front[rep]
-                # each row left out is counted with its (S, Ca)'s first row (same n range: `size`)
-                left_out = ~streaming & ~front[rep]
+                front, first = self._window_front(s, "pp_group", precision, pipes, probed)
+                keep |= ~stream[None, :] & front[:, None]
+                # each row left out (blocking) is counted with its (S, Ca)'s first row (same n range: `size`)
                 listed = keep.astype(np.int64)
-                row_of = np.arange(rep.size) - (rep - first[rep]) * (rep.size // pipes.size)
-                np.add.at(listed, row_of[left_out], 1)
+                listed += np.bincount(first[~front], minlength=pipes.size)[:, None] * ~stream[None, :]
             if streaming_reads_window(s.assumptions):
-                keep |= streaming
+                keep |= stream[None, :]
                 listed = np.maximum(listed, keep.astype(np.int64))
-            rep, compression, streaming, listed = rep[keep], compression[keep], streaming[keep], listed[keep]
+        per_row = len(self.compression) * stream.size
+        at = np.flatnonzero(np.broadcast_to(keep[:, None, :], (pipes.size, len(self.compression), stream.size)))
+        rep, j = at // per_row, at % stream.size
+        compression = np.asarray(self.compression, dtype=float)[at % per_row // stream.size]
+        streaming = stream[j]
+        if listed is not None:
+            listed = listed[rep, j]
         # the pipe rows' fields at `rep`; those equal in every row (n, H, R, k, Z placeholders) stay broadcast
         rows = PlanBatch.of("pp_group", precision, nodes=1, stages=pipes.stages[rep],
                             activation_compression=pipes.activation_compression[rep],
@@ -495,9 +522,9 @@ class DecisionSpace:
         built = self._pipelines(s, "pipeline_wan", precision)
         if built is None:
             return None
-        rows, members = built
+        rows, members, probed = built
         if self._reduces_to_least_step(s):         # no sync, no overlap window: one row per (S, Ca)
-            rows = rows.take(self._least_step(s, "pipeline_wan", precision, rows))
+            rows = rows.take(self._least_step(s, "pipeline_wan", precision, rows, probed))
         ok = np.maximum(rows.stages, self.min_nodes) <= self.max_nodes     # N = max(S, min_nodes)
         return self._classes(rows, np.where(ok, 1, 2), 1, rows.stages, members)
 
@@ -513,6 +540,11 @@ class DecisionSpace:
                         per_class = c.n_hi - c.n_lo + 1 if c.listed is None else (c.n_hi - c.n_lo + 1) * c.listed
                         total += int(per_class.sum()) * per_plan.get(mode, self.max_inner_steps) * c.member_count
         return total
+
+
+# The array fields of a class's plans taken from its row (`Classes.plans` sets nodes, H and R itself)
+PLAN_FIELDS_KEPT = tuple(f.name for f in fields(PlanBatch)
+                         if f.name not in ("mode", "precision", "expert_parallel", "nodes", "inner_steps", "regional_rounds"))
 
 
 @dataclass
@@ -549,22 +581,28 @@ class Classes:
 
     def nodes(self, idx, n) -> np.ndarray:
         """N = max(n unit, min_nodes) of the classes `idx` at n replicas (strictly increasing in n >= n_lo)."""
-        return np.maximum(np.asarray(n, dtype=np.int64) * self.unit[idx], self.min_nodes[idx])
+        floor = self.min_nodes[:1] if self.min_nodes.strides == (0,) else self.min_nodes[idx]   # one floor: broadcast
+        return np.maximum(np.asarray(n, dtype=np.int64) * self.unit[idx], floor)
 
     def plans(self, idx, n, h, r) -> PlanBatch:
         """Plans of the classes `idx` with n replicas, H inner steps, R regional rounds (for a
-        class with members, r is the member index j instead)."""
-        sub = self.rows.take(idx)
-        shape = sub.nodes.shape
-        sub.nodes = np.broadcast_to(self.nodes(idx, n), shape).copy()
-        sub.inner_steps = np.broadcast_to(np.asarray(h, dtype=np.int64), shape).copy()
+        class with members, r is the member index j instead). The rows' fields are taken at `idx`
+        but those set here (`rows.take` would copy them only to be replaced)."""
+        rows = self.rows
+        shape = np.atleast_1d(rows.nodes[idx]).shape
+        nodes = self.nodes(idx, n)
+        taken = {name: np.atleast_1d(getattr(rows, name)[idx]) for name in PLAN_FIELDS_KEPT
+                 if name != "micro_batches" or self.members is None}
         if self.members is None:
-            sub.regional_rounds = np.broadcast_to(np.asarray(r, dtype=np.int64), shape).copy()
+            r = np.broadcast_to(np.asarray(r, dtype=np.int64), shape).copy()
         else:   # r is the member index j (1-based): M = members[class, j - 1], R = 1
             j = np.broadcast_to(np.asarray(r, dtype=np.int64), shape)
-            sub.micro_batches = self.members[np.broadcast_to(np.asarray(idx), shape), j - 1]
-            sub.regional_rounds = np.ones(shape, np.int64)
-        return sub
+            taken["micro_batches"] = self.members[np.broadcast_to(np.asarray(idx), shape), j - 1]
+            r = np.ones(shape, np.int64)
+        return PlanBatch(rows.mode, rows.precision,
+                         nodes=nodes if nodes.shape == shape else np.broadcast_to(nodes, shape).copy(),
+                         inner_steps=np.broadcast_to(np.asarray(h, dtype=np.int64), shape).copy(),
+                         regional_rounds=r, expert_parallel=rows.expert_parallel, **taken)
 
     def take(self, index) -> "Classes":
         return Classes(self.rows.take(index), self.n_lo[index], self.n_hi[index], self.unit[index],

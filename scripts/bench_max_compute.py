@@ -7,7 +7,10 @@ every micro-batch count of a pipeline is a class of its own). Printed per case a
 child's CPU (user + system, resource.getrusage(RUSAGE_CHILDREN)) and peak resident memory
 (ru_maxrss of a fresh intermediate process, so that one child's peak is not hidden by another's),
 the median over the runs, the ratio to report-v1, and the load average. Start-up is included
-(about 0.3 s of CPU and 50 MB on the project machine: scripts/bench_startup.py).
+(about 0.3 s of CPU and 50 MB on the project machine: scripts/bench_startup.py). Compare trees
+with their bytecode current (`python -m compileall planner`): under PYTHONDONTWRITEBYTECODE a module
+edited since its .pyc was written is compiled again in every process (~0.04 s of CPU for
+planner/space.py and planner/solvers/bnb.py on the project machine).
 
     python scripts/bench_max_compute.py               # 3 runs of each case
     python scripts/bench_max_compute.py --runs 5 --nodes 64 10000

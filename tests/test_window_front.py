@@ -38,8 +38,8 @@ def _front_case(seed: int):
 def _without_front(monkeypatch):
     """Switch the front off: every blocking row listed (the space before issue 27 item 5)."""
     monkeypatch.setattr(DecisionSpace, "_window_front",
-                        staticmethod(lambda s, mode, precision, pipes: (np.ones(pipes.size, bool),
-                                                                        np.zeros(pipes.size, np.int64))))
+                        staticmethod(lambda s, mode, precision, pipes, probed=None: (np.ones(pipes.size, bool),
+                                                                                      np.zeros(pipes.size, np.int64))))
 
 
 @pytest.mark.parametrize("seed", SEEDS)

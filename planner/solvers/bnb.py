@@ -317,18 +317,29 @@ def _h_r_max(c: Classes, h_max: int, r_max: int) -> tuple[int, int]:
 
 def _seeds(s: Setting, c: Classes, h_max: int, r_max: int, idx=None, n=None):
     """Good first plans per class: all replicas (or `n` replicas of the classes `idx`), the smallest
-    compute-bound H (and R), as the reference picks them."""
-    idx = np.arange(c.size) if idx is None else idx
+    compute-bound H (and R), as the reference picks them. More than CHUNK classes are seeded CHUNK at
+    a time (plan by plan the same figures; the peak memory of one scoring, issue 27 item 5)."""
+    if idx is None:      # every class at its n_hi (the classes' own array: read, never written)
+        idx, n = np.arange(c.size), c.n_hi if n is None else n
     n = c.n_hi[idx] if n is None else n
+    if idx.size > CHUNK:
+        each = np.broadcast_to(n, idx.shape)
+        parts = [_seeds_of(s, c, h_max, r_max, idx[k:k + CHUNK], each[k:k + CHUNK]) for k in range(0, idx.size, CHUNK)]
+        return idx, n, *(np.concatenate([p[j] for p in parts]) for j in (0, 1))
+    return (idx, n, *_seeds_of(s, c, h_max, r_max, idx, n))
+
+
+def _seeds_of(s: Setting, c: Classes, h_max: int, r_max: int, idx: np.ndarray, n) -> tuple[np.ndarray, np.ndarray]:
+    """(H, R) of `_seeds` for the classes `idx` at `n` replicas, all at once."""
     t = throughput(s, c.plans(idx, n, np.ones(idx.size), np.ones(idx.size)))
     hierarchical = c.rows.mode == "hierarchical"
     with np.errstate(divide="ignore", invalid="ignore"):
         sync = t["t_regional_s"] if hierarchical else t["t_sync_s"]
         h = np.clip(np.nan_to_num(np.ceil(sync / t["t_step_s"]), nan=1.0), 1, h_max)
         cycle = np.maximum(h * t["t_step_s"], t["t_regional_s"])
-        r = np.clip(np.nan_to_num(np.ceil(t["t_sync_s"] / cycle), nan=1.0), 1, r_max) if hierarchical \
-            else np.ones(idx.size)
-    return idx, n, h.astype(np.int64), r.astype(np.int64)
+        r = np.clip(np.nan_to_num(np.ceil(t["t_sync_s"] / cycle), nan=1.0), 1, r_max).astype(np.int64) \
+            if hierarchical else np.ones(idx.size, np.int64)
+    return h.astype(np.int64), r
 
 
 def seed_measures(s: Setting, c: Classes, h_max: int, r_max: int, measure: str = TIME) -> np.ndarray:
@@ -369,9 +380,11 @@ def _branch_and_bound(s: Setting, c: Classes, h_max: int, r_max: int, visit: Cal
     n1, n2 = np.concatenate([np.where(single, 2, n1), np.ones(int(single.sum()), np.int64)]), \
         np.concatenate([n2, np.ones(int(single.sum()), np.int64)])
     size = i.size
+    # H and R span their whole range in every first box: read-only broadcast views (no memory per class);
+    # every later round's boxes are new arrays (`_split`)
     box = {"i": i, "n1": n1, "n2": n2,
-           "h1": np.ones(size, np.int64), "h2": np.full(size, h_max, np.int64),
-           "r1": np.ones(size, np.int64), "r2": np.full(size, r_max, np.int64)}
+           "h1": np.broadcast_to(np.int64(1), size), "h2": np.broadcast_to(np.int64(h_max), size),
+           "r1": np.broadcast_to(np.int64(1), size), "r2": np.broadcast_to(np.int64(r_max), size)}
     evaluations = 0
     if box["i"].size and time.perf_counter() > deadline:     # not even the first bounds: every box open, bound 0
         return evaluations, {**box, "lower": np.zeros(box["i"].size)}
@@ -478,7 +491,7 @@ def minimise_time(s: Setting, c: Classes, h_max: int, r_max: int, bound: float =
     caller scored them already (`Batches.seeded`); the same plans as computed here, so nothing changes.
     """
     h_max, r_max = _h_r_max(c, h_max, r_max)
-    part = np.zeros(c.size, np.int64) if parts is None else np.asarray(parts, np.int64)
+    part = np.broadcast_to(np.int64(0), c.size) if parts is None else np.asarray(parts, np.int64)   # read only
     best = np.array(np.broadcast_to(np.asarray(bound, dtype=float), (max(np.size(bound), int(part.max(initial=0)) + 1),)))
     kept: list[tuple[np.ndarray, ...]] = []
     # Per class, q: a visited plan within TIE_REL of the class's least visited measure m, the
@@ -491,19 +504,27 @@ def minimise_time(s: Setting, c: Classes, h_max: int, r_max: int, bound: float =
         np.minimum.at(q_m, i, t)
         near = t <= tie_limit(q_m[i])
         i, n, h, r, t = i[near], n[near], h[near], r[near], t[near]
-        order = np.lexsort((r, h, n, i))
-        first = order[np.r_[True, i[order][1:] != i[order][:-1]]] if order.size else order
-        i, n, h, r, t = i[first], n[first], h[first], r[first], t[first]
+        if i.size > 1 and not (i[1:] > i[:-1]).all():     # else one plan per class, in class order (seeds)
+            order = np.lexsort((r, h, n, i))
+            first = order[np.r_[True, i[order][1:] != i[order][:-1]]]
+            i, n, h, r, t = i[first], n[first], h[first], r[first], t[first]
         better = (q_t[i] > tie_limit(q_m[i])) | _lex_less((n, h, r), (q_n[i], q_h[i], q_r[i]))
         i = i[better]
         q_t[i], q_n[i], q_h[i], q_r[i] = t[better], n[better], h[better], r[better]
 
+    def level(idx):
+        """The measure of interest per plan of the classes `idx`: its part's least, within TIE_REL."""
+        return tie_limit(best[0]) if parts is None else tie_limit(best[part[idx]])
+
     def visit(idx, n, h, r, t):
         ok = np.isfinite(t)
         if ok.any():
-            np.minimum.at(best, part[idx[ok]], t[ok])
+            if parts is None:
+                best[0] = min(best[0], t[ok].min())
+            else:
+                np.minimum.at(best, part[idx[ok]], t[ok])
             update_q(idx[ok], n[ok], h[ok], r[ok], t[ok])
-        keep = ok & (t <= tie_limit(best[part[idx]]))
+        keep = ok & (t <= level(idx))
         kept.append((idx[keep], n[keep], h[keep], r[keep], t[keep]))
 
     def dominated(box, lower):
@@ -524,10 +545,10 @@ def minimise_time(s: Setting, c: Classes, h_max: int, r_max: int, bound: float =
         seeded = (idx, n, h, r, _measure(s, c, idx, n, h, r, measure))
     visit(*seeded)
     del seeded
-    count, left = _branch_and_bound(s, c, h_max, r_max, visit, lambda box: tie_limit(best[part[box["i"]]]),
+    count, left = _branch_and_bound(s, c, h_max, r_max, visit, lambda box: level(box["i"]),
                                     deadline=deadline, measure=measure, dominated=dominated)
     idx, n, h, r, t = (np.concatenate(x) for x in zip(*kept))
-    final = t <= tie_limit(best[part[idx]])
+    final = t <= level(idx)
     open_bound = float(left["lower"].min()) if left is not None else math.inf
     return Found(c.plans(idx[final], n[final], h[final], r[final]), t[final], c.size + count, open_bound, idx[final])
 
