@@ -2,12 +2,16 @@
 """CPU time of the branch and bound beyond 12 pools (the search by families,
 planner.solvers.pool_families) beside the pools' MIP (--solver highs) on the same fleets:
 `bench_mixed.py`'s `pools_nosites_data(P)` (P pools without sites, four kinds of node, prices varying
-by pool), each objective.
+by pool), each objective; with `--sites`, `pools_data(P)` instead: P pools of 40 nodes of 16x H100, one
+in each of P European cities, 1 Gb/s links along a chain, 100 Mb/s per node (the regions the
+geography's).
 
-    python scripts/bench_bnb_pools.py [--pools 13,16] [--repeats 3] [--solvers bnb,highs]
+    python scripts/bench_bnb_pools.py [--pools 13,16] [--repeats 3] [--solvers bnb,highs] [--sites]
+        [--objectives min_time,min_cost,max_compute]
 
 Prints per case the median CPU seconds (`time.process_time`, parse and solve; a warm-up solve
-first pays the imports), the status and objective value, then the machine's load average.
+first pays the imports; the solvers alternate run after run), the status and objective value, then the
+machine's load average.
 """
 
 from __future__ import annotations
@@ -29,24 +33,29 @@ def main() -> int:
     parser.add_argument("--pools", default="13,16")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--solvers", default="bnb,highs")
+    parser.add_argument("--sites", action="store_true", help="P pools in P cities (bench_mixed.pools_data)")
+    parser.add_argument("--objectives", default="min_time,min_cost,max_compute")
     opts = parser.parse_args()
-    from bench_mixed import pools_nosites_data
+    from bench_mixed import pools_data, pools_nosites_data
     from planner.schema.instance import parse_instance
     from planner.solve import solve
     solve(parse_instance(pools_nosites_data(2)), "min_time")          # warm-up: imports
     print(f"load before: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     for count in (int(c) for c in opts.pools.split(",")):
-        data = pools_nosites_data(count)
-        for objective in ("min_time", "min_cost", "max_compute"):
-            for solver in opts.solvers.split(","):
-                times, result = [], None
-                for _ in range(opts.repeats):
+        data = pools_data(count) if opts.sites else pools_nosites_data(count)
+        for objective in opts.objectives.split(","):
+            solvers = opts.solvers.split(",")
+            times, results = {k: [] for k in solvers}, {}
+            for _ in range(opts.repeats):          # the solvers alternate, run after run
+                for solver in solvers:
                     start = time.process_time()
-                    result = solve(parse_instance(data), objective, solver=solver)
-                    times.append(time.process_time() - start)
-                print(f"{count:2d} pools {objective:11s} {solver:5s} cpu median {statistics.median(times):6.3f} s "
-                      f"(min {min(times):.3f}, max {max(times):.3f}, {opts.repeats} runs)  {result.status} "
-                      f"{result.objective_value}", flush=True)
+                    results[solver] = solve(parse_instance(data), objective, solver=solver)
+                    times[solver].append(time.process_time() - start)
+            for solver in solvers:
+                t, result = times[solver], results[solver]
+                print(f"{count:2d} pools{' in cities' if opts.sites else ''} {objective:11s} {solver:5s} cpu median "
+                      f"{statistics.median(t):6.3f} s (min {min(t):.3f}, max {max(t):.3f}, {opts.repeats} runs)  "
+                      f"{result.status} {result.objective_value}; load {os.getloadavg()[0]:.2f}", flush=True)
     print(f"load after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     return 0
 

@@ -3,9 +3,10 @@
 listing of every subset of pools (planner.solvers.pool_parts.parts_until) on seeded random fleets of
 1 to 8 pools (`planner.fleet.samples.random_many_pools`, 1 to 5 nodes each): the same status, objective
 value and plan cost (relative 1e-9). The families run at any pool count for the comparison (the
-listing's limit set to 0 pools).
+listing's limit set to 0 pools). `--sites`: the pools at 2 to 6 sites joined by a ring of links
+(`planner.fleet.samples.add_sites`: regional groups, RTTs measured or estimated), 1 to 7 pools.
 
-    python scripts/check_pool_families.py [--seed 100] [--count 150]
+    python scripts/check_pool_families.py [--seed 100] [--count 150] [--sites]
 
 Prints each disagreement, then the number of instances, of disagreements, the seconds each path took
 and the machine's load average; exit 1 on any disagreement.
@@ -26,16 +27,19 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seed", type=int, default=100)
     parser.add_argument("--count", type=int, default=150)
+    parser.add_argument("--sites", action="store_true", help="the pools at 2 to 6 sites")
     opts = parser.parse_args()
     import numpy as np
-    from planner.fleet.samples import random_many_pools
+    from planner.fleet.samples import add_sites, random_many_pools
     from planner.schema.instance import parse_instance
     from planner.solve import solve
     from planner.solvers import decomposition
     bad, spent = 0, [0.0, 0.0]
     for seed in range(opts.seed, opts.seed + opts.count):
         rng = np.random.default_rng(seed)
-        data = random_many_pools(rng, int(rng.integers(1, 9)), max_count=int(rng.integers(1, 6)))
+        data = random_many_pools(rng, int(rng.integers(1, 8 if opts.sites else 9)), max_count=int(rng.integers(1, 6)))
+        if opts.sites:
+            add_sites(rng, data)
         instance = parse_instance(data)
         results = []
         for k, limit in enumerate((decomposition.MAX_EXACT_POOLS, 0)):
@@ -56,7 +60,7 @@ def main() -> int:
             bad += 1
             print(f"seed {seed} {data['objective']}: listing {listed.status} {values[0]} (cost {costs[0]}), "
                   f"families {families.status} {values[1]} (cost {costs[1]})", flush=True)
-    print(f"{opts.count} instances (seeds {opts.seed}-{opts.seed + opts.count - 1}), {bad} disagreements; "
+    print(f"{opts.count} instances{' with sites' if opts.sites else ''} (seeds {opts.seed}-{opts.seed + opts.count - 1}), {bad} disagreements; "
           f"listing {spent[0]:.1f} s, families {spent[1]:.1f} s; load {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     return 1 if bad else 0
 

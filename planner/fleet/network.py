@@ -156,3 +156,55 @@ def with_links(setting, links: SiteLinks | None):
     return setting.replace(wan_up_bps=links.wan_up_bps, wan_down_bps=links.wan_down_bps, wan_rtt_s=links.wan_rtt_s,
                            regional_bps=links.regional_bps, regional_rtt_s=links.regional_rtt_s,
                            pipeline_bps=links.regional_bps, pipeline_rtt_s=links.regional_rtt_s)
+
+
+MAX_SITE_SETS_SITES = 16          # 2^16 - 1 sets of sites listed at most (a table of 65,536 entries per link)
+
+
+def site_set_links(net: SiteNetwork, names: Sequence[str]):
+    """The links of every set of the sites `names` at once, as `SiteNetwork.links` gives them one set at
+    a time: a float array of shape (2^k, 5), k = len(names), row `mask` (bit i: names[i] in the set)
+    holding (wan_up_bps, wan_down_bps, wan_rtt_s, regional_bps, regional_rtt_s) of that set (row 0,
+    the empty set, unused). What a mixed setting takes from the links is exactly these five numbers
+    (`with_links`), so two sets of sites with equal rows give every plan the same setting.
+
+    By the definitions of `SiteNetwork.links`: the route's Mb/s and RTT of a set are the least W[i, j]
+    and the largest R[i, j] over its ordered pairs and its sites' LANs (the route table's diagonal),
+    built up one site at a time, the set with highest site b from the set without it and b's row and
+    column (the minimum / maximum over a union is the minimum / maximum of the parts); its regions
+    are the candidate groups in their order, each taking the sites of the set not yet taken
+    (`SiteNetwork.regions`), and the regional link the least Mb/s and the largest RTT of the regions'
+    own routes; one site: its LAN, not capped by the node's access link. tests/test_pool_families.py
+    compares every row with `SiteNetwork.links` of the set."""
+    import numpy as np
+    table = net.routes
+    k = len(names)
+    rows = table.rows(names)
+    mbps, rtt = table.mbps[np.ix_(rows, rows)], table.rtt_ms[np.ix_(rows, rows)]
+    low_w, high_r = np.array([np.inf]), np.array([-np.inf])      # over the pairs and LANs of each set
+    for b in range(k):
+        size = low_w.size               # the sets of sites 0..b-1; adding b
+        to_w, to_r = np.array([np.inf]), np.array([-np.inf])   # b's links to each of those sets
+        for j in range(b):
+            to_w = np.concatenate([to_w, np.minimum(to_w, min(mbps[b, j], mbps[j, b]))])
+            to_r = np.concatenate([to_r, np.maximum(to_r, max(rtt[b, j], rtt[j, b]))])
+        low_w = np.concatenate([low_w, np.minimum(np.minimum(low_w, to_w[:size]), mbps[b, b])])
+        high_r = np.concatenate([high_r, np.maximum(np.maximum(high_r, to_r[:size]), rtt[b, b])])
+    masks = np.arange(1 << k, dtype=np.int64)
+    bit = {name: 1 << i for i, name in enumerate(names)}
+    left = masks.copy()
+    reg_w, reg_r = np.full(masks.size, np.inf), np.full(masks.size, -np.inf)
+    for group in (net.partition if net.partition is not None else net.candidates):
+        gmask = sum(bit[s] for s in group if s in bit)
+        part = left & gmask
+        some = part > 0
+        reg_w = np.where(some, np.minimum(reg_w, low_w[part]), reg_w)
+        reg_r = np.where(some, np.maximum(reg_r, high_r[part]), reg_r)
+        left &= ~gmask
+    if (left[1:] != 0).any():
+        raise AssertionError("a site in no candidate regional group")
+    wan = net.network.wan
+    many = np.array([bin(m).count("1") > 1 for m in range(1 << k)])
+    up = np.where(many, np.minimum(wan.up_mbps, low_w), low_w)
+    down = np.where(many, np.minimum(wan.down_mbps, low_w), low_w)
+    return np.stack([up * 1e6, down * 1e6, high_r / 1e3, reg_w * 1e6, reg_r / 1e3], axis=1)

@@ -31,9 +31,10 @@ slowest sets the pace, the smallest memory the state per node), and on N = sum_p
 With one pool there is one part: the uniform solve of that pool's setting. `planner.solvers.
 mixed_oracle` checks this against every assignment of nodes to pools, scored one by one.
 
-Beyond `MAX_EXACT_POOLS` pools, under the straggler rule alone and without sites, the subsets are
-grouped into families of one setting each, one uniform solve per family
-(`planner.solvers.pool_families`, proof there); elsewhere beyond that the planner refuses (exit 2).
+Beyond `MAX_EXACT_POOLS` pools, under the straggler rule alone, without sites or with the
+geography's regions at up to 16 sites, the subsets are grouped into families of one setting each, one
+uniform solve per family or span of families (`planner.solvers.pool_families`, proof there); elsewhere
+beyond that the planner refuses (exit 2).
 
 This module lists the parts of each model size (`planner.solvers.pool_parts.parts_until`) and runs
 each rule that fleet.sync_rule searches on them through the rules' interface
