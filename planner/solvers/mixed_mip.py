@@ -125,6 +125,8 @@ def outer_approximation(instance, pools, objective: Objective, backend: str, par
     best_plan, best = exact(pt.incumbent[1]) if pt.incumbent else None, math.inf
     if best_plan is not None:
         best = model_value(objective, None, best_plan, pools)
+        if not math.isfinite(best):     # past the duration limit, or no compute, on the whole fleet: not a plan
+            best_plan = None
     t = pt.merged
     report = MipReport(backend, "error", None, None, None, 0.0, 0, time.perf_counter() - start, 0, 0, 0, 0,
                        classes=pt.classes_total, classes_kept=len(t.sync) + len(t.fixed))
