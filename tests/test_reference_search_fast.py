@@ -174,28 +174,39 @@ def test_sizes_sharing_what_they_proved_answer_as_each_size_alone(function, seed
         pytest.skip("reference cases not found")
     case = _perturbed(function, seed)
     shared = search.answer(case)
-    monkeypatch.setattr(search, "_solve_below", lambda s, space, objective, found: optimise(s, space, objective))
+    _alone(monkeypatch)
     alone = search.answer(case)
     assert (shared.dtplan, shared.params, shared.plan) == (alone.dtplan, alone.params, alone.plan)
+
+
+def _alone(monkeypatch) -> None:
+    """Every size solved alone: no bound shared between sizes, none skipped (no box bound, no
+    `_fewest_first`, `_solve_below` the plain `optimise`)."""
+    from planner.reference import search, size_bound
+    monkeypatch.setattr(size_bound, "applies", lambda s, space, reach: False)
+    monkeypatch.setattr(search, "_solve_below", lambda s, space, objective, found: optimise(s, space, objective))
 
 
 @pytest.mark.parametrize("function, seed", [("sweep_model_sizes", 11), ("find_optimal_config_for_target", 12)])
 def test_sizes_solved_in_any_order_answer_as_each_size_alone(function, seed, monkeypatch):
     """`_solve_sizes` solves the sizes most promising first; the order only changes what is
     searched: sizes solved in a random order (each cut by the sizes before it) give the answer of
-    every size solved alone."""
-    from planner.reference import search
+    every size solved alone. (find_optimal_config_for_target: the order of the reach, used where
+    the box bound does not apply; where it does, `_fewest_first` orders the sizes, tested below.)"""
+    from planner.reference import search, size_bound
     if not _cases(function):
         pytest.skip("reference cases not found")
     case = _perturbed(function, seed)
     rng = np.random.default_rng(seed)
     order = []
+    if function == "find_optimal_config_for_target":
+        monkeypatch.setattr(size_bound, "applies", lambda s, space, reach: False)
     monkeypatch.setattr(search, "_promising_first",
                         lambda settings, objective, max_nodes: order.append(len(settings))
                         or [settings[i] for i in rng.permutation(len(settings))])
     shuffled = search.answer(case)
     assert order, "the shuffled order was not used"
-    monkeypatch.setattr(search, "_solve_below", lambda s, space, objective, found: optimise(s, space, objective))
+    _alone(monkeypatch)
     alone = search.answer(case)
     assert (shuffled.dtplan, shuffled.params, shuffled.plan) == (alone.dtplan, alone.params, alone.plan)
 

@@ -150,3 +150,80 @@ def test_searches_answer_as_without_the_box_bound(function, seed, monkeypatch):
     monkeypatch.setattr(size_bound, "applies", lambda s, space, reach: False)
     plain = search.answer(case)
     assert (fast.dtplan, fast.params, fast.plan) == (plain.dtplan, plain.params, plain.plan)
+
+
+def _refined(setting, space, cut):
+    """`size_bound.FewestNodes` refined until done."""
+    bound = size_bound.FewestNodes(setting, space, cut)
+    while not bound.done:
+        bound.refine()
+    return bound
+
+
+@pytest.mark.parametrize("seed", range(310, 316))
+def test_fewest_nodes_bounds_hold_for_the_fewest_nodes(seed):
+    """min_cost (C_quality target, flat, hierarchical and pp_group): neither the box bound on the
+    nodes (`FewestNodes`, at its first round and refined) nor the reach's (`search._fewest_by_reach`)
+    exceeds the branch and bound's fewest nodes."""
+    from planner.objectives import MIN_COST
+    setting, space, rng = _instance(seed, ("flat", "hierarchical", "pp_group"))
+    found, _, _ = optimise(setting, space, MAX_COMPUTE)
+    best = found[1]
+    target = best * float(rng.uniform(0.05, 0.95))
+    at = setting.replace(target_flop=target)
+    fewest, _, _ = optimise(at, space, MIN_COST)
+    n = int(fewest[0].nodes[0])
+    first = size_bound.FewestNodes(at, space, target / CUT)
+    assert first.least <= n
+    assert _refined(at, space, target / CUT).least <= n
+    assert search._fewest_by_reach(at, space) <= n
+
+
+def test_fewest_nodes_bound_is_tight_on_the_shipped_cases():
+    """On the reference's optimal-configuration cases whose cheapest plan is flat or pp_group, the
+    refined box bound of the winning size is within 1% of its fewest nodes (where the order of
+    `search._fewest_first` comes from); it never exceeds them."""
+    from tests.conftest import load_reference_cases
+    cases = [c for c in load_reference_cases() if c["function"] == "find_optimal_config_for_target"]
+    if not cases:
+        pytest.skip("reference cases not found")
+    checked = 0
+    for case in cases:
+        out = search.answer(case)
+        if out.plan is None:
+            continue
+        ri = case["resolved_inputs"]
+        setting, precision = search._setting(case, out.params, True, target_flop=float(ri["target_c_quality"]),
+                                             target_kind="c_quality")
+        space = search._space(precision, ("flat", "hierarchical", "pp_group"), search.MAX_NODES, ri["compression"])
+        least = _refined(setting, space, setting.target / (1 + search.REACH_MARGIN)).least
+        assert least <= out.plan["nodes"], case["id"]
+        if out.plan["mode"] in ("flat", "pp_group"):
+            assert least >= 0.99 * out.plan["nodes"], case["id"]
+            checked += 1
+    assert checked >= 5
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_fewest_first_answers_as_each_size_alone(seed, monkeypatch):
+    """find_optimal_config_for_target with a random target: the sizes ordered and skipped by their
+    lower bounds on the nodes (`search._fewest_first`, with its trial cap on the first size's nodes)
+    give the answer (cost, size and plan) of every size solved alone."""
+    from tests.conftest import load_reference_cases
+    from tests.test_reference_search_fast import _alone
+    cases = [c for c in load_reference_cases() if c["function"] == "find_optimal_config_for_target"]
+    if not cases:
+        pytest.skip("reference cases not found")
+    rng = np.random.default_rng(400 + seed)
+    case = copy.deepcopy(cases[int(rng.integers(len(cases)))])
+    ri = case["resolved_inputs"]
+    ri["target_c_quality"] = float(ri["target_c_quality"] * 10 ** rng.uniform(-1.5, 1))
+    ri["bw_up_bps"] = ri["bw_down_bps"] = float(rng.choice((10e6, 100e6, 1e9)))
+    used = []
+    real = search._fewest_first
+    monkeypatch.setattr(search, "_fewest_first", lambda settings: used.append(1) or real(settings))
+    fast = search.answer(case)
+    assert used, "_fewest_first was not used"
+    _alone(monkeypatch)
+    alone = search.answer(case)
+    assert (fast.dtplan, fast.params, fast.plan) == (alone.dtplan, alone.params, alone.plan)

@@ -181,16 +181,90 @@ def _solve_sizes(case: dict, sizes_b, objective: Objective, modes, max_nodes: in
     They are solved most promising first (`_promising_first`), so that the bound the others
     share is strong from the start; the runs are then put back in size order for
     `best_of_sizes`. The order changes what is searched, never the answer: a size is cut only
-    where it can neither beat nor tie a plan that exists, whichever size that plan is of."""
-    settings = []
-    for params_b in sizes_b:
-        setting, precision = _setting(case, params_b * 1e9, links_are_wan, **target)
-        settings.append((setting, _space(precision, modes, max_nodes, case["resolved_inputs"]["compression"])))
+    where it can neither beat nor tie a plan that exists, whichever size that plan is of.
+    min_cost where the box bound applies to every size: the sizes in order of their proven lower
+    bounds on the nodes instead (`_fewest_first`). The settings of the sizes differ in P alone
+    (one setting built, its P replaced)."""
+    base, precision = _setting(case, sizes_b[0] * 1e9, links_are_wan, **target)   # sizes differ in P alone
+    space = _space(precision, modes, max_nodes, case["resolved_inputs"]["compression"])
+    settings = [(base.replace(params=params_b * 1e9, active_params=params_b * 1e9), space) for params_b in sizes_b]
+    if objective is MIN_COST and all(size_bound.applies(s, space, _reach_bounds(s, space)) for s, space in settings):
+        return best_of_sizes(objective, sorted(_fewest_first(settings), key=lambda r: r.params))
     runs = []
     for setting, space in _promising_first(settings, objective, max_nodes):
         found, evaluations, bound = _solve_below(setting, space, objective, [r.found for r in runs if r.found])
         runs.append(SizeRun(setting.params, setting, space, found, evaluations, bound))
     return best_of_sizes(objective, sorted(runs, key=lambda r: r.params))
+
+
+TRIAL_CAP = 1.05     # the first size searched: N capped at 1.05 x its refined bound first (`_fewest_first`); a
+                     # heuristic (any cap is exact): the bound is within 1% of the fewest nodes of the flat and
+                     # pp_group winners of the shipped cases (tests/test_reference_size_bound.py), looser for
+                     # hierarchical ones, where the capped search finds nothing and the full one follows
+
+
+def _fewest_first(settings: list[tuple[Setting, DecisionSpace]]) -> list[SizeRun]:
+    """min_cost over the sizes, each size searched only while it may hold the fewest nodes: the
+    size of least proven lower bound on its nodes (`size_bound.FewestNodes`, refined lazily: only
+    the size that is least so far) is searched first, and once a plan of F nodes is found a size
+    whose bound exceeds F is skipped (cost is nodes x node price, the same for every size: it can
+    neither beat nor tie F). The sizes searched are cut by the ones before (`_solve_below`). A
+    best-first search over sizes: the order changes what is searched, never the answer.
+
+    Each size starts from the reach's bound (`_fewest_by_reach`, one vectorised evaluation); the
+    size least so far gets its box bound (`size_bound.FewestNodes`), then one refinement round at
+    a time, until it is done and searched, or another size is least. The first size searched is
+    searched with N capped at TRIAL_CAP x its bound first: a plan found under the cap has the
+    fewest nodes of the size (every plan of fewer nodes is under the cap, and every plan of as
+    many, so the fastest of them is the same); none found, the size is searched whole."""
+    cut = settings[0][0].target / (1 + REACH_MARGIN)
+    pending = [[_fewest_by_reach(s, space), None, s, space] for s, space in settings]
+    runs, fewest = [], math.inf
+    while pending:
+        j = min(range(len(pending)), key=lambda k: (pending[k][0], pending[k][2].params))
+        least, bound, setting, space = pending[j]
+        if least > fewest or not math.isfinite(least):
+            break                     # every size left needs more nodes than found (or has no plan)
+        if bound is None or not bound.done:
+            if bound is None:
+                bound = pending[j][1] = size_bound.FewestNodes(setting, space, cut)
+            else:
+                bound.refine()
+            pending[j][0] = max(least, bound.least)
+            continue
+        pending.pop(j)
+        found_before = [r.found for r in runs if r.found]
+        trial, found, tried = math.ceil(bound.least * TRIAL_CAP), None, 0
+        if not found_before and trial < space.max_nodes:     # first size: N capped near its bound first
+            found, tried, proven = _solve_below(setting, replace(space, max_nodes=trial), MIN_COST, [])
+        if found is None:
+            found, evaluations, proven = _solve_below(setting, space, MIN_COST, found_before)
+            evaluations += tried
+        else:
+            evaluations = tried
+        runs.append(SizeRun(setting.params, setting, space, found, evaluations, proven))
+        if found is not None:
+            fewest = min(fewest, int(found[0].nodes[0]))
+    runs.extend(SizeRun(s.params, s, space, None, 0, least * s.node_price_usd) for least, _, s, space in pending)
+    return runs
+
+
+def _fewest_by_reach(s: Setting, space: DecisionSpace) -> float:
+    """A proven lower bound on the nodes of any plan reaching the target (inf: none does), from the
+    reach (`_reach_bounds`, which the caller checked): one node when W F u reaches it, else the
+    reach does not fall in N >= 2, so below the least node count of a geometric grid whose reach
+    reaches the target no plan does."""
+    if _most_within(s, space, 1) >= s.target:
+        return 1.0
+    nodes = np.unique(np.geomspace(2, max(2, space.max_nodes), ORDER_NODE_GRID).round())
+    nodes = nodes[nodes <= space.max_nodes]
+    if nodes.size == 0:
+        return math.inf
+    reach = _reach(s, space.precisions[0], nodes) * (1 + REACH_MARGIN)
+    enough = np.flatnonzero(reach >= s.target)
+    if enough.size == 0:
+        return math.inf
+    return 2.0 if enough[0] == 0 else float(nodes[enough[0] - 1] + 1)
 
 
 ORDER_NODE_GRID = 400      # node counts (geometric, 1..N_max) at which `_promising_first` looks for min_cost

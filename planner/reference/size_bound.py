@@ -47,6 +47,11 @@ geometric) for `ROUNDS` rounds (given up, no bound, beyond `MAX_BOXES` left). Ev
 space lies in some box of every round, so the largest bound left (or, with none left, the
 largest dropped) bounds the size's optimum.
 
+Where a box's g_up 6 P_act T_up (the bound without chi, which only lowers it) is below the cut
+already, that value stands for its bound (no Newton solve of C'_mu, `_bound`).
+For min_cost over sizes (`planner.reference.search._fewest_first`) the same boxes give a lower
+bound on the nodes of any plan reaching a target (`FewestNodes`): the least nodes of a box left.
+
 The conditions the proof uses are `search._reach_bounds`' (gpipe, no overlap or fragments,
 no MoE, no fitted quality, tables <= 1) and: one precision and one compression, modes flat,
 hierarchical and pp_group only, no ZeRO-3 shards, one payload for every stage count; anything
@@ -82,7 +87,8 @@ def applies(s: Setting, space: DecisionSpace, reach_bounds: bool) -> bool:
 
 class _Rows(NamedTuple):
     """Per row: least step time (s), eta_A, x's range [x_lo, x_max] (replicas K, or nodes N when
-    hierarchical), group size k (hierarchical, else 0), regional sync t_reg(k) (s, else 0)."""
+    hierarchical), group size k (hierarchical, else 0), regional sync t_reg(k) (s, else 0), nodes
+    per unit of x (S for pp_group: N >= K S; else 1)."""
 
     step: np.ndarray
     eta_a: np.ndarray
@@ -90,6 +96,7 @@ class _Rows(NamedTuple):
     x_max: np.ndarray
     k: np.ndarray
     t_reg: np.ndarray
+    unit: np.ndarray
 
     @property
     def hierarchical(self) -> np.ndarray:
@@ -116,12 +123,13 @@ def _rows(s: Setting, space: DecisionSpace) -> _Rows | None:
     fits_one = memory.state_bytes_per_node(s.params, beta) <= s.memory_bytes
     out = []
     if "flat" in space.modes and n_max >= 2 and fits_one:
-        out.append(([whole], [1.0], [2.0], [n_max], [0.0], [0.0]))
+        out.append(([whole], [1.0], [2.0], [n_max], [0.0], [0.0], [1.0]))
     k = np.asarray([g for g in space.group_sizes if 2 * g <= n_max], dtype=float)
     if "hierarchical" in space.modes and k.size and fits_one:
         v = _payload_bits(s, space)
         t_reg = timing.regional_sync_base_s(v, s.regional_bps, s.regional_rtt_s) * straggler_factor(k, a)
-        out.append((np.full(k.shape, whole), np.ones(k.shape), 2.0 * k, np.full(k.shape, n_max), k, t_reg))
+        out.append((np.full(k.shape, whole), np.ones(k.shape), 2.0 * k, np.full(k.shape, n_max), k, t_reg,
+                    np.ones(k.shape)))
     top = min(space.max_stages, n_max // 2)
     if "pp_group" in space.modes and top >= 2:
         stages = np.arange(2, top + 1, dtype=float)
@@ -135,10 +143,10 @@ def _rows(s: Setting, space: DecisionSpace) -> _Rows | None:
                                            straggler_factor(S, a)[:, None])
         zeros = np.zeros(S.shape)
         out.append((t_pp.min(axis=1), np.broadcast_to(quality.activation_quality(Ca, S, a), S.shape),
-                    np.full(S.shape, 2.0), n_max // S, zeros, zeros))
+                    np.full(S.shape, 2.0), n_max // S, zeros, zeros, S))
     if not out:
         return None
-    return _Rows(*(np.concatenate([np.asarray(r[j], dtype=float) for r in out]) for j in range(6)))
+    return _Rows(*(np.concatenate([np.asarray(r[j], dtype=float) for r in out]) for j in range(7)))
 
 
 def _payload_bits(s: Setting, space: DecisionSpace) -> float:
@@ -153,8 +161,12 @@ def _sync_s(s: Setting, space: DecisionSpace, parties) -> np.ndarray:
     return base * straggler_factor(parties, a)
 
 
-def _bound(s: Setting, space: DecisionSpace, rows: _Rows, boxes) -> np.ndarray:
-    """Q(T_up, g_up, mu_lo) per box (module docstring, steps 1-4; hierarchical: step 1')."""
+def _bound(s: Setting, space: DecisionSpace, rows: _Rows, boxes, cut: float | None = None) -> np.ndarray:
+    """Q(T_up, g_up, mu_lo) per box (module docstring, steps 1-4; hierarchical: step 1').
+
+    With a `cut`, boxes where g_up 6 P_act T_up is already below it get that value instead: also
+    an upper bound (Q <= g C_thr, `run.quality_compute`: C_quality = g min(C_thr, ...)), below the
+    cut, and without the Newton solve of C'_mu."""
     a = s.assumptions
     i, x1, x2, h1, h2 = boxes
     step, hier = rows.step[i], rows.hierarchical[i]
@@ -172,7 +184,14 @@ def _bound(s: Setting, space: DecisionSpace, rows: _Rows, boxes) -> np.ndarray:
         mu = quality.replica_loss_multiplier(x1, s.params, h1, a)
     elif a.replica_penalty == "linear_v1":
         g = g * quality.linear_v1_replica_factor(x1, s.params, a)
-    return run.quality_compute(s, tokens, g, mu, True)
+    if cut is None:
+        return run.quality_compute(s, tokens, g, mu, True)
+    g, mu = np.broadcast_to(g, tokens.shape), np.broadcast_to(mu, tokens.shape)
+    out = g * (6.0 * s.active_params * tokens)
+    need = np.flatnonzero(~(out < cut))
+    if need.size:
+        out[need] = run.quality_compute(s, tokens[need], g[need], mu[need], True)
+    return out
 
 
 def _halves(lo: np.ndarray, hi: np.ndarray, whole: np.ndarray):
@@ -226,7 +245,7 @@ def skip_bound(s: Setting, space: DecisionSpace, cut: float) -> float | None:
     dropped = one
     for round_ in range(ROUNDS + 1):
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-            upper = _bound(s, space, rows, boxes)
+            upper = _bound(s, space, rows, boxes, cut)
         upper = np.where(np.isnan(upper), np.inf, upper)
         low = upper < cut
         if low.any():
@@ -243,3 +262,62 @@ def skip_bound(s: Setting, space: DecisionSpace, cut: float) -> float | None:
         real = np.flatnonzero((boxes[1] <= boxes[2]) & (boxes[3] <= boxes[4]))
         boxes = tuple(x[real] for x in boxes)
     return None
+
+
+
+FEWEST_ROUNDS = 16     # refinement rounds of `FewestNodes`
+NEAR_FEWEST = 1.5      # boxes whose least nodes are within this factor of the bound so far are split
+
+
+class FewestNodes:
+    """A proven lower bound `least` on the nodes of any plan of the space whose C_quality within
+    the window reaches `cut` (inf: none does), refined round by round (`refine`), for ordering and
+    skipping the model sizes of a min_cost search (`planner.reference.search`).
+
+    Every plan of N >= 2 nodes lies in a box of every round (module docstring) and N >= x1 unit
+    there (flat and hierarchical N = x, pp_group N >= K S); a box whose bound (steps 1-4) is below
+    `cut` holds no plan reaching it. So the least x1 unit over the boxes left bounds the nodes of
+    every plan reaching the cut; one node counts when W' F u reaches it (N = 1). Each round splits
+    the boxes of the fewest nodes (within NEAR_FEWEST of the bound so far) and keeps the others
+    whole (their bound is unchanged); `done` after FEWEST_ROUNDS rounds or beyond MAX_BOXES boxes.
+    The caller checks `applies` first."""
+
+    def __init__(self, s: Setting, space: DecisionSpace, cut: float):
+        self.s, self.space, self.cut, self.rounds = s, space, cut, 0
+        precision = space.precisions[0]
+        one = s.training_window_s * s.peak_flops[precision] * s.assumptions.mfu_for(precision)
+        self.rows = None if one >= cut else _rows(s, space)
+        if self.rows is None:      # one node reaches the cut (N = 1), or no row fits a node (no plan of N >= 2)
+            self.least, self.boxes, self.done = (1.0 if one >= cut else float("inf")), None, True
+            return
+        self.boxes = self._kept(_first_boxes(s, space, self.rows))
+        self._update()
+
+    def _kept(self, boxes):
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            upper = _bound(self.s, self.space, self.rows, boxes, self.cut)
+        keep = ~(upper < self.cut)                     # NaN kept
+        return tuple(x[keep] for x in boxes)
+
+    def _update(self) -> None:
+        if self.boxes[0].size == 0:
+            self.least, self.done = float("inf"), True
+            return
+        self.nodes = self.boxes[1] * self.rows.unit[self.boxes[0]]
+        self.least = float(self.nodes.min())
+        self.done = self.rounds >= FEWEST_ROUNDS or self.boxes[0].size > MAX_BOXES
+
+    def refine(self) -> None:
+        """One round: the boxes of the fewest nodes split in four (x and H halves), those below the cut dropped."""
+        if self.done:
+            return
+        split = self.nodes <= self.least * NEAR_FEWEST
+        held = tuple(x[~split] for x in self.boxes)
+        i, x1, x2, h1, h2 = (x[split] for x in self.boxes)
+        xs, hs = _halves(x1, x2, np.ones(i.shape, bool)), _halves(h1, h2, ~self.rows.hierarchical[i])
+        boxes = tuple(np.concatenate(z) for z in zip(*[(i, xa, xb, ha, hb) for xa, xb in xs for ha, hb in hs]))
+        real = (boxes[1] <= boxes[2]) & (boxes[3] <= boxes[4])
+        children = self._kept(tuple(x[real] for x in boxes))
+        self.boxes = tuple(np.concatenate(z) for z in zip(held, children))
+        self.rounds += 1
+        self._update()
