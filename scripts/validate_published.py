@@ -403,15 +403,26 @@ def layout_rank(name: str) -> dict | None:
     out = {"run_days": run_days, **_ranked(instance, plan, free, setting_from_instance(instance), run_days)}
     out["tp_free"] = _ranked(instance, plan, _tp_free(free), setting_from_instance(parse_instance(_tp_free(raw))),
                              run_days)
+    own = parse_instance(_with_constants(raw, ACTIVATIONS))
+    out["tp_memory"] = _ranked(own, plan, _with_constants(_tp_free(free), ACTIVATIONS),
+                               setting_from_instance(parse_instance(_with_constants(_tp_free(raw), ACTIVATIONS))),
+                               evaluate(own, plan).values["time_to_target_s"] / DAY)
     return out
+
+
+ACTIVATIONS = {"activation_memory": True, "activation_recompute": "fit"}   # memory per accelerator (docs/physics.md 2b)
+
+
+def _with_constants(raw: dict, constants: dict) -> dict:
+    """The instance with `constants` added to its assumptions' constants."""
+    a = raw.get("assumptions", {})
+    return {**raw, "assumptions": {**a, "constants": {**a.get("constants", {}), **constants}}}
 
 
 def _tp_free(raw: dict) -> dict:
     """The instance under dtplan's node model with the tensor-parallel degree the planner's, per plan
     (`search_tensor_parallel`, planner/cost/tensor_parallel.py): the run's T is one of the candidates."""
-    a = raw.get("assumptions", {})
-    return {**raw, "assumptions": {**a, "constants": {**a.get("constants", {}), "search_tensor_parallel": True,
-                                                      "tensor_parallel": 0.0}}}
+    return _with_constants(raw, {"search_tensor_parallel": True, "tensor_parallel": 0.0})
 
 
 def _ranked(instance, plan, free: dict, setting, run_days: float) -> dict:
@@ -429,7 +440,7 @@ def _ranked(instance, plan, free: dict, setting, run_days: float) -> dict:
     times = np.concatenate(times)
     faster = int(np.sum(times < run_days * (1.0 - 1e-9)))
     return {"chosen": chosen, "layouts": int(times.size), "faster": faster, "rank": 1 + faster,
-            "best_layout_days": float(times.min()) if times.size else None}
+            "best_layout_days": float(times.min()) if times.size else None, "run_days": run_days}
 
 
 # -- rendering ------------------------------------------------------------------------
@@ -743,6 +754,28 @@ def render_dtplan(results: list[dict], dtplan: list[dict]) -> list[str]:
                   "| run | run's plan: days | planner's plan, T free | days | gain | run's rank | layouts | "
                   "fastest layout: days |", "|---|---|---|---|---|---|---|---|"]
         lines += [_rank_row(r["run"], r["layout"]["run_days"], r["layout"]["tp_free"]) for r in ranked]
+        lines += ["", "The same with T free and the memory checked per accelerator (`activation_memory` on with "
+                  "`activation_recompute` = fit, docs/physics.md section 2b): each accelerator holds its 1 / T "
+                  "share of its stage's weights and gradients, its 1 / A share of the optimizer state (ZeRO-1 over "
+                  "the server) and its activations, 34 s b h / T bytes per layer with sequence parallelism "
+                  "(Korthikanti et al. 2022) for the micro-batches its schedule keeps in flight (a flat replica: one "
+                  "micro-batch of every layer), at least one sequence per tensor-parallel group, and the least share "
+                  "of layers recomputed that makes it fit. The run's own plan is scored under the same model with its "
+                  "stated T (so its days differ from the tables above where it now recomputes). The run's T against "
+                  "the planner's: " + "; ".join(
+                      f"{r['run']} {_run_tp(r)} vs {_chosen_tp(r['layout']['tp_memory'])}" for r in ranked
+                      if _run_tp(r) != "-") + ". Where they differ: an fp8 plan's stored activations are counted "
+                  "at the profile's 1 byte per value (`activation_bytes_fp8`, the pipeline-boundary figure); at 2 "
+                  "bytes (BF16; which saved activations an FP8 recipe keeps in FP8 is not modelled) the fastest "
+                  "degree of the flat ZeRO-3 layout the planner picks becomes T = 4 for the 70B run and T = 8 for "
+                  "both 405B runs (as run for the first two, twice the B200 run's 4), so the choice between 2, 4 and 8 "
+                  "rests on that byte count. The Llama 3 runs' own pipelines recompute here (r = 0.717 of their "
+                  "layers at 8,192 GPUs, 0.636 at 16,384) because the model does not shard a pipeline stage's state over the run's "
+                  "data-parallel groups across servers (docs/physics.md section 3), which is why the planner "
+                  "prefers flat ZeRO-3 replicas there; their T is the run's all the same.", "",
+                  "| run | run's plan: days | planner's plan, T free, memory per accelerator | days | gain | run's rank | "
+                  "layouts | fastest layout: days |", "|---|---|---|---|---|---|---|---|"]
+        lines += [_rank_row(r["run"], r["layout"]["tp_memory"]["run_days"], r["layout"]["tp_memory"]) for r in ranked]
     variants = [(r, v) for r in dtplan for v in r.get("variants", [])]
     if variants:
         lines += ["", "Further figures of the same sources, other ways of running the same setting, predicted under "
@@ -752,6 +785,18 @@ def render_dtplan(results: list[dict], dtplan: list[dict]) -> list[str]:
         lines += [f"| {r['run']} | {v['method']} | {v['plan']} | {_num(v['reported'])} | {_num(v['predicted'])} | "
                   f"{_pct(v['error'])} |" for r, v in variants]
     return lines
+
+
+def _run_tp(r: dict) -> str:
+    """The run's stated tensor-parallel degree (its `[dtplan]` constants), '-' where it states none."""
+    t = r["dtplan"].get("constants", {}).get("tensor_parallel")
+    return f"T={t:g}" if t else "-"
+
+
+def _chosen_tp(lay: dict) -> str:
+    """The planner's T in a layout table's plan, '-' without a plan or a choice (mixture-of-experts)."""
+    c = lay["chosen"]
+    return f"T={c['tensor_parallel']:g}" if c.get("plan") and c.get("tensor_parallel") else "-"
 
 
 def _rank_row(run: str, run_days: float, lay: dict) -> str:

@@ -25,7 +25,7 @@ def _utilisation(us):
     return tuple((t, p, u) for t, u in us.items() for p in ("fp16", "fp8"))
 
 
-def _setting(params, hidden, batch_tokens, memory_gb, us):
+def tp_setting(params, hidden, batch_tokens, memory_gb, us):
     a = Assumptions(search_tensor_parallel=True, tensor_parallel_utilisation=_utilisation(us))
     return Setting(params=params, active_params=params, moe_layers=0, hidden_size=hidden,
                    local_batch_tokens=batch_tokens, peak_flops={"fp16": PEAK, "fp8": 2 * PEAK},
@@ -49,7 +49,7 @@ def test_small_batch_chooses_tp8_over_tp1():
     # 70B, h = 8192, 4,096 tokens per step, u 0.4 at every T: the D groups' gradient sync of T = 1,
     # 2 x 7/8 x 70e9 x 2 / 450e9 = 0.544 s, outweighs T = 8's collectives, 2 x 4096 x 70e9 x 7 x 2 /
     # (3 x 8 x 8192 x 450e9) = 0.0907 s; compute 6 x 70e9 x 4096 / (7.912e15 x 0.4) = 0.544 s either way
-    s = _setting(70e9, 8192, 4096, 8000, {1.0: 0.4, 2.0: 0.4, 4.0: 0.4, 8.0: 0.4})
+    s = tp_setting(70e9, 8192, 4096, 8000, {1.0: 0.4, 2.0: 0.4, 4.0: 0.4, 8.0: 0.4})
     v = _flat_one_node(s)
     times = {t: _by_hand(70e9, 8192, 4096, t, 0.4) for t in (1, 2, 4, 8)}
     assert times[8] < min(times[1], times[2], times[4])
@@ -62,7 +62,7 @@ def test_small_batch_chooses_tp8_over_tp1():
 def test_large_batch_chooses_tp1_when_it_fits():
     # 1,048,576 tokens: T = 8's collectives 2 x 1048576 x 70e9 x 7 x 2 / (3 x 8 x 8192 x 450e9) = 11.6 s,
     # T = 1's gradient sync 0.544 s; the node's 8,000 GB hold T = 1's state, 70e9 x (8 x 4 + 12) = 3,080 GB
-    s = _setting(70e9, 8192, 1048576, 8000, {1.0: 0.4, 2.0: 0.4, 4.0: 0.4, 8.0: 0.4})
+    s = tp_setting(70e9, 8192, 1048576, 8000, {1.0: 0.4, 2.0: 0.4, 4.0: 0.4, 8.0: 0.4})
     v = _flat_one_node(s)
     assert v["tensor_parallel"][0] == 1.0
     assert v["t_comp_s"][0] == pytest.approx(_by_hand(70e9, 8192, 1048576, 1, 0.4), rel=1e-12)
@@ -73,7 +73,7 @@ def test_memory_forces_a_degree():
     # 20B in 640 GB: the state is P (D x 4 + 12): T = 1 (D = 8) 880 GB does not fit, T = 2 (D = 4)
     # 560 GB does; with 1,048,576 tokens T = 2 is the fastest that fits (its collectives, 1.26 s,
     # against T = 4's 3.79 s and T = 8's 8.85 s), though T = 1 would be faster still (no collective)
-    s = _setting(20e9, 6144, 1048576, 640, {1.0: 0.4, 2.0: 0.4, 4.0: 0.4, 8.0: 0.4})
+    s = tp_setting(20e9, 6144, 1048576, 640, {1.0: 0.4, 2.0: 0.4, 4.0: 0.4, 8.0: 0.4})
     times = {t: _by_hand(20e9, 6144, 1048576, t, 0.4) for t in (1, 2, 4, 8)}
     assert times[1] < times[2] < times[4] < times[8]
     v = _flat_one_node(s)
@@ -90,7 +90,7 @@ def test_utilisation_per_degree_decides_between_fitting_degrees():
     # u falls with T (narrower GEMMs): with a small batch T = 8's 0.30 loses to T = 4's 0.45,
     # by hand as `_by_hand` at each degree's u
     us = {1.0: 0.5, 2.0: 0.48, 4.0: 0.45, 8.0: 0.30}
-    s = _setting(70e9, 8192, 4096, 8000, us)
+    s = tp_setting(70e9, 8192, 4096, 8000, us)
     times = {t: _by_hand(70e9, 8192, 4096, t, us[t]) for t in us}
     best = min(times, key=times.get)
     v = _flat_one_node(s)
@@ -111,7 +111,7 @@ def test_degrees_follow_heads_and_the_node():
 
 
 def test_switch_off_leaves_the_node_model_unchanged():
-    s = _setting(20e9, 6144, 1048576, 640, {1.0: 0.4})
+    s = tp_setting(20e9, 6144, 1048576, 640, {1.0: 0.4})
     off = s.replace(assumptions=Assumptions(mfu=0.4))
     v = _flat_one_node(off)
     assert "tensor_parallel" not in v
@@ -119,7 +119,7 @@ def test_switch_off_leaves_the_node_model_unchanged():
     assert v["state_bytes_per_node"][0] == pytest.approx(20e9 * 16, rel=1e-12)
 
 
-def _tp_free(setting, seed):
+def tp_free_case(setting, seed):
     """The random case, dense, with T free: u per degree drawn falling with T, NVLink 50-900 GB/s, a batch
     of 4,096 to 1,048,576 tokens, and a target most plans reach (so that the optimum is a plan)."""
     rng = np.random.default_rng(seed + 900_000)
@@ -133,12 +133,9 @@ def _tp_free(setting, seed):
                            window_s=5000 * 86400.0, target_flop=float(rng.choice([1e21, 1e22])))
 
 
-@pytest.mark.parametrize("seed", range(10))
-@pytest.mark.parametrize("objective", ["min_time", "min_cost", "max_compute"])
-def test_bnb_and_exhaustive_match_brute_force_with_tp_free(seed, objective):
-    setting, space, streaming = random_case(8100 + seed)
-    setting = _tp_free(setting, seed)
-    check_against_brute_force(setting, space, streaming, objective, rel=1e-12)      # bnb = the brute force
+def solvers_agree(setting, space, streaming, objective):
+    """bnb = the brute force, and the exhaustive oracle = bnb (value and tie key)."""
+    check_against_brute_force(setting, space, streaming, objective, rel=1e-12)
     bnb, _, _ = optimise(setting, space, objective_named(objective))
     oracle, _, _ = optimise(setting, space, objective_named(objective), solver="exhaustive")
     assert (oracle is None) == (bnb is None)
@@ -146,12 +143,43 @@ def test_bnb_and_exhaustive_match_brute_force_with_tp_free(seed, objective):
         assert oracle[1] == pytest.approx(bnb[1], rel=1e-12) and tie_key(setting, oracle[0], 0) == tie_key(setting, bnb[0], 0)
 
 
+def with_activations(s, sequence_tokens, recompute="selective"):
+    """The setting with the memory per accelerator on (`activation_memory`, docs/physics.md section 2b)."""
+    return s.replace(assumptions=s.assumptions.replace(activation_memory=True, activation_recompute=recompute,
+                                                       sequence_tokens=float(sequence_tokens)))
+
+
+def memory_case(setting, seed):
+    """`tp_free_case` with the activations on, sized so that they matter: a dense model of 7B to 70B on
+    nodes of 8 x 40 or 8 x 80 GB, a sequence of 8,192 to 32,768 tokens (so that the floor of one sequence per
+    group binds on some plans) and `selective` or `fit` recomputation (alternately); the optimum differs from
+    the one without activations on 15 of the 30 (seed, objective) pairs below (tests/test_tp_memory.py)."""
+    setting = tp_free_case(setting, seed)
+    rng = np.random.default_rng(seed + 950_000)
+    params = float(rng.choice([7e9, 20e9, 70e9]))
+    setting = setting.replace(params=params, active_params=params, memory_bytes=float(rng.choice([320, 640])) * 1e9)
+    return with_activations(setting, float(rng.choice([8192, 16384, 32768])), ("selective", "fit")[seed % 2])
+
+
+@pytest.mark.parametrize("seed", range(10))
+@pytest.mark.parametrize("objective", ["min_time", "min_cost", "max_compute"])
+@pytest.mark.parametrize("activations", [False, True])
+def test_bnb_and_exhaustive_match_brute_force_with_tp_free(seed, objective, activations):
+    """T free (seeds 8100 + i), and T free with the memory per accelerator (`memory_case`, seeds 8700 + i)."""
+    if activations:
+        setting, space, streaming = random_case(8700 + seed)
+        solvers_agree(memory_case(setting, seed), space, streaming, objective)
+    else:
+        setting, space, streaming = random_case(8100 + seed)
+        solvers_agree(tp_free_case(setting, seed), space, streaming, objective)
+
+
 @pytest.mark.parametrize("seed", range(6))
 def test_chosen_degree_is_the_best_fixed_degree_for_the_search(seed):
     """The per-plan choice is each plan's best T: the optimum with T free equals the best of the optima
     with each T fixed (min_time), so no fixed degree the choice passes over would have done better."""
     setting, space, streaming = random_case(8300 + seed)
-    setting = _tp_free(setting, seed)
+    setting = tp_free_case(setting, seed)
     space = dataclasses.replace(space, modes=("flat", "pp_group"))
     free = naive(setting, space, "min_time", streaming)
     fixed = [naive(setting.replace(assumptions=setting.assumptions.replace(tensor_parallel=t)), space, "min_time",
@@ -168,7 +196,11 @@ def test_the_mip_sees_the_same_choice(seed):
     """The MIP backends build their tables from the same cost functions (planner/mip/tables.py), so HiGHS'
     optimum with T free is the branch and bound's (streaming syncs: the MIP's factoring)."""
     setting, space, _ = random_case(8500 + seed)
-    setting = _tp_free(setting, seed)
+    highs_agrees(tp_free_case(setting, seed), space)
+
+
+def highs_agrees(setting, space):
+    """HiGHS' min_time optimum is the branch and bound's, with streaming syncs (the MIP's factoring)."""
     space = dataclasses.replace(space, streaming=(True,))
     objective = objective_named("min_time")
     found, _, _ = optimise(setting, space, objective)

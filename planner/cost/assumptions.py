@@ -101,7 +101,7 @@ class Assumptions:
     pipeline_schedule: str = "gpipe"             # gpipe | 1f1b | interleaved | zero_bubble | dualpipe
     pipeline_chunks: float = 1.0                 # interleaved: model chunks v per pipeline rank; 0 = the planner's, per plan
     search_pipeline_schedules: bool = False      # the planner chooses the schedule per pipeline plan (a decision)
-    activation_memory: bool = False              # pipeline stages hold their in-flight activations (per schedule)
+    activation_memory: bool = False              # nodes hold their activations, per accelerator (physics.py, docs/physics.md 2b, 3)
     activation_bytes_per_token_layer_h: float = 34.0   # bytes per token per layer / h (Korthikanti et al. 2022)
     activation_recompute: str = "selective"      # selective | full | fit: layers recomputed in the backward pass
     recompute_bytes_per_token_layer_h: float = 2.0   # full recomputation keeps a layer's input only (2 bytes x h)

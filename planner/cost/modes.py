@@ -47,8 +47,6 @@ def _common(s: Setting, b: PlanBatch) -> dict[str, np.ndarray]:
         t_comp = t_comp + physics.tensor_parallel_s(a, s.active_params, hidden, s.local_batch_tokens, b.precision,
                                                     s.accelerators_per_node)
     t_comp = t_comp + tensor_parallel.in_node_data_parallel_s(a, s.params, b.precision, s.accelerators_per_node)
-    if b.mode in ("flat", "hierarchical"):      # dtplan: full activation recomputation (pipelines: _pipeline)
-        t_comp = t_comp * physics.flat_recompute_factor(a)
     per_stage = a.per_stage_payload and b.mode == "pp_group"
     payload = physics.payload_bits(a, s.params, b.precision, b.compression, b.stages, per_stage)
     return {"t_comp_s": np.broadcast_to(t_comp, b.nodes.shape).astype(float), "payload_bits": _f(payload),
@@ -73,6 +71,35 @@ def _data_parallel_state(s: Setting, b: PlanBatch, degree) -> np.ndarray:
         return memory.moe_state_bytes_per_node(s.params, s.active_params, beta, degree)
     factor = tensor_parallel.state_factor(s.assumptions, b.precision, s.accelerators_per_node)
     return np.broadcast_to(memory.state_bytes_per_node(s.params, beta) * factor, b.nodes.shape).astype(float)
+
+
+def _activation_shape(s: Setting) -> tuple[float, float]:
+    """(D, s): the node's data-parallel groups and the training sequence length, for the floor of one
+    sequence per group and micro-batch (`physics.micro_batch_tokens`); (1, 0) without activation memory."""
+    a = s.assumptions
+    if not a.activation_memory:
+        return 1.0, 0.0
+    return (tensor_parallel.data_parallel_groups(a, s.accelerators_per_node),
+            physics.sequence_tokens(a, s.params, s.hidden_size))
+
+
+def _replica_memory(s: Setting, b: PlanBatch, out: dict[str, np.ndarray], state) -> tuple[np.ndarray, np.ndarray]:
+    """A flat or hierarchical node's memory, its state plus (dtplan, `activation_memory`, dense models) its
+    activations at the recomputation share r of `physics.recompute_share` (`fit`: the least r that fits;
+    `physics.replica_activation_parts_bytes`); scales out["t_comp_s"] by 1 + r / 3 (without activation
+    memory by `physics.flat_recompute_factor`, as before). Returns (memory, r shown: 0 without activation memory)
+    r depends on the state, so on Z, the precision and T, class decisions only, never on n, H or R."""
+    a = s.assumptions
+    if not a.activation_memory or s.is_moe:     # MoE: its state under global EP depends on n (see `throughput`)
+        out["t_comp_s"] = out["t_comp_s"] * physics.flat_recompute_factor(a)
+        return state, np.zeros(b.nodes.shape)
+    hidden = s.hidden_size if s.hidden_size is not None else timing.hidden_size(s.params, a.hidden_size_coefficient)
+    groups, seq = _activation_shape(s)
+    kept, redone, working = physics.replica_activation_parts_bytes(a, s.active_params, hidden, s.local_batch_tokens,
+                                                                   b.precision, groups, seq)
+    share = physics.recompute_share(a, state, kept, redone, working, s.memory_bytes)
+    out["t_comp_s"] = out["t_comp_s"] * physics.recompute_compute_factor(share)
+    return state + physics.recomputed_activation_bytes(kept, redone, working, share), share * np.ones(b.nodes.shape)
 
 
 def _sharded_step(s: Setting, b: PlanBatch, out: dict[str, np.ndarray], t_ep, z) -> np.ndarray:
@@ -125,18 +152,18 @@ def flat(s: Setting, b: PlanBatch) -> dict[str, np.ndarray]:
     sharded = z > 1
     g = np.where(sharded, np.floor(n / z), n)
     degree, t_ep = _expert_parallel(s, b, b.group_size)
+    state, share = _replica_memory(s, b, out, _data_parallel_state(s, b, degree) / z)
     t_step = _sharded_step(s, b, out, t_ep, z)
     base, f, t_sync = _wan_sync(s, out["payload_bits"], g)
     block = h * t_step
     t_frag = physics.fragment_sync_s(s.assumptions, base, f, s.wan_rtt_s)
     outer = np.where(g > 1, _outer(s, block, t_sync, b.streaming, out["t_comp_s"] / z, h, t_step, t_frag), block)
-    out.update(_zero_pipeline(out["t_comp_s"]), t_ep_s=t_ep, t_step_s=t_step,
+    out.update(_zero_pipeline(out["t_comp_s"], share), t_ep_s=t_ep, t_step_s=t_step,
                t_sync_base_s=base, f_sync=f, t_sync_s=t_sync, **_no_regional(n),
                compute_block_s=block, outer_time_s=outer,
                tokens_per_outer=s.local_batch_tokens * g * h * throughput_fraction(s.assumptions),
                groups=g, replicas=g, h_eff=h, eta_activation=np.ones_like(n),
-               state_bytes_per_node=_data_parallel_state(s, b, degree) / z,
-               synchronised=(g > 1).astype(float))
+               state_bytes_per_node=state, synchronised=(g > 1).astype(float))
     return out
 
 
@@ -166,6 +193,7 @@ def hierarchical(s: Setting, b: PlanBatch) -> dict[str, np.ndarray]:
     g = np.floor(n / np.maximum(k, 1.0))
     replicas = np.where(sharded, np.floor(n / z), n)
     degree, t_ep = _expert_parallel(s, b, k)
+    state, share = _replica_memory(s, b, out, _data_parallel_state(s, b, degree) / z)
     t_step = _sharded_step(s, b, out, t_ep, z)
     f_reg = straggler_factor(np.where(sharded, k / z, k), s.assumptions)
     reg_base = timing.regional_sync_base_s(out["payload_bits"], s.regional_bps, s.regional_rtt_s)
@@ -173,14 +201,13 @@ def hierarchical(s: Setting, b: PlanBatch) -> dict[str, np.ndarray]:
     base, f, t_glob = _wan_sync(s, out["payload_bits"], g)
     c_reg = timing.outer_time_s(h * t_step, t_reg, b.streaming)
     c_glob = timing.outer_time_s(r * c_reg, t_glob, b.streaming)
-    out.update(_zero_pipeline(out["t_comp_s"]), t_ep_s=t_ep, t_step_s=t_step,
+    out.update(_zero_pipeline(out["t_comp_s"], share), t_ep_s=t_ep, t_step_s=t_step,
                t_sync_base_s=base, f_sync=f, t_sync_s=t_glob,
                t_regional_base_s=reg_base, f_regional=f_reg, t_regional_s=t_reg, regional_cycle_s=c_reg,
                compute_block_s=r * h * t_step, outer_time_s=c_glob,
                tokens_per_outer=s.local_batch_tokens * replicas * h * r * throughput_fraction(s.assumptions),
                groups=g, replicas=replicas, h_eff=h * np.sqrt(r), eta_activation=np.ones_like(n),
-               state_bytes_per_node=_data_parallel_state(s, b, degree) / z,
-               synchronised=np.ones_like(n))
+               state_bytes_per_node=state, synchronised=np.ones_like(n))
     return out
 
 
@@ -246,7 +273,8 @@ def _pipeline_at(s: Setting, b: PlanBatch, out, link_bps: float, link_rtt_s: flo
         * tensor_parallel.state_factor(a, b.precision, s.accelerators_per_node) \
         + groups * physics.schedule_state_bytes(a, s.params, b.precision, stages, b.schedule)    # DualPipe's copy
     kept, redone, working = physics.activation_parts_bytes(a, s.active_params, hidden, s.local_batch_tokens,
-                                                           b.precision, stages, b.micro_batches, b.schedule, chunks)
+                                                           b.precision, stages, b.micro_batches, b.schedule, chunks,
+                                                           *_activation_shape(s))
     share = physics.recompute_share(a, state, kept, redone, working, s.memory_bytes)   # dtplan: recomputation
     t_comp = out["t_comp_s"] * physics.recompute_compute_factor(share)
     t_pp, ticks, c, x, k = physics.pipeline_parts_s(a, t_comp, stages, b.micro_batches, act, link_bps,
@@ -315,11 +343,11 @@ def pipeline_wan(s: Setting, b: PlanBatch) -> dict[str, np.ndarray]:
     return out
 
 
-def _zero_pipeline(t_comp) -> dict[str, np.ndarray]:
+def _zero_pipeline(t_comp, recompute_share) -> dict[str, np.ndarray]:
     zeros = np.zeros_like(t_comp)
     return {"step_compute_s": t_comp, "step_bubble_s": zeros, "step_link_s": zeros,
             "step_link_straggler_s": zeros, "f_pipeline": np.ones_like(t_comp),
-            "activation_bits": zeros, "bubble_fraction": zeros, "recompute_share": zeros}
+            "activation_bits": zeros, "bubble_fraction": zeros, "recompute_share": recompute_share}
 
 
 def _no_regional(n) -> dict[str, np.ndarray]:
@@ -345,7 +373,9 @@ def throughput(s: Setting, b: PlanBatch) -> dict[str, np.ndarray]:
     fixed T, t_comp and the node's state depend on the setting, the precision and the plan's class
     decisions (S, M, schedule, chunk count, Z) only, and so does t_step (its other parts, the pipeline
     links, the stragglers of S and the ZeRO-3 collective, are class decisions too); never on the node
-    count n, the sync interval H or the regional rounds R (dense models only: a mixture-of-experts
+    count n, the sync interval H or the regional rounds R (with `activation_memory`, the activations and the
+    `fit` share r read T, S, M, the schedule, v, Z and the precision too, and the same holds; dense models
+    only: a mixture-of-experts
     model, whose state under global expert parallelism depends on n, keeps its fixed T). So the chosen
     T is one T for the whole class, and every plan of a class is scored by the same formulas as with
     that T fixed: the monotonicity in n, H and R that the bounds use (docs/planner.md, "why the bound

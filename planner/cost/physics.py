@@ -507,27 +507,70 @@ def in_flight_micro_batches(a: Assumptions, stages, micro_batches, schedule=0, c
     return np.minimum(m, held)
 
 
-def activation_bytes_per_node(a: Assumptions, active_params, hidden, local_batch_tokens, precision, stages,
-                              micro_batches, schedule=0, chunks=None):
-    """Activation memory of a pipeline stage node at its peak, in bytes (0 unless
-    `activation_memory` is on).
+def micro_batch_tokens(local_batch_tokens, micro_batches, groups=1.0, sequence_tokens=0.0):
+    """Tokens of one micro-batch on the node: B / M, at least one sequence per tensor-parallel group,
+    max(B / M, D s) (D = A / T groups, `tensor_parallel.data_parallel_groups`; s the training sequence
+    length, `sequence_tokens`; 0 leaves B / M). A group's micro-batch holds whole sequences (Megatron-LM's
+    `--micro-batch-size` counts sequences, at least 1), so B / M below D s still has every group hold one
+    sequence of activations (Korthikanti et al. 2022, arXiv 2205.05198, section 4: b >= 1 sequences)."""
+    per_mb = np.asarray(local_batch_tokens, dtype=float) / np.asarray(micro_batches, dtype=float)
+    return np.maximum(per_mb, float(groups) * float(sequence_tokens))
 
-    A transformer layer stores c h bytes per token for its backward pass, c = 34 at 16-bit with
-    selective recomputation of attention (Korthikanti et al. 2022, arXiv 2205.05198, eq. 2 without
-    the 5 a s / h term; tensor and sequence parallelism split it across the node's accelerators,
-    so a node holds all of it); scaled by the precision's activation bytes / 2. A stage holds L / S
-    layers, L = P_act / (12 h^2) (12 h^2 parameters per layer), so per token
-    c h L / S = c P_act / (12 h S) bytes; it holds `in_flight_micro_batches` micro-batches of B / M
-    tokens:  A = held(schedule, S, M) B / M x c P_act / (12 h S) x b_act / 2.
-    GPipe holds all M micro-batches (A does not depend on M); 1F1B and the others hold at most
-    a few S, so A falls as M grows. It does not depend on the node count."""
+
+def activation_bytes_per_node(a: Assumptions, active_params, hidden, local_batch_tokens, precision, stages,
+                              micro_batches, schedule=0, chunks=None, groups=1.0, sequence_tokens=0.0):
+    """Activation memory of a pipeline stage node at its peak, in bytes (0 unless
+    `activation_memory` is on): the sum over the node's A accelerators of each one's activations,
+    which are the same on every accelerator of the node (so the node's sum against the node's HBM
+    is the per-accelerator check, `memory.per_accelerator_bytes`).
+
+    Per accelerator (Korthikanti et al. 2022, arXiv 2205.05198, eq. 2 and section 4.2.2): a layer of
+    a micro-batch of b sequences of s tokens stores s b h (34 + 5 a s / h) bytes at 16-bit without
+    recomputation; selective recomputation drops the attention scores' 5 a s / h term (FlashAttention
+    never stores them either), and tensor parallelism of degree T with sequence parallelism splits the
+    rest over the T accelerators of the group: 34 s b h / T (`activation_bytes_per_token_layer_h` c = 34).
+    A node of D = A / T groups, each on its micro-batch of `micro_batch_tokens` / D tokens, so summed
+    over the node's A = D T accelerators: c h per token of the node's micro-batch, whatever T.
+    Scaled by the precision's activation bytes / 2. A stage holds L / S layers, L = P_act / (12 h^2)
+    (12 h^2 parameters per layer), so per token c h L / S = c P_act / (12 h S) bytes; it holds
+    `in_flight_micro_batches` micro-batches:
+        A = held(schedule, S, M) x max(B / M, D s) x c P_act / (12 h S) x b_act / 2.
+    GPipe holds all M micro-batches; 1F1B and the others hold at most a few S, so A falls as M grows
+    until a group's micro-batch is one sequence. It does not depend on the node count."""
     if not a.activation_memory:
         return 0.0
     s = np.asarray(stages, dtype=float)
     per_token = a.activation_bytes_per_token_layer_h * np.asarray(active_params, dtype=float) / (
         12.0 * np.asarray(hidden, dtype=float) * s) * a.activation_bytes(precision) / 2.0
     m = np.asarray(micro_batches, dtype=float)
-    return in_flight_micro_batches(a, s, m, schedule, chunks) * local_batch_tokens / m * per_token
+    return in_flight_micro_batches(a, s, m, schedule, chunks) \
+        * micro_batch_tokens(local_batch_tokens, m, groups, sequence_tokens) * per_token
+
+
+def replica_activation_parts_bytes(a: Assumptions, active_params, hidden, local_batch_tokens, precision,
+                                   groups=1.0, sequence_tokens=0.0):
+    """(kept, recomputed, working) activation bytes of a node of a flat or hierarchical replica (a dense
+    model's whole L layers on each node, no pipeline) at its peak; zeros unless `activation_memory` is on.
+    The replica accumulates its B tokens' gradients micro-batch by micro-batch (gradient accumulation costs
+    no time in the model), so its peak is one micro-batch of every layer: each of the D groups runs
+    `micro_batch_sequences` (at least one) sequences of s tokens, or its B / D tokens if fewer, never below
+    one sequence (`micro_batch_tokens`). That is `activation_parts_bytes` with S = 1 and one micro-batch of
+        B_mb = min(D max(micro_batch_sequences, 1) s, B)
+    tokens (every schedule holds min(M, .) = 1 micro-batch at S = M = 1). ZeRO-3 over Z nodes shards the
+    state, not the activations: every node holds its own micro-batch's. s = 0 (no sequence length) leaves
+    no floor and B_mb = B."""
+    if not a.activation_memory:
+        return 0.0, 0.0, 0.0
+    per_mb = float(groups) * max(a.micro_batch_sequences, 1.0) * float(sequence_tokens)
+    tokens = min(per_mb, float(local_batch_tokens)) if per_mb > 0 else float(local_batch_tokens)
+    return activation_parts_bytes(a, active_params, hidden, tokens, precision, 1.0, 1.0, 0, 1.0, groups,
+                                  sequence_tokens)
+
+
+def sequence_tokens(a: Assumptions, params: float, hidden: float | None) -> float:
+    """The training sequence length s of the model's shape (`compute_model_shape`: `sequence_tokens` where an
+    instance sets it, else the preset's or the standard shape's)."""
+    return float(compute_model_shape(a, params, hidden).sequence_tokens)
 
 
 RECOMPUTE_FORWARD_SHARE = 1.0 / 3.0   # a recomputed forward pass: 2 of the 6 P_act FLOP per token
@@ -535,7 +578,7 @@ FIT_MARGIN = 1e-12                    # share added to `fit`'s r: of a stage's a
 
 
 def activation_parts_bytes(a: Assumptions, active_params, hidden, local_batch_tokens, precision, stages,
-                           micro_batches, schedule=0, chunks=None):
+                           micro_batches, schedule=0, chunks=None, groups=1.0, sequence_tokens=0.0):
     """(kept, recomputed, working) activation bytes of a pipeline stage node at its peak (zeros unless
     `activation_memory` is on), for the recomputation choice of `recompute_share`:
 
@@ -545,15 +588,19 @@ def activation_parts_bytes(a: Assumptions, active_params, hidden, local_batch_to
         al. section 5 "full activation recomputation"): a layer keeps only its input, c_f h bytes per
         token (c_f = 2 at 16-bit, `recompute_bytes_per_token_layer_h`), so the same formula with c_f;
     working: while the backward pass runs a recomputed layer, that layer's full activations for one
-        micro-batch are live again: B / M tokens x c h bytes (one layer).
+        micro-batch are live again: `micro_batch_tokens` (B / M, at least D s) x c h bytes (one layer).
+    Per accelerator each is divided by T with sequence parallelism; for the layer inputs that full
+    recomputation keeps this is an assumption: Korthikanti et al.'s Table 2 gives 2 s b h per layer without
+    the split, while Megatron-LM's layers under sequence parallelism receive their input split along the
+    sequence, s / T of it per accelerator. The node sums the accelerators' figures.
     All scaled by the precision's activation bytes / 2 (as `activation_bytes_per_node`)."""
     if not a.activation_memory:
         return 0.0, 0.0, 0.0
     kept = activation_bytes_per_node(a, active_params, hidden, local_batch_tokens, precision, stages,
-                                     micro_batches, schedule, chunks)
+                                     micro_batches, schedule, chunks, groups, sequence_tokens)
     recomputed = kept * (a.recompute_bytes_per_token_layer_h / a.activation_bytes_per_token_layer_h)
-    working = (local_batch_tokens / np.asarray(micro_batches, dtype=float)) * a.activation_bytes_per_token_layer_h \
-        * np.asarray(hidden, dtype=float) * a.activation_bytes(precision) / 2.0
+    working = micro_batch_tokens(local_batch_tokens, micro_batches, groups, sequence_tokens) \
+        * a.activation_bytes_per_token_layer_h * np.asarray(hidden, dtype=float) * a.activation_bytes(precision) / 2.0
     return kept, recomputed, working
 
 
@@ -596,9 +643,10 @@ def recomputed_activation_bytes(kept, recomputed, working, share):
 
 
 def flat_recompute_factor(a: Assumptions) -> float:
-    """Compute factor of a replica that is not a pipeline (flat, hierarchical) under `activation_recompute`:
-    1 + 1/3 with `full` (every layer's forward pass runs again in the backward pass: INTELLECT-1's
-    `act_ckpt`), else 1 (no activation memory model outside pipelines, so `fit` never recomputes)."""
+    """Compute factor of a replica that is not a pipeline (flat, hierarchical) under `activation_recompute`
+    without its activation memory (`replica_activation_parts_bytes`): 1 + 1/3 with `full` (every layer's
+    forward pass runs again in the backward pass: INTELLECT-1's `act_ckpt`), else 1 (`fit` then never
+    recomputes). With activation memory a dense replica's `fit` share r >= 0 gives 1 + r / 3, never below."""
     return float(recompute_compute_factor(1.0)) if a.activation_recompute == "full" else 1.0
 
 

@@ -14,9 +14,11 @@ the node's A accelerators. So, against the node's compute at T:
 - the D groups' gradient sync over the server's fabric (`in_node_data_parallel_s`, 0 at D = 1);
 - memory: each group holds its own low-precision weights and gradients of the node's share of the
   model, while the optimizer state (fp32 master weights and moments) is sharded over all A
-  accelerators (`state_factor`, 1 at D = 1). Activations do not change with T: with sequence
-  parallelism each of a group's T accelerators holds 1 / T of its B / D tokens' activations, the
-  node all of them (physics.activation_bytes_per_node).
+  accelerators (`state_factor`, 1 at D = 1). With `activation_memory`, each of a group's T accelerators
+  holds 1 / T of its micro-batch's activations (sequence parallelism), and a group's micro-batch is at
+  least one sequence, so the node holds max(B / M, D s) tokens' worth: more at small T when B / M < D s
+  (physics.micro_batch_tokens, physics.activation_bytes_per_node; flat replicas
+  physics.replica_activation_parts_bytes).
 
 At T = A (D = 1) every term is today's node model under a fixed `tensor_parallel` = A; below A the
 node pays for its in-server data parallelism in memory and time. The choice (`modes.throughput`)
