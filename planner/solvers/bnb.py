@@ -497,7 +497,7 @@ def _split(box: dict[str, np.ndarray], tied: np.ndarray | None = None, c: Classe
     else:
         start = lo[rep] + (width[rep] * k) // parts[rep]
         end = lo[rep] + (width[rep] * (k + 1)) // parts[rep] - 1
-    out = {key: v[rep].copy() for key, v in box.items()}
+    out = {key: v[rep] for key, v in box.items()}        # new arrays (integer indexing copies)
     for j, d in enumerate(sides):
         on = along[rep] == j
         out[f"{d}1"] = np.where(on, start, out[f"{d}1"])
