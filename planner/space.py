@@ -99,8 +99,8 @@ PRECISION_ORDER = ("fp16", "fp8", "fp4")
 CHUNK = 1 << 14          # plans scored at once by the listing (`scored`) and the search (planner.solvers.bnb):
                          # every figure is plan by plan, so only the peak memory changes (issue 27 item 5,
                          # scripts/bench_max_compute.py; 2^14 measured no slower than 2^15, half the memory)
-PROBED = ("t_step_s", "step_compute_s", "state_bytes_per_node")   # a pipe row's fields read by the listing
-                                                                  # (`pipe_probe`: they read nothing else)
+PROBED = ("t_step_s", "step_compute_s", "state_bytes_per_node", "eta_activation")   # a pipe row's fields read by
+                         # the listing and by the pp_group classes' bound (`pipe_probe`: they read nothing else)
 WINDOW_MARGIN = 1e-12    # relative; far above the rounding of step_compute_s / M (`DecisionSpace._window_front`)
 
 
@@ -473,8 +473,8 @@ class DecisionSpace:
         if members is None:
             # a pp_group node's memory reads only its pipe row (S, precision, M, schedule: modes._pipeline),
             # not n, the compression or streaming: checked once per pipe row, not per class
-            state = (probed or scored(s, pipe_probe("pp_group", precision, pipes), "state_bytes_per_node"))
-            fits = state["state_bytes_per_node"] <= s.memory_bytes
+            probed = probed or scored(s, pipe_probe("pp_group", precision, pipes), *PROBED)
+            fits = probed["state_bytes_per_node"] <= s.memory_bytes
             pipes, probed = pipes.take(fits), {k: v[fits] for k, v in probed.items()}
             if pipes.size == 0:
                 return None
@@ -516,6 +516,8 @@ class DecisionSpace:
         if listed is not None:
             c.listed = listed
         c.memory_checked = members is None
+        if members is None:      # every plan of a class has its row's pipeline step and eta_A (`pipe_probe`)
+            c.step_s, c.eta_activation = probed["t_step_s"][rep], probed["eta_activation"][rep]
         return c
 
     def _pipeline_wan(self, s: Setting, precision: str, ep: str) -> "Classes | None":
@@ -565,6 +567,8 @@ class Classes:
     listed: np.ndarray | None = None      # plans of the listing per (n, H, R) each class stands for in `size`
                                           # (itself and the rows `_window_front` left out); None: 1 each
     memory_checked: bool = False          # every class fits its node at every n (checked per pipe row: `_pp_group`)
+    step_s: np.ndarray | None = None      # pp_group classes without members: the pipeline step t_pp and eta_A of
+    eta_activation: np.ndarray | None = None   # every plan of the class, its pipe row's (planner.solvers.class_bound)
 
     def __post_init__(self):
         if self.min_nodes is None:
@@ -608,4 +612,6 @@ class Classes:
         return Classes(self.rows.take(index), self.n_lo[index], self.n_hi[index], self.unit[index],
                        self.min_nodes[index], None if self.members is None else self.members[index],
                        None if self.members is None else self.member_step_s[index],
-                       None if self.listed is None else self.listed[index], self.memory_checked)
+                       None if self.listed is None else self.listed[index], self.memory_checked,
+                       None if self.step_s is None else self.step_s[index],
+                       None if self.eta_activation is None else self.eta_activation[index])

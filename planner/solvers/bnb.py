@@ -59,7 +59,7 @@ from planner.cost.straggler import eta_h_divisor
 from planner.cost.score import time_to_target, window_compute
 from planner.cost.setting import PlanBatch, Setting
 from planner.schema.errors import InputError
-from planner.solvers import monotone
+from planner.solvers import class_bound, monotone
 from planner.space import CHUNK, MODE_ORDER, PRECISION_ORDER, Classes, DecisionSpace
 
 TIE_REL = 1e-12          # plans whose objectives differ by less are tied, broken by `tie_key`
@@ -342,6 +342,41 @@ def _seeds_of(s: Setting, c: Classes, h_max: int, r_max: int, idx: np.ndarray, n
     return h.astype(np.int64), r
 
 
+SEED_BATCH = 1 << 10     # seeds `_seeds_within` scores first (then twice as many each time, up to CHUNK)
+
+
+def _seeds_within(s: Setting, c: Classes, h_max: int, r_max: int, measure, own: np.ndarray | None,
+                  limit: float = math.inf) -> tuple[np.ndarray, ...]:
+    """The seeds (`_seeds`) with their `measure`, (idx, n, h, r, t) in class order: of every class when
+    `own` (the classes' own lower bounds, `class_bound.lower_bounds`) is None; else, in batches of the
+    least bounds not yet seeded (SEED_BATCH, then twice as many each time), of the classes whose bound
+    is within the tie limit of the least seed scored so far (and `limit`), until none is left. Every
+    class left out has its bound, so its seed plan, above that tie limit: the least seed is the same,
+    and no seed left out ties with it. The seeds scored are those of every class whose bound is within
+    the final limit, and perhaps a few more."""
+    if own is None:
+        idx, n, h, r = _seeds(s, c, h_max, r_max)
+        return idx, n, h, r, _measure(s, c, idx, n, h, r, measure)
+    done = np.zeros(c.size, bool)
+    parts, batch = [], SEED_BATCH
+    while (pending := np.flatnonzero(~done & (own <= limit))).size:
+        if pending.size > batch:      # the `batch` least bounds among them
+            pending = np.sort(pending[np.argpartition(own[pending], batch)[:batch]])
+        done[pending] = True
+        idx, n, h, r = _seeds(s, c, h_max, r_max, pending)
+        t = _measure(s, c, idx, n, h, r, measure)
+        parts.append((idx, n, h, r, t))
+        if np.isfinite(t).any():
+            limit = min(limit, float(tie_limit(np.nanmin(t[np.isfinite(t)]))))
+        batch = min(2 * batch, CHUNK)
+    if not parts:
+        none = np.zeros(0, np.int64)
+        return none, none, none, none, np.zeros(0)
+    idx, n, h, r, t = (np.concatenate(x) for x in zip(*parts))
+    back = np.argsort(idx, kind="stable")
+    return idx[back], n[back], h[back], r[back], t[back]
+
+
 def seed_measures(s: Setting, c: Classes, h_max: int, r_max: int, measure: str = TIME) -> np.ndarray:
     """The measure of each class's first plan (`_seeds`: all replicas, the smallest compute-bound H and
     R): real plans of the classes, so the least of them is a valid incumbent (inf where none has one)."""
@@ -462,7 +497,7 @@ def _split(box: dict[str, np.ndarray], tied: np.ndarray | None = None, c: Classe
     else:
         start = lo[rep] + (width[rep] * k) // parts[rep]
         end = lo[rep] + (width[rep] * (k + 1)) // parts[rep] - 1
-    out = {key: v[rep].copy() for key, v in box.items()}
+    out = {key: v[rep] for key, v in box.items()}        # new arrays (integer indexing copies)
     for j, d in enumerate(sides):
         on = along[rep] == j
         out[f"{d}1"] = np.where(on, start, out[f"{d}1"])
@@ -487,8 +522,17 @@ def minimise_time(s: Setting, c: Classes, h_max: int, r_max: int, bound: float =
     of that part's classes alone returns (every bound, cutoff and tie test reads only the part's
     own incumbent; the boxes of one class never mix parts).
 
-    `seeded`: the seeds (`_seeds`) of every class with their `measure`, (idx, n, h, r, t), when the
-    caller scored them already (`Batches.seeded`); the same plans as computed here, so nothing changes.
+    `seeded`: the seeds (`_seeds`) with their `measure`, (idx, n, h, r, t), when the caller scored them
+    already (`Batches.seeded`): of every class, or of those `_seeds_within` keeps (the others' bound above
+    the least seed's tie limit); the same plans as computed here, so nothing changes.
+
+    Classes with a bound of their own (`class_bound.lower_bounds`: pp_group classes under `max_compute`)
+    are seeded only where that bound is within the tie limit of the best seed or `bound`
+    (`_seeds_within`), and those whose bound exceeds the incumbent's tie limit after the seeds are
+    left out of the boxes: no plan of theirs can be kept or improve the incumbent, and their first box
+    would be cut by its own bound (never below the class's), so the search is the same but for the
+    seeds and corners of such classes, which are not scored (`Found.evaluations` counts the plans
+    scored).
     """
     h_max, r_max = _h_r_max(c, h_max, r_max)
     part = np.broadcast_to(np.int64(0), c.size) if parts is None else np.asarray(parts, np.int64)   # read only
@@ -540,17 +584,21 @@ def minimise_time(s: Setting, c: Classes, h_max: int, r_max: int, bound: float =
     if time.perf_counter() > deadline:      # past the deadline: nothing scored, nothing known (bound 0)
         none = np.zeros(0, np.int64)
         return Found(c.plans(none, none, none, none), np.zeros(0), 0, 0.0)
+    own = class_bound.lower_bounds(s, c, measure) if parts is None else None
     if seeded is None:
-        idx, n, h, r = _seeds(s, c, h_max, r_max)
-        seeded = (idx, n, h, r, _measure(s, c, idx, n, h, r, measure))
+        seeded = _seeds_within(s, c, h_max, r_max, measure, own, float(tie_limit(best[0])))
+    seeds = seeded[0].size
     visit(*seeded)
     del seeded
-    count, left = _branch_and_bound(s, c, h_max, r_max, visit, lambda box: level(box["i"]),
+    n_range = None
+    if own is not None:      # classes whose own bound is above the incumbent's tie limit: no box (docstring)
+        n_range = (c.n_lo, np.where(own > tie_limit(best[0]), c.n_lo - 1, c.n_hi))
+    count, left = _branch_and_bound(s, c, h_max, r_max, visit, lambda box: level(box["i"]), n_range=n_range,
                                     deadline=deadline, measure=measure, dominated=dominated)
     idx, n, h, r, t = (np.concatenate(x) for x in zip(*kept))
     final = t <= level(idx)
     open_bound = float(left["lower"].min()) if left is not None else math.inf
-    return Found(c.plans(idx[final], n[final], h[final], r[final]), t[final], c.size + count, open_bound, idx[final])
+    return Found(c.plans(idx[final], n[final], h[final], r[final]), t[final], seeds + count, open_bound, idx[final])
 
 
 def _lex_less(a: tuple[np.ndarray, ...], b: tuple[np.ndarray, ...]) -> np.ndarray:
@@ -719,9 +767,10 @@ def batches_most_promising_first(s: Setting, space: DecisionSpace, measure: str 
             break
         if c is None:
             continue
-        idx, n, h, r = _seeds(s, c, space.max_inner_steps, space.max_regional_rounds)
         ordering = getattr(measure, "ordering", measure)
-        t = _measure(s, c, idx, n, h, r, ordering)    # an order, not a bound
+        h_max, r_max = space.max_inner_steps, space.max_regional_rounds
+        # an order, not a bound: the least seed, exactly, with the classes' own bounds where they have them
+        idx, n, h, r, t = _seeds_within(s, c, h_max, r_max, ordering, class_bound.lower_bounds(s, c, ordering))
         scored.append((float(np.nanmin(t)) if np.isfinite(t).any() else math.inf, len(scored), c))
         # the same plans `minimise_time` scores first when its H range is the same (_h_r_max; R enters
         # the seeds only of hierarchical classes, whose R range is the space's): kept for it

@@ -1,0 +1,99 @@
+"""A bound on `max_compute` per pp_group class, from its pipe row alone (issue 27 item 5).
+
+Beyond the evidence envelope the space lists ~130,000 pp_group classes per precision on large
+fleets (every micro-batch count of a blocking sync under `dp_overlap`: `DecisionSpace._window_front`),
+and nearly all of them are cut by the first bound of the branch and bound. Scoring them for that (each
+class's seed, then the two corners of its first box) was most of the search's work. The bound here
+reads no plan of the class: only its pipe row's pipeline step t_pp and eta_A (scored once per row by
+the listing, `planner.space.pipe_probe`) and the efficiencies at its most efficient corner, which are
+computed from n, H and the class's own decisions without the cost model's throughput.
+
+The bound. A pp_group plan of class k with n replicas (G = floor(N / S) = n groups of S nodes,
+N = max(n S, min_nodes)), H inner steps and its class's compression and streaming runs
+tokens_per_outer = B G H f (f: `straggler.throughput_fraction`) per outer step, and every outer
+step lasts at least its compute block H t_pp (`modes._outer`: max(H t_pp, ...) with streaming, the
+fragments' H t_pp + p stall, H t_pp + the exposed sync without; the stall and the exposed part
+are >= 0). Every plan of the class shares t_pp, its row's (t_pp reads S, M, the schedule, Ca and the
+precision, never n, H, the compression or streaming: `modes.throughput`). So its tokens within the
+window are at most
+
+    T_up = W' B f G(n_hi) / t_pp,   W' = the training window (`Setting.training_window_s`),
+
+G non-decreasing in n. The first box of the branch and bound bounds the compute reached with
+C <= g_up 6 P_act T (`bnb._compute_box`: chi and eta_R are at most 1), g_up = g at the box's most
+efficient corner (n_lo, H = 1): g = eta_H eta_C eta_A times the fitted or linear replica factor,
+each non-increasing in n and H (`planner.solvers.monotone`, where eta_H falls with H_eff; else no
+bound is given here). So every plan of the class has
+
+    1 / C >= 1 / (g_up 6 P_act T_up),
+
+and T_up is at least the first box's own T_up (W' tokens_per_outer / outer_time at (n_lo, H_max)
+times n_hi / n_lo, which is below W' B f n_hi / t_pp), so this bound is never above that box's bound
+(up to MARGIN, which makes it smaller by far more than the rounding of either): a class it cuts
+is one whose first box the branch and bound would have cut too, with the same incumbent.
+
+g_up is computed by the cost model's own functions (`run.efficiency_without_replicas`,
+`run.quality_terms`) on the class's corner plan with the throughput fields they read (synchronised,
+replicas = G, h_eff = H = 1, eta_activation = the row's eta_A) given rather than scored: a pp_group
+plan's are those (`modes.pp_group`). tests/test_class_bound.py checks that g_up equals the scored
+corner's and that the bound is at most the first box's bound and every sampled plan's 1 / C.
+
+Layer: search (reads the cost model and the space).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from planner.cost import run
+from planner.cost.straggler import throughput_fraction
+from planner.cost.setting import PlanBatch, Setting
+from planner.solvers import monotone
+from planner.space import CHUNK, Classes
+
+MARGIN = 1e-9      # relative: the bound is divided by 1 + MARGIN, far above the rounding of T_up and of 1 / C
+COMPUTE_MEASURES = ("1/c_quality", "1/c_local")     # planner.solvers.bnb's max_compute measures
+
+
+def lower_bounds(s: Setting, c: Classes, measure) -> np.ndarray | None:
+    """Per class, a lower bound of `measure` (1/C_quality or 1/C_local) on every plan of the class
+    (module docstring); 0 where none is given (a class of one node). None where the bound does not
+    apply: another measure, not pp_group classes with their rows' fields, or eta_H not falling with
+    H_eff (or a fact the branch and bound needs failing: the search then says so itself)."""
+    if not (isinstance(measure, str) and measure in COMPUTE_MEASURES) or c.rows.mode != "pp_group" \
+            or c.step_s is None or c.members is not None:
+        return None
+    memo = c.__dict__.setdefault("_own_bounds", [None, None])    # the ordering, then the search, ask for them
+    if memo[0] is not s:                                          # (1 / C_quality and 1 / C_local: the same bound)
+        memo[:] = [s, _lower_bounds(s, c)]
+    return memo[1]
+
+
+def _lower_bounds(s: Setting, c: Classes) -> np.ndarray | None:
+    """`lower_bounds` of pp_group classes with their rows' fields, computed."""
+    mono = monotone.check(s)
+    if mono.unsupported or not mono.eta_h_falls:
+        return None
+    return np.concatenate([_bounds_of(s, c, slice(k, k + CHUNK)) for k in range(0, c.size, CHUNK)])
+
+
+def _bounds_of(s: Setting, c: Classes, at: slice) -> np.ndarray:
+    """`lower_bounds` of the classes `at` (CHUNK at a time: the memory of the efficiencies' temporaries)."""
+    rows = c.rows
+    nodes_lo = c.nodes(at, c.n_lo[at])
+    # the most efficient corner (n_lo, H = 1) of each class: its row's fields (views), n_lo's nodes
+    corner = PlanBatch.of("pp_group", rows.precision, nodes=nodes_lo, compression=rows.compression[at],
+                          streaming=rows.streaming[at], stages=rows.stages[at], micro_batches=rows.micro_batches[at],
+                          activation_compression=rows.activation_compression[at], schedule=rows.schedule[at])
+    stages = np.asarray(corner.stages, dtype=float)
+    groups_lo = np.floor(np.asarray(nodes_lo, dtype=float) / stages)
+    groups_hi = np.floor(np.asarray(c.nodes(at, c.n_hi[at]), dtype=float) / stages)
+    ones = np.ones(groups_lo.shape)
+    t = {"synchronised": ones, "replicas": groups_lo, "h_eff": ones, "eta_activation": c.eta_activation[at]}
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        g_up = run.quality_terms(s, corner, t, run.efficiency_without_replicas(s, corner, t))[0]
+        tokens_up = s.training_window_s * s.local_batch_tokens * throughput_fraction(s.assumptions) \
+            * groups_hi / c.step_s[at]
+        upper = g_up * 6.0 * s.active_params * tokens_up * (1.0 + MARGIN)
+        lower = np.nan_to_num(1.0 / upper, nan=0.0)           # no meaning (NaN): cuts nothing
+    return np.where(groups_lo >= 2, lower, 0.0)
