@@ -184,7 +184,9 @@ def test_sixteen_pools_in_sixteen_cities():
     assert result.plan.nodes == 640 and len(result.plan.pool_nodes) == 16
 
 
-def test_the_proportional_rule_and_chosen_regions_stay_refused_beyond_twelve_pools(tmp_path):
+def test_the_proportional_rule_with_a_budget_and_chosen_regions_stay_refused_beyond_twelve_pools(tmp_path):
+    """13 pools under 'proportional' with a budget and min_cost (what else stays refused under the rule:
+    tests/test_pool_families_proportional.py), and 13 pools with chosen regions."""
     data = random_many_pools(np.random.default_rng(3), 13)
     data["fleet"]["sync_rule"] = "proportional"
     with pytest.raises(InputError) as err:
