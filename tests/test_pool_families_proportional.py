@@ -73,12 +73,14 @@ def test_rule_families_equal_the_oracle(seed, monkeypatch):
 @pytest.mark.parametrize("count", [13, 16])
 def test_rule_families_equal_highs_beyond_twelve_pools(count):
     """Where the MIP proves its answer (beyond 12 pools it refuses the proportional rule when its own
-    bound leaves a gap: 5 of these 16 instances), the same status and value."""
+    bound leaves a gap after its loop's wall-clock seconds: 5 of these 16 instances on a machine at load
+    10, more when loaded further), the same status and value; at least two answers compared per count
+    (plans or 'infeasible')."""
     from planner.solvers import backends
     if "highs" not in backends():
         pytest.skip("HiGHS (pyomo + highspy) not installed")
     rng = np.random.default_rng(2960 + count)
-    plans = 0
+    compared = 0
     for rule, objective in (("proportional", "min_time"), ("auto", "min_time"), ("proportional", "max_compute"),
                             ("auto", "max_compute")) * 2:
         data = random_rule_pools(rng, count, max_count=6)
@@ -94,12 +96,12 @@ def test_rule_families_equal_highs_beyond_twelve_pools(count):
         except InputError as err:         # the MIP's bound did not prove its answer
             assert "did not" in err.problems[0].message
             continue
+        compared += 1
         if exact.plan is None:
             assert exact.status == mip.status == "infeasible" and mip.plan is None, (data, mip.objective_value)
             continue
         assert agree(exact, mip, rel=1e-6, cost=False), (data, exact.objective_value, mip.objective_value)
-        plans += 1
-    assert plans >= 2
+    assert compared >= 2
 
 
 def nosites_data(count: int) -> dict:

@@ -59,9 +59,9 @@ from typing import NamedTuple, Sequence
 
 from planner.evaluate import with_params
 from planner.fleet.pools import PoolSetting
-from planner.schema.errors import InputError, Problem
 from planner.schema.instance import Instance
-from planner.solvers.pool_parts import Part, PartResult, PartsRun, base_space, slowest_and_memory, unit_price
+from planner.solvers.pool_parts import (Part, PartResult, PartsRun, base_space, slowest_and_memory, too_many_pools,
+                                        unit_price)
 from planner.sync.proportional import search as proportional
 from planner.sync.proportional.levels import needs_every_split
 from planner.sync.proportional.rule import first_h_that_differs, step_ratios
@@ -150,7 +150,7 @@ def solve_rule_families(run: PartsRun, params: float | None) -> None:
     proven bound, incumbent, completeness), best first (module docstring)."""
     objective, pools = run.objective, run.pools
     if (why := refusal(run.instance, pools, objective)) is not None:      # the caller refuses first
-        raise InputError([Problem("fleet.sync_rule", why)])
+        too_many_pools(len(pools), why)
     run.size = None
     listed = [f for f in families(run.instance, pools, params)
               if not (f.straggler_only and "straggler" in run.rules)]
@@ -165,7 +165,7 @@ def solve_rule_families(run: PartsRun, params: float | None) -> None:
         if time.perf_counter() > run.deadline:
             run.complete = False
             return
-        if maximise and compute_ceiling(family) < max(most, run.most):     # every family left computes less
+        if maximise and compute_ceiling(family) < max(most * (1 - 1e-12), run.most):   # every family left: less
             run.bound = max(run.bound, compute_ceiling(family))
             return
         if not maximise and time_floor_s(family) > run.incumbent * (1 + 1e-12):    # every family left is slower
@@ -173,9 +173,8 @@ def solve_rule_families(run: PartsRun, params: float | None) -> None:
             return
         part = family.part
         if not proportional.optional_pools_apply(part.setting, objective):
-            raise InputError([Problem("fleet.sync_rule", f"the proportional rule beyond 12 pools under {objective.key}: "
-                                                         "with these assumptions the best split need not be the "
-                                                         "fastest")])
+            too_many_pools(len(pools), f"the proportional rule (fleet.sync_rule) under {objective.key}: with these "
+                                       "assumptions the best split need not be the fastest")
         found, count, complete = proportional.solve_with_optional(
             pools, family.forced, family.eligible, part.setting, part.space, part.precision, objective,
             run.deadline, most if maximise else run.incumbent)
