@@ -7,7 +7,14 @@ in each of P European cities, 1 Gb/s links along a chain, 100 Mb/s per node (the
 geography's).
 
     python scripts/bench_bnb_pools.py [--pools 13,16] [--repeats 3] [--solvers bnb,highs] [--sites]
-        [--objectives min_time,min_cost,max_compute]
+        [--objectives min_time,min_cost,max_compute] [--rule proportional|auto] [--precisions fp16]
+        [--replica-penalty linear_v1]
+
+`--rule`: fleet.sync_rule (the proportional rule's families, planner.solvers.proportional_families);
+`--precisions`: search.precisions (fp16: every preset runs it, so the pools' speeds differ);
+`--replica-penalty`: assumptions.constants.replica_penalty (max_compute under the proportional rule
+beyond 12 pools needs linear_v1, fitted or none: Chinchilla's C_local is refused there).
+A solver that refuses (exit 2) prints its message.
 
 Prints per case the median CPU seconds (`time.process_time`, parse and solve; a warm-up solve
 first pays the imports; the solvers alternate run after run), the status and objective value, then the
@@ -35,24 +42,39 @@ def main() -> int:
     parser.add_argument("--solvers", default="bnb,highs")
     parser.add_argument("--sites", action="store_true", help="P pools in P cities (bench_mixed.pools_data)")
     parser.add_argument("--objectives", default="min_time,min_cost,max_compute")
+    parser.add_argument("--rule", choices=("straggler", "proportional", "auto"), default="straggler")
+    parser.add_argument("--precisions", default=None, help="search.precisions, comma-separated")
+    parser.add_argument("--replica-penalty", default=None, help="assumptions.constants.replica_penalty")
     opts = parser.parse_args()
     from bench_mixed import pools_data, pools_nosites_data
+    from planner.schema.errors import InputError
     from planner.schema.instance import parse_instance
     from planner.solve import solve
     solve(parse_instance(pools_nosites_data(2)), "min_time")          # warm-up: imports
-    print(f"load before: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    print(f"fleet.sync_rule {opts.rule}; load before: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     for count in (int(c) for c in opts.pools.split(",")):
         data = pools_data(count) if opts.sites else pools_nosites_data(count)
+        data["fleet"]["sync_rule"] = opts.rule
+        if opts.precisions:
+            data.setdefault("search", {})["precisions"] = opts.precisions.split(",")
+        if opts.replica_penalty:
+            data.setdefault("assumptions", {}).setdefault("constants", {})["replica_penalty"] = opts.replica_penalty
         for objective in opts.objectives.split(","):
             solvers = opts.solvers.split(",")
             times, results = {k: [] for k in solvers}, {}
             for _ in range(opts.repeats):          # the solvers alternate, run after run
                 for solver in solvers:
                     start = time.process_time()
-                    results[solver] = solve(parse_instance(data), objective, solver=solver)
+                    try:
+                        results[solver] = solve(parse_instance(data), objective, solver=solver)
+                    except InputError as err:
+                        results[solver] = err
                     times[solver].append(time.process_time() - start)
             for solver in solvers:
                 t, result = times[solver], results[solver]
+                if isinstance(result, InputError):
+                    print(f"{count:2d} pools {objective:11s} {solver:5s} refused (exit 2): {result.problems[0].message}")
+                    continue
                 print(f"{count:2d} pools{' in cities' if opts.sites else ''} {objective:11s} {solver:5s} cpu median "
                       f"{statistics.median(t):6.3f} s (min {min(t):.3f}, max {max(t):.3f}, {opts.repeats} runs)  "
                       f"{result.status} {result.objective_value}; load {os.getloadavg()[0]:.2f}", flush=True)

@@ -5,8 +5,11 @@ listing of every subset of pools (planner.solvers.pool_parts.parts_until) on see
 value and plan cost (relative 1e-9). The families run at any pool count for the comparison (the
 listing's limit set to 0 pools). `--sites`: the pools at 2 to 6 sites joined by a ring of links
 (`planner.fleet.samples.add_sites`: regional groups, RTTs measured or estimated), 1 to 7 pools.
+`--rule proportional|auto`: fleet.sync_rule that rule, the fleets the proportional rule's families take
+(`planner.fleet.samples.random_rule_pools`: no budget, min_time or max_compute of C_quality or of
+C_local under the linear v1 or no replica penalty; planner.solvers.proportional_families).
 
-    python scripts/check_pool_families.py [--seed 100] [--count 150] [--sites]
+    python scripts/check_pool_families.py [--seed 100] [--count 150] [--sites | --rule proportional|auto]
 
 Prints each disagreement, then the number of instances, of disagreements, the seconds each path took
 and the machine's load average; exit 1 on any disagreement.
@@ -28,16 +31,23 @@ def main() -> int:
     parser.add_argument("--seed", type=int, default=100)
     parser.add_argument("--count", type=int, default=150)
     parser.add_argument("--sites", action="store_true", help="the pools at 2 to 6 sites")
+    parser.add_argument("--rule", choices=("straggler", "proportional", "auto"), default="straggler",
+                        help="fleet.sync_rule (proportional, auto: without sites)")
     opts = parser.parse_args()
+    if opts.sites and opts.rule != "straggler":
+        parser.error("--sites takes the straggler rule only (the proportional rule's families have no sites)")
     import numpy as np
-    from planner.fleet.samples import add_sites, random_many_pools
+    from planner.fleet.samples import add_sites, random_many_pools, random_rule_pools
     from planner.schema.instance import parse_instance
     from planner.solve import solve
     from planner.solvers import decomposition
     bad, spent = 0, [0.0, 0.0]
     for seed in range(opts.seed, opts.seed + opts.count):
         rng = np.random.default_rng(seed)
-        data = random_many_pools(rng, int(rng.integers(1, 8 if opts.sites else 9)), max_count=int(rng.integers(1, 6)))
+        sample = random_many_pools if opts.rule == "straggler" else random_rule_pools
+        data = sample(rng, int(rng.integers(1, 8 if opts.sites else 9)), max_count=int(rng.integers(1, 6)))
+        if opts.rule != "straggler":
+            data["fleet"]["sync_rule"] = opts.rule
         if opts.sites:
             add_sites(rng, data)
         instance = parse_instance(data)
@@ -60,7 +70,8 @@ def main() -> int:
             bad += 1
             print(f"seed {seed} {data['objective']}: listing {listed.status} {values[0]} (cost {costs[0]}), "
                   f"families {families.status} {values[1]} (cost {costs[1]})", flush=True)
-    print(f"{opts.count} instances{' with sites' if opts.sites else ''} (seeds {opts.seed}-{opts.seed + opts.count - 1}), {bad} disagreements; "
+    rule = f" under the {opts.rule} rule" if opts.rule != "straggler" else ""
+    print(f"{opts.count} instances{' with sites' if opts.sites else ''}{rule} (seeds {opts.seed}-{opts.seed + opts.count - 1}), {bad} disagreements; "
           f"listing {spent[0]:.1f} s, families {spent[1]:.1f} s; load {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     return 1 if bad else 0
 

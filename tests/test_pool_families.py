@@ -72,16 +72,20 @@ def test_families_equal_the_listing_on_twelve_pools(objective, count, monkeypatc
     assert listed.status == "optimal" and agree(families, listed)
 
 
-@pytest.mark.parametrize("seed", range(3))
-def test_families_equal_the_oracle(seed, monkeypatch):
-    """Every assignment of nodes to pools scored one by one (planner.solvers.mixed_oracle)."""
-    rng = np.random.default_rng(2750 + seed)
+def equal_the_oracle(rng, sample, monkeypatch):
+    """Three fleets of 2 or 3 pools of 1 or 2 nodes drawn by `sample`: the families' value is the
+    oracle's (every assignment of nodes to pools scored one by one, planner.solvers.mixed_oracle)."""
     for _ in range(3):
-        instance = parse_instance(random_many_pools(rng, int(rng.integers(2, 4)), max_count=2))
+        instance = parse_instance(sample(rng, int(rng.integers(2, 4)), max_count=2))
         result, best = by_families(instance, monkeypatch), oracle(instance)
         assert (result.objective_value is None) == (best is None)
         if best is not None:
             assert result.objective_value == pytest.approx(best[0], rel=1e-9)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_families_equal_the_oracle(seed, monkeypatch):
+    equal_the_oracle(np.random.default_rng(2750 + seed), random_many_pools, monkeypatch)
 
 
 @pytest.mark.parametrize("sites", [False, True])
@@ -180,7 +184,9 @@ def test_sixteen_pools_in_sixteen_cities():
     assert result.plan.nodes == 640 and len(result.plan.pool_nodes) == 16
 
 
-def test_the_proportional_rule_and_chosen_regions_stay_refused_beyond_twelve_pools(tmp_path):
+def test_the_proportional_rule_with_a_budget_and_chosen_regions_stay_refused_beyond_twelve_pools(tmp_path):
+    """13 pools under 'proportional' with a budget and min_cost (what else stays refused under the rule:
+    tests/test_pool_families_proportional.py), and 13 pools with chosen regions."""
     data = random_many_pools(np.random.default_rng(3), 13)
     data["fleet"]["sync_rule"] = "proportional"
     with pytest.raises(InputError) as err:

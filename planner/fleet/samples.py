@@ -160,6 +160,26 @@ def random_many_pools(rng: np.random.Generator, count: int, max_count: int = 4) 
     return data
 
 
+def random_rule_pools(rng: np.random.Generator, count: int, max_count: int = 4) -> dict:
+    """`random_many_pools` under fleet.sync_rule 'proportional' or 'auto' (half each), the fleets the
+    proportional rule's families take beyond 12 pools (`planner.solvers.proportional_families`): no
+    budget, min_time or max_compute (min_cost drawn becomes min_time), max_compute of a C_quality
+    target or of C_local under the linear v1 or no replica penalty (half each), never the Chinchilla
+    penalty's C_local (every split a candidate: refused there)."""
+    data = random_many_pools(rng, count, max_count)
+    data["limits"].pop("budget_usd", None)
+    data["fleet"]["sync_rule"] = str(rng.choice(["proportional", "auto"]))
+    if data["objective"] == "min_cost":
+        data["objective"] = "min_time"
+    if data["objective"] == "max_compute":
+        if rng.random() < 0.5:
+            data["training"]["target_kind"] = "c_quality"
+        else:
+            data.setdefault("assumptions", {}).setdefault("constants", {})["replica_penalty"] = \
+                str(rng.choice(["linear_v1", "none"]))
+    return data
+
+
 def _limits(rng: np.random.Generator, data: dict, chance: float) -> None:
     """With probability `chance` each a node cap and a budget, and a fifth of the time a least node count."""
     total = sum(p["count"] for p in data["fleet"]["pools"])

@@ -31,10 +31,13 @@ slowest sets the pace, the smallest memory the state per node), and on N = sum_p
 With one pool there is one part: the uniform solve of that pool's setting. `planner.solvers.
 mixed_oracle` checks this against every assignment of nodes to pools, scored one by one.
 
-Beyond `MAX_EXACT_POOLS` pools, under the straggler rule alone, without sites or with the
-geography's regions at up to 16 sites, the subsets are grouped into families of one setting each, one
-uniform solve per family or span of families (`planner.solvers.pool_families`, proof there); elsewhere
-beyond that the planner refuses (exit 2).
+Beyond `MAX_EXACT_POOLS` pools, under the straggler rule, without sites or with the geography's
+regions at up to 16 sites, the subsets are grouped into families of one setting each, one uniform
+solve per family or span of families (`planner.solvers.pool_families`, proof there); under the
+proportional rule (and its half of 'auto'), without sites or a budget, for min_time and for
+max_compute where the fastest split is the best, into families of one setting and one fastest pool,
+one search by the rule's boxes each (`planner.solvers.proportional_families`, proof there);
+elsewhere beyond that the planner refuses (exit 2).
 
 This module lists the parts of each model size (`planner.solvers.pool_parts.parts_until`) and runs
 each rule that fleet.sync_rule searches on them through the rules' interface
@@ -58,6 +61,7 @@ from planner.fleet.replicas import unsupported
 from planner.sync.straggler.rule import mixed_setting
 from planner.solvers.objective_search import tie_less
 from planner.solvers.pool_families import refuse, solve_families
+from planner.solvers.proportional_families import solve_rule_families
 from planner.solvers.pool_parts import MAX_EXACT_POOLS, PartResult, PartsRun, base_space, parts_until
 from planner.sync.rules import rules_searched
 from planner.sync.searches import search_of
@@ -105,7 +109,7 @@ def decompose(instance: Instance, objective: Objective, solver: str, deadline: f
     candidates = []
     by_families = len(pools) > MAX_EXACT_POOLS
     if by_families:                       # the families (pool_families), or exit 2 naming --solver highs
-        refuse(instance, pools)
+        refuse(instance, pools, objective)
     for params in instance.search.params or [None]:
         listed, complete = ([], True) if by_families else parts_until(instance, pools, params, deadline)
         run = PartsRun(instance, pools, objective, solver, deadline, listed, rules, part_bound=part_bound,
@@ -114,8 +118,10 @@ def decompose(instance: Instance, objective: Objective, solver: str, deadline: f
             run.incumbent = incumbents[params] * (1 + 1e-12)     # ties with it are still found
         if incumbents and maximise and incumbents.get(params) is not None:
             run.most = incumbents[params] * (1 - 1e-12)
-        if by_families:
+        if by_families and "straggler" in rules:          # straggler first: ties go to it
             solve_families(run, params)
+        if by_families and "proportional" in rules:
+            solve_rule_families(run, params)
         for rule in () if by_families else rules:                # straggler first: ties go to it
             search_of(rule).solve_parts(run)
         evaluations += run.evaluations

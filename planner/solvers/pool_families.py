@@ -9,9 +9,12 @@ U only through (s, v, S): s = slowest(U, q), the pool of least achieved FLOP/s p
 precision q (ties to the first listed), which gives every field of the setting but memory and links,
 v = min_{p in U} V_p, the node memory, and S = the set of U's sites, which gives the links
 (`planner.fleet.network`: the five numbers of `site_set_links`, functions of S alone). Under the
-proportional rule each pool's inner steps change with U, and with chosen regions the partitions of
-S: there the full listing of `pool_parts` stays, and beyond 12 pools the planner refuses (exit 2,
-naming --solver highs). Without sites every pool counts as at one site (S is that site).
+proportional rule each pool's inner steps change with U: its families are
+`planner.solvers.proportional_families` (without sites or a budget, min_time and max_compute where the
+fastest split is the best; `refusal` asks it), searched after these under 'auto'. With chosen regions
+the partitions of S change with U: there the full listing of `pool_parts` stays, and beyond 12 pools
+the planner refuses (exit 2, naming --solver highs). Without sites every pool counts as at one site
+(S is that site).
 
 A choice (q, s, v, m, S): the pools eligible E = {s} u {p supporting q : (F_p u_p, p) > (F_s u_s, s),
 V_p >= v} (s is then the slowest of any U in E holding s), with v <= V_s the memory of s or of a pool
@@ -74,10 +77,10 @@ from planner.fleet.pools import PoolSetting
 from planner.fleet.replicas import cheapest_fill, fleet_cost_usd, node_price_usd
 from planner.objectives import MIN_TIME
 from planner.schema.instance import Instance
+from planner.solvers import proportional_families
 from planner.solvers.objective_search import tie_less
-from planner.solvers.pool_parts import (MAX_EXACT_POOLS, Part, PartResult, PartsRun, base_space, too_many_pools,
-                                        unit_price)
-from planner.sync.rules import rules_searched
+from planner.solvers.pool_parts import (MAX_EXACT_POOLS, Part, PartResult, PartsRun, base_space, slowest_and_memory,
+                                        too_many_pools, unit_price)
 from planner.sync.straggler.rule import mixed_setting
 from planner.sync.straggler.search import compute_bound_s, part_result, search_setting
 
@@ -117,10 +120,12 @@ class Family(NamedTuple):
     part: Part                             # setting and space; `used` the first choice's forced pools
 
 
-def refusal(instance: Instance, pools: Sequence[PoolSetting]) -> str | None:
-    """Why the families do not give the exact optimum of this fleet (None: they do)."""
-    if rules_searched(instance) != ("straggler",):
-        return "the proportional rule (fleet.sync_rule) changes each pool's inner steps with the pools used"
+def refusal(instance: Instance, pools: Sequence[PoolSetting], objective=None) -> str | None:
+    """Why the families (and, under fleet.sync_rule proportional or auto, the proportional rule's,
+    `planner.solvers.proportional_families.refusal` for `objective`) do not give the exact optimum of
+    this fleet (None: they do)."""
+    if (why := proportional_families.refusal(instance, pools, objective)) is not None:
+        return why
     if len(pools) > MAX_FAMILY_POOLS:
         return f"more than {MAX_FAMILY_POOLS} pools"
     if instance.network.sites and instance.fleet.is_mixed:
@@ -182,43 +187,34 @@ def family_members(pools: Sequence[PoolSetting], net, space) -> tuple[dict, np.n
         classes.append(next((classes[j] for j in range(i) if settings[j] == own), i))
         settings.append(own)
     out: dict = {}
-    for q in space.precisions:
-        runs = [i for i, p in enumerate(pools) if q in p.precisions]
-        for s in runs:
-            above = [p for p in runs if (pools[p].rate(q), p) > (pools[s].rate(q), s)]
-            memory = pools[s].setting.memory_bytes
-            levels = sorted({memory} | {pools[p].setting.memory_bytes for p in above
-                                        if pools[p].setting.memory_bytes <= memory}, reverse=True)
-            for v in levels:
-                eligible = tuple(sorted([s] + [p for p in above if pools[p].setting.memory_bytes >= v]))
-                forced_sets = [(s,)] if memory == v else [(s, m) for m in eligible
-                                                           if m != s and pools[m].setting.memory_bytes == v]
-                cheapest: dict[int, int] = {}
-                held: dict[int, float] = {}
-                for p in eligible:
-                    b = site_bit[p]
-                    held[b] = held.get(b, 0) + pools[p].count
-                    if b not in cheapest or node_price_usd(pools[p]) < node_price_usd(pools[cheapest[b]]):
-                        cheapest[b] = p
-                every = 0
-                for b in cheapest:
-                    every |= b
-                for forced in forced_sets:
-                    required = 0
-                    for p in forced:
-                        required |= site_bit[p]
-                    masks, nodes = within_masks(required, every & ~required, held)
-                    sizes = len(forced) + np.array([bin(m & ~required).count("1") for m in masks.tolist()])
-                    rows = row_of[masks] if row_of is not None else np.zeros(masks.size, dtype=np.int64)
-                    codes = rows * (len(pools) + len(names) + 2) + sizes
-                    order = np.argsort(codes, kind="stable")
-                    cuts = np.flatnonzero(np.diff(codes[order])) + 1
-                    for chunk in np.split(order, cuts):
-                        row, size = int(rows[chunk[0]]), int(sizes[chunk[0]])
-                        members = Members(forced, required, eligible, tuple(site_bit[p] for p in eligible),
-                                          tuple(cheapest.items()), tuple(masks[chunk].tolist()))
-                        key = (q, classes[s], v, row if row_of is not None else None, size)
-                        out.setdefault(key, []).append((members, int(nodes[chunk].max())))
+    for q, s, v, eligible, lows in slowest_and_memory(pools, space.precisions):
+        forced_sets = [(s,)] if lows == (s,) else [(s, m) for m in lows]
+        cheapest: dict[int, int] = {}
+        held: dict[int, float] = {}
+        for p in eligible:
+            b = site_bit[p]
+            held[b] = held.get(b, 0) + pools[p].count
+            if b not in cheapest or node_price_usd(pools[p]) < node_price_usd(pools[cheapest[b]]):
+                cheapest[b] = p
+        every = 0
+        for b in cheapest:
+            every |= b
+        for forced in forced_sets:
+            required = 0
+            for p in forced:
+                required |= site_bit[p]
+            masks, nodes = within_masks(required, every & ~required, held)
+            sizes = len(forced) + np.array([bin(m & ~required).count("1") for m in masks.tolist()])
+            rows = row_of[masks] if row_of is not None else np.zeros(masks.size, dtype=np.int64)
+            codes = rows * (len(pools) + len(names) + 2) + sizes
+            order = np.argsort(codes, kind="stable")
+            cuts = np.flatnonzero(np.diff(codes[order])) + 1
+            for chunk in np.split(order, cuts):
+                row, size = int(rows[chunk[0]]), int(sizes[chunk[0]])
+                members = Members(forced, required, eligible, tuple(site_bit[p] for p in eligible),
+                                  tuple(cheapest.items()), tuple(masks[chunk].tolist()))
+                key = (q, classes[s], v, row if row_of is not None else None, size)
+                out.setdefault(key, []).append((members, int(nodes[chunk].max())))
     return out, row_of
 
 
@@ -472,9 +468,9 @@ def solve_family(fill, part: Part, objective, solver: str, deadline: float, incu
     return part_result(part, batch, counts, cost, value, objective), evaluations, bound
 
 
-def refuse(instance: Instance, pools: Sequence[PoolSetting]) -> None:
+def refuse(instance: Instance, pools: Sequence[PoolSetting], objective=None) -> None:
     """InputError (exit 2) naming fleet.pools and --solver highs when neither the listing (at most
-    MAX_EXACT_POOLS pools) nor the families apply."""
-    why = refusal(instance, pools)
+    MAX_EXACT_POOLS pools) nor the families apply (for `objective`)."""
+    why = refusal(instance, pools, objective)
     if len(pools) > MAX_EXACT_POOLS and why is not None:
         too_many_pools(len(pools), why)

@@ -113,6 +113,26 @@ def base_space(instance: Instance, pools: list[PoolSetting]) -> DecisionSpace:
     return dataclasses.replace(space, precisions=tuple(p for p in PRECISION_ORDER if p in wanted))
 
 
+def slowest_and_memory(pools: list[PoolSetting], precisions):
+    """(q, s, v, within, lows) for each precision q of `precisions`, pool s running it (the slowest of
+    the pools used: least (F u, index) at q) and node memory v <= V_s of s or of a pool ranked faster:
+    `within` the pools that may join s keeping s the slowest and v the least memory (s and the pools
+    ranked faster that run q and have at least v, by index), `lows` the pools of `within` that may be
+    the one of memory v (s alone when V_s = v). The families beyond 12 pools are built on these
+    (`planner.solvers.pool_families`, `planner.solvers.proportional_families`)."""
+    for q in precisions:
+        runs = [i for i, p in enumerate(pools) if q in p.precisions]
+        for s in runs:
+            above = [p for p in runs if (pools[p].rate(q), p) > (pools[s].rate(q), s)]
+            memory = pools[s].setting.memory_bytes
+            levels = sorted({memory} | {pools[p].setting.memory_bytes for p in above
+                                        if pools[p].setting.memory_bytes <= memory}, reverse=True)
+            for v in levels:
+                within = tuple(sorted([s] + [p for p in above if pools[p].setting.memory_bytes >= v]))
+                lows = (s,) if memory == v else tuple(m for m in within if m != s and pools[m].setting.memory_bytes == v)
+                yield q, s, v, within, lows
+
+
 def parts(instance: Instance, pools: list[PoolSetting], params: float | None) -> list[Part]:
     """Every (pools used, precision) part with at least one plan of node count in range."""
     return parts_until(instance, pools, params)[0]

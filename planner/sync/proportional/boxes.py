@@ -84,16 +84,19 @@ def quality_box_bound(rho_sup: np.ndarray):
     return bound
 
 
-def fill_speed_bound(pools, used, ratios: dict[int, float], max_nodes: int) -> np.ndarray:
+def fill_speed_bound(pools, used, ratios: dict[int, float], max_nodes: int, forced=None) -> np.ndarray:
     """Per N = 0..max_nodes: max_{N' >= N} rho(N') (module docstring), inflated by 1e-12; rho of N
-    below |U| (no split) counts as 0."""
+    below |U| (no split) counts as 0. `forced` (a subset of `used`): only those pools must hold a node,
+    the others may hold none (`rule.fastest_fill`; the families beyond 12 pools), rho(N) then the most
+    over those splits."""
+    forced = list(used) if forced is None else list(forced)
     order = sorted(used, key=lambda i: -ratios[i])
-    extra = np.concatenate([[ratios[i]] * (pools[i].count - 1) for i in order] + [[]])
-    base = len(used)
+    extra = np.concatenate([[ratios[i]] * (pools[i].count - (i in forced)) for i in order] + [[]])
+    base = len(forced)
     total = np.zeros(max_nodes + 1)
     top = min(max_nodes, base + extra.size)
     if top >= base:
-        total[base:top + 1] = sum(ratios[i] for i in used) + np.concatenate([[0.0], np.cumsum(extra)])[:top - base + 1]
+        total[base:top + 1] = sum(ratios[i] for i in forced) + np.concatenate([[0.0], np.cumsum(extra)])[:top - base + 1]
     with np.errstate(divide="ignore", invalid="ignore"):
         rho = np.where(np.arange(max_nodes + 1) >= base, total / np.maximum(np.arange(max_nodes + 1), 1), 0.0)
     rho[top + 1:] = 0.0
@@ -110,7 +113,7 @@ def search(pools, used, s, space, precision: str, classes, splits, h_max_of, rat
     the Chinchilla penalty, where every level of W is a candidate: each plan reached is searched
     over its levels (`levels.search_levels`) and boxes are bounded by
     `levels.chinchilla_box_bound`."""
-    rho_sup = fill_speed_bound(pools, used, ratios, int(space.max_nodes))
+    rho_sup = fill_speed_bound(pools, used, ratios, int(space.max_nodes), splits.forced)
     maximise = objective.maximise
     quality = maximise and s.target_kind == "c_quality"
     by_levels = table is not None

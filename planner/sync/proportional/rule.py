@@ -98,47 +98,51 @@ def fill_order(pools: Sequence[PoolSetting], steps: dict[int, int]) -> list[int]
     return sorted(steps, key=lambda i: (-steps[i], node_price_usd(pools[i]), i))
 
 
-def fastest_fill(pools: Sequence[PoolSetting], steps: dict[int, int], nodes: int) -> list[int] | None:
+def fastest_fill(pools: Sequence[PoolSetting], steps: dict[int, int], nodes: int,
+                 forced: Sequence[int] | None = None) -> list[int] | None:
     """The counts using exactly the pools of `steps` (each at least one node) for `nodes` nodes
     that maximise W = sum_p n_p H_p, the cheapest of those: one node of each, then the rest to
     the pools of most steps first (ties to the cheaper node, then the first listed). None when
-    `nodes` is out of range.
+    `nodes` is out of range. `forced` (a subset of the pools of `steps`): only those get a node
+    first, the others may get none (the families beyond 12 pools, `planner.solvers.proportional_families`).
 
     Exchange argument: for a plan of fixed U, N and every other decision, time, memory and the
     quality factors do not depend on the counts (H_max and the pace are functions of U), and the
     tokens per outer step are B W; moving a node from a pool of fewer steps to one of more (both
     in U, the donor keeping one) raises W, and between pools of equal H_p lowers or keeps the
-    cost. So the fill is the fastest assignment, and the cheapest among the fastest."""
-    used = list(steps)
-    if not len(used) <= nodes <= sum(pools[i].count for i in used):
+    cost. So the fill is the fastest assignment, and the cheapest among the fastest. With `forced`
+    the same argument over the pools of `steps`, a donor of `forced` keeping one node."""
+    forced = list(steps) if forced is None else list(forced)
+    if not len(forced) <= nodes <= sum(pools[i].count for i in steps):
         return None
     counts = [0] * len(pools)
-    for i in used:
+    for i in forced:
         counts[i] = 1
-    left = nodes - len(used)
+    left = nodes - len(forced)
     for i in fill_order(pools, steps):
-        take = min(left, pools[i].count - 1)
+        take = min(left, pools[i].count - counts[i])
         counts[i] += take
         left -= take
     return counts
 
 
 def fill_row(pools: Sequence[PoolSetting], ratios: dict[int, float], h: int,
-             max_nodes: int) -> tuple[np.ndarray, np.ndarray]:
+             max_nodes: int, forced: Sequence[int] | None = None) -> tuple[np.ndarray, np.ndarray]:
     """W and cost of `fastest_fill` at H = h for every 0 <= N <= max_nodes (as float; W = 0 and
-    cost = inf where N is out of range)."""
-    used = list(ratios)
+    cost = inf where N is out of range); `forced` as there."""
+    forced = list(ratios) if forced is None else list(forced)
     weighted, cost = np.zeros(max_nodes + 1), np.full(max_nodes + 1, math.inf)
     steps = {i: int(v) for i, v in inner_steps(ratios, h).items()}
     order = fill_order(pools, steps)
-    extra_steps = np.concatenate([[steps[i]] * (pools[i].count - 1) for i in order] + [[]])
-    extra_price = np.concatenate([[node_price_usd(pools[i])] * (pools[i].count - 1) for i in order] + [[]])
-    base = len(used)
+    spare = {i: pools[i].count - (i in forced) for i in order}
+    extra_steps = np.concatenate([[steps[i]] * spare[i] for i in order] + [[]])
+    extra_price = np.concatenate([[node_price_usd(pools[i])] * spare[i] for i in order] + [[]])
+    base = len(forced)
     top = min(max_nodes, base + extra_steps.size)
     if top >= base:
         span = top - base + 1
-        weighted[base:top + 1] = sum(steps[i] for i in used) + np.concatenate([[0.0], np.cumsum(extra_steps)])[:span]
-        cost[base:top + 1] = sum(node_price_usd(pools[i]) for i in used) + \
+        weighted[base:top + 1] = sum(steps[i] for i in forced) + np.concatenate([[0.0], np.cumsum(extra_steps)])[:span]
+        cost[base:top + 1] = sum(node_price_usd(pools[i]) for i in forced) + \
             np.concatenate([[0.0], np.cumsum(extra_price)])[:span]
     return weighted, cost
 

@@ -161,11 +161,15 @@ class Splits:
     fastest split or, with a budget, the split of most W within it, then the cheapest, among
     `vectors` (every split). With several chosen regions (`placement`) only the splits whose nodes
     per region are placeable for u count (`placement.fastest_placement`, `placement.placeable_splits`);
-    else, or for u = 1 (flat plans: no units), the fastest fill."""
+    else, or for u = 1 (flat plans: no units), the fastest fill. `forced` (a subset of U, no budget, no
+    placement): only those pools must hold a node (`rule.fastest_fill`; the families beyond 12 pools)."""
 
     def __init__(self, pools, used, ratios, max_nodes: int, budget_usd: float | None, h_count: int,
-                 placement=None):
+                 placement=None, forced=None):
         self.pools, self.used, self.ratios, self.max_nodes, self.budget_usd = pools, used, ratios, max_nodes, budget_usd
+        self.forced = forced
+        if forced is not None and (budget_usd is not None or (placement is not None and len(placement.partition) > 1)):
+            raise ValueError("splits with pools that may hold no node take no budget and no placement")
         self.placement = placement if placement is not None and len(placement.partition) > 1 else None
         self.vectors = self.vector_cost = self.table = None
         if budget_usd is not None and self.placement is None:
@@ -192,7 +196,7 @@ class Splits:
             elif self.vectors is not None:
                 self.rows[key] = self._best_within_budget(*key)
             elif key[1] == 1:
-                self.rows[key] = fill_row(self.pools, self.ratios, h, self.max_nodes) + (None,)
+                self.rows[key] = fill_row(self.pools, self.ratios, h, self.max_nodes, self.forced) + (None,)
             else:
                 self.rows[key] = fastest_placement(self.placement, self.steps(h), key[1], self.max_nodes) + (None,)
         return self.rows[key]
@@ -214,7 +218,7 @@ class Splits:
         if index is not None:
             return [int(x) for x in self.vectors[index[nodes]]]
         if u == 1:
-            return fastest_fill(self.pools, self.steps(h), nodes)
+            return fastest_fill(self.pools, self.steps(h), nodes, self.forced)
         return fastest_placed_counts(self.pools, self.placement, self.steps(h), u, nodes)
 
     def _best_within_budget_by_table(self, h: int):
@@ -337,6 +341,35 @@ def solve_part(pools, used: tuple[int, ...], s: Setting, space: DecisionSpace, p
             key = (key[0], fleet_cost_usd(pools, counts))
             best = Found(batch.take(slice(i, i + 1)), counts, key, -key[0] if objective.maximise else key[0])
     return best, evaluations, True
+
+
+def optional_pools_apply(s: Setting, objective: Objective) -> bool:
+    """Whether `solve_with_optional` applies: min_time, or max_compute where the boxes apply and the
+    best split is the fastest (`boxes.applies`: C_local under the linear v1, fitted or no replica
+    penalty, or C_quality), so no split but the fastest fill need be compared."""
+    return not objective.by_cost and boxes.applies(s, objective)
+
+
+def solve_with_optional(pools, forced: tuple[int, ...], eligible: tuple[int, ...], s: Setting, space: DecisionSpace,
+                        precision: str, objective: Objective, deadline: float,
+                        incumbent: float = math.inf) -> tuple[Found | None, int, bool]:
+    """`solve_part` by the boxes (`boxes.search`) over the splits of N nodes among the pools `eligible`
+    in which those of `forced` hold a node each and the others any number, none included (the
+    families beyond 12 pools, `planner.solvers.proportional_families`): no budget, one region, where
+    `optional_pools_apply`. Each plan reached is scored on the fastest such split (`Splits` with
+    `forced`: one node of each forced pool, then the pools of most steps first, the cheaper first
+    among equal steps), the most W of every split of N nodes among them, the cheapest of those (the
+    exchange argument of `rule.fastest_fill`), and the box bound is over the same splits
+    (`boxes.fill_speed_bound` with `forced`), so the answer is the exact optimum over them."""
+    space = space.for_objective(s, objective)
+    ratios = step_ratios(s, pools, eligible, precision)
+    h_all = np.arange(1, space.max_inner_steps + 1)
+    h_max = np.max(np.stack(list(inner_steps(ratios, h_all).values())), axis=0)
+    splits = Splits(pools, eligible, ratios, int(space.max_nodes), None, space.max_inner_steps, None, forced=forced)
+    found, evaluations, complete = boxes.search(
+        pools, eligible, s, space, precision, list(_classes(s, space, precision)), splits,
+        lambda h: h_max[np.asarray(h) - 1], ratios, incumbent, deadline, objective)
+    return (Found(*found) if found is not None else None), evaluations, complete
 
 
 def _cheapest(pools, used, s: Setting, space: DecisionSpace, precision: str, ratios, h_values, h_max, scored_h,

@@ -1,0 +1,196 @@
+"""The exact planner beyond `pool_parts.MAX_EXACT_POOLS` pools under the proportional rule (fleet.sync_rule
+'proportional', and its half of 'auto'; docs/fleet.md, "Beyond 12 pools"): the subsets of pools grouped
+into families, one search by the proportional rule's boxes per family instead of one per subset.
+
+Where it applies (`refusal` is None): without sites, without a budget, for min_time, and for max_compute
+where the rule's boxes apply and the best split is the fastest (`planner.sync.proportional.search.
+optional_pools_apply`: C_local under the linear v1, fitted or no replica penalty, or C_quality).
+
+What a plan depends on. A proportional plan on counts n_p of the pools used U at precision q, with N
+nodes and inner steps H, is scored in U's straggler setting (`mixed_setting(U, q)`: a function of
+s = slowest(U, q) and v = min_{p in U} V_p, `planner.solvers.pool_families`) with the throughput
+changed by W = sum_p n_p H_p and H_max = max_{p in U} H_p (`planner.sync.proportional.rule`), where
+H_p = floor(H r_p), r_p = t_pace / t_p: t_pace is the setting's step, t_p pool p's step with the
+plan's model and batch. So H_max = floor(H r_f), f the pool of U of greatest r (ties to the first
+listed): U enters a plan's value only through (s, v, f) and W, and its cost through the counts.
+
+A family (q, s, v, m, f): the pools eligible E = the pools p running q with (F_p u_p, p) >
+(F_s u_s, s) or p = s, V_p >= v, and (r_p, -p) <= (r_f, -f); the pools forced F = {s, m, f}, m a pool
+of E with V_m = v (m = s when V_s = v), s and m themselves in E. Its splits: n_p >= 1 on F,
+n_p >= 0 on E \\ F, n_p <= count_p, sum_p n_p = N, for max(min_nodes, |F|) <= N <= min(sum_E count,
+limits.max_nodes). Proof that the families' optimum is the listing's: (a) a plan of the listing on U
+lies in the family (q, slowest(U), min_U V, a pool of U of least memory, the pool of U of greatest
+(r, -p)): U is within E and holds F, so its counts are a split of the family, with the same setting
+and H_max. (b) a split of a family uses U = the pools given nodes, F within U within E, so
+slowest(U) = s, min_U V = v and the greatest (r, -p) of U is f's: a plan of the listing's part U
+with the family's setting, H_max and W, at the same cost. (c) For a plan d of fixed N and H (every
+other decision too), time, memory and quality are the same on every split of the family, and the
+time falls (the compute grows) with W alone: the fastest split, one node of each pool of F, then the
+pools of most steps first (the cheaper node among equal steps), is the best split and the cheapest of
+the best (`rule.fastest_fill` with `forced`: exchange argument, a donor of F keeping one node), and
+the box bound `T_prop >= T_straggler / rho(N)` holds with rho(N) the most sum_p n_p r_p / N over the
+family's splits (`boxes.fill_speed_bound` with `forced`). So the search of each family by the boxes
+(`planner.sync.proportional.search.solve_with_optional`) is the exact optimum over its splits, the
+families' plans are the listing's plans, and the best over the families is the listing's optimum;
+ties go to the cheaper plan (the boxes' ties), then to the earlier family, and under 'auto' to the
+straggler rule (the proportional results' key index comes after every straggler family's).
+
+Families whose pools all run as many steps as the pace (H r_f < H + 1 for every H searched,
+`first_h_that_differs` None) hold straggler plans only (every H_p = H): under 'auto' the straggler
+families (`planner.solvers.pool_families`) have them, so they are skipped; under 'proportional' alone
+the boxes search them like the others (their plans are the rule's, W = N H).
+
+Search, best first. Every plan of a family takes at least T_floor = `compute_bound_s(setting, 1)` /
+R seconds, R = the most sum_p n_p r_p over the family's splits (the fastest fill by r of its most
+nodes, inflated by 1e-12): T_prop >= T_straggler(d) N H / W >= `compute_bound_s(setting, N)` / rho(N)
+(`boxes`, and `compute_bound_s`'s own proof) = `compute_bound_s(setting, 1)` / (N rho(N)), and
+N rho(N) <= R; 0 (no pruning) where `compute_bound_s` is not known to hold. min_time visits the
+families by T_floor and stops at the first one above the best time found (ties kept); max_compute by
+the ceiling C_target x training window / T_floor (`pool_families.ceiling`'s bound), stopping at the
+first below the most compute found.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import time
+from typing import NamedTuple, Sequence
+
+from planner.evaluate import with_params
+from planner.fleet.pools import PoolSetting
+from planner.schema.instance import Instance
+from planner.solvers.pool_parts import (Part, PartResult, PartsRun, base_space, slowest_and_memory, too_many_pools,
+                                        unit_price)
+from planner.sync.proportional import search as proportional
+from planner.sync.proportional.levels import needs_every_split
+from planner.sync.proportional.rule import first_h_that_differs, step_ratios
+from planner.sync.rules import rules_searched
+from planner.sync.straggler.rule import mixed_setting
+from planner.sync.straggler.search import compute_bound_s
+
+KEY_OFFSET = 1 << 30          # the proportional results' key index: after every straggler family's (ties to it)
+
+
+class RuleFamily(NamedTuple):
+    """One (precision, slowest s, least memory v, least-memory pool m, fastest f) family: its pools
+    forced and eligible, its part (setting at unit price and space, N in [min_nodes, max_nodes];
+    `used` the eligible pools) and R, the most sum_p n_p r_p of its splits."""
+
+    forced: tuple[int, ...]
+    eligible: tuple[int, ...]
+    part: Part
+    most_rate: float
+    straggler_only: bool          # every H_p = H at every H searched
+
+
+def refusal(instance: Instance, pools: Sequence[PoolSetting], objective) -> str | None:
+    """Why the proportional rule's families do not give the exact optimum of this fleet (None: they
+    do, or the rule is not searched)."""
+    if "proportional" not in rules_searched(instance):
+        return None
+    rule = "the proportional rule (fleet.sync_rule)"
+    if instance.network.sites:
+        return f"{rule} with sites: the pools used change the links and each pool's inner steps"
+    if instance.limits.budget_usd is not None:
+        return f"{rule} with limits.budget_usd: the best split within the budget need not be the fastest"
+    if objective is not None and objective.by_cost:
+        return f"{rule} under min_cost: the cheapest split that reaches the target need not be the fastest"
+    if objective is not None and any(needs_every_split(p.setting, objective) for p in pools):
+        return (f"{rule} under max_compute of C_local with the Chinchilla replica penalty: every split is a "
+                "candidate, not only the fastest")
+    if objective is not None and not all(proportional.optional_pools_apply(p.setting, objective) for p in pools):
+        return f"{rule} under {objective.key}: with these assumptions the best split need not be the fastest"
+    return None
+
+
+def families(instance: Instance, pools: list[PoolSetting], params: float | None) -> list[RuleFamily]:
+    """Every family of the module docstring with at least one split of node count in range."""
+    space = base_space(instance, pools)
+    cap = instance.limits.max_nodes or math.inf
+    out = []
+    for q, s, _, within, lows in slowest_and_memory(pools, space.precisions):
+        setting = mixed_setting(pools, tuple(sorted({s, lows[0]})), q)
+        setting = unit_price(setting if params is None else with_params(setting, params))
+        ratios = step_ratios(setting, pools, within, q)
+        for f in within:
+            eligible = tuple(p for p in within if (ratios[p], -p) <= (ratios[f], -f))
+            top = min(sum(pools[p].count for p in eligible), cap)
+            for m in (m for m in lows if s in eligible and m in eligible):
+                forced = tuple(sorted({s, m, f}))
+                low = max(space.min_nodes, len(forced))
+                if top < low:
+                    continue
+                rates = sorted((ratios[p] for p in eligible for _ in range(pools[p].count - (p in forced))),
+                               reverse=True)
+                most_rate = (sum(ratios[p] for p in forced) + sum(rates[:int(top) - len(forced)])) * (1 + 1e-12)
+                part_space = dataclasses.replace(space, precisions=(q,), min_nodes=low, max_nodes=int(top))
+                h_min = first_h_that_differs({p: ratios[p] for p in eligible}, space.max_inner_steps)
+                out.append(RuleFamily(forced, eligible, Part(params, eligible, q, setting, part_space),
+                                      most_rate, h_min is None))
+    return out
+
+
+def time_floor_s(family: RuleFamily) -> float:
+    """T_floor of the module docstring: a lower bound on the time to target of every plan of the family
+    (0 when not known)."""
+    return compute_bound_s(family.part.setting, 1) / family.most_rate
+
+
+def compute_ceiling(family: RuleFamily) -> float:
+    """An upper bound on the compute (FLOP) within the training window of every plan of the family
+    (inf when none is known): C_target x training window / T_floor."""
+    floor_s = time_floor_s(family)
+    s = family.part.setting
+    return s.target * s.training_window_s / floor_s if floor_s > 0 else math.inf
+
+
+def solve_rule_families(run: PartsRun, params: float | None) -> None:
+    """The proportional rule's plans of every family of `run`'s model size into `run` (plans found,
+    proven bound, incumbent, completeness), best first (module docstring)."""
+    objective, pools = run.objective, run.pools
+    if (why := refusal(run.instance, pools, objective)) is not None:      # the caller refuses first
+        too_many_pools(len(pools), why)
+    run.size = None
+    listed = [f for f in families(run.instance, pools, params)
+              if not (f.straggler_only and "straggler" in run.rules)]
+    maximise = objective.maximise
+    if maximise:
+        order = sorted(range(len(listed)), key=lambda k: -compute_ceiling(listed[k]))
+    else:
+        order = sorted(range(len(listed)), key=lambda k: time_floor_s(listed[k]))
+    most = max((r.value for r in run.found), default=-math.inf)
+    for k in order:
+        family = listed[k]
+        if time.perf_counter() > run.deadline:
+            run.complete = False
+            return
+        if maximise and compute_ceiling(family) < max(most * (1 - 1e-12), run.most):   # every family left: less
+            run.bound = max(run.bound, compute_ceiling(family))
+            return
+        if not maximise and time_floor_s(family) > run.incumbent * (1 + 1e-12):    # every family left is slower
+            run.bound = min(run.bound, time_floor_s(family))
+            return
+        part = family.part
+        if not proportional.optional_pools_apply(part.setting, objective):
+            too_many_pools(len(pools), f"the proportional rule (fleet.sync_rule) under {objective.key}: with these "
+                                       "assumptions the best split need not be the fastest")
+        found, count, complete = proportional.solve_with_optional(
+            pools, family.forced, family.eligible, part.setting, part.space, part.precision, objective,
+            run.deadline, most if maximise else run.incumbent)
+        run.evaluations += count
+        if not complete:
+            run.complete = False
+            return
+        if found is None:
+            continue
+        used = tuple(i for i, c in enumerate(found.counts) if c)
+        run.found.append(PartResult(part._replace(used=used), found.batch, found.counts,
+                                    found.key + (KEY_OFFSET + k,), found.value, "proportional"))
+        if maximise:
+            most = max(most, found.value)
+            run.most = max(run.most, found.value * (1 - 1e-12))
+            run.bound = max(run.bound, found.value)
+        else:
+            run.incumbent = min(run.incumbent, found.value)
+            run.bound = min(run.bound, found.value)
