@@ -216,8 +216,8 @@ def process_collector():
     try:
         yield
     finally:
+        gc.freeze()                         # first: it also empties the youngest generation's count
         gc.set_threshold(*thresholds)
-        gc.freeze()
 
 
 # -- floating-point limits -----------------------------------------------------------
