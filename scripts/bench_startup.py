@@ -22,13 +22,21 @@ every pair, both medians and minima, their ratio and the load average.
     python scripts/bench_startup.py                 # 15 runs each of solve and solve --json
     python scripts/bench_startup.py --runs 30 --top 25
     python scripts/bench_startup.py --compare /tmp/main --runs 20
+    python scripts/bench_startup.py --compare /tmp/main --instructions
+
+With `--instructions` (valgrind installed), it counts instead the instructions of one run of the
+command from each tree (valgrind's callgrind, `Collected`): a figure the machine's load does not
+move, though it weighs a cache miss like any instruction (the collector's traversals are mostly
+misses, so their share of CPU time is larger than their share of instructions).
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import re
 import resource
+import shutil
 import statistics
 import subprocess
 import sys
@@ -83,10 +91,18 @@ def main() -> None:
     parser.add_argument("--top", type=int, default=20, help="-X importtime entries shown (default 20)")
     parser.add_argument("--compare", type=Path, metavar="TREE",
                         help="another checkout of dtplan: alternating pairs against it (module docstring)")
+    parser.add_argument("--instructions", action="store_true",
+                        help="count instructions under valgrind's callgrind instead (module docstring)")
     ns = parser.parse_args()
+    if ns.compare is not None and not (ns.compare / "planner" / "cli" / "__init__.py").is_file():
+        parser.error(f"--compare: {ns.compare} holds no planner/cli/__init__.py; give a checkout of dtplan")
+    if ns.instructions:
+        if shutil.which("valgrind") is None:
+            parser.error("--instructions: valgrind is not installed")
+        trees = {"this checkout": REPO, **({str(ns.compare): ns.compare.resolve()} if ns.compare else {})}
+        instructions(trees)
+        return
     if ns.compare is not None:
-        if not (ns.compare / "planner" / "cli" / "__init__.py").is_file():
-            parser.error(f"--compare: {ns.compare} holds no planner/cli/__init__.py; give a checkout of dtplan")
         compare(ns.compare, ns.runs)
         return
     bare = measure_bare(ns.runs)
@@ -140,6 +156,30 @@ def compare(tree: Path, runs: int) -> None:
     mine, other = (statistics.median(v) for v in cpus.values())
     print(f"  this checkout / other: {mine / other:.3f} (median), "
           f"{min(cpus['this checkout']) / min(cpus[str(tree)]):.3f} (min); target {TARGET_CPU_S} s")
+
+
+def instructions(trees: dict[str, Path]) -> None:
+    """Instructions of `dtplan solve INSTANCE` from each tree, one callgrind run each (bytecode warmed first)."""
+    args = COMMANDS[0]
+    warm = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    counts = {}
+    for name, root in trees.items():
+        child_cpu_s([sys.executable, "-c", _FROM_TREE, str(root), *args], env=warm)
+        done = subprocess.run(["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", sys.executable,
+                               "-c", _FROM_TREE, str(root), *args], capture_output=True, text=True, cwd=REPO)
+        found = re.search(r"Collected\s*:\s*(\d+)", done.stderr)
+        if done.returncode != 0 or not found:
+            sys.exit(f"{name}: callgrind run failed (exit {done.returncode}):\n{done.stderr[-2000:]}")
+        counts[name] = int(found.group(1))
+        print(f"  {name:>20}: {counts[name] / 1e9:.3f} billion instructions", flush=True)
+    bare = subprocess.run(["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", sys.executable, "-c",
+                           "pass"], capture_output=True, text=True)
+    found = re.search(r"Collected\s*:\s*(\d+)", bare.stderr)
+    if found:
+        print(f"  {'python -c pass':>20}: {int(found.group(1)) / 1e9:.3f} billion instructions")
+    if len(counts) == 2:
+        mine, other = counts.values()
+        print(f"  this checkout / other: {mine / other:.3f}")
 
 
 def measure_bare(runs: int) -> list[float]:

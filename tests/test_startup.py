@@ -205,6 +205,45 @@ def test_the_cli_sets_its_thread_and_plugin_defaults_unless_the_user_did():
     assert _child("--help", env=mine)["env"] == mine
 
 
+_COLLECTOR = r"""
+import gc, json, sys
+from planner.cli import main
+seen = []
+gc.callbacks.append(lambda phase, info: seen.append(info["generation"]) if phase == "stop" else None)
+before = gc.get_threshold()
+try:
+    main(sys.argv[1:], prog_name="dtplan")
+except SystemExit as exc:
+    code = exc.code
+sys.stderr.write("@@gc " + json.dumps({"code": code, "collections": seen, "frozen": gc.get_freeze_count(),
+                                       "before": before, "after": gc.get_threshold()}) + "\n")
+"""
+
+
+def test_a_dtplan_process_starts_without_collections_and_freezes_what_is_left():
+    done = subprocess.run([sys.executable, "-c", _COLLECTOR, "solve", str(INSTANCES / "solve-1e24-64xh100.json")],
+                          cwd=REPO, capture_output=True, text=True)
+    seen = json.loads(next(l for l in done.stderr.splitlines() if l.startswith("@@gc ")).split(" ", 1)[1])
+    assert seen["code"] == 0
+    assert seen["collections"] == []            # dozens at CPython's default threshold (docs/cli.md)
+    assert seen["frozen"] > 20_000              # what start-up made: not traced again at exit
+    assert seen["after"] == seen["before"]      # the thresholds are given back
+
+
+def test_a_command_run_in_process_leaves_the_collector_as_it_was():
+    import gc
+
+    from click.testing import CliRunner
+
+    from planner.cli import main
+    before, frozen = gc.get_threshold(), gc.get_freeze_count()
+    result = CliRunner().invoke(main, ["solve", str(INSTANCES / "solve-1e24-64xh100.json")])
+    assert result.exit_code == 0, result.output
+    assert (gc.get_threshold(), gc.get_freeze_count()) == (before, frozen)
+    main(["--version"], prog_name="dtplan", standalone_mode=False)      # called, but not as a process
+    assert (gc.get_threshold(), gc.get_freeze_count()) == (before, frozen)
+
+
 def test_lazy_commands_are_the_registered_commands():
     from planner.cli import COMMANDS, main
     commands = main.all_commands()
