@@ -4,6 +4,7 @@ backend's solve and the certification, on the instances of `scripts/bench_solve.
 
     nice python scripts/bench_mip_build.py [--mip highs] [--random 300] [--quality 100] [--max-compute 40]
                                            [--seed 0] [--time-limit 60] [--only NAME,NAME] [--slowest 12]
+                                           [--reports PATH]
 
 The instances are bench_solve's mip suite (`mip_runs`: the shipped instances, `--random` random ones
 with N <= 10^4 and the default search ranges, the first `--quality` of them with a C_quality target,
@@ -28,11 +29,17 @@ slowest instances with their split, the CPU time of the whole run and the machin
 before and after (the figures depend on it). Last line: `mip_median_s=... mip_p95_s=... mip_max_s=...
 all_p95_s=... all_max_s=... model_share=... all_cpu_median_s=... all_cpu_p95_s=... all_cpu_max_s=... cpu_total_s=...`
 (model_share: (model + transfer) / wall, all instances).
+
+`--reports PATH` writes one JSON line per instance: its name, the answer (status, objective value) and
+what the MIP report says apart from times (`REPORTED`: rounds, status, nodes, classes solved, gap, ...).
+Two runs' files compare line by line (`cmp`): the report does not depend on the machine's load when they
+are equal at different loads (docs/mip.md, "What is deterministic").
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import time
 from pathlib import Path
@@ -49,6 +56,8 @@ from planner.solve import solve  # noqa: E402
 from planner.solvers import UnsupportedBySolver  # noqa: E402
 
 PARTS = ("tables", "model", "transfer", "solve", "certify")
+REPORTED = ("status", "backend_status", "objective", "bound", "gap", "nodes", "rounds", "columns", "rows", "nonzeros",
+            "classes", "classes_kept", "classes_solved", "certified_changed_plan", "certified_improved")
 
 
 def split(report: dict) -> dict:
@@ -69,6 +78,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--time-limit", type=float, default=60.0)
     p.add_argument("--only", default="", help="comma-separated instance names (e.g. main-17,main-3-quality)")
     p.add_argument("--slowest", type=int, default=12)
+    p.add_argument("--reports", default="", help="write each instance's answer and MIP report (no times) as JSON lines")
     args = p.parse_args(argv)
     only = {x for x in args.only.split(",") if x}
     suite = argparse.Namespace(mip_random=args.random, mip_quality=args.quality, mip_max_compute=args.max_compute,
@@ -76,6 +86,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"bench_mip_build starts, {args.mip}, {load()}", flush=True)
     cpu0 = time.process_time()
     rows = []         # (name, kind, wall, split)
+    reports = open(args.reports, "w") if args.reports else None
     for name, inst in mip_runs(suite):
         if (only and name not in only) or inst.fleet.is_mixed:
             continue
@@ -89,9 +100,15 @@ def main(argv: list[str] | None = None) -> int:
         wall = time.perf_counter() - start
         parts = split(r.mip[0] if r.mip else {})
         rows.append((name, kind, wall, parts, r.status, time.process_time() - cpu_start))
+        if reports is not None:
+            mip = r.mip[0] if r.mip else {}
+            reports.write(json.dumps({"name": name, "answer": [r.status, r.objective_value],
+                                      **{k: mip.get(k) for k in REPORTED}}) + "\n")
         if only:
             print(f"  {name}: {wall:.3f} s " + " ".join(f"{k} {v:.3f}" for k, v in parts.items()), flush=True)
     cpu = time.process_time() - cpu0
+    if reports is not None:
+        reports.close()
     print(f"bench_mip_build ({args.mip}; {len(rows)} instances, CPU {cpu:.1f} s), {load()}:")
     kinds = sorted({r[1] for r in rows})
     for kind in kinds + ["all"]:

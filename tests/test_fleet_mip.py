@@ -64,7 +64,7 @@ def check_against_oracle(data: dict, backend: str, loop_closes: bool = True) -> 
     assert close(exact.objective_value if exact.status == "optimal" else None, want)
     maximise = instance.objective == "max_compute"
     for report in mip.mip:                 # the loop alone, before certification
-        if maximise:        # capped rounds (`certified.COMPUTE_LOOP_S`): an upper bound, the plan within 1e-4 in ln C
+        if maximise:        # capped rounds (`mixed_mip.CERTIFIED_COMPUTE_ROUNDS`): an upper bound, the plan within 1e-4 in ln C
             if report["bound"] is None:     # the wall-clock cap (0.01 s at least per round) met before any bound: a
                 assert report["status"] == "time_limit", report      # loaded machine; the certification answered
                 continue

@@ -188,10 +188,10 @@ def test_mip_bnb_and_oracle_agree_with_brute_force(seed, objective, backend, tar
 @pytest.mark.parametrize("seed, target_kind", [(seed, "c_local") for seed in range(8)]
                          + [(seed, "c_quality") for seed in range(100, 106)])
 def test_model_rounds_alone_agree_with_brute_force(monkeypatch, seed, objective, target_kind):
-    """The loop with no exact step beyond `EXACT_CLASSES` classes per round (`certified.EXACT_SHARE` 0,
-    as before the step grew with the model's time): the model's own rounds close the gap."""
+    """The loop with no exact step beyond `EXACT_CLASSES` classes per round (`certified.EXACT_PLANS` 0,
+    as before the step grew): the model's own rounds close the gap."""
     from planner.solvers import certified
-    monkeypatch.setattr(certified, "EXACT_SHARE", 0.0)
+    monkeypatch.setattr(certified, "EXACT_PLANS", 0)
     _mip_bnb_and_oracle_agree_with_brute_force(seed, objective, "highs", target_kind)
 
 
@@ -322,9 +322,9 @@ def test_max_compute_mip_bnb_and_oracle_agree_with_brute_force(backend, seed, ta
 
 @pytest.mark.parametrize("seed, target_kind, penalty", [(seed, kind, pen) for seed in range(4) for kind, pen in COMPUTE_KINDS])
 def test_max_compute_model_rounds_alone_agree_with_brute_force(monkeypatch, seed, target_kind, penalty):
-    """As above with no exact step beyond `EXACT_CLASSES` classes per round (`certified.EXACT_SHARE` 0)."""
+    """As above with no exact step beyond `EXACT_CLASSES` classes per round (`certified.EXACT_PLANS` 0)."""
     from planner.solvers import certified
-    monkeypatch.setattr(certified, "EXACT_SHARE", 0.0)
+    monkeypatch.setattr(certified, "EXACT_PLANS", 0)
     _max_compute_agrees_with_brute_force("highs", seed, target_kind, penalty)
 
 
@@ -374,14 +374,14 @@ def test_solve_promising_counts_as_solved_only_classes_with_nothing_better(seed,
     finite = np.flatnonzero(np.isfinite(lower))
     assert finite.size > EXACT_CLASSES
     alone = {int(a): solve_classes(t, [int(a)], math.inf, math.inf, measure)[1] for a in finite}
-    plan, value, done = solve_promising(t, None, set(), math.inf, math.inf, measure, 60.0, lower)
+    plan, value, done = solve_promising(t, None, set(), math.inf, math.inf, measure, math.inf, lower)
     best = min(alone.values())
     assert math.isfinite(best) and plan is not None
     assert value == pytest.approx(best, rel=1e-12)
     assert sorted(done) == list(range(len(t.sync)))        # each solved, or bounded at or above the best
     # bounds that prune nothing (-inf, valid): batches of 8, 16, 32, ... search every class
     none = np.full(len(t.sync), -np.inf)
-    plan, value, done = solve_promising(t, None, set(), math.inf, math.inf, measure, 60.0, none)
+    plan, value, done = solve_promising(t, None, set(), math.inf, math.inf, measure, math.inf, none)
     assert sorted(done) == list(range(len(t.sync)))
     assert value == pytest.approx(best, rel=1e-12)
     # no budget: the EXACT_CLASSES most promising, then only those bounded at or above their best
@@ -393,8 +393,20 @@ def test_solve_promising_counts_as_solved_only_classes_with_nothing_better(seed,
     first = int(finite[-1])
     plan, value, done = solve_promising(t, first, set(), math.inf, math.inf, measure, 0.0, lower)
     assert done[0] == first and len(done) >= EXACT_CLASSES
-    plan, value, done = solve_promising(t, first, set(), math.inf, 0.0, measure, 60.0, lower)   # deadline past
+    plan, value, done = solve_promising(t, first, set(), math.inf, 0.0, measure, math.inf, lower)   # deadline past
     assert plan is None and all(lower[a] == math.inf for a in done)     # none searched
+    # the budget is plans scored: a budget of exactly the first batch's plans stops after it, one more plan
+    # lets the second batch run, where one is left (seeds 6, 10 and 17 with max_compute: the
+    # classes solved do not depend on the clock)
+    from planner.mip.presolve import most_promising, solve_classes_within
+    batch = most_promising(t, set(), EXACT_CLASSES, lower)
+    scored = solve_classes_within(t, batch, math.inf, math.inf, measure)[3]
+    assert scored > 0
+    _, first_value, one = solve_promising(t, None, set(), math.inf, math.inf, measure, scored, lower)
+    assert one[:len(batch)] == batch and all(lower[a] >= first_value for a in one[len(batch):])
+    _, _, two = solve_promising(t, None, set(), math.inf, math.inf, measure, scored + 1, lower)
+    second = most_promising(t, set(batch), 2 * len(batch), lower, first_value)
+    assert two[:len(batch) + len(second)] == batch + second if second else two == one
 
 
 def _fewest_nodes_by_brute_force(t, e) -> float:
@@ -456,7 +468,7 @@ def test_fewest_nodes_per_class_and_the_min_cost_presolve_against_brute_force(se
                 assert fewest >= best
         else:
             assert fewest >= best
-    _, value, done = solve_promising(pruned, None, solved, best, math.inf, NODES, 60.0,
+    _, value, done = solve_promising(pruned, None, solved, best, math.inf, NODES, math.inf,
                                      node_promise_of(pruned))
     assert min(value, best) == pytest.approx(optimum, rel=1e-12)
     assert sorted(set(done) | solved) == list(range(len(pruned.sync)))
@@ -491,12 +503,12 @@ def test_min_cost_model_with_least_nodes_is_a_relaxation_plan_by_plan(seed):
 @pytest.mark.parametrize("seed", [30, 95, 163, 166, 186, 227, 232, 285])
 def test_model_with_one_exact_class_per_round_agrees_with_brute_force(monkeypatch, seed, objective):
     """One class solved exactly by the presolve and one (the model's choice) per round (`EXACT_CLASSES`
-    1, `EXACT_SHARE` 0): the model's own rounds, min_cost's least-nodes row included, close the gap.
+    1, `EXACT_PLANS` 0): the model's own rounds, min_cost's least-nodes row included, close the gap.
     (Seeds whose presolve keeps three classes or more.)"""
     from planner.mip import presolve
     from planner.solvers import certified
     monkeypatch.setattr(presolve, "EXACT_CLASSES", 1)
-    monkeypatch.setattr(certified, "EXACT_SHARE", 0.0)
+    monkeypatch.setattr(certified, "EXACT_PLANS", 0)
     _mip_bnb_and_oracle_agree_with_brute_force(seed, objective, "highs", "c_local")
 
 
@@ -704,6 +716,85 @@ def test_cli_refuses_what_a_backend_cannot_answer(tmp_path):
     assert "Traceback" not in r.output
 
 
+def _split_pools(rule: str) -> dict:
+    """14 pools (splits of an H100 and an A100 pool, tests/test_fleet_mip.py) under `rule`: beyond the 12 pools
+    of the decomposition, answered when the loop's own bound proves it."""
+    split = [{"name": f"h{i}", "hardware": "16xH100-SXM", "count": 2} for i in range(7)] + \
+        [{"name": f"a{i}", "hardware": "48xA100-80GB", "count": 3} for i in range(7)]
+    return {"model": {"params": 7e9}, "training": {"target_flop": 3e22}, "objective": "min_time",
+            "network": {"wan": {"up_mbps": 500, "down_mbps": 500}}, "limits": {"max_days": 200},
+            "search": {"max_inner_steps": 64, "precisions": ["fp16"]}, "fleet": {"pools": split, "sync_rule": rule}}
+
+
+def _shipped(name: str, **changes) -> dict:
+    data = json.loads((Path(__file__).resolve().parents[1] / "instances" / f"{name}.json").read_text())
+    for key, value in changes.items():
+        if isinstance(value, dict):
+            data.setdefault(key, {}).update(value)
+        else:
+            data[key] = value
+    return data
+
+
+@pytest.mark.parametrize("name, data", [
+    ("baseline-1e25 min_time", _shipped("baseline-1e25", objective="min_time")),
+    ("baseline-1e25 max_compute", _shipped("baseline-1e25", objective="max_compute", training={"target_kind": "c_local"})),
+    ("mixed-a100-h100 proportional", _shipped("mixed-a100-h100", fleet={"sync_rule": "proportional"})),
+    ("14 pools proportional", _split_pools("proportional"))])
+def test_the_mip_report_does_not_depend_on_the_clock(monkeypatch, name, data):
+    """The loops' caps are work (rounds, plans scored), not seconds: with `time.perf_counter` running ten
+    times fast (a machine ten times as loaded, as the project's own clock sees it) the answer and the MIP
+    report (rounds, status, nodes, classes solved, bound, gap; not the times) are the same. Before, the
+    max_compute loop (4 s), the certified pools loop under the rule (0.5 s), the loop beyond 12 pools (4 s)
+    and the exact step (the model round's time) were wall time, and the 14 pools under the proportional rule
+    missed their proof at load 12. The backend's own time per max_compute round (`certified.COMPUTE_GOING_ON_S`)
+    is HiGHS's wall clock, out of reach of this clock: raised here so that the machine's real load cannot
+    reach it (docs/mip.md, "What is deterministic")."""
+    import time
+    from planner.schema.instance import parse_instance
+    from planner.solve import solve
+    from planner.solvers import certified
+    monkeypatch.setattr(certified, "COMPUTE_GOING_ON_S", 120.0)
+    monkeypatch.setattr(certified, "COMPUTE_ROUND_S", 120.0)
+
+    def run():
+        result = solve(parse_instance(data), solver="highs")
+        reports = [{k: v for k, v in m.items() if not k.endswith("_s")} for m in result.mip]
+        return result.status, result.objective_value, reports
+
+    normal = run()
+    real, start = time.perf_counter, time.perf_counter()
+    monkeypatch.setattr(time, "perf_counter", lambda: start + 10.0 * (real() - start))
+    fast = run()
+    monkeypatch.setattr(time, "perf_counter", real)
+    assert normal[0] == "optimal" and normal[2] and normal[2][0]["rounds"] >= 1
+    assert fast == normal
+
+
+@pytest.mark.parametrize("name", ["baseline-1e25", "solve-1e24-64xh100"])
+def test_max_compute_report_does_not_depend_on_the_backends_own_cap(monkeypatch, name):
+    """The one wall-time cap left in the loop, the backend's time per max_compute round
+    (`certified.COMPUTE_GOING_ON_S`, HiGHS's own clock), met before the backend has a plan (0.01 s; a loaded
+    machine) or never (120 s): the exact step goes on either way and solves every class, so the answer and the
+    report's status, rounds, classes solved, bound and gap are the same; only the backend's own status and
+    nodes differ."""
+    from planner.schema.instance import parse_instance
+    from planner.solve import solve
+    from planner.solvers import certified
+    data = _shipped(name, objective="max_compute", training={"target_kind": "c_local"})
+
+    def run(cap_s):
+        monkeypatch.setattr(certified, "COMPUTE_GOING_ON_S", cap_s)
+        result = solve(parse_instance(data), solver="highs")
+        (report,) = result.mip
+        return result.status, result.objective_value, {k: v for k, v in report.items()
+                                                      if not k.endswith("_s") and k not in ("nodes", "backend_status")}
+
+    capped, free = run(0.01), run(120.0)
+    assert free[0] == "optimal" and free[2]["status"] == "optimal" and free[2]["classes_solved"] > 0
+    assert capped == free
+
+
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_time_limit_reports_a_valid_bound(backend):
     from planner.schema.instance import parse_instance
@@ -750,21 +841,43 @@ def test_largest_shipped_max_compute_model_is_under_a_megabyte(tmp_path, target_
 
 def test_a_model_proven_infeasible_by_the_presolve_is_written_small_and_infeasible(tmp_path):
     """pp-group-480B-h100 asked for min_cost: no plan meets its duration limit (bnb agrees);
-    the model written is that of the class of least bound, and HiGHS finds it infeasible."""
+    the model written is that of the class of least bound, and HiGHS finds it infeasible.
+
+    HiGHS with the backend's options, one thread among them: a `Highs` run with the default `threads`
+    sets up HiGHS's scheduler (one per process thread, kept after the object is gone) with as many
+    threads as cores, and every later run with `threads` = 1 in that thread fails (status kNotset,
+    "the scheduler has already been initialized to use 2 threads"): it made
+    test_highs_presolve_finds_the_optimum_highs_1_14_missed fail when run after this test alone
+    (`pytest tests/test_mip.py -k presolve`), and would make the backend report an error."""
     from pathlib import Path
     import highspy
     from planner.mip.export import write_model
     from planner.schema.instance import load_instance
     from planner.solve import solve
+    from planner.solvers.highs import OPTIONS, quiet_highs
     inst = load_instance(Path(__file__).resolve().parents[1] / "instances" / "pp-group-480B-h100.json")
     assert solve(inst, "min_cost").status == "infeasible"
     (path,) = write_model(inst, MIN_COST, tmp_path / "model.mps")
     assert path.stat().st_size < 100_000
-    h = highspy.Highs()
-    h.setOptionValue("output_flag", False)
+    h = quiet_highs(highspy)
+    for key, value in OPTIONS.items():
+        h.setOptionValue(key, value)
     h.readModel(str(path))
     h.run()
     assert h.getModelStatus() == highspy.HighsModelStatus.kInfeasible
+
+
+def test_every_highs_object_is_made_by_quiet_highs():
+    """A `Highs` run with the default `threads` leaves HiGHS's scheduler at one thread per core for the
+    rest of the process thread, and every later run with the backend's `threads` = 1 then fails (the
+    order dependence of test_highs_presolve_finds_the_optimum_highs_1_14_missed): no code of the project,
+    its tests or its scripts makes a `Highs` but `planner.solvers.highs.quiet_highs` (the backend, and the
+    tests that set the backend's `OPTIONS` on it)."""
+    root = Path(__file__).resolve().parents[1]
+    made = "highspy." + "Highs("
+    found = sorted(str(p.relative_to(root)) for folder in ("planner", "tests", "scripts")
+                   for p in (root / folder).rglob("*.py") if made in p.read_text())
+    assert found == ["planner/solvers/highs.py"]
 
 
 def test_classes_that_never_reach_the_target_leave_no_rows(tmp_path):

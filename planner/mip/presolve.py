@@ -36,17 +36,18 @@ def solve_classes(t: Tables, positions, best: float = math.inf, deadline: float 
     (plan, its nodes) of a plan of the fewest nodes within the duration limit, fewer than `best`
     (`bnb.fewest_nodes_within`). Past `deadline` the answer is the best plan found so far
     (`solve_classes_within` says whether the search finished)."""
-    plan, value, _ = solve_classes_within(t, positions, best, deadline, measure)
+    plan, value, _, _ = solve_classes_within(t, positions, best, deadline, measure)
     return plan, value
 
 
 def solve_classes_within(t: Tables, positions, best: float = math.inf, deadline: float = math.inf,
                          measure: str = bnb.TIME):
-    """`solve_classes`, and whether the search finished before `deadline` (else no class of
-    `positions` may be counted as solved)."""
+    """`solve_classes`, whether the search finished before `deadline` (else no class of `positions`
+    may be counted as solved), and the plans it scored (`bnb.Found.evaluations`,
+    `bnb.fewest_nodes_within`'s count: the work done, which does not depend on the machine's load)."""
     s = t.setting
     cap = s.window_s if measure == bnb.TIME else math.inf
-    found_plan, found, complete = None, math.inf, True
+    found_plan, found, complete, scored = None, math.inf, True, 0
     by_group: dict[int, list[int]] = {}
     for a in positions:
         by_group.setdefault(t.sync[a].group, []).append(t.sync[a].index)
@@ -54,8 +55,9 @@ def solve_classes_within(t: Tables, positions, best: float = math.inf, deadline:
         c = t.groups[g].take(np.array(sorted(index)))
         limit = min(best, found)
         if measure == NODES:
-            plan, value, done = _fewest_nodes(t, c, limit, deadline)
+            plan, value, done, count = _fewest_nodes(t, c, limit, deadline)
             complete &= done
+            scored += count
             if value < found:
                 found_plan, found = plan, value
             continue
@@ -63,55 +65,56 @@ def solve_classes_within(t: Tables, positions, best: float = math.inf, deadline:
         result = bnb.minimise_time(s, c, t.space.max_inner_steps, t.space.max_regional_rounds,
                                    min(bound, cap), deadline, measure)
         complete &= result.open_bound == math.inf
+        scored += result.evaluations
         if result.time_s.size:
             a = int(np.argmin(result.time_s))
             value = math.log(float(result.time_s[a]))
             if value < found:
                 found_plan, found = result.batch.take(slice(a, a + 1)), value
-    return (found_plan, found, complete) if found < best else (None, math.inf, complete)
+    return (found_plan, found, complete, scored) if found < best else (None, math.inf, complete, scored)
 
 
 def _fewest_nodes(t: Tables, c: Classes, at_most: float, deadline: float):
-    """(plan, nodes, complete): a plan of the fewest nodes of the classes `c` within the duration limit,
-    fewer than `at_most` (else (None, inf)), by `bnb.fewest_nodes_within`; complete unless the
-    `deadline` left open a box that could hold fewer nodes than the answer."""
+    """(plan, nodes, complete, plans scored): a plan of the fewest nodes of the classes `c` within the
+    duration limit, fewer than `at_most` (else (None, inf)), by `bnb.fewest_nodes_within`; complete unless
+    the `deadline` left open a box that could hold fewer nodes than the answer."""
     s = t.setting
     witness: list = []
-    fewest, _, open_nodes = bnb.fewest_nodes_within(s, c, t.space.max_inner_steps, t.space.max_regional_rounds,
-                                                    s.window_s, at_most, deadline, witness=witness)
+    fewest, scored, open_nodes = bnb.fewest_nodes_within(s, c, t.space.max_inner_steps, t.space.max_regional_rounds,
+                                                         s.window_s, at_most, deadline, witness=witness)
     complete = open_nodes >= fewest
     if not witness:
-        return None, math.inf, complete
-    return witness[0], fewest, complete
+        return None, math.inf, complete, scored
+    return witness[0], fewest, complete, scored
 
 
 def solve_promising(t: Tables, first: int | None, solved, best: float, deadline: float, measure: str,
-                    budget_s: float, lower: np.ndarray | None = None):
+                    budget_plans: float, lower: np.ndarray | None = None):
     """Classes solved exactly, most promising first: class `first` (the loop's: the model's choice; or
     None) and the most promising unsolved ones up to `EXACT_CLASSES` (`solve_classes`), then batches of
-    the next most promising, each twice as large as the one before, as long as they finish within
-    `budget_s` from the start (the presolves pass 0: `EXACT_CLASSES`). The loop
-    (`planner.solvers.certified`) passes the time its last model round took, so that the exact search
-    takes about as long as the model at most; it costs about a hundredth of a model round per class
-    on 10^5-node instances (docs/mip.md). Promise: the least lower bound (`lower`, by default `t.class_lower`); classes whose
-    bound is not below `best` are left out (they cannot beat it). Exact like `solve_classes`: (plan,
-    value) of the best plan beating `best`, or (None, inf), and the positions solved (none of them
-    holds a plan better than the value returned, or than `best`: those solved exactly, and those whose
-    bound is not below it; a batch the `deadline` stopped is not among them)."""
-    start = time.perf_counter()
+    the next most promising, each twice as large as the one before, as long as the plans scored so far
+    (`solve_classes_within`) are fewer than `budget_plans` (the presolves pass 0: `EXACT_CLASSES`; the
+    loop of `planner.solvers.certified` passes `EXACT_PLANS`). The budget is work, not seconds: which
+    classes are solved does not depend on the machine's load (docs/mip.md, "What is deterministic"); a
+    batch once started runs to its end (or to `deadline`, the user's time limit). Promise: the least
+    lower bound (`lower`, by default `t.class_lower`); classes whose bound is not below `best` are left
+    out (they cannot beat it). Exact like `solve_classes`: (plan, value) of the best plan beating `best`,
+    or (None, inf), and the positions solved (none of them holds a plan better than the value returned,
+    or than `best`: those solved exactly, and those whose bound is not below it; a batch the `deadline`
+    stopped is not among them)."""
     lower = t.class_lower if lower is None else lower
     head = [] if first is None else [first]
     batch = head + most_promising(t, set(solved) | set(head), EXACT_CLASSES - len(head), lower, best)
-    found_plan, found, done = None, math.inf, []
+    found_plan, found, done, scored = None, math.inf, [], 0
     while batch:
-        stop = deadline if not done else min(deadline, start + budget_s)      # the first batch in any case
-        plan, value, complete = solve_classes_within(t, batch, min(best, found), stop, measure)
+        plan, value, complete, count = solve_classes_within(t, batch, min(best, found), deadline, measure)
+        scored += count
         if value < found:      # a plan of the classes, exact or not: a valid incumbent
             found_plan, found = plan, value
         if not complete:       # stopped at the deadline: these classes are not solved
             break
         done += batch
-        if time.perf_counter() - start >= budget_s or time.perf_counter() >= deadline:
+        if scored >= budget_plans or time.perf_counter() >= deadline:
             break
         batch = most_promising(t, set(solved) | set(done), 2 * len(batch), lower, min(best, found))
     if lower is not None:      # bounded at or above the best plan known: nothing better there either

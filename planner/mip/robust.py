@@ -62,13 +62,14 @@ from planner.mip.presolve import presolve, presolve_compute
 from planner.mip.tables import OMEGA_FLOOR, Tables, column, outer_per_step, sync_terms
 from planner.objectives import Objective
 from planner.solvers import UnsupportedBySolver, backends
-from planner.solvers.certified import (COMPUTE_GOING_ON_S, COMPUTE_LOG_TOL, COMPUTE_LOOP_S, LOG_TOL, MAX_ROUNDS,
+from planner.solvers.certified import (COMPUTE_GOING_ON_S, COMPUTE_LOG_TOL, COMPUTE_ROUNDS, LOG_TOL, MAX_ROUNDS,
                                        MipReport, backend_round, check_supported, close_report, round_ends_loop,
                                        settle_round,
                                        tables_or_refuse)
 from planner.space import DecisionSpace
 
 ROBUST_ROUNDS = 2 * MAX_ROUNDS      # rounds of the loop: the nominal loop's, twice (scenarios join on the way)
+ROBUST_COMPUTE_ROUNDS = 2 * COMPUTE_ROUNDS     # max_compute, likewise (work, not seconds: `certified.COMPUTE_ROUNDS`)
 
 
 class RobustModel:
@@ -295,14 +296,13 @@ def outer_approximation(settings: list[Setting], space: DecisionSpace, objective
         close_report(report, {"columns": 0, "rows": 0, "nonzeros": 0}, {}, settings[0], objective, best, bound)
         return best_plan, best, report
     tol = LOG_TOL if objective.by_time else COMPUTE_LOG_TOL if compute else 1e-6
-    loop_end = max(begun + COMPUTE_LOOP_S, time.perf_counter() + 1.0)
     f = None
-    for rounds in range(1, ROBUST_ROUNDS + 1):
+    for rounds in range(1, (ROBUST_COMPUTE_ROUNDS if compute else ROBUST_ROUNDS) + 1):
         start = time.perf_counter()
         f = build_robust([tables[j] for j in active], [grids[j] for j in active], objective,
                          min(k, len(active)), active, cutoff=best)
         report.build_s += time.perf_counter() - start
-        r = backend_round(solver, f.model, deadline, compute, loop_end, report, rounds, COMPUTE_GOING_ON_S)
+        r = backend_round(solver, f.model, deadline, compute, report, rounds, COMPUTE_GOING_ON_S)
         # infeasible: no plan better than the incumbent over A, hence over S
         stop, bound = settle_round(r, report, best_plan is not None, best, bound)
         if stop:
@@ -311,7 +311,7 @@ def outer_approximation(settings: list[Setting], space: DecisionSpace, objective
         value, keys = robust_value(settings, objective, k, plan)
         if value < best:
             best_plan, best = plan, value
-        if round_ends_loop(r, report, bound, best - tol, compute, loop_end):
+        if round_ends_loop(r, report, bound, best - tol, compute):
             break
         grew = False
         if len(active) < len(settings) and kth_largest(keys, k) > kth_largest(keys[active], min(k, len(active))):
@@ -320,7 +320,7 @@ def outer_approximation(settings: list[Setting], space: DecisionSpace, objective
             active, grew = sorted(set(active) | {worst}), True
         block0 = f.blocks[0]
         refined = [_refine(grids[j], tables[j], block0.chosen, block0.point, objective) for j in active]
-        if time.perf_counter() >= (min(deadline, loop_end) if compute else deadline):
+        if time.perf_counter() >= deadline:
             report.status = "time_limit"
             break
         if not (any(refined) or grew):

@@ -10,12 +10,14 @@
    optimistic value) and the model is solved again, until the bound meets the best plan
    found (gap 0 up to 1e-9 in ln T, or the node count for min_cost), or `MAX_ROUNDS`.
    Each round also solves exactly the class the model chose and the most promising others
-   (`presolve.solve_promising`: 8, then growing batches for up to `EXACT_SHARE` times the round's model
-   time; min_cost: their fewest nodes within the duration limit, with a plan, fewest least nodes
+   (`presolve.solve_promising`: 8, then growing batches while fewer than `EXACT_PLANS` plans were
+   scored; min_cost: their fewest nodes within the duration limit, with a plan, fewest least nodes
    first): a logic cut, those classes leave the next models (y = 0).
    max_compute caps each backend round (`COMPUTE_GOING_ON_S`; a capped round still gives a plan and a
-   bound) and the loop (`COMPUTE_LOOP_S`), and starts no round whose model would not end in time
-   judging by the last one.
+   bound) and the loop (`COMPUTE_ROUNDS` rounds).
+   The loop's caps are work (rounds, plans scored), not seconds, so that its report does not depend
+   on the machine's load; the two exceptions, both wall time, are the user's time limit (`deadline`)
+   and the backend's time per max_compute round (docs/mip.md, "What is deterministic").
 3. Certification: the exact search of `planner.solvers.bnb` runs with the best plan's value
    as its incumbent. It proves that no plan is better beyond the tie tolerance (1e-12),
    finds one if the solver's tolerances hid it, and breaks ties in the documented order.
@@ -50,10 +52,12 @@ LOG_TOL = 1e-9
 COMPUTE_ROUND_S = 2.0    # max_compute: backend time per round of the pools loop (`mixed_mip`); past it that loop stops
                          # and the exact certification (fast from a good incumbent) answers: relaxations can be slow to close
 COMPUTE_GOING_ON_S = 1.0  # ... of this module's loop, which goes on after a capped round (exact step, refinement)
-COMPUTE_LOOP_S = 4.0     # max_compute: the MIP path's time before certification (tables, presolve, loop), likewise,
-COMPUTE_FIRST_ROUND_S = 1.0   # ... but the loop gets at least this much after a slow presolve
-EXACT_SHARE = 1.0        # the loop's exact step may take this many times its last model round's time (beyond its first
-                         # EXACT_CLASSES classes, `presolve.solve_promising`); 0: EXACT_CLASSES per round only
+COMPUTE_ROUNDS = 3       # max_compute: the loop's rounds before certification (in place of 4 s of wall time; the
+                         # loops of bench_mip_build closed in 1 or 2 rounds at load 1.5-4, docs/mip.md)
+EXACT_PLANS = 500_000    # the loop's exact step starts no batch beyond its first EXACT_CLASSES classes once this many
+                         # plans were scored (`presolve.solve_promising`; in place of the last model round's time, which
+                         # depended on the load; on bench_mip_build's 526 instances a step scores at most 210,837 plans,
+                         # 115,056 before its last batch, docs/mip.md); 0: EXACT_CLASSES per round only
 COMPUTE_LOG_TOL = 1e-4   # max_compute: the loop's gap in ln C (u is continuous: its refined brackets are
                          # U_STEP wide, above the backends' feasibility tolerance); the certification is exact
 
@@ -134,14 +138,15 @@ def incumbent_units(setting: Setting, objective: Objective, value: float) -> flo
 
 
 
-def backend_round(solver, model, deadline: float, compute: bool, loop_end: float, report: MipReport, rounds: int,
-                  round_s: float = COMPUTE_ROUND_S):
+def backend_round(solver, model, deadline: float, compute: bool, report: MipReport, rounds: int,
+                  round_s: float | None = None):
     """One backend solve of an outer-approximation round (this module's loop and the pools loop of
-    `planner.solvers.mixed_mip`): the time left, capped per round (`round_s`) and by the loop's end for
-    max_compute (the certification answers what is left), and the report's counters."""
+    `planner.solvers.mixed_mip`): the time left, capped per round for max_compute (`round_s`, by default
+    `COMPUTE_ROUND_S`; wall time: `Backend.solve` takes no work limit; the certification answers what is
+    left), and the report's counters."""
     remaining = None if math.isinf(deadline) else max(deadline - time.perf_counter(), 0.01)
     if compute:
-        remaining = min(remaining or math.inf, round_s, max(loop_end - time.perf_counter(), 0.01))
+        remaining = min(remaining or math.inf, COMPUTE_ROUND_S if round_s is None else round_s)
     r = solver.solve(model, remaining)
     report.time_s += r.time_s
     report.transfer_s += r.transfer_s
@@ -164,7 +169,7 @@ def outer_approximation(setting: Setting, space: DecisionSpace, objective: Objec
     round's backend solves to that absolute gap) or within a node (min_cost)."""
     check_supported(setting, objective)
     solver = backends()[backend]
-    start = begun = time.perf_counter()
+    start = time.perf_counter()
     full = tables_or_refuse(setting, space)
     compute = objective.maximise
     tables, best_plan, _, solved = presolve_compute(full) if compute else presolve(full, objective)
@@ -190,32 +195,36 @@ def outer_approximation(setting: Setting, space: DecisionSpace, objective: Objec
     measure = NODES if objective.by_cost else objective.measure(setting.target_kind)
     promise = node_promise(tables.class_least_nodes, tables.class_lower) \
         if objective.by_cost and tables.class_least_nodes is not None else None   # None: by class_lower
-    loop_end = max(begun + COMPUTE_LOOP_S, time.perf_counter() + COMPUTE_FIRST_ROUND_S)
-    for rounds in range(1, MAX_ROUNDS + 1):
+    for rounds in range(1, (COMPUTE_ROUNDS if compute else MAX_ROUNDS) + 1):
         start = time.perf_counter()
         f = build(tables, grid, objective, cutoff=best, solved=frozenset(solved))
         report.build_s += time.perf_counter() - start
-        r = backend_round(solver, f.model, deadline, compute, loop_end, report, rounds, COMPUTE_GOING_ON_S)
-        model_s = time.perf_counter() - start        # this round's model: build, writing, backend
+        r = backend_round(solver, f.model, deadline, compute, report, rounds, COMPUTE_GOING_ON_S)
         stop, bound = settle_round(r, report, best_plan is not None, best, bound)
+        if stop and compute and r.status == "time_limit" and time.perf_counter() < deadline:
+            # max_compute: the backend's own (wall) cap met before it had a plan, as on a loaded machine:
+            # the exact step goes on from the most promising classes, as it would after a plan
+            batch, best_plan, best, bound = exact_step(tables, None, solved, best_plan, best, bound, deadline,
+                                                       measure, promise)
+            report.classes_solved += len(batch)
+            if bound >= best - tol:
+                report.status = "optimal"
+            if batch and bound < best - tol and rounds < COMPUTE_ROUNDS:
+                continue
+            break
         if stop:
             break
         plan, q, ab = f.decode()
         value = incumbent_value(setting, plan, objective)
         if value < best:
             best_plan, best = plan, value
-        if round_ends_loop(r, report, bound, best - tol, compute, loop_end):
+        if round_ends_loop(r, report, bound, best - tol, compute):
             break
         newly_solved = f.chosen is not None and f.chosen not in solved
         if newly_solved:       # the chosen class and the next most promising ones, solved exactly
-            plan_c, value_c, batch = solve_promising(tables, f.chosen, solved, best, deadline, measure,
-                                                     EXACT_SHARE * model_s, promise)
-            solved.update(batch)
+            batch, best_plan, best, bound = exact_step(tables, f.chosen, solved, best_plan, best, bound, deadline,
+                                                       measure, promise)
             report.classes_solved += len(batch)
-            if value_c < best:
-                best_plan, best = plan_c, value_c
-            if len(solved) == len(tables.sync):     # every class solved exactly (the presolve scored every
-                bound = max(bound, best)            # fixed plan of a space with classes): the incumbent is optimal
             if bound >= best - tol:
                 report.status = "optimal"
                 break
@@ -227,9 +236,7 @@ def outer_approximation(setting: Setting, space: DecisionSpace, objective: Objec
             q, ab = sync_terms(e, tables, n, h, rr)     # the plan's own, not the model's (free when slack)
         refined = grid.refine(n, h, rr, q, ab, f.gain if tables.quality_target and not compute else None, u,
                               tables.sync[f.chosen].label if compute and f.chosen is not None else None)
-        # max_compute: no round is started that would not end before the loop's end, judged by this one's
-        # time (the next model is larger; only its backend's time is capped by `backend_round`)
-        if time.perf_counter() + (model_s if compute else 0.0) >= (min(deadline, loop_end) if compute else deadline):
+        if time.perf_counter() >= deadline:
             report.status = "time_limit"
             break
         if not (refined or newly_solved):
@@ -239,6 +246,21 @@ def outer_approximation(setting: Setting, space: DecisionSpace, objective: Objec
         report.status = "gap"
     close_report(report, f.size(), f.families(), setting, objective, best, bound)
     return best_plan, best, report
+
+
+def exact_step(tables, first: int | None, solved: set, best_plan, best: float, bound: float, deadline: float,
+               measure: str, promise):
+    """A round's exact step (`presolve.solve_promising` from class `first`, the model's choice, or None: the
+    most promising): (the classes it solved, added to `solved`; the best plan and value; the bound, the best
+    value once every class is solved exactly, since the presolve scored every fixed plan of a space with
+    classes)."""
+    plan_c, value_c, batch = solve_promising(tables, first, solved, best, deadline, measure, EXACT_PLANS, promise)
+    solved.update(batch)
+    if value_c < best:
+        best_plan, best = plan_c, value_c
+    if len(solved) == len(tables.sync):
+        bound = max(bound, best)
+    return batch, best_plan, best, bound
 
 
 def settle_round(r, report: MipReport, found: bool, best: float, bound: float) -> tuple[bool, float]:
@@ -255,15 +277,15 @@ def settle_round(r, report: MipReport, found: bool, best: float, bound: float) -
     return False, bound
 
 
-def round_ends_loop(r, report: MipReport, bound: float, wanted: float, compute: bool, loop_end: float) -> bool:
+def round_ends_loop(r, report: MipReport, bound: float, wanted: float, compute: bool) -> bool:
     """Whether the loop ends after a round whose plan was scored: its bound reached `wanted` (the best
     value less the tolerance: optimal), or the backend stopped short. max_compute: a round stopped at its
     own cap (`COMPUTE_GOING_ON_S`) still chose a plan of the model and proved a bound; the loop goes on
-    (exact step, refinement) while its time lasts."""
+    (exact step, refinement) up to its last round (`COMPUTE_ROUNDS`)."""
     if bound >= wanted:
         report.status = "optimal"
         return True
-    if r.status != "optimal" and not (compute and r.status == "time_limit" and time.perf_counter() < loop_end):
+    if r.status != "optimal" and not (compute and r.status == "time_limit"):
         report.status = r.status
         return True
     return False

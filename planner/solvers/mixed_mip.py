@@ -16,7 +16,7 @@
 Under fleet.sync_rule proportional or auto (`planner.sync.proportional.mip_rows`): the tables and the
 incumbent are the rule's, the model has the rule's rows, a decoded plan is scored under the rule
 (`rule_candidates`), no class is solved exactly in the loop (its exact optima are the straggler
-rule's), the loop runs `RULE_LOOP_S` before the certification, the part bounds are not passed to it,
+rule's), the loop runs `RULE_ROUNDS` rounds before the certification, the part bounds are not passed to it,
 and beyond `MAX_EXACT_POOLS` pools an unproven loop is refused (exit 2, `refuse_unproven`).
 
 With `network.regions = "chosen"` (`planner.mip.pool_regions`) the model is a relaxation scored on
@@ -46,18 +46,22 @@ from planner.mip.presolve import EXACT_CLASSES, most_promising, solve_classes
 from planner.mip.tables import outer_per_step, sync_terms
 from planner.solvers import backends
 from planner.solvers.bnb import TIME, compute_measure
-from planner.solvers.certified import (COMPUTE_LOG_TOL, COMPUTE_LOOP_S, LOG_TOL, MAX_ROUNDS, MipReport,
-                                      backend_round, raised_bound)
+from planner.solvers.certified import (COMPUTE_LOG_TOL, LOG_TOL, MAX_ROUNDS, MipReport, backend_round,
+                                      raised_bound)
 
-CERTIFIED_COMPUTE_LOOP_S = 0.0   # max_compute with a certification to follow: the loop's time after the tables, so
-                                 # its first round only. Its relaxation rarely closes (as for one pool,
-                                 # `certified.COMPUTE_LOOP_S`), its later rounds grow the model (20-site bench: 429 ->
-                                 # 2,277 rows, 0.47 -> 1.9 s), and the decomposition proves the optimum from the first
-                                 # round's plan as quickly
-RULE_LOOP_S = 0.5                # under the proportional or auto rule: the loop's time after the tables (its first
-                                 # round always runs). Its bound closes only where the rounding of H_p and eta at
-                                 # H_max do not matter (`planner.sync.proportional.mip_rows`), and the
-                                 # decomposition, which solves the rule exactly, certifies from its best plan
+# The loop's caps are rounds, not seconds (its report does not depend on the machine's load; docs/mip.md,
+# "What is deterministic"); the backend's time per round stays a wall cap (`certified.COMPUTE_ROUND_S`).
+CERTIFIED_COMPUTE_ROUNDS = 1     # max_compute with a certification to follow: its first round only (was 0 s after
+                                 # the tables). Its relaxation rarely closes (as for one pool), its later rounds grow
+                                 # the model (20-site bench: 429 -> 2,277 rows, 0.47 -> 1.9 s), and the decomposition
+                                 # proves the optimum from the first round's plan as quickly
+RULE_ROUNDS = 4                  # under the proportional or auto rule, certified: the loop's rounds (was 0.5 s after the
+                                 # tables; the shipped A100 + H100 fleet's loop closes in 3). Its bound closes only where
+                                 # the rounding of H_p and eta at H_max do not matter (`planner.sync.proportional.mip_rows`),
+                                 # and the decomposition, which solves the rule exactly, certifies from its best plan
+UNCERTIFIED_ROUNDS = 6           # max_compute, or under the rule, beyond `MAX_EXACT_POOLS` pools, where the loop's bound
+                                 # is the proof (was 4 s after the tables: 14 pools under the proportional rule close in
+                                 # 3 rounds of about 0.12 s of CPU each, and missed the 4 s at load 12, docs/mip.md)
 
 
 def model_value(objective: Objective, setting, plan: MixedPlan, pools) -> float:
@@ -109,9 +113,9 @@ def decode(f, pt: PoolTables, instance, params) -> MixedPlan:
 
 
 def outer_approximation(instance, pools, objective: Objective, backend: str, params, deadline: float = math.inf,
-                        loop_s: float = COMPUTE_LOOP_S):
+                        loop_rounds: int = UNCERTIFIED_ROUNDS):
     """(best MixedPlan or None, its model value, MipReport) of the loop alone (module docstring);
-    `loop_s`: max_compute, the loop's time after the tables (its first round always runs)."""
+    `loop_rounds`: max_compute or under a rule other than straggler, the loop's rounds."""
     solver = backends()[backend]
     start = time.perf_counter()
     pt = pool_tables(instance, pools, objective, params, deadline)
@@ -137,18 +141,17 @@ def outer_approximation(instance, pools, objective: Objective, backend: str, par
             report.gap = 0.0
         return best_plan, best, report, pt
     compute = objective.maximise
-    capped = compute or pt.rule != "straggler"       # the loop's time after the tables is `loop_s`
+    capped = compute or pt.rule != "straggler"       # the loop's rounds are `loop_rounds`, each backend round capped
     grid = initial_grid(pt, objective, best)
     solved = set() if chosen else set(pt.solved)      # solved on the singleton regions: not exact when chosen
     tol = LOG_TOL if objective.by_time else COMPUTE_LOG_TOL if objective.maximise else \
         COST_TOL * max(1.0, abs(best) if math.isfinite(best) else 1.0)
     bound, f = -math.inf, None
-    loop_end = time.perf_counter() + loop_s
-    for rounds in range(1, MAX_ROUNDS + 1):
+    for rounds in range(1, (min(loop_rounds, MAX_ROUNDS) if capped else MAX_ROUNDS) + 1):
         t0 = time.perf_counter()
         f = build_pools(pt, grid, objective, best, solved)
         report.build_s += time.perf_counter() - t0
-        r = backend_round(solver, f.model, deadline, capped, loop_end, report, rounds)
+        r = backend_round(solver, f.model, deadline, capped, report, rounds)
         if r.status == "infeasible":
             report.status = "infeasible" if best_plan is None else "optimal"
             bound = math.inf if best_plan is None else best
@@ -201,7 +204,7 @@ def outer_approximation(instance, pools, objective: Objective, backend: str, par
                               t.sync[f.chosen].label if pin else None)
         if pt.rule_rows is not None:
             refined = pt.rule_rows.refine(f.model) or refined
-        if time.perf_counter() >= (min(deadline, loop_end) if capped else deadline):
+        if time.perf_counter() >= deadline:
             report.status = "time_limit"
             break
         if not (refined or newly):
@@ -275,9 +278,10 @@ def solve_mixed_mip(instance, objective: Objective, solver: str, deadline: float
     certify = len(pools) <= MAX_EXACT_POOLS
     added = list(FAMILIES) + (list(RULE_FAMILIES) if ruled else [])
     for params in instance.search.params or [None]:
-        loop_s = COMPUTE_LOOP_S if not certify else RULE_LOOP_S if ruled else CERTIFIED_COMPUTE_LOOP_S
+        loop_rounds = UNCERTIFIED_ROUNDS if not certify else RULE_ROUNDS if ruled else CERTIFIED_COMPUTE_ROUNDS
         try:
-            plan, value, report, pt = outer_approximation(instance, pools, objective, solver, params, deadline, loop_s)
+            plan, value, report, pt = outer_approximation(instance, pools, objective, solver, params, deadline,
+                                                          loop_rounds)
         except DeadlinePassed:            # the tables were not built in time: no plan, no bound (exit 3)
             return answer(instance, pools, objective, solver, found, objective.unknown_bound, 0, start, deadline,
                           dict(space_size=None, candidates=[]), explain=False)
