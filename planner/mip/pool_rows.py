@@ -12,6 +12,7 @@ import pyomo.environ as pyo
 
 from planner.objectives import Objective
 from planner.fleet.replicas import node_price_usd
+from planner.mip.formulation import linear_expression
 from planner.mip.pool_patterns import COST_TOL, LINK_LEAST, PoolTables, collector_paused, price_scale, safe_name
 from planner.sync.proportional.mip_rows import add_rule_rows
 
@@ -175,13 +176,17 @@ def pool_links(m, pt: PoolTables) -> None:
             better = tuple(np.flatnonzero(col > val[a]))
             if better and (better, e) not in done:
                 done.add((better, e))
-                m.pool_links.add(sum(m.xv[k] for k in better) + sum(m.sitev[j] for j in e) <= len(e))
+                terms = [m.xv[k] for k in better] + [m.sitev[j] for j in e]
+                m.pool_links.add(linear_expression([1] * len(terms), terms) <= len(e))
         for w in np.unique(col):
             worse_items = tuple(np.flatnonzero(val <= w))
             worse_cols = tuple(np.flatnonzero(col <= w))
             if worse_cols and (worse_items, worse_cols) not in reached:
                 reached.add((worse_items, worse_cols))
-                m.pool_links.add(sum(present[a] for a in worse_items) >= sum(m.xv[k] for k in worse_cols))
+                # sum_e item_e >= sum_k x_k held as Pyomo holds it, sum_k x_k - sum_e item_e <= 0 (the body
+                # `>=` makes, term for term), built at once: the model written is the same
+                terms = [m.xv[k] for k in worse_cols] + [present[a] for a in worse_items]
+                m.pool_links.add(linear_expression([1] * len(worse_cols) + [-1] * len(worse_items), terms) <= 0)
 
 
 def pool_spread(m, pt: PoolTables) -> None:

@@ -232,7 +232,7 @@ def pool_tables(instance, pools: list[PoolSetting], objective: Objective, params
             t, fewest = part.tables, least[j]
             if t is None:
                 continue
-            costs = lambda n: _least_cost(pt, part, int(n)) / price_scale(pools)
+            costs = _least_costs(pt, part)
             keep = np.array([costs(x) <= cut for x in fewest], dtype=bool)
             part.tables = Tables(t.setting, t.space, t.groups, [e for e, k in zip(t.sync, keep) if k],
                                  [f for f in t.fixed if costs(f.nodes) <= cut], t.n_max, t.h_max, t.r_max,
@@ -342,6 +342,21 @@ def _compute_bounded(t: Tables) -> Tables:
     keep = np.isfinite(upper)
     return Tables(t.setting, t.space, t.groups, [e for e, k in zip(t.sync, keep) if k], list(t.fixed),
                   t.n_max, t.h_max, t.r_max, -upper[keep], t.eta_h_falls)
+
+
+def _least_costs(pt: "PoolTables", part: SettingPart):
+    """n -> `_least_cost(pt, part, n)` in units of the dearest node's price, each n computed once: the
+    kept classes of a setting share few least node counts, and each `_least_cost` fills every pattern
+    of the setting (on 13 pools in 13 cities, min_cost, recomputing it per class was most of the solve)."""
+    known: dict[int, float] = {}
+    scale = price_scale(pt.pools)
+
+    def costs(nodes) -> float:
+        n = int(nodes)
+        if n not in known:
+            known[n] = _least_cost(pt, part, n) / scale
+        return known[n]
+    return costs
 
 
 def _least_cost(pt: "PoolTables", part: SettingPart, nodes: int) -> float:

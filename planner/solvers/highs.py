@@ -1,9 +1,11 @@
-"""HiGHS backend: Pyomo writes the model as MPS with its own (symbolic) names, highspy reads and
-solves it, and the solution is loaded back into the Pyomo variables by name.
+"""HiGHS backend: the model is handed to highspy as arrays (`planner.solvers.mps_arrays`: the linear
+program of the MPS file Pyomo would write of it, column for column and row for row, passed with
+`Highs.passModel`), solved, and the solution loaded back into the Pyomo variables by column.
 
-(Measured on the shipped baseline instance: Pyomo's persistent HiGHS interface took twice as
-long per solve as writing MPS and reading it, the model being rebuilt every round of the
-outer-approximation loop anyway.)
+(Measured: writing MPS and reading it took as long as HiGHS's own run on the pools' models,
+docs/mip.md "16 pools in 16 cities"; Pyomo's persistent HiGHS interface, on the shipped baseline
+instance, twice as long as the MPS, the model being rebuilt every round of the outer-approximation
+loop anyway.)
 
 Options as measured (docs/mip.md): relative gap 0 and an absolute gap
 of 1e-9 (the objective is ln T: the default 1e-4 would be a 0.01% error in T), one thread, a
@@ -26,7 +28,8 @@ import os
 import sys
 import time
 
-from planner.solvers.backend import BackendResult, written_as_mps
+from planner.solvers.backend import BackendResult
+from planner.solvers.mps_arrays import model_arrays
 
 OPTIONS = {"mip_rel_gap": 0.0, "mip_abs_gap": 1e-9, "threads": 1, "random_seed": 0,
            "mip_heuristic_run_rins": False, "mip_heuristic_run_rens": False}
@@ -38,15 +41,15 @@ class HighsBackend:
     def solve(self, model, time_limit_s: float | None = None) -> BackendResult:
         import highspy
         start = time.perf_counter()
-        with written_as_mps(model) as (path, smap):
-            h = quiet_highs(highspy)
-            for key, value in OPTIONS.items():
-                h.setOptionValue(key, value)
-            h.readModel(path)
-            # the matrix as the backend reads it: the report's model size without walking Pyomo's expressions
-            model.matrix_size = {"columns": h.getNumCol(), "rows": h.getNumRow(), "nonzeros": h.getNumNz()}
-            if time_limit_s is not None:    # after reading: a limit spent while reading leaves an empty model
-                h.setOptionValue("time_limit", max(float(time_limit_s), 0.01))
+        arrays = model_arrays(model)
+        h = quiet_highs(highspy)
+        for key, value in OPTIONS.items():
+            h.setOptionValue(key, value)
+        h.passModel(arrays.highs_lp(highspy))
+        # the matrix as the backend holds it: the report's model size without walking Pyomo's expressions
+        model.matrix_size = {"columns": h.getNumCol(), "rows": h.getNumRow(), "nonzeros": h.getNumNz()}
+        if time_limit_s is not None:    # after passing the model (as when it was read from a file)
+            h.setOptionValue("time_limit", max(float(time_limit_s), 0.01))
         transfer_s = time.perf_counter() - start
         h.run()
         elapsed = time.perf_counter() - start
@@ -61,11 +64,9 @@ class HighsBackend:
         bound = float(info.mip_dual_bound) if math.isfinite(info.mip_dual_bound) else None
         if has:
             values = h.getSolution().col_value
-            lp = h.getLp()
-            for j, name in enumerate(lp.col_names_):
-                var = smap.bySymbol.get(name)
-                if var is not None:
-                    var.set_value(float(values[j]), skip_validation=True)
+            for var, x in zip(arrays.variables, values):
+                if var is not None:                 # None: the objective's constant column
+                    var.set_value(float(x), skip_validation=True)
         gap = None if objective is None or bound is None else max(0.0, objective - bound)
         if status == S.kOptimal:
             return result("optimal", objective, bound if bound is not None else objective, gap or 0.0, elapsed, nodes)
