@@ -880,6 +880,29 @@ def test_every_highs_object_is_made_by_quiet_highs():
     assert found == ["planner/solvers/highs.py"]
 
 
+def test_the_backend_solves_after_a_default_threads_highs_run_in_the_same_thread():
+    """After a `Highs` run with the default `threads` (one per core here), a run with the backend's
+    `threads` = 1 in the same process thread fails with model status kNotset (HiGHS's per-thread
+    scheduler); the backend resets the scheduler and runs again, so an API user's own HiGHS run does not
+    turn every MIP round into an error. The model: max x + y, x + y <= 7.5, x, y integers in [0, 10]: 7,
+    by hand. Run in a fresh process so that the scheduler state of this one is not changed."""
+    code = (
+        "import highspy, pyomo.environ as pyo\n"
+        "from planner.solvers.highs import HighsBackend, quiet_highs\n"
+        "h = quiet_highs(highspy); h.setOptionValue('threads', 2); x = h.addVariable(0, 1); h.run()\n"
+        "m = pyo.ConcreteModel(); m.x = pyo.Var(domain=pyo.Integers, bounds=(0, 10))\n"
+        "m.y = pyo.Var(domain=pyo.Integers, bounds=(0, 10))\n"
+        "m.c = pyo.Constraint(expr=m.x + m.y <= 7.5); m.o = pyo.Objective(expr=-(m.x + m.y))\n"
+        "r = HighsBackend().solve(m)\n"
+        "print(r.status, r.objective, pyo.value(m.x) + pyo.value(m.y))\n")
+    root = Path(__file__).resolve().parents[1]
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=root, timeout=120)
+    assert done.returncode == 0, done.stderr
+    status, objective, total = done.stdout.split()
+    assert status == "optimal"
+    assert float(objective) == -7.0 and float(total) == 7.0
+
+
 def test_classes_that_never_reach_the_target_leave_no_rows(tmp_path):
     """compare-1e27 with a C_quality target: no class reaches it even at its most efficient
     plan (infinite bound), so none is kept without an incumbent (each used to keep a row

@@ -51,7 +51,14 @@ class HighsBackend:
         if time_limit_s is not None:    # after passing the model (as when it was read from a file)
             h.setOptionValue("time_limit", max(float(time_limit_s), 0.01))
         transfer_s = time.perf_counter() - start
-        h.run()
+        run_status = h.run()
+        if run_status == highspy.HighsStatus.kError and h.getModelStatus() == highspy.HighsModelStatus.kNotset:
+            # HiGHS keeps one task scheduler per process thread, set up by the thread's first run with that
+            # run's `threads`; a later run with another value fails before solving (status kNotset), e.g.
+            # after a user of the API ran a `Highs` of their own with the default threads in this thread.
+            # Resetting the scheduler and running again solves the same model with OPTIONS' one thread.
+            highspy.Highs.resetGlobalScheduler(True)
+            h.run()
         elapsed = time.perf_counter() - start
         S = highspy.HighsModelStatus
         status, info = h.getModelStatus(), h.getInfo()
