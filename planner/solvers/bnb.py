@@ -63,6 +63,8 @@ from planner.solvers import class_bound, monotone
 from planner.space import CHUNK, MODE_ORDER, PRECISION_ORDER, Classes, DecisionSpace
 
 TIE_REL = 1e-12          # plans whose objectives differ by less are tied, broken by `tie_key`
+SPLIT = 8                # children per box and level
+EP_ORDER = ("none", "regional", "global")
 _FLOAT_MAX = float(np.finfo(float).max)
 
 
@@ -75,8 +77,6 @@ def tie_limit(m: np.ndarray | float) -> np.ndarray:
     with np.errstate(over="ignore"):
         limit = m * (1 + TIE_REL)
     return np.where(np.isfinite(m), np.minimum(limit, _FLOAT_MAX), limit)
-SPLIT = 8                # children per box and level
-EP_ORDER = ("none", "regional", "global")
 
 
 @dataclass
