@@ -227,3 +227,34 @@ def test_fewest_first_answers_as_each_size_alone(seed, monkeypatch):
     _alone(monkeypatch)
     alone = search.answer(case)
     assert (fast.dtplan, fast.params, fast.plan) == (alone.dtplan, alone.params, alone.plan)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_node_floor_of_each_size_is_at_most_its_fewest_nodes(seed, monkeypatch):
+    """`search._fewest_first` searches each size with N >= floor(its bound) (the space's
+    `min_nodes`): on random targets and links the floor given to a size is above 1 and never
+    exceeds the fewest nodes of that size's plans reaching the target (solved alone, floor 1)."""
+    from dataclasses import replace
+    from tests.conftest import load_reference_cases
+    from planner.objectives import MIN_COST
+    cases = [c for c in load_reference_cases()
+             if c["function"] == "find_optimal_config_for_target" and "return" not in c["outputs"]]
+    if not cases:
+        pytest.skip("reference cases not found")
+    rng = np.random.default_rng(500 + seed)
+    case = copy.deepcopy(cases[int(rng.integers(len(cases)))])
+    ri = case["resolved_inputs"]
+    ri["target_c_quality"] = float(ri["target_c_quality"] * 10 ** rng.uniform(0, 0.5))
+    ri["bw_up_bps"] = ri["bw_down_bps"] = float(rng.choice((100e6, 1e9)))
+    searched = []
+    real = search._solve_below
+    monkeypatch.setattr(search, "_solve_below",
+                        lambda s, space, objective, found: searched.append((s, space)) or real(s, space, objective, found))
+    search.answer(case)
+    monkeypatch.undo()
+    assert searched, "no size was searched"
+    for s, space in searched:
+        assert space.min_nodes > 1
+        found, _, _ = optimise(s, replace(space, min_nodes=1, max_nodes=search.MAX_NODES), MIN_COST)
+        if found is not None:
+            assert space.min_nodes <= int(found[0].nodes[0]), (s.params, space.min_nodes)

@@ -216,7 +216,16 @@ def _fewest_first(settings: list[tuple[Setting, DecisionSpace]]) -> list[SizeRun
     a time, until it is done and searched, or another size is least. The first size searched is
     searched with N capped at TRIAL_CAP x its bound first: a plan found under the cap has the
     fewest nodes of the size (every plan of fewer nodes is under the cap, and every plan of as
-    many, so the fastest of them is the same); none found, the size is searched whole."""
+    many, so the fastest of them is the same); none found, the size is searched whole.
+
+    The size's bound L (at most its fewest nodes F_size reaching the target, or it has none) is
+    given to the search as the space's `min_nodes`: N >= floor(L). Proof that the answer is
+    unchanged: a plan of the space with floor(L) as its floor uses N = max(n unit, floor(L))
+    nodes and computes as its n unit busy nodes do (the others idle); n unit < L means it does
+    not reach the target (L bounds the busy nodes x1 unit of every plan that does), so the
+    plans reaching it are those of the unfloored space with N >= L, all of them; the fewest
+    nodes and the fastest plan of that many are the same. Measured on the 14 shipped cases:
+    0.54 -> 0.46 s (the hierarchical winner of 273 nodes no longer searched from N = 2)."""
     cut = settings[0][0].target / (1 + REACH_MARGIN)
     pending = [[_fewest_by_reach(s, space), None, s, space] for s, space in settings]
     runs, fewest = [], math.inf
@@ -234,11 +243,12 @@ def _fewest_first(settings: list[tuple[Setting, DecisionSpace]]) -> list[SizeRun
             continue
         pending.pop(j)
         found_before = [r.found for r in runs if r.found]
+        floored = replace(space, min_nodes=max(space.min_nodes, min(space.max_nodes, math.floor(least))))
         trial, found, tried = math.ceil(bound.least * TRIAL_CAP), None, 0
         if not found_before and trial < space.max_nodes:     # first size: N capped near its bound first
-            found, tried, proven = _solve_below(setting, replace(space, max_nodes=trial), MIN_COST, [])
+            found, tried, proven = _solve_below(setting, replace(floored, max_nodes=trial), MIN_COST, [])
         if found is None:
-            found, evaluations, proven = _solve_below(setting, space, MIN_COST, found_before)
+            found, evaluations, proven = _solve_below(setting, floored, MIN_COST, found_before)
             evaluations += tried
         else:
             evaluations = tried
