@@ -258,3 +258,68 @@ def test_node_floor_of_each_size_is_at_most_its_fewest_nodes(seed, monkeypatch):
         found, _, _ = optimise(s, replace(space, min_nodes=1, max_nodes=search.MAX_NODES), MIN_COST)
         if found is not None:
             assert space.min_nodes <= int(found[0].nodes[0]), (s.params, space.min_nodes)
+
+
+def _row_of(rows, mode: str, b, j: int) -> np.ndarray:
+    """Whether each row of `rows` is that of plan j of batch b (flat; hierarchical k; pp_group S and Ca)."""
+    if mode == "hierarchical":
+        return rows.k == b.group_size[j]
+    if mode == "pp_group":
+        return (rows.k == 0) & (rows.unit == b.stages[j]) & (rows.ca == b.activation_compression[j])
+    return (rows.k == 0) & (rows.unit == 1)
+
+
+@pytest.mark.parametrize("seed", range(320, 328))
+def test_rows_left_out_hold_no_plan_reaching_the_cut(seed):
+    """`size_bound._rows_reaching` keeps the row of every feasible random plan (N >= 2) at a cut
+    just below that plan's C_quality, and of the branch and bound's optimum over one row (and the
+    rows of fewer stages, pp_group) at a cut just below it."""
+    from dataclasses import replace
+    setting, space, rng = _instance(seed, ("flat", "pp_group") if seed % 2 else ("flat", "hierarchical", "pp_group"))
+    rows = size_bound._rows(setting, space)
+    checked = 0
+    for b, out in _random_plans(setting, space, rng, count=150):
+        ok = ~np.any([out[f"violates:{name}"] for name in search.LIMITS], axis=0) & (b.nodes >= 2)
+        for j in np.flatnonzero(ok)[:40]:
+            kept, _ = size_bound._rows_reaching(setting, space, rows, float(out["c_quality"][j]) / CUT)
+            assert kept is not None and _row_of(kept, b.mode, b, j).any(), (b.mode, j)
+            checked += 1
+    for j in rng.choice(rows.step.size, min(6, rows.step.size), replace=False):    # a row's own optimum
+        if rows.k[j] > 0:
+            one = replace(space, modes=("hierarchical",), group_sizes=(int(rows.k[j]),))
+        elif rows.unit[j] > 1:
+            one = replace(space, modes=("pp_group",), max_stages=int(rows.unit[j]),
+                          activation_compression=(float(rows.ca[j]),))
+        else:
+            one = replace(space, modes=("flat",))
+        found, _, _ = optimise(setting, one, MAX_COMPUTE)
+        if found is None or int(found[0].nodes[0]) < 2:
+            continue
+        best = found[0]
+        kept, _ = size_bound._rows_reaching(setting, space, rows, found[1] / CUT)
+        assert kept is not None and _row_of(kept, best.mode, best, 0).any(), (best.mode, j)
+        checked += 1
+    assert checked >= 20
+
+
+@pytest.mark.parametrize("seed", range(330, 334))
+def test_narrowed_space_holds_the_fewest_node_plan(seed):
+    """`FewestNodes.narrowed` (the space `search._fewest_first` searches) keeps the mode, group size,
+    stage count and activation compression of the branch and bound's fewest-node plan reaching a
+    random target, and min_cost over it answers as over the whole space."""
+    from planner.objectives import MIN_COST
+    setting, space, rng = _instance(seed, ("flat", "hierarchical", "pp_group"))
+    found, _, _ = optimise(setting, space, MAX_COMPUTE)
+    target = found[1] * float(rng.uniform(0.3, 0.95))
+    at = setting.replace(target_flop=target)
+    fewest, _, _ = optimise(at, space, MIN_COST)
+    plan = fewest[0]
+    narrow = _refined(at, space, target / CUT).narrowed()
+    assert plan.mode in narrow.modes
+    if plan.mode == "hierarchical":
+        assert int(plan.group_size[0]) in narrow.group_sizes
+    if plan.mode == "pp_group":
+        assert int(plan.stages[0]) <= narrow.max_stages
+        assert float(plan.activation_compression[0]) in narrow.activation_compression
+    again, _, _ = optimise(at, narrow, MIN_COST)
+    assert (search._plan_dict(again[0], at), again[1]) == (search._plan_dict(plan, at), fewest[1])

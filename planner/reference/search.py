@@ -243,7 +243,7 @@ def _fewest_first(settings: list[tuple[Setting, DecisionSpace]]) -> list[SizeRun
             continue
         pending.pop(j)
         found_before = [r.found for r in runs if r.found]
-        floored = replace(space, min_nodes=max(space.min_nodes, min(space.max_nodes, math.floor(least))))
+        floored = replace(bound.narrowed(), min_nodes=max(space.min_nodes, min(space.max_nodes, math.floor(least))))
         trial, found, tried = math.ceil(bound.least * TRIAL_CAP), None, 0
         if not found_before and trial < space.max_nodes:     # first size: N capped near its bound first
             found, tried, proven = _solve_below(setting, replace(floored, max_nodes=trial), MIN_COST, [])
