@@ -182,12 +182,14 @@ def test_fewest_nodes_bounds_hold_for_the_fewest_nodes(seed):
 def test_fewest_nodes_bound_is_tight_on_the_shipped_cases():
     """On the reference's optimal-configuration cases whose cheapest plan is flat or pp_group, the
     refined box bound of the winning size is within 1% of its fewest nodes (where the order of
-    `search._fewest_first` comes from); it never exceeds them."""
+    `search._fewest_first` comes from); it never exceeds them, and the space narrowed to plans of
+    at most the answer's nodes (`FewestNodes.narrowed`) keeps the answer's mode, group size, stage
+    count and activation compression, and is narrower than the whole space in most of them."""
     from tests.conftest import load_reference_cases
     cases = [c for c in load_reference_cases() if c["function"] == "find_optimal_config_for_target"]
     if not cases:
         pytest.skip("reference cases not found")
-    checked = 0
+    checked = narrowed = 0
     for case in cases:
         out = search.answer(case)
         if out.plan is None:
@@ -196,12 +198,21 @@ def test_fewest_nodes_bound_is_tight_on_the_shipped_cases():
         setting, precision = search._setting(case, out.params, True, target_flop=float(ri["target_c_quality"]),
                                              target_kind="c_quality")
         space = search._space(precision, ("flat", "hierarchical", "pp_group"), search.MAX_NODES, ri["compression"])
-        least = _refined(setting, space, setting.target / (1 + search.REACH_MARGIN)).least
-        assert least <= out.plan["nodes"], case["id"]
+        bound = _refined(setting, space, setting.target / (1 + search.REACH_MARGIN))
+        least, plan = bound.least, out.plan
+        assert least <= plan["nodes"], case["id"]
+        narrow = bound.narrowed(plan["nodes"])
+        assert plan["mode"] in narrow.modes, case["id"]
+        if plan["mode"] == "hierarchical":
+            assert plan["group_size"] in narrow.group_sizes, case["id"]
+        if plan["mode"] == "pp_group":
+            assert plan["stages"] <= narrow.max_stages, case["id"]
+            assert plan["activation_compression"] in narrow.activation_compression, case["id"]
+        narrowed += narrow != space
         if out.plan["mode"] in ("flat", "pp_group"):
             assert least >= 0.99 * out.plan["nodes"], case["id"]
             checked += 1
-    assert checked >= 5
+    assert checked >= 5 and narrowed >= 5
 
 
 @pytest.mark.parametrize("seed", range(4))
@@ -304,22 +315,26 @@ def test_rows_left_out_hold_no_plan_reaching_the_cut(seed):
 
 @pytest.mark.parametrize("seed", range(330, 334))
 def test_narrowed_space_holds_the_fewest_node_plan(seed):
-    """`FewestNodes.narrowed` (the space `search._fewest_first` searches) keeps the mode, group size,
-    stage count and activation compression of the branch and bound's fewest-node plan reaching a
-    random target, and min_cost over it answers as over the whole space."""
+    """`FewestNodes.narrowed` (the space `search._fewest_first` searches), whole and for plans of at
+    most the fewest nodes N_f, keeps the mode, group size, stage count and activation compression
+    of the branch and bound's fewest-node plan reaching a random target, and min_cost over it
+    (capped at N_f) answers as over the whole space."""
+    from dataclasses import replace
     from planner.objectives import MIN_COST
     setting, space, rng = _instance(seed, ("flat", "hierarchical", "pp_group"))
     found, _, _ = optimise(setting, space, MAX_COMPUTE)
     target = found[1] * float(rng.uniform(0.3, 0.95))
     at = setting.replace(target_flop=target)
     fewest, _, _ = optimise(at, space, MIN_COST)
-    plan = fewest[0]
-    narrow = _refined(at, space, target / CUT).narrowed()
-    assert plan.mode in narrow.modes
-    if plan.mode == "hierarchical":
-        assert int(plan.group_size[0]) in narrow.group_sizes
-    if plan.mode == "pp_group":
-        assert int(plan.stages[0]) <= narrow.max_stages
-        assert float(plan.activation_compression[0]) in narrow.activation_compression
-    again, _, _ = optimise(at, narrow, MIN_COST)
-    assert (search._plan_dict(again[0], at), again[1]) == (search._plan_dict(plan, at), fewest[1])
+    plan, n = fewest[0], int(fewest[0].nodes[0])
+    bound = _refined(at, space, target / CUT)
+    for narrow in (bound.narrowed(), replace(bound.narrowed(n), max_nodes=n)):
+        assert plan.mode in narrow.modes
+        if plan.mode == "hierarchical":
+            assert int(plan.group_size[0]) in narrow.group_sizes
+        if plan.mode == "pp_group":
+            assert int(plan.stages[0]) <= narrow.max_stages
+            assert float(plan.activation_compression[0]) in narrow.activation_compression
+        again, _, _ = optimise(at, narrow, MIN_COST)
+        assert (search._plan_dict(again[0], at), again[1]) == (search._plan_dict(plan, at), fewest[1])
+

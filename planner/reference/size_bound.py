@@ -335,18 +335,22 @@ class FewestNodes:
         self.least = float(self.nodes.min())
         self.done = self.rounds >= FEWEST_ROUNDS or self.boxes[0].size > MAX_BOXES
 
-    def narrowed(self) -> DecisionSpace:
-        """The space narrowed to the rows with a box left: their modes, group sizes, activation
-        compressions and stage counts up to the largest (a superset of those rows' plans).
+    def narrowed(self, max_nodes: float = np.inf) -> DecisionSpace:
+        """The space narrowed to the rows with a box left of at most `max_nodes` least nodes (x1
+        unit): their modes, group sizes, activation compressions and stage counts up to the largest
+        (a superset of those rows' plans), for a search of plans of at most `max_nodes` nodes.
 
-        Every plan of N >= 2 nodes reaching the cut lies in a box left (class docstring), so in one
-        of these rows; one node (flat, N = 1) reaches it only where W' F u does, and then there are
-        no boxes and the space is returned whole. With no box left, no plan of N >= 2 reaches the
-        cut either: the space is returned whole (the caller skips the size, `least` is inf)."""
-        if self.boxes is None or self.boxes[0].size == 0:
+        Every plan of N >= 2 nodes reaching the cut lies in a box left (class docstring), whose
+        least nodes x1 unit are at most N, so in one of these rows; one node (flat, N = 1) reaches
+        it only where W' F u does, and then there are no boxes and the space is returned whole.
+        With no such box, no plan of 2 to `max_nodes` nodes reaches the cut either: the space is
+        returned whole (a search of it finds none)."""
+        if self.boxes is None:
             return self.space
         r = self.rows
-        i = np.unique(self.boxes[0])
+        i = np.unique(self.boxes[0][self.nodes <= max_nodes])
+        if i.size == 0:
+            return self.space
         hier, pp = r.k[i] > 0, (r.k[i] == 0) & (r.unit[i] > 1)
         modes = tuple(m for m, on in (("flat", (~hier & ~pp).any()), ("hierarchical", hier.any()),
                                       ("pp_group", pp.any())) if on)
