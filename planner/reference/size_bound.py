@@ -45,12 +45,15 @@ hierarchical: H_eff (real) over [1, H_max sqrt(R_max)], N over [2k, N_max].
 A box whose bound is below the cut is dropped; the others are split in four (K and H halves,
 geometric) for `ROUNDS` rounds (given up, no bound, beyond `MAX_BOXES` left). Every plan of the
 space lies in some box of every round, so the largest bound left (or, with none left, the
-largest dropped) bounds the size's optimum.
+largest dropped) bounds the size's optimum. Before the first boxes, a row whose whole box (all
+of its x and H) is below the cut is left out (`_rows_reaching`: a box's bound is at least any
+sub-box's, so none of its boxes would be kept).
 
 Where a box's g_up 6 P_act T_up (the bound without chi, which only lowers it) is below the cut
 already, that value stands for its bound (no Newton solve of C'_mu, `_bound`).
 For min_cost over sizes (`planner.reference.search._fewest_first`) the same boxes give a lower
-bound on the nodes of any plan reaching a target (`FewestNodes`): the least nodes of a box left.
+bound on the nodes of any plan reaching a target (`FewestNodes`): the least nodes of a box left;
+and the rows with a box left (of at most a node cap) narrow the space searched (`FewestNodes.narrowed`).
 
 The conditions the proof uses are `search._reach_bounds`' (gpipe, no overlap or fragments,
 no MoE, no fitted quality, tables <= 1) and: one precision and one compression, modes flat,
