@@ -182,12 +182,14 @@ def test_fewest_nodes_bounds_hold_for_the_fewest_nodes(seed):
 def test_fewest_nodes_bound_is_tight_on_the_shipped_cases():
     """On the reference's optimal-configuration cases whose cheapest plan is flat or pp_group, the
     refined box bound of the winning size is within 1% of its fewest nodes (where the order of
-    `search._fewest_first` comes from); it never exceeds them."""
+    `search._fewest_first` comes from); it never exceeds them, and the space narrowed to plans of
+    at most the answer's nodes (`FewestNodes.narrowed`) keeps the answer's mode, group size, stage
+    count and activation compression, and is narrower than the whole space in most of them."""
     from tests.conftest import load_reference_cases
     cases = [c for c in load_reference_cases() if c["function"] == "find_optimal_config_for_target"]
     if not cases:
         pytest.skip("reference cases not found")
-    checked = 0
+    checked = narrowed = 0
     for case in cases:
         out = search.answer(case)
         if out.plan is None:
@@ -196,12 +198,21 @@ def test_fewest_nodes_bound_is_tight_on_the_shipped_cases():
         setting, precision = search._setting(case, out.params, True, target_flop=float(ri["target_c_quality"]),
                                              target_kind="c_quality")
         space = search._space(precision, ("flat", "hierarchical", "pp_group"), search.MAX_NODES, ri["compression"])
-        least = _refined(setting, space, setting.target / (1 + search.REACH_MARGIN)).least
-        assert least <= out.plan["nodes"], case["id"]
+        bound = _refined(setting, space, setting.target / (1 + search.REACH_MARGIN))
+        least, plan = bound.least, out.plan
+        assert least <= plan["nodes"], case["id"]
+        narrow = bound.narrowed(plan["nodes"])
+        assert plan["mode"] in narrow.modes, case["id"]
+        if plan["mode"] == "hierarchical":
+            assert plan["group_size"] in narrow.group_sizes, case["id"]
+        if plan["mode"] == "pp_group":
+            assert plan["stages"] <= narrow.max_stages, case["id"]
+            assert plan["activation_compression"] in narrow.activation_compression, case["id"]
+        narrowed += narrow != space
         if out.plan["mode"] in ("flat", "pp_group"):
             assert least >= 0.99 * out.plan["nodes"], case["id"]
             checked += 1
-    assert checked >= 5
+    assert checked >= 5 and narrowed >= 5
 
 
 @pytest.mark.parametrize("seed", range(4))
@@ -227,3 +238,103 @@ def test_fewest_first_answers_as_each_size_alone(seed, monkeypatch):
     _alone(monkeypatch)
     alone = search.answer(case)
     assert (fast.dtplan, fast.params, fast.plan) == (alone.dtplan, alone.params, alone.plan)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_node_floor_of_each_size_is_at_most_its_fewest_nodes(seed, monkeypatch):
+    """`search._fewest_first` searches each size with N >= floor(its bound) (the space's
+    `min_nodes`): on random targets and links the floor given to a size is above 1 and never
+    exceeds the fewest nodes of that size's plans reaching the target (solved alone, floor 1)."""
+    from dataclasses import replace
+    from tests.conftest import load_reference_cases
+    from planner.objectives import MIN_COST
+    cases = [c for c in load_reference_cases()
+             if c["function"] == "find_optimal_config_for_target" and "return" not in c["outputs"]]
+    if not cases:
+        pytest.skip("reference cases not found")
+    rng = np.random.default_rng(500 + seed)
+    case = copy.deepcopy(cases[int(rng.integers(len(cases)))])
+    ri = case["resolved_inputs"]
+    ri["target_c_quality"] = float(ri["target_c_quality"] * 10 ** rng.uniform(0, 0.5))
+    ri["bw_up_bps"] = ri["bw_down_bps"] = float(rng.choice((100e6, 1e9)))
+    searched = []
+    real = search._solve_below
+    monkeypatch.setattr(search, "_solve_below",
+                        lambda s, space, objective, found: searched.append((s, space)) or real(s, space, objective, found))
+    search.answer(case)
+    monkeypatch.undo()
+    assert searched, "no size was searched"
+    for s, space in searched:
+        assert space.min_nodes > 1
+        found, _, _ = optimise(s, replace(space, min_nodes=1, max_nodes=search.MAX_NODES), MIN_COST)
+        if found is not None:
+            assert space.min_nodes <= int(found[0].nodes[0]), (s.params, space.min_nodes)
+
+
+def _row_of(rows, mode: str, b, j: int) -> np.ndarray:
+    """Whether each row of `rows` is that of plan j of batch b (flat; hierarchical k; pp_group S and Ca)."""
+    if mode == "hierarchical":
+        return rows.k == b.group_size[j]
+    if mode == "pp_group":
+        return (rows.k == 0) & (rows.unit == b.stages[j]) & (rows.ca == b.activation_compression[j])
+    return (rows.k == 0) & (rows.unit == 1)
+
+
+@pytest.mark.parametrize("seed", range(320, 328))
+def test_rows_left_out_hold_no_plan_reaching_the_cut(seed):
+    """`size_bound._rows_reaching` keeps the row of every feasible random plan (N >= 2) at a cut
+    just below that plan's C_quality, and of the branch and bound's optimum over one row (and the
+    rows of fewer stages, pp_group) at a cut just below it."""
+    from dataclasses import replace
+    setting, space, rng = _instance(seed, ("flat", "pp_group") if seed % 2 else ("flat", "hierarchical", "pp_group"))
+    rows = size_bound._rows(setting, space)
+    checked = 0
+    for b, out in _random_plans(setting, space, rng, count=150):
+        ok = ~np.any([out[f"violates:{name}"] for name in search.LIMITS], axis=0) & (b.nodes >= 2)
+        for j in np.flatnonzero(ok)[:40]:
+            kept, _ = size_bound._rows_reaching(setting, space, rows, float(out["c_quality"][j]) / CUT)
+            assert kept is not None and _row_of(kept, b.mode, b, j).any(), (b.mode, j)
+            checked += 1
+    for j in rng.choice(rows.step.size, min(6, rows.step.size), replace=False):    # a row's own optimum
+        if rows.k[j] > 0:
+            one = replace(space, modes=("hierarchical",), group_sizes=(int(rows.k[j]),))
+        elif rows.unit[j] > 1:
+            one = replace(space, modes=("pp_group",), max_stages=int(rows.unit[j]),
+                          activation_compression=(float(rows.ca[j]),))
+        else:
+            one = replace(space, modes=("flat",))
+        found, _, _ = optimise(setting, one, MAX_COMPUTE)
+        if found is None or int(found[0].nodes[0]) < 2:
+            continue
+        best = found[0]
+        kept, _ = size_bound._rows_reaching(setting, space, rows, found[1] / CUT)
+        assert kept is not None and _row_of(kept, best.mode, best, 0).any(), (best.mode, j)
+        checked += 1
+    assert checked >= 20
+
+
+@pytest.mark.parametrize("seed", range(330, 334))
+def test_narrowed_space_holds_the_fewest_node_plan(seed):
+    """`FewestNodes.narrowed` (the space `search._fewest_first` searches), whole and for plans of at
+    most the fewest nodes N_f, keeps the mode, group size, stage count and activation compression
+    of the branch and bound's fewest-node plan reaching a random target, and min_cost over it
+    (capped at N_f) answers as over the whole space."""
+    from dataclasses import replace
+    from planner.objectives import MIN_COST
+    setting, space, rng = _instance(seed, ("flat", "hierarchical", "pp_group"))
+    found, _, _ = optimise(setting, space, MAX_COMPUTE)
+    target = found[1] * float(rng.uniform(0.3, 0.95))
+    at = setting.replace(target_flop=target)
+    fewest, _, _ = optimise(at, space, MIN_COST)
+    plan, n = fewest[0], int(fewest[0].nodes[0])
+    bound = _refined(at, space, target / CUT)
+    for narrow in (bound.narrowed(), replace(bound.narrowed(n), max_nodes=n)):
+        assert plan.mode in narrow.modes
+        if plan.mode == "hierarchical":
+            assert int(plan.group_size[0]) in narrow.group_sizes
+        if plan.mode == "pp_group":
+            assert int(plan.stages[0]) <= narrow.max_stages
+            assert float(plan.activation_compression[0]) in narrow.activation_compression
+        again, _, _ = optimise(at, narrow, MIN_COST)
+        assert (search._plan_dict(again[0], at), again[1]) == (search._plan_dict(plan, at), fewest[1])
+

@@ -45,12 +45,15 @@ hierarchical: H_eff (real) over [1, H_max sqrt(R_max)], N over [2k, N_max].
 A box whose bound is below the cut is dropped; the others are split in four (K and H halves,
 geometric) for `ROUNDS` rounds (given up, no bound, beyond `MAX_BOXES` left). Every plan of the
 space lies in some box of every round, so the largest bound left (or, with none left, the
-largest dropped) bounds the size's optimum.
+largest dropped) bounds the size's optimum. Before the first boxes, a row whose whole box (all
+of its x and H) is below the cut is left out (`_rows_reaching`: a box's bound is at least any
+sub-box's, so none of its boxes would be kept).
 
 Where a box's g_up 6 P_act T_up (the bound without chi, which only lowers it) is below the cut
 already, that value stands for its bound (no Newton solve of C'_mu, `_bound`).
 For min_cost over sizes (`planner.reference.search._fewest_first`) the same boxes give a lower
-bound on the nodes of any plan reaching a target (`FewestNodes`): the least nodes of a box left.
+bound on the nodes of any plan reaching a target (`FewestNodes`): the least nodes of a box left;
+and the rows with a box left (of at most a node cap) narrow the space searched (`FewestNodes.narrowed`).
 
 The conditions the proof uses are `search._reach_bounds`' (gpipe, no overlap or fragments,
 no MoE, no fitted quality, tables <= 1) and: one precision and one compression, modes flat,
@@ -63,6 +66,7 @@ Layer: search (planner.reference).
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import NamedTuple
 
 import numpy as np
@@ -88,7 +92,7 @@ def applies(s: Setting, space: DecisionSpace, reach_bounds: bool) -> bool:
 class _Rows(NamedTuple):
     """Per row: least step time (s), eta_A, x's range [x_lo, x_max] (replicas K, or nodes N when
     hierarchical), group size k (hierarchical, else 0), regional sync t_reg(k) (s, else 0), nodes
-    per unit of x (S for pp_group: N >= K S; else 1)."""
+    per unit of x (S for pp_group: N >= K S; else 1), activation compression Ca (pp_group, else 0)."""
 
     step: np.ndarray
     eta_a: np.ndarray
@@ -97,6 +101,7 @@ class _Rows(NamedTuple):
     k: np.ndarray
     t_reg: np.ndarray
     unit: np.ndarray
+    ca: np.ndarray
 
     @property
     def hierarchical(self) -> np.ndarray:
@@ -123,13 +128,13 @@ def _rows(s: Setting, space: DecisionSpace) -> _Rows | None:
     fits_one = memory.state_bytes_per_node(s.params, beta) <= s.memory_bytes
     out = []
     if "flat" in space.modes and n_max >= 2 and fits_one:
-        out.append(([whole], [1.0], [2.0], [n_max], [0.0], [0.0], [1.0]))
+        out.append(([whole], [1.0], [2.0], [n_max], [0.0], [0.0], [1.0], [0.0]))
     k = np.asarray([g for g in space.group_sizes if 2 * g <= n_max], dtype=float)
     if "hierarchical" in space.modes and k.size and fits_one:
         v = _payload_bits(s, space)
         t_reg = timing.regional_sync_base_s(v, s.regional_bps, s.regional_rtt_s) * straggler_factor(k, a)
         out.append((np.full(k.shape, whole), np.ones(k.shape), 2.0 * k, np.full(k.shape, n_max), k, t_reg,
-                    np.ones(k.shape)))
+                    np.ones(k.shape), np.zeros(k.shape)))
     top = min(space.max_stages, n_max // 2)
     if "pp_group" in space.modes and top >= 2:
         stages = np.arange(2, top + 1, dtype=float)
@@ -143,10 +148,10 @@ def _rows(s: Setting, space: DecisionSpace) -> _Rows | None:
                                            straggler_factor(S, a)[:, None])
         zeros = np.zeros(S.shape)
         out.append((t_pp.min(axis=1), np.broadcast_to(quality.activation_quality(Ca, S, a), S.shape),
-                    np.full(S.shape, 2.0), n_max // S, zeros, zeros, S))
+                    np.full(S.shape, 2.0), n_max // S, zeros, zeros, S, Ca))
     if not out:
         return None
-    return _Rows(*(np.concatenate([np.asarray(r[j], dtype=float) for r in out]) for j in range(7)))
+    return _Rows(*(np.concatenate([np.asarray(r[j], dtype=float) for r in out]) for j in range(8)))
 
 
 def _payload_bits(s: Setting, space: DecisionSpace) -> float:
@@ -202,6 +207,29 @@ def _halves(lo: np.ndarray, hi: np.ndarray, whole: np.ndarray):
     return (lo, mid), (np.where(whole, mid + 1, mid), hi)
 
 
+def _rows_reaching(s: Setting, space: DecisionSpace, rows: _Rows, cut: float) -> tuple[_Rows | None, float]:
+    """The rows whose whole box (x over [x_lo, x_max], H over [1, H_max]; hierarchical H_eff over
+    [1, H_max sqrt(R_max)]) has a bound (`_bound`) of at least `cut` (NaN kept), None if there is
+    none, and the largest bound of the rows left out (-inf if none).
+
+    Every plan of a row lies in its whole box, and a box's bound is at least that of any box
+    within it: a smaller x2 and H2 lower T_up, a larger x1 raises t_sync(x1) (lowering T_up),
+    mu_lo and lowers the linear v1 factor, a larger H1 lowers eta_H and raises mu_lo (module
+    docstring, steps 1-4). So a row left out has no box of any round whose bound reaches the
+    cut: `skip_bound` and `FewestNodes` keep the same boxes without its first boxes ever being
+    built (on the shipped sweeps 14-33 of about 250 rows are kept)."""
+    i = np.arange(rows.step.size)
+    h_max = float(space.max_inner_steps)
+    top = np.where(rows.hierarchical, h_max * np.sqrt(float(space.max_regional_rounds)), h_max)
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        upper = _bound(s, space, rows, (i, rows.x_lo, rows.x_max, np.ones(i.size), top), cut)
+    low = upper < cut
+    left_out = float(upper[low].max()) if low.any() else -np.inf
+    if low.all():
+        return None, left_out
+    return _Rows(*(x[~low] for x in rows)), left_out
+
+
 def _first_boxes(s: Setting, space: DecisionSpace, rows: _Rows):
     """FIRST_SPLIT x (FIRST_SPLIT + 1) boxes per row: x geometric over [x_lo, x_max]; H geometric
     over [1, H_c] and [H_c, H_max] whole (flat, pp_group), H_eff geometric over
@@ -241,8 +269,11 @@ def skip_bound(s: Setting, space: DecisionSpace, cut: float) -> float | None:
     rows = _rows(s, space)
     if rows is None:
         return one
+    rows, left_out = _rows_reaching(s, space, rows, cut)
+    if rows is None:
+        return max(one, left_out)
     boxes = _first_boxes(s, space, rows)
-    dropped = one
+    dropped = max(one, left_out)
     for round_ in range(ROUNDS + 1):
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
             upper = _bound(s, space, rows, boxes, cut)
@@ -306,6 +337,36 @@ class FewestNodes:
         self.nodes = self.boxes[1] * self.rows.unit[self.boxes[0]]
         self.least = float(self.nodes.min())
         self.done = self.rounds >= FEWEST_ROUNDS or self.boxes[0].size > MAX_BOXES
+
+    def narrowed(self, max_nodes: float = np.inf) -> DecisionSpace:
+        """The space narrowed to the rows with a box left of at most `max_nodes` least nodes (x1
+        unit): their modes, group sizes, activation compressions and stage counts up to the largest
+        (a superset of those rows' plans), for a search of plans of at most `max_nodes` nodes.
+
+        Every plan of N >= 2 nodes reaching the cut lies in a box left (class docstring), whose
+        least nodes x1 unit are at most N, so in one of these rows; one node (flat, N = 1) reaches
+        it only where W' F u does, and then there are no boxes and the space is returned whole.
+        With no such box, no plan of 2 to `max_nodes` nodes reaches the cut either: the space is
+        returned whole (a search of it finds none)."""
+        if self.boxes is None:
+            return self.space
+        r = self.rows
+        i = np.unique(self.boxes[0][self.nodes <= max_nodes])
+        if i.size == 0:
+            return self.space
+        hier, pp = r.k[i] > 0, (r.k[i] == 0) & (r.unit[i] > 1)
+        modes = tuple(m for m, on in (("flat", (~hier & ~pp).any()), ("hierarchical", hier.any()),
+                                      ("pp_group", pp.any())) if on)
+        space = self.space
+        changes = {"modes": modes}
+        if hier.any():
+            kept = set(r.k[i][hier].astype(int).tolist())
+            changes["group_sizes"] = tuple(k for k in space.group_sizes if k in kept)
+        if pp.any():
+            kept = set(r.ca[i][pp].tolist())
+            changes["activation_compression"] = tuple(c for c in space.activation_compression if float(c) in kept)
+            changes["max_stages"] = int(r.unit[i][pp].max())
+        return replace(space, **changes)
 
     def refine(self) -> None:
         """One round: the boxes of the fewest nodes split in four (x and H halves), those below the cut dropped."""
