@@ -28,6 +28,20 @@ With `--instructions` (valgrind installed), it counts instead the instructions o
 command from each tree (valgrind's callgrind, `Collected`): a figure the machine's load does not
 move, though it weighs a cache miss like any instruction (the collector's traversals are mostly
 misses, so their share of CPU time is larger than their share of instructions).
+
+With `--breakdown`, it splits the command's CPU into its parts, each measured as the growth of a
+fresh `python -c` process (from this checkout, the start-up environment of planner/cli set in all)
+as the steps are added one after another: python's own start, click, the command line's package,
+numpy, the pydantic names the schema imports (and what pydantic loads to build a first model), the
+assumptions' dataclass, the schema's modules and models, every other module the command loads
+(listed from a run of the command), and the command itself (read, validate, solve, write). Every
+step runs under the command's collector settings (`planner.cli.common.process_collector`: the
+youngest generation collected after 100,000 new objects, what is alive frozen at the end), so that
+no step pays an exit the command does not (without the freeze, the interpreter's final collections
+trace every object the imports made: 65 million instructions for the solve's modules, more in CPU
+time, the traversals being mostly cache misses). The steps run in rotation, `--runs` rounds, so
+that a change of load falls on all of them alike; medians are printed with the load average. With
+`--instructions` too, each step is counted once under callgrind instead.
 """
 
 from __future__ import annotations
@@ -93,12 +107,19 @@ def main() -> None:
                         help="another checkout of dtplan: alternating pairs against it (module docstring)")
     parser.add_argument("--instructions", action="store_true",
                         help="count instructions under valgrind's callgrind instead (module docstring)")
+    parser.add_argument("--breakdown", action="store_true",
+                        help="the command's CPU (or instructions) split into its parts (module docstring)")
     ns = parser.parse_args()
     if ns.compare is not None and not (ns.compare / "planner" / "cli" / "__init__.py").is_file():
         parser.error(f"--compare: {ns.compare} holds no planner/cli/__init__.py; give a checkout of dtplan")
+    if ns.breakdown and ns.compare is not None:
+        parser.error("--breakdown: measures this checkout only; not with --compare")
+    if ns.instructions and shutil.which("valgrind") is None:
+        parser.error("--instructions: valgrind is not installed")
+    if ns.breakdown:
+        breakdown(ns.runs, ns.instructions)
+        return
     if ns.instructions:
-        if shutil.which("valgrind") is None:
-            parser.error("--instructions: valgrind is not installed")
         trees = {"this checkout": REPO, **({str(ns.compare): ns.compare.resolve()} if ns.compare else {})}
         instructions(trees)
         return
@@ -180,6 +201,85 @@ def instructions(trees: dict[str, Path]) -> None:
     if len(counts) == 2:
         mine, other = counts.values()
         print(f"  this checkout / other: {mine / other:.3f}")
+
+
+# The steps of --breakdown: each adds one part to the previous step's code (module docstring).
+_SCHEMA_PYDANTIC = ("from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, "
+                    "ValidationError, model_serializer, model_validator; from pydantic_core import PydanticCustomError")
+_FIRST_MODEL = "type('M', (BaseModel,), dict(__annotations__=dict(x=int), __module__='__main__'))"
+_STEPS = (
+    ("python's start", "pass"),
+    ("click", "import click"),
+    ("the command line's package (planner.cli, without the commands)", "import planner.cli"),
+    ("numpy", "import numpy"),
+    ("pydantic: the names the schema imports, and what building a first model loads",
+     f"{_SCHEMA_PYDANTIC}; {_FIRST_MODEL}"),
+    ("the cost model's assumptions (planner.cost.assumptions)", "import planner.cost.assumptions"),
+    ("the schema's modules and models", "import planner.schema.instance, planner.schema.plan"),
+    ("the other modules the command loads", "{modules}"),
+    ("the command (read, validate, solve, write)", "from planner.cli import main; main({args!r}, prog_name='dtplan')"),
+)
+
+
+def _loaded_modules(args: list[str]) -> list[str]:
+    """The dtplan modules a run of `dtplan ARGS` loads, in the order they were first imported."""
+    code = ("import sys; from planner.cli import main\ntry:\n    main(sys.argv[1:], prog_name='dtplan')\n"
+            "except SystemExit:\n    pass\n"
+            "sys.stderr.write('\\nMODULES ' + ' '.join(m for m in sys.modules if m.split('.')[0] == 'planner'))")
+    done = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, cwd=REPO)
+    found = re.search(r"^MODULES (.*)$", done.stderr, re.MULTILINE)
+    if not found:
+        sys.exit(f"dtplan {' '.join(args)}: could not list its modules:\n{done.stderr[-2000:]}")
+    return found.group(1).split()
+
+
+def breakdown(runs: int, count_instructions: bool) -> None:
+    """The parts of `dtplan solve INSTANCE`, each the growth of a fresh process as steps are added."""
+    # imported here, not at the top: importing planner.cli sets its start-up environment in this
+    # process, which the other modes must not pass on to a compared tree that does not set it
+    from planner.cli import STARTUP_ENVIRONMENT
+    from planner.cli.common import PROCESS_GC_THRESHOLD0
+    args = COMMANDS[0]
+    modules = _loaded_modules(args)
+    collector = f"import gc; gc.set_threshold({PROCESS_GC_THRESHOLD0}, *gc.get_threshold()[1:])"
+    codes, lines = [], [collector]
+    for _, step in _STEPS:
+        lines.append(step.replace("{modules}", "import " + ", ".join(modules)).replace("{args!r}", repr(args)))
+        codes.append("\n".join(lines + ["gc.freeze()"]))     # the exit as the command's (process_collector)
+    env = {**os.environ, **STARTUP_ENVIRONMENT}
+    warm = {k: v for k, v in env.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    child_cpu_s([sys.executable, "-c", codes[-1]], env=warm)
+    load_before = os.getloadavg()
+    if count_instructions:
+        totals = []
+        for code in codes:
+            done = subprocess.run(["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", sys.executable,
+                                   "-c", code], capture_output=True, text=True, cwd=REPO, env=env)
+            found = re.search(r"Collected\s*:\s*(\d+)", done.stderr)
+            if not found:
+                sys.exit(f"callgrind run failed (exit {done.returncode}):\n{done.stderr[-2000:]}")
+            totals.append(int(found.group(1)) / 1e9)
+        unit, digits = "billion instructions", 3
+    else:
+        cpus: list[list[float]] = [[] for _ in codes]
+        for i in range(runs):
+            order = list(enumerate(codes))
+            order = order[i % len(order):] + order[:i % len(order)]      # a rotation: no step always first
+            for k, code in order:
+                cpu, done = child_cpu_s([sys.executable, "-c", code], env=env)
+                if done.returncode != 0:
+                    sys.exit(f"step {_STEPS[k][0]!r} failed (exit {done.returncode}):\n{done.stderr[-2000:]}")
+                cpus[k].append(cpu * 1e3)
+        totals = [statistics.median(c) for c in cpus]
+        unit, digits = f"ms of CPU, medians of {runs} rounds", 1
+    load_after = os.getloadavg()
+    print(f"dtplan solve {INSTANCE.relative_to(REPO).as_posix()}, in parts ({unit}; load average "
+          f"{' '.join(f'{x:.2f}' for x in load_before)} -> {' '.join(f'{x:.2f}' for x in load_after)}):")
+    previous = 0.0
+    for (name, _), total in zip(_STEPS, totals):
+        print(f"  {total - previous:>9.{digits}f}  {name}   (cumulative {total:.{digits}f})")
+        previous = total
+    print(f"  ({len(modules)} dtplan modules loaded by the command)")
 
 
 def measure_bare(runs: int) -> list[float]:
