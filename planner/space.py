@@ -44,7 +44,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from planner.cost import envelope, memory, physics, quality_fit
+from planner.cost import envelope, memory, physics, quality_fit, stage_shards
 from planner.cost.modes import throughput
 from planner.cost.setting import PlanBatch, Setting
 
@@ -198,6 +198,8 @@ class DecisionSpace:
             streaming=(True,) if True in search.streaming else (False,),
             expert_parallel=tuple(search.expert_parallel) if search.expert_parallel else None,
             streaming_off_allowed=False in search.streaming)
+        if setting.assumptions.stage_state_shards > 1:     # a synchronous run: H = 1 (planner/cost/stage_shards.py)
+            space = replace(space, max_inner_steps=1)
         return space.within_envelope() if envelope.on(setting.assumptions) else space
 
     def within_envelope(self) -> "DecisionSpace":
@@ -316,8 +318,12 @@ class DecisionSpace:
         z = rows.zero_shards      # n replicas of Z nodes: N = max(n Z, min_nodes); G = floor(N / k) >= 2
         return self._classes(rows, np.maximum(2 * rows.group_size // z, self.min_nodes // z), self.max_nodes // z, z)
 
-    def _stage_range(self, s: Setting, precision: str) -> np.ndarray:
-        beta = s.assumptions.bytes_per_param(precision)
+    def _stage_range(self, s: Setting, precision: str, mode: str) -> np.ndarray:
+        # S_min = ceil(P beta' / V) with beta' the least state per parameter of a stage node: beta, or with a
+        # pp_group stage's state sharded K ways (dtplan, planner/cost/stage_shards.py) beta times its factor at
+        # D = 1, the least at any tensor-parallel degree; a lower bound on the stages of any plan that fits
+        beta = s.assumptions.bytes_per_param(precision) \
+            * stage_shards.least_state_factor(s.assumptions, precision, stage_shards.shards(s.assumptions, mode))
         s_min = max(2, int(memory.min_stages(s.params, beta, s.memory_bytes)))
         return np.arange(s_min, self.max_stages + 1)
 
@@ -350,7 +356,7 @@ class DecisionSpace:
         fields of each row's `pipe_probe` when the listing scored them already (`_fastest_schedule`),
         else an empty dict (the same plans: `_least_step`, `_window_front` and `_pp_group` read them
         instead of scoring the rows again)."""
-        stages = self._stage_range(s, precision)
+        stages = self._stage_range(s, precision, mode)
         if stages.size == 0:
             return None
         if self.all_micro_batches and every_micro_batch(s.assumptions):
@@ -511,6 +517,7 @@ class DecisionSpace:
                             micro_batches=pipes.micro_batches[rep], schedule=pipes.schedule[rep],
                             compression=compression, streaming=streaming)
         n_lo = np.maximum(2, self.min_nodes // rows.stages)     # G S <= min_nodes < (G + 1) S: idle nodes
+        n_lo = np.maximum(n_lo, int(np.ceil(stage_shards.shards(s.assumptions, "pp_group"))))  # G >= K (stage_shards.py)
         c = self._classes(rows, n_lo, self.max_nodes // rows.stages, rows.stages,
                           None if members is None else (members[0][rep], members[1][rep]))
         if listed is not None:
