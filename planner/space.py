@@ -24,8 +24,9 @@ linear v1 or no replica penalty (C_local is then proportional to the tokens):
   non-decreasing in t_pp for every H, so per (precision, S, Ca) only the M of least
   t_pp is listed (ties to the smaller M). Under dtplan terms that make the outer step or
   memory depend on M otherwise (`every_micro_batch`), every (S, Ca, schedule, M) is a class,
-  cut back to the least t_pp per (S, Ca) where neither the overlap window nor memory can
-  tell them apart (`DecisionSpace._least_step`); where only a blocking sync's overlap window
+  cut back (among the rows that fit their node, which is all memory tells apart) to the least
+  t_pp per (S, Ca) where the overlap window cannot tell them apart
+  (`DecisionSpace._least_step`); where only a blocking sync's overlap window
   does (`dp_overlap`), to the rows no row of shorter step and longer window beats
   (`DecisionSpace._window_front`; `size` still counts the rows left out).
 
@@ -44,7 +45,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from planner.cost import envelope, memory, physics, quality_fit
+from planner.cost import envelope, memory, physics, quality_fit, stage_shards
 from planner.cost.modes import throughput
 from planner.cost.setting import PlanBatch, Setting
 
@@ -198,6 +199,8 @@ class DecisionSpace:
             streaming=(True,) if True in search.streaming else (False,),
             expert_parallel=tuple(search.expert_parallel) if search.expert_parallel else None,
             streaming_off_allowed=False in search.streaming)
+        if setting.assumptions.stage_state_shards > 1:     # a synchronous run: H = 1 (planner/cost/stage_shards.py)
+            space = replace(space, max_inner_steps=1)
         return space.within_envelope() if envelope.on(setting.assumptions) else space
 
     def within_envelope(self) -> "DecisionSpace":
@@ -316,8 +319,12 @@ class DecisionSpace:
         z = rows.zero_shards      # n replicas of Z nodes: N = max(n Z, min_nodes); G = floor(N / k) >= 2
         return self._classes(rows, np.maximum(2 * rows.group_size // z, self.min_nodes // z), self.max_nodes // z, z)
 
-    def _stage_range(self, s: Setting, precision: str) -> np.ndarray:
-        beta = s.assumptions.bytes_per_param(precision)
+    def _stage_range(self, s: Setting, precision: str, mode: str) -> np.ndarray:
+        # S_min = ceil(P beta' / V) with beta' the least state per parameter of a stage node: beta, or with a
+        # pp_group stage's state sharded K ways (dtplan, planner/cost/stage_shards.py) beta times its factor at
+        # D = 1, the least at any tensor-parallel degree; a lower bound on the stages of any plan that fits
+        beta = s.assumptions.bytes_per_param(precision) \
+            * stage_shards.least_state_factor(s.assumptions, precision, stage_shards.shards(s.assumptions, mode))
         s_min = max(2, int(memory.min_stages(s.params, beta, s.memory_bytes)))
         return np.arange(s_min, self.max_stages + 1)
 
@@ -350,7 +357,7 @@ class DecisionSpace:
         fields of each row's `pipe_probe` when the listing scored them already (`_fastest_schedule`),
         else an empty dict (the same plans: `_least_step`, `_window_front` and `_pp_group` read them
         instead of scoring the rows again)."""
-        stages = self._stage_range(s, precision)
+        stages = self._stage_range(s, precision, mode)
         if stages.size == 0:
             return None
         if self.all_micro_batches and every_micro_batch(s.assumptions):
@@ -402,11 +409,28 @@ class DecisionSpace:
 
     def _reduces_to_least_step(self, s: Setting) -> bool:
         """Whether pipeline rows listed per (schedule, M) (`every_micro_batch`) may be cut to the one of
-        least pipeline step per (S, Ca) wherever the overlap window does not matter (`_least_step`):
-        for objectives where a faster plan never scores lower, and without activation memory (which
-        makes memory, and the recomputation, depend on the schedule and M)."""
-        return self.all_micro_batches and every_micro_batch(s.assumptions) and self.faster_wins \
-            and not s.assumptions.activation_memory
+        least pipeline step per (S, Ca) wherever the overlap window does not matter (`_least_step`), and
+        to the window front where it does (`_window_front`): for objectives where a faster plan never
+        scores lower.
+
+        With activation memory too, among the rows whose node fits its memory (the callers cut the rest
+        first, `_fitting`). Proof: a pipeline node's memory (state, activations in flight, the `fit`
+        share r) reads S, M, the schedule, v, T, Z, K and the precision, never n, H or R, so a row that
+        fits does so at every n of its class, and memory enters no objective but through that limit. The
+        rest of a row's plans reads (schedule, M) only through the pipeline step t_pp and the last
+        micro-batch's compute c (both with the recomputation, c = t_comp (1 + r / 3) / (S M), which is
+        step_compute_s / M); eta_A, the payload, the sync, the tokens and the n range read S, Ca, n, H and
+        the compression. So among the fitting rows of one (S, Ca) the arguments of `_least_step` and
+        `_window_front` hold word for word, and a row that does not fit is no plan at all."""
+        return self.all_micro_batches and every_micro_batch(s.assumptions) and self.faster_wins
+
+    @staticmethod
+    def _fitting(s: Setting, mode: str, precision: str, pipes: PlanBatch, probed: dict) -> tuple[PlanBatch, dict]:
+        """The pipe rows whose node fits its memory, and their PROBED fields (scored here when `probed` is
+        empty): a row that does not fit at one n fits at none (`_reduces_to_least_step`)."""
+        probed = probed or scored(s, pipe_probe(mode, precision, pipes), *PROBED)
+        fits = probed["state_bytes_per_node"] <= s.memory_bytes
+        return pipes.take(fits), {k: v[fits] for k, v in probed.items()}
 
     @staticmethod
     def _least_step(s: Setting, mode: str, precision: str, pipes: PlanBatch, probed: dict | None = None) -> np.ndarray:
@@ -473,9 +497,7 @@ class DecisionSpace:
         if members is None:
             # a pp_group node's memory reads only its pipe row (S, precision, M, schedule: modes._pipeline),
             # not n, the compression or streaming: checked once per pipe row, not per class
-            probed = probed or scored(s, pipe_probe("pp_group", precision, pipes), *PROBED)
-            fits = probed["state_bytes_per_node"] <= s.memory_bytes
-            pipes, probed = pipes.take(fits), {k: v[fits] for k, v in probed.items()}
+            pipes, probed = self._fitting(s, "pp_group", precision, pipes, probed)
             if pipes.size == 0:
                 return None
         # which (pipe row, streaming) pairs are listed, and the plans each stands for in `size`: neither reads
@@ -511,6 +533,7 @@ class DecisionSpace:
                             micro_batches=pipes.micro_batches[rep], schedule=pipes.schedule[rep],
                             compression=compression, streaming=streaming)
         n_lo = np.maximum(2, self.min_nodes // rows.stages)     # G S <= min_nodes < (G + 1) S: idle nodes
+        n_lo = np.maximum(n_lo, int(np.ceil(stage_shards.shards(s.assumptions, "pp_group"))))  # G >= K (stage_shards.py)
         c = self._classes(rows, n_lo, self.max_nodes // rows.stages, rows.stages,
                           None if members is None else (members[0][rep], members[1][rep]))
         if listed is not None:
@@ -526,6 +549,10 @@ class DecisionSpace:
             return None
         rows, members, probed = built
         if self._reduces_to_least_step(s):         # no sync, no overlap window: one row per (S, Ca)
+            if s.assumptions.activation_memory:    # of those that fit (`_reduces_to_least_step`)
+                rows, probed = self._fitting(s, "pipeline_wan", precision, rows, probed)
+                if rows.size == 0:
+                    return None
             rows = rows.take(self._least_step(s, "pipeline_wan", precision, rows, probed))
         ok = np.maximum(rows.stages, self.min_nodes) <= self.max_nodes     # N = max(S, min_nodes)
         return self._classes(rows, np.where(ok, 1, 2), 1, rows.stages, members)

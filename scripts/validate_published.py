@@ -377,11 +377,14 @@ def synchronous_search(raw: dict, plan) -> dict:
 def layouts_at(instance, plan) -> list[PlanBatch]:
     """Every layout of the run's nodes N in that freedom: flat replicas sharded over Z nodes (Z <= N; dense
     models, as the planner's ZeRO-3 decision), and
-    pipelines of S = 2..64 stages (at least two groups) with M = 1..64 micro-batches under each schedule."""
+    pipelines of S = 2..64 stages (at least two groups, and at least the K groups a run's `stage_state_shards`
+    shards each stage's state over) with M = 1..64 micro-batches under each schedule."""
     n = plan.nodes
     shards = [z for z in LAYOUT_SHARDS if z <= n and (z == 1 or not instance.model.is_moe)]   # ZeRO-3: dense only
     flat = PlanBatch.of("flat", plan.precision, nodes=n, streaming=False, zero_shards=np.array(shards))
-    stages, micro, schedule = np.meshgrid(np.arange(2, min(64, n // 2) + 1), np.arange(1, 65), LAYOUT_SCHEDULES)
+    shards = instance.assumptions.constants.get("stage_state_shards", 1)     # G >= K (planner/cost/stage_shards.py)
+    stages, micro, schedule = np.meshgrid(np.arange(2, min(64, int(n // max(2, shards))) + 1), np.arange(1, 65),
+                                          LAYOUT_SCHEDULES)
     pipes = PlanBatch.of("pp_group", plan.precision, nodes=n, streaming=False, stages=stages.ravel(),
                          micro_batches=micro.ravel(), activation_compression=1.0, schedule=schedule.ravel())
     ep = [PlanBatch.of("flat", plan.precision, nodes=n, streaming=False, expert_parallel="global")] \
@@ -769,10 +772,12 @@ def render_dtplan(results: list[dict], dtplan: list[dict]) -> list[str]:
                   "bytes (BF16; which saved activations an FP8 recipe keeps in FP8 is not modelled) the fastest "
                   "degree of the flat ZeRO-3 layout the planner picks becomes T = 4 for the 70B run and T = 8 for "
                   "both 405B runs (as run for the first two, twice the B200 run's 4), so the choice between 2, 4 and 8 "
-                  "rests on that byte count. The Llama 3 runs' own pipelines recompute here (r = 0.717 of their "
-                  "layers at 8,192 GPUs, 0.636 at 16,384) because the model does not shard a pipeline stage's state over the run's "
-                  "data-parallel groups across servers (docs/physics.md section 3), which is why the planner "
-                  "prefers flat ZeRO-3 replicas there; their T is the run's all the same.", "",
+                  "rests on that byte count. The Llama 3 runs shard each pipeline stage's gradients and optimizer "
+                  "state over their 64 and 128 data-parallel groups (FSDP, arXiv 2407.21783 section 3.3.2; "
+                  "`stage_state_shards`, planner/cost/stage_shards.py, docs/physics.md section 3), so their own "
+                  "pipelines recompute r = 0.193 of their layers at 8,192 GPUs and none at 16,384 (without the "
+                  "sharding 0.717 and 0.636), and the planner, held to at least that many groups per pipeline, "
+                  "chooses pipelines with the runs' T = 8.", "",
                   "| run | run's plan: days | planner's plan, T free, memory per accelerator | days | gain | run's rank | "
                   "layouts | fastest layout: days |", "|---|---|---|---|---|---|---|---|"]
         lines += [_rank_row(r["run"], r["layout"]["tp_memory"]["run_days"], r["layout"]["tp_memory"]) for r in ranked]

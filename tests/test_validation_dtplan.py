@@ -120,8 +120,12 @@ def test_opendiloco_takes_intellect1s_bandwidth_derived_under_the_same_profile()
     assert dt["wan_mbps"] == pytest.approx(345.8 * 13 / 14, rel=1e-3)
 
 
-def test_activation_memory_would_refuse_llama3_as_run():
-    """Why `activation_memory` is off in the dtplan profile (docs/physics.md, section 3): Llama 3 405B on
+WHOLE = {"stage_state_shards": 1.0}     # the stage state not sharded over the data-parallel groups
+
+
+def test_activation_memory_without_stage_sharding_would_refuse_llama3_as_run():
+    """What the sharding of a stage's state over the data-parallel groups buys (docs/physics.md, section 3;
+    with it, tests/test_stage_shards.py): without it (stage_state_shards = 1), Llama 3 405B on
     8,192 GPUs, 16 stages of L / S = 405e9 / (12 x 16,384^2 x 16) = 7.858 layers, 1F1B-interleaved with
     v = 4, so the first stage holds 16 (1 + 15 / 64) = 19.75 micro-batches of 262,144 / 32 = 8,192 tokens at
     c = 34 bytes per token, layer and h: 708.2 GB of activations beside 405e9 x 16 / 16 = 405 GB of state,
@@ -133,17 +137,17 @@ def test_activation_memory_would_refuse_llama3_as_run():
     working = 8192 * 34 * 16384
     assert kept / 1e9 == pytest.approx(708.22, abs=0.01)
     on = validate_published.validate_run("llama3-405b-8192", with_solve=False, profile="dtplan",
-                                         constants={"activation_memory": True})
+                                         constants={"activation_memory": True, **WHOLE})
     assert any(v.startswith("memory-cap: training state 1,113.2 GB") for v in on["violations"])
     fit = validate_published.validate_run("llama3-405b-8192", with_solve=False, profile="dtplan",
-                                          constants={"activation_memory": True, "activation_recompute": "fit"})
+                                          constants={"activation_memory": True, "activation_recompute": "fit", **WHOLE})
     r = (405e9 + kept + working - 640e9) / (kept * (1 - 2 / 34))
     instance, plan, _, _ = validate_published.load_run("llama3-405b-8192", "dtplan",
-                                                       {"activation_memory": True, "activation_recompute": "fit"})
+                                                       {"activation_memory": True, "activation_recompute": "fit", **WHOLE})
     assert evaluate(instance, plan).values["recompute_share"] == pytest.approx(r, rel=1e-6)
     assert r == pytest.approx(0.7168, abs=1e-4)
     assert not fit["violations"]
-    off = validate_published.validate_run("llama3-405b-8192", with_solve=False, profile="dtplan")
+    off = validate_published.validate_run("llama3-405b-8192", with_solve=False, profile="dtplan", constants=WHOLE)
     assert abs(validate_published.headline(off)["headline_error"]) <= 0.15 < abs(validate_published.headline(fit)["headline_error"])
 
 

@@ -106,6 +106,8 @@ class Assumptions:
     activation_recompute: str = "selective"      # selective | full | fit: layers recomputed in the backward pass
     recompute_bytes_per_token_layer_h: float = 2.0   # full recomputation keeps a layer's input only (2 bytes x h)
     search_zero_shards: bool = False             # the planner may shard a flat replica's state over Z nodes (ZeRO-3)
+    stage_state_shards: float = 1.0              # pp_group: a stage's gradients and optimizer state sharded over the G >= K
+                                                 # data-parallel groups, charged at K (FSDP; stage_shards.py); 1 = not
     tensor_parallel: float = 0.0                 # T accelerators per tensor-parallel group inside a node; 0 = in u
                                                  # (with search_tensor_parallel: 0 = the planner's, per plan)
     search_tensor_parallel: bool = False         # the node's A accelerators are T-way TP groups, A / T data-parallel

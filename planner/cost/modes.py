@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from planner.cost import fragment_window, memory, physics, quality, tensor_parallel, timing
+from planner.cost import fragment_window, memory, physics, quality, stage_shards, tensor_parallel, timing
 from planner.cost.setting import PlanBatch, Setting
 from planner.cost.straggler import straggler_factor, throughput_fraction
 
@@ -270,7 +270,7 @@ def _pipeline_at(s: Setting, b: PlanBatch, out, link_bps: float, link_rtt_s: flo
     f_pp = straggler_factor(stages, a)
     groups = tensor_parallel.data_parallel_groups(a, s.accelerators_per_node)     # dtplan: D groups in the node
     state = memory.state_bytes_per_node(s.params, a.bytes_per_param(b.precision), stages) \
-        * tensor_parallel.state_factor(a, b.precision, s.accelerators_per_node) \
+        * stage_shards.state_factor(a, b.precision, s.accelerators_per_node, stage_shards.shards(a, b.mode)) \
         + groups * physics.schedule_state_bytes(a, s.params, b.precision, stages, b.schedule)    # DualPipe's copy
     kept, redone, working = physics.activation_parts_bytes(a, s.active_params, hidden, s.local_batch_tokens,
                                                            b.precision, stages, b.micro_batches, b.schedule, chunks,

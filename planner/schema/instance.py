@@ -334,7 +334,7 @@ GREATER_THAN_ONE_CONSTANTS = {"replica_h_ref", "growth_hardware_x_per_year", "gr
                               "growth_investment_x_per_year"}
 # Exponents of power laws: beyond MAX_EXPONENT in magnitude, P ** e overflows.
 EXPONENT_CONSTANTS = {"replica_beta_exponent", "chinchilla_alpha", "chinchilla_beta"}
-AT_LEAST_ONE_CONSTANTS = {"backup_spare_factor", "threshold_eta_divisor", "chi_search_high_factor"}
+AT_LEAST_ONE_CONSTANTS = {"backup_spare_factor", "threshold_eta_divisor", "chi_search_high_factor", "stage_state_shards"}
 
 
 def _numeric_bounds(key: str) -> dict[str, float]:
@@ -547,6 +547,9 @@ class Instance(StrictModel):
         if self.assumptions.constants.get("search_tensor_parallel") and self.fleet.pools:   # its u is one setting's
             problems.append(Problem("assumptions.constants.search_tensor_parallel",
                                     "is for a fleet of one kind of node; with fleet.pools set it false"))
+        if self.assumptions.constants.get("stage_state_shards", 1) > 1 and self.fleet.pools:  # planner/cost/stage_shards.py
+            problems.append(Problem("assumptions.constants.stage_state_shards",
+                                    "is for a fleet of one kind of node; with fleet.pools set it to 1"))
         problems += pool_site_problems(self.fleet, self.network)
         if problems:
             raise_problems(problems)

@@ -158,6 +158,15 @@ def model_plan_problems(instance: Instance, plan: Plan) -> list[Problem]:
                                                     f"is a mixture of experts, got {plan.zero_shards}"))
     if plan.zero_shards is not None and plan.zero_shards > plan.nodes:
         problems.append(Problem("plan.zero_shards", f"must be <= plan.nodes ({plan.nodes}), got {plan.zero_shards}"))
+    shards = instance.assumptions.constants.get("stage_state_shards", 1)     # planner/cost/stage_shards.py
+    if shards > 1 and plan.mode == "pp_group" and plan.inner_steps != 1:
+        problems.append(Problem("plan.inner_steps", f"must be 1 with assumptions.constants.stage_state_shards = "
+                                                    f"{show(shards)} (the groups share their optimizer state, so they "
+                                                    f"sync every step), got {plan.inner_steps}"))
+    if shards > 1 and plan.mode == "pp_group" and plan.stages and plan.nodes // plan.stages < shards:
+        problems.append(Problem("plan.nodes", f"must hold at least assumptions.constants.stage_state_shards = "
+                                              f"{show(shards)} pipeline groups of plan.stages ({plan.stages}) nodes, "
+                                              f"got {plan.nodes} ({plan.nodes // plan.stages} groups)"))
     if instance.model.is_moe and plan.mode in PIPELINE_MODES and plan.expert_parallel not in (None, "none"):
         problems.append(Problem("plan.expert_parallel", "pipeline modes support MoE only without expert "
                                                         f"parallelism: set it to 'none', got {plan.expert_parallel!r}"))
