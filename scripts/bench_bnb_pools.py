@@ -8,12 +8,17 @@ geography's).
 
     python scripts/bench_bnb_pools.py [--pools 13,16] [--repeats 3] [--solvers bnb,highs] [--sites]
         [--objectives min_time,min_cost,max_compute] [--rule proportional|auto] [--precisions fp16]
-        [--replica-penalty linear_v1]
+        [--replica-penalty linear_v1] [--budget 2e8] [--max-nodes 60]
+        [--nodes-per-pool 2]
 
 `--rule`: fleet.sync_rule (the proportional rule's families, planner.solvers.proportional_families);
 `--precisions`: search.precisions (fp16: every preset runs it, so the pools' speeds differ);
 `--replica-penalty`: assumptions.constants.replica_penalty (max_compute under the proportional rule
-beyond 12 pools needs linear_v1, fitted or none: Chinchilla's C_local is refused there).
+where the fastest split is the best: linear_v1, fitted or none; Chinchilla's C_local, the default, is
+the search over subsets, planner.solvers.proportional_subsets, as are `--budget` (limits.budget_usd)
+and min_cost under the proportional rule); `--max-nodes`: limits.max_nodes; `--nodes-per-pool`: every
+pool's count (Chinchilla's C_local compares the splits of a set of pools through a table of at most
+200,000 prefixes, `split_table.MAX_PREFIXES`: a few nodes a pool).
 A solver that refuses (exit 2) prints its message.
 
 Prints per case the median CPU seconds (`time.process_time`, parse and solve; a warm-up solve
@@ -45,6 +50,9 @@ def main() -> int:
     parser.add_argument("--rule", choices=("straggler", "proportional", "auto"), default="straggler")
     parser.add_argument("--precisions", default=None, help="search.precisions, comma-separated")
     parser.add_argument("--replica-penalty", default=None, help="assumptions.constants.replica_penalty")
+    parser.add_argument("--budget", type=float, default=None, help="limits.budget_usd")
+    parser.add_argument("--max-nodes", type=int, default=None, help="limits.max_nodes")
+    parser.add_argument("--nodes-per-pool", type=int, default=None, help="every pool's count")
     opts = parser.parse_args()
     from bench_mixed import pools_data, pools_nosites_data
     from planner.schema.errors import InputError
@@ -59,6 +67,12 @@ def main() -> int:
             data.setdefault("search", {})["precisions"] = opts.precisions.split(",")
         if opts.replica_penalty:
             data.setdefault("assumptions", {}).setdefault("constants", {})["replica_penalty"] = opts.replica_penalty
+        if opts.budget is not None:
+            data["limits"]["budget_usd"] = opts.budget
+        if opts.max_nodes is not None:
+            data["limits"]["max_nodes"] = opts.max_nodes
+        for pool in data["fleet"]["pools"] if opts.nodes_per_pool is not None else ():
+            pool["count"] = opts.nodes_per_pool
         for objective in opts.objectives.split(","):
             solvers = opts.solvers.split(",")
             times, results = {k: [] for k in solvers}, {}

@@ -8,8 +8,11 @@ listing's limit set to 0 pools). `--sites`: the pools at 2 to 6 sites joined by 
 `--rule proportional|auto`: fleet.sync_rule that rule, the fleets the proportional rule's families take
 (`planner.fleet.samples.random_rule_pools`: no budget, min_time or max_compute of C_quality or of
 C_local under the linear v1 or no replica penalty; planner.solvers.proportional_families).
+`--rule subsets`: 'proportional' or 'auto' in the cases the search over subsets of pools takes
+(`planner.fleet.samples.random_subset_rule_pools`: min_time, min_cost, max_compute of C_local under the
+Chinchilla penalty, half with a budget that binds; planner.solvers.proportional_subsets).
 
-    python scripts/check_pool_families.py [--seed 100] [--count 150] [--sites | --rule proportional|auto]
+    python scripts/check_pool_families.py [--seed 100] [--count 150] [--sites | --rule proportional|auto|subsets]
 
 Prints each disagreement, then the number of instances, of disagreements, the seconds each path took
 and the machine's load average; exit 1 on any disagreement.
@@ -31,22 +34,23 @@ def main() -> int:
     parser.add_argument("--seed", type=int, default=100)
     parser.add_argument("--count", type=int, default=150)
     parser.add_argument("--sites", action="store_true", help="the pools at 2 to 6 sites")
-    parser.add_argument("--rule", choices=("straggler", "proportional", "auto"), default="straggler",
-                        help="fleet.sync_rule (proportional, auto: without sites)")
+    parser.add_argument("--rule", choices=("straggler", "proportional", "auto", "subsets"), default="straggler",
+                        help="fleet.sync_rule (proportional, auto: without sites; subsets: either, in the cases "
+                             "of the search over subsets)")
     opts = parser.parse_args()
     if opts.sites and opts.rule != "straggler":
         parser.error("--sites takes the straggler rule only (the proportional rule's families have no sites)")
     import numpy as np
-    from planner.fleet.samples import add_sites, random_many_pools, random_rule_pools
+    from planner.fleet.samples import add_sites, random_many_pools, random_rule_pools, random_subset_rule_pools
     from planner.schema.instance import parse_instance
     from planner.solve import solve
     from planner.solvers import decomposition
     bad, spent = 0, [0.0, 0.0]
     for seed in range(opts.seed, opts.seed + opts.count):
         rng = np.random.default_rng(seed)
-        sample = random_many_pools if opts.rule == "straggler" else random_rule_pools
+        sample = {"straggler": random_many_pools, "subsets": random_subset_rule_pools}.get(opts.rule, random_rule_pools)
         data = sample(rng, int(rng.integers(1, 8 if opts.sites else 9)), max_count=int(rng.integers(1, 6)))
-        if opts.rule != "straggler":
+        if opts.rule not in ("straggler", "subsets"):
             data["fleet"]["sync_rule"] = opts.rule
         if opts.sites:
             add_sites(rng, data)
@@ -70,7 +74,8 @@ def main() -> int:
             bad += 1
             print(f"seed {seed} {data['objective']}: listing {listed.status} {values[0]} (cost {costs[0]}), "
                   f"families {families.status} {values[1]} (cost {costs[1]})", flush=True)
-    rule = f" under the {opts.rule} rule" if opts.rule != "straggler" else ""
+    rule = {"straggler": "", "subsets": " under the proportional rule's search over subsets"}.get(
+        opts.rule, f" under the {opts.rule} rule")
     print(f"{opts.count} instances{' with sites' if opts.sites else ''}{rule} (seeds {opts.seed}-{opts.seed + opts.count - 1}), {bad} disagreements; "
           f"listing {spent[0]:.1f} s, families {spent[1]:.1f} s; load {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     return 1 if bad else 0

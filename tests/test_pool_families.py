@@ -184,20 +184,20 @@ def test_sixteen_pools_in_sixteen_cities():
     assert result.plan.nodes == 640 and len(result.plan.pool_nodes) == 16
 
 
-def test_the_proportional_rule_with_a_budget_and_chosen_regions_stay_refused_beyond_twelve_pools(tmp_path):
-    """13 pools under 'proportional' with a budget and min_cost (what else stays refused under the rule:
-    tests/test_pool_families_proportional.py), and 13 pools with chosen regions."""
+def test_the_proportional_rule_with_a_budget_is_answered_and_chosen_regions_stay_refused_beyond_twelve_pools(
+        tmp_path):
+    """13 pools under 'proportional' with a budget and min_cost: answered by the search over subsets
+    (planner.solvers.proportional_subsets; tests/test_proportional_subsets.py; a pool at price 0: 0 USD),
+    the CLI's exit 0; 13 pools with chosen regions: refused."""
     data = random_many_pools(np.random.default_rng(3), 13)
     data["fleet"]["sync_rule"] = "proportional"
-    with pytest.raises(InputError) as err:
-        solve(parse_instance(data))
-    problem = err.value.problems[0]
-    assert problem.path == "fleet.pools" and "at most 12 pools" in problem.message
-    assert "proportional" in problem.message and "--solver highs" in problem.message
+    assert data["objective"] == "min_cost" and data["limits"]["budget_usd"] is not None
+    result = solve(parse_instance(data))
+    assert result.solver == "bnb" and result.status == "optimal" and result.objective_value == 0.0
     path = tmp_path / "p.json"
     path.write_text(json.dumps(data))
     r = CliRunner().invoke(main, ["solve", str(path)])
-    assert r.exit_code == 2 and "--solver highs" in r.output and "Traceback" not in r.output
+    assert r.exit_code == 0 and "Traceback" not in r.output
     chosen = with_sites(np.random.default_rng(4), 13)
     chosen["network"]["regions"] = "chosen"
     with pytest.raises(InputError) as err:

@@ -14,6 +14,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from planner.fleet.pools import pool_settings
+from planner.fleet.replicas import node_price_usd
+from planner.schema.instance import parse_instance
+
 PRESETS = ("16xH100-SXM", "48xA100-80GB", "7xB200", "17xTPU-v6e", "49xAscend-910B")
 CITIES = ("London", "Paris", "Frankfurt", "New York", "Ashburn", "Los Angeles", "Tokyo", "Singapore")
 
@@ -202,3 +206,25 @@ def _problem(rng: np.random.Generator, pools: list[dict]) -> dict:
                             "rtt_ms": float(rng.uniform(5, 200))}},
         "limits": {"max_days": float(rng.uniform(2, 120))},
     }
+
+
+def random_subset_rule_pools(rng: np.random.Generator, count: int, max_count: int = 4) -> dict:
+    """`random_many_pools` under fleet.sync_rule 'proportional' or 'auto' (half each) in the cases the
+    proportional rule's search over subsets of pools takes beyond 12 pools
+    (`planner.solvers.proportional_subsets`): a third min_time, a third min_cost, a third max_compute of
+    C_local under the Chinchilla replica penalty (the default); the duration limit 1 to 30 times longer
+    (fewer fleets with no plan); a budget half of the time (1.5 to 8 times the cheapest node's price
+    times a third of the pools' nodes, so that it binds)."""
+    data = random_many_pools(rng, count, max_count)
+    data["fleet"]["sync_rule"] = str(rng.choice(["proportional", "auto"]))
+    data["objective"] = str(rng.choice(["min_time", "min_cost", "max_compute"]))
+    data["training"].pop("target_kind", None)
+    data.get("assumptions", {}).get("constants", {}).pop("replica_penalty", None)
+    data["limits"].pop("budget_usd", None)
+    data["limits"]["max_days"] *= float(rng.uniform(1, 30))     # fewer fleets with no plan at all
+    if rng.random() < 0.5:
+        pools = pool_settings(parse_instance(data))
+        cheapest = min(node_price_usd(p) for p in pools) or 1000.0
+        nodes = sum(p.count for p in pools)
+        data["limits"]["budget_usd"] = float(cheapest * max(1.0, nodes / 3) * rng.uniform(1.5, 8.0))
+    return data

@@ -34,10 +34,11 @@ mixed_oracle` checks this against every assignment of nodes to pools, scored one
 Beyond `MAX_EXACT_POOLS` pools, under the straggler rule, without sites or with the geography's
 regions at up to 16 sites, the subsets are grouped into families of one setting each, one uniform
 solve per family or span of families (`planner.solvers.pool_families`, proof there); under the
-proportional rule (and its half of 'auto'), without sites or a budget, for min_time and for
-max_compute where the fastest split is the best, into families of one setting and one fastest pool,
-one search by the rule's boxes each (`planner.solvers.proportional_families`, proof there);
-elsewhere beyond that the planner refuses (exit 2).
+proportional rule (and its half of 'auto'), without sites, into families of one setting and one
+fastest pool, one search by the rule's boxes each where the fastest split is the best
+(`planner.solvers.proportional_families`, proof there), else (a budget, min_cost, Chinchilla's
+C_local) a branch and bound over the subsets each family stands for
+(`planner.solvers.proportional_subsets`); elsewhere beyond that the planner refuses (exit 2).
 
 This module lists the parts of each model size (`planner.solvers.pool_parts.parts_until`) and runs
 each rule that fleet.sync_rule searches on them through the rules' interface

@@ -10,8 +10,9 @@ precision q (ties to the first listed), which gives every field of the setting b
 v = min_{p in U} V_p, the node memory, and S = the set of U's sites, which gives the links
 (`planner.fleet.network`: the five numbers of `site_set_links`, functions of S alone). Under the
 proportional rule each pool's inner steps change with U: its families are
-`planner.solvers.proportional_families` (without sites or a budget, min_time and max_compute where the
-fastest split is the best; `refusal` asks it), searched after these under 'auto'. With chosen regions
+`planner.solvers.proportional_families` (without sites; where the fastest split is not the best, with
+a budget, under min_cost or Chinchilla's C_local, the search over subsets of
+`planner.solvers.proportional_subsets`; `refusal` asks it), searched after these under 'auto'. With chosen regions
 the partitions of S change with U: there the full listing of `pool_parts` stays, and beyond 12 pools
 the planner refuses (exit 2, naming --solver highs). Without sites every pool counts as at one site
 (S is that site).

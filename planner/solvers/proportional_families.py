@@ -2,9 +2,11 @@
 'proportional', and its half of 'auto'; docs/fleet.md, "Beyond 12 pools"): the subsets of pools grouped
 into families, one search by the proportional rule's boxes per family instead of one per subset.
 
-Where it applies (`refusal` is None): without sites, without a budget, for min_time, and for max_compute
-where the rule's boxes apply and the best split is the fastest (`planner.sync.proportional.search.
-optional_pools_apply`: C_local under the linear v1, fitted or no replica penalty, or C_quality).
+Where it applies (`refusal` is None): without sites. The families' fastest split answers min_time and
+max_compute where the rule's boxes apply and the best split is the fastest (`planner.sync.proportional.
+search.optional_pools_apply`: C_local under the linear v1, fitted or no replica penalty, or C_quality),
+without a budget; with a budget, under min_cost, and under max_compute of C_local with the Chinchilla
+penalty the families are the roots of the search over subsets (`planner.solvers.proportional_subsets`).
 
 What a plan depends on. A proportional plan on counts n_p of the pools used U at precision q, with N
 nodes and inner steps H, is scored in U's straggler setting (`mixed_setting(U, q)`: a function of
@@ -46,7 +48,8 @@ nodes, inflated by 1e-12): T_prop >= T_straggler(d) N H / W >= `compute_bound_s(
 (`boxes`, and `compute_bound_s`'s own proof) = `compute_bound_s(setting, 1)` / (N rho(N)), and
 N rho(N) <= R; 0 (no pruning) where `compute_bound_s` is not known to hold. min_time visits the
 families by T_floor and stops at the first one above the best time found (ties kept); max_compute by
-the ceiling C_target x training window / T_floor (`pool_families.ceiling`'s bound), stopping at the
+the ceiling C_target x window_s / T_floor (`pool_families.ceiling`'s bound: T_floor is wall-clock time,
+so the compute within the wall-clock window is at most C_target x window_s / T_floor), stopping at the
 first below the most compute found.
 """
 
@@ -60,10 +63,10 @@ from typing import NamedTuple, Sequence
 from planner.evaluate import with_params
 from planner.fleet.pools import PoolSetting
 from planner.schema.instance import Instance
+from planner.solvers import proportional_subsets
 from planner.solvers.pool_parts import (Part, PartResult, PartsRun, base_space, slowest_and_memory, too_many_pools,
                                         unit_price)
 from planner.sync.proportional import search as proportional
-from planner.sync.proportional.levels import needs_every_split
 from planner.sync.proportional.rule import first_h_that_differs, step_ratios
 from planner.sync.rules import rules_searched
 from planner.sync.straggler.rule import mixed_setting
@@ -92,15 +95,6 @@ def refusal(instance: Instance, pools: Sequence[PoolSetting], objective) -> str 
     rule = "the proportional rule (fleet.sync_rule)"
     if instance.network.sites:
         return f"{rule} with sites: the pools used change the links and each pool's inner steps"
-    if instance.limits.budget_usd is not None:
-        return f"{rule} with limits.budget_usd: the best split within the budget need not be the fastest"
-    if objective is not None and objective.by_cost:
-        return f"{rule} under min_cost: the cheapest split that reaches the target need not be the fastest"
-    if objective is not None and any(needs_every_split(p.setting, objective) for p in pools):
-        return (f"{rule} under max_compute of C_local with the Chinchilla replica penalty: every split is a "
-                "candidate, not only the fastest")
-    if objective is not None and not all(proportional.optional_pools_apply(p.setting, objective) for p in pools):
-        return f"{rule} under {objective.key}: with these assumptions the best split need not be the fastest"
     return None
 
 
@@ -138,11 +132,11 @@ def time_floor_s(family: RuleFamily) -> float:
 
 
 def compute_ceiling(family: RuleFamily) -> float:
-    """An upper bound on the compute (FLOP) within the training window of every plan of the family
-    (inf when none is known): C_target x training window / T_floor."""
+    """An upper bound on the compute (FLOP) within the duration limit of every plan of the family (inf
+    when none is known): C_target x window_s / T_floor (T_floor a wall-clock time, as window_s)."""
     floor_s = time_floor_s(family)
     s = family.part.setting
-    return s.target * s.training_window_s / floor_s if floor_s > 0 else math.inf
+    return s.target * s.window_s / floor_s if floor_s > 0 else math.inf
 
 
 def solve_rule_families(run: PartsRun, params: float | None) -> None:
@@ -154,6 +148,9 @@ def solve_rule_families(run: PartsRun, params: float | None) -> None:
     run.size = None
     listed = [f for f in families(run.instance, pools, params)
               if not (f.straggler_only and "straggler" in run.rules)]
+    if proportional_subsets.needed(run.instance, objective, [f.part.setting for f in listed]):
+        proportional_subsets.Search(run, params).solve(listed)    # the fastest split is not enough
+        return
     maximise = objective.maximise
     if maximise:
         order = sorted(range(len(listed)), key=lambda k: -compute_ceiling(listed[k]))
@@ -172,9 +169,6 @@ def solve_rule_families(run: PartsRun, params: float | None) -> None:
             run.bound = min(run.bound, time_floor_s(family))
             return
         part = family.part
-        if not proportional.optional_pools_apply(part.setting, objective):
-            too_many_pools(len(pools), f"the proportional rule (fleet.sync_rule) under {objective.key}: with these "
-                                       "assumptions the best split need not be the fastest")
         found, count, complete = proportional.solve_with_optional(
             pools, family.forced, family.eligible, part.setting, part.space, part.precision, objective,
             run.deadline, most if maximise else run.incumbent)

@@ -372,6 +372,31 @@ def solve_with_optional(pools, forced: tuple[int, ...], eligible: tuple[int, ...
     return (Found(*found) if found is not None else None), evaluations, complete
 
 
+def solve_levels_with_optional(pools, forced: tuple[int, ...], eligible: tuple[int, ...], s: Setting,
+                               space: DecisionSpace, precision: str, objective: Objective, deadline: float,
+                               incumbent: float, budget_usd: float | None):
+    """`solve_part`'s search of max_compute of C_local under the Chinchilla penalty (every level of W a
+    candidate: `boxes.search` with the split table) over the splits of N nodes among the pools
+    `eligible` in which those of `forced` hold a node each and the others any number, none included,
+    within the budget (the search over subsets of pools beyond 12 pools,
+    `planner.solvers.proportional_subsets`): the table with `forced` lists exactly those splits, the
+    box bound's fill (`boxes.fill_speed_bound` with `forced`) and the least steps per H bound them, and
+    H_max is the greatest over `eligible` (the pool of greatest step ratio is forced there).
+    (Found or None, evaluations, complete); (None, 0, None) when the table would hold more than
+    `split_table.MAX_PREFIXES` prefixes. Where `boxes.applies(s, MIN_TIME)` (as `solve_part`)."""
+    space = space.for_objective(s, objective)
+    ratios = step_ratios(s, pools, eligible, precision)
+    table = SplitTable.build(pools, eligible, ratios, budget_usd, forced)
+    if table is None:
+        return None, 0, None
+    h_max = np.max(np.stack(list(inner_steps(ratios, np.arange(1, space.max_inner_steps + 1)).values())), axis=0)
+    splits = Splits(pools, eligible, ratios, int(space.max_nodes), None, space.max_inner_steps, None, forced=forced)
+    found, evaluations, complete = boxes.search(
+        pools, eligible, s, space, precision, list(_classes(s, space, precision)), splits,
+        lambda h: h_max[np.asarray(h) - 1], ratios, incumbent, deadline, objective, table)
+    return (Found(*found) if found is not None else None), evaluations, complete
+
+
 def _cheapest(pools, used, s: Setting, space: DecisionSpace, precision: str, ratios, h_values, h_max, scored_h,
               budget_usd: float | None, deadline: float) -> tuple[Found | None, int, bool]:
     """min_cost: the cheapest split and plan that reach the target within the duration limit, then

@@ -1,7 +1,9 @@
 """The splits of N nodes among the pools of U under the proportional rule, queried without listing
 them (docs/fleet.md, section 4): the least W >= x, the most W <= x, the cheapest split of a given W,
 the cheapest split reaching W >= x, for W = sum_p n_p H_p (`planner.sync.proportional.rule`), 1 <= n_p
-<= count_p, sum_p n_p = N, and the fleet's cost sum_p n_p price_p within the budget.
+<= count_p, sum_p n_p = N, and the fleet's cost sum_p n_p price_p within the budget. With `forced` (the
+search over subsets of pools, `planner.solvers.proportional_subsets`) the least n_p is 1 on the forced
+pools only and 0 on the others of U (least_p below, 1 everywhere without it); nothing else changes.
 
 **Two free pools.** Fix the counts of every pool of U but two, a and b (a *prefix*: every vector of
 those counts is listed, at most MAX_PREFIXES; the two free pools are the two of most nodes, so with
@@ -10,8 +12,8 @@ prefix's nodes, and
 
     W = W_prefix + M H_b + n_a (H_a - H_b),   cost = cost_prefix + M p_b + n_a (p_a - p_b)
 
-are both linear in n_a, which runs over an interval: max(1, M - count_b) <= n_a <= min(count_a,
-M - 1), cut by the budget to a sub-interval (cost is linear in n_a: the budget bounds n_a on one
+are both linear in n_a, which runs over an interval: max(least_a, M - count_b) <= n_a <= min(count_a,
+M - least_b), cut by the budget to a sub-interval (cost is linear in n_a: the budget bounds n_a on one
 side; the float bound is checked against the cost summed exactly as `replicas.fleet_cost_usd` does,
 in pool order, and moved by one where rounding put it on the wrong side). With a the faster of the
 two (H_a >= H_b for every H: H_p = floor(H rho_p) and rho_a >= rho_b), W is nondecreasing in n_a,
@@ -52,13 +54,14 @@ class SplitTable:
     H and N (and x) of one length and give per query the W (int64, NONE where no split qualifies),
     and where asked the cost and the split (prefix index, n_a)."""
 
-    def __init__(self, pools, used, ratios: dict[int, float], budget_usd: float | None = None):
+    def __init__(self, pools, used, ratios: dict[int, float], budget_usd: float | None = None, forced=None):
         self.pools, self.used, self.ratios, self.budget_usd = pools, tuple(used), ratios, budget_usd
+        self.least = {i: 1 if forced is None or i in forced else 0 for i in self.used}    # n_p >= least_p
         free = sorted(self.used, key=lambda i: (-pools[i].count, i))[:2]
         self.a = max(free, key=lambda i: (ratios[i], -i))               # the faster free pool
         self.b = next((i for i in free if i != self.a), None)
         self.rest = [i for i in self.used if i not in free]
-        grids = np.meshgrid(*[np.arange(1, pools[i].count + 1) for i in self.rest], indexing="ij")
+        grids = np.meshgrid(*[np.arange(self.least[i], pools[i].count + 1) for i in self.rest], indexing="ij")
         self.prefix = np.stack([g.ravel() for g in grids], axis=1).astype(np.int64) if self.rest \
             else np.zeros((1, 0), np.int64)
         self.prefix_nodes = self.prefix.sum(axis=1)
@@ -67,12 +70,15 @@ class SplitTable:
         self._fills: dict[bool, np.ndarray] = {}
 
     @classmethod
-    def build(cls, pools, used, ratios, budget_usd=None) -> "SplitTable | None":
-        """The table, or None when the prefixes would be more than MAX_PREFIXES."""
+    def build(cls, pools, used, ratios, budget_usd=None, forced=None) -> "SplitTable | None":
+        """The table, or None when the prefixes would be more than MAX_PREFIXES. `forced` (a subset of
+        `used`): only those pools must hold a node, the others 0 or more (the search over subsets of
+        pools beyond 12 pools, `planner.solvers.proportional_subsets`); None: every pool of `used`."""
         free = sorted(used, key=lambda i: -pools[i].count)[:2]
-        if math.prod(pools[i].count for i in used if i not in free) > MAX_PREFIXES:
+        if math.prod(pools[i].count + (forced is not None and i not in forced) for i in used if i not in free) \
+                > MAX_PREFIXES:
             return None
-        return cls(pools, used, ratios, budget_usd)
+        return cls(pools, used, ratios, budget_usd, forced)
 
     # -- the cost, exactly as replicas.fleet_cost_usd sums it ---------------------------------------
     def cost(self, k: np.ndarray, nodes: np.ndarray, n_a: np.ndarray) -> np.ndarray:
@@ -113,8 +119,8 @@ class SplitTable:
         h_b = steps[self.b][:, None] if self.b is not None else np.zeros_like(h_a)
         base = pre_w + m * h_b
         d = h_a - h_b
-        count_b, least_b = (self.pools[self.b].count, 1) if self.b is not None else (0, 0)
-        lo = np.maximum(1, m - count_b)
+        count_b, least_b = (self.pools[self.b].count, self.least[self.b]) if self.b is not None else (0, 0)
+        lo = np.maximum(self.least[self.a], m - count_b)
         hi = np.minimum(self.pools[self.a].count, m - least_b)
         if self.budget_usd is not None:
             lo, hi = self._within_budget(np.broadcast_to(k, m.shape), nodes[:, None] + 0 * m, lo, hi)
@@ -156,18 +162,19 @@ class SplitTable:
     # -- queries ----------------------------------------------------------------------------------------
     def _fill(self, up: bool) -> np.ndarray:
         """Without a budget: per N = 0..total, the counts per pool of U (columns in `used` order) of the
-        split of N nodes of most W (`up` False: least W) for every H: one node of each pool, then the
-        pools of largest (smallest) rho_p first. H_p = floor(H rho_p) keeps the order of the rho_p, and a
+        split of N nodes of most W (`up` False: least W) for every H: one node of each pool (of each
+        forced pool), then the pools of largest (smallest) rho_p first. H_p = floor(H rho_p) keeps the order of the rho_p, and a
         node moved to a pool of more steps raises W (an exchange argument), so the fill is the same for
         every H. Rows out of range are -1."""
         if up not in self._fills:
             order = sorted(range(len(self.used)), key=lambda j: self.ratios[self.used[j]], reverse=up)
             fill = np.full((self.total + 1, len(self.used)), -1, np.int64)
-            extra = np.arange(self.total + 1) - len(self.used)          # nodes beyond one of each pool
+            extra = np.arange(self.total + 1) - sum(self.least.values())    # nodes beyond the least of each pool
             before = 0
             for j in order:
-                room = self.pools[self.used[j]].count - 1
-                fill[:, j] = 1 + np.clip(extra - before, 0, room)
+                least = self.least[self.used[j]]
+                room = self.pools[self.used[j]].count - least
+                fill[:, j] = least + np.clip(extra - before, 0, room)
                 before += room
             fill[extra < 0] = -1
             self._fills[up] = fill

@@ -1,0 +1,303 @@
+"""The proportional rule beyond `pool_parts.MAX_EXACT_POOLS` pools where the fastest split of a family
+is not its best plan (docs/fleet.md, "Beyond 12 pools"): with limits.budget_usd, under min_cost, and
+under max_compute where the boxes' fastest split does not apply (C_local under the Chinchilla replica
+penalty: every split a candidate). Without sites (`proportional_families.refusal`). A branch and bound
+over the subsets of pools each family of `planner.solvers.proportional_families` stands for, each
+subset at its leaves solved by the listing's own search of one part.
+
+Nodes. A node is (q, F, E) inside one family (q, s, v, m, f): pools forced F (s, m, f and the pools
+branched in) and eligible E (F within E, the family's eligible pools less those branched out). It
+stands for every subset U with F within U within E; each such U has slowest(U, q) = s, least memory
+v and greatest (r, -p) f (E is the family's, proof (b) of `proportional_families`), so one setting
+sigma = mixed_setting(U, q) and one table of step ratios r_p = t_pace / t_p serve the whole node. A
+node with E = F is a leaf: the one part U = F, solved as the listing solves it (`planner.sync.
+searches`' proportional `solve_parts` on that part alone: its straggler twin under 'proportional'
+alone, then `proportional.parts.proportional_parts` with the budget), so a leaf's answer is the
+listing's answer on U. Branching on the pool p of E \\ F of greatest (r_p, -p): the node with p
+forced and the node without p; the two split the node's subsets. Every U of the listing holding s
+and a pool of memory v is a leaf of the family (q, slowest(U), min V, a least-memory pool m of U, the
+pool f of U of greatest (r, -p)): the leaves over the families are every part of the listing (a part
+under several m is solved once).
+
+Bounds (each valid for every plan of every subset of the node, within the limits). N_top = the most
+N with a split in the node within the node cap and the budget: min(sum_E count, limits.max_nodes,
+the most N whose cheapest fill `replicas.cheapest_fill(F, N, E)` costs at most the budget; that fill
+is the least cost of any N nodes of the node and never falls as N grows, so bisection). R = the most
+sum_p n_p r_p over the node's splits of at most N_top nodes (one node of each pool of F, then the
+nodes of greatest r: an exchange argument; r_p > 0 so fewer nodes give less), raised to N_top when
+that is larger, times 1 + 1e-12. `compute_bound_s(sigma, 1)` = T_1 (`planner.sync.straggler.search`):
+a proportional plan d on a split n takes T >= T_straggler(d) N H / W >= T_1 / sum_p n_p r_p
+(W = sum_p n_p H_p <= H sum_p n_p r_p, H_p = floor(H r_p); `proportional_families`' T_floor), and a
+plan with every H_p = H (the straggler twin) T >= T_1 / N; both are >= T_1 / R. So:
+- min_time: T >= T_1 / R;
+- max_compute: C <= training_window_s x F u x R with F u = C_target / (T_1' goodput), T_1' the bound
+  of the C_local target kind (C_local = 6 P_act T eta with eta <= 1, and C_quality <= g 6 P_act T,
+  g <= 1: the facts `compute_bound_s` checks; `proportional.search.h_worth_scoring`'s rate);
+- min_cost: within the duration limit window_s, sum_p n_p r_p (N for a twin) >= T_1 / window_s, and
+  it is at most N max(1, max_E r_p), so N >= N_min = ceil(T_1 / (window_s max(1, max_E r_p))), and
+  the plan costs at least the cheapest fill of max(N_min, |F|, min_nodes) nodes of the node.
+With a budget, under min_time and max_compute where the fastest split is the best
+(`proportional.search.optional_pools_apply`), a node is also solved without the budget
+(`proportional.search.solve_with_optional`: the exact optimum over every split of the node, ties to
+the cheapest split): its value bounds the node's plans within the budget (a subset of them), and when
+its split is within the budget it is the node's optimum within the budget, with the same tie (the
+cheapest of the tied splits overall is within it), so the node needs no branching. Under Chinchilla's
+C_local (where the boxes apply) a node is solved whole, as `solve_part` solves a part, where the split
+table with a node on each pool of F and 0 or more on the others of E holds at most
+`split_table.MAX_PREFIXES` prefixes (`proportional.search.solve_levels_with_optional`: the table's
+least count 1 on F and 0 elsewhere lists exactly the node's splits, the box bound's fill is over the
+same splits, and H_max is f's, f forced); else it is branched. Where T_1 is not
+known to hold (0) nothing can be pruned and the instance is refused (exit 2, naming --solver highs).
+
+Search, best first: the nodes by their bound (least time or cost, most compute), stopping at the
+first that cannot come within the tie tolerance of the best plan found (every node left is no
+better); the proven bound is that node's. Ties go to the cheaper plan (the parts' keys), then to the
+earlier leaf, and under 'auto' to the straggler rule (the keys' index after every family's).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import heapq
+import math
+import time
+
+from planner.evaluate import with_params
+from planner.fleet.pools import PoolSetting
+from planner.fleet.replicas import affordable_nodes, cheapest_fill, fleet_cost_usd
+from planner.solvers.pool_parts import PartResult, PartsRun, too_many_pools, unit_price
+from planner.objectives import MIN_TIME
+from planner.sync.proportional import boxes, search as proportional
+from planner.sync.proportional.levels import needs_every_split
+from planner.sync.proportional.rule import step_ratios
+from planner.sync.searches import search_of
+from planner.sync.straggler.rule import mixed_setting
+from planner.sync.straggler.search import compute_bound_s
+
+LEAF_OFFSET = 1 << 40          # the leaves' key index: after every family's (ties to the families, the straggler rule)
+SLACK = 1e-12                  # relative: the tie tolerance the planner keeps (ties are searched)
+
+
+def needed(instance, objective, settings) -> bool:
+    """Whether the families' fastest split is not enough (the subsets are searched instead): a budget,
+    min_cost, or max_compute where `optional_pools_apply` fails for one of the families' `settings`."""
+    return (instance.limits.budget_usd is not None or objective.by_cost
+            or not all(proportional.optional_pools_apply(s, objective) for s in settings))
+
+
+def node_top(pools: list[PoolSetting], forced, eligible, cap: float, budget_usd: float | None) -> int:
+    """N_top of the module docstring (0 when not even |F| nodes fit)."""
+    top = int(min(sum(pools[p].count for p in eligible), cap))
+    if budget_usd is None or top < len(forced):
+        return top
+
+    def within(n: int) -> bool:
+        return fleet_cost_usd(pools, cheapest_fill(pools, forced, n, eligible)) <= budget_usd
+
+    low = len(forced)
+    if not within(low):
+        return 0
+    while low < top:
+        mid = (low + top + 1) // 2
+        low, top = (mid, top) if within(mid) else (low, mid - 1)
+    return low
+
+
+def node_rate(pools: list[PoolSetting], ratios: dict[int, float], forced, eligible, top: int) -> float:
+    """R of the module docstring: the most sum_p n_p r_p over the node's splits of at most `top` nodes,
+    at least `top`, times 1 + 1e-12."""
+    rest = sorted((ratios[p] for p in eligible for _ in range(pools[p].count - (p in forced))), reverse=True)
+    most = sum(ratios[p] for p in forced) + sum(rest[:max(0, top - len(forced))])
+    return max(most, float(top)) * (1 + SLACK)
+
+
+class Search:
+    """The branch and bound over one model size's subsets (module docstring), into `run`."""
+
+    def __init__(self, run: PartsRun, params: float | None):
+        self.run, self.params = run, params
+        self.pools, self.objective = run.pools, run.objective
+        self.budget = run.instance.limits.budget_usd
+        self.cap = run.instance.limits.max_nodes or math.inf
+        self.heap: list = []
+        self.seen: set = set()          # (q, F, E) of the nodes pushed, the leaves solved
+        self.leaves = 0
+        self.best = -math.inf           # max_compute: the most compute found
+
+    def bound(self, family, ratios, forced, eligible) -> float:
+        """The node's bound in the objective's units (inf / -inf: no plan in range)."""
+        objective, s, space = self.objective, family.part.setting, family.part.space
+        empty = -math.inf if objective.maximise else math.inf
+        top = node_top(self.pools, forced, eligible, self.cap, self.budget)
+        low = max(space.min_nodes, len(forced))
+        if top < low:
+            return empty
+        if objective.by_cost:
+            floor_s = compute_bound_s(s, 1)
+            r_hi = max([1.0] + [ratios[p] for p in eligible]) * (1 + SLACK)
+            fewest = low if not math.isfinite(s.window_s) else \
+                max(low, math.ceil(floor_s / (s.window_s * r_hi) * (1 - SLACK)))
+            if fewest > top:
+                return empty
+            return fleet_cost_usd(self.pools, cheapest_fill(self.pools, forced, fewest, eligible)) * (1 - SLACK)
+        rate = node_rate(self.pools, ratios, forced, eligible, top)
+        if objective.maximise:
+            floor_s = compute_bound_s(s.replace(target_kind="c_local"), 1)
+            return s.target * s.training_window_s * rate / (floor_s * s.goodput) if floor_s > 0 else math.inf
+        return compute_bound_s(s, 1) / rate
+
+    def push(self, family, ratios, forced, eligible, parent: float | None = None) -> None:
+        key = (family.part.precision, forced, eligible)
+        if key in self.seen:
+            return
+        self.seen.add(key)
+        value = self.bound(family, ratios, forced, eligible)
+        if parent is not None:           # a relaxation's value bounds the children too
+            value = min(value, parent) if self.objective.maximise else max(value, parent)
+        if math.isinf(value) and (value < 0) == (not self.objective.maximise):
+            return
+        order = -value if self.objective.maximise else value
+        heapq.heappush(self.heap, (order, len(eligible) - len(forced), len(self.seen), family, ratios, forced,
+                                   eligible))
+
+    def worse(self, value: float) -> bool:
+        """No plan of a node of this bound comes within the tie tolerance of the best found."""
+        run = self.run
+        if self.objective.maximise:
+            return value < max(self.best * (1 - SLACK), run.most)
+        return value > run.incumbent * (1 + SLACK)
+
+    def found(self, result: PartResult) -> None:
+        run = self.run
+        run.found.append(result)
+        if self.objective.maximise:
+            self.best = max(self.best, result.value)
+            run.most = max(run.most, result.value * (1 - SLACK))
+            run.bound = max(run.bound, result.value)
+        else:
+            run.incumbent = min(run.incumbent, result.value)
+            run.bound = min(run.bound, result.value)
+
+    def solve(self, families) -> None:
+        run = self.run
+        self.best = max((r.value for r in run.found), default=-math.inf)
+        for family in families:
+            s = family.part.setting
+            kind = s.replace(target_kind="c_local") if self.objective.maximise else s
+            if compute_bound_s(kind, 1) <= 0:
+                too_many_pools(len(self.pools), "the proportional rule (fleet.sync_rule): the bounds of its search "
+                                                "over subsets of pools do not hold with these assumptions")
+            ratios = step_ratios(s, self.pools, family.eligible, family.part.precision)
+            self.push(family, ratios, family.forced, family.eligible)
+        while self.heap:
+            order, _, _, family, ratios, forced, eligible = heapq.heappop(self.heap)
+            value = -order if self.objective.maximise else order
+            if time.perf_counter() > run.deadline:
+                run.complete = False
+                return
+            if self.worse(value):                 # best-first: every node left is no better
+                run.bound = max(run.bound, value) if self.objective.maximise else min(run.bound, value)
+                return
+            if forced == eligible:
+                if not self.leaf(family, forced):
+                    return
+                continue
+            if self.every_split(family):
+                whole = self.by_table(family, forced, eligible)
+                if whole is False:
+                    return
+                if whole is True:                 # solved: nothing to branch
+                    continue
+            relaxed = self.relaxed(family, forced, eligible) if self.relaxes(family) else None
+            if relaxed is False:
+                return
+            if relaxed is True:                   # solved: nothing to branch
+                continue
+            p = max((q for q in eligible if q not in forced), key=lambda q: (ratios[q], -q))
+            self.push(family, ratios, tuple(sorted(forced + (p,))), eligible, relaxed)
+            self.push(family, ratios, forced, tuple(q for q in eligible if q != p), relaxed)
+
+    def every_split(self, family) -> bool:
+        """Chinchilla's C_local (every split a candidate) where the split table and the boxes apply."""
+        s = family.part.setting
+        return needs_every_split(s, self.objective) and boxes.applies(s, MIN_TIME)
+
+    def by_table(self, family, forced, eligible):
+        """The node solved whole, as `proportional.search.solve_part` solves a part, over the splits with a
+        node on each pool of F and 0 or more on the others of E (`split_table.SplitTable` with `forced`,
+        `boxes.search` with the fill bound over the same splits): True when solved (its best recorded,
+        or nothing within the tie tolerance of the best found), False when the deadline stopped it,
+        None when its table would hold more than `split_table.MAX_PREFIXES` prefixes (branch)."""
+        run, part = self.run, family.part
+        s, q = part.setting, part.precision
+        top = node_top(self.pools, forced, eligible, self.cap, self.budget)
+        space = dataclasses.replace(part.space, min_nodes=max(part.space.min_nodes, len(forced)), max_nodes=top)
+        found, count, complete = proportional.solve_levels_with_optional(
+            self.pools, forced, eligible, s, space, q, self.objective, run.deadline, self.best, self.budget)
+        if found is None and complete is None:
+            return None
+        run.evaluations += count
+        if not complete:
+            run.complete = False
+            return False
+        if found is not None:
+            batch, counts, key, value = found.batch, found.counts, found.key, found.value
+            self.leaves += 1
+            used = tuple(i for i, c in enumerate(counts) if c)
+            self.found(PartResult(part._replace(used=used, space=space), batch, counts,
+                                  key + (LEAF_OFFSET + self.leaves,), value, "proportional"))
+        return True
+
+    def relaxes(self, family) -> bool:
+        return self.budget is not None and proportional.optional_pools_apply(family.part.setting, self.objective)
+
+    def relaxed(self, family, forced, eligible):
+        """The node solved without the budget: True when that answer is within it (the node's optimum,
+        recorded) or when nothing of the node comes within the tie tolerance of the best found (the node
+        is done), False when the deadline stopped it, else its value (a bound on the node)."""
+        run, part = self.run, family.part
+        top = node_top(self.pools, forced, eligible, self.cap, self.budget)
+        space = dataclasses.replace(part.space, min_nodes=max(part.space.min_nodes, len(forced)), max_nodes=top)
+        incumbent = self.best if self.objective.maximise else run.incumbent
+        found, count, complete = proportional.solve_with_optional(
+            self.pools, forced, eligible, part.setting, space, part.precision, self.objective, run.deadline, incumbent)
+        run.evaluations += count
+        if not complete:
+            run.complete = False
+            return False
+        if found is None:
+            return True
+        if fleet_cost_usd(self.pools, found.counts) > self.budget:
+            return found.value
+        used = tuple(i for i, c in enumerate(found.counts) if c)
+        self.leaves += 1
+        self.found(PartResult(part._replace(used=used, space=space), found.batch, found.counts,
+                              found.key + (LEAF_OFFSET + self.leaves,), found.value, "proportional"))
+        return True
+
+    def leaf(self, family, used) -> bool:
+        """The part U = `used` solved as the listing solves it; False when the deadline stopped it."""
+        run, q = self.run, family.part.precision
+        if (q, used) in self.seen:
+            return True
+        self.seen.add((q, used))
+        top = min(affordable_nodes(self.pools, used, self.budget), self.cap)
+        low = max(family.part.space.min_nodes, len(used))
+        if top < low:
+            return True
+        s = mixed_setting(self.pools, used, q)
+        s = unit_price(s if self.params is None else with_params(s, self.params))
+        part = family.part._replace(used=used, setting=s,
+                                    space=dataclasses.replace(family.part.space, min_nodes=low, max_nodes=int(top)))
+        sub = PartsRun(run.instance, self.pools, self.objective, run.solver, run.deadline, [part], run.rules,
+                       incumbent=run.incumbent, most=run.most, bound=self.objective.empty_bound)
+        search_of("proportional").solve_parts(sub)
+        run.evaluations += sub.evaluations
+        if not sub.complete:
+            run.complete = False
+            return False
+        self.leaves += 1
+        for result in sub.found:
+            self.found(result._replace(key=result.key[:-1] + (LEAF_OFFSET + self.leaves,)))
+        run.bound = max(run.bound, sub.bound) if self.objective.maximise else min(run.bound, sub.bound)
+        return True
