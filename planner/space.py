@@ -619,21 +619,31 @@ class Classes:
         """Plans of the classes `idx` with n replicas, H inner steps, R regional rounds (for a
         class with members, r is the member index j instead). The rows' fields are taken at `idx`
         but those set here (`rows.take` would copy them only to be replaced)."""
+        return self.corner_plans(idx, n, (h, r))[0]
+
+    def corner_plans(self, idx, n, *corners) -> list[PlanBatch]:
+        """`plans(idx, n, h, r)` for each (h, r) of `corners`, the same classes at the same n: the
+        fields taken from the rows and the node counts are taken once and shared by the batches
+        (read only, as every batch's fields are: the cost model never writes a plan's fields)."""
         rows = self.rows
         shape = np.atleast_1d(rows.nodes[idx]).shape
         nodes = self.nodes(idx, n)
+        nodes = nodes if nodes.shape == shape else np.broadcast_to(nodes, shape).copy()
         taken = {name: np.atleast_1d(getattr(rows, name)[idx]) for name in PLAN_FIELDS_KEPT
                  if name != "micro_batches" or self.members is None}
-        if self.members is None:
-            r = np.broadcast_to(np.asarray(r, dtype=np.int64), shape).copy()
-        else:   # r is the member index j (1-based): M = members[class, j - 1], R = 1
-            j = np.broadcast_to(np.asarray(r, dtype=np.int64), shape)
-            taken["micro_batches"] = self.members[np.broadcast_to(np.asarray(idx), shape), j - 1]
-            r = np.ones(shape, np.int64)
-        return PlanBatch(rows.mode, rows.precision,
-                         nodes=nodes if nodes.shape == shape else np.broadcast_to(nodes, shape).copy(),
-                         inner_steps=np.broadcast_to(np.asarray(h, dtype=np.int64), shape).copy(),
-                         regional_rounds=r, expert_parallel=rows.expert_parallel, **taken)
+        out = []
+        for h, r in corners:
+            fields_of = taken
+            if self.members is None:
+                r = np.broadcast_to(np.asarray(r, dtype=np.int64), shape).copy()
+            else:   # r is the member index j (1-based): M = members[class, j - 1], R = 1
+                j = np.broadcast_to(np.asarray(r, dtype=np.int64), shape)
+                fields_of = {**taken, "micro_batches": self.members[np.broadcast_to(np.asarray(idx), shape), j - 1]}
+                r = np.ones(shape, np.int64)
+            out.append(PlanBatch(rows.mode, rows.precision, nodes=nodes,
+                                 inner_steps=np.broadcast_to(np.asarray(h, dtype=np.int64), shape).copy(),
+                                 regional_rounds=r, expert_parallel=rows.expert_parallel, **fields_of))
+        return out
 
     def take(self, index) -> "Classes":
         return Classes(self.rows.take(index), self.n_lo[index], self.n_hi[index], self.unit[index],

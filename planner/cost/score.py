@@ -90,15 +90,19 @@ def time_to_target(s: Setting, b: PlanBatch, adjust=None) -> dict[str, np.ndarra
         return out
 
 
-def window_compute(s: Setting, b: PlanBatch, kind: str | None = None, adjust=None) -> dict[str, np.ndarray]:
+def window_compute(s: Setting, b: PlanBatch, kind: str | None = None, adjust=None, t=None,
+                   eff=None) -> dict[str, np.ndarray]:
     """Only what the `max_compute` objective needs: the compute reached within the duration
     limit (window view) as c_quality and c_local (only `kind` when given), and the
     ingredients of the bound: tokens_per_s (while training; the window trains for
     `s.training_window_s`) and g, mu, with_chi of `run.quality_terms`.
-    Same functions as `score` (`run.quality_compute`, `run.local_compute`), for the search."""
+    Same functions as `score` (`run.quality_compute`, `run.local_compute`), for the search.
+    `t`, `eff`: the plans' `modes.throughput` (after `adjust`) and `run.efficiency_without_replicas`
+    when the caller scored them already, one value per plan of `b` (the search's box bounds,
+    planner.solvers.bnb: the figures are then those it bounded with, not scored again)."""
     with np.errstate(divide="ignore", invalid="ignore"):
-        t = _throughput(s, b, adjust)
-        eff = run.efficiency_without_replicas(s, b, t)
+        t = _throughput(s, b, adjust) if t is None else t
+        eff = run.efficiency_without_replicas(s, b, t) if eff is None else eff
         out = {"tokens_per_s": t["tokens_per_outer"] / t["outer_time_s"]}
         out["g"], out["mu"], out["with_chi"] = run.quality_terms(s, b, t, eff)
         tokens = s.training_window_s * out["tokens_per_s"]

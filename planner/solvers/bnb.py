@@ -48,6 +48,7 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Callable
 
@@ -63,6 +64,9 @@ from planner.solvers import class_bound, monotone
 from planner.space import CHUNK, MODE_ORDER, PRECISION_ORDER, Classes, DecisionSpace
 
 TIE_REL = 1e-12          # plans whose objectives differ by less are tied, broken by `tie_key`
+INHERITED = ("g_up", "tokens_per_n")   # what a box hands on to the boxes cut from it (`_compute_box`)
+INHERITED_MARGIN = 1e-9  # relative: an enclosing box's g_up as a bound on a box's (`_compute_box`), far above
+                         # the rounding of either g_up
 SPLIT = 8                # children per box and level
 EP_ORDER = ("none", "regional", "global")
 _FLOAT_MAX = float(np.finfo(float).max)
@@ -196,7 +200,7 @@ def _time_box(s: Setting, c: Classes, box, mono: monotone.Monotonicity):
 
 
 def _compute_box(s: Setting, c: Classes, box, kind: str, mono: monotone.Monotonicity | None = None,
-                 cut: np.ndarray | None = None, tokens_up=None, tokens_low=None):
+                 cut: np.ndarray | None = None, tokens_up=None, tokens_low=None, all_known: bool = False):
     """Lower bound of 1/C on each box [n1, n2] x [H1, H2] x [R1, R2], C = C_quality or C_local
     reached within the duration limit W (window view), from real plans at its corners.
 
@@ -235,54 +239,132 @@ def _compute_box(s: Setting, c: Classes, box, kind: str, mono: monotone.Monotoni
     rises with H_eff (`monotone.check`), g_up is g(n1, H1 sqrt R1) times
     max(1, eta_H(H2 sqrt R2) / eta_H(H1 sqrt R1)) (eta_H is monotone in H_eff; g is eta_H
     times factors that do not rise with n or H_eff).
+
+    What is scored once (issue 27 item 5). The corners' compute, C at (n1, H2, r_fast) and at
+    (n1, H1, r_slow) for the boxes not pruned by g_up C_up, is computed (`score.window_compute`) from the
+    very throughput and slow-corner efficiencies the bound was computed from, taken at those boxes:
+    the same figures feed the bound and the value, none is scored a second time.
+    Boxes cut from a box of this search (`_branch_and_bound` keeps, per box, `INHERITED`: the g_up of the
+    box it was cut from, and T_up / n2, its tokens per replica) are first bounded from it, where eta_H
+    falls with H_eff. Every plan of a box lies in the box it was cut from, so its g is at most that
+    box's g_up (the argument above: g never rises with n or H_eff) and its tokens at most
+    W' tps(n1', H2', R2') n / n1' <= (T_up' / n2') n2, the primes that box's; hence
+    C <= g_up' 6 P_act (T_up' / n2') n2 (g_up' left out for one node, where C <= 6 P_act T), and a box
+    whose 1 / C by that bound, divided by 1 + INHERITED_MARGIN (far above the rounding of either
+    figure), exceeds its cutoff is pruned unscored: its own bound, never above the inherited one up to
+    that rounding, would prune it, and its corners would not be scored (they are scored only for boxes
+    within the cutoff). Likewise g_up' C_up, with the box's own C_up, decides which boxes need their
+    slow corner. The search thus scores and visits the same plans, with the same values, as without
+    the inherited figures (tests/test_box_reuse.py), and each box keeps the smaller of its own and
+    the inherited figures for the boxes cut from it. (Robust and proportional searches call this
+    function with their own boxes, which carry none of these fields: every box is then scored.)
     """
     a = s.assumptions
     r_fast, r_slow = _fast_slow_r(c, box)
-    i = box["i"]
-    hi_t = throughput(s, c.plans(i, box["n1"], box["h2"], r_fast))
-    lo_b = c.plans(i, box["n1"], box["h1"], r_slow)
-    lo_t = throughput(s, lo_b)
-    g_up, mu_lo, with_chi = run.quality_terms(s, lo_b, lo_t, run.efficiency_without_replicas(s, lo_b, lo_t))
-    if mono is not None and not mono.eta_h_falls:
-        divisor = eta_h_divisor(a)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            rise = quality.eta_sync_interval(_h_eff(c, box["h2"], r_fast), s.params, a, divisor) \
-                / quality.eta_sync_interval(_h_eff(c, box["h1"], r_slow), s.params, a, divisor)
-        g_up = g_up * np.maximum(1.0, np.nan_to_num(rise, nan=np.inf))
-    ratio = box["n2"] / box["n1"]
+    i, ratio = box["i"], box["n2"] / box["n1"]
+    known = box.get("g_up") if mono is not None and mono.eta_h_falls and cut is not None else None
+    if known is not None and not all_known:
+        # the enclosing box's g_up and tokens per replica bound this one's plans (`INHERITED_MARGIN`):
+        # boxes that bound prunes need no corner at all
+        with np.errstate(invalid="ignore", over="ignore"):
+            c_known = 6.0 * s.active_params * box["tokens_per_n"] * box["n2"]
+            first = np.where(c.nodes(i, box["n1"]) > 1, known * c_known, c_known) * (1.0 + INHERITED_MARGIN)
+        todo = np.flatnonzero(~(np.isfinite(first) & (1.0 / first > cut)))     # inf: nothing inherited
+        if todo.size < i.size:
+            lower = 1.0 / first
+            sub = {key: v[todo] for key, v in box.items()}
+            lower[todo], corners = _compute_box(s, c, sub, kind, mono, cut[todo], all_known=True)
+            for key in INHERITED:
+                box[key][todo] = sub[key]
+            return lower, corners
+    if known is None:
+        hi_b, lo_b = c.corner_plans(i, box["n1"], (box["h2"], r_fast), (box["h1"], r_slow))
+    else:
+        hi_b = c.plans(i, box["n1"], box["h2"], r_fast)
+    hi_t = throughput(s, hi_b)
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         t_up = s.training_window_s * hi_t["tokens_per_outer"] / hi_t["outer_time_s"] * ratio
         if tokens_up is not None:
             t_up = t_up * tokens_up
         c_up = 6.0 * s.active_params * t_up
+        m = None           # the boxes whose slow corner is scored (None: all)
+        if known is not None:
+            box["tokens_per_n"][:] = np.minimum(box["tokens_per_n"], t_up / box["n2"])
+            # g_up of the enclosing box bounds g on this one (`INHERITED_MARGIN`): boxes that bound prunes
+            # need no slow corner (with_chi as `run.quality_terms` has it: the corners share n1's nodes)
+            upper = np.where(np.asarray(hi_b.nodes, dtype=float) > 1, known * c_up, c_up) * (1.0 + INHERITED_MARGIN)
+            m = np.flatnonzero(~(np.isfinite(upper) & (1.0 / upper > cut)))
+            lo_b = c.plans(i[m], box["n1"][m], box["h1"][m], r_slow[m])
+    rows_m = np.arange(i.size) if m is None else m
+    at = (lambda x: x) if m is None else (lambda x: x[m])     # the boxes `m`, or all
+    lo_t = throughput(s, lo_b)
+    lo_eff = run.efficiency_without_replicas(s, lo_b, lo_t)
+    g_up, mu_lo, with_chi = run.quality_terms(s, lo_b, lo_t, lo_eff)
+    if mono is not None and not mono.eta_h_falls:
+        divisor = eta_h_divisor(a)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            rise = quality.eta_sync_interval(_h_eff(c, at(box["h2"]), at(r_fast)), s.params, a, divisor) \
+                / quality.eta_sync_interval(_h_eff(c, at(box["h1"]), at(r_slow)), s.params, a, divisor)
+        g_up = g_up * np.maximum(1.0, np.nan_to_num(rise, nan=np.inf))
+    if known is not None:       # for the boxes cut from these (`_split` hands the field on)
+        known[rows_m] = np.minimum(known[rows_m], np.where(with_chi, g_up, np.inf))
+    i_m, n1, n2, h1, h2 = at(i), at(box["n1"]), at(box["n2"]), at(box["h1"]), at(box["h2"])
+    r_fast_m, r_slow_m, t_up_m, c_up_m, ratio_m = at(r_fast), at(r_slow), at(t_up), at(c_up), at(ratio)
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         # C <= g_up C_up (chi, eta_R <= 1): boxes this prunes need no chi at all (`cut`)
-        upper = np.where(with_chi, g_up * c_up, c_up)
-        k = np.flatnonzero(~(1.0 / upper > cut)) if cut is not None else np.arange(i.size)
-        hi = window_compute(s, c.plans(i[k], box["n1"][k], box["h2"][k], r_fast[k]), kind)
-        lo = window_compute(s, lo_b.take(k), kind)
-        corners = [(i[k], box["n1"][k], box["h2"][k], r_fast[k], 1.0 / hi[kind]),
-                   (i[k], box["n1"][k], box["h1"][k], r_slow[k], 1.0 / lo[kind])]
-        q_up = run.quality_compute(s, t_up[k], g_up[k], mu_lo[k], True)
+        upper_m = np.where(with_chi, g_up * c_up_m, c_up_m)
+        k = np.flatnonzero(~(1.0 / upper_m > at(cut))) if cut is not None else np.arange(i_m.size)
+        # the corners' compute from the very figures bounded with (their throughput, the slow corner's
+        # efficiencies), taken at k: not scored again
+        hi = window_compute(s, hi_b.take(rows_m[k]), kind, t=_At(hi_t, rows_m[k]))
+        lo = window_compute(s, lo_b.take(k), kind, t=_At(lo_t, k), eff=_At(lo_eff, k))
+        corners = [(i_m[k], n1[k], h2[k], r_fast_m[k], 1.0 / hi[kind]),
+                   (i_m[k], n1[k], h1[k], r_slow_m[k], 1.0 / lo[kind])]
+        q_up = run.quality_compute(s, t_up_m[k], g_up[k], mu_lo[k], True)
         if kind == "c_quality":
             sharper = q_up
         else:
-            sharper = upper[k]
+            sharper = upper_m[k]
             if a.replica_penalty == "chinchilla":
-                far = throughput(s, c.plans(i[k], box["n2"][k], box["h1"][k], r_slow[k]))
-                t_lo = s.training_window_s * far["tokens_per_outer"] / far["outer_time_s"] / ratio[k]
+                far = throughput(s, c.plans(i_m[k], n2[k], h1[k], r_slow_m[k]))
+                t_lo = s.training_window_s * far["tokens_per_outer"] / far["outer_time_s"] / ratio_m[k]
                 if tokens_low is not None:
-                    t_lo = t_lo * np.broadcast_to(tokens_low, ratio.shape)[k]
+                    t_lo = t_lo * at(np.broadcast_to(tokens_low, ratio.shape))[k]
                 loss_lo = chinchilla.chinchilla_loss(s.active_params, t_lo, a)
                 c_eq_lo = chinchilla.equivalent_optimal_compute(loss_lo, a)
-                chi_lo = np.minimum(1.0, c_eq_lo / c_up[k])
+                chi_lo = np.minimum(1.0, c_eq_lo / c_up_m[k])
                 sharper = np.minimum(sharper, np.where(chi_lo > 0, q_up / chi_lo, np.inf))
                 if a.chinchilla_e >= 0:     # eta_R <= rho(m_lo, T_lo) or C'_m / C_thr (docstring)
                     floor = a.chi_search_low_flop
                     c_eq_m_lo = chinchilla.equivalent_optimal_compute(loss_lo * mu_lo[k], a)
                     rho = np.maximum(c_eq_m_lo, floor) / np.maximum(c_eq_lo, floor)
-                    sharper = np.minimum(sharper, np.maximum(q_up, g_up[k] * c_up[k] * np.minimum(rho, 1.0)))
-        upper[k] = np.where(with_chi[k], np.minimum(upper[k], sharper), upper[k])
+                    sharper = np.minimum(sharper, np.maximum(q_up, g_up[k] * c_up_m[k] * np.minimum(rho, 1.0)))
+        upper_m[k] = np.where(with_chi[k], np.minimum(upper_m[k], sharper), upper_m[k])
+        if m is None:
+            upper = upper_m
+        else:
+            upper[m] = upper_m
         return np.nan_to_num(1.0 / upper, nan=0.0), corners
+
+
+class _At(Mapping):
+    """Per-plan figures (one array per name, one value per plan, or a scalar for all) at the plans `k`,
+    each taken when first read (the compute of the corners reads a few of the throughput's many)."""
+
+    def __init__(self, fields: dict[str, np.ndarray], k: np.ndarray):
+        self._fields, self._k, self._taken = fields, k, {}
+
+    def __getitem__(self, name: str) -> np.ndarray:
+        if name not in self._taken:
+            value = self._fields[name]
+            self._taken[name] = value[self._k] if np.ndim(value) else value
+        return self._taken[name]
+
+    def __iter__(self):
+        return iter(self._fields)
+
+    def __len__(self) -> int:
+        return len(self._fields)
 
 
 def _box_bound(s: Setting, c: Classes, box, measure: str, mono: monotone.Monotonicity, cut=None):
@@ -420,6 +502,9 @@ def _branch_and_bound(s: Setting, c: Classes, h_max: int, r_max: int, visit: Cal
     box = {"i": i, "n1": n1, "n2": n2,
            "h1": np.broadcast_to(np.int64(1), size), "h2": np.broadcast_to(np.int64(h_max), size),
            "r1": np.broadcast_to(np.int64(1), size), "r2": np.broadcast_to(np.int64(r_max), size)}
+    if box_bound is None and isinstance(measure, str) and measure != TIME:
+        # each box's g_up and tokens per replica (T_up / n2), written by `_compute_box`, handed on by `_split`
+        box.update({key: np.full(size, np.inf) for key in INHERITED})
     evaluations = 0
     if box["i"].size and time.perf_counter() > deadline:     # not even the first bounds: every box open, bound 0
         return evaluations, {**box, "lower": np.zeros(box["i"].size)}
