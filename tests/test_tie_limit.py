@@ -60,3 +60,12 @@ def test_single_numbers_take_python_floats_bit_identical_to_the_array_path():
             got = tie_limit(single)
             assert isinstance(got, np.float64)
             assert _bits(got) == _bits(want), (m, got, want)
+
+
+def test_empty_batches_give_an_empty_float_array_of_their_shape():
+    for empty in (np.zeros(0), np.zeros(0, np.int64), np.zeros((0, 3)), []):
+        got = tie_limit(empty)
+        want = np.where(np.isfinite(np.zeros(np.shape(empty))), 0.0, 0.0)     # what the numpy path returns
+        assert got.dtype == want.dtype == np.float64 and got.shape == want.shape
+    source = np.zeros(0)
+    assert tie_limit(source) is not source      # a new array, as np.where gives

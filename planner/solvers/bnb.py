@@ -91,6 +91,8 @@ def tie_limit(m: np.ndarray | float) -> np.ndarray | np.float64:
         limit = x * (1 + TIE_REL)
         return np.float64(min(limit, _FLOAT_MAX) if math.isfinite(x) else limit)
     m = np.asarray(m, dtype=float)
+    if not m.size:      # nothing to multiply (the search asks for empty batches too): the empty result
+        return m.copy()
     with np.errstate(over="ignore"):
         limit = m * (1 + TIE_REL)
     return np.where(np.isfinite(m), np.minimum(limit, _FLOAT_MAX), limit)
