@@ -145,3 +145,47 @@ def test_cached_compute_solves_its_defining_equation():
     reached = a.chinchilla_e + a.chinchilla_a * n_opt ** -a.chinchilla_alpha \
         + a.chinchilla_b * (r * n_opt) ** -a.chinchilla_beta
     assert np.allclose(reached, losses, rtol=1e-12, atol=0.0)
+
+
+def term_by_term_newton(losses: np.ndarray, e, a_coef, a_exp, b, b_exp, r) -> np.ndarray:
+    """C' by the Newton iteration in u = ln N* written term by term (each term its own numpy calls,
+    as before the two terms shared an array): A e^(-alpha u) + B r^(-beta) e^(-beta u) = loss - E."""
+    excess = losses - e
+    ok = (excess > 0) & np.isfinite(excess)
+    k = np.where(ok, excess, 1.0)
+    b_coef = b * r ** (-b_exp)
+    u = np.maximum(np.log(a_coef / k) / a_exp, np.log(b_coef / k) / b_exp)
+    for _ in range(chinchilla._NEWTON_ITERATIONS):
+        term_a = a_coef * np.exp(-a_exp * u)
+        term_b = b_coef * np.exp(-b_exp * u)
+        step = (term_a + term_b - k) / (a_exp * term_a + b_exp * term_b)
+        u = u + step
+        if np.all(np.abs(step) <= 1e-15 * np.maximum(1.0, np.abs(u))):
+            break
+    n_opt = np.exp(u)
+    return np.where(ok, 6.0 * r * n_opt * n_opt, np.where(excess > 0, 0.0, np.inf))
+
+
+@pytest.mark.parametrize("name", [None, "chinchilla_alpha", "chinchilla_beta", "chinchilla_b", "tokens_per_param"])
+def test_the_two_term_rows_give_the_term_by_term_iteration_bit_for_bit(name):
+    """The iteration with both terms in one array equals the term-by-term one in every bit, for
+    every array size from 0 to 1100 (numpy's vector loops take lengths in blocks: every remainder
+    is met), 0-d and 2-d shapes, and losses of every kind: at and below E, just above it, the
+    solve's range, far above it, infinite, nan."""
+    a = Assumptions() if name is None else dataclasses.replace(Assumptions(), **{name: CONSTANT_CHANGES[name]})
+    constants = constants_of(a)
+    rng = np.random.default_rng(30)
+    e = a.chinchilla_e
+    special = np.array([e, np.nextafter(e, 0), np.nextafter(e, 9), e + 1e-12, 0.0, -1.0, np.inf, np.nan, 1e300])
+    sizes = list(range(0, 70)) + [127, 128, 129, 255, 256, 257, 511, 700, 1023, 1024, 1100]
+    for size in sizes:
+        losses = np.concatenate([rng.uniform(1.85, 4.0, size), special])[rng.permutation(size + len(special))][:size]
+        losses = np.where(rng.random(size) < 0.1, 10 ** rng.uniform(-6, 3, size) + e, losses)
+        got = chinchilla._equivalent_optimal_compute(losses, *constants)
+        want = term_by_term_newton(losses, *constants)
+        assert got.shape == want.shape and np.array_equal(got.view(np.uint64), want.view(np.uint64)), size
+    for losses in (np.float64(2.1), np.array(e), rng.uniform(1.9, 3.0, (3, 7)), special.reshape(3, 3)):
+        losses = np.asarray(losses, dtype=float)
+        got = chinchilla._equivalent_optimal_compute(losses, *constants)
+        want = term_by_term_newton(losses, *constants)
+        assert got.shape == want.shape and np.array_equal(got.view(np.uint64), want.view(np.uint64))

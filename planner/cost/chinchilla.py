@@ -97,18 +97,24 @@ def _equivalent_optimal_compute(losses: np.ndarray, e: float, a_coef: float, a_e
     """`equivalent_optimal_compute` for float64 losses and the constants (E, A, alpha, B, beta, r)."""
     excess = losses - e
     ok = (excess > 0) & np.isfinite(excess)
-    k = np.where(ok, excess, 1.0)
+    k = np.where(ok, excess, 1.0).reshape(-1)
     b_coef = b * r ** (-b_exp)
     # Each single term alone reaches k at u_a or u_b; the root lies right of both.
     u = np.maximum(np.log(a_coef / k) / a_exp, np.log(b_coef / k) / b_exp)
+    # The two terms A e^(-alpha u) and B' e^(-beta u) as the rows of one array, so that each numpy
+    # call of an iteration serves both (issue 27 item 1: the arrays are small, and the calls, not
+    # the arithmetic, cost): every element takes the same IEEE operations in the same order as
+    # term by term, so u is the same double (tests/test_chinchilla_cache.py checks it bit for bit).
+    exps = np.array([[a_exp], [b_exp]])
+    neg_exps, coefs = -exps, np.array([[a_coef], [b_coef]])
     for _ in range(_NEWTON_ITERATIONS):
-        term_a = a_coef * np.exp(-a_exp * u)
-        term_b = b_coef * np.exp(-b_exp * u)
-        step = (term_a + term_b - k) / (a_exp * term_a + b_exp * term_b)
+        terms = coefs * np.exp(neg_exps * u)
+        slopes = exps * terms
+        step = (terms[0] + terms[1] - k) / (slopes[0] + slopes[1])
         u = u + step
-        if np.all(np.abs(step) <= 1e-15 * np.maximum(1.0, np.abs(u))):
+        if (np.abs(step) <= 1e-15 * np.maximum(1.0, np.abs(u))).all():   # the method: fewer python frames than np.all
             break
-    n_opt = np.exp(u)
+    n_opt = np.exp(u.reshape(losses.shape))
     compute = 6.0 * r * n_opt * n_opt
     # No compute reaches a loss at or below E (+inf); an infinite loss (no tokens) needs none (0).
     return np.where(ok, compute, np.where(excess > 0, 0.0, np.inf))

@@ -70,14 +70,29 @@ INHERITED_MARGIN = 1e-9  # relative: an enclosing box's g_up as a bound on a box
 SPLIT = 8                # children per box and level
 EP_ORDER = ("none", "regional", "global")
 _FLOAT_MAX = float(np.finfo(float).max)
+_SCALARS = (float, np.float64)   # the types `tie_limit` computes in python floats
 
 
-def tie_limit(m: np.ndarray | float) -> np.ndarray:
+def tie_limit(m: np.ndarray | float) -> np.ndarray | np.float64:
     """m (1 + TIE_REL), the largest measure tied with m, rounded down to the largest float where the
     product overflows (a finite m within TIE_REL of the largest float, e.g. 1/C of a plan whose
     compute underflows): every finite t then compares with it as with the exact product, and an
-    infinite t (an infeasible plan) is not tied with a finite m. An infinite m stays infinite."""
+    infinite t (an infeasible plan) is not tied with a finite m. An infinite m stays infinite.
+
+    A single number (a float or numpy float64, as the search's incumbents are) takes the same two
+    steps in python's float arithmetic, which is IEEE double arithmetic as numpy's is: the product
+    is the same correctly rounded double (inf where it overflows, python's float multiply does not
+    raise), and min with the largest float returns the same double (nan stays nan, as np.minimum
+    leaves it). It returns a numpy float64, usable wherever the 0-d array was (issue 27 item 1: the
+    search asks this for single incumbents about a hundred times, each numpy call costing more than
+    the arithmetic; tests/test_tie_limit.py compares the two paths bit for bit)."""
+    if type(m) in _SCALARS:
+        x = float(m)
+        limit = x * (1 + TIE_REL)
+        return np.float64(min(limit, _FLOAT_MAX) if math.isfinite(x) else limit)
     m = np.asarray(m, dtype=float)
+    if not m.size:      # nothing to multiply (the search asks for empty batches too): the empty result
+        return m.copy()
     with np.errstate(over="ignore"):
         limit = m * (1 + TIE_REL)
     return np.where(np.isfinite(m), np.minimum(limit, _FLOAT_MAX), limit)
