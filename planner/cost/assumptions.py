@@ -25,8 +25,10 @@ from __future__ import annotations
 import dataclasses
 import json
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from typing import Any, Mapping
+
+import numpy as np
 
 from planner.presets_dir import bundled_models_dir
 
@@ -237,6 +239,16 @@ class Assumptions:
     def scenario_index(self) -> int:
         return SCENARIOS.index(self.scenario)
 
+    def quality_points(self, table_field: str) -> tuple[np.ndarray, np.ndarray]:
+        """`table_points` of one of the TABLE_FIELDS at the assumed scenario, built once per Assumptions:
+        the tables are part of this frozen value (nothing edits them in place), and a solve interpolates
+        the same two or three of them about a hundred times (issue 27 item 1)."""
+        return self._quality_points[table_field]
+
+    @cached_property
+    def _quality_points(self) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+        return {name: table_points(getattr(self, name), self.scenario_index) for name in TABLE_FIELDS}
+
     def replace(self, **changes: Any) -> "Assumptions":
         return dataclasses.replace(self, **changes)
 
@@ -306,6 +318,16 @@ RESOLVED_FIELDS = ("tensor_parallel_utilisation",)     # filled by physics.resol
 SETTABLE_FIELDS = tuple(f.name for f in dataclasses.fields(Assumptions) if f.name not in ("profile",) + RESOLVED_FIELDS)
 
 PROFILES_DIR = bundled_models_dir() / "assumptions"  # checkout or wheel; see planner/presets_dir.py
+
+
+def table_points(table: QualityTable, scenario_index: int) -> tuple[np.ndarray, np.ndarray]:
+    """(log10 of the table's ratios in increasing order, the scenario's qualities at them), read-only arrays:
+    the points `planner.cost.quality.interpolate_points` interpolates between."""
+    keys = sorted(table)
+    log_keys = np.log10(np.asarray(keys, dtype=float))
+    values = np.asarray([table[k][scenario_index] for k in keys], dtype=float)
+    log_keys.flags.writeable = values.flags.writeable = False
+    return log_keys, values
 
 
 def table_from_json(rows: Mapping[str, Any]) -> QualityTable:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from planner.cost import quality_fit
-from planner.cost.assumptions import Assumptions, QualityTable
+from planner.cost.assumptions import Assumptions, QualityTable, table_points
 
 
 def alpha(params, a: Assumptions):
@@ -35,54 +35,29 @@ def eta_sync_interval(h_eff, params, a: Assumptions, divisor: float = 1.0):
 
 def interpolate_quality(table: QualityTable, ratio, scenario_index: int):
     """Quality q(ratio) from a table, linear in log10(ratio), clamped at its ends; q = 1 for ratio <= 1."""
-    log_keys, values = _table_points(tuple(table.items()), scenario_index)
+    return interpolate_points(table_points(table, scenario_index), ratio)
+
+
+def interpolate_points(points: tuple[np.ndarray, np.ndarray], ratio):
+    """`interpolate_quality` on a table's points (`planner.cost.assumptions.table_points`): np.interp of
+    log10(max(ratio, 1)) between (log10 ratios, qualities), clamped at the ends; 1 where ratio <= 1."""
+    log_keys, values = points
     r = np.asarray(ratio, dtype=float)
     q = np.interp(np.log10(np.maximum(r, 1.0)), log_keys, values)
     return np.where(r <= 1.0, 1.0, q)
 
 
-_POINTS: dict = {}    # (table items, scenario index) -> `_table_points`
-_POINTS_MAX = 64      # distinct tables kept (memory only: a process has two or three)
-
-
-def _table_points(items: tuple, scenario_index: int) -> tuple[np.ndarray, np.ndarray]:
-    """(log10 of the table's ratios in increasing order, the scenario's qualities at them), read-only.
-
-    Kept once per distinct table contents and scenario (issue 27 item 1: a solve interpolates the
-    same two or three tables about a hundred times, and building these two small arrays took more
-    numpy calls than the interpolation itself). Numbers equal under python's == convert to the same
-    double except 0.0 and -0.0 (a quality of either sign would then answer for both), so a table
-    with a zero quality is not kept; ratios of either zero give the same log10, -inf. A table
-    edited in place has other items, so another key; a table with unhashable entries (lists where
-    tuples were expected) is computed afresh each time."""
-    key = (items, scenario_index)
-    try:
-        hit = _POINTS.get(key)
-    except TypeError:
-        key = hit = None
-    if hit is not None:
-        return hit
-    table = dict(items)
-    keys = sorted(table)
-    log_keys = np.log10(np.asarray(keys, dtype=float))
-    values = np.asarray([table[k][scenario_index] for k in keys], dtype=float)
-    log_keys.flags.writeable = values.flags.writeable = False
-    if key is not None and values.all() and len(_POINTS) < _POINTS_MAX:
-        _POINTS[key] = log_keys, values
-    return log_keys, values
-
-
 def compression_quality(compression, a: Assumptions):
     """eta_C = q(Cr) from the error-feedback or plain table of the assumed scenario."""
-    table = a.compression_quality_ef if a.error_feedback else a.compression_quality_no_ef
-    return interpolate_quality(table, compression, a.scenario_index)
+    table = "compression_quality_ef" if a.error_feedback else "compression_quality_no_ef"
+    return interpolate_points(a.quality_points(table), compression)
 
 
 def activation_quality(activation_compression, stages, a: Assumptions):
     """eta_A = qa(Ca) ** (2 (S - 1)): errors compound at every boundary, forward and backward."""
     ca = np.asarray(activation_compression, dtype=float)
     s = np.asarray(stages, dtype=float)
-    per_boundary = interpolate_quality(a.activation_quality, ca, a.scenario_index)
+    per_boundary = interpolate_points(a.quality_points("activation_quality"), ca)
     return np.where((ca <= 1.0) | (s <= 1.0), 1.0, per_boundary ** (2.0 * (s - 1.0)))
 
 
