@@ -199,7 +199,7 @@ class DecisionSpace:
             streaming=(True,) if True in search.streaming else (False,),
             expert_parallel=tuple(search.expert_parallel) if search.expert_parallel else None,
             streaming_off_allowed=False in search.streaming)
-        if setting.assumptions.stage_state_shards > 1:     # a synchronous run: H = 1 (planner/cost/stage_shards.py)
+        if stage_shards.synchronous(setting.assumptions, setting.is_moe):   # a synchronous run: H = 1 (stage_shards.py)
             space = replace(space, max_inner_steps=1)
         return space.within_envelope() if envelope.on(setting.assumptions) else space
 
@@ -322,9 +322,10 @@ class DecisionSpace:
     def _stage_range(self, s: Setting, precision: str, mode: str) -> np.ndarray:
         # S_min = ceil(P beta' / V) with beta' the least state per parameter of a stage node: beta, or with a
         # pp_group stage's state sharded K ways (dtplan, planner/cost/stage_shards.py) beta times its factor at
-        # D = 1, the least at any tensor-parallel degree; a lower bound on the stages of any plan that fits
-        beta = s.assumptions.bytes_per_param(precision) \
-            * stage_shards.least_state_factor(s.assumptions, precision, stage_shards.shards(s.assumptions, mode))
+        # D = 1, the least at any tensor-parallel degree (and with its routed experts spread over E servers, theirs at
+        # 1 / E: `least_bytes_per_param`); a lower bound on the stages of any plan that fits
+        beta = stage_shards.least_bytes_per_param(s.assumptions, precision, mode, s.is_moe, s.accelerators_per_node,
+                                                  s.params, s.active_params)
         s_min = max(2, int(memory.min_stages(s.params, beta, s.memory_bytes)))
         return np.arange(s_min, self.max_stages + 1)
 
@@ -533,7 +534,7 @@ class DecisionSpace:
                             micro_batches=pipes.micro_batches[rep], schedule=pipes.schedule[rep],
                             compression=compression, streaming=streaming)
         n_lo = np.maximum(2, self.min_nodes // rows.stages)     # G S <= min_nodes < (G + 1) S: idle nodes
-        n_lo = np.maximum(n_lo, int(np.ceil(stage_shards.shards(s.assumptions, "pp_group"))))  # G >= K (stage_shards.py)
+        n_lo = np.maximum(n_lo, stage_shards.min_groups(s.assumptions, s.accelerators_per_node, s.is_moe))  # G >= K, E
         c = self._classes(rows, n_lo, self.max_nodes // rows.stages, rows.stages,
                           None if members is None else (members[0][rep], members[1][rep]))
         if listed is not None:

@@ -15,6 +15,11 @@ per case the median CPU seconds and the status, then the total of the medians an
 
 times instead `bench_mixed.py`'s `pools_data(16)` (16 pools of 40 nodes in 16 European cities along a
 chain of 1 Gb/s links), min_time, under the straggler rule: docs/mip.md's "16 pools in 16 cities".
+
+    python scripts/bench_pools_cpu.py --profile dtplan [--constants '{"activation_memory": true}']
+
+solves the shipped fleets under another assumption profile, with constants added to each instance's
+(e.g. the dtplan profile with and without activation memory, docs/physics.md section 3).
 """
 
 from __future__ import annotations
@@ -37,6 +42,8 @@ def main() -> int:
     parser.add_argument("--solvers", default="bnb,highs")
     parser.add_argument("--rules", default="straggler,auto")
     parser.add_argument("--cities", type=int, default=0, help="time bench_mixed.pools_data(N), min_time, instead")
+    parser.add_argument("--profile", default="", help="assumptions.profile for every instance (default: its own)")
+    parser.add_argument("--constants", default="{}", help="JSON object added to every instance's constants")
     opts = parser.parse_args()
     sys.path.insert(0, str(opts.root.resolve()))
     from planner.schema.errors import InputError
@@ -54,6 +61,9 @@ def main() -> int:
         for rule in opts.rules.split(","):
             data = json.loads(path.read_text())
             data["fleet"]["sync_rule"] = rule
+            a = data.setdefault("assumptions", {})
+            a["profile"] = opts.profile or a.get("profile", "reference")
+            a["constants"] = {**a.get("constants", {}), **json.loads(opts.constants)}
             instance = parse_instance(data)
             for solver in opts.solvers.split(","):
                 times, status = [], None
@@ -68,7 +78,8 @@ def main() -> int:
                 total += median
                 print(f"{path.stem:26s} {rule:9s} {solver:6s} cpu median {median:7.3f} s  "
                       f"(min {min(times):.3f}, max {max(times):.3f}, {opts.repeats} runs)  {status}")
-    print(f"root={opts.root} total_cpu_s={total:.3f} load={' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    print(f"root={opts.root} profile={opts.profile or 'own'} constants={opts.constants} total_cpu_s={total:.3f} "
+          f"load={' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     return 0
 
 

@@ -2,7 +2,7 @@
 """Solve CPU of the shipped instances under dtplan with the tensor-parallel degree free and the memory per
 accelerator on, against the profile as it is (issue 25 items 2 and 6; docs/physics.md section 2b).
 
-Usage: scripts/bench_tp_memory.py [--repeats 3] [--root DIR]
+Usage: scripts/bench_tp_memory.py [--repeats 3] [--root DIR] [--t-fixed]
 
 Each single-fleet instance of instances/ (fleets of pools refuse `search_tensor_parallel`) is solved with
 its own objective under assumptions.profile = dtplan, once as is ("off"), once with T free alone
@@ -11,7 +11,8 @@ its own objective under assumptions.profile = dtplan, once as is ("off"), once w
 from other processes moves it less than the wall clock). --root scores with the planner of another
 worktree (e.g. /work/main, for the "off" figure before a change). Prints the load average at the start
 and the end, the median CPU per instance both ways and the ratio; last line
-`on_over_off_median=... on_over_off_max=...`.
+`on_over_off_median=... on_over_off_max=...`. --t-fixed: "on" is the activations alone, T as the instance has it
+(the dtplan profile's `activation_memory` switched on and nothing else, docs/physics.md section 3).
 """
 
 from __future__ import annotations
@@ -55,7 +56,9 @@ def main(argv: list[str] | None = None) -> int:
                    "run it with that worktree's own Python, whose editable install finds its planner first)")
     p.add_argument("--beyond-evidence", action="store_true",
                    help="evidence_envelope off (most shipped instances are infeasible under dtplan inside it)")
+    p.add_argument("--t-fixed", action="store_true", help="'on' without search_tensor_parallel: the activations alone")
     args = p.parse_args(argv)
+    on_constants = {k: v for k, v in ON.items() if k not in TP} if args.t_fixed else ON
     sys.path.insert(0, str(args.root))
     from planner.schema.instance import parse_instance
     from planner.solve import solve
@@ -67,7 +70,8 @@ def main(argv: list[str] | None = None) -> int:
         return time.process_time() - t0, r.status
 
     import planner
-    print(f"planner: {Path(planner.__file__).parent}; load average at start: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    print(f"planner: {Path(planner.__file__).parent}; on = {on_constants}; "
+          f"load average at start: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     ratios = []
     for path in instances():
         raw = json.loads(path.read_text())
@@ -77,7 +81,7 @@ def main(argv: list[str] | None = None) -> int:
         for _ in range(args.repeats):
             t_off, s_off = cpu(with_profile(raw, {}))
             t_tp, _ = cpu(with_profile(raw, TP))
-            t_on, s_on = cpu(with_profile(raw, ON))
+            t_on, s_on = cpu(with_profile(raw, on_constants))
             off.append(t_off)
             tp.append(t_tp)
             on.append(t_on)

@@ -53,6 +53,7 @@ from planner.schema.limits import MAX_MBPS  # noqa: E402
 from planner.evaluate import check_plan_against  # noqa: E402
 from planner.schema.plan import load_plan  # noqa: E402
 from planner.evaluate import evaluate  # noqa: E402
+from planner.cost import stage_shards  # noqa: E402
 from planner.cost.model_flops import model_flops_per_token  # noqa: E402
 from planner.solve import solve  # noqa: E402
 from planner.cost.score import CONSTRAINTS, score  # noqa: E402
@@ -378,11 +379,13 @@ def layouts_at(instance, plan) -> list[PlanBatch]:
     """Every layout of the run's nodes N in that freedom: flat replicas sharded over Z nodes (Z <= N; dense
     models, as the planner's ZeRO-3 decision), and
     pipelines of S = 2..64 stages (at least two groups, and at least the K groups a run's `stage_state_shards`
-    shards each stage's state over) with M = 1..64 micro-batches under each schedule."""
+    shards each stage's state over and the E servers its `stage_expert_parallel` spreads a stage's experts over)
+    with M = 1..64 micro-batches under each schedule."""
     n = plan.nodes
     shards = [z for z in LAYOUT_SHARDS if z <= n and (z == 1 or not instance.model.is_moe)]   # ZeRO-3: dense only
     flat = PlanBatch.of("flat", plan.precision, nodes=n, streaming=False, zero_shards=np.array(shards))
-    shards = instance.assumptions.constants.get("stage_state_shards", 1)     # G >= K (planner/cost/stage_shards.py)
+    setting = setting_from_instance(instance)     # G >= max(K, E) (planner/cost/stage_shards.py)
+    shards = stage_shards.min_groups(setting.assumptions, setting.accelerators_per_node, setting.is_moe)
     stages, micro, schedule = np.meshgrid(np.arange(2, min(64, int(n // max(2, shards))) + 1), np.arange(1, 65),
                                           LAYOUT_SCHEDULES)
     pipes = PlanBatch.of("pp_group", plan.precision, nodes=n, streaming=False, stages=stages.ravel(),

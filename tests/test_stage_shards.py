@@ -107,9 +107,15 @@ def sharded_case(seed):
     rng = np.random.default_rng(seed + 960_000)
     params = float(rng.choice([150e9, 400e9]))
     a = setting.assumptions.replace(stage_state_shards=float(rng.choice([2, 4, 8])), activation_recompute="fit")
-    setting = setting.replace(params=params, active_params=params, memory_bytes=640e9, assumptions=a,
-                              wan_up_bps=float(10 ** rng.uniform(10, 11.5)), wan_down_bps=float(10 ** rng.uniform(10, 11.5)),
-                              wan_rtt_s=0.001, pipeline_bps=float(10 ** rng.uniform(10, 11.5)), budget_usd=1e12,
+    return datacenter(setting.replace(params=params, active_params=params, assumptions=a), space, streaming, rng)
+
+
+def datacenter(setting, space, streaming, rng):
+    """The case on 640 GB nodes with 10-300 Gb/s links, 16 to 40 nodes, up to 8 stages and 4 micro-batches, H = 1,
+    and a target every plan can reach (links and nodes drawn from `rng`)."""
+    setting = setting.replace(memory_bytes=640e9, wan_up_bps=float(10 ** rng.uniform(10, 11.5)),
+                              wan_down_bps=float(10 ** rng.uniform(10, 11.5)), wan_rtt_s=0.001,
+                              pipeline_bps=float(10 ** rng.uniform(10, 11.5)), budget_usd=1e12,
                               window_s=5000 * 86400.0, target_flop=1e23)
     space = dataclasses.replace(space, max_inner_steps=1, max_nodes=int(rng.integers(16, 41)), max_stages=8,
                                 max_micro_batches=4)
@@ -123,11 +129,14 @@ def test_bnb_matches_brute_force_with_sharded_stages(seed, objective):
     pairs, in 18 from no feasible plan to a pipeline. The space keeps H = 1 and G >= K (`_pp_group`); the brute
     force scores every plan and drops pipelines of fewer than K groups. bnb and the exhaustive oracle agree."""
     setting, space, streaming = sharded_case(seed)
-    k = setting.assumptions.stage_state_shards
+    agree_with_pipelines_of(setting.assumptions.stage_state_shards, setting, space, streaming, objective)
 
+
+def agree_with_pipelines_of(groups, setting, space, streaming, objective):
+    """The brute force, keeping only pipelines of at least `groups` groups, = bnb, and the exhaustive oracle = bnb."""
     def keep(mode, batch, scores):
         n = np.asarray(batch.nodes)
-        return np.ones(n.shape, bool) if mode != "pp_group" else n // np.asarray(batch.stages) >= k
+        return np.ones(n.shape, bool) if mode != "pp_group" else n // np.asarray(batch.stages) >= groups
 
     check_against_brute_force(setting, space, streaming, objective, rel=1e-12, keep=keep)
     bnb, _, _ = optimise(setting, space, objective_named(objective))

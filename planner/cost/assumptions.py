@@ -41,6 +41,7 @@ SYNC_PATTERNS = ("all_reduce", "all_gather", "object_store")
 PIPELINE_SCHEDULES = ("gpipe", "1f1b", "interleaved", "zero_bubble", "dualpipe")   # physics.pipeline_ticks
 INNER_OPTIMIZERS = ("reference", "adamw", "muon", "demo")
 ACTIVATION_RECOMPUTE = ("selective", "full", "fit")   # activation recomputation of pipeline stages (physics.py)
+STAGE_SHARDED_STATES = ("gradients_and_optimizer", "optimizer")   # what stage_state_shards shards (stage_shards.py)
 
 # A quality table maps a compression ratio to (optimistic, expected, conservative).
 QualityTable = dict[float, tuple[float, float, float]]
@@ -110,6 +111,11 @@ class Assumptions:
     search_zero_shards: bool = False             # the planner may shard a flat replica's state over Z nodes (ZeRO-3)
     stage_state_shards: float = 1.0              # pp_group: a stage's gradients and optimizer state sharded over the G >= K
                                                  # data-parallel groups, charged at K (FSDP; stage_shards.py); 1 = not
+    stage_sharded_state: str = "gradients_and_optimizer"   # what K shards: gradients and optimizer state (Llama 3's
+                                                 # FSDP) | optimizer (ZeRO-1, DeepSeek-V3); stage_shards.py
+    stage_expert_parallel: bool = False          # pp_group, MoE: a stage's routed experts sharded over the E =
+                                                 # expert_parallel_degree / A servers of its expert-parallel groups
+                                                 # (H = 1, G >= E; stage_shards.py)
     tensor_parallel: float = 0.0                 # T accelerators per tensor-parallel group inside a node; 0 = in u
                                                  # (with search_tensor_parallel: 0 = the planner's, per plan)
     search_tensor_parallel: bool = False         # the node's A accelerators are T-way TP groups, A / T data-parallel
@@ -297,12 +303,12 @@ CHOICE_CONSTANTS = {"scenario": SCENARIOS, "straggler": STRAGGLER_STRATEGIES, "r
                     "compressor": COMPRESSORS, "sync_pattern": SYNC_PATTERNS, "pipeline_schedule": PIPELINE_SCHEDULES,
                     "inner_optimizer": INNER_OPTIMIZERS, "compressor_preset": compressor_preset_names(),
                     "activation_recompute": ACTIVATION_RECOMPUTE, "model_shape": model_shape_names(),
-                    "fabric_preset": fabric_preset_names()}
+                    "fabric_preset": fabric_preset_names(), "stage_sharded_state": STAGE_SHARDED_STATES}
 BOOL_CONSTANTS = ("error_feedback", "mfu_from_table", "dp_overlap", "concurrent_up_down", "per_stage_payload",
                   "failures", "demonstrated_warnings", "search_pipeline_schedules", "activation_memory",
                   "search_zero_shards", "fragment_backward_overlap", "search_tensor_parallel",
                   "evidence_envelope", "exchange_overlap_up_down", "exchange_fetch_own", "mfu_from_compute_model",
-                  "expert_a2a_overlap", "high_precision_head", "recompute_mla_up")
+                  "expert_a2a_overlap", "high_precision_head", "recompute_mla_up", "stage_expert_parallel")
 PHYSICS_ZERO_ALLOWED = ("pipeline_chunks", "expert_node_limit", "communication_sms", "sequence_tokens", "expert_parallel_degree", "mfu_fp8", "mfu_fp4", "streaming_overlap_steps", "tensor_parallel", "compressor_scale_bits", "error_feedback_bytes", "churn_per_node_h", "checkpoint_write_s",
                         "checkpoint_restore_s", "compressor_index_bits", "fit_offset", "fit_offset_size_slope",
                         "fit_replica_coefficient", "fit_replica_size_exponent", "fit_overlap_coefficient",

@@ -48,7 +48,8 @@ def _common(s: Setting, b: PlanBatch) -> dict[str, np.ndarray]:
                                                     s.accelerators_per_node)
     t_comp = t_comp + tensor_parallel.in_node_data_parallel_s(a, s.params, b.precision, s.accelerators_per_node)
     per_stage = a.per_stage_payload and b.mode == "pp_group"
-    payload = physics.payload_bits(a, s.params, b.precision, b.compression, b.stages, per_stage)
+    synced = stage_shards.payload_params(a, s.accelerators_per_node, b.mode, s.is_moe, s.params, s.active_params)
+    payload = physics.payload_bits(a, synced, b.precision, b.compression, b.stages, per_stage)
     return {"t_comp_s": np.broadcast_to(t_comp, b.nodes.shape).astype(float), "payload_bits": _f(payload),
             "node_mfu": np.full(b.nodes.shape, a.mfu_for(b.precision))}
 
@@ -268,10 +269,7 @@ def _pipeline_at(s: Setting, b: PlanBatch, out, link_bps: float, link_rtt_s: flo
     stages = _f(b.stages)
     act = timing.activation_bits(s.local_batch_tokens, hidden, a.activation_bytes(b.precision), b.activation_compression)
     f_pp = straggler_factor(stages, a)
-    groups = tensor_parallel.data_parallel_groups(a, s.accelerators_per_node)     # dtplan: D groups in the node
-    state = memory.state_bytes_per_node(s.params, a.bytes_per_param(b.precision), stages) \
-        * stage_shards.state_factor(a, b.precision, s.accelerators_per_node, stage_shards.shards(a, b.mode)) \
-        + groups * physics.schedule_state_bytes(a, s.params, b.precision, stages, b.schedule)    # DualPipe's copy
+    state = _stage_state(s, b, stages)
     kept, redone, working = physics.activation_parts_bytes(a, s.active_params, hidden, s.local_batch_tokens,
                                                            b.precision, stages, b.micro_batches, b.schedule, chunks,
                                                            *_activation_shape(s))
@@ -295,6 +293,20 @@ def _pipeline_at(s: Setting, b: PlanBatch, out, link_bps: float, link_rtt_s: flo
     state = state + physics.recomputed_activation_bytes(kept, redone, working, share)
     eta_a = quality.activation_quality(b.activation_compression, stages, a)
     return t_pp, parts, state, eta_a, c
+
+
+def _stage_state(s: Setting, b: PlanBatch, stages) -> np.ndarray:
+    """A stage node's training state with its schedule's copy (DualPipe's): P / S beta times the sharding factor
+    plus D copies of P / S's weights and gradients; with a stage's experts spread over E > 1 servers
+    (`stage_state_shards`, `stage_expert_parallel`: planner/cost/stage_shards.py) the node's own parameters."""
+    a = s.assumptions
+    state = stage_shards.state_bytes(a, b.precision, s.accelerators_per_node, b.mode, s.is_moe, s.params,
+                                     s.active_params, stages)
+    if stage_shards.expert_servers(a, s.accelerators_per_node, b.mode, s.is_moe) > 1.0:
+        held = stage_shards.copy_params(a, s.accelerators_per_node, b.mode, s.is_moe, s.params, s.active_params)
+        return state + physics.schedule_state_bytes(a, held, b.precision, stages, b.schedule)
+    groups = tensor_parallel.data_parallel_groups(a, s.accelerators_per_node)     # dtplan: D groups in the node
+    return state + groups * physics.schedule_state_bytes(a, s.params, b.precision, stages, b.schedule)
 
 
 def pp_group(s: Setting, b: PlanBatch) -> dict[str, np.ndarray]:

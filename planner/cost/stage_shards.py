@@ -39,12 +39,54 @@ step that read it) depends on class decisions only, never on n, H or R: the exac
 (docs/physics.md, "What the exact search needs"). The planner's space keeps H = 1 and G >= K
 (`planner/space.py`); a plan given to `evaluate` that breaks either is refused (planner/schema/plan.py). A
 pipeline over the WAN (one pipeline), flat and hierarchical replicas are not affected.
+
+What K shards (`stage_sharded_state`): "gradients_and_optimizer" as above (Llama 3), or "optimizer", ZeRO stage 1
+(Rajbhandari et al. 2020, section 5.1: P_os, the optimizer state partitioned, gradients and weights whole), as
+DeepSeek-V3 ran it (arXiv 2412.19437, section 3.2.1: "ZeRO-1 Data Parallelism"): each data-parallel group then
+holds its weights and gradients whole, w = 2 b bytes per parameter (`tensor_parallel.replicated_bytes_per_param`),
+and 1 / K of the fp32 master weights and moments, (beta - w) / K:
+
+    state = P / S (D w + (beta - w) / K)                                        (ZeRO-1, K > 1)
+
+The collective is the same reduce-scatter and all-gather (ZeRO, section 7.2.1: P_os keeps 2 Psi), so the sync
+is unchanged. Let r be the bytes per parameter a group holds whole: b (gradients and optimizer sharded), w
+(optimizer only, or K = 1).
+
+Expert parallelism inside a stage (`stage_expert_parallel`, mixture-of-experts models): DeepSeek-V3 spreads
+each MoE layer's routed experts over EP64, 64 GPUs of 8 servers (section 3.2.1), while its pipeline of 16 stages
+runs data-parallel over the 16 servers of each stage. So the E = expert_parallel_degree / A servers of an
+expert-parallel group are E data-parallel groups of the same stage: each holds the stage's attention, dense and
+shared-expert weights whole (P_w / S of them) and 1 / E of its routed experts' (P_r / S), those spread over its
+A accelerators (expert_parallel_degree >= A: no tensor-parallel group replicates them). Each routed parameter has
+K / E replicas among the K groups, over which its optimizer state is sharded (its gradients too under
+"gradients_and_optimizer"), so per node
+
+    state = P_w / S (D r + (beta - r) / K) + P_r / S (r / E + (beta - r) / max(E, K))
+
+(K = 1 with r = w: P_w / S (D w + beta - w) + P_r / S beta / E). P_r is the routed experts' parameter count:
+the shape preset's exact one where `model_shape` names a preset with experts (layers x experts x 3 h f_e, a gated
+expert of width f_e: DeepSeek-V3, 58 x 256 x 3 x 7,168 x 2,048 = 653.9e9 of its 671e9), else P - P_act, the split
+of `memory.moe_state_bytes_per_node` (the reference's); P_w = P - P_r. DualPipe's second copy (its weights and
+gradients, `physics.schedule_state_bytes`) is a copy of the node's own parameters, D P_w / S + P_r / (S E).
+The expert all-to-all this sharding implies is priced where the compute model prices it (u from
+planner/cost/compute/experts.py with the same expert_parallel_degree), not here. A node that holds 1 / E of a
+stage's experts syncs only their gradients: each stage node's payload (`per_stage_payload`) is
+(P_w + P_r / E) / S parameters (`payload_params`).
+
+Where it applies: pp_group plans of a mixture-of-experts model, in lockstep (H = 1: the E groups of an
+expert-parallel group hold one model between them), with G >= E groups (`min_groups`, max(K, E) with the
+sharding above), as K; charged at E ways, the most per node (left-over groups, G not a multiple of E, join an
+expert-parallel group, which then spreads its experts over more servers). Memory then still depends on class
+decisions only. The instance validates expert_parallel_degree a multiple of A (planner/schema/instance.py).
 """
 
 from __future__ import annotations
 
+import numpy as np
+
 from planner.cost import tensor_parallel
 from planner.cost.assumptions import Assumptions
+from planner.cost.compute.shape import preset_shape
 
 
 def shards(a: Assumptions, mode: str) -> float:
@@ -58,24 +100,117 @@ def weight_bytes_per_param(a: Assumptions, precision: str) -> float:
     return tensor_parallel.replicated_bytes_per_param(a, precision) / 2.0
 
 
+def whole_bytes_per_param(a: Assumptions, precision: str, shard_count: float) -> float:
+    """r, the bytes per parameter each data-parallel group holds whole (module docstring): b with the gradients
+    and the optimizer state sharded over K > 1 groups, w = 2 b with the optimizer state alone (ZeRO-1) or K = 1."""
+    if shard_count > 1.0 and a.stage_sharded_state == "gradients_and_optimizer":
+        return weight_bytes_per_param(a, precision)
+    return tensor_parallel.replicated_bytes_per_param(a, precision)
+
+
 def state_factor(a: Assumptions, precision: str, accelerators_per_node: int, shard_count: float) -> float:
     """A stage node's training state over P / S beta:
-        (D b + (beta - b) / K) / beta      for K > 1 (module docstring),
+        (D r + (beta - r) / K) / beta      for K > 1 (module docstring; r = b, or w under ZeRO-1),
         `tensor_parallel.state_factor`     for K = 1 (unchanged)."""
     if shard_count <= 1.0:
         return tensor_parallel.state_factor(a, precision, accelerators_per_node)
     d = tensor_parallel.data_parallel_groups(a, accelerators_per_node)
     beta = a.bytes_per_param(precision)
-    b = weight_bytes_per_param(a, precision)
-    return (d * b + (beta - b) / shard_count) / beta
+    r = whole_bytes_per_param(a, precision, shard_count)
+    return (d * r + (beta - r) / shard_count) / beta
 
 
 def least_state_factor(a: Assumptions, precision: str, shard_count: float) -> float:
     """`state_factor` at D = 1 (one tensor-parallel group per node), the least at any degree (both branches grow
-    with D): 1 for K = 1, (b + (beta - b) / K) / beta for K > 1. S_min = ceil(P beta x this / V) is then a lower
+    with D): 1 for K = 1, (r + (beta - r) / K) / beta for K > 1. S_min = ceil(P beta x this / V) is then a lower
     bound on the stages of any stage node that fits (planner/space.py)."""
     if shard_count <= 1.0:
         return 1.0
     beta = a.bytes_per_param(precision)
-    b = weight_bytes_per_param(a, precision)
-    return (b + (beta - b) / shard_count) / beta
+    r = whole_bytes_per_param(a, precision, shard_count)
+    return (r + (beta - r) / shard_count) / beta
+
+
+def expert_servers(a: Assumptions, accelerators_per_node: int, mode: str, moe: bool) -> float:
+    """E, the servers of a stage's expert-parallel group: expert_parallel_degree / A for pp_group plans of a
+    mixture-of-experts model with `stage_expert_parallel`, else 1 (every expert of the stage on each node)."""
+    if not (a.stage_expert_parallel and moe and mode == "pp_group"):
+        return 1.0
+    return max(float(a.expert_parallel_degree) / float(accelerators_per_node), 1.0)
+
+
+def min_groups(a: Assumptions, accelerators_per_node: int, moe: bool) -> int:
+    """The fewest data-parallel groups G a pp_group plan may have: max(K, E) (1 when neither is set)."""
+    return int(np.ceil(max(shards(a, "pp_group"), expert_servers(a, accelerators_per_node, "pp_group", moe))))
+
+
+def synchronous(a: Assumptions, moe: bool) -> bool:
+    """Whether pp_group plans must sync every step (H = 1): a stage's state shared between its groups, K > 1
+    or experts spread over E > 1 servers (`stage_expert_parallel`)."""
+    return a.stage_state_shards > 1 or (a.stage_expert_parallel and moe)
+
+
+def routed_params(a: Assumptions, params, active_params) -> np.ndarray:
+    """P_r, the routed experts' parameters (module docstring): the `model_shape` preset's count,
+    moe_layers x experts x (3 if gated else 2) x h x expert_ffn, at most P; else P - P_act."""
+    shape = preset_shape(a.model_shape) if a.model_shape else None
+    p = np.asarray(params, dtype=float)
+    if shape is not None and shape.moe_layers and shape.experts:
+        matrices = 3.0 if shape.gated else 2.0
+        return np.minimum(float(shape.moe_layers * shape.experts) * matrices * shape.hidden * shape.expert_ffn, p)
+    return p - np.asarray(active_params, dtype=float)
+
+
+def state_bytes(a: Assumptions, precision: str, accelerators_per_node: int, mode: str, moe: bool,
+                params, active_params, stages) -> np.ndarray:
+    """A pp_group stage node's training state (bytes) without its schedule's copy, with its routed experts
+    sharded E ways (module docstring):
+        P_w / S beta state_factor + P_r / S (r / E + (beta - r) / max(E, K)),
+    and for E = 1 P / S beta state_factor exactly (`memory.state_bytes_per_node`)."""
+    beta = a.bytes_per_param(precision)
+    k = shards(a, mode)
+    factor = state_factor(a, precision, accelerators_per_node, k)
+    e = expert_servers(a, accelerators_per_node, mode, moe)
+    s = np.asarray(stages, dtype=float)
+    if e <= 1.0:
+        return np.asarray(params, dtype=float) * beta / s * factor
+    routed = routed_params(a, params, active_params)
+    r = whole_bytes_per_param(a, precision, k)
+    whole = (np.asarray(params, dtype=float) - routed) / s * beta * factor
+    return whole + routed / s * (r / e + (beta - r) / max(e, k))
+
+
+def copy_params(a: Assumptions, accelerators_per_node: int, mode: str, moe: bool, params, active_params):
+    """The parameters a stage node holds the weights and gradients of, per stage-fraction P / S: D P_w + P_r / E
+    (DualPipe's second copy copies them; D P for E = 1)."""
+    d = tensor_parallel.data_parallel_groups(a, accelerators_per_node)
+    e = expert_servers(a, accelerators_per_node, mode, moe)
+    routed = routed_params(a, params, active_params)
+    return d * (np.asarray(params, dtype=float) - routed) + routed / e
+
+
+def payload_params(a: Assumptions, accelerators_per_node: int, mode: str, moe: bool, params, active_params):
+    """The parameters whose gradients a node syncs, of the whole model: P, or P_w + P_r / E with the stage's
+    experts spread over E > 1 servers (each node holds and syncs 1 / E of them; module docstring)."""
+    e = expert_servers(a, accelerators_per_node, mode, moe)
+    if e <= 1.0:
+        return params
+    routed = routed_params(a, params, active_params)
+    return np.asarray(params, dtype=float) - routed + routed / e
+
+
+def least_bytes_per_param(a: Assumptions, precision: str, mode: str, moe: bool, accelerators_per_node: int,
+                          params, active_params) -> float:
+    """beta', the least state per parameter of a stage node at any tensor-parallel degree (D = 1), over P / S:
+    beta x `least_state_factor` for E = 1, else (`state_bytes` at D = 1) S / P. S_min = ceil(P beta' / V) is a
+    lower bound on the stages of any stage node that fits (planner/space.py)."""
+    beta = a.bytes_per_param(precision)
+    k = shards(a, mode)
+    e = expert_servers(a, accelerators_per_node, mode, moe)
+    if e <= 1.0:
+        return beta * least_state_factor(a, precision, k)
+    p = float(params)
+    routed = float(routed_params(a, p, active_params))
+    r = whole_bytes_per_param(a, precision, k)
+    whole = (p - routed) * beta * least_state_factor(a, precision, k)
+    return (whole + routed * (r / e + (beta - r) / max(e, k))) / p

@@ -489,6 +489,25 @@ class Search(StrictModel):
                           "min_cost need training.target_flop. Default None: the model's own size.")
 
 
+def stage_expert_problems(constants: dict, model, fleet) -> list[Problem]:
+    """`stage_expert_parallel` (planner/cost/stage_shards.py): a mixture-of-experts model on one kind of node, its
+    expert_parallel_degree whole servers (E = degree / A)."""
+    if not constants.get("stage_expert_parallel"):
+        return []
+    name = "assumptions.constants.stage_expert_parallel"
+    if not model.is_moe:
+        return [Problem(name, "is for a mixture-of-experts model (model.active_params below model.params); "
+                              "the model is dense: set it false")]
+    if fleet.pools:
+        return [Problem(name, "is for a fleet of one kind of node; with fleet.pools set it false")]
+    a, degree = fleet.hardware.accelerators_per_node, constants.get("expert_parallel_degree", 0)
+    if not degree or degree % a:
+        return [Problem("assumptions.constants.expert_parallel_degree",
+                        f"must be a multiple of the node's accelerators ({a}) with stage_expert_parallel (a stage's "
+                        f"experts over degree / {a} servers), got {show(degree)}")]
+    return []
+
+
 class Instance(StrictModel):
     """A planning problem. See the module docstring for units.
 
@@ -550,6 +569,7 @@ class Instance(StrictModel):
         if self.assumptions.constants.get("stage_state_shards", 1) > 1 and self.fleet.pools:  # planner/cost/stage_shards.py
             problems.append(Problem("assumptions.constants.stage_state_shards",
                                     "is for a fleet of one kind of node; with fleet.pools set it to 1"))
+        problems += stage_expert_problems(self.assumptions.constants, self.model, self.fleet)
         problems += pool_site_problems(self.fleet, self.network)
         if problems:
             raise_problems(problems)

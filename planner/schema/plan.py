@@ -158,13 +158,18 @@ def model_plan_problems(instance: Instance, plan: Plan) -> list[Problem]:
                                                     f"is a mixture of experts, got {plan.zero_shards}"))
     if plan.zero_shards is not None and plan.zero_shards > plan.nodes:
         problems.append(Problem("plan.zero_shards", f"must be <= plan.nodes ({plan.nodes}), got {plan.zero_shards}"))
-    shards = instance.assumptions.constants.get("stage_state_shards", 1)     # planner/cost/stage_shards.py
+    c = instance.assumptions.constants      # planner/cost/stage_shards.py: K, and E servers of a stage's experts
+    shards, name = c.get("stage_state_shards", 1), "stage_state_shards"
+    if c.get("stage_expert_parallel") and instance.model.is_moe and instance.hardware is not None:
+        servers = c.get("expert_parallel_degree", 0) / instance.hardware.accelerators_per_node
+        if servers > max(shards, 1):
+            shards, name = servers, "expert_parallel_degree / accelerators_per_node"
     if shards > 1 and plan.mode == "pp_group" and plan.inner_steps != 1:
-        problems.append(Problem("plan.inner_steps", f"must be 1 with assumptions.constants.stage_state_shards = "
-                                                    f"{show(shards)} (the groups share their optimizer state, so they "
-                                                    f"sync every step), got {plan.inner_steps}"))
+        problems.append(Problem("plan.inner_steps", f"must be 1 with assumptions.constants.{name} = "
+                                                    f"{show(shards)} (the groups share their optimizer state or "
+                                                    f"experts, so they sync every step), got {plan.inner_steps}"))
     if shards > 1 and plan.mode == "pp_group" and plan.stages and plan.nodes // plan.stages < shards:
-        problems.append(Problem("plan.nodes", f"must hold at least assumptions.constants.stage_state_shards = "
+        problems.append(Problem("plan.nodes", f"must hold at least assumptions.constants.{name} = "
                                               f"{show(shards)} pipeline groups of plan.stages ({plan.stages}) nodes, "
                                               f"got {plan.nodes} ({plan.nodes // plan.stages} groups)"))
     if instance.model.is_moe and plan.mode in PIPELINE_MODES and plan.expert_parallel not in (None, "none"):
