@@ -49,7 +49,7 @@ from typing import Any
 import numpy as np
 
 from planner.objectives import MAX_COMPUTE, MIN_COST, Objective
-from planner.reference import conformance, fewest_nodes, fewest_nodes_chinchilla, size_bound
+from planner.reference import conformance, fewest_nodes, fewest_nodes_chinchilla, size_bound, sweep_search
 from planner.cost import chinchilla, envelope, physics, quality, quality_fit
 from planner.cost.straggler import eta_h_divisor
 from planner.cost.score import score
@@ -190,6 +190,10 @@ def _solve_sizes(case: dict, sizes_b, objective: Objective, modes, max_nodes: in
     settings = [(base.replace(params=params_b * 1e9, active_params=params_b * 1e9), space) for params_b in sizes_b]
     if objective is MIN_COST and all(size_bound.applies(s, space, _reach_bounds(s, space)) for s, space in settings):
         return best_of_sizes(objective, sorted(_fewest_first(settings), key=lambda r: r.params))
+    if objective is MAX_COMPUTE and all(size_bound.applies(s, space, _reach_bounds(s, space)) for s, space in settings):
+        found = sweep_search.best_size(settings)      # the same run, by a search built for this question
+        if found is not None:
+            return found
     runs = []
     for setting, space in _promising_first(settings, objective, max_nodes):
         found, evaluations, bound = _solve_below(setting, space, objective, [r.found for r in runs if r.found])
