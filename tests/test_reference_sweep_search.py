@@ -29,7 +29,7 @@ def _sweep_cases() -> list[dict]:
 def _general(case, monkeypatch) -> search.SearchOutcome:
     """The answer without the search built for the question (the branch and bound per size)."""
     with monkeypatch.context() as m:
-        m.setattr(sweep_search, "best_size", lambda settings: None)
+        m.setattr(sweep_search, "best_size", lambda *args: None)
         return search.answer(case)
 
 
@@ -38,8 +38,8 @@ def _answered(case) -> tuple[search.SearchOutcome, bool]:
     calls = []
     original = sweep_search.best_size
 
-    def spy(settings):
-        calls.append(original(settings))
+    def spy(*args):
+        calls.append(original(*args))
         return calls[-1]
     sweep_search.best_size = spy
     try:
@@ -136,9 +136,11 @@ def _rows(seed: int):
 @pytest.mark.parametrize("seed", range(4))
 def test_micro_batches_are_the_least_step_of_every_m(seed):
     """M* of each pipeline row is the argmin over every M = 1..M_max of GPipe's step (ties to the
-    smaller M), as the space's listing takes it."""
+    smaller M), as the space's listing takes it; the first round's step is at most its step."""
     rows, base, space = _rows(seed)
-    pp = np.flatnonzero(rows.m > 0)
+    pp = np.flatnonzero(~rows.flat)
+    low = rows.t[pp].copy()
+    rows.make_exact(pp)
     a, precision = base.assumptions, space.precisions[0]
     p, s, ca = rows.p[pp], rows.stages[pp].astype(float), rows.ca[pp]
     t_comp = timing.compute_time_s(p, base.local_batch_tokens, base.peak_flops[precision], a.mfu_for(precision))
@@ -148,21 +150,24 @@ def test_micro_batches_are_the_least_step_of_every_m(seed):
     m = np.arange(1, space.max_micro_batches + 1, dtype=float)[None, :]
     step = timing.pipeline_parts_s(t_comp[:, None], s[:, None], m, act[:, None], base.pipeline_bps,
                                    base.pipeline_rtt_s, straggler_factor(s, a)[:, None])[0]
+    assert rows.ok
     assert np.array_equal(rows.m[pp], np.argmin(step, axis=1) + 1)
     assert np.array_equal(rows.t[pp], step.min(axis=1))
+    assert (low <= step.min(axis=1)).all()          # the bound the first round used
 
 
 @pytest.mark.parametrize("seed", range(4))
 def test_plan_values_are_the_evaluators(seed):
     """A reduced plan's value (`_Rows.bound` at a point) is the evaluator's C_quality to rounding."""
     rows, base, space = _rows(seed)
+    rows.make_exact(np.arange(rows.j.size))
     rng = np.random.default_rng(seed)
     for r in rng.choice(rows.j.size, 25):
         k = float(rng.integers(2, rows.k_max[r] + 1))
         h = float(rng.integers(1, rows.h_hi[r] + 1))
         got = float(rows.bound(np.array([r]), np.array([k]), np.array([k]), np.array([h]), np.array([h]), 0.0)[0])
         s = base.replace(params=rows.p[r], active_params=rows.p[r])
-        if rows.m[r] == 0:
+        if rows.flat[r]:
             b = PlanBatch.of("flat", space.precisions[0], nodes=int(k), inner_steps=int(h),
                              compression=space.compression[0])
         else:
@@ -178,6 +183,7 @@ def test_lemma_k_holds_where_it_is_claimed(seed):
     """Where `monotone_in_k` claims C_quality does not fall with K over [2, K_max] at H, the values
     at every K of a grid (and K_max) do not fall, to rounding."""
     rows, base, space = _rows(seed)
+    rows.make_exact(np.arange(rows.j.size))
     rng = np.random.default_rng(50 + seed)
     claimed = 0
     for r in rng.choice(rows.j.size, 40):

@@ -86,16 +86,22 @@ SEED_H = 64           # H values scored per seed row (geometric over 1..h_hi; al
 SEED_ROWS = 3          # rows of highest bound whose plans are all scored for the first incumbent
 
 
-def applies(s: Setting, space: DecisionSpace) -> bool:
-    """Whether the proofs of the module docstring hold (besides `search._reach_bounds` and
-    `size_bound.applies`, which the caller checks): a C_quality target under the Chinchilla
-    replica penalty, modes flat and pp_group only, streaming on, the reference sync pattern (no K
-    in the sync's base), a straggler coefficient 0 <= c < ln 2 / 2, GPipe the only schedule and M
-    entering only the pipeline step, no tensor parallelism or sharded state, no budget, no node
-    floor above 1, no placement, and the branch and bound's own monotonicity facts."""
+def applies(s: Setting, space: DecisionSpace, params) -> bool:
+    """Whether the proofs of the module docstring hold for the model sizes `params` (total = active
+    parameters; `s` is any of their settings, which differ in P alone), besides `search._reach_bounds`
+    and `size_bound.applies` on `s` (the caller checks them; of their conditions only alpha(P) >= 0
+    reads P, checked here for every size): a C_quality target under the Chinchilla replica penalty,
+    modes flat and pp_group only, streaming on, the reference sync pattern (no K in the sync's base),
+    a straggler coefficient 0 <= c < ln 2 / 2, GPipe the only schedule and M entering only the
+    pipeline step, no tensor parallelism or sharded state, no budget, no node floor above 1, no
+    placement, and the branch and bound's own monotonicity facts (`monotone.check`: of them only
+    a finite alpha(P) reads P)."""
     a = s.assumptions
     c = straggler_coefficient(a)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        alpha = quality.alpha(np.asarray(params, dtype=float), a)
     return (s.target_kind == "c_quality" and not s.is_moe and a.replica_penalty == "chinchilla"
+            and bool(np.all(np.isfinite(alpha) & (alpha >= 0)))
             and set(space.modes) <= {"flat", "pp_group"} and space.streaming == (True,)
             and space.min_nodes <= 1 and space.placement is None and s.budget_usd is None
             and space.expert_parallel is None and len(space.precisions) == 1 and len(space.compression) == 1
@@ -131,14 +137,18 @@ class _Rows:
                             6.0 * params * (self.wbt / flat_t), 0.0)
         j_flat = np.flatnonzero(fits) if "flat" in space.modes and n_max >= 2 else np.zeros(0, np.int64)
         parts = [(j_flat, flat_t[j_flat], np.ones(j_flat.size), np.full(j_flat.size, n_max), np.ones(j_flat.size),
-                  np.zeros(j_flat.size), np.zeros(j_flat.size))]
+                  np.zeros(j_flat.size))]
         top = min(space.max_stages, n_max // 2)
         self.ok = True
+        self.pipe = (np.zeros(0),) * 3
         if "pp_group" in space.modes and top >= 2:
             parts.append(self._pipes(s, space, params, t_comp, beta, top))
-        j, t, eta_a, k_max, stages, ca, m = (np.concatenate([p[x] for p in parts]) for x in range(7))
+        j, t, eta_a, k_max, stages, ca = (np.concatenate([p[x] for p in parts]) for x in range(6))
         self.j, self.t, self.eta_a, self.k_max = j.astype(np.int64), t, eta_a, k_max.astype(np.int64)
-        self.stages, self.ca, self.m, self.p = stages.astype(np.int64), ca, m.astype(np.int64), params[j]
+        self.stages, self.ca, self.p = stages.astype(np.int64), ca, params[j]
+        self.flat = np.arange(j.size) < j_flat.size
+        self.m = np.zeros(j.size, np.int64)               # M* of pipeline rows, once `exact`
+        self.exact = self.flat.copy()                     # t is the row's step (else a lower bound on it)
         # H beyond ceil(t_sync(K_max) / t) is dominated (module docstring); one more against rounding
         with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
             h_c = np.ceil(self.sync(np.arange(self.j.size), self.k_max) / self.t) + 1.0
@@ -149,8 +159,9 @@ class _Rows:
         self.lemma = (a.chinchilla_e + a.chinchilla_a * self.p ** (-a.chinchilla_alpha), a.chinchilla_beta * e_min)
 
     def _pipes(self, s, space, params, t_comp, beta, top):
-        """The pp_group rows (S, Ca) that fit their node, with M* (`_micro_batches`); sets `ok`
-        False where M* is left to rounding."""
+        """The pp_group rows (S, Ca) that fit their node, each with a lower bound on its step over
+        every M (`_least_step_bound`); their M* and step come later, for the rows that need them
+        (`make_exact`)."""
         a, precision = self.a, space.precisions[0]
         stages = np.arange(2, top + 1, dtype=float)
         ca = np.asarray(space.activation_compression, dtype=float)
@@ -163,9 +174,22 @@ class _Rows:
         hidden = s.hidden_size if s.hidden_size is not None else timing.hidden_size(p, a.hidden_size_coefficient)
         act = timing.activation_bits(s.local_batch_tokens, hidden, a.activation_bytes(precision), Ca)
         f = straggler_factor(S, a)
-        m, step, ok = _micro_batches(tc, S, act, f, s.pipeline_bps, s.pipeline_rtt_s, space.max_micro_batches)
-        self.ok = bool(ok.all())
-        return (j, step, quality.activation_quality(Ca, S, a), space.max_nodes // S, S, Ca, m)
+        self.pipe = (tc, act, f)           # per pipeline row, in row order after the flat rows
+        low = _least_step_bound(tc, S, act, f, s.pipeline_bps, s.pipeline_rtt_s, space.max_micro_batches)
+        return (j, low, quality.activation_quality(Ca, S, a), space.max_nodes // S, S, Ca)
+
+    def make_exact(self, rows) -> None:
+        """M* and its step for the pipeline rows among `rows` not yet exact (`_micro_batches`); `ok`
+        False where M* is left to rounding."""
+        r = np.unique(rows[~self.exact[rows]])
+        if r.size == 0:
+            return
+        q = r - int(self.flat.sum())
+        tc, act, f = (x[q] for x in self.pipe)
+        m, step, ok = _micro_batches(tc, self.stages[r].astype(float), act, f, self.s.pipeline_bps,
+                                     self.s.pipeline_rtt_s, self.space.max_micro_batches)
+        self.m[r], self.t[r], self.exact[r] = m, step, True
+        self.ok = self.ok and bool(ok.all())
 
     def sync(self, i, k):
         """t_sync(K) = base f(K) of rows `i` (`modes._wan_sync`)."""
@@ -190,6 +214,23 @@ class _Rows:
             out[need] = g[need] * np.minimum(6.0 * p[need] * tokens[need], np.maximum(c_eq, a.chi_search_low_flop))
         return out
 
+    def first_bound(self) -> np.ndarray:
+        """Per row, a bound on all its plans needing one Newton solve per size, not per row:
+        eta_C eta_A min(6 P T, Q_j) with T = W' B tf K_max / t (the row's most tokens: H_hi t is at
+        least t_sync(K_max)) and Q_j = min(6 P T_j, max(C'(L(P, T_j)), C_low)) at T_j, the most
+        tokens of any row of size j. It is at least the row's box bound (`bound` over [2, K_max] x
+        [1, H_hi]: g(1) = eta_C eta_A, mu(2, 1) = 1, and Q grows with T)."""
+        a = self.a
+        with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
+            tokens = self.wbt * self.k_max / self.t
+            most = np.zeros(self.params.size)
+            np.maximum.at(most, self.j, tokens)
+            loss = chinchilla.chinchilla_loss(self.params, most, a)
+            q = np.minimum(6.0 * self.params * most,
+                           np.maximum(chinchilla.equivalent_optimal_compute(loss, a), a.chi_search_low_flop))
+            out = self.eta_c * self.eta_a * np.minimum(6.0 * self.p * tokens, q[self.j])
+        return np.where(np.isnan(out), np.inf, out)
+
     def monotone_in_k(self, i, k1, k2, h2) -> np.ndarray:
         """Lemma K's condition over boxes [K1, K2] x [.., H2] (module docstring), with a margin."""
         a = self.a
@@ -199,6 +240,17 @@ class _Rows:
         with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
             right = (be - beta) * a.chinchilla_b * tokens ** (-a.chinchilla_beta)
         return beta * e_prime[i] * (1.0 + MARGIN) <= right * (1.0 - MARGIN)
+
+
+def _least_step_bound(t_comp, stages, act, f, link_bps, link_rtt_s, m_max):
+    """A lower bound on GPipe's step t_pp(M) over every M in 1..M_max (`_micro_batches`): the convex
+    alpha + beta (S - 1) + beta M + alpha (S - 1) / M at its real minimiser within [1, M_max], less
+    a relative 1e-12 against the rounding of either form."""
+    alpha = t_comp / stages + 2.0 * act * f / link_bps
+    beta = link_rtt_s * f
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        m = np.clip(np.nan_to_num(np.sqrt(alpha * (stages - 1.0) / beta), nan=m_max, posinf=m_max), 1, m_max)
+    return (alpha + beta * (stages - 1.0) + beta * m + alpha * (stages - 1.0) / m) * (1.0 - 1e-12)
 
 
 def _micro_batches(t_comp, stages, act, f, link_bps, link_rtt_s, m_max):
@@ -222,38 +274,38 @@ def _micro_batches(t_comp, stages, act, f, link_bps, link_rtt_s, m_max):
     return m, least, ok
 
 
-def best_size(settings: list[tuple[Setting, DecisionSpace]]) -> SizeRun | None:
-    """The run `best_of_sizes` would choose among the sizes' `max_compute` runs (their settings
-    differ in P alone, one space for all; module docstring), or None where this search does not
-    answer: a condition of `applies` fails, M* or the best plan is a near tie, or the search gives up."""
-    s0, space = settings[0]
-    if not all(applies(s, sp) for s, sp in settings) or any(sp != space for _, sp in settings[1:]):
+def best_size(s: Setting, space: DecisionSpace, params) -> SizeRun | None:
+    """The run `best_of_sizes` would choose among the `max_compute` runs of the model sizes `params`
+    (total = active parameters, in size order) on `space`, their settings `s` with its P replaced
+    (module docstring), or None where this search does not answer: a condition of `applies` fails,
+    M* or the best plan is a near tie, or the search gives up. Only the winner's setting is built."""
+    params = [float(p) for p in params]
+    if not applies(s, space, params):
         return None
-    params = np.asarray([s.params for s, _ in settings], dtype=float)
-    rows = _Rows(s0, space, params)
+    rows = _Rows(s, space, np.asarray(params))
     if not rows.ok:
         return None
     found = _search(rows)
     if found is None:
         return None
     j, batch = found
-    setting = settings[j][0]
+    setting = s.replace(params=params[j], active_params=params[j])
     value = float(window_compute(setting, batch, "c_quality")["c_quality"][0])
     return SizeRun(setting.params, setting, space, (batch, value), 0, value)
 
 
 def _search(rows: _Rows):
     """(size index, one-plan batch) of the best reduced plan when no other comes within MARGIN of
-    it, else None (module docstring: the boxes, the first incumbent, the rounds)."""
-    n = rows.j.size
+    it, else None (module docstring: the first incumbent, the rows' first bound, the rounds)."""
     one = float(rows.one.max(initial=0.0))
-    best = one
-    i = np.arange(n)
-    k1, k2 = np.full(n, 2.0), rows.k_max.astype(float)
-    h1, h2 = np.ones(n), rows.h_hi.astype(float)
-    collapsed = np.zeros(n, bool)
+    i = np.arange(rows.j.size)
+    first = rows.first_bound()
     kept = []                                    # (i, K, H, value) of plans within MARGIN of the best so far
-    seeded = False
+    best = max(one, _seed(rows, first, kept))
+    i = i[~(first < best * (1.0 - MARGIN))]
+    k1, k2 = np.full(i.size, 2.0), rows.k_max[i].astype(float)
+    h1, h2 = np.ones(i.size), rows.h_hi[i].astype(float)
+    collapsed = np.zeros(i.size, bool)
     for _ in range(ROUNDS):
         # Lemma K: boxes where C does not fall with K are bounded by their plans at K2 ("collapsed")
         fresh = np.flatnonzero(~collapsed & (k1 < k2))
@@ -263,10 +315,7 @@ def _search(rows: _Rows):
         with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
             upper = rows.bound(i, low_k, k2, h1, h2, best * (1.0 - MARGIN))
         upper = np.where(np.isnan(upper), np.inf, upper)
-        if not seeded:
-            seeded = True
-            best = max(best, _seed(rows, i, upper, k2, collapsed, kept))
-        point = (k1 == k2) & (h1 == h2)
+        point = (k1 == k2) & (h1 == h2) & rows.exact[i]
         if point.any():
             p = np.flatnonzero(point & (upper >= best * (1.0 - MARGIN)))
             kept.extend(zip(i[p].tolist(), k2[p].tolist(), h2[p].tolist(), upper[p].tolist()))
@@ -277,15 +326,19 @@ def _search(rows: _Rows):
             return _answer(rows, kept, one, best)
         if alive.size > MAX_BOXES:
             return None
+        rows.make_exact(i[alive])                         # the rows left: their M* and step from here on
+        if not rows.ok:
+            return None
         i, k1, k2, h1, h2, collapsed = (x[alive] for x in (i, k1, k2, h1, h2, collapsed))
         i, k1, k2, h1, h2, collapsed = _split(i, k1, k2, h1, h2, collapsed)
     return None
 
 
-def _seed(rows: _Rows, i, upper, k2, collapsed, kept) -> float:
-    """The first incumbent: every H (at most 64 of them, geometric) of the SEED_ROWS rows of highest
-    bound, at K_max; the plans are kept as any other (`_search`)."""
-    top = np.unique(i[np.argpartition(-upper, SEED_ROWS)[:SEED_ROWS]] if upper.size > SEED_ROWS else i)
+def _seed(rows: _Rows, first, kept) -> float:
+    """The first incumbent: every H (at most SEED_H of them, geometric) of the SEED_ROWS rows of
+    highest first bound (`_Rows.first_bound`), at K_max; the plans are kept as any other (`_search`)."""
+    top = np.argpartition(-first, SEED_ROWS)[:SEED_ROWS] if first.size > SEED_ROWS else np.arange(first.size)
+    rows.make_exact(top)
     h_hi = rows.h_hi[top].astype(float)[:, None]
     h = np.floor(h_hi ** (np.arange(SEED_H) / (SEED_H - 1.0)))         # 1 .. h_hi, geometric
     h = np.maximum(h, np.minimum(np.arange(1.0, SEED_H + 1), h_hi))      # every H where h_hi <= SEED_H
@@ -341,7 +394,7 @@ def _answer(rows: _Rows, kept, one: float, best: float):
         return j, PlanBatch.of("flat", precision, nodes=1, inner_steps=1, compression=compression, streaming=True)
     (r, k, h), = plans
     j, k, h = int(rows.j[r]), int(k), int(h)
-    if rows.m[r] == 0:
+    if rows.flat[r]:
         return j, PlanBatch.of("flat", precision, nodes=k, inner_steps=h, compression=compression, streaming=True)
     s = int(rows.stages[r])
     return j, PlanBatch.of("pp_group", precision, nodes=k * s, inner_steps=h, compression=compression, streaming=True,
