@@ -81,6 +81,7 @@ MARGIN = 1e-9          # relative: plans within it of the best are a near tie (a
 STEP_MARGIN = 1e-12    # relative: pipeline steps of two M closer than this leave M* to the listing's rounding
 ROUNDS = 40            # rounds of splitting before giving up (None)
 MAX_BOXES = 20_000     # boxes alive beyond which the search gives up (None)
+FIRST_PIECES = 1      # pieces of a row's H range in the first round of boxes
 H_PIECES = 8          # pieces of a box's H range per round
 SEED_H = 64           # H values scored per seed row (geometric over 1..h_hi; all of them where fewer)
 SEED_ROWS = 3          # rows of highest bound whose plans are all scored for the first incumbent
@@ -181,9 +182,10 @@ class _Rows:
     def make_exact(self, rows) -> None:
         """M* and its step for the pipeline rows among `rows` not yet exact (`_micro_batches`); `ok`
         False where M* is left to rounding."""
-        r = np.unique(rows[~self.exact[rows]])
-        if r.size == 0:
+        missing = ~self.exact[rows]
+        if not missing.any():
             return
+        r = np.unique(rows[missing])
         q = r - int(self.flat.sum())
         tc, act, f = (x[q] for x in self.pipe)
         m, step, ok = _micro_batches(tc, self.stages[r].astype(float), act, f, self.s.pipeline_bps,
@@ -303,8 +305,11 @@ def _search(rows: _Rows):
     kept = []                                    # (i, K, H, value) of plans within MARGIN of the best so far
     best = max(one, _seed(rows, first, kept))
     i = i[~(first < best * (1.0 - MARGIN))]
+    h1, h2 = _pieces(np.ones(i.size), rows.h_hi[i].astype(float), FIRST_PIECES)
+    real = (h1 <= h2).ravel()
+    i = np.broadcast_to(i, h1.shape).ravel()[real]
+    h1, h2 = h1.ravel()[real], h2.ravel()[real]
     k1, k2 = np.full(i.size, 2.0), rows.k_max[i].astype(float)
-    h1, h2 = np.ones(i.size), rows.h_hi[i].astype(float)
     collapsed = np.zeros(i.size, bool)
     for _ in range(ROUNDS):
         # Lemma K: boxes where C does not fall with K are bounded by their plans at K2 ("collapsed")
