@@ -166,18 +166,22 @@ class _Rows:
         a, precision = self.a, space.precisions[0]
         stages = np.arange(2, top + 1, dtype=float)
         ca = np.asarray(space.activation_compression, dtype=float)
-        j, S, Ca = (x.ravel() for x in np.meshgrid(np.arange(params.size), stages, ca, indexing="ij"))
+        # what reads (S, Ca) alone is worked once on their grid, then taken for every size
+        grid_s, grid_ca = (x.ravel() for x in np.meshgrid(stages, ca, indexing="ij"))
+        grid_f, grid_eta = straggler_factor(grid_s, a), quality.activation_quality(grid_ca, grid_s, a)
+        j, g = (x.ravel() for x in np.meshgrid(np.arange(params.size), np.arange(grid_s.size), indexing="ij"))
         p = params[j]
-        state = memory.state_bytes_per_node(p, beta, S) * tensor_parallel.state_factor(a, precision,
-                                                                                       s.accelerators_per_node)
+        state = memory.state_bytes_per_node(p, beta, grid_s[g]) * tensor_parallel.state_factor(
+            a, precision, s.accelerators_per_node)
         keep = state <= s.memory_bytes
-        j, S, Ca, p, tc = j[keep], S[keep], Ca[keep], p[keep], t_comp[j[keep]]
-        hidden = s.hidden_size if s.hidden_size is not None else timing.hidden_size(p, a.hidden_size_coefficient)
+        j, g, tc = j[keep], g[keep], t_comp[j[keep]]
+        S, Ca, f = grid_s[g], grid_ca[g], grid_f[g]
+        hidden = s.hidden_size if s.hidden_size is not None else \
+            timing.hidden_size(params, a.hidden_size_coefficient)[j]          # per size, taken for its rows
         act = timing.activation_bits(s.local_batch_tokens, hidden, a.activation_bytes(precision), Ca)
-        f = straggler_factor(S, a)
         self.pipe = (tc, act, f)           # per pipeline row, in row order after the flat rows
         low = _least_step_bound(tc, S, act, f, s.pipeline_bps, s.pipeline_rtt_s, space.max_micro_batches)
-        return (j, low, quality.activation_quality(Ca, S, a), space.max_nodes // S, S, Ca)
+        return (j, low, grid_eta[g], space.max_nodes // S, S, Ca)
 
     def make_exact(self, rows) -> None:
         """M* and its step for the pipeline rows among `rows` not yet exact (`_micro_batches`); `ok`
@@ -376,14 +380,11 @@ def _split(i, k1, k2, h1, h2, collapsed):
     km = np.floor(np.sqrt(k1 * k2))
     km = np.minimum(np.maximum(km, k1), np.maximum(k1, k2 - 1.0))
     km = np.where(collapsed, np.where(whole, k2 - 1.0, k2), km)
-    a1, a2 = np.vstack([k1, km + 1.0])[:, None, :], np.vstack([km, k2])[:, None, :]
+    a1, a2 = np.vstack([k1, km + 1.0]), np.vstack([km, k2])
     b1, b2 = _pieces(h1, h2, H_PIECES)
-    shape = (2, H_PIECES, i.size)
-    real = ((a1 <= a2) & (b1 <= b2)[None, :, :]).ravel()
-    a1, a2 = np.broadcast_to(a1, shape).ravel()[real], np.broadcast_to(a2, shape).ravel()[real]
-    b1, b2 = np.broadcast_to(b1, shape).ravel()[real], np.broadcast_to(b2, shape).ravel()[real]
-    i, collapsed = np.broadcast_to(i, shape).ravel()[real], np.broadcast_to(collapsed, shape).ravel()[real]
-    return i, a1, a2, b1, b2, collapsed & (a1 < a2)
+    ka, hb, box = np.nonzero((a1 <= a2)[:, None, :] & (b1 <= b2)[None, :, :])     # the children not empty
+    a1, a2 = a1[ka, box], a2[ka, box]
+    return i[box], a1, a2, b1[hb, box], b2[hb, box], collapsed[box] & (a1 < a2)
 
 
 def _answer(rows: _Rows, kept, one: float, best: float):
