@@ -124,11 +124,14 @@ def test_a_dropped_tie_break_is_caught(monkeypatch):
 
 
 def _rows(seed: int):
+    """The rows of a perturbed current-profile case; odd seeds recompute every layer (`full`)."""
     case = _perturbed(2 * seed)
     ri = case["resolved_inputs"]
     largest = search._largest_on_one_node_b(case)
     sizes = [f * largest for f in search.FLAT_FRACTIONS] + [x * largest for x in search.SWEEP_MULTIPLES]
     base, precision = search._setting(case, sizes[0] * 1e9, target_kind="c_quality")
+    if seed % 2:
+        base = base.replace(assumptions=base.assumptions.replace(activation_recompute="full"))
     space = search._space(precision, ("flat", "pp_group"), int(ri["n_nodes"]), ri["compression"])
     return sweep_search._Rows(base, space, np.asarray(sizes) * 1e9), base, space
 
@@ -143,7 +146,8 @@ def test_micro_batches_are_the_least_step_of_every_m(seed):
     rows.make_exact(pp)
     a, precision = base.assumptions, space.precisions[0]
     p, s, ca = rows.p[pp], rows.stages[pp].astype(float), rows.ca[pp]
-    t_comp = timing.compute_time_s(p, base.local_batch_tokens, base.peak_flops[precision], a.mfu_for(precision))
+    t_comp = timing.compute_time_s(p, base.local_batch_tokens, base.peak_flops[precision], a.mfu_for(precision)) \
+        * (4.0 / 3.0 if a.activation_recompute == "full" else 1.0)
     act = timing.activation_bits(base.local_batch_tokens, timing.hidden_size(p, a.hidden_size_coefficient),
                                  a.activation_bytes(precision), ca)
     from planner.cost.straggler import straggler_factor
@@ -197,3 +201,19 @@ def test_lemma_k_holds_where_it_is_claimed(seed):
         value = rows.bound(i, k, k, np.full(k.size, h), np.full(k.size, h), 0.0)
         assert (np.diff(value) >= -1e-12 * value[1:]).all()
     assert claimed > 0
+
+
+def test_full_recomputation_answers_as_the_general_search(monkeypatch):
+    """Every layer recomputed (`activation_recompute` full: a step's compute times 4/3, flat and
+    pipeline alike): the same answer either way, given by this search."""
+    original = search._setting
+
+    def full(*args, **kwargs):
+        s, precision = original(*args, **kwargs)
+        return s.replace(assumptions=s.assumptions.replace(activation_recompute="full")), precision
+    monkeypatch.setattr(search, "_setting", full)
+    for seed in (0, 2, 4):
+        case = _perturbed(seed)
+        fast, used = _answered(case)
+        plain = _general(case, monkeypatch)
+        assert used and _same(fast, plain), (seed, used, fast.plan, plain.plan)

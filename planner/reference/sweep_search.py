@@ -132,7 +132,8 @@ class _Rows:
         payload = physics.payload_bits(a, params, precision, float(space.compression[0]), 1, False)
         self.base = physics.sync_base_s(a, payload, 2.0, s.wan_up_bps, s.wan_down_bps, s.wan_rtt_s)
         self.wbt = s.training_window_s * s.local_batch_tokens * throughput_fraction(a)   # W' B tf
-        flat_t = t_comp * physics.flat_recompute_factor(a)
+        t_comp = t_comp * physics.flat_recompute_factor(a)    # a pipeline's too: r = 1 (`full`) or 0 without
+        flat_t = t_comp                                         # activation memory (`physics.recompute_share`)
         # one node: 6 P T, T = W' B tf / t (H cancels, the smallest H comes first in tie order)
         self.one = np.where(fits & ("flat" in space.modes) & (space.min_nodes <= 1),
                             6.0 * params * (self.wbt / flat_t), 0.0)
