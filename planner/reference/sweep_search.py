@@ -25,10 +25,15 @@ the shorter step, fewer micro-batches, streaming on):
   (K, ceil(H_c(K))) dominates (K, H); H_c(K) <= H_c(K_max) (t_sync non-decreasing in K).
 - one flat node (N = 1, no sync, C = 6 P T with T not depending on H): H = 1.
 Rows: flat (if P beta fits a node) and pp_group (S, Ca) with P beta / S within the node,
-S_min <= S <= min(S_max, N_max / 2); per row the step t (flat t_comp times the recomputation
-factor, pp_group t_pp(M*)), eta_A and K in [2, K_max], K_max = N_max (flat) or floor(N_max / S).
+S_min <= S <= min(S_max, N_max / 2); per row the step t (t_comp times the recomputation factor,
+1 + 1/3 under full recomputation, else 1 without activation memory; pp_group GPipe's t_pp(M*) of
+it), eta_A and K in [2, K_max], K_max = N_max (flat) or floor(N_max / S). A pipeline row's step
+starts as a lower bound (`_least_step_bound`: the real minimum over M, which only raises the
+tokens, so every bound stays a bound and h_hi only grows) and becomes t_pp(M*) (`make_exact`)
+for the seed rows and once a box of the row outlives the first round; only then are its plans
+scored.
 
-Value (`_value`, docs/cost_model.md sections 4-7, `modes.flat`, `modes.pp_group`,
+Value (`_Rows.bound` at a point, docs/cost_model.md sections 4-7, `modes.flat`, `modes.pp_group`,
 `run.quality_compute`): T = W' B K H tf / max(H t, t_sync(K)), t_sync(K) = base f(K) (the
 reference sync pattern: base = v / up + v / down + lat, no K in it), g = eta_H(H) eta_C eta_A,
 mu = K^beta(P, H), C = g min(6 P T, max(C'(mu L(P, T)), C_low)).
@@ -45,14 +50,17 @@ which is 1 where the compute sets the pace and 1 - (c / ln 2) / f(K) >= e_min wh
 (T is continuous at the switch); so the derivative is <= 0 wherever beta L <= b e B T^-b, i.e.
 beta E' <= (b e - beta) B T^-b, which holds at every T below the box's most and every e >= e_min
 once it holds there (its right side falls with T). A box where it holds is bounded by its plans at
-K2 alone ("collapsed"), and its plans at K < K2 by those at K2 - 1: such a box is split into
-{K2} x [H1, H2] and a collapsed [K1, K2 - 1] x [H1, H2].
+K2 alone ("collapsed", `monotone_in_k`); it is split in H only, and once it has one H into {K2}
+and a collapsed [K1, K2 - 1] (the lemma holds on any part of its range), bounded by K2 - 1.
 
-Search. Boxes start one per row ([2, K_max] x [1, h_hi]); the plans of the rows of highest bound
-are scored whole (H = 1..h_hi at K_max) for a first incumbent V; every round the boxes whose bound
-is below V (1 - MARGIN) are dropped and the others split (K and H in halves, geometric); a box of
-one K and one H is a plan, its bound its value. When no box is left, the plans kept are those
-within MARGIN of V; the answer is the best one, r*, provided it is the only one (else None).
+Search (`_search`). A first bound per row with one Newton solve per size (`_Rows.first_bound`);
+the SEED_ROWS rows highest by it are scored at K_max and SEED_H values of H (all of 1..h_hi where
+fewer) for a first incumbent V; the rows whose first bound is below V (1 - MARGIN) are dropped
+and the others start as one box each ([2, K_max] x [1, h_hi]). Every round the boxes whose bound
+is below V (1 - MARGIN) are dropped and the others split (K in halves, H in H_PIECES pieces,
+geometric); a box of one K and one H is a plan, its bound its value, and raises V. When no box
+is left, the plans kept are those within MARGIN of V; the answer is the best one, r*, provided
+it is the only one (else None; also after ROUNDS rounds or beyond MAX_BOXES boxes).
 
 Why r* is the branch and bound's answer. MARGIN (1e-9) is far above the tie tolerance
 (`bnb.TIE_REL`, 1e-12) and the rounding of these figures against the cost model's (about 1e-14).
