@@ -67,6 +67,9 @@ Why r* is the branch and bound's answer. MARGIN (1e-9) is far above the tie tole
 Every plan p tied with the optimum has C(p) >= V (1 - 1e-12 - rounding), so its reduced plan has too,
 and the only reduced plan that high is r*: r(p) = r*, which is tied and comes first in tie order.
 Every other size's plans are below V (1 - MARGIN), so `best_of_sizes` ties none with r*'s size.
+Several plans within MARGIN of V that all lie within SURE_TIE (1e-13) of each other are tied for
+the branch and bound as well, and no other plan is: the answer is then the first of them in the
+order of `best_of_sizes` (the smallest size) and `bnb.tie_key` (`_answer`).
 The value returned is `window_compute` of r*'s one-plan batch, as `objective_search.max_compute`.
 Layer: search (planner.reference).
 """
@@ -86,6 +89,7 @@ from planner.solvers.objective_search import SizeRun
 from planner.space import DecisionSpace, every_micro_batch, schedules_searched
 
 MARGIN = 1e-9          # relative: plans within it of the best are a near tie (answered by the general search)
+SURE_TIE = 1e-13      # relative: plans this close are tied for the branch and bound too (TIE_REL 1e-12)
 STEP_MARGIN = 1e-12    # relative: pipeline steps of two M closer than this leave M* to the listing's rounding
 ROUNDS = 40            # rounds of splitting before giving up (None)
 MAX_BOXES = 20_000     # boxes alive beyond which the search gives up (None)
@@ -397,20 +401,25 @@ def _split(i, k1, k2, h1, h2, collapsed):
 
 
 def _answer(rows: _Rows, kept, one: float, best: float):
-    """The one plan within MARGIN of `best` (None if there are several), as (size index, batch)."""
+    """(size index, batch) of the answer among the plans within MARGIN of `best` (module docstring),
+    or None where they are a near tie: more than one of them and not all within SURE_TIE of each
+    other. Plans all within SURE_TIE are tied for the branch and bound too (TIE_REL), and every
+    other plan is not: the answer is then the smallest size's (`best_of_sizes` keeps the earlier
+    of tied sizes), and of its plans the first in `bnb.tie_key` order (fewer nodes, smaller H,
+    flat before pp_group, fewer stages, less activation compression; no two reduced plans agree on
+    all of these)."""
     cut = best * (1.0 - MARGIN)
-    plans = {(r, k, h) for r, k, h, v in kept if v >= cut}
-    if len(plans) + int((rows.one >= cut).sum()) != 1:
+    near = {(r, k, h): v for r, k, h, v in kept if v >= cut}
+    plans = [(int(rows.j[r]), int(k) * int(rows.stages[r]), int(h), 0 if rows.flat[r] else 1, int(rows.stages[r]),
+              float(rows.ca[r]), v, r) for (r, k, h), v in near.items()]
+    plans += [(j, 1, 1, 0, 1, 0.0, float(v), -1) for j, v in enumerate(rows.one) if v >= cut]
+    values = [p[6] for p in plans]
+    if not plans or (len(plans) > 1 and max(values) > min(values) * (1.0 + SURE_TIE)):
         return None
+    j, nodes, h, flat, stages, ca, _, r = min(plans)
     space = rows.space
     precision, compression = space.precisions[0], float(space.compression[0])
-    if one >= cut:
-        j = int(np.argmax(rows.one))
-        return j, PlanBatch.of("flat", precision, nodes=1, inner_steps=1, compression=compression, streaming=True)
-    (r, k, h), = plans
-    j, k, h = int(rows.j[r]), int(k), int(h)
-    if rows.flat[r]:
-        return j, PlanBatch.of("flat", precision, nodes=k, inner_steps=h, compression=compression, streaming=True)
-    s = int(rows.stages[r])
-    return j, PlanBatch.of("pp_group", precision, nodes=k * s, inner_steps=h, compression=compression, streaming=True,
-                           stages=s, micro_batches=int(rows.m[r]), activation_compression=float(rows.ca[r]))
+    if r < 0 or rows.flat[r]:
+        return j, PlanBatch.of("flat", precision, nodes=nodes, inner_steps=h, compression=compression, streaming=True)
+    return j, PlanBatch.of("pp_group", precision, nodes=nodes, inner_steps=h, compression=compression, streaming=True,
+                           stages=stages, micro_batches=int(rows.m[r]), activation_compression=ca)
