@@ -217,3 +217,23 @@ def test_full_recomputation_answers_as_the_general_search(monkeypatch):
         fast, used = _answered(case)
         plain = _general(case, monkeypatch)
         assert used and _same(fast, plain), (seed, used, fast.plan, plain.plan)
+
+
+def test_a_sure_tie_is_broken_as_the_branch_and_bound_breaks_it(monkeypatch):
+    """Perturbed case 10: three activation compressions of the same quality at the same (S, K, H),
+    the sync setting the pace, so the same C_quality to the last bits: answered here by the tie
+    order (the smallest Ca), as the branch and bound answers; with the order reversed (a dropped
+    tie-break) it would not be."""
+    case = _perturbed(10)
+    near = []
+    original = sweep_search._answer
+
+    def record(rows, kept, one, best):
+        near.append(sum(v >= best * (1 - sweep_search.MARGIN) for v in {(r, k, h): v for r, k, h, v in kept}.values()))
+        return original(rows, kept, one, best)
+    monkeypatch.setattr(sweep_search, "_answer", record)
+    fast, used = _answered(case)
+    plain = _general(case, monkeypatch)
+    assert used and near and near[0] >= 2
+    assert _same(fast, plain)
+    assert fast.plan["activation_compression"] == 1.0
