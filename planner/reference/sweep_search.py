@@ -89,13 +89,13 @@ from planner.solvers.objective_search import SizeRun
 from planner.space import DecisionSpace, every_micro_batch, schedules_searched
 
 MARGIN = 1e-9          # relative: plans within it of the best are a near tie (answered by the general search)
-SURE_TIE = 1e-13      # relative: plans this close are tied for the branch and bound too (TIE_REL 1e-12)
+SURE_TIE = 1e-13       # relative: plans this close are tied for the branch and bound too (TIE_REL 1e-12)
 STEP_MARGIN = 1e-12    # relative: pipeline steps of two M closer than this leave M* to the listing's rounding
 ROUNDS = 40            # rounds of splitting before giving up (None)
 MAX_BOXES = 20_000     # boxes alive beyond which the search gives up (None)
-FIRST_PIECES = 1      # pieces of a row's H range in the first round of boxes
-H_PIECES = 8          # pieces of a box's H range per round
-SEED_H = 64           # H values scored per seed row (geometric over 1..h_hi; all of them where fewer)
+FIRST_PIECES = 1       # pieces of a row's H range in the first round of boxes
+H_PIECES = 8           # pieces of a box's H range per round
+SEED_H = 64            # H values scored per seed row (geometric over 1..h_hi; all of them where fewer)
 SEED_ROWS = 3          # rows of highest bound whose plans are all scored for the first incumbent
 
 
