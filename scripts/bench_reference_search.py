@@ -2,7 +2,7 @@
 """The reference calculator's own searches beside dtplan's exact answers to the same
 questions, in one process (issue 27 item 3).
 
-Usage: scripts/bench_reference_search.py PATH_TO_REFERENCE [--cases FILE] [--repeat K] [--verbose]
+Usage: scripts/bench_reference_search.py PATH_TO_REFERENCE [--cases FILE] [--repeat K] [--only FUNCTION] [--verbose]
 (--cases defaults to ../shared/conformance/reference_cases.json, or $DTPLAN_SHARED_DIR/conformance/.)
 
 PATH_TO_REFERENCE is a folder holding the public reference calculator's evasion_calculator.py
@@ -77,6 +77,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cases", type=Path, default=DEFAULT_CASES, help="the reference-case file")
     parser.add_argument("--repeat", type=int, default=3, help="calls per case and side; the least CPU time is kept")
     parser.add_argument("--verbose", action="store_true", help="one line per case")
+    parser.add_argument("--only", choices=SEARCH_FUNCTIONS, action="append",
+                        help="only this search function's cases (repeatable; default: all three)")
     args = parser.parse_args(argv)
     if not args.cases.is_file():
         print(f"bench_reference_search.py: {args.cases}: no such file; give --cases or set DTPLAN_SHARED_DIR",
@@ -87,7 +89,7 @@ def main(argv: list[str] | None = None) -> int:
               f"of the reference calculator's evasion_calculator.py", file=sys.stderr)
         return 2
     ref = load_reference(args.reference)
-    cases = [c for c in json.loads(args.cases.read_text()) if c["function"] in SEARCH_FUNCTIONS]
+    cases = [c for c in json.loads(args.cases.read_text()) if c["function"] in (args.only or SEARCH_FUNCTIONS)]
     print(f"load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     totals = collections.defaultdict(lambda: [0, 0.0, 0.0, 0, 0])   # cases, ref s, dtplan s, passed, same answer
     for case in cases:

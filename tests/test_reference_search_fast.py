@@ -201,6 +201,8 @@ def test_sizes_solved_in_any_order_answer_as_each_size_alone(function, seed, mon
     order = []
     if function == "find_optimal_config_for_target":
         monkeypatch.setattr(size_bound, "applies", lambda s, space, reach: False)
+    else:       # the general search over sizes (the sweep's own search, sweep_search.py, is tested elsewhere)
+        monkeypatch.setattr(search.sweep_search, "best_size", lambda *args: None)
     monkeypatch.setattr(search, "_promising_first",
                         lambda settings, objective, max_nodes: order.append(len(settings))
                         or [settings[i] for i in rng.permutation(len(settings))])

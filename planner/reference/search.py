@@ -49,7 +49,7 @@ from typing import Any
 import numpy as np
 
 from planner.objectives import MAX_COMPUTE, MIN_COST, Objective
-from planner.reference import conformance, fewest_nodes, fewest_nodes_chinchilla, size_bound
+from planner.reference import conformance, fewest_nodes, fewest_nodes_chinchilla, size_bound, sweep_search
 from planner.cost import chinchilla, envelope, physics, quality, quality_fit
 from planner.cost.straggler import eta_h_divisor
 from planner.cost.score import score
@@ -183,10 +183,17 @@ def _solve_sizes(case: dict, sizes_b, objective: Objective, modes, max_nodes: in
     `best_of_sizes`. The order changes what is searched, never the answer: a size is cut only
     where it can neither beat nor tie a plan that exists, whichever size that plan is of.
     min_cost where the box bound applies to every size: the sizes in order of their proven lower
-    bounds on the nodes instead (`_fewest_first`). The settings of the sizes differ in P alone
+    bounds on the nodes instead (`_fewest_first`); max_compute of C_quality at most N_max nodes
+    (sweep_model_sizes): first `sweep_search.best_size`, a search built for that question, which
+    gives the same run where its conditions hold (else the loop below). The settings of the sizes differ in P alone
     (one setting built, its P replaced)."""
     base, precision = _setting(case, sizes_b[0] * 1e9, links_are_wan, **target)   # sizes differ in P alone
     space = _space(precision, modes, max_nodes, case["resolved_inputs"]["compression"])
+    if objective is MAX_COMPUTE and size_bound.applies(base, space, _reach_bounds(base, space)):
+        # the same run, by a search built for this question (its conditions on the other sizes checked there)
+        found = sweep_search.best_size(base, space, [params_b * 1e9 for params_b in sizes_b])
+        if found is not None:
+            return found
     settings = [(base.replace(params=params_b * 1e9, active_params=params_b * 1e9), space) for params_b in sizes_b]
     if objective is MIN_COST and all(size_bound.applies(s, space, _reach_bounds(s, space)) for s, space in settings):
         return best_of_sizes(objective, sorted(_fewest_first(settings), key=lambda r: r.params))

@@ -1,0 +1,425 @@
+"""The most C_quality over model sizes at most N_max nodes, flat or pp_group: the question of the
+reference calculator's `sweep_model_sizes`, answered exactly by a search built for it (issue 27
+item 3), with the answer the branch and bound gives (`planner.reference.search._solve_sizes`:
+`max_compute` per size, `best_of_sizes`), plan and value alike.
+
+The general search spends 13-16 ms on the winning size alone (its class listing scores every
+(S, Ca, M) row, its seeds and its box levels); this one scores every size at once, on far fewer
+plans, using what this question's profile allows (the conditions are checked, `applies`; anything
+else answers None and the caller runs the general search).
+
+Reduced plans. Every plan of the space is dominated by a *reduced* plan r(p): C_quality(r(p)) >=
+C_quality(p) and r(p) = p or r(p) before p in `bnb.tie_key` order (fewer nodes, smaller H, then
+the shorter step, fewer micro-batches, streaming on):
+- streaming on: the space lists no other (`DecisionSpace`, streaming (True,)).
+- pp_group: M = M*(S, Ca), the least pipeline step (ties to the smaller M); N = K S for K =
+  floor(N / S) replicas (min_nodes 1): the space lists only these (`planner.space` module docstring).
+  M* is found here from the two to four M nearest the real minimum of GPipe's step
+  t_pp(M) = (M + S - 1)(c + (x + lat) f) = alpha + beta (S - 1) + beta M + alpha (S - 1) / M,
+  alpha = t_comp / S + 2 a f / bw, beta = lat f (`timing.pipeline_parts_s`): convex in M, so every
+  M outside the candidates has a step at least that of the nearest candidate (`_micro_batches`);
+  the listing's argmin is the same M whenever every other candidate is slower by more than
+  STEP_MARGIN (else None: the general search answers).
+- H <= h_hi = min(H_max, ceil(t_sync(K_max) / t) + 1): at H >= H_c(K) = t_sync(K) / t the tokens
+  W' B K tf / t no longer grow with H, eta_H does not rise and mu = K^beta(H) does not fall, so
+  (K, ceil(H_c(K))) dominates (K, H); H_c(K) <= H_c(K_max) (t_sync non-decreasing in K).
+- one flat node (N = 1, no sync, C = 6 P T with T not depending on H): H = 1.
+Rows: flat (if P beta fits a node) and pp_group (S, Ca) with P beta / S within the node,
+S_min <= S <= min(S_max, N_max / 2); per row the step t (t_comp times the recomputation factor,
+1 + 1/3 under full recomputation, else 1 without activation memory; pp_group GPipe's t_pp(M*) of
+it), eta_A and K in [2, K_max], K_max = N_max (flat) or floor(N_max / S). A pipeline row's step
+starts as a lower bound (`_least_step_bound`: the real minimum over M, which only raises the
+tokens, so every bound stays a bound and h_hi only grows) and becomes t_pp(M*) (`make_exact`)
+for the seed rows and once a box of the row outlives the first round; only then are its plans
+scored.
+
+Value (`_Rows.bound` at a point, docs/cost_model.md sections 4-7, `modes.flat`, `modes.pp_group`,
+`run.quality_compute`): T = W' B K H tf / max(H t, t_sync(K)), t_sync(K) = base f(K) (the
+reference sync pattern: base = v / up + v / down + lat, no K in it), g = eta_H(H) eta_C eta_A,
+mu = K^beta(P, H), C = g min(6 P T, max(C'(mu L(P, T)), C_low)).
+
+Box bound (`size_bound` module docstring, steps 1-4): over K in [K1, K2] and H in [H1, H2],
+C <= Q(T(K2, H2; t_sync(K1)), g(H1), mu(K1, H1)).
+
+Lemma K (monotone in K). At a fixed H, if beta(H) E' <= (b e_min - beta(H)) B T^-b with T the
+box's most tokens, E' = E + A P^-alpha, b and B the Chinchilla data exponent and coefficient and
+e_min = 1 - c / ln 2 (c the straggler coefficient, f(K) = 1 + c log2 K), then C does not fall as
+K grows over the box. Proof: C grows with T and falls with mu L(P, T) (C' falls as its loss
+rises); T grows with K, and d ln(mu L) / d ln K = beta - b e B T^-b / L with e = d ln T / d ln K,
+which is 1 where the compute sets the pace and 1 - (c / ln 2) / f(K) >= e_min where the sync does
+(T is continuous at the switch); so the derivative is <= 0 wherever beta L <= b e B T^-b, i.e.
+beta E' <= (b e - beta) B T^-b, which holds at every T below the box's most and every e >= e_min
+once it holds there (its right side falls with T). A box where it holds is bounded by its plans at
+K2 alone ("collapsed", `monotone_in_k`); it is split in H only, and once it has one H into {K2}
+and a collapsed [K1, K2 - 1] (the lemma holds on any part of its range), bounded by K2 - 1.
+
+Search (`_search`). A first bound per row with one Newton solve per size (`_Rows.first_bound`);
+the SEED_ROWS rows highest by it are scored at K_max and SEED_H values of H (all of 1..h_hi where
+fewer) for a first incumbent V; the rows whose first bound is below V (1 - MARGIN) are dropped
+and the others start as one box each ([2, K_max] x [1, h_hi]). Every round the boxes whose bound
+is below V (1 - MARGIN) are dropped and the others split (K in halves, H in H_PIECES pieces,
+geometric); a box of one K and one H is a plan, its bound its value, and raises V. When no box
+is left, the plans kept are those within MARGIN of V; the answer is the best one, r*, provided
+it is the only one (else None; also after ROUNDS rounds or beyond MAX_BOXES boxes).
+
+Why r* is the branch and bound's answer. MARGIN (1e-9) is far above the tie tolerance
+(`bnb.TIE_REL`, 1e-12) and the rounding of these figures against the cost model's (about 1e-14).
+Every plan p tied with the optimum has C(p) >= V (1 - 1e-12 - rounding), so its reduced plan has too,
+and the only reduced plan that high is r*: r(p) = r*, which is tied and comes first in tie order.
+Every other size's plans are below V (1 - MARGIN), so `best_of_sizes` ties none with r*'s size.
+Several plans within MARGIN of V that all lie within SURE_TIE (1e-13) of each other are tied for
+the branch and bound as well, and no other plan is: the answer is then the first of them in the
+order of `best_of_sizes` (the smallest size) and `bnb.tie_key` (`_answer`).
+The value returned is `window_compute` of r*'s one-plan batch, as `objective_search.max_compute`.
+Layer: search (planner.reference).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from planner.cost import chinchilla, memory, physics, quality, timing, tensor_parallel
+from planner.cost.score import window_compute
+from planner.cost.setting import PlanBatch, Setting
+from planner.cost.straggler import eta_h_divisor, straggler_coefficient, straggler_factor, throughput_fraction
+from planner.solvers import monotone
+from planner.solvers.objective_search import SizeRun
+from planner.space import DecisionSpace, every_micro_batch, schedules_searched
+
+MARGIN = 1e-9          # relative: plans within it of the best are a near tie (answered by the general search)
+SURE_TIE = 1e-13       # relative: plans this close are tied for the branch and bound too (TIE_REL 1e-12)
+STEP_MARGIN = 1e-12    # relative: pipeline steps of two M closer than this leave M* to the listing's rounding
+ROUNDS = 40            # rounds of splitting before giving up (None)
+MAX_BOXES = 20_000     # boxes alive beyond which the search gives up (None)
+FIRST_PIECES = 1       # pieces of a row's H range in the first round of boxes
+H_PIECES = 8           # pieces of a box's H range per round
+SEED_H = 64            # H values scored per seed row (geometric over 1..h_hi; all of them where fewer)
+SEED_ROWS = 3          # rows of highest bound whose plans are all scored for the first incumbent
+
+
+def applies(s: Setting, space: DecisionSpace, params) -> bool:
+    """Whether the proofs of the module docstring hold for the model sizes `params` (total = active
+    parameters; `s` is any of their settings, which differ in P alone), besides `search._reach_bounds`
+    and `size_bound.applies` on `s` (the caller checks them; of their conditions only alpha(P) >= 0
+    reads P, checked here for every size): a C_quality target under the Chinchilla replica penalty,
+    modes flat and pp_group only, streaming on, the reference sync pattern (no K in the sync's base),
+    a straggler coefficient 0 <= c < ln 2 / 2, GPipe the only schedule and M entering only the
+    pipeline step, no tensor parallelism or sharded state, no budget, no node floor above 1, no
+    placement, and the branch and bound's own monotonicity facts (`monotone.check`: of them only
+    a finite alpha(P) reads P)."""
+    a = s.assumptions
+    c = straggler_coefficient(a)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        alpha = quality.alpha(np.asarray(params, dtype=float), a)
+    return (s.target_kind == "c_quality" and not s.is_moe and a.replica_penalty == "chinchilla"
+            and bool(np.all(np.isfinite(alpha) & (alpha >= 0)))
+            and set(space.modes) <= {"flat", "pp_group"} and space.streaming == (True,)
+            and space.min_nodes <= 1 and space.placement is None and s.budget_usd is None
+            and space.expert_parallel is None and len(space.precisions) == 1 and len(space.compression) == 1
+            and a.sync_pattern == "all_reduce" and not a.concurrent_up_down and 0 <= c < math.log(2) / 2
+            and not every_micro_batch(a) and schedules_searched(a) == (0,) and not a.search_tensor_parallel
+            and a.tensor_parallel <= 1 and a.stage_state_shards <= 1 and not a.search_zero_shards
+            and tensor_parallel.data_parallel_groups(a, s.accelerators_per_node) <= 1
+            and not monotone.check(s).unsupported)
+
+
+class _Rows:
+    """The rows of every size at once (module docstring): per row its size index, P, step t (s),
+    eta_A, K_max, stages S (1 flat), activation compression Ca (0 flat), M* (0 flat), and per size
+    the sync's base (s) and, where one node holds the model, one node's C_quality (else 0)."""
+
+    def __init__(self, s: Setting, space: DecisionSpace, params: np.ndarray):
+        a, precision = s.assumptions, space.precisions[0]
+        self.a, self.s, self.space, self.params = a, s, space, params
+        n_max = space.max_nodes
+        beta = a.bytes_per_param(precision)
+        peak, mfu = s.peak_flops[precision], a.mfu_for(precision)
+        t_comp = timing.compute_time_s(params, s.local_batch_tokens, peak, mfu) \
+            + tensor_parallel.in_node_data_parallel_s(a, params, precision, s.accelerators_per_node)
+        whole = memory.state_bytes_per_node(params, beta) * tensor_parallel.state_factor(a, precision,
+                                                                                         s.accelerators_per_node)
+        fits = whole <= s.memory_bytes
+        payload = physics.payload_bits(a, params, precision, float(space.compression[0]), 1, False)
+        self.base = physics.sync_base_s(a, payload, 2.0, s.wan_up_bps, s.wan_down_bps, s.wan_rtt_s)
+        self.wbt = s.training_window_s * s.local_batch_tokens * throughput_fraction(a)   # W' B tf
+        t_comp = t_comp * physics.flat_recompute_factor(a)    # a pipeline's too: r = 1 (`full`) or 0 without
+        flat_t = t_comp                                         # activation memory (`physics.recompute_share`)
+        # one node: 6 P T, T = W' B tf / t (H cancels, the smallest H comes first in tie order)
+        self.one = np.where(fits & ("flat" in space.modes) & (space.min_nodes <= 1),
+                            6.0 * params * (self.wbt / flat_t), 0.0)
+        j_flat = np.flatnonzero(fits) if "flat" in space.modes and n_max >= 2 else np.zeros(0, np.int64)
+        parts = [(j_flat, flat_t[j_flat], np.ones(j_flat.size), np.full(j_flat.size, n_max), np.ones(j_flat.size),
+                  np.zeros(j_flat.size))]
+        top = min(space.max_stages, n_max // 2)
+        self.ok = True
+        self.pipe = (np.zeros(0),) * 3
+        if "pp_group" in space.modes and top >= 2:
+            parts.append(self._pipes(s, space, params, t_comp, beta, top))
+        j, t, eta_a, k_max, stages, ca = (np.concatenate([p[x] for p in parts]) for x in range(6))
+        self.j, self.t, self.eta_a, self.k_max = j.astype(np.int64), t, eta_a, k_max.astype(np.int64)
+        self.stages, self.ca, self.p = stages.astype(np.int64), ca, params[j]
+        self.flat = np.arange(j.size) < j_flat.size
+        self.m = np.zeros(j.size, np.int64)               # M* of pipeline rows, once `exact`
+        self.exact = self.flat.copy()                     # t is the row's step (else a lower bound on it)
+        # H beyond ceil(t_sync(K_max) / t) is dominated (module docstring); one more against rounding
+        with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
+            h_c = np.ceil(self.sync(np.arange(self.j.size), self.k_max) / self.t) + 1.0
+        self.h_hi = np.clip(np.nan_to_num(h_c, nan=space.max_inner_steps), 1, space.max_inner_steps).astype(np.int64)
+        self.eta_c = float(quality.compression_quality(float(space.compression[0]), a))
+        self.div = eta_h_divisor(a)
+        e_min = 1.0 - straggler_coefficient(a) / math.log(2.0)
+        self.lemma = (a.chinchilla_e + a.chinchilla_a * self.p ** (-a.chinchilla_alpha), a.chinchilla_beta * e_min)
+
+    def _pipes(self, s, space, params, t_comp, beta, top):
+        """The pp_group rows (S, Ca) that fit their node, each with a lower bound on its step over
+        every M (`_least_step_bound`); their M* and step come later, for the rows that need them
+        (`make_exact`)."""
+        a, precision = self.a, space.precisions[0]
+        stages = np.arange(2, top + 1, dtype=float)
+        ca = np.asarray(space.activation_compression, dtype=float)
+        # what reads (S, Ca) alone is worked once on their grid, then taken for every size
+        grid_s, grid_ca = (x.ravel() for x in np.meshgrid(stages, ca, indexing="ij"))
+        grid_f, grid_eta = straggler_factor(grid_s, a), quality.activation_quality(grid_ca, grid_s, a)
+        j, g = (x.ravel() for x in np.meshgrid(np.arange(params.size), np.arange(grid_s.size), indexing="ij"))
+        p = params[j]
+        state = memory.state_bytes_per_node(p, beta, grid_s[g]) * tensor_parallel.state_factor(
+            a, precision, s.accelerators_per_node)
+        keep = state <= s.memory_bytes
+        j, g, tc = j[keep], g[keep], t_comp[j[keep]]
+        S, Ca, f = grid_s[g], grid_ca[g], grid_f[g]
+        hidden = s.hidden_size if s.hidden_size is not None else \
+            timing.hidden_size(params, a.hidden_size_coefficient)[j]          # per size, taken for its rows
+        act = timing.activation_bits(s.local_batch_tokens, hidden, a.activation_bytes(precision), Ca)
+        self.pipe = (tc, act, f)           # per pipeline row, in row order after the flat rows
+        low = _least_step_bound(tc, S, act, f, s.pipeline_bps, s.pipeline_rtt_s, space.max_micro_batches)
+        return (j, low, grid_eta[g], space.max_nodes // S, S, Ca)
+
+    def make_exact(self, rows) -> None:
+        """M* and its step for the pipeline rows among `rows` not yet exact (`_micro_batches`); `ok`
+        False where M* is left to rounding."""
+        missing = ~self.exact[rows]
+        if not missing.any():
+            return
+        r = np.unique(rows[missing])
+        q = r - int(self.flat.sum())
+        tc, act, f = (x[q] for x in self.pipe)
+        m, step, ok = _micro_batches(tc, self.stages[r].astype(float), act, f, self.s.pipeline_bps,
+                                     self.s.pipeline_rtt_s, self.space.max_micro_batches)
+        self.m[r], self.t[r], self.exact[r] = m, step, True
+        self.ok = self.ok and bool(ok.all())
+
+    def sync(self, i, k):
+        """t_sync(K) = base f(K) of rows `i` (`modes._wan_sync`)."""
+        return self.base[self.j[i]] * straggler_factor(k, self.a)
+
+    def tokens(self, i, k1, k2, h):
+        """W' B tf K2 H / max(H t, t_sync(K1)): the tokens at (K2, H) with the sync of K1 (K1 = K2: a plan's)."""
+        return self.wbt * (k2 * h) / np.maximum(h * self.t[i], self.sync(i, k1))
+
+    def bound(self, i, k1, k2, h1, h2, cut: float) -> np.ndarray:
+        """Q(T(K2, H2; t_sync(K1)), g(H1), mu(K1, H1)) per box (module docstring; at a point, the plan's
+        C_quality); where g 6 P T is already below `cut`, that value (no Newton solve of C')."""
+        a, p = self.a, self.p[i]
+        tokens = self.tokens(i, k1, k2, h2)
+        g = quality.eta_sync_interval(h1, p, a, self.div) * self.eta_c * self.eta_a[i]
+        out = g * (6.0 * p * tokens)
+        need = np.flatnonzero(~(out < cut))
+        if need.size:
+            mu = quality.replica_loss_multiplier(k1[need], p[need], h1[need], a)
+            loss = chinchilla.chinchilla_loss(p[need], tokens[need], a) * mu
+            c_eq = chinchilla.equivalent_optimal_compute(loss, a)
+            out[need] = g[need] * np.minimum(6.0 * p[need] * tokens[need], np.maximum(c_eq, a.chi_search_low_flop))
+        return out
+
+    def first_bound(self) -> np.ndarray:
+        """Per row, a bound on all its plans needing one Newton solve per size, not per row:
+        eta_C eta_A min(6 P T, Q_j) with T = W' B tf K_max / t (the row's most tokens: H_hi t is at
+        least t_sync(K_max)) and Q_j = min(6 P T_j, max(C'(L(P, T_j)), C_low)) at T_j, the most
+        tokens of any row of size j. It is at least the row's box bound (`bound` over [2, K_max] x
+        [1, H_hi]: g(1) = eta_C eta_A, mu(2, 1) = 1, and Q grows with T)."""
+        a = self.a
+        with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
+            tokens = self.wbt * self.k_max / self.t
+            most = np.zeros(self.params.size)
+            np.maximum.at(most, self.j, tokens)
+            loss = chinchilla.chinchilla_loss(self.params, most, a)
+            q = np.minimum(6.0 * self.params * most,
+                           np.maximum(chinchilla.equivalent_optimal_compute(loss, a), a.chi_search_low_flop))
+            out = self.eta_c * self.eta_a * np.minimum(6.0 * self.p * tokens, q[self.j])
+        return np.where(np.isnan(out), np.inf, out)
+
+    def monotone_in_k(self, i, k1, k2, h2) -> np.ndarray:
+        """Lemma K's condition over boxes [K1, K2] x [.., H2] (module docstring), with a margin."""
+        a = self.a
+        e_prime, be = self.lemma
+        beta = quality.replica_beta(self.p[i], h2, a)
+        tokens = self.tokens(i, k1, k2, h2)
+        with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
+            right = (be - beta) * a.chinchilla_b * tokens ** (-a.chinchilla_beta)
+        return beta * e_prime[i] * (1.0 + MARGIN) <= right * (1.0 - MARGIN)
+
+
+def _least_step_bound(t_comp, stages, act, f, link_bps, link_rtt_s, m_max):
+    """A lower bound on GPipe's step t_pp(M) over every M in 1..M_max (`_micro_batches`): the convex
+    alpha + beta (S - 1) + beta M + alpha (S - 1) / M at its real minimiser within [1, M_max], less
+    a relative 1e-12 against the rounding of either form."""
+    alpha = t_comp / stages + 2.0 * act * f / link_bps
+    beta = link_rtt_s * f
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        m = np.clip(np.nan_to_num(np.sqrt(alpha * (stages - 1.0) / beta), nan=m_max, posinf=m_max), 1, m_max)
+    return (alpha + beta * (stages - 1.0) + beta * m + alpha * (stages - 1.0) / m) * (1.0 - 1e-12)
+
+
+def _micro_batches(t_comp, stages, act, f, link_bps, link_rtt_s, m_max):
+    """(M*, t_pp(M*), ok) per row: GPipe's step is convex in M with its real minimum at
+    sqrt(alpha (S - 1) / beta) (module docstring); of the integers floor - 1 .. floor + 2 around it
+    (within 1..M_max) the least step, ties to the smaller M. ok: every other candidate slower by
+    more than STEP_MARGIN, so that the listing's argmin over every M (`DecisionSpace`) is the same."""
+    alpha = t_comp / stages + 2.0 * act * f / link_bps
+    beta = link_rtt_s * f
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        real = np.sqrt(alpha * (stages - 1.0) / beta)
+    low = np.floor(np.clip(np.nan_to_num(real, nan=m_max, posinf=m_max), 1, m_max)) - 1.0
+    cand = np.clip(low[:, None] + np.arange(4.0)[None, :], 1, m_max)
+    step = timing.pipeline_parts_s(t_comp[:, None], stages[:, None], cand, act[:, None], link_bps, link_rtt_s,
+                                   f[:, None])[0]
+    best = np.argmin(step, axis=1)
+    rows = np.arange(step.shape[0])
+    m, least = cand[rows, best], step[rows, best]
+    other = (cand != m[:, None]) & ~(step > least[:, None] * (1.0 + STEP_MARGIN))
+    ok = np.isfinite(least) & ~other.any(axis=1)
+    return m, least, ok
+
+
+def best_size(s: Setting, space: DecisionSpace, params) -> SizeRun | None:
+    """The run `best_of_sizes` would choose among the `max_compute` runs of the model sizes `params`
+    (total = active parameters, in size order) on `space`, their settings `s` with its P replaced
+    (module docstring), or None where this search does not answer: a condition of `applies` fails,
+    M* or the best plan is a near tie, or the search gives up. Only the winner's setting is built."""
+    params = [float(p) for p in params]
+    if not applies(s, space, params):
+        return None
+    rows = _Rows(s, space, np.asarray(params))
+    if not rows.ok:
+        return None
+    found = _search(rows)
+    if found is None:
+        return None
+    j, batch = found
+    setting = s.replace(params=params[j], active_params=params[j])
+    value = float(window_compute(setting, batch, "c_quality")["c_quality"][0])
+    return SizeRun(setting.params, setting, space, (batch, value), 0, value)
+
+
+def _search(rows: _Rows):
+    """(size index, one-plan batch) of the best reduced plan when no other comes within MARGIN of
+    it, else None (module docstring: the first incumbent, the rows' first bound, the rounds)."""
+    one = float(rows.one.max(initial=0.0))
+    i = np.arange(rows.j.size)
+    first = rows.first_bound()
+    kept = []                                    # (i, K, H, value) of plans within MARGIN of the best so far
+    best = max(one, _seed(rows, first, kept))
+    i = i[~(first < best * (1.0 - MARGIN))]
+    h1, h2 = _pieces(np.ones(i.size), rows.h_hi[i].astype(float), FIRST_PIECES)
+    real = (h1 <= h2).ravel()
+    i = np.broadcast_to(i, h1.shape).ravel()[real]
+    h1, h2 = h1.ravel()[real], h2.ravel()[real]
+    k1, k2 = np.full(i.size, 2.0), rows.k_max[i].astype(float)
+    collapsed = np.zeros(i.size, bool)
+    for _ in range(ROUNDS):
+        # Lemma K: boxes where C does not fall with K are bounded by their plans at K2 ("collapsed")
+        fresh = np.flatnonzero(~collapsed & (k1 < k2))
+        if fresh.size:
+            collapsed[fresh] = rows.monotone_in_k(i[fresh], k1[fresh], k2[fresh], h2[fresh])
+        low_k = np.where(collapsed, k2, k1)
+        with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
+            upper = rows.bound(i, low_k, k2, h1, h2, best * (1.0 - MARGIN))
+        upper = np.where(np.isnan(upper), np.inf, upper)
+        point = (k1 == k2) & (h1 == h2) & rows.exact[i]
+        if point.any():
+            p = np.flatnonzero(point & (upper >= best * (1.0 - MARGIN)))
+            kept.extend(zip(i[p].tolist(), k2[p].tolist(), h2[p].tolist(), upper[p].tolist()))
+            if p.size:
+                best = max(best, float(upper[p].max()))
+        alive = np.flatnonzero(~point & (upper >= best * (1.0 - MARGIN)))
+        if alive.size == 0:
+            return _answer(rows, kept, one, best)
+        if alive.size > MAX_BOXES:
+            return None
+        rows.make_exact(i[alive])                         # the rows left: their M* and step from here on
+        if not rows.ok:
+            return None
+        i, k1, k2, h1, h2, collapsed = (x[alive] for x in (i, k1, k2, h1, h2, collapsed))
+        i, k1, k2, h1, h2, collapsed = _split(i, k1, k2, h1, h2, collapsed)
+    return None
+
+
+def _seed(rows: _Rows, first, kept) -> float:
+    """The first incumbent: every H (at most SEED_H of them, geometric) of the SEED_ROWS rows of
+    highest first bound (`_Rows.first_bound`), at K_max; the plans are kept as any other (`_search`)."""
+    top = np.argpartition(-first, SEED_ROWS)[:SEED_ROWS] if first.size > SEED_ROWS else np.arange(first.size)
+    rows.make_exact(top)
+    h_hi = rows.h_hi[top].astype(float)[:, None]
+    h = np.floor(h_hi ** (np.arange(SEED_H) / (SEED_H - 1.0)))         # 1 .. h_hi, geometric
+    h = np.maximum(h, np.minimum(np.arange(1.0, SEED_H + 1), h_hi))      # every H where h_hi <= SEED_H
+    r = np.broadcast_to(top[:, None], h.shape).ravel()
+    h = h.ravel()
+    k = rows.k_max[r].astype(float)
+    with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
+        value = rows.bound(r, k, k, h, h, 0.0)
+    value = np.where(np.isnan(value), -np.inf, value)
+    kept.extend(zip(r.tolist(), k.tolist(), h.tolist(), value.tolist()))
+    return float(value.max(initial=0.0))
+
+
+def _pieces(lo, hi, q: int):
+    """(starts, ends), each (q, boxes): integer intervals cutting [lo, hi] into at most q pieces,
+    geometric where wide, one integer each where hi - lo < q: the j-th ends at
+    max(floor(lo (hi / lo)^(j / q)), lo + j - 1) within [lo, hi - 1]; empty pieces (start > end)
+    included. Consecutive, so together exactly [lo, hi]."""
+    j = np.arange(1.0, q)[:, None]
+    ends = np.floor(lo * (hi / lo) ** (j / q))
+    ends = np.minimum(np.maximum(ends, lo + (j - 1.0)), np.maximum(lo, hi - 1.0))
+    return np.vstack([lo[None, :], ends + 1.0]), np.vstack([ends, hi[None, :]])
+
+
+def _split(i, k1, k2, h1, h2, collapsed):
+    """Children of the boxes: H in H_PIECES pieces (`_pieces`); K in halves (geometric middle) where
+    the box is not collapsed; a collapsed box keeps its K range (bounded at K2) until it has one H,
+    then gives {K2} and [K1, K2 - 1], still collapsed (Lemma K holds on any part of its range)."""
+    whole = collapsed & (h1 == h2)                     # -> the collapsed [K1, K2 - 1] and {K2}
+    km = np.floor(np.sqrt(k1 * k2))
+    km = np.minimum(np.maximum(km, k1), np.maximum(k1, k2 - 1.0))
+    km = np.where(collapsed, np.where(whole, k2 - 1.0, k2), km)
+    a1, a2 = np.vstack([k1, km + 1.0]), np.vstack([km, k2])
+    b1, b2 = _pieces(h1, h2, H_PIECES)
+    ka, hb, box = np.nonzero((a1 <= a2)[:, None, :] & (b1 <= b2)[None, :, :])     # the children not empty
+    a1, a2 = a1[ka, box], a2[ka, box]
+    return i[box], a1, a2, b1[hb, box], b2[hb, box], collapsed[box] & (a1 < a2)
+
+
+def _answer(rows: _Rows, kept, one: float, best: float):
+    """(size index, batch) of the answer among the plans within MARGIN of `best` (module docstring),
+    or None where they are a near tie: more than one of them and not all within SURE_TIE of each
+    other. Plans all within SURE_TIE are tied for the branch and bound too (TIE_REL), and every
+    other plan is not: the answer is then the smallest size's (`best_of_sizes` keeps the earlier
+    of tied sizes), and of its plans the first in `bnb.tie_key` order (fewer nodes, smaller H,
+    flat before pp_group, fewer stages, less activation compression; no two reduced plans agree on
+    all of these)."""
+    cut = best * (1.0 - MARGIN)
+    near = {(r, k, h): v for r, k, h, v in kept if v >= cut}
+    plans = [(int(rows.j[r]), int(k) * int(rows.stages[r]), int(h), 0 if rows.flat[r] else 1, int(rows.stages[r]),
+              float(rows.ca[r]), v, r) for (r, k, h), v in near.items()]
+    plans += [(j, 1, 1, 0, 1, 0.0, float(v), -1) for j, v in enumerate(rows.one) if v >= cut]
+    values = [p[6] for p in plans]
+    if not plans or (len(plans) > 1 and max(values) > min(values) * (1.0 + SURE_TIE)):
+        return None
+    j, nodes, h, flat, stages, ca, _, r = min(plans)
+    space = rows.space
+    precision, compression = space.precisions[0], float(space.compression[0])
+    if r < 0 or rows.flat[r]:
+        return j, PlanBatch.of("flat", precision, nodes=nodes, inner_steps=h, compression=compression, streaming=True)
+    return j, PlanBatch.of("pp_group", precision, nodes=nodes, inner_steps=h, compression=compression, streaming=True,
+                           stages=stages, micro_batches=int(rows.m[r]), activation_compression=ca)

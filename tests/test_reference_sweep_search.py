@@ -1,0 +1,239 @@
+"""sweep_model_sizes by the search built for it (planner/reference/sweep_search.py) answers exactly as
+the general one (`max_compute` of every size by the branch and bound, `best_of_sizes`): the same
+size, plan and value bit for bit, on the shipped cases and on perturbed ones (node count, links,
+node memory and speed, straggler rule, scenario, compression, both profiles the search cases use);
+its parts against brute force; and a dropped tie-break is caught."""
+
+import copy
+
+import numpy as np
+import pytest
+
+from planner.cost import timing
+from planner.cost.score import window_compute
+from planner.cost.setting import PlanBatch
+from planner.reference import search, sweep_search
+
+PROFILES = ("current", "v1_48xA100")
+STRAGGLERS = ("relay", "synchronous", "threshold", "backup", "none")
+
+
+def _sweep_cases() -> list[dict]:
+    from tests.conftest import load_reference_cases
+    cases = [c for c in load_reference_cases() if c["function"] == "sweep_model_sizes"]
+    if not cases:
+        pytest.skip("reference cases not found")
+    return cases
+
+
+def _general(case, monkeypatch) -> search.SearchOutcome:
+    """The answer without the search built for the question (the branch and bound per size)."""
+    with monkeypatch.context() as m:
+        m.setattr(sweep_search, "best_size", lambda *args: None)
+        return search.answer(case)
+
+
+def _answered(case) -> tuple[search.SearchOutcome, bool]:
+    """(the answer, whether `sweep_search` gave it rather than the general search)."""
+    calls = []
+    original = sweep_search.best_size
+
+    def spy(*args):
+        calls.append(original(*args))
+        return calls[-1]
+    sweep_search.best_size = spy
+    try:
+        return search.answer(case), any(c is not None for c in calls)
+    finally:
+        sweep_search.best_size = original
+
+
+def _same(fast: search.SearchOutcome, plain: search.SearchOutcome) -> bool:
+    return (fast.dtplan, fast.params, fast.plan, fast.status) == (plain.dtplan, plain.params, plain.plan, plain.status)
+
+
+def _perturbed(seed: int) -> dict:
+    """A shipped sweep case with a random node count, WAN links, node memory and speed, straggler
+    rule, scenario, compression and profile."""
+    rng = np.random.default_rng(seed)
+    cases = _sweep_cases()
+    case = copy.deepcopy(cases[int(rng.integers(len(cases)))])
+    ri = case["resolved_inputs"]
+    case["profile"] = PROFILES[seed % 2]
+    ri["n_nodes"] = case["kwargs"]["n_nodes"] = int(rng.integers(2, 5000))
+    up = float(rng.choice((10e6, 100e6, 1e9, 10e9)))
+    ri["bw_up_bps"], ri["bw_down_bps"] = up, up * float(rng.choice((0.5, 1.0, 2.0)))
+    ri["latency_s"] = float(rng.uniform(0.01, 0.3))
+    ri["node"] = dict(ri["node"], vram_gb=ri["node"]["vram_gb"] * float(rng.uniform(0.3, 2.0)),
+                      pflops=ri["node"]["pflops"] * float(rng.uniform(0.5, 2.0)))
+    ri["straggler_mode"] = str(rng.choice(STRAGGLERS))
+    ri["scenario"] = str(rng.choice(("optimistic", "expected", "conservative")))
+    ri["compression"] = float(rng.choice((16, 100, 150, 500)))
+    return case
+
+
+def test_shipped_sweeps_answer_as_the_general_search(monkeypatch):
+    """Every shipped sweep is answered by the search built for it, with the general search's size,
+    plan and value (== on the floats)."""
+    for case in _sweep_cases():
+        fast, used = _answered(case)
+        assert used, f"{case['id']}: the general search answered"
+        plain = _general(case, monkeypatch)
+        assert _same(fast, plain), (case["id"], fast.plan, plain.plan, fast.dtplan, plain.dtplan)
+        assert fast.status == "passed"
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_perturbed_sweeps_answer_as_the_general_search(seed, monkeypatch):
+    """Perturbed cases (both profiles; the v1 profile's linear replica penalty is outside the
+    search's conditions and goes to the general search): the same answer either way."""
+    case = _perturbed(seed)
+    fast, used = _answered(case)
+    plain = _general(case, monkeypatch)
+    assert _same(fast, plain), (seed, used, fast.plan, plain.plan, fast.dtplan, plain.dtplan)
+    if case["profile"] == "v1_48xA100":
+        assert not used
+
+
+def test_most_perturbed_current_profile_sweeps_are_answered_by_it():
+    """The search is not a fallback in disguise: under the current profile it answers most
+    perturbed cases itself (near ties and failed conditions go to the general search)."""
+    used = [_answered(_perturbed(seed))[1] for seed in range(0, 24, 2)]
+    assert sum(used) >= 8, used
+
+
+def test_a_dropped_tie_break_is_caught(monkeypatch):
+    """Mutation: a pipeline answer on all N_max nodes instead of K S (the same replicas where
+    K = K_max, more nodes: the tie order's first key) differs from the general search on some
+    case; the comparisons above would fail."""
+    original = sweep_search._answer
+
+    def more_nodes(rows, kept, one, best):
+        found = original(rows, kept, one, best)
+        if found is None or found[1].mode != "pp_group":
+            return found
+        j, b = found
+        return j, PlanBatch.of("pp_group", b.precision, nodes=rows.space.max_nodes, inner_steps=b.inner_steps,
+                               compression=b.compression, streaming=b.streaming, stages=b.stages,
+                               micro_batches=b.micro_batches, activation_compression=b.activation_compression)
+    cases = [_perturbed(seed) for seed in range(0, 24, 2)]
+    plain = [_general(case, monkeypatch) for case in cases]
+    monkeypatch.setattr(sweep_search, "_answer", more_nodes)
+    mutated = [search.answer(case) for case in cases]
+    assert any(not _same(f, p) for f, p in zip(mutated, plain))
+
+
+def _rows(seed: int):
+    """The rows of a perturbed current-profile case; odd seeds recompute every layer (`full`)."""
+    case = _perturbed(2 * seed)
+    ri = case["resolved_inputs"]
+    largest = search._largest_on_one_node_b(case)
+    sizes = [f * largest for f in search.FLAT_FRACTIONS] + [x * largest for x in search.SWEEP_MULTIPLES]
+    base, precision = search._setting(case, sizes[0] * 1e9, target_kind="c_quality")
+    if seed % 2:
+        base = base.replace(assumptions=base.assumptions.replace(activation_recompute="full"))
+    space = search._space(precision, ("flat", "pp_group"), int(ri["n_nodes"]), ri["compression"])
+    return sweep_search._Rows(base, space, np.asarray(sizes) * 1e9), base, space
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_micro_batches_are_the_least_step_of_every_m(seed):
+    """M* of each pipeline row is the argmin over every M = 1..M_max of GPipe's step (ties to the
+    smaller M), as the space's listing takes it; the first round's step is at most its step."""
+    rows, base, space = _rows(seed)
+    pp = np.flatnonzero(~rows.flat)
+    low = rows.t[pp].copy()
+    rows.make_exact(pp)
+    a, precision = base.assumptions, space.precisions[0]
+    p, s, ca = rows.p[pp], rows.stages[pp].astype(float), rows.ca[pp]
+    t_comp = timing.compute_time_s(p, base.local_batch_tokens, base.peak_flops[precision], a.mfu_for(precision)) \
+        * (4.0 / 3.0 if a.activation_recompute == "full" else 1.0)
+    act = timing.activation_bits(base.local_batch_tokens, timing.hidden_size(p, a.hidden_size_coefficient),
+                                 a.activation_bytes(precision), ca)
+    from planner.cost.straggler import straggler_factor
+    m = np.arange(1, space.max_micro_batches + 1, dtype=float)[None, :]
+    step = timing.pipeline_parts_s(t_comp[:, None], s[:, None], m, act[:, None], base.pipeline_bps,
+                                   base.pipeline_rtt_s, straggler_factor(s, a)[:, None])[0]
+    assert rows.ok
+    assert np.array_equal(rows.m[pp], np.argmin(step, axis=1) + 1)
+    assert np.array_equal(rows.t[pp], step.min(axis=1))
+    assert (low <= step.min(axis=1)).all()          # the bound the first round used
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_plan_values_are_the_evaluators(seed):
+    """A reduced plan's value (`_Rows.bound` at a point) is the evaluator's C_quality to rounding."""
+    rows, base, space = _rows(seed)
+    rows.make_exact(np.arange(rows.j.size))
+    rng = np.random.default_rng(seed)
+    for r in rng.choice(rows.j.size, 25):
+        k = float(rng.integers(2, rows.k_max[r] + 1))
+        h = float(rng.integers(1, rows.h_hi[r] + 1))
+        got = float(rows.bound(np.array([r]), np.array([k]), np.array([k]), np.array([h]), np.array([h]), 0.0)[0])
+        s = base.replace(params=rows.p[r], active_params=rows.p[r])
+        if rows.flat[r]:
+            b = PlanBatch.of("flat", space.precisions[0], nodes=int(k), inner_steps=int(h),
+                             compression=space.compression[0])
+        else:
+            b = PlanBatch.of("pp_group", space.precisions[0], nodes=int(k) * int(rows.stages[r]), inner_steps=int(h),
+                             compression=space.compression[0], stages=int(rows.stages[r]),
+                             micro_batches=int(rows.m[r]), activation_compression=float(rows.ca[r]))
+        want = float(window_compute(s, b, "c_quality")["c_quality"][0])
+        assert got == pytest.approx(want, rel=1e-11)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_lemma_k_holds_where_it_is_claimed(seed):
+    """Where `monotone_in_k` claims C_quality does not fall with K over [2, K_max] at H, the values
+    at every K of a grid (and K_max) do not fall, to rounding."""
+    rows, base, space = _rows(seed)
+    rows.make_exact(np.arange(rows.j.size))
+    rng = np.random.default_rng(50 + seed)
+    claimed = 0
+    for r in rng.choice(rows.j.size, 40):
+        h = float(rng.integers(1, rows.h_hi[r] + 1))
+        one = np.array([r])
+        if not rows.monotone_in_k(one, np.array([2.0]), np.array([float(rows.k_max[r])]), np.array([h]))[0]:
+            continue
+        claimed += 1
+        k = np.unique(np.round(np.geomspace(2, rows.k_max[r], 60)))
+        i = np.full(k.size, r)
+        value = rows.bound(i, k, k, np.full(k.size, h), np.full(k.size, h), 0.0)
+        assert (np.diff(value) >= -1e-12 * value[1:]).all()
+    assert claimed > 0
+
+
+def test_full_recomputation_answers_as_the_general_search(monkeypatch):
+    """Every layer recomputed (`activation_recompute` full: a step's compute times 4/3, flat and
+    pipeline alike): the same answer either way, given by this search."""
+    original = search._setting
+
+    def full(*args, **kwargs):
+        s, precision = original(*args, **kwargs)
+        return s.replace(assumptions=s.assumptions.replace(activation_recompute="full")), precision
+    monkeypatch.setattr(search, "_setting", full)
+    for seed in (0, 2, 4):
+        case = _perturbed(seed)
+        fast, used = _answered(case)
+        plain = _general(case, monkeypatch)
+        assert used and _same(fast, plain), (seed, used, fast.plan, plain.plan)
+
+
+def test_a_sure_tie_is_broken_as_the_branch_and_bound_breaks_it(monkeypatch):
+    """Perturbed case 10: three activation compressions of the same quality at the same (S, K, H),
+    the sync setting the pace, so the same C_quality to the last bits: answered here by the tie
+    order (the smallest Ca), as the branch and bound answers; with the order reversed (a dropped
+    tie-break) it would not be."""
+    case = _perturbed(10)
+    near = []
+    original = sweep_search._answer
+
+    def record(rows, kept, one, best):
+        near.append(sum(v >= best * (1 - sweep_search.MARGIN) for v in {(r, k, h): v for r, k, h, v in kept}.values()))
+        return original(rows, kept, one, best)
+    monkeypatch.setattr(sweep_search, "_answer", record)
+    fast, used = _answered(case)
+    plain = _general(case, monkeypatch)
+    assert used and near and near[0] >= 2
+    assert _same(fast, plain)
+    assert fast.plan["activation_compression"] == 1.0
