@@ -154,3 +154,35 @@ def test_what_stays_refused_with_sites(tmp_path):
     path.write_text(json.dumps(quality))
     r = CliRunner().invoke(main, ["solve", str(path)])
     assert r.exit_code == 2 and "--solver highs" in r.output and "Traceback" not in r.output
+
+
+def test_one_set_of_sites_and_its_links_by_hand():
+    """`Search.one_site_set`: pools 0 and 1 at site a, 2 at b, 3 at c; a node forced {0} may add 1 (same
+    site) but not 2 (a site 0 does not reach); forced {0, 2} may add 1 and 2. Without sites every node
+    has one set. `node_setting`: the family's setting with the links `SiteNetwork.links` gives the
+    forced pools' sites, as `mixed_setting` of those pools with the sites."""
+    from types import SimpleNamespace as NS
+    from planner.fleet.network import site_network
+    from planner.solvers.proportional_subsets import Search
+    from planner.sync.straggler.rule import mixed_setting
+    pools = [NS(site="a"), NS(site="a"), NS(site="b"), NS(site="c")]
+    run = NS(pools=pools, objective=None, instance=NS(limits=NS(budget_usd=None, max_nodes=None)))
+    with_sites = Search(run, None, net=object())
+    assert with_sites.one_site_set((0,), (0, 1))
+    assert not with_sites.one_site_set((0,), (0, 1, 2))
+    assert with_sites.one_site_set((0, 2), (0, 1, 2))
+    assert not with_sites.one_site_set((0, 2), (0, 1, 2, 3))
+    assert Search(run, None).one_site_set((0,), (0, 1, 2, 3))
+    instance = parse_instance(cities_data(4))
+    real = pool_settings(instance)
+    net = site_network(instance)
+    search = Search(NS(pools=real, objective=None, instance=instance), None, net)
+    fields = ("wan_up_bps", "wan_down_bps", "wan_rtt_s", "regional_bps", "regional_rtt_s")
+    checked = set()
+    for family in proportional_families.families(instance, real, None):
+        for forced in (family.forced, family.eligible):
+            s = search.node_setting(family, forced)
+            expected = mixed_setting(real, forced, family.part.precision, net)
+            assert [getattr(s, f) for f in fields] == [getattr(expected, f) for f in fields]
+            checked.add(tuple(getattr(s, f) for f in fields))
+    assert len(checked) >= 2            # sets of sites of different links were compared
