@@ -9,7 +9,7 @@ geography's).
     python scripts/bench_bnb_pools.py [--pools 13,16] [--repeats 3] [--solvers bnb,highs] [--sites]
         [--objectives min_time,min_cost,max_compute] [--rule proportional|auto] [--precisions fp16]
         [--replica-penalty linear_v1] [--budget 2e8] [--max-nodes 60]
-        [--nodes-per-pool 2]
+        [--nodes-per-pool 2] [--kinds 16xH100-SXM,8xB200]
 
 `--rule`: fleet.sync_rule (the proportional rule's families, planner.solvers.proportional_families);
 `--precisions`: search.precisions (fp16: every preset runs it, so the pools' speeds differ);
@@ -18,7 +18,9 @@ where the fastest split is the best: linear_v1, fitted or none; Chinchilla's C_l
 the search over subsets, planner.solvers.proportional_subsets, as are `--budget` (limits.budget_usd)
 and min_cost under the proportional rule); `--max-nodes`: limits.max_nodes; `--nodes-per-pool`: every
 pool's count (Chinchilla's C_local compares the splits of a set of pools through a table of at most
-200,000 prefixes, `split_table.MAX_PREFIXES`: a few nodes a pool).
+200,000 prefixes, `split_table.MAX_PREFIXES`: a few nodes a pool); `--kinds`: the pools' hardware,
+cycling through these presets (with `--sites`: pools of different speeds in the cities, so that under
+the proportional rule some pools run more inner steps than the slowest).
 A solver that refuses (exit 2) prints its message.
 
 Prints per case the median CPU seconds (`time.process_time`, parse and solve; a warm-up solve
@@ -53,6 +55,7 @@ def main() -> int:
     parser.add_argument("--budget", type=float, default=None, help="limits.budget_usd")
     parser.add_argument("--max-nodes", type=int, default=None, help="limits.max_nodes")
     parser.add_argument("--nodes-per-pool", type=int, default=None, help="every pool's count")
+    parser.add_argument("--kinds", default=None, help="the pools' hardware presets, cycled, comma-separated")
     opts = parser.parse_args()
     from bench_mixed import pools_data, pools_nosites_data
     from planner.schema.errors import InputError
@@ -73,6 +76,9 @@ def main() -> int:
             data["limits"]["max_nodes"] = opts.max_nodes
         for pool in data["fleet"]["pools"] if opts.nodes_per_pool is not None else ():
             pool["count"] = opts.nodes_per_pool
+        kinds = opts.kinds.split(",") if opts.kinds else []
+        for i, pool in enumerate(data["fleet"]["pools"] if kinds else ()):
+            pool["hardware"] = kinds[i % len(kinds)]
         for objective in opts.objectives.split(","):
             solvers = opts.solvers.split(",")
             times, results = {k: [] for k in solvers}, {}

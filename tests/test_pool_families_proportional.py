@@ -149,13 +149,15 @@ def refused(data) -> str:
 
 
 def test_what_stays_refused_beyond_twelve_pools(tmp_path):
-    """The proportional rule with sites: exit 2 naming fleet.pools, the reason and --solver highs (a
-    budget, min_cost and Chinchilla's C_local are answered: tests/test_proportional_subsets.py)."""
+    """The proportional rule with sites under chosen regions: exit 2 naming fleet.pools, the reason and
+    --solver highs (with the geography's regions the rule is answered: tests/test_proportional_sites.py;
+    a budget, min_cost and Chinchilla's C_local: tests/test_proportional_subsets.py)."""
     from planner.fleet.samples import add_sites
     sites = random_many_pools(np.random.default_rng(8), 13)
     add_sites(np.random.default_rng(9), sites)
     sites["fleet"]["sync_rule"] = "auto"
-    assert "with sites" in refused(sites)
+    sites["network"]["regions"] = "chosen"
+    assert "chosen" in refused(sites)
     path = tmp_path / "p.json"
     path.write_text(json.dumps(sites))
     r = CliRunner().invoke(main, ["solve", str(path)])

@@ -34,11 +34,12 @@ mixed_oracle` checks this against every assignment of nodes to pools, scored one
 Beyond `MAX_EXACT_POOLS` pools, under the straggler rule, without sites or with the geography's
 regions at up to 16 sites, the subsets are grouped into families of one setting each, one uniform
 solve per family or span of families (`planner.solvers.pool_families`, proof there); under the
-proportional rule (and its half of 'auto'), without sites, into families of one setting and one
-fastest pool, one search by the rule's boxes each where the fastest split is the best
+proportional rule (and its half of 'auto') into families of one setting and one fastest pool, one
+search by the rule's boxes each where the fastest split is the best, without sites
 (`planner.solvers.proportional_families`, proof there), else (a budget, min_cost, Chinchilla's
-C_local) a branch and bound over the subsets each family stands for
-(`planner.solvers.proportional_subsets`); elsewhere beyond that the planner refuses (exit 2).
+C_local, sites) a branch and bound over the subsets each family stands for
+(`planner.solvers.proportional_subsets`; with sites a C_local target); elsewhere beyond that the
+planner refuses (exit 2).
 
 This module lists the parts of each model size (`planner.solvers.pool_parts.parts_until`) and runs
 each rule that fleet.sync_rule searches on them through the rules' interface
@@ -110,7 +111,7 @@ def decompose(instance: Instance, objective: Objective, solver: str, deadline: f
     candidates = []
     by_families = len(pools) > MAX_EXACT_POOLS
     if by_families:                       # the families (pool_families), or exit 2 naming --solver highs
-        refuse(instance, pools, objective)
+        refuse(instance, pools)
     for params in instance.search.params or [None]:
         listed, complete = ([], True) if by_families else parts_until(instance, pools, params, deadline)
         run = PartsRun(instance, pools, objective, solver, deadline, listed, rules, part_bound=part_bound,

@@ -10,9 +10,11 @@ precision q (ties to the first listed), which gives every field of the setting b
 v = min_{p in U} V_p, the node memory, and S = the set of U's sites, which gives the links
 (`planner.fleet.network`: the five numbers of `site_set_links`, functions of S alone). Under the
 proportional rule each pool's inner steps change with U: its families are
-`planner.solvers.proportional_families` (without sites; where the fastest split is not the best, with
-a budget, under min_cost or Chinchilla's C_local, the search over subsets of
-`planner.solvers.proportional_subsets`; `refusal` asks it), searched after these under 'auto'. With chosen regions
+`planner.solvers.proportional_families` (where the fastest split is not the best, with a budget, under
+min_cost or Chinchilla's C_local, and with sites, the search over subsets of
+`planner.solvers.proportional_subsets`, which refuses a C_quality target with sites: `refusal` asks it),
+searched after these under 'auto'; under 'proportional' alone with sites its plans at which every
+H_p = H are these families' on the pools that run the slowest's steps (`keep`). With chosen regions
 the partitions of S change with U: there the full listing of `pool_parts` stays, and beyond 12 pools
 the planner refuses (exit 2, naming --solver highs). Without sites every pool counts as at one site
 (S is that site).
@@ -78,7 +80,7 @@ from planner.fleet.pools import PoolSetting
 from planner.fleet.replicas import cheapest_fill, fleet_cost_usd, node_price_usd
 from planner.objectives import MIN_TIME
 from planner.schema.instance import Instance
-from planner.solvers import proportional_families
+from planner.solvers import proportional_subsets
 from planner.solvers.objective_search import tie_less
 from planner.solvers.pool_parts import (MAX_EXACT_POOLS, Part, PartResult, PartsRun, base_space, slowest_and_memory,
                                         too_many_pools, unit_price)
@@ -121,14 +123,15 @@ class Family(NamedTuple):
     part: Part                             # setting and space; `used` the first choice's forced pools
 
 
-def refusal(instance: Instance, pools: Sequence[PoolSetting], objective=None) -> str | None:
-    """Why the families (and, under fleet.sync_rule proportional or auto, the proportional rule's,
-    `planner.solvers.proportional_families.refusal` for `objective`) do not give the exact optimum of
-    this fleet (None: they do)."""
-    if (why := proportional_families.refusal(instance, pools, objective)) is not None:
-        return why
+def refusal(instance: Instance, pools: Sequence[PoolSetting]) -> str | None:
+    """Why the families (and, under fleet.sync_rule proportional or auto, the proportional rule's:
+    `planner.solvers.proportional_families`, `planner.solvers.proportional_subsets`) do not give the
+    exact optimum of this fleet (None: they do; the search over subsets refuses itself where its bounds
+    do not hold)."""
     if len(pools) > MAX_FAMILY_POOLS:
         return f"more than {MAX_FAMILY_POOLS} pools"
+    if (why := proportional_subsets.refusal(instance, pools)) is not None:
+        return why
     if instance.network.sites and instance.fleet.is_mixed:
         if instance.network.regions == "chosen":
             return "with network.regions 'chosen' the regions are chosen per set of sites"
@@ -171,11 +174,12 @@ def within_masks(required: int, free: int, values: dict[int, float]) -> tuple[np
     return masks, sums
 
 
-def family_members(pools: Sequence[PoolSetting], net, space) -> tuple[dict, np.ndarray | None]:
+def family_members(pools: Sequence[PoolSetting], net, space, keep=None) -> tuple[dict, np.ndarray | None]:
     """{(precision, class of s, v, links row, |chosen|): {(s, m): (Members, most nodes of its masks)}}
     over every (q, s, v, pool m of least memory, set of sites S) of the module docstring, and the table of
     links per set of sites (None without sites). |chosen| = |forced| + the sites of S that forced does
-    not reach; the links row numbers the distinct rows of `site_set_links`."""
+    not reach; the links row numbers the distinct rows of `site_set_links`. `keep(q, s, eligible)`: the
+    pools of `eligible` that may join s (s among them; None: every one)."""
     names = sorted({p.site for p in pools}) if net is not None else []
     site_bit = [1 << names.index(p.site) for p in pools] if net is not None else [1] * len(pools)
     row_of = None
@@ -189,6 +193,11 @@ def family_members(pools: Sequence[PoolSetting], net, space) -> tuple[dict, np.n
         settings.append(own)
     out: dict = {}
     for q, s, v, eligible, lows in slowest_and_memory(pools, space.precisions):
+        if keep is not None:
+            eligible = keep(q, s, eligible)
+            lows = tuple(m for m in lows if m in eligible)
+            if not lows:
+                continue
         forced_sets = [(s,)] if lows == (s,) else [(s, m) for m in lows]
         cheapest: dict[int, int] = {}
         held: dict[int, float] = {}
@@ -219,13 +228,15 @@ def family_members(pools: Sequence[PoolSetting], net, space) -> tuple[dict, np.n
     return out, row_of
 
 
-def families(instance: Instance, pools: list[PoolSetting], params: float | None) -> list[Family]:
-    """Every family with at least one plan of node count in range (module docstring)."""
+def families(instance: Instance, pools: list[PoolSetting], params: float | None, keep=None,
+             twin=None) -> list[Family]:
+    """Every family with at least one plan of node count in range (module docstring; `keep` as
+    `family_members`; `twin(part)`: the part each family's is searched as, None to drop it)."""
     space = base_space(instance, pools)
     cap = instance.limits.max_nodes or math.inf
     budget = instance.limits.budget_usd
     net = site_network(instance)
-    grouped, _ = family_members(pools, net, space)
+    grouped, _ = family_members(pools, net, space, keep)
     out = []
     for (q, s, v, row, size), listed in grouped.items():
         low = max(space.min_nodes, size)
@@ -239,18 +250,30 @@ def families(instance: Instance, pools: list[PoolSetting], params: float | None)
         setting = mixed_setting(pools, first, q, net)
         setting = unit_price(setting if params is None else with_params(setting, params))
         part_space = dataclasses.replace(space, precisions=(q,), min_nodes=low, max_nodes=int(top))
-        out.append(family._replace(part=Part(params, first, q, setting, part_space)))
+        part = Part(params, first, q, setting, part_space)
+        if twin is not None and (part := twin(part)) is None:
+            continue
+        out.append(family._replace(part=part))
     return out
 
 
-def solve_families(run: PartsRun, params: float | None) -> None:
+def solve_families(run: PartsRun, params: float | None, keep=None, rule: str = "straggler", twin=None) -> None:
     """`planner.sync.straggler.search.solve_parts` over the families of `run`'s model size instead of
     its listed parts (`run.listed` empty): plans found, proven bound, incumbent, completeness; the
     space's size is not counted (`run.size` None). min_time and max_compute solve the families of one
     setting whose node ranges meet as one (`spans`), then the families of each span whose value ties
-    with the best found one by one (the tie goes to the cheaper plan, and C over a span may fall)."""
-    objective, pools = run.objective, run.pools
-    listed = families(run.instance, pools, params)
+    with the best found one by one (the tie goes to the cheaper plan, and C over a span may fall).
+    `keep` as `family_members`, `twin` as `families`; `rule`: the rule the plans found run (the
+    proportional rule's plans at which every H_p = H, `proportional_families.solve_rule_families`)."""
+    pools = run.pools
+    before = len(run.found)
+    solve_family_spans(run, families(run.instance, pools, params, keep, twin))
+    run.found[before:] = [r._replace(rule=rule) for r in run.found[before:]]
+
+
+def solve_family_spans(run: PartsRun, listed: list[Family]) -> None:
+    """`solve_families` over the families `listed`."""
+    objective = run.objective
     run.size = None
     groups = spans(listed)
     if objective.by_cost:
@@ -469,9 +492,9 @@ def solve_family(fill, part: Part, objective, solver: str, deadline: float, incu
     return part_result(part, batch, counts, cost, value, objective), evaluations, bound
 
 
-def refuse(instance: Instance, pools: Sequence[PoolSetting], objective=None) -> None:
+def refuse(instance: Instance, pools: Sequence[PoolSetting]) -> None:
     """InputError (exit 2) naming fleet.pools and --solver highs when neither the listing (at most
-    MAX_EXACT_POOLS pools) nor the families apply (for `objective`)."""
-    why = refusal(instance, pools, objective)
+    MAX_EXACT_POOLS pools) nor the families apply."""
+    why = refusal(instance, pools)
     if len(pools) > MAX_EXACT_POOLS and why is not None:
         too_many_pools(len(pools), why)

@@ -2,11 +2,15 @@
 'proportional', and its half of 'auto'; docs/fleet.md, "Beyond 12 pools"): the subsets of pools grouped
 into families, one search by the proportional rule's boxes per family instead of one per subset.
 
-Where it applies (`refusal` is None): without sites. The families' fastest split answers min_time and
-max_compute where the rule's boxes apply and the best split is the fastest (`planner.sync.proportional.
-search.optional_pools_apply`: C_local under the linear v1, fitted or no replica penalty, or C_quality),
-without a budget; with a budget, under min_cost, and under max_compute of C_local with the Chinchilla
-penalty the families are the roots of the search over subsets (`planner.solvers.proportional_subsets`).
+Where it applies (`pool_families.refusal` is None). Without sites, the families' fastest split answers
+min_time and max_compute where the rule's boxes apply and the best split is the fastest
+(`planner.sync.proportional.search.optional_pools_apply`: C_local under the linear v1, fitted or no
+replica penalty, or C_quality), without a budget; with a budget, under min_cost, and under max_compute
+of C_local with the Chinchilla penalty the families are the roots of the search over subsets
+(`planner.solvers.proportional_subsets`). With sites (the geography's regions, at most 16 sites, a
+C_local target: `pool_families.refusal`) the families are the roots of the search over subsets for every
+objective (a family's subsets have different sites, so different links), after the plans at which every
+H_p = H (below).
 
 What a plan depends on. A proportional plan on counts n_p of the pools used U at precision q, with N
 nodes and inner steps H, is scored in U's straggler setting (`mixed_setting(U, q)`: a function of
@@ -42,6 +46,25 @@ Families whose pools all run as many steps as the pace (H r_f < H + 1 for every 
 families (`planner.solvers.pool_families`) have them, so they are skipped; under 'proportional' alone
 the boxes search them like the others (their plans are the rule's, W = N H).
 
+With sites, the plans at which every H_p = H. A part U of slowest s whose pools all run s's steps at
+every H searched (H_p = floor(H r_p) = H up to search.max_inner_steps for each p of U, which is
+`first_h_that_differs` None for U: it reads the greatest r alone, so U runs them exactly when each of
+its pools does) has straggler plans only, bit for bit (`planner.sync.proportional.parts.straggler_twin`:
+modes flat and hierarchical, no ZeRO-3 shards, no expert parallelism). Under 'auto' the straggler
+families have them; under 'proportional' alone the straggler families of `pool_families` answer them
+with `keep` = `pace_pools` (the eligible pools of each (q, s) cut to s and the pools that run s's
+steps) and each family's part searched as its twin, the results put on the proportional rule.
+`pool_families`' proof holds with any eligible pools E' within its E that hold s (E' in place of E:
+the slowest of a subset of E' holding s is s, m a pool of E' of least memory, the cheapest pool of E'
+at each site), so those families hold exactly the plans of the subsets within keep(q, s), each at its
+least cost. A family (q, s, v, m, f) here is `straggler_only` exactly when f runs s's steps (every
+pool of its E has r_p <= r_f), and then all its subsets are within keep(q, s): with sites those
+families are skipped (their plans are the straggler families'), and every other subset U (some pool,
+so its greatest-r pool f, runs more steps) lies in a family that is not skipped, where the search over
+subsets scores all its plans (every H: the listing's search of the part at a leaf, the boxes at a node
+solved whole). So each subset's plans are searched, by one of the two, and the best of both is the
+listing's optimum (ties: the straggler families' results come first, as the listing's twins).
+
 Search, best first. Every plan of a family takes at least T_floor = `compute_bound_s(setting, 1)` /
 R seconds, R = the most sum_p n_p r_p over the family's splits (the fastest fill by r of its most
 nodes, inflated by 1e-12): T_prop >= T_straggler(d) N H / W >= `compute_bound_s(setting, N)` / rho(N)
@@ -58,17 +81,18 @@ from __future__ import annotations
 import dataclasses
 import math
 import time
-from typing import NamedTuple, Sequence
+from typing import NamedTuple
 
 from planner.evaluate import with_params
+from planner.fleet.network import site_network
 from planner.fleet.pools import PoolSetting
 from planner.schema.instance import Instance
 from planner.solvers import proportional_subsets
-from planner.solvers.pool_parts import (Part, PartResult, PartsRun, base_space, slowest_and_memory, too_many_pools,
-                                        unit_price)
+from planner.solvers.pool_families import solve_families
+from planner.solvers.pool_parts import Part, PartResult, PartsRun, base_space, slowest_and_memory, unit_price
 from planner.sync.proportional import search as proportional
+from planner.sync.proportional.parts import straggler_twin
 from planner.sync.proportional.rule import first_h_that_differs, step_ratios
-from planner.sync.rules import rules_searched
 from planner.sync.straggler.rule import mixed_setting
 from planner.sync.straggler.search import compute_bound_s
 
@@ -85,17 +109,6 @@ class RuleFamily(NamedTuple):
     part: Part
     most_rate: float
     straggler_only: bool          # every H_p = H at every H searched
-
-
-def refusal(instance: Instance, pools: Sequence[PoolSetting], objective) -> str | None:
-    """Why the proportional rule's families do not give the exact optimum of this fleet (None: they
-    do, or the rule is not searched)."""
-    if "proportional" not in rules_searched(instance):
-        return None
-    rule = "the proportional rule (fleet.sync_rule)"
-    if instance.network.sites:
-        return f"{rule} with sites: the pools used change the links and each pool's inner steps"
-    return None
 
 
 def families(instance: Instance, pools: list[PoolSetting], params: float | None) -> list[RuleFamily]:
@@ -139,17 +152,36 @@ def compute_ceiling(family: RuleFamily) -> float:
     return s.target * s.window_s / floor_s if floor_s > 0 else math.inf
 
 
+def pace_pools(instance: Instance, pools: list[PoolSetting], params: float | None):
+    """`keep(q, s, eligible)` for `pool_families.family_members`: s and the pools of `eligible` that run
+    as many inner steps as s at every H searched (H_p = floor(H r_p) = H up to search.max_inner_steps,
+    `first_h_that_differs` None for the pool alone, r_p = t_s / t_p as in `families`). A set of pools U
+    of slowest s runs every H_p = H (its plans are straggler plans, `straggler_twin`) exactly when each
+    of its pools does, that is when U is within keep(q, s, eligible)."""
+    h_max = base_space(instance, pools).max_inner_steps
+
+    def keep(q: str, s: int, eligible: tuple[int, ...]) -> tuple[int, ...]:
+        setting = mixed_setting(pools, (s,), q)
+        ratios = step_ratios(setting if params is None else with_params(setting, params), pools, eligible, q)
+        return tuple(p for p in eligible if p == s or first_h_that_differs({p: ratios[p]}, h_max) is None)
+    return keep
+
+
 def solve_rule_families(run: PartsRun, params: float | None) -> None:
     """The proportional rule's plans of every family of `run`'s model size into `run` (plans found,
     proven bound, incumbent, completeness), best first (module docstring)."""
     objective, pools = run.objective, run.pools
-    if (why := refusal(run.instance, pools, objective)) is not None:      # the caller refuses first
-        too_many_pools(len(pools), why)
     run.size = None
+    net = site_network(run.instance)
+    if net is not None and "straggler" not in run.rules:      # the plans at which every H_p = H
+        solve_families(run, params, pace_pools(run.instance, pools, params), "proportional",
+                       lambda part: straggler_twin(pools, part))
+        if not run.complete:
+            return
     listed = [f for f in families(run.instance, pools, params)
-              if not (f.straggler_only and "straggler" in run.rules)]
-    if proportional_subsets.needed(run.instance, objective, [f.part.setting for f in listed]):
-        proportional_subsets.Search(run, params).solve(listed)    # the fastest split is not enough
+              if not (f.straggler_only and ("straggler" in run.rules or net is not None))]
+    if net is not None or proportional_subsets.needed(run.instance, objective, [f.part.setting for f in listed]):
+        proportional_subsets.Search(run, params, net).solve(listed)   # sites, or the fastest split is not enough
         return
     maximise = objective.maximise
     if maximise:

@@ -1,7 +1,7 @@
 """The proportional rule beyond `pool_parts.MAX_EXACT_POOLS` pools where the fastest split of a family
 is not its best plan (docs/fleet.md, "Beyond 12 pools"): with limits.budget_usd, under min_cost, and
 under max_compute where the boxes' fastest split does not apply (C_local under the Chinchilla replica
-penalty: every split a candidate). Without sites (`proportional_families.refusal`). A branch and bound
+penalty: every split a candidate), and with sites every objective. A branch and bound
 over the subsets of pools each family of `planner.solvers.proportional_families` stands for, each
 subset at its leaves solved by the listing's own search of one part.
 
@@ -49,6 +49,26 @@ least count 1 on F and 0 elsewhere lists exactly the node's splits, the box boun
 same splits, and H_max is f's, f forced); else it is branched. Where T_1 is not
 known to hold (0) nothing can be pruned and the instance is refused (exit 2, naming --solver highs).
 
+With sites (network.sites with the geography's regions, at most 16 sites: `pool_families.refusal`). A
+plan on U is scored in mixed_setting(U, q, sites): sigma with the links of U's sites S(U)
+(`network.with_links`: the five numbers of `site_set_links`, functions of S(U) alone). The step ratios
+read no link (t_pace and t_p are compute and the tensor-parallel collectives inside a node,
+`rule.pool_step_s`), and neither do the bounds above (T_1 = C_target / (F u goodput) at one node; N_top,
+R and the cheapest fill read counts, prices and ratios), so each holds for every plan of every subset
+of a node whatever its sites. A node is solved whole (by the split table, or without the budget by the
+fastest split) only when all its subsets have one set of sites: every pool of E at a site of a pool of F
+(`one_site_set`; then S(U) = S(F) for every F within U within E, and the node's setting is sigma with
+the links of S(F), `node_setting`); otherwise it is branched on the pool of E \\ F of greatest (r, -p)
+among those at a site F does not reach, the two children splitting its subsets as above. A leaf U is
+solved by the listing's own search of the part U with its sites' links. So the search is the listing's
+optimum with sites as without. It answers every objective there: without a budget, min_time and
+max_compute where the fastest split is the best solve a node of one set of sites as the families do
+(`solve_with_optional`, the node's exact optimum in its one setting: proof (c) of
+`proportional_families`) and record it. The bounds need T_1: with sites the planner refuses beforehand
+where T_1 does not hold for a pool's own setting with the target's kind or with C_local (`refusal`: a
+C_quality target, constants that allow eta > 1; every family's setting is such a setting with another
+node memory, which T_1 does not read).
+
 Search, best first: the nodes by their bound (least time or cost, most compute), stopping at the
 first that cannot come within the tie tolerance of the best plan found (every node left is no
 better); the proven bound is that node's. Ties go to the cheaper plan (the parts' keys), then to the
@@ -63,19 +83,41 @@ import math
 import time
 
 from planner.evaluate import with_params
+from planner.fleet.network import with_links
 from planner.fleet.pools import PoolSetting
-from planner.fleet.replicas import affordable_nodes, cheapest_fill, fleet_cost_usd
-from planner.solvers.pool_parts import PartResult, PartsRun, too_many_pools, unit_price
+from planner.fleet.replicas import affordable_nodes, cheapest_fill, fleet_cost_usd, sites_of
+from planner.solvers.pool_parts import PartResult, PartsRun, base_space, too_many_pools, unit_price
 from planner.objectives import MIN_TIME
 from planner.sync.proportional import boxes, search as proportional
 from planner.sync.proportional.levels import needs_every_split
 from planner.sync.proportional.rule import step_ratios
+from planner.sync.rules import rules_searched
 from planner.sync.searches import search_of
 from planner.sync.straggler.rule import mixed_setting
 from planner.sync.straggler.search import compute_bound_s
 
 LEAF_OFFSET = 1 << 40          # the leaves' key index: after every family's (ties to the families, the straggler rule)
 SLACK = 1e-12                  # relative: the tie tolerance the planner keeps (ties are searched)
+
+
+def refusal(instance, pools: list[PoolSetting]) -> str | None:
+    """Why the search over subsets cannot answer the proportional rule with sites beyond 12 pools (None:
+    it can, or the rule is not searched, or there are no sites): with sites it answers every objective
+    (`proportional_families.solve_rule_families`), pruning by T_1 alone, so T_1 must hold for each pool's
+    own setting at each precision it runs, with the target's kind (min_time, min_cost and the
+    explanations' min_time) and with C_local (max_compute). Every family's setting is one of those
+    with another node memory, which `compute_bound_s` does not read."""
+    if "proportional" not in rules_searched(instance) or not instance.network.sites:
+        return None
+    precisions = base_space(instance, pools).precisions
+    for i, pool in enumerate(pools):
+        for q in (q for q in precisions if q in pool.precisions):
+            s = mixed_setting(pools, (i,), q)
+            if compute_bound_s(s, 1) <= 0 or compute_bound_s(s.replace(target_kind="c_local"), 1) <= 0:
+                return ("the proportional rule (fleet.sync_rule) with sites: the bounds of its search over subsets "
+                        "of pools do not hold with these assumptions (a C_quality target, training.target_kind, "
+                        "or constants that allow an efficiency above 1)")
+    return None
 
 
 def needed(instance, objective, settings) -> bool:
@@ -114,8 +156,8 @@ def node_rate(pools: list[PoolSetting], ratios: dict[int, float], forced, eligib
 class Search:
     """The branch and bound over one model size's subsets (module docstring), into `run`."""
 
-    def __init__(self, run: PartsRun, params: float | None):
-        self.run, self.params = run, params
+    def __init__(self, run: PartsRun, params: float | None, net=None):
+        self.run, self.params, self.net = run, params, net      # net: the SiteNetwork (None without sites)
         self.pools, self.objective = run.pools, run.objective
         self.budget = run.instance.limits.budget_usd
         self.cap = run.instance.limits.max_nodes or math.inf
@@ -202,6 +244,12 @@ class Search:
                 if not self.leaf(family, forced):
                     return
                 continue
+            if not self.one_site_set(forced, eligible):      # its subsets' links differ: branch
+                p = max((q for q in eligible if q not in forced and not self.at_forced_site(q, forced)),
+                        key=lambda q: (ratios[q], -q))
+                self.push(family, ratios, tuple(sorted(forced + (p,))), eligible)
+                self.push(family, ratios, forced, tuple(q for q in eligible if q != p))
+                continue
             if self.every_split(family):
                 whole = self.by_table(family, forced, eligible)
                 if whole is False:
@@ -217,6 +265,21 @@ class Search:
             self.push(family, ratios, tuple(sorted(forced + (p,))), eligible, relaxed)
             self.push(family, ratios, forced, tuple(q for q in eligible if q != p), relaxed)
 
+    def at_forced_site(self, p: int, forced) -> bool:
+        """Pool p is at a site of a pool of `forced` (always without sites)."""
+        return self.net is None or self.pools[p].site in {self.pools[q].site for q in forced}
+
+    def one_site_set(self, forced, eligible) -> bool:
+        """Every subset of the node has the same sites (those of `forced`): the pools of `eligible` are all
+        at sites of pools of `forced` (always without sites)."""
+        return all(self.at_forced_site(p, forced) for p in eligible)
+
+    def node_setting(self, family, forced):
+        """The setting of every subset of a node with one set of sites: the family's, with the links of the
+        sites of `forced` (`network.with_links`; the family's own without sites)."""
+        s = family.part.setting
+        return s if self.net is None else with_links(s, self.net.links(sites_of(self.pools, forced)))
+
     def every_split(self, family) -> bool:
         """Chinchilla's C_local (every split a candidate) where the split table and the boxes apply."""
         s = family.part.setting
@@ -229,7 +292,7 @@ class Search:
         or nothing within the tie tolerance of the best found), False when the deadline stopped it,
         None when its table would hold more than `split_table.MAX_PREFIXES` prefixes (branch)."""
         run, part = self.run, family.part
-        s, q = part.setting, part.precision
+        s, q = self.node_setting(family, forced), part.precision
         top = node_top(self.pools, forced, eligible, self.cap, self.budget)
         space = dataclasses.replace(part.space, min_nodes=max(part.space.min_nodes, len(forced)), max_nodes=top)
         found, count, complete = proportional.solve_levels_with_optional(
@@ -244,12 +307,15 @@ class Search:
             batch, counts, key, value = found.batch, found.counts, found.key, found.value
             self.leaves += 1
             used = tuple(i for i, c in enumerate(counts) if c)
-            self.found(PartResult(part._replace(used=used, space=space), batch, counts,
+            self.found(PartResult(part._replace(used=used, setting=s, space=space), batch, counts,
                                   key + (LEAF_OFFSET + self.leaves,), value, "proportional"))
         return True
 
     def relaxes(self, family) -> bool:
-        return self.budget is not None and proportional.optional_pools_apply(family.part.setting, self.objective)
+        """A node is solved whole by its fastest split: with a budget (a bound, or the node's answer when
+        within it) or with sites (no budget: the node's answer), where `optional_pools_apply`."""
+        return ((self.budget is not None or self.net is not None)
+                and proportional.optional_pools_apply(family.part.setting, self.objective))
 
     def relaxed(self, family, forced, eligible):
         """The node solved without the budget: True when that answer is within it (the node's optimum,
@@ -259,19 +325,20 @@ class Search:
         top = node_top(self.pools, forced, eligible, self.cap, self.budget)
         space = dataclasses.replace(part.space, min_nodes=max(part.space.min_nodes, len(forced)), max_nodes=top)
         incumbent = self.best if self.objective.maximise else run.incumbent
+        s = self.node_setting(family, forced)
         found, count, complete = proportional.solve_with_optional(
-            self.pools, forced, eligible, part.setting, space, part.precision, self.objective, run.deadline, incumbent)
+            self.pools, forced, eligible, s, space, part.precision, self.objective, run.deadline, incumbent)
         run.evaluations += count
         if not complete:
             run.complete = False
             return False
         if found is None:
             return True
-        if fleet_cost_usd(self.pools, found.counts) > self.budget:
+        if self.budget is not None and fleet_cost_usd(self.pools, found.counts) > self.budget:
             return found.value
         used = tuple(i for i, c in enumerate(found.counts) if c)
         self.leaves += 1
-        self.found(PartResult(part._replace(used=used, space=space), found.batch, found.counts,
+        self.found(PartResult(part._replace(used=used, setting=s, space=space), found.batch, found.counts,
                               found.key + (LEAF_OFFSET + self.leaves,), found.value, "proportional"))
         return True
 
@@ -285,7 +352,7 @@ class Search:
         low = max(family.part.space.min_nodes, len(used))
         if top < low:
             return True
-        s = mixed_setting(self.pools, used, q)
+        s = mixed_setting(self.pools, used, q, self.net)
         s = unit_price(s if self.params is None else with_params(s, self.params))
         part = family.part._replace(used=used, setting=s,
                                     space=dataclasses.replace(family.part.space, min_nodes=low, max_nodes=int(top)))
