@@ -68,6 +68,7 @@ INHERITED = ("g_up", "tokens_per_n")   # what a box hands on to the boxes cut fr
 INHERITED_MARGIN = 1e-9  # relative: an enclosing box's g_up as a bound on a box's (`_compute_box`), far above
                          # the rounding of either g_up
 SPLIT = 8                # children per box and level
+BOX_CHUNK = CHUNK // 2  # boxes bounded at once (`_box_bound`): half the listing's, half the peak memory of a round
 EP_ORDER = ("none", "regional", "global")
 _FLOAT_MAX = float(np.finfo(float).max)
 _SCALARS = (float, np.float64)   # the types `tie_limit` computes in python floats
@@ -314,7 +315,8 @@ def _compute_box(s: Setting, c: Classes, box, kind: str, mono: monotone.Monotoni
     at = (lambda x: x) if m is None else (lambda x: x[m])     # the boxes `m`, or all
     lo_t = throughput(s, lo_b)
     lo_eff = run.efficiency_without_replicas(s, lo_b, lo_t)
-    g_up, mu_lo, with_chi = run.quality_terms(s, lo_b, lo_t, lo_eff)
+    g_lo, mu_lo, with_chi = run.quality_terms(s, lo_b, lo_t, lo_eff)
+    g_up = g_lo
     if mono is not None and not mono.eta_h_falls:
         divisor = eta_h_divisor(a)
         with np.errstate(divide="ignore", invalid="ignore"):
@@ -332,7 +334,8 @@ def _compute_box(s: Setting, c: Classes, box, kind: str, mono: monotone.Monotoni
         # the corners' compute from the very figures bounded with (their throughput, the slow corner's
         # efficiencies), taken at k: not scored again
         hi = window_compute(s, hi_b.take(rows_m[k]), kind, t=_At(hi_t, rows_m[k]))
-        lo = window_compute(s, lo_b.take(k), kind, t=_At(lo_t, k), eff=_At(lo_eff, k))
+        lo = window_compute(s, lo_b.take(k), kind, t=_At(lo_t, k), eff=_At(lo_eff, k),
+                            terms=(g_lo[k], mu_lo[k], with_chi[k]))
         corners = [(i_m[k], n1[k], h2[k], r_fast_m[k], 1.0 / hi[kind]),
                    (i_m[k], n1[k], h1[k], r_slow_m[k], 1.0 / lo[kind])]
         q_up = run.quality_compute(s, t_up_m[k], g_up[k], mu_lo[k], True)
@@ -388,9 +391,10 @@ def _box_bound(s: Setting, c: Classes, box, measure: str, mono: monotone.Monoton
     object (`_measure`) bounds its boxes itself (`box`)."""
     if not isinstance(measure, str):
         return measure.box(s, c, box, mono, cut)
-    if box["i"].size > CHUNK:      # CHUNK boxes at a time (row by row: the same bounds), corners in order
-        parts = [_box_bound_of(s, c, {key: v[k:k + CHUNK] for key, v in box.items()}, measure, mono,
-                               None if cut is None else cut[k:k + CHUNK]) for k in range(0, box["i"].size, CHUNK)]
+    if box["i"].size > BOX_CHUNK:      # BOX_CHUNK boxes at a time (row by row: the same bounds), corners in order
+        parts = [_box_bound_of(s, c, {key: v[k:k + BOX_CHUNK] for key, v in box.items()}, measure, mono,
+                               None if cut is None else cut[k:k + BOX_CHUNK])
+                 for k in range(0, box["i"].size, BOX_CHUNK)]
         corners = [tuple(np.concatenate([p[1][j][x] for p in parts]) for x in range(5))
                    for j in range(len(parts[0][1]))]
         return np.concatenate([p[0] for p in parts]), corners
@@ -544,7 +548,9 @@ def _branch_and_bound(s: Setting, c: Classes, h_max: int, r_max: int, visit: Cal
             left["lower"] = np.nan_to_num(lower[alive], nan=0.0)
             return evaluations, left
         tied = lower[alive] >= cut[alive] / (1 + TIE_REL)
-        box = _split({k: v[alive] for k, v in box.items()}, tied, c, compute=getattr(measure, "base", measure) != TIME)
+        box = {k: v[alive] for k, v in box.items()}
+        del lower, cut, leaf, corners        # this round's arrays, freed before its children are made (peak memory)
+        box = _split(box, tied, c, compute=getattr(measure, "base", measure) != TIME)
     return evaluations, None
 
 
@@ -597,11 +603,14 @@ def _split(box: dict[str, np.ndarray], tied: np.ndarray | None = None, c: Classe
     else:
         start = lo[rep] + (width[rep] * k) // parts[rep]
         end = lo[rep] + (width[rep] * (k + 1)) // parts[rep] - 1
+    del k
+    side = along.astype(np.int8)[rep]          # the side each child is cut along (one byte a child)
     out = {key: v[rep] for key, v in box.items()}        # new arrays (integer indexing copies)
-    for j, d in enumerate(sides):
-        on = along[rep] == j
-        out[f"{d}1"] = np.where(on, start, out[f"{d}1"])
-        out[f"{d}2"] = np.where(on, end, out[f"{d}2"])
+    del rep
+    for j, d in enumerate(sides):      # the cut side's ends written in place (no array of the children's size more)
+        on = side == j
+        np.copyto(out[f"{d}1"], start, where=on)
+        np.copyto(out[f"{d}2"], end, where=on)
     return out
 
 
