@@ -68,7 +68,7 @@ INHERITED = ("g_up", "tokens_per_n")   # what a box hands on to the boxes cut fr
 INHERITED_MARGIN = 1e-9  # relative: an enclosing box's g_up as a bound on a box's (`_compute_box`), far above
                          # the rounding of either g_up
 SPLIT = 8                # children per box and level
-BOX_CHUNK = CHUNK // 2  # boxes bounded at once (`_box_bound`): half the listing's, half the peak memory of a round
+BOX_CHUNK = CHUNK        # boxes bounded at once (`_box_bound`; half as many: -3 MB peak at 10^4 nodes, +3% instructions)
 EP_ORDER = ("none", "regional", "global")
 _FLOAT_MAX = float(np.finfo(float).max)
 _SCALARS = (float, np.float64)   # the types `tie_limit` computes in python floats
