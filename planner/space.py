@@ -368,13 +368,17 @@ class DecisionSpace:
             schedules = schedules_searched(s.assumptions)
             g = self._grid(stages=stages, activation_compression=self.activation_compression, schedule=schedules,
                            micro_batches=np.arange(1, self.max_micro_batches + 1))
-            rows, probed = PlanBatch.of(mode, precision, nodes=1, **g), {}
+            probed = {}
             if len(schedules) > 1 and not s.assumptions.activation_memory:
-                index, probed = self._fastest_schedule(s, mode, precision, rows, len(schedules))
-                rows = rows.take(index)
-            allowed = physics.schedule_allowed(s.assumptions, rows.stages, rows.micro_batches,
-                                               rows.schedule)         # DualPipe: even S, even M >= 2 S
-            rows, probed = rows.take(allowed), {k: v[allowed] for k, v in probed.items()}
+                index, probed = self._fastest_schedule(s, mode, precision, PlanBatch.of(mode, precision, nodes=1, **g),
+                                                       len(schedules))
+                g = {k: v[index] for k, v in g.items()}
+            allowed = physics.schedule_allowed(s.assumptions, g["stages"], g["micro_batches"],
+                                               g["schedule"])         # DualPipe: even S, even M >= 2 S
+            # the rows kept, built from their own fields: the placeholders (nodes, H, R, k, Z, the compression,
+            # streaming) stay one broadcast value, as in the grid, not an array per row (the rows are kept: `_pipelines`)
+            rows = PlanBatch.of(mode, precision, nodes=1, **{k: v[allowed] for k, v in g.items()})
+            probed = {k: v[allowed] for k, v in probed.items()}
             return (rows, None, probed) if rows.size else None
         g = self._grid(stages=stages, activation_compression=self.activation_compression,
                        micro_batches=np.arange(1, self.max_micro_batches + 1))

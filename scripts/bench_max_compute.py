@@ -14,6 +14,10 @@ planner/space.py and planner/solvers/bnb.py on the project machine).
 
     python scripts/bench_max_compute.py               # 3 runs of each case
     python scripts/bench_max_compute.py --runs 5 --nodes 64 10000
+    python scripts/bench_max_compute.py --instructions --nodes 10000   # also valgrind's instruction counts
+
+`--instructions` also runs each process once under valgrind (callgrind) and prints the instructions it
+executed, a figure the load of the machine does not move (a few minutes per process under valgrind).
 """
 
 from __future__ import annotations
@@ -22,6 +26,8 @@ import argparse
 import json
 import os
 import statistics
+import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -49,6 +55,18 @@ def run(args: list[str]) -> dict:
     return json.loads(done.stdout)
 
 
+def instructions(args: list[str]) -> int | None:
+    """Instructions executed by one dtplan process (valgrind --tool=callgrind's "Collected"), or None
+    without valgrind."""
+    if shutil.which("valgrind") is None:
+        return None
+    dtplan = str(Path(sys.executable).with_name("dtplan"))
+    done = subprocess.run(["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", dtplan, *args],
+                          capture_output=True, text=True, cwd=REPO, env={**os.environ, "PYTHONHASHSEED": "0"})
+    found = re.search(r"Collected : (\d+)", done.stderr)
+    return int(found.group(1)) if found else None
+
+
 def cases(nodes: list[int]) -> list[tuple[str, list[str]]]:
     out = [(f"{Path(INSTANCE).stem}, {n:,} nodes", [INSTANCE, "--set", f"fleet.nodes={n}"]) for n in nodes]
     return out + [(Path(MIRI).stem, [MIRI])]
@@ -59,6 +77,8 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=3, help="fresh processes per case and profile (default 3)")
     parser.add_argument("--nodes", type=int, nargs="+", default=[64, 10_000, 10_000_000],
                         help="fleet sizes of the 10^24 instance (default 64 10000 10000000)")
+    parser.add_argument("--instructions", action="store_true",
+                        help="also the instructions of one process per case and profile (valgrind's callgrind)")
     ns = parser.parse_args()
     print(f"max_compute, CPU and peak RSS per dtplan process (median of {ns.runs}); ratio to report-v1; "
           f"target <= {TARGET_RATIO:g}x")
@@ -67,8 +87,9 @@ def main() -> None:
         print(f"\n{name}   (load average {load:.2f})")
         reference = None
         for profile, extra in PROFILES:
-            rows = [run(["solve", *args, "--objective", "max_compute", "--json", "--set",
-                         f"assumptions.profile={profile}", *extra]) for _ in range(ns.runs)]
+            command = ["solve", *args, "--objective", "max_compute", "--json", "--set", f"assumptions.profile={profile}",
+                       *extra]
+            rows = [run(command) for _ in range(ns.runs)]
             cpu = statistics.median(r["cpu_s"] for r in rows)
             peak = statistics.median(r["peak_mb"] for r in rows)
             reference = reference or (cpu, peak)
@@ -77,6 +98,9 @@ def main() -> None:
             print(f"  {label:<28} CPU {cpu:6.2f} s ({cpu / reference[0]:4.2f}x)   peak {peak:6.0f} MB "
                   f"({peak / reference[1]:4.2f}x)   exit {rows[0]['exit']}   "
                   f"value {value if value is None else format(value, '.4e')}")
+            if ns.instructions:
+                count = instructions(command)
+                print(f"  {'':<28} instructions {'(no valgrind)' if count is None else format(count / 1e9, '.3f') + ' G'}")
 
 
 if __name__ == "__main__":

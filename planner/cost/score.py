@@ -91,7 +91,7 @@ def time_to_target(s: Setting, b: PlanBatch, adjust=None) -> dict[str, np.ndarra
 
 
 def window_compute(s: Setting, b: PlanBatch, kind: str | None = None, adjust=None, t=None,
-                   eff=None) -> dict[str, np.ndarray]:
+                   eff=None, terms=None) -> dict[str, np.ndarray]:
     """Only what the `max_compute` objective needs: the compute reached within the duration
     limit (window view) as c_quality and c_local (only `kind` when given), and the
     ingredients of the bound: tokens_per_s (while training; the window trains for
@@ -99,17 +99,25 @@ def window_compute(s: Setting, b: PlanBatch, kind: str | None = None, adjust=Non
     Same functions as `score` (`run.quality_compute`, `run.local_compute`), for the search.
     `t`, `eff`: the plans' `modes.throughput` (after `adjust`) and `run.efficiency_without_replicas`
     when the caller scored them already, one value per plan of `b` (the search's box bounds,
-    planner.solvers.bnb: the figures are then those it bounded with, not scored again)."""
+    planner.solvers.bnb: the figures are then those it bounded with, not scored again); `terms`: likewise
+    their `run.quality_terms`.
+
+    C_local is C_thr g where eta_R does not read the tokens (every replica penalty but Chinchilla's):
+    `run.local_compute`'s eta = eta_H eta_C eta_A eta_R is then, factor for factor and in the same order,
+    `run.quality_terms`' g (eta_R = the linear v1 or fitted replica factor where synchronised, else 1;
+    1 under no penalty; g times a factor 1 where the other has none, which is exact), so the same
+    double; the replica factor is not scored a second time (tests/test_window_compute.py)."""
     with np.errstate(divide="ignore", invalid="ignore"):
         t = _throughput(s, b, adjust) if t is None else t
         eff = run.efficiency_without_replicas(s, b, t) if eff is None else eff
         out = {"tokens_per_s": t["tokens_per_outer"] / t["outer_time_s"]}
-        out["g"], out["mu"], out["with_chi"] = run.quality_terms(s, b, t, eff)
+        out["g"], out["mu"], out["with_chi"] = run.quality_terms(s, b, t, eff) if terms is None else terms
         tokens = s.training_window_s * out["tokens_per_s"]
         if kind in (None, "c_quality"):
             out["c_quality"] = run.quality_compute(s, tokens, out["g"], out["mu"], out["with_chi"])
         if kind in (None, "c_local"):
-            out["c_local"] = run.local_compute(s, t, eff, tokens)[0]
+            out["c_local"] = run.local_compute(s, t, eff, tokens)[0] if s.assumptions.replica_penalty == "chinchilla" \
+                else 6.0 * s.active_params * np.asarray(tokens, dtype=float) * out["g"]
         return out
 
 

@@ -68,6 +68,7 @@ INHERITED = ("g_up", "tokens_per_n")   # what a box hands on to the boxes cut fr
 INHERITED_MARGIN = 1e-9  # relative: an enclosing box's g_up as a bound on a box's (`_compute_box`), far above
                          # the rounding of either g_up
 SPLIT = 8                # children per box and level
+BOX_CHUNK = CHUNK        # boxes bounded at once (`_box_bound`; half as many: -3 MB peak at 10^4 nodes, +3% instructions)
 EP_ORDER = ("none", "regional", "global")
 _FLOAT_MAX = float(np.finfo(float).max)
 _SCALARS = (float, np.float64)   # the types `tie_limit` computes in python floats
@@ -215,7 +216,7 @@ def _time_box(s: Setting, c: Classes, box, mono: monotone.Monotonicity):
 
 
 def _compute_box(s: Setting, c: Classes, box, kind: str, mono: monotone.Monotonicity | None = None,
-                 cut: np.ndarray | None = None, tokens_up=None, tokens_low=None, all_known: bool = False):
+                 cut: np.ndarray | None = None, tokens_up=None, tokens_low=None):
     """Lower bound of 1/C on each box [n1, n2] x [H1, H2] x [R1, R2], C = C_quality or C_local
     reached within the duration limit W (window view), from real plans at its corners.
 
@@ -257,41 +258,57 @@ def _compute_box(s: Setting, c: Classes, box, kind: str, mono: monotone.Monotoni
 
     What is scored once (issue 27 item 5). The corners' compute, C at (n1, H2, r_fast) and at
     (n1, H1, r_slow) for the boxes not pruned by g_up C_up, is computed (`score.window_compute`) from the
-    very throughput and slow-corner efficiencies the bound was computed from, taken at those boxes:
-    the same figures feed the bound and the value, none is scored a second time.
-    Boxes cut from a box of this search (`_branch_and_bound` keeps, per box, `INHERITED`: the g_up of the
-    box it was cut from, and T_up / n2, its tokens per replica) are first bounded from it, where eta_H
-    falls with H_eff. Every plan of a box lies in the box it was cut from, so its g is at most that
-    box's g_up (the argument above: g never rises with n or H_eff) and its tokens at most
-    W' tps(n1', H2', R2') n / n1' <= (T_up' / n2') n2, the primes that box's; hence
-    C <= g_up' 6 P_act (T_up' / n2') n2 (g_up' left out for one node, where C <= 6 P_act T), and a box
-    whose 1 / C by that bound, divided by 1 + INHERITED_MARGIN (far above the rounding of either
-    figure), exceeds its cutoff is pruned unscored: its own bound, never above the inherited one up to
-    that rounding, would prune it, and its corners would not be scored (they are scored only for boxes
-    within the cutoff). Likewise g_up' C_up, with the box's own C_up, decides which boxes need their
-    slow corner. The search thus scores and visits the same plans, with the same values, as without
-    the inherited figures (tests/test_box_reuse.py), and each box keeps the smaller of its own and
-    the inherited figures for the boxes cut from it. (Robust and proportional searches call this
-    function with their own boxes, which carry none of these fields: every box is then scored.)
+    very throughput and slow-corner efficiencies and quality terms the bound was computed from, taken at
+    those boxes: the same figures feed the bound and the value, none is scored a second time.
+    Boxes cut from a box of this search carry `INHERITED` figures and are first bounded from them
+    (`_inherited_upper`, where eta_H falls with H_eff): those that bound prunes are not scored, and
+    the rest are bounded here (`_bound_boxes`) with the same plans scored and the same values as
+    without it (tests/test_box_reuse.py). (Robust and proportional searches call this function with
+    their own boxes, which carry none of these fields: every box is then scored.)
     """
+    inherits = mono is not None and mono.eta_h_falls and cut is not None and INHERITED[0] in box
+    if inherits:
+        upper = _inherited_upper(s, c, box)
+        todo = np.flatnonzero(~(np.isfinite(upper) & (1.0 / upper > cut)))     # inf: nothing inherited
+        if todo.size < upper.size:      # boxes pruned unscored: 1 / (their inherited upper) bounds them
+            lower = 1.0 / upper
+            sub = {key: v[todo] for key, v in box.items()}
+            lower[todo], corners = _bound_boxes(s, c, sub, kind, mono, cut[todo], tokens_up, tokens_low, True)
+            for key in INHERITED:      # what `_bound_boxes` wrote into the copies, for the boxes cut from these
+                box[key][todo] = sub[key]
+            return lower, corners
+    return _bound_boxes(s, c, box, kind, mono, cut, tokens_up, tokens_low, inherits)
+
+
+def _inherited_upper(s: Setting, c: Classes, box) -> np.ndarray:
+    """Per box, an upper bound of C on its plans from the figures of the box it was cut from, times
+    1 + INHERITED_MARGIN (inf for a first box: nothing inherited).
+
+    `_branch_and_bound` gives each box `INHERITED`: g_up', the least g_up of the boxes it lies in, and
+    T_up' / n2', their least tokens per replica (the first boxes: inf), written by `_bound_boxes` and
+    handed on by `_split`. Where eta_H falls with H_eff, every plan of a box lies in each box it was
+    cut from, so its g is at most that box's g_up (`_compute_box`: g never rises with n or H_eff) and
+    its tokens at most W' tps(n1', H2', R2') n / n1' <= (T_up' / n2') n2 (tokens per second of a plan
+    are at most n / n1' times those of that box's fastest corner); hence C <= g_up' 6 P_act (T_up' / n2') n2
+    (g_up' left out for one node, where C <= 6 P_act T: no efficiency below 1 applies). The margin is far
+    above the rounding of either figure, so a box this bound prunes (1 / upper above its cutoff) would
+    be pruned by its own bound, which is never above it, and has none of its corners scored (they are
+    scored only for boxes within the cutoff)."""
+    with np.errstate(invalid="ignore", over="ignore"):
+        c_known = 6.0 * s.active_params * box["tokens_per_n"] * box["n2"]
+        return np.where(c.nodes(box["i"], box["n1"]) > 1, box["g_up"] * c_known, c_known) * (1.0 + INHERITED_MARGIN)
+
+
+def _bound_boxes(s: Setting, c: Classes, box, kind: str, mono: monotone.Monotonicity | None, cut: np.ndarray | None,
+                 tokens_up, tokens_low, inherits: bool):
+    """`_compute_box` of boxes none of which `_inherited_upper` prunes. With `inherits` (the boxes carry
+    `INHERITED`): g_up' C_up, with the box's own C_up, decides which boxes need their slow corner (a box
+    it prunes would be pruned by its own bound, as in `_inherited_upper`), and each box keeps, for the
+    boxes cut from it, the smaller of its own and the inherited g_up and tokens per replica."""
     a = s.assumptions
     r_fast, r_slow = _fast_slow_r(c, box)
     i, ratio = box["i"], box["n2"] / box["n1"]
-    known = box.get("g_up") if mono is not None and mono.eta_h_falls and cut is not None else None
-    if known is not None and not all_known:
-        # the enclosing box's g_up and tokens per replica bound this one's plans (`INHERITED_MARGIN`):
-        # boxes that bound prunes need no corner at all
-        with np.errstate(invalid="ignore", over="ignore"):
-            c_known = 6.0 * s.active_params * box["tokens_per_n"] * box["n2"]
-            first = np.where(c.nodes(i, box["n1"]) > 1, known * c_known, c_known) * (1.0 + INHERITED_MARGIN)
-        todo = np.flatnonzero(~(np.isfinite(first) & (1.0 / first > cut)))     # inf: nothing inherited
-        if todo.size < i.size:
-            lower = 1.0 / first
-            sub = {key: v[todo] for key, v in box.items()}
-            lower[todo], corners = _compute_box(s, c, sub, kind, mono, cut[todo], all_known=True)
-            for key in INHERITED:
-                box[key][todo] = sub[key]
-            return lower, corners
+    known = box["g_up"] if inherits else None
     if known is None:
         hi_b, lo_b = c.corner_plans(i, box["n1"], (box["h2"], r_fast), (box["h1"], r_slow))
     else:
@@ -314,7 +331,8 @@ def _compute_box(s: Setting, c: Classes, box, kind: str, mono: monotone.Monotoni
     at = (lambda x: x) if m is None else (lambda x: x[m])     # the boxes `m`, or all
     lo_t = throughput(s, lo_b)
     lo_eff = run.efficiency_without_replicas(s, lo_b, lo_t)
-    g_up, mu_lo, with_chi = run.quality_terms(s, lo_b, lo_t, lo_eff)
+    g_lo, mu_lo, with_chi = run.quality_terms(s, lo_b, lo_t, lo_eff)
+    g_up = g_lo
     if mono is not None and not mono.eta_h_falls:
         divisor = eta_h_divisor(a)
         with np.errstate(divide="ignore", invalid="ignore"):
@@ -332,7 +350,8 @@ def _compute_box(s: Setting, c: Classes, box, kind: str, mono: monotone.Monotoni
         # the corners' compute from the very figures bounded with (their throughput, the slow corner's
         # efficiencies), taken at k: not scored again
         hi = window_compute(s, hi_b.take(rows_m[k]), kind, t=_At(hi_t, rows_m[k]))
-        lo = window_compute(s, lo_b.take(k), kind, t=_At(lo_t, k), eff=_At(lo_eff, k))
+        lo = window_compute(s, lo_b.take(k), kind, t=_At(lo_t, k), eff=_At(lo_eff, k),
+                            terms=(g_lo[k], mu_lo[k], with_chi[k]))
         corners = [(i_m[k], n1[k], h2[k], r_fast_m[k], 1.0 / hi[kind]),
                    (i_m[k], n1[k], h1[k], r_slow_m[k], 1.0 / lo[kind])]
         q_up = run.quality_compute(s, t_up_m[k], g_up[k], mu_lo[k], True)
@@ -388,9 +407,10 @@ def _box_bound(s: Setting, c: Classes, box, measure: str, mono: monotone.Monoton
     object (`_measure`) bounds its boxes itself (`box`)."""
     if not isinstance(measure, str):
         return measure.box(s, c, box, mono, cut)
-    if box["i"].size > CHUNK:      # CHUNK boxes at a time (row by row: the same bounds), corners in order
-        parts = [_box_bound_of(s, c, {key: v[k:k + CHUNK] for key, v in box.items()}, measure, mono,
-                               None if cut is None else cut[k:k + CHUNK]) for k in range(0, box["i"].size, CHUNK)]
+    if box["i"].size > BOX_CHUNK:      # BOX_CHUNK boxes at a time (row by row: the same bounds), corners in order
+        parts = [_box_bound_of(s, c, {key: v[k:k + BOX_CHUNK] for key, v in box.items()}, measure, mono,
+                               None if cut is None else cut[k:k + BOX_CHUNK])
+                 for k in range(0, box["i"].size, BOX_CHUNK)]
         corners = [tuple(np.concatenate([p[1][j][x] for p in parts]) for x in range(5))
                    for j in range(len(parts[0][1]))]
         return np.concatenate([p[0] for p in parts]), corners
@@ -492,7 +512,7 @@ def _branch_and_bound(s: Setting, c: Classes, h_max: int, r_max: int, visit: Cal
     `visit(idx, n, h, r, t)` sees every scored plan (t its `measure`); `cutoff(box)` gives, per
     box, the measure above which its plans are of no interest (read after each visit);
     `dominated(box, lower)`, if given, marks boxes none of whose plans can be the answer
-    either; `n_cap(box)`, if given, the largest n of interest per box (read before each
+    either (elementwise; given the fields i, n1, h1, r1 of the boxes not yet pruned); `n_cap(box)`, if given, the largest n of interest per box (read before each
     round of bounds): boxes are cut down to it, which tightens their bound's n1 / n2 factor
     (plans beyond it are of no interest, so nothing of interest is dropped). `box_bound(s, c, box,
     measure, mono, cut)`, if given, replaces `_box_bound` (another cost model's bound, e.g. a fleet's
@@ -537,14 +557,17 @@ def _branch_and_bound(s: Setting, c: Classes, h_max: int, r_max: int, visit: Cal
         leaf = (box["n1"] == box["n2"]) & (box["h1"] == box["h2"]) & (box["r1"] == box["r2"])
         cut = np.broadcast_to(cutoff(box), lower.shape)
         alive = ~leaf & ~(lower > cut)      # a NaN bound (no meaning) is kept
-        if dominated is not None:
-            alive &= ~dominated(box, lower)
+        if dominated is not None:     # elementwise: asked only of the boxes still alive (the same marks)
+            on = np.flatnonzero(alive)
+            alive[on] = ~dominated({k: box[k][on] for k in ("i", "n1", "h1", "r1")}, lower[on])
         if alive.any() and time.perf_counter() > deadline:
             left = {k: v[alive] for k, v in box.items()}
             left["lower"] = np.nan_to_num(lower[alive], nan=0.0)
             return evaluations, left
         tied = lower[alive] >= cut[alive] / (1 + TIE_REL)
-        box = _split({k: v[alive] for k, v in box.items()}, tied, c, compute=getattr(measure, "base", measure) != TIME)
+        box = {k: v[alive] for k, v in box.items()}
+        del lower, cut, leaf, corners        # this round's arrays, freed before its children are made (peak memory)
+        box = _split(box, tied, c, compute=getattr(measure, "base", measure) != TIME)
     return evaluations, None
 
 
@@ -597,11 +620,14 @@ def _split(box: dict[str, np.ndarray], tied: np.ndarray | None = None, c: Classe
     else:
         start = lo[rep] + (width[rep] * k) // parts[rep]
         end = lo[rep] + (width[rep] * (k + 1)) // parts[rep] - 1
+    del k
+    side = along.astype(np.int8)[rep]          # the side each child is cut along (one byte a child)
     out = {key: v[rep] for key, v in box.items()}        # new arrays (integer indexing copies)
-    for j, d in enumerate(sides):
-        on = along[rep] == j
-        out[f"{d}1"] = np.where(on, start, out[f"{d}1"])
-        out[f"{d}2"] = np.where(on, end, out[f"{d}2"])
+    del rep
+    for j, d in enumerate(sides):      # the cut side's ends written in place (no array of the children's size more)
+        on = side == j
+        np.copyto(out[f"{d}1"], start, where=on)
+        np.copyto(out[f"{d}2"], end, where=on)
     return out
 
 
