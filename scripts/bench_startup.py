@@ -42,6 +42,13 @@ trace every object the imports made: 65 million instructions for the solve's mod
 time, the traversals being mostly cache misses). The steps run in rotation, `--runs` rounds, so
 that a change of load falls on all of them alike; medians are printed with the load average. With
 `--instructions` too, each step is counted once under callgrind instead.
+
+With `--modules` (valgrind installed), it counts the instructions of each dtplan module the command
+loads, in the order the command first imports them: each the growth of a fresh `python -c` process (the
+same start-up environment and collector settings) that imports click, numpy, the pydantic names the
+schema imports and a first model, then the command's modules one after another; a module's figure
+includes what it imports that was not loaded yet (a package's `__init__` counts with its first module).
+One callgrind run a module (~60 runs): callgrind's counts move by a few million from run to run.
 """
 
 from __future__ import annotations
@@ -109,6 +116,8 @@ def main() -> None:
                         help="count instructions under valgrind's callgrind instead (module docstring)")
     parser.add_argument("--breakdown", action="store_true",
                         help="the command's CPU (or instructions) split into its parts (module docstring)")
+    parser.add_argument("--modules", action="store_true",
+                        help="the instructions of each dtplan module the command loads (module docstring)")
     ns = parser.parse_args()
     if ns.compare is not None and not (ns.compare / "planner" / "cli" / "__init__.py").is_file():
         parser.error(f"--compare: {ns.compare} holds no planner/cli/__init__.py; give a checkout of dtplan")
@@ -116,6 +125,13 @@ def main() -> None:
         parser.error("--breakdown: measures this checkout only; not with --compare")
     if ns.instructions and shutil.which("valgrind") is None:
         parser.error("--instructions: valgrind is not installed")
+    if ns.modules and (ns.compare is not None or ns.breakdown):
+        parser.error("--modules: measures this checkout's modules only; not with --compare or --breakdown")
+    if ns.modules and shutil.which("valgrind") is None:
+        parser.error("--modules: valgrind is not installed")
+    if ns.modules:
+        module_instructions()
+        return
     if ns.breakdown:
         breakdown(ns.runs, ns.instructions)
         return
@@ -280,6 +296,44 @@ def breakdown(runs: int, count_instructions: bool) -> None:
         print(f"  {total - previous:>9.{digits}f}  {name}   (cumulative {total:.{digits}f})")
         previous = total
     print(f"  ({len(modules)} dtplan modules loaded by the command)")
+
+
+def _callgrind_count(code: str, env: dict[str, str]) -> int:
+    """Instructions of `python -c CODE` under callgrind (`Collected`)."""
+    done = subprocess.run(["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", sys.executable, "-c", code],
+                          capture_output=True, text=True, cwd=REPO, env=env)
+    found = re.search(r"Collected\s*:\s*(\d+)", done.stderr)
+    if done.returncode != 0 or not found:
+        sys.exit(f"callgrind run failed (exit {done.returncode}):\n{done.stderr[-2000:]}")
+    return int(found.group(1))
+
+
+def module_instructions() -> None:
+    """Each dtplan module the command loads, in load order: the growth of a process importing them one by one."""
+    from planner.cli import STARTUP_ENVIRONMENT
+    from planner.cli.common import PROCESS_GC_THRESHOLD0
+    modules = _loaded_modules(COMMANDS[0])
+    env = {**os.environ, **STARTUP_ENVIRONMENT}
+    warm_bytecode(COMMANDS[0])                      # no module compiled inside a counted run
+    lines = [f"import gc; gc.set_threshold({PROCESS_GC_THRESHOLD0}, *gc.get_threshold()[1:])", "import click, numpy",
+             f"{_SCHEMA_PYDANTIC}; {_FIRST_MODEL}"]
+    load_before = os.getloadavg()
+    previous = _callgrind_count("\n".join(lines + ["gc.freeze()"]), env)
+    print(f"  {previous / 1e9:.3f} billion instructions: python's start, click, numpy, pydantic and a first model",
+          flush=True)
+    rows = []
+    for name in modules:
+        lines.append(f"import {name}")
+        total = _callgrind_count("\n".join(lines + ["gc.freeze()"]), env)
+        rows.append((total - previous, name))
+        print(f"  {(total - previous) / 1e6:>8.1f} M  {name}", flush=True)
+        previous = total
+    load_after = os.getloadavg()
+    print(f"dtplan solve {INSTANCE.relative_to(REPO).as_posix()}: its {len(modules)} dtplan modules' imports, "
+          f"{sum(r[0] for r in rows) / 1e9:.3f} billion instructions in all (load average "
+          f"{' '.join(f'{x:.2f}' for x in load_before)} -> {' '.join(f'{x:.2f}' for x in load_after)}); largest first:")
+    for count, name in sorted(rows, reverse=True)[:15]:
+        print(f"  {count / 1e6:>8.1f} M  {name}")
 
 
 def measure_bare(runs: int) -> list[float]:

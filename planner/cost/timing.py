@@ -10,7 +10,14 @@ import numpy as np
 
 
 def compute_time_s(active_params, local_batch_tokens, node_peak_flops, mfu):
-    """t_comp = 6 * P_act * B / (F * u): one inner step of one node holding the whole model."""
+    """t_comp = 6 * P_act * B / (F * u): one inner step of one node holding the whole model.
+
+    Four Python floats (the search's ~80 calls a solve): the same IEEE double operations in the same
+    order in Python's arithmetic, as a numpy float64 like numpy's answer (tests/test_timing_scalar.py);
+    anything else (arrays, a zero denominator) goes through numpy."""
+    if type(active_params) is float and type(local_batch_tokens) is float and type(node_peak_flops) is float \
+            and type(mfu) is float and node_peak_flops * mfu != 0.0:
+        return np.float64((6.0 * active_params * local_batch_tokens) / (node_peak_flops * mfu))
     return (6.0 * np.asarray(active_params, dtype=float) * local_batch_tokens) / (np.asarray(node_peak_flops, dtype=float) * mfu)
 
 
