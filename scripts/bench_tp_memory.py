@@ -5,14 +5,15 @@ accelerator on, against the profile as it is (issue 25 items 2 and 6; docs/physi
 Usage: scripts/bench_tp_memory.py [--repeats 3] [--root DIR] [--t-fixed]
 
 Each single-fleet instance of instances/ (fleets of pools refuse `search_tensor_parallel`) is solved with
-its own objective under assumptions.profile = dtplan, once as is ("off"), once with T free alone
-(search_tensor_parallel, tensor_parallel 0: "tp") and once with activation_memory and activation_recompute
-= fit as well ("on"), in turn, `repeats` times; CPU seconds by time.process_time (the process's own CPU, so the load
+its own objective under assumptions.profile = dtplan, once with `activation_memory` off ("off", whatever the
+profile's default), once with T free alone (search_tensor_parallel,
+tensor_parallel 0, activations off: "tp") and once with T free and activation_memory and activation_recompute
+= fit ("on"), in turn, `repeats` times; CPU seconds by time.process_time (the process's own CPU, so the load
 from other processes moves it less than the wall clock). --root scores with the planner of another
 worktree (e.g. /work/main, for the "off" figure before a change). Prints the load average at the start
 and the end, the median CPU per instance both ways and the ratio; last line
 `on_over_off_median=... on_over_off_max=...`. --t-fixed: "on" is the activations alone, T as the instance has it
-(the dtplan profile's `activation_memory` switched on and nothing else, docs/physics.md section 3).
+(the dtplan profile with `activation_memory` on, against it off, docs/physics.md section 3).
 """
 
 from __future__ import annotations
@@ -27,8 +28,10 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
-TP = {"search_tensor_parallel": True, "tensor_parallel": 0.0}
-ON = {**TP, "activation_memory": True, "activation_recompute": "fit"}
+FREE_T = {"search_tensor_parallel": True, "tensor_parallel": 0.0}
+OFF = {"activation_memory": False}      # the profile without its activations, whatever its default
+TP = {**OFF, **FREE_T}
+ON = {**FREE_T, "activation_memory": True, "activation_recompute": "fit"}
 
 
 def instances() -> list[Path]:
@@ -58,7 +61,7 @@ def main(argv: list[str] | None = None) -> int:
                    help="evidence_envelope off (most shipped instances are infeasible under dtplan inside it)")
     p.add_argument("--t-fixed", action="store_true", help="'on' without search_tensor_parallel: the activations alone")
     args = p.parse_args(argv)
-    on_constants = {k: v for k, v in ON.items() if k not in TP} if args.t_fixed else ON
+    on_constants = {k: v for k, v in ON.items() if k not in FREE_T} if args.t_fixed else ON
     sys.path.insert(0, str(args.root))
     from planner.schema.instance import parse_instance
     from planner.solve import solve
@@ -79,7 +82,7 @@ def main(argv: list[str] | None = None) -> int:
             raw = with_profile(raw, {"evidence_envelope": False})
         off, tp, on = [], [], []
         for _ in range(args.repeats):
-            t_off, s_off = cpu(with_profile(raw, {}))
+            t_off, s_off = cpu(with_profile(raw, OFF))
             t_tp, _ = cpu(with_profile(raw, TP))
             t_on, s_on = cpu(with_profile(raw, on_constants))
             off.append(t_off)

@@ -407,8 +407,11 @@ def layout_rank(name: str) -> dict | None:
     free = {**raw, "search": synchronous_search(raw, plan),      # a sync every step is data parallelism, not the
             "assumptions": {**a, "constants": {**a.get("constants", {}), "evidence_envelope": False}}}  # DiLoCo fit's
     out = {"run_days": run_days, **_ranked(instance, plan, free, setting_from_instance(instance), run_days)}
-    out["tp_free"] = _ranked(instance, plan, _tp_free(free), setting_from_instance(parse_instance(_tp_free(raw))),
-                             run_days)
+    dry_raw = _with_constants(raw, NO_ACTIVATIONS)      # T free alone: the node model without its activations
+    dry = parse_instance(dry_raw)
+    out["tp_free"] = _ranked(dry, plan, _with_constants(_tp_free(free), NO_ACTIVATIONS),
+                             setting_from_instance(parse_instance(_tp_free(dry_raw))),
+                             evaluate(dry, plan).values["time_to_target_s"] / DAY)
     own = parse_instance(_with_constants(raw, ACTIVATIONS))
     out["tp_memory"] = _ranked(own, plan, _with_constants(_tp_free(free), ACTIVATIONS),
                                setting_from_instance(parse_instance(_with_constants(_tp_free(raw), ACTIVATIONS))),
@@ -417,6 +420,7 @@ def layout_rank(name: str) -> dict | None:
 
 
 ACTIVATIONS = {"activation_memory": True, "activation_recompute": "fit"}   # memory per accelerator (docs/physics.md 2b)
+NO_ACTIVATIONS = {"activation_memory": False}   # the node's state alone, whatever the profile's default
 
 
 def _with_constants(raw: dict, constants: dict) -> dict:
@@ -759,7 +763,7 @@ def render_dtplan(results: list[dict], dtplan: list[dict]) -> list[str]:
                   "4 or 8) are an upper bound on what the choice is worth, not a finding against the runs' layouts.", "",
                   "| run | run's plan: days | planner's plan, T free | days | gain | run's rank | layouts | "
                   "fastest layout: days |", "|---|---|---|---|---|---|---|---|"]
-        lines += [_rank_row(r["run"], r["layout"]["run_days"], r["layout"]["tp_free"]) for r in ranked]
+        lines += [_rank_row(r["run"], r["layout"]["tp_free"]["run_days"], r["layout"]["tp_free"]) for r in ranked]
         lines += ["", "The same with T free and the memory checked per accelerator (`activation_memory` on with "
                   "`activation_recompute` = fit, docs/physics.md section 2b): each accelerator holds its 1 / T "
                   "share of its stage's weights and gradients, its 1 / A share of the optimizer state (ZeRO-1 over "

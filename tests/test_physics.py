@@ -22,7 +22,9 @@ ROOT = Path(__file__).resolve().parents[1]
 OFF = Assumptions()
 
 
-TABLE = {"mfu_from_compute_model": False}   # these terms are checked at the table's u (the compute model: test_compute_model.py)
+# these terms are checked at the table's u (the compute model: test_compute_model.py) and on the node's state
+# alone (the activations the profile counts: docs/physics.md sections 2b and 3; the tests that switch them on)
+TABLE = {"mfu_from_compute_model": False, "activation_memory": False}
 
 
 def _instance(constants=None, profile="dtplan", **assumptions):

@@ -81,7 +81,8 @@ def test_activation_memory_on_deepseek_as_run():
     ev = _deepseek(on)
     assert ev.values["recompute_share"] == 0.0 and not ev.violations
     assert 56.2e9 < ev.values["state_bytes_per_node"] < 640e9
-    off = _deepseek({})
+    off = _deepseek({"activation_memory": False})
+    assert off.values["state_bytes_per_node"] < ev.values["state_bytes_per_node"]     # the activations are counted
     assert ev.values["t_step_s"] == off.values["t_step_s"]
     before = _deepseek({**NONE, **on})
     assert before.values["recompute_share"] == 1.0
