@@ -148,6 +148,14 @@ def refused(data) -> str:
     return problem.message
 
 
+def cli_refuses(tmp_path, data) -> None:
+    """`dtplan solve` of the instance exits 2, naming --solver highs, without a traceback."""
+    path = tmp_path / "p.json"
+    path.write_text(json.dumps(data))
+    r = CliRunner().invoke(main, ["solve", str(path)])
+    assert r.exit_code == 2 and "--solver highs" in r.output and "Traceback" not in r.output
+
+
 def test_what_stays_refused_beyond_twelve_pools(tmp_path):
     """The proportional rule with sites under chosen regions: exit 2 naming fleet.pools, the reason and
     --solver highs (with the geography's regions the rule is answered: tests/test_proportional_sites.py;
@@ -158,7 +166,4 @@ def test_what_stays_refused_beyond_twelve_pools(tmp_path):
     sites["fleet"]["sync_rule"] = "auto"
     sites["network"]["regions"] = "chosen"
     assert "chosen" in refused(sites)
-    path = tmp_path / "p.json"
-    path.write_text(json.dumps(sites))
-    r = CliRunner().invoke(main, ["solve", str(path)])
-    assert r.exit_code == 2 and "--solver highs" in r.output and "Traceback" not in r.output
+    cli_refuses(tmp_path, sites)

@@ -7,9 +7,7 @@ import json
 
 import numpy as np
 import pytest
-from click.testing import CliRunner
 
-from planner.cli import main
 from planner.fleet.pools import pool_settings
 from planner.fleet.samples import add_sites, random_rule_pools, random_subset_rule_pools
 from planner.schema.errors import InputError
@@ -17,7 +15,7 @@ from planner.schema.instance import parse_instance
 from planner.solve import solve
 from planner.solvers import proportional_families
 from tests.test_pool_families import agree, by_families
-from tests.test_pool_families_proportional import equal_highs, refused
+from tests.test_pool_families_proportional import cli_refuses, equal_highs, refused
 
 
 def cities_data(count: int) -> dict:
@@ -150,10 +148,7 @@ def test_what_stays_refused_with_sites(tmp_path):
     quality = json.loads(json.dumps(data))
     quality["training"]["target_kind"] = "c_quality"
     assert "C_quality" in refused(quality)
-    path = tmp_path / "p.json"
-    path.write_text(json.dumps(quality))
-    r = CliRunner().invoke(main, ["solve", str(path)])
-    assert r.exit_code == 2 and "--solver highs" in r.output and "Traceback" not in r.output
+    cli_refuses(tmp_path, quality)
 
 
 def test_one_set_of_sites_and_its_links_by_hand():
