@@ -68,7 +68,6 @@ INHERITED = ("g_up", "tokens_per_n")   # what a box hands on to the boxes cut fr
 INHERITED_MARGIN = 1e-9  # relative: an enclosing box's g_up as a bound on a box's (`_compute_box`), far above
                          # the rounding of either g_up
 SPLIT = 8                # children per box and level
-BOX_CHUNK = CHUNK        # boxes bounded at once (`_box_bound`; half as many: -3 MB peak at 10^4 nodes, +3% instructions)
 EP_ORDER = ("none", "regional", "global")
 _FLOAT_MAX = float(np.finfo(float).max)
 _SCALARS = (float, np.float64)   # the types `tie_limit` computes in python floats
@@ -407,10 +406,12 @@ def _box_bound(s: Setting, c: Classes, box, measure: str, mono: monotone.Monoton
     object (`_measure`) bounds its boxes itself (`box`)."""
     if not isinstance(measure, str):
         return measure.box(s, c, box, mono, cut)
-    if box["i"].size > BOX_CHUNK:      # BOX_CHUNK boxes at a time (row by row: the same bounds), corners in order
-        parts = [_box_bound_of(s, c, {key: v[k:k + BOX_CHUNK] for key, v in box.items()}, measure, mono,
-                               None if cut is None else cut[k:k + BOX_CHUNK])
-                 for k in range(0, box["i"].size, BOX_CHUNK)]
+    # CHUNK boxes at a time (row by row: the same bounds), corners in order; half as many would save ~3 MB of
+    # peak at 10^4 nodes for ~3% more instructions (docs/cli.md, max_compute)
+    if box["i"].size > CHUNK:
+        parts = [_box_bound_of(s, c, {key: v[k:k + CHUNK] for key, v in box.items()}, measure, mono,
+                               None if cut is None else cut[k:k + CHUNK])
+                 for k in range(0, box["i"].size, CHUNK)]
         corners = [tuple(np.concatenate([p[1][j][x] for p in parts]) for x in range(5))
                    for j in range(len(parts[0][1]))]
         return np.concatenate([p[0] for p in parts]), corners
