@@ -265,11 +265,18 @@ def _least_step_bound(t_comp, stages, act, f, link_bps, link_rtt_s, m_max):
     """A lower bound on GPipe's step t_pp(M) over every M in 1..M_max (`_micro_batches`): the convex
     alpha + beta (S - 1) + beta M + alpha (S - 1) / M at its real minimiser within [1, M_max], less
     a relative 1e-12 against the rounding of either form."""
+    alpha, beta, real = _gpipe_terms(t_comp, stages, act, f, link_bps, link_rtt_s)
+    m = np.clip(np.nan_to_num(real, nan=m_max, posinf=m_max), 1, m_max)
+    return (alpha + beta * (stages - 1.0) + beta * m + alpha * (stages - 1.0) / m) * (1.0 - 1e-12)
+
+
+def _gpipe_terms(t_comp, stages, act, f, link_bps, link_rtt_s):
+    """(alpha, beta, the real minimiser sqrt(alpha (S - 1) / beta)) of GPipe's step
+    alpha + beta (S - 1) + beta M + alpha (S - 1) / M (`timing.pipeline_parts_s`)."""
     alpha = t_comp / stages + 2.0 * act * f / link_bps
     beta = link_rtt_s * f
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        m = np.clip(np.nan_to_num(np.sqrt(alpha * (stages - 1.0) / beta), nan=m_max, posinf=m_max), 1, m_max)
-    return (alpha + beta * (stages - 1.0) + beta * m + alpha * (stages - 1.0) / m) * (1.0 - 1e-12)
+        return alpha, beta, np.sqrt(alpha * (stages - 1.0) / beta)
 
 
 def _micro_batches(t_comp, stages, act, f, link_bps, link_rtt_s, m_max):
@@ -277,10 +284,7 @@ def _micro_batches(t_comp, stages, act, f, link_bps, link_rtt_s, m_max):
     sqrt(alpha (S - 1) / beta) (module docstring); of the integers floor - 1 .. floor + 2 around it
     (within 1..M_max) the least step, ties to the smaller M. ok: every other candidate slower by
     more than STEP_MARGIN, so that the listing's argmin over every M (`DecisionSpace`) is the same."""
-    alpha = t_comp / stages + 2.0 * act * f / link_bps
-    beta = link_rtt_s * f
-    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        real = np.sqrt(alpha * (stages - 1.0) / beta)
+    real = _gpipe_terms(t_comp, stages, act, f, link_bps, link_rtt_s)[2]
     low = np.floor(np.clip(np.nan_to_num(real, nan=m_max, posinf=m_max), 1, m_max)) - 1.0
     cand = np.clip(low[:, None] + np.arange(4.0)[None, :], 1, m_max)
     step = timing.pipeline_parts_s(t_comp[:, None], stages[:, None], cand, act[:, None], link_bps, link_rtt_s,
