@@ -162,3 +162,35 @@ def test_bnb_and_exhaustive_match_brute_force_with_stage_experts(seed, objective
     a = setting.assumptions
     groups = max(a.stage_state_shards, a.expert_parallel_degree / setting.accelerators_per_node)     # K, E
     agree_with_pipelines_of(groups, setting, space, streaming, objective)
+
+
+def test_the_fewest_stages_shown_count_the_sharded_state():
+    """`min_stages` (what `explain` shows and the memory-cap note reads) is the search's own S_min, ceil(P beta' / V)
+    with beta' the least state per parameter of a stage node (`least_bytes_per_param`): DeepSeek-V3 as run, shared
+    17.09e9 x (2 + 12 / 16) + routed 653.9e9 x (2 / 8 + 12 / 16) = 700.9e9 bytes on 640 GB, 2 stages (it was
+    ceil(671e9 x 14 / 640e9) = 15 before the sharding was counted); without EP and ZeRO-1 it stays 15."""
+    assert (WHOLE * (2 + 12 / 16) + ROUTED * (2 / 8 + 12 / 16)) / 1e9 == pytest.approx(700.9, abs=0.05)
+    assert _deepseek({}).values["min_stages"] == 2
+    assert _deepseek(NONE).values["min_stages"] == 15 == int(np.ceil(671e9 * 14 / 640e9))
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_no_stage_count_below_the_shown_minimum_fits(seed):
+    """On the random mixture-of-experts cases: every pp_group layout with fewer stages than `min_stages` breaks
+    memory with its state alone at one tensor-parallel group per node (D = 1, the least state at any degree), the
+    shown count fits there (the bound is tight), and it is the search's S_min (at least 2; none searched above
+    max_stages)."""
+    from planner.cost.score import _score
+    from planner.cost.setting import PlanBatch
+    setting, space, _ = moe_case(seed)
+    a, gpus = setting.assumptions, setting.accelerators_per_node
+    groups = int(max(a.stage_state_shards, a.expert_parallel_degree / gpus))
+    for precision in ("fp16", "fp8"):
+        stages = np.arange(1, 41)
+        batch = PlanBatch.of("pp_group", precision, nodes=stages * groups, stages=stages, inner_steps=1)
+        shown = int(_score(setting, batch, None)["min_stages"][0])
+        least = stage_shards.state_bytes(a.replace(tensor_parallel=float(gpus)), precision, gpus, "pp_group", True,
+                                         setting.params, setting.active_params, stages)
+        assert np.all(least[stages < shown] > setting.memory_bytes) and least[shown - 1] <= setting.memory_bytes
+        searched = space._stage_range(setting, precision, "pp_group")         # empty when S_min > max_stages
+        assert (searched[0] == max(2, shown)) if searched.size else shown > space.max_stages
