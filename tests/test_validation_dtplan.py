@@ -64,7 +64,7 @@ def test_deepseek_tokens_per_second_from_the_moe_compute_model_by_hand():
     of 2 a / M bits over 3.2 Tb/s and 0.01 ms. The MoE compute also holds the token permutation into expert order
     and back (DeepEP's fused dispatch, Megatron-LM's flex dispatcher) at HBM speed and the routed GEMMs at the
     slowest GPU's load by the multinomial floor (compute/experts.py). Tokens/s = 16 x 3,932,160 / step:
-    3,981,139, +27.3% on the reported 3,128,000 (+33.1% without those two terms; +42.1% with zero-bubble's 64
+    3,981,260, +27.3% on the reported 3,128,000 (+33.1% without those two terms; +42.1% with zero-bubble's 64
     slots before them; +32.5% when each node synced every expert of its stage, before EP64 spread them). The stage node's memory with EP64 and ZeRO-1:
     tests/test_stage_experts.py (56.2 GB, it fits)."""
     result = validate_published.validate_run("deepseek-v3", with_solve=False, profile="dtplan")
