@@ -2,6 +2,8 @@
 count of an interleaved pipeline (physics.chunk_choices, modes._pipeline), against hand calculations and
 a brute force over fixed chunk counts."""
 
+import math
+
 import pytest
 
 from planner.cost import physics
@@ -186,3 +188,72 @@ def test_the_runs_recipe_by_hand():
     llama = preset_shape("llama3-8B")
     assert micro_batch_time_s(llama, chip, "fp8", 8192, recipe=Recipe(recompute_mla_up=True)) == \
         micro_batch_time_s(llama, chip, "fp8", 8192)
+
+
+def test_token_permutation_bytes_by_hand():
+    """Megatron-LM's dispatchers (megatron/core/transformer/moe/token_dispatcher.py): with DeepEP's fused dispatch
+    the receiver permutes its m k rows into expert order and back (read and write each), dispatch side in fp8 (1
+    byte), combine side in bf16 (2); the backward pass the same again; 59 MoE blocks of width 7,168."""
+    from planner.cost.compute.experts import permutation_bytes
+    rows = 4096 * 8
+    fused = ExpertFabric(64, 8, 200, 50, dispatch_bytes=1.0, permutation="fused_dispatch")
+    assert permutation_bytes(DSV3, 4096, fused) == pytest.approx(2 * (2 * rows * 7168 * (1 + 2)) * 59)
+    assert permutation_bytes(DSV3, 4096, fused) == pytest.approx(166.30e9, rel=1e-4)
+    # the all-to-all dispatcher: permutation 1 (m in, r out), 2 (r, r), unpermutation 2 (r, r), 1 (r in, m out)
+    a2a = ExpertFabric(64, 8, 200, 50, dispatch_bytes=1.0, permutation="alltoall")
+    assert permutation_bytes(DSV3, 4096, a2a) == pytest.approx(2 * ((3 * rows + 4096) * 7168 * 3) * 59)
+    assert permutation_bytes(DSV3, 4096, ExpertFabric(64, 8, 200, 50)) == 0.0                  # "none"
+    assert permutation_bytes(DSV3, 4096, ExpertFabric(1, 8, 200, 50, permutation="alltoall")) == 0.0
+
+
+def test_the_expected_maximum_of_standard_normals():
+    from planner.cost.compute.experts import expected_max_standard_normal
+    assert expected_max_standard_normal(1) == 0.0
+    assert expected_max_standard_normal(2) == pytest.approx(1 / math.sqrt(math.pi), abs=1e-9)   # 1 / sqrt(pi)
+    assert expected_max_standard_normal(3) == pytest.approx(1.5 / math.sqrt(math.pi), abs=1e-9)  # 3 / (2 sqrt(pi))
+    assert expected_max_standard_normal(64) == pytest.approx(2.3437, abs=1e-3)
+
+
+def test_imbalance_floor_by_hand_for_deepseek_v3():
+    """EP64, 256 experts (4 per GPU), top-8, 4,096 tokens per GPU: a GPU's load has mean 4,096 x 8 = 32,768 and
+    variance 64 x 4,096 x 8 / 64 x 63 / 64 x 248 / 255; the slowest of 64 is z_64 = 2.3437 sigma above."""
+    from planner.cost.compute.experts import imbalance_floor
+    f = ExpertFabric(64, 8, 200, 50, imbalance=True)
+    sigma = math.sqrt(64 * 4096 * 8 / 64 * 63 / 64 * 248 / 255)
+    assert sigma == pytest.approx(177.12, abs=0.01)
+    assert imbalance_floor(DSV3, 4096, f) == pytest.approx(1 + 2.3437 * sigma / 32768, abs=1e-5)
+    assert imbalance_floor(DSV3, 4096, f) == pytest.approx(1.01267, abs=1e-5)
+    assert imbalance_floor(DSV3, 4096, ExpertFabric(64, 8, 200, 50)) == 1.0        # switch off
+    assert imbalance_floor(DSV3, 4096, ExpertFabric(1, 8, 200, 50, imbalance=True)) == 1.0
+
+
+def test_imbalance_floor_against_a_brute_force_routing():
+    """Oracle: route each token of the group to k distinct experts drawn uniformly, count each GPU's copies, and
+    average the largest over the mean across many micro-batches (8 GPUs of 4 experts, top-4, 256 tokens each)."""
+    import numpy as np
+    from dataclasses import replace
+    from planner.cost.compute.experts import imbalance_floor
+    shape = replace(DSV3, experts=32, top_k=4)
+    gpus, tokens, trials = 8, 256, 2000
+    rng = np.random.default_rng(25)
+    keys = rng.random((trials, gpus * tokens, 32))
+    picks = np.argsort(keys, axis=2)[:, :, :4] // 4                   # k distinct experts -> their GPUs
+    loads = np.stack([(picks == g).sum(axis=(1, 2)) for g in range(gpus)], axis=1)
+    brute = loads.max(axis=1).mean() / (tokens * 4)
+    floor = imbalance_floor(shape, tokens, ExpertFabric(gpus, 8, 200, 50, imbalance=True))
+    assert floor - 1 == pytest.approx(brute - 1, rel=0.1)
+
+
+def test_permutation_and_imbalance_enter_the_micro_batch_by_hand():
+    from planner.cost.compute.experts import imbalance_floor, permutation_bytes
+    from planner.cost.compute.ops import micro_batch_ops
+    from planner.cost.compute.roofline import chip_for, gemm_time_s
+    from planner.cost.compute.utilisation import micro_batch_time_s, moe_micro_batch_time_s
+    chip = chip_for(H800)
+    f = ExpertFabric(64, 8, 200, 50, dispatch_bytes=1.0, permutation="fused_dispatch", imbalance=True)
+    plain = micro_batch_time_s(DSV3, chip, "fp8", 4096, 1.0, 64.0)
+    both = moe_micro_batch_time_s(DSV3, chip, "fp8", 4096, 1.0, 64.0, f)
+    assert both["permutation_s"] == pytest.approx(permutation_bytes(DSV3, 4096, f) / 3.35e12)
+    routed = sum(gemm_time_s(g, chip, "fp8") for g in micro_batch_ops(DSV3, 4096, 1.0, 64.0)[0] if g.routed)
+    assert both["gemm_s"] - plain["gemm_s"] == pytest.approx(routed * (imbalance_floor(DSV3, 4096, f) - 1))
+    assert (both["attention_s"], both["memory_s"]) == (plain["attention_s"], plain["memory_s"])

@@ -138,8 +138,11 @@ def test_pipeline_modes_on_moe_need_no_expert_parallelism():
     assert unset.expert_parallel_for(is_moe=True) == "none"
     assert parse_plan({"mode": "flat", "nodes": 10}).expert_parallel_for(is_moe=True) == "global"
     assert check_plan_against(moe, parse_plan({"mode": "pipeline_wan", "nodes": 10, "expert_parallel": "global"})) == [
-        Problem("plan.expert_parallel", "pipeline modes support MoE only without expert parallelism: "
-                                        "set it to 'none', got 'global'")]
+        Problem("plan.expert_parallel", "'regional' and 'global' spread the experts across the plan's nodes, "
+                                        "which pipeline modes do not model: set it to 'none' or leave it unset (to "
+                                        "spread each stage's experts over the servers of its data-parallel groups "
+                                        "in pp_group, set assumptions.constants.stage_expert_parallel and "
+                                        "expert_parallel_degree), got 'global'")]
     assert check_plan_against(moe, parse_plan({"mode": "pp_group", "nodes": 10, "expert_parallel": "none"})) == []
     assert check_plan_against(moe, parse_plan({"mode": "flat", "nodes": 10})) == []
 

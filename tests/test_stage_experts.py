@@ -5,6 +5,8 @@ instances refused, and the exact search on random mixture-of-experts cases again
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -68,9 +70,29 @@ def test_deepseek_as_run_fits_and_its_figures():
 
 
 def test_deepseek_node_syncs_the_parameters_it_holds():
-    """Per-stage payloads at fp8 (8 bits, no compression): P / S without EP, (P_w + P_r / 8) / S with it."""
+    """Per-stage payloads at fp8 (8 bits, no compression): P / S without EP; with it the node holds P_w + P_r / 8
+    of them, and its experts are reduced among their G / E = 16 / 8 = 2 replicas only: the ring moves
+    2 (2 - 1) / 2 of them where the sync charges 2 (16 - 1) / 16 of its payload, so they count (16 - 8) / 15."""
     assert _deepseek(NONE).values["payload_bits"] == pytest.approx(671e9 / 16 * 8, rel=1e-12)
-    assert _deepseek({}).values["payload_bits"] == pytest.approx((WHOLE + ROUTED / 8) / 16 * 8, rel=1e-12)
+    payload = (WHOLE + ROUTED / 8 * 8 / 15) / 16 * 8
+    assert payload * 2 * 15 / 16 == pytest.approx((WHOLE * 2 * 15 / 16 + ROUTED / 8 * 2 * 1 / 2) / 16 * 8, rel=1e-12)
+    assert _deepseek({}).values["payload_bits"] == pytest.approx(payload, rel=1e-12)
+
+
+def test_experts_reduced_among_their_replicas_by_hand():
+    """payload_params with G groups (ring all-reduce over concurrent links): P_w + P_r / E (G - E) / (G - 1);
+    the experts drop out at G = E (one copy each), reach P_r / E only as G grows, and other patterns keep P_r / E."""
+    a = Assumptions(model_shape="deepseek-v3", stage_expert_parallel=True, expert_parallel_degree=64.0,
+                    concurrent_up_down=True)
+    def held(groups, b=a):
+        return float(stage_shards.payload_params(b, 8, "pp_group", True, 671e9, 37e9, groups))
+    assert held(8.0) == pytest.approx(WHOLE, rel=1e-12)
+    assert held(16.0) == pytest.approx(WHOLE + ROUTED / 8 * 8 / 15, rel=1e-12)
+    assert held(64.0) == pytest.approx(WHOLE + ROUTED / 8 * 56 / 63, rel=1e-12)
+    assert held(8.0) < held(16.0) < held(64.0) < WHOLE + ROUTED / 8
+    assert held(16.0, a.replace(concurrent_up_down=False)) == pytest.approx(WHOLE + ROUTED / 8, rel=1e-12)
+    assert held(16.0, a.replace(sync_pattern="all_gather")) == pytest.approx(WHOLE + ROUTED / 8, rel=1e-12)
+    assert float(stage_shards.payload_params(a, 8, "pp_group", True, 671e9, 37e9)) == pytest.approx(WHOLE + ROUTED / 8)
 
 
 def test_activation_memory_on_deepseek_as_run():
@@ -162,3 +184,50 @@ def test_bnb_and_exhaustive_match_brute_force_with_stage_experts(seed, objective
     a = setting.assumptions
     groups = max(a.stage_state_shards, a.expert_parallel_degree / setting.accelerators_per_node)     # K, E
     agree_with_pipelines_of(groups, setting, space, streaming, objective)
+
+
+def test_the_fewest_stages_shown_count_the_sharded_state():
+    """`min_stages` (what `explain` shows and the memory-cap note reads) is the search's own S_min, ceil(P beta' / V)
+    with beta' the least state per parameter of a stage node (`least_bytes_per_param`): DeepSeek-V3 as run, shared
+    17.09e9 x (2 + 12 / 16) + routed 653.9e9 x (2 / 8 + 12 / 16) = 700.9e9 bytes on 640 GB, 2 stages (it was
+    ceil(671e9 x 14 / 640e9) = 15 before the sharding was counted); without EP and ZeRO-1 it stays 15."""
+    assert (WHOLE * (2 + 12 / 16) + ROUTED * (2 / 8 + 12 / 16)) / 1e9 == pytest.approx(700.9, abs=0.05)
+    assert _deepseek({}).values["min_stages"] == 2
+    assert _deepseek(NONE).values["min_stages"] == 15 == int(np.ceil(671e9 * 14 / 640e9))
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_no_stage_count_below_the_shown_minimum_fits(seed):
+    """On the random mixture-of-experts cases: every pp_group layout with fewer stages than `min_stages` breaks
+    memory with its state alone at one tensor-parallel group per node (D = 1, the least state at any degree), the
+    shown count fits there (the bound is tight), and it is the search's S_min (at least 2; none searched above
+    max_stages)."""
+    from planner.cost.score import _score
+    from planner.cost.setting import PlanBatch
+    setting, space, _ = moe_case(seed)
+    a, gpus = setting.assumptions, setting.accelerators_per_node
+    groups = int(max(a.stage_state_shards, a.expert_parallel_degree / gpus))
+    for precision in ("fp16", "fp8"):
+        stages = np.arange(1, 41)
+        batch = PlanBatch.of("pp_group", precision, nodes=stages * groups, stages=stages, inner_steps=1)
+        shown = int(_score(setting, batch, None)["min_stages"][0])
+        least = stage_shards.state_bytes(a.replace(tensor_parallel=float(gpus)), precision, gpus, "pp_group", True,
+                                         setting.params, setting.active_params, stages)
+        assert np.all(least[stages < shown] > setting.memory_bytes) and least[shown - 1] <= setting.memory_bytes
+        searched = space._stage_range(setting, precision, "pp_group")         # empty when S_min > max_stages
+        assert (searched[0] == max(2, shown)) if searched.size else shown > space.max_stages
+
+
+@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("objective", ["min_time", "min_cost", "max_compute"])
+def test_bnb_and_exhaustive_match_brute_force_with_experts_reduced_among_replicas(seed, objective):
+    """`moe_case` with the ring over concurrent links (`concurrent_up_down`), where a node's experts count as reduced
+    among their G / E replicas (`payload_params` with G), blocking syncs (no streaming) over 1 Gb/s links, so the
+    G-dependent payload reaches the outer step (it moves the optimum's value on 10 of these 18 pairs against the
+    experts synced among all G groups): bnb and the exhaustive oracle agree with the brute force over every plan."""
+    setting, space, _ = moe_case(seed)
+    a = setting.assumptions.replace(concurrent_up_down=True)
+    setting = setting.replace(assumptions=a, wan_up_bps=1e9, wan_down_bps=1e9)
+    space = dataclasses.replace(space, streaming=(False,))
+    groups = max(a.stage_state_shards, a.expert_parallel_degree / setting.accelerators_per_node)
+    agree_with_pipelines_of(groups, setting, space, (False,), objective)

@@ -42,6 +42,7 @@ PIPELINE_SCHEDULES = ("gpipe", "1f1b", "interleaved", "zero_bubble", "dualpipe")
 INNER_OPTIMIZERS = ("reference", "adamw", "muon", "demo")
 ACTIVATION_RECOMPUTE = ("selective", "full", "fit")   # activation recomputation of pipeline stages (physics.py)
 STAGE_SHARDED_STATES = ("gradients_and_optimizer", "optimizer")   # what stage_state_shards shards (stage_shards.py)
+EXPERT_PERMUTATIONS = ("none", "alltoall", "fused_dispatch")   # MoE token dispatcher's permutations (compute/experts.py)
 
 # A quality table maps a compression ratio to (optimistic, expected, conservative).
 QualityTable = dict[float, tuple[float, float, float]]
@@ -153,6 +154,8 @@ class Assumptions:
     communication_sms: float = 0.0               # SMs reserved for communication kernels while overlapping (DeepSeek-V3: 20)
     high_precision_head: bool = False            # fp8 plans: output layer and MoE router GEMMs in BF16 (DeepSeek-V3 3.3.1)
     recompute_mla_up: bool = False               # MLA up-projections and RMSNorms recomputed in backward (DeepSeek-V3 3.2.3)
+    expert_permutation: str = "none"             # MoE: token permutation kernels priced at HBM speed (EXPERT_PERMUTATIONS)
+    expert_imbalance: bool = False               # MoE: routed GEMMs at the slowest GPU's load (a statistical floor)
     # -- resolved on loading a setting (physics.resolve_mfu), never set by a profile or an instance --
     tensor_parallel_utilisation: tuple = ()      # (T, precision, u) of each TP degree the model's heads allow
     # -- section 3: straggler factor f(n) -----------------------------------------
@@ -303,12 +306,14 @@ CHOICE_CONSTANTS = {"scenario": SCENARIOS, "straggler": STRAGGLER_STRATEGIES, "r
                     "compressor": COMPRESSORS, "sync_pattern": SYNC_PATTERNS, "pipeline_schedule": PIPELINE_SCHEDULES,
                     "inner_optimizer": INNER_OPTIMIZERS, "compressor_preset": compressor_preset_names(),
                     "activation_recompute": ACTIVATION_RECOMPUTE, "model_shape": model_shape_names(),
-                    "fabric_preset": fabric_preset_names(), "stage_sharded_state": STAGE_SHARDED_STATES}
+                    "fabric_preset": fabric_preset_names(), "stage_sharded_state": STAGE_SHARDED_STATES,
+                    "expert_permutation": EXPERT_PERMUTATIONS}
 BOOL_CONSTANTS = ("error_feedback", "mfu_from_table", "dp_overlap", "concurrent_up_down", "per_stage_payload",
                   "failures", "demonstrated_warnings", "search_pipeline_schedules", "activation_memory",
                   "search_zero_shards", "fragment_backward_overlap", "search_tensor_parallel",
                   "evidence_envelope", "exchange_overlap_up_down", "exchange_fetch_own", "mfu_from_compute_model",
-                  "expert_a2a_overlap", "high_precision_head", "recompute_mla_up", "stage_expert_parallel")
+                  "expert_a2a_overlap", "high_precision_head", "recompute_mla_up", "stage_expert_parallel",
+                  "expert_imbalance")
 PHYSICS_ZERO_ALLOWED = ("pipeline_chunks", "expert_node_limit", "communication_sms", "sequence_tokens", "expert_parallel_degree", "mfu_fp8", "mfu_fp4", "streaming_overlap_steps", "tensor_parallel", "compressor_scale_bits", "error_feedback_bytes", "churn_per_node_h", "checkpoint_write_s",
                         "checkpoint_restore_s", "compressor_index_bits", "fit_offset", "fit_offset_size_slope",
                         "fit_replica_coefficient", "fit_replica_size_exponent", "fit_overlap_coefficient",

@@ -48,7 +48,8 @@ def _common(s: Setting, b: PlanBatch) -> dict[str, np.ndarray]:
                                                     s.accelerators_per_node)
     t_comp = t_comp + tensor_parallel.in_node_data_parallel_s(a, s.params, b.precision, s.accelerators_per_node)
     per_stage = a.per_stage_payload and b.mode == "pp_group"
-    synced = stage_shards.payload_params(a, s.accelerators_per_node, b.mode, s.is_moe, s.params, s.active_params)
+    synced = stage_shards.payload_params(a, s.accelerators_per_node, b.mode, s.is_moe, s.params, s.active_params,
+                                         np.floor(_f(b.nodes) / np.maximum(_f(b.stages), 1.0)))     # G groups
     payload = physics.payload_bits(a, synced, b.precision, b.compression, b.stages, per_stage)
     return {"t_comp_s": np.broadcast_to(t_comp, b.nodes.shape).astype(float), "payload_bits": _f(payload),
             "node_mfu": np.full(b.nodes.shape, a.mfu_for(b.precision))}

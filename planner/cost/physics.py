@@ -177,11 +177,13 @@ def compute_model_mfu(a: Assumptions, accelerator: str, params: float, active_pa
 def expert_fabric(a: Assumptions, expert_parallel: float) -> ExpertFabric:
     """The expert all-to-all's setting from the assumptions (planner/cost/compute/experts.py): E GPUs,
     `accelerators_per_server` per server on `intra_node_gb_per_s` of NVLink, `scale_out_gb_per_s` across
-    servers, node-limited routing, dispatch bytes, overlap and the SMs it reserves."""
+    servers, node-limited routing, dispatch bytes, overlap and the SMs it reserves; the token permutation and
+    the load-imbalance floor it adds to the compute."""
     return ExpertFabric(expert_parallel=expert_parallel, gpus_per_server=a.accelerators_per_server,
                         intra_gb_per_s=a.intra_node_gb_per_s, scale_out_gb_per_s=a.scale_out_gb_per_s,
                         node_limit=a.expert_node_limit, dispatch_bytes=a.expert_dispatch_bytes,
-                        overlap=a.expert_a2a_overlap, communication_sms=a.communication_sms)
+                        overlap=a.expert_a2a_overlap, communication_sms=a.communication_sms,
+                        permutation=a.expert_permutation, imbalance=a.expert_imbalance)
 
 
 # -- 4. sync over the links -------------------------------------------------------------------

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from planner.cost import chinchilla, memory, modes, physics, run
+from planner.cost import chinchilla, memory, modes, physics, run, stage_shards
 from planner.cost.setting import PlanBatch, Setting
 
 CONSTRAINTS = ("memory-cap", "node-limit", "structure", "duration-limit", "budget-limit")
@@ -57,8 +57,9 @@ def _score(s: Setting, b: PlanBatch, fleet_nodes: int | None, adjust=None) -> di
     out["duty_cycle"] = np.where(synced, t["t_sync_s"] / t["outer_time_s"], 0.0)
     out["comm_gb_per_sync"] = 2.0 * t["payload_bits"] / 8.0 / 1e9
     out["memory_bytes"] = np.full(n.shape, s.memory_bytes)
-    out["min_stages"] = np.broadcast_to(
-        memory.min_stages(s.params, s.assumptions.bytes_per_param(b.precision), s.memory_bytes), n.shape)
+    least = stage_shards.least_bytes_per_param(s.assumptions, b.precision, b.mode, s.is_moe, s.accelerators_per_node,
+                                               s.params, s.active_params)     # beta, or with K or E > 1 less
+    out["min_stages"] = np.broadcast_to(memory.min_stages(s.params, least, s.memory_bytes), n.shape)
     out["max_params_one_node"] = np.full(n.shape, s.memory_bytes / s.assumptions.bytes_per_param(b.precision))
     out["chinchilla_tokens"] = np.full(n.shape, chinchilla.tokens_per_param(s.assumptions) * s.active_params)
     out["overtraining_ratio"] = out["tokens"] / out["chinchilla_tokens"]

@@ -71,7 +71,8 @@ gradients, `physics.schedule_state_bytes`) is a copy of the node's own parameter
 The expert all-to-all this sharding implies is priced where the compute model prices it (u from
 planner/cost/compute/experts.py with the same expert_parallel_degree), not here. A node that holds 1 / E of a
 stage's experts syncs only their gradients: each stage node's payload (`per_stage_payload`) is
-(P_w + P_r / E) / S parameters (`payload_params`).
+(P_w + P_r / E) / S parameters (`payload_params`), and under a ring all-reduce each expert is reduced only among the
+G / E groups that hold it (its experts' share then counts (G - E) / (G - 1), `payload_params` with G).
 
 Where it applies: pp_group plans of a mixture-of-experts model, in lockstep (H = 1: the E groups of an
 expert-parallel group hold one model between them), with G >= E groups (`min_groups`, max(K, E) with the
@@ -189,14 +190,24 @@ def copy_params(a: Assumptions, accelerators_per_node: int, mode: str, moe: bool
     return d * (np.asarray(params, dtype=float) - routed) + routed / e
 
 
-def payload_params(a: Assumptions, accelerators_per_node: int, mode: str, moe: bool, params, active_params):
+def payload_params(a: Assumptions, accelerators_per_node: int, mode: str, moe: bool, params, active_params,
+                   groups=None):
     """The parameters whose gradients a node syncs, of the whole model: P, or P_w + P_r / E with the stage's
-    experts spread over E > 1 servers (each node holds and syncs 1 / E of them; module docstring)."""
+    experts spread over E > 1 servers (each node holds and syncs 1 / E of them; module docstring). Given the
+    plan's G `groups` and a ring all-reduce over concurrent links (the sync `physics.sync_base_s` prices as
+    2 (G - 1) / G v), the experts' share counts as reduced among their G / E replicas only:
+        P_w + P_r / E x ring(G / E) / ring(G),   ring(x) = (x - 1) / x,
+    so that 2 (G - 1) / G times it is 2 (G - 1) / G P_w + 2 (G / E - 1) / (G / E) P_r / E, each part's own ring
+    (non-decreasing in G, as the exact search needs; 0 for the experts at G = E: one copy each, nothing to
+    reduce). The other sync patterns keep P_w + P_r / E."""
     e = expert_servers(a, accelerators_per_node, mode, moe)
     if e <= 1.0:
         return params
-    routed = routed_params(a, params, active_params)
-    return np.asarray(params, dtype=float) - routed + routed / e
+    routed = routed_params(a, params, active_params) / e
+    if groups is not None and a.concurrent_up_down and a.sync_pattern == "all_reduce":
+        g = np.maximum(np.asarray(groups, dtype=float), e)
+        routed = routed * np.where(g > 1.0, (g - e) / np.maximum(g - 1.0, 1e-300), 1.0)
+    return np.asarray(params, dtype=float) - routed_params(a, params, active_params) + routed
 
 
 def least_bytes_per_param(a: Assumptions, precision: str, mode: str, moe: bool, accelerators_per_node: int,

@@ -69,7 +69,9 @@ class Plan(StrictModel):
                           "chooses it).")
     expert_parallel: Choice(*EXPERT_PARALLEL) | None = Field(
         None, description="none | regional | global (MoE only). Default None = 'global' for MoE in flat and "
-                          "hierarchical modes, 'none' in pipeline modes (which support MoE only without EP).")
+                          "hierarchical modes, 'none' in pipeline modes (experts across nodes are not modelled there; "
+                          "assumptions.constants.stage_expert_parallel spreads a pp_group stage's experts over its "
+                          "groups' servers).")
     description: Text = Field("", description="Free text. Default ''.")
     pool_nodes: Annotated[dict[str, int], BeforeValidator(_check_pool_nodes)] | None = Field(
         None, description="Nodes used of each pool, by pool name (fleet.pools; docs/fleet.md); they add up to "
@@ -173,8 +175,12 @@ def model_plan_problems(instance: Instance, plan: Plan) -> list[Problem]:
                                               f"{show(shards)} pipeline groups of plan.stages ({plan.stages}) nodes, "
                                               f"got {plan.nodes} ({plan.nodes // plan.stages} groups)"))
     if instance.model.is_moe and plan.mode in PIPELINE_MODES and plan.expert_parallel not in (None, "none"):
-        problems.append(Problem("plan.expert_parallel", "pipeline modes support MoE only without expert "
-                                                        f"parallelism: set it to 'none', got {plan.expert_parallel!r}"))
+        problems.append(Problem("plan.expert_parallel", "'regional' and 'global' spread the experts across the "
+                                                        "plan's nodes, which pipeline modes do not model: set it to "
+                                                        "'none' or leave it unset (to spread each stage's experts "
+                                                        "over the servers of its data-parallel groups in pp_group, "
+                                                        "set assumptions.constants.stage_expert_parallel and "
+                                                        f"expert_parallel_degree), got {plan.expert_parallel!r}"))
     return problems
 
 

@@ -25,12 +25,43 @@ length, and the SMs given to the communication kernels are taken from the comput
 3.2.2: 20 of the H800's 132 SMs), so:
     overlap:  t = t_c SMs / (SMs - SMs_comm) + max(0, t_a2a - t_c SMs / (SMs - SMs_comm))
     without:  t = t_c + t_a2a
+
+Token permutation (`permutation`), memory-bound kernels on the compute SMs, priced like the other elementwise
+kernels at the HBM bandwidth (planner/cost/compute/roofline.py). Per MoE block and micro-batch of m tokens on a
+GPU, with r = m k rows (one per routed copy; a GPU holds on average m k of them, as many as it sends), h values
+per row, the dispatch side at b_d bytes and the combine side at 2, as Megatron-LM's token dispatchers do it
+(NVIDIA/Megatron-LM megatron/core/transformer/moe/token_dispatcher.py, read at commit 0014f13):
+    "alltoall" (MoEAlltoAllTokenDispatcher): permutation 1 before the all-to-all (reads the m tokens, writes r rows),
+        permutation 2 sorting the received rows by local expert (reads and writes r), and after the experts
+        unpermutation 2 (r and r) and unpermutation 1 (reads r, writes the m weighted sums):
+        forward (3 r + m) h (b_d + 2) bytes.
+    "fused_dispatch" (MoEFlexTokenDispatcher with DeepEP, deepseek-ai/DeepEP: the dispatch and combine kernels
+        gather the rows for each rank and sum them on return, on the communication SMs): only the permutation of
+        the received rows into expert order (reads and writes r) and its inverse before the combine (r and r):
+        forward 2 r h (b_d + 2) bytes.
+    The backward pass moves the same bytes: the gradient of a permutation is its inverse permutation (the
+    dispatcher's permute and unpermute are each other's backward), with the gradients of the combine side
+    dispatched at b_d and those of the dispatch side combined at 2, as the all-to-all's own bytes are.
+    A token that picks two experts on one GPU arrives there once (DeepEP), so r is an upper bound on the rows
+    the receiver reads: at 4 of 256 experts per GPU, top-8 at random routing reaches 7.8 distinct GPUs of 64.
+
+Expert load imbalance within a micro-batch (`imbalance_floor`): the E GPUs of a group run their experts' GEMMs on
+the tokens routed to them, and the layer waits for the slowest. A statistical floor, not a measurement: with
+every expert equally likely (the expected loads balanced, as auxiliary-loss-free balancing aims for over a batch)
+and tokens routed independently, a GPU holding N / E of the N experts receives from each of the E m tokens of
+the group a hypergeometric count of its k distinct experts (mean k / E, variance k / E (1 - 1 / E) (N - k) /
+(N - 1)); over E m tokens its load is about normal, mean m k, and the slowest of E GPUs expects
+    m k + z_E sigma,   z_E = E[max of E standard normals] = int x E phi(x) Phi(x)^(E - 1) dx,
+so the routed experts' GEMMs take (1 + z_E sigma / (m k)) their balanced time. Real routing is correlated (the
+tokens of a sequence pick related experts), so the real spread is larger; no published per-micro-batch figure
+was found to size it (docs/physics.md, section 1b).
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import lru_cache
 
 from planner.cost.compute.ops import ACTIVATION_BYTES
 from planner.cost.compute.shape import ModelShape
@@ -50,6 +81,8 @@ class ExpertFabric:
     dispatch_bytes: float = ACTIVATION_BYTES
     overlap: bool = False         # hidden behind another micro-batch's compute (DualPipe)
     communication_sms: float = 0.0  # SMs reserved for the communication kernels while overlapping
+    permutation: str = "none"     # the token dispatcher's permutations: "none", "alltoall", "fused_dispatch"
+    imbalance: bool = False       # the slowest GPU's routed load sets the experts' GEMMs (statistical floor)
 
 
 def all_to_all_bytes(shape: ModelShape, tokens: float, f: ExpertFabric) -> tuple[float, float]:
@@ -82,3 +115,40 @@ def with_all_to_all_s(compute_s: float, a2a_s: float, f: ExpertFabric, sms: int)
         return compute_s + a2a_s
     slowed = compute_s * sms / (sms - f.communication_sms)
     return slowed + max(0.0, a2a_s - slowed)
+
+
+def permutation_bytes(shape: ModelShape, tokens: float, f: ExpertFabric) -> float:
+    """HBM bytes one GPU's permutation kernels move per micro-batch of `tokens` tokens, forward and backward,
+    all MoE blocks (see the module docstring); 0 without expert parallelism or with permutation "none"."""
+    if not shape.moe_layers or f.permutation == "none" or float(f.expert_parallel) <= 1.0:
+        return 0.0
+    rows = tokens * shape.top_k
+    passes = 3.0 * rows + tokens if f.permutation == "alltoall" else 2.0 * rows
+    forward = passes * shape.hidden * (f.dispatch_bytes + ACTIVATION_BYTES)
+    return TRANSFERS_PER_LAYER * forward * (shape.moe_layers + shape.mtp_modules)
+
+
+@lru_cache(maxsize=None)
+def expected_max_standard_normal(n: int) -> float:
+    """z_n = E[max of n independent standard normals] by the midpoint rule on [-12, 12] (step 1e-3)."""
+    if n <= 1:
+        return 0.0
+    step, total = 1e-3, 0.0
+    for i in range(24_000):
+        x = -12.0 + (i + 0.5) * step
+        pdf = math.exp(-0.5 * x * x) / math.sqrt(2.0 * math.pi)
+        cdf = 0.5 * (1.0 + math.erf(x / math.sqrt(2.0)))
+        total += x * n * pdf * cdf ** (n - 1) * step
+    return total
+
+
+def imbalance_floor(shape: ModelShape, tokens: float, f: ExpertFabric) -> float:
+    """1 + z_E sigma / (m k): the slowest GPU's routed load over the mean (see the module docstring); 1 when
+    the switch is off, without expert parallelism, or with every expert on every GPU."""
+    e = float(f.expert_parallel)
+    n, k = float(shape.experts), float(shape.top_k)
+    if not f.imbalance or not shape.moe_layers or e <= 1.0 or n <= k or tokens <= 0:
+        return 1.0
+    per_token_var = k / e * (1.0 - 1.0 / e) * (n - k) / (n - 1.0)
+    sigma = math.sqrt(e * tokens * per_token_var)
+    return 1.0 + expected_max_standard_normal(int(round(e))) * sigma / (tokens * k)

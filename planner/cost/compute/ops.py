@@ -35,7 +35,7 @@ token), or a memory-bound elementwise kernel (bytes moved per token). Sources of
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from planner.cost.compute.shape import ModelShape
 
@@ -53,6 +53,7 @@ class Gemm:
     count: float = 1.0           # how many per micro-batch (layers x forward/backward)
     forward: tuple[float, float, float] | None = None   # (m, n, k) of the forward GEMM this one belongs to
     high_precision: bool = False  # runs in BF16 where the plan's precision is lower (Recipe.high_precision_head)
+    routed: bool = False          # a routed expert's GEMM (its time follows the slowest GPU's load: experts.py)
 
     @property
     def flops(self) -> float:
@@ -149,7 +150,7 @@ def micro_batch_ops(s: ModelShape, micro_batch_tokens: float, tensor_parallel: f
         gemms += _gemm_fwd_bwd(m, s.experts, h, moe_layers, recipe.high_precision_head)    # router
         routed, act_routed = _ffn_gemms(routed_m, h, s.expert_ffn, True, moe_layers * experts_here)
         shared, act_shared = _ffn_gemms(m, h, s.shared_experts * s.expert_ffn / t, True, moe_layers)
-        gemms += routed + shared
+        gemms += [replace(g, routed=True) for g in routed] + shared
         act_bytes += act_routed * s.top_k * moe_layers + act_shared * moe_layers
     if mtp:
         gemms += _gemm_fwd_bwd(m, h, 2.0 * h, mtp)                                         # MTP projection
