@@ -131,8 +131,11 @@ def test_fit_params_leaves_room_for_the_least_activations(accs):
     2,048 x (2 / 0.36 + 34 x 0.03) sqrt(P) = 13,466.7 sqrt(P) bytes, so 16 x^2 + 13,466.7 x = 1e12, x = 249,579.5,
     P = 62.29e9 -> 62.2e9 (the report's rule, 1e12 / 16 = 62.5e9, would leave no byte for them)."""
     raw = {"model": {"params": 1e9}, "training": {"tokens": 1e12}, "fleet": {"hardware": "8xH100-SXM", "nodes": 1},
-           "assumptions": {"profile": "dtplan"}}
+           "assumptions": {"profile": "dtplan"}}          # activation memory on, `fit` (models/assumptions/dtplan.json)
     node = build_node(accs["A100-40GB"], Thresholds(compute_h100e=16, memory_gb=1024))
+    explicit = {**raw, "assumptions": {"profile": "reference",
+                                       "constants": {"activation_memory": True, "activation_recompute": "fit"}}}
+    assert fit_params(explicit, node) == 62.2e9                  # the rule reads the switches, not the profile's name
     assert node.memory_gb == 1000
     expected = _quadratic_fit(1e12, 16, 34, 2, 2048)
     assert expected == 62.2e9
