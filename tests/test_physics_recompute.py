@@ -81,8 +81,8 @@ def test_fit_recomputes_the_fewest_layers_in_an_evaluation():
     # the stage's compute grows by r / 3 (a recomputed forward pass is 2 of the 6 P FLOP per token)
     plain = evaluate(_big_instance({"activation_memory": False}), plan)
     assert fit.values["step_compute_s"] == pytest.approx(plain.values["step_compute_s"] * (1 + r / 3), rel=1e-12)
-    # selective (the default): the plan does not fit, named as a memory violation
-    sel = evaluate(_big_instance({}), plan)
+    # selective (the reference's default; dtplan's is fit): the plan does not fit, named as a memory violation
+    sel = evaluate(_big_instance({"activation_recompute": "selective"}), plan)
     assert not sel.feasible and any("memory" in m for m in sel.violations)
     assert sel.values["recompute_share"] == 0.0
     full = evaluate(_big_instance({"activation_recompute": "full"}), plan)
@@ -109,7 +109,7 @@ def test_llama3_16_stage_plan_fits_with_recomputation():
     layers_h = 405e9 / (12 * 16384 * 16)
     kept, redone, working = 19.75 * 8192 * 34 * layers_h, 19.75 * 8192 * 2 * layers_h, 8192 * 34 * 16384
     r = (4.05e11 + kept + working - 640e9) / (kept - redone)
-    data["assumptions"] = {"profile": "dtplan", "constants": constants}
+    data["assumptions"] = {"profile": "dtplan", "constants": {**constants, "activation_recompute": "selective"}}
     sel = evaluate(parse_instance(data), plan)
     assert not sel.feasible and sel.values["state_bytes_per_node"] == pytest.approx(4.05e11 + kept, rel=1e-12)
     data["assumptions"]["constants"] = {**constants, "activation_recompute": "fit"}

@@ -23,6 +23,7 @@ from tests.test_stage_shards import agree_with_pipelines_of, datacenter
 ROUTED = 58 * 256 * 3 * 7168 * 2048
 WHOLE = 671e9 - ROUTED
 NONE = {"stage_expert_parallel": False, "stage_state_shards": 1.0, "stage_sharded_state": "gradients_and_optimizer"}
+STATE_ONLY = {"activation_memory": False}     # the node's state alone, whatever the profile's default
 
 
 def _deepseek(constants):
@@ -54,7 +55,7 @@ def test_deepseek_routed_parameters_from_its_shape():
 def test_deepseek_stage_node_memory_by_hand(constants, gb):
     """fp8: beta = 14 bytes per parameter (weights 1, gradients 1, fp32 master and moments 12); 16 stages of 16
     groups of one 8-GPU server; DualPipe keeps a second copy of the weights and gradients (2 bytes)."""
-    ev = _deepseek(constants)
+    ev = _deepseek({**constants, **STATE_ONLY})
     assert ev.values["state_bytes_per_node"] / 1e9 == pytest.approx(gb, rel=1e-12)
     broken = any(v.startswith("memory-cap") for v in ev.violations)
     assert broken == (gb > 640.0)
@@ -63,10 +64,10 @@ def test_deepseek_stage_node_memory_by_hand(constants, gb):
 def test_deepseek_as_run_fits_and_its_figures():
     """The run's settings: 56.16 GB on 640 GB (against 671.0 GB without EP and ZeRO-1), 98.83 GB with EP alone,
     199.2 GB with ZeRO-1 alone."""
-    assert _deepseek({}).values["state_bytes_per_node"] / 1e9 == pytest.approx(56.16, abs=0.005)
-    assert _deepseek({**NONE, "stage_expert_parallel": True}).values["state_bytes_per_node"] / 1e9 == \
+    assert _deepseek(STATE_ONLY).values["state_bytes_per_node"] / 1e9 == pytest.approx(56.16, abs=0.005)
+    assert _deepseek({**NONE, **STATE_ONLY, "stage_expert_parallel": True}).values["state_bytes_per_node"] / 1e9 == \
         pytest.approx(98.83, abs=0.005)
-    assert _deepseek(NONE).values["state_bytes_per_node"] / 1e9 == pytest.approx(671.0, abs=0.005)
+    assert _deepseek({**NONE, **STATE_ONLY}).values["state_bytes_per_node"] / 1e9 == pytest.approx(671.0, abs=0.005)
 
 
 def test_deepseek_node_syncs_the_parameters_it_holds():

@@ -114,6 +114,42 @@ def test_fit_params_is_node_memory_over_bytes_per_param(accs):
     assert fit_params(raw, build_node(accs["A100-80GB"], Thresholds(compute_h100e=16))) == 250e9  # 4000 / 16
 
 
+def _quadratic_fit(memory_bytes: float, beta: float, c: float, c_f: float, seq: float, k: float = 0.03) -> float:
+    """The largest P with P beta + least activations <= V, by hand: h = k sqrt(P), one sequence of s tokens,
+    every layer recomputed (its input, c_f h L bytes per token, L = P / (12 h^2), plus one layer's c h):
+    s (c_f / (12 k) + c k) sqrt(P), so beta x^2 + a x - V = 0 in x = sqrt(P); floored to 3 digits."""
+    a = seq * (c_f / (12 * k) + c * k)
+    x = (-a + (a * a + 4 * beta * memory_bytes) ** 0.5) / (2 * beta)
+    p = x * x
+    scale = 10 ** (len(str(int(p))) - 3)
+    return (p // scale) * scale
+
+
+def test_fit_params_leaves_room_for_the_least_activations(accs):
+    """dtplan (activation memory on, `fit`): 25 A100-40GB = 1,000 GB at 16 bytes per parameter. The least
+    activations of a node holding the whole model are one 2,048-token sequence with every layer recomputed:
+    2,048 x (2 / 0.36 + 34 x 0.03) sqrt(P) = 13,466.7 sqrt(P) bytes, so 16 x^2 + 13,466.7 x = 1e12, x = 249,579.5,
+    P = 62.29e9 -> 62.2e9 (the report's rule, 1e12 / 16 = 62.5e9, would leave no byte for them)."""
+    raw = {"model": {"params": 1e9}, "training": {"tokens": 1e12}, "fleet": {"hardware": "8xH100-SXM", "nodes": 1},
+           "assumptions": {"profile": "dtplan"}}          # activation memory on, `fit` (models/assumptions/dtplan.json)
+    node = build_node(accs["A100-40GB"], Thresholds(compute_h100e=16, memory_gb=1024))
+    explicit = {**raw, "assumptions": {"profile": "reference",
+                                       "constants": {"activation_memory": True, "activation_recompute": "fit"}}}
+    assert fit_params(explicit, node) == 62.2e9                  # the rule reads the switches, not the profile's name
+    assert node.memory_gb == 1000
+    expected = _quadratic_fit(1e12, 16, 34, 2, 2048)
+    assert expected == 62.2e9
+    assert fit_params(raw, node) == pytest.approx(expected, rel=1e-12)
+    selective = {**raw, "assumptions": {"profile": "dtplan", "constants": {"activation_recompute": "selective"}}}
+    # selective keeps every layer's 34 h bytes per token: 2,048 x 34 / 0.36 sqrt(P) = 193,422 sqrt(P), x = 244,029
+    a = 2048 * 34 / 0.36
+    x = (-a + (a * a + 64e12) ** 0.5) / 32
+    assert fit_params(selective, node) == pytest.approx((x * x // 1e8) * 1e8, rel=1e-12) == 59.5e9
+    off = {**raw, "assumptions": {"profile": "dtplan", "constants": {"activation_memory": False}}}
+    assert fit_params(off, node) == 62.5e9                       # 1,000 GB / 16, as the reference profile
+    assert fit_params({**raw, "assumptions": {"profile": "reference"}}, node) == 62.5e9
+
+
 # -- planner answers -----------------------------------------------------------------------------
 
 

@@ -146,7 +146,8 @@ def test_activation_memory_without_stage_sharding_would_refuse_llama3_as_run():
     working = 8192 * 34 * 16384
     assert kept / 1e9 == pytest.approx(708.22, abs=0.01)
     on = validate_published.validate_run("llama3-405b-8192", with_solve=False, profile="dtplan",
-                                         constants={"activation_memory": True, **WHOLE})
+                                         constants={"activation_memory": True, "activation_recompute": "selective",
+                                                    **WHOLE})
     assert any(v.startswith("memory-cap: training state 1,113.2 GB") for v in on["violations"])
     fit = validate_published.validate_run("llama3-405b-8192", with_solve=False, profile="dtplan",
                                           constants={"activation_memory": True, "activation_recompute": "fit", **WHOLE})

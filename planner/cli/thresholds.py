@@ -58,6 +58,18 @@ FLAG_FIELDS = {"training.target_flop": "--target-flop", "model.params": "--param
                "limits.budget_usd": "--budget-usd", "limits.max_nodes": "--max-nodes"}
 
 
+def _activation_memory(raw: dict, source: str, node, th) -> bool:
+    """Whether the instance's profile and constants hold activations in memory (the fitted model then leaves
+    room for them: planner/questions/thresholds.py `fit_params`)."""
+    from planner.questions.thresholds import node_cap, node_instance
+    from planner.schema.instance import parse_instance
+    try:
+        return parse_instance(node_instance(raw, node, th, node_cap(raw), False), source).resolved_assumptions() \
+            .activation_memory
+    except InputError:
+        return False
+
+
 def _check_instance(raw: dict, source: str, nodes, th, fit: bool, flags: dict[str, str]) -> None:
     """Bad input exits 2 before any solve: the instance must validate with at least one of the nodes
     (a node it does not suit, e.g. no fp8 when search.precisions asks for it, is reported in its row).
@@ -204,7 +216,8 @@ def thresholds(instance_path, overrides, compute, tpp, memory, interconnect, wan
             console.print("robust: each row's fewest nodes reach the target under every scenario of the uncertainty "
                           "files, proven by the branch and bound (not re-solved); days are the worst case "
                           "(docs/robust.md)")
-        page.render_terminal(th, answers, caught, stops, catalog, console, fit)
+        page.render_terminal(th, answers, caught, stops, catalog, console, fit,
+                             fit and _activation_memory(raw, source, buildable[0], th))
     if report_path is not None:
         from planner.cli.common import command_line
         from planner.questions.thresholds import node_cap, node_instance

@@ -569,6 +569,34 @@ def replica_activation_parts_bytes(a: Assumptions, active_params, hidden, local_
                                   sequence_tokens)
 
 
+def least_whole_model_activation_bytes(a: Assumptions, params: float, precision: str,
+                                       accelerators_per_node: int, hidden: float | None = None) -> float:
+    """The least activation memory, in bytes, that any plan of the space can have on a node holding a dense
+    model of P parameters whole (S = 1: a flat or hierarchical replica, ZeRO-3 aside), 0 unless
+    `activation_memory` is on. Used to size "the largest model a node can train"
+    (planner/questions/thresholds.py `fit_params`).
+
+    The node's micro-batch is never below one sequence per data-parallel group, D s tokens
+    (`micro_batch_tokens`; D = `tensor_parallel.data_parallel_groups`, 1 unless `search_tensor_parallel`
+    fixes a degree below A: with T free, T = A is the least, D = 1), whatever the batch or
+    `micro_batch_sequences`: `replica_activation_parts_bytes` with B = D s gives that floor. Of those
+    activations the node holds, by `activation_recompute`: `selective` the kept ones, `full` the recomputed
+    ones and one layer's working set, `fit` the lesser of the two (`recompute_share`'s r = 1 is its least
+    memory; r = 0 holds the kept ones). h and s as the cost layer takes them (`timing.hidden_size` when the
+    model gives no h, `sequence_tokens`)."""
+    if not a.activation_memory:
+        return 0.0
+    seq = sequence_tokens(a, params, hidden)
+    hidden = float(hidden) if hidden is not None else float(timing.hidden_size(params, a.hidden_size_coefficient))
+    groups = tensor_parallel.data_parallel_groups(a, accelerators_per_node)
+    kept, redone, working = replica_activation_parts_bytes(a, params, hidden, groups * seq, precision, groups, seq)
+    if a.activation_recompute == "selective":
+        return float(kept)
+    if a.activation_recompute == "full":
+        return float(redone + working)
+    return float(min(kept, redone + working))
+
+
 def sequence_tokens(a: Assumptions, params: float, hidden: float | None) -> float:
     """The training sequence length s of the model's shape (`compute_model_shape`: `sequence_tokens` where an
     instance sets it, else the preset's or the standard shape's)."""

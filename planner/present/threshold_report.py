@@ -82,10 +82,16 @@ def stop_rows(stops) -> list[list[str]]:
 STOP_HEADER = ["accelerator", "lowered", "within", "status", "still reachable at", "not reachable at", "summary"]
 
 
-def render_terminal(th, answers, caught, stops, catalog, console: Console, fit: bool) -> None:
+FIT_WITH_ACTIVATIONS = ("the largest dense model one node can train (its state, bytes per parameter x P, plus the "
+                        "least activations of a node holding it, within node memory; docs/thresholds.md)")
+
+
+def render_terminal(th, answers, caught, stops, catalog, console: Console, fit: bool,
+                    activations: bool = False) -> None:
     console.print(f"[bold]Thresholds:[/bold] {th.describe()} (a node above a threshold is caught)")
     if fit:
-        console.print("[dim]model: the largest dense model that fits one node (node memory / bytes per "
+        console.print(f"[dim]model: {FIT_WITH_ACTIVATIONS}; --params to fix it[/dim]" if activations else
+                      "[dim]model: the largest dense model that fits one node (node memory / bytes per "
                       "parameter); --params to fix it[/dim]")
     table = Table(title="Largest node under the thresholds and the fewest such nodes that reach the target "
                         "(verified: one fewer does not)", title_justify="left")
@@ -140,7 +146,8 @@ def threshold_report(title: str, th, answers, caught, stops, curve_rows, catalog
     doc.p(f"Thresholds: {th.describe()}. A node (accelerators networked together) whose figures go above a "
           "threshold must register; one exactly at it does not.")
     if fit:
-        doc.p("Model: the largest dense model that fits one node (node memory / bytes per parameter).")
+        doc.p(f"Model: {FIT_WITH_ACTIVATIONS}." if instance.resolved_assumptions().activation_memory else
+              "Model: the largest dense model that fits one node (node memory / bytes per parameter).")
     doc.h2("Per accelerator: the largest node and the fewest nodes that reach the target")
     doc.table(ANSWER_HEADER, answer_rows(answers))
     doc.items([f"{a.node.accelerator.id}: {a.node.rule}" for a in answers])

@@ -36,6 +36,7 @@ from typing import Any, Callable
 
 from pydantic import Field, ValidationError
 
+from planner.cost import physics
 from planner.objectives import MIN_COST, MIN_TIME
 from planner.schema.catalog import H100_FP16_TFLOPS, models_dir
 from planner.schema.errors import InputError, Problem
@@ -49,6 +50,7 @@ BITS = {"fp16": 16, "fp8": 8, "fp4": 4}
 NODE_CAP = 100_000            # the fewest-nodes search looks up to this many nodes unless limits.max_nodes is set
 BANDWIDTH_STEP = 1.01         # the bandwidth-cap bisection stops when the bracket is within 1%
 SCALE_FLOOR = 1e-6            # the bandwidth-cap search goes down to a millionth of the given cap
+FIT_BISECTIONS = 60           # fit_params' bisection on P: 2^-60 of V / beta, far below its 3 significant digits
 THRESHOLD_KINDS = ("compute", "tpp", "memory", "interconnect", "wan")
 
 
@@ -312,9 +314,13 @@ class Answer:
 
 
 def fit_params(raw: dict, node: NodeBuild) -> float:
-    """The largest dense model whose training state fits one node (the report's 'max model'):
-    node memory / bytes per parameter (the assumption profile's value for fp16, or for the one
-    precision `search.precisions` allows), rounded down to 3 significant digits."""
+    """The largest dense model a node can train (the report's 'max model'): the largest P whose training
+    state, P x bytes per parameter (the assumption profile's value for fp16, or for the one precision
+    `search.precisions` allows), plus the least activation memory any plan of the space can have on the
+    node holding it whole (`physics.least_whole_model_activation_bytes`: 0 unless the profile or the
+    instance turns `activation_memory` on) fits the node's memory V; rounded down to 3 significant digits.
+    Without activations that is V / beta, as the report computes it; with them the state plus activations
+    grows with P, so P is found by bisection below V / beta (docs/thresholds.md, "The fitted model")."""
     probe = copy.deepcopy(raw)
     probe["model"] = {"params": MIN_PARAMS}           # any valid size: only the assumptions are read
     probe["fleet"] = {"hardware": node.hardware(), "nodes": node_cap(raw)}
@@ -322,9 +328,20 @@ def fit_params(raw: dict, node: NodeBuild) -> float:
         probe["search"].pop("params", None)
     instance = parse_instance(probe, "<fit>")
     precisions = instance.search.precisions or ["fp16"]
-    bytes_per_param = instance.resolved_assumptions().bytes_per_param(precisions[0] if len(precisions) == 1
-                                                                      else "fp16")
-    p = node.memory_gb * 1e9 / bytes_per_param
+    precision = precisions[0] if len(precisions) == 1 else "fp16"
+    a = instance.resolved_assumptions()
+    bytes_per_param = a.bytes_per_param(precision)
+    memory = node.memory_gb * 1e9
+    p = memory / bytes_per_param
+    if a.activation_memory:
+        def fits(x: float) -> bool:
+            return x * bytes_per_param + physics.least_whole_model_activation_bytes(a, x, precision,
+                                                                                     node.count) <= memory
+        lo, hi = 0.0, p                   # state and activations both grow with P: fits(lo), and hi is the state alone
+        for _ in range(FIT_BISECTIONS):
+            mid = (lo + hi) / 2
+            lo, hi = (mid, hi) if fits(mid) else (lo, mid)
+        p = lo
     scale = 10 ** (math.floor(math.log10(p)) - 2)
     return math.floor(p / scale * (1 + 1e-12)) * scale
 

@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from planner.cost import envelope
+from planner.cost import envelope, physics
 from planner.cost.assumptions import PIPELINE_SCHEDULES
 from planner.cost.duration import SECONDS_PER_DAY
 from planner.cost.setting import PlanBatch, Setting
@@ -191,6 +191,27 @@ def binding_limits(e: Evaluation, space: DecisionSpace, objective: Objective = M
     return out
 
 
+def whole_model_memory(s: Setting, space: DecisionSpace) -> list[str]:
+    """With activation memory on (dense models), the memory bound a node holding the whole model breaks, and by
+    how much: its state in the lightest precision searched plus the least activations any plan can hold with
+    it (`physics.least_whole_model_activation_bytes`) against the node's memory; [] when that fits or the
+    activations are off. Such plans (flat and hierarchical replicas) are then out, and only pipeline stages
+    or ZeRO-3 over several nodes can hold the model."""
+    a = s.assumptions
+    if not a.activation_memory or s.is_moe:
+        return []
+    lightest = min(space.precisions, key=a.bytes_per_param)
+    state = s.params * a.bytes_per_param(lightest)
+    act = physics.least_whole_model_activation_bytes(a, s.params, lightest, s.accelerators_per_node, s.hidden_size)
+    if state + act <= s.memory_bytes:
+        return []
+    return [f"memory-cap: a node holding the whole model (a flat or hierarchical replica) needs {state / 1e9:,.1f} GB "
+            f"of training state in {lightest} and at least {act / 1e9:,.1f} GB of activations (one sequence per "
+            f"micro-batch, activation_recompute {a.activation_recompute}), {(state + act) / 1e9:,.1f} GB on a "
+            f"{s.memory_bytes / 1e9:,.1f} GB node: {(state + act - s.memory_bytes) / 1e9:,.1f} GB over, so only "
+            f"pipeline stages or ZeRO-3 over several nodes hold it"]
+
+
 def explain_infeasible(s: Setting, space: DecisionSpace,
                        deadline: float = math.inf) -> tuple[list[str], float | None]:
     """Which limits cannot be met together, in words, and the fastest plan's time to target in
@@ -228,7 +249,9 @@ def explain_infeasible(s: Setting, space: DecisionSpace,
         if fastest is not None and all(f.open_bound == math.inf for f in found):
             at_goodput = f" at goodput {s.goodput:g}" if s.goodput < 1 else ""
             return [f"duration-limit: the fastest plan reaches the target in {fastest[1] / SECONDS_PER_DAY:,.1f} "
-                    f"days{at_goodput}, the limit is {s.window_s / SECONDS_PER_DAY:,.1f} days"], float(fastest[1])
+                    f"days{at_goodput}, the limit is {s.window_s / SECONDS_PER_DAY:,.1f} days",
+                    *whole_model_memory(s, space)], float(fastest[1])
+    reasons = whole_model_memory(s, space)
     # No plan meets the limits that do not depend on H and R: say what each allows.
     a = s.assumptions
     lightest = min(space.precisions, key=a.bytes_per_param)
@@ -236,9 +259,9 @@ def explain_infeasible(s: Setting, space: DecisionSpace,
     stages = int(np.ceil(s.params * a.bytes_per_param(lightest) / s.memory_bytes))
     affordable = (math.inf if s.budget_usd is None or s.node_price_usd == 0
                   else math.floor(s.budget_usd / s.node_price_usd))
-    reasons = [f"memory-cap: the training state is {state_gb:,.0f} GB in {lightest}; a node holds "
-               f"{s.memory_bytes / 1e9:,.0f} GB, so a copy of the model needs at least {stages} pipeline stages"
-               + (f" (search.max_stages = {space.max_stages})" if stages > space.max_stages else "")]
+    reasons.insert(0, f"memory-cap: the training state is {state_gb:,.0f} GB in {lightest}; a node holds "
+                   f"{s.memory_bytes / 1e9:,.0f} GB, so a copy of the model needs at least {stages} pipeline stages"
+                   + (f" (search.max_stages = {space.max_stages})" if stages > space.max_stages else ""))
     reasons.append(f"node-limit: at most {space.max_nodes} nodes" + (
         f"; one pipeline of {stages} stages needs {stages}, two DiLoCo groups of them {2 * stages}"
         if stages > 1 else ""))
