@@ -159,3 +159,61 @@ def test_split_is_split_by_index(compute):
         assert list(got) == list(want)
         for key in want:
             np.testing.assert_array_equal(got[key], want[key], err_msg=key)
+
+
+def _bounds_as_before(s, c, at):
+    """`class_bound._bounds_of` as it was written before (every efficiency per class): the oracle."""
+    from planner.cost import run
+    from planner.cost.setting import PlanBatch
+    from planner.cost.straggler import throughput_fraction
+    from planner.solvers import class_bound
+    rows = c.rows
+    nodes_lo = c.nodes(at, c.n_lo[at])
+    corner = PlanBatch.of("pp_group", rows.precision, nodes=nodes_lo, compression=rows.compression[at],
+                          streaming=rows.streaming[at], stages=rows.stages[at], micro_batches=rows.micro_batches[at],
+                          activation_compression=rows.activation_compression[at], schedule=rows.schedule[at])
+    stages = np.asarray(corner.stages, dtype=float)
+    groups_lo = np.floor(np.asarray(nodes_lo, dtype=float) / stages)
+    groups_hi = np.floor(np.asarray(c.nodes(at, c.n_hi[at]), dtype=float) / stages)
+    ones = np.ones(groups_lo.shape)
+    t = {"synchronised": ones, "replicas": groups_lo, "h_eff": ones, "eta_activation": c.eta_activation[at]}
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        g_up = run.quality_terms(s, corner, t, run.efficiency_without_replicas(s, corner, t))[0]
+        tokens_up = s.training_window_s * s.local_batch_tokens * throughput_fraction(s.assumptions) \
+            * groups_hi / c.step_s[at]
+        upper = g_up * 6.0 * s.active_params * tokens_up * (1.0 + class_bound.MARGIN)
+        lower = np.nan_to_num(1.0 / upper, nan=0.0)
+    return np.where(groups_lo >= 2, lower, 0.0)
+
+
+def test_class_bounds_are_those_computed_per_class():
+    """The pp_group classes' own bounds (eta_C per compression and streaming, H_eff = 1 once) are, bit for
+    bit, those computed class by class, on the shipped instance (its ~130,000 classes per precision
+    at 3,000 nodes) and on dtplan cases of every compressor."""
+    from planner.solvers import class_bound
+    from tests.test_class_bound import DTPLAN_SEEDS, _dtplan, _groups
+    from tests.test_box_reuse import _shipped
+    cases = [_shipped(3000)] + [_dtplan(seed) for seed in DTPLAN_SEEDS]
+    checked = 0
+    for setting, space in cases:
+        for c in _groups(setting, space):
+            got = class_bound._bounds_of(setting, c, slice(0, c.size))
+            np.testing.assert_array_equal(got, _bounds_as_before(setting, c, slice(0, c.size)))
+            checked += 1
+    assert checked >= 8
+
+
+def test_geometric_edges_are_those_of_every_column():
+    """`_geometric_edges` computes the power only for the inner columns (the first and those at or past the
+    parts are set apart): the edges of the formula applied to every column, bit for bit."""
+    rng = np.random.default_rng(15)
+    lo = rng.integers(1, 10_000_000, 5000)
+    hi = lo + rng.integers(0, 10_000_000, lo.size)
+    parts = np.minimum(bnb.SPLIT, hi - lo + 1)
+    k = np.arange(bnb.SPLIT + 1)[None, :]
+    lo_, hi_, parts_ = lo[:, None].astype(float), hi[:, None].astype(float), parts[:, None]
+    a = np.floor(lo_ * ((hi_ + 1) / lo_) ** np.minimum(k / parts_, 1.0))
+    a = np.where(k >= parts_, hi_ + 1, np.where(k == 0, lo_, a)).astype(np.int64)
+    strictly = k + np.maximum.accumulate(a - k, axis=1)
+    want = np.minimum(strictly, hi[:, None] + 1 - parts_ + k)
+    np.testing.assert_array_equal(bnb._geometric_edges(lo, hi, parts), want)

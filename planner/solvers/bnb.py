@@ -346,16 +346,15 @@ def _bound_boxes(s: Setting, c: Classes, box, kind: str, mono: monotone.Monotoni
         upper_m = np.where(with_chi, g_up * c_up_m, c_up_m)
         k = np.flatnonzero(~(1.0 / upper_m > at(cut))) if cut is not None else np.arange(rows_m.size)
         mk = rows_m[k]      # the boxes k among all: their fields taken once, from the boxes' own arrays
-        i_k, n1_k = i[mk], box["n1"][mk]
+        i_k, n1_k, fast_k, slow_k = i[mk], box["n1"][mk], (box["h2"][mk], r_fast[mk]), (box["h1"][mk], r_slow[mk])
         # the corners' compute from the very figures bounded with (their throughput, the slow corner's
-        # efficiencies), taken at k: not scored again
-        hi_k, hi_t_k = hi_b.take(mk), _At(hi_t, mk)
+        # efficiencies), taken at k: not scored again; their plans taken once from the classes' rows
+        hi_k, lo_k = c.corner_plans(i_k, n1_k, fast_k, slow_k)
+        hi_t_k = _At(hi_t, mk)
         hi = window_compute(s, hi_k, kind, t=hi_t_k,
                             eff=run.efficiency_without_replicas(s, hi_k, hi_t_k, _class_eta_c(s, c, i_k)))
-        lo = window_compute(s, lo_b.take(k), kind, t=_At(lo_t, k), eff=_At(lo_eff, k),
-                            terms=(g_lo[k], mu_lo[k], with_chi[k]))
-        corners = [(i_k, n1_k, box["h2"][mk], r_fast[mk], 1.0 / hi[kind]),
-                   (i_k, n1_k, box["h1"][mk], r_slow[mk], 1.0 / lo[kind])]
+        lo = window_compute(s, lo_k, kind, t=_At(lo_t, k), eff=_At(lo_eff, k), terms=(g_lo[k], mu_lo[k], with_chi[k]))
+        corners = [(i_k, n1_k, *fast_k, 1.0 / hi[kind]), (i_k, n1_k, *slow_k, 1.0 / lo[kind])]
         # Q(T_up, g_up, m_lo): read by the C_quality bound and the Chinchilla penalty's, not computed otherwise
         q_up = run.quality_compute(s, t_up[mk], g_up[k], mu_lo[k], True) \
             if kind == "c_quality" or a.replica_penalty == "chinchilla" else None
@@ -632,8 +631,9 @@ def _geometric_edges(lo: np.ndarray, hi: np.ndarray, parts: np.ndarray) -> np.nd
     Geometric parts have like ratios hi / lo, which the bounds' slack depends on."""
     k = np.arange(SPLIT + 1)[None, :]
     lo_, hi_, parts_ = lo[:, None].astype(float), hi[:, None].astype(float), parts[:, None]
-    with np.errstate(over="ignore"):
-        a = np.floor(lo_ * ((hi_ + 1) / lo_) ** np.minimum(k / parts_, 1.0))
+    a = np.empty((lo.size, SPLIT + 1))
+    with np.errstate(over="ignore"):      # the inner columns only: k = 0 and k >= parts are set below
+        a[:, 1:SPLIT] = np.floor(lo_ * ((hi_ + 1) / lo_) ** np.minimum(k[:, 1:SPLIT] / parts_, 1.0))
     a = np.where(k >= parts_, hi_ + 1, np.where(k == 0, lo_, a)).astype(np.int64)
     strictly = k + np.maximum.accumulate(a - k, axis=1)          # s_k = max(a_k, s_(k-1) + 1)
     return np.minimum(strictly, hi[:, None] + 1 - parts_ + k)   # room left for the parts after k
