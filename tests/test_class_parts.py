@@ -10,6 +10,8 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 
@@ -113,38 +115,34 @@ def test_pipeline_probe_is_throughput(case):
                 np.testing.assert_array_equal(got[key], np.broadcast_to(want[key], b.nodes.shape), err_msg=key)
 
 
-def _split_by_index(box, tied, c, compute):
-    """`bnb._split` as it was written before (children gathered by index, issue 27 item 5): the oracle."""
-    sides = ("n", "h", "r")
-    ratios = np.stack([np.log(box[f"{d}2"] / box[f"{d}1"]) for d in sides])
-    if compute:
-        ratios[0] *= 2.0
-    along = np.argmax(ratios, axis=0)
-    if tied is not None:
-        along = np.where(tied, np.argmax(ratios > 0, axis=0), along)
-    lo = np.choose(along, [box[f"{d}1"] for d in sides])
-    hi = np.choose(along, [box[f"{d}2"] for d in sides])
-    width = hi - lo + 1
-    parts = np.minimum(bnb.SPLIT, width)
-    rep = np.repeat(np.arange(box["i"].size), parts)
-    k = np.arange(rep.size) - np.repeat(np.cumsum(parts) - parts, parts)
-    if compute:
-        edges = bnb._geometric_edges(lo, hi, parts)
-        start, end = edges[rep, k], edges[rep, k + 1] - 1
-    else:
-        start = lo[rep] + (width[rep] * k) // parts[rep]
-        end = lo[rep] + (width[rep] * (k + 1)) // parts[rep] - 1
-    out = {key: v[rep] for key, v in box.items()}
-    for j, d in enumerate(sides):
-        on = along[rep] == j
-        out[f"{d}1"] = np.where(on, start, out[f"{d}1"])
-        out[f"{d}2"] = np.where(on, end, out[f"{d}2"])
-    return out
+def _split_box_by_box(box, tied, compute):
+    """The children of `bnb._split`, box by box in python (the oracle): the side of largest log ratio (n's
+    counted twice under `compute`; a tied box the first side longer than one), cut into min(SPLIT, width)
+    parts, geometric (`_geometric_edges`) or equal."""
+    out = {key: [] for key in box}
+    for j in range(box["i"].size):
+        logs = [math.log(box[f"{d}2"][j] / box[f"{d}1"][j]) for d in "nhr"]
+        if compute:
+            logs[0] *= 2.0
+        side = next((x for x in range(3) if logs[x] > 0), 0) if tied[j] else logs.index(max(logs))
+        lo, hi = int(box["nhr"[side] + "1"][j]), int(box["nhr"[side] + "2"][j])
+        parts = min(bnb.SPLIT, hi - lo + 1)
+        if compute:
+            edges = bnb._geometric_edges(np.array([lo]), np.array([hi]), np.array([parts]))[0]
+            cuts = [(int(edges[x]), int(edges[x + 1]) - 1) for x in range(parts)]
+        else:
+            width = hi - lo + 1
+            cuts = [(lo + width * x // parts, lo + width * (x + 1) // parts - 1) for x in range(parts)]
+        for start, end in cuts:
+            for key in box:
+                out[key].append(box[key][j])
+            out["nhr"[side] + "1"][-1], out["nhr"[side] + "2"][-1] = start, end
+    return {key: np.array(v) for key, v in out.items()}
 
 
 @pytest.mark.parametrize("compute", [False, True])
-def test_split_is_split_by_index(compute):
-    """The children `_split` makes (repeated fields, edges read row by row) are those gathered by index."""
+def test_split_is_split_box_by_box(compute):
+    """The children `_split` makes (repeated fields, edges read row by row) are those made box by box."""
     rng = np.random.default_rng(14)
     for _ in range(20):
         size = int(rng.integers(1, 400))
@@ -155,50 +153,36 @@ def test_split_is_split_by_index(compute):
             box[f"{d}1"], box[f"{d}2"] = a, b
         box["g_up"], box["tokens_per_n"] = rng.random(size), rng.random(size)
         tied = rng.random(size) < 0.3
-        got, want = bnb._split(dict(box), tied, None, compute), _split_by_index(box, tied, None, compute)
+        got, want = bnb._split(dict(box), tied, None, compute), _split_box_by_box(box, tied, compute)
         assert list(got) == list(want)
         for key in want:
             np.testing.assert_array_equal(got[key], want[key], err_msg=key)
 
 
-def _bounds_as_before(s, c, at):
-    """`class_bound._bounds_of` as it was written before (every efficiency per class): the oracle."""
+def test_class_bounds_take_the_per_class_efficiencies():
+    """The pp_group classes' own bounds take eta_C per (compression, streaming) pair (`class_bound._eta_c`) and
+    H_eff = 1 as one value: the same doubles as eta_C and the quality terms computed class by class, on the
+    shipped instance (its ~130,000 classes per precision at 3,000 nodes) and on dtplan cases of every compressor."""
     from planner.cost import run
-    from planner.cost.setting import PlanBatch
-    from planner.cost.straggler import throughput_fraction
-    from planner.solvers import class_bound
-    rows = c.rows
-    nodes_lo = c.nodes(at, c.n_lo[at])
-    corner = PlanBatch.of("pp_group", rows.precision, nodes=nodes_lo, compression=rows.compression[at],
-                          streaming=rows.streaming[at], stages=rows.stages[at], micro_batches=rows.micro_batches[at],
-                          activation_compression=rows.activation_compression[at], schedule=rows.schedule[at])
-    stages = np.asarray(corner.stages, dtype=float)
-    groups_lo = np.floor(np.asarray(nodes_lo, dtype=float) / stages)
-    groups_hi = np.floor(np.asarray(c.nodes(at, c.n_hi[at]), dtype=float) / stages)
-    ones = np.ones(groups_lo.shape)
-    t = {"synchronised": ones, "replicas": groups_lo, "h_eff": ones, "eta_activation": c.eta_activation[at]}
-    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        g_up = run.quality_terms(s, corner, t, run.efficiency_without_replicas(s, corner, t))[0]
-        tokens_up = s.training_window_s * s.local_batch_tokens * throughput_fraction(s.assumptions) \
-            * groups_hi / c.step_s[at]
-        upper = g_up * 6.0 * s.active_params * tokens_up * (1.0 + class_bound.MARGIN)
-        lower = np.nan_to_num(1.0 / upper, nan=0.0)
-    return np.where(groups_lo >= 2, lower, 0.0)
-
-
-def test_class_bounds_are_those_computed_per_class():
-    """The pp_group classes' own bounds (eta_C per compression and streaming, H_eff = 1 once) are, bit for
-    bit, those computed class by class, on the shipped instance (its ~130,000 classes per precision
-    at 3,000 nodes) and on dtplan cases of every compressor."""
     from planner.solvers import class_bound
     from tests.test_class_bound import DTPLAN_SEEDS, _dtplan, _groups
     from tests.test_box_reuse import _shipped
-    cases = [_shipped(3000)] + [_dtplan(seed) for seed in DTPLAN_SEEDS]
     checked = 0
-    for setting, space in cases:
+    for setting, space in [_shipped(3000)] + [_dtplan(seed) for seed in DTPLAN_SEEDS]:
         for c in _groups(setting, space):
-            got = class_bound._bounds_of(setting, c, slice(0, c.size))
-            np.testing.assert_array_equal(got, _bounds_as_before(setting, c, slice(0, c.size)))
+            every = np.arange(c.size)
+            corner = c.plans(every, c.n_lo, 1, 1)
+            eta_c = run.compression_efficiency(setting, corner)
+            np.testing.assert_array_equal(class_bound._eta_c(setting, corner), eta_c)
+            groups = np.floor(corner.nodes / corner.stages)
+            each = {"synchronised": np.ones(c.size), "replicas": groups, "h_eff": np.ones(c.size),
+                    "eta_activation": c.eta_activation}
+            once = {**each, "h_eff": np.ones(1)}
+            with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+                want = run.quality_terms(setting, corner, each, run.efficiency_without_replicas(setting, corner, each))
+                got = run.quality_terms(setting, corner, once, run.efficiency_without_replicas(setting, corner, once,
+                                                                                                 eta_c))
+            np.testing.assert_array_equal(got[0], want[0])
             checked += 1
     assert checked >= 8
 
