@@ -45,7 +45,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from planner.cost import envelope, memory, physics, quality_fit, stage_shards
+from planner.cost import envelope, memory, modes, physics, quality_fit, stage_shards, tensor_parallel
 from planner.cost.modes import throughput
 from planner.cost.setting import PlanBatch, Setting
 
@@ -100,20 +100,26 @@ PRECISION_ORDER = ("fp16", "fp8", "fp4")
 CHUNK = 1 << 14          # plans scored at once by the listing (`scored`) and the search (planner.solvers.bnb):
                          # every figure is plan by plan, so only the peak memory changes (issue 27 item 5,
                          # scripts/bench_max_compute.py; 2^14 measured no slower than 2^15, half the memory)
-PROBED = ("t_step_s", "step_compute_s", "state_bytes_per_node", "eta_activation")   # a pipe row's fields read by
+PROBED = modes.PIPELINE_PROBE   # a pipe row's fields read by
                          # the listing and by the pp_group classes' bound (`pipe_probe`: they read nothing else)
 WINDOW_MARGIN = 1e-12    # relative; far above the rounding of step_compute_s / M (`DecisionSpace._window_front`)
 
 
 def scored(s: Setting, b: PlanBatch, *keys: str) -> dict[str, np.ndarray]:
-    """`throughput(s, b)`'s fields `keys`, one value per plan, scored CHUNK plans at a time."""
+    """`throughput(s, b)`'s fields `keys`, one value per plan, scored CHUNK plans at a time. Pipeline plans'
+    fields of `modes.PIPELINE_PROBE` (the pipe rows' probes) are computed alone, the rest of the
+    throughput not (`modes.pipeline_probe`: the same values where no tensor-parallel degree is to be chosen)."""
+    score = throughput
+    if b.mode in ("pp_group", "pipeline_wan") and set(keys) <= set(modes.PIPELINE_PROBE) \
+            and not tensor_parallel.choices(s.assumptions, s.accelerators_per_node, s.is_moe):
+        score = modes.pipeline_probe
     if b.size <= CHUNK:
-        t = throughput(s, b)
+        t = score(s, b)
         return {k: np.broadcast_to(t[k], b.nodes.shape) for k in keys}
     parts = []
     for k in range(0, b.size, CHUNK):
         sub = b.take(slice(k, k + CHUNK))
-        t = throughput(s, sub)
+        t = score(s, sub)
         parts.append({key: np.broadcast_to(t[key], sub.nodes.shape) for key in keys})
     return {key: np.concatenate([p[key] for p in parts]) for key in keys}
 

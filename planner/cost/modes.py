@@ -169,7 +169,7 @@ def flat(s: Setting, b: PlanBatch) -> dict[str, np.ndarray]:
     return out
 
 
-def hierarchical(s: Setting, b: PlanBatch) -> dict[str, np.ndarray]:
+def hierarchical(s: Setting, b: PlanBatch, fixed: dict[str, np.ndarray] | None = None) -> dict[str, np.ndarray]:
     """A'. Hierarchical DiLoCo: groups of k co-located nodes, G = floor(N / k) groups.
 
     Every H steps a regional sync t_reg = (2 v / bw_reg + lat_reg) f(k); every R
@@ -184,33 +184,69 @@ def hierarchical(s: Setting, b: PlanBatch) -> dict[str, np.ndarray]:
     syncs only its shard, P / Z of the payload: regionally with the same shard of the group's
     other k / Z - 1 replicas (straggler factor f(k / Z)), globally, as one of the group's Z shard
     leaders, with the same shard of the other G - 1 groups; tokens per global cycle B K H R.
+
+    The fields that read only the class (`hierarchical_class_parts`) and those that read n, H or R
+    (`hierarchical_plan_parts`) are computed apart. `fixed`: the plans' class parts when the caller has
+    them (the branch and bound computes them once per class: `planner.solvers.bnb._corner_throughput`).
     """
+    fixed = hierarchical_class_parts(s, b) if fixed is None else fixed
+    plan = hierarchical_plan_parts(s, b, fixed)
+    return {key: plan[key] if key in plan else fixed[key] for key in HIERARCHICAL_FIELDS}
+
+
+# `hierarchical`'s fields in the order it returns them
+HIERARCHICAL_FIELDS = ("t_comp_s", "payload_bits", "node_mfu", "step_compute_s", "step_bubble_s", "step_link_s",
+                       "step_link_straggler_s", "f_pipeline", "activation_bits", "bubble_fraction", "recompute_share",
+                       "t_ep_s", "t_step_s", "t_sync_base_s", "f_sync", "t_sync_s", "t_regional_base_s", "f_regional",
+                       "t_regional_s", "regional_cycle_s", "compute_block_s", "outer_time_s", "tokens_per_outer",
+                       "groups", "replicas", "h_eff", "eta_activation", "state_bytes_per_node", "synchronised")
+
+
+def hierarchical_class_parts(s: Setting, b: PlanBatch) -> dict[str, np.ndarray]:
+    """The fields of `hierarchical` that read the plan's class decisions (precision, group size k, ZeRO-3
+    shards Z, compression, the expert-parallel scope) and never its node count n, H or R, one value per
+    plan (every field `hierarchical_plan_parts` does not give), unless experts are sharded globally (EP
+    degree = N: the EP latency and the node's state then read n; a caller that computes these once per
+    class must not use them for such plans).
+
+    Why n, H and R are not read: the inner step's compute, the payload and the MFU (`_common`) read the
+    setting, the precision and the compression; the node's state and recomputation (`_data_parallel_state`,
+    `_replica_memory`) the precision, Z and the EP degree (k under regional EP, 1 without EP); the ZeRO-3
+    step and its shard of the payload (`_sharded_step`) Z; the regional sync the payload and k / Z; the
+    pipeline fields are those of no pipeline (`_zero_pipeline`)."""
     out = _common(s, b)
+    k = _f(b.group_size)
+    z = _f(b.zero_shards)
+    degree, t_ep = _expert_parallel(s, b, k)
+    state, share = _replica_memory(s, b, out, _data_parallel_state(s, b, degree) / z)
+    t_step = _sharded_step(s, b, out, t_ep, z)
+    f_reg = straggler_factor(np.where(z > 1, k / z, k), s.assumptions)
+    reg_base = timing.regional_sync_base_s(out["payload_bits"], s.regional_bps, s.regional_rtt_s)
+    out.update(_zero_pipeline(out["t_comp_s"], share), t_ep_s=t_ep, t_step_s=t_step, t_regional_base_s=reg_base,
+               f_regional=f_reg, t_regional_s=reg_base * f_reg, state_bytes_per_node=state)
+    return out
+
+
+def hierarchical_plan_parts(s: Setting, b: PlanBatch, fixed) -> dict[str, np.ndarray]:
+    """The fields of `hierarchical` that read n, H or R, from the plans and their class parts `fixed`
+    (`hierarchical_class_parts`, or any mapping of them: only t_step_s, payload_bits and t_regional_s
+    are read)."""
     n = _f(b.nodes)
     k = _f(b.group_size)
     h = _f(b.inner_steps)
     r = _f(b.regional_rounds)
     z = _f(b.zero_shards)
-    sharded = z > 1
     g = np.floor(n / np.maximum(k, 1.0))
-    replicas = np.where(sharded, np.floor(n / z), n)
-    degree, t_ep = _expert_parallel(s, b, k)
-    state, share = _replica_memory(s, b, out, _data_parallel_state(s, b, degree) / z)
-    t_step = _sharded_step(s, b, out, t_ep, z)
-    f_reg = straggler_factor(np.where(sharded, k / z, k), s.assumptions)
-    reg_base = timing.regional_sync_base_s(out["payload_bits"], s.regional_bps, s.regional_rtt_s)
-    t_reg = reg_base * f_reg
-    base, f, t_glob = _wan_sync(s, out["payload_bits"], g)
-    c_reg = timing.outer_time_s(h * t_step, t_reg, b.streaming)
+    replicas = np.where(z > 1, np.floor(n / z), n)
+    t_step = fixed["t_step_s"]
+    base, f, t_glob = _wan_sync(s, fixed["payload_bits"], g)
+    c_reg = timing.outer_time_s(h * t_step, fixed["t_regional_s"], b.streaming)
     c_glob = timing.outer_time_s(r * c_reg, t_glob, b.streaming)
-    out.update(_zero_pipeline(out["t_comp_s"], share), t_ep_s=t_ep, t_step_s=t_step,
-               t_sync_base_s=base, f_sync=f, t_sync_s=t_glob,
-               t_regional_base_s=reg_base, f_regional=f_reg, t_regional_s=t_reg, regional_cycle_s=c_reg,
-               compute_block_s=r * h * t_step, outer_time_s=c_glob,
-               tokens_per_outer=s.local_batch_tokens * replicas * h * r * throughput_fraction(s.assumptions),
-               groups=g, replicas=replicas, h_eff=h * np.sqrt(r), eta_activation=np.ones_like(n),
-               state_bytes_per_node=state, synchronised=np.ones_like(n))
-    return out
+    return dict(t_sync_base_s=base, f_sync=f, t_sync_s=t_glob, regional_cycle_s=c_reg,
+                compute_block_s=r * h * t_step, outer_time_s=c_glob,
+                tokens_per_outer=s.local_batch_tokens * replicas * h * r * throughput_fraction(s.assumptions),
+                groups=g, replicas=replicas, h_eff=h * np.sqrt(r), eta_activation=np.ones_like(n),
+                synchronised=np.ones_like(n))
 
 
 def _pipeline(s: Setting, b: PlanBatch, out, link_bps: float, link_rtt_s: float):
@@ -317,11 +353,10 @@ def pp_group(s: Setting, b: PlanBatch) -> dict[str, np.ndarray]:
     t_step = t_pp over the pipeline links; t_sync = t_wan(G); tokens per outer step
     B G H; replicas K = G; eta_A = qa(Ca) ** (2 (S - 1)).
     """
-    out = _common(s, b)
+    out, (t_pp, parts, state, eta_a, c) = _pipeline_of_mode(s, b)
     n = _f(b.nodes)
     h = _f(b.inner_steps)
     g = np.floor(n / _f(b.stages))
-    t_pp, parts, state, eta_a, c = _pipeline(s, b, out, s.pipeline_bps, s.pipeline_rtt_s)
     base, f, t_sync = _wan_sync(s, out["payload_bits"], g)
     block = h * t_pp
     out.update(parts, t_ep_s=np.zeros_like(n), t_step_s=t_pp,
@@ -342,10 +377,9 @@ def pipeline_wan(s: Setting, b: PlanBatch) -> dict[str, np.ndarray]:
     and RTT (as the web app). No sync, so eta_H = eta_C = eta_R = 1; eta_A applies.
     Tokens per step B. The last resort when fewer than two pipeline groups fit.
     """
-    out = _common(s, b)
+    out, (t_pp, parts, state, eta_a, _) = _pipeline_of_mode(s, b)
     n = _f(b.nodes)
     h = _f(b.inner_steps)
-    t_pp, parts, state, eta_a, _ = _pipeline(s, b, out, s.wan_up_bps, s.wan_rtt_s)
     zeros = np.zeros_like(n)
     out.update(parts, t_ep_s=zeros, t_step_s=t_pp, payload_bits=zeros,
                t_sync_base_s=zeros, f_sync=np.ones_like(n), t_sync_s=zeros, **_no_regional(n),
@@ -354,6 +388,28 @@ def pipeline_wan(s: Setting, b: PlanBatch) -> dict[str, np.ndarray]:
                groups=np.ones_like(n), replicas=np.ones_like(n), h_eff=np.ones_like(n), eta_activation=eta_a,
                state_bytes_per_node=state, synchronised=zeros)
     return out
+
+
+def _pipeline_of_mode(s: Setting, b: PlanBatch):
+    """(`_common`, `_pipeline`) of pipeline plans over their mode's links: a pp_group's pipeline links, or
+    for a pipeline over the WAN the WAN upload bandwidth and RTT."""
+    out = _common(s, b)
+    link = (s.pipeline_bps, s.pipeline_rtt_s) if b.mode == "pp_group" else (s.wan_up_bps, s.wan_rtt_s)
+    return out, _pipeline(s, b, out, *link)
+
+
+PIPELINE_PROBE = ("t_step_s", "step_compute_s", "state_bytes_per_node", "eta_activation")
+
+
+def pipeline_probe(s: Setting, b: PlanBatch) -> dict[str, np.ndarray]:
+    """The fields PIPELINE_PROBE of `pp_group` or `pipeline_wan` plans: the pipeline step, its compute, a
+    node's memory and eta_A, computed as those functions compute them (`_pipeline_of_mode`) without the
+    sync, outer step and tokens, which do not enter them. Equal to `throughput`'s where no tensor-parallel
+    degree is to be chosen (`throughput` is then the mode function itself; the listing asks for these
+    fields of every pipe row, `planner.space.scored`)."""
+    _, (t_pp, parts, state, eta_a, _) = _pipeline_of_mode(s, b)
+    return {"t_step_s": t_pp, "step_compute_s": parts["step_compute_s"], "state_bytes_per_node": state,
+            "eta_activation": eta_a}
 
 
 def _zero_pipeline(t_comp, recompute_share) -> dict[str, np.ndarray]:

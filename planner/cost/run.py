@@ -31,24 +31,31 @@ from planner.cost.setting import PlanBatch, Setting
 from planner.cost.straggler import eta_h_divisor
 
 
-def efficiency_without_replicas(s: Setting, b: PlanBatch, t: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+def efficiency_without_replicas(s: Setting, b: PlanBatch, t: dict[str, np.ndarray],
+                                eta_c: np.ndarray | None = None) -> dict[str, np.ndarray]:
     """eta_H, eta_C, eta_A (eta_R depends on the run's tokens; see `replica_efficiency`).
 
     eta_H = max(0.4, (1 - alpha(P) log10 H_eff) / s) with alpha on total P;
-    eta_C = q(Cr); both 1 where there is no DiLoCo sync (one node, pipeline over WAN).
-    Under the fitted quality model eta_C is the method's (quality_fit.compression_quality) times
-    the overlap factor of a streaming plan (quality_fit.overlap_factor).
+    eta_C = q(Cr) (`compression_efficiency`); both 1 where there is no DiLoCo sync (one node, pipeline
+    over WAN). `eta_c`: the plans' `compression_efficiency` when the caller has it.
     """
     a = s.assumptions
     synced = t["synchronised"] > 0
     eta_h = quality.eta_sync_interval(t["h_eff"], s.params, a, eta_h_divisor(a))
-    if quality_fit.fitted(a):
-        eta_c = quality_fit.compression_quality(b.compression, a.bits_per_value(b.precision), a) \
-            * np.where(b.streaming, quality_fit.overlap_factor(s.params, a), 1.0)
-    else:
-        eta_c = quality.compression_quality(b.compression, a)
+    eta_c = compression_efficiency(s, b) if eta_c is None else eta_c
     return {"eta_h": np.where(synced, eta_h, 1.0), "eta_c": np.where(synced, eta_c, 1.0),
             "eta_a": t["eta_activation"], "alpha": np.where(synced, quality.alpha(s.params, a), 0.0)}
+
+
+def compression_efficiency(s: Setting, b: PlanBatch) -> np.ndarray:
+    """eta_C of each plan where it syncs: q(Cr); under the fitted quality model the method's
+    (quality_fit.compression_quality) times the overlap factor of a streaming plan
+    (quality_fit.overlap_factor). Reads the compression, the precision and streaming only."""
+    a = s.assumptions
+    if quality_fit.fitted(a):
+        return quality_fit.compression_quality(b.compression, a.bits_per_value(b.precision), a) \
+            * np.where(b.streaming, quality_fit.overlap_factor(s.params, a), 1.0)
+    return quality.compression_quality(b.compression, a)
 
 
 def replica_efficiency(s: Setting, replicas, h_eff, tokens, compute_flop) -> np.ndarray:

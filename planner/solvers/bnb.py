@@ -54,7 +54,7 @@ from typing import Callable
 
 import numpy as np
 
-from planner.cost import chinchilla, quality, run
+from planner.cost import chinchilla, modes, quality, run, tensor_parallel
 from planner.cost.modes import throughput
 from planner.cost.straggler import eta_h_divisor
 from planner.cost.score import time_to_target, window_compute
@@ -312,7 +312,7 @@ def _bound_boxes(s: Setting, c: Classes, box, kind: str, mono: monotone.Monotoni
         hi_b, lo_b = c.corner_plans(i, box["n1"], (box["h2"], r_fast), (box["h1"], r_slow))
     else:
         hi_b = c.plans(i, box["n1"], box["h2"], r_fast)
-    hi_t = throughput(s, hi_b)
+    hi_t = _corner_throughput(s, c, hi_b, i)
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         t_up = s.training_window_s * hi_t["tokens_per_outer"] / hi_t["outer_time_s"] * ratio
         if tokens_up is not None:
@@ -328,8 +328,8 @@ def _bound_boxes(s: Setting, c: Classes, box, kind: str, mono: monotone.Monotoni
             lo_b = c.plans(i[m], box["n1"][m], box["h1"][m], r_slow[m])
     rows_m = np.arange(i.size) if m is None else m
     at = (lambda x: x) if m is None else (lambda x: x[m])     # the boxes `m`, or all
-    lo_t = throughput(s, lo_b)
-    lo_eff = run.efficiency_without_replicas(s, lo_b, lo_t)
+    lo_t = _corner_throughput(s, c, lo_b, at(i))
+    lo_eff = run.efficiency_without_replicas(s, lo_b, lo_t, _class_eta_c(s, c, at(i)))
     g_lo, mu_lo, with_chi = run.quality_terms(s, lo_b, lo_t, lo_eff)
     g_up = g_lo
     if mono is not None and not mono.eta_h_falls:
@@ -340,44 +340,97 @@ def _bound_boxes(s: Setting, c: Classes, box, kind: str, mono: monotone.Monotoni
         g_up = g_up * np.maximum(1.0, np.nan_to_num(rise, nan=np.inf))
     if known is not None:       # for the boxes cut from these (`_split` hands the field on)
         known[rows_m] = np.minimum(known[rows_m], np.where(with_chi, g_up, np.inf))
-    i_m, n1, n2, h1, h2 = at(i), at(box["n1"]), at(box["n2"]), at(box["h1"]), at(box["h2"])
-    r_fast_m, r_slow_m, t_up_m, c_up_m, ratio_m = at(r_fast), at(r_slow), at(t_up), at(c_up), at(ratio)
+    c_up_m = at(c_up)
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         # C <= g_up C_up (chi, eta_R <= 1): boxes this prunes need no chi at all (`cut`)
         upper_m = np.where(with_chi, g_up * c_up_m, c_up_m)
-        k = np.flatnonzero(~(1.0 / upper_m > at(cut))) if cut is not None else np.arange(i_m.size)
+        k = np.flatnonzero(~(1.0 / upper_m > at(cut))) if cut is not None else np.arange(rows_m.size)
+        mk = rows_m[k]      # the boxes k among all: their fields taken once, from the boxes' own arrays
+        i_k, n1_k, fast_k, slow_k = i[mk], box["n1"][mk], (box["h2"][mk], r_fast[mk]), (box["h1"][mk], r_slow[mk])
         # the corners' compute from the very figures bounded with (their throughput, the slow corner's
-        # efficiencies), taken at k: not scored again
-        hi = window_compute(s, hi_b.take(rows_m[k]), kind, t=_At(hi_t, rows_m[k]))
-        lo = window_compute(s, lo_b.take(k), kind, t=_At(lo_t, k), eff=_At(lo_eff, k),
-                            terms=(g_lo[k], mu_lo[k], with_chi[k]))
-        corners = [(i_m[k], n1[k], h2[k], r_fast_m[k], 1.0 / hi[kind]),
-                   (i_m[k], n1[k], h1[k], r_slow_m[k], 1.0 / lo[kind])]
-        q_up = run.quality_compute(s, t_up_m[k], g_up[k], mu_lo[k], True)
+        # efficiencies), taken at k: not scored again; their plans taken once from the classes' rows
+        hi_k, lo_k = c.corner_plans(i_k, n1_k, fast_k, slow_k)
+        hi_t_k = _At(hi_t, mk)
+        hi = window_compute(s, hi_k, kind, t=hi_t_k,
+                            eff=run.efficiency_without_replicas(s, hi_k, hi_t_k, _class_eta_c(s, c, i_k)))
+        lo = window_compute(s, lo_k, kind, t=_At(lo_t, k), eff=_At(lo_eff, k), terms=(g_lo[k], mu_lo[k], with_chi[k]))
+        corners = [(i_k, n1_k, *fast_k, 1.0 / hi[kind]), (i_k, n1_k, *slow_k, 1.0 / lo[kind])]
+        # Q(T_up, g_up, m_lo): read by the C_quality bound and the Chinchilla penalty's, not computed otherwise
+        q_up = run.quality_compute(s, t_up[mk], g_up[k], mu_lo[k], True) \
+            if kind == "c_quality" or a.replica_penalty == "chinchilla" else None
         if kind == "c_quality":
             sharper = q_up
         else:
             sharper = upper_m[k]
             if a.replica_penalty == "chinchilla":
-                far = throughput(s, c.plans(i_m[k], n2[k], h1[k], r_slow_m[k]))
-                t_lo = s.training_window_s * far["tokens_per_outer"] / far["outer_time_s"] / ratio_m[k]
+                far = throughput(s, c.plans(i_k, box["n2"][mk], box["h1"][mk], r_slow[mk]))
+                t_lo = s.training_window_s * far["tokens_per_outer"] / far["outer_time_s"] / ratio[mk]
                 if tokens_low is not None:
-                    t_lo = t_lo * at(np.broadcast_to(tokens_low, ratio.shape))[k]
+                    t_lo = t_lo * np.broadcast_to(tokens_low, ratio.shape)[mk]
                 loss_lo = chinchilla.chinchilla_loss(s.active_params, t_lo, a)
                 c_eq_lo = chinchilla.equivalent_optimal_compute(loss_lo, a)
-                chi_lo = np.minimum(1.0, c_eq_lo / c_up_m[k])
+                chi_lo = np.minimum(1.0, c_eq_lo / c_up[mk])
                 sharper = np.minimum(sharper, np.where(chi_lo > 0, q_up / chi_lo, np.inf))
                 if a.chinchilla_e >= 0:     # eta_R <= rho(m_lo, T_lo) or C'_m / C_thr (docstring)
                     floor = a.chi_search_low_flop
                     c_eq_m_lo = chinchilla.equivalent_optimal_compute(loss_lo * mu_lo[k], a)
                     rho = np.maximum(c_eq_m_lo, floor) / np.maximum(c_eq_lo, floor)
-                    sharper = np.minimum(sharper, np.maximum(q_up, g_up[k] * c_up_m[k] * np.minimum(rho, 1.0)))
+                    sharper = np.minimum(sharper, np.maximum(q_up, g_up[k] * c_up[mk] * np.minimum(rho, 1.0)))
         upper_m[k] = np.where(with_chi[k], np.minimum(upper_m[k], sharper), upper_m[k])
         if m is None:
             upper = upper_m
         else:
             upper[m] = upper_m
         return np.nan_to_num(1.0 / upper, nan=0.0), corners
+
+
+def _corner_throughput(s: Setting, c: Classes, b: PlanBatch, idx: np.ndarray) -> Mapping[str, np.ndarray]:
+    """`throughput(s, b)` of plans `b` of the classes `idx`. Hierarchical classes (but under global expert
+    parallelism or with a tensor-parallel degree to choose) take the fields that read only their class
+    (`modes.hierarchical_class_parts`, computed once per class group and setting, each taken at `idx` when
+    first read) and compute the rest from them (`modes.hierarchical_plan_parts`), as `modes.hierarchical`
+    does, which is `throughput` where there is no degree to choose: each figure is the one `throughput`
+    gives (tests/test_class_parts.py compares the two bit for bit)."""
+    rows = c.rows
+    if rows.mode != "hierarchical" or rows.expert_parallel == "global" \
+            or tensor_parallel.choices(s.assumptions, s.accelerators_per_node, s.is_moe):
+        return throughput(s, b)
+    fixed = _At(_class_figures(s, c, "parts", modes.hierarchical_class_parts), idx)
+    return _Joined(modes.hierarchical_plan_parts(s, b, fixed), fixed, modes.HIERARCHICAL_FIELDS)
+
+
+def _class_eta_c(s: Setting, c: Classes, idx: np.ndarray) -> np.ndarray | None:
+    """eta_C (`run.compression_efficiency`, which reads the compression, the precision and streaming: class
+    decisions) of the classes `idx`, computed once per class of a hierarchical group (whose boxes outnumber
+    its classes by far); None for other groups (computed with the plans)."""
+    if c.rows.mode != "hierarchical":
+        return None
+    return _class_figures(s, c, "eta_c", run.compression_efficiency)[idx]
+
+
+def _class_figures(s: Setting, c: Classes, name: str, compute: Callable):
+    """`compute(s, c.rows)`, remembered on the classes per setting object (as the classes themselves are,
+    `DecisionSpace.classes`; `Classes.take` starts afresh)."""
+    memo = c.__dict__.setdefault("_class_figures", {})
+    if memo.get(name, (None,))[0] is not s:
+        memo[name] = (s, compute(s, c.rows))
+    return memo[name][1]
+
+
+class _Joined(Mapping):
+    """The fields of `first`, then those of `second` not in it, in the order `names`."""
+
+    def __init__(self, first: Mapping, second: Mapping, names: tuple[str, ...]):
+        self._first, self._second, self._names = first, second, names
+
+    def __getitem__(self, name: str) -> np.ndarray:
+        return self._first[name] if name in self._first else self._second[name]
+
+    def __iter__(self):
+        return iter(self._names)
+
+    def __len__(self) -> int:
+        return len(self._names)
 
 
 class _At(Mapping):
@@ -578,8 +631,9 @@ def _geometric_edges(lo: np.ndarray, hi: np.ndarray, parts: np.ndarray) -> np.nd
     Geometric parts have like ratios hi / lo, which the bounds' slack depends on."""
     k = np.arange(SPLIT + 1)[None, :]
     lo_, hi_, parts_ = lo[:, None].astype(float), hi[:, None].astype(float), parts[:, None]
-    with np.errstate(over="ignore"):
-        a = np.floor(lo_ * ((hi_ + 1) / lo_) ** np.minimum(k / parts_, 1.0))
+    a = np.empty((lo.size, SPLIT + 1))
+    with np.errstate(over="ignore"):      # the inner columns only: k = 0 and k >= parts are set below
+        a[:, 1:SPLIT] = np.floor(lo_ * ((hi_ + 1) / lo_) ** np.minimum(k[:, 1:SPLIT] / parts_, 1.0))
     a = np.where(k >= parts_, hi_ + 1, np.where(k == 0, lo_, a)).astype(np.int64)
     strictly = k + np.maximum.accumulate(a - k, axis=1)          # s_k = max(a_k, s_(k-1) + 1)
     return np.minimum(strictly, hi[:, None] + 1 - parts_ + k)   # room left for the parts after k
@@ -613,18 +667,21 @@ def _split(box: dict[str, np.ndarray], tied: np.ndarray | None = None, c: Classe
     hi = np.choose(along, [box[f"{d}2"] for d in sides])
     width = hi - lo + 1
     parts = np.minimum(SPLIT, width)
-    rep = np.repeat(np.arange(box["i"].size), parts)
-    k = np.arange(rep.size) - np.repeat(np.cumsum(parts) - parts, parts)
+    # the children in box order, part k = 0..parts-1 of each: a box's fields repeated `parts` times (np.repeat,
+    # new arrays) and the edges of its parts read row by row
     if compute:
         edges = _geometric_edges(lo, hi, parts)
-        start, end = edges[rep, k], edges[rep, k + 1] - 1
+        cut = np.arange(SPLIT)[None, :] < parts[:, None]
+        start, end = edges[:, :-1][cut], edges[:, 1:][cut] - 1
+        del edges, cut
     else:
-        start = lo[rep] + (width[rep] * k) // parts[rep]
-        end = lo[rep] + (width[rep] * (k + 1)) // parts[rep] - 1
-    del k
-    side = along.astype(np.int8)[rep]          # the side each child is cut along (one byte a child)
-    out = {key: v[rep] for key, v in box.items()}        # new arrays (integer indexing copies)
-    del rep
+        each = np.repeat(parts, parts)
+        k = np.arange(each.size) - np.repeat(np.cumsum(parts) - parts, parts)
+        start = np.repeat(lo, parts) + (np.repeat(width, parts) * k) // each
+        end = np.repeat(lo, parts) + (np.repeat(width, parts) * (k + 1)) // each - 1
+        del k, each
+    side = np.repeat(along.astype(np.int8), parts)          # the side each child is cut along (one byte a child)
+    out = {key: np.repeat(v, parts) for key, v in box.items()}
     for j, d in enumerate(sides):      # the cut side's ends written in place (no array of the children's size more)
         on = side == j
         np.copyto(out[f"{d}1"], start, where=on)

@@ -89,11 +89,25 @@ def _bounds_of(s: Setting, c: Classes, at: slice) -> np.ndarray:
     groups_lo = np.floor(np.asarray(nodes_lo, dtype=float) / stages)
     groups_hi = np.floor(np.asarray(c.nodes(at, c.n_hi[at]), dtype=float) / stages)
     ones = np.ones(groups_lo.shape)
-    t = {"synchronised": ones, "replicas": groups_lo, "h_eff": ones, "eta_activation": c.eta_activation[at]}
+    # H_eff = 1 at every corner: one value, broadcast by the efficiencies (eta_H and the replica factor's H_eff
+    # term computed once, not per class); eta_C per (compression, streaming) of the group (`_eta_c`)
+    t = {"synchronised": ones, "replicas": groups_lo, "h_eff": np.ones(1), "eta_activation": c.eta_activation[at]}
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        g_up = run.quality_terms(s, corner, t, run.efficiency_without_replicas(s, corner, t))[0]
+        g_up = run.quality_terms(s, corner, t, run.efficiency_without_replicas(s, corner, t, _eta_c(s, corner)))[0]
         tokens_up = s.training_window_s * s.local_batch_tokens * throughput_fraction(s.assumptions) \
             * groups_hi / c.step_s[at]
         upper = g_up * 6.0 * s.active_params * tokens_up * (1.0 + MARGIN)
         lower = np.nan_to_num(1.0 / upper, nan=0.0)           # no meaning (NaN): cuts nothing
     return np.where(groups_lo >= 2, lower, 0.0)
+
+
+def _eta_c(s: Setting, b: PlanBatch) -> np.ndarray:
+    """`run.compression_efficiency` of the plans `b`, computed once per distinct (compression, streaming) pair
+    of the batch (a handful: the space's compressions, streaming on and off) and taken for each plan: it is
+    elementwise in the compression and streaming (and reads the batch's one precision), so each plan's value
+    is the one computed for its own pair."""
+    values, at = np.unique(np.asarray(b.compression, dtype=float), return_inverse=True)
+    streaming = np.asarray(b.streaming, dtype=bool)
+    pairs = PlanBatch.of(b.mode, b.precision, nodes=1, compression=np.repeat(values, 2),
+                         streaming=np.tile([False, True], values.size))
+    return run.compression_efficiency(s, pairs)[2 * at.reshape(streaming.shape) + streaming]
