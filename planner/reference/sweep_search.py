@@ -163,14 +163,25 @@ class _Rows:
         self.flat = np.arange(j.size) < j_flat.size
         self.m = np.zeros(j.size, np.int64)               # M* of pipeline rows, once `exact`
         self.exact = self.flat.copy()                     # t is the row's step (else a lower bound on it)
-        # H beyond ceil(t_sync(K_max) / t) is dominated (module docstring); one more against rounding
-        with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
-            h_c = np.ceil(self.sync(np.arange(self.j.size), self.k_max) / self.t) + 1.0
-        self.h_hi = np.clip(np.nan_to_num(h_c, nan=space.max_inner_steps), 1, space.max_inner_steps).astype(np.int64)
         self.eta_c = float(quality.compression_quality(float(space.compression[0]), a))
         self.div = eta_h_divisor(a)
         e_min = 1.0 - straggler_coefficient(a) / math.log(2.0)
         self.lemma = (a.chinchilla_e + a.chinchilla_a * self.p ** (-a.chinchilla_alpha), a.chinchilla_beta * e_min)
+        # What `bound`, `tokens` and `monotone_in_k` read of a row's P, worked once per size and taken
+        # per row: the same operations on the same doubles as the cost functions they stand for
+        # (`quality.alpha`, `quality.replica_beta`'s beta0, `chinchilla.chinchilla_loss`'s E + A P^-alpha),
+        # so the same values; with K >= 2 and H >= 1 in every box, `straggler_factor`'s f(K) is
+        # 1 + c log2 K and `replica_loss_multiplier`'s K^beta(H) needs no case of its own (K^0 = 1 at H = 1).
+        self.c, self.log_h_ref = straggler_coefficient(a), np.log(a.replica_h_ref)
+        self.row_base = self.base[self.j]
+        self.row_alpha = quality.alpha(params, a)[self.j]
+        self.row_beta0 = (a.replica_beta_coefficient * params ** a.replica_beta_exponent)[self.j]
+        self.row_loss0 = self.lemma[0]                 # E + A P^-alpha, the loss without the data term
+        self.row_six_p = 6.0 * self.p
+        # H beyond ceil(t_sync(K_max) / t) is dominated (module docstring); one more against rounding
+        with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
+            h_c = np.ceil(self.sync(np.arange(self.j.size), self.k_max) / self.t) + 1.0
+        self.h_hi = np.maximum(np.fmin(h_c, space.max_inner_steps), 1).astype(np.int64)     # NaN, inf: H_max
 
     def _pipes(self, s, space, params, t_comp, beta, top):
         """The pp_group rows (S, Ca) that fit their node, each with a lower bound on its step over
@@ -211,8 +222,8 @@ class _Rows:
         self.ok = self.ok and bool(ok.all())
 
     def sync(self, i, k):
-        """t_sync(K) = base f(K) of rows `i` (`modes._wan_sync`)."""
-        return self.base[self.j[i]] * straggler_factor(k, self.a)
+        """t_sync(K) = base f(K) of rows `i` (`modes._wan_sync`), K >= 2 (f(K) = 1 + c log2 K)."""
+        return self.row_base[i] * (1.0 + self.c * np.log2(k))
 
     def tokens(self, i, k1, k2, h):
         """W' B tf K2 H / max(H t, t_sync(K1)): the tokens at (K2, H) with the sync of K1 (K1 = K2: a plan's)."""
@@ -220,17 +231,22 @@ class _Rows:
 
     def bound(self, i, k1, k2, h1, h2, cut: float) -> np.ndarray:
         """Q(T(K2, H2; t_sync(K1)), g(H1), mu(K1, H1)) per box (module docstring; at a point, the plan's
-        C_quality); where g 6 P T is already below `cut`, that value (no Newton solve of C')."""
-        a, p = self.a, self.p[i]
+        C_quality); where g 6 P T is already below `cut`, that value (no Newton solve of C').
+        g = eta_H(H1) eta_C eta_A (`quality.eta_sync_interval`), mu = K1^beta(H1)
+        (`quality.replica_loss_multiplier`), the loss E + A P^-alpha + B T^-b (`chinchilla.chinchilla_loss`;
+        T > 0 here), each by the same operations as those functions (`__init__`)."""
+        a = self.a
         tokens = self.tokens(i, k1, k2, h2)
-        g = quality.eta_sync_interval(h1, p, a, self.div) * self.eta_c * self.eta_a[i]
-        out = g * (6.0 * p * tokens)
+        g = np.maximum(a.eta_h_floor, (1.0 - self.row_alpha[i] * np.log10(h1)) / self.div) * self.eta_c * self.eta_a[i]
+        six_p_t = self.row_six_p[i] * tokens
+        out = g * six_p_t
         need = np.flatnonzero(~(out < cut))
         if need.size:
-            mu = quality.replica_loss_multiplier(k1[need], p[need], h1[need], a)
-            loss = chinchilla.chinchilla_loss(p[need], tokens[need], a) * mu
+            i, tokens, six_p_t = i[need], tokens[need], six_p_t[need]
+            mu = k1[need] ** (self.row_beta0[i] * (np.log(h1[need]) / self.log_h_ref))
+            loss = (self.row_loss0[i] + a.chinchilla_b * tokens ** (-a.chinchilla_beta)) * mu
             c_eq = chinchilla.equivalent_optimal_compute(loss, a)
-            out[need] = g[need] * np.minimum(6.0 * p[need] * tokens[need], np.maximum(c_eq, a.chi_search_low_flop))
+            out[need] = g[need] * np.minimum(six_p_t, np.maximum(c_eq, a.chi_search_low_flop))
         return out
 
     def first_bound(self) -> np.ndarray:
@@ -254,10 +270,9 @@ class _Rows:
         """Lemma K's condition over boxes [K1, K2] x [.., H2] (module docstring), with a margin."""
         a = self.a
         e_prime, be = self.lemma
-        beta = quality.replica_beta(self.p[i], h2, a)
+        beta = self.row_beta0[i] * (np.log(h2) / self.log_h_ref)     # `quality.replica_beta` (H >= 1)
         tokens = self.tokens(i, k1, k2, h2)
-        with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
-            right = (be - beta) * a.chinchilla_b * tokens ** (-a.chinchilla_beta)
+        right = (be - beta) * a.chinchilla_b * tokens ** (-a.chinchilla_beta)
         return beta * e_prime[i] * (1.0 + MARGIN) <= right * (1.0 - MARGIN)
 
 
@@ -266,7 +281,7 @@ def _least_step_bound(t_comp, stages, act, f, link_bps, link_rtt_s, m_max):
     alpha + beta (S - 1) + beta M + alpha (S - 1) / M at its real minimiser within [1, M_max], less
     a relative 1e-12 against the rounding of either form."""
     alpha, beta, real = _gpipe_terms(t_comp, stages, act, f, link_bps, link_rtt_s)
-    m = np.clip(np.nan_to_num(real, nan=m_max, posinf=m_max), 1, m_max)
+    m = np.maximum(np.fmin(real, m_max), 1.0)          # NaN and inf: M_max
     return (alpha + beta * (stages - 1.0) + beta * m + alpha * (stages - 1.0) / m) * (1.0 - 1e-12)
 
 
@@ -285,7 +300,7 @@ def _micro_batches(t_comp, stages, act, f, link_bps, link_rtt_s, m_max):
     (within 1..M_max) the least step, ties to the smaller M. ok: every other candidate slower by
     more than STEP_MARGIN, so that the listing's argmin over every M (`DecisionSpace`) is the same."""
     real = _gpipe_terms(t_comp, stages, act, f, link_bps, link_rtt_s)[2]
-    low = np.floor(np.clip(np.nan_to_num(real, nan=m_max, posinf=m_max), 1, m_max)) - 1.0
+    low = np.floor(np.maximum(np.fmin(real, m_max), 1.0)) - 1.0      # NaN and inf: M_max
     cand = np.clip(low[:, None] + np.arange(4.0)[None, :], 1, m_max)
     step = timing.pipeline_parts_s(t_comp[:, None], stages[:, None], cand, act[:, None], link_bps, link_rtt_s,
                                    f[:, None])[0]
@@ -386,7 +401,7 @@ def _pieces(lo, hi, q: int):
     j = np.arange(1.0, q)[:, None]
     ends = np.floor(lo * (hi / lo) ** (j / q))
     ends = np.minimum(np.maximum(ends, lo + (j - 1.0)), np.maximum(lo, hi - 1.0))
-    return np.vstack([lo[None, :], ends + 1.0]), np.vstack([ends, hi[None, :]])
+    return np.concatenate((lo[None, :], ends + 1.0)), np.concatenate((ends, hi[None, :]))
 
 
 def _split(i, k1, k2, h1, h2, collapsed):
@@ -397,7 +412,7 @@ def _split(i, k1, k2, h1, h2, collapsed):
     km = np.floor(np.sqrt(k1 * k2))
     km = np.minimum(np.maximum(km, k1), np.maximum(k1, k2 - 1.0))
     km = np.where(collapsed, np.where(whole, k2 - 1.0, k2), km)
-    a1, a2 = np.vstack([k1, km + 1.0]), np.vstack([km, k2])
+    a1, a2 = np.stack((k1, km + 1.0)), np.stack((km, k2))
     b1, b2 = _pieces(h1, h2, H_PIECES)
     ka, hb, box = np.nonzero((a1 <= a2)[:, None, :] & (b1 <= b2)[None, :, :])     # the children not empty
     a1, a2 = a1[ka, box], a2[ka, box]
