@@ -191,9 +191,9 @@ class _Rows:
         stages = np.arange(2, top + 1, dtype=float)
         ca = np.asarray(space.activation_compression, dtype=float)
         # what reads (S, Ca) alone is worked once on their grid, then taken for every size
-        grid_s, grid_ca = (x.ravel() for x in np.meshgrid(stages, ca, indexing="ij"))
+        grid_s, grid_ca = np.repeat(stages, ca.size), np.tile(ca, stages.size)      # every (S, Ca), S major
         grid_f, grid_eta = straggler_factor(grid_s, a), quality.activation_quality(grid_ca, grid_s, a)
-        j, g = (x.ravel() for x in np.meshgrid(np.arange(params.size), np.arange(grid_s.size), indexing="ij"))
+        j, g = np.repeat(np.arange(params.size), grid_s.size), np.tile(np.arange(grid_s.size), params.size)
         p = params[j]
         state = memory.state_bytes_per_node(p, beta, grid_s[g]) * tensor_parallel.state_factor(
             a, precision, s.accelerators_per_node)
@@ -245,8 +245,13 @@ class _Rows:
             i, tokens, six_p_t = i[need], tokens[need], six_p_t[need]
             mu = k1[need] ** (self.row_beta0[i] * (np.log(h1[need]) / self.log_h_ref))
             loss = (self.row_loss0[i] + a.chinchilla_b * tokens ** (-a.chinchilla_beta)) * mu
-            c_eq = chinchilla.equivalent_optimal_compute(loss, a)
-            out[need] = g[need] * np.minimum(six_p_t, np.maximum(c_eq, a.chi_search_low_flop))
+            out[need] = g[need] * np.minimum(six_p_t, np.maximum(_c_eq_above(loss, a), a.chi_search_low_flop))
+            # the exact C' (a Newton solve) only where the table's bound does not already put the box below the cut
+            exact = np.flatnonzero(~(out[need] < cut))
+            if exact.size:
+                c_eq = chinchilla.equivalent_optimal_compute(loss[exact], a)
+                need = need[exact]
+                out[need] = g[need] * np.minimum(six_p_t[exact], np.maximum(c_eq, a.chi_search_low_flop))
         return out
 
     def first_bound(self) -> np.ndarray:
@@ -274,6 +279,41 @@ class _Rows:
         tokens = self.tokens(i, k1, k2, h2)
         right = (be - beta) * a.chinchilla_b * tokens ** (-a.chinchilla_beta)
         return beta * e_prime[i] * (1.0 + MARGIN) <= right * (1.0 - MARGIN)
+
+
+TABLE_EXCESS = (1e-3, 10.0)   # the range of excess losses L - E of the table of C' (`_c_eq_above`)
+TABLE_RATIO = 1.002           # successive excess losses of the table; C' of a loss is within about 1% of the bound
+_TABLES: dict = {}            # the table per Chinchilla constants, built once per process
+
+
+def _c_eq_above(loss, a) -> np.ndarray:
+    """An upper bound on C'(loss), the compute whose compute-optimal model reaches `loss`
+    (`chinchilla.equivalent_optimal_compute`), without a Newton solve: C' at the largest loss of a
+    table at most `loss` (+inf below the table's least loss, or where the loss is NaN).
+
+    Proof: C'(L) = 6 r N*^2 with A N*^-alpha + B (r N*)^-beta = L - E; the left side falls as N*
+    grows, so a larger L has a smaller root and a smaller C': C' does not rise with L, and every
+    loss at least a table loss L_k has C' <= C'(L_k). The table's values are worked by the same
+    Newton solve, which agrees with the root to about 1e-14 (`chinchilla` module docstring); the
+    bound is taken 1e-12 above them against that rounding. The table: excess losses geometric over
+    TABLE_EXCESS at TABLE_RATIO (about 4,600 losses, one solve per process and constants)."""
+    key = _table_key(a)
+    table = _TABLES.get(key)
+    if table is None:
+        lo, hi = TABLE_EXCESS
+        losses = a.chinchilla_e + lo * TABLE_RATIO ** np.arange(math.ceil(math.log(hi / lo) / math.log(TABLE_RATIO)) + 1)
+        losses = np.unique(losses)
+        table = _TABLES[key] = (losses, np.append(np.inf, chinchilla.equivalent_optimal_compute(losses, a)
+                                                  * (1.0 + 1e-12)))
+    losses, c_eq = table
+    at = np.searchsorted(losses, loss, side="right")      # 0 below the least (C' <= inf); NaN sorts last
+    return np.where(np.isnan(loss), np.inf, c_eq[at])
+
+
+def _table_key(a) -> tuple[float, ...]:
+    """What C' reads of the assumptions: the constants of `chinchilla.equivalent_optimal_compute`."""
+    return (a.chinchilla_e, a.chinchilla_a, a.chinchilla_alpha, a.chinchilla_b, a.chinchilla_beta,
+            chinchilla.tokens_per_param(a))
 
 
 def _least_step_bound(t_comp, stages, act, f, link_bps, link_rtt_s, m_max):
@@ -389,8 +429,10 @@ def _seed(rows: _Rows, first, kept) -> float:
     with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
         value = rows.bound(r, k, k, h, h, 0.0)
     value = np.where(np.isnan(value), -np.inf, value)
-    kept.extend(zip(r.tolist(), k.tolist(), h.tolist(), value.tolist()))
-    return float(value.max(initial=0.0))
+    most = float(value.max(initial=0.0))
+    near = np.flatnonzero(value >= most * (1.0 - MARGIN))     # the others are below every later cut
+    kept.extend(zip(r[near].tolist(), k[near].tolist(), h[near].tolist(), value[near].tolist()))
+    return most
 
 
 def _pieces(lo, hi, q: int):
