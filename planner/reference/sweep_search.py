@@ -263,8 +263,8 @@ class _Rows:
         a = self.a
         with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
             tokens = self.wbt * self.k_max / self.t
-            most = np.zeros(self.params.size)
-            np.maximum.at(most, self.j, tokens)
+            # per size the most of 0 and its rows' tokens (NaN kept), without the slow np.maximum.at
+            most = np.where(self.j == np.arange(self.params.size)[:, None], tokens, 0.0).max(axis=1, initial=0.0)
             loss = chinchilla.chinchilla_loss(self.params, most, a)
             q = np.minimum(6.0 * self.params * most,
                            np.maximum(chinchilla.equivalent_optimal_compute(loss, a), a.chi_search_low_flop))
