@@ -39,7 +39,8 @@ reference sync pattern: base = v / up + v / down + lat, no K in it), g = eta_H(H
 mu = K^beta(P, H), C = g min(6 P T, max(C'(mu L(P, T)), C_low)).
 
 Box bound (`size_bound` module docstring, steps 1-4): over K in [K1, K2] and H in [H1, H2],
-C <= Q(T(K2, H2; t_sync(K1)), g(H1), mu(K1, H1)).
+C <= Q(T(K2, H2; t_sync(K1)), g(H1), mu(K1, H1)); its C' bounded first from a table of losses
+(`_c_eq_above`: C' does not rise with the loss), the Newton solve only where that bound reaches the cut.
 
 Lemma K (monotone in K). At a fixed H, if beta(H) E' <= (b e_min - beta(H)) B T^-b with T the
 box's most tokens, E' = E + A P^-alpha, b and B the Chinchilla data exponent and coefficient and
@@ -231,7 +232,8 @@ class _Rows:
 
     def bound(self, i, k1, k2, h1, h2, cut: float) -> np.ndarray:
         """Q(T(K2, H2; t_sync(K1)), g(H1), mu(K1, H1)) per box (module docstring; at a point, the plan's
-        C_quality); where g 6 P T is already below `cut`, that value (no Newton solve of C').
+        C_quality); where g 6 P T is already below `cut`, that value (no Newton solve of C'), and
+        where Q with C' bounded by the table (`_c_eq_above`) is, that bound (also no Newton solve).
         g = eta_H(H1) eta_C eta_A (`quality.eta_sync_interval`), mu = K1^beta(H1)
         (`quality.replica_loss_multiplier`), the loss E + A P^-alpha + B T^-b (`chinchilla.chinchilla_loss`;
         T > 0 here), each by the same operations as those functions (`__init__`)."""
