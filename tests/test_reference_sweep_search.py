@@ -237,3 +237,59 @@ def test_a_sure_tie_is_broken_as_the_branch_and_bound_breaks_it(monkeypatch):
     assert used and near and near[0] >= 2
     assert _same(fast, plain)
     assert fast.plan["activation_compression"] == 1.0
+
+
+def test_the_answers_limits_are_the_evaluators():
+    """`search._limits` (the sweep answer's check from the throughput alone) finds the same broken
+    limits as `search._rescore` (the whole `score`) on random plans of every mode, some breaking
+    the node memory, the node cap, the budget or the shape; with the memory cap left out (a
+    mutation) it would not."""
+    rng = np.random.default_rng(7)
+    case = _perturbed(2)
+    ri = case["resolved_inputs"]
+    largest = search._largest_on_one_node_b(case)
+    base, precision = search._setting(case, largest * 1e9, target_kind="c_quality")
+    base = base.replace(max_nodes=3000, budget_usd=2000 * base.node_price_usd)
+    seen = set()
+
+    def both(limits):
+        for _ in range(120):
+            s = base.replace(params=largest * 1e9 * float(rng.choice((0.5, 1.0, 3.0, 8.0))))
+            s = s.replace(active_params=s.params)
+            mode = str(rng.choice(("flat", "hierarchical", "pp_group")))
+            b = PlanBatch.of(mode, precision, nodes=int(rng.integers(1, 4000)), inner_steps=int(rng.integers(1, 200)),
+                             compression=float(ri["compression"]), stages=int(rng.integers(1, 12)),
+                             group_size=int(rng.integers(1, 16)), regional_rounds=int(rng.integers(1, 8)),
+                             micro_batches=int(rng.integers(1, 64)),
+                             activation_compression=float(rng.choice((1.0, 2.0, 4.0, 10.0))))
+            want = search._rescore(s, b, None, None)[1]
+            seen.update(want)
+            yield want, limits(s, b)
+    assert all(want == got for want, got in both(search._limits))
+    assert seen == set(search.LIMITS), seen
+    original = search._limits
+
+    def no_memory(s, b):
+        return [x for x in original(s, b) if x != "memory-cap"]
+    assert not all(want == got for want, got in both(no_memory))
+
+
+def test_the_table_bounds_c_eq_from_above(monkeypatch):
+    """`_c_eq_above` is at least the Newton solve's C' on random losses (in and beyond the table,
+    below it, at the floor E, NaN) and within 1.2% of it inside the table's range; a table whose
+    values are taken one loss too far (a mutation) bounds some loss from below."""
+    from planner.cost import chinchilla
+    rows, base, space = _rows(0)
+    a = base.assumptions
+    rng = np.random.default_rng(3)
+    excess = np.concatenate([np.exp(rng.uniform(np.log(1e-4), np.log(50.0), 4000)), [0.0, -0.1, 1e-3, 10.0]])
+    loss = np.append(a.chinchilla_e + excess, [np.nan, np.inf])
+    exact = chinchilla.equivalent_optimal_compute(loss, a)
+    up = sweep_search._c_eq_above(loss, a)
+    assert np.all((up >= exact) | np.isnan(loss)), loss[~(up >= exact)]
+    inside = (excess >= sweep_search.TABLE_EXCESS[0]) & (excess <= sweep_search.TABLE_EXCESS[1])
+    assert np.all(up[:excess.size][inside] <= exact[:excess.size][inside] * 1.012)
+    key = sweep_search._table_key(a)
+    losses, values = sweep_search._TABLES[key]
+    monkeypatch.setitem(sweep_search._TABLES, key, (losses, np.append(values[1:], 0.0)))
+    assert not np.all(sweep_search._c_eq_above(loss, a)[:excess.size] >= exact[:excess.size])

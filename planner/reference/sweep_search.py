@@ -39,7 +39,8 @@ reference sync pattern: base = v / up + v / down + lat, no K in it), g = eta_H(H
 mu = K^beta(P, H), C = g min(6 P T, max(C'(mu L(P, T)), C_low)).
 
 Box bound (`size_bound` module docstring, steps 1-4): over K in [K1, K2] and H in [H1, H2],
-C <= Q(T(K2, H2; t_sync(K1)), g(H1), mu(K1, H1)).
+C <= Q(T(K2, H2; t_sync(K1)), g(H1), mu(K1, H1)); its C' bounded first from a table of losses
+(`_c_eq_above`: C' does not rise with the loss), the Newton solve only where that bound reaches the cut.
 
 Lemma K (monotone in K). At a fixed H, if beta(H) E' <= (b e_min - beta(H)) B T^-b with T the
 box's most tokens, E' = E + A P^-alpha, b and B the Chinchilla data exponent and coefficient and
@@ -163,14 +164,25 @@ class _Rows:
         self.flat = np.arange(j.size) < j_flat.size
         self.m = np.zeros(j.size, np.int64)               # M* of pipeline rows, once `exact`
         self.exact = self.flat.copy()                     # t is the row's step (else a lower bound on it)
-        # H beyond ceil(t_sync(K_max) / t) is dominated (module docstring); one more against rounding
-        with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
-            h_c = np.ceil(self.sync(np.arange(self.j.size), self.k_max) / self.t) + 1.0
-        self.h_hi = np.clip(np.nan_to_num(h_c, nan=space.max_inner_steps), 1, space.max_inner_steps).astype(np.int64)
         self.eta_c = float(quality.compression_quality(float(space.compression[0]), a))
         self.div = eta_h_divisor(a)
         e_min = 1.0 - straggler_coefficient(a) / math.log(2.0)
         self.lemma = (a.chinchilla_e + a.chinchilla_a * self.p ** (-a.chinchilla_alpha), a.chinchilla_beta * e_min)
+        # What `bound`, `tokens` and `monotone_in_k` read of a row's P, worked once per size and taken
+        # per row: the same operations on the same doubles as the cost functions they stand for
+        # (`quality.alpha`, `quality.replica_beta`'s beta0, `chinchilla.chinchilla_loss`'s E + A P^-alpha),
+        # so the same values; with K >= 2 and H >= 1 in every box, `straggler_factor`'s f(K) is
+        # 1 + c log2 K and `replica_loss_multiplier`'s K^beta(H) needs no case of its own (K^0 = 1 at H = 1).
+        self.c, self.log_h_ref = straggler_coefficient(a), np.log(a.replica_h_ref)
+        self.row_base = self.base[self.j]
+        self.row_alpha = quality.alpha(params, a)[self.j]
+        self.row_beta0 = (a.replica_beta_coefficient * params ** a.replica_beta_exponent)[self.j]
+        self.row_loss0 = self.lemma[0]                 # E + A P^-alpha, the loss without the data term
+        self.row_six_p = 6.0 * self.p
+        # H beyond ceil(t_sync(K_max) / t) is dominated (module docstring); one more against rounding
+        with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
+            h_c = np.ceil(self.sync(np.arange(self.j.size), self.k_max) / self.t) + 1.0
+        self.h_hi = np.maximum(np.fmin(h_c, space.max_inner_steps), 1).astype(np.int64)     # NaN, inf: H_max
 
     def _pipes(self, s, space, params, t_comp, beta, top):
         """The pp_group rows (S, Ca) that fit their node, each with a lower bound on its step over
@@ -180,9 +192,9 @@ class _Rows:
         stages = np.arange(2, top + 1, dtype=float)
         ca = np.asarray(space.activation_compression, dtype=float)
         # what reads (S, Ca) alone is worked once on their grid, then taken for every size
-        grid_s, grid_ca = (x.ravel() for x in np.meshgrid(stages, ca, indexing="ij"))
+        grid_s, grid_ca = np.repeat(stages, ca.size), np.tile(ca, stages.size)      # every (S, Ca), S major
         grid_f, grid_eta = straggler_factor(grid_s, a), quality.activation_quality(grid_ca, grid_s, a)
-        j, g = (x.ravel() for x in np.meshgrid(np.arange(params.size), np.arange(grid_s.size), indexing="ij"))
+        j, g = np.repeat(np.arange(params.size), grid_s.size), np.tile(np.arange(grid_s.size), params.size)
         p = params[j]
         state = memory.state_bytes_per_node(p, beta, grid_s[g]) * tensor_parallel.state_factor(
             a, precision, s.accelerators_per_node)
@@ -211,8 +223,8 @@ class _Rows:
         self.ok = self.ok and bool(ok.all())
 
     def sync(self, i, k):
-        """t_sync(K) = base f(K) of rows `i` (`modes._wan_sync`)."""
-        return self.base[self.j[i]] * straggler_factor(k, self.a)
+        """t_sync(K) = base f(K) of rows `i` (`modes._wan_sync`), K >= 2 (f(K) = 1 + c log2 K)."""
+        return self.row_base[i] * (1.0 + self.c * np.log2(k))
 
     def tokens(self, i, k1, k2, h):
         """W' B tf K2 H / max(H t, t_sync(K1)): the tokens at (K2, H) with the sync of K1 (K1 = K2: a plan's)."""
@@ -220,17 +232,28 @@ class _Rows:
 
     def bound(self, i, k1, k2, h1, h2, cut: float) -> np.ndarray:
         """Q(T(K2, H2; t_sync(K1)), g(H1), mu(K1, H1)) per box (module docstring; at a point, the plan's
-        C_quality); where g 6 P T is already below `cut`, that value (no Newton solve of C')."""
-        a, p = self.a, self.p[i]
+        C_quality); where g 6 P T is already below `cut`, that value (no Newton solve of C'), and
+        where Q with C' bounded by the table (`_c_eq_above`) is, that bound (also no Newton solve).
+        g = eta_H(H1) eta_C eta_A (`quality.eta_sync_interval`), mu = K1^beta(H1)
+        (`quality.replica_loss_multiplier`), the loss E + A P^-alpha + B T^-b (`chinchilla.chinchilla_loss`;
+        T > 0 here), each by the same operations as those functions (`__init__`)."""
+        a = self.a
         tokens = self.tokens(i, k1, k2, h2)
-        g = quality.eta_sync_interval(h1, p, a, self.div) * self.eta_c * self.eta_a[i]
-        out = g * (6.0 * p * tokens)
+        g = np.maximum(a.eta_h_floor, (1.0 - self.row_alpha[i] * np.log10(h1)) / self.div) * self.eta_c * self.eta_a[i]
+        six_p_t = self.row_six_p[i] * tokens
+        out = g * six_p_t
         need = np.flatnonzero(~(out < cut))
         if need.size:
-            mu = quality.replica_loss_multiplier(k1[need], p[need], h1[need], a)
-            loss = chinchilla.chinchilla_loss(p[need], tokens[need], a) * mu
-            c_eq = chinchilla.equivalent_optimal_compute(loss, a)
-            out[need] = g[need] * np.minimum(6.0 * p[need] * tokens[need], np.maximum(c_eq, a.chi_search_low_flop))
+            i, tokens, six_p_t = i[need], tokens[need], six_p_t[need]
+            mu = k1[need] ** (self.row_beta0[i] * (np.log(h1[need]) / self.log_h_ref))
+            loss = (self.row_loss0[i] + a.chinchilla_b * tokens ** (-a.chinchilla_beta)) * mu
+            out[need] = g[need] * np.minimum(six_p_t, np.maximum(_c_eq_above(loss, a), a.chi_search_low_flop))
+            # the exact C' (a Newton solve) only where the table's bound does not already put the box below the cut
+            exact = np.flatnonzero(~(out[need] < cut))
+            if exact.size:
+                c_eq = chinchilla.equivalent_optimal_compute(loss[exact], a)
+                need = need[exact]
+                out[need] = g[need] * np.minimum(six_p_t[exact], np.maximum(c_eq, a.chi_search_low_flop))
         return out
 
     def first_bound(self) -> np.ndarray:
@@ -242,8 +265,8 @@ class _Rows:
         a = self.a
         with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
             tokens = self.wbt * self.k_max / self.t
-            most = np.zeros(self.params.size)
-            np.maximum.at(most, self.j, tokens)
+            # per size the most of 0 and its rows' tokens (NaN kept), without the slow np.maximum.at
+            most = np.where(self.j == np.arange(self.params.size)[:, None], tokens, 0.0).max(axis=1, initial=0.0)
             loss = chinchilla.chinchilla_loss(self.params, most, a)
             q = np.minimum(6.0 * self.params * most,
                            np.maximum(chinchilla.equivalent_optimal_compute(loss, a), a.chi_search_low_flop))
@@ -254,11 +277,45 @@ class _Rows:
         """Lemma K's condition over boxes [K1, K2] x [.., H2] (module docstring), with a margin."""
         a = self.a
         e_prime, be = self.lemma
-        beta = quality.replica_beta(self.p[i], h2, a)
+        beta = self.row_beta0[i] * (np.log(h2) / self.log_h_ref)     # `quality.replica_beta` (H >= 1)
         tokens = self.tokens(i, k1, k2, h2)
-        with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
-            right = (be - beta) * a.chinchilla_b * tokens ** (-a.chinchilla_beta)
+        right = (be - beta) * a.chinchilla_b * tokens ** (-a.chinchilla_beta)
         return beta * e_prime[i] * (1.0 + MARGIN) <= right * (1.0 - MARGIN)
+
+
+TABLE_EXCESS = (1e-3, 10.0)   # the range of excess losses L - E of the table of C' (`_c_eq_above`)
+TABLE_RATIO = 1.002           # successive excess losses of the table; C' of a loss is within about 1% of the bound
+_TABLES: dict = {}            # the table per Chinchilla constants, built once per process
+
+
+def _c_eq_above(loss, a) -> np.ndarray:
+    """An upper bound on C'(loss), the compute whose compute-optimal model reaches `loss`
+    (`chinchilla.equivalent_optimal_compute`), without a Newton solve: C' at the largest loss of a
+    table at most `loss` (+inf below the table's least loss, or where the loss is NaN).
+
+    Proof: C'(L) = 6 r N*^2 with A N*^-alpha + B (r N*)^-beta = L - E; the left side falls as N*
+    grows, so a larger L has a smaller root and a smaller C': C' does not rise with L, and every
+    loss at least a table loss L_k has C' <= C'(L_k). The table's values are worked by the same
+    Newton solve, which agrees with the root to about 1e-14 (`chinchilla` module docstring); the
+    bound is taken 1e-12 above them against that rounding. The table: excess losses geometric over
+    TABLE_EXCESS at TABLE_RATIO (about 4,600 losses, one solve per process and constants)."""
+    key = _table_key(a)
+    table = _TABLES.get(key)
+    if table is None:
+        lo, hi = TABLE_EXCESS
+        losses = a.chinchilla_e + lo * TABLE_RATIO ** np.arange(math.ceil(math.log(hi / lo) / math.log(TABLE_RATIO)) + 1)
+        losses = np.unique(losses)
+        table = _TABLES[key] = (losses, np.append(np.inf, chinchilla.equivalent_optimal_compute(losses, a)
+                                                  * (1.0 + 1e-12)))
+    losses, c_eq = table
+    at = np.searchsorted(losses, loss, side="right")      # 0 below the least (C' <= inf); NaN sorts last
+    return np.where(np.isnan(loss), np.inf, c_eq[at])
+
+
+def _table_key(a) -> tuple[float, ...]:
+    """What C' reads of the assumptions: the constants of `chinchilla.equivalent_optimal_compute`."""
+    return (a.chinchilla_e, a.chinchilla_a, a.chinchilla_alpha, a.chinchilla_b, a.chinchilla_beta,
+            chinchilla.tokens_per_param(a))
 
 
 def _least_step_bound(t_comp, stages, act, f, link_bps, link_rtt_s, m_max):
@@ -266,7 +323,7 @@ def _least_step_bound(t_comp, stages, act, f, link_bps, link_rtt_s, m_max):
     alpha + beta (S - 1) + beta M + alpha (S - 1) / M at its real minimiser within [1, M_max], less
     a relative 1e-12 against the rounding of either form."""
     alpha, beta, real = _gpipe_terms(t_comp, stages, act, f, link_bps, link_rtt_s)
-    m = np.clip(np.nan_to_num(real, nan=m_max, posinf=m_max), 1, m_max)
+    m = np.maximum(np.fmin(real, m_max), 1.0)          # NaN and inf: M_max
     return (alpha + beta * (stages - 1.0) + beta * m + alpha * (stages - 1.0) / m) * (1.0 - 1e-12)
 
 
@@ -285,7 +342,7 @@ def _micro_batches(t_comp, stages, act, f, link_bps, link_rtt_s, m_max):
     (within 1..M_max) the least step, ties to the smaller M. ok: every other candidate slower by
     more than STEP_MARGIN, so that the listing's argmin over every M (`DecisionSpace`) is the same."""
     real = _gpipe_terms(t_comp, stages, act, f, link_bps, link_rtt_s)[2]
-    low = np.floor(np.clip(np.nan_to_num(real, nan=m_max, posinf=m_max), 1, m_max)) - 1.0
+    low = np.floor(np.maximum(np.fmin(real, m_max), 1.0)) - 1.0      # NaN and inf: M_max
     cand = np.clip(low[:, None] + np.arange(4.0)[None, :], 1, m_max)
     step = timing.pipeline_parts_s(t_comp[:, None], stages[:, None], cand, act[:, None], link_bps, link_rtt_s,
                                    f[:, None])[0]
@@ -374,8 +431,10 @@ def _seed(rows: _Rows, first, kept) -> float:
     with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
         value = rows.bound(r, k, k, h, h, 0.0)
     value = np.where(np.isnan(value), -np.inf, value)
-    kept.extend(zip(r.tolist(), k.tolist(), h.tolist(), value.tolist()))
-    return float(value.max(initial=0.0))
+    most = float(value.max(initial=0.0))
+    near = np.flatnonzero(value >= most * (1.0 - MARGIN))     # the others are below every later cut
+    kept.extend(zip(r[near].tolist(), k[near].tolist(), h[near].tolist(), value[near].tolist()))
+    return most
 
 
 def _pieces(lo, hi, q: int):
@@ -386,7 +445,7 @@ def _pieces(lo, hi, q: int):
     j = np.arange(1.0, q)[:, None]
     ends = np.floor(lo * (hi / lo) ** (j / q))
     ends = np.minimum(np.maximum(ends, lo + (j - 1.0)), np.maximum(lo, hi - 1.0))
-    return np.vstack([lo[None, :], ends + 1.0]), np.vstack([ends, hi[None, :]])
+    return np.concatenate((lo[None, :], ends + 1.0)), np.concatenate((ends, hi[None, :]))
 
 
 def _split(i, k1, k2, h1, h2, collapsed):
@@ -397,7 +456,7 @@ def _split(i, k1, k2, h1, h2, collapsed):
     km = np.floor(np.sqrt(k1 * k2))
     km = np.minimum(np.maximum(km, k1), np.maximum(k1, k2 - 1.0))
     km = np.where(collapsed, np.where(whole, k2 - 1.0, k2), km)
-    a1, a2 = np.vstack([k1, km + 1.0]), np.vstack([km, k2])
+    a1, a2 = np.stack((k1, km + 1.0)), np.stack((km, k2))
     b1, b2 = _pieces(h1, h2, H_PIECES)
     ka, hb, box = np.nonzero((a1 <= a2)[:, None, :] & (b1 <= b2)[None, :, :])     # the children not empty
     a1, a2 = a1[ka, box], a2[ka, box]
