@@ -70,21 +70,24 @@ def differences(produced: str, stored: str) -> list[str]:
     """Where the `--json` output `produced` and the stored one differ, one line per place ([] when
     the same): the same JSON structure, every string, integer and boolean equal, floats within
     FLOAT_REL_TOL relative, WORK_COUNTERS ignored."""
-    return _differences(json.loads(produced), json.loads(stored), "")
+    return json_differences(json.loads(produced), json.loads(stored))
 
 
-def _differences(a, b, path: str) -> list[str]:
+def json_differences(a, b, rel_tol: float = FLOAT_REL_TOL, ignore: frozenset = WORK_COUNTERS,
+                     path: str = "") -> list[str]:
+    """Where two parsed JSON values differ, one line per place: keys `ignore` skipped, floats within
+    `rel_tol` relative, every other value equal and of the same type."""
     if isinstance(a, dict) and isinstance(b, dict):
         if set(a) != set(b):
             return [f"{path}: keys {sorted(set(a) ^ set(b))}"]
-        return [m for k in a if k not in WORK_COUNTERS for m in _differences(a[k], b[k], f"{path}.{k}")]
+        return [m for k in a if k not in ignore for m in json_differences(a[k], b[k], rel_tol, ignore, f"{path}.{k}")]
     if isinstance(a, list) and isinstance(b, list):
         if len(a) != len(b):
             return [f"{path}: length {len(a)} != {len(b)}"]
-        return [m for i, (x, y) in enumerate(zip(a, b)) for m in _differences(x, y, f"{path}[{i}]")]
+        return [m for i, (x, y) in enumerate(zip(a, b)) for m in json_differences(x, y, rel_tol, ignore, f"{path}[{i}]")]
     if isinstance(a, float) or isinstance(b, float):
         numbers = all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in (a, b))
-        return [] if numbers and math.isclose(a, b, rel_tol=FLOAT_REL_TOL, abs_tol=0.0) else [f"{path}: {a!r} != {b!r}"]
+        return [] if numbers and math.isclose(a, b, rel_tol=rel_tol, abs_tol=0.0) else [f"{path}: {a!r} != {b!r}"]
     return [] if a == b and type(a) is type(b) else [f"{path}: {a!r} != {b!r}"]
 
 

@@ -5,7 +5,6 @@ print byte for byte the output stored by scripts/make_cli_outputs.py (issue 26: 
 from __future__ import annotations
 
 import json
-import math
 from pathlib import Path
 
 import importlib.util
@@ -22,19 +21,9 @@ _spec.loader.exec_module(cli_outputs)
 STORED = sorted((ROOT / "instances" / "thresholds").glob("*.expected.json"))
 
 
-def _same(a, b, path="") -> list[str]:
-    if isinstance(a, dict) and isinstance(b, dict):
-        if set(a) != set(b):
-            return [f"{path}: keys {sorted(set(a) ^ set(b))}"]
-        return [m for k in a for m in _same(a[k], b[k], f"{path}.{k}")]
-    if isinstance(a, list) and isinstance(b, list):
-        if len(a) != len(b):
-            return [f"{path}: length {len(a)} != {len(b)}"]
-        return [m for i, (x, y) in enumerate(zip(a, b)) for m in _same(x, y, f"{path}[{i}]")]
-    if isinstance(a, float) or isinstance(b, float):
-        ok = isinstance(a, (int, float)) and isinstance(b, (int, float)) and math.isclose(a, b, rel_tol=1e-9)
-        return [] if ok else [f"{path}: {a} != {b}"]
-    return [] if a == b else [f"{path}: {a!r} != {b!r}"]
+def _same(a, b) -> list[str]:
+    """The stored answer's comparison: floats to 1e-9 relative, every field compared."""
+    return cli_outputs.json_differences(a, b, rel_tol=1e-9, ignore=frozenset())
 
 
 def test_the_report_questions_are_stored():
