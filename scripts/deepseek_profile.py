@@ -172,9 +172,11 @@ def summarise(kernels: list[dict]) -> dict:
                  for p in "FBW"} for f in FAMILIES}
     summed = {f: sum(k["dur"] for k in kernels if k["family"] == f) * per_pair for f in FAMILIES}
     compute_busy = busy_us([(k["ts"], k["ts"] + k["dur"]) for k in compute]) * per_pair
+    compute_parts = {p: busy_us([(k["ts"], k["ts"] + k["dur"]) for k in compute
+                                 if k["phase"] and k["phase"]["part"] == p]) * per_pair for p in "FBW"}
     wall = (end - start) * per_pair
     return {"pairs": pairs, "wall_ms": wall, "compute_busy_ms": compute_busy, "compute_idle_ms": wall - compute_busy,
-            "family_ms": fam, "family_sum_ms": summed, "family_parts_ms": parts,
+            "family_ms": fam, "family_sum_ms": summed, "family_parts_ms": parts, "compute_parts_ms": compute_parts,
             "compute_sum_ms": sum(summed[f] for f in COMPUTE),
             "deepep_busy_ms": fam["deepep"], "deepep_share": fam["deepep"] / wall if wall else 0.0,
             "deepep_blocks": max((k["grid"][0] * k["grid"][1] * k["grid"][2] for k in comm
@@ -312,8 +314,10 @@ def render(s: dict, model: dict | None) -> str:
     lines = [f"Overlapped layer pairs in the trace: {s['pairs']} (forward of one MoE layer + backward of another)",
              f"Tokens per chunk: {t['per_token_cast']} (per-token FP8 cast grid); {t['attention_tiles']} "
              f"(attention forward: query tiles x rows), {t['heads']} heads",
-             f"Wall per pair: {s['wall_ms']:.2f} ms; compute kernels busy {s['compute_busy_ms']:.2f} ms, "
-             f"none running {s['compute_idle_ms']:.2f} ms ({s['compute_idle_ms'] / s['wall_ms']:.1%})",
+             f"Wall of the chunk pair: {s['wall_ms'] * s['pairs']:.2f} ms; per layer pair {s['wall_ms']:.2f} ms: compute "
+             f"kernels busy {s['compute_busy_ms']:.2f} ms (forward {s['compute_parts_ms']['F']:.2f}, backward "
+             f"{s['compute_parts_ms']['B']:.2f}, weight gradients {s['compute_parts_ms']['W']:.2f}), none running "
+             f"{s['compute_idle_ms']:.2f} ms ({s['compute_idle_ms'] / s['wall_ms']:.1%})",
              f"DeepEP kernels: {s['deepep_busy_ms']:.2f} ms per pair ({s['deepep_share']:.1%} of the wall) on "
              f"{s['deepep_blocks']} blocks (SMs) of dispatch/combine",
              "",

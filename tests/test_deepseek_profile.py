@@ -102,6 +102,8 @@ def test_summary_of_the_hand_made_trace():
     assert s["wall_ms"] == pytest.approx(0.090)
     # compute busy per pair: [0, 35) and [40, 70) = 65 us; idle 90 - 65 = 25 us
     assert s["compute_busy_ms"] == pytest.approx(0.065) and s["compute_idle_ms"] == pytest.approx(0.025)
+    # forward [0, 35) (the rotary kernel inherits attn(F)), weight gradients [40, 70)
+    assert s["compute_parts_ms"] == {"F": pytest.approx(0.035), "B": 0.0, "W": pytest.approx(0.030)}
     assert s["family_ms"]["gemm_fp8_attention"] == pytest.approx(0.010)
     assert s["family_ms"]["gemm_fp8_moe"] == pytest.approx(0.030)        # [40, 70): the two streams count once
     assert s["family_sum_ms"]["gemm_fp8_moe"] == pytest.approx(0.040)    # their durations added
@@ -117,7 +119,7 @@ def test_summary_of_the_hand_made_trace():
 
 def test_render_and_errors(tmp_path, capsys):
     text = dp.render(dp.summarise(dp.gpu_kernels(_trace())), None)
-    assert "Wall per pair: 0.09 ms" in text and "gemm_fp8_moe" in text
+    assert "Wall of the chunk pair: 0.18 ms; per layer pair 0.09 ms" in text and "gemm_fp8_moe" in text
     assert dp.main([str(tmp_path / "missing.json")]) == 2
     assert "cannot read" in capsys.readouterr().err
     empty = tmp_path / "empty.json"
