@@ -293,3 +293,56 @@ def test_the_table_bounds_c_eq_from_above(monkeypatch):
     losses, values = sweep_search._TABLES[key]
     monkeypatch.setitem(sweep_search._TABLES, key, (losses, np.append(values[1:], 0.0)))
     assert not np.all(sweep_search._c_eq_above(loss, a)[:excess.size] >= exact[:excess.size])
+
+
+def _boxes(rows, rng, count: int):
+    """Random small boxes [K1, K2] x [H1, H2] of random rows, sync- and compute-paced alike."""
+    for r in rng.choice(rows.j.size, count):
+        k1 = float(rng.integers(2, rows.k_max[r] + 1))
+        k2 = float(min(rows.k_max[r], k1 + rng.integers(0, 30)))
+        h1 = float(rng.integers(1, rows.h_hi[r] + 1))
+        h2 = float(min(rows.h_hi[r], h1 + rng.integers(0, 80)))
+        yield r, k1, k2, h1, h2
+
+
+def _most_in_box(rows, r, k1, k2, h1, h2) -> float:
+    """Brute force: the most C_quality of the plans of row r in the box (every K and H)."""
+    k, h = (x.ravel() for x in np.meshgrid(np.arange(k1, k2 + 1), np.arange(h1, h2 + 1)))
+    with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
+        return float(np.nanmax(rows.bound(np.full(k.size, r), k, k, h, h, 0.0)))
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_box_bound_holds_over_every_plan_of_the_box(seed, monkeypatch):
+    """`_Rows.bound` of a box (the loss multiplier and loss at the real h of least product,
+    `least_loss_h`) is at least every plan's C_quality in it, by brute force over every (K, H) of
+    random boxes; and `least_loss_h` finds that least product: no integer H of the box has a smaller
+    one. With the product taken at H2 instead (a mutation: K1^beta(H2) L(T(K2, H2)), not the least
+    where the loss multiplier sets the pace) the bound falls below some box's best plan."""
+    rows, base, space = _rows(seed)
+    rows.make_exact(np.arange(rows.j.size))
+    a = base.assumptions
+    boxes = list(_boxes(rows, np.random.default_rng(90 + seed), 60))
+    for r, k1, k2, h1, h2 in boxes:
+        one = [np.array([x]) for x in (r, k1, k2, h1, h2)]
+        with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
+            upper = float(rows.bound(*one, 0.0)[0])
+        assert upper >= _most_in_box(rows, r, k1, k2, h1, h2) * (1 - 1e-12), (r, k1, k2, h1, h2)
+        # the least product over the box's H, brute force, against the one at the h found
+        i, t, sync2 = one[0], rows.t[one[0]], rows.sync(one[0], one[2])
+        hm = rows.least_loss_h(*one, t, sync2)
+        h = np.arange(h1, h2 + 1)
+
+        def product(x):
+            tokens = rows.wbt * (k2 * x) / np.maximum(x * t, sync2)
+            mu = k1 ** (rows.row_beta0[i] * (np.log(x) / rows.log_h_ref))
+            return (rows.row_loss0[i] + a.chinchilla_b * tokens ** (-a.chinchilla_beta)) * mu
+        assert h1 <= hm[0] <= h2
+        assert product(hm)[0] <= product(h).min() * (1 + 1e-13)
+    monkeypatch.setattr(sweep_search._Rows, "least_loss_h", lambda self, i, k1, k2, h1, h2, t, sync2: h2)
+    broken = []
+    for r, k1, k2, h1, h2 in boxes:
+        with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
+            upper = float(rows.bound(*[np.array([x]) for x in (r, k1, k2, h1, h2)], 0.0)[0])
+        broken.append(upper < _most_in_box(rows, r, k1, k2, h1, h2) * (1 - 1e-12))
+    assert any(broken)

@@ -139,16 +139,19 @@ def _rescore(setting: Setting, batch, kind: str | None, target: float | None) ->
     return out, problems
 
 
-def _limits(setting: Setting, batch) -> list[str]:
+def _limits(setting: Setting, batch, throughput=None) -> list[str]:
     """The limits of LIMITS dtplan's plan breaks, as `_rescore` finds them without a target, from the
     evaluator's throughput alone: `score.violations` reads of its figures only the plan's groups and
     state per node (`modes.throughput`), its nodes and its cost (nodes x node price), and the time
     to target, which only the duration limit reads (not among LIMITS; given as 0 here). The window
     view, time to target, bottleneck and the other figures `score` adds are not computed (a
     sweep's answer: 0.24 ms of `score`'s 1.4 ms; tests/test_reference_sweep_search.py checks the
-    same problems as `_rescore` on every mode's plans)."""
-    with np.errstate(divide="ignore", invalid="ignore"):
-        t = modes.throughput(setting, batch)
+    same problems as `_rescore` on every mode's plans). `throughput`: the plan's `modes.throughput`
+    where the caller has it (`sweep_search.SweepRun`), else it is worked here."""
+    if throughput is None:
+        with np.errstate(divide="ignore", invalid="ignore"):
+            throughput = modes.throughput(setting, batch)
+    t = throughput
     nodes = np.asarray(batch.nodes, dtype=float)
     figures = dict(t, cost_usd=nodes * setting.node_price_usd, time_to_target_s=np.zeros(nodes.shape))
     out = violations(setting, batch, figures, None)
@@ -487,7 +490,7 @@ def _sweep(case: dict) -> SearchOutcome:
         outcome.status, outcome.problems = "failed", ["dtplan found no plan"]
         return outcome
     params, setting, _, (batch, value), *_ = best
-    problems = _limits(setting, batch)
+    problems = _limits(setting, batch, getattr(best, "throughput", None))
     outcome.dtplan, outcome.params, outcome.plan, outcome.problems = value, params, _plan_dict(batch, setting), problems
     outcome.improvement = (value - reference) / reference
     if problems or value < reference * (1 - 1e-12):

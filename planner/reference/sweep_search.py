@@ -38,9 +38,28 @@ Value (`_Rows.bound` at a point, docs/cost_model.md sections 4-7, `modes.flat`, 
 reference sync pattern: base = v / up + v / down + lat, no K in it), g = eta_H(H) eta_C eta_A,
 mu = K^beta(P, H), C = g min(6 P T, max(C'(mu L(P, T)), C_low)).
 
-Box bound (`size_bound` module docstring, steps 1-4): over K in [K1, K2] and H in [H1, H2],
-C <= Q(T(K2, H2; t_sync(K1)), g(H1), mu(K1, H1)); its C' bounded first from a table of losses
-(`_c_eq_above`: C' does not rise with the loss), the Newton solve only where that bound reaches the cut.
+Box bound (`size_bound` module docstring, steps 1-4, with the loss term taken at its least over
+the box's H): over K in [K1, K2] and H in [H1, H2],
+C <= g(H1) min(6 P T(K2, H2), max(C'(min over real h in [H1, H2] of phi(h)), C_low)),
+phi(h) = K1^beta(h) L(P, T(K2, h)) (`_Rows.bound`, `least_loss_h`). Proof: g does not rise with H;
+T(K, H) = min(W' B tf K / t, W' B tf K H / (base f(K))) does not fall in H, nor in K (K / f(K) rises
+where 1 + c log2 K > c / ln 2, true for K >= 2 and c < ln 2 / 2, which `applies` checks), so every
+plan's T is at most T(K2, H2) and its mu L at least phi at its H (mu = K^beta(H) rises with K,
+beta(H) >= 0, L falls with T); C' does not rise with the loss. phi's least over [H1, H2]: with
+beta(h) = gamma ln h, gamma = beta0 ln K1 / ln H_ref >= 0, and T(K2, h) = a h (a = W' B tf K2 /
+t_sync(K2)) up to h_c = t_sync(K2) / t, then constant, phi = E' h^gamma + B a^-b h^(gamma - b)
+up to h_c, a sum of exponentials of x = ln h with positive coefficients, so convex in x, with its
+least at h* = ((b - gamma) B / (gamma E'))^(1/b) / a (h* = +inf at gamma = 0, h* <= H1 taken where
+gamma >= b); beyond h_c phi = h^gamma (E' + B T^-b) does not fall. So phi is least over [H1, H2]
+at h* clipped to [H1, max(H1, min(H2, h_c))]. At a plan (K1 = K2, H1 = H2) this is the plan's
+C_quality, by the same operations. The C' of the bound is bounded first from a table of losses
+(`_c_eq_above`: C' does not rise with the loss), the Newton solve only where that bound reaches
+the cut. Rounding: phi is worked at one h by the cost model's operations; its error (about 1e-16,
+times C''s elasticity in the loss) is far below MARGIN, so a box is never dropped for it while
+holding a plan within MARGIN / 2 of the best (the answer's plan and every plan tied with it).
+Against the bound with the loss multiplier at H1 and the tokens at H2 (before), this one drops
+most rows at their first box: the multiplier K^beta(H) moves the loss by a few parts in a thousand
+and C' by tens of percent, so that pairing it low with the most tokens was the bound's main slack.
 
 Lemma K (monotone in K). At a fixed H, if beta(H) E' <= (b e_min - beta(H)) B T^-b with T the
 box's most tokens, E' = E + A P^-alpha, b and B the Chinchilla data exponent and coefficient and
@@ -55,13 +74,17 @@ K2 alone ("collapsed", `monotone_in_k`); it is split in H only, and once it has 
 and a collapsed [K1, K2 - 1] (the lemma holds on any part of its range), bounded by K2 - 1.
 
 Search (`_search`). A first bound per row with one Newton solve per size (`_Rows.first_bound`);
-the SEED_ROWS rows highest by it are scored at K_max and SEED_H values of H (all of 1..h_hi where
-fewer) for a first incumbent V; the rows whose first bound is below V (1 - MARGIN) are dropped
+the SEED_ROWS rows highest by it are scored at one plan each, K_max and the integer H nearest the
+h of least phi at K_max over [1, h_hi] (`_seed`: a guess at the row's best H, which it is on most
+rows), for a first incumbent V; the rows whose first bound is below V (1 - MARGIN) are dropped
 and the others start as one box each ([2, K_max] x [1, h_hi]). Every round the boxes whose bound
 is below V (1 - MARGIN) are dropped and the others split (K in halves, H in H_PIECES pieces,
-geometric); a box of one K and one H is a plan, its bound its value, and raises V. When no box
+geometric; a collapsed box's pieces of one H give {K2} and [K1, K2 - 1] at once); a box of one K
+and one H is a plan, its bound its value, and raises V. When no box
 is left, the plans kept are those within MARGIN of V; the answer is the best one, r*, provided
-it is the only one (else None; also after ROUNDS rounds or beyond MAX_BOXES boxes).
+it is the only one (else None; also after ROUNDS rounds or beyond MAX_BOXES boxes). The search's
+path (incumbents, splits) changes how much is bounded, never the answer: every plan within MARGIN
+of the final V lies in boxes whose bound is at least that, which are never dropped.
 
 Why r* is the branch and bound's answer. MARGIN (1e-9) is far above the tie tolerance
 (`bnb.TIE_REL`, 1e-12) and the rounding of these figures against the cost model's (about 1e-14).
@@ -81,7 +104,7 @@ import math
 
 import numpy as np
 
-from planner.cost import chinchilla, memory, physics, quality, timing, tensor_parallel
+from planner.cost import chinchilla, memory, modes, physics, quality, timing, tensor_parallel
 from planner.cost.score import window_compute
 from planner.cost.setting import PlanBatch, Setting
 from planner.cost.straggler import eta_h_divisor, straggler_coefficient, straggler_factor, throughput_fraction
@@ -96,8 +119,7 @@ ROUNDS = 40            # rounds of splitting before giving up (None)
 MAX_BOXES = 20_000     # boxes alive beyond which the search gives up (None)
 FIRST_PIECES = 1       # pieces of a row's H range in the first round of boxes
 H_PIECES = 8           # pieces of a box's H range per round
-SEED_H = 64            # H values scored per seed row (geometric over 1..h_hi; all of them where fewer)
-SEED_ROWS = 3          # rows of highest bound whose plans are all scored for the first incumbent
+SEED_ROWS = 32         # rows of highest first bound scored at one plan each for the first incumbent (`_seed`)
 
 
 def applies(s: Setting, space: DecisionSpace, params) -> bool:
@@ -162,12 +184,14 @@ class _Rows:
         self.j, self.t, self.eta_a, self.k_max = j.astype(np.int64), t, eta_a, k_max.astype(np.int64)
         self.stages, self.ca, self.p = stages.astype(np.int64), ca, params[j]
         self.flat = np.arange(j.size) < j_flat.size
+        self.n_flat = j_flat.size
         self.m = np.zeros(j.size, np.int64)               # M* of pipeline rows, once `exact`
         self.exact = self.flat.copy()                     # t is the row's step (else a lower bound on it)
         self.eta_c = float(quality.compression_quality(float(space.compression[0]), a))
         self.div = eta_h_divisor(a)
+        self.table = _c_eq_table(a)
         e_min = 1.0 - straggler_coefficient(a) / math.log(2.0)
-        self.lemma = (a.chinchilla_e + a.chinchilla_a * self.p ** (-a.chinchilla_alpha), a.chinchilla_beta * e_min)
+        self.lemma = ((a.chinchilla_e + a.chinchilla_a * params ** (-a.chinchilla_alpha))[self.j], a.chinchilla_beta * e_min)
         # What `bound`, `tokens` and `monotone_in_k` read of a row's P, worked once per size and taken
         # per row: the same operations on the same doubles as the cost functions they stand for
         # (`quality.alpha`, `quality.replica_beta`'s beta0, `chinchilla.chinchilla_loss`'s E + A P^-alpha),
@@ -214,8 +238,10 @@ class _Rows:
         missing = ~self.exact[rows]
         if not missing.any():
             return
-        r = np.unique(rows[missing])
-        q = r - int(self.flat.sum())
+        mark = np.zeros(self.j.size, bool)
+        mark[rows[missing]] = True
+        r = np.flatnonzero(mark)                          # the rows once each, in order
+        q = r - self.n_flat
         tc, act, f = (x[q] for x in self.pipe)
         m, step, ok = _micro_batches(tc, self.stages[r].astype(float), act, f, self.s.pipeline_bps,
                                      self.s.pipeline_rtt_s, self.space.max_micro_batches)
@@ -227,27 +253,33 @@ class _Rows:
         return self.row_base[i] * (1.0 + self.c * np.log2(k))
 
     def tokens(self, i, k1, k2, h):
-        """W' B tf K2 H / max(H t, t_sync(K1)): the tokens at (K2, H) with the sync of K1 (K1 = K2: a plan's)."""
+        """W' B tf K2 H / max(H t, t_sync(K1)): the tokens at (K2, H) with the sync of K1 (K1 = K2: a plan's,
+        the most of a box [.., K2] x [.., H]: T does not fall in K, module docstring)."""
         return self.wbt * (k2 * h) / np.maximum(h * self.t[i], self.sync(i, k1))
 
     def bound(self, i, k1, k2, h1, h2, cut: float) -> np.ndarray:
-        """Q(T(K2, H2; t_sync(K1)), g(H1), mu(K1, H1)) per box (module docstring; at a point, the plan's
-        C_quality); where g 6 P T is already below `cut`, that value (no Newton solve of C'), and
-        where Q with C' bounded by the table (`_c_eq_above`) is, that bound (also no Newton solve).
-        g = eta_H(H1) eta_C eta_A (`quality.eta_sync_interval`), mu = K1^beta(H1)
-        (`quality.replica_loss_multiplier`), the loss E + A P^-alpha + B T^-b (`chinchilla.chinchilla_loss`;
-        T > 0 here), each by the same operations as those functions (`__init__`)."""
+        """g(H1) min(6 P T(K2, H2), max(C'(phi(h)), C_low)) per box, phi(h) = K1^beta(h) L(T(K2, h)) at
+        the h of least phi in [H1, H2] (`least_loss_h`; module docstring, box bound; at a point, the
+        plan's C_quality); where g 6 P T is already below `cut`, that value (no C'), and where the
+        bound with C' bounded by the table (`_c_eq_above`) is, that bound (no Newton solve).
+        g = eta_H(H1) eta_C eta_A (`quality.eta_sync_interval`), K^beta(h) (`quality.replica_loss_multiplier`),
+        the loss E + A P^-alpha + B T^-b (`chinchilla.chinchilla_loss`; T > 0 here), each by the same
+        operations as those functions (`__init__`)."""
         a = self.a
-        tokens = self.tokens(i, k1, k2, h2)
+        t, sync2 = self.t[i], self.sync(i, k2)
+        tokens = self.wbt * (k2 * h2) / np.maximum(h2 * t, sync2)          # `tokens` at (K2, H2)
         g = np.maximum(a.eta_h_floor, (1.0 - self.row_alpha[i] * np.log10(h1)) / self.div) * self.eta_c * self.eta_a[i]
         six_p_t = self.row_six_p[i] * tokens
         out = g * six_p_t
         need = np.flatnonzero(~(out < cut))
         if need.size:
-            i, tokens, six_p_t = i[need], tokens[need], six_p_t[need]
-            mu = k1[need] ** (self.row_beta0[i] * (np.log(h1[need]) / self.log_h_ref))
+            if need.size < i.size:
+                i, six_p_t, t, sync2, k1, k2, h1, h2 = (x[need] for x in (i, six_p_t, t, sync2, k1, k2, h1, h2))
+            hm = self.least_loss_h(i, k1, k2, h1, h2, t, sync2)
+            tokens = self.wbt * (k2 * hm) / np.maximum(hm * t, sync2)
+            mu = k1 ** (self.row_beta0[i] * (np.log(hm) / self.log_h_ref))
             loss = (self.row_loss0[i] + a.chinchilla_b * tokens ** (-a.chinchilla_beta)) * mu
-            out[need] = g[need] * np.minimum(six_p_t, np.maximum(_c_eq_above(loss, a), a.chi_search_low_flop))
+            out[need] = g[need] * np.minimum(six_p_t, np.maximum(_c_eq_above(loss, a, self.table), a.chi_search_low_flop))
             # the exact C' (a Newton solve) only where the table's bound does not already put the box below the cut
             exact = np.flatnonzero(~(out[need] < cut))
             if exact.size:
@@ -255,6 +287,15 @@ class _Rows:
                 need = need[exact]
                 out[need] = g[need] * np.minimum(six_p_t[exact], np.maximum(c_eq, a.chi_search_low_flop))
         return out
+
+    def least_loss_h(self, i, k1, k2, h1, h2, t, sync2):
+        """The real h in [H1, H2] where K1^beta(h) L(T(K2, h)) is least (module docstring); `t`, `sync2`:
+        the rows' step and t_sync(K2)."""
+        gamma = self.row_beta0[i] * (np.log(k1) / self.log_h_ref)
+        b = self.a.chinchilla_beta
+        star = ((b - gamma) * self.a.chinchilla_b / (gamma * self.row_loss0[i])) ** (1.0 / b) * sync2 / (self.wbt * k2)
+        star = np.where(gamma < b, star, h1)
+        return np.minimum(np.maximum(star, h1), np.maximum(h1, np.minimum(h2, sync2 / t)))
 
     def first_bound(self) -> np.ndarray:
         """Per row, a bound on all its plans needing one Newton solve per size, not per row:
@@ -265,8 +306,11 @@ class _Rows:
         a = self.a
         with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
             tokens = self.wbt * self.k_max / self.t
-            # per size the most of 0 and its rows' tokens (NaN kept), without the slow np.maximum.at
-            most = np.where(self.j == np.arange(self.params.size)[:, None], tokens, 0.0).max(axis=1, initial=0.0)
+            # per size the most of 0 and its rows' tokens (NaN kept): the most of each run of rows of one size
+            # (the flat rows, then the pipeline rows, each in size order), then of the runs of each size
+            starts = np.flatnonzero(np.diff(self.j, prepend=-1))
+            most = np.zeros(self.params.size)
+            np.maximum.at(most, self.j[starts], np.maximum.reduceat(tokens, starts))
             loss = chinchilla.chinchilla_loss(self.params, most, a)
             q = np.minimum(6.0 * self.params * most,
                            np.maximum(chinchilla.equivalent_optimal_compute(loss, a), a.chi_search_low_flop))
@@ -288,7 +332,7 @@ TABLE_RATIO = 1.002           # successive excess losses of the table; C' of a l
 _TABLES: dict = {}            # the table per Chinchilla constants, built once per process
 
 
-def _c_eq_above(loss, a) -> np.ndarray:
+def _c_eq_above(loss, a, table=None) -> np.ndarray:
     """An upper bound on C'(loss), the compute whose compute-optimal model reaches `loss`
     (`chinchilla.equivalent_optimal_compute`), without a Newton solve: C' at the largest loss of a
     table at most `loss` (+inf below the table's least loss, or where the loss is NaN).
@@ -298,18 +342,25 @@ def _c_eq_above(loss, a) -> np.ndarray:
     loss at least a table loss L_k has C' <= C'(L_k). The table's values are worked by the same
     Newton solve, which agrees with the root to about 1e-14 (`chinchilla` module docstring); the
     bound is taken 1e-12 above them against that rounding. The table: excess losses geometric over
-    TABLE_EXCESS at TABLE_RATIO (about 4,600 losses, one solve per process and constants)."""
+    TABLE_EXCESS at TABLE_RATIO (about 4,600 losses, one solve per process and constants).
+    `table`: `_c_eq_table(a)` where the caller holds it."""
+    losses, c_eq = _c_eq_table(a) if table is None else table
+    at = np.searchsorted(losses, loss, side="right")      # 0 below the least (C' <= inf); NaN sorts last
+    return np.where(np.isnan(loss), np.inf, c_eq[at])
+
+
+def _c_eq_table(a):
+    """(losses, C' above each, with +inf first) of `_c_eq_above`, built once per process and constants."""
     key = _table_key(a)
     table = _TABLES.get(key)
     if table is None:
         lo, hi = TABLE_EXCESS
         losses = a.chinchilla_e + lo * TABLE_RATIO ** np.arange(math.ceil(math.log(hi / lo) / math.log(TABLE_RATIO)) + 1)
-        losses = np.unique(losses)
+        losses = losses[np.concatenate(([True], losses[1:] > losses[:-1]))]   # np.unique of the rising losses,
+        # without the first call's import of numpy.ma (40 ms) that np.unique makes
         table = _TABLES[key] = (losses, np.append(np.inf, chinchilla.equivalent_optimal_compute(losses, a)
                                                   * (1.0 + 1e-12)))
-    losses, c_eq = table
-    at = np.searchsorted(losses, loss, side="right")      # 0 below the least (C' <= inf); NaN sorts last
-    return np.where(np.isnan(loss), np.inf, c_eq[at])
+    return table
 
 
 def _table_key(a) -> tuple[float, ...]:
@@ -343,7 +394,7 @@ def _micro_batches(t_comp, stages, act, f, link_bps, link_rtt_s, m_max):
     more than STEP_MARGIN, so that the listing's argmin over every M (`DecisionSpace`) is the same."""
     real = _gpipe_terms(t_comp, stages, act, f, link_bps, link_rtt_s)[2]
     low = np.floor(np.maximum(np.fmin(real, m_max), 1.0)) - 1.0      # NaN and inf: M_max
-    cand = np.clip(low[:, None] + np.arange(4.0)[None, :], 1, m_max)
+    cand = np.minimum(np.maximum(low[:, None] + np.arange(4.0)[None, :], 1.0), m_max)     # clipped to 1..M_max
     step = timing.pipeline_parts_s(t_comp[:, None], stages[:, None], cand, act[:, None], link_bps, link_rtt_s,
                                    f[:, None])[0]
     best = np.argmin(step, axis=1)
@@ -370,8 +421,17 @@ def best_size(s: Setting, space: DecisionSpace, params) -> SizeRun | None:
         return None
     j, batch = found
     setting = s.replace(params=params[j], active_params=params[j])
-    value = float(window_compute(setting, batch, "c_quality")["c_quality"][0])
-    return SizeRun(setting.params, setting, space, (batch, value), 0, value)
+    with np.errstate(divide="ignore", invalid="ignore"):          # as `score.window_compute` scores it
+        throughput = modes.throughput(setting, batch)
+    value = float(window_compute(setting, batch, "c_quality", t=throughput)["c_quality"][0])
+    run = SweepRun(setting.params, setting, space, (batch, value), 0, value)
+    run.throughput = throughput
+    return run
+
+
+class SweepRun(SizeRun):
+    """The answer's run, with its plan's throughput (`modes.throughput`), which its value was worked
+    from and its limits are checked from (`search._limits`), so that it is evaluated once."""
 
 
 def _search(rows: _Rows):
@@ -381,11 +441,11 @@ def _search(rows: _Rows):
     i = np.arange(rows.j.size)
     first = rows.first_bound()
     kept = []                                    # (i, K, H, value) of plans within MARGIN of the best so far
-    best = max(one, _seed(rows, first, kept))
+    best = max(one, _seed(rows, _highest(first, SEED_ROWS), kept))
     i = i[~(first < best * (1.0 - MARGIN))]
     h1, h2 = _pieces(np.ones(i.size), rows.h_hi[i].astype(float), FIRST_PIECES)
     real = (h1 <= h2).ravel()
-    i = np.broadcast_to(i, h1.shape).ravel()[real]
+    i = (np.zeros(h1.shape, np.int64) + i).ravel()[real]
     h1, h2 = h1.ravel()[real], h2.ravel()[real]
     k1, k2 = np.full(i.size, 2.0), rows.k_max[i].astype(float)
     collapsed = np.zeros(i.size, bool)
@@ -417,24 +477,27 @@ def _search(rows: _Rows):
     return None
 
 
-def _seed(rows: _Rows, first, kept) -> float:
-    """The first incumbent: every H (at most SEED_H of them, geometric) of the SEED_ROWS rows of
-    highest first bound (`_Rows.first_bound`), at K_max; the plans are kept as any other (`_search`)."""
-    top = np.argpartition(-first, SEED_ROWS)[:SEED_ROWS] if first.size > SEED_ROWS else np.arange(first.size)
+def _seed(rows: _Rows, top, kept) -> float:
+    """The most C_quality of one plan per row of `top`: at K_max and the integer H nearest the real h
+    of least loss multiplier times loss over [1, H_hi] at K_max (`_Rows.least_loss_h`; a guess at the
+    row's best H, which it is on most rows); the plans are kept as any other (`_search`)."""
     rows.make_exact(top)
-    h_hi = rows.h_hi[top].astype(float)[:, None]
-    h = np.floor(h_hi ** (np.arange(SEED_H) / (SEED_H - 1.0)))         # 1 .. h_hi, geometric
-    h = np.maximum(h, np.minimum(np.arange(1.0, SEED_H + 1), h_hi))      # every H where h_hi <= SEED_H
-    r = np.broadcast_to(top[:, None], h.shape).ravel()
-    h = h.ravel()
-    k = rows.k_max[r].astype(float)
+    k = rows.k_max[top].astype(float)
+    h_hi = rows.h_hi[top].astype(float)
     with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
-        value = rows.bound(r, k, k, h, h, 0.0)
+        least = rows.least_loss_h(top, k, k, np.ones(top.size), h_hi, rows.t[top], rows.sync(top, k))
+        h = np.minimum(np.maximum(np.round(least), 1.0), h_hi)
+        value = rows.bound(top, k, k, h, h, 0.0)
     value = np.where(np.isnan(value), -np.inf, value)
     most = float(value.max(initial=0.0))
     near = np.flatnonzero(value >= most * (1.0 - MARGIN))     # the others are below every later cut
-    kept.extend(zip(r[near].tolist(), k[near].tolist(), h[near].tolist(), value[near].tolist()))
+    kept.extend(zip(top[near].tolist(), k[near].tolist(), h[near].tolist(), value[near].tolist()))
     return most
+
+
+def _highest(values, n: int):
+    """The indices of the n highest values (all of them where fewer), in no order; NaN counts as highest."""
+    return np.argpartition(-values, n)[:n] if values.size > n else np.arange(values.size)
 
 
 def _pieces(lo, hi, q: int):
@@ -450,16 +513,17 @@ def _pieces(lo, hi, q: int):
 
 def _split(i, k1, k2, h1, h2, collapsed):
     """Children of the boxes: H in H_PIECES pieces (`_pieces`); K in halves (geometric middle) where
-    the box is not collapsed; a collapsed box keeps its K range (bounded at K2) until it has one H,
-    then gives {K2} and [K1, K2 - 1], still collapsed (Lemma K holds on any part of its range)."""
-    whole = collapsed & (h1 == h2)                     # -> the collapsed [K1, K2 - 1] and {K2}
+    the box is not collapsed; a collapsed box keeps its K range (bounded at K2) in its pieces of more
+    than one H, and gives {K2} and [K1, K2 - 1] in those of one H, still collapsed (Lemma K holds on
+    any part of its range)."""
+    b1, b2 = _pieces(h1, h2, H_PIECES)                 # (pieces, boxes)
     km = np.floor(np.sqrt(k1 * k2))
     km = np.minimum(np.maximum(km, k1), np.maximum(k1, k2 - 1.0))
-    km = np.where(collapsed, np.where(whole, k2 - 1.0, k2), km)
-    a1, a2 = np.stack((k1, km + 1.0)), np.stack((km, k2))
-    b1, b2 = _pieces(h1, h2, H_PIECES)
-    ka, hb, box = np.nonzero((a1 <= a2)[:, None, :] & (b1 <= b2)[None, :, :])     # the children not empty
-    a1, a2 = a1[ka, box], a2[ka, box]
+    km = np.where(collapsed, np.where(b1 == b2, k2 - 1.0, k2), km)      # per piece
+    a1, a2 = np.empty((2,) + km.shape), np.empty((2,) + km.shape)     # the two K children, per piece
+    a1[0], a1[1], a2[0], a2[1] = k1, km + 1.0, km, k2
+    ka, hb, box = np.nonzero((a1 <= a2) & (b1 <= b2)[None])             # the children not empty
+    a1, a2 = a1[ka, hb, box], a2[ka, hb, box]
     return i[box], a1, a2, b1[hb, box], b2[hb, box], collapsed[box] & (a1 < a2)
 
 
