@@ -132,6 +132,52 @@ def pipe_probe(mode: str, precision: str, rows: PlanBatch) -> PlanBatch:
                         schedule=rows.schedule)
 
 
+def _group_starts(pipes: PlanBatch) -> np.ndarray | None:
+    """Where each (S, Ca) group of the pipe rows starts, when the rows come grouped, in (S, Ca) order (as the
+    grid of `DecisionSpace._probed_rows` lists them, and any subset of it keeps them); else None.
+
+    Sorting the rows by (S, Ca, pipeline step, M, schedule) then puts each group at its own place, in the
+    order of its rows by (step, M, schedule): the rows of one group sorted on their own (or their first one
+    found without a sort, `_first_of_groups`) are the rows of the sort of them all, at the same places
+    (issue 27 item 5: one sort of every row by five keys was ~0.3 G instructions of a 10^4-node solve)."""
+    s, ca = pipes.stages, pipes.activation_compression
+    if s.size == 0:
+        return None
+    new = np.r_[True, (s[1:] != s[:-1]) | (ca[1:] != ca[:-1])]
+    if not ((s[1:] > s[:-1]) | ((s[1:] == s[:-1]) & (ca[1:] >= ca[:-1]))).all():
+        return None
+    return np.flatnonzero(new)
+
+
+def _first_of_groups(t_step: np.ndarray, micro_batches: np.ndarray, schedule: np.ndarray,
+                     starts: np.ndarray) -> np.ndarray:
+    """Mask of each group's first row in (step, M, schedule) order, the groups starting at `starts`, where each
+    row's (M, schedule) is its own within its group (the grid's; else a group may have several rows marked,
+    which the caller checks). As np.lexsort orders them: the least step,
+    NaN after every number (a group of NaN steps only: every row a candidate), ties to the least M, then
+    schedule; so the least (M, schedule) among the rows of the group's least step."""
+    group = np.repeat(np.arange(starts.size), np.diff(np.r_[starts, t_step.size]))
+    with np.errstate(invalid="ignore"):
+        least = np.fmin.reduceat(t_step, starts)[group]
+    candidate = (t_step == least) | np.isnan(least)
+    key = np.where(candidate, micro_batches * (int(schedule.max(initial=0)) + 1) + schedule, np.iinfo(np.int64).max)
+    return candidate & (key == np.minimum.reduceat(key, starts)[group])
+
+
+def _step_order(pipes: PlanBatch, t_step: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(order, starts): the pipe rows sorted by (S, Ca, pipeline step, M, schedule) as np.lexsort sorts them
+    (NaN steps last in their group), and where each (S, Ca) group starts in that order. Rows that come grouped
+    (`_group_starts`) are sorted group by group, which gives the same order."""
+    starts = _group_starts(pipes)
+    if starts is None:      # rows not grouped by (S, Ca): one sort of them all
+        order = np.lexsort((pipes.schedule, pipes.micro_batches, t_step, pipes.activation_compression, pipes.stages))
+        key = np.stack([pipes.stages[order], pipes.activation_compression[order]])
+        return order, np.flatnonzero(np.r_[True, (key[:, 1:] != key[:, :-1]).any(axis=0)])
+    ends = np.r_[starts[1:], pipes.size]
+    return np.concatenate([a + np.lexsort((pipes.schedule[a:b], pipes.micro_batches[a:b], t_step[a:b]))
+                           for a, b in zip(starts, ends)]), starts
+
+
 @dataclass(frozen=True)
 class DecisionSpace:
     """The declared decision space of one instance."""
@@ -454,11 +500,14 @@ class DecisionSpace:
         and the first row is at least as fast as any other at every (n, H) and first in tie order.
         `probed`: the rows' PROBED fields if scored already (`_probed_rows`)."""
         t_step = (probed or scored(s, pipe_probe(mode, precision, pipes), "t_step_s"))["t_step_s"]
-        order = np.lexsort((pipes.schedule, pipes.micro_batches, t_step, pipes.activation_compression, pipes.stages))
-        key = np.stack([pipes.stages[order], pipes.activation_compression[order]])
-        first = np.r_[True, (key[:, 1:] != key[:, :-1]).any(axis=0)]
+        starts = _group_starts(pipes)
+        if starts is not None:
+            mask = _first_of_groups(t_step, pipes.micro_batches, pipes.schedule, starts)
+            if (np.add.reduceat(mask, starts) == 1).all():     # one row each: (M, schedule) unique in each group
+                return mask
+        order, starts = _step_order(pipes, t_step)
         mask = np.zeros(pipes.size, bool)
-        mask[order[first]] = True
+        mask[order[starts]] = True
         return mask
 
     @staticmethod
@@ -485,9 +534,7 @@ class DecisionSpace:
         t_step = t["t_step_s"]
         with np.errstate(divide="ignore", invalid="ignore"):
             c = t["step_compute_s"] / pipes.micro_batches
-        order = np.lexsort((pipes.schedule, pipes.micro_batches, t_step, pipes.activation_compression, pipes.stages))
-        key = np.stack([pipes.stages[order], pipes.activation_compression[order]])
-        starts = np.flatnonzero(np.r_[True, (key[:, 1:] != key[:, :-1]).any(axis=0)])
+        order, starts = _step_order(pipes, t_step)
         ends = np.r_[starts[1:], order.size]
         keep_sorted = np.ones(order.size, bool)
         first_sorted = np.repeat(order[starts], ends - starts)
