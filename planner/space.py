@@ -634,6 +634,13 @@ PLAN_FIELDS_KEPT = tuple(f.name for f in fields(PlanBatch)
                          if f.name not in ("mode", "precision", "expert_parallel", "nodes", "inner_steps", "regional_rounds"))
 
 
+def _int_array(x, shape) -> np.ndarray:
+    """x as an int64 array of `shape`: itself when it is one already (read, never written, as a plan's fields
+    are), else a new array."""
+    if isinstance(x, np.ndarray) and x.dtype == np.int64 and x.shape == shape:
+        return x
+    return np.broadcast_to(np.asarray(x, dtype=np.int64), shape).copy()
+
 @dataclass
 class Classes:
     """Plans that differ only in the replica count n, over the interval n_lo..n_hi.
@@ -684,24 +691,44 @@ class Classes:
         fields taken from the rows and the node counts are taken once and shared by the batches
         (read only, as every batch's fields are: the cost model never writes a plan's fields)."""
         rows = self.rows
-        shape = np.atleast_1d(rows.nodes[idx]).shape
+        if isinstance(idx, np.ndarray) and idx.dtype.kind in "iu":      # the shape of rows.nodes[idx], not taken
+            shape = idx.shape if idx.ndim else (1,)
+        else:
+            shape = np.atleast_1d(rows.nodes[idx]).shape
         nodes = self.nodes(idx, n)
         nodes = nodes if nodes.shape == shape else np.broadcast_to(nodes, shape).copy()
-        taken = {name: np.atleast_1d(getattr(rows, name)[idx]) for name in PLAN_FIELDS_KEPT
-                 if name != "micro_batches" or self.members is None}
+        same = self._same_fields()
+        taken = {name: np.broadcast_to(same[name], shape) if name in same else np.atleast_1d(getattr(rows, name)[idx])
+                 for name in PLAN_FIELDS_KEPT if name != "micro_batches" or self.members is None}
         out = []
         for h, r in corners:
             fields_of = taken
             if self.members is None:
-                r = np.broadcast_to(np.asarray(r, dtype=np.int64), shape).copy()
+                r = _int_array(r, shape)
             else:   # r is the member index j (1-based): M = members[class, j - 1], R = 1
                 j = np.broadcast_to(np.asarray(r, dtype=np.int64), shape)
                 fields_of = {**taken, "micro_batches": self.members[np.broadcast_to(np.asarray(idx), shape), j - 1]}
                 r = np.ones(shape, np.int64)
-            out.append(PlanBatch(rows.mode, rows.precision, nodes=nodes,
-                                 inner_steps=np.broadcast_to(np.asarray(h, dtype=np.int64), shape).copy(),
+            out.append(PlanBatch(rows.mode, rows.precision, nodes=nodes, inner_steps=_int_array(h, shape),
                                  regional_rounds=r, expert_parallel=rows.expert_parallel, **fields_of))
         return out
+
+    def _same_fields(self) -> dict[str, np.ndarray]:
+        """The fields of PLAN_FIELDS_KEPT whose value is the same in every row (a mode's placeholders: a
+        hierarchical class's stages, micro-batches, schedule; a pp_group class's group size and shards), each as
+        that one value: `corner_plans` gives them as a read-only broadcast of it, the value every row would
+        give, instead of taking it row by row (issue 27 item 5). Found once per Classes object (`take` makes
+        new ones, which find theirs)."""
+        memo = self.__dict__.get("_same")
+        if memo is None:
+            memo = {}
+            for name in PLAN_FIELDS_KEPT:
+                value = getattr(self.rows, name)
+                if value.size and (value.strides == (0,) or ((value == value[0]).all()      # bit for bit: -0.0 is
+                                                             and (np.signbit(value) == np.signbit(value[0])).all())):
+                    memo[name] = value[0].copy()                                      # not 0.0 here
+            self.__dict__["_same"] = memo
+        return memo
 
     def take(self, index) -> "Classes":
         return Classes(self.rows.take(index), self.n_lo[index], self.n_hi[index], self.unit[index],
