@@ -164,6 +164,16 @@ def _first_of_groups(t_step: np.ndarray, micro_batches: np.ndarray, schedule: np
     return candidate & (key == np.minimum.reduceat(key, starts)[group])
 
 
+def _class_triples(keep: np.ndarray, count: int) -> tuple[np.ndarray, ...]:
+    """(kept, p, c, j): the pipe rows kept in some streaming (`keep`: rows x streaming), and per class, in grid
+    order (row, compression, streaming), the index p of its row among `kept`, c of its compression (of `count`)
+    and j of its streaming: the classes are the triples whose streaming the row keeps, every compression. As
+    np.flatnonzero of keep broadcast over the compressions, then divided into its three indices (the listing
+    before issue 27 item 5), from the kept rows alone and without a division."""
+    kept = np.flatnonzero(np.logical_or.reduce(list(keep.T)))      # keep.any(axis=1), column by column
+    p, c, j = np.nonzero(np.broadcast_to(keep[kept][:, None, :], (kept.size, count, keep.shape[1])))
+    return kept, p, c, j
+
 def _step_order(pipes: PlanBatch, t_step: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(order, starts): the pipe rows sorted by (S, Ca, pipeline step, M, schedule) as np.lexsort sorts them
     (NaN steps last in their group), and where each (S, Ca) group starts in that order. Rows that come grouped
@@ -578,21 +588,23 @@ class DecisionSpace:
             if streaming_reads_window(s.assumptions):
                 keep |= stream[None, :]
                 listed = np.maximum(listed, keep.astype(np.int64))
-        per_row = len(self.compression) * stream.size
-        at = np.flatnonzero(np.broadcast_to(keep[:, None, :], (pipes.size, len(self.compression), stream.size)))
-        rep, j = at // per_row, at % stream.size
-        compression = np.asarray(self.compression, dtype=float)[at % per_row // stream.size]
-        streaming = stream[j]
+        # the (row, compression, streaming) triples of the classes in grid order; what reads only the row (its
+        # fields, n range) is taken or computed per kept row, then at each class's row
+        kept, p_i, c_i, j_i = _class_triples(keep, len(self.compression))
+        rep = kept[p_i]
+        compression = np.asarray(self.compression, dtype=float)[c_i]
+        streaming = stream[j_i]
         if listed is not None:
-            listed = listed[rep, j]
+            listed = listed[rep, j_i]
+        stages = pipes.stages[kept]
         # the pipe rows' fields at `rep`; those equal in every row (n, H, R, k, Z placeholders) stay broadcast
-        rows = PlanBatch.of("pp_group", precision, nodes=1, stages=pipes.stages[rep],
-                            activation_compression=pipes.activation_compression[rep],
-                            micro_batches=pipes.micro_batches[rep], schedule=pipes.schedule[rep],
+        rows = PlanBatch.of("pp_group", precision, nodes=1, stages=stages[p_i],
+                            activation_compression=pipes.activation_compression[kept][p_i],
+                            micro_batches=pipes.micro_batches[kept][p_i], schedule=pipes.schedule[kept][p_i],
                             compression=compression, streaming=streaming)
-        n_lo = np.maximum(2, self.min_nodes // rows.stages)     # G S <= min_nodes < (G + 1) S: idle nodes
+        n_lo = np.maximum(2, self.min_nodes // stages)     # G S <= min_nodes < (G + 1) S: idle nodes
         n_lo = np.maximum(n_lo, stage_shards.min_groups(s.assumptions, s.accelerators_per_node, s.is_moe))  # G >= K, E
-        c = self._classes(rows, n_lo, self.max_nodes // rows.stages, rows.stages,
+        c = self._classes(rows, n_lo[p_i], (self.max_nodes // stages)[p_i], rows.stages,
                           None if members is None else (members[0][rep], members[1][rep]))
         if listed is not None:
             c.listed = listed
