@@ -268,16 +268,18 @@ def _pipeline(s: Setting, b: PlanBatch, out, link_bps: float, link_rtt_s: float,
     hidden = s.hidden_size if s.hidden_size is not None else timing.hidden_size(s.params, a.hidden_size_coefficient)
     if a.pipeline_chunks > 0:
         return _pipeline_at(s, b, out, link_bps, link_rtt_s, hidden, None, lean)
-    best = _pipeline_at(s, b, out, link_bps, link_rtt_s, hidden, np.ones(stages.shape), lean)   # v = 1: 1F1B's step
+    fixed = _chunk_free(s, b, hidden, stages)
+    best = _pipeline_at(s, b, out, link_bps, link_rtt_s, hidden, np.ones(stages.shape), lean, fixed)   # v = 1: 1F1B's
     rows = np.flatnonzero(physics.schedule_codes(a, b.schedule) == physics.INTERLEAVED)
     if rows.size == 0:                       # v changes nothing
         return best
     sub, sub_out = b.take(rows), {"t_comp_s": out["t_comp_s"][rows]}
+    sub_fixed = {k: np.broadcast_to(x, stages.shape)[rows] for k, x in fixed.items()}
     here = _rows_of(best, rows)
     for v, allowed in physics.chunk_choices(physics.model_layers(a, s.active_params, hidden), stages[rows]):
         if v == 1.0 or not np.any(allowed):
             continue
-        got = _pipeline_at(s, sub, sub_out, link_bps, link_rtt_s, hidden, np.full(rows.shape, v), lean)
+        got = _pipeline_at(s, sub, sub_out, link_bps, link_rtt_s, hidden, np.full(rows.shape, v), lean, sub_fixed)
         fits, fits_here = got[2] <= s.memory_bytes, here[2] <= s.memory_bytes
         here = _where(allowed & ((fits & ~fits_here) | ((fits == fits_here) & (got[0] < here[0]))), got, here)
     return _put(best, rows, here)
@@ -308,14 +310,25 @@ def _where(take, got, best):
             np.where(take, got[4], best[4]))
 
 
-def _pipeline_at(s: Setting, b: PlanBatch, out, link_bps: float, link_rtt_s: float, hidden, chunks, lean=False):
+def _chunk_free(s: Setting, b: PlanBatch, hidden, stages) -> dict[str, np.ndarray]:
+    """The figures of `_pipeline_at` that no chunk count changes: the activations sent per micro-batch (act), the
+    links' straggler factor f(S), the stage's training state and eta_A (they read S, Ca, the schedule and the
+    precision): computed once per plan by `_pipeline`, for every v it tries (issue 27 item 5)."""
+    a = s.assumptions
+    return {"act": timing.activation_bits(s.local_batch_tokens, hidden, a.activation_bytes(b.precision),
+                                          b.activation_compression),
+            "f_pp": straggler_factor(stages, a), "state": _stage_state(s, b, stages),
+            "eta_a": quality.activation_quality(b.activation_compression, stages, a)}
+
+
+def _pipeline_at(s: Setting, b: PlanBatch, out, link_bps: float, link_rtt_s: float, hidden, chunks, lean=False,
+                 fixed=None):
     """The pipeline step parts at chunk counts `chunks` (None: the profile's pipeline_chunks); `lean`: of the
-    parts only step_compute_s (`_pipeline`)."""
+    parts only step_compute_s (`_pipeline`); `fixed`: the plans' `_chunk_free` figures when computed already."""
     a = s.assumptions
     stages = _f(b.stages)
-    act = timing.activation_bits(s.local_batch_tokens, hidden, a.activation_bytes(b.precision), b.activation_compression)
-    f_pp = straggler_factor(stages, a)
-    state = _stage_state(s, b, stages)
+    fixed = _chunk_free(s, b, hidden, stages) if fixed is None else fixed
+    act, f_pp, state = fixed["act"], fixed["f_pp"], fixed["state"]
     kept, redone, working = physics.activation_parts_bytes(a, s.active_params, hidden, s.local_batch_tokens,
                                                            b.precision, stages, b.micro_batches, b.schedule, chunks,
                                                            *_activation_shape(s))
@@ -327,8 +340,7 @@ def _pipeline_at(s: Setting, b: PlanBatch, out, link_bps: float, link_rtt_s: flo
     parts = {"step_compute_s": m * c} if lean else _step_parts(s, b, stages, m, c, ticks, k, x, link_rtt_s, f_pp, act,
                                                                share, chunks)
     state = state + physics.recomputed_activation_bytes(kept, redone, working, share)
-    eta_a = quality.activation_quality(b.activation_compression, stages, a)
-    return t_pp, parts, state, eta_a, c
+    return t_pp, parts, state, fixed["eta_a"], c
 
 
 def _step_parts(s: Setting, b: PlanBatch, stages, m, c, ticks, k, x, link_rtt_s: float, f_pp, act, share, chunks):
