@@ -132,6 +132,62 @@ def pipe_probe(mode: str, precision: str, rows: PlanBatch) -> PlanBatch:
                         schedule=rows.schedule)
 
 
+def _group_starts(pipes: PlanBatch) -> np.ndarray | None:
+    """Where each (S, Ca) group of the pipe rows starts, when the rows come grouped, in (S, Ca) order (as the
+    grid of `DecisionSpace._probed_rows` lists them, and any subset of it keeps them); else None.
+
+    Sorting the rows by (S, Ca, pipeline step, M, schedule) then puts each group at its own place, in the
+    order of its rows by (step, M, schedule): the rows of one group sorted on their own (or their first one
+    found without a sort, `_first_of_groups`) are the rows of the sort of them all, at the same places
+    (issue 27 item 5: one sort of every row by five keys was ~0.3 G instructions of a 10^4-node solve)."""
+    s, ca = pipes.stages, pipes.activation_compression
+    if s.size == 0:
+        return None
+    new = np.r_[True, (s[1:] != s[:-1]) | (ca[1:] != ca[:-1])]
+    if not ((s[1:] > s[:-1]) | ((s[1:] == s[:-1]) & (ca[1:] >= ca[:-1]))).all():
+        return None
+    return np.flatnonzero(new)
+
+
+def _first_of_groups(t_step: np.ndarray, micro_batches: np.ndarray, schedule: np.ndarray,
+                     starts: np.ndarray) -> np.ndarray:
+    """Mask of each group's first row in (step, M, schedule) order, the groups starting at `starts`, where each
+    row's (M, schedule) is its own within its group (the grid's; else a group may have several rows marked,
+    which the caller checks). As np.lexsort orders them: the least step,
+    NaN after every number (a group of NaN steps only: every row a candidate), ties to the least M, then
+    schedule; so the least (M, schedule) among the rows of the group's least step."""
+    group = np.repeat(np.arange(starts.size), np.diff(np.r_[starts, t_step.size]))
+    with np.errstate(invalid="ignore"):
+        least = np.fmin.reduceat(t_step, starts)[group]
+    candidate = (t_step == least) | np.isnan(least)
+    key = np.where(candidate, micro_batches * (int(schedule.max(initial=0)) + 1) + schedule, np.iinfo(np.int64).max)
+    return candidate & (key == np.minimum.reduceat(key, starts)[group])
+
+
+def _class_triples(keep: np.ndarray, count: int) -> tuple[np.ndarray, ...]:
+    """(kept, p, c, j): the pipe rows kept in some streaming (`keep`: rows x streaming), and per class, in grid
+    order (row, compression, streaming), the index p of its row among `kept`, c of its compression (of `count`)
+    and j of its streaming: the classes are the triples whose streaming the row keeps, every compression. As
+    np.flatnonzero of keep broadcast over the compressions, then divided into its three indices (the listing
+    before issue 27 item 5), from the kept rows alone and without a division."""
+    kept = np.flatnonzero(np.logical_or.reduce(list(keep.T)))      # keep.any(axis=1), column by column
+    p, c, j = np.nonzero(np.broadcast_to(keep[kept][:, None, :], (kept.size, count, keep.shape[1])))
+    return kept, p, c, j
+
+def _step_order(pipes: PlanBatch, t_step: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(order, starts): the pipe rows sorted by (S, Ca, pipeline step, M, schedule) as np.lexsort sorts them
+    (NaN steps last in their group), and where each (S, Ca) group starts in that order. Rows that come grouped
+    (`_group_starts`) are sorted group by group, which gives the same order."""
+    starts = _group_starts(pipes)
+    if starts is None:      # rows not grouped by (S, Ca): one sort of them all
+        order = np.lexsort((pipes.schedule, pipes.micro_batches, t_step, pipes.activation_compression, pipes.stages))
+        key = np.stack([pipes.stages[order], pipes.activation_compression[order]])
+        return order, np.flatnonzero(np.r_[True, (key[:, 1:] != key[:, :-1]).any(axis=0)])
+    ends = np.r_[starts[1:], pipes.size]
+    return np.concatenate([a + np.lexsort((pipes.schedule[a:b], pipes.micro_batches[a:b], t_step[a:b]))
+                           for a, b in zip(starts, ends)]), starts
+
+
 @dataclass(frozen=True)
 class DecisionSpace:
     """The declared decision space of one instance."""
@@ -454,11 +510,14 @@ class DecisionSpace:
         and the first row is at least as fast as any other at every (n, H) and first in tie order.
         `probed`: the rows' PROBED fields if scored already (`_probed_rows`)."""
         t_step = (probed or scored(s, pipe_probe(mode, precision, pipes), "t_step_s"))["t_step_s"]
-        order = np.lexsort((pipes.schedule, pipes.micro_batches, t_step, pipes.activation_compression, pipes.stages))
-        key = np.stack([pipes.stages[order], pipes.activation_compression[order]])
-        first = np.r_[True, (key[:, 1:] != key[:, :-1]).any(axis=0)]
+        starts = _group_starts(pipes)
+        if starts is not None:
+            mask = _first_of_groups(t_step, pipes.micro_batches, pipes.schedule, starts)
+            if (np.add.reduceat(mask, starts) == 1).all():     # one row each: (M, schedule) unique in each group
+                return mask
+        order, starts = _step_order(pipes, t_step)
         mask = np.zeros(pipes.size, bool)
-        mask[order[first]] = True
+        mask[order[starts]] = True
         return mask
 
     @staticmethod
@@ -485,9 +544,7 @@ class DecisionSpace:
         t_step = t["t_step_s"]
         with np.errstate(divide="ignore", invalid="ignore"):
             c = t["step_compute_s"] / pipes.micro_batches
-        order = np.lexsort((pipes.schedule, pipes.micro_batches, t_step, pipes.activation_compression, pipes.stages))
-        key = np.stack([pipes.stages[order], pipes.activation_compression[order]])
-        starts = np.flatnonzero(np.r_[True, (key[:, 1:] != key[:, :-1]).any(axis=0)])
+        order, starts = _step_order(pipes, t_step)
         ends = np.r_[starts[1:], order.size]
         keep_sorted = np.ones(order.size, bool)
         first_sorted = np.repeat(order[starts], ends - starts)
@@ -531,21 +588,23 @@ class DecisionSpace:
             if streaming_reads_window(s.assumptions):
                 keep |= stream[None, :]
                 listed = np.maximum(listed, keep.astype(np.int64))
-        per_row = len(self.compression) * stream.size
-        at = np.flatnonzero(np.broadcast_to(keep[:, None, :], (pipes.size, len(self.compression), stream.size)))
-        rep, j = at // per_row, at % stream.size
-        compression = np.asarray(self.compression, dtype=float)[at % per_row // stream.size]
-        streaming = stream[j]
+        # the (row, compression, streaming) triples of the classes in grid order; what reads only the row (its
+        # fields, n range) is taken or computed per kept row, then at each class's row
+        kept, p_i, c_i, j_i = _class_triples(keep, len(self.compression))
+        rep = kept[p_i]
+        compression = np.asarray(self.compression, dtype=float)[c_i]
+        streaming = stream[j_i]
         if listed is not None:
-            listed = listed[rep, j]
+            listed = listed[rep, j_i]
+        stages = pipes.stages[kept]
         # the pipe rows' fields at `rep`; those equal in every row (n, H, R, k, Z placeholders) stay broadcast
-        rows = PlanBatch.of("pp_group", precision, nodes=1, stages=pipes.stages[rep],
-                            activation_compression=pipes.activation_compression[rep],
-                            micro_batches=pipes.micro_batches[rep], schedule=pipes.schedule[rep],
+        rows = PlanBatch.of("pp_group", precision, nodes=1, stages=stages[p_i],
+                            activation_compression=pipes.activation_compression[kept][p_i],
+                            micro_batches=pipes.micro_batches[kept][p_i], schedule=pipes.schedule[kept][p_i],
                             compression=compression, streaming=streaming)
-        n_lo = np.maximum(2, self.min_nodes // rows.stages)     # G S <= min_nodes < (G + 1) S: idle nodes
+        n_lo = np.maximum(2, self.min_nodes // stages)     # G S <= min_nodes < (G + 1) S: idle nodes
         n_lo = np.maximum(n_lo, stage_shards.min_groups(s.assumptions, s.accelerators_per_node, s.is_moe))  # G >= K, E
-        c = self._classes(rows, n_lo, self.max_nodes // rows.stages, rows.stages,
+        c = self._classes(rows, n_lo[p_i], (self.max_nodes // stages)[p_i], rows.stages,
                           None if members is None else (members[0][rep], members[1][rep]))
         if listed is not None:
             c.listed = listed
@@ -586,6 +645,13 @@ class DecisionSpace:
 PLAN_FIELDS_KEPT = tuple(f.name for f in fields(PlanBatch)
                          if f.name not in ("mode", "precision", "expert_parallel", "nodes", "inner_steps", "regional_rounds"))
 
+
+def _int_array(x, shape) -> np.ndarray:
+    """x as an int64 array of `shape`: itself when it is one already (read, never written, as a plan's fields
+    are), else a new array."""
+    if isinstance(x, np.ndarray) and x.dtype == np.int64 and x.shape == shape:
+        return x
+    return np.broadcast_to(np.asarray(x, dtype=np.int64), shape).copy()
 
 @dataclass
 class Classes:
@@ -637,24 +703,44 @@ class Classes:
         fields taken from the rows and the node counts are taken once and shared by the batches
         (read only, as every batch's fields are: the cost model never writes a plan's fields)."""
         rows = self.rows
-        shape = np.atleast_1d(rows.nodes[idx]).shape
+        if isinstance(idx, np.ndarray) and idx.dtype.kind in "iu":      # the shape of rows.nodes[idx], not taken
+            shape = idx.shape if idx.ndim else (1,)
+        else:
+            shape = np.atleast_1d(rows.nodes[idx]).shape
         nodes = self.nodes(idx, n)
         nodes = nodes if nodes.shape == shape else np.broadcast_to(nodes, shape).copy()
-        taken = {name: np.atleast_1d(getattr(rows, name)[idx]) for name in PLAN_FIELDS_KEPT
-                 if name != "micro_batches" or self.members is None}
+        same = self._same_fields()
+        taken = {name: np.broadcast_to(same[name], shape) if name in same else np.atleast_1d(getattr(rows, name)[idx])
+                 for name in PLAN_FIELDS_KEPT if name != "micro_batches" or self.members is None}
         out = []
         for h, r in corners:
             fields_of = taken
             if self.members is None:
-                r = np.broadcast_to(np.asarray(r, dtype=np.int64), shape).copy()
+                r = _int_array(r, shape)
             else:   # r is the member index j (1-based): M = members[class, j - 1], R = 1
                 j = np.broadcast_to(np.asarray(r, dtype=np.int64), shape)
                 fields_of = {**taken, "micro_batches": self.members[np.broadcast_to(np.asarray(idx), shape), j - 1]}
                 r = np.ones(shape, np.int64)
-            out.append(PlanBatch(rows.mode, rows.precision, nodes=nodes,
-                                 inner_steps=np.broadcast_to(np.asarray(h, dtype=np.int64), shape).copy(),
+            out.append(PlanBatch(rows.mode, rows.precision, nodes=nodes, inner_steps=_int_array(h, shape),
                                  regional_rounds=r, expert_parallel=rows.expert_parallel, **fields_of))
         return out
+
+    def _same_fields(self) -> dict[str, np.ndarray]:
+        """The fields of PLAN_FIELDS_KEPT whose value is the same in every row (a mode's placeholders: a
+        hierarchical class's stages, micro-batches, schedule; a pp_group class's group size and shards), each as
+        that one value: `corner_plans` gives them as a read-only broadcast of it, the value every row would
+        give, instead of taking it row by row (issue 27 item 5). Found once per Classes object (`take` makes
+        new ones, which find theirs)."""
+        memo = self.__dict__.get("_same")
+        if memo is None:
+            memo = {}
+            for name in PLAN_FIELDS_KEPT:
+                value = getattr(self.rows, name)
+                if value.size and (value.strides == (0,) or ((value == value[0]).all()      # bit for bit: -0.0 is
+                                                             and (np.signbit(value) == np.signbit(value[0])).all())):
+                    memo[name] = value[0].copy()                                      # not 0.0 here
+            self.__dict__["_same"] = memo
+        return memo
 
     def take(self, index) -> "Classes":
         return Classes(self.rows.take(index), self.n_lo[index], self.n_hi[index], self.unit[index],

@@ -40,19 +40,26 @@ def _f(x) -> np.ndarray:
 def _common(s: Setting, b: PlanBatch) -> dict[str, np.ndarray]:
     """Quantities every mode shares: compute time, payload and the EP latency."""
     a = s.assumptions
-    flops = s.peak_flops[b.precision]
-    t_comp = timing.compute_time_s(s.active_params, s.local_batch_tokens, flops, a.mfu_for(b.precision))
-    if a.tensor_parallel > 1:       # dtplan: tensor-parallel collectives inside the node (physics.tensor_parallel_s)
-        hidden = s.hidden_size if s.hidden_size is not None else timing.hidden_size(s.params, a.hidden_size_coefficient)
-        t_comp = t_comp + physics.tensor_parallel_s(a, s.active_params, hidden, s.local_batch_tokens, b.precision,
-                                                    s.accelerators_per_node)
-    t_comp = t_comp + tensor_parallel.in_node_data_parallel_s(a, s.params, b.precision, s.accelerators_per_node)
+    t_comp = _compute_s(s, b)
     per_stage = a.per_stage_payload and b.mode == "pp_group"
     synced = stage_shards.payload_params(a, s.accelerators_per_node, b.mode, s.is_moe, s.params, s.active_params,
                                          np.floor(_f(b.nodes) / np.maximum(_f(b.stages), 1.0)))     # G groups
     payload = physics.payload_bits(a, synced, b.precision, b.compression, b.stages, per_stage)
     return {"t_comp_s": np.broadcast_to(t_comp, b.nodes.shape).astype(float), "payload_bits": _f(payload),
             "node_mfu": np.full(b.nodes.shape, a.mfu_for(b.precision))}
+
+
+def _compute_s(s: Setting, b: PlanBatch):
+    """`_common`'s t_comp before it is spread over the plans: one inner step's compute, with the
+    tensor-parallel collectives and the in-node data-parallel exchange (the setting and the precision only)."""
+    a = s.assumptions
+    t_comp = timing.compute_time_s(s.active_params, s.local_batch_tokens, s.peak_flops[b.precision],
+                                   a.mfu_for(b.precision))
+    if a.tensor_parallel > 1:       # dtplan: tensor-parallel collectives inside the node (physics.tensor_parallel_s)
+        hidden = s.hidden_size if s.hidden_size is not None else timing.hidden_size(s.params, a.hidden_size_coefficient)
+        t_comp = t_comp + physics.tensor_parallel_s(a, s.active_params, hidden, s.local_batch_tokens, b.precision,
+                                                    s.accelerators_per_node)
+    return t_comp + tensor_parallel.in_node_data_parallel_s(a, s.params, b.precision, s.accelerators_per_node)
 
 
 def _expert_parallel(s: Setting, b: PlanBatch, group_size) -> tuple[np.ndarray, np.ndarray]:
@@ -249,27 +256,30 @@ def hierarchical_plan_parts(s: Setting, b: PlanBatch, fixed) -> dict[str, np.nda
                 synchronised=np.ones_like(n))
 
 
-def _pipeline(s: Setting, b: PlanBatch, out, link_bps: float, link_rtt_s: float):
+def _pipeline(s: Setting, b: PlanBatch, out, link_bps: float, link_rtt_s: float, lean: bool = False):
     """Pipeline step parts over links of the given bandwidth and latency. Under `pipeline_chunks` 0 the
     interleaved plans' chunk count v is the planner's, chosen here per plan: of the v of
     `physics.chunk_choices` the layers allow, the fastest step among those whose stage fits its node
     (v changes only the step and the stage's memory, so this is each plan's best v for every objective);
-    the choice is shown as values.pipeline_chunks."""
+    the choice is shown as values.pipeline_chunks. `lean`: of the parts only step_compute_s (`pipeline_probe`;
+    the others are computed from the same figures and decide nothing here)."""
     a = s.assumptions
     stages = _f(b.stages)
     hidden = s.hidden_size if s.hidden_size is not None else timing.hidden_size(s.params, a.hidden_size_coefficient)
     if a.pipeline_chunks > 0:
-        return _pipeline_at(s, b, out, link_bps, link_rtt_s, hidden, None)
-    best = _pipeline_at(s, b, out, link_bps, link_rtt_s, hidden, np.ones(stages.shape))   # v = 1: 1F1B's step
+        return _pipeline_at(s, b, out, link_bps, link_rtt_s, hidden, None, lean)
+    fixed = _chunk_free(s, b, hidden, stages)
+    best = _pipeline_at(s, b, out, link_bps, link_rtt_s, hidden, np.ones(stages.shape), lean, fixed)   # v = 1: 1F1B's
     rows = np.flatnonzero(physics.schedule_codes(a, b.schedule) == physics.INTERLEAVED)
     if rows.size == 0:                       # v changes nothing
         return best
     sub, sub_out = b.take(rows), {"t_comp_s": out["t_comp_s"][rows]}
+    sub_fixed = {k: np.broadcast_to(x, stages.shape)[rows] for k, x in fixed.items()}
     here = _rows_of(best, rows)
     for v, allowed in physics.chunk_choices(physics.model_layers(a, s.active_params, hidden), stages[rows]):
         if v == 1.0 or not np.any(allowed):
             continue
-        got = _pipeline_at(s, sub, sub_out, link_bps, link_rtt_s, hidden, np.full(rows.shape, v))
+        got = _pipeline_at(s, sub, sub_out, link_bps, link_rtt_s, hidden, np.full(rows.shape, v), lean, sub_fixed)
         fits, fits_here = got[2] <= s.memory_bytes, here[2] <= s.memory_bytes
         here = _where(allowed & ((fits & ~fits_here) | ((fits == fits_here) & (got[0] < here[0]))), got, here)
     return _put(best, rows, here)
@@ -300,13 +310,25 @@ def _where(take, got, best):
             np.where(take, got[4], best[4]))
 
 
-def _pipeline_at(s: Setting, b: PlanBatch, out, link_bps: float, link_rtt_s: float, hidden, chunks):
-    """The pipeline step parts at chunk counts `chunks` (None: the profile's pipeline_chunks)."""
+def _chunk_free(s: Setting, b: PlanBatch, hidden, stages) -> dict[str, np.ndarray]:
+    """The figures of `_pipeline_at` that no chunk count changes: the activations sent per micro-batch (act), the
+    links' straggler factor f(S), the stage's training state and eta_A (they read S, Ca, the schedule and the
+    precision): computed once per plan by `_pipeline`, for every v it tries (issue 27 item 5)."""
+    a = s.assumptions
+    return {"act": timing.activation_bits(s.local_batch_tokens, hidden, a.activation_bytes(b.precision),
+                                          b.activation_compression),
+            "f_pp": straggler_factor(stages, a), "state": _stage_state(s, b, stages),
+            "eta_a": quality.activation_quality(b.activation_compression, stages, a)}
+
+
+def _pipeline_at(s: Setting, b: PlanBatch, out, link_bps: float, link_rtt_s: float, hidden, chunks, lean=False,
+                 fixed=None):
+    """The pipeline step parts at chunk counts `chunks` (None: the profile's pipeline_chunks); `lean`: of the
+    parts only step_compute_s (`_pipeline`); `fixed`: the plans' `_chunk_free` figures when computed already."""
     a = s.assumptions
     stages = _f(b.stages)
-    act = timing.activation_bits(s.local_batch_tokens, hidden, a.activation_bytes(b.precision), b.activation_compression)
-    f_pp = straggler_factor(stages, a)
-    state = _stage_state(s, b, stages)
+    fixed = _chunk_free(s, b, hidden, stages) if fixed is None else fixed
+    act, f_pp, state = fixed["act"], fixed["f_pp"], fixed["state"]
     kept, redone, working = physics.activation_parts_bytes(a, s.active_params, hidden, s.local_batch_tokens,
                                                            b.precision, stages, b.micro_batches, b.schedule, chunks,
                                                            *_activation_shape(s))
@@ -314,8 +336,19 @@ def _pipeline_at(s: Setting, b: PlanBatch, out, link_bps: float, link_rtt_s: flo
     t_comp = out["t_comp_s"] * physics.recompute_compute_factor(share)
     t_pp, ticks, c, x, k = physics.pipeline_parts_s(a, t_comp, stages, b.micro_batches, act, link_bps,
                                                     link_rtt_s, f_pp, b.schedule, chunks)
-    link = ticks * k * (x + link_rtt_s)
     m = _f(b.micro_batches)
+    parts = {"step_compute_s": m * c} if lean else _step_parts(s, b, stages, m, c, ticks, k, x, link_rtt_s, f_pp, act,
+                                                               share, chunks)
+    state = state + physics.recomputed_activation_bytes(kept, redone, working, share)
+    return t_pp, parts, state, fixed["eta_a"], c
+
+
+def _step_parts(s: Setting, b: PlanBatch, stages, m, c, ticks, k, x, link_rtt_s: float, f_pp, act, share, chunks):
+    """The parts of a pipeline step beyond its compute m c (`_pipeline_at`): bubble, link time and its
+    straggler share, the link's straggler factor, the activations sent, the bubble fraction, the recomputed
+    share and (where the planner chooses it) the chunk count."""
+    a = s.assumptions
+    link = ticks * k * (x + link_rtt_s)
     gpipe = physics.schedule_codes(a, b.schedule) == physics.GPIPE
     with np.errstate(invalid="ignore"):      # a schedule that cannot run its (S, M) has infinite slots (all bubble)
         parts = {"step_compute_s": m * c, "step_bubble_s": np.where(gpipe, (stages - 1.0) * c, (ticks - m) * c),
@@ -327,10 +360,7 @@ def _pipeline_at(s: Setting, b: PlanBatch, out, link_bps: float, link_rtt_s: flo
     if chunks is not None:
         interleaved = physics.schedule_codes(a, b.schedule) == physics.INTERLEAVED
         parts["pipeline_chunks"] = np.where(interleaved, chunks, 1.0)
-    state = state + physics.recomputed_activation_bytes(kept, redone, working, share)
-    eta_a = quality.activation_quality(b.activation_compression, stages, a)
-    return t_pp, parts, state, eta_a, c
-
+    return parts
 
 def _stage_state(s: Setting, b: PlanBatch, stages) -> np.ndarray:
     """A stage node's training state with its schedule's copy (DualPipe's): P / S beta times the sharding factor
@@ -394,8 +424,13 @@ def _pipeline_of_mode(s: Setting, b: PlanBatch):
     """(`_common`, `_pipeline`) of pipeline plans over their mode's links: a pp_group's pipeline links, or
     for a pipeline over the WAN the WAN upload bandwidth and RTT."""
     out = _common(s, b)
-    link = (s.pipeline_bps, s.pipeline_rtt_s) if b.mode == "pp_group" else (s.wan_up_bps, s.wan_rtt_s)
-    return out, _pipeline(s, b, out, *link)
+    return out, _pipeline(s, b, out, *_links(s, b))
+
+
+def _links(s: Setting, b: PlanBatch) -> tuple[float, float]:
+    """(bandwidth, latency) of the pipeline links of the batch's mode: a pp_group's pipeline links, the WAN
+    upload and RTT for a pipeline over the WAN."""
+    return (s.pipeline_bps, s.pipeline_rtt_s) if b.mode == "pp_group" else (s.wan_up_bps, s.wan_rtt_s)
 
 
 PIPELINE_PROBE = ("t_step_s", "step_compute_s", "state_bytes_per_node", "eta_activation")
@@ -407,7 +442,8 @@ def pipeline_probe(s: Setting, b: PlanBatch) -> dict[str, np.ndarray]:
     sync, outer step and tokens, which do not enter them. Equal to `throughput`'s where no tensor-parallel
     degree is to be chosen (`throughput` is then the mode function itself; the listing asks for these
     fields of every pipe row, `planner.space.scored`)."""
-    _, (t_pp, parts, state, eta_a, _) = _pipeline_of_mode(s, b)
+    out = {"t_comp_s": np.broadcast_to(_compute_s(s, b), b.nodes.shape).astype(float)}    # `_common`'s
+    t_pp, parts, state, eta_a, _ = _pipeline(s, b, out, *_links(s, b), lean=True)
     return {"t_step_s": t_pp, "step_compute_s": parts["step_compute_s"], "state_bytes_per_node": state,
             "eta_activation": eta_a}
 

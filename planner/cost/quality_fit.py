@@ -70,9 +70,27 @@ def _size_b(params) -> np.ndarray:
 
 
 def replica_interval_factor(replicas, params, h_eff, a: Assumptions):
-    """eta_R = min(1, exp(offset(N) - c n^-e (ln K)^g (ln H_eff / 30)^d)); 1 for K <= 1 or H_eff <= 1."""
+    """eta_R = min(1, exp(offset(N) - c n^-e (ln K)^g (ln H_eff / 30)^d)); 1 for K <= 1 or H_eff <= 1.
+
+    Elementwise: the plans where K > 1 and H_eff > 1 are scored alone when they are fewer than half (the
+    search's corners at H = R = 1, the pp_group classes' bound at H_eff = 1: issue 27 item 5), each the same
+    double as scored with the others; the rest are 1."""
     k = np.asarray(replicas, dtype=float)
     h = np.asarray(h_eff, dtype=float)
+    if np.ndim(params) == 0 and (k.ndim or h.ndim):
+        need = ~((k <= 1.0) | (h <= 1.0))      # the plans the formula scores (NaN among them, as it does)
+        count = int(np.count_nonzero(need))
+        if 2 * count < need.size:
+            out = np.ones(need.shape)
+            if count:
+                out[need] = _replica_interval_factor(np.broadcast_to(k, need.shape)[need], params,
+                                                     np.broadcast_to(h, need.shape)[need], a)
+            return out
+    return _replica_interval_factor(k, params, h, a)
+
+
+def _replica_interval_factor(k: np.ndarray, params, h: np.ndarray, a: Assumptions):
+    """`replica_interval_factor` of every plan (K and H_eff as float arrays)."""
     n = _size_b(params)
     held = np.clip(np.asarray(params, dtype=float), *OFFSET_SIZES) / 1e9
     offset = parameter(a, "fit_offset") + parameter(a, "fit_offset_size_slope") * np.log(held)
