@@ -346,3 +346,16 @@ def test_box_bound_holds_over_every_plan_of_the_box(seed, monkeypatch):
             upper = float(rows.bound(*[np.array([x]) for x in (r, k1, k2, h1, h2)], 0.0)[0])
         broken.append(upper < _most_in_box(rows, r, k1, k2, h1, h2) * (1 - 1e-12))
     assert any(broken)
+
+
+def test_least_loss_h_without_sync_time_is_the_box_start():
+    """At K1 = 1 and t_sync = 0 the product K1^beta(h) L(T(K2, h)) is the same for every h (tokens
+    wbt K2 h / (h t) do not depend on h), and the closed form's h* is inf x 0 = NaN: `least_loss_h`
+    returns H1, a finite h of the box, so the box bound stays a number (with np.maximum / np.minimum
+    the NaN would pass through)."""
+    rows, _base, _space = _rows(0)
+    rows.make_exact(np.arange(rows.j.size))
+    one = [np.array([x]) for x in (0, 1.0, 4.0, 3.0, 40.0)]
+    with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
+        hm = rows.least_loss_h(*one, rows.t[one[0]], np.array([0.0]))
+    assert hm[0] == 3.0

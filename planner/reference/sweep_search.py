@@ -295,7 +295,10 @@ class _Rows:
         b = self.a.chinchilla_beta
         star = ((b - gamma) * self.a.chinchilla_b / (gamma * self.row_loss0[i])) ** (1.0 / b) * sync2 / (self.wbt * k2)
         star = np.where(gamma < b, star, h1)
-        return np.minimum(np.maximum(star, h1), np.maximum(h1, np.minimum(h2, sync2 / t)))
+        # fmax / fmin: at K1 = 1 with no sync time (t_sync = 0) `star` is inf x 0 = NaN, and every h of the
+        # box has the same product (the tokens do not depend on h, nor the multiplier 1^beta): h1 is then as
+        # least as any, and NaN must not reach the bound
+        return np.fmin(np.fmax(star, h1), np.fmax(h1, np.fmin(h2, sync2 / t)))
 
     def first_bound(self) -> np.ndarray:
         """Per row, a bound on all its plans needing one Newton solve per size, not per row:
