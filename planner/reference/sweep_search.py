@@ -117,7 +117,6 @@ SURE_TIE = 1e-13       # relative: plans this close are tied for the branch and 
 STEP_MARGIN = 1e-12    # relative: pipeline steps of two M closer than this leave M* to the listing's rounding
 ROUNDS = 40            # rounds of splitting before giving up (None)
 MAX_BOXES = 20_000     # boxes alive beyond which the search gives up (None)
-FIRST_PIECES = 1       # pieces of a row's H range in the first round of boxes
 H_PIECES = 8           # pieces of a box's H range per round
 SEED_ROWS = 32         # rows of highest first bound scored at one plan each for the first incumbent (`_seed`)
 
@@ -172,7 +171,7 @@ class _Rows:
         # one node: 6 P T, T = W' B tf / t (H cancels, the smallest H comes first in tie order)
         self.one = np.where(fits & ("flat" in space.modes) & (space.min_nodes <= 1),
                             6.0 * params * (self.wbt / flat_t), 0.0)
-        j_flat = np.flatnonzero(fits) if "flat" in space.modes and n_max >= 2 else np.zeros(0, np.int64)
+        j_flat = fits.nonzero()[0] if "flat" in space.modes and n_max >= 2 else np.zeros(0, np.int64)
         parts = [(j_flat, flat_t[j_flat], np.ones(j_flat.size), np.full(j_flat.size, n_max), np.ones(j_flat.size),
                   np.zeros(j_flat.size))]
         top = min(space.max_stages, n_max // 2)
@@ -216,9 +215,10 @@ class _Rows:
         stages = np.arange(2, top + 1, dtype=float)
         ca = np.asarray(space.activation_compression, dtype=float)
         # what reads (S, Ca) alone is worked once on their grid, then taken for every size
-        grid_s, grid_ca = np.repeat(stages, ca.size), np.tile(ca, stages.size)      # every (S, Ca), S major
+        # every (S, Ca), S major (`arange % n`: np.tile's values without its Python wrapper)
+        grid_s, grid_ca = np.repeat(stages, ca.size), ca[np.arange(stages.size * ca.size) % ca.size]
         grid_f, grid_eta = straggler_factor(grid_s, a), quality.activation_quality(grid_ca, grid_s, a)
-        j, g = np.repeat(np.arange(params.size), grid_s.size), np.tile(np.arange(grid_s.size), params.size)
+        j, g = np.repeat(np.arange(params.size), grid_s.size), np.arange(params.size * grid_s.size) % grid_s.size
         p = params[j]
         state = memory.state_bytes_per_node(p, beta, grid_s[g]) * tensor_parallel.state_factor(
             a, precision, s.accelerators_per_node)
@@ -240,7 +240,7 @@ class _Rows:
             return
         mark = np.zeros(self.j.size, bool)
         mark[rows[missing]] = True
-        r = np.flatnonzero(mark)                          # the rows once each, in order
+        r = mark.nonzero()[0]                             # the rows once each, in order
         q = r - self.n_flat
         tc, act, f = (x[q] for x in self.pipe)
         m, step, ok = _micro_batches(tc, self.stages[r].astype(float), act, f, self.s.pipeline_bps,
@@ -271,7 +271,7 @@ class _Rows:
         g = np.maximum(a.eta_h_floor, (1.0 - self.row_alpha[i] * np.log10(h1)) / self.div) * self.eta_c * self.eta_a[i]
         six_p_t = self.row_six_p[i] * tokens
         out = g * six_p_t
-        need = np.flatnonzero(~(out < cut))
+        need = (~(out < cut)).nonzero()[0]
         if need.size:
             if need.size < i.size:
                 i, six_p_t, t, sync2, k1, k2, h1, h2 = (x[need] for x in (i, six_p_t, t, sync2, k1, k2, h1, h2))
@@ -281,7 +281,7 @@ class _Rows:
             loss = (self.row_loss0[i] + a.chinchilla_b * tokens ** (-a.chinchilla_beta)) * mu
             out[need] = g[need] * np.minimum(six_p_t, np.maximum(_c_eq_above(loss, a, self.table), a.chi_search_low_flop))
             # the exact C' (a Newton solve) only where the table's bound does not already put the box below the cut
-            exact = np.flatnonzero(~(out[need] < cut))
+            exact = (~(out[need] < cut)).nonzero()[0]
             if exact.size:
                 c_eq = chinchilla.equivalent_optimal_compute(loss[exact], a)
                 need = need[exact]
@@ -311,7 +311,7 @@ class _Rows:
             tokens = self.wbt * self.k_max / self.t
             # per size the most of 0 and its rows' tokens (NaN kept): the most of each run of rows of one size
             # (the flat rows, then the pipeline rows, each in size order), then of the runs of each size
-            starts = np.flatnonzero(np.diff(self.j, prepend=-1))
+            starts = np.diff(self.j, prepend=-1).nonzero()[0]
             most = np.zeros(self.params.size)
             np.maximum.at(most, self.j[starts], np.maximum.reduceat(tokens, starts))
             loss = chinchilla.chinchilla_loss(self.params, most, a)
@@ -446,15 +446,12 @@ def _search(rows: _Rows):
     kept = []                                    # (i, K, H, value) of plans within MARGIN of the best so far
     best = max(one, _seed(rows, _highest(first, SEED_ROWS), kept))
     i = i[~(first < best * (1.0 - MARGIN))]
-    h1, h2 = _pieces(np.ones(i.size), rows.h_hi[i].astype(float), FIRST_PIECES)
-    real = (h1 <= h2).ravel()
-    i = (np.zeros(h1.shape, np.int64) + i).ravel()[real]
-    h1, h2 = h1.ravel()[real], h2.ravel()[real]
+    h1, h2 = np.ones(i.size), rows.h_hi[i].astype(float)       # one box per row: its whole H range (h_hi >= 1)
     k1, k2 = np.full(i.size, 2.0), rows.k_max[i].astype(float)
     collapsed = np.zeros(i.size, bool)
     for _ in range(ROUNDS):
         # Lemma K: boxes where C does not fall with K are bounded by their plans at K2 ("collapsed")
-        fresh = np.flatnonzero(~collapsed & (k1 < k2))
+        fresh = (~collapsed & (k1 < k2)).nonzero()[0]
         if fresh.size:
             collapsed[fresh] = rows.monotone_in_k(i[fresh], k1[fresh], k2[fresh], h2[fresh])
         low_k = np.where(collapsed, k2, k1)
@@ -463,11 +460,11 @@ def _search(rows: _Rows):
         upper = np.where(np.isnan(upper), np.inf, upper)
         point = (k1 == k2) & (h1 == h2) & rows.exact[i]
         if point.any():
-            p = np.flatnonzero(point & (upper >= best * (1.0 - MARGIN)))
+            p = (point & (upper >= best * (1.0 - MARGIN))).nonzero()[0]
             kept.extend(zip(i[p].tolist(), k2[p].tolist(), h2[p].tolist(), upper[p].tolist()))
             if p.size:
                 best = max(best, float(upper[p].max()))
-        alive = np.flatnonzero(~point & (upper >= best * (1.0 - MARGIN)))
+        alive = (~point & (upper >= best * (1.0 - MARGIN))).nonzero()[0]
         if alive.size == 0:
             return _answer(rows, kept, one, best)
         if alive.size > MAX_BOXES:
@@ -489,11 +486,11 @@ def _seed(rows: _Rows, top, kept) -> float:
     h_hi = rows.h_hi[top].astype(float)
     with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
         least = rows.least_loss_h(top, k, k, np.ones(top.size), h_hi, rows.t[top], rows.sync(top, k))
-        h = np.minimum(np.maximum(np.round(least), 1.0), h_hi)
+        h = np.minimum(np.maximum(np.rint(least), 1.0), h_hi)
         value = rows.bound(top, k, k, h, h, 0.0)
     value = np.where(np.isnan(value), -np.inf, value)
     most = float(value.max(initial=0.0))
-    near = np.flatnonzero(value >= most * (1.0 - MARGIN))     # the others are below every later cut
+    near = (value >= most * (1.0 - MARGIN)).nonzero()[0]     # the others are below every later cut
     kept.extend(zip(top[near].tolist(), k[near].tolist(), h[near].tolist(), value[near].tolist()))
     return most
 
