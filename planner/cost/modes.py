@@ -362,6 +362,7 @@ def _step_parts(s: Setting, b: PlanBatch, stages, m, c, ticks, k, x, link_rtt_s:
         parts["pipeline_chunks"] = np.where(interleaved, chunks, 1.0)
     return parts
 
+
 def _stage_state(s: Setting, b: PlanBatch, stages) -> np.ndarray:
     """A stage node's training state with its schedule's copy (DualPipe's): P / S beta times the sharding factor
     plus D copies of P / S's weights and gradients; with a stage's experts spread over E > 1 servers
