@@ -441,6 +441,9 @@ class DecisionSpace:
             # streaming) stay one broadcast value, as in the grid, not an array per row (the rows are kept: `_pipelines`)
             rows = PlanBatch.of(mode, precision, nodes=1, **{k: v[allowed] for k, v in g.items()})
             probed = {k: v[allowed] for k, v in probed.items()}
+            if not probed and rows.size and (mode == "pp_group" or self._reduces_to_least_step(s)) \
+                    and not tensor_parallel.choices(s.assumptions, s.accelerators_per_node, s.is_moe):
+                probed = self._probe_over_ca(s, mode, precision, stages, schedules)    # every row's, read by the callers
             return (rows, None, probed) if rows.size else None
         g = self._grid(stages=stages, activation_compression=self.activation_compression,
                        micro_batches=np.arange(1, self.max_micro_batches + 1))
@@ -457,6 +460,26 @@ class DecisionSpace:
         if self.all_micro_batches:
             return rows, (order + 1, np.take_along_axis(t_step, order, axis=1)), {}
         return rows, None, {}
+
+    def _probe_over_ca(self, s: Setting, mode: str, precision: str, stages: np.ndarray,
+                       schedules: tuple[int, ...]) -> dict[str, np.ndarray]:
+        """The PROBED fields of the pipe rows of the grid (S, Ca, schedule, M) that can run their schedule (the
+        rows `_probed_rows` lists under `every_micro_batch`, in its order), as `scored(s, pipe_probe(...))`
+        gives them where no tensor-parallel degree is to be chosen, but worked once per (S, schedule, M) for all
+        Ca (`modes.pipeline_probe_over_ca`: the same doubles). Which (S, schedule, M) run reads no Ca
+        (`physics.schedule_allowed`), so each Ca block of an S lists the same (schedule, M) rows: row (S, Ca,
+        schedule, M) is at [the index of its (S, schedule, M) among those that run, the index of its Ca]."""
+        ca = np.asarray(self.activation_compression, dtype=float)
+        one = self._grid(stages=stages, schedule=schedules, micro_batches=np.arange(1, self.max_micro_batches + 1))
+        runs = physics.schedule_allowed(s.assumptions, one["stages"], one["micro_batches"], one["schedule"])
+        reps = PlanBatch.of(mode, precision, nodes=1, **{k: v[runs] for k, v in one.items()})
+        got = modes.pipeline_probe_over_ca(s, pipe_probe(mode, precision, reps), ca)
+        shape = (stages.size, ca.size, runs.size // stages.size)       # the grid's (S, Ca, schedule x M)
+        at = np.broadcast_to((np.cumsum(runs) - 1).reshape(shape[0], 1, shape[2]), shape)
+        which = np.broadcast_to(np.arange(ca.size)[None, :, None], shape)
+        kept = np.broadcast_to(runs.reshape(shape[0], 1, shape[2]), shape)
+        row, column = at[kept], which[kept]
+        return {k: got[k][row, column] for k in PROBED}
 
     def _fastest_schedule(self, s: Setting, mode: str, precision: str, rows: PlanBatch,
                           count: int) -> tuple[np.ndarray, dict[str, np.ndarray]]:

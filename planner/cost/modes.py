@@ -26,6 +26,8 @@ with the same keys (seconds, bits, bytes, counts), so that run-level scoring
 
 from __future__ import annotations
 
+from dataclasses import fields, replace
+
 import numpy as np
 
 from planner.cost import fragment_window, memory, physics, quality, stage_shards, tensor_parallel, timing
@@ -273,16 +275,27 @@ def _pipeline(s: Setting, b: PlanBatch, out, link_bps: float, link_rtt_s: float,
     rows = np.flatnonzero(physics.schedule_codes(a, b.schedule) == physics.INTERLEAVED)
     if rows.size == 0:                       # v changes nothing
         return best
-    sub, sub_out = b.take(rows), {"t_comp_s": out["t_comp_s"][rows]}
-    sub_fixed = {k: np.broadcast_to(x, stages.shape)[rows] for k, x in fixed.items()}
+    sub, sub_out = _take_rows(b, rows, stages.ndim), {"t_comp_s": out["t_comp_s"][rows]}
+    sub_fixed = {k: np.broadcast_to(x, np.broadcast_shapes(np.shape(x), stages.shape))[rows] for k, x in fixed.items()}
     here = _rows_of(best, rows)
     for v, allowed in physics.chunk_choices(physics.model_layers(a, s.active_params, hidden), stages[rows]):
         if v == 1.0 or not np.any(allowed):
             continue
-        got = _pipeline_at(s, sub, sub_out, link_bps, link_rtt_s, hidden, np.full(rows.shape, v), lean, sub_fixed)
+        got = _pipeline_at(s, sub, sub_out, link_bps, link_rtt_s, hidden, np.full(stages[rows].shape, v), lean,
+                           sub_fixed)
         fits, fits_here = got[2] <= s.memory_bytes, here[2] <= s.memory_bytes
         here = _where(allowed & ((fits & ~fits_here) | ((fits == fits_here) & (got[0] < here[0]))), got, here)
     return _put(best, rows, here)
+
+
+def _take_rows(b: PlanBatch, rows: np.ndarray, ndim: int) -> PlanBatch:
+    """`b.take(rows)` of a batch whose fields have one row per plan (`ndim` 1), or of the rows of
+    `pipeline_probe_over_ca`'s batch (`ndim` 2: fields of shape (rows, 1) taken, the activation
+    compressions, one axis of their own, kept whole)."""
+    if ndim == 1:
+        return b.take(rows)
+    return replace(b, **{f.name: getattr(b, f.name)[rows] for f in fields(b)
+                         if np.ndim(getattr(b, f.name)) == ndim})
 
 
 def _rows_of(r, rows):
@@ -447,6 +460,29 @@ def pipeline_probe(s: Setting, b: PlanBatch) -> dict[str, np.ndarray]:
     t_pp, parts, state, eta_a, _ = _pipeline(s, b, out, *_links(s, b), lean=True)
     return {"t_step_s": t_pp, "step_compute_s": parts["step_compute_s"], "state_bytes_per_node": state,
             "eta_activation": eta_a}
+
+
+def pipeline_probe_over_ca(s: Setting, b: PlanBatch, ca) -> dict[str, np.ndarray]:
+    """`pipeline_probe` of the plans of `b` at each activation compression of `ca`: each field of shape
+    (b.size, len(ca)), [i, j] the value `pipeline_probe` gives plan i with Ca = ca[j] (issue 27 item 5: the
+    listing probes every (S, Ca, schedule, M) pipe row; four Ca cost four times the work of one).
+
+    Why the same doubles: every figure of `_pipeline` is elementwise in the plans' fields (numpy ufuncs,
+    np.where, np.select, np.interp), and the plan-level decisions it takes (the rows of the interleaved
+    schedule, whether a chunk count is allowed anywhere) read S and the schedule only. Of the fields only the
+    activations sent (act) and eta_A read Ca. So `b`'s fields are given as columns (one row per plan) and
+    Ca as a row: what reads no Ca (the stage's state, the activations held, the recomputed share, the ticks,
+    the compute per micro-batch) is computed once per plan, and what reads it (the link time, so t_pp and the
+    chunk count chosen by it, and eta_A) is broadcast over Ca, each element from the very operands the plan
+    with that Ca has, in the same operations. tests/test_probe_over_ca.py compares it with `pipeline_probe`
+    of every (plan, Ca) bit for bit."""
+    column = lambda x: np.asarray(x)[:, None]
+    c2 = replace(b, **{f.name: column(getattr(b, f.name)) for f in fields(b)
+                       if isinstance(getattr(b, f.name), np.ndarray) and f.name != "activation_compression"},
+                 activation_compression=np.asarray(ca, dtype=float))
+    got = pipeline_probe(s, c2)
+    shape = (b.size, np.size(ca))
+    return {k: np.broadcast_to(v, shape) for k, v in got.items()}
 
 
 def _zero_pipeline(t_comp, recompute_share) -> dict[str, np.ndarray]:
