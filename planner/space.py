@@ -478,8 +478,11 @@ class DecisionSpace:
         at = np.broadcast_to((np.cumsum(runs) - 1).reshape(shape[0], 1, shape[2]), shape)
         which = np.broadcast_to(np.arange(ca.size)[None, :, None], shape)
         kept = np.broadcast_to(runs.reshape(shape[0], 1, shape[2]), shape)
-        row, column = at[kept], which[kept]
-        return {k: got[k][row, column] for k in PROBED}
+        row = at[kept]
+        flat = row * ca.size + which[kept]      # the rows' places in got's (plan, Ca) arrays, read as one axis
+        # a field that reads no Ca (a column broadcast over Ca) is taken at the rows' plans
+        return {k: got[k][:, 0].take(row) if got[k].strides[1] == 0 else np.ascontiguousarray(got[k]).ravel().take(flat)
+                for k in PROBED}
 
     def _fastest_schedule(self, s: Setting, mode: str, precision: str, rows: PlanBatch,
                           count: int) -> tuple[np.ndarray, dict[str, np.ndarray]]:
