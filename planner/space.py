@@ -404,7 +404,17 @@ class DecisionSpace:
         memo = self.__dict__.setdefault("_pipes", {})
         if memo.get((mode, precision), (None,))[0] is not s:
             memo[(mode, precision)] = (s, self._probed_rows(s, mode, precision))
-        return memo[(mode, precision)][1]
+        built = memo[(mode, precision)][1]
+        a = s.assumptions
+        if built is not None and not built[2] and self.all_micro_batches and every_micro_batch(a) \
+                and (mode == "pp_group" or self._reduces_to_least_step(s)) \
+                and not tensor_parallel.choices(a, s.accelerators_per_node, s.is_moe):
+            # every (S, Ca, schedule, M) row, no probe kept: the rows' PROBED fields, read by the callers, worked for all
+            # Ca at once (`_probe_over_ca`) and handed to this caller only, not remembered (~6 MB of peak memory at
+            # 10^4 nodes: the callers keep only the rows that fit)
+            built = (*built[:2], self._probe_over_ca(s, mode, precision, self._stage_range(s, precision, mode),
+                                                     schedules_searched(a)))
+        return built
 
     def _pipeline_rows(self, s: Setting, mode: str, precision: str) -> tuple[PlanBatch, np.ndarray | None] | None:
         """`_probed_rows` without the probed fields."""
@@ -441,9 +451,6 @@ class DecisionSpace:
             # streaming) stay one broadcast value, as in the grid, not an array per row (the rows are kept: `_pipelines`)
             rows = PlanBatch.of(mode, precision, nodes=1, **{k: v[allowed] for k, v in g.items()})
             probed = {k: v[allowed] for k, v in probed.items()}
-            if not probed and rows.size and (mode == "pp_group" or self._reduces_to_least_step(s)) \
-                    and not tensor_parallel.choices(s.assumptions, s.accelerators_per_node, s.is_moe):
-                probed = self._probe_over_ca(s, mode, precision, stages, schedules)    # every row's, read by the callers
             return (rows, None, probed) if rows.size else None
         g = self._grid(stages=stages, activation_compression=self.activation_compression,
                        micro_batches=np.arange(1, self.max_micro_batches + 1))
@@ -472,17 +479,19 @@ class DecisionSpace:
         ca = np.asarray(self.activation_compression, dtype=float)
         one = self._grid(stages=stages, schedule=schedules, micro_batches=np.arange(1, self.max_micro_batches + 1))
         runs = physics.schedule_allowed(s.assumptions, one["stages"], one["micro_batches"], one["schedule"])
-        reps = PlanBatch.of(mode, precision, nodes=1, **{k: v[runs] for k, v in one.items()})
-        got = modes.pipeline_probe_over_ca(s, pipe_probe(mode, precision, reps), ca)
+        reps = pipe_probe(mode, precision, PlanBatch.of(mode, precision, nodes=1, **{k: v[runs] for k, v in one.items()}))
+        if reps.size <= CHUNK:      # CHUNK plans (each at every Ca) at a time, as `scored` (peak memory)
+            got = {key: np.ascontiguousarray(v) for key, v in modes.pipeline_probe_over_ca(s, reps, ca).items()}
+        else:
+            parts = [modes.pipeline_probe_over_ca(s, reps.take(slice(k, k + CHUNK)), ca) for k in range(0, reps.size, CHUNK)]
+            got = {key: np.concatenate([p[key] for p in parts]) for key in PROBED}
         shape = (stages.size, ca.size, runs.size // stages.size)       # the grid's (S, Ca, schedule x M)
         at = np.broadcast_to((np.cumsum(runs) - 1).reshape(shape[0], 1, shape[2]), shape)
         which = np.broadcast_to(np.arange(ca.size)[None, :, None], shape)
         kept = np.broadcast_to(runs.reshape(shape[0], 1, shape[2]), shape)
         row = at[kept]
         flat = row * ca.size + which[kept]      # the rows' places in got's (plan, Ca) arrays, read as one axis
-        # a field that reads no Ca (a column broadcast over Ca) is taken at the rows' plans
-        return {k: got[k][:, 0].take(row) if got[k].strides[1] == 0 else np.ascontiguousarray(got[k]).ravel().take(flat)
-                for k in PROBED}
+        return {k: got[k].ravel().take(flat) for k in PROBED}
 
     def _fastest_schedule(self, s: Setting, mode: str, precision: str, rows: PlanBatch,
                           count: int) -> tuple[np.ndarray, dict[str, np.ndarray]]:

@@ -47,11 +47,11 @@ def test_the_rows_probe_over_ca_is_each_rows_own_probe(seed, chunks, penalty):
     checked = 0
     for mode in space.modes:
         for precision in space.precisions:
-            built = space._probed_rows(setting, mode, precision)
+            built = space._pipelines(setting, mode, precision)
             if built is None:
                 continue
             rows, _, probed = built
-            if not probed:      # nothing reads it (`_probed_rows`)
+            if not probed:      # nothing reads it (`DecisionSpace._pipelines`)
                 assert mode == "pipeline_wan" and not space._reduces_to_least_step(setting)
                 continue
             assert set(probed) == set(PROBED)
@@ -76,3 +76,16 @@ def test_pipeline_probe_over_ca_is_pipeline_probe_of_each_ca(seed):
                 b, activation_compression=np.full(n, ca))))
             for key in PROBED:
                 assert _same_bits(got[key][:, j], one[key]), (mode, ca, key)
+
+
+@pytest.mark.parametrize("seed", SEEDS[:2])
+def test_the_probe_over_ca_in_chunks_is_the_same(seed, monkeypatch):
+    """Worked CHUNK plans (each at every Ca) at a time when there are more (`_probe_over_ca`): the same values."""
+    import planner.space
+    setting, space = _case(seed, 0.0, "linear_v1")
+    monkeypatch.setattr(planner.space, "CHUNK", 7)
+    for mode in space.modes:
+        rows, _, probed = space._pipelines(setting, mode, "fp16")
+        fresh = scored(setting, pipe_probe(mode, "fp16", rows), *PROBED)
+        for key in PROBED:
+            assert _same_bits(probed[key], fresh[key]), (mode, key)
