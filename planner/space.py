@@ -400,7 +400,8 @@ class DecisionSpace:
 
     def _pipelines(self, s: Setting, mode: str, precision: str) -> tuple[PlanBatch, np.ndarray | None, dict] | None:
         """`_pipeline_rows` and the rows' PROBED fields (`_probed_rows`), remembered per setting object
-        (and shared by `with_max_nodes`)."""
+        (and shared by `with_max_nodes`); under `every_micro_batch` without a probe kept, the probe of every row
+        worked for all Ca at once (`_probe_over_ca`) where a caller reads it, handed on and not remembered."""
         memo = self.__dict__.setdefault("_pipes", {})
         if memo.get((mode, precision), (None,))[0] is not s:
             memo[(mode, precision)] = (s, self._probed_rows(s, mode, precision))
