@@ -274,25 +274,50 @@ def test_the_answers_limits_are_the_evaluators():
     assert not all(want == got for want, got in both(no_memory))
 
 
+def _losses(seed: int, draw: int, least: float, count: int):
+    """(assumptions of `_rows(seed)`, excess losses, losses, the cost model's C' of each): random excess
+    losses from `least` to 50 (in, below and beyond the table), 0, a negative one, the table's ends,
+    then NaN and inf."""
+    from planner.cost import chinchilla
+    a = _rows(seed)[1].assumptions
+    rng = np.random.default_rng(draw)
+    excess = np.concatenate([np.exp(rng.uniform(np.log(least), np.log(50.0), count)), [0.0, -0.1, 1e-3, 10.0]])
+    loss = np.append(a.chinchilla_e + excess, [np.nan, np.inf])
+    return a, excess, loss, chinchilla.equivalent_optimal_compute(loss, a)
+
+
 def test_the_table_bounds_c_eq_from_above(monkeypatch):
     """`_c_eq_above` is at least the Newton solve's C' on random losses (in and beyond the table,
     below it, at the floor E, NaN) and within 1.2% of it inside the table's range; a table whose
     values are taken one loss too far (a mutation) bounds some loss from below."""
-    from planner.cost import chinchilla
-    rows, base, space = _rows(0)
-    a = base.assumptions
-    rng = np.random.default_rng(3)
-    excess = np.concatenate([np.exp(rng.uniform(np.log(1e-4), np.log(50.0), 4000)), [0.0, -0.1, 1e-3, 10.0]])
-    loss = np.append(a.chinchilla_e + excess, [np.nan, np.inf])
-    exact = chinchilla.equivalent_optimal_compute(loss, a)
+    a, excess, loss, exact = _losses(0, 3, 1e-4, 4000)
     up = sweep_search._c_eq_above(loss, a)
     assert np.all((up >= exact) | np.isnan(loss)), loss[~(up >= exact)]
     inside = (excess >= sweep_search.TABLE_EXCESS[0]) & (excess <= sweep_search.TABLE_EXCESS[1])
     assert np.all(up[:excess.size][inside] <= exact[:excess.size][inside] * 1.012)
     key = sweep_search._table_key(a)
-    losses, values = sweep_search._TABLES[key]
-    monkeypatch.setitem(sweep_search._TABLES, key, (losses, np.append(values[1:], 0.0)))
+    losses, values, *grid = sweep_search._TABLES[key]
+    assert losses[0] <= a.chinchilla_e + 1e-3 and losses[-1] >= a.chinchilla_e + 10.0     # covers TABLE_EXCESS
+    monkeypatch.setitem(sweep_search._TABLES, key, (losses, np.append(values[1:], 0.0), *grid))
     assert not np.all(sweep_search._c_eq_above(loss, a)[:excess.size] >= exact[:excess.size])
+
+
+def test_c_eq_from_the_table_is_the_newton_solve(monkeypatch):
+    """`_c_eq` (Newton started from the table) gives the cost model's C' to 1e-13 on random losses
+    in, below and beyond the table, at the floor E, infinite and NaN (the same special values), a
+    repeated call the same bits; with no step from the table's start (a mutation), it is off by more."""
+    a, _, loss, want = _losses(1, 8, 1e-5, 3000)
+    table = sweep_search._c_eq_table(a)
+    got = sweep_search._c_eq(loss, a, table)
+    finite = np.isfinite(want) & (want > 0)
+    assert np.array_equal(np.isnan(got), np.isnan(want)) and np.array_equal(got[~finite], want[~finite])
+    assert np.allclose(got[finite], want[finite], rtol=1e-13, atol=0.0)
+    small = loss[:40]
+    assert sweep_search._c_eq(small, a, table).tobytes() == sweep_search._c_eq(small, a, table).tobytes()
+    monkeypatch.setattr(sweep_search, "NEWTON_ITERATIONS", 0)
+    monkeypatch.setattr(sweep_search, "_SOLVED", {})
+    early = sweep_search._c_eq(loss, a, table)
+    assert not np.allclose(early[finite], want[finite], rtol=1e-13, atol=0.0)
 
 
 def _boxes(rows, rng, count: int):
@@ -359,3 +384,54 @@ def test_least_loss_h_without_sync_time_is_the_box_start():
     with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
         hm = rows.least_loss_h(*one, rows.t[one[0]], np.array([0.0]))
     assert hm[0] == 3.0
+
+
+def test_the_sweeps_plan_dict_is_the_round_trips(monkeypatch):
+    """`search._sweep_plan_dict` (no pydantic round trip) is the dict `search._plan_dict` gives, key
+    order included, on the shipped sweeps and perturbed ones answered by `sweep_search`, flat and
+    pp_group; a value beyond the schema's caps goes through the round trip, whose error names it."""
+    from planner.schema.errors import InputError
+    seen = []
+    original = search._sweep_plan_dict
+
+    def spy(batch, setting):
+        got = original(batch, setting)
+        seen.append((batch.mode, list(got.items()), list(search._plan_dict(batch, setting).items())))
+        return got
+    monkeypatch.setattr(search, "_sweep_plan_dict", spy)
+    for case in _sweep_cases() + [_perturbed(seed) for seed in range(0, 80, 2)]:
+        search.answer(case)
+    assert len(seen) >= 20 and {mode for mode, _, _ in seen} == {"flat", "pp_group"}
+    assert all(fast == plain for _, fast, plain in seen)
+    setting = search._setting(_sweep_cases()[0], 1e10)[0]
+    huge = PlanBatch.of("flat", "fp16", nodes=10**8, inner_steps=3, compression=100.0, streaming=True)
+    with pytest.raises(InputError, match="nodes"):
+        original(huge, setting)
+
+
+@pytest.mark.parametrize("boxes", [3, 8, 30])
+def test_split_children_cover_each_box_once(boxes):
+    """`_split`'s children (pieces of H, single values of H when at most ENUM_BOXES boxes of at most
+    ENUM_H values are left) hold every (K, H) of their box exactly once, by brute force; with one
+    piece fewer than the widest box's values (a mutation) some child holds more than one H while
+    the split claims single values."""
+    rng = np.random.default_rng(boxes)
+    k1 = rng.integers(2, 40, boxes).astype(float)
+    k2 = k1 + rng.integers(0, 12, boxes)
+    h1 = rng.integers(1, 300, boxes).astype(float)
+    h2 = h1 + rng.integers(0, 64, boxes)
+    collapsed = rng.random(boxes) < 0.5
+    i = np.arange(boxes)
+    ci, a1, a2, b1, b2, _ = sweep_search._split(i, k1, k2, h1, h2, collapsed)
+    for r in range(boxes):
+        want = sorted((k, h) for k in range(int(k1[r]), int(k2[r]) + 1) for h in range(int(h1[r]), int(h2[r]) + 1))
+        got = sorted((k, h) for c in (ci == r).nonzero()[0] for k in range(int(a1[c]), int(a2[c]) + 1)
+                     for h in range(int(b1[c]), int(b2[c]) + 1))
+        assert got == want
+    if boxes <= sweep_search.ENUM_BOXES:
+        assert np.all(b1 == b2)                      # single values of H: the next round bounds them at once
+        widest = int((h2 - h1).max()) + 1
+        s1, s2 = sweep_search._pieces(h1, h2, widest - 1)
+        assert not np.all((s1 == s2) | (s1 > s2))
+    else:
+        assert np.any(b1 < b2)

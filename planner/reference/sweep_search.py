@@ -119,6 +119,8 @@ ROUNDS = 40            # rounds of splitting before giving up (None)
 MAX_BOXES = 20_000     # boxes alive beyond which the search gives up (None)
 H_PIECES = 8           # pieces of a box's H range per round
 SEED_ROWS = 32         # rows of highest first bound scored at one plan each for the first incumbent (`_seed`)
+ENUM_BOXES = 8         # at most this many boxes left, each of at most ENUM_H values of H: split into single H (`_split`)
+ENUM_H = 64
 
 
 def applies(s: Setting, space: DecisionSpace, params) -> bool:
@@ -181,6 +183,7 @@ class _Rows:
             parts.append(self._pipes(s, space, params, t_comp, beta, top))
         j, t, eta_a, k_max, stages, ca = (np.concatenate([p[x] for p in parts]) for x in range(6))
         self.j, self.t, self.eta_a, self.k_max = j.astype(np.int64), t, eta_a, k_max.astype(np.int64)
+        self.k_max_f = k_max.astype(float)                # the same counts as doubles (the bounds' K)
         self.stages, self.ca, self.p = stages.astype(np.int64), ca, params[j]
         self.flat = np.arange(j.size) < j_flat.size
         self.n_flat = j_flat.size
@@ -204,7 +207,7 @@ class _Rows:
         self.row_six_p = 6.0 * self.p
         # H beyond ceil(t_sync(K_max) / t) is dominated (module docstring); one more against rounding
         with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
-            h_c = np.ceil(self.sync(np.arange(self.j.size), self.k_max) / self.t) + 1.0
+            h_c = np.ceil(self.row_base * (1.0 + self.c * np.log2(self.k_max_f)) / self.t) + 1.0     # `sync` at K_max
         self.h_hi = np.maximum(np.fmin(h_c, space.max_inner_steps), 1).astype(np.int64)     # NaN, inf: H_max
 
     def _pipes(self, s, space, params, t_comp, beta, top):
@@ -283,7 +286,7 @@ class _Rows:
             # the exact C' (a Newton solve) only where the table's bound does not already put the box below the cut
             exact = (~(out[need] < cut)).nonzero()[0]
             if exact.size:
-                c_eq = chinchilla.equivalent_optimal_compute(loss[exact], a)
+                c_eq = _c_eq(loss[exact], a, self.table)
                 need = need[exact]
                 out[need] = g[need] * np.minimum(six_p_t[exact], np.maximum(c_eq, a.chi_search_low_flop))
         return out
@@ -308,15 +311,16 @@ class _Rows:
         [1, H_hi]: g(1) = eta_C eta_A, mu(2, 1) = 1, and Q grows with T)."""
         a = self.a
         with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
-            tokens = self.wbt * self.k_max / self.t
+            tokens = self.wbt * self.k_max_f / self.t
             # per size the most of 0 and its rows' tokens (NaN kept): the most of each run of rows of one size
             # (the flat rows, then the pipeline rows, each in size order), then of the runs of each size
-            starts = np.diff(self.j, prepend=-1).nonzero()[0]
+            j = self.j
+            starts = np.concatenate(([True], j[1:] != j[:-1]))[:j.size].nonzero()[0]   # np.diff's, without its wrapper
             most = np.zeros(self.params.size)
             np.maximum.at(most, self.j[starts], np.maximum.reduceat(tokens, starts))
             loss = chinchilla.chinchilla_loss(self.params, most, a)
             q = np.minimum(6.0 * self.params * most,
-                           np.maximum(chinchilla.equivalent_optimal_compute(loss, a), a.chi_search_low_flop))
+                           np.maximum(_c_eq(loss, a, self.table), a.chi_search_low_flop))
             out = self.eta_c * self.eta_a * np.minimum(6.0 * self.p * tokens, q[self.j])
         return np.where(np.isnan(out), np.inf, out)
 
@@ -330,9 +334,14 @@ class _Rows:
         return beta * e_prime[i] * (1.0 + MARGIN) <= right * (1.0 - MARGIN)
 
 
-TABLE_EXCESS = (1e-3, 10.0)   # the range of excess losses L - E of the table of C' (`_c_eq_above`)
-TABLE_RATIO = 1.002           # successive excess losses of the table; C' of a loss is within about 1% of the bound
+TABLE_EXCESS = (1e-3, 10.0)   # excess losses L - E the table of C' covers at least (`_c_eq_above`)
+TABLE_DU = 0.005              # step of the table's grid of u = ln N*: successive C' 1% apart (e^(2 du))
+TABLE_SLACK = 1e-9            # relative: the table's C' taken this far above, against its rounding (`_c_eq_table`)
+NEWTON_ITERATIONS = 60        # at most, as `chinchilla.equivalent_optimal_compute` (two from the table's start)
 _TABLES: dict = {}            # the table per Chinchilla constants, built once per process
+_SOLVED: dict = {}            # `_c_eq` per (constants, losses' bits): the cost model's cache of C', kept here
+_SOLVED_MAX = 512             # entries (arrays of at most _SOLVED_SIZE losses), as `chinchilla`'s cache
+_SOLVED_SIZE = 1024
 
 
 def _c_eq_above(loss, a, table=None) -> np.ndarray:
@@ -342,27 +351,46 @@ def _c_eq_above(loss, a, table=None) -> np.ndarray:
 
     Proof: C'(L) = 6 r N*^2 with A N*^-alpha + B (r N*)^-beta = L - E; the left side falls as N*
     grows, so a larger L has a smaller root and a smaller C': C' does not rise with L, and every
-    loss at least a table loss L_k has C' <= C'(L_k). The table's values are worked by the same
-    Newton solve, which agrees with the root to about 1e-14 (`chinchilla` module docstring); the
-    bound is taken 1e-12 above them against that rounding. The table: excess losses geometric over
-    TABLE_EXCESS at TABLE_RATIO (about 4,600 losses, one solve per process and constants).
+    loss at least a table loss L_k has C' <= C'(L_k). The table (`_c_eq_table`) is a grid of roots
+    u = ln N* with the loss each one solves, so that no solve builds it.
     `table`: `_c_eq_table(a)` where the caller holds it."""
-    losses, c_eq = _c_eq_table(a) if table is None else table
+    losses, c_eq = (_c_eq_table(a) if table is None else table)[:2]
     at = np.searchsorted(losses, loss, side="right")      # 0 below the least (C' <= inf); NaN sorts last
     return np.where(np.isnan(loss), np.inf, c_eq[at])
 
 
 def _c_eq_table(a):
-    """(losses, C' above each, with +inf first) of `_c_eq_above`, built once per process and constants."""
+    """(losses, C' above each with +inf first, the grid's u, ln(L - E) of each loss) of
+    `_c_eq_above` and `_c_eq`, built once per process and constants.
+
+    The grid runs down from u_hi to u_lo by TABLE_DU: u_lo = max(ln(A / k) / alpha, ln(B' / k) / beta)
+    at k = the largest excess of TABLE_EXCESS (B' = B r^-beta; each term alone reaches k there, so the
+    root of k lies right of it, as in `chinchilla`), u_hi the same with 2 A and 2 B' at the least
+    excess (both terms at most k / 2 there, so the root of k lies left of it): the losses cover
+    TABLE_EXCESS. Each grid point's loss is E + A e^(-alpha u) + B' e^(-beta u), rising as u falls,
+    and C' = 6 r e^(2u), taken TABLE_SLACK above: the root of the loss as rounded lies within
+    (rounding of the loss, a few 1e-16 of it) / (its slope in u, at least alpha k = 3e-4 at k = 1e-3)
+    of the grid's u, which moves C' by at most about 1e-11 (tests/test_reference_sweep_search.py:
+    the table is above the Newton solve's C' on random losses, and within 1.2% of it). Successive
+    C' are e^(2 TABLE_DU) = 1.01 apart, as the excess-loss table of 0.2% steps it replaced, which
+    cost a Newton solve of its 4,600 losses (1.5-2 ms, a process's first sweep) where this costs
+    two exponentials of its 5,700 points."""
     key = _table_key(a)
     table = _TABLES.get(key)
     if table is None:
+        e, a_coef, a_exp, b, b_exp, r = key
+        b_coef = b * r ** (-b_exp)
         lo, hi = TABLE_EXCESS
-        losses = a.chinchilla_e + lo * TABLE_RATIO ** np.arange(math.ceil(math.log(hi / lo) / math.log(TABLE_RATIO)) + 1)
-        losses = losses[np.concatenate(([True], losses[1:] > losses[:-1]))]   # np.unique of the rising losses,
-        # without the first call's import of numpy.ma (40 ms) that np.unique makes
-        table = _TABLES[key] = (losses, np.append(np.inf, chinchilla.equivalent_optimal_compute(losses, a)
-                                                  * (1.0 + 1e-12)))
+        u_lo = max(math.log(a_coef / hi) / a_exp, math.log(b_coef / hi) / b_exp)
+        u_hi = max(math.log(2.0 * a_coef / lo) / a_exp, math.log(2.0 * b_coef / lo) / b_exp)
+        u = u_hi - TABLE_DU * np.arange(math.ceil((u_hi - u_lo) / TABLE_DU) + 1.0)
+        excess = a_coef * np.exp(-a_exp * u) + b_coef * np.exp(-b_exp * u)
+        losses = e + excess
+        rising = np.concatenate(([True], losses[1:] > losses[:-1]))      # strictly, for searchsorted
+        u, excess, losses = u[rising], excess[rising], losses[rising]
+        n_opt = np.exp(u)
+        table = _TABLES[key] = (losses, np.append(np.inf, 6.0 * r * n_opt * n_opt * (1.0 + TABLE_SLACK)), u,
+                                np.log(excess))
     return table
 
 
@@ -370,6 +398,60 @@ def _table_key(a) -> tuple[float, ...]:
     """What C' reads of the assumptions: the constants of `chinchilla.equivalent_optimal_compute`."""
     return (a.chinchilla_e, a.chinchilla_a, a.chinchilla_alpha, a.chinchilla_b, a.chinchilla_beta,
             chinchilla.tokens_per_param(a))
+
+
+def _c_eq(loss: np.ndarray, a, table) -> np.ndarray:
+    """C'(loss) (`chinchilla.equivalent_optimal_compute`) by the same Newton iteration in u = ln N*
+    and the same stopping rule, started from the table (`_c_eq_table`) instead of the single terms'
+    roots: between the grid points whose losses bracket the loss, u interpolated linearly in
+    ln(L - E) (u is nearly linear in it, its slope between -1 / alpha and -1 / beta), about 1e-9
+    from the root, so that one step meets the stopping rule where the cost model takes six.
+    f(u) = A e^(-alpha u) + B' e^(-beta u) - (L - E) is convex and falling, so Newton converges from
+    any start (a start right of the root steps left of it, then climbs). After a step s the error
+    left is f''(xi) e^2 / (2 |f'(u)|) with e = s + that error, and f'' / |f'| <= max(alpha, beta)
+    = m (f'' = alpha^2 t_A + beta^2 t_B against |f'| = alpha t_A + beta t_B), so at most about
+    m s^2 / 2: the iteration stops once m s^2 <= 1e-15 max(1, |u|), the cost model's tolerance on
+    its last step, which leaves u as close to the root as the cost model's, about 1e-14 relative
+    in C': the bound's rounding, far below MARGIN (module docstring). Losses outside the table
+    (NaN, inf, at or below its least) go to the cost model. Cached per losses' bits (the same values
+    on a repeated call, as `chinchilla`'s cache of the solve it stands for)."""
+    key = (_table_key(a), loss.tobytes()) if loss.size <= _SOLVED_SIZE else None
+    if key is not None and key in _SOLVED:
+        return _SOLVED[key].copy()
+    losses, _, u_grid, log_excess = table
+    at = np.searchsorted(losses, loss, side="right")
+    inside = (at > 0) & (at < losses.size)                  # NaN sorts last: outside
+    if inside.all():
+        out = _newton_from_table(loss, at, a, u_grid, log_excess)
+    else:
+        out = chinchilla.equivalent_optimal_compute(loss, a)
+        if inside.any():
+            out[inside] = _newton_from_table(loss[inside], at[inside], a, u_grid, log_excess)
+    if key is not None:
+        if len(_SOLVED) >= _SOLVED_MAX:
+            _SOLVED.pop(next(iter(_SOLVED)))
+        _SOLVED[key] = out.copy()
+    return out
+
+
+def _newton_from_table(loss, at, a, u_grid, log_excess):
+    """`_c_eq` of losses strictly inside the table, `at` their `searchsorted` places in it."""
+    e, a_coef, a_exp, b, b_exp, r = _table_key(a)
+    k = loss - e
+    x0, u0 = log_excess[at - 1], u_grid[at - 1]
+    u = u0 + (np.log(k) - x0) / (log_excess[at] - x0) * (u_grid[at] - u0)
+    exps = np.array([[a_exp], [b_exp]])          # as `chinchilla._equivalent_optimal_compute`, both terms per call
+    neg_exps, coefs = -exps, np.array([[a_coef], [b * r ** (-b_exp)]])
+    curve = max(a_exp, b_exp)                   # f'' / |f'| <= max(alpha, beta): the stopping rule (`_c_eq`)
+    for _ in range(NEWTON_ITERATIONS):
+        terms = coefs * np.exp(neg_exps * u)
+        slopes = exps * terms
+        step = (terms[0] + terms[1] - k) / (slopes[0] + slopes[1])
+        u = u + step
+        if (step * step * curve <= 1e-15 * np.maximum(1.0, np.abs(u))).all():
+            break
+    n_opt = np.exp(u)
+    return 6.0 * r * n_opt * n_opt
 
 
 def _least_step_bound(t_comp, stages, act, f, link_bps, link_rtt_s, m_max):
@@ -447,7 +529,7 @@ def _search(rows: _Rows):
     best = max(one, _seed(rows, _highest(first, SEED_ROWS), kept))
     i = i[~(first < best * (1.0 - MARGIN))]
     h1, h2 = np.ones(i.size), rows.h_hi[i].astype(float)       # one box per row: its whole H range (h_hi >= 1)
-    k1, k2 = np.full(i.size, 2.0), rows.k_max[i].astype(float)
+    k1, k2 = np.full(i.size, 2.0), rows.k_max_f[i]
     collapsed = np.zeros(i.size, bool)
     for _ in range(ROUNDS):
         # Lemma K: boxes where C does not fall with K are bounded by their plans at K2 ("collapsed")
@@ -482,7 +564,7 @@ def _seed(rows: _Rows, top, kept) -> float:
     of least loss multiplier times loss over [1, H_hi] at K_max (`_Rows.least_loss_h`; a guess at the
     row's best H, which it is on most rows); the plans are kept as any other (`_search`)."""
     rows.make_exact(top)
-    k = rows.k_max[top].astype(float)
+    k = rows.k_max_f[top]
     h_hi = rows.h_hi[top].astype(float)
     with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
         least = rows.least_loss_h(top, k, k, np.ones(top.size), h_hi, rows.t[top], rows.sync(top, k))
@@ -512,11 +594,19 @@ def _pieces(lo, hi, q: int):
 
 
 def _split(i, k1, k2, h1, h2, collapsed):
-    """Children of the boxes: H in H_PIECES pieces (`_pieces`); K in halves (geometric middle) where
-    the box is not collapsed; a collapsed box keeps its K range (bounded at K2) in its pieces of more
-    than one H, and gives {K2} and [K1, K2 - 1] in those of one H, still collapsed (Lemma K holds on
-    any part of its range)."""
-    b1, b2 = _pieces(h1, h2, H_PIECES)                 # (pieces, boxes)
+    """Children of the boxes: H in H_PIECES pieces (`_pieces`), or in single values where at most
+    ENUM_BOXES boxes are left and none has more than ENUM_H values of H (so that the next round
+    bounds their plans of one H at once instead of two more rounds of pieces: the search's path,
+    not its answer, `_search`); K in halves (geometric middle) where the box is not collapsed; a
+    collapsed box keeps its K range (bounded at K2) in its pieces of more than one H, and gives
+    {K2} and [K1, K2 - 1] in those of one H, still collapsed (Lemma K holds on any part of its
+    range)."""
+    pieces = H_PIECES
+    if i.size <= ENUM_BOXES:
+        widest = float((h2 - h1).max(initial=0.0)) + 1.0
+        if widest <= ENUM_H:
+            pieces = max(pieces, int(widest))      # hi - lo < pieces: one integer each (`_pieces`)
+    b1, b2 = _pieces(h1, h2, pieces)                   # (pieces, boxes)
     km = np.floor(np.sqrt(k1 * k2))
     km = np.minimum(np.maximum(km, k1), np.maximum(k1, k2 - 1.0))
     km = np.where(collapsed, np.where(b1 == b2, k2 - 1.0, k2), km)      # per piece
