@@ -120,11 +120,14 @@ class DtplanGroup(click.Group):
 
     def __call__(self, *args, **kwargs):
         """The process's own command line (the `dtplan` script, `python -m planner.cli`), which ends the
-        process with `sys.exit` (click's standalone mode): under `process_collector`. Tests call
-        `main.main` in-process (click's test runner) and keep the collector as it was."""
+        process with `sys.exit` (click's standalone mode): under `process_collector`, and with the
+        dataclasses' generated methods compiled once across runs (planner/cli/dataclass_code.py). Tests
+        call `main.main` in-process (click's test runner) and keep the collector and dataclasses as they
+        were."""
         if not kwargs.get("standalone_mode", True):
             return super().__call__(*args, **kwargs)
-        with process_collector():
+        from planner.cli.dataclass_code import compiled_dataclass_methods
+        with process_collector(), compiled_dataclass_methods():
             return super().__call__(*args, **kwargs)
 
     def main(self, args=None, prog_name=None, **extra):  # noqa: D102 - click API

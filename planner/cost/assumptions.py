@@ -24,6 +24,8 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import operator
+import reprlib
 from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
 from typing import Any, Mapping
@@ -74,7 +76,7 @@ ACTIVATION_QUALITY: QualityTable = {
 }
 
 
-@dataclass(frozen=True)
+@dataclass(init=False, repr=False, eq=False)     # frozen: its methods, as @dataclass(frozen=True)'s, by _value_methods
 class Assumptions:
     """The settable constants of docs/cost_model.md, with the calculator's values as defaults."""
 
@@ -261,6 +263,72 @@ class Assumptions:
     def replace(self, **changes: Any) -> "Assumptions":
         return dataclasses.replace(self, **changes)
 
+
+def _value_methods(cls: type) -> type:
+    """Give a dataclass made with `init=False, repr=False, eq=False` the `__init__`, `__repr__`, `__eq__`,
+    `__hash__`, `__setattr__` and `__delattr__` that `@dataclass(frozen=True)` would write, behaving the same
+    (every field a keyword or, in field order, a positional argument with its default or default factory; the
+    repr `Name(field=value!r, ...)`, "..." on recursion; equality of the same class's field tuples, else
+    NotImplemented; the hash of that tuple; FrozenInstanceError on assigning or deleting a field), as loops
+    over the fields instead of source text: Python 3.11 writes and compiles each generated method of a
+    130-field class at import (issue 27 item 1; docs/cli.md, "Start-up time").
+    tests/test_assumptions_methods.py compares them with those @dataclass(frozen=True) writes."""
+    fields = dataclasses.fields(cls)
+    names = tuple(f.name for f in fields)
+    defaults = {f.name: f.default for f in fields}
+    factories = {f.name: f.default_factory for f in fields if f.default_factory is not dataclasses.MISSING}
+    values_of = operator.attrgetter(*names)         # the fields' values as one tuple, in field order
+    qualname = cls.__qualname__
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        if len(args) > len(names):
+            raise TypeError(f"{qualname}.__init__() takes from 1 to {len(names) + 1} positional arguments "
+                            f"but {len(args) + 1} were given")
+        values = dict(defaults)
+        values.update(zip(names, args))
+        for name, value in kwargs.items():
+            if name not in values:
+                raise TypeError(f"{qualname}.__init__() got an unexpected keyword argument {name!r}")
+            if name in names[:len(args)]:
+                raise TypeError(f"{qualname}.__init__() got multiple values for argument {name!r}")
+            values[name] = value
+        for name, factory in factories.items():
+            if name not in kwargs and name not in names[:len(args)]:
+                values[name] = factory()
+        self.__dict__.update(values)        # as object.__setattr__ field by field, in field order
+
+    @reprlib.recursive_repr()
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(" + ", ".join(
+            [f"{name}={value!r}" for name, value in zip(names, values_of(self))]) + ")"
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is self.__class__:
+            return values_of(self) == values_of(other)
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(values_of(self))
+
+    field_names = frozenset(names)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if type(self) is cls or name in field_names:
+            raise dataclasses.FrozenInstanceError(f"cannot assign to field {name!r}")
+        super(cls, self).__setattr__(name, value)
+
+    def __delattr__(self, name: str) -> None:
+        if type(self) is cls or name in field_names:
+            raise dataclasses.FrozenInstanceError(f"cannot delete field {name!r}")
+        super(cls, self).__delattr__(name)
+
+    for method in (__init__, __repr__, __eq__, __hash__, __setattr__, __delattr__):
+        method.__qualname__ = f"{qualname}.{method.__name__}"
+        setattr(cls, method.__name__, method)
+    return cls
+
+
+_value_methods(Assumptions)
 
 ADAMW_STATE_BYTES = 8.0      # two fp32 moments per parameter, inside beta_ref = 16 (fp16)
 MODELS_DIR = bundled_models_dir()   # checkout or wheel; see planner/presets_dir.py

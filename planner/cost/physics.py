@@ -28,17 +28,22 @@ from __future__ import annotations
 
 import json
 from functools import lru_cache
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from planner.cost import exchange, tensor_parallel, timing
 from planner.cost.assumptions import MODELS_DIR, PIPELINE_SCHEDULES, Assumptions
-from planner.cost.compute.experts import ExpertFabric
-from planner.cost.compute.ops import Recipe
-from planner.cost.compute.roofline import chip_for
-from planner.cost.compute.shape import ModelShape, default_shape, preset_shape
-from planner.cost.compute.utilisation import node_utilisation
 from planner.schema.errors import InputError, Problem
+
+if TYPE_CHECKING:
+    from planner.cost.compute.experts import ExpertFabric
+    from planner.cost.compute.shape import ModelShape
+
+# The per-layer compute model (planner/cost/compute) is imported by the functions that use it, where
+# `mfu_from_compute_model`, a `model_shape` preset or the expert fabric asks for it: a profile that uses none
+# of them (the reference's, for one) does not load its modules (~35 million instructions; docs/cli.md,
+# "Start-up time").
 
 MFU_TABLE = MODELS_DIR / "mfu.json"
 SECONDS_PER_HOUR = 3600.0
@@ -127,7 +132,10 @@ def compute_model_precisions(a: Assumptions, accelerator: str, moe: bool) -> tup
     """The precisions at which `resolve_mfu` takes u from the compute model for this accelerator
     (none when the switch is off, for mixture-of-experts models without a shape preset of their experts,
     or without compute figures)."""
-    chip = chip_for(accelerator) if uses_compute_model(a, moe) else None
+    if not uses_compute_model(a, moe):
+        return ()
+    from planner.cost.compute.roofline import chip_for
+    chip = chip_for(accelerator)
     return tuple(chip.matmul_efficiency) if chip is not None else ()
 
 
@@ -136,13 +144,17 @@ def uses_compute_model(a: Assumptions, moe: bool) -> bool:
     `model_shape` preset that has its experts (the default shapes are dense)."""
     if not a.mfu_from_compute_model:
         return False
-    return not moe or (bool(a.model_shape) and preset_shape(a.model_shape).moe_layers > 0)
+    if not moe:
+        return True
+    from planner.cost.compute.shape import preset_shape
+    return bool(a.model_shape) and preset_shape(a.model_shape).moe_layers > 0
 
 
 def compute_model_shape(a: Assumptions, params: float, hidden: float | None) -> ModelShape:
     """The model's shape: the preset `model_shape` names, else the standard aspect ratios of
     planner/cost/compute/shape.py from P and h (h = 0.03 sqrt(P) when not given); `sequence_tokens`
     replaces the sequence length when set."""
+    from planner.cost.compute.shape import default_shape, preset_shape
     if a.model_shape:
         shape = preset_shape(a.model_shape)
     else:
@@ -158,6 +170,9 @@ def compute_model_mfu(a: Assumptions, accelerator: str, params: float, active_pa
     of s x micro_batch_sequences tokens on a tensor-parallel group of max(tensor_parallel, 1); a
     mixture-of-experts shape with its all-to-all over `expert_fabric`; the run's recipe
     (`high_precision_head`, `recompute_mla_up`: planner/cost/compute/ops.py Recipe)."""
+    from planner.cost.compute.ops import Recipe
+    from planner.cost.compute.roofline import chip_for
+    from planner.cost.compute.utilisation import node_utilisation
     chip = chip_for(accelerator)
     if chip is None:
         return {}
@@ -179,6 +194,7 @@ def expert_fabric(a: Assumptions, expert_parallel: float) -> ExpertFabric:
     `accelerators_per_server` per server on `intra_node_gb_per_s` of NVLink, `scale_out_gb_per_s` across
     servers, node-limited routing, dispatch bytes, overlap and the SMs it reserves; the token permutation and
     the load-imbalance floor it adds to the compute."""
+    from planner.cost.compute.experts import ExpertFabric
     return ExpertFabric(expert_parallel=expert_parallel, gpus_per_server=a.accelerators_per_server,
                         intra_gb_per_s=a.intra_node_gb_per_s, scale_out_gb_per_s=a.scale_out_gb_per_s,
                         node_limit=a.expert_node_limit, dispatch_bytes=a.expert_dispatch_bytes,
@@ -487,6 +503,7 @@ def model_layers(a: Assumptions, active_params, hidden) -> float:
     """L: the shape preset's layers when `model_shape` names one, else P_act / (12 h^2) (12 h^2
     parameters per layer, as `activation_bytes_per_node`)."""
     if a.model_shape:
+        from planner.cost.compute.shape import preset_shape
         return float(preset_shape(a.model_shape).layers)
     return float(active_params) / (12.0 * float(hidden) ** 2)
 

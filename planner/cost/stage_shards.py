@@ -87,7 +87,6 @@ import numpy as np
 
 from planner.cost import tensor_parallel
 from planner.cost.assumptions import Assumptions
-from planner.cost.compute.shape import preset_shape
 
 
 def shards(a: Assumptions, mode: str) -> float:
@@ -154,7 +153,10 @@ def synchronous(a: Assumptions, moe: bool) -> bool:
 def routed_params(a: Assumptions, params, active_params) -> np.ndarray:
     """P_r, the routed experts' parameters (module docstring): the `model_shape` preset's count,
     moe_layers x experts x (3 if gated else 2) x h x expert_ffn, at most P; else P - P_act."""
-    shape = preset_shape(a.model_shape) if a.model_shape else None
+    shape = None
+    if a.model_shape:        # the compute model's shapes, imported only here (planner/cost/physics.py, its imports)
+        from planner.cost.compute.shape import preset_shape
+        shape = preset_shape(a.model_shape)
     p = np.asarray(params, dtype=float)
     if shape is not None and shape.moe_layers and shape.experts:
         matrices = 3.0 if shape.gated else 2.0

@@ -1,0 +1,116 @@
+"""The compiled code of the methods `@dataclass` writes, kept between runs of dtplan (issue 27 item 1;
+docs/cli.md, "Start-up time").
+
+Python's `dataclasses` writes each method it generates (`__init__`, `__repr__`, `__eq__`, `__hash__`,
+`__setattr__`, ...) as source text and compiles it, `exec(text, globals, namespace)` in
+`dataclasses._create_fn`, every time a dataclass is made: `dtplan solve` of the shipped 64-node instance
+makes about 245 such texts (the dataclasses of pydantic, annotated_types and dtplan's own modules), and
+parsing and compiling them was about 0.13 billion of its 1.28 billion instructions. The text of a method
+depends only on the class's fields and options, so the same texts come back in every run.
+
+While a dtplan command runs as its own process (`DtplanGroup.__call__`, as `process_collector`), the
+`dataclasses` module's `exec` is `_exec` below: it looks the text up in a table of code objects, each
+compiled from exactly that text as `exec` compiles it (`compile(text, "<string>", "exec")`, no flags
+inherited: dataclasses.py has no `__future__` import), compiles and notes any text not in the table,
+and runs the code object with the same globals and namespace. A code object is a function of its text,
+Python's version and the optimisation level only, so the functions made are the ones `exec(text)`
+makes (tests/test_dataclass_code.py compares their code). When the command ends, the module's `exec`
+is the builtin again and, if some texts were missing, the table with them is written beside this
+module's bytecode (`importlib.util.cache_from_source`: `__pycache__/dataclass_code.<tag>.methods`, under
+`sys.pycache_prefix` when set), headed by Python's bytecode magic number, written to a temporary file
+and renamed, as Python writes its `.pyc` files, and only when Python writes bytecode
+(`sys.dont_write_bytecode`, PYTHONDONTWRITEBYTECODE). A file that cannot be read, is not a table or was
+written by another Python is ignored (and rewritten), one that cannot be written is not, silently, as a
+`.pyc`: the run then compiles as before. The table keeps at most MAX_ENTRIES texts (beyond that it
+starts again from the texts of the current run), so other versions of the libraries cannot grow it
+without end. Whoever can write this file could also write the package's `.pyc` files beside it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import marshal
+import os
+import sys
+from contextlib import contextmanager
+from importlib.util import MAGIC_NUMBER, cache_from_source
+from types import CodeType
+from typing import Iterator
+
+MAX_ENTRIES = 4096       # texts kept: ~245 for `dtplan solve`, every command together well under 1,000
+_builtin_exec = exec
+
+
+def table_path() -> str | None:
+    """Where the table is kept: beside this module's bytecode (None where Python keeps no bytecode)."""
+    try:
+        return cache_from_source(__file__).removesuffix(".pyc") + ".methods"
+    except NotImplementedError:        # sys.implementation.cache_tag is None
+        return None
+
+
+def read_table(path: str) -> dict[str, CodeType]:
+    """The table in `path`, or {} when there is none this Python can use."""
+    try:
+        with open(path, "rb") as file:
+            data = file.read()
+    except OSError:
+        return {}
+    if not data.startswith(MAGIC_NUMBER):
+        return {}
+    try:
+        table = marshal.loads(memoryview(data)[len(MAGIC_NUMBER):])
+    except (ValueError, EOFError, TypeError):
+        return {}
+    return table if type(table) is dict else {}
+
+
+def write_table(path: str, table: dict[str, CodeType]) -> bool:
+    """Write `table` to `path` as a whole (a temporary file renamed); False if it could not be."""
+    temporary = f"{path}.{os.getpid()}.tmp"
+    try:
+        data = MAGIC_NUMBER + marshal.dumps(table)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(temporary, "wb") as file:
+            file.write(data)
+        os.replace(temporary, path)
+        return True
+    except (OSError, ValueError):
+        try:
+            os.unlink(temporary)
+        except OSError:
+            pass
+        return False
+
+
+@contextmanager
+def compiled_dataclass_methods(path: str | None = None) -> Iterator[dict[str, CodeType]]:
+    """Within the block, `dataclasses` compiles each method text once across runs (module docstring).
+    Yields the texts compiled in this block (those the table did not have)."""
+    path = path or table_path()
+    if path is None or "exec" in vars(dataclasses):      # no place for the table, or already within
+        yield {}
+        return
+    table = read_table(path)
+    missing: dict[str, CodeType] = {}
+    used: set[str] = set()
+
+    def _exec(source, globals=None, locals=None, /):
+        if type(source) is str and type(globals) is dict:
+            code = table.get(source)
+            if type(code) is not CodeType:
+                code = missing[source] = compile(source, "<string>", "exec", dont_inherit=True)
+            used.add(source)
+            source = code
+        return _builtin_exec(source, globals, locals)
+
+    dataclasses.exec = _exec
+    try:
+        yield missing
+    finally:
+        del dataclasses.exec
+        if missing and not sys.dont_write_bytecode:
+            merged = {**table, **missing}
+            if len(merged) > MAX_ENTRIES:
+                merged = {text: code for text, code in merged.items() if text in used}
+            write_table(path, merged)

@@ -1,0 +1,185 @@
+"""planner/cli/dataclass_code.py: the methods @dataclass writes, compiled once across runs, are the
+methods it writes without the table (the same code, the same behaviour), and the table's file is
+read, written and refused as the module docstring says."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import ClassVar
+
+import pytest
+
+from planner.cli import dataclass_code
+from planner.cli.dataclass_code import compiled_dataclass_methods, read_table, write_table
+
+REPO = Path(__file__).resolve().parents[1]
+METHODS = ("__init__", "__repr__", "__eq__", "__hash__", "__setattr__", "__delattr__", "__lt__", "__le__", "__gt__",
+           "__ge__")
+
+
+@pytest.fixture(autouse=True)
+def _bytecode_written(monkeypatch):
+    """As a user's Python: bytecode (and the table) written, whatever this machine's environment says."""
+    monkeypatch.setattr(sys, "dont_write_bytecode", False)
+
+
+def _classes() -> list[type]:
+    """Dataclasses of every kind the generated methods come in (made afresh at each call)."""
+
+    @dataclasses.dataclass(frozen=True)
+    class Frozen:
+        a: int
+        b: str = "x"
+        c: list = dataclasses.field(default_factory=list)
+        d: ClassVar[int] = 3
+
+    @dataclasses.dataclass(order=True, unsafe_hash=True)
+    class Ordered:
+        a: float
+        b: tuple = ()
+
+    @dataclasses.dataclass(kw_only=True, slots=True)
+    class KeywordsOnly:
+        a: int = 1
+        b: "int | None" = None
+
+    @dataclasses.dataclass
+    class PostInit:
+        a: int
+        b: dataclasses.InitVar[int] = 2
+        c: int = dataclasses.field(init=False, default=0)
+
+        def __post_init__(self, b):
+            self.c = self.a + b
+
+    return [Frozen, Ordered, KeywordsOnly, PostInit]
+
+
+def _methods(cls: type) -> dict:
+    return {name: getattr(cls, name) for name in METHODS if name in vars(cls) and callable(vars(cls)[name])}
+
+
+def _same_functions(mine: type, theirs: type) -> None:
+    ours, builtin = _methods(mine), _methods(theirs)
+    assert ours.keys() == builtin.keys() and ours
+    for name, function in ours.items():
+        function = getattr(function, "__wrapped__", function)          # __repr__'s recursion guard
+        other = getattr(builtin[name], "__wrapped__", builtin[name])
+        code, other_code = function.__code__, other.__code__
+        assert code == other_code, (mine.__name__, name)
+        assert (code.co_filename, code.co_qualname, code.co_flags, code.co_consts) == \
+               (other_code.co_filename, other_code.co_qualname, other_code.co_flags, other_code.co_consts)
+        assert (function.__qualname__, function.__annotations__, function.__defaults__, function.__kwdefaults__) == \
+               (other.__qualname__, other.__annotations__, other.__defaults__, other.__kwdefaults__)
+
+
+def _behaviour(classes: list[type]) -> list:
+    Frozen, Ordered, KeywordsOnly, PostInit = classes
+    out = [repr(Frozen(1)), Frozen(1) == Frozen(1), Frozen(1) == Frozen(2), hash(Frozen(1, "y", None)) == hash((1, "y", None))]
+    with pytest.raises(dataclasses.FrozenInstanceError) as err:
+        Frozen(1).a = 2
+    out += [str(err.value), Ordered(1.0) < Ordered(2.0), hash(Ordered(1.0, (2,))), repr(KeywordsOnly(b=3)),
+            PostInit(4).c, repr(PostInit(4, 5))]
+    with pytest.raises(TypeError) as err:
+        KeywordsOnly(1)
+    return out + [str(err.value)]
+
+
+def test_the_methods_are_those_dataclasses_writes(tmp_path):
+    path = str(tmp_path / "t.methods")
+    theirs = _classes()
+    with compiled_dataclass_methods(path) as compiled:
+        assert "exec" in vars(dataclasses)
+        first = _classes()
+    assert "exec" not in vars(dataclasses)        # the builtin again after the block
+    assert len(compiled) >= 12 and os.path.exists(path)
+    with compiled_dataclass_methods(path) as compiled_again:
+        second = _classes()                       # now from the file's table
+    assert compiled_again == {}
+    for mine in (first, second):
+        for a, b in zip(mine, theirs):
+            _same_functions(a, b)
+        assert _behaviour(mine) == _behaviour(theirs)
+    for text, code in read_table(path).items():   # the file holds what compile() makes of each text
+        assert code == compile(text, "<string>", "exec", dont_inherit=True)
+
+
+def test_nothing_is_written_when_python_writes_no_bytecode(tmp_path, monkeypatch):
+    monkeypatch.setattr(sys, "dont_write_bytecode", True)
+    path = tmp_path / "t.methods"
+    with compiled_dataclass_methods(str(path)) as compiled:
+        _classes()
+    assert compiled and not path.exists()
+
+
+@pytest.mark.parametrize("content", [b"", b"not a table", None, b"marshalled list"])
+def test_a_file_this_python_cannot_use_is_ignored_and_rewritten(tmp_path, content):
+    import marshal
+    from importlib.util import MAGIC_NUMBER
+    path = tmp_path / "t.methods"
+    if content is None:
+        path.write_bytes(b"\0\0\0\0" + marshal.dumps({"x": compile("x = 1", "<string>", "exec")}))  # another Python
+    elif content == b"marshalled list":
+        path.write_bytes(MAGIC_NUMBER + marshal.dumps([1, 2]))
+    else:
+        path.write_bytes(content)
+    assert read_table(str(path)) == {}
+    with compiled_dataclass_methods(str(path)) as compiled:
+        made = _classes()
+    assert compiled and read_table(str(path)).keys() == compiled.keys()
+    for a, b in zip(made, _classes()):
+        _same_functions(a, b)
+
+
+def test_an_unwritable_place_is_no_error(tmp_path):
+    blocker = tmp_path / "a_file"
+    blocker.write_text("")
+    path = str(blocker / "t.methods")             # its directory would be a file
+    assert not write_table(path, {})
+    with compiled_dataclass_methods(path) as compiled:
+        made = _classes()
+    assert compiled and not os.path.exists(path)
+    for a, b in zip(made, _classes()):
+        _same_functions(a, b)
+
+
+def test_the_table_starts_again_beyond_its_size(tmp_path, monkeypatch):
+    path = str(tmp_path / "t.methods")
+    foreign = {f"x = {i}": compile(f"x = {i}", "<string>", "exec") for i in range(5)}
+    assert write_table(path, foreign)
+    with compiled_dataclass_methods(path) as compiled:
+        _classes()
+    assert read_table(path).keys() == foreign.keys() | compiled.keys()      # under the limit: kept
+    monkeypatch.setattr(dataclass_code, "MAX_ENTRIES", len(compiled) + 2)
+    write_table(path, foreign)
+    with compiled_dataclass_methods(path) as compiled:
+        _classes()
+    assert read_table(path).keys() == compiled.keys()                        # beyond it: this run's only
+
+
+def test_the_table_beside_the_bytecode_of_a_dtplan_process(tmp_path):
+    """Two runs of `dtplan solve`: the first writes the table (under PYTHONPYCACHEPREFIX here), the
+    second reads it; the same output both times, and as a command run in-process writes it."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    env["PYTHONPYCACHEPREFIX"] = str(tmp_path)
+    args = [sys.executable, "-m", "planner.cli", "solve", str(REPO / "instances" / "solve-1e24-64xh100.json"), "--json"]
+    first = subprocess.run(args, cwd=REPO, env=env, capture_output=True, text=True)
+    tables = list(tmp_path.rglob("dataclass_code.*.methods"))
+    second = subprocess.run(args, cwd=REPO, env=env, capture_output=True, text=True)
+    assert first.returncode == second.returncode == 0, first.stderr + second.stderr
+    assert len(tables) == 1 and len(read_table(str(tables[0]))) > 100
+
+    def plan(out: str) -> str:
+        import json
+        result = json.loads(out)
+        result.pop("solve_time_s")
+        return json.dumps(result, sort_keys=True)
+    assert plan(first.stdout) == plan(second.stdout)
+    from click.testing import CliRunner
+    from planner.cli import main
+    inside = CliRunner().invoke(main, args[3:])
+    assert "exec" not in vars(dataclasses) and plan(inside.stdout) == plan(first.stdout)
