@@ -7,6 +7,7 @@ import copy
 import numpy as np
 import pytest
 
+from planner.cost import run
 from planner.cost.score import score
 from planner.cost.setting import PlanBatch
 from planner.objectives import MAX_COMPUTE
@@ -338,3 +339,50 @@ def test_narrowed_space_holds_the_fewest_node_plan(seed):
         again, _, _ = optimise(at, narrow, MIN_COST)
         assert (search._plan_dict(again[0], at), again[1]) == (search._plan_dict(plan, at), fewest[1])
 
+
+
+@pytest.mark.parametrize("seed", range(340, 346))
+def test_reaching_keeps_the_boxes_the_bound_keeps(seed, monkeypatch):
+    """`size_bound._reaching` (what a `FewestNodes` round keeps, mostly without the Newton solve of
+    C') gives the same booleans as ~(`_bound` < cut), on the boxes of a first round and of a split,
+    with cuts at, just above and just below box bounds (relative steps of 1e-15 to 1e-6), and on
+    synthetic boxes near the cut (tokens a relative 1e-13 apart), with NaN, inf and zero terms and
+    boxes where g 1e10 alone reaches the cut (`run.quality_compute`'s floor of C')."""
+    setting, space, rng = _instance(seed, ("flat", "hierarchical", "pp_group"))
+    rows = size_bound._rows(setting, space)
+    boxes = size_bound._first_boxes(setting, space, rows)
+    i, x1, x2, h1, h2 = boxes
+    xs, hs = size_bound._halves(x1, x2, np.ones(i.shape, bool)), size_bound._halves(h1, h2, ~rows.hierarchical[i])
+    split = tuple(np.concatenate(z) for z in zip(*[(i, xa, xb, ha, hb) for xa, xb in xs for ha, hb in hs]))
+    real = (split[1] <= split[2]) & (split[3] <= split[4])
+    boxes = tuple(np.concatenate((a, b[real])) for a, b in zip(boxes, split))
+
+    def same(cut):
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            want = ~(size_bound._bound(setting, space, rows, boxes, cut) < cut)
+            got = size_bound._reaching(setting, space, rows, boxes, cut)
+        assert got.dtype == bool and (got == want).all(), cut
+        return want
+
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        values = size_bound._bound(setting, space, rows, boxes)
+    finite = values[np.isfinite(values) & (values > 0)]
+    kept = []
+    for v in rng.choice(finite, 6):
+        for rel in (0.0, 1e-15, -1e-15, 1e-13, -1e-13, 1e-11, -1e-11, 1e-9, -1e-9, 1e-6, -1e-6):
+            kept.append(same(float(v) * (1 + rel)).sum())
+    assert any(0 < k < values.size for k in kept)
+
+    # synthetic boxes: tokens T0 (1 + j 1e-13), the cut at the bound of T0, g and mu at random
+    n = 801
+    t0 = float(np.exp(rng.uniform(np.log(1e6), np.log(1e14))))
+    tokens = t0 * (1 + 1e-13 * np.arange(-(n // 2), n // 2 + 1))
+    g = np.full(n, float(rng.uniform(0.2, 1.0)))
+    mu = np.full(n, float(rng.uniform(1.0, 1.3)))
+    tokens[:6], g[6:9], mu[9:11] = [np.nan, np.inf, 0.0, 1e2, 1e3, 1e4], [np.nan, 0.0, 1e-300], [np.nan, np.inf]
+    terms = (tokens, g, mu)
+    cut = float(run.quality_compute(setting, tokens[n // 2:n // 2 + 1], g[:1], mu[:1], True)[0])
+    monkeypatch.setattr(size_bound, "_terms", lambda *args: terms)
+    for c in (cut, cut * (1 + 1e-15), cut * (1 - 1e-15), 1e10 * g[20] * 0.999, 1e10 * g[20] * 1.001):
+        same(c)
+    assert 0 < same(cut).sum() < n
