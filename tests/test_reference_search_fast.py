@@ -297,3 +297,21 @@ def test_the_reach_is_refused_where_its_proof_does_not_hold():
                     {"activation_quality": {1.0: (1.0, 1.0, 1.0), 4.0: (1.2, 1.0, 1.0)}}):
         assert not search._reach_bounds(s.replace(assumptions=a.replace(**changes)), space), changes
     assert not search._reach_bounds(s.replace(target_kind="c_local"), space)
+
+
+def test_distinct_is_np_unique():
+    """`fewest_nodes.distinct` (np.unique without its first call's import of numpy.ma) gives np.unique's
+    values, dtype and order on random integer and float arrays with repeats, unsorted, sorted, of one
+    value and empty; without its sort (a mutation) the unsorted ones differ."""
+    rng = np.random.default_rng(5)
+    arrays = [rng.integers(0, 20, 50), rng.integers(0, 3, 7).astype(float), np.sort(rng.integers(0, 9, 30)),
+              np.geomspace(2, 100_000, 400).round(), np.array([4.0]), np.array([], dtype=np.int64),
+              rng.uniform(0, 1, 10).round(1), np.linspace(2, 50, 512).astype(np.int64)]
+    for x in arrays:
+        got, want = fewest_nodes.distinct(x), np.unique(x)
+        assert got.dtype == want.dtype and got.tolist() == want.tolist()
+
+    def unsorted(values):
+        x = np.asarray(values).ravel()
+        return x[np.concatenate(([True], x[1:] != x[:-1]))] if x.size else x
+    assert any(unsorted(x).tolist() != np.unique(x).tolist() for x in arrays)

@@ -59,6 +59,15 @@ from planner.space import DecisionSpace
 PROBES = 512           # nodes probed per narrowing step (one vectorised evaluation); any count >= 2 is exact
 
 
+def distinct(values) -> np.ndarray:
+    """The sorted distinct values of a 1-D array without NaN, as `np.unique` gives them, without
+    `np.unique`: its first call in a process imports numpy.ma (about 20 ms of CPU, a first
+    question's largest single cost in the reference's searches; issue 27 item 3). Sorted, a value
+    is kept where it differs from the one before it."""
+    x = np.sort(np.asarray(values).ravel())
+    return x[np.concatenate(([True], x[1:] != x[:-1]))] if x.size else x
+
+
 def applies(s: Setting, space: DecisionSpace) -> bool:
     """Whether the closed form of the module docstring answers this question exactly."""
     a = s.assumptions
@@ -137,7 +146,7 @@ def fewest_nodes(s: Setting, space: DecisionSpace) -> tuple[tuple[PlanBatch, flo
     if hi < lo:
         return None, scored
     while True:                    # after the first probes: best(hi) >= target, best(n) < target for n < lo
-        probes = np.unique(np.linspace(lo, hi, PROBES).astype(np.int64))
+        probes = distinct(np.linspace(lo, hi, PROBES).astype(np.int64))
         reached = _best(s, space, probes) >= target
         scored += 3 * probes.size
         if not reached[-1]:        # probes[-1] = hi; false only at N_max (first probes): no plan reaches it
@@ -152,7 +161,7 @@ def fewest_nodes(s: Setting, space: DecisionSpace) -> tuple[tuple[PlanBatch, flo
 
 def _fastest_at(s: Setting, space: DecisionSpace, nodes: int) -> PlanBatch:
     """The plan of least time to target among the H candidates at `nodes`, ties to the smaller H."""
-    h = np.unique(_h_candidates(s, space, np.array([nodes]))[0])
+    h = distinct(_h_candidates(s, space, np.array([nodes]))[0])
     batch = flat_batch(space, np.full(h.shape, nodes), h)
     with np.errstate(divide="ignore", invalid="ignore"):
         time_s = time_to_target(s, batch)["time_to_target_s"]

@@ -75,7 +75,7 @@ from planner.cost.modes import throughput
 from planner.cost.score import window_compute
 from planner.cost.setting import PlanBatch, Setting
 from planner.cost.straggler import straggler_coefficient
-from planner.reference.fewest_nodes import flat_batch
+from planner.reference.fewest_nodes import distinct, flat_batch
 from planner.solvers.bnb import TIE_REL
 from planner.space import DecisionSpace
 
@@ -200,7 +200,7 @@ def fewest_nodes(s: Setting, space: DecisionSpace, h_top: int) -> tuple[tuple[Pl
                 i = int(reached[0])
                 return (_most_at(s, space, int(nodes[i]), h, c[i]), int(nodes[i]) * s.node_price_usd), scored
             continue
-        edges = np.unique(np.geomspace(lo, hi + 1, PIECES + 1).round().astype(np.int64))
+        edges = distinct(np.geomspace(lo, hi + 1, PIECES + 1).round().astype(np.int64))
         starts, ends = edges[:-1], edges[1:] - 1
         c = _bounds(s, space, starts, ends, h)
         scored += c.size

@@ -328,7 +328,7 @@ def _fewest_by_reach(s: Setting, space: DecisionSpace) -> float:
     reaches the target no plan does."""
     if _most_within(s, space, 1) >= s.target:
         return 1.0
-    nodes = np.unique(np.geomspace(2, max(2, space.max_nodes), ORDER_NODE_GRID).round())
+    nodes = fewest_nodes.distinct(np.geomspace(2, max(2, space.max_nodes), ORDER_NODE_GRID).round())
     nodes = nodes[nodes <= space.max_nodes]
     if nodes.size == 0:
         return math.inf
@@ -353,7 +353,7 @@ def _promising_first(settings: list[tuple[Setting, DecisionSpace]], objective: O
     tokens before its loss pays; a smaller one runs into its own loss floor. max_compute: the
     most C at N_max first; min_cost: the fewest nodes N (of a geometric grid) with C >= the
     target first, ties to the smaller model. Each is one vectorised evaluation per size."""
-    nodes = np.unique(np.geomspace(1, max(1, max_nodes), ORDER_NODE_GRID).round())
+    nodes = fewest_nodes.distinct(np.geomspace(1, max(1, max_nodes), ORDER_NODE_GRID).round())
     if objective.maximise:
         nodes = nodes[-1:]
 
