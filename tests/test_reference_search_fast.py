@@ -315,3 +315,47 @@ def test_distinct_is_np_unique():
         x = np.asarray(values).ravel()
         return x[np.concatenate(([True], x[1:] != x[:-1]))] if x.size else x
     assert any(unsorted(x).tolist() != np.unique(x).tolist() for x in arrays)
+
+
+@pytest.mark.parametrize("function", ["find_nodes_for_target", "find_optimal_config_for_target"])
+def test_the_answers_check_is_the_evaluators(function, monkeypatch):
+    """`search._check` (an answer's check without the figures `score` adds that it does not read)
+    gives the problems of `search._rescore` (the whole `score`) on random plans of the case's modes,
+    some breaking limits, with targets at each plan's value and one double either side of it; a check
+    that reads the compute from `window_compute` (another order of the same products) or compares
+    with `>` instead of `>=` (mutations) would not."""
+    from planner.reference import search
+    rng = np.random.default_rng(11)
+    cases = _cases(function)
+    if not cases:
+        pytest.skip("reference cases not found")
+    modes = ("flat",) if function == "find_nodes_for_target" else ("flat", "hierarchical", "pp_group")
+    kind = "c_local" if function == "find_nodes_for_target" else "c_quality"
+    plans = []
+    for case in [cases[int(i)] for i in rng.integers(len(cases), size=12)]:
+        largest = search._largest_on_one_node_b(case)
+        s, precision = search._setting(case, largest * 1e9 * float(rng.choice((0.5, 1.0, 3.0))),
+                                       function == "find_optimal_config_for_target", target_kind=kind)
+        s = s.replace(max_nodes=int(rng.integers(50, 5000)))
+        for _ in range(4):
+            mode = str(rng.choice(modes))
+            b = PlanBatch.of(mode, precision, nodes=int(rng.integers(1, 6000)), inner_steps=int(rng.integers(1, 300)),
+                             compression=float(case["resolved_inputs"]["compression"]),
+                             stages=int(rng.integers(1, 12)), group_size=int(rng.integers(2, 16)),
+                             regional_rounds=int(rng.integers(1, 8)), micro_batches=int(rng.integers(1, 64)),
+                             activation_compression=float(rng.choice((1.0, 2.0, 4.0, 10.0))))
+            value = float(search._rescore(s, b, kind, 0.0)[0][kind])
+            plans += [(s, b, t) for t in (value, np.nextafter(value, 0), np.nextafter(value, np.inf))]
+
+    def agree(check):
+        return all(search._rescore(s, b, kind, t)[1] == check(s, b, kind, t) for s, b, t in plans)
+
+    assert agree(search._check)
+    assert any(search._rescore(s, b, kind, t)[1] for s, b, t in plans)
+    assert any(not search._rescore(s, b, kind, t)[1] for s, b, t in plans)
+
+    def strict(s, b, kind, t):          # `_check` comparing with > (the same message where value == target)
+        value = search._rescore(s, b, kind, 0.0)[0][kind]
+        return search._check(s, b, kind, t) + ([f"{kind} within the window {value:.6e} < target {t:.6e}"]
+                                               if value == t else [])
+    assert not agree(strict)
