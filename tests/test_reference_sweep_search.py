@@ -386,29 +386,6 @@ def test_least_loss_h_without_sync_time_is_the_box_start():
     assert hm[0] == 3.0
 
 
-def test_the_sweeps_plan_dict_is_the_round_trips(monkeypatch):
-    """`search._sweep_plan_dict` (no pydantic round trip) is the dict `search._plan_dict` gives, key
-    order included, on the shipped sweeps and perturbed ones answered by `sweep_search`, flat and
-    pp_group; a value beyond the schema's caps goes through the round trip, whose error names it."""
-    from planner.schema.errors import InputError
-    seen = []
-    original = search._sweep_plan_dict
-
-    def spy(batch, setting):
-        got = original(batch, setting)
-        seen.append((batch.mode, list(got.items()), list(search._plan_dict(batch, setting).items())))
-        return got
-    monkeypatch.setattr(search, "_sweep_plan_dict", spy)
-    for case in _sweep_cases() + [_perturbed(seed) for seed in range(0, 80, 2)]:
-        search.answer(case)
-    assert len(seen) >= 20 and {mode for mode, _, _ in seen} == {"flat", "pp_group"}
-    assert all(fast == plain for _, fast, plain in seen)
-    setting = search._setting(_sweep_cases()[0], 1e10)[0]
-    huge = PlanBatch.of("flat", "fp16", nodes=10**8, inner_steps=3, compression=100.0, streaming=True)
-    with pytest.raises(InputError, match="nodes"):
-        original(huge, setting)
-
-
 @pytest.mark.parametrize("boxes", [3, 8, 30])
 def test_split_children_cover_each_box_once(boxes):
     """`_split`'s children (pieces of H, single values of H when at most ENUM_BOXES boxes of at most

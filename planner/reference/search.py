@@ -57,7 +57,6 @@ from planner.cost.setting import Setting
 from planner.solvers import monotone
 from planner.solvers.bnb import TIE_REL
 from planner.solvers.objective_search import SizeRun, best_of_sizes, fewest_nodes_in_window, max_compute
-from planner.schema.limits import MAX_INNER_STEPS, MAX_MICRO_BATCHES, MAX_NODES, MAX_RATIO, MAX_STAGES
 from planner.solve import optimise, plan_from_batch
 from planner.space import DecisionSpace
 
@@ -187,31 +186,6 @@ def _limits(setting: Setting, batch, throughput=None) -> list[str]:
 
 def _plan_dict(batch, setting: Setting) -> dict[str, Any]:
     return plan_from_batch(batch, 0, setting.is_moe).model_dump(exclude_unset=True)
-
-
-def _sweep_plan_dict(batch, setting: Setting) -> dict[str, Any]:
-    """`_plan_dict` of an answer of `sweep_search` (flat or pp_group, a dense model, the profile's
-    pipeline schedule, no ZeRO shards: its `applies`) without pydantic's round trip (0.1 ms of a
-    sweep's 4-5). `plan_from_batch` gives these modes the fields below and no other; the Plan
-    validates them unchanged (an int, a float, a bool, the space's precision, within the schema's
-    caps: beyond them, the round trip, whose error names the field), the modes' rules concern
-    fields not given, and the dump with exclude_unset keeps the fields given, in the Plan's field
-    order, which is this one (none of them is dropped by its serializer: none is unset, nor a
-    field the mode does not have). tests/test_reference_sweep_search.py checks the same dict, key
-    order included, on the shipped and perturbed sweeps."""
-    data: dict[str, Any] = {"mode": batch.mode, "nodes": int(batch.nodes[0]), "precision": batch.precision,
-                            "inner_steps": int(batch.inner_steps[0]), "compression": float(batch.compression[0]),
-                            "streaming": bool(batch.streaming[0])}
-    within = data["nodes"] <= MAX_NODES and data["inner_steps"] <= MAX_INNER_STEPS \
-        and 1.0 <= data["compression"] <= MAX_RATIO
-    if batch.mode == "pp_group":
-        data.update(stages=int(batch.stages[0]), micro_batches=int(batch.micro_batches[0]),
-                    activation_compression=float(batch.activation_compression[0]))
-        within = within and data["stages"] <= MAX_STAGES and data["micro_batches"] <= MAX_MICRO_BATCHES \
-            and 1.0 <= data["activation_compression"] <= MAX_RATIO
-    if batch.mode not in ("flat", "pp_group") or setting.is_moe or not within:
-        return _plan_dict(batch, setting)
-    return data
 
 
 # -- the three searches -------------------------------------------------------------------------
@@ -543,8 +517,7 @@ def _sweep(case: dict) -> SearchOutcome:
         return outcome
     params, setting, _, (batch, value), *_ = best
     problems = _limits(setting, batch, getattr(best, "throughput", None))
-    plan = _sweep_plan_dict(batch, setting) if isinstance(best, sweep_search.SweepRun) else _plan_dict(batch, setting)
-    outcome.dtplan, outcome.params, outcome.plan, outcome.problems = value, params, plan, problems
+    outcome.dtplan, outcome.params, outcome.plan, outcome.problems = value, params, _plan_dict(batch, setting), problems
     outcome.improvement = (value - reference) / reference
     if problems or value < reference * (1 - 1e-12):
         outcome.status = "failed"
