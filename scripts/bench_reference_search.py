@@ -3,6 +3,7 @@
 questions, in one process (issue 27 item 3).
 
 Usage: scripts/bench_reference_search.py PATH_TO_REFERENCE [--cases FILE] [--repeat K] [--only FUNCTION] [--verbose]
+       [--instructions]
 (--cases defaults to ../shared/conformance/reference_cases.json, or $DTPLAN_SHARED_DIR/conformance/.)
 
 PATH_TO_REFERENCE is a folder holding the public reference calculator's evasion_calculator.py
@@ -14,6 +15,12 @@ the reference's function with the case's arguments and `planner.reference.search
 CPU time (time.process_time). It prints, per function, both total times and their ratio,
 the reference's answers (nodes, cost, C_quality) beside dtplan's, and the load average
 (os.getloadavg) before and after.
+
+`--instructions` prints instead, per side, the instructions (valgrind's callgrind, "Collected",
+PYTHONHASHSEED=0) of a first pass over the selected cases in a process (first calls: the
+`--repeat 1` figure) and of a second, repeated pass: the counts of processes that import
+everything and run 0, 1 and 2 passes of one side (`--side`, `--passes`), subtracted. The machine's
+load does not move them; each process runs 50-100 times slower under valgrind (minutes).
 
 The reference's code is the calculator as published (the `current` profile): on the
 `v1_48xA100` cases (the report's older assumptions, which it no longer has) it runs the same
@@ -28,6 +35,9 @@ import collections
 import importlib.util
 import json
 import os
+import re
+import shutil
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -71,6 +81,48 @@ def least_cpu_s(call, repeat: int):
     return result, best
 
 
+def run_side(ref, cases: list[dict], side: str, passes: int) -> None:
+    """`passes` passes of one side over the cases (`--side`: what `--instructions` counts)."""
+    for _ in range(passes):
+        for case in cases:
+            if side == "reference":
+                getattr(ref, case["function"])(**case["kwargs"])
+            else:
+                answer(case)
+
+
+def instructions(args, side: str, passes: int) -> int | None:
+    """Instructions of a process of this script running `passes` passes of `side` (callgrind's
+    "Collected"), or None without valgrind."""
+    if shutil.which("valgrind") is None:
+        return None
+    command = [sys.executable, str(Path(__file__).resolve()), str(args.reference), "--cases", str(args.cases),
+               "--side", side, "--passes", str(passes)]
+    for fn in args.only or ():
+        command += ["--only", fn]
+    done = subprocess.run(["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", *command],
+                          capture_output=True, text=True, env={**os.environ, "PYTHONHASHSEED": "0"})
+    found = re.search(r"Collected : (\d+)", done.stderr)
+    return int(found.group(1)) if found and done.returncode == 0 else None
+
+
+def print_instructions(args, cases: list[dict]) -> int:
+    """`--instructions`: per side, a first and a repeated pass's instructions, and their ratio."""
+    print(f"{len(cases)} cases ({', '.join(sorted({c['function'] for c in cases}))}); instructions (callgrind, "
+          f"PYTHONHASHSEED=0)")
+    passes = {}
+    for side in ("reference", "dtplan"):
+        counts = [instructions(args, side, k) for k in (0, 1, 2)]
+        if None in counts:
+            print("bench_reference_search.py: valgrind not found or its run failed", file=sys.stderr)
+            return 1
+        passes[side] = (counts[1] - counts[0], counts[2] - counts[1])
+        print(f"{side:10} first pass {passes[side][0] / 1e6:10.1f} M   repeated pass {passes[side][1] / 1e6:10.1f} M")
+    first, again = (passes["dtplan"][j] / passes["reference"][j] for j in (0, 1))
+    print(f"{'ratio':10} first pass {first:10.2f}     repeated pass {again:10.2f}")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("reference", type=Path, help="folder holding the reference calculator's evasion_calculator.py")
@@ -79,6 +131,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--verbose", action="store_true", help="one line per case")
     parser.add_argument("--only", choices=SEARCH_FUNCTIONS, action="append",
                         help="only this search function's cases (repeatable; default: all three)")
+    parser.add_argument("--instructions", action="store_true",
+                        help="instructions of a first and a repeated pass per side instead (valgrind; minutes)")
+    parser.add_argument("--side", choices=("reference", "dtplan"), help=argparse.SUPPRESS)
+    parser.add_argument("--passes", type=int, default=0, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if not args.cases.is_file():
         print(f"bench_reference_search.py: {args.cases}: no such file; give --cases or set DTPLAN_SHARED_DIR",
@@ -90,6 +146,11 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     ref = load_reference(args.reference)
     cases = [c for c in json.loads(args.cases.read_text()) if c["function"] in (args.only or SEARCH_FUNCTIONS)]
+    if args.side is not None:
+        run_side(ref, cases, args.side, args.passes)
+        return 0
+    if args.instructions:
+        return print_instructions(args, cases)
     print(f"load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     totals = collections.defaultdict(lambda: [0, 0.0, 0.0, 0, 0])   # cases, ref s, dtplan s, passed, same answer
     for case in cases:

@@ -61,9 +61,9 @@ PROBES = 512           # nodes probed per narrowing step (one vectorised evaluat
 
 def distinct(values) -> np.ndarray:
     """The sorted distinct values of a 1-D array without NaN, as `np.unique` gives them, without
-    `np.unique`: its first call in a process imports numpy.ma (about 20 ms of CPU, a first
-    question's largest single cost in the reference's searches; issue 27 item 3). Sorted, a value
-    is kept where it differs from the one before it."""
+    `np.unique`: its first call in a process imports numpy.ma (23 ms of CPU, paid by a process's
+    first reference search; issue 27 item 3). Sorted, a value is kept where it differs from the one
+    before it."""
     x = np.sort(np.asarray(values).ravel())
     return x[np.concatenate(([True], x[1:] != x[:-1]))] if x.size else x
 
