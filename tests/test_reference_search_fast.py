@@ -359,3 +359,14 @@ def test_the_answers_check_is_the_evaluators(function, monkeypatch):
         return search._check(s, b, kind, t) + ([f"{kind} within the window {value:.6e} < target {t:.6e}"]
                                                if value == t else [])
     assert not agree(strict)
+
+
+def test_node_grid_is_the_grid_it_stands_for():
+    """`search._node_grid` (the geometric node grid, once per process and range) holds the values the
+    searches worked out per size before (np.unique of the rounded np.geomspace), and is read-only."""
+    from planner.reference import search
+    for first, n in [(1, 1), (2, 2), (1, 37), (2, 500), (1, 4000), (2, 100_000), (2, 1)]:
+        want = np.unique(np.geomspace(first, max(first, n), search.ORDER_NODE_GRID).round())
+        got = search._node_grid(first, n)
+        assert got.tolist() == want.tolist() and not got.flags.writeable
+        assert search._node_grid(first, n) is got
