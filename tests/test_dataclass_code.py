@@ -108,6 +108,39 @@ def test_the_methods_are_those_dataclasses_writes(tmp_path):
         assert code == compile(text, "<string>", "exec", dont_inherit=True)
 
 
+# Forward references as pydantic's schema and typing_extensions' TypedDicts make them (string annotations)
+_REFERENCES = ("int", "list[int] | None", "dict[str, 'Frozen']", "Annotated[float, 3]", "*Ts", "x if y else z")
+
+
+def test_forward_references_have_the_code_typing_compiles(tmp_path):
+    import typing
+    path = str(tmp_path / "t.methods")
+    theirs = [typing.ForwardRef(text) for text in _REFERENCES]
+    with compiled_dataclass_methods(path) as compiled:
+        assert "compile" in vars(typing)
+        first = [typing.ForwardRef(text) for text in _REFERENCES]
+    assert "compile" not in vars(typing)          # the builtin again after the block
+    assert {("eval", "int"), ("eval", "(*Ts,)[0]")} <= compiled.keys()
+    with compiled_dataclass_methods(path) as compiled_again:
+        second = [typing.ForwardRef(text) for text in _REFERENCES]
+    assert compiled_again == {}                   # now from the file's table
+    for mine in (first, second):
+        for ref, other in zip(mine, theirs):
+            assert ref == other and ref.__forward_code__ == other.__forward_code__
+            code, other_code = ref.__forward_code__, other.__forward_code__
+            assert (code.co_filename, code.co_flags, code.co_consts, code.co_names) == \
+                   (other_code.co_filename, other_code.co_flags, other_code.co_consts, other_code.co_names)
+        assert mine[0]._evaluate({}, {}, frozenset()) is int
+    for key, code in read_table(path).items():
+        if isinstance(key, tuple):
+            assert key[0] == "eval" and code == compile(key[1], "<string>", "eval", dont_inherit=True)
+    with compiled_dataclass_methods(path):        # a text that is not an expression: typing's own error
+        with pytest.raises(SyntaxError, match="Forward reference must be an expression -- got 'x ='"):
+            typing.ForwardRef("x =")
+        assert typing.compile("x", "f.py", "exec").co_filename == "f.py"      # other calls: the builtin's
+    assert read_table(path).keys() >= {("eval", text) for text in ("int", "list[int] | None")}
+
+
 def test_nothing_is_written_when_python_writes_no_bytecode(tmp_path, monkeypatch):
     monkeypatch.setattr(sys, "dont_write_bytecode", True)
     path = tmp_path / "t.methods"

@@ -24,6 +24,14 @@ written by another Python is ignored (and rewritten), one that cannot be written
 `.pyc`: the run then compiles as before. The table keeps at most MAX_ENTRIES texts (beyond that it
 starts again from the texts of the current run), so other versions of the libraries cannot grow it
 without end. Whoever can write this file could also write the package's `.pyc` files beside it.
+
+The same table keeps the code of the forward references `typing.ForwardRef` compiles
+(`compile(text, "<string>", "eval")` in its `__init__`, keyed `("eval", text)`): pydantic_core's
+`core_schema` module declares its 79 TypedDicts with string annotations, and typing_extensions makes
+a ForwardRef of each (about 710 compiles per command, ~35 million instructions). While the block runs,
+the `typing` module's `compile` is `_compile` below, which returns the table's code object for such a
+call (the code `compile` makes of that text: typing.py has no `__future__` import, so inheriting its
+flags is inheriting none) and hands any other call to the builtin unchanged.
 """
 
 from __future__ import annotations
@@ -32,6 +40,7 @@ import dataclasses
 import marshal
 import os
 import sys
+import typing
 from contextlib import contextmanager
 from importlib.util import MAGIC_NUMBER, cache_from_source
 from types import CodeType
@@ -39,6 +48,8 @@ from typing import Iterator
 
 MAX_ENTRIES = 4096       # texts kept: ~245 for `dtplan solve`, every command together well under 1,000
 _builtin_exec = exec
+_builtin_compile = compile
+_FORWARD_REF = ("<string>", "eval", 0, -1, -1)    # typing.ForwardRef's compile(text, "<string>", "eval")
 
 
 def table_path() -> str | None:
@@ -49,7 +60,7 @@ def table_path() -> str | None:
         return None
 
 
-def read_table(path: str) -> dict[str, CodeType]:
+def read_table(path: str) -> dict[str | tuple[str, str], CodeType]:
     """The table in `path`, or {} when there is none this Python can use."""
     try:
         with open(path, "rb") as file:
@@ -65,7 +76,7 @@ def read_table(path: str) -> dict[str, CodeType]:
     return table if type(table) is dict else {}
 
 
-def write_table(path: str, table: dict[str, CodeType]) -> bool:
+def write_table(path: str, table: dict[str | tuple[str, str], CodeType]) -> bool:
     """Write `table` to `path` as a whole (a temporary file renamed); False if it could not be."""
     temporary = f"{path}.{os.getpid()}.tmp"
     try:
@@ -84,16 +95,16 @@ def write_table(path: str, table: dict[str, CodeType]) -> bool:
 
 
 @contextmanager
-def compiled_dataclass_methods(path: str | None = None) -> Iterator[dict[str, CodeType]]:
+def compiled_dataclass_methods(path: str | None = None) -> Iterator[dict[str | tuple[str, str], CodeType]]:
     """Within the block, `dataclasses` compiles each method text once across runs (module docstring).
     Yields the texts compiled in this block (those the table did not have)."""
     path = path or table_path()
-    if path is None or "exec" in vars(dataclasses):      # no place for the table, or already within
+    if path is None or "exec" in vars(dataclasses) or "compile" in vars(typing):  # no place, or already within
         yield {}
         return
     table = read_table(path)
-    missing: dict[str, CodeType] = {}
-    used: set[str] = set()
+    missing: dict[str | tuple[str, str], CodeType] = {}
+    used: set[str | tuple[str, str]] = set()
 
     def _exec(source, globals=None, locals=None, /):
         if type(source) is str and type(globals) is dict:
@@ -104,11 +115,23 @@ def compiled_dataclass_methods(path: str | None = None) -> Iterator[dict[str, Co
             source = code
         return _builtin_exec(source, globals, locals)
 
+    def _compile(source, filename, mode, flags=0, dont_inherit=False, optimize=-1, *, _feature_version=-1):
+        # typing.py has no __future__ import: inheriting its flags is inheriting none (dont_inherit=True)
+        if type(source) is not str or (filename, mode, flags, optimize, _feature_version) != _FORWARD_REF:
+            return _builtin_compile(source, filename, mode, flags, True, optimize, _feature_version=_feature_version)
+        key = ("eval", source)
+        code = table.get(key)
+        if type(code) is not CodeType:
+            code = missing[key] = _builtin_compile(source, filename, mode, dont_inherit=True)
+        used.add(key)
+        return code
+
     dataclasses.exec = _exec
+    typing.compile = _compile
     try:
         yield missing
     finally:
-        del dataclasses.exec
+        del dataclasses.exec, typing.compile
         if missing and not sys.dont_write_bytecode:
             merged = {**table, **missing}
             if len(merged) > MAX_ENTRIES:
