@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import re
 import subprocess
 import sys
+import warnings
 from pathlib import Path
 from typing import ClassVar
 
@@ -216,3 +218,53 @@ def test_the_table_beside_the_bytecode_of_a_dtplan_process(tmp_path):
     from planner.cli import main
     inside = CliRunner().invoke(main, args[3:])
     assert "exec" not in vars(dataclasses) and plan(inside.stdout) == plan(first.stdout)
+
+
+# Regular expressions as the command's modules compile them: str and bytes, flags, groups, named groups
+_PATTERNS = ((r"(-?(?:0|[1-9]\d*))(\.\d+)?([eE][-+]?\d+)?", 0), (r"(?P<key>\w+)=(?P<value>.*?)(?P=key)?$", 0),
+             ("\n  ( # a comment\n [ \\t]+ ) | (?<=[\\w!]) -{2,} (?=\\w)", re.VERBOSE), (r"^[ \t]+$", re.MULTILINE),
+             (b"(__libc_init)|(GLIBC_([0-9.]+))", 0), ("[é-ü]+", re.IGNORECASE), (r"(?i)ab(c)", 0),
+             (r"\s*,\s*", re.ASCII), (r"(?s:.*\.json)\Z", 0), (r"(a)|(b)|(?P<c>c)", re.DOTALL))
+
+
+def _compiled(patterns) -> list[re.Pattern]:
+    re.purge()                                    # re's own cache would answer without compiling
+    return [re.compile(p, f) for p, f in patterns]
+
+
+def test_regular_expressions_are_those_re_compiles(tmp_path):
+    path = str(tmp_path / "t.methods")
+    theirs = _compiled(_PATTERNS)
+    with compiled_dataclass_methods(path) as compiled:
+        assert re._compiler.compile is not dataclass_code._builtin_re_compile
+        first = _compiled(_PATTERNS)
+    assert re._compiler.compile is dataclass_code._builtin_re_compile      # the stdlib's again
+    assert len([key for key in compiled if key[0] == "re"]) == len(_PATTERNS)
+    with compiled_dataclass_methods(path) as compiled_again:
+        second = _compiled(_PATTERNS)
+    assert compiled_again == {}                   # now from the file's table
+    for mine in (first, second):
+        for pattern, other in zip(mine, theirs):  # Pattern == compares the pattern, its flags and its code
+            assert pattern == other and pattern is not other
+            assert (pattern.flags, pattern.groups, pattern.groupindex) == (other.flags, other.groups, other.groupindex)
+        assert mine[1].match("k=v").groupdict() == {"key": "k", "value": "v"}
+        assert mine[4].findall(b"GLIBC_2.34") == [(b"", b"GLIBC_2.34", b"2.34")]
+
+
+def test_a_regular_expression_the_parser_warns_about_warns_every_time_and_is_not_kept(tmp_path):
+    path = str(tmp_path / "t.methods")
+    text = "[[a]"                                 # FutureWarning: possible nested set
+
+    def warned() -> list[tuple[str, int]]:
+        re.purge()
+        with warnings.catch_warnings(record=True) as seen:
+            warnings.simplefilter("always")
+            re.compile(text)                      # the line the warning names
+        return [(w.category.__name__, w.filename, w.lineno) for w in seen]
+    theirs = warned()
+    assert theirs and theirs[0][0] == "FutureWarning" and theirs[0][1] == __file__
+    for _ in range(2):
+        with compiled_dataclass_methods(path) as compiled:
+            assert warned() == theirs
+        assert not any(key[0] == "re" for key in compiled)
+    assert not any(isinstance(key, tuple) and key[0] == "re" for key in read_table(path))

@@ -32,15 +32,31 @@ a ForwardRef of each (about 710 compiles per command, ~35 million instructions).
 the `typing` module's `compile` is `_compile` below, which returns the table's code object for such a
 call (the code `compile` makes of that text: typing.py has no `__future__` import, so inheriting its
 flags is inheriting none) and hands any other call to the builtin unchanged.
+
+It keeps, too, what `re` compiles a regular expression into (keyed `("re", is bytes, pattern, flags)`):
+the modules a solve loads compile about 40 patterns at import, each parsed and translated by `re`'s
+pure-Python parser and compiler (~0.5 million instructions a pattern). While the block runs,
+`re._compiler.compile` is `_re_compile` below, which takes its steps (parse, translate, then
+`_sre.compile(pattern, flags, code, groups, groupindex, indexgroup)`) and keeps the arguments of that
+last call, so that a later run calls `_sre.compile` with them at once: the same arguments make the same
+pattern (`Pattern.__eq__` compares the pattern, its flags and its code; tests/test_dataclass_code.py). A
+pattern the parser warned about (a FutureWarning for a possible nested set, say) is not kept, so that it
+warns in every run, from the same line; a pattern with `re.DEBUG` (which prints its code) is left to
+`re`. These steps are those of `re._compiler.compile` in Python 3.11 to 3.13; the table is per Python
+version (its magic number).
 """
 
 from __future__ import annotations
 
+import _sre
 import dataclasses
 import marshal
 import os
+import re
 import sys
 import typing
+import warnings
+from re import _compiler as _re_compiler, _parser as _re_parser
 from contextlib import contextmanager
 from importlib.util import MAGIC_NUMBER, cache_from_source
 from types import CodeType
@@ -50,6 +66,7 @@ MAX_ENTRIES = 4096       # texts kept: ~245 for `dtplan solve`, every command to
 _builtin_exec = exec
 _builtin_compile = compile
 _FORWARD_REF = ("<string>", "eval", 0, -1, -1)    # typing.ForwardRef's compile(text, "<string>", "eval")
+_builtin_re_compile = _re_compiler.compile
 
 
 def table_path() -> str | None:
@@ -126,12 +143,44 @@ def compiled_dataclass_methods(path: str | None = None) -> Iterator[dict[str | t
         used.add(key)
         return code
 
+    def _re_compile(p, flags=0):
+        # re._compiler.compile's own steps (Python 3.11-3.13), called from the same depth, so that a
+        # warning of the parser names the same line; a pattern the parser warned about is not kept
+        if type(p) not in (str, bytes) or type(flags) is not int or flags & re.DEBUG:
+            return _builtin_re_compile(p, flags)
+        key = ("re", type(p) is bytes, p, flags)
+        arguments = table.get(key)
+        if type(arguments) is not tuple or len(arguments) != 5:
+            warned = []
+
+            def counted(message, category=None, stacklevel=1, source=None):
+                warned.append(category)
+                return _warn(message, category, stacklevel + 1, source)
+            _warn, warnings.warn = warnings.warn, counted
+            try:
+                parsed = _re_parser.parse(p, flags)
+            finally:
+                warnings.warn = _warn
+            code = [int(word) for word in _re_compiler._code(parsed, flags)]    # marshal takes no int subclass
+            groupindex = parsed.state.groupdict
+            indexgroup = [None] * parsed.state.groups
+            for k, i in groupindex.items():
+                indexgroup[i] = k
+            arguments = (flags | parsed.state.flags, code, parsed.state.groups - 1, groupindex, tuple(indexgroup))
+            if warned:
+                return _sre.compile(p, *arguments)
+            missing[key] = arguments
+        used.add(key)
+        return _sre.compile(p, *arguments)
+
     dataclasses.exec = _exec
     typing.compile = _compile
+    _re_compiler.compile = _re_compile
     try:
         yield missing
     finally:
         del dataclasses.exec, typing.compile
+        _re_compiler.compile = _builtin_re_compile
         if missing and not sys.dont_write_bytecode:
             merged = {**table, **missing}
             if len(merged) > MAX_ENTRIES:
