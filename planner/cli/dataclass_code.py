@@ -42,8 +42,8 @@ last call, so that a later run calls `_sre.compile` with them at once: the same 
 pattern (`Pattern.__eq__` compares the pattern, its flags and its code; tests/test_dataclass_code.py). A
 pattern the parser warned about (a FutureWarning for a possible nested set, say) is not kept, so that it
 warns in every run, from the same line; a pattern with `re.DEBUG` (which prints its code) is left to
-`re`. These steps are those of `re._compiler.compile` in Python 3.11 to 3.13; the table is per Python
-version (its magic number).
+`re`. These steps are those of `re._compiler.compile` in Python 3.11, read for this; under another
+Python (`RE_STEPS_READ`) `re` is left alone.
 """
 
 from __future__ import annotations
@@ -67,6 +67,7 @@ _builtin_exec = exec
 _builtin_compile = compile
 _FORWARD_REF = ("<string>", "eval", 0, -1, -1)    # typing.ForwardRef's compile(text, "<string>", "eval")
 _builtin_re_compile = _re_compiler.compile
+RE_STEPS_READ = ((3, 11),)          # Pythons whose re._compiler.compile takes the steps of _re_compile below
 
 
 def table_path() -> str | None:
@@ -175,7 +176,8 @@ def compiled_dataclass_methods(path: str | None = None) -> Iterator[dict[str | t
 
     dataclasses.exec = _exec
     typing.compile = _compile
-    _re_compiler.compile = _re_compile
+    if sys.version_info[:2] in RE_STEPS_READ:
+        _re_compiler.compile = _re_compile
     try:
         yield missing
     finally:
