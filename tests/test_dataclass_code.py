@@ -269,3 +269,34 @@ def test_a_regular_expression_the_parser_warns_about_warns_every_time_and_is_not
             assert warned() == theirs
         assert not any(key[0] == "re" for key in compiled)
     assert not any(isinstance(key, tuple) and key[0] == "re" for key in read_table(path))
+
+
+def test_the_command_lines_import_runs_in_a_block_and_leaves_nothing_behind(tmp_path):
+    """planner/cli/__init__.py imports click and its own modules within a block: a fresh process writes the
+    table (under PYTHONPYCACHEPREFIX here), and after the import dataclasses, typing and re are as they were."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    env["PYTHONPYCACHEPREFIX"] = str(tmp_path)
+    code = ("import dataclasses, re, typing, planner.cli; from planner.cli import dataclass_code; "
+            "print('exec' in vars(dataclasses), 'compile' in vars(typing), "
+            "re._compiler.compile is dataclass_code._builtin_re_compile)")
+    done = subprocess.run([sys.executable, "-c", code], cwd=REPO, env=env, capture_output=True, text=True)
+    assert done.stdout.split() == ["False", "False", "True"], done.stderr
+    tables = list(tmp_path.rglob("dataclass_code.*.methods"))
+    assert len(tables) == 1 and read_table(str(tables[0]))
+
+
+def test_the_table_is_read_once_a_process_while_its_file_stays_the_same(tmp_path, monkeypatch):
+    path = str(tmp_path / "t.methods")
+    reads = []
+    monkeypatch.setattr(dataclass_code, "read_table", lambda p: reads.append(p) or read_table(p))
+    with compiled_dataclass_methods(path):
+        _classes()                                # writes the file (it had nothing)
+    for _ in range(2):
+        with compiled_dataclass_methods(path) as compiled:
+            _classes()
+        assert compiled == {}
+    assert reads == [path]                        # the file read once, after it was written
+    write_table(path, {})                         # another process rewrites it: read again
+    with compiled_dataclass_methods(path) as compiled:
+        _classes()
+    assert reads == [path, path] and compiled

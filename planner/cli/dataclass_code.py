@@ -8,8 +8,9 @@ makes about 245 such texts (the dataclasses of pydantic, annotated_types and dtp
 parsing and compiling them was about 0.13 billion of its 1.28 billion instructions. The text of a method
 depends only on the class's fields and options, so the same texts come back in every run.
 
-While a dtplan command runs as its own process (`DtplanGroup.__call__`, as `process_collector`), the
-`dataclasses` module's `exec` is `_exec` below: it looks the text up in a table of code objects, each
+While a dtplan command runs as its own process (`DtplanGroup.__call__`, as `process_collector`), and
+while the command line's package imports click and its own modules (planner/cli/__init__.py, in any
+process that imports it), the `dataclasses` module's `exec` is `_exec` below: it looks the text up in a table of code objects, each
 compiled from exactly that text as `exec` compiles it (`compile(text, "<string>", "exec")`, no flags
 inherited: dataclasses.py has no `__future__` import), compiles and notes any text not in the table,
 and runs the code object with the same globals and namespace. A code object is a function of its text,
@@ -23,7 +24,9 @@ and renamed, as Python writes its `.pyc` files, and only when Python writes byte
 written by another Python is ignored (and rewritten), one that cannot be written is not, silently, as a
 `.pyc`: the run then compiles as before. The table keeps at most MAX_ENTRIES texts (beyond that it
 starts again from the texts of the current run), so other versions of the libraries cannot grow it
-without end. Whoever can write this file could also write the package's `.pyc` files beside it.
+without end. Whoever can write this file could also write the package's `.pyc` files beside it. A process
+reads the file once while it stays the same (`_table_at`: its inode, size and modification time), so
+the package's block and the command's share one read (~6 million instructions).
 
 The same table keeps the code of the forward references `typing.ForwardRef` compiles
 (`compile(text, "<string>", "eval")` in its `__init__`, keyed `("eval", text)`): pydantic_core's
@@ -112,6 +115,23 @@ def write_table(path: str, table: dict[str | tuple[str, str], CodeType]) -> bool
         return False
 
 
+_held: dict[str, tuple[tuple[int, int, int], dict]] = {}     # path -> (the file's identity, its table) read here
+
+
+def _table_at(path: str) -> dict:
+    """`read_table(path)`, read once a process while the file stays the same (inode, size, mtime): the command
+    line's package and the command each hold the table in a block (planner/cli/__init__.py, common.py)."""
+    try:
+        stat = os.stat(path)
+    except OSError:
+        return {}
+    identity = (stat.st_ino, stat.st_size, stat.st_mtime_ns)
+    held = _held.get(path)
+    if held is None or held[0] != identity:
+        held = _held[path] = (identity, read_table(path))
+    return held[1]
+
+
 @contextmanager
 def compiled_dataclass_methods(path: str | None = None) -> Iterator[dict[str | tuple[str, str], CodeType]]:
     """Within the block, `dataclasses` compiles each method text once across runs (module docstring).
@@ -120,7 +140,7 @@ def compiled_dataclass_methods(path: str | None = None) -> Iterator[dict[str | t
     if path is None or "exec" in vars(dataclasses) or "compile" in vars(typing):  # no place, or already within
         yield {}
         return
-    table = read_table(path)
+    table = _table_at(path)
     missing: dict[str | tuple[str, str], CodeType] = {}
     used: set[str | tuple[str, str]] = set()
 
