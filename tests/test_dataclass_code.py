@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import re
 import subprocess
 import sys
+import warnings
 from pathlib import Path
 from typing import ClassVar
 
@@ -108,6 +110,39 @@ def test_the_methods_are_those_dataclasses_writes(tmp_path):
         assert code == compile(text, "<string>", "exec", dont_inherit=True)
 
 
+# Forward references as pydantic's schema and typing_extensions' TypedDicts make them (string annotations)
+_REFERENCES = ("int", "list[int] | None", "dict[str, 'Frozen']", "Annotated[float, 3]", "*Ts", "x if y else z")
+
+
+def test_forward_references_have_the_code_typing_compiles(tmp_path):
+    import typing
+    path = str(tmp_path / "t.methods")
+    theirs = [typing.ForwardRef(text) for text in _REFERENCES]
+    with compiled_dataclass_methods(path) as compiled:
+        assert "compile" in vars(typing)
+        first = [typing.ForwardRef(text) for text in _REFERENCES]
+    assert "compile" not in vars(typing)          # the builtin again after the block
+    assert {("eval", "int"), ("eval", "(*Ts,)[0]")} <= compiled.keys()
+    with compiled_dataclass_methods(path) as compiled_again:
+        second = [typing.ForwardRef(text) for text in _REFERENCES]
+    assert compiled_again == {}                   # now from the file's table
+    for mine in (first, second):
+        for ref, other in zip(mine, theirs):
+            assert ref == other and ref.__forward_code__ == other.__forward_code__
+            code, other_code = ref.__forward_code__, other.__forward_code__
+            assert (code.co_filename, code.co_flags, code.co_consts, code.co_names) == \
+                   (other_code.co_filename, other_code.co_flags, other_code.co_consts, other_code.co_names)
+        assert mine[0]._evaluate({}, {}, frozenset()) is int
+    for key, code in read_table(path).items():
+        if isinstance(key, tuple):
+            assert key[0] == "eval" and code == compile(key[1], "<string>", "eval", dont_inherit=True)
+    with compiled_dataclass_methods(path):        # a text that is not an expression: typing's own error
+        with pytest.raises(SyntaxError, match="Forward reference must be an expression -- got 'x ='"):
+            typing.ForwardRef("x =")
+        assert typing.compile("x", "f.py", "exec").co_filename == "f.py"      # other calls: the builtin's
+    assert read_table(path).keys() >= {("eval", text) for text in ("int", "list[int] | None")}
+
+
 def test_nothing_is_written_when_python_writes_no_bytecode(tmp_path, monkeypatch):
     monkeypatch.setattr(sys, "dont_write_bytecode", True)
     path = tmp_path / "t.methods"
@@ -183,3 +218,85 @@ def test_the_table_beside_the_bytecode_of_a_dtplan_process(tmp_path):
     from planner.cli import main
     inside = CliRunner().invoke(main, args[3:])
     assert "exec" not in vars(dataclasses) and plan(inside.stdout) == plan(first.stdout)
+
+
+# Regular expressions as the command's modules compile them: str and bytes, flags, groups, named groups
+_PATTERNS = ((r"(-?(?:0|[1-9]\d*))(\.\d+)?([eE][-+]?\d+)?", 0), (r"(?P<key>\w+)=(?P<value>.*?)(?P=key)?$", 0),
+             ("\n  ( # a comment\n [ \\t]+ ) | (?<=[\\w!]) -{2,} (?=\\w)", re.VERBOSE), (r"^[ \t]+$", re.MULTILINE),
+             (b"(__libc_init)|(GLIBC_([0-9.]+))", 0), ("[é-ü]+", re.IGNORECASE), (r"(?i)ab(c)", 0),
+             (r"\s*,\s*", re.ASCII), (r"(?s:.*\.json)\Z", 0), (r"(a)|(b)|(?P<c>c)", re.DOTALL))
+
+
+def _compiled(patterns) -> list[re.Pattern]:
+    re.purge()                                    # re's own cache would answer without compiling
+    return [re.compile(p, f) for p, f in patterns]
+
+
+@pytest.mark.skipif(sys.version_info[:2] not in dataclass_code.RE_STEPS_READ, reason="re left alone on this Python")
+def test_regular_expressions_are_those_re_compiles(tmp_path):
+    path = str(tmp_path / "t.methods")
+    theirs = _compiled(_PATTERNS)
+    with compiled_dataclass_methods(path) as compiled:
+        assert re._compiler.compile is not dataclass_code._builtin_re_compile
+        first = _compiled(_PATTERNS)
+    assert re._compiler.compile is dataclass_code._builtin_re_compile      # the stdlib's again
+    assert len([key for key in compiled if key[0] == "re"]) == len(_PATTERNS)
+    with compiled_dataclass_methods(path) as compiled_again:
+        second = _compiled(_PATTERNS)
+    assert compiled_again == {}                   # now from the file's table
+    for mine in (first, second):
+        for pattern, other in zip(mine, theirs):  # Pattern == compares the pattern, its flags and its code
+            assert pattern == other and pattern is not other
+            assert (pattern.flags, pattern.groups, pattern.groupindex) == (other.flags, other.groups, other.groupindex)
+        assert mine[1].match("k=v").groupdict() == {"key": "k", "value": "v"}
+        assert mine[4].findall(b"GLIBC_2.34") == [(b"", b"GLIBC_2.34", b"2.34")]
+
+
+def test_a_regular_expression_the_parser_warns_about_warns_every_time_and_is_not_kept(tmp_path):
+    path = str(tmp_path / "t.methods")
+    text = "[[a]"                                 # FutureWarning: possible nested set
+
+    def warned() -> list[tuple[str, int]]:
+        re.purge()
+        with warnings.catch_warnings(record=True) as seen:
+            warnings.simplefilter("always")
+            re.compile(text)                      # the line the warning names
+        return [(w.category.__name__, w.filename, w.lineno) for w in seen]
+    theirs = warned()
+    assert theirs and theirs[0][0] == "FutureWarning" and theirs[0][1] == __file__
+    for _ in range(2):
+        with compiled_dataclass_methods(path) as compiled:
+            assert warned() == theirs
+        assert not any(key[0] == "re" for key in compiled)
+    assert not any(isinstance(key, tuple) and key[0] == "re" for key in read_table(path))
+
+
+def test_the_command_lines_import_runs_in_a_block_and_leaves_nothing_behind(tmp_path):
+    """planner/cli/__init__.py imports click and its own modules within a block: a fresh process writes the
+    table (under PYTHONPYCACHEPREFIX here), and after the import dataclasses, typing and re are as they were."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    env["PYTHONPYCACHEPREFIX"] = str(tmp_path)
+    code = ("import dataclasses, re, typing, planner.cli; from planner.cli import dataclass_code; "
+            "print('exec' in vars(dataclasses), 'compile' in vars(typing), "
+            "re._compiler.compile is dataclass_code._builtin_re_compile)")
+    done = subprocess.run([sys.executable, "-c", code], cwd=REPO, env=env, capture_output=True, text=True)
+    assert done.stdout.split() == ["False", "False", "True"], done.stderr
+    tables = list(tmp_path.rglob("dataclass_code.*.methods"))
+    assert len(tables) == 1 and read_table(str(tables[0]))
+
+
+def test_the_table_is_read_once_a_process_while_its_file_stays_the_same(tmp_path, monkeypatch):
+    path = str(tmp_path / "t.methods")
+    reads = []
+    monkeypatch.setattr(dataclass_code, "read_table", lambda p: reads.append(p) or read_table(p))
+    with compiled_dataclass_methods(path):
+        _classes()                                # writes the file (it had nothing)
+    for _ in range(2):
+        with compiled_dataclass_methods(path) as compiled:
+            _classes()
+        assert compiled == {}
+    assert reads == [path]                        # the file read once, after it was written
+    write_table(path, {})                         # another process rewrites it: read again
+    with compiled_dataclass_methods(path) as compiled:
+        _classes()
+    assert reads == [path, path] and compiled

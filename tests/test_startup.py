@@ -123,6 +123,8 @@ def test_a_piped_solve_loads_neither_rich_nor_the_other_commands():
     assert "planner.cli.solve" in loaded and "numpy" in loaded
     for module in ("rich", "planner.cli.sweep", "planner.cli.thresholds", "planner.cli.compare", "planner.cli.feasible",
                    "planner.questions.sweep", "difflib", "importlib.metadata", "email",
+                   # pydantic.types imports `secrets` for SecretStr's __eq__ only: run on first use
+                   "hashlib", "hmac", "_hashlib",
                    # only for a fleet of pools, an instance with sites, an internal error (docs/cli.md):
                    "planner.fleet.evaluate", "planner.sync.rules", "planner.sites.places", "traceback",
                    # the per-layer compute model: only where the assumptions use it (planner/cost/physics.py)
@@ -158,6 +160,29 @@ def test_with_every_plugin_off_pydantics_loader_is_stood_in_for_and_behaves_as_p
     assert seen["stand_in"] and not seen["metadata"] and seen["off"] == []
     assert seen["real_now"] and seen["on"] == seen["real_answer"] and seen["group"] == "pydantic"
     assert seen["real_off"] == {"__all__": True, "1": True, "true": True, "some_plugin": False, "": False}
+
+
+_SECRETS = r"""
+import json, sys
+import planner.cli, planner.schema.instance
+seen = {"lazy": type(sys.modules["secrets"]).__name__, "hashlib": "hashlib" in sys.modules}
+from pydantic import SecretBytes, SecretStr
+seen["equal"] = [SecretStr("a") == SecretStr("a"), SecretStr("a") == SecretStr("b"), SecretBytes(b"a") == SecretBytes(b"a")]
+import secrets
+seen["after"] = [type(secrets).__name__, "hashlib" in sys.modules, secrets.__file__.endswith("secrets.py"),
+                 len(secrets.token_hex(4)), callable(sys.modules["secrets"].compare_digest)]
+print(json.dumps(seen))
+"""
+
+
+def test_secrets_runs_on_first_use_as_it_would_have_at_import():
+    """planner/cli/pydantic_plugins.py: `secrets` (imported by pydantic.types) is in sys.modules but not
+    run until something reads it; then it is the standard module, whole."""
+    done = subprocess.run([sys.executable, "-c", _SECRETS], cwd=REPO, capture_output=True, text=True)
+    seen = json.loads(done.stdout)
+    assert seen["lazy"] == "_LazyModule" and not seen["hashlib"]
+    assert seen["equal"] == [True, False, True]
+    assert seen["after"] == ["module", True, True, 8, True]
 
 
 def test_a_user_who_turns_plugins_on_gets_pydantics_own_loader():

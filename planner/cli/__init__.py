@@ -15,6 +15,10 @@ process sets two variables for itself before numpy or pydantic load, unless the 
   With every plugin off, `pydantic_plugins.install()` also spares the import of
   `importlib.metadata` that pydantic's plugin loader makes whatever the setting (~15-25 ms).
 
+click and this package's modules are then imported within `compiled_dataclass_methods`
+(planner/cli/dataclass_code.py): the regular expressions their imports compile (`platform`'s,
+`gettext`'s, `json`'s) and the methods `@dataclass` writes come from the table kept between runs.
+
 Layer: interfaces (docs/architecture.md): may import every layer below (schema, cost, setting,
 evaluate, space, objectives, search, questions, present); no lower layer imports the command line.
 """
@@ -28,12 +32,14 @@ for _name, _value in STARTUP_ENVIRONMENT.items():
     os.environ.setdefault(_name, _value)
 
 from planner.cli import pydantic_plugins  # noqa: E402
+from planner.cli.dataclass_code import compiled_dataclass_methods  # noqa: E402
 
 pydantic_plugins.install()
 
-import click  # noqa: E402  (after the environment above)
+with compiled_dataclass_methods():       # click's and this package's imports: their patterns, dataclasses
+    import click  # noqa: E402  (after the environment above)
 
-from planner.cli.common import EXIT_CODES_HELP, DtplanGroup  # noqa: E402
+    from planner.cli.common import EXIT_CODES_HELP, DtplanGroup  # noqa: E402
 
 COMMANDS = {
     "validate": "planner.cli.evaluate:validate",

@@ -8,8 +8,9 @@ makes about 245 such texts (the dataclasses of pydantic, annotated_types and dtp
 parsing and compiling them was about 0.13 billion of its 1.28 billion instructions. The text of a method
 depends only on the class's fields and options, so the same texts come back in every run.
 
-While a dtplan command runs as its own process (`DtplanGroup.__call__`, as `process_collector`), the
-`dataclasses` module's `exec` is `_exec` below: it looks the text up in a table of code objects, each
+While a dtplan command runs as its own process (`DtplanGroup.__call__`, as `process_collector`), and
+while the command line's package imports click and its own modules (planner/cli/__init__.py, in any
+process that imports it), the `dataclasses` module's `exec` is `_exec` below: it looks the text up in a table of code objects, each
 compiled from exactly that text as `exec` compiles it (`compile(text, "<string>", "exec")`, no flags
 inherited: dataclasses.py has no `__future__` import), compiles and notes any text not in the table,
 and runs the code object with the same globals and namespace. A code object is a function of its text,
@@ -23,15 +24,42 @@ and renamed, as Python writes its `.pyc` files, and only when Python writes byte
 written by another Python is ignored (and rewritten), one that cannot be written is not, silently, as a
 `.pyc`: the run then compiles as before. The table keeps at most MAX_ENTRIES texts (beyond that it
 starts again from the texts of the current run), so other versions of the libraries cannot grow it
-without end. Whoever can write this file could also write the package's `.pyc` files beside it.
+without end. Whoever can write this file could also write the package's `.pyc` files beside it. A process
+reads the file once while it stays the same (`_table_at`: its inode, size and modification time), so
+the package's block and the command's share one read (~6 million instructions).
+
+The same table keeps the code of the forward references `typing.ForwardRef` compiles
+(`compile(text, "<string>", "eval")` in its `__init__`, keyed `("eval", text)`): pydantic_core's
+`core_schema` module declares its 79 TypedDicts with string annotations, and typing_extensions makes
+a ForwardRef of each (about 710 compiles per command, ~35 million instructions). While the block runs,
+the `typing` module's `compile` is `_compile` below, which returns the table's code object for such a
+call (the code `compile` makes of that text: typing.py has no `__future__` import, so inheriting its
+flags is inheriting none) and hands any other call to the builtin unchanged.
+
+It keeps, too, what `re` compiles a regular expression into (keyed `("re", is bytes, pattern, flags)`):
+the modules a solve loads compile about 40 patterns at import, each parsed and translated by `re`'s
+pure-Python parser and compiler (~0.5 million instructions a pattern). While the block runs,
+`re._compiler.compile` is `_re_compile` below, which takes its steps (parse, translate, then
+`_sre.compile(pattern, flags, code, groups, groupindex, indexgroup)`) and keeps the arguments of that
+last call, so that a later run calls `_sre.compile` with them at once: the same arguments make the same
+pattern (`Pattern.__eq__` compares the pattern, its flags and its code; tests/test_dataclass_code.py). A
+pattern the parser warned about (a FutureWarning for a possible nested set, say) is not kept, so that it
+warns in every run, from the same line; a pattern with `re.DEBUG` (which prints its code) is left to
+`re`. These steps are those of `re._compiler.compile` in Python 3.11, read for this; under another
+Python (`RE_STEPS_READ`) `re` is left alone.
 """
 
 from __future__ import annotations
 
+import _sre
 import dataclasses
 import marshal
 import os
+import re
 import sys
+import typing
+import warnings
+from re import _compiler as _re_compiler, _parser as _re_parser
 from contextlib import contextmanager
 from importlib.util import MAGIC_NUMBER, cache_from_source
 from types import CodeType
@@ -39,6 +67,10 @@ from typing import Iterator
 
 MAX_ENTRIES = 4096       # texts kept: ~245 for `dtplan solve`, every command together well under 1,000
 _builtin_exec = exec
+_builtin_compile = compile
+_FORWARD_REF = ("<string>", "eval", 0, -1, -1)    # typing.ForwardRef's compile(text, "<string>", "eval")
+_builtin_re_compile = _re_compiler.compile
+RE_STEPS_READ = ((3, 11),)          # Pythons whose re._compiler.compile takes the steps of _re_compile below
 
 
 def table_path() -> str | None:
@@ -49,7 +81,7 @@ def table_path() -> str | None:
         return None
 
 
-def read_table(path: str) -> dict[str, CodeType]:
+def read_table(path: str) -> dict[str | tuple[str, str], CodeType]:
     """The table in `path`, or {} when there is none this Python can use."""
     try:
         with open(path, "rb") as file:
@@ -65,7 +97,7 @@ def read_table(path: str) -> dict[str, CodeType]:
     return table if type(table) is dict else {}
 
 
-def write_table(path: str, table: dict[str, CodeType]) -> bool:
+def write_table(path: str, table: dict[str | tuple[str, str], CodeType]) -> bool:
     """Write `table` to `path` as a whole (a temporary file renamed); False if it could not be."""
     temporary = f"{path}.{os.getpid()}.tmp"
     try:
@@ -83,17 +115,34 @@ def write_table(path: str, table: dict[str, CodeType]) -> bool:
         return False
 
 
+_held: dict[str, tuple[tuple[int, int, int], dict]] = {}     # path -> (the file's identity, its table) read here
+
+
+def _table_at(path: str) -> dict:
+    """`read_table(path)`, read once a process while the file stays the same (inode, size, mtime): the command
+    line's package and the command each hold the table in a block (planner/cli/__init__.py, common.py)."""
+    try:
+        stat = os.stat(path)
+    except OSError:
+        return {}
+    identity = (stat.st_ino, stat.st_size, stat.st_mtime_ns)
+    held = _held.get(path)
+    if held is None or held[0] != identity:
+        held = _held[path] = (identity, read_table(path))
+    return held[1]
+
+
 @contextmanager
-def compiled_dataclass_methods(path: str | None = None) -> Iterator[dict[str, CodeType]]:
+def compiled_dataclass_methods(path: str | None = None) -> Iterator[dict[str | tuple[str, str], CodeType]]:
     """Within the block, `dataclasses` compiles each method text once across runs (module docstring).
     Yields the texts compiled in this block (those the table did not have)."""
     path = path or table_path()
-    if path is None or "exec" in vars(dataclasses):      # no place for the table, or already within
+    if path is None or "exec" in vars(dataclasses) or "compile" in vars(typing):  # no place, or already within
         yield {}
         return
-    table = read_table(path)
-    missing: dict[str, CodeType] = {}
-    used: set[str] = set()
+    table = _table_at(path)
+    missing: dict[str | tuple[str, str], CodeType] = {}
+    used: set[str | tuple[str, str]] = set()
 
     def _exec(source, globals=None, locals=None, /):
         if type(source) is str and type(globals) is dict:
@@ -104,11 +153,56 @@ def compiled_dataclass_methods(path: str | None = None) -> Iterator[dict[str, Co
             source = code
         return _builtin_exec(source, globals, locals)
 
+    def _compile(source, filename, mode, flags=0, dont_inherit=False, optimize=-1, *, _feature_version=-1):
+        # typing.py has no __future__ import: inheriting its flags is inheriting none (dont_inherit=True)
+        if type(source) is not str or (filename, mode, flags, optimize, _feature_version) != _FORWARD_REF:
+            return _builtin_compile(source, filename, mode, flags, True, optimize, _feature_version=_feature_version)
+        key = ("eval", source)
+        code = table.get(key)
+        if type(code) is not CodeType:
+            code = missing[key] = _builtin_compile(source, filename, mode, dont_inherit=True)
+        used.add(key)
+        return code
+
+    def _re_compile(p, flags=0):
+        # re._compiler.compile's own steps (Python 3.11-3.13), called from the same depth, so that a
+        # warning of the parser names the same line; a pattern the parser warned about is not kept
+        if type(p) not in (str, bytes) or type(flags) is not int or flags & re.DEBUG:
+            return _builtin_re_compile(p, flags)
+        key = ("re", type(p) is bytes, p, flags)
+        arguments = table.get(key)
+        if type(arguments) is not tuple or len(arguments) != 5:
+            warned = []
+
+            def counted(message, category=None, stacklevel=1, source=None):
+                warned.append(category)
+                return _warn(message, category, stacklevel + 1, source)
+            _warn, warnings.warn = warnings.warn, counted
+            try:
+                parsed = _re_parser.parse(p, flags)
+            finally:
+                warnings.warn = _warn
+            code = [int(word) for word in _re_compiler._code(parsed, flags)]    # marshal takes no int subclass
+            groupindex = parsed.state.groupdict
+            indexgroup = [None] * parsed.state.groups
+            for k, i in groupindex.items():
+                indexgroup[i] = k
+            arguments = (flags | parsed.state.flags, code, parsed.state.groups - 1, groupindex, tuple(indexgroup))
+            if warned:
+                return _sre.compile(p, *arguments)
+            missing[key] = arguments
+        used.add(key)
+        return _sre.compile(p, *arguments)
+
     dataclasses.exec = _exec
+    typing.compile = _compile
+    if sys.version_info[:2] in RE_STEPS_READ:
+        _re_compiler.compile = _re_compile
     try:
         yield missing
     finally:
-        del dataclasses.exec
+        del dataclasses.exec, typing.compile
+        _re_compiler.compile = _builtin_re_compile
         if missing and not sys.dont_write_bytecode:
             merged = {**table, **missing}
             if len(merged) > MAX_ENTRIES:

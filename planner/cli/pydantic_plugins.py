@@ -16,6 +16,14 @@ change later in the process, it loads pydantic's real loader and hands every cal
 other name over to it, so the behaviour is pydantic's in every case. Nothing else of pydantic
 is touched (a process that never imports pydantic, such as `dtplan --help`, never sees the
 stand-in), and a process that has already loaded the real loader keeps it.
+
+While installed, the same finder makes `secrets` load on first use (`importlib.util.LazyLoader` over the loader the
+rest of `sys.meta_path` finds for it, whatever the plugin setting): `pydantic.types` imports it at its
+top for one call, `secrets.compare_digest` in the `__eq__` of SecretStr and SecretBytes, which dtplan's
+schema never compares, and the import brings `hmac`, `hashlib` with OpenSSL's library and `random`,
+about 15 million instructions of `dtplan solve` (docs/cli.md, "Start-up time"). The module object is
+in `sys.modules` at once; reading any of its attributes (or importing it again) runs it, as an eager
+import would have, so only the moment it runs changes.
 """
 
 from __future__ import annotations
@@ -32,6 +40,7 @@ from typing import Any
 LOADER = "pydantic.plugin._loader"
 VARIABLE = "PYDANTIC_DISABLE_PLUGINS"
 ALL_OFF = ("__all__", "1", "true")   # pydantic/plugin/_loader.py: get_plugins, the values that disable every plugin
+ON_FIRST_USE = ("secrets",)          # imported by pydantic.types, used only by SecretStr/SecretBytes' __eq__
 
 
 def plugins_off() -> bool:
@@ -73,6 +82,8 @@ class StandIn:
     (an import finder and loader by their protocol: importlib.abc would import importlib.resources)."""
 
     def find_spec(self, fullname: str, path: Sequence[str] | None, target: ModuleType | None = None):
+        if fullname in ON_FIRST_USE:
+            return lazy_spec(fullname, self)
         if fullname != LOADER or not plugins_off():
             return None
         return importlib.machinery.ModuleSpec(LOADER, self)
@@ -86,6 +97,20 @@ class StandIn:
 
     def exec_module(self, module: ModuleType) -> None:
         """Nothing to run: `create_module` made it whole."""
+
+
+def lazy_spec(name: str, finder: object) -> importlib.machinery.ModuleSpec | None:
+    """The spec the finders after `finder` give for the top-level module `name`, its module run on first
+    use (None: the import goes on as if this finder were not there)."""
+    after = sys.meta_path[sys.meta_path.index(finder) + 1:] if finder in sys.meta_path else []
+    for other in after:
+        find = getattr(other, "find_spec", None)
+        spec = find(name, None) if find is not None else None
+        if spec is not None:
+            if spec.loader is not None and hasattr(spec.loader, "exec_module"):
+                spec.loader = importlib.util.LazyLoader(spec.loader)
+            return spec
+    return None
 
 
 def install() -> bool:
