@@ -399,13 +399,23 @@ class DecisionSpace:
         return out
 
     def _pipelines(self, s: Setting, mode: str, precision: str) -> tuple[PlanBatch, np.ndarray | None, dict] | None:
-        """`_pipeline_rows` and the rows' PROBED fields (`_probed_rows`), remembered per setting object
-        (and shared by `with_max_nodes`); under `every_micro_batch` without a probe kept, the probe of every row
-        worked for all Ca at once (`_probe_over_ca`) where a caller reads it, handed on and not remembered."""
-        memo = self.__dict__.setdefault("_pipes", {})
-        if memo.get((mode, precision), (None,))[0] is not s:
-            memo[(mode, precision)] = (s, self._probed_rows(s, mode, precision))
-        built = memo[(mode, precision)][1]
+        """`_pipeline_rows` and the rows' PROBED fields (`_probed_rows`), remembered per setting object only
+        where spaces share them (`with_max_nodes`: a sweep's points that differ only in the node limit); under
+        `every_micro_batch` without a probe kept, the probe of every row worked for all Ca at once
+        (`_probe_over_ca`) where a caller reads it, handed on and not remembered.
+
+        A space of its own does not remember them: their one reader is the listing of a mode's classes
+        (`_pp_group`, `_pipeline_wan`), which `classes` remembers per setting object, so the rows would be
+        asked for again only by a listing of the same setting afresh (`classes_of`); kept, they held ~3.2 MB
+        per precision through the whole search at 10^4 nodes beyond the envelope (issue 27 item 5). The
+        rows are the same either way: `_probed_rows` reads only the setting and the space's fields."""
+        memo = self.__dict__.get("_pipes")
+        if memo is None:
+            built = self._probed_rows(s, mode, precision)
+        else:
+            if memo.get((mode, precision), (None,))[0] is not s:
+                memo[(mode, precision)] = (s, self._probed_rows(s, mode, precision))
+            built = memo[(mode, precision)][1]
         a = s.assumptions
         if built is not None and not built[2] and self.all_micro_batches and every_micro_batch(a) \
                 and (mode == "pp_group" or self._reduces_to_least_step(s)) \
@@ -640,7 +650,7 @@ class DecisionSpace:
                             compression=compression, streaming=streaming)
         n_lo = np.maximum(2, self.min_nodes // stages)     # G S <= min_nodes < (G + 1) S: idle nodes
         n_lo = np.maximum(n_lo, stage_shards.min_groups(s.assumptions, s.accelerators_per_node, s.is_moe))  # G >= K, E
-        c = self._classes(rows, n_lo[p_i], (self.max_nodes // stages)[p_i], rows.stages,
+        c = self._classes(rows, _gather_or_one(n_lo, p_i), (self.max_nodes // stages)[p_i], rows.stages,
                           None if members is None else (members[0][rep], members[1][rep]))
         if listed is not None:
             c.listed = listed
@@ -680,6 +690,16 @@ class DecisionSpace:
 # The array fields of a class's plans taken from its row (`Classes.plans` sets nodes, H and R itself)
 PLAN_FIELDS_KEPT = tuple(f.name for f in fields(PlanBatch)
                          if f.name not in ("mode", "precision", "expert_parallel", "nodes", "inner_steps", "regional_rounds"))
+
+
+def _gather_or_one(x: np.ndarray, idx: np.ndarray) -> np.ndarray:
+    """x[idx] of an integer array `x`; where every element of `x` is the same value, a read-only broadcast of
+    that value in the shape of `idx` instead: the same values (integers: no -0.0 to tell apart), no memory per
+    element. The pp_group classes' n_lo at 10^4 nodes beyond the envelope (one value, ~140,000 classes per
+    precision: ~1.1 MB each, issue 27 item 5); a class's fields are read, never written in place (`Classes`)."""
+    if x.size and x.dtype.kind in "iu" and (x == x[0]).all():
+        return np.broadcast_to(x[0], np.shape(idx))
+    return x[idx]
 
 
 def _int_array(x, shape) -> np.ndarray:

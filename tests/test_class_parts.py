@@ -75,16 +75,16 @@ def test_the_shipped_case_takes_the_class_parts(monkeypatch):
     taken = [0]
     real = modes.hierarchical_plan_parts
 
-    def counting(s, b, fixed):
+    def counting(s, b, fixed, wan=None):
         taken[0] += isinstance(fixed, bnb._At)
-        return real(s, b, fixed)
+        return real(s, b, fixed, wan)
 
     with monkeypatch.context() as m:
         m.setattr(modes, "hierarchical_plan_parts", counting)
         found, evaluations, bound, visited = _search(setting, space, m, inherit=True)
     assert taken[0] > 0
     with monkeypatch.context() as m:
-        m.setattr(bnb, "_corner_throughput", lambda s, c, b, idx: throughput(s, b))
+        m.setattr(bnb, "_corner_throughput", lambda s, c, b, idx, pipe=None, wan=None: throughput(s, b))
         want = _search(setting, space, m, inherit=True)
     assert (found[1], evaluations, bound) == (want[0][1], want[1], want[2])
     assert len(visited) == len(want[3])

@@ -203,6 +203,8 @@ def hierarchical(s: Setting, b: PlanBatch, fixed: dict[str, np.ndarray] | None =
     return {key: plan[key] if key in plan else fixed[key] for key in HIERARCHICAL_FIELDS}
 
 
+WAN_SYNC_FIELDS = ("t_sync_base_s", "f_sync", "t_sync_s")     # `hierarchical_plan_parts`' `wan`
+
 # `hierarchical`'s fields in the order it returns them
 HIERARCHICAL_FIELDS = ("t_comp_s", "payload_bits", "node_mfu", "step_compute_s", "step_bubble_s", "step_link_s",
                        "step_link_straggler_s", "f_pipeline", "activation_bits", "bubble_fraction", "recompute_share",
@@ -236,10 +238,12 @@ def hierarchical_class_parts(s: Setting, b: PlanBatch) -> dict[str, np.ndarray]:
     return out
 
 
-def hierarchical_plan_parts(s: Setting, b: PlanBatch, fixed) -> dict[str, np.ndarray]:
+def hierarchical_plan_parts(s: Setting, b: PlanBatch, fixed, wan=None) -> dict[str, np.ndarray]:
     """The fields of `hierarchical` that read n, H or R, from the plans and their class parts `fixed`
     (`hierarchical_class_parts`, or any mapping of them: only t_step_s, payload_bits and t_regional_s
-    are read)."""
+    are read). `wan`: (t_sync_base_s, f_sync, t_sync_s) of plans with the same classes and node counts, row
+    by row, when the caller has them (the branch and bound's two corners of a box share n1): the WAN sync
+    among the groups reads only the class's payload and G = floor(N / k), never H or R, elementwise."""
     n = _f(b.nodes)
     k = _f(b.group_size)
     h = _f(b.inner_steps)
@@ -248,7 +252,7 @@ def hierarchical_plan_parts(s: Setting, b: PlanBatch, fixed) -> dict[str, np.nda
     g = np.floor(n / np.maximum(k, 1.0))
     replicas = np.where(z > 1, np.floor(n / z), n)
     t_step = fixed["t_step_s"]
-    base, f, t_glob = _wan_sync(s, fixed["payload_bits"], g)
+    base, f, t_glob = _wan_sync(s, fixed["payload_bits"], g) if wan is None else wan
     c_reg = timing.outer_time_s(h * t_step, fixed["t_regional_s"], b.streaming)
     c_glob = timing.outer_time_s(r * c_reg, t_glob, b.streaming)
     return dict(t_sync_base_s=base, f_sync=f, t_sync_s=t_glob, regional_cycle_s=c_reg,
@@ -390,14 +394,19 @@ def _stage_state(s: Setting, b: PlanBatch, stages) -> np.ndarray:
     return state + groups * physics.schedule_state_bytes(a, s.params, b.precision, stages, b.schedule)
 
 
-def pp_group(s: Setting, b: PlanBatch) -> dict[str, np.ndarray]:
+def pp_group(s: Setting, b: PlanBatch, pipe=None) -> dict[str, np.ndarray]:
     """C. PP-group DiLoCo: groups of S co-located nodes each run a GPipe pipeline;
     G = floor(N / S) >= 2 groups run DiLoCo over the WAN.
 
     t_step = t_pp over the pipeline links; t_sync = t_wan(G); tokens per outer step
     B G H; replicas K = G; eta_A = qa(Ca) ** (2 (S - 1)).
+
+    `pipe`: `pp_group_pipeline` of plans with the same class decisions and node counts as `b`, row by row,
+    when the caller computed it already (`planner.solvers.bnb`: a seed at H = 1 and at its own H, the two
+    corners of a box): it reads those and never H or R (`pp_group_pipeline`), so it is the pipeline `b`'s
+    plans would get, and what follows reads it as computed here (its `_common` dict is copied, not written).
     """
-    out, (t_pp, parts, state, eta_a, c) = _pipeline_of_mode(s, b)
+    out, (t_pp, parts, state, eta_a, c) = _pipeline_of_mode(s, b) if pipe is None else (dict(pipe[0]), pipe[1])
     n = _f(b.nodes)
     h = _f(b.inner_steps)
     g = np.floor(n / _f(b.stages))
@@ -412,6 +421,25 @@ def pp_group(s: Setting, b: PlanBatch) -> dict[str, np.ndarray]:
                groups=g, replicas=g, h_eff=h, eta_activation=eta_a,
                state_bytes_per_node=state, synchronised=np.ones_like(n))
     return out
+
+
+def pp_group_pipeline(s: Setting, b: PlanBatch):
+    """What `pp_group` computes before it reads the plans' H: `_common` (t_comp, the payload, which reads the
+    groups G = floor(N / S), and the MFU) and `_pipeline` over the pipeline links (the step, its parts, the
+    stage's memory, eta_A and the last micro-batch's compute, which read the setting and the class decisions S,
+    M, the schedule, Ca and the precision: `throughput`'s docstring). So it reads each plan's class decisions
+    and node count, never H or R, and elementwise (the rows of the interleaved schedule are picked by S and the
+    schedule, plan by plan: `pipeline_probe_over_ca`): plans of the same classes at the same n, or a subset of
+    rows (`pp_group_pipeline_rows`), share it. tests/test_shared_corners.py compares `pp_group` with and
+    without it bit for bit."""
+    return _pipeline_of_mode(s, b)
+
+
+def pp_group_pipeline_rows(pipe, rows: np.ndarray):
+    """`pp_group_pipeline` of the plans at `rows` (an index array), taken from that of all plans."""
+    out, parts = pipe
+    shape = parts[0].shape
+    return {k: np.broadcast_to(v, shape)[rows] for k, v in out.items()}, _rows_of(parts, rows)
 
 
 def pipeline_wan(s: Setting, b: PlanBatch) -> dict[str, np.ndarray]:

@@ -312,7 +312,8 @@ def _bound_boxes(s: Setting, c: Classes, box, kind: str, mono: monotone.Monotoni
         hi_b, lo_b = c.corner_plans(i, box["n1"], (box["h2"], r_fast), (box["h1"], r_slow))
     else:
         hi_b = c.plans(i, box["n1"], box["h2"], r_fast)
-    hi_t = _corner_throughput(s, c, hi_b, i)
+    pipe = _shared_pipeline(s, c, hi_b)      # pp_group: the pipeline both corners have (the same classes and n1)
+    hi_t = _corner_throughput(s, c, hi_b, i, pipe)
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         t_up = s.training_window_s * hi_t["tokens_per_outer"] / hi_t["outer_time_s"] * ratio
         if tokens_up is not None:
@@ -328,7 +329,11 @@ def _bound_boxes(s: Setting, c: Classes, box, kind: str, mono: monotone.Monotoni
             lo_b = c.plans(i[m], box["n1"][m], box["h1"][m], r_slow[m])
     rows_m = np.arange(i.size) if m is None else m
     at = (lambda x: x) if m is None else (lambda x: x[m])     # the boxes `m`, or all
-    lo_t = _corner_throughput(s, c, lo_b, at(i))
+    lo_t = _corner_throughput(s, c, lo_b, at(i),
+                              None if pipe is None else pipe if m is None else modes.pp_group_pipeline_rows(pipe, m),
+                              wan=tuple(at(hi_t[k]) for k in modes.WAN_SYNC_FIELDS)      # the same n1: the same WAN sync
+                              if c.rows.mode == "hierarchical" else None)
+    del pipe
     lo_eff = run.efficiency_without_replicas(s, lo_b, lo_t, _class_eta_c(s, c, at(i)))
     g_lo, mu_lo, with_chi = run.quality_terms(s, lo_b, lo_t, lo_eff)
     g_up = g_lo
@@ -384,19 +389,35 @@ def _bound_boxes(s: Setting, c: Classes, box, kind: str, mono: monotone.Monotoni
         return np.nan_to_num(1.0 / upper, nan=0.0), corners
 
 
-def _corner_throughput(s: Setting, c: Classes, b: PlanBatch, idx: np.ndarray) -> Mapping[str, np.ndarray]:
+def _corner_throughput(s: Setting, c: Classes, b: PlanBatch, idx: np.ndarray, pipe=None,
+                       wan=None) -> Mapping[str, np.ndarray]:
     """`throughput(s, b)` of plans `b` of the classes `idx`. Hierarchical classes (but under global expert
     parallelism or with a tensor-parallel degree to choose) take the fields that read only their class
     (`modes.hierarchical_class_parts`, computed once per class group and setting, each taken at `idx` when
     first read) and compute the rest from them (`modes.hierarchical_plan_parts`), as `modes.hierarchical`
     does, which is `throughput` where there is no degree to choose: each figure is the one `throughput`
-    gives (tests/test_class_parts.py compares the two bit for bit)."""
+    gives (tests/test_class_parts.py compares the two bit for bit). `pipe`: pp_group plans' pipeline
+    (`_shared_pipeline`) of plans with the same classes and node counts, row by row: `modes.pp_group` from it.
+    `wan`: the WAN sync fields (`modes.WAN_SYNC_FIELDS`) of plans with the same classes and node counts, row by
+    row (the other corner of the same boxes), read by the hierarchical classes' own path only
+    (`modes.hierarchical_plan_parts`); elsewhere computed with the rest."""
+    if pipe is not None:
+        return modes.pp_group(s, b, pipe)
     rows = c.rows
     if rows.mode != "hierarchical" or rows.expert_parallel == "global" \
             or tensor_parallel.choices(s.assumptions, s.accelerators_per_node, s.is_moe):
         return throughput(s, b)
     fixed = _At(_class_figures(s, c, "parts", modes.hierarchical_class_parts), idx)
-    return _Joined(modes.hierarchical_plan_parts(s, b, fixed), fixed, modes.HIERARCHICAL_FIELDS)
+    return _Joined(modes.hierarchical_plan_parts(s, b, fixed, wan), fixed, modes.HIERARCHICAL_FIELDS)
+
+
+def _shared_pipeline(s: Setting, c: Classes, b: PlanBatch):
+    """`modes.pp_group_pipeline` of the pp_group plans `b` where `throughput` is `modes.pp_group` itself (no
+    tensor-parallel degree to choose), for plans of the same classes at the same n but another H to share (a
+    box's two corners, a seed at H = 1 and at its own H: issue 27 item 5); else None."""
+    if c.rows.mode != "pp_group" or tensor_parallel.choices(s.assumptions, s.accelerators_per_node, s.is_moe):
+        return None
+    return modes.pp_group_pipeline(s, b)
 
 
 def _class_eta_c(s: Setting, c: Classes, idx: np.ndarray) -> np.ndarray | None:
@@ -500,9 +521,12 @@ def _seeds(s: Setting, c: Classes, h_max: int, r_max: int, idx=None, n=None):
     return (idx, n, *_seeds_of(s, c, h_max, r_max, idx, n))
 
 
-def _seeds_of(s: Setting, c: Classes, h_max: int, r_max: int, idx: np.ndarray, n) -> tuple[np.ndarray, np.ndarray]:
-    """(H, R) of `_seeds` for the classes `idx` at `n` replicas, all at once."""
-    t = throughput(s, c.plans(idx, n, np.ones(idx.size), np.ones(idx.size)))
+def _seeds_of(s: Setting, c: Classes, h_max: int, r_max: int, idx: np.ndarray, n, pipe=None,
+              b: PlanBatch | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """(H, R) of `_seeds` for the classes `idx` at `n` replicas, all at once (`b`: those plans at H = R = 1 when
+    built already, `pipe`: their `_shared_pipeline`)."""
+    b = c.plans(idx, n, np.ones(idx.size), np.ones(idx.size)) if b is None else b
+    t = throughput(s, b) if pipe is None else modes.pp_group(s, b, pipe)
     hierarchical = c.rows.mode == "hierarchical"
     with np.errstate(divide="ignore", invalid="ignore"):
         sync = t["t_regional_s"] if hierarchical else t["t_sync_s"]
@@ -511,6 +535,26 @@ def _seeds_of(s: Setting, c: Classes, h_max: int, r_max: int, idx: np.ndarray, n
         r = np.clip(np.nan_to_num(np.ceil(t["t_sync_s"] / cycle), nan=1.0), 1, r_max).astype(np.int64) \
             if hierarchical else np.ones(idx.size, np.int64)
     return h.astype(np.int64), r
+
+
+def _seeds_measured(s: Setting, c: Classes, h_max: int, r_max: int, idx: np.ndarray, measure):
+    """(idx, n, h, r, t): `_seeds` of the classes `idx` (at most CHUNK) and their `_measure`. pp_group classes
+    under a compute measure compute their pipeline (`_shared_pipeline`) once, for the seed's throughput at H = 1
+    and its measure at the seed's H (the same classes at the same n_hi): `_measure_of`'s figures, which
+    `window_compute` computes from `throughput` = `modes.pp_group` there (tests/test_shared_corners.py)."""
+    if not (isinstance(measure, str) and measure != TIME and c.rows.mode == "pp_group" and idx.size <= CHUNK):
+        idx, n, h, r = _seeds(s, c, h_max, r_max, idx)
+        return idx, n, h, r, _measure(s, c, idx, n, h, r, measure)
+    n = c.n_hi[idx]
+    first = c.plans(idx, n, np.ones(idx.size), np.ones(idx.size))
+    pipe = _shared_pipeline(s, c, first)
+    h, r = _seeds_of(s, c, h_max, r_max, idx, n, pipe, first)
+    b = c.plans(idx, n, h, r)
+    with np.errstate(divide="ignore", invalid="ignore"):      # as `window_compute` scores its throughput
+        t = throughput(s, b) if pipe is None else modes.pp_group(s, b, pipe)
+    out = window_compute(s, b, measure[2:], t=t)
+    with np.errstate(divide="ignore"):
+        return idx, n, h, r, 1.0 / out[measure[2:]]
 
 
 SEED_BATCH = 1 << 10     # seeds `_seeds_within` scores first (then twice as many each time, up to CHUNK)
@@ -534,8 +578,7 @@ def _seeds_within(s: Setting, c: Classes, h_max: int, r_max: int, measure, own: 
         if pending.size > batch:      # the `batch` least bounds among them
             pending = np.sort(pending[np.argpartition(own[pending], batch)[:batch]])
         done[pending] = True
-        idx, n, h, r = _seeds(s, c, h_max, r_max, pending)
-        t = _measure(s, c, idx, n, h, r, measure)
+        idx, n, h, r, t = _seeds_measured(s, c, h_max, r_max, pending, measure)
         parts.append((idx, n, h, r, t))
         if np.isfinite(t).any():
             limit = min(limit, float(tie_limit(np.nanmin(t[np.isfinite(t)]))))
@@ -628,7 +671,28 @@ def _branch_and_bound(s: Setting, c: Classes, h_max: int, r_max: int, visit: Cal
 def _geometric_edges(lo: np.ndarray, hi: np.ndarray, parts: np.ndarray) -> np.ndarray:
     """Per row, parts + 1 strictly increasing integers from lo to hi + 1 (columns beyond parts:
     hi + 1), spaced about geometrically (lo >= 1): part k is [edges[k], edges[k + 1] - 1].
-    Geometric parts have like ratios hi / lo, which the bounds' slack depends on."""
+    Geometric parts have like ratios hi / lo, which the bounds' slack depends on.
+
+    Computed once per distinct (lo, hi, parts) and taken for each row (issue 27 item 5): a round's boxes are
+    mostly cut along sides of the same few ranges (every class's first n range, the H and R ranges), 52,342
+    rows with 557 distinct triples over a search at 10^4 nodes beyond the envelope, and each row costs
+    SPLIT - 1 powers. The same integers: every operation of `_geometric_edges_of` is elementwise within a row
+    (its columns read only that row's lo, hi and parts), so a row's edges are those of any row with its
+    triple. The key (lo S + hi) (SPLIT + 1) + parts, S = max(hi) + 2 > hi >= lo >= 1 and 1 <= parts <= SPLIT,
+    tells triples apart and stays below 2^62 where S < 2^28; beyond that, or when at least half the rows are
+    distinct, every row is computed (tests/test_geometric_edges.py compares both with each row alone)."""
+    if lo.size > 1:
+        span = int(hi.max()) + 2
+        if span < 1 << 28:
+            key = (lo * span + hi) * (SPLIT + 1) + parts
+            _, first, back = np.unique(key, return_index=True, return_inverse=True)
+            if 2 * first.size <= lo.size:
+                return _geometric_edges_of(lo[first], hi[first], parts[first])[back.ravel()]
+    return _geometric_edges_of(lo, hi, parts)
+
+
+def _geometric_edges_of(lo: np.ndarray, hi: np.ndarray, parts: np.ndarray) -> np.ndarray:
+    """`_geometric_edges` of every row, each computed."""
     k = np.arange(SPLIT + 1)[None, :]
     lo_, hi_, parts_ = lo[:, None].astype(float), hi[:, None].astype(float), parts[:, None]
     a = np.empty((lo.size, SPLIT + 1))
