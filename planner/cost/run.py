@@ -91,7 +91,7 @@ def window_view(s: Setting, b: PlanBatch, t: dict[str, np.ndarray], eff: dict[st
     a = s.assumptions
     n = np.asarray(b.nodes, dtype=float)
     window = np.asarray(window_s, dtype=float)
-    tokens = window * s.goodput / t["outer_time_s"] * t["tokens_per_outer"]
+    tokens = window_tokens(s, t, window)
     c_thr = 6.0 * s.active_params * tokens
     c_local, eta_r, eta = local_compute(s, t, eff, tokens)
     chi = np.where(n > 1, chinchilla.chi(s.active_params, tokens, c_thr, a), 1.0)
@@ -100,6 +100,12 @@ def window_view(s: Setting, b: PlanBatch, t: dict[str, np.ndarray], eff: dict[st
     return {"window_s": window * np.ones_like(n), "tokens": tokens, "c_throughput": c_thr, "eta_r": eta_r,
             "eta": eta, "c_local": c_local, "chi": chi, "c_quality": quality_compute(s, tokens, g, mu, with_chi),
             "global_mfu": mfu, "global_hfu": mfu / a.mfu_per_hfu}
+
+
+def window_tokens(s: Setting, t: dict[str, np.ndarray], window_s) -> np.ndarray:
+    """Tokens trained in a wall-clock window: T = W goodput / t_outer * tokens per outer step (the
+    window view's T; `s.goodput` is the share of the window spent training)."""
+    return np.asarray(window_s, dtype=float) * s.goodput / t["outer_time_s"] * t["tokens_per_outer"]
 
 
 def local_compute(s: Setting, t: dict[str, np.ndarray], eff: dict[str, np.ndarray], tokens):

@@ -156,7 +156,7 @@ def _check(setting: Setting, batch, kind: str, target: float) -> list[str]:
         t = modes.throughput(setting, batch)
         problems = _limits(setting, batch, t)
         eff = run.efficiency_without_replicas(setting, batch, t)
-        tokens = np.asarray(setting.window_s, dtype=float) * setting.goodput / t["outer_time_s"] * t["tokens_per_outer"]
+        tokens = run.window_tokens(setting, t, setting.window_s)
         if kind == "c_local":
             value = run.local_compute(setting, t, eff, tokens)[0][0]
         else:
