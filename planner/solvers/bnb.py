@@ -172,7 +172,13 @@ def _measure_of(s: Setting, c: Classes, idx, n, h, r, measure: str) -> np.ndarra
     """`_measure` of the measures named in MEASURES, all plans at once."""
     if measure == TIME:
         return _time_and_efficiency(s, c, idx, n, h, r)[0]
-    out = window_compute(s, c.plans(idx, n, h, r), measure[2:])
+    return _window_measure(s, c.plans(idx, n, h, r), measure)
+
+
+def _window_measure(s: Setting, b: PlanBatch, measure: str, t=None) -> np.ndarray:
+    """1 / the compute of plans `b` within the window, of the kind a compute measure names (`_measure_of`);
+    `t`: their throughput when the caller computed it already (`window_compute`'s)."""
+    out = window_compute(s, b, measure[2:], t=t)
     with np.errstate(divide="ignore"):
         return 1.0 / out[measure[2:]]
 
@@ -552,9 +558,7 @@ def _seeds_measured(s: Setting, c: Classes, h_max: int, r_max: int, idx: np.ndar
     b = c.plans(idx, n, h, r)
     with np.errstate(divide="ignore", invalid="ignore"):      # as `window_compute` scores its throughput
         t = throughput(s, b) if pipe is None else modes.pp_group(s, b, pipe)
-    out = window_compute(s, b, measure[2:], t=t)
-    with np.errstate(divide="ignore"):
-        return idx, n, h, r, 1.0 / out[measure[2:]]
+    return idx, n, h, r, _window_measure(s, b, measure, t)
 
 
 SEED_BATCH = 1 << 10     # seeds `_seeds_within` scores first (then twice as many each time, up to CHUNK)
