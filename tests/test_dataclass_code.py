@@ -273,14 +273,16 @@ def test_a_regular_expression_the_parser_warns_about_warns_every_time_and_is_not
 
 def test_the_command_lines_import_runs_in_a_block_and_leaves_nothing_behind(tmp_path):
     """planner/cli/__init__.py imports click and its own modules within a block: a fresh process writes the
-    table (under PYTHONPYCACHEPREFIX here), and after the import dataclasses, typing and re are as they were."""
+    table (under PYTHONPYCACHEPREFIX here), and after the import dataclasses, typing, re and inspect are as they
+    were."""
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
     env["PYTHONPYCACHEPREFIX"] = str(tmp_path)
-    code = ("import dataclasses, re, typing, planner.cli; from planner.cli import dataclass_code; "
+    code = ("import dataclasses, inspect, re, typing, planner.cli; from planner.cli import dataclass_code; "
             "print('exec' in vars(dataclasses), 'compile' in vars(typing), "
-            "re._compiler.compile is dataclass_code._builtin_re_compile)")
+            "re._compiler.compile is dataclass_code._builtin_re_compile, "
+            "inspect.cleandoc is dataclass_code._inspect_cleandoc)")
     done = subprocess.run([sys.executable, "-c", code], cwd=REPO, env=env, capture_output=True, text=True)
-    assert done.stdout.split() == ["False", "False", "True"], done.stderr
+    assert done.stdout.split() == ["False", "False", "True", "True"], done.stderr
     tables = list(tmp_path.rglob("dataclass_code.*.methods"))
     assert len(tables) == 1 and read_table(str(tables[0]))
 
@@ -300,3 +302,31 @@ def test_the_table_is_read_once_a_process_while_its_file_stays_the_same(tmp_path
     with compiled_dataclass_methods(path) as compiled:
         _classes()
     assert reads == [path, path] and compiled
+
+
+# Docstrings as numpy's add_newdoc, pydantic and click hand them to inspect.cleandoc: indented, tabbed,
+# blank first or last lines, a single line, empty, non-ASCII
+_DOCS = ("\n    Sum of array elements.\n\n    Parameters\n    ----------\n    a : array_like\n    ",
+         "One line.", "", "  \n\tTabbed\n\t  more\n\n", "First line\n        indented more\n    less\n",
+         "π ≈ 3.14159\n   é\n", "\n\n\n")
+
+
+def test_docstrings_are_cleaned_as_inspect_cleans_them(tmp_path):
+    import inspect
+    path = str(tmp_path / "t.methods")
+    theirs = [inspect.cleandoc(doc) for doc in _DOCS]
+    with compiled_dataclass_methods(path) as compiled:
+        assert inspect.cleandoc is not dataclass_code._inspect_cleandoc
+        first = [inspect.cleandoc(doc) for doc in _DOCS]
+    assert inspect.cleandoc is dataclass_code._inspect_cleandoc          # inspect's own again after the block
+    assert {("doc", doc) for doc in _DOCS} <= compiled.keys()
+    with compiled_dataclass_methods(path) as compiled_again:
+        second = [inspect.cleandoc(doc) for doc in _DOCS]
+        with pytest.raises(AttributeError):                              # not a str: inspect's own, its own error
+            inspect.cleandoc(None)
+    assert compiled_again == {}                                          # now from the file's table
+    assert first == second == theirs
+    assert all(type(text) is str for text in first + second)
+    for key, value in read_table(path).items():                         # the file holds what cleandoc makes
+        if isinstance(key, tuple) and key[0] == "doc":
+            assert value == dataclass_code._inspect_cleandoc(key[1])
