@@ -128,8 +128,44 @@ def _sharded_step(s: Setting, b: PlanBatch, out: dict[str, np.ndarray], t_ep, z)
 
 def _wan_sync(s: Setting, payload, parties):
     base = physics.sync_base_s(s.assumptions, payload, parties, s.wan_up_bps, s.wan_down_bps, s.wan_rtt_s)
-    f = straggler_factor(parties, s.assumptions)
+    f = _per_run(lambda g: straggler_factor(g, s.assumptions), parties)
     return base, f, base * f
+
+
+RUN_MIN = 64      # `_per_run`: fewer rows are computed row by row
+RUN_SHARE = 4     # `_per_run` shares where the runs are at most 1 / RUN_SHARE of the rows
+
+
+def _per_run(fn, *operands):
+    """fn(*operands) of an elementwise fn, computed once per run of consecutive rows equal bit for bit in
+    every operand that varies along the result's first axis, and repeated over the run's rows (issue 27
+    item 5: a box's children cut along H or R share n1, so the branch and bound's groups G = floor(n1 / k)
+    come in runs, as do the stages S of the pipe rows' probe, in grid order).
+
+    The same doubles: an operand varies along the first axis of the broadcast result only where it has the
+    result's number of dimensions and more than one row (the others broadcast unchanged to every row); the
+    rows of a run have the same bits in every such operand (floats compared as integers: 0.0 and -0.0, and
+    NaNs, told apart), so an elementwise fn (numpy ufuncs and np.where of the operands and scalars: each
+    element reads only the operands' elements at its position) gives each row of a run the bits of the run's
+    first row. Shared only where there are at least RUN_MIN rows and at most one run in RUN_SHARE rows; else
+    fn(*operands) (tests/test_per_run.py compares both with fn of every row)."""
+    xs = [np.asarray(x) for x in operands]
+    nd = max(x.ndim for x in xs)
+    rows = [j for j, x in enumerate(xs) if nd and x.ndim == nd and x.shape[0] > 1]
+    n = xs[rows[0]].shape[0] if rows else 0
+    if n < RUN_MIN or any(xs[j].shape[0] != n for j in rows):
+        return fn(*xs)
+    new = np.zeros(n, bool)
+    new[0] = True
+    for j in rows:
+        x = xs[j].reshape(n, -1)
+        x = x.view(f"i{x.itemsize}") if x.dtype.kind == "f" else x
+        new[1:] |= (x[1:] != x[:-1]).any(axis=1)
+    starts = np.flatnonzero(new)
+    if starts.size * RUN_SHARE > n:
+        return fn(*xs)
+    out = fn(*(x[starts] if j in rows else x for j, x in enumerate(xs)))
+    return np.repeat(out, np.diff(np.append(starts, n)), axis=0)
 
 
 def _outer(s: Setting, block, t_sync, streaming, last_micro_batch_compute_s, h, t_step, t_frag):
@@ -334,8 +370,8 @@ def _chunk_free(s: Setting, b: PlanBatch, hidden, stages) -> dict[str, np.ndarra
     a = s.assumptions
     return {"act": timing.activation_bits(s.local_batch_tokens, hidden, a.activation_bytes(b.precision),
                                           b.activation_compression),
-            "f_pp": straggler_factor(stages, a), "state": _stage_state(s, b, stages),
-            "eta_a": quality.activation_quality(b.activation_compression, stages, a)}
+            "f_pp": _per_run(lambda x: straggler_factor(x, a), stages), "state": _stage_state(s, b, stages),
+            "eta_a": _per_run(lambda ca, x: quality.activation_quality(ca, x, a), b.activation_compression, stages)}
 
 
 def _pipeline_at(s: Setting, b: PlanBatch, out, link_bps: float, link_rtt_s: float, hidden, chunks, lean=False,
