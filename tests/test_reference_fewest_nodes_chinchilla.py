@@ -112,6 +112,48 @@ def test_bounds_are_the_cost_models_values_for_single_counts():
     assert np.array_equal(c.ravel(), window_compute(s, b, "c_local")["c_local"])
 
 
+@pytest.mark.parametrize("seed", range(6))
+def test_near_bounds_are_within_near_rel_of_the_exact_ones(seed):
+    """`_bounds(near=True)` (eta_R from `_replica_efficiency_near`, C' started from the sweep's table) is
+    within NEAR_REL of `_bounds` (the cost model's Newton solves) on random pieces [lo, hi] of random
+    instances, at every H searched, and equals it where both are 0 or the loss leaves the table; taking
+    the replica multiplier m out of the near chi (a mutation) or the plain chi's clip is caught."""
+    s, space = _applying(600 + seed, 100_000, 10_000)
+    rng = np.random.default_rng(700 + seed)
+    lo = np.sort(rng.integers(2, 100_000, 64)).astype(np.int64)
+    hi = np.minimum(lo + rng.integers(0, 5000, lo.size), 100_000)
+    h = np.arange(1, _h_top(s, space) + 1)
+    exact = fc._bounds(s, space, lo, hi, h)
+    near = fc._bounds(s, space, lo, hi, h, near=True)
+    both = (exact > 0) & np.isfinite(exact)
+    assert both.mean() > 0.5
+    assert np.array_equal(exact[~both], near[~both])
+    gap = np.abs(near[both] - exact[both]) / exact[both]
+    assert gap.max() <= fc.NEAR_REL, float(gap.max())
+    # the proof's premise, that C' from the table is the cost model's to ~1e-14, on these losses
+    a = s.assumptions
+    losses = chinchilla.chinchilla_loss(s.active_params, np.geomspace(1e9, 1e14, 200), a) \
+        * rng.uniform(1.0, 1.05, 200)
+    from planner.reference import sweep_search
+    got = sweep_search._c_eq(losses, a, sweep_search._c_eq_table(a))
+    want = chinchilla.equivalent_optimal_compute(losses, a)
+    assert np.max(np.abs(got / want - 1.0)) <= 1e-13
+
+
+def test_near_replica_efficiency_reads_the_multiplier():
+    """A near eta_R without the multiplier m (1 everywhere: a mutation of `_replica_efficiency_near`)
+    would differ from the cost model's by far more than NEAR_REL at many replicas; the real one does not."""
+    s, space = _applying(650, 100_000, 10_000)
+    replicas, h_eff = np.array([2.0, 64.0, 5000.0]), np.array([1.0, 20.0, 50.0])
+    tokens = np.array([1e11, 3e11, 1e12])
+    c = 6.0 * s.active_params * tokens
+    from planner.cost import run
+    exact = run.replica_efficiency(s, replicas, h_eff, tokens, c)
+    near = fc._replica_efficiency_near(s, replicas, h_eff, tokens, c)
+    assert np.all(np.abs(near / exact - 1.0) <= fc.NEAR_REL)
+    assert np.any(np.abs(fc._replica_efficiency_near(s, np.ones(3), h_eff, tokens, c) / exact - 1.0) > 1e-6)
+
+
 def test_refuses_what_its_proof_does_not_cover():
     s, space = _applying(500, 1000, 100)
     a = s.assumptions

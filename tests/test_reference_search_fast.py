@@ -370,3 +370,55 @@ def test_node_grid_is_the_grid_it_stands_for():
         got = search._node_grid(first, n)
         assert got.tolist() == want.tolist() and not got.flags.writeable
         assert search._node_grid(first, n) is got
+
+
+def test_descend_nodes_takes_the_distinct_classes_as_np_unique():
+    """`bnb._descend_nodes` sorts its feasible classes and keeps each once, as np.unique did (written
+    without it: np.unique's first call imports numpy.ma, 23 ms of a process's first
+    find_optimal_config_for_target answer): on the classes of a reference case's space, a feasible
+    array shuffled and with repeats scores the same plans, in the same order, and the same count as
+    np.unique of it; keeping the repeats or leaving the array unsorted (mutations) would not."""
+    from planner.reference import search
+    from planner.solvers import bnb
+    cases = _cases("find_optimal_config_for_target")
+    if not cases:
+        pytest.skip("reference cases not found")
+    rng = np.random.default_rng(3)
+    s, precision = search._setting(cases[0], 1e11, True, target_flop=1e23, target_kind="c_quality")
+    space = search._space(precision, ("flat", "hierarchical", "pp_group"), 2000, 16.0)
+    checked = 0
+    for mode in space.modes:
+        c = space.classes(s, mode, precision)
+        h_max, r_max = bnb._h_r_max(c, space.max_inner_steps, space.max_regional_rounds)
+        idx, n, h, r = bnb._seeds(s, c, h_max, r_max)
+        t = bnb._measure(s, c, idx, n, h, r, bnb.TIME)
+        if not np.isfinite(t).sum() > 1:
+            continue
+        limit = float(np.quantile(t[np.isfinite(t)], 0.7))
+        feasible = idx[t <= limit]
+        shuffled = rng.permutation(np.concatenate((feasible, feasible[rng.integers(feasible.size, size=feasible.size)])))
+
+        def run(classes):
+            seen = []
+            count = bnb._descend_nodes(s, c, h_max, r_max, limit, bnb.TIME, classes,
+                                       lambda *plan: seen.append([np.asarray(x).tolist() for x in plan]))
+            return count, seen
+        want = run(np.unique(shuffled))
+        assert run(shuffled) == want
+        assert run(np.unique(feasible)) == want
+        checked += want[0] > feasible.size
+    assert checked      # some descent scored plans beyond the seeds
+
+
+def test_no_search_imports_numpy_ma():
+    """No reference search imports numpy.ma (np.unique's first call does: 23 ms of CPU), here a
+    process's first find_optimal_config_for_target answer, which goes through the branch and bound."""
+    import subprocess
+    import sys
+    if not _cases("find_optimal_config_for_target"):
+        pytest.skip("reference cases not found")
+    code = ("import sys; from tests.conftest import load_reference_cases; from planner.reference.search import answer; "
+            "answer(next(c for c in load_reference_cases() if c['function'] == 'find_optimal_config_for_target')); "
+            "print('numpy.ma' in sys.modules)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "False"

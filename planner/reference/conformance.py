@@ -144,7 +144,12 @@ def _h100_equivalents_of(config_name: str | None, has_h100_equiv: bool, h100_equ
     return pflops * 1e15 / 990e12
 
 
-def _setting(case: dict, params: float, active: float | None = None, **network) -> tuple[Setting, str]:
+def _setting(case: dict, params: float, active: float | None = None, h100_equivalents: float | None = None,
+             **network) -> tuple[Setting, str]:
+    """The case's Setting and dtplan precision; `h100_equivalents` given where the caller reads none of
+    the node's H100 equivalents (`search._setting`: no search answer reads them, and working them out
+    reads the hardware preset through the schema's catalog, 0.5-1.5 ms a process's first case of a
+    preset), else worked out as the reference's outputs report them (`_h100_equivalents`)."""
     ri = case["resolved_inputs"]
     node = ri["node"]
     a = _assumptions(case, ri)
@@ -156,7 +161,8 @@ def _setting(case: dict, params: float, active: float | None = None, **network) 
         local_batch_tokens=consts.get("LOCAL_BATCH_tokens", 131072),
         peak_flops={precision: node["pflops"] * 1e15}, memory_bytes=node["vram_gb"] * 1e9,
         accelerators_per_node=node["gpu_count"], price_usd_per_accelerator=node["gpu_cost_usd"],
-        h100_equivalents=_h100_equivalents(case["kwargs"].get("config_name"), node),
+        h100_equivalents=(_h100_equivalents(case["kwargs"].get("config_name"), node) if h100_equivalents is None
+                          else h100_equivalents),
         window_s=ri.get("time_seconds", 47_336_400.0), assumptions=a, **network)
     return setting, precision
 

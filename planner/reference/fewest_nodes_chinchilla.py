@@ -75,6 +75,7 @@ from planner.cost.modes import throughput
 from planner.cost.score import window_compute
 from planner.cost.setting import PlanBatch, Setting
 from planner.cost.straggler import straggler_coefficient
+from planner.reference import sweep_search
 from planner.reference.fewest_nodes import distinct, flat_batch
 from planner.solvers.bnb import TIE_REL
 from planner.space import DecisionSpace
@@ -158,10 +159,12 @@ def _h_c(space: DecisionSpace, t: dict[str, np.ndarray]) -> np.ndarray:
     return np.clip(h, 1, max(1, space.max_inner_steps)).astype(np.int64)
 
 
-def _bounds(s: Setting, space: DecisionSpace, lo: np.ndarray, hi: np.ndarray, h: np.ndarray) -> np.ndarray:
+def _bounds(s: Setting, space: DecisionSpace, lo: np.ndarray, hi: np.ndarray, h: np.ndarray,
+            near: bool = False) -> np.ndarray:
     """g(H) Q(T_on(hi, H), m(lo, H)) for every piece [lo, hi] (rows) and H (columns): the most
     C_local of any plan of the piece at that H (3.), C_local itself where lo = hi. The same
-    operations, in the same order, as `score.window_compute` (bit-identical where lo = hi)."""
+    operations, in the same order, as `score.window_compute` (bit-identical where lo = hi).
+    `near`: eta_R from `_replica_efficiency_near` instead (within NEAR_REL of the cost model's)."""
     n_hi = np.repeat(hi, h.size)
     hh = np.tile(h, hi.size)
     b = flat_batch(space, n_hi, hh)
@@ -170,9 +173,44 @@ def _bounds(s: Setting, space: DecisionSpace, lo: np.ndarray, hi: np.ndarray, h:
         eff = run.efficiency_without_replicas(s, b, t)
         tokens = s.training_window_s * (t["tokens_per_outer"] / t["outer_time_s"])
         c_thr = 6.0 * s.active_params * np.asarray(tokens, dtype=float)
-        eta_r = run.replica_efficiency(s, np.repeat(lo, h.size).astype(float), t["h_eff"], tokens, c_thr)
+        eta_r = (_replica_efficiency_near if near else run.replica_efficiency)(
+            s, np.repeat(lo, h.size).astype(float), t["h_eff"], tokens, c_thr)
         c = c_thr * (eff["eta_h"] * eff["eta_c"] * eff["eta_a"] * eta_r)
     return c.reshape(hi.size, h.size)
+
+
+NEAR_REL = 1e-12       # relative: `_replica_efficiency_near` is within it of the cost model's eta_R (proof there)
+
+
+def _replica_efficiency_near(s: Setting, replicas, h_eff, tokens, compute_flop) -> np.ndarray:
+    """`run.replica_efficiency` under the Chinchilla penalty (the only one `applies` lets through),
+    chi(P_act, T, C; m) / chi(P_act, T, C; 1) with m = K^beta(P, H_eff), but with the compute C'
+    that reaches each loss from `sweep_search._c_eq` (the cost model's Newton iteration started from
+    a table of roots: one or two steps where the cost model takes six from a far start, and no
+    cold solves on a question's first call) instead of `chinchilla.equivalent_optimal_compute`.
+
+    Proof that it is within NEAR_REL (1e-12) of the cost model's eta_R: the losses are the same
+    doubles (`chinchilla.chinchilla_loss` is `chi`'s loss, times the same m); `_c_eq` gives C' within
+    about 1.5e-14 relative of the cost model's (its docstring; tests/test_reference_sweep_search.py
+    checks 1e-13), or the cost model's own value for losses outside its table; chi = min(1, clip(C',
+    C_low, 10 C) / C) moves by at most the same relative amount (a clip and a min to fixed bounds do
+    not widen a relative gap), and the ratio by at most the sum of both, a few 1e-14 with rounding,
+    where the cost model's plain chi > 0 (else both give 0: a plain C' of 0 is an infinite loss, the
+    cost model's value). So a C_local worked with it (`_bounds(near=True)`) is within NEAR_REL of
+    the exact one (the other factors are the same operations), far inside PRUNE_MARGIN (1e-9):
+    an interval holding a plan that reaches the target, c >= target, has a near bound c' with
+    c' (1 + PRUNE_MARGIN) >= c (1 - NEAR_REL)(1 + PRUNE_MARGIN) > target, so it is kept (intervals of
+    more than one node count only: single counts keep their exact values, which the answer reads).
+    tests/test_reference_fewest_nodes_chinchilla.py checks the bound of NEAR_REL on random pieces."""
+    a = s.assumptions
+    m = quality.replica_loss_multiplier(replicas, s.params, h_eff, a)
+    loss = chinchilla.chinchilla_loss(s.active_params, tokens, a)
+    table = sweep_search._c_eq_table(a)
+    c = np.asarray(compute_flop, dtype=float)
+    full, plain = (np.minimum(1.0, np.clip(sweep_search._c_eq(np.asarray(x, dtype=float), a, table),
+                                           a.chi_search_low_flop, a.chi_search_high_factor * c) / c)
+                   for x in (loss * m, loss * np.ones_like(m)))
+    return np.where(plain > 0, full / np.where(plain > 0, plain, 1.0), 0.0)
 
 
 def fewest_nodes(s: Setting, space: DecisionSpace, h_top: int) -> tuple[tuple[PlanBatch, float] | None, int]:
@@ -202,7 +240,7 @@ def fewest_nodes(s: Setting, space: DecisionSpace, h_top: int) -> tuple[tuple[Pl
             continue
         edges = distinct(np.geomspace(lo, hi + 1, PIECES + 1).round().astype(np.int64))
         starts, ends = edges[:-1], edges[1:] - 1
-        c = _bounds(s, space, starts, ends, h)
+        c = _bounds(s, space, starts, ends, h, near=True)
         scored += c.size
         keep = np.flatnonzero(c.max(axis=1) * (1 + PRUNE_MARGIN) >= target)
         stack.extend((int(starts[i]), int(ends[i])) for i in keep[::-1])

@@ -127,7 +127,8 @@ def _setting(case: dict, params: float, links_are_wan: bool = False, **target) -
     if links_are_wan:      # find_optimal_config_for_target: "all connections use the same bandwidth"
         links = {"regional_bps": wan["wan_up_bps"], "regional_rtt_s": wan["wan_rtt_s"],
                  "pipeline_bps": wan["wan_up_bps"], "pipeline_rtt_s": wan["wan_rtt_s"]}
-    setting, precision = conformance._setting(case, params, **wan, **links)
+    # no answer reads the node's H100 equivalents (only the compute cases' outputs do): NaN, not worked out
+    setting, precision = conformance._setting(case, params, h100_equivalents=math.nan, **wan, **links)
     return setting.replace(**target), precision
 
 
