@@ -53,19 +53,10 @@ from planner.cost.modes import throughput
 from planner.cost.score import time_to_target, window_compute
 from planner.cost.setting import PlanBatch, Setting
 from planner.cost.straggler import straggler_coefficient
-from planner.solvers.bnb import TIE_REL
+from planner.solvers.bnb import TIE_REL, distinct
 from planner.space import DecisionSpace
 
 PROBES = 512           # nodes probed per narrowing step (one vectorised evaluation); any count >= 2 is exact
-
-
-def distinct(values) -> np.ndarray:
-    """The sorted distinct values of a 1-D array without NaN, as `np.unique` gives them, without
-    `np.unique`: its first call in a process imports numpy.ma (23 ms of CPU, paid by a process's
-    first reference search; issue 27 item 3). Sorted, a value is kept where it differs from the one
-    before it."""
-    x = np.sort(np.asarray(values).ravel())
-    return x[np.concatenate(([True], x[1:] != x[:-1]))] if x.size else x
 
 
 def applies(s: Setting, space: DecisionSpace) -> bool:

@@ -919,6 +919,15 @@ def fewest_nodes_within(s: Setting, c: Classes, h_max: int, r_max: int, limit_s:
 DESCENT_CLASSES = 1024    # classes whose fewest nodes `_descend_nodes` looks for before the search
 
 
+def distinct(values) -> np.ndarray:
+    """The sorted distinct values of a 1-D array without NaN, as `np.unique` gives them, without
+    `np.unique`: its first call in a process imports numpy.ma (23 ms of CPU, paid by a process's
+    first reference search or `_descend_nodes`; issue 27 item 3). Sorted, a value is kept where it
+    differs from the one before it."""
+    x = np.sort(np.asarray(values).ravel())
+    return x[np.concatenate(([True], x[1:] != x[:-1]))] if x.size else x
+
+
 def _descend_nodes(s: Setting, c: Classes, h_max: int, r_max: int, limit: float, measure: str, feasible: np.ndarray,
                    visit: Callable) -> int:
     """A first incumbent for `fewest_nodes_within`, so that its bounds prune from the start: for the
@@ -929,10 +938,7 @@ def _descend_nodes(s: Setting, c: Classes, h_max: int, r_max: int, limit: float,
     and the search stays exact. Returns the plans scored."""
     if feasible.size == 0:
         return 0
-    # the sorted distinct classes, as np.unique gives them (integers, no NaN), without np.unique: its
-    # first call in a process imports numpy.ma (about 23 ms of CPU; issue 27 item 3)
-    idx = np.sort(feasible)
-    idx = idx[np.concatenate(([True], idx[1:] != idx[:-1]))]
+    idx = distinct(feasible)
     seed = _measure(s, c, *_seeds(s, c, h_max, r_max, idx), measure)
     estimate = c.nodes(idx, c.n_hi[idx]) * np.where(np.isfinite(seed), seed / limit, np.inf)
     idx = idx[np.argsort(estimate, kind="stable")[:DESCENT_CLASSES]]
