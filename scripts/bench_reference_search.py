@@ -3,7 +3,7 @@
 questions, in one process (issue 27 item 3).
 
 Usage: scripts/bench_reference_search.py PATH_TO_REFERENCE [--cases FILE] [--repeat K] [--only FUNCTION] [--verbose]
-       [--instructions]
+       [--grouped] [--instructions]
 (--cases defaults to ../shared/conformance/reference_cases.json, or $DTPLAN_SHARED_DIR/conformance/.)
 
 PATH_TO_REFERENCE is a folder holding the public reference calculator's evasion_calculator.py
@@ -15,6 +15,13 @@ the reference's function with the case's arguments and `planner.reference.search
 CPU time (time.process_time). It prints, per function, both total times and their ratio,
 the reference's answers (nodes, cost, C_quality) beside dtplan's, and the load average
 (os.getloadavg) before and after.
+
+`--grouped` runs every selected case with the reference first, then every case with dtplan (each
+K times), instead of the two sides case by case: each side's calls then follow its own previous
+case rather than the other program's, which shows whether a side's first calls (`--repeat 1`) pay
+for following the other program (docs/planner.md, issue 27 item 3: on the sweeps they do not, a
+first call pays about as much after dtplan's own other cases). The issue's figure is the default,
+interleaved order.
 
 `--instructions` prints instead, per side, the instructions (valgrind's callgrind, "Collected",
 PYTHONHASHSEED=0) of a first pass over the selected cases in a process (first calls: the
@@ -131,6 +138,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--verbose", action="store_true", help="one line per case")
     parser.add_argument("--only", choices=SEARCH_FUNCTIONS, action="append",
                         help="only this search function's cases (repeatable; default: all three)")
+    parser.add_argument("--grouped", action="store_true",
+                        help="every case with the reference, then every case with dtplan (default: side by side per case)")
     parser.add_argument("--instructions", action="store_true",
                         help="instructions of a first and a repeated pass per side instead (valgrind; minutes)")
     parser.add_argument("--side", choices=("reference", "dtplan"), help=argparse.SUPPRESS)
@@ -151,11 +160,20 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.instructions:
         return print_instructions(args, cases)
-    print(f"load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    print(f"load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())}"
+          + ("; grouped: every reference call, then every dtplan call" if args.grouped else ""))
     totals = collections.defaultdict(lambda: [0, 0.0, 0.0, 0, 0])   # cases, ref s, dtplan s, passed, same answer
-    for case in cases:
-        result, ref_s = least_cpu_s(lambda: getattr(ref, case["function"])(**case["kwargs"]), args.repeat)
-        outcome, dt_s = least_cpu_s(lambda: answer(case), args.repeat)
+    def ref_call(case):
+        return least_cpu_s(lambda: getattr(ref, case["function"])(**case["kwargs"]), args.repeat)
+
+    def dtplan_call(case):
+        return least_cpu_s(lambda: answer(case), args.repeat)
+
+    if args.grouped:
+        runs = zip([ref_call(case) for case in cases], [dtplan_call(case) for case in cases])
+    else:
+        runs = ((ref_call(case), dtplan_call(case)) for case in cases)
+    for case, ((result, ref_s), (outcome, dt_s)) in zip(cases, runs):
         ref_value = reference_answer(case, result) if case["profile"] == "current" else outcome.reference
         key = (case["function"], case["profile"])
         row = totals[key]

@@ -9,10 +9,10 @@ import copy
 import numpy as np
 import pytest
 
-from planner.cost import timing
+from planner.cost import chinchilla, timing
 from planner.cost.score import window_compute
 from planner.cost.setting import PlanBatch
-from planner.reference import search, sweep_search
+from planner.reference import conformance, search, sweep_search
 
 PROFILES = ("current", "v1_48xA100")
 STRAGGLERS = ("relay", "synchronous", "threshold", "backup", "none")
@@ -318,6 +318,50 @@ def test_c_eq_from_the_table_is_the_newton_solve(monkeypatch):
     monkeypatch.setattr(sweep_search, "_SOLVED", {})
     early = sweep_search._c_eq(loss, a, table)
     assert not np.allclose(early[finite], want[finite], rtol=1e-13, atol=0.0)
+
+
+def _newton_as_written(loss, a, table):
+    """`_c_eq`'s Newton iteration from the table restated with every constant worked out on the spot
+    from the assumptions (as `chinchilla._equivalent_optimal_compute` builds them), for losses inside
+    the table: what `_newton_constants` must not change."""
+    e, a_coef, a_exp, b, b_exp, r = (a.chinchilla_e, a.chinchilla_a, a.chinchilla_alpha, a.chinchilla_b,
+                                     a.chinchilla_beta, chinchilla.tokens_per_param(a))
+    losses, _, u_grid, log_excess = table[:4]
+    at = np.searchsorted(losses, loss, side="right")
+    k = loss - e
+    x0, u0 = log_excess[at - 1], u_grid[at - 1]
+    u = u0 + (np.log(k) - x0) / (log_excess[at] - x0) * (u_grid[at] - u0)
+    exps = np.array([[a_exp], [b_exp]])
+    coefs = np.array([[a_coef], [b * r ** (-b_exp)]])
+    for _ in range(sweep_search.NEWTON_ITERATIONS):
+        terms = coefs * np.exp(-exps * u)
+        slopes = exps * terms
+        step = (terms[0] + terms[1] - k) / (slopes[0] + slopes[1])
+        u = u + step
+        if (step * step * max(a_exp, b_exp) <= 1e-15 * np.maximum(1.0, np.abs(u))).all():
+            break
+    n_opt = np.exp(u)
+    return 6.0 * r * n_opt * n_opt
+
+
+@pytest.mark.parametrize("name", sorted(set(conformance.PROFILES.values())))
+def test_c_eq_constants_worked_once_give_the_same_bits(monkeypatch, name):
+    """`_c_eq` with the table's `_newton_constants` gives, bit for bit, the iteration whose constants
+    are worked out on every call, on random arrays of 1 to 64 losses inside the table (the sweeps'
+    sizes) under each profile; a coefficient off by one unit in the last place (a mutation) does not."""
+    a = conformance.profile(name)
+    table = sweep_search._c_eq_table(a)
+    rng = np.random.default_rng(27)
+    arrays = [a.chinchilla_e + 10.0 ** rng.uniform(-2.9, 0.9, rng.integers(1, 65)) for _ in range(200)]
+    monkeypatch.setattr(sweep_search, "_SOLVED", {})
+    for loss in arrays:
+        assert sweep_search._c_eq(loss, a, table).tobytes() == _newton_as_written(loss, a, table).tobytes()
+    e, r, exps, neg_exps, coefs, curve = table[4]
+    off = (e, r, exps, neg_exps, np.array([[coefs[0, 0]], [np.nextafter(coefs[1, 0], np.inf)]]), curve)
+    monkeypatch.setattr(sweep_search, "_SOLVED", {})
+    changed = (*table[:4], off)
+    assert any(sweep_search._c_eq(loss, a, changed).tobytes() != _newton_as_written(loss, a, table).tobytes()
+               for loss in arrays)
 
 
 def _boxes(rows, rng, count: int):

@@ -355,12 +355,12 @@ def _c_eq_above(loss, a, table=None) -> np.ndarray:
     u = ln N* with the loss each one solves, so that no solve builds it.
     `table`: `_c_eq_table(a)` where the caller holds it."""
     losses, c_eq = (_c_eq_table(a) if table is None else table)[:2]
-    at = np.searchsorted(losses, loss, side="right")      # 0 below the least (C' <= inf); NaN sorts last
+    at = losses.searchsorted(loss, side="right")          # 0 below the least (C' <= inf); NaN sorts last
     return np.where(np.isnan(loss), np.inf, c_eq[at])
 
 
 def _c_eq_table(a):
-    """(losses, C' above each with +inf first, the grid's u, ln(L - E) of each loss) of
+    """(losses, C' above each with +inf first, the grid's u, ln(L - E) of each loss, `_newton_constants`) of
     `_c_eq_above` and `_c_eq`, built once per process and constants.
 
     The grid runs down from u_hi to u_lo by TABLE_DU: u_lo = max(ln(A / k) / alpha, ln(B' / k) / beta)
@@ -390,8 +390,23 @@ def _c_eq_table(a):
         u, excess, losses = u[rising], excess[rising], losses[rising]
         n_opt = np.exp(u)
         table = _TABLES[key] = (losses, np.append(np.inf, 6.0 * r * n_opt * n_opt * (1.0 + TABLE_SLACK)), u,
-                                np.log(excess))
+                                np.log(excess), _newton_constants(key))
     return table
+
+
+def _newton_constants(key):
+    """What `_newton_from_table` reads of the constants `key` (`_table_key`): (E, r, the exponents
+    [[alpha], [beta]], their negatives, the coefficients [[A], [B r^-beta]], max(alpha, beta)), worked
+    once per table instead of once per solve (a solve of 1-48 losses, the sweeps' usual size, spent
+    about a third of its numpy calls building them). The same expressions on the same doubles as the
+    solve built them each time, so the same doubles: every solve takes the same IEEE operations on
+    the same operands, and its C' is the same to the bit (tests/test_reference_sweep_search.py)."""
+    e, a_coef, a_exp, b, b_exp, r = key
+    exps = np.array([[a_exp], [b_exp]])
+    neg_exps, coefs = -exps, np.array([[a_coef], [b * r ** (-b_exp)]])
+    for x in (exps, neg_exps, coefs):
+        x.flags.writeable = False
+    return e, r, exps, neg_exps, coefs, max(a_exp, b_exp)
 
 
 def _table_key(a) -> tuple[float, ...]:
@@ -418,15 +433,15 @@ def _c_eq(loss: np.ndarray, a, table) -> np.ndarray:
     key = (_table_key(a), loss.tobytes()) if loss.size <= _SOLVED_SIZE else None
     if key is not None and key in _SOLVED:
         return _SOLVED[key].copy()
-    losses, _, u_grid, log_excess = table
-    at = np.searchsorted(losses, loss, side="right")
+    losses, _, u_grid, log_excess, constants = table
+    at = losses.searchsorted(loss, side="right")
     inside = (at > 0) & (at < losses.size)                  # NaN sorts last: outside
     if inside.all():
-        out = _newton_from_table(loss, at, a, u_grid, log_excess)
+        out = _newton_from_table(loss, at, constants, u_grid, log_excess)
     else:
         out = chinchilla.equivalent_optimal_compute(loss, a)
         if inside.any():
-            out[inside] = _newton_from_table(loss[inside], at[inside], a, u_grid, log_excess)
+            out[inside] = _newton_from_table(loss[inside], at[inside], constants, u_grid, log_excess)
     if key is not None:
         if len(_SOLVED) >= _SOLVED_MAX:
             _SOLVED.pop(next(iter(_SOLVED)))
@@ -434,15 +449,15 @@ def _c_eq(loss: np.ndarray, a, table) -> np.ndarray:
     return out
 
 
-def _newton_from_table(loss, at, a, u_grid, log_excess):
-    """`_c_eq` of losses strictly inside the table, `at` their `searchsorted` places in it."""
-    e, a_coef, a_exp, b, b_exp, r = _table_key(a)
+def _newton_from_table(loss, at, constants, u_grid, log_excess):
+    """`_c_eq` of losses strictly inside the table, `at` their `searchsorted` places in it, `constants`
+    the table's `_newton_constants`."""
+    # exponents and coefficients as `chinchilla._equivalent_optimal_compute`, both terms per call; curve =
+    # max(alpha, beta) >= f'' / |f'|: the stopping rule (`_c_eq`)
+    e, r, exps, neg_exps, coefs, curve = constants
     k = loss - e
     x0, u0 = log_excess[at - 1], u_grid[at - 1]
     u = u0 + (np.log(k) - x0) / (log_excess[at] - x0) * (u_grid[at] - u0)
-    exps = np.array([[a_exp], [b_exp]])          # as `chinchilla._equivalent_optimal_compute`, both terms per call
-    neg_exps, coefs = -exps, np.array([[a_coef], [b * r ** (-b_exp)]])
-    curve = max(a_exp, b_exp)                   # f'' / |f'| <= max(alpha, beta): the stopping rule (`_c_eq`)
     for _ in range(NEWTON_ITERATIONS):
         terms = coefs * np.exp(neg_exps * u)
         slopes = exps * terms
