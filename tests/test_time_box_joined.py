@@ -1,7 +1,8 @@
 """`planner.solvers.bnb._time_box` scores a box's two corners (n1, H2, R_fast) and (n1, H1, R_slow) as one
-batch of 2k plans. The cost model is elementwise, so every figure must be the same double as when each
-corner is scored as its own batch (the computation before issue 27's eleventh round, written out below):
-checked bit for bit on every box the exact searches of shipped instances bound."""
+batch of 2k plans. The cost model works plan by plan except the shared stop of chinchilla's Newton iteration
+(rounding-level at most), so every figure should be the same double as when each corner is scored as its own
+batch (the computation before issue 27's eleventh round, written out below): checked bit for bit on every box
+the exact searches of shipped instances bound."""
 
 from pathlib import Path
 

@@ -202,8 +202,10 @@ def _time_box(s: Setting, c: Classes, box, mono: monotone.Monotonicity):
     (e does not depend on M)."""
     r_fast, r_slow = _fast_slow_r(c, box)
     k = box["i"].size
-    # both corners scored as one batch of 2k plans (fast corners first): the cost model is elementwise, so each
-    # corner's figures are those of its own batch (tests/test_time_box_joined.py), for half the numpy calls
+    # both corners scored as one batch of 2k plans (fast corners first), for half the numpy calls. The cost model
+    # works plan by plan except the shared stop of chinchilla's Newton iteration (an element may take converged
+    # steps past its own stop: rounding-level, ~1e-16 relative, far inside TIE_REL); on every box of the shipped
+    # instances' searches each corner's figures are those of its own batch bit for bit (tests/test_time_box_joined.py)
     t2, e2, at_e1 = _time_and_efficiency(s, c, _both(box["i"], box["i"], k), _both(box["n1"], box["n1"], k),
                                          _both(box["h2"], box["h1"], k), _both(r_fast, r_slow, k))
     t_hi, e_hi, at_e1_hi, t_lo, e_lo = t2[:k], e2[:k], at_e1[:k], t2[k:], e2[k:]
