@@ -278,7 +278,6 @@ def _losses(seed: int, draw: int, least: float, count: int):
     """(assumptions of `_rows(seed)`, excess losses, losses, the cost model's C' of each): random excess
     losses from `least` to 50 (in, below and beyond the table), 0, a negative one, the table's ends,
     then NaN and inf."""
-    from planner.cost import chinchilla
     a = _rows(seed)[1].assumptions
     rng = np.random.default_rng(draw)
     excess = np.concatenate([np.exp(rng.uniform(np.log(least), np.log(50.0), count)), [0.0, -0.1, 1e-3, 10.0]])
