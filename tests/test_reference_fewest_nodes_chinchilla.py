@@ -175,3 +175,40 @@ def test_refuses_what_its_proof_does_not_cover():
     # and where the sync is so slow that the inner steps to search exceed H_GRID_MAX
     slow = s.replace(wan_up_bps=1e6, wan_down_bps=1e6)
     assert _h_top(slow, full) > fc.H_GRID_MAX and not fc.applies(slow, full)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_flat_batch_is_the_batch_plan_batch_of_builds(seed):
+    """`fewest_nodes.flat_batch` builds without `PlanBatch.of` the batch `of` builds: every field of the
+    same type, dtype, shape and values, on random node counts, H and streaming (scalars, lists, 0-d,
+    1-d and 2-d arrays, broadcast against each other) and compression; and the cost model's figures
+    of both batches are the same doubles (changing a default, a dtype or the broadcast fails it)."""
+    from dataclasses import fields
+
+    rng = np.random.default_rng(seed)
+    s = _instance(rng, "chinchilla")
+    shapes = [(), (1,), (5,), (3, 4), (1, 4)]
+    for _ in range(30):
+        space = _space(int(rng.integers(2, 1000)), 50, float(rng.choice((1.0, 16.0, 100.0, 150.0, rng.uniform(1, 9)))))
+        n_shape, h_shape = (shapes[i] for i in rng.integers(len(shapes), size=2))
+        if {n_shape, h_shape} in ({(5,), (3, 4)}, {(5,), (1, 4)}):
+            h_shape = n_shape                                   # shapes that do not broadcast: not a batch
+        nodes = rng.integers(1, space.max_nodes + 1, size=n_shape)
+        h = rng.integers(1, 51, size=h_shape)
+        shape = np.broadcast_shapes(n_shape, h_shape)
+        streaming = bool(rng.integers(2)) if rng.integers(2) else rng.integers(2, size=shape).astype(bool)
+        as_given = [(nodes, h), (nodes.tolist(), h.tolist()), (nodes.astype(float), h.astype(np.int32))][rng.integers(3)]
+        mine = flat_batch(space, *as_given, streaming)
+        theirs = PlanBatch.of("flat", space.precisions[0], nodes=as_given[0], inner_steps=as_given[1],
+                              compression=space.compression[0], streaming=streaming)
+        for f in fields(PlanBatch):
+            a, b = getattr(mine, f.name), getattr(theirs, f.name)
+            assert type(a) is type(b), f.name
+            if isinstance(b, np.ndarray):
+                assert a.dtype == b.dtype and a.shape == b.shape and np.array_equal(a, b), f.name
+            else:
+                assert a == b, f.name
+        with np.errstate(divide="ignore", invalid="ignore"):
+            ours, ref = throughput(s, mine), throughput(s, theirs)
+        for key, value in ref.items():
+            assert np.asarray(ours[key]).tobytes() == np.asarray(value).tobytes(), key

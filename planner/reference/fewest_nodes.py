@@ -44,6 +44,8 @@ Layer: search (it answers a reference search; it imports the cost model and the 
 
 from __future__ import annotations
 
+import functools
+import inspect
 import math
 
 import numpy as np
@@ -97,9 +99,38 @@ def _linear_v1_slope(s: Setting) -> float:
 
 
 def flat_batch(space: DecisionSpace, nodes, inner_steps, streaming: bool = True) -> PlanBatch:
-    """Flat plans of the space's one precision and compression (also `fewest_nodes_chinchilla`'s)."""
-    return PlanBatch.of("flat", space.precisions[0], nodes=nodes, inner_steps=inner_steps,
-                        compression=space.compression[0], streaming=streaming)
+    """Flat plans of the space's one precision and compression (also `fewest_nodes_chinchilla`'s):
+    the batch `PlanBatch.of("flat", precision, nodes=..., inner_steps=..., compression=...,
+    streaming=...)` builds, field for field the same dtype, shape and values, without its eleven
+    conversions and its broadcast of every field (0.07-0.1 ms a call; a find_nodes_for_target answer
+    builds five or six batches). Nodes, H and streaming are converted as `of` converts them and
+    broadcast to their common shape (at least one-dimensional, as `of`'s np.atleast_1d); the fields
+    `of` fills from its defaults (S, k, R, M, Ca, schedule, Z: read from its signature) come from
+    `_fixed_fields`, read-only arrays shared by the batches of one shape (nothing writes into a
+    batch). tests/test_reference_fewest_nodes.py checks the fields against `of` on random inputs."""
+    nodes = np.asarray(nodes, dtype=np.int64)
+    inner_steps = np.asarray(inner_steps, dtype=np.int64)
+    streaming = np.asarray(streaming, dtype=bool)
+    shape = np.broadcast_shapes(nodes.shape, inner_steps.shape, streaming.shape) or (1,)
+    nodes, inner_steps, streaming = (x if x.shape == shape else np.broadcast_to(x, shape)
+                                     for x in (nodes, inner_steps, streaming))
+    return PlanBatch("flat", space.precisions[0], nodes, inner_steps,
+                     np.full(shape, space.compression[0], dtype=float), streaming, **_fixed_fields(shape))
+
+
+_OF_DEFAULTS = inspect.signature(PlanBatch.of).parameters
+_FIXED_FIELDS = (("stages", np.int64), ("group_size", np.int64), ("regional_rounds", np.int64),
+                 ("micro_batches", np.int64), ("activation_compression", float), ("schedule", np.int64),
+                 ("zero_shards", np.int64))   # the fields `PlanBatch.of` fills from its defaults, with its dtypes
+
+
+@functools.lru_cache(maxsize=64)
+def _fixed_fields(shape: tuple[int, ...]) -> dict[str, np.ndarray]:
+    """`PlanBatch.of`'s default-filled fields (`_FIXED_FIELDS`) at `shape`, read-only (`flat_batch`)."""
+    out = {name: np.full(shape, _OF_DEFAULTS[name].default, dtype=dtype) for name, dtype in _FIXED_FIELDS}
+    for x in out.values():
+        x.flags.writeable = False
+    return out
 
 
 def probe(s: Setting, space: DecisionSpace, nodes, inner_steps) -> dict[str, np.ndarray]:
