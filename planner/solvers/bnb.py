@@ -67,7 +67,10 @@ TIE_REL = 1e-12          # plans whose objectives differ by less are tied, broke
 INHERITED = ("g_up", "tokens_per_n")   # what a box hands on to the boxes cut from it (`_compute_box`)
 INHERITED_MARGIN = 1e-9  # relative: an enclosing box's g_up as a bound on a box's (`_compute_box`), far above
                          # the rounding of either g_up
-SPLIT = 8                # children per box and level
+SPLIT = 8                # children per box and level (at most)
+COMPUTE_SPLIT = 4        # children per box under the max_compute measures in a round of at least MANY_BOXES boxes
+MANY_BOXES = 1024        # left alive (`_branch_and_bound`); both measured in docs/cli.md (issue 27 item 5,
+                         # thirteenth round): a performance choice, every count of parts >= 2 is exact
 EP_ORDER = ("none", "regional", "global")
 _FLOAT_MAX = float(np.finfo(float).max)
 _SCALARS = (float, np.float64)   # the types `tie_limit` computes in python floats
@@ -679,7 +682,9 @@ def _branch_and_bound(s: Setting, c: Classes, h_max: int, r_max: int, visit: Cal
         tied = lower[alive] >= cut[alive] / (1 + TIE_REL)
         box = {k: v[alive] for k, v in box.items()}
         del lower, cut, leaf, corners        # this round's arrays, freed before its children are made (peak memory)
-        box = _split(box, tied, c, compute=getattr(measure, "base", measure) != TIME)
+        compute = getattr(measure, "base", measure) != TIME
+        box = _split(box, tied, c, compute=compute,
+                     most=COMPUTE_SPLIT if compute and box["i"].size >= MANY_BOXES else SPLIT)
     return evaluations, None
 
 
@@ -719,8 +724,10 @@ def _geometric_edges_of(lo: np.ndarray, hi: np.ndarray, parts: np.ndarray) -> np
 
 
 def _split(box: dict[str, np.ndarray], tied: np.ndarray | None = None, c: Classes | None = None,
-           compute: bool = False) -> dict[str, np.ndarray]:
-    """Cut each box along its longest side (in log terms) into up to SPLIT parts; a `tied` box
+           compute: bool = False, most: int = SPLIT) -> dict[str, np.ndarray]:
+    """Cut each box along its longest side (in log terms) into up to `most` parts (2 <= most <= SPLIT,
+    the width of `_geometric_edges`; any such count is exact: the children cover their box plan for
+    plan, and each is bounded or searched as any box); a `tied` box
     (its bound at the cutoff: its plans can at best tie) along n, else H, else R, the tie order.
     The member axis of a pipeline class counts by the ratio of its pipeline steps (what
     its width adds to the bound's slack), plus a trace of log(j2 / j1) so that a side of
@@ -745,7 +752,7 @@ def _split(box: dict[str, np.ndarray], tied: np.ndarray | None = None, c: Classe
     lo = np.choose(along, [box[f"{d}1"] for d in sides])
     hi = np.choose(along, [box[f"{d}2"] for d in sides])
     width = hi - lo + 1
-    parts = np.minimum(SPLIT, width)
+    parts = np.minimum(most, width)
     # the children in box order, part k = 0..parts-1 of each: a box's fields repeated `parts` times (np.repeat,
     # new arrays) and the edges of its parts read row by row
     if compute:
