@@ -162,6 +162,18 @@ def test_max_compute_matches_brute_force(seed, target_kind):
     check_against_brute_force(*random_case(2000 + seed, target_kind=target_kind), "max_compute", rel=1e-12)
 
 
+@pytest.mark.parametrize("parts", [2, 3, 4])
+@pytest.mark.parametrize("seed", range(8))
+@pytest.mark.parametrize("target_kind", ["c_quality", "c_local"])
+def test_max_compute_matches_brute_force_with_fewer_parts(seed, target_kind, parts, monkeypatch):
+    """Boxes cut into `parts` children in every round (`bnb.COMPUTE_SPLIT`, used from MANY_BOXES boxes on:
+    one here; issue 27 item 5): the same answer as the brute force."""
+    from planner.solvers import bnb
+    monkeypatch.setattr(bnb, "MANY_BOXES", 1)
+    monkeypatch.setattr(bnb, "COMPUTE_SPLIT", parts)
+    check_against_brute_force(*random_case(2000 + seed, target_kind=target_kind), "max_compute", rel=1e-12)
+
+
 @pytest.mark.parametrize("seed", range(10))
 @pytest.mark.parametrize("target_kind", ["c_quality", "c_local"])
 @pytest.mark.parametrize("penalty", ["linear_v1", "none"])

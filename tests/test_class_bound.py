@@ -142,3 +142,75 @@ def test_max_compute_matches_brute_force_with_the_bound(seed):
     setting, space, streaming = _dtplan_case(seed)
     space = dataclasses.replace(space, max_nodes=max(space.max_nodes, 24))
     check_against_brute_force(setting, space, streaming, "max_compute", rel=1e-12)
+
+
+# -- the groups' order: pp_group classes seeded below the other groups' least seed (issue 27 item 5) ----------
+
+
+def _mixed(seed: int):
+    """A dtplan case of every mode (tests/test_physics.py), pp_group with room for many replicas and every
+    micro-batch count: the other groups' least seed limits which pp_group classes the ordering seeds."""
+    setting, space, _ = _dtplan_case(seed)
+    setting = setting.replace(assumptions=setting.assumptions.replace(activation_memory=False))
+    space = dataclasses.replace(space, max_micro_batches=6, max_stages=5, max_nodes=max(space.max_nodes, 400),
+                                compression=(1.0, 16.0), streaming=(True, False))
+    return setting, space.for_objective(setting, MAX_COMPUTE)
+
+
+MIXED_SEEDS = range(5000, 5016)
+
+
+def _least(t) -> float:
+    return float(np.nanmin(t)) if np.isfinite(t).any() else np.inf
+
+
+@pytest.mark.parametrize("seed", MIXED_SEEDS)
+def test_the_order_seeds_bounded_groups_below_the_others_least_seed(seed):
+    """`batches_most_promising_first` seeds the groups with bounds of their own after the others, and only
+    their classes whose bound is within the tie limit of U, the others' least seed: each such group's key
+    (its least seed scored, as handed to the search) is its least seed over every class (all seeded, by hand)
+    when that is within U's tie limit, else above U's tie limit; the groups come in the order of their keys."""
+    setting, space = _mixed(seed)
+    measure = bnb.compute_measure(setting.target_kind)
+    h_max, r_max = space.max_inner_steps, space.max_regional_rounds
+    full, bounded = {}, set()
+    for c in bnb.batches(setting, space):
+        full[id(c)] = _least(bnb.measure_plans(setting, c, *bnb.seeds(setting, c, h_max, r_max), measure))
+        if class_bound.lower_bounds(setting, c, measure) is not None:
+            bounded.add(id(c))
+    u = min((v for k, v in full.items() if k not in bounded), default=np.inf)
+    limit = float(bnb.tie_limit(u)) if np.isfinite(u) else np.inf
+    ordered = bnb.batches_most_promising_first(setting, space, measure)
+    assert sorted(map(id, ordered)) == sorted(full)
+    keys = []
+    for c in ordered:
+        seeded = ordered.seeded.get(id(c))
+        key = _least(seeded[4]) if seeded is not None else full[id(c)]
+        if id(c) in bounded:
+            assert seeded is not None
+            if full[id(c)] <= limit:
+                assert key == full[id(c)]
+            else:
+                assert key > limit
+        else:
+            assert key == full[id(c)]
+        keys.append(key)
+    assert keys == sorted(keys)
+
+
+def test_the_order_limits_some_seeds():
+    """The cases above check something: in some, a group's least seed over every class is above U's tie limit
+    and fewer of its classes are seeded than the ordering without the limit seeds."""
+    limited = 0
+    for seed in MIXED_SEEDS:
+        setting, space = _mixed(seed)
+        measure = bnb.compute_measure(setting.target_kind)
+        ordered = bnb.batches_most_promising_first(setting, space, measure)
+        for c in ordered:
+            own = class_bound.lower_bounds(setting, c, measure)
+            if own is not None:
+                unlimited = bnb._seeds_within(setting, c, space.max_inner_steps, space.max_regional_rounds,
+                                              measure, own)[0].size
+                limited += ordered.seeded[id(c)][0].size < unlimited
+    assert limited >= 3
+

@@ -67,7 +67,10 @@ TIE_REL = 1e-12          # plans whose objectives differ by less are tied, broke
 INHERITED = ("g_up", "tokens_per_n")   # what a box hands on to the boxes cut from it (`_compute_box`)
 INHERITED_MARGIN = 1e-9  # relative: an enclosing box's g_up as a bound on a box's (`_compute_box`), far above
                          # the rounding of either g_up
-SPLIT = 8                # children per box and level
+SPLIT = 8                # children per box and level (at most)
+COMPUTE_SPLIT = 4        # children per box under the max_compute measures in a round of at least MANY_BOXES boxes
+MANY_BOXES = 1024        # left alive (`_branch_and_bound`); both measured in docs/cli.md (issue 27 item 5,
+                         # thirteenth round): a performance choice, every count of parts >= 2 is exact
 EP_ORDER = ("none", "regional", "global")
 _FLOAT_MAX = float(np.finfo(float).max)
 _SCALARS = (float, np.float64)   # the types `tie_limit` computes in python floats
@@ -679,7 +682,9 @@ def _branch_and_bound(s: Setting, c: Classes, h_max: int, r_max: int, visit: Cal
         tied = lower[alive] >= cut[alive] / (1 + TIE_REL)
         box = {k: v[alive] for k, v in box.items()}
         del lower, cut, leaf, corners        # this round's arrays, freed before its children are made (peak memory)
-        box = _split(box, tied, c, compute=getattr(measure, "base", measure) != TIME)
+        compute = getattr(measure, "base", measure) != TIME
+        box = _split(box, tied, c, compute=compute,
+                     most=COMPUTE_SPLIT if compute and box["i"].size >= MANY_BOXES else SPLIT)
     return evaluations, None
 
 
@@ -719,8 +724,10 @@ def _geometric_edges_of(lo: np.ndarray, hi: np.ndarray, parts: np.ndarray) -> np
 
 
 def _split(box: dict[str, np.ndarray], tied: np.ndarray | None = None, c: Classes | None = None,
-           compute: bool = False) -> dict[str, np.ndarray]:
-    """Cut each box along its longest side (in log terms) into up to SPLIT parts; a `tied` box
+           compute: bool = False, most: int = SPLIT) -> dict[str, np.ndarray]:
+    """Cut each box along its longest side (in log terms) into up to `most` parts (2 <= most <= SPLIT,
+    the width of `_geometric_edges`; any such count is exact: the children cover their box plan for
+    plan, and each is bounded or searched as any box); a `tied` box
     (its bound at the cutoff: its plans can at best tie) along n, else H, else R, the tie order.
     The member axis of a pipeline class counts by the ratio of its pipeline steps (what
     its width adds to the bound's slack), plus a trace of log(j2 / j1) so that a side of
@@ -745,7 +752,7 @@ def _split(box: dict[str, np.ndarray], tied: np.ndarray | None = None, c: Classe
     lo = np.choose(along, [box[f"{d}1"] for d in sides])
     hi = np.choose(along, [box[f"{d}2"] for d in sides])
     width = hi - lo + 1
-    parts = np.minimum(SPLIT, width)
+    parts = np.minimum(most, width)
     # the children in box order, part k = 0..parts-1 of each: a box's fields repeated `parts` times (np.repeat,
     # new arrays) and the edges of its parts read row by row
     if compute:
@@ -1033,27 +1040,55 @@ def batches_most_promising_first(s: Setting, space: DecisionSpace, measure: str 
                                  deadline: float = math.inf) -> Batches:
     """The class groups ordered by their best seed plan, so that early incumbents prune the rest.
     Past `deadline` (time.perf_counter()) no further group is built or scored: those listed so
-    far are returned with `complete` False."""
-    scored, complete, seeds_of = [], True, {}
+    far are returned with `complete` False.
+
+    Groups whose classes have bounds of their own (`class_bound.lower_bounds`: pp_group classes under
+    the max_compute measures) are seeded after the others, and only their classes whose bound is within
+    the tie limit of U, the least seed of the other groups, are seeded (`_seeds_within`'s `limit`; issue
+    27 item 5). Every seed is a plan of the space (`seed_measures`), so the optimum is at most U, and a
+    class whose bound is above U's tie limit has no plan tied with the optimum: its seed is never the
+    answer nor tied with it. Such a group's key is then its least seed if that is within U's tie limit
+    (every class whose bound is below that seed is seeded, as without the limit), else a value above
+    U's tie limit (the least seed scored, or inf if none): it comes after the group of U either way, and
+    the search of every group is exact whatever their order, so the answer is the same; only which
+    seeds are scored (`Found.evaluations`) and the order of the groups after U's may change. Its seeds
+    handed to `minimise_time` are those of the classes seeded; the others, if their bound is within
+    the incumbent's tie limit there, get boxes as any class does."""
+    scored, complete, seeds_of, deferred = [], True, {}, []
     groups = [(mode, precision, ep) for mode in space.modes for precision in space.precisions
               for ep in space.expert_scopes(s, mode)]          # the order of `batches`
-    for mode, precision, ep in groups:
+    ordering = getattr(measure, "ordering", measure)
+    h_max, r_max = space.max_inner_steps, space.max_regional_rounds
+
+    def seed(c, own, limit):
+        # an order, not a bound: the least seed, exactly, with the classes' own bounds where they have them
+        idx, n, h, r, t = _seeds_within(s, c, h_max, r_max, ordering, own, limit)
+        key = float(np.nanmin(t)) if np.isfinite(t).any() else math.inf
+        # the same plans `minimise_time` scores first when its H range is the same (_h_r_max; R enters
+        # the seeds only of hierarchical classes, whose R range is the space's): kept for it
+        if ordering is measure and _h_r_max(c, h_max, r_max)[0] == h_max:
+            seeds_of[id(c)] = (idx, n, h, r, t)
+        return key
+
+    for at, (mode, precision, ep) in enumerate(groups):
         c = space.classes(s, mode, precision, ep) if time.perf_counter() <= deadline else None
         if time.perf_counter() > deadline:      # before building, or built but not yet scored
             complete = False
             break
         if c is None:
             continue
-        ordering = getattr(measure, "ordering", measure)
-        h_max, r_max = space.max_inner_steps, space.max_regional_rounds
-        # an order, not a bound: the least seed, exactly, with the classes' own bounds where they have them
-        idx, n, h, r, t = _seeds_within(s, c, h_max, r_max, ordering, class_bound.lower_bounds(s, c, ordering))
-        scored.append((float(np.nanmin(t)) if np.isfinite(t).any() else math.inf, len(scored), c))
-        # the same plans `minimise_time` scores first when its H range is the same (_h_r_max; R enters
-        # the seeds only of hierarchical classes, whose R range is the space's): kept for it
-        if ordering is measure and _h_r_max(c, space.max_inner_steps, space.max_regional_rounds)[0] \
-                == space.max_inner_steps:
-            seeds_of[id(c)] = (idx, n, h, r, t)
+        own = class_bound.lower_bounds(s, c, ordering)
+        if own is None:
+            scored.append((seed(c, None, math.inf), at, c))
+        else:                                   # seeded below U's tie limit, once the others are
+            deferred.append((at, c, own))
+    least = min((key for key, _, _ in scored), default=math.inf)
+    limit = float(tie_limit(least)) if math.isfinite(least) else math.inf
+    for at, c, own in deferred:
+        if time.perf_counter() > deadline:      # built but not scored: not listed
+            complete = False
+            break
+        scored.append((seed(c, own, limit), at, c))
     ordered = Batches(c for _, _, c in sorted(scored, key=lambda x: (x[0], x[1])))
     ordered.complete = complete
     ordered.seeded = seeds_of
