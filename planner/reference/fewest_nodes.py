@@ -107,7 +107,7 @@ def flat_batch(space: DecisionSpace, nodes, inner_steps, streaming: bool = True)
     broadcast to their common shape (at least one-dimensional, as `of`'s np.atleast_1d); the fields
     `of` fills from its defaults (S, k, R, M, Ca, schedule, Z: read from its signature) come from
     `_fixed_fields`, read-only arrays shared by the batches of one shape (nothing writes into a
-    batch). tests/test_reference_fewest_nodes.py checks the fields against `of` on random inputs."""
+    batch). tests/test_reference_fewest_nodes_chinchilla.py checks the fields against `of` on random inputs."""
     nodes = np.asarray(nodes, dtype=np.int64)
     inner_steps = np.asarray(inner_steps, dtype=np.int64)
     streaming = np.asarray(streaming, dtype=bool)
