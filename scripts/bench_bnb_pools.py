@@ -9,7 +9,8 @@ geography's).
     python scripts/bench_bnb_pools.py [--pools 13,16] [--repeats 3] [--solvers bnb,highs] [--sites]
         [--objectives min_time,min_cost,max_compute] [--rule proportional|auto] [--precisions fp16]
         [--replica-penalty linear_v1] [--budget 2e8] [--max-nodes 60]
-        [--nodes-per-pool 2] [--kinds 16xH100-SXM,8xB200]
+        [--nodes-per-pool 2] [--kinds 16xH100-SXM,8xB200] [--regions chosen] [--regional-rtt-ms 20]
+        [--cities 6]
 
 `--rule`: fleet.sync_rule (the proportional rule's families, planner.solvers.proportional_families);
 `--precisions`: search.precisions (fp16: every preset runs it, so the pools' speeds differ);
@@ -20,7 +21,11 @@ and min_cost under the proportional rule); `--max-nodes`: limits.max_nodes; `--n
 pool's count (Chinchilla's C_local compares the splits of a set of pools through a table of at most
 200,000 prefixes, `split_table.MAX_PREFIXES`: a few nodes a pool); `--kinds`: the pools' hardware,
 cycling through these presets (with `--sites`: pools of different speeds in the cities, so that under
-the proportional rule some pools run more inner steps than the slowest).
+the proportional rule some pools run more inner steps than the slowest). With `--sites`:
+`--regions chosen` (network.regions: the planner chooses the regions, planner.solvers.pool_regions_families),
+`--regional-rtt-ms` (network.regional.rtt_ms, 40 as shipped: with chosen regions 13 cities then have more
+than 1,000 region partitions, refused), `--cities K` (the P pools in the first K cities in turn, several
+pools a city).
 A solver that refuses (exit 2) prints its message.
 
 Prints per case the median CPU seconds (`time.process_time`, parse and solve; a warm-up solve
@@ -56,6 +61,9 @@ def main() -> int:
     parser.add_argument("--max-nodes", type=int, default=None, help="limits.max_nodes")
     parser.add_argument("--nodes-per-pool", type=int, default=None, help="every pool's count")
     parser.add_argument("--kinds", default=None, help="the pools' hardware presets, cycled, comma-separated")
+    parser.add_argument("--regions", choices=("geography", "chosen"), default=None, help="network.regions (--sites)")
+    parser.add_argument("--regional-rtt-ms", type=float, default=None, help="network.regional.rtt_ms (--sites)")
+    parser.add_argument("--cities", type=int, default=None, help="the pools in this many cities, in turn (--sites)")
     opts = parser.parse_args()
     from bench_mixed import pools_data, pools_nosites_data
     from planner.schema.errors import InputError
@@ -65,6 +73,12 @@ def main() -> int:
     print(f"fleet.sync_rule {opts.rule}; load before: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     for count in (int(c) for c in opts.pools.split(",")):
         data = pools_data(count) if opts.sites else pools_nosites_data(count)
+        if opts.sites and opts.cities is not None:
+            data = cities_data(data, opts.cities)
+        if opts.sites and opts.regions is not None:
+            data["network"]["regions"] = opts.regions
+        if opts.sites and opts.regional_rtt_ms is not None:
+            data["network"]["regional"]["rtt_ms"] = opts.regional_rtt_ms
         data["fleet"]["sync_rule"] = opts.rule
         if opts.precisions:
             data.setdefault("search", {})["precisions"] = opts.precisions.split(",")
@@ -100,6 +114,17 @@ def main() -> int:
                       f"{result.status} {result.objective_value}; load {os.getloadavg()[0]:.2f}", flush=True)
     print(f"load after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     return 0
+
+
+def cities_data(data: dict, cities: int) -> dict:
+    """`pools_data`'s P pools put in its first `cities` cities in turn (names kept, links along the chain)."""
+    names = [site["name"] for site in data["network"]["sites"]][:cities]
+    for i, pool in enumerate(data["fleet"]["pools"]):
+        pool["name"], pool["site"] = f"{pool['site'].lower()}-{i}", names[i % len(names)]
+    network = data["network"]
+    network["sites"] = [s for s in network["sites"] if s["name"] in names]
+    network["links"] = [link for link in network["links"] if link["a"] in names and link["b"] in names]
+    return data
 
 
 if __name__ == "__main__":

@@ -15,7 +15,11 @@ Chinchilla penalty, half with a budget that binds; planner.solvers.proportional_
 Under the proportional rule with `--sites` the search over subsets answers every case (the subsets'
 sites give their links; planner.solvers.proportional_subsets).
 
+`--regions chosen` (with `--sites`): network.regions "chosen", each site but one in three with a LAN
+faster than the tier, so that regions matter (planner.solvers.pool_regions_families).
+
     python scripts/check_pool_families.py [--seed 100] [--count 150] [--sites] [--rule proportional|auto|subsets]
+        [--regions chosen]
 
 Prints each disagreement, then the number of instances, of disagreements, of instances the families
 refuse (exit 2 naming fleet.pools: with sites under the proportional rule, a C_quality target), the
@@ -41,6 +45,8 @@ def main() -> int:
     parser.add_argument("--rule", choices=("straggler", "proportional", "auto", "subsets"), default="straggler",
                         help="fleet.sync_rule (subsets: proportional or auto, in the cases of the search over "
                              "subsets)")
+    parser.add_argument("--regions", choices=("geography", "chosen"), default="geography",
+                        help="network.regions with --sites")
     opts = parser.parse_args()
     import numpy as np
     from planner.fleet.samples import add_sites, random_many_pools, random_rule_pools, random_subset_rule_pools
@@ -57,6 +63,10 @@ def main() -> int:
             data["fleet"]["sync_rule"] = opts.rule
         if opts.sites:
             add_sites(rng, data)
+        if opts.sites and opts.regions == "chosen":
+            data["network"]["regions"] = "chosen"
+            for k, site in enumerate(data["network"]["sites"]):
+                site.update({"lan_mbps": 40000.0, "lan_rtt_ms": 0.5} if k % 3 else {})
         instance = parse_instance(data)
         results = []
         for k, limit in enumerate((decomposition.MAX_EXACT_POOLS, 0)):

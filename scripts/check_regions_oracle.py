@@ -31,6 +31,10 @@ the default bnb, compared as scripts/check_mixed_mip.py compares it: the certifi
 and the loop's own (its bound on the right side of the oracle's optimum, its value the optimum when
 it reports optimal) against the oracle. Instances the model refuses (exit 2) are counted apart.
 
+`--families`: the planner's search beyond 12 pools at any pool count (planner.solvers.pool_regions_families:
+the choices of slowest pool, least memory, sets of sites and region partitions; the listing's limit set to 0
+pools), with `--solver bnb`.
+
 Exit 1 on any disagreement.
 """
 
@@ -65,7 +69,12 @@ def main() -> int:
                         help="fleet.sync_rule 'proportional' or 'auto' in every draw")
     parser.add_argument("--solver", default="bnb", choices=("bnb", "highs", "scip"),
                         help="the planner's solver (highs, scip: the one-model path, also checked against bnb)")
+    parser.add_argument("--families", action="store_true",
+                        help="the search beyond 12 pools at any pool count (pool_regions_families)")
     args = parser.parse_args()
+    if args.families:
+        from planner.solvers import decomposition
+        decomposition.MAX_EXACT_POOLS = 0
     if args.shipped:
         return shipped(args.solver)
     rng = np.random.default_rng(args.seed)

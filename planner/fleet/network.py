@@ -177,19 +177,8 @@ def site_set_links(net: SiteNetwork, names: Sequence[str]):
     own routes; one site: its LAN, not capped by the node's access link. tests/test_pool_families.py
     compares every row with `SiteNetwork.links` of the set."""
     import numpy as np
-    table = net.routes
     k = len(names)
-    rows = table.rows(names)
-    mbps, rtt = table.mbps[np.ix_(rows, rows)], table.rtt_ms[np.ix_(rows, rows)]
-    low_w, high_r = np.array([np.inf]), np.array([-np.inf])      # over the pairs and LANs of each set
-    for b in range(k):
-        size = low_w.size               # the sets of sites 0..b-1; adding b
-        to_w, to_r = np.array([np.inf]), np.array([-np.inf])   # b's links to each of those sets
-        for j in range(b):
-            to_w = np.concatenate([to_w, np.minimum(to_w, min(mbps[b, j], mbps[j, b]))])
-            to_r = np.concatenate([to_r, np.maximum(to_r, max(rtt[b, j], rtt[j, b]))])
-        low_w = np.concatenate([low_w, np.minimum(np.minimum(low_w, to_w[:size]), mbps[b, b])])
-        high_r = np.concatenate([high_r, np.maximum(np.maximum(high_r, to_r[:size]), rtt[b, b])])
+    low_w, high_r = site_set_routes(net, names)
     masks = np.arange(1 << k, dtype=np.int64)
     bit = {name: 1 << i for i, name in enumerate(names)}
     left = masks.copy()
@@ -208,3 +197,25 @@ def site_set_links(net: SiteNetwork, names: Sequence[str]):
     up = np.where(many, np.minimum(wan.up_mbps, low_w), low_w)
     down = np.where(many, np.minimum(wan.down_mbps, low_w), low_w)
     return np.stack([up * 1e6, down * 1e6, high_r / 1e3, reg_w * 1e6, reg_r / 1e3], axis=1)
+
+
+def site_set_routes(net: SiteNetwork, names: Sequence[str]):
+    """The slowest route of every set of the sites `names` (`planner.sites.slowest_link` of each set at
+    once): two float arrays over the masks 0..2^k - 1 (bit i: names[i] in the set; entry 0 unused), the
+    least Mb/s and the largest RTT (ms) over the set's ordered pairs and its sites' LANs, built one site
+    at a time (`site_set_links`)."""
+    import numpy as np
+    table = net.routes
+    k = len(names)
+    rows = table.rows(names)
+    mbps, rtt = table.mbps[np.ix_(rows, rows)], table.rtt_ms[np.ix_(rows, rows)]
+    low_w, high_r = np.array([np.inf]), np.array([-np.inf])      # over the pairs and LANs of each set
+    for b in range(k):
+        size = low_w.size               # the sets of sites 0..b-1; adding b
+        to_w, to_r = np.array([np.inf]), np.array([-np.inf])   # b's links to each of those sets
+        for j in range(b):
+            to_w = np.concatenate([to_w, np.minimum(to_w, min(mbps[b, j], mbps[j, b]))])
+            to_r = np.concatenate([to_r, np.maximum(to_r, max(rtt[b, j], rtt[j, b]))])
+        low_w = np.concatenate([low_w, np.minimum(np.minimum(low_w, to_w[:size]), mbps[b, b])])
+        high_r = np.concatenate([high_r, np.maximum(np.maximum(high_r, to_r[:size]), rtt[b, b])])
+    return low_w, high_r

@@ -116,19 +116,91 @@ def part_regions(instance, sites, pools, used: Sequence[int]) -> list[tuple[obje
     if sites is None or instance.network.regions != "chosen":
         return [(sites, None)]
     from planner.fleet.replicas import sites_of
-    from planner.sites.partition import region_partitions, undominated
-    from planner.sites.partition import partition_link
-    names = sites_of(pools, used)
     out = []
-    kept = undominated(sites.graph, region_partitions(sites.graph, names))
-    # best regional link first, then fewer regions: the planner's ties go to the earlier part
-    kept.sort(key=lambda p: (-partition_link(sites.graph, p)[0], partition_link(sites.graph, p)[1], len(p)))
-    for p in kept:
+    for p in region_choices(sites, sites_of(pools, used)):
         placement = None
         if len(p) > 1:       # a budget lists only the (N, u) placed within it
             placement = placement_of(pools, used, p).within(instance.limits.budget_usd or math.inf)
         out.append((sites.with_regions(p), placement))
     return out
+
+
+def region_choices(sites, names: Sequence[str]) -> list:
+    """The undominated region partitions of the sites `names` (planner.sites.partition), best regional
+    link first, then fewer regions (the planner's ties go to the earlier part)."""
+    from planner.sites.partition import partition_link, region_partitions, undominated
+    kept = undominated(sites.graph, region_partitions(sites.graph, names))
+    kept.sort(key=lambda p: (-partition_link(sites.graph, p)[0], partition_link(sites.graph, p)[1], len(p)))
+    return kept
+
+
+class SiteSets:
+    """The undominated region partitions of any set of an instance's sites, by bit masks over the sorted
+    site names `names` (bit i: names[i]), with every set's slowest route from one table
+    (`network.site_set_routes`) instead of the route graph per set: the partitions, their order and
+    the refusal beyond `partition.MAX_PARTITIONS` are those of `region_choices` (the same search over
+    set partitions in restricted-growth order, blocks grown only by sites meeting the tier with every
+    site already in them; dominance by single merges; best regional link first, then fewer regions).
+    tests/test_pool_regions_families.py compares them with `region_choices` on every set of sites."""
+
+    def __init__(self, sites, names: Sequence[str]):
+        from planner.fleet.network import site_set_routes
+        from planner.sites.partition import tier_relation
+        self.names = list(names)
+        self.graph = sites.graph
+        self.mbps, self.rtt_ms = site_set_routes(sites, self.names)
+        pairs = tier_relation(sites.graph)
+        self.tier = [sum(1 << j for j, b in enumerate(self.names) if j != i and pairs.has_edge(a, b))
+                     for i, a in enumerate(self.names)]
+        self._kept: dict[int, list] = {}
+
+    def link(self, blocks: Sequence[int]) -> tuple[float, float]:
+        """(Mb/s, RTT ms) of the slowest route inside any of the blocks (`partition.partition_link`)."""
+        return min(self.mbps[b] for b in blocks), max(self.rtt_ms[b] for b in blocks)
+
+    def partitions(self, mask: int) -> list[tuple[int, ...]]:
+        """The undominated region partitions of the sites of `mask`, each a tuple of block masks."""
+        if mask not in self._kept:
+            from planner.sites.partition import MAX_PARTITIONS
+            members = [i for i in range(len(self.names)) if mask >> i & 1]
+            listed: list[tuple[int, ...]] = []
+            stack = [(0, ())]
+            while stack:                        # depth first, the same order as the recursive listing
+                depth, blocks = stack.pop()
+                if depth == len(members):
+                    listed.append(blocks)
+                    if len(listed) > MAX_PARTITIONS:
+                        self.refuse(members)
+                    continue
+                site = members[depth]
+                grown = [blocks[:j] + (b | 1 << site,) + blocks[j + 1:] for j, b in enumerate(blocks)
+                         if self.tier[site] & b == b]
+                for nxt in reversed(grown + [blocks + (1 << site,)]):
+                    stack.append((depth + 1, nxt))
+            kept = [p for p in listed if not self.dominated(p)]
+            kept.sort(key=lambda p: (-self.link(p)[0], self.link(p)[1], len(p)))
+            self._kept[mask] = kept
+        return self._kept[mask]
+
+    def dominated(self, blocks: tuple[int, ...]) -> bool:
+        """Whether merging two blocks meeting the tier pairwise gives a link as good (`undominated`)."""
+        mbps, rtt = self.link(blocks)
+        for i, a in enumerate(blocks):
+            for b in blocks[i + 1:]:
+                if all(self.tier[s] & b == b for s in range(len(self.names)) if a >> s & 1) \
+                        and self.mbps[a | b] >= mbps and self.rtt_ms[a | b] <= rtt:
+                    return True
+        return False
+
+    def refuse(self, members: Sequence[int]) -> None:
+        """InputError naming network.regions, as `partition.region_partitions` beyond its limit."""
+        from planner.sites.partition import MAX_PARTITIONS, region_partitions
+        region_partitions(self.graph, [self.names[i] for i in members], MAX_PARTITIONS)
+        raise AssertionError("more region partitions by masks than by the listing")
+
+    def named(self, blocks: tuple[int, ...]) -> tuple[tuple[str, ...], ...]:
+        """The partition as blocks of site names (sorted)."""
+        return tuple(tuple(n for i, n in enumerate(self.names) if b >> i & 1) for b in blocks)
 
 
 def part_counts(pools, used: Sequence[int], placement: Placement | None, batch) -> list[int] | None:

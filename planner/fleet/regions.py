@@ -56,7 +56,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Sequence
 
 import numpy as np
@@ -165,8 +165,7 @@ class Placement:
         if not limit_usd < math.inf:
             return self
         limit = limit_usd if self.cost_limit_usd is None else min(limit_usd, self.cost_limit_usd)
-        return Placement(self.partition, self.lo, self.cap, self.pools_in, self.prices, float(limit),
-                         _costs=self._costs)
+        return replace(self, cost_limit_usd=float(limit), _masks={})       # the cost arrays shared
 
     def fill_cost(self) -> np.ndarray:
         """F(N), N = 0..n_max: the cheapest fill of every pool of the part without the placement rule
@@ -193,8 +192,16 @@ class Placement:
         known = self._costs.get(u)
         if known is None or known.size <= n_hi:      # (re)computed to at least twice as far: few recomputations
             top = n_hi if known is None else min(self.n_max, max(n_hi, 2 * (known.size - 1)))
-            known = self._costs[u] = placement_costs([region_curve(r) for r in self.prices], u, top)
+            known = self._costs[u] = placement_costs(self.region_curves(), u, top)
         return known[:n_hi + 1]
+
+    def region_curves(self) -> list[np.ndarray]:
+        """f_r(c) of each region (`region_curve` of its pools)."""
+        return [region_curve(r) for r in self.prices]
+
+    def rule_mask(self, unit: int) -> np.ndarray:
+        """Boolean over N = 0..n_max: the N placeable with unit size `unit` by the rule alone."""
+        return placeable_mask(self.lo, self.cap, unit, self.n_max)
 
     def mask(self, unit: int) -> np.ndarray:
         """Boolean over N = 0..n_max (shorter with a cost limit: beyond it nothing is within): the
@@ -202,12 +209,101 @@ class Placement:
         within it."""
         u = max(int(unit), 1)
         if u not in self._masks:
-            mask = placeable_mask(self.lo, self.cap, u, self.n_max)
+            mask = self.rule_mask(u)
             if self.cost_limit_usd is not None:
                 n_hi = self.affordable_nodes()
                 mask = mask[:n_hi + 1] & (self.cost(u, n_hi) <= self.cost_limit_usd) if n_hi >= 0 else mask[:0]
             self._masks[u] = mask
         return self._masks[u]
+
+
+@dataclass
+class ChoicePlacement(Placement):
+    """The regions of one choice of the search beyond 12 pools with chosen regions
+    (`planner.solvers.pool_regions_families`): in each region r the pools that must hold a node
+    (`forced_in`, lo_r their number) and the pools that may (`pools_in`: every eligible pool at the
+    region's sites, the forced ones among them; cap_r their total count). Any c_r in [lo_r, cap_r] is
+    held by some set of pools between the two, and the cheapest counts of c_r nodes are one node of
+    each forced pool, then the cheapest nodes left (`choice_curve`: f_r, convex, as `region_curve`).
+    With one region no placement rule applies (as the listing's part of one region, which has no
+    placement): every N in [lo, cap], at the cheapest fill."""
+
+    forced_in: tuple[tuple[int, ...], ...] = ()
+    curves: tuple = field(default=(), repr=False)          # f_r of each region (`choice_curve`)
+    whole: object = field(default=None, repr=False)        # F(N): every region's pools at once
+
+    def region_curves(self) -> list[np.ndarray]:
+        return list(self.curves)
+
+    def fill_cost(self) -> np.ndarray:
+        return self.whole
+
+    def rule_mask(self, unit: int) -> np.ndarray:
+        if len(self.partition) > 1:
+            return super().rule_mask(unit)
+        mask = np.zeros(self.n_max + 1, dtype=bool)
+        mask[sum(self.lo):] = True
+        return mask
+
+    def cost(self, unit: int, n_hi: int | None = None) -> np.ndarray:
+        if len(self.partition) > 1:
+            return super().cost(unit, n_hi)
+        n_hi = self.n_max if n_hi is None else min(int(n_hi), self.n_max)
+        return self.fill_cost()[:n_hi + 1]
+
+    def counts(self, pools, unit: int, nodes: int) -> list[int] | None:
+        """`cheapest_placement` of this choice: one region or no units, the cheapest fill of every
+        region's pools at once; else the nodes per region of the programme (`region_nodes`), each region
+        filled with a node of each forced pool, then its cheapest nodes."""
+        from planner.fleet.replicas import cheapest_fill
+        forced = [i for block in self.forced_in for i in block]
+        eligible = [i for block in self.pools_in for i in block]
+        if len(self.partition) == 1 or unit <= 1:
+            return cheapest_fill(pools, forced, nodes, eligible)
+        mask = self.mask(unit)
+        if nodes >= mask.size or not mask[nodes]:
+            return None
+        per_region = region_nodes(self.region_curves(), unit, nodes)
+        if per_region is None:
+            return None
+        counts = [0] * len(pools)
+        for must, may, c in zip(self.forced_in, self.pools_in, per_region):
+            filled = cheapest_fill(pools, must, c, may)
+            for i in may:
+                counts[i] = filled[i]
+        return counts
+
+
+def choice_curve(forced_usd: Sequence[float], extras: Sequence[tuple[float, int]]) -> np.ndarray:
+    """f(c), c = 0..cap: one node at each price of `forced_usd` (inf below their number), then the
+    cheapest of the nodes `extras` ((USD per node, count) each; prices >= 0): the cheapest counts of c
+    nodes of pools that must each hold one and pools that may hold any (`replicas.cheapest_fill` with
+    `eligible`). Its increments are the sorted prices of `extras`: nondecreasing."""
+    lo = len(forced_usd)
+    cap = lo + sum(k for _, k in extras)
+    f = np.full(cap + 1, np.inf)
+    steps = [np.full(k, p) for p, k in sorted(extras)]
+    f[lo:] = sum(sorted(forced_usd)) + np.cumsum(np.concatenate([np.zeros(1)] + steps))
+    return f
+
+
+def choice_placement(pools, partition: Partition, forced_in, pools_in) -> ChoicePlacement:
+    """The `ChoicePlacement` of the regions of `partition` with these pools that must and may hold
+    nodes in each (indices into `pools`)."""
+    from planner.fleet.replicas import node_price_usd
+
+    def extras(must, may):
+        return [(node_price_usd(pools[i]), pools[i].count - (i in must)) for i in may
+                if pools[i].count - (i in must) > 0]
+
+    curves = tuple(choice_curve([node_price_usd(pools[i]) for i in must], extras(must, may))
+                   for must, may in zip(forced_in, pools_in))
+    every_must = [i for block in forced_in for i in block]
+    every_may = [i for block in pools_in for i in block]
+    whole = choice_curve([node_price_usd(pools[i]) for i in every_must], extras(set(every_must), every_may))
+    return ChoicePlacement(partition, tuple(len(m) for m in forced_in),
+                           tuple(sum(pools[i].count for i in may) for may in pools_in), tuple(pools_in),
+                           forced_in=tuple(forced_in), curves=curves, whole=whole)
 
 
 def placement_of(pools, used: Sequence[int], partition: Partition) -> Placement:
@@ -397,6 +493,8 @@ def cheapest_placement(pools, placement: Placement, unit: int, nodes: int) -> li
     (`fill_region`): their cost is C_u(N), exactly the programme's (no prices rounded to integers;
     tests check it against every assignment and against a CP-SAT model)."""
     from planner.fleet.replicas import cheapest_fill
+    if isinstance(placement, ChoicePlacement):
+        return placement.counts(pools, unit, nodes)
     used = [i for block in placement.pools_in for i in block]
     if len(placement.partition) == 1 or unit <= 1:
         return cheapest_fill(pools, used, nodes)

@@ -38,8 +38,10 @@ proportional rule (and its half of 'auto') into families of one setting and one 
 search by the rule's boxes each where the fastest split is the best, without sites
 (`planner.solvers.proportional_families`, proof there), else (a budget, min_cost, Chinchilla's
 C_local, sites) a branch and bound over the subsets each family stands for
-(`planner.solvers.proportional_subsets`; with sites a C_local target); elsewhere beyond that the
-planner refuses (exit 2).
+(`planner.solvers.proportional_subsets`; with sites a C_local target); with regions chosen by the
+planner, under the straggler rule, into the families' choices with a region partition each
+(`planner.solvers.pool_regions_families`, proof there); elsewhere beyond that the planner refuses
+(exit 2).
 
 This module lists the parts of each model size (`planner.solvers.pool_parts.parts_until`) and runs
 each rule that fleet.sync_rule searches on them through the rules' interface
@@ -63,6 +65,7 @@ from planner.fleet.replicas import unsupported
 from planner.sync.straggler.rule import mixed_setting
 from planner.solvers.objective_search import tie_less
 from planner.solvers.pool_families import refuse, solve_families
+from planner.solvers.pool_regions_families import solve_region_choices
 from planner.solvers.proportional_families import solve_rule_families
 from planner.solvers.pool_parts import MAX_EXACT_POOLS, PartResult, PartsRun, base_space, parts_until
 from planner.sync.rules import rules_searched
@@ -110,6 +113,7 @@ def decompose(instance: Instance, objective: Objective, solver: str, deadline: f
     bound = objective.empty_bound
     candidates = []
     by_families = len(pools) > MAX_EXACT_POOLS
+    chosen = site_network(instance) is not None and instance.network.regions == "chosen"
     if by_families:                       # the families (pool_families), or exit 2 naming --solver highs
         refuse(instance, pools)
     for params in instance.search.params or [None]:
@@ -120,7 +124,9 @@ def decompose(instance: Instance, objective: Objective, solver: str, deadline: f
             run.incumbent = incumbents[params] * (1 + 1e-12)     # ties with it are still found
         if incumbents and maximise and incumbents.get(params) is not None:
             run.most = incumbents[params] * (1 - 1e-12)
-        if by_families and "straggler" in rules:          # straggler first: ties go to it
+        if by_families and "straggler" in rules and chosen:     # regions chosen: the choices' parts
+            solve_region_choices(run, params)
+        elif by_families and "straggler" in rules:          # straggler first: ties go to it
             solve_families(run, params)
         if by_families and "proportional" in rules:
             solve_rule_families(run, params)

@@ -15,8 +15,9 @@ min_cost or Chinchilla's C_local, and with sites, the search over subsets of
 `planner.solvers.proportional_subsets`, which refuses a C_quality target with sites: `refusal` asks it),
 searched after these under 'auto'; under 'proportional' alone with sites its plans at which every
 H_p = H are these families' on the pools that run the slowest's steps (`keep`). With chosen regions
-the partitions of S change with U: there the full listing of `pool_parts` stays, and beyond 12 pools
-the planner refuses (exit 2, naming --solver highs). Without sites every pool counts as at one site
+a part is also a region partition of S with a placement that reads U's pools per region: beyond 12
+pools its choices carry the partition (`planner.solvers.pool_regions_families`, the straggler rule
+only; under the proportional rule `refusal` refuses them, exit 2). Without sites every pool counts as at one site
 (S is that site).
 
 A choice (q, s, v, m, S): the pools eligible E = {s} u {p supporting q : (F_p u_p, p) > (F_s u_s, s),
@@ -125,16 +126,17 @@ class Family(NamedTuple):
 
 def refusal(instance: Instance, pools: Sequence[PoolSetting]) -> str | None:
     """Why the families (and, under fleet.sync_rule proportional or auto, the proportional rule's:
-    `planner.solvers.proportional_families`, `planner.solvers.proportional_subsets`) do not give the
-    exact optimum of this fleet (None: they do; the search over subsets refuses itself where its bounds
+    `planner.solvers.proportional_families`, `planner.solvers.proportional_subsets`; with chosen regions
+    `planner.solvers.pool_regions_families`) do not give the exact optimum of this fleet (None: they do; the search over subsets refuses itself where its bounds
     do not hold)."""
     if len(pools) > MAX_FAMILY_POOLS:
         return f"more than {MAX_FAMILY_POOLS} pools"
     if (why := proportional_subsets.refusal(instance, pools)) is not None:
         return why
     if instance.network.sites and instance.fleet.is_mixed:
-        if instance.network.regions == "chosen":
-            return "with network.regions 'chosen' the regions are chosen per set of sites"
+        if instance.network.regions == "chosen" and instance.fleet.sync_rule != "straggler":
+            return ("with network.regions 'chosen' the search beyond 12 pools takes the straggler rule only "
+                    f"(fleet.sync_rule is {instance.fleet.sync_rule!r})")
         if len({p.site for p in pools}) > MAX_SITE_SETS_SITES:
             return f"the pools are at more than {MAX_SITE_SETS_SITES} sites"
     return None
@@ -174,6 +176,16 @@ def within_masks(required: int, free: int, values: dict[int, float]) -> tuple[np
     return masks, sums
 
 
+def setting_classes(pools: Sequence[PoolSetting]) -> list[int]:
+    """Each pool's class: the first pool listed with an equal setting at unit price (s's own setting)."""
+    classes, settings = [], []
+    for i, p in enumerate(pools):
+        own = unit_price(p.setting)
+        classes.append(next((classes[j] for j in range(i) if settings[j] == own), i))
+        settings.append(own)
+    return classes
+
+
 def family_members(pools: Sequence[PoolSetting], net, space, keep=None) -> tuple[dict, np.ndarray | None]:
     """{(precision, class of s, v, links row, |chosen|): {(s, m): (Members, most nodes of its masks)}}
     over every (q, s, v, pool m of least memory, set of sites S) of the module docstring, and the table of
@@ -186,11 +198,7 @@ def family_members(pools: Sequence[PoolSetting], net, space, keep=None) -> tuple
     if net is not None:
         _, row_of = np.unique(site_set_links(net, names), axis=0, return_inverse=True)
         row_of = np.ravel(row_of)
-    classes, settings = [], []        # pools of equal settings (at unit price) share a class: s's own setting
-    for i, p in enumerate(pools):
-        own = unit_price(p.setting)
-        classes.append(next((classes[j] for j in range(i) if settings[j] == own), i))
-        settings.append(own)
+    classes = setting_classes(pools)
     out: dict = {}
     for q, s, v, eligible, lows in slowest_and_memory(pools, space.precisions):
         if keep is not None:
@@ -439,17 +447,21 @@ def solve_one(run: PartsRun, listed: list[Family], members: list[int], index: in
     result, count, bound = solve_family(fill, part, objective, run.solver, run.deadline, incumbent, most)
     run.evaluations += count
     if result is not None:
-        result = result._replace(key=result.key + (index,))
-        run.found.append(result)
-        if objective.maximise:
-            run.most = max(run.most, result.value * (1 - 1e-12))
-            bound = max(bound, result.value)
-        else:
-            run.incumbent = min(run.incumbent, result.value)
-            bound = min(bound, result.value)
+        bound = record(run, result._replace(key=result.key + (index,)), bound)
     if tied is None:
         run.bound = max(run.bound, bound) if objective.maximise else min(run.bound, bound)
     return True
+
+
+def record(run: PartsRun, result: PartResult, bound: float) -> float:
+    """Add a part's (family's) plan to `run`, its value the incumbent (most compute) when better; the
+    part's proven `bound` with the plan's value taken in."""
+    run.found.append(result)
+    if run.objective.maximise:
+        run.most = max(run.most, result.value * (1 - 1e-12))
+        return max(bound, result.value)
+    run.incumbent = min(run.incumbent, result.value)
+    return min(bound, result.value)
 
 
 def ceiling(part: Part) -> float:
