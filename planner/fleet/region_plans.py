@@ -178,9 +178,14 @@ class SiteSets:
                 for nxt in reversed(grown + [blocks + (1 << site,)]):
                     stack.append((depth + 1, nxt))
             kept = [p for p in listed if not self.dominated(p)]
-            kept.sort(key=lambda p: (-self.link(p)[0], self.link(p)[1], len(p)))
+            kept.sort(key=self._order)
             self._kept[mask] = kept
         return self._kept[mask]
+
+    def _order(self, blocks: tuple[int, ...]) -> tuple[float, float, int]:
+        """The listing's order: best regional link (most Mb/s, then least RTT) first, then fewer regions."""
+        mbps, rtt_ms = self.link(blocks)
+        return -mbps, rtt_ms, len(blocks)
 
     def dominated(self, blocks: tuple[int, ...]) -> bool:
         """Whether merging two blocks meeting the tier pairwise gives a link as good (`undominated`)."""

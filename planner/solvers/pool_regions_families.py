@@ -91,10 +91,9 @@ def choice_parts(instance, pools, params: float | None) -> list[tuple[tuple, Par
         """(partition, its block masks, the five link numbers of `network.with_links`) of each undominated
         partition of the sites of `mask`."""
         if mask not in listed:
-            listed[mask] = [(sets.named(blocks), blocks,
-                             tuple(float(x) for x in wan[mask]) + tuple(float(x) for x in (sets.link(blocks)[0] * 1e6,
-                                                                                          sets.link(blocks)[1] / 1e3)))
-                            for blocks in sets.partitions(mask)]
+            wan_links = tuple(float(x) for x in wan[mask])
+            listed[mask] = [(sets.named(blocks), blocks, wan_links + (float(mbps * 1e6), float(rtt_ms / 1e3)))
+                            for blocks in sets.partitions(mask) for mbps, rtt_ms in [sets.link(blocks)]]
         return listed[mask]
 
     seen: set = set()
