@@ -5,6 +5,7 @@ node memory and speed, straggler rule, scenario, compression, both profiles the 
 its parts against brute force; and a dropped tie-break is caught."""
 
 import copy
+import math
 
 import numpy as np
 import pytest
@@ -455,3 +456,71 @@ def test_split_children_cover_each_box_once(boxes):
         assert not np.all((s1 == s2) | (s1 > s2))
     else:
         assert np.any(b1 < b2)
+
+
+def _table_as_written(a):
+    """`_c_eq_table`'s losses, C' above them (+inf first), grid u and ln(L - E) by its formulas as
+    expressions, a new array at each step (as before they were worked in place): what `_in_place`,
+    the in-place products and the skipped copy where every loss rises must not change."""
+    e, a_coef, a_exp, b, b_exp, r = sweep_search._table_key(a)
+    b_coef = b * r ** (-b_exp)
+    lo, hi = sweep_search.TABLE_EXCESS
+    u_lo = max(math.log(a_coef / hi) / a_exp, math.log(b_coef / hi) / b_exp)
+    u_hi = max(math.log(2.0 * a_coef / lo) / a_exp, math.log(2.0 * b_coef / lo) / b_exp)
+    u = u_hi - sweep_search.TABLE_DU * np.arange(math.ceil((u_hi - u_lo) / sweep_search.TABLE_DU) + 1.0)
+    excess = a_coef * np.exp(-a_exp * u) + b_coef * np.exp(-b_exp * u)
+    losses = e + excess
+    rising = np.concatenate(([True], losses[1:] > losses[:-1]))
+    u, excess, losses = u[rising], excess[rising], losses[rising]
+    n_opt = np.exp(u)
+    return (losses, np.append(np.inf, 6.0 * r * n_opt * n_opt * (1.0 + sweep_search.TABLE_SLACK)), u,
+            np.log(excess)), not rising.all()
+
+
+def _random_chinchilla(a, rng):
+    """`a` with random Chinchilla constants (E up to 1e12, where neighbouring losses of the table
+    round to the same double and the table drops them)."""
+    return a.replace(chinchilla_e=float(rng.choice((1.0, 1.69, 2.5, 1e12))) * float(rng.uniform(0.8, 1.2)),
+                     chinchilla_a=float(rng.uniform(50.0, 1500.0)), chinchilla_b=float(rng.uniform(50.0, 3000.0)),
+                     chinchilla_alpha=float(rng.uniform(0.15, 0.6)), chinchilla_beta=float(rng.uniform(0.15, 0.6)))
+
+
+@pytest.mark.parametrize("name", sorted(set(conformance.PROFILES.values())))
+def test_the_table_worked_in_place_gives_the_same_bits(monkeypatch, name):
+    """`_c_eq_table` gives, array for array and bit for bit (dtype, shape, bytes), the table of its
+    formulas written as expressions (`_table_as_written`), under each profile and 60 random sets of
+    Chinchilla constants (some with losses that round together); with coef e^(x u) worked as
+    e^(x u + ln coef) (a mutation: the same value in real numbers, other roundings) it does not."""
+    base = conformance.profile(name)
+    rng = np.random.default_rng(31)
+    settings = [base] + [_random_chinchilla(base, rng) for _ in range(60)]
+    monkeypatch.setattr(sweep_search, "_TABLES", {})
+    dropped = 0
+    for a in settings:
+        got, (want, some_dropped) = sweep_search._c_eq_table(a)[:4], _table_as_written(a)
+        for x, y in zip(got, want):
+            assert x.dtype == y.dtype and x.shape == y.shape and x.tobytes() == y.tobytes()
+        dropped += some_dropped
+    assert 1 <= dropped < len(settings)                     # the branch that drops losses which do not rise is exercised
+
+    def other_roundings(coef, exponent, u):
+        return np.exp(exponent * u + math.log(coef))
+    monkeypatch.setattr(sweep_search, "_in_place", other_roundings)
+    monkeypatch.setattr(sweep_search, "_TABLES", {})
+    assert any(sweep_search._c_eq_table(a)[0].tobytes() != _table_as_written(a)[0][0].tobytes() for a in settings)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_rows_k_max_and_h_hi_are_the_expressions(seed):
+    """`_Rows`' K_max (floor(N_max / S) worked per (S, Ca) and taken per row) and H_hi (with log2 K_max
+    taken the same way) are, bit for bit, floor(N_max / S) and min(H_max, ceil(t_sync(K_max) / t) + 1)
+    worked on every row as before; the flat rows' K_max is N_max."""
+    rows, base, space = _rows(seed)
+    pipe = ~rows.flat
+    assert rows.k_max_f[pipe].tobytes() == (space.max_nodes // rows.stages[pipe].astype(float)).tobytes()
+    assert np.all(rows.k_max_f[rows.flat] == float(space.max_nodes))
+    assert rows.k_max.tobytes() == rows.k_max_f.astype(np.int64).tobytes()
+    with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
+        h_c = np.ceil(rows.row_base * (1.0 + rows.c * np.log2(rows.k_max_f)) / rows.t) + 1.0
+    want = np.maximum(np.fmin(h_c, space.max_inner_steps), 1).astype(np.int64)
+    assert rows.h_hi.dtype == want.dtype and rows.h_hi.tobytes() == want.tobytes()

@@ -175,13 +175,13 @@ class _Rows:
                             6.0 * params * (self.wbt / flat_t), 0.0)
         j_flat = fits.nonzero()[0] if "flat" in space.modes and n_max >= 2 else np.zeros(0, np.int64)
         parts = [(j_flat, flat_t[j_flat], np.ones(j_flat.size), np.full(j_flat.size, n_max), np.ones(j_flat.size),
-                  np.zeros(j_flat.size))]
+                  np.zeros(j_flat.size), np.log2(np.full(j_flat.size, float(n_max))))]
         top = min(space.max_stages, n_max // 2)
         self.ok = True
         self.pipe = (np.zeros(0),) * 3
         if "pp_group" in space.modes and top >= 2:
             parts.append(self._pipes(s, space, params, t_comp, beta, top))
-        j, t, eta_a, k_max, stages, ca = (np.concatenate([p[x] for p in parts]) for x in range(6))
+        j, t, eta_a, k_max, stages, ca, log2_k_max = (np.concatenate([p[x] for p in parts]) for x in range(7))
         self.j, self.t, self.eta_a, self.k_max = j.astype(np.int64), t, eta_a, k_max.astype(np.int64)
         self.k_max_f = k_max.astype(float)                # the same counts as doubles (the bounds' K)
         self.stages, self.ca, self.p = stages.astype(np.int64), ca, params[j]
@@ -207,13 +207,14 @@ class _Rows:
         self.row_six_p = 6.0 * self.p
         # H beyond ceil(t_sync(K_max) / t) is dominated (module docstring); one more against rounding
         with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
-            h_c = np.ceil(self.row_base * (1.0 + self.c * np.log2(self.k_max_f)) / self.t) + 1.0     # `sync` at K_max
+            h_c = np.ceil(self.row_base * (1.0 + self.c * log2_k_max) / self.t) + 1.0     # `sync` at K_max
         self.h_hi = np.maximum(np.fmin(h_c, space.max_inner_steps), 1).astype(np.int64)     # NaN, inf: H_max
 
     def _pipes(self, s, space, params, t_comp, beta, top):
         """The pp_group rows (S, Ca) that fit their node, each with a lower bound on its step over
         every M (`_least_step_bound`); their M* and step come later, for the rows that need them
-        (`make_exact`)."""
+        (`make_exact`). Per row: size index, that bound, eta_A, K_max, S, Ca and log2 K_max (K_max and
+        its log2 worked once per (S, Ca) and taken per row: the same operations on the same doubles)."""
         a, precision = self.a, space.precisions[0]
         stages = np.arange(2, top + 1, dtype=float)
         ca = np.asarray(space.activation_compression, dtype=float)
@@ -233,7 +234,8 @@ class _Rows:
         act = timing.activation_bits(s.local_batch_tokens, hidden, a.activation_bytes(precision), Ca)
         self.pipe = (tc, act, f)           # per pipeline row, in row order after the flat rows
         low = _least_step_bound(tc, S, act, f, s.pipeline_bps, s.pipeline_rtt_s, space.max_micro_batches)
-        return (j, low, grid_eta[g], space.max_nodes // S, S, Ca)
+        grid_k = space.max_nodes // grid_s                 # K_max = floor(N_max / S) and its log2, per (S, Ca)
+        return (j, low, grid_eta[g], grid_k[g], S, Ca, np.log2(grid_k)[g])
 
     def make_exact(self, rows) -> None:
         """M* and its step for the pipeline rows among `rows` not yet exact (`_micro_batches`); `ok`
@@ -384,14 +386,31 @@ def _c_eq_table(a):
         u_lo = max(math.log(a_coef / hi) / a_exp, math.log(b_coef / hi) / b_exp)
         u_hi = max(math.log(2.0 * a_coef / lo) / a_exp, math.log(2.0 * b_coef / lo) / b_exp)
         u = u_hi - TABLE_DU * np.arange(math.ceil((u_hi - u_lo) / TABLE_DU) + 1.0)
-        excess = a_coef * np.exp(-a_exp * u) + b_coef * np.exp(-b_exp * u)
+        # the expressions of the formulas, worked in place (`_in_place`: the same doubles, fewer fresh pages)
+        excess = _in_place(a_coef, -a_exp, u) + _in_place(b_coef, -b_exp, u)
         losses = e + excess
-        rising = np.concatenate(([True], losses[1:] > losses[:-1]))      # strictly, for searchsorted
-        u, excess, losses = u[rising], excess[rising], losses[rising]
+        rising = losses[1:] > losses[:-1]                  # strictly, for searchsorted (all, unless rounding ties)
+        if not rising.all():
+            rising = np.concatenate(([True], rising))
+            u, excess, losses = u[rising], excess[rising], losses[rising]
         n_opt = np.exp(u)
-        table = _TABLES[key] = (losses, np.append(np.inf, 6.0 * r * n_opt * n_opt * (1.0 + TABLE_SLACK)), u,
-                                np.log(excess), _newton_constants(key))
+        c_eq = np.empty(u.size + 1)                        # +inf, then 6 r N*^2 (1 + slack) left to right
+        c_eq[0] = np.inf
+        above = np.multiply(n_opt, 6.0 * r, out=c_eq[1:])
+        above *= n_opt
+        above *= 1.0 + TABLE_SLACK
+        table = _TABLES[key] = (losses, c_eq, u, np.log(excess, out=excess), _newton_constants(key))
     return table
+
+
+def _in_place(coef: float, exponent: float, u: np.ndarray) -> np.ndarray:
+    """coef e^(exponent u) as `coef * np.exp(exponent * u)` works it, in one new array instead of three:
+    the same three roundings (the product exponent u, its exp, the product with coef; IEEE products
+    commute), so the same doubles (tests/test_reference_sweep_search.py)."""
+    out = np.multiply(u, exponent)
+    np.exp(out, out=out)
+    out *= coef
+    return out
 
 
 def _newton_constants(key):
