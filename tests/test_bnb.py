@@ -174,6 +174,33 @@ def test_max_compute_matches_brute_force_with_fewer_parts(seed, target_kind, par
     check_against_brute_force(*random_case(2000 + seed, target_kind=target_kind), "max_compute", rel=1e-12)
 
 
+@pytest.mark.parametrize("weight", [1.0, 3.0])
+@pytest.mark.parametrize("seed", range(8))
+@pytest.mark.parametrize("target_kind", ["c_quality", "c_local"])
+def test_max_compute_matches_brute_force_with_other_side_weights(seed, target_kind, weight, monkeypatch):
+    """n's and H's log ratios weighted otherwise in the choice of the side cut (`bnb.COMPUTE_SIDE_WEIGHT`, 2 in
+    the search; issue 27 item 5): a performance choice, the same answer as the brute force for any weight."""
+    from planner.solvers import bnb
+    monkeypatch.setattr(bnb, "COMPUTE_SIDE_WEIGHT", weight)
+    check_against_brute_force(*random_case(2000 + seed, target_kind=target_kind), "max_compute", rel=1e-12)
+
+
+def test_max_compute_cuts_h_before_a_shorter_n():
+    """Under the max_compute measures n's and H's log ratios count twice, R's once (`bnb._split`): a box whose H
+    ratio (8) is below its n ratio (16) but above its R ratio squared is cut along n; one whose H ratio (8) is
+    above the R ratio (32) halved is cut along H, not R; the time measure compares the plain ratios (R's 32)."""
+    from planner.solvers import bnb
+    box = {"i": np.array([0, 1]), "n1": np.array([1, 1]), "n2": np.array([16, 2]), "h1": np.array([1, 1]),
+           "h2": np.array([8, 8]), "r1": np.array([1, 1]), "r2": np.array([32, 32])}
+    compute = bnb._split({k: v.copy() for k, v in box.items()}, np.zeros(2, bool), None, compute=True, most=2)
+    timed = bnb._split({k: v.copy() for k, v in box.items()}, np.zeros(2, bool), None, compute=False, most=2)
+    # box 0: n 2 ln 16 > H 2 ln 8, R ln 32 -> n; box 1: H 2 ln 8 = ln 64 > R ln 32 > n 2 ln 2 -> H
+    np.testing.assert_array_equal(compute["n2"], [3, 16, 2, 2])      # geometric halves of n 1..16: 1..3, 4..16
+    np.testing.assert_array_equal(compute["h2"], [8, 8, 2, 8])       # of H 1..8: 1..2, 3..8
+    np.testing.assert_array_equal(compute["r2"], [32, 32, 32, 32])
+    np.testing.assert_array_equal(timed["r2"], [16, 32, 16, 32])     # plain ratios: R (ln 32) first for both
+
+
 @pytest.mark.parametrize("seed", range(10))
 @pytest.mark.parametrize("target_kind", ["c_quality", "c_local"])
 @pytest.mark.parametrize("penalty", ["linear_v1", "none"])

@@ -116,14 +116,15 @@ def test_pipeline_probe_is_throughput(case):
 
 
 def _split_box_by_box(box, tied, compute):
-    """The children of `bnb._split`, box by box in python (the oracle): the side of largest log ratio (n's
-    counted twice under `compute`; a tied box the first side longer than one), cut into min(SPLIT, width)
-    parts, geometric (`_geometric_edges`) or equal."""
+    """The children of `bnb._split`, box by box in python (the oracle): the side of largest log ratio (n's and
+    H's counted twice under `compute`, R's once; a tied box the first side longer than one), cut into
+    min(SPLIT, width) parts, geometric (`_geometric_edges`) or equal."""
     out = {key: [] for key in box}
     for j in range(box["i"].size):
         logs = [math.log(box[f"{d}2"][j] / box[f"{d}1"][j]) for d in "nhr"]
         if compute:
             logs[0] *= 2.0
+            logs[1] *= 2.0
         side = next((x for x in range(3) if logs[x] > 0), 0) if tied[j] else logs.index(max(logs))
         lo, hi = int(box["nhr"[side] + "1"][j]), int(box["nhr"[side] + "2"][j])
         parts = min(bnb.SPLIT, hi - lo + 1)

@@ -71,6 +71,8 @@ SPLIT = 8                # children per box and level (at most)
 COMPUTE_SPLIT = 4        # children per box under the max_compute measures in a round of at least MANY_BOXES boxes
 MANY_BOXES = 1024        # left alive (`_branch_and_bound`); both measured in docs/cli.md (issue 27 item 5,
                          # thirteenth round): a performance choice, every count of parts >= 2 is exact
+COMPUTE_SIDE_WEIGHT = 2.0   # under the max_compute measures, n's and H's log ratios count twice in `_split`'s choice of
+                            # side (R's once): measured in docs/planner.md (issue 27 item 5); a performance choice
 EP_ORDER = ("none", "regional", "global")
 _FLOAT_MAX = float(np.finfo(float).max)
 _SCALARS = (float, np.float64)   # the types `tie_limit` computes in python floats
@@ -732,15 +734,19 @@ def _split(box: dict[str, np.ndarray], tied: np.ndarray | None = None, c: Classe
     The member axis of a pipeline class counts by the ratio of its pipeline steps (what
     its width adds to the bound's slack), plus a trace of log(j2 / j1) so that a side of
     several members is never of length 0. `compute` (the max_compute measures): parts about
-    geometric, and n's log ratio counted twice (it widens both the tokens range and the
-    replica multiplier's), which halves the boxes searched there; the time measure keeps
-    equal parts (measured no better for it)."""
+    geometric, and the log ratios of n and H counted twice (COMPUTE_SIDE_WEIGHT): n widens both
+    the tokens range and the replica multiplier's, H both the tokens range (q falls with H) and
+    g's (eta_H falls with H_eff); R's counts once (1.5 was measured worse). n's weight halved the
+    boxes searched there, H's cut those of 10^4 nodes beyond the envelope a further 15%
+    (docs/planner.md); the time measure keeps equal parts (measured no better
+    for it). Which side is cut is a performance choice: every choice is exact (the children cover
+    their box plan for plan)."""
     if not box["i"].size:
         return box
     sides = ("n", "h", "r")
     ratios = np.stack([np.log(box[f"{d}2"] / box[f"{d}1"]) for d in sides])
     if compute:
-        ratios[0] *= 2.0
+        ratios[:2] *= COMPUTE_SIDE_WEIGHT
     if c is not None and c.members is not None:
         step = c.member_step_s
         with np.errstate(divide="ignore", invalid="ignore"):
