@@ -184,12 +184,10 @@ def test_sixteen_pools_in_sixteen_cities():
     assert result.plan.nodes == 640 and len(result.plan.pool_nodes) == 16
 
 
-def test_the_proportional_rule_with_a_budget_is_answered_and_with_chosen_regions_refused_beyond_twelve_pools(
-        tmp_path):
+def test_the_proportional_rule_with_a_budget_is_answered_beyond_twelve_pools(tmp_path):
     """13 pools under 'proportional' with a budget and min_cost: answered by the search over subsets
     (planner.solvers.proportional_subsets; tests/test_proportional_subsets.py; a pool at price 0: 0 USD),
-    the CLI's exit 0; 13 pools with chosen regions under 'proportional': refused (under the straggler rule
-    they are answered: tests/test_pool_regions_families.py)."""
+    the CLI's exit 0 (with chosen regions: tests/test_proportional_regions.py)."""
     data = random_many_pools(np.random.default_rng(3), 13)
     data["fleet"]["sync_rule"] = "proportional"
     assert data["objective"] == "min_cost" and data["limits"]["budget_usd"] is not None
@@ -199,12 +197,6 @@ def test_the_proportional_rule_with_a_budget_is_answered_and_with_chosen_regions
     path.write_text(json.dumps(data))
     r = CliRunner().invoke(main, ["solve", str(path)])
     assert r.exit_code == 0 and "Traceback" not in r.output
-    chosen = with_sites(np.random.default_rng(4), 13)
-    chosen["network"]["regions"] = "chosen"
-    chosen["fleet"]["sync_rule"] = "proportional"
-    with pytest.raises(InputError) as err:
-        solve(parse_instance(chosen))
-    assert "'chosen'" in err.value.problems[0].message and "--solver highs" in err.value.problems[0].message
 
 
 def test_the_cli_solves_sixteen_pools_without_sites(tmp_path):

@@ -157,13 +157,15 @@ def cli_refuses(tmp_path, data) -> None:
 
 
 def test_what_stays_refused_beyond_twelve_pools(tmp_path):
-    """The proportional rule with sites under chosen regions: exit 2 naming fleet.pools, the reason and
-    --solver highs (with the geography's regions the rule is answered: tests/test_proportional_sites.py;
+    """The proportional rule with sites under chosen regions and a C_quality target: exit 2 naming
+    fleet.pools, the reason and --solver highs (with a C_local target it is answered:
+    tests/test_proportional_regions.py; with the geography's regions: tests/test_proportional_sites.py;
     a budget, min_cost and Chinchilla's C_local: tests/test_proportional_subsets.py)."""
     from planner.fleet.samples import add_sites
     sites = random_many_pools(np.random.default_rng(8), 13)
     add_sites(np.random.default_rng(9), sites)
     sites["fleet"]["sync_rule"] = "auto"
     sites["network"]["regions"] = "chosen"
-    assert "chosen" in refused(sites)
+    sites["training"]["target_kind"] = "c_quality"
+    assert "C_quality" in refused(sites)
     cli_refuses(tmp_path, sites)

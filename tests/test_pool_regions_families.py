@@ -74,14 +74,19 @@ def test_choices_equal_the_listing_and_the_oracle_where_regions_matter(draw, see
     rng = np.random.default_rng(5200 + seed)
     for k in range(4):
         instance = parse_instance(draw(rng))
-        result = check(instance, monkeypatch, (draw.__name__, seed, k))
-        best = oracle(instance)
-        value = result.objective_value if result.status == "optimal" else None
-        assert (value is None) == (best is None)
-        if value is not None:
-            assert value == pytest.approx(best[0], rel=1e-9)
-            if instance.objective != "min_cost":
-                assert result.evaluation.values["cost_usd"] == pytest.approx(best[1][1], rel=1e-9)
+        as_the_oracle(instance, check(instance, monkeypatch, (draw.__name__, seed, k)))
+
+
+def as_the_oracle(instance, result):
+    """The result's value is the oracle's, and but for min_cost its cost (the oracle's key: value, then
+    cost); no plan exactly when the oracle has none."""
+    best = oracle(instance)
+    value = result.objective_value if result.status == "optimal" else None
+    assert (value is None) == (best is None)
+    if value is not None:
+        assert value == pytest.approx(best[0], rel=1e-9)
+        if instance.objective != "min_cost":
+            assert result.evaluation.values["cost_usd"] == pytest.approx(best[1][1], rel=1e-9)
 
 
 def test_choice_placement_against_every_assignment():
@@ -130,9 +135,10 @@ def test_site_sets_equal_the_listing_of_partitions(seed):
             assert sets.link(blocks) == partition_link(net.graph, p)
 
 
-def test_thirteen_pools_with_chosen_regions_are_answered_and_the_proportional_rule_refused(tmp_path):
+def test_thirteen_pools_with_chosen_regions_are_answered_and_a_quality_target_refused(tmp_path):
     """13 pools at random sites with chosen regions: answered (the plan's regions re-scored); under
-    'proportional' refused, exit 2 naming fleet.pools and the rule."""
+    'proportional' with a C_quality target refused, exit 2 naming fleet.pools (the proportional rule with
+    chosen regions: tests/test_proportional_regions.py)."""
     data = many_pools_chosen(np.random.default_rng(4), 13)
     data["objective"] = "min_time"
     instance = parse_instance(data)
@@ -140,10 +146,10 @@ def test_thirteen_pools_with_chosen_regions_are_answered_and_the_proportional_ru
     assert result.solver == "bnb" and result.status in ("optimal", "infeasible")
     if result.plan is not None:
         assert evaluate(instance, result.plan).values == result.evaluation.values
-    data["fleet"]["sync_rule"] = "proportional"
+    data["fleet"]["sync_rule"], data["training"]["target_kind"] = "proportional", "c_quality"
     with pytest.raises(InputError) as err:
         solve(parse_instance(data))
-    assert err.value.problems[0].path == "fleet.pools" and "'chosen'" in err.value.problems[0].message
+    assert err.value.problems[0].path == "fleet.pools" and "C_quality" in err.value.problems[0].message
     path = tmp_path / "p.json"
     path.write_text(json.dumps(data))
     r = CliRunner().invoke(main, ["solve", str(path)])

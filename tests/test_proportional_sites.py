@@ -138,13 +138,11 @@ def test_the_rule_with_sites_equals_highs_beyond_twelve_pools():
 
 
 def test_what_stays_refused_with_sites(tmp_path):
-    """Beyond 12 pools with sites under the proportional rule: chosen regions, and a C_quality target (the
-    search over subsets prunes by the compute-only bound, which a C_quality target does not have):
-    exit 2 naming fleet.pools, the reason and --solver highs, from the CLI too."""
+    """Beyond 12 pools with sites under the proportional rule: a C_quality target (the search over
+    subsets prunes by the compute-only bound, which a C_quality target does not have): exit 2 naming
+    fleet.pools, the reason and --solver highs, from the CLI too (chosen regions are answered:
+    tests/test_proportional_regions.py)."""
     data = cities_data(13)
-    chosen = json.loads(json.dumps(data))
-    chosen["network"]["regions"] = "chosen"
-    assert "chosen" in refused(chosen)
     quality = json.loads(json.dumps(data))
     quality["training"]["target_kind"] = "c_quality"
     assert "C_quality" in refused(quality)

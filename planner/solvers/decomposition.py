@@ -40,7 +40,9 @@ search by the rule's boxes each where the fastest split is the best, without sit
 C_local, sites) a branch and bound over the subsets each family stands for
 (`planner.solvers.proportional_subsets`; with sites a C_local target); with regions chosen by the
 planner, under the straggler rule, into the families' choices with a region partition each
-(`planner.solvers.pool_regions_families`, proof there); elsewhere beyond that the planner refuses
+(`planner.solvers.pool_regions_families`, proof there), under the proportional rule the search over
+subsets with every partition of a subset at its leaf (`planner.solvers.proportional_subsets`, proof
+there); elsewhere beyond that the planner refuses
 (exit 2).
 
 This module lists the parts of each model size (`planner.solvers.pool_parts.parts_until`) and runs

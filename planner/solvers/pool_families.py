@@ -16,9 +16,10 @@ min_cost or Chinchilla's C_local, and with sites, the search over subsets of
 searched after these under 'auto'; under 'proportional' alone with sites its plans at which every
 H_p = H are these families' on the pools that run the slowest's steps (`keep`). With chosen regions
 a part is also a region partition of S with a placement that reads U's pools per region: beyond 12
-pools its choices carry the partition (`planner.solvers.pool_regions_families`, the straggler rule
-only; under the proportional rule `refusal` refuses them, exit 2). Without sites every pool counts as at one site
-(S is that site).
+pools the straggler rule's choices carry the partition (`planner.solvers.pool_regions_families`), and
+the proportional rule's search over subsets solves each subset at its leaf with every partition, as
+the listing does (`planner.solvers.proportional_subsets`). Without sites every pool counts as at one
+site (S is that site).
 
 A choice (q, s, v, m, S): the pools eligible E = {s} u {p supporting q : (F_p u_p, p) > (F_s u_s, s),
 V_p >= v} (s is then the slowest of any U in E holding s), with v <= V_s the memory of s or of a pool
@@ -127,16 +128,13 @@ class Family(NamedTuple):
 def refusal(instance: Instance, pools: Sequence[PoolSetting]) -> str | None:
     """Why the families (and, under fleet.sync_rule proportional or auto, the proportional rule's:
     `planner.solvers.proportional_families`, `planner.solvers.proportional_subsets`; with chosen regions
-    `planner.solvers.pool_regions_families`) do not give the exact optimum of this fleet (None: they do; the search over subsets refuses itself where its bounds
-    do not hold)."""
+    `planner.solvers.pool_regions_families`) do not give the exact optimum of this fleet (None: they
+    do; the search over subsets refuses itself where its bounds do not hold)."""
     if len(pools) > MAX_FAMILY_POOLS:
         return f"more than {MAX_FAMILY_POOLS} pools"
     if (why := proportional_subsets.refusal(instance, pools)) is not None:
         return why
     if instance.network.sites and instance.fleet.is_mixed:
-        if instance.network.regions == "chosen" and instance.fleet.sync_rule != "straggler":
-            return ("with network.regions 'chosen' the search beyond 12 pools takes the straggler rule only "
-                    f"(fleet.sync_rule is {instance.fleet.sync_rule!r})")
         if len({p.site for p in pools}) > MAX_SITE_SETS_SITES:
             return f"the pools are at more than {MAX_SITE_SETS_SITES} sites"
     return None

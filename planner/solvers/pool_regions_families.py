@@ -1,5 +1,7 @@
 """The exact planner beyond `pool_parts.MAX_EXACT_POOLS` pools with regions chosen by the planner
-(`network.regions` "chosen", the straggler rule; docs/fleet.md, "Beyond 12 pools: chosen regions").
+(`network.regions` "chosen", the straggler rule, and under 'proportional' alone that rule's plans at
+which every H_p = H: `keep` and the twins, `planner.solvers.proportional_families`; docs/fleet.md,
+"Beyond 12 pools: chosen regions").
 
 The listing (`pool_parts.parts_until`) solves one part per set of pools U, undominated region
 partition P of its sites S(U) (`region_plans.region_choices`) and precision q: the setting
@@ -68,12 +70,14 @@ from planner.sync.straggler.rule import mixed_setting
 from planner.sync.straggler.search import compute_bound_s, search_setting, solve_part
 
 
-def choice_parts(instance, pools, params: float | None) -> list[tuple[tuple, Part]]:
+def choice_parts(instance, pools, params: float | None, keep=None, twin=None) -> list[tuple[tuple, Part]]:
     """(key of its setting: q, class of s, v, the five link numbers; part) of every choice
     (q, s, v, m, S, P) with a plan in its node range, one per group of equal setting and regions
     (module docstring), in listing order: precisions, slowest pools, least
     memories and pools of that memory as `pool_parts.slowest_and_memory`, sets of sites by their mask,
-    partitions best regional link first."""
+    partitions best regional link first. `keep(q, s, eligible)`: the pools of `eligible` that may join s
+    (s among them; None: every one; `pool_families.family_members`); `twin(part)`: the part each
+    choice's is searched as, None to drop it (`pool_families.families`)."""
     space = base_space(instance, pools)
     cap = instance.limits.max_nodes or math.inf
     budget = instance.limits.budget_usd
@@ -99,6 +103,11 @@ def choice_parts(instance, pools, params: float | None) -> list[tuple[tuple, Par
     seen: set = set()
     out = []
     for q, s, v, eligible, lows in slowest_and_memory(pools, space.precisions):
+        if keep is not None:
+            eligible = keep(q, s, eligible)
+            lows = tuple(m for m in lows if m in eligible)
+            if not lows:
+                continue
         cheapest: dict[int, int] = {}
         for p in eligible:                     # each site's eligible pool of least node price (first listed)
             b = site_bit[p]
@@ -130,9 +139,11 @@ def choice_parts(instance, pools, params: float | None) -> list[tuple[tuple, Par
                         continue
                     seen.add(key)
                     view = views.setdefault(partition, net.with_regions(partition))
-                    if (part := choice_part(instance, pools, params, space, cap, budget, q, must, view,
-                                            choice_placement(pools, partition, forced_in, pools_in),
-                                            settings, key[:4])) is not None:
+                    part = choice_part(instance, pools, params, space, cap, budget, q, must, view,
+                                       choice_placement(pools, partition, forced_in, pools_in), settings, key[:4])
+                    if part is not None and twin is not None:
+                        part = twin(part)
+                    if part is not None:
                         out.append((key[:4], part))
                 if sub == 0:
                     break
@@ -169,17 +180,26 @@ def floor_of(run: PartsRun, part: Part) -> float:
     return float(part.placement.fill_cost()[part.space.min_nodes])
 
 
-def solve_region_choices(run: PartsRun, params: float | None) -> None:
+def solve_region_choices(run: PartsRun, params: float | None, keep=None, rule: str = "straggler",
+                         twin=None) -> None:
     """`planner.sync.straggler.search.solve_parts` over the choices' parts of `run`'s model size
     (`run.listed` empty): plans found, proven bound, incumbent, completeness; the space's size is not
     counted. The parts of one setting (`choice_parts`' key) go together, best-first by the least of their
     bounds (`floor_of`); under min_time and max_compute, when they are several, the uniform plans of that
     setting over the union of their node ranges with no placement rule (a superset of their plans: its
     optimum is a bound on each) are searched first against the best found, and the parts are skipped
-    when none comes within the tie tolerance of it; else each part is solved, best-first."""
-    objective, pools = run.objective, run.pools
+    when none comes within the tie tolerance of it; else each part is solved, best-first. `keep`, `twin`
+    as `choice_parts`; `rule`: the rule the plans found run (the proportional rule's plans at which every
+    H_p = H, `proportional_families.solve_rule_families`, as `pool_families.solve_families`)."""
+    before = len(run.found)
+    search_choices(run, choice_parts(run.instance, run.pools, params, keep, twin))
+    run.found[before:] = [r._replace(rule=rule) for r in run.found[before:]]
+
+
+def search_choices(run: PartsRun, keyed: list[tuple[tuple, Part]]) -> None:
+    """`solve_region_choices` over the choices' parts `keyed`."""
+    objective = run.objective
     run.size = None
-    keyed = choice_parts(run.instance, pools, params)
     listed = [part for _, part in keyed]
     floors = [floor_of(run, part) for part in listed]
     groups: dict = {}

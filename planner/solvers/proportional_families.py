@@ -7,7 +7,7 @@ min_time and max_compute where the rule's boxes apply and the best split is the 
 (`planner.sync.proportional.search.optional_pools_apply`: C_local under the linear v1, fitted or no
 replica penalty, or C_quality), without a budget; with a budget, under min_cost, and under max_compute
 of C_local with the Chinchilla penalty the families are the roots of the search over subsets
-(`planner.solvers.proportional_subsets`). With sites (the geography's regions, at most 16 sites, a
+(`planner.solvers.proportional_subsets`). With sites (the geography's or chosen regions, at most 16 sites, a
 C_local target: `pool_families.refusal`) the families are the roots of the search over subsets for every
 objective (a family's subsets have different sites, so different links), after the plans at which every
 H_p = H (below).
@@ -45,6 +45,12 @@ Families whose pools all run as many steps as the pace (H r_f < H + 1 for every 
 `first_h_that_differs` None) hold straggler plans only (every H_p = H): under 'auto' the straggler
 families (`planner.solvers.pool_families`) have them, so they are skipped; under 'proportional' alone
 the boxes search them like the others (their plans are the rule's, W = N H).
+
+With chosen regions (network.regions 'chosen') the same two parts with the region partitions of
+`planner.solvers.pool_regions_families` in place of the families: its choices (with `keep` and the
+twins) hold the plans at which every H_p = H under 'proportional' alone, and the search over subsets
+solves each leaf's parts, one per partition, as the listing does (proof in
+`planner.solvers.proportional_subsets`).
 
 With sites, the plans at which every H_p = H. A part U of slowest s whose pools all run s's steps at
 every H searched (H_p = floor(H r_p) = H up to search.max_inner_steps for each p of U, which is
@@ -89,6 +95,7 @@ from planner.fleet.pools import PoolSetting
 from planner.schema.instance import Instance
 from planner.solvers import proportional_subsets
 from planner.solvers.pool_families import solve_families
+from planner.solvers.pool_regions_families import solve_region_choices
 from planner.solvers.pool_parts import Part, PartResult, PartsRun, base_space, slowest_and_memory, unit_price
 from planner.sync.proportional import search as proportional
 from planner.sync.proportional.parts import straggler_twin
@@ -173,15 +180,17 @@ def solve_rule_families(run: PartsRun, params: float | None) -> None:
     objective, pools = run.objective, run.pools
     run.size = None
     net = site_network(run.instance)
+    chosen = net is not None and run.instance.network.regions == "chosen"    # leaves: the listing's parts
     if net is not None and "straggler" not in run.rules:      # the plans at which every H_p = H
-        solve_families(run, params, pace_pools(run.instance, pools, params), "proportional",
-                       lambda part: straggler_twin(pools, part))
+        solve = solve_region_choices if chosen else solve_families
+        solve(run, params, pace_pools(run.instance, pools, params), "proportional",
+              lambda part: straggler_twin(pools, part))
         if not run.complete:
             return
     listed = [f for f in families(run.instance, pools, params)
               if not (f.straggler_only and ("straggler" in run.rules or net is not None))]
     if net is not None or proportional_subsets.needed(run.instance, objective, [f.part.setting for f in listed]):
-        proportional_subsets.Search(run, params, net).solve(listed)   # sites, or the fastest split is not enough
+        proportional_subsets.Search(run, params, net, chosen).solve(listed)   # sites, or the fastest split falls short
         return
     maximise = objective.maximise
     if maximise:

@@ -1,7 +1,8 @@
 """The proportional rule beyond `pool_parts.MAX_EXACT_POOLS` pools where the fastest split of a family
 is not its best plan (docs/fleet.md, "Beyond 12 pools"): with limits.budget_usd, under min_cost, and
 under max_compute where the boxes' fastest split does not apply (C_local under the Chinchilla replica
-penalty: every split a candidate), and with sites every objective. A branch and bound
+penalty: every split a candidate), and with sites (the geography's or chosen regions) every objective.
+A branch and bound
 over the subsets of pools each family of `planner.solvers.proportional_families` stands for, each
 subset at its leaves solved by the listing's own search of one part.
 
@@ -69,6 +70,32 @@ where T_1 does not hold for a pool's own setting with the target's kind or with 
 C_quality target, constants that allow eta > 1; every family's setting is such a setting with another
 node memory, which T_1 does not read).
 
+With chosen regions (network.regions 'chosen', at most 16 sites; `chosen`). The listing's parts of a
+subset U are (U, P, q) for each undominated region partition P of S(U) (`region_plans.part_regions`,
+best regional link first): the setting with the links of P's view and, with several regions, the
+placement of U's pools per region (its splits must be placeable, `sync.proportional.placement`). The
+bounds above read neither links nor the placement, and a part's placeable splits are among the splits
+of U, so each bound holds for every plan of every part (U, P, q) of every subset of a node. No node is
+solved whole (its subsets differ in their placements, lo_r and cap_r read U region by region): every
+node is branched, on a pool at a site F does not reach first, else on the pool of E \\ F of greatest
+(r, -p), down to its leaves, and a leaf U is solved by the listing's own search
+(`search_of("proportional").solve_parts`) of exactly the parts `pool_parts.parts_until` lists for U at
+q: one per partition, with the same view, setting, space and placement (with a budget, its placements
+within it). Proof that the search is the listing's optimum: (a) the two children of a node split its
+subsets, so every subset U of the listing lies in one leaf of its family (q, slowest(U), min V, a
+least-memory pool of U, U's pool of greatest (r, -p)) unless a node above it was pruned by a bound
+that holds for every plan of its parts, or its family is skipped; (b) a leaf's plans are the
+listing's plans of U, each found by the listing's own search. The skipped families are those whose
+pools all run the pace's steps (`proportional_families`): under 'auto' the straggler rule's choices
+(`pool_regions_families`) hold those plans, as the listing's straggler search does; under
+'proportional' alone `solve_rule_families` runs the choices with `keep` = `pace_pools` and each part as
+its straggler twin (the choices' proof reads the eligible pools E only through: the slowest of a subset
+of E holding s is s, m a pool of E of least memory, each site's cheapest pool of E; all hold for any E'
+within E that holds s), which hold exactly the plans with every H_p = H of the parts (U, P, q) with U
+within keep(q, s); every other U has a pool running more steps and lies in a family that is searched,
+its twin solved at its leaf. Ties: the leaves' parts keep the listing's order of partitions (their key
+index `LEAF_OFFSET + (leaf << PART_BITS) +` the part's index in the leaf).
+
 Search, best first: the nodes by their bound (least time or cost, most compute), stopping at the
 first that cannot come within the tie tolerance of the best plan found (every node left is no
 better); the proven bound is that node's. Ties go to the cheaper plan (the parts' keys), then to the
@@ -84,6 +111,7 @@ import time
 
 from planner.evaluate import with_params
 from planner.fleet.network import with_links
+from planner.fleet.region_plans import part_regions
 from planner.fleet.pools import PoolSetting
 from planner.fleet.replicas import affordable_nodes, cheapest_fill, fleet_cost_usd, sites_of
 from planner.solvers.pool_parts import PartResult, PartsRun, base_space, too_many_pools, unit_price
@@ -97,6 +125,7 @@ from planner.sync.straggler.rule import mixed_setting
 from planner.sync.straggler.search import compute_bound_s
 
 LEAF_OFFSET = 1 << 40          # the leaves' key index: after every family's (ties to the families, the straggler rule)
+PART_BITS = 12                 # a leaf's parts' key indices (< 2 x 1,000 partitions) below its own index
 SLACK = 1e-12                  # relative: the tie tolerance the planner keeps (ties are searched)
 
 
@@ -156,8 +185,9 @@ def node_rate(pools: list[PoolSetting], ratios: dict[int, float], forced, eligib
 class Search:
     """The branch and bound over one model size's subsets (module docstring), into `run`."""
 
-    def __init__(self, run: PartsRun, params: float | None, net=None):
+    def __init__(self, run: PartsRun, params: float | None, net=None, chosen: bool = False):
         self.run, self.params, self.net = run, params, net      # net: the SiteNetwork (None without sites)
+        self.chosen = chosen            # network.regions 'chosen': no node solved whole, leaves by partition
         self.pools, self.objective = run.pools, run.objective
         self.budget = run.instance.limits.budget_usd
         self.cap = run.instance.limits.max_nodes or math.inf
@@ -244,8 +274,9 @@ class Search:
                 if not self.leaf(family, forced):
                     return
                 continue
-            if not self.one_site_set(forced, eligible):      # its subsets' links differ: branch
-                p = max((q for q in eligible if q not in forced and not self.at_forced_site(q, forced)),
+            spread = not self.one_site_set(forced, eligible)
+            if spread or self.chosen:        # its subsets' links (chosen regions: placements) differ: branch
+                p = max((q for q in eligible if q not in forced and not (spread and self.at_forced_site(q, forced))),
                         key=lambda q: (ratios[q], -q))
                 self.push(family, ratios, tuple(sorted(forced + (p,))), eligible)
                 self.push(family, ratios, forced, tuple(q for q in eligible if q != p))
@@ -352,11 +383,13 @@ class Search:
         low = max(family.part.space.min_nodes, len(used))
         if top < low:
             return True
-        s = mixed_setting(self.pools, used, q, self.net)
-        s = unit_price(s if self.params is None else with_params(s, self.params))
-        part = family.part._replace(used=used, setting=s,
-                                    space=dataclasses.replace(family.part.space, min_nodes=low, max_nodes=int(top)))
-        sub = PartsRun(run.instance, self.pools, self.objective, run.solver, run.deadline, [part], run.rules,
+        listed = []
+        for view, placement in part_regions(run.instance, self.net, self.pools, used):   # one without chosen regions
+            s = mixed_setting(self.pools, used, q, view)
+            s = unit_price(s if self.params is None else with_params(s, self.params))
+            space = dataclasses.replace(family.part.space, min_nodes=low, max_nodes=int(top), placement=placement)
+            listed.append(family.part._replace(used=used, setting=s, space=space, sites=view, placement=placement))
+        sub = PartsRun(run.instance, self.pools, self.objective, run.solver, run.deadline, listed, run.rules,
                        incumbent=run.incumbent, most=run.most, bound=self.objective.empty_bound)
         search_of("proportional").solve_parts(sub)
         run.evaluations += sub.evaluations
@@ -364,7 +397,8 @@ class Search:
             run.complete = False
             return False
         self.leaves += 1
-        for result in sub.found:
-            self.found(result._replace(key=result.key[:-1] + (LEAF_OFFSET + self.leaves,)))
+        for result in sub.found:          # ties: the earlier leaf, then the listing's order of its parts
+            index = LEAF_OFFSET + (self.leaves << PART_BITS) + result.key[-1]
+            self.found(result._replace(key=result.key[:-1] + (index,)))
         run.bound = max(run.bound, sub.bound) if self.objective.maximise else min(run.bound, sub.bound)
         return True

@@ -1,0 +1,105 @@
+"""The proportional rule beyond 12 pools with regions chosen by the planner (fleet.sync_rule
+'proportional' or 'auto', network.regions 'chosen': planner.solvers.proportional_subsets with
+`chosen`, every subset's region partitions at its leaf) against the full listing of every subset of
+pools and region partition (planner.solvers.pool_parts) and against the brute-force oracle
+(planner.solvers.mixed_oracle: every assignment, every set partition, each rule searched)."""
+
+import numpy as np
+import pytest
+
+from planner.evaluate import evaluate
+from planner.fleet.samples import random_subset_rule_pools
+from planner.schema.errors import InputError
+from planner.schema.instance import parse_instance
+from planner.sites.samples import random_placement_instance, random_region_instance
+from tests.test_pool_regions_families import as_the_oracle, by_choices, check, many_pools_chosen
+
+
+def rule_pools_chosen(rng, count):
+    """`many_pools_chosen` (2 to 6 sites, most with a LAN faster than the tier, chosen regions) under
+    'proportional' or 'auto' with the objectives, targets and budgets of `random_subset_rule_pools`
+    (C_local only: with sites a C_quality target is refused)."""
+    data = many_pools_chosen(rng, count)
+    rules = random_subset_rule_pools(rng, count, max_count=3)
+    data["fleet"]["sync_rule"] = rules["fleet"]["sync_rule"]
+    data["objective"] = rules["objective"]
+    data["training"].pop("target_kind", None)
+    data.get("assumptions", {}).get("constants", {}).pop("replica_penalty", None)
+    data["limits"].pop("budget_usd", None)
+    if "budget_usd" in rules["limits"]:
+        data["limits"]["budget_usd"] = rules["limits"]["budget_usd"]
+    return data
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_rule_with_chosen_regions_equals_the_listing(seed, monkeypatch):
+    """2 to 7 pools forced through the search beyond 12 pools: the listing's status, value and cost,
+    the plan re-scored on its regions."""
+    rng = np.random.default_rng(6100 + seed)
+    for k in range(3):
+        data = rule_pools_chosen(rng, int(rng.integers(2, 8)))
+        check(parse_instance(data), monkeypatch, (seed, k, data["fleet"]["sync_rule"], data["objective"]))
+
+
+@pytest.mark.parametrize("draw", [random_region_instance, random_placement_instance])
+@pytest.mark.parametrize("seed", range(3))
+def test_rule_with_chosen_regions_equals_the_listing_and_the_oracle(draw, seed, monkeypatch):
+    """The oracle's draws with a rule (several regions; placements that set the cost): the listing's
+    answer, and the oracle's value (and, but for min_cost, cost); C_quality targets stay refused."""
+    rng = np.random.default_rng(6200 + seed)
+    for k in range(4):
+        instance = parse_instance(draw(rng, sync_rule=True))
+        try:
+            result = check(instance, monkeypatch, (draw.__name__, seed, k))
+        except InputError as err:
+            assert instance.training.target_kind == "c_quality", err
+            continue
+        as_the_oracle(instance, result)
+
+
+@pytest.mark.parametrize("first", [7001, 7021])
+def test_rule_where_the_placement_binds_equals_the_listing(first, monkeypatch):
+    """`random_placement_instance` with a rule, 10 draws (a seed each): several pools at a site, most nodes
+    required, the placement rule binding (a node of the search solved whole without it, as without chosen
+    regions, finds plans the listing has not: seed 7019)."""
+    for seed in range(first, first + 20, 2):
+        instance = parse_instance(random_placement_instance(np.random.default_rng(seed), sync_rule=True))
+        if instance.training.target_kind != "c_quality":
+            check(instance, monkeypatch, seed)
+
+
+def test_regions_and_rule_matter_in_the_draws(monkeypatch):
+    """The draws above reach what the new path must get right: optima under the proportional rule on
+    plans of several regions (else the tests would compare nothing new)."""
+    several = 0
+    for seed in range(3):
+        rng = np.random.default_rng(6200 + seed)
+        for _ in range(4):
+            instance = parse_instance(random_placement_instance(rng, sync_rule=True))
+            if instance.training.target_kind == "c_quality":
+                continue
+            result = by_choices(instance, monkeypatch)
+            plan = result.plan
+            several += plan is not None and plan.sync_rule == "proportional" and len(plan.regions or []) > 1
+    assert several >= 2
+
+
+def test_thirteen_cities_under_the_proportional_rule_with_chosen_regions():
+    """`bench_mixed.py`'s 13 pools of one kind in 13 cities, the regional tier at 20 ms, chosen regions,
+    under 'proportional' (refused before, exit 2): every pool runs the pace's steps, so the plans are
+    straggler twins and the optimum is the straggler rule's (tests/test_pool_regions_families.py: a flat
+    plan on every node), put on the proportional rule."""
+    import sys
+    from pathlib import Path
+
+    from planner.solve import solve
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
+    from bench_mixed import pools_data
+    data = pools_data(13)
+    data["network"]["regions"], data["network"]["regional"]["rtt_ms"] = "chosen", 20.0
+    data["fleet"]["sync_rule"] = "proportional"
+    instance = parse_instance(data)
+    result = solve(instance, "min_time")
+    assert result.status == "optimal" and result.objective_value == pytest.approx(2660887.33747715, rel=1e-9)
+    assert result.plan.nodes == 520 and result.plan.sync_rule == "proportional"
+    assert evaluate(instance, result.plan).values == result.evaluation.values
