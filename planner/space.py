@@ -540,9 +540,16 @@ class DecisionSpace:
     @staticmethod
     def _fitting(s: Setting, mode: str, precision: str, pipes: PlanBatch, probed: dict) -> tuple[PlanBatch, dict]:
         """The pipe rows whose node fits its memory, and their PROBED fields (scored here when `probed` is
-        empty): a row that does not fit at one n fits at none (`_reduces_to_least_step`)."""
+        empty): a row that does not fit at one n fits at none (`_reduces_to_least_step`).
+
+        Where every row fits, the rows and fields are handed back as they are, not taken: the same values
+        (a take of them all copies every field, the rows' broadcast placeholders made arrays of the rows'
+        length, ~50,000 rows per precision and mode at 10^4 nodes beyond the envelope; issue 27 item 5).
+        Their readers only read them (`_pp_group` takes the fields it keeps, `_pipeline_wan` takes the rows)."""
         probed = probed or scored(s, pipe_probe(mode, precision, pipes), *PROBED)
         fits = probed["state_bytes_per_node"] <= s.memory_bytes
+        if fits.all():
+            return pipes, probed
         return pipes.take(fits), {k: v[fits] for k, v in probed.items()}
 
     @staticmethod
