@@ -4,6 +4,8 @@
 pools and region partition (planner.solvers.pool_parts) and against the brute-force oracle
 (planner.solvers.mixed_oracle: every assignment, every set partition, each rule searched)."""
 
+import math
+
 import numpy as np
 import pytest
 
@@ -12,6 +14,7 @@ from planner.fleet.samples import random_subset_rule_pools
 from planner.schema.errors import InputError
 from planner.schema.instance import parse_instance
 from planner.sites.samples import random_placement_instance, random_region_instance
+from planner.solvers import pool_parts, proportional_subsets
 from tests.test_pool_regions_families import as_the_oracle, by_choices, check, many_pools_chosen
 
 
@@ -103,3 +106,57 @@ def test_thirteen_cities_under_the_proportional_rule_with_chosen_regions():
     assert result.status == "optimal" and result.objective_value == pytest.approx(2660887.33747715, rel=1e-9)
     assert result.plan.nodes == 520 and result.plan.sync_rule == "proportional"
     assert evaluate(instance, result.plan).values == result.evaluation.values
+
+
+def audit_unplaced(monkeypatch, audits):
+    """Wrap `Search.unplaced` (the relaxation of a node of one set of sites under chosen regions): at each
+    call, its bound with no incumbent, against the best value of every leaf U under the node (F within U
+    within E), each solved alone by the listing's own search of its parts (no incumbent either); then the
+    search goes on with the real call. Appends (bound, best leaf value or None) to `audits`."""
+    original = proportional_subsets.Search.unplaced
+
+    def audited(self, family, forced, eligible):
+        run = self.run
+        saved = run.incumbent, self.best
+        run.incumbent, self.best = math.inf, -math.inf
+        bound = original(self, family, forced, eligible)
+        run.incumbent, self.best = saved
+        values = []
+        optional = [p for p in eligible if p not in forced]
+        for mask in range(1 << len(optional)):
+            used = tuple(sorted(forced + tuple(p for k, p in enumerate(optional) if mask >> k & 1)))
+            alone = pool_parts.PartsRun(run.instance, run.pools, run.objective, run.solver, run.deadline, [],
+                                        run.rules, bound=run.objective.empty_bound)
+            proportional_subsets.Search(alone, self.params, self.net, True).leaf(family, used)
+            values += [r.value for r in alone.found]
+        best = (max(values) if run.objective.maximise else min(values)) if values else None
+        audits.append((run.objective.maximise, bound, best))
+        return original(self, family, forced, eligible)
+
+    monkeypatch.setattr(proportional_subsets.Search, "unplaced", audited)
+
+
+@pytest.mark.parametrize("first", [7100, 7140])
+def test_unplaced_bound_holds_for_every_leaf_under_it(first, monkeypatch):
+    """The relaxation of a node of one set of sites (no placement rule, no budget, each partition's links)
+    is at most (min_time) / at least (max_compute) the best placed plan of every subset under the node, on
+    random fleets of 3 to 7 pools at 2 to 6 sites, several pools at a site; it is exact (equal) at some
+    nodes, and the search still answers as the listing."""
+    audits = []
+    audit_unplaced(monkeypatch, audits)
+    for seed in range(first, first + 40):
+        rng = np.random.default_rng(seed)
+        data = rule_pools_chosen(rng, int(rng.integers(3, 8)))
+        if data["objective"] == "min_cost":
+            continue
+        check(parse_instance(data), monkeypatch, seed)
+    assert len(audits) >= 5
+    tight = 0
+    for maximise, bound, best in audits:
+        if best is None:
+            assert bound is True or isinstance(bound, float)
+            continue
+        assert bound is not True, (bound, best)
+        assert (bound >= best * (1 - 1e-12)) if maximise else (bound <= best * (1 + 1e-12)), (bound, best)
+        tight += bound == pytest.approx(best, rel=1e-12)
+    assert tight >= 1

@@ -81,7 +81,16 @@ node is branched, on a pool at a site F does not reach first, else on the pool o
 (r, -p), down to its leaves, and a leaf U is solved by the listing's own search
 (`search_of("proportional").solve_parts`) of exactly the parts `pool_parts.parts_until` lists for U at
 q: one per partition, with the same view, setting, space and placement (with a budget, its placements
-within it). Proof that the search is the listing's optimum: (a) the two children of a node split its
+within it). A node of one set of sites S (every pool of E at a site of F: S(U) = S for every subset,
+so the partitions tried, `region_choices` of S, are the same for all of them), where
+`optional_pools_apply` (min_time, max_compute where the fastest split is the best), is first bounded by
+its relaxation (`unplaced`): per partition P, the node solved whole by its fastest split without the
+placement rule and the budget in the setting with P's links (the setting of every part (U, P) of the
+node, whose placeable splits within the budget are among the node's splits, on at most as many
+nodes), the best over P. That bound holds for every plan of every part of the node and of its
+children (they split its subsets), is passed to both (a child's bound is the worse of its own and
+the parent's), and a node whose relaxation has nothing within the tie tolerance of the best found is
+done. Proof that the search is the listing's optimum: (a) the two children of a node split its
 subsets, so every subset U of the listing lies in one leaf of its family (q, slowest(U), min V, a
 least-memory pool of U, U's pool of greatest (r, -p)) unless a node above it was pruned by a bound
 that holds for every plan of its parts, or its family is skipped; (b) a leaf's plans are the
@@ -111,7 +120,7 @@ import time
 
 from planner.evaluate import with_params
 from planner.fleet.network import with_links
-from planner.fleet.region_plans import part_regions
+from planner.fleet.region_plans import part_regions, region_choices
 from planner.fleet.pools import PoolSetting
 from planner.fleet.replicas import affordable_nodes, cheapest_fill, fleet_cost_usd, sites_of
 from planner.solvers.pool_parts import PartResult, PartsRun, base_space, too_many_pools, unit_price
@@ -276,10 +285,17 @@ class Search:
                 continue
             spread = not self.one_site_set(forced, eligible)
             if spread or self.chosen:        # its subsets' links (chosen regions: placements) differ: branch
+                relaxed = None
+                if self.chosen and not spread and self.relaxes(family):
+                    relaxed = self.unplaced(family, forced, eligible)
+                    if relaxed is False:
+                        return
+                    if relaxed is True:           # no placed plan of the node comes within the tie tolerance
+                        continue
                 p = max((q for q in eligible if q not in forced and not (spread and self.at_forced_site(q, forced))),
                         key=lambda q: (ratios[q], -q))
-                self.push(family, ratios, tuple(sorted(forced + (p,))), eligible)
-                self.push(family, ratios, forced, tuple(q for q in eligible if q != p))
+                self.push(family, ratios, tuple(sorted(forced + (p,))), eligible, relaxed)
+                self.push(family, ratios, forced, tuple(q for q in eligible if q != p), relaxed)
                 continue
             if self.every_split(family):
                 whole = self.by_table(family, forced, eligible)
@@ -352,16 +368,12 @@ class Search:
         """The node solved without the budget: True when that answer is within it (the node's optimum,
         recorded) or when nothing of the node comes within the tie tolerance of the best found (the node
         is done), False when the deadline stopped it, else its value (a bound on the node)."""
-        run, part = self.run, family.part
+        part = family.part
         top = node_top(self.pools, forced, eligible, self.cap, self.budget)
         space = dataclasses.replace(part.space, min_nodes=max(part.space.min_nodes, len(forced)), max_nodes=top)
-        incumbent = self.best if self.objective.maximise else run.incumbent
         s = self.node_setting(family, forced)
-        found, count, complete = proportional.solve_with_optional(
-            self.pools, forced, eligible, s, space, part.precision, self.objective, run.deadline, incumbent)
-        run.evaluations += count
+        found, complete = self.fastest(family, forced, eligible, s, space)
         if not complete:
-            run.complete = False
             return False
         if found is None:
             return True
@@ -372,6 +384,53 @@ class Search:
         self.found(PartResult(part._replace(used=used, setting=s, space=space), found.batch, found.counts,
                               found.key + (LEAF_OFFSET + self.leaves,), found.value, "proportional"))
         return True
+
+    def fastest(self, family, forced, eligible, s, space):
+        """The node solved whole by its fastest split in setting `s` on `space`
+        (`proportional.search.solve_with_optional`, pruned by the best found): (Found or None, complete);
+        the evaluations counted, the run marked incomplete when the deadline stopped it."""
+        run = self.run
+        incumbent = self.best if self.objective.maximise else run.incumbent
+        found, count, complete = proportional.solve_with_optional(
+            self.pools, forced, eligible, s, space, family.part.precision, self.objective, run.deadline, incumbent)
+        run.evaluations += count
+        if not complete:
+            run.complete = False
+        return found, complete
+
+    def unplaced(self, family, forced, eligible):
+        """With chosen regions, a node of one set of sites S = S(F) bounded by its relaxation without the
+        placement rule and the budget: for each partition P the listing tries for S (`region_choices`, a
+        function of S alone), the node solved whole by its fastest split (`solve_with_optional`, its
+        exact optimum over the splits with a node on each pool of F and 0 or more on the others of E, no
+        budget, no placement) in the setting with the links of P's view. Every part (U, P) of every subset
+        U of the node (F within U within E, so S(U) = S) is scored in that setting (`mixed_setting` with
+        P's view: the family's setting, proof (b), with the links `view.links(S)`; `with_links` replaces
+        every link field) on a space with fewer nodes at most (`affordable_nodes` of U within `node_top`)
+        and a placement that only removes plans (`space.restrict_classes`), its splits among the
+        node's; so each of its plans is a plan of that relaxation, and the best over the partitions
+        bounds every placed plan of the node (min_time: the least; max_compute: the most).
+        `boxes.search` returns a view's optimum when it comes within the tie tolerance of `incumbent`
+        (a view answering None has every plan beyond it, and so beyond every value returned): the
+        bound is the best value returned, True when no view returns one (the node is done, as in
+        `relaxed`), False when the deadline stopped it. Nothing is recorded (the relaxed plan need not
+        be placeable or within the budget)."""
+        part = family.part
+        top = node_top(self.pools, forced, eligible, self.cap, self.budget)
+        space = dataclasses.replace(part.space, min_nodes=max(part.space.min_nodes, len(forced)), max_nodes=top,
+                                    placement=None)
+        sites = sites_of(self.pools, forced)
+        values = []
+        for partition in region_choices(self.net, sites):
+            s = with_links(part.setting, self.net.with_regions(partition).links(sites))
+            found, complete = self.fastest(family, forced, eligible, s, space)
+            if not complete:
+                return False
+            if found is not None:
+                values.append(found.value)
+        if not values:
+            return True
+        return max(values) if self.objective.maximise else min(values)
 
     def leaf(self, family, used) -> bool:
         """The part U = `used` solved as the listing solves it; False when the deadline stopped it."""
