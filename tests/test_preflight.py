@@ -68,7 +68,8 @@ def test_the_solve_path_checks_are_run(tmp_path):
     raw["fleet"]["pools"] = [{"name": f"p{i}", "hardware": "16xH100-SXM", "count": 2, "site": "London"}
                              for i in range(13)]             # planner.solvers.pool_parts.MAX_EXACT_POOLS = 12
     raw["fleet"]["sync_rule"] = "proportional"
-    raw["network"]["regions"] = "chosen"                      # refused beyond 12 pools (pool_families.refusal)
+    raw["training"]["target_kind"] = "c_quality"              # refused beyond 12 pools with sites under the proportional
+                                                              # rule (proportional_subsets.refusal: its bounds need C_local)
     problems = _problems(tmp_path, raw)
     assert problems[0][0] == "fleet.pools" and "at most 12 pools" in problems[0][1]
     raw = {"training": {}, "fleet": {"hardware": "16xH100-SXM", "nodes": 8},
