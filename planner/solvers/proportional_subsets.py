@@ -283,32 +283,22 @@ class Search:
                 if not self.leaf(family, forced):
                     return
                 continue
-            spread = not self.one_site_set(forced, eligible)
-            if spread or self.chosen:        # its subsets' links (chosen regions: placements) differ: branch
-                relaxed = None
-                if self.chosen and not spread and self.relaxes(family):
-                    relaxed = self.unplaced(family, forced, eligible)
-                    if relaxed is False:
-                        return
-                    if relaxed is True:           # no placed plan of the node comes within the tie tolerance
-                        continue
-                p = max((q for q in eligible if q not in forced and not (spread and self.at_forced_site(q, forced))),
-                        key=lambda q: (ratios[q], -q))
-                self.push(family, ratios, tuple(sorted(forced + (p,))), eligible, relaxed)
-                self.push(family, ratios, forced, tuple(q for q in eligible if q != p), relaxed)
-                continue
-            if self.every_split(family):
+            spread = not self.one_site_set(forced, eligible)   # its subsets' links differ: branch, no relaxation
+            if not (spread or self.chosen) and self.every_split(family):   # chosen regions: placements differ
                 whole = self.by_table(family, forced, eligible)
                 if whole is False:
                     return
                 if whole is True:                 # solved: nothing to branch
                     continue
-            relaxed = self.relaxed(family, forced, eligible) if self.relaxes(family) else None
+            relaxed = None
+            if not spread and self.relaxes(family):     # chosen regions: a bound over the partitions (`unplaced`)
+                relaxed = (self.unplaced if self.chosen else self.relaxed)(family, forced, eligible)
             if relaxed is False:
                 return
-            if relaxed is True:                   # solved: nothing to branch
+            if relaxed is True:                   # solved, or nothing of the node within the tie tolerance
                 continue
-            p = max((q for q in eligible if q not in forced), key=lambda q: (ratios[q], -q))
+            p = max((q for q in eligible if q not in forced and not (spread and self.at_forced_site(q, forced))),
+                    key=lambda q: (ratios[q], -q))
             self.push(family, ratios, tuple(sorted(forced + (p,))), eligible, relaxed)
             self.push(family, ratios, forced, tuple(q for q in eligible if q != p), relaxed)
 
