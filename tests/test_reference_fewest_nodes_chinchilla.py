@@ -212,3 +212,42 @@ def test_flat_batch_is_the_batch_plan_batch_of_builds(seed):
             ours, ref = throughput(s, mine), throughput(s, theirs)
         for key, value in ref.items():
             assert np.asarray(ours[key]).tobytes() == np.asarray(value).tobytes(), key
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_the_one_node_plans_figures_are_its_row_of_the_first_evaluation(seed, monkeypatch):
+    """The one-node plan's throughput figures that `_inner_steps_searched` hands to `fewest_nodes` (its row of
+    the three-plan evaluation) are those of the plan alone, key for key bit for bit, and the answer (batch,
+    cost, plans scored) with them is the answer without them, at targets one node reaches and misses; a row
+    taken from the N_max plan instead (a mutation) differs."""
+    s, space = _applying(seed)
+    h_top, one = fc._inner_steps_searched(s, space)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        alone = throughput(s, flat_batch(space, [1], [1]))
+    assert one.keys() == alone.keys()
+    for name, x in alone.items():
+        assert np.asarray(one[name]).tobytes() == np.asarray(x).tobytes() and np.shape(one[name]) == np.shape(x), name
+    first = float(window_compute(s, flat_batch(space, [1], [1]), "c_local")["c_local"][0])
+    for target in (first * 0.999, first * 1.001):
+        t = s.replace(target_flop=target)
+        got, want = fc.answer(t, space), fc.fewest_nodes(t, space, h_top)
+        assert got[1] == want[1] and (got[0] is None) == (want[0] is None)
+        if got[0] is not None:
+            assert got[0][1] == want[0][1] and _plan_bits(got[0][0]) == _plan_bits(want[0][0])
+    original = fc._h_c
+
+    def row_of_n_max(space, t):          # mutation: the row of N_max handed on as the one-node plan's
+        for name in list(t):
+            if np.ndim(t[name]):
+                t[name] = t[name][1:2].repeat(3)
+        return original(space, t)
+    monkeypatch.setattr(fc, "_h_c", row_of_n_max)
+    mutated = fc._inner_steps_searched(s, space)
+    assert mutated is None or any(np.asarray(mutated[1][k]).tobytes() != np.asarray(x).tobytes()
+                                  for k, x in alone.items())
+
+
+def _plan_bits(b: PlanBatch) -> list:
+    from dataclasses import fields
+    return [b.mode, b.precision] + [np.asarray(getattr(b, f.name)).tobytes() for f in fields(b)
+                                    if isinstance(getattr(b, f.name), np.ndarray)]

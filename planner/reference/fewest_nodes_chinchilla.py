@@ -93,14 +93,17 @@ def applies(s: Setting, space: DecisionSpace) -> bool:
 
 def answer(s: Setting, space: DecisionSpace) -> tuple[tuple[PlanBatch, float] | None, int] | None:
     """`fewest_nodes` where the proof applies (`applies`), else None."""
-    h_top = _inner_steps_searched(s, space)
-    return None if h_top is None else fewest_nodes(s, space, h_top)
+    searched = _inner_steps_searched(s, space)
+    return None if searched is None else fewest_nodes(s, space, *searched)
 
 
-def _inner_steps_searched(s: Setting, space: DecisionSpace) -> int | None:
-    """H_c(N_max) (`_h_c`) where the proof holds, else None: the conditions of the module
-    docstring, from one evaluation of three plans (N = 1 and N_max at H = 1, and the plan of
-    fewest tokens, N = 2, H = 1, streaming off, for Lemma T)."""
+def _inner_steps_searched(s: Setting, space: DecisionSpace) -> tuple[int, dict[str, np.ndarray]] | None:
+    """(H_c(N_max) (`_h_c`), the throughput figures of the one-node plan N = 1, H = 1, streaming on) where
+    the proof holds, else None: the conditions of the module docstring, from one evaluation of three plans
+    (N = 1 and N_max at H = 1, and the plan of fewest tokens, N = 2, H = 1, streaming off, for Lemma T).
+    The one-node plan's figures are its row of that evaluation, which `fewest_nodes` scores first: every
+    figure of `modes.throughput` is worked plan by plan (elementwise), so the row is, bit for bit, what
+    the plan alone gives, and it is not evaluated a second time (tests/test_reference_fewest_nodes_chinchilla.py)."""
     a = s.assumptions
     if (space.modes != ("flat",) or len(space.precisions) != 1 or len(space.compression) != 1
             or s.is_moe or s.target_kind != "c_local" or space.placement is not None
@@ -121,12 +124,13 @@ def _inner_steps_searched(s: Setting, space: DecisionSpace) -> int | None:
     if t["t_sync_base_s"][0] != t["t_sync_base_s"][1] or t["t_step_s"][0] != t["t_step_s"][1]:
         return None                   # the exchange or the step depends on N: not this proof
     h_top = int(_h_c(space, t)[1])
+    one = {name: x[:1] if np.ndim(x) else x for name, x in t.items()}
     if n_max < 2:
-        return h_top
+        return h_top, one
     tokens_min = float(s.training_window_s * (t["tokens_per_outer"] / t["outer_time_s"])[2])
     if h_top > H_GRID_MAX or not _lemma_t(s, n_max, h_top, tokens_min):
         return None
-    return h_top
+    return h_top, one
 
 
 def _lemma_t(s: Setting, n_max: int, h_top: int, tokens_min: float) -> bool:
@@ -214,14 +218,17 @@ def _replica_efficiency_near(s: Setting, replicas, h_eff, tokens, compute_flop) 
     return np.where(plain > 0, full / np.where(plain > 0, plain, 1.0), 0.0)
 
 
-def fewest_nodes(s: Setting, space: DecisionSpace, h_top: int) -> tuple[tuple[PlanBatch, float] | None, int]:
+def fewest_nodes(s: Setting, space: DecisionSpace, h_top: int,
+                 one_throughput: dict[str, np.ndarray] | None = None) -> tuple[tuple[PlanBatch, float] | None, int]:
     """((one-plan batch, cost in USD) or None, plans scored): the fewest nodes whose C_local
     within the window reaches `s.target`, then the plan of most C_local at that count (module
-    docstring); `h_top` = H_c(N_max), the inner steps searched 1..h_top (`answer` gives it)."""
+    docstring); `h_top` = H_c(N_max), the inner steps searched 1..h_top, and `one_throughput`, the
+    `modes.throughput` figures of the one-node plan (N = 1, H = 1, streaming on) where the caller has them
+    (`answer` gives both, `_inner_steps_searched`)."""
     target = s.target
     one = flat_batch(space, [1], [1])
     scored = 1
-    if 1.0 / float(window_compute(s, one, "c_local")["c_local"][0]) <= 1.0 / target:
+    if 1.0 / float(window_compute(s, one, "c_local", t=one_throughput)["c_local"][0]) <= 1.0 / target:
         return (one, s.node_price_usd), scored
     if space.max_nodes < 2:
         return None, scored
