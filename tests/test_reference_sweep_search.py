@@ -524,3 +524,151 @@ def test_rows_k_max_and_h_hi_are_the_expressions(seed):
         h_c = np.ceil(rows.row_base * (1.0 + rows.c * np.log2(rows.k_max_f)) / rows.t) + 1.0
     want = np.maximum(np.fmin(h_c, space.max_inner_steps), 1).astype(np.int64)
     assert rows.h_hi.dtype == want.dtype and rows.h_hi.tobytes() == want.tobytes()
+
+
+class _RowsAsBefore(sweep_search._Rows):
+    """`_Rows` with its pipeline rows built as before `sweep_search._grid` (the test's oracle): the (S, Ca)
+    grid worked on every sweep, the rows listed by repeat and remainder over every (size, S, Ca) and the
+    fitting ones kept by a mask."""
+
+    def _pipes(self, s, space, params, t_comp, beta, top):
+        from planner.cost import memory, quality, tensor_parallel
+        from planner.cost.straggler import straggler_factor
+        a, precision = self.a, space.precisions[0]
+        stages = np.arange(2, top + 1, dtype=float)
+        ca = np.asarray(space.activation_compression, dtype=float)
+        grid_s, grid_ca = np.repeat(stages, ca.size), np.tile(ca, stages.size)
+        grid_f, grid_eta = straggler_factor(grid_s, a), quality.activation_quality(grid_ca, grid_s, a)
+        j, g = np.repeat(np.arange(params.size), grid_s.size), np.tile(np.arange(grid_s.size), params.size)
+        state = memory.state_bytes_per_node(params[j], beta, grid_s[g]) * tensor_parallel.state_factor(
+            a, precision, s.accelerators_per_node)
+        keep = state <= s.memory_bytes
+        j, g, tc = j[keep], g[keep], t_comp[j[keep]]
+        S, Ca, f = grid_s[g], grid_ca[g], grid_f[g]
+        hidden = timing.hidden_size(params, a.hidden_size_coefficient)[j]
+        act = timing.activation_bits(s.local_batch_tokens, hidden, a.activation_bytes(precision), Ca)
+        self.pipe = (tc, act, f)
+        low = sweep_search._least_step_bound(tc, S, act, f, s.pipeline_bps, s.pipeline_rtt_s, space.max_micro_batches)
+        k_max = space.max_nodes // S
+        return (j, low, quality.activation_quality(Ca, S, a), k_max, S, Ca, np.log2(k_max))
+
+
+def _row_fields(rows) -> dict:
+    """Every array `_Rows` holds (its pipeline rows' (t_comp, act, f) too), by name."""
+    out = {name: x for name, x in vars(rows).items() if isinstance(x, np.ndarray)}
+    out.update({f"pipe{n}": x for n, x in enumerate(rows.pipe)})
+    out.update({f"lemma{n}": np.asarray(x) for n, x in enumerate(rows.lemma)})
+    return out
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_rows_from_the_cached_grid_are_the_rows_as_before(seed, monkeypatch):
+    """`_Rows` built from the (S, Ca) grid of `_grid` (cached per process) and the 2-D fit test holds, array
+    for array (dtype, shape, bits), what the per-sweep construction holds, on perturbed cases of both
+    recomputation rules, built twice (the second from the cache) and with another straggler rule and
+    scenario in between (other keys). Mutations caught: a cache key without the straggler coefficient,
+    and one without the activation-quality points."""
+    rows, base, space = _rows(seed)
+    sizes = rows.params
+
+    def same(a, b):
+        fa, fb = _row_fields(a), _row_fields(b)
+        return fa.keys() == fb.keys() and all(
+            fa[k].dtype == fb[k].dtype and fa[k].shape == fb[k].shape and fa[k].tobytes() == fb[k].tobytes()
+            for k in fa)
+
+    a = base.assumptions
+    other_c = base.replace(assumptions=a.replace(straggler="relay" if a.straggler == "synchronous" else "synchronous"))
+    other_points = base.replace(assumptions=a.replace(scenario="optimistic" if a.scenario != "optimistic"
+                                                      else "conservative"))
+    for s in (base, other_c, other_points, base):
+        assert same(sweep_search._Rows(s, space, sizes), _RowsAsBefore(s, space, sizes))
+
+    original = sweep_search._grid_key
+    for drop, other in (((2,), other_c), ((3, 4), other_points)):  # mutations: the key without c, without the points
+        with monkeypatch.context() as m:
+            m.setattr(sweep_search, "_GRIDS", {})
+            m.setattr(sweep_search, "_grid_key",
+                      lambda *args, drop=drop: tuple(x for n, x in enumerate(original(*args)) if n not in drop))
+            sweep_search._Rows(base, space, sizes)
+            assert not same(sweep_search._Rows(other, space, sizes), _RowsAsBefore(other, space, sizes))
+
+
+def _batch_bits(b) -> list:
+    """(mode, precision, expert_parallel, then per array field its name, dtype, shape and bits) of a batch."""
+    from dataclasses import fields
+    out = [b.mode, b.precision, b.expert_parallel]
+    for f in fields(b):
+        x = getattr(b, f.name)
+        if isinstance(x, np.ndarray):
+            out.append((f.name, x.dtype, x.shape, x.tobytes()))
+    return out
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_one_plan_is_plan_batch_of(seed, monkeypatch):
+    """`fewest_nodes.one_plan` (the sweep's answer batch) is `PlanBatch.of` of the same scalars, field for field
+    (dtype, shape, bits), on random flat and pp_group plans and with defaults left out; a changed dtype or
+    default (mutations) fails it."""
+    from planner.reference import fewest_nodes
+    rng = np.random.default_rng(seed)
+    for _ in range(50):
+        given = dict(nodes=int(rng.integers(1, 100_000)), inner_steps=int(rng.integers(1, 10_000)),
+                     compression=float(rng.choice((1.0, 16.0, 150.0, 500.0))), streaming=bool(rng.integers(2)))
+        mode = "flat"
+        if rng.integers(2):
+            mode = "pp_group"
+            given.update(stages=int(rng.integers(2, 65)), micro_batches=int(rng.integers(1, 65)),
+                         activation_compression=float(rng.choice((1.0, 2.0, 4.0, 10.0))))
+        for name in [k for k in given if k != "nodes" and rng.integers(3) == 0]:
+            del given[name]
+        precision = str(rng.choice(("fp16", "fp8")))
+        assert _batch_bits(fewest_nodes.one_plan(mode, precision, **given)) == \
+            _batch_bits(PlanBatch.of(mode, precision, **given))
+    for fields in ((("nodes", float),) + fewest_nodes._FIELDS[1:], fewest_nodes._FIELDS[:-1] + (("zero_shards", float),)):
+        monkeypatch.setattr(fewest_nodes, "_FIELDS", fields)
+        assert _batch_bits(fewest_nodes.one_plan("flat", "fp16", nodes=3)) != \
+            _batch_bits(PlanBatch.of("flat", "fp16", nodes=3))
+    monkeypatch.undo()
+    monkeypatch.setattr(fewest_nodes, "_OF_DEFAULTS", dict(fewest_nodes._OF_DEFAULTS, micro_batches=_Default(4)))
+    assert _batch_bits(fewest_nodes.one_plan("pp_group", "fp16", nodes=8, stages=2)) != \
+        _batch_bits(PlanBatch.of("pp_group", "fp16", nodes=8, stages=2))
+
+
+class _Default:
+    """A signature parameter's stand-in with another default (a mutation of `one_plan`'s defaults)."""
+
+    def __init__(self, default):
+        self.default = default
+
+
+def _first_bound_exact(rows) -> np.ndarray:
+    """`_Rows.first_bound` as it was, with the exact C' (Newton) of each size's loss (the test's oracle)."""
+    a = rows.a
+    with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
+        tokens = rows.wbt * rows.k_max_f / rows.t
+        most = np.zeros(rows.params.size)
+        np.maximum.at(most, rows.j, tokens)
+        loss = chinchilla.chinchilla_loss(rows.params, most, a)
+        q = np.minimum(6.0 * rows.params * most, np.maximum(chinchilla.equivalent_optimal_compute(loss, a),
+                                                             a.chi_search_low_flop))
+        out = rows.eta_c * rows.eta_a * np.minimum(6.0 * rows.p * tokens, q[rows.j])
+    return np.where(np.isnan(out), np.inf, out)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_first_bound_from_the_table_bounds_every_rows_box(seed, monkeypatch):
+    """The first bound (C' from the table) is at least the first bound with the exact C' (within 1.2% of it)
+    and at least every row's box bound over its whole box [2, K_max] x [1, H_hi] (exact steps); a table
+    bound 2% below (a mutation) falls under the exact one somewhere."""
+    rows = _rows(seed)[0]
+    first, exact = rows.first_bound(), _first_bound_exact(rows)
+    assert np.all(first >= exact) and np.all(first <= exact * 1.012)
+    i = np.arange(rows.j.size)
+    rows.make_exact(i)
+    with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
+        box = rows.bound(i, np.full(i.size, 2.0), rows.k_max_f, np.ones(i.size), rows.h_hi.astype(float), 0.0)
+    assert np.all(first >= np.where(np.isnan(box), -np.inf, box))
+    original = sweep_search._c_eq_above
+    monkeypatch.setattr(sweep_search, "_c_eq_above", lambda *args: original(*args) * 0.98)
+    assert not np.all(_rows(seed)[0].first_bound() >= exact)

@@ -73,7 +73,7 @@ once it holds there (its right side falls with T). A box where it holds is bound
 K2 alone ("collapsed", `monotone_in_k`); it is split in H only, and once it has one H into {K2}
 and a collapsed [K1, K2 - 1] (the lemma holds on any part of its range), bounded by K2 - 1.
 
-Search (`_search`). A first bound per row with one Newton solve per size (`_Rows.first_bound`);
+Search (`_search`). A first bound per row from the table of C' (no Newton solve, `_Rows.first_bound`);
 the SEED_ROWS rows highest by it are scored at one plan each, K_max and the integer H nearest the
 h of least phi at K_max over [1, h_hi] (`_seed`: a guess at the row's best H, which it is on most
 rows), for a first incumbent V; the rows whose first bound is below V (1 - MARGIN) are dropped
@@ -106,8 +106,9 @@ import numpy as np
 
 from planner.cost import chinchilla, memory, modes, physics, quality, timing, tensor_parallel
 from planner.cost.score import window_compute
-from planner.cost.setting import PlanBatch, Setting
+from planner.cost.setting import Setting
 from planner.cost.straggler import eta_h_divisor, straggler_coefficient, straggler_factor, throughput_fraction
+from planner.reference.fewest_nodes import one_plan
 from planner.solvers import monotone
 from planner.solvers.objective_search import SizeRun
 from planner.space import DecisionSpace, every_micro_batch, schedules_searched
@@ -216,18 +217,14 @@ class _Rows:
         (`make_exact`). Per row: size index, that bound, eta_A, K_max, S, Ca and log2 K_max (K_max and
         its log2 worked once per (S, Ca) and taken per row: the same operations on the same doubles)."""
         a, precision = self.a, space.precisions[0]
-        stages = np.arange(2, top + 1, dtype=float)
-        ca = np.asarray(space.activation_compression, dtype=float)
-        # what reads (S, Ca) alone is worked once on their grid, then taken for every size
-        # every (S, Ca), S major (`arange % n`: np.tile's values without its Python wrapper)
-        grid_s, grid_ca = np.repeat(stages, ca.size), ca[np.arange(stages.size * ca.size) % ca.size]
-        grid_f, grid_eta = straggler_factor(grid_s, a), quality.activation_quality(grid_ca, grid_s, a)
-        j, g = np.repeat(np.arange(params.size), grid_s.size), np.arange(params.size * grid_s.size) % grid_s.size
-        p = params[j]
-        state = memory.state_bytes_per_node(p, beta, grid_s[g]) * tensor_parallel.state_factor(
+        # what reads (S, Ca) alone is worked once on their grid (once per process, `_grid`), then taken for
+        # every size; the rows are the (size, (S, Ca)) pairs whose stage fits its node, size major: the pairs
+        # of the (size, grid) table of the state, which is elementwise in P and S (the same doubles as per row)
+        grid_s, grid_ca, grid_f, grid_eta = _grid(a, top, space.activation_compression)
+        state = memory.state_bytes_per_node(params[:, None], beta, grid_s) * tensor_parallel.state_factor(
             a, precision, s.accelerators_per_node)
-        keep = state <= s.memory_bytes
-        j, g, tc = j[keep], g[keep], t_comp[j[keep]]
+        j, g = (state <= s.memory_bytes).nonzero()
+        tc = t_comp[j]
         S, Ca, f = grid_s[g], grid_ca[g], grid_f[g]
         hidden = s.hidden_size if s.hidden_size is not None else \
             timing.hidden_size(params, a.hidden_size_coefficient)[j]          # per size, taken for its rows
@@ -306,11 +303,15 @@ class _Rows:
         return np.fmin(np.fmax(star, h1), np.fmax(h1, np.fmin(h2, sync2 / t)))
 
     def first_bound(self) -> np.ndarray:
-        """Per row, a bound on all its plans needing one Newton solve per size, not per row:
-        eta_C eta_A min(6 P T, Q_j) with T = W' B tf K_max / t (the row's most tokens: H_hi t is at
-        least t_sync(K_max)) and Q_j = min(6 P T_j, max(C'(L(P, T_j)), C_low)) at T_j, the most
-        tokens of any row of size j. It is at least the row's box bound (`bound` over [2, K_max] x
-        [1, H_hi]: g(1) = eta_C eta_A, mu(2, 1) = 1, and Q grows with T)."""
+        """Per row, a bound on all its plans needing no Newton solve: eta_C eta_A min(6 P T, Q_j) with
+        T = W' B tf K_max / t (the row's most tokens: H_hi t is at least t_sync(K_max)) and
+        Q_j = min(6 P T_j, max(C'+(L(P, T_j)), C_low)) at T_j, the most tokens of any row of size j, C'+
+        the table's upper bound on C' (`_c_eq_above`, at most 1% above it). It is at least the row's box
+        bound (`bound` over [2, K_max] x [1, H_hi]: g(1) = eta_C eta_A, mu(2, 1) = 1, Q grows with T, and
+        C'+ >= C'). It only orders the seed rows and drops rows below the seed's best (`_search`): the
+        exact C' of its twelve losses (a Newton solve, about 50 numpy calls a sweep) changed neither on the three
+        shipped sweeps (the same seeds, rows and boxes), and a looser bound changes the search's path, never its
+        answer (`_search`)."""
         a = self.a
         with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
             tokens = self.wbt * self.k_max_f / self.t
@@ -322,7 +323,7 @@ class _Rows:
             np.maximum.at(most, self.j[starts], np.maximum.reduceat(tokens, starts))
             loss = chinchilla.chinchilla_loss(self.params, most, a)
             q = np.minimum(6.0 * self.params * most,
-                           np.maximum(_c_eq(loss, a, self.table), a.chi_search_low_flop))
+                           np.maximum(_c_eq_above(loss, a, self.table), a.chi_search_low_flop))
             out = self.eta_c * self.eta_a * np.minimum(6.0 * self.p * tokens, q[self.j])
         return np.where(np.isnan(out), np.inf, out)
 
@@ -334,6 +335,40 @@ class _Rows:
         tokens = self.tokens(i, k1, k2, h2)
         right = (be - beta) * a.chinchilla_b * tokens ** (-a.chinchilla_beta)
         return beta * e_prime[i] * (1.0 + MARGIN) <= right * (1.0 - MARGIN)
+
+
+_GRIDS: dict = {}             # `_grid` per (top, Ca, straggler coefficient, activation-quality points)
+_GRIDS_MAX = 64
+
+
+def _grid(a, top: int, activation_compression) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(S, Ca, f(S), eta_A(Ca, S)) over every (S, Ca), S in 2..top major, Ca in the space's order minor
+    (read-only arrays; `_Rows._pipes`), worked once per process and key instead of once per sweep (about a
+    tenth of a sweep's rows: 20 numpy calls and two interpolations). Of the assumptions,
+    `straggler_factor` reads the straggler coefficient c alone and `quality.activation_quality` the
+    activation-quality table's points at the scenario (`Assumptions.quality_points`): the key holds c,
+    the points' and the Ca's bits and top, so that a cached grid is the one these expressions build
+    (tests/test_reference_sweep_search.py checks the rows against the per-sweep construction)."""
+    ca = np.asarray(activation_compression, dtype=float)
+    key = _grid_key(a, top, ca)
+    grid = _GRIDS.get(key)
+    if grid is None:
+        stages = np.arange(2, top + 1, dtype=float)
+        # every (S, Ca), S major (`arange % n`: np.tile's values without its Python wrapper)
+        grid_s, grid_ca = np.repeat(stages, ca.size), ca[np.arange(stages.size * ca.size) % ca.size]
+        grid = (grid_s, grid_ca, straggler_factor(grid_s, a), quality.activation_quality(grid_ca, grid_s, a))
+        for x in grid:
+            x.flags.writeable = False
+        if len(_GRIDS) >= _GRIDS_MAX:
+            _GRIDS.pop(next(iter(_GRIDS)))
+        _GRIDS[key] = grid
+    return grid
+
+
+def _grid_key(a, top: int, ca: np.ndarray) -> tuple:
+    """What `_grid` reads: top, the Ca's bits, the straggler coefficient, the activation-quality points' bits."""
+    points = a.quality_points("activation_quality")
+    return top, ca.tobytes(), float(straggler_coefficient(a)), points[0].tobytes(), points[1].tobytes()
 
 
 TABLE_EXCESS = (1e-3, 10.0)   # excess losses L - E the table of C' covers at least (`_c_eq_above`)
@@ -671,6 +706,6 @@ def _answer(rows: _Rows, kept, one: float, best: float):
     space = rows.space
     precision, compression = space.precisions[0], float(space.compression[0])
     if r < 0 or rows.flat[r]:
-        return j, PlanBatch.of("flat", precision, nodes=nodes, inner_steps=h, compression=compression, streaming=True)
-    return j, PlanBatch.of("pp_group", precision, nodes=nodes, inner_steps=h, compression=compression, streaming=True,
-                           stages=stages, micro_batches=int(rows.m[r]), activation_compression=ca)
+        return j, one_plan("flat", precision, nodes=nodes, inner_steps=h, compression=compression, streaming=True)
+    return j, one_plan("pp_group", precision, nodes=nodes, inner_steps=h, compression=compression, streaming=True,
+                       stages=stages, micro_batches=int(rows.m[r]), activation_compression=ca)
