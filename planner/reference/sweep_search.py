@@ -52,9 +52,12 @@ up to h_c, a sum of exponentials of x = ln h with positive coefficients, so conv
 least at h* = ((b - gamma) B / (gamma E'))^(1/b) / a (h* = +inf at gamma = 0, h* <= H1 taken where
 gamma >= b); beyond h_c phi = h^gamma (E' + B T^-b) does not fall. So phi is least over [H1, H2]
 at h* clipped to [H1, max(H1, min(H2, h_c))]. At a plan (K1 = K2, H1 = H2) this is the plan's
-C_quality, by the same operations. The C' of the bound is bounded first from a table of losses
-(`_c_eq_above`: C' does not rise with the loss), the Newton solve only where that bound reaches
-the cut. Rounding: phi is worked at one h by the cost model's operations; its error (about 1e-16,
+C_quality, by the same operations. The C' of the bound is bounded from a table of losses
+(`_c_eq_above`: C' does not rise with the loss, at most 1% above it), the Newton solve only at one
+(K, H) (a plan, or a collapsed box of one H) where that bound reaches the cut: a wider box is kept
+on the table's bound and split, and its plans get their exact values once they are reached (on the
+shipped sweeps the exact C' of wider boxes dropped 0-3 of the 8-48 boxes it was solved for, for a
+Newton solve of about 50 numpy calls per round). Rounding: phi is worked at one h by the cost model's operations; its error (about 1e-16,
 times C''s elasticity in the loss) is far below MARGIN, so a box is never dropped for it while
 holding a plan within MARGIN / 2 of the best (the answer's plan and every plan tied with it).
 Against the bound with the loss multiplier at H1 and the tokens at H2 (before), this one drops
@@ -263,7 +266,8 @@ class _Rows:
         """g(H1) min(6 P T(K2, H2), max(C'(phi(h)), C_low)) per box, phi(h) = K1^beta(h) L(T(K2, h)) at
         the h of least phi in [H1, H2] (`least_loss_h`; module docstring, box bound; at a point, the
         plan's C_quality); where g 6 P T is already below `cut`, that value (no C'), and where the
-        bound with C' bounded by the table (`_c_eq_above`) is, that bound (no Newton solve).
+        bound with C' bounded by the table (`_c_eq_above`) is, or the box has more than one (K, H)
+        (K1 < K2 or H1 < H2, K1 the multiplier's K), that bound (no Newton solve).
         g = eta_H(H1) eta_C eta_A (`quality.eta_sync_interval`), K^beta(h) (`quality.replica_loss_multiplier`),
         the loss E + A P^-alpha + B T^-b (`chinchilla.chinchilla_loss`; T > 0 here), each by the same
         operations as those functions (`__init__`)."""
@@ -282,8 +286,9 @@ class _Rows:
             mu = k1 ** (self.row_beta0[i] * (np.log(hm) / self.log_h_ref))
             loss = (self.row_loss0[i] + a.chinchilla_b * tokens ** (-a.chinchilla_beta)) * mu
             out[need] = g[need] * np.minimum(six_p_t, np.maximum(_c_eq_above(loss, a, self.table), a.chi_search_low_flop))
-            # the exact C' (a Newton solve) only where the table's bound does not already put the box below the cut
-            exact = (~(out[need] < cut)).nonzero()[0]
+            # the exact C' (a Newton solve) only at one (K, H) whose table bound reaches the cut: a plan, whose
+            # value it is, or a collapsed box of one H; a wider box keeps the table's bound (module docstring)
+            exact = (~(out[need] < cut) & (k1 == k2) & (h1 == h2)).nonzero()[0]
             if exact.size:
                 c_eq = _c_eq(loss[exact], a, self.table)
                 need = need[exact]
