@@ -625,7 +625,8 @@ def test_one_plan_is_plan_batch_of(seed, monkeypatch):
         precision = str(rng.choice(("fp16", "fp8")))
         assert _batch_bits(fewest_nodes.one_plan(mode, precision, **given)) == \
             _batch_bits(PlanBatch.of(mode, precision, **given))
-    for fields in ((("nodes", float),) + fewest_nodes._FIELDS[1:], fewest_nodes._FIELDS[:-1] + (("zero_shards", float),)):
+    changed = ((("nodes", float),) + fewest_nodes._FIELDS[1:], fewest_nodes._FIELDS[:-1] + (("zero_shards", float),))
+    for fields in changed:
         monkeypatch.setattr(fewest_nodes, "_FIELDS", fields)
         assert _batch_bits(fewest_nodes.one_plan("flat", "fp16", nodes=3)) != \
             _batch_bits(PlanBatch.of("flat", "fp16", nodes=3))

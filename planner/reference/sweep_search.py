@@ -57,9 +57,10 @@ C_quality, by the same operations. The C' of the bound is bounded from a table o
 (K, H) (a plan, or a collapsed box of one H) where that bound reaches the cut: a wider box is kept
 on the table's bound and split, and its plans get their exact values once they are reached (on the
 shipped sweeps the exact C' of wider boxes dropped 0-3 of the 8-48 boxes it was solved for, for a
-Newton solve of about 50 numpy calls per round). Rounding: phi is worked at one h by the cost model's operations; its error (about 1e-16,
-times C''s elasticity in the loss) is far below MARGIN, so a box is never dropped for it while
-holding a plan within MARGIN / 2 of the best (the answer's plan and every plan tied with it).
+Newton solve of about 50 numpy calls per round). Rounding: phi is worked at one h by the cost
+model's operations; its error (about 1e-16, times C''s elasticity in the loss) is far below MARGIN,
+so a box is never dropped for it while holding a plan within MARGIN / 2 of the best (the answer's
+plan and every plan tied with it).
 Against the bound with the loss multiplier at H1 and the tokens at H2 (before), this one drops
 most rows at their first box: the multiplier K^beta(H) moves the loss by a few parts in a thousand
 and C' by tens of percent, so that pairing it low with the most tokens was the bound's main slack.
@@ -314,9 +315,9 @@ class _Rows:
         the table's upper bound on C' (`_c_eq_above`, at most 1% above it). It is at least the row's box
         bound (`bound` over [2, K_max] x [1, H_hi]: g(1) = eta_C eta_A, mu(2, 1) = 1, Q grows with T, and
         C'+ >= C'). It only orders the seed rows and drops rows below the seed's best (`_search`): the
-        exact C' of its twelve losses (a Newton solve, about 50 numpy calls a sweep) changed neither on the three
-        shipped sweeps (the same seeds, rows and boxes), and a looser bound changes the search's path, never its
-        answer (`_search`)."""
+        exact C' of its twelve losses (a Newton solve, about 50 numpy calls a sweep) changed neither on
+        the three shipped sweeps (the same seeds, rows and boxes), and a looser bound changes the
+        search's path, never its answer (`_search`)."""
         a = self.a
         with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
             tokens = self.wbt * self.k_max_f / self.t
@@ -348,8 +349,8 @@ _GRIDS_MAX = 64
 
 def _grid(a, top: int, activation_compression) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """(S, Ca, f(S), eta_A(Ca, S)) over every (S, Ca), S in 2..top major, Ca in the space's order minor
-    (read-only arrays; `_Rows._pipes`), worked once per process and key instead of once per sweep (about a
-    tenth of a sweep's rows: 20 numpy calls and two interpolations). Of the assumptions,
+    (read-only arrays; `_Rows._pipes`), worked once per process and key instead of once per sweep (about
+    20 numpy calls and two interpolations a sweep). Of the assumptions,
     `straggler_factor` reads the straggler coefficient c alone and `quality.activation_quality` the
     activation-quality table's points at the scenario (`Assumptions.quality_points`): the key holds c,
     the points' and the Ca's bits and top, so that a cached grid is the one these expressions build
