@@ -397,8 +397,11 @@ class DecisionSpace:
         the envelope shows and per streaming value it keeps (`_class_triples`). Memory is no cut here: rows
         without members are checked per row before (`Classes.memory_checked`)."""
         width = np.maximum(0, r.n_hi_capped - r.n_lo + 1)
-        per_row = (r.keep * (1 if r.listed is None else r.listed)).sum(axis=1)
-        return int((width * per_row).sum()) * len(self.compression_shown(setting, precision))
+        listed = r.keep if r.listed is None else r.listed
+        # per streaming value (column by column: a sum along the rows' short second axis costs more), the widths
+        # of the rows that keep it, times what each stands for (integers: exact in any order)
+        per_stream = [int(np.dot(width, np.where(k, count, 0))) for k, count in zip(r.keep.T, listed.T)]
+        return sum(per_stream) * len(self.compression_shown(setting, precision))
 
     def compression_shown(self, setting: Setting, precision: str) -> tuple[float, ...]:
         """The compressions a pp_group (or flat, hierarchical) listing of `precision` keeps: those the evidence

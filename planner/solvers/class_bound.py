@@ -159,11 +159,15 @@ def row_lower_bounds(s: Setting, r: PipeRows, compression: tuple[float, ...], me
     good = np.isfinite(eta_c) & (eta_c > 0)
     with np.errstate(invalid="ignore"):
         hi_j, lo_j = eta_c.max(axis=0), eta_c.min(axis=0)                       # per streaming value
-    has = np.flatnonzero(r.keep.any(axis=1))           # the rows with classes (the others: nothing to bound)
-    keep = r.keep[has]
-    eta_hi = np.where(keep, hi_j[None, :], -np.inf).max(axis=1)
-    eta_lo = np.where(keep, lo_j[None, :], np.inf).min(axis=1)
-    unusable = (keep & ~good.all(axis=0)[None, :]).any(axis=1)                # a pair without a usable eta_C
+    # per row, over the streaming values it keeps (column by column: a reduction along the rows' short second
+    # axis costs more than the few elementwise passes): whether it has classes, the least and largest eta_C,
+    # and whether some pair of it has no usable eta_C
+    columns = list(r.keep.T)
+    has = np.flatnonzero(np.logical_or.reduce(columns))    # the rows with classes (the others: nothing to bound)
+    columns = [k[has] for k in columns]
+    eta_hi = np.maximum.reduce([np.where(k, hi, -np.inf) for k, hi in zip(columns, hi_j)])
+    eta_lo = np.minimum.reduce([np.where(k, lo, np.inf) for k, lo in zip(columns, lo_j)])
+    unusable = np.logical_or.reduce([k & ~ok for k, ok in zip(columns, good.all(axis=0))])   # a pair without a usable eta_C
     pipes = r.pipes
     stages = pipes.stages[has]
     nodes_lo = np.maximum(r.n_lo[has] * stages, r.min_nodes)
