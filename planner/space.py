@@ -308,18 +308,17 @@ class DecisionSpace:
         """
         build = {"flat": self._flat, "hierarchical": self._hierarchical,
                  "pp_group": self._pp_group, "pipeline_wan": self._pipeline_wan}[mode]
-        c = build(setting, precision, expert_parallel)
+        return self._finish(setting, mode, precision, expert_parallel, build(setting, precision, expert_parallel))
+
+    def _finish(self, setting: Setting, mode: str, precision: str, expert_parallel: str,
+                c: "Classes | None") -> "Classes | None":
+        """The classes a mode's listing built, cut to the limits `_classes_of` names (the envelope's shown
+        compressions and replicas, the budget, memory, the regions placed)."""
         if c is None or c.size == 0:
             return None
         if envelope.on(setting.assumptions) and mode != "pipeline_wan":     # K = n replicas in these modes
-            a = setting.assumptions
-            c = c.take(np.array([envelope.compression_shown(cr, a.bits_per_value(precision), a.compressor)
-                                 for cr in c.rows.compression], dtype=bool))
-            c.n_hi = np.minimum(c.n_hi, int(envelope.limits()["max_replicas"]))
-        if setting.budget_usd is not None and setting.node_price_usd > 0:
-            affordable = np.floor(setting.budget_usd / setting.node_price_usd)     # nodes, as a float
-            n_hi = np.minimum(c.n_hi, np.floor(affordable / c.unit))
-            c.n_hi = np.where(c.min_nodes > affordable, 0, n_hi).astype(np.int64)
+            c = c.take(self._compression_shown(setting, precision, c.rows.compression))
+        c.n_hi = self._capped_n_hi(setting, mode, c.n_hi, c.unit, c.min_nodes)
         if not (c.n_lo <= c.n_hi).all():
             c = c.take(c.n_lo <= c.n_hi)
         if c.size == 0:
@@ -342,6 +341,75 @@ class DecisionSpace:
         return c if c.size else None
 
     classes_of = _classes_of      # the classes built afresh (planner.robust records what they read)
+
+    @staticmethod
+    def _compression_shown(setting: Setting, precision: str, compression) -> np.ndarray:
+        """Mask of the compressions the evidence envelope shows for `precision` (envelope.compression_shown)."""
+        a = setting.assumptions
+        return np.array([envelope.compression_shown(cr, a.bits_per_value(precision), a.compressor)
+                         for cr in compression], dtype=bool)
+
+    @staticmethod
+    def _capped_n_hi(setting: Setting, mode: str, n_hi: np.ndarray, unit: np.ndarray, min_nodes) -> np.ndarray:
+        """n_hi cut to the evidence envelope's replicas (K = n in every mode but pipeline_wan) and to the nodes
+        the budget affords (none where even the node floor is not affordable), elementwise."""
+        if envelope.on(setting.assumptions) and mode != "pipeline_wan":
+            n_hi = np.minimum(n_hi, int(envelope.limits()["max_replicas"]))
+        if setting.budget_usd is not None and setting.node_price_usd > 0:
+            affordable = np.floor(setting.budget_usd / setting.node_price_usd)     # nodes, as a float
+            capped = np.minimum(n_hi, np.floor(affordable / unit))
+            n_hi = np.where(min_nodes > affordable, 0, capped).astype(np.int64)
+        return n_hi
+
+    def pp_group_rows(self, setting: Setting, precision: str) -> "PipeRows | None":
+        """The pp_group listing of `precision` up to its pipe rows, not yet expanded over the compressions and
+        streaming (`classes_of_rows` expands them), for a search that bounds each row before expanding it
+        (planner.solvers.bnb under the max_compute measures, issue 27 item 5); None where that does not apply
+        and `classes` is to be asked instead: its classes built already for this setting, a space whose
+        `classes` is another's (planner.mip.robust_presolve), regions placed by the planner, rows with a member
+        axis (no row's pipeline step is every plan's), or no rows. The rows and every field read per row are
+        those `_pp_group` reads; `classes_of_rows` of every row is `classes(setting, "pp_group", precision)`."""
+        memo = self.class_memo().get(("pp_group", precision, "none"))
+        if (memo is not None and memo[0] is setting) or type(self).classes is not DecisionSpace.classes \
+                or self.placement is not None or "pp_group" not in self.modes:
+            return None
+        r = self._pp_group_rows(setting, precision)
+        if r is None or r.members is not None:
+            return None
+        return r
+
+    def classes_of_rows(self, setting: Setting, precision: str, r: "PipeRows", kept: np.ndarray | None) -> "Classes | None":
+        """`classes(setting, "pp_group", precision)` restricted to the pipe rows `kept` (a mask of `r`'s rows;
+        None: every row, and the classes are then remembered as `classes` remembers them): the same classes in
+        the same order, less those of the rows left out. Also remembers, for `size`, the plans the listing of
+        every row stands for (`_pp_group_plans`), so that `size` does not list the rows left out."""
+        memo = self.class_memo()
+        memo[("pp_group_plans", precision)] = (setting, self._pp_group_plans(setting, precision, r))
+        c = self._finish(setting, "pp_group", precision, "none", self._pp_group_classes(setting, precision, r, kept))
+        if kept is None:
+            memo[("pp_group", precision, "none")] = (setting, c)
+        return c
+
+    def _pp_group_plans(self, setting: Setting, precision: str, r: "PipeRows") -> int:
+        """Plans per value of H of the pp_group classes of every row of `r` after `_finish`, counted per row:
+        each class of a row has the row's n range (cut as `_finish` cuts it; a class with n_lo > n_hi is
+        dropped) and stands for `listed` plans per n (1 without `listed`); a row has a class per compression
+        the envelope shows and per streaming value it keeps (`_class_triples`). Memory is no cut here: rows
+        without members are checked per row before (`Classes.memory_checked`)."""
+        width = np.maximum(0, r.n_hi_capped - r.n_lo + 1)
+        listed = r.keep if r.listed is None else r.listed
+        # per streaming value (column by column: a sum along the rows' short second axis costs more), the widths
+        # of the rows that keep it, times what each stands for (integers: exact in any order)
+        per_stream = [int(np.dot(width, np.where(k, count, 0))) for k, count in zip(r.keep.T, listed.T)]
+        return sum(per_stream) * len(self.compression_shown(setting, precision))
+
+    def compression_shown(self, setting: Setting, precision: str) -> tuple[float, ...]:
+        """The compressions a pp_group (or flat, hierarchical) listing of `precision` keeps: those the evidence
+        envelope shows where it is on (`_finish`), else every one of the space."""
+        if not envelope.on(setting.assumptions):
+            return self.compression
+        return tuple(cr for cr, ok in zip(self.compression,
+                                          self._compression_shown(setting, precision, self.compression)) if ok)
 
     # -- per mode ---------------------------------------------------------------------
 
@@ -611,6 +679,13 @@ class DecisionSpace:
         return mask, first
 
     def _pp_group(self, s: Setting, precision: str, ep: str) -> "Classes | None":
+        r = self._pp_group_rows(s, precision)
+        return None if r is None else self._pp_group_classes(s, precision, r)
+
+    def _pp_group_rows(self, s: Setting, precision: str) -> "PipeRows | None":
+        """The pp_group listing's pipe rows (those whose node fits, without members), which (row, streaming)
+        pairs are listed and the plans each stands for in `size` (`PipeRows`), and each row's n range
+        before `_finish`'s cuts and after them (elementwise in the row's stages: the classes' own)."""
         built = self._pipelines(s, "pp_group", precision)
         if built is None:
             return None
@@ -629,18 +704,33 @@ class DecisionSpace:
         if self._reduces_to_least_step(s):
             # the window matters to a blocking sync under dp_overlap (only the rows of its front,
             # `_window_front`), and to a streaming one only when its fragments also hide behind their
-            # backward pass: elsewhere one row per (S, Ca)
-            keep = np.repeat(self._least_step(s, "pp_group", precision, pipes, probed)[:, None], stream.size, axis=1)
-            listed = keep.astype(np.int64)
+            # backward pass: elsewhere one row per (S, Ca). Worked per streaming value (a column each: the
+            # same values as on the (rows x streaming) arrays, ~1.3 ms less per precision at 10^4 nodes)
+            least = self._least_step(s, "pp_group", precision, pipes, probed)
+            keep = [least for _ in stream]
+            listed = [least.astype(np.int64) for _ in stream]
             if s.assumptions.dp_overlap:
                 front, first = self._window_front(s, "pp_group", precision, pipes, probed)
-                keep |= ~stream[None, :] & front[:, None]
+                keep = [least if on else least | front for on in stream]
                 # each row left out (blocking) is counted with its (S, Ca)'s first row (same n range: `size`)
-                listed = keep.astype(np.int64)
-                listed += np.bincount(first[~front], minlength=pipes.size)[:, None] * ~stream[None, :]
+                left_out = np.bincount(first[~front], minlength=pipes.size)
+                listed = [k.astype(np.int64) if on else k.astype(np.int64) + left_out for k, on in zip(keep, stream)]
             if streaming_reads_window(s.assumptions):
-                keep |= stream[None, :]
-                listed = np.maximum(listed, keep.astype(np.int64))
+                keep = [np.ones(pipes.size, bool) if on else k for k, on in zip(keep, stream)]
+                listed = [np.maximum(n, k.astype(np.int64)) for n, k in zip(listed, keep)]
+            keep, listed = np.stack(keep, axis=1), np.stack(listed, axis=1)
+        n_lo = np.maximum(2, self.min_nodes // pipes.stages)     # G S <= min_nodes < (G + 1) S: idle nodes
+        n_lo = np.maximum(n_lo, stage_shards.min_groups(s.assumptions, s.accelerators_per_node, s.is_moe))  # G >= K, E
+        n_hi = self.max_nodes // pipes.stages
+        return PipeRows(pipes, members, probed, stream, keep, listed, n_lo, n_hi,
+                        self._capped_n_hi(s, "pp_group", n_hi, pipes.stages, np.int64(self.min_nodes)), self.min_nodes)
+
+    def _pp_group_classes(self, s: Setting, precision: str, r: "PipeRows",
+                          rows_kept: np.ndarray | None = None) -> "Classes":
+        """The pp_group classes of the rows `r` (of those `rows_kept`, a mask of its rows, when given), before
+        `_finish`: the classes of the rows kept are those of every row, in the same order, less the others'."""
+        pipes, members, probed, stream, listed = r.pipes, r.members, r.probed, r.stream, r.listed
+        keep = r.keep if rows_kept is None else r.keep & rows_kept[:, None]
         # the (row, compression, streaming) triples of the classes in grid order; what reads only the row (its
         # fields, n range) is taken or computed per kept row, then at each class's row
         kept, p_i, c_i, j_i = _class_triples(keep, len(self.compression))
@@ -655,9 +745,7 @@ class DecisionSpace:
                             activation_compression=pipes.activation_compression[kept][p_i],
                             micro_batches=pipes.micro_batches[kept][p_i], schedule=pipes.schedule[kept][p_i],
                             compression=compression, streaming=streaming)
-        n_lo = np.maximum(2, self.min_nodes // stages)     # G S <= min_nodes < (G + 1) S: idle nodes
-        n_lo = np.maximum(n_lo, stage_shards.min_groups(s.assumptions, s.accelerators_per_node, s.is_moe))  # G >= K, E
-        c = self._classes(rows, _gather_or_one(n_lo, p_i), (self.max_nodes // stages)[p_i], rows.stages,
+        c = self._classes(rows, _gather_or_one(r.n_lo[kept], p_i), r.n_hi[kept][p_i], rows.stages,
                           None if members is None else (members[0][rep], members[1][rep]))
         if listed is not None:
             c.listed = listed
@@ -687,11 +775,36 @@ class DecisionSpace:
         for mode in self.modes:
             for precision in self.precisions:
                 for ep in self.expert_scopes(setting, mode):
+                    counted = self.class_memo().get(("pp_group_plans", precision)) if mode == "pp_group" else None
+                    if counted is not None and counted[0] is setting:     # counted per row (`classes_of_rows`)
+                        total += counted[1] * self.max_inner_steps
+                        continue
                     c = self.classes(setting, mode, precision, ep)
                     if c is not None:
                         per_class = c.n_hi - c.n_lo + 1 if c.listed is None else (c.n_hi - c.n_lo + 1) * c.listed
                         total += int(per_class.sum()) * per_plan.get(mode, self.max_inner_steps) * c.member_count
         return total
+
+
+@dataclass
+class PipeRows:
+    """The pp_group listing of one precision up to its pipe rows (`DecisionSpace.pp_group_rows`): each row
+    stands for a class per compression (that the envelope shows) and per streaming value it keeps."""
+
+    pipes: PlanBatch            # the rows (S, Ca, M, schedule) whose node fits
+    members: tuple | None       # (M, step) per row when the rows have a member axis, else None
+    probed: dict                # the rows' PROBED fields (t_step_s, eta_activation, ...)
+    stream: np.ndarray          # the space's streaming values (J)
+    keep: np.ndarray            # rows x J: the (row, streaming) pairs listed
+    listed: np.ndarray | None   # rows x J: plans per (n, H, R) each pair stands for in `size`; None: 1 each
+    n_lo: np.ndarray            # per row, the n range of its classes as listed (before `_finish`)
+    n_hi: np.ndarray
+    n_hi_capped: np.ndarray     # per row, n_hi cut as `_finish` cuts it (envelope replicas, budget)
+    min_nodes: int              # the fewest nodes a plan may use: N = max(n S, min_nodes)
+
+    @property
+    def size(self) -> int:
+        return int(self.pipes.size)
 
 
 # The array fields of a class's plans taken from its row (`Classes.plans` sets nodes, H and R itself)

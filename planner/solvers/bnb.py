@@ -1043,7 +1043,7 @@ class Batches(list):
 
 
 def batches_most_promising_first(s: Setting, space: DecisionSpace, measure: str = TIME,
-                                 deadline: float = math.inf) -> Batches:
+                                 deadline: float = math.inf, prune_rows: bool = False) -> Batches:
     """The class groups ordered by their best seed plan, so that early incumbents prune the rest.
     Past `deadline` (time.perf_counter()) no further group is built or scored: those listed so
     far are returned with `complete` False.
@@ -1059,7 +1059,21 @@ def batches_most_promising_first(s: Setting, space: DecisionSpace, measure: str 
     the search of every group is exact whatever their order, so the answer is the same; only which
     seeds are scored (`Found.evaluations`) and the order of the groups after U's may change. Its seeds
     handed to `minimise_time` are those of the classes seeded; the others, if their bound is within
-    the incumbent's tie limit there, get boxes as any class does."""
+    the incumbent's tie limit there, get boxes as any class does.
+
+    `prune_rows` (the least measure's search, `objective_search.max_compute`, under a max_compute measure
+    itself, not a robust key): the pp_group groups are listed only once U is known, and only the pipe rows
+    whose own bound (`class_bound.row_lower_bounds`, at most every class bound of the row) is within U's tie
+    limit are expanded into classes (`DecisionSpace.pp_group_rows`, `classes_of_rows`). The classes of a row
+    left out all have their bound above U's tie limit, so every plan of theirs is above it: none is the answer
+    or tied with it (U is a plan's measure, so the optimum is at most U), none can lower an incumbent the
+    search holds (at most U's tie limit: the least seed of a group searched before U's, or the bound handed
+    on from U's group), and above `_seeds_within` seeds none of them. The classes kept are the same classes in
+    the same order (less those left out) with the same bounds, seeds and boxes: the same answer, value and
+    order of the groups, and the same plans scored but for the corners of boxes `minimise_time` would give
+    such a class when the incumbent it holds is a bound handed on at most TIE_REL above U (fewer, then). The
+    listing, the class bounds and the seeds' bookkeeping of the rows left out are saved (issue 27 item 5).
+    Not for other questions: fewest nodes in the window needs every plan within its limit, not the best."""
     scored, complete, seeds_of, deferred = [], True, {}, []
     groups = [(mode, precision, ep) for mode in space.modes for precision in space.precisions
               for ep in space.expert_scopes(s, mode)]          # the order of `batches`
@@ -1076,8 +1090,19 @@ def batches_most_promising_first(s: Setting, space: DecisionSpace, measure: str 
             seeds_of[id(c)] = (idx, n, h, r, t)
         return key
 
+    rows_first = prune_rows and ordering is measure and isinstance(measure, str) \
+        and measure in class_bound.COMPUTE_MEASURES
     for at, (mode, precision, ep) in enumerate(groups):
-        c = space.classes(s, mode, precision, ep) if time.perf_counter() <= deadline else None
+        rows = None
+        if rows_first and mode == "pp_group" and time.perf_counter() <= deadline:
+            rows = space.pp_group_rows(s, precision)            # None: `classes` is asked instead
+            if rows is not None and class_bound.rows_bounded(s, rows, ordering):
+                deferred.append((at, (precision, rows), None))     # listed below, its rows bounded by U
+                continue
+        if rows is not None:                    # rows without a bound of their own: every row listed
+            c = space.classes_of_rows(s, precision, rows, None)
+        else:
+            c = space.classes(s, mode, precision, ep) if time.perf_counter() <= deadline else None
         if time.perf_counter() > deadline:      # before building, or built but not yet scored
             complete = False
             break
@@ -1091,6 +1116,14 @@ def batches_most_promising_first(s: Setting, space: DecisionSpace, measure: str 
     least = min((key for key, _, _ in scored), default=math.inf)
     limit = float(tie_limit(least)) if math.isfinite(least) else math.inf
     for at, c, own in deferred:
+        if own is None and time.perf_counter() <= deadline:     # pipe rows: those within U's tie limit listed
+            precision, rows = c
+            shown = space.compression_shown(s, precision)
+            kept = class_bound.row_lower_bounds(s, rows, shown, ordering) <= limit
+            c = space.classes_of_rows(s, precision, rows, None if kept.all() else kept)
+            if c is None:
+                continue
+            own = class_bound.lower_bounds(s, c, ordering)
         if time.perf_counter() > deadline:      # built but not scored: not listed
             complete = False
             break

@@ -38,6 +38,11 @@ replicas = G, h_eff = H = 1, eta_activation = the row's eta_A) given rather than
 plan's are those (`modes.pp_group`). tests/test_class_bound.py checks that g_up equals the scored
 corner's and that the bound is at most the first box's bound and every sampled plan's 1 / C.
 
+The same bound per pipe row, before the row is expanded over the compressions and streaming
+(`row_lower_bounds`, at most every class bound of the row): the branch and bound's max_compute ordering
+lists only the rows whose bound is within the tie limit of the other groups' least seed
+(`bnb.batches_most_promising_first`, `DecisionSpace.pp_group_rows`; tests/test_row_bound.py).
+
 Layer: search (reads the cost model and the space).
 """
 
@@ -49,10 +54,11 @@ from planner.cost import run
 from planner.cost.straggler import throughput_fraction
 from planner.cost.setting import PlanBatch, Setting
 from planner.solvers import monotone
-from planner.space import CHUNK, Classes
+from planner.space import CHUNK, Classes, PipeRows
 
 MARGIN = 1e-9      # relative: the bound is divided by 1 + MARGIN, far above the rounding of T_up and of 1 / C
 COMPUTE_MEASURES = ("1/c_quality", "1/c_local")     # planner.solvers.bnb's max_compute measures
+ROW_FLOOR = 1e-300  # a row bound at most this is none (`row_lower_bounds`): 1 / C's bound there is near overflow
 
 
 def lower_bounds(s: Setting, c: Classes, measure) -> np.ndarray | None:
@@ -85,20 +91,97 @@ def _bounds_of(s: Setting, c: Classes, at: slice) -> np.ndarray:
     corner = PlanBatch.of("pp_group", rows.precision, nodes=nodes_lo, compression=rows.compression[at],
                           streaming=rows.streaming[at], stages=rows.stages[at], micro_batches=rows.micro_batches[at],
                           activation_compression=rows.activation_compression[at], schedule=rows.schedule[at])
+    return _bound(s, corner, c.nodes(at, c.n_hi[at]), c.step_s[at], c.eta_activation[at], _eta_c(s, corner))
+
+
+def _bound(s: Setting, corner: PlanBatch, nodes_hi: np.ndarray, step_s: np.ndarray, eta_activation: np.ndarray,
+           eta_c) -> np.ndarray:
+    """The module docstring's bound 1 / (g_up 6 P_act T_up) (1 + MARGIN) of plans whose most efficient corner
+    is `corner` (n_lo's nodes, H = 1), with nodes_hi nodes at most, pipeline step step_s, eta_A eta_activation
+    and eta_C eta_c (per plan, or one value for all); 0 where G(n_lo) < 2 or the bound has no meaning (NaN)."""
     stages = np.asarray(corner.stages, dtype=float)
-    groups_lo = np.floor(np.asarray(nodes_lo, dtype=float) / stages)
-    groups_hi = np.floor(np.asarray(c.nodes(at, c.n_hi[at]), dtype=float) / stages)
+    groups_lo = np.floor(np.asarray(corner.nodes, dtype=float) / stages)
+    groups_hi = np.floor(np.asarray(nodes_hi, dtype=float) / stages)
     ones = np.ones(groups_lo.shape)
     # H_eff = 1 at every corner: one value, broadcast by the efficiencies (eta_H and the replica factor's H_eff
     # term computed once, not per class); eta_C per (compression, streaming) of the group (`_eta_c`)
-    t = {"synchronised": ones, "replicas": groups_lo, "h_eff": np.ones(1), "eta_activation": c.eta_activation[at]}
+    t = {"synchronised": ones, "replicas": groups_lo, "h_eff": np.ones(1), "eta_activation": eta_activation}
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        g_up = run.quality_terms(s, corner, t, run.efficiency_without_replicas(s, corner, t, _eta_c(s, corner)))[0]
+        g_up = run.quality_terms(s, corner, t, run.efficiency_without_replicas(s, corner, t, eta_c))[0]
         tokens_up = s.training_window_s * s.local_batch_tokens * throughput_fraction(s.assumptions) \
-            * groups_hi / c.step_s[at]
+            * groups_hi / step_s
         upper = g_up * 6.0 * s.active_params * tokens_up * (1.0 + MARGIN)
         lower = np.nan_to_num(1.0 / upper, nan=0.0)           # no meaning (NaN): cuts nothing
     return np.where(groups_lo >= 2, lower, 0.0)
+
+
+def rows_bounded(s: Setting, r: PipeRows, measure) -> bool:
+    """Whether `row_lower_bounds` gives bounds (`lower_bounds` would give its classes theirs)."""
+    if not (isinstance(measure, str) and measure in COMPUTE_MEASURES) or r.members is not None:
+        return False
+    mono = monotone.check(s)
+    return not mono.unsupported and mono.eta_h_falls
+
+
+def row_lower_bounds(s: Setting, r: PipeRows, compression: tuple[float, ...], measure) -> np.ndarray | None:
+    """Per pipe row of the pp_group listing (`DecisionSpace.pp_group_rows`), a lower bound of `measure` on
+    every plan of every class the row stands for: those of its (compression, streaming) pairs, `compression`
+    being the compressions the listing expands a row over (those the envelope shows, or a superset), and
+    streaming the values the row keeps (`PipeRows.keep`). None where `lower_bounds` gives none (another
+    measure, rows with a member axis, eta_H not falling with H_eff).
+
+    Every class of a row shares the row's corner nodes (n_lo, as `_finish` keeps it), its largest nodes (n_hi
+    as `_finish` cuts it), t_pp and eta_A: the classes' bounds (`_bound`) differ only in eta_C, one value per
+    (compression, streaming) pair (`run.compression_efficiency`: it reads nothing else), which enters
+    1 / (g_up 6 P_act T_up (1 + MARGIN)), g_up = eta_H eta_C eta_A (times the replica factor), as one factor of
+    products whose other factors are the same for every class of the row. Each floating-point product, the
+    quotient and their overflow are monotone in it (rounding is monotone), all the same way for every eta_C
+    of one sign; NaN arises at one eta_C finite and > 0 iff at every such one (from the other factors), and
+    is then 0 for every class and the row alike, as is the bound where G(n_lo) < 2. So where every eta_C of
+    the row's classes is finite and > 0, each class's bound lies between the row's bounds computed the same
+    way (`_bound`) at the least and the largest of them, and the row's bound is the lesser of the two,
+    divided by 1 + MARGIN once more where it is > 0: a class's eta_C and replica factor are computed in
+    another batch than the row's (a last-bit difference at most, far below MARGIN), so that it never comes
+    above a class bound of the row. Where it is not above ROW_FLOOR (or some eta_C of the row is not finite
+    and > 0) it is -inf, no bound: above it, the products are below 1e300, so that no class's last-bit
+    difference makes its product overflow where the row's does not. So row bound <= every class bound of the row <= every plan's measure (the module
+    docstring), for every input; tests/test_row_bound.py checks both.
+    """
+    if not rows_bounded(s, r, measure):
+        return None
+    size = r.size
+    if not compression or not size:
+        return np.full(size, np.inf)
+    values = np.asarray(compression, dtype=float)
+    pairs = PlanBatch.of("pp_group", r.pipes.precision, nodes=1, compression=np.repeat(values, r.stream.size),
+                         streaming=np.tile(r.stream, values.size))
+    eta_c = run.compression_efficiency(s, pairs).reshape(values.size, r.stream.size)    # (compression, J)
+    good = np.isfinite(eta_c) & (eta_c > 0)
+    with np.errstate(invalid="ignore"):
+        hi_j, lo_j = eta_c.max(axis=0), eta_c.min(axis=0)                       # per streaming value
+    # per row, over the streaming values it keeps (column by column: a reduction along the rows' short second
+    # axis costs more than the few elementwise passes): whether it has classes, the least and largest eta_C,
+    # and whether some pair of it has no usable eta_C
+    columns = list(r.keep.T)
+    has = np.flatnonzero(np.logical_or.reduce(columns))    # the rows with classes (the others: nothing to bound)
+    columns = [k[has] for k in columns]
+    eta_hi = np.maximum.reduce([np.where(k, hi, -np.inf) for k, hi in zip(columns, hi_j)])
+    eta_lo = np.minimum.reduce([np.where(k, lo, np.inf) for k, lo in zip(columns, lo_j)])
+    unusable = np.logical_or.reduce([k & ~ok for k, ok in zip(columns, good.all(axis=0))])   # a pair without a usable eta_C
+    pipes = r.pipes
+    stages = pipes.stages[has]
+    nodes_lo = np.maximum(r.n_lo[has] * stages, r.min_nodes)
+    nodes_hi = np.maximum(r.n_hi_capped[has] * stages, r.min_nodes)
+    corner = PlanBatch.of("pp_group", pipes.precision, nodes=nodes_lo, stages=stages,
+                          micro_batches=pipes.micro_batches[has], activation_compression=pipes.activation_compression[has],
+                          schedule=pipes.schedule[has])
+    step, eta_a = r.probed["t_step_s"][has], r.probed["eta_activation"][has]
+    at_hi = _bound(s, corner, nodes_hi, step, eta_a, np.where(unusable, 1.0, eta_hi))
+    at_lo = _bound(s, corner, nodes_hi, step, eta_a, np.where(unusable, 1.0, eta_lo))
+    lower = np.minimum(at_hi, at_lo)
+    out = np.full(size, np.inf)
+    out[has] = np.where(unusable | ~(lower > ROW_FLOOR), -np.inf, lower / (1.0 + MARGIN))
+    return out
 
 
 def _eta_c(s: Setting, b: PlanBatch) -> np.ndarray:

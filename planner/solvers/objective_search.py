@@ -82,12 +82,14 @@ def best_of(s: Setting, candidates: list[bnb.Found]) -> tuple[PlanBatch, float] 
     return c.batch.take(slice(i, i + 1)), float(c.time_s[i])
 
 
-def least_measure(s: Setting, space: DecisionSpace, measure, bound: float, deadline: float):
+def least_measure(s: Setting, space: DecisionSpace, measure, bound: float, deadline: float,
+                  prune_rows: bool = False):
     """((one-plan batch, measure) or None, plans scored, least measure of the boxes left open) of
     the plan of least `measure` below `bound`, the groups most promising first, each found plan
-    tightening the bound (ties within TIE_REL kept, broken by `best_of`)."""
+    tightening the bound (ties within TIE_REL kept, broken by `best_of`). `prune_rows`: the pp_group
+    pipe rows bounded before they are listed (`bnb.batches_most_promising_first`; max_compute)."""
     found, evaluations = [], 0
-    groups = bnb.batches_most_promising_first(s, space, measure, deadline=deadline)
+    groups = bnb.batches_most_promising_first(s, space, measure, deadline=deadline, prune_rows=prune_rows)
     open_bound = math.inf if groups.complete else 0.0      # groups never listed: nothing known of them
     for b in groups:
         f = bnb.minimise_time(s, b, space.max_inner_steps, space.max_regional_rounds, bound, deadline, measure,
@@ -163,7 +165,7 @@ def max_compute(s: Setting, space: DecisionSpace, deadline: float = math.inf, in
     robust = measure is not None
     measure = measure if robust else bnb.compute_measure(s.target_kind)
     bound = (1.0 / incumbent_compute) * (1 + bnb.TIE_REL) if incumbent_compute > 0 else math.inf
-    best, evaluations, open_bound = least_measure(s, space, measure, bound, deadline)
+    best, evaluations, open_bound = least_measure(s, space, measure, bound, deadline, prune_rows=not robust)
     upper = 0.0 if open_bound == math.inf else (1.0 / open_bound if open_bound > 0 else math.inf)
     if best is None:
         return None, evaluations, upper
