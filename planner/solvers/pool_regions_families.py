@@ -63,7 +63,7 @@ from planner.evaluate import with_params
 from planner.fleet.network import site_network
 from planner.fleet.regions import choice_placement
 from planner.fleet.replicas import node_price_usd
-from planner.solvers.pool_families import ceiling, record, setting_classes
+from planner.solvers.pool_families import ceiling, on_rule, record, setting_classes
 from planner.solvers.pool_parts import Part, PartsRun, SiteSetViews, base_space, slowest_and_memory, unit_price
 from planner.sync.straggler.rule import mixed_setting
 from planner.sync.straggler.search import compute_bound_s, search_setting, solve_part
@@ -175,9 +175,7 @@ def solve_region_choices(run: PartsRun, params: float | None, keep=None, rule: s
     when none comes within the tie tolerance of it; else each part is solved, best-first. `keep`, `twin`
     as `choice_parts`; `rule`: the rule the plans found run (the proportional rule's plans at which every
     H_p = H, `proportional_families.solve_rule_families`, as `pool_families.solve_families`)."""
-    before = len(run.found)
-    search_choices(run, choice_parts(run.instance, run.pools, params, keep, twin))
-    run.found[before:] = [r._replace(rule=rule) for r in run.found[before:]]
+    on_rule(run, rule, search_choices, choice_parts(run.instance, run.pools, params, keep, twin))
 
 
 def search_choices(run: PartsRun, keyed: list[tuple[tuple, Part]]) -> None:
