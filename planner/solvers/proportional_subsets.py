@@ -416,7 +416,8 @@ class Search:
         comes within the tie tolerance of `incumbent` (one answering None has every plan beyond it, and so
         beyond every value returned): the bound is the best value returned, True when none returns one
         (the node is done, as in `relaxed`), False when the deadline stopped it, None (no bound) when a
-        set of sites beyond S(F) has more partitions than the listing takes (only a leaf may refuse).
+        node of several sets of sites has one with more partitions than the listing takes (only a leaf
+        refuses, as before).
         Nothing is recorded (the relaxed plan need not be placeable or within the budget)."""
         part = family.part
         groups = self.link_groups(forced, eligible)
@@ -442,8 +443,9 @@ class Search:
         each), each with its undominated partitions (`pool_parts.SiteSetViews`, the listing's
         `region_choices`), grouped by their five link numbers; E_L the pools of E at a site of a set of
         sites in the group; L the `SiteNetwork.links` of the group's first set and partition (every
-        member's is equal). None when a set of sites beyond S(F) has more than
-        `partition.MAX_PARTITIONS` partitions (S(F) itself refuses as the listing does)."""
+        member's is equal). None when a node reaching several sets of sites has one with more than
+        `partition.MAX_PARTITIONS` partitions (no bound: only a leaf refuses, as before); a node of one set
+        of sites refuses there as the listing does."""
         if self.views is None:
             self.views = SiteSetViews(self.net, self.pools)
         views = self.views
@@ -458,7 +460,7 @@ class Search:
             try:
                 listed = views.partitions(mask)
             except InputError:
-                if mask == need:
+                if not free:            # a node of one set of sites refuses as before (as its leaves would)
                     raise
                 self.unlisted.add(mask)
                 return None
