@@ -236,3 +236,43 @@ def test_link_groups_hold_every_subset_and_partition_under_a_node():
                     unlike_geography += key != numbers(net.links(sites))
             assert all(reached[key] == within for key, within in groups), (seed, forced, eligible)
     assert unlike_geography >= 5
+
+
+def test_link_groups_leave_a_node_unbounded_where_a_set_of_sites_has_too_many_partitions(monkeypatch):
+    """Sets of sites whose partitions the listing refuses (more than `partition.MAX_PARTITIONS`; here the
+    sets named refuse): a node reaching several sets of sites gets no bound (None: it is branched, and only
+    a leaf refuses, as before), whether the refused set is a larger one or its forced pools' own; a node
+    of one set of sites refuses as the listing does (InputError)."""
+    from planner.fleet.network import site_network
+    from planner.fleet.pools import pool_settings
+    from planner.objectives import MIN_TIME
+    from planner.solvers.pool_parts import SiteSetViews
+
+    instance = parse_instance(random_placement_instance(np.random.default_rng(3), sync_rule=True))
+    pools, net = pool_settings(instance), site_network(instance)
+    run = pool_parts.PartsRun(instance, pools, MIN_TIME, "bnb", math.inf, [], ("proportional",))
+    original = SiteSetViews.partitions
+    refused = set()
+
+    def partitions(self, mask):
+        if mask in refused:
+            raise InputError([])
+        return original(self, mask)
+
+    monkeypatch.setattr(SiteSetViews, "partitions", partitions)
+    sites = [p.site for p in pools]
+    one, other = 0, next(k for k, site in enumerate(sites) if site != sites[0])
+
+    def groups(forced, eligible):
+        return proportional_subsets.Search(run, None, net, True).link_groups(forced, eligible)
+
+    views = SiteSetViews(net, pools)
+    assert groups((one,), (one, other)) is not None and groups((one,), (one,)) is not None
+    refused.add(views.mask((one, other)))                           # the larger set
+    assert groups((one,), (one, other)) is None
+    assert groups((one,), (one,)) is not None
+    refused.clear()
+    refused.add(views.mask((one,)))                                 # the forced pools' own set
+    assert groups((one,), (one, other)) is None
+    with pytest.raises(InputError):
+        groups((one,), (one,))
