@@ -155,7 +155,7 @@ def audit_unplaced(monkeypatch, audits):
             used = tuple(sorted(forced + tuple(p for k, p in enumerate(optional) if mask >> k & 1)))
             alone = pool_parts.PartsRun(run.instance, run.pools, run.objective, run.solver, run.deadline, [],
                                         run.rules, bound=run.objective.empty_bound)
-            proportional_subsets.Search(alone, self.params, self.net, True).leaf(family, used)
+            proportional_subsets.Search(alone, self.params, self.net, self.chosen).leaf(family, used)
             values += [r.value for r in alone.found]
         best = (max(values) if run.objective.maximise else min(values)) if values else None
         audits.append((run.objective.maximise, bound, best, not self.one_site_set(forced, eligible)))
@@ -171,15 +171,31 @@ def test_unplaced_bound_holds_for_every_leaf_under_it(first, monkeypatch):
     under the node, at nodes of one set of sites and of several, on random fleets of 3 to 7 pools at 2 to 6
     sites, several pools at a site; it is exact (equal) at some nodes, and the search still answers as the
     listing."""
+    audited_draws(first, "chosen", monkeypatch)
+
+
+@pytest.mark.parametrize("first", [7400])
+def test_unplaced_bound_holds_with_the_geography(first, monkeypatch):
+    """With the geography's regions a node of several sets of sites is bounded the same way (one
+    relaxation per set of sites' links, `SiteNetwork.links` of the set): at most (min_time) / at least
+    (max_compute) the best plan of every subset under the node, each solved alone by the listing's own
+    search; the search still answers as the listing."""
+    audited_draws(first, "geography", monkeypatch)
+
+
+def audited_draws(first: int, regions: str, monkeypatch) -> None:
+    """40 draws of `rule_pools_chosen` from seed `first` with network.regions `regions` (min_cost left
+    out: no relaxation), each checked against the listing with every relaxation audited
+    (`audit_unplaced`): at least 5 nodes of several sets of sites, every bound holding, one tight."""
     audits = []
     audit_unplaced(monkeypatch, audits)
     for seed in range(first, first + 40):
         rng = np.random.default_rng(seed)
         data = rule_pools_chosen(rng, int(rng.integers(3, 8)))
+        data["network"]["regions"] = regions
         if data["objective"] == "min_cost":
             continue
         check(parse_instance(data), monkeypatch, seed)
-    assert len(audits) >= 5
     assert sum(spread for *_, spread in audits) >= 5          # nodes of several sets of sites, one link setting each
     tight = 0
     for maximise, bound, best, _ in audits:
@@ -197,8 +213,9 @@ def test_link_groups_hold_every_subset_and_partition_under_a_node():
     time: for random nodes (F within E) of fleets of 3 to 7 pools at 2 to 6 sites, every subset U (F within
     U within E) and every partition P the listing tries for S(U) (`region_choices`, from the route graph)
     has a group whose links are `SiteNetwork.links` of P's view of S(U) (the five numbers a setting takes)
-    and whose pools hold U; each group's pools are exactly the union of those U; and the draws have
-    partitions whose links are not the geography's (else taking the geography's links would pass)."""
+    and whose pools hold U; each group's pools are exactly the union of those U; the same with the
+    geography's regions (one view per set, the network's own); and the draws have partitions whose links
+    are not the geography's (else taking the geography's links would pass)."""
     from planner.fleet.network import site_network
     from planner.fleet.pools import pool_settings
     from planner.fleet.region_plans import region_choices
@@ -217,24 +234,26 @@ def test_link_groups_hold_every_subset_and_partition_under_a_node():
         if net is None:
             continue
         run = pool_parts.PartsRun(instance, pools, MIN_TIME, "bnb", math.inf, [], ("proportional",))
-        search = proportional_subsets.Search(run, None, net, True)
+        chosen, geography = (proportional_subsets.Search(run, None, net, c) for c in (True, False))
         for _ in range(5):
             eligible = tuple(sorted(int(p) for p in rng.choice(len(pools), int(rng.integers(1, len(pools) + 1)),
                                                                replace=False)))
             forced = tuple(p for p in eligible if rng.random() < 0.4) or eligible[:1]
-            groups = [(numbers(links), set(within)) for links, within in search.link_groups(forced, eligible)]
-            assert len({key for key, _ in groups}) == len(groups)
-            reached = {key: set() for key, _ in groups}
-            optional = [p for p in eligible if p not in forced]
-            for mask in range(1 << len(optional)):
-                used = forced + tuple(p for k, p in enumerate(optional) if mask >> k & 1)
-                sites = sites_of(pools, used)
-                for partition in region_choices(net, sites):
-                    key = numbers(net.with_regions(partition).links(sites))
-                    assert key in reached, (seed, forced, eligible, used, partition)
-                    reached[key] |= set(used)
-                    unlike_geography += key != numbers(net.links(sites))
-            assert all(reached[key] == within for key, within in groups), (seed, forced, eligible)
+            for search in (chosen, geography):       # the geography's: one view per set of sites, its own
+                groups = [(numbers(links), set(within)) for links, within in search.link_groups(forced, eligible)]
+                assert len({key for key, _ in groups}) == len(groups)
+                reached = {key: set() for key, _ in groups}
+                optional = [p for p in eligible if p not in forced]
+                for mask in range(1 << len(optional)):
+                    used = forced + tuple(p for k, p in enumerate(optional) if mask >> k & 1)
+                    sites = sites_of(pools, used)
+                    for partition in region_choices(net, sites) if search is chosen else [None]:
+                        view = net if partition is None else net.with_regions(partition)
+                        key = numbers(view.links(sites))
+                        assert key in reached, (seed, forced, eligible, used, partition)
+                        reached[key] |= set(used)
+                        unlike_geography += key != numbers(net.links(sites))
+                assert all(reached[key] == within for key, within in groups), (seed, forced, eligible)
     assert unlike_geography >= 5
 
 

@@ -184,7 +184,8 @@ class SiteSetViews:
         self.names = names
         self.bit = [1 << names.index(p.site) for p in pools]        # each pool's site
         self.sets = SiteSets(net, names)
-        self.wan = site_set_links(net, names)[:, :3]
+        self.table = site_set_links(net, names)
+        self.wan = self.table[:, :3]
         self.listed: dict = {}
 
     def mask(self, used) -> int:
@@ -204,3 +205,9 @@ class SiteSetViews:
             self.listed[mask] = [(sets.named(blocks), blocks, wan_links + (float(mbps * 1e6), float(rtt_ms / 1e3)))
                                  for blocks in sets.partitions(mask) for mbps, rtt_ms in [sets.link(blocks)]]
         return self.listed[mask]
+
+    def geography(self, mask: int) -> list:
+        """[(None, None, the five link numbers)] of the sites of `mask` with the network's own regions
+        (the geography's: its `site_set_links` row, `SiteNetwork.links` of the set), as `partitions`
+        lists the chosen ones."""
+        return [(None, None, tuple(float(x) for x in self.table[mask]))]

@@ -60,8 +60,11 @@ of a node whatever its sites. A node is solved whole (by the split table, or wit
 fastest split) only when all its subsets have one set of sites: every pool of E at a site of a pool of F
 (`one_site_set`; then S(U) = S(F) for every F within U within E, and the node's setting is sigma with
 the links of S(F), `node_setting`); otherwise it is branched on the pool of E \\ F of greatest (r, -p)
-among those at a site F does not reach, the two children splitting its subsets as above. A leaf U is
-solved by the listing's own search of the part U with its sites' links. So the search is the listing's
+among those at a site F does not reach, the two children splitting its subsets as above, after, where
+`optional_pools_apply`, the bound of its relaxation per link setting (`unplaced`, as with chosen regions
+below, each set of sites S(U) with the network's own view: its links `SiteNetwork.links(S(U))`, the
+setting of every plan of U; never recorded). A leaf U is solved by the listing's own search of the part
+U with its sites' links. So the search is the listing's
 optimum with sites as without. It answers every objective there: without a budget, min_time and
 max_compute where the fastest split is the best solve a node of one set of sites as the families do
 (`solve_with_optional`, the node's exact optimum in its one setting: proof (c) of
@@ -292,7 +295,7 @@ class Search:
                 if not self.leaf(family, forced):
                     return
                 continue
-            spread = not self.one_site_set(forced, eligible)   # its subsets' links differ: branch, no relaxation
+            spread = not self.one_site_set(forced, eligible)   # its subsets' links differ: not solved whole
             if not (spread or self.chosen) and self.every_split(family):   # chosen regions: placements differ
                 whole = self.by_table(family, forced, eligible)
                 if whole is False:
@@ -300,8 +303,8 @@ class Search:
                 if whole is True:                 # solved: nothing to branch
                     continue
             relaxed = None
-            if (self.chosen or not spread) and self.relaxes(family):   # chosen: a bound over the links (`unplaced`)
-                relaxed = (self.unplaced if self.chosen else self.relaxed)(family, forced, eligible)
+            if self.relaxes(family):              # chosen regions or several sets of sites: a bound (`unplaced`)
+                relaxed = (self.unplaced if self.chosen or spread else self.relaxed)(family, forced, eligible)
             if relaxed is False:
                 return
             if relaxed is True:                   # solved, or nothing of the node within the tie tolerance
@@ -398,12 +401,13 @@ class Search:
         return found, complete
 
     def unplaced(self, family, forced, eligible):
-        """With chosen regions, a node bounded by its relaxation without the placement rule and the
-        budget, one per link setting its subsets can have (`link_groups`): for each five link numbers L
-        of a set of sites S(U) and partition P the node's subsets U reach, the node cut to E_L (the pools of
-        E at the sites of the sets of sites that reach L) solved whole by its fastest split
-        (`solve_with_optional`, its exact optimum over the splits with a node on each pool of F and 0 or
-        more on the others of E_L, no budget, no placement) in the family's setting with the links L.
+        """With chosen regions (with the geography's, a node of several sets of sites: each set's one
+        view, the network's own, in place of its partitions) a node bounded by its relaxation without the
+        placement rule and the budget, one per link setting its subsets can have (`link_groups`): for each
+        five link numbers L of a set of sites S(U) and partition P the node's subsets U reach, the node cut
+        to E_L (the pools of E at the sites of the sets of sites that reach L) solved whole by its fastest
+        split (`solve_with_optional`, its exact optimum over the splits with a node on each pool of F and 0
+        or more on the others of E_L, no budget, no placement) in the family's setting with the links L.
         Every part (U, P) of every subset U of the node (F within U within E) is scored in the setting with
         the links L(S(U), P) (`mixed_setting` with P's view: the family's setting, proof (b), with the links
         `view.links(S(U))`; `with_links` replaces every link field), U within E_L; on a space with fewer
@@ -441,7 +445,8 @@ class Search:
         """[(SiteLinks L, E_L)] of a node (module docstring, `unplaced`), in order of first appearance:
         the sets of sites S(U) of its subsets are S(F) with any of the other sites of E (a pool of E at
         each), each with its undominated partitions (`pool_parts.SiteSetViews`, the listing's
-        `region_choices`), grouped by their five link numbers; E_L the pools of E at a site of a set of
+        `region_choices`; with the geography's regions the network's own view alone, partition None),
+        grouped by their five link numbers; E_L the pools of E at a site of a set of
         sites in the group; L the `SiteNetwork.links` of the group's first set and partition (every
         member's is equal). None when a node reaching several sets of sites has one with more than
         `partition.MAX_PARTITIONS` partitions (no bound: only a leaf refuses, as before); a node of one set
@@ -458,7 +463,7 @@ class Search:
             if mask in self.unlisted:
                 return None
             try:
-                listed = views.partitions(mask)
+                listed = views.partitions(mask) if self.chosen else views.geography(mask)
             except InputError:
                 if not free:            # a node of one set of sites refuses as before (as its leaves would)
                     raise
@@ -474,7 +479,8 @@ class Search:
         for partition, mask, union in groups.values():
             if (partition, mask) not in self.view_links:
                 names = [n for i, n in enumerate(views.names) if mask >> i & 1]
-                self.view_links[partition, mask] = self.net.with_regions(partition).links(names)
+                view = self.net if partition is None else self.net.with_regions(partition)
+                self.view_links[partition, mask] = view.links(names)
             out.append((self.view_links[partition, mask], tuple(p for p in eligible if views.bit[p] & union)))
         return out
 
