@@ -271,9 +271,15 @@ def solve_families(run: PartsRun, params: float | None, keep=None, rule: str = "
     with the best found one by one (the tie goes to the cheaper plan, and C over a span may fall).
     `keep` as `family_members`, `twin` as `families`; `rule`: the rule the plans found run (the
     proportional rule's plans at which every H_p = H, `proportional_families.solve_rule_families`)."""
-    pools = run.pools
+    on_rule(run, rule, solve_family_spans, families(run.instance, run.pools, params, keep, twin))
+
+
+def on_rule(run: PartsRun, rule: str, search, listed) -> None:
+    """`search(run, listed)`, the plans it adds to `run.found` put on the sync rule `rule` (they run it:
+    the proportional rule's plans at which every H_p = H are straggler plans bit for bit, found by the
+    straggler rule's searches, `solve_families` and `pool_regions_families.solve_region_choices`)."""
     before = len(run.found)
-    solve_family_spans(run, families(run.instance, pools, params, keep, twin))
+    search(run, listed)
     run.found[before:] = [r._replace(rule=rule) for r in run.found[before:]]
 
 

@@ -6,7 +6,9 @@ parts of one model size reads and writes (`PartsRun`), and what needs no search.
 is the instance's declared space with the precisions some pool runs. The sync rules' searches of the
 parts (`planner.sync.straggler.search`, `planner.sync.proportional.parts`), the pools' MIP
 (`planner.mip.pools`), the robust pool solver and the oracles build on the same parts, so they live
-here, below every module that searches them.
+here, below every module that searches them. `SiteSetViews` lists the region partitions of every set of
+sites with chosen regions once, for the searches beyond 12 pools (the choices of
+`planner.solvers.pool_regions_families`, the relaxation of `planner.solvers.proportional_subsets`).
 """
 
 from __future__ import annotations
@@ -19,9 +21,9 @@ from typing import NamedTuple
 
 from planner.cost.setting import PlanBatch, Setting
 from planner.evaluate import with_params
-from planner.fleet.network import site_network
+from planner.fleet.network import site_network, site_set_links
 from planner.fleet.pools import PoolSetting
-from planner.fleet.region_plans import part_regions
+from planner.fleet.region_plans import SiteSets, part_regions
 from planner.fleet.replicas import affordable_nodes, unsupported
 from planner.objectives import Objective
 from planner.sync.straggler.rule import mixed_setting
@@ -166,3 +168,46 @@ def parts_until(instance: Instance, pools: list[PoolSetting], params: float | No
                                 dataclasses.replace(space, precisions=(precision,), min_nodes=low, max_nodes=int(top),
                                                     placement=placement), view, placement))
     return out, True
+
+
+class SiteSetViews:
+    """The undominated region partitions of every set of the sites of `pools` by bit masks (bit i: the
+    i-th site name in sorted order; `region_plans.SiteSets`, the listing's `region_choices` in its
+    order), each with the five link numbers a setting takes from it (`network.with_links`: the WAN
+    numbers of the set's `site_set_links` row, the regional Mb/s and RTT of the partition's slowest
+    route inside a block), listed once per set. Two (set, partition) of equal numbers give every plan
+    the same setting (tests/test_pool_families.py compares every row with `SiteNetwork.links`,
+    tests/test_pool_regions_families.py the partitions and their links with `region_choices`)."""
+
+    def __init__(self, net, pools):
+        names = sorted({p.site for p in pools})
+        self.names = names
+        self.bit = [1 << names.index(p.site) for p in pools]        # each pool's site
+        self.sets = SiteSets(net, names)
+        self.table = site_set_links(net, names)
+        self.wan = self.table[:, :3]
+        self.listed: dict = {}
+
+    def mask(self, used) -> int:
+        """The sites of the pools `used`, as a mask."""
+        out = 0
+        for p in used:
+            out |= self.bit[p]
+        return out
+
+    def partitions(self, mask: int) -> list:
+        """(partition, its block masks, the five link numbers of `network.with_links`) of each undominated
+        partition of the sites of `mask` (InputError naming network.regions beyond
+        `partition.MAX_PARTITIONS`, as the listing)."""
+        if mask not in self.listed:
+            sets = self.sets
+            wan_links = tuple(float(x) for x in self.wan[mask])
+            self.listed[mask] = [(sets.named(blocks), blocks, wan_links + (float(mbps * 1e6), float(rtt_ms / 1e3)))
+                                 for blocks in sets.partitions(mask) for mbps, rtt_ms in [sets.link(blocks)]]
+        return self.listed[mask]
+
+    def geography(self, mask: int) -> list:
+        """[(None, None, the five link numbers)] of the sites of `mask` with the network's own regions
+        (the geography's: its `site_set_links` row, `SiteNetwork.links` of the set), as `partitions`
+        lists the chosen ones."""
+        return [(None, None, tuple(float(x) for x in self.table[mask]))]

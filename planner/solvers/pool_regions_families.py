@@ -60,12 +60,11 @@ import math
 import time
 
 from planner.evaluate import with_params
-from planner.fleet.network import site_network, site_set_links
-from planner.fleet.region_plans import SiteSets
+from planner.fleet.network import site_network
 from planner.fleet.regions import choice_placement
 from planner.fleet.replicas import node_price_usd
-from planner.solvers.pool_families import ceiling, record, setting_classes
-from planner.solvers.pool_parts import Part, PartsRun, base_space, slowest_and_memory, unit_price
+from planner.solvers.pool_families import ceiling, on_rule, record, setting_classes
+from planner.solvers.pool_parts import Part, PartsRun, SiteSetViews, base_space, slowest_and_memory, unit_price
 from planner.sync.straggler.rule import mixed_setting
 from planner.sync.straggler.search import compute_bound_s, search_setting, solve_part
 
@@ -82,24 +81,11 @@ def choice_parts(instance, pools, params: float | None, keep=None, twin=None) ->
     cap = instance.limits.max_nodes or math.inf
     budget = instance.limits.budget_usd
     net = site_network(instance)
-    names = sorted({p.site for p in pools})
-    site_bit = [1 << names.index(p.site) for p in pools]
+    site_views = SiteSetViews(net, pools)
+    site_bit = site_views.bit
     classes = setting_classes(pools)
-    sets = SiteSets(net, names)
-    wan = site_set_links(net, names)[:, :3]
     views: dict = {}
-    listed: dict = {}
     settings: dict = {}              # the setting of each key (q, class of s, v, links): one per key
-
-    def partitions_of(mask: int) -> list:
-        """(partition, its block masks, the five link numbers of `network.with_links`) of each undominated
-        partition of the sites of `mask`."""
-        if mask not in listed:
-            wan_links = tuple(float(x) for x in wan[mask])
-            listed[mask] = [(sets.named(blocks), blocks, wan_links + (float(mbps * 1e6), float(rtt_ms / 1e3)))
-                            for blocks in sets.partitions(mask) for mbps, rtt_ms in [sets.link(blocks)]]
-        return listed[mask]
-
     seen: set = set()
     out = []
     for q, s, v, eligible, lows in slowest_and_memory(pools, space.precisions):
@@ -117,9 +103,7 @@ def choice_parts(instance, pools, params: float | None, keep=None, twin=None) ->
         for b in cheapest:
             every |= b
         for forced in [(s,)] if lows == (s,) else [(s, m) for m in lows]:
-            required = 0
-            for p in forced:
-                required |= site_bit[p]
+            required = site_views.mask(forced)
             free = every & ~required
             sub = free
             while True:                        # every subset of the free sites
@@ -127,7 +111,7 @@ def choice_parts(instance, pools, params: float | None, keep=None, twin=None) ->
                 extra = tuple(p for b, p in cheapest.items() if mask & b and not required & b)
                 must = tuple(sorted(set(forced) | set(extra)))
                 may = tuple(p for p in eligible if mask & site_bit[p])
-                for partition, blocks, links in partitions_of(mask):
+                for partition, blocks, links in site_views.partitions(mask):
                     forced_in = tuple(tuple(p for p in must if site_bit[p] & b) for b in blocks)
                     pools_in = tuple(tuple(p for p in may if site_bit[p] & b) for b in blocks)
                     regions = tuple(sorted(
@@ -191,9 +175,7 @@ def solve_region_choices(run: PartsRun, params: float | None, keep=None, rule: s
     when none comes within the tie tolerance of it; else each part is solved, best-first. `keep`, `twin`
     as `choice_parts`; `rule`: the rule the plans found run (the proportional rule's plans at which every
     H_p = H, `proportional_families.solve_rule_families`, as `pool_families.solve_families`)."""
-    before = len(run.found)
-    search_choices(run, choice_parts(run.instance, run.pools, params, keep, twin))
-    run.found[before:] = [r._replace(rule=rule) for r in run.found[before:]]
+    on_rule(run, rule, search_choices, choice_parts(run.instance, run.pools, params, keep, twin))
 
 
 def search_choices(run: PartsRun, keyed: list[tuple[tuple, Part]]) -> None:

@@ -60,8 +60,11 @@ of a node whatever its sites. A node is solved whole (by the split table, or wit
 fastest split) only when all its subsets have one set of sites: every pool of E at a site of a pool of F
 (`one_site_set`; then S(U) = S(F) for every F within U within E, and the node's setting is sigma with
 the links of S(F), `node_setting`); otherwise it is branched on the pool of E \\ F of greatest (r, -p)
-among those at a site F does not reach, the two children splitting its subsets as above. A leaf U is
-solved by the listing's own search of the part U with its sites' links. So the search is the listing's
+among those at a site F does not reach, the two children splitting its subsets as above, after, where
+`optional_pools_apply`, the bound of its relaxation per link setting (`unplaced`, as with chosen regions
+below, each set of sites S(U) with the network's own view: its links `SiteNetwork.links(S(U))`, the
+setting of every plan of U; never recorded). A leaf U is solved by the listing's own search of the part
+U with its sites' links. So the search is the listing's
 optimum with sites as without. It answers every objective there: without a budget, min_time and
 max_compute where the fastest split is the best solve a node of one set of sites as the families do
 (`solve_with_optional`, the node's exact optimum in its one setting: proof (c) of
@@ -81,18 +84,23 @@ node is branched, on a pool at a site F does not reach first, else on the pool o
 (r, -p), down to its leaves, and a leaf U is solved by the listing's own search
 (`search_of("proportional").solve_parts`) of exactly the parts `pool_parts.parts_until` lists for U at
 q: one per partition, with the same view, setting, space and placement (with a budget, its placements
-within it). A node of one set of sites S (every pool of E at a site of F: S(U) = S for every subset,
-so the partitions tried, `region_choices` of S, are the same for all of them), where
-`optional_pools_apply` (min_time, max_compute where the fastest split is the best), is first bounded by
-its relaxation (`unplaced`): per partition P, the node solved whole by its fastest split without the
-placement rule and the budget in the setting with P's links (the setting of every part (U, P) of the
-node, whose placeable splits within the budget are among the node's splits, on at most as many
-nodes), the best over P. That bound holds for every plan of every part of the node and of its
-children (they split its subsets), is passed to both (a child's bound is the worse of its own and
-the parent's), and a node whose relaxation has nothing within the tie tolerance of the best found is
-done. Proof that the search is the listing's optimum: (a) the two children of a node split its
-subsets, so every subset U of the listing lies in one leaf of its family (q, slowest(U), min V, a
-least-memory pool of U, U's pool of greatest (r, -p)) unless a node above it was pruned by a bound
+within it). Every node, where `optional_pools_apply` (min_time, max_compute where the fastest split is
+the best), is first bounded by its relaxation (`unplaced`), one per link setting its subsets can have:
+the sets of sites S(U) of its subsets are S(F) with any of E's other sites (a pool of E at each); for
+each five link numbers L (`network.with_links`) of such a set S and one of its undominated partitions
+P (`region_choices` of S, by masks: `pool_parts.SiteSetViews`), the node cut to E_L (the pools of E at
+the sites of the sets that reach L) solved whole by its fastest split without the placement rule and
+the budget in the family's setting with the links L; the best over L. Every part (U, P) of a subset U
+of the node is scored in the setting with the links L(S(U), P), U within E_L, on at most as many nodes,
+and its placeable splits within the budget are among that relaxation's splits: so the bound holds for
+every plan of every part of the node and of its children (they split its subsets), with no two links
+compared (no monotonicity in the links is assumed). A node of one set of sites S (every pool of E at
+a site of F) has the partitions of S alone, each with E_L = E. The bound is passed to both children (a
+child's bound is the worse of its own and the parent's), and a node whose relaxation has nothing within
+the tie tolerance of the best found is done.
+Proof that the search is the listing's optimum: (a) the two children of a node split its subsets, so
+every subset U of the listing lies in one leaf of its family (q, slowest(U), min V, a least-memory pool
+of U, U's pool of greatest (r, -p)) unless a node above it was pruned by a bound
 that holds for every plan of its parts, or its family is skipped; (b) a leaf's plans are the
 listing's plans of U, each found by the listing's own search. The skipped families are those whose
 pools all run the pace's steps (`proportional_families`): under 'auto' the straggler rule's choices
@@ -120,10 +128,11 @@ import time
 
 from planner.evaluate import with_params
 from planner.fleet.network import with_links
-from planner.fleet.region_plans import part_regions, region_choices
+from planner.fleet.region_plans import part_regions
 from planner.fleet.pools import PoolSetting
 from planner.fleet.replicas import affordable_nodes, cheapest_fill, fleet_cost_usd, sites_of
-from planner.solvers.pool_parts import PartResult, PartsRun, base_space, too_many_pools, unit_price
+from planner.schema.errors import InputError
+from planner.solvers.pool_parts import PartResult, PartsRun, SiteSetViews, base_space, too_many_pools, unit_price
 from planner.objectives import MIN_TIME
 from planner.sync.proportional import boxes, search as proportional
 from planner.sync.proportional.levels import needs_every_split
@@ -204,6 +213,9 @@ class Search:
         self.seen: set = set()          # (q, F, E) of the nodes pushed, the leaves solved
         self.leaves = 0
         self.best = -math.inf           # max_compute: the most compute found
+        self.views = None               # chosen regions: every set of sites' partitions and links (`link_groups`)
+        self.view_links: dict = {}      # (partition, sites mask) -> its SiteLinks
+        self.unlisted: set = set()      # sets of sites (masks) with more partitions than the listing takes
 
     def bound(self, family, ratios, forced, eligible) -> float:
         """The node's bound in the objective's units (inf / -inf: no plan in range)."""
@@ -283,7 +295,7 @@ class Search:
                 if not self.leaf(family, forced):
                     return
                 continue
-            spread = not self.one_site_set(forced, eligible)   # its subsets' links differ: branch, no relaxation
+            spread = not self.one_site_set(forced, eligible)   # its subsets' links differ: not solved whole
             if not (spread or self.chosen) and self.every_split(family):   # chosen regions: placements differ
                 whole = self.by_table(family, forced, eligible)
                 if whole is False:
@@ -291,8 +303,8 @@ class Search:
                 if whole is True:                 # solved: nothing to branch
                     continue
             relaxed = None
-            if not spread and self.relaxes(family):     # chosen regions: a bound over the partitions (`unplaced`)
-                relaxed = (self.unplaced if self.chosen else self.relaxed)(family, forced, eligible)
+            if self.relaxes(family):              # chosen regions or several sets of sites: a bound (`unplaced`)
+                relaxed = (self.unplaced if self.chosen or spread else self.relaxed)(family, forced, eligible)
             if relaxed is False:
                 return
             if relaxed is True:                   # solved, or nothing of the node within the tie tolerance
@@ -389,31 +401,38 @@ class Search:
         return found, complete
 
     def unplaced(self, family, forced, eligible):
-        """With chosen regions, a node of one set of sites S = S(F) bounded by its relaxation without the
-        placement rule and the budget: for each partition P the listing tries for S (`region_choices`, a
-        function of S alone), the node solved whole by its fastest split (`solve_with_optional`, its
-        exact optimum over the splits with a node on each pool of F and 0 or more on the others of E, no
-        budget, no placement) in the setting with the links of P's view. Every part (U, P) of every subset
-        U of the node (F within U within E, so S(U) = S) is scored in that setting (`mixed_setting` with
-        P's view: the family's setting, proof (b), with the links `view.links(S)`; `with_links` replaces
-        every link field) on a space with fewer nodes at most (`affordable_nodes` of U within `node_top`)
-        and a placement that only removes plans (`space.restrict_classes`), its splits among the
-        node's; so each of its plans is a plan of that relaxation, and the best over the partitions
-        bounds every placed plan of the node (min_time: the least; max_compute: the most).
-        `boxes.search` returns a view's optimum when it comes within the tie tolerance of `incumbent`
-        (a view answering None has every plan beyond it, and so beyond every value returned): the
-        bound is the best value returned, True when no view returns one (the node is done, as in
-        `relaxed`), False when the deadline stopped it. Nothing is recorded (the relaxed plan need not
-        be placeable or within the budget)."""
+        """With chosen regions (with the geography's, a node of several sets of sites: each set's one
+        view, the network's own, in place of its partitions) a node bounded by its relaxation without the
+        placement rule and the budget, one per link setting its subsets can have (`link_groups`): for each
+        five link numbers L of a set of sites S(U) and partition P the node's subsets U reach, the node cut
+        to E_L (the pools of E at the sites of the sets of sites that reach L) solved whole by its fastest
+        split (`solve_with_optional`, its exact optimum over the splits with a node on each pool of F and 0
+        or more on the others of E_L, no budget, no placement) in the family's setting with the links L.
+        Every part (U, P) of every subset U of the node (F within U within E) is scored in the setting with
+        the links L(S(U), P) (`mixed_setting` with P's view: the family's setting, proof (b), with the links
+        `view.links(S(U))`; `with_links` replaces every link field), U within E_L; on a space with fewer
+        nodes at most (`affordable_nodes` of U within `node_top` of (F, E_L)) and a placement that only
+        removes plans (`space.restrict_classes`), its splits among the relaxation's; so each of its plans
+        is a plan of the relaxation of L, and the best over the L bounds every placed plan of the node
+        (min_time: the least; max_compute: the most). No link is compared with another: no monotonicity
+        in the links is assumed. A node of one set of sites S (every pool of E at a site of F) has the
+        partitions of S alone, each with E_L = E. `boxes.search` returns a relaxation's optimum when it
+        comes within the tie tolerance of `incumbent` (one answering None has every plan beyond it, and so
+        beyond every value returned): the bound is the best value returned, True when none returns one
+        (the node is done, as in `relaxed`), False when the deadline stopped it, None (no bound) when a
+        node of several sets of sites has one with more partitions than the listing takes (only a leaf
+        refuses, as before).
+        Nothing is recorded (the relaxed plan need not be placeable or within the budget)."""
         part = family.part
-        top = node_top(self.pools, forced, eligible, self.cap, self.budget)
-        space = dataclasses.replace(part.space, min_nodes=max(part.space.min_nodes, len(forced)), max_nodes=top,
-                                    placement=None)
-        sites = sites_of(self.pools, forced)
+        groups = self.link_groups(forced, eligible)
+        if groups is None:
+            return None
         values = []
-        for partition in region_choices(self.net, sites):
-            s = with_links(part.setting, self.net.with_regions(partition).links(sites))
-            found, complete = self.fastest(family, forced, eligible, s, space)
+        for links, within in groups:
+            top = node_top(self.pools, forced, within, self.cap, self.budget)
+            space = dataclasses.replace(part.space, min_nodes=max(part.space.min_nodes, len(forced)), max_nodes=top,
+                                        placement=None)
+            found, complete = self.fastest(family, forced, within, with_links(part.setting, links), space)
             if not complete:
                 return False
             if found is not None:
@@ -421,6 +440,49 @@ class Search:
         if not values:
             return True
         return max(values) if self.objective.maximise else min(values)
+
+    def link_groups(self, forced, eligible):
+        """[(SiteLinks L, E_L)] of a node (module docstring, `unplaced`), in order of first appearance:
+        the sets of sites S(U) of its subsets are S(F) with any of the other sites of E (a pool of E at
+        each), each with its undominated partitions (`pool_parts.SiteSetViews`, the listing's
+        `region_choices`; with the geography's regions the network's own view alone, partition None),
+        grouped by their five link numbers; E_L the pools of E at a site of a set of
+        sites in the group; L the `SiteNetwork.links` of the group's first set and partition (every
+        member's is equal). None when a node reaching several sets of sites has one with more than
+        `partition.MAX_PARTITIONS` partitions (no bound: only a leaf refuses, as before); a node of one set
+        of sites refuses there as the listing does."""
+        if self.views is None:
+            self.views = SiteSetViews(self.net, self.pools)
+        views = self.views
+        need = views.mask(forced)
+        free = views.mask(eligible) & ~need
+        groups: dict = {}               # five link numbers -> [partition, sites mask, union of the masks]
+        sub = free
+        while True:                     # every set of sites of the node's subsets
+            mask = need | sub
+            if mask in self.unlisted:
+                return None
+            try:
+                listed = views.partitions(mask) if self.chosen else views.geography(mask)
+            except InputError:
+                if not free:            # a node of one set of sites refuses as before (as its leaves would)
+                    raise
+                self.unlisted.add(mask)
+                return None
+            for partition, _, numbers in listed:
+                group = groups.setdefault(numbers, [partition, mask, 0])
+                group[2] |= mask
+            if sub == 0:
+                break
+            sub = (sub - 1) & free
+        out = []
+        for partition, mask, union in groups.values():
+            if (partition, mask) not in self.view_links:
+                names = [n for i, n in enumerate(views.names) if mask >> i & 1]
+                view = self.net if partition is None else self.net.with_regions(partition)
+                self.view_links[partition, mask] = view.links(names)
+            out.append((self.view_links[partition, mask], tuple(p for p in eligible if views.bit[p] & union)))
+        return out
 
     def leaf(self, family, used) -> bool:
         """The part U = `used` solved as the listing solves it; False when the deadline stopped it."""
