@@ -524,8 +524,11 @@ class DecisionSpace:
                 index, probed = self._fastest_schedule(s, mode, precision, PlanBatch.of(mode, precision, nodes=1, **g),
                                                        len(schedules))
                 g = {k: v[index] for k, v in g.items()}
-            allowed = physics.schedule_allowed(s.assumptions, g["stages"], g["micro_batches"],
-                                               g["schedule"])         # DualPipe: even S, even M >= 2 S
+                allowed = physics.schedule_allowed(s.assumptions, g["stages"], g["micro_batches"],
+                                                   g["schedule"])         # DualPipe: even S, even M >= 2 S
+            else:       # the grid whole: which (S, schedule, M) run, the same for every Ca (`_schedule_runs`)
+                runs = self._schedule_runs(s, stages, schedules)[1].reshape(stages.size, 1, -1)
+                allowed = np.broadcast_to(runs, (stages.size, len(self.activation_compression), runs.shape[2])).ravel()
             # the rows kept, built from their own fields: the placeholders (nodes, H, R, k, Z, the compression,
             # streaming) stay one broadcast value, as in the grid, not an array per row (the rows are kept: `_pipelines`)
             rows = PlanBatch.of(mode, precision, nodes=1, **{k: v[allowed] for k, v in g.items()})
@@ -556,8 +559,7 @@ class DecisionSpace:
         (`physics.schedule_allowed`), so each Ca block of an S lists the same (schedule, M) rows: row (S, Ca,
         schedule, M) is at [the index of its (S, schedule, M) among those that run, the index of its Ca]."""
         ca = np.asarray(self.activation_compression, dtype=float)
-        one = self._grid(stages=stages, schedule=schedules, micro_batches=np.arange(1, self.max_micro_batches + 1))
-        runs = physics.schedule_allowed(s.assumptions, one["stages"], one["micro_batches"], one["schedule"])
+        one, runs = self._schedule_runs(s, stages, schedules)
         reps = pipe_probe(mode, precision, PlanBatch.of(mode, precision, nodes=1, **{k: v[runs] for k, v in one.items()}))
         if reps.size <= CHUNK:      # CHUNK plans (each at every Ca) at a time, as `scored` (peak memory)
             got = {key: np.ascontiguousarray(v) for key, v in modes.pipeline_probe_over_ca(s, reps, ca).items()}
@@ -571,6 +573,14 @@ class DecisionSpace:
         row = at[kept]
         flat = row * ca.size + which[kept]      # the rows' places in got's (plan, Ca) arrays, read as one axis
         return {k: got[k].ravel().take(flat) for k in PROBED}
+
+    def _schedule_runs(self, s: Setting, stages: np.ndarray, schedules: tuple[int, ...]) -> tuple[dict, np.ndarray]:
+        """(grid, runs): the grid (S, schedule, M) of the pipe rows without their Ca, and whether each can run its
+        schedule (`physics.schedule_allowed`: DualPipe needs an even S and an even M >= 2 S). That reads S, M and
+        the schedule elementwise, never Ca, so row (S, Ca, schedule, M) of the full grid runs iff (S, schedule, M)
+        does: the mask of the full grid is this one broadcast over Ca (a quarter of the work at four Ca)."""
+        one = self._grid(stages=stages, schedule=schedules, micro_batches=np.arange(1, self.max_micro_batches + 1))
+        return one, physics.schedule_allowed(s.assumptions, one["stages"], one["micro_batches"], one["schedule"])
 
     def _fastest_schedule(self, s: Setting, mode: str, precision: str, rows: PlanBatch,
                           count: int) -> tuple[np.ndarray, dict[str, np.ndarray]]:
@@ -759,14 +769,20 @@ class DecisionSpace:
         if built is None:
             return None
         rows, members, probed = built
+        checked = False
         if self._reduces_to_least_step(s):         # no sync, no overlap window: one row per (S, Ca)
             if s.assumptions.activation_memory:    # of those that fit (`_reduces_to_least_step`)
                 rows, probed = self._fitting(s, "pipeline_wan", precision, rows, probed)
                 if rows.size == 0:
                     return None
+                # every row left fits its node at every n (a pipeline node's memory reads no n:
+                # `_reduces_to_least_step`), as `_pp_group`'s: `_finish` need not score it again
+                checked = members is None
             rows = rows.take(self._least_step(s, "pipeline_wan", precision, rows, probed))
         ok = np.maximum(rows.stages, self.min_nodes) <= self.max_nodes     # N = max(S, min_nodes)
-        return self._classes(rows, np.where(ok, 1, 2), 1, rows.stages, members)
+        c = self._classes(rows, np.where(ok, 1, 2), 1, rows.stages, members)
+        c.memory_checked = checked
+        return c
 
     def size(self, setting: Setting) -> int:
         """Number of plans in the declared space (every n, H and R counted)."""

@@ -5,14 +5,18 @@ listing builds from them bit for bit the same on the shipped instance and dtplan
 
 from __future__ import annotations
 
+import json
 from types import SimpleNamespace
 
 import numpy as np
 import pytest
 
 from planner.cost.setting import PlanBatch
+from planner.objectives import MAX_COMPUTE
+from planner.schema.instance import Instance
+from planner.setting import setting_from_instance
 from planner.space import DecisionSpace, scored, pipe_probe, PROBED
-from tests.test_box_reuse import _dtplan, _shipped
+from tests.test_box_reuse import SHIPPED, _dtplan, _shipped
 from tests.test_space_memory import _bits, _same
 
 
@@ -64,5 +68,43 @@ def test_listing_is_the_same_as_with_the_take(case, monkeypatch):
     for (m, p), c in got.items():
         d = space.classes_of(setting, m, p)
         assert (c is None) == (d is None), (m, p)
+        if c is not None:
+            _same(c, d)
+
+
+def _larger_model(params: float):
+    """The shipped instance's setting (`_shipped`, 3,000 nodes) with a model of `params`: at 3e11 and 6e11 some of
+    the WAN pipeline's rows do not fit their node (200 and 208 of the fp16 rows, 12 of fp8's at 6e11)."""
+    data = json.loads(SHIPPED.read_text())
+    data["fleet"]["nodes"], data["model"]["params"] = 3000, params
+    data["assumptions"] = {"profile": "dtplan", "constants": {"evidence_envelope": False}}
+    instance = Instance.model_validate(data)
+    setting = setting_from_instance(instance)
+    return setting, DecisionSpace.from_instance(instance, setting).for_objective(setting, MAX_COMPUTE)
+
+
+@pytest.mark.parametrize("case", [("shipped", 3000), ("larger", 3e11), ("larger", 6e11), ("dtplan", 5002),
+                                  ("dtplan", 5003)])
+def test_wan_classes_marked_checked_are_those_finish_checks(case, monkeypatch):
+    """A pipeline over the WAN's classes from the rows `_fitting` kept are marked memory-checked (h-maxc12), so
+    `_finish` does not score their memory again: the same classes as when `_finish` checks them (the code
+    before), on cases where some rows do not fit (the larger models; dtplan 5002 without the least-step cut)."""
+    name, arg = case
+    build = {"shipped": _shipped, "dtplan": _dtplan, "larger": _larger_model}[name]
+    setting, space = build(arg)
+    got = {p: space.classes_of(setting, "pipeline_wan", p) for p in space.precisions}
+    listed = DecisionSpace._pipeline_wan
+
+    def unchecked(self, *args):
+        c = listed(self, *args)
+        if c is not None:
+            c.memory_checked = False
+        return c
+
+    monkeypatch.setattr(DecisionSpace, "_pipeline_wan", unchecked)
+    setting, space = build(arg)
+    for p, c in got.items():
+        d = space.classes_of(setting, "pipeline_wan", p)
+        assert (c is None) == (d is None), p
         if c is not None:
             _same(c, d)

@@ -78,3 +78,35 @@ def test_a_class_plan_is_its_row_with_n_h_and_r_set(seed):
             else:
                 assert value == want, f.name
     assert checked > 0
+
+
+@pytest.mark.parametrize("seed", SEEDS[:4])
+@pytest.mark.parametrize("mode", ["pp_group", "pipeline_wan"])
+def test_rows_that_run_are_those_of_the_full_grid(seed, mode):
+    """Which (S, Ca, schedule, M) rows run their schedule is worked on the (S, schedule, M) grid and broadcast over
+    Ca (`DecisionSpace._schedule_runs`, h-maxc12): the rows `_probed_rows` lists must be those of
+    `physics.schedule_allowed` on the whole grid (the code before), in its order, field by field, with
+    activation memory on (every row probed afterwards) and DualPipe among the schedules (rows left out)."""
+    from planner.cost import physics
+    from planner.space import schedules_searched
+    setting, space = _case(seed)
+    setting = setting.replace(assumptions=setting.assumptions.replace(activation_memory=True))
+    space = dataclasses.replace(space, max_stages=8, max_micro_batches=20)
+    dropped = 0
+    for precision in space.precisions:
+        stages = space._stage_range(setting, precision, mode)
+        got = space._probed_rows(setting, mode, precision)
+        g = space._grid(stages=stages, activation_compression=space.activation_compression,
+                        schedule=schedules_searched(setting.assumptions),
+                        micro_batches=np.arange(1, space.max_micro_batches + 1))
+        allowed = physics.schedule_allowed(setting.assumptions, g["stages"], g["micro_batches"], g["schedule"])
+        dropped += int((~allowed).sum())
+        want = PlanBatch.of(mode, precision, nodes=1, **{k: v[allowed] for k, v in g.items()})
+        assert got is not None and got[1] is None and got[2] == {}
+        for f in dataclasses.fields(PlanBatch):
+            x, y = getattr(got[0], f.name), getattr(want, f.name)
+            if isinstance(y, np.ndarray):
+                assert x.dtype == y.dtype and np.array_equal(np.broadcast_to(x, y.shape), y), f.name
+            else:
+                assert x == y, f.name
+    assert dropped

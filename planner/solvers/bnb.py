@@ -548,7 +548,7 @@ def _seeds_of(s: Setting, c: Classes, h_max: int, r_max: int, idx: np.ndarray, n
     """(H, R) of `_seeds` for the classes `idx` at `n` replicas, all at once (`b`: those plans at H = R = 1 when
     built already, `pipe`: their `_shared_pipeline`)."""
     b = c.plans(idx, n, np.ones(idx.size), np.ones(idx.size)) if b is None else b
-    t = throughput(s, b) if pipe is None else modes.pp_group(s, b, pipe)
+    t = _corner_throughput(s, c, b, idx, pipe)       # `throughput`'s figures (a hierarchical class's own parts once)
     hierarchical = c.rows.mode == "hierarchical"
     with np.errstate(divide="ignore", invalid="ignore"):
         sync = t["t_regional_s"] if hierarchical else t["t_sync_s"]
@@ -563,8 +563,12 @@ def _seeds_measured(s: Setting, c: Classes, h_max: int, r_max: int, idx: np.ndar
     """(idx, n, h, r, t): `_seeds` of the classes `idx` (at most CHUNK) and their `_measure`. pp_group classes
     under a compute measure compute their pipeline (`_shared_pipeline`) once, for the seed's throughput at H = 1
     and its measure at the seed's H (the same classes at the same n_hi): `_measure_of`'s figures, which
-    `window_compute` computes from `throughput` = `modes.pp_group` there (tests/test_shared_corners.py)."""
-    if not (isinstance(measure, str) and measure != TIME and c.rows.mode == "pp_group" and idx.size <= CHUNK):
+    `window_compute` computes from `throughput` = `modes.pp_group` there (tests/test_shared_corners.py).
+    Hierarchical classes under a compute measure score the seed at its H and R as their boxes' corners are
+    scored (`_corner_throughput`: the class's own parts computed once, the rest per plan; `throughput`'s
+    figures bit for bit, tests/test_class_parts.py), not by `throughput` afresh (issue 27 item 5)."""
+    if not (isinstance(measure, str) and measure != TIME and c.rows.mode in ("pp_group", "hierarchical")
+            and idx.size <= CHUNK):
         idx, n, h, r = _seeds(s, c, h_max, r_max, idx)
         return idx, n, h, r, _measure(s, c, idx, n, h, r, measure)
     n = c.n_hi[idx]
@@ -573,7 +577,7 @@ def _seeds_measured(s: Setting, c: Classes, h_max: int, r_max: int, idx: np.ndar
     h, r = _seeds_of(s, c, h_max, r_max, idx, n, pipe, first)
     b = c.plans(idx, n, h, r)
     with np.errstate(divide="ignore", invalid="ignore"):      # as `window_compute` scores its throughput
-        t = throughput(s, b) if pipe is None else modes.pp_group(s, b, pipe)
+        t = _corner_throughput(s, c, b, idx, pipe)
     return idx, n, h, r, _window_measure(s, b, measure, t)
 
 
@@ -590,6 +594,8 @@ def _seeds_within(s: Setting, c: Classes, h_max: int, r_max: int, measure, own: 
     and no seed left out ties with it. The seeds scored are those of every class whose bound is within
     the final limit, and perhaps a few more."""
     if own is None:
+        if c.rows.mode == "hierarchical" and c.size <= CHUNK:      # scored as their corners are (`_seeds_measured`)
+            return _seeds_measured(s, c, h_max, r_max, np.arange(c.size), measure)
         idx, n, h, r = _seeds(s, c, h_max, r_max)
         return idx, n, h, r, _measure(s, c, idx, n, h, r, measure)
     done = np.zeros(c.size, bool)
@@ -1085,8 +1091,12 @@ def batches_most_promising_first(s: Setting, space: DecisionSpace, measure: str 
         idx, n, h, r, t = _seeds_within(s, c, h_max, r_max, ordering, own, limit)
         key = float(np.nanmin(t)) if np.isfinite(t).any() else math.inf
         # the same plans `minimise_time` scores first when its H range is the same (_h_r_max; R enters
-        # the seeds only of hierarchical classes, whose R range is the space's): kept for it
-        if ordering is measure and _h_r_max(c, h_max, r_max)[0] == h_max:
+        # the seeds only of hierarchical classes, whose R range is the space's), or when every seed's H is
+        # within its narrower range (a pipeline over the WAN's: H = 1): a seed's H is clip(x, 1, H_max) for
+        # an x of its class alone (`_seeds_of`), which is clip(x, 1, H') for H' <= H_max wherever it is at
+        # most H'. Kept for it (issue 27 item 5: the WAN pipelines' seeds were scored twice)
+        h_range = _h_r_max(c, h_max, r_max)[0]
+        if ordering is measure and (h_range == h_max or not (h > h_range).any()):
             seeds_of[id(c)] = (idx, n, h, r, t)
         return key
 
