@@ -108,11 +108,16 @@ WINDOW_MARGIN = 1e-12    # relative; far above the rounding of step_compute_s / 
 def scored(s: Setting, b: PlanBatch, *keys: str) -> dict[str, np.ndarray]:
     """`throughput(s, b)`'s fields `keys`, one value per plan, scored CHUNK plans at a time. Pipeline plans'
     fields of `modes.PIPELINE_PROBE` (the pipe rows' probes) are computed alone, the rest of the
-    throughput not (`modes.pipeline_probe`: the same values where no tensor-parallel degree is to be chosen)."""
+    throughput not (`modes.pipeline_probe`: the same values where no tensor-parallel degree is to be chosen).
+    Hierarchical plans' fields of `modes.HIERARCHICAL_CLASS_FIELDS` (a node's memory, `DecisionSpace._finish`)
+    likewise come from `modes.hierarchical_class_parts` alone: `hierarchical` returns those very arrays, and
+    `throughput` is `hierarchical` where no tensor-parallel degree is to be chosen (issue 27 item 5)."""
     score = throughput
-    if b.mode in ("pp_group", "pipeline_wan") and set(keys) <= set(modes.PIPELINE_PROBE) \
-            and not tensor_parallel.choices(s.assumptions, s.accelerators_per_node, s.is_moe):
+    no_degree = not tensor_parallel.choices(s.assumptions, s.accelerators_per_node, s.is_moe)
+    if b.mode in ("pp_group", "pipeline_wan") and set(keys) <= set(modes.PIPELINE_PROBE) and no_degree:
         score = modes.pipeline_probe
+    elif b.mode == "hierarchical" and set(keys) <= set(modes.HIERARCHICAL_CLASS_FIELDS) and no_degree:
+        score = modes.hierarchical_class_parts
     if b.size <= CHUNK:
         t = score(s, b)
         return {k: np.broadcast_to(t[k], b.nodes.shape) for k in keys}

@@ -115,6 +115,63 @@ def test_pipeline_probe_is_throughput(case):
                 np.testing.assert_array_equal(got[key], np.broadcast_to(want[key], b.nodes.shape), err_msg=key)
 
 
+@pytest.mark.parametrize("case", CASES, ids=[f"{n}-{a}" for n, a in CASES])
+def test_scored_hierarchical_memory_is_throughput(case):
+    """A hierarchical plan's class fields as `space.scored` gives them (from `modes.hierarchical_class_parts`
+    alone where no tensor-parallel degree is to be chosen: `DecisionSpace._finish`'s memory check) are
+    `throughput`'s, bit for bit, at random n, H and R (global expert parallelism included: its memory reads n);
+    the fields split as `hierarchical_plan_parts` gives them."""
+    from planner.space import scored
+    setting, space = _case(*case)
+    rng = np.random.default_rng(16)
+    for c in _hierarchical_groups(setting, space):
+        idx, b = _random_plans(c, space, rng)
+        fixed = modes.hierarchical_class_parts(setting, b)
+        assert set(modes.hierarchical_plan_parts(setting, b, fixed)) == set(modes.HIERARCHICAL_PLAN_FIELDS)
+        assert set(fixed) == set(modes.HIERARCHICAL_CLASS_FIELDS)
+        want = throughput(setting, b)
+        for keys in (("state_bytes_per_node",), modes.HIERARCHICAL_CLASS_FIELDS):
+            got = scored(setting, b, *keys)
+            for key in keys:
+                np.testing.assert_array_equal(got[key], np.broadcast_to(want[key], b.nodes.shape), err_msg=key)
+
+
+def test_scored_hierarchical_memory_with_the_degree_searched_is_throughput():
+    """Where a tensor-parallel degree is chosen per plan (`search_tensor_parallel`), `scored` keeps `throughput`
+    (the class parts alone are those of one degree): the node's memory at the degree `throughput` chose."""
+    from planner.cost import tensor_parallel
+    from planner.space import scored
+    setting, space = _case("shipped", 3000)
+    setting = setting.replace(assumptions=setting.assumptions.replace(search_tensor_parallel=True))
+    assert len(tensor_parallel.choices(setting.assumptions, setting.accelerators_per_node, setting.is_moe)) > 1
+    rng = np.random.default_rng(17)
+    differs = 0
+    for c in _hierarchical_groups(setting, space):
+        idx, b = _random_plans(c, space, rng)
+        want = throughput(setting, b)["state_bytes_per_node"]
+        np.testing.assert_array_equal(scored(setting, b, "state_bytes_per_node")["state_bytes_per_node"],
+                                      np.broadcast_to(want, b.nodes.shape))
+        differs += int((modes.hierarchical_class_parts(setting, b)["state_bytes_per_node"] != want).any())
+    assert differs      # the degree chosen moves the memory: a test that can fail
+
+
+def test_scored_hierarchical_memory_takes_the_class_parts(monkeypatch):
+    """The class-parts path of `scored` is taken for the shipped instance's hierarchical memory (a path never
+    taken would pass the test above), and not for a field that reads n."""
+    from planner import space as space_module
+    setting, space = _case("shipped", 3000)
+    c = _hierarchical_groups(setting, space)[0]
+    b = c.plans(np.arange(min(c.size, 50)), c.n_hi[:50], 1, 1)
+    calls = []
+    monkeypatch.setattr(modes, "hierarchical_class_parts",
+                        lambda s, b, real=modes.hierarchical_class_parts: calls.append(1) or real(s, b))
+    monkeypatch.setattr(space_module, "throughput", lambda s, b: calls.append(2) or throughput(s, b))
+    space_module.scored(setting, b, "state_bytes_per_node")
+    assert calls == [1]
+    space_module.scored(setting, b, "outer_time_s")
+    assert calls[1] == 2
+
+
 def _split_box_by_box(box, tied, compute):
     """The children of `bnb._split`, box by box in python (the oracle): the side of largest log ratio (n's and
     H's counted twice under `compute`, R's once; a tied box the first side longer than one), cut into

@@ -247,6 +247,11 @@ HIERARCHICAL_FIELDS = ("t_comp_s", "payload_bits", "node_mfu", "step_compute_s",
                        "t_ep_s", "t_step_s", "t_sync_base_s", "f_sync", "t_sync_s", "t_regional_base_s", "f_regional",
                        "t_regional_s", "regional_cycle_s", "compute_block_s", "outer_time_s", "tokens_per_outer",
                        "groups", "replicas", "h_eff", "eta_activation", "state_bytes_per_node", "synchronised")
+# the fields `hierarchical_plan_parts` gives (they read n, H or R); `hierarchical` takes the others,
+# HIERARCHICAL_CLASS_FIELDS, from `hierarchical_class_parts` as they are (tests/test_class_parts.py)
+HIERARCHICAL_PLAN_FIELDS = WAN_SYNC_FIELDS + ("regional_cycle_s", "compute_block_s", "outer_time_s", "tokens_per_outer",
+                                              "groups", "replicas", "h_eff", "eta_activation", "synchronised")
+HIERARCHICAL_CLASS_FIELDS = tuple(k for k in HIERARCHICAL_FIELDS if k not in HIERARCHICAL_PLAN_FIELDS)
 
 
 def hierarchical_class_parts(s: Setting, b: PlanBatch) -> dict[str, np.ndarray]:
