@@ -562,21 +562,29 @@ class DecisionSpace:
         gives them where no tensor-parallel degree is to be chosen, but worked once per (S, schedule, M) for all
         Ca (`modes.pipeline_probe_over_ca`: the same doubles). Which (S, schedule, M) run reads no Ca
         (`physics.schedule_allowed`), so each Ca block of an S lists the same (schedule, M) rows: row (S, Ca,
-        schedule, M) is at [the index of its (S, schedule, M) among those that run, the index of its Ca]."""
+        schedule, M) is at [the index of its (S, schedule, M) among those that run, the index of its Ca].
+        The (S, schedule, M) are probed in the order of their schedule's code (stable: the grid's order within
+        a code), so that the interleaved ones, whose chunk counts `modes._pipeline` tries, are one run of
+        consecutive plans it takes as a slice, not copies (the same doubles, row by row: its docstring);
+        `order` maps each back to its place."""
         ca = np.asarray(self.activation_compression, dtype=float)
         one, runs = self._schedule_runs(s, stages, schedules)
-        reps = pipe_probe(mode, precision, PlanBatch.of(mode, precision, nodes=1, **{k: v[runs] for k, v in one.items()}))
+        taken = np.flatnonzero(runs)
+        order = np.argsort(physics.schedule_codes(s.assumptions, one["schedule"][taken]), kind="stable")
+        reps = pipe_probe(mode, precision, PlanBatch.of(mode, precision, nodes=1,
+                                                        **{k: v[taken[order]] for k, v in one.items()}))
         if reps.size <= CHUNK:      # CHUNK plans (each at every Ca) at a time, as `scored` (peak memory)
             got = {key: np.ascontiguousarray(v) for key, v in modes.pipeline_probe_over_ca(s, reps, ca).items()}
         else:
             parts = [modes.pipeline_probe_over_ca(s, reps.take(slice(k, k + CHUNK)), ca) for k in range(0, reps.size, CHUNK)]
             got = {key: np.concatenate([p[key] for p in parts]) for key in PROBED}
         shape = (stages.size, ca.size, runs.size // stages.size)       # the grid's (S, Ca, schedule x M)
-        at = np.broadcast_to((np.cumsum(runs) - 1).reshape(shape[0], 1, shape[2]), shape)
-        which = np.broadcast_to(np.arange(ca.size)[None, :, None], shape)
+        probed_at = np.zeros(max(order.size, 1), dtype=np.int64)     # (one 0 read, masked off, if none runs)
+        probed_at[order] = np.arange(order.size)       # where each (S, schedule, M) that runs was probed
+        at = probed_at[np.maximum(np.cumsum(runs) - 1, 0)].reshape(shape[0], 1, shape[2]) * ca.size \
+            + np.arange(ca.size)[None, :, None]
         kept = np.broadcast_to(runs.reshape(shape[0], 1, shape[2]), shape)
-        row = at[kept]
-        flat = row * ca.size + which[kept]      # the rows' places in got's (plan, Ca) arrays, read as one axis
+        flat = at[kept]         # the rows' places in got's (plan, Ca) arrays, read as one axis: one mask applied
         return {k: got[k].ravel().take(flat) for k in PROBED}
 
     def _schedule_runs(self, s: Setting, stages: np.ndarray, schedules: tuple[int, ...]) -> tuple[dict, np.ndarray]:

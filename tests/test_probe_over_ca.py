@@ -89,3 +89,33 @@ def test_the_probe_over_ca_in_chunks_is_the_same(seed, monkeypatch):
         fresh = scored(setting, pipe_probe(mode, "fp16", rows), *PROBED)
         for key in PROBED:
             assert _same_bits(probed[key], fresh[key]), (mode, key)
+
+
+@pytest.mark.parametrize("seed", SEEDS[:4])
+def test_interleaved_plans_in_one_run_are_taken_as_a_slice(seed, monkeypatch):
+    """Plans listed by schedule code (the interleaved ones one run of consecutive plans, as
+    `DecisionSpace._probe_over_ca` lists them) are tried at each chunk count through a slice (`modes._pipeline`:
+    views, no copies) and get, bit for bit, what the same plans get listed in random order (their interleaved
+    rows scattered: taken by an index array), in both pipeline modes; and the listing takes the slice."""
+    setting, space = _case(seed, 0.0)
+    rng = np.random.default_rng(seed)
+    n = 300
+    taken = []
+    real = modes._take_rows
+    monkeypatch.setattr(modes, "_take_rows", lambda b, rows, ndim: taken.append(type(rows)) or real(b, rows, ndim))
+    for mode in ("pp_group", "pipeline_wan"):
+        b = PlanBatch.of(mode, "fp16", nodes=1, stages=rng.integers(2, 9, n), micro_batches=rng.integers(1, 13, n),
+                         schedule=rng.choice([0, 2, 3, 4, 5], n))
+        order = np.argsort(modes.physics.schedule_codes(setting.assumptions, b.schedule), kind="stable")
+        taken.clear()
+        scattered = modes.pipeline_probe_over_ca(setting, pipe_probe(mode, "fp16", b), np.array(CA))
+        assert taken == [np.ndarray]
+        taken.clear()
+        in_run = modes.pipeline_probe_over_ca(setting, pipe_probe(mode, "fp16", b.take(order)), np.array(CA))
+        assert taken == [slice]
+        for key in PROBED:
+            assert _same_bits(in_run[key], scattered[key][order]), (mode, key)
+    taken.clear()
+    for mode in space.modes:
+        space._pipelines(setting, mode, "fp16")
+    assert slice in taken

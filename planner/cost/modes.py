@@ -309,7 +309,15 @@ def _pipeline(s: Setting, b: PlanBatch, out, link_bps: float, link_rtt_s: float,
     `physics.chunk_choices` the layers allow, the fastest step among those whose stage fits its node
     (v changes only the step and the stage's memory, so this is each plan's best v for every objective);
     the choice is shown as values.pipeline_chunks. `lean`: of the parts only step_compute_s (`pipeline_probe`;
-    the others are computed from the same figures and decide nothing here)."""
+    the others are computed from the same figures and decide nothing here).
+
+    The interleaved plans are taken apart (`_take_rows`), tried at each v and put back (`_put`); where they are
+    one run of consecutive plans (the listing's probe lists them so: `DecisionSpace._probe_over_ca`) they are
+    taken as a slice, views instead of copies (issue 27 item 5: ~1 / 4 of a probe's time went to the copies).
+    The same doubles: each element is computed from the same operand values in the same operations, and the
+    figures tried per v (`_pipeline_at`: the activations held, the recomputed share, the ticks, the step) are
+    +, -, *, /, min, max, clip, select and where of them, exact in IEEE arithmetic whatever the arrays' layout
+    (tests/test_probe_over_ca.py: the same plans in one run and scattered, bit for bit)."""
     a = s.assumptions
     stages = _f(b.stages)
     hidden = s.hidden_size if s.hidden_size is not None else timing.hidden_size(s.params, a.hidden_size_coefficient)
@@ -320,6 +328,8 @@ def _pipeline(s: Setting, b: PlanBatch, out, link_bps: float, link_rtt_s: float,
     rows = np.flatnonzero(physics.schedule_codes(a, b.schedule) == physics.INTERLEAVED)
     if rows.size == 0:                       # v changes nothing
         return best
+    if rows[-1] - rows[0] + 1 == rows.size:  # one run of plans: a slice (views) selects the same rows
+        rows = slice(int(rows[0]), int(rows[-1]) + 1)
     sub, sub_out = _take_rows(b, rows, stages.ndim), {"t_comp_s": out["t_comp_s"][rows]}
     sub_fixed = {k: np.broadcast_to(x, np.broadcast_shapes(np.shape(x), stages.shape))[rows] for k, x in fixed.items()}
     here = _rows_of(best, rows)
@@ -333,7 +343,7 @@ def _pipeline(s: Setting, b: PlanBatch, out, link_bps: float, link_rtt_s: float,
     return _put(best, rows, here)
 
 
-def _take_rows(b: PlanBatch, rows: np.ndarray, ndim: int) -> PlanBatch:
+def _take_rows(b: PlanBatch, rows: "np.ndarray | slice", ndim: int) -> PlanBatch:
     """`b.take(rows)` of a batch whose fields have one row per plan (`ndim` 1), or of the rows of
     `pipeline_probe_over_ca`'s batch (`ndim` 2: fields of shape (rows, 1) taken, the activation
     compressions, one axis of their own, kept whole)."""
