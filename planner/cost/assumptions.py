@@ -261,7 +261,8 @@ class Assumptions:
         return {name: table_points(getattr(self, name), self.scenario_index) for name in TABLE_FIELDS}
 
     def replace(self, **changes: Any) -> "Assumptions":
-        return dataclasses.replace(self, **changes)
+        """`dataclasses.replace(self, **changes)`, by `_value_methods`' `_replaced` (the same value)."""
+        return self._replaced(changes)
 
 
 def _value_methods(cls: type) -> type:
@@ -322,7 +323,26 @@ def _value_methods(cls: type) -> type:
             raise dataclasses.FrozenInstanceError(f"cannot delete field {name!r}")
         super(cls, self).__delattr__(name)
 
-    for method in (__init__, __repr__, __eq__, __hash__, __setattr__, __delattr__):
+    every_field_in_init = all(f.init for f in fields)
+
+    def _replaced(self, changes: dict[str, Any]) -> Any:
+        """`dataclasses.replace(self, **changes)` without its per-field checks and its __init__ of ~150
+        keywords (about 0.1 ms a call: a process's first search case of a profile pays it). That function
+        gives __init__ every field (a change, else the field's value) and __init__ writes them into a
+        fresh instance's __dict__ in field order, calling no default factory (every field is given); this
+        writes the same values in the same order into a fresh instance (so the same fields, repr,
+        equality and hash, and no cached `_quality_points`). A subclass, a field outside __init__ or a name
+        that is not a field goes through `dataclasses.replace` itself (its errors unchanged)
+        (tests/test_assumptions_methods.py, tests/test_step_parts_schedules.py compare the two)."""
+        if type(self) is not cls or not every_field_in_init or not field_names.issuperset(changes):
+            return dataclasses.replace(self, **changes)
+        values = dict(zip(names, values_of(self)))
+        values.update(changes)
+        new = object.__new__(cls)
+        new.__dict__.update(values)
+        return new
+
+    for method in (__init__, __repr__, __eq__, __hash__, __setattr__, __delattr__, _replaced):
         method.__qualname__ = f"{qualname}.{method.__name__}"
         setattr(cls, method.__name__, method)
     return cls
@@ -421,12 +441,16 @@ def profile_names() -> list[str]:
 
 
 def load_profile(name: str) -> Assumptions:
-    """The Assumptions of a named profile (models/assumptions/NAME.json)."""
+    """The Assumptions of a named profile (models/assumptions/NAME.json). A profile without constants (the
+    `reference` one) is the defaults as built: `apply_overrides` of no overrides would only copy them field
+    by field into an equal value, so it is skipped (tests/test_step_parts_schedules.py)."""
     path = PROFILES_DIR / f"{name}.json"
     if not path.exists():
         raise KeyError(f"unknown assumption profile {name!r}; known: {', '.join(profile_names())}")
     data = json.loads(path.read_text())
-    return apply_overrides(Assumptions(profile=name), data.get("constants", {}))
+    constants = data.get("constants", {})
+    base = Assumptions(profile=name)
+    return apply_overrides(base, constants) if constants else base
 
 
 def apply_overrides(base: Assumptions, overrides: Mapping[str, Any]) -> Assumptions:
@@ -445,7 +469,7 @@ def apply_overrides(base: Assumptions, overrides: Mapping[str, Any]) -> Assumpti
         if key not in SETTABLE_FIELDS:
             raise KeyError(f"unknown assumption constant {key!r}")
         changes[key] = table_from_json(value) if key in TABLE_FIELDS and not _is_table(value) else value
-    return dataclasses.replace(base, **changes)
+    return base.replace(**changes)
 
 
 def _is_table(value: Any) -> bool:

@@ -417,7 +417,8 @@ def _step_parts(s: Setting, b: PlanBatch, stages, m, c, ticks, k, x, link_rtt_s:
     share and (where the planner chooses it) the chunk count."""
     a = s.assumptions
     link = ticks * k * (x + link_rtt_s)
-    gpipe = physics.schedule_codes(a, b.schedule) == physics.GPIPE
+    codes = physics.schedule_codes(a, b.schedule)      # worked once for both tests (it reads a and the schedule)
+    gpipe = codes == physics.GPIPE
     with np.errstate(invalid="ignore"):      # a schedule that cannot run its (S, M) has infinite slots (all bubble)
         parts = {"step_compute_s": m * c, "step_bubble_s": np.where(gpipe, (stages - 1.0) * c, (ticks - m) * c),
                  "step_link_s": link, "step_link_straggler_s": link * (f_pp - 1.0), "f_pipeline": f_pp,
@@ -426,7 +427,7 @@ def _step_parts(s: Setting, b: PlanBatch, stages, m, c, ticks, k, x, link_rtt_s:
                                              np.where(np.isinf(ticks), 1.0, (ticks - m) / ticks)),
                  "recompute_share": share * np.ones_like(stages)}
     if chunks is not None:
-        interleaved = physics.schedule_codes(a, b.schedule) == physics.INTERLEAVED
+        interleaved = codes == physics.INTERLEAVED
         parts["pipeline_chunks"] = np.where(interleaved, chunks, 1.0)
     return parts
 
