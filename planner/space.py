@@ -464,6 +464,10 @@ class DecisionSpace:
         s_min = max(2, int(memory.min_stages(s.params, beta, s.memory_bytes)))
         return np.arange(s_min, self.max_stages + 1)
 
+    def pipeline_stages(self, setting: Setting, precision: str, mode: str) -> np.ndarray:
+        """The stage counts S of every pipe row of `mode` the listing builds (`_stage_range`: fewer fit no node)."""
+        return self._stage_range(setting, precision, mode)
+
     def with_max_nodes(self, max_nodes: int) -> "DecisionSpace":
         """This space with another node limit, sharing its pipeline rows (`_pipelines` reads no node
         limit; a sweep over the node count builds them once, `planner.questions.sweep.shared`)."""

@@ -1079,8 +1079,17 @@ def batches_most_promising_first(s: Setting, space: DecisionSpace, measure: str 
     order of the groups, and the same plans scored but for the corners of boxes `minimise_time` would give
     such a class when the incumbent it holds is a bound handed on at most TIE_REL above U (fewer, then). The
     listing, the class bounds and the seeds' bookkeeping of the rows left out are saved (issue 27 item 5).
+    Likewise a group of pipelines over the WAN (`prune_rows`) is listed only once U0, the least seed of the
+    groups before the pp_group ones, is known, and only where `class_bound.wan_lower_bound` (a lower bound of
+    every such plan's measure at its precision: any S of the listing's, any Ca, M and schedule) is within U0's
+    tie limit: a group left out has every plan above it, so, as for the rows, none is the answer or tied with it
+    and none lowers an incumbent; the groups listed are listed and seeded as before (their key, place in the
+    order and seeds unchanged). U, which the pp_group rows are bounded by, is then the least seed of these
+    groups and of the WAN groups listed: the U of before, since a group left out has every seed above U0's tie
+    limit, so above U0. So the same answer, value and bound; `Found.evaluations` fall by the group's seeds and
+    search. `DecisionSpace.size` still lists it.
     Not for other questions: fewest nodes in the window needs every plan within its limit, not the best."""
-    scored, complete, seeds_of, deferred = [], True, {}, []
+    scored, complete, seeds_of, deferred, wan = [], True, {}, [], []
     groups = [(mode, precision, ep) for mode in space.modes for precision in space.precisions
               for ep in space.expert_scopes(s, mode)]          # the order of `batches`
     ordering = getattr(measure, "ordering", measure)
@@ -1109,6 +1118,9 @@ def batches_most_promising_first(s: Setting, space: DecisionSpace, measure: str 
             if rows is not None and class_bound.rows_bounded(s, rows, ordering):
                 deferred.append((at, (precision, rows), None))     # listed below, its rows bounded by U
                 continue
+        if rows_first and mode == "pipeline_wan":      # listed below if its bound is within U's tie limit
+            wan.append((at, precision, ep))
+            continue
         if rows is not None:                    # rows without a bound of their own: every row listed
             c = space.classes_of_rows(s, precision, rows, None)
         else:
@@ -1123,6 +1135,20 @@ def batches_most_promising_first(s: Setting, space: DecisionSpace, measure: str 
             scored.append((seed(c, None, math.inf), at, c))
         else:                                   # seeded below U's tie limit, once the others are
             deferred.append((at, c, own))
+    least = min((key for key, _, _ in scored), default=math.inf)
+    limit = float(tie_limit(least)) if math.isfinite(least) else math.inf
+    for at, precision, ep in wan:       # pipelines over the WAN: listed as `batches` lists them unless bounded above
+        wan_bound = class_bound.wan_lower_bound(s, precision, space.pipeline_stages(s, precision, "pipeline_wan"),
+                                                space.activation_compression, ordering)
+        if wan_bound > limit:
+            continue
+        c = space.classes(s, "pipeline_wan", precision, ep) if time.perf_counter() <= deadline else None
+        if time.perf_counter() > deadline:
+            complete = False
+            break
+        if c is not None:
+            scored.append((seed(c, None, math.inf), at, c))
+    # U with the WAN groups' seeds, as before they were bounded: a group left out has every seed above `limit`
     least = min((key for key, _, _ in scored), default=math.inf)
     limit = float(tie_limit(least)) if math.isfinite(least) else math.inf
     for at, c, own in deferred:

@@ -43,6 +43,20 @@ The same bound per pipe row, before the row is expanded over the compressions an
 lists only the rows whose bound is within the tie limit of the other groups' least seed
 (`bnb.batches_most_promising_first`, `DecisionSpace.pp_group_rows`; tests/test_row_bound.py).
 
+A pipeline over the WAN (`wan_lower_bound`, issue 27 item 5): one pipeline of S nodes, no sync, H = 1 in
+effect (its outer step is H t_pp for H t_pp's tokens B H f: `modes.pipeline_wan`), so its tokens within the
+window are T = W' B f / t_pp and C <= eta_A 6 P_act T (`run.quality_terms`: g = eta_A where nothing syncs;
+C_quality = g min(C_thr, max(C'_1, 1e10)) <= g C_thr, C_local = g C_thr eta_R with eta_R <= 1:
+`bnb._compute_box`). t_pp >= t_comp / S, t_comp = `modes._compute_s` (what every pipeline plan's step reads,
+`modes.pipeline_probe`): t_pp = slots (c + k (x + lat) f(S)) with c = t_comp (1 + r / 3) / (S M), r in [0, 1]
+(`physics.recompute_share`), slots >= M in every schedule (`physics.pipeline_ticks`: M + S - 1; max(M + (S -
+1) / v, S) with v > 0; M + max(0, ...) / 3; M + (S / 2 - 1)(1 - b / 2) with b = backward_share in (0, 1]; or
+inf), k >= 1, x = (2 a / M) / bw >= 0, lat >= 0 and f(S) = 1 + c_s log2 S >= 1 (c_s >= 0): each checked on
+the setting, else no bound. So every plan with S stages has 1 / C >= 1 / (max over Ca of eta_A(Ca, S) 6 P_act
+W' B f S / t_comp), rounding (a few ulp in each of t_pp's, T's and C's products and quotients) far below
+MARGIN. The branch and bound's ordering lists the group only where its least bound over S is within U0's tie
+limit (`bnb.batches_most_promising_first`; tests/test_wan_bound.py).
+
 Layer: search (reads the cost model and the space).
 """
 
@@ -50,8 +64,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from planner.cost import run
-from planner.cost.straggler import throughput_fraction
+from planner.cost import modes, quality, run, tensor_parallel
+from planner.cost.straggler import straggler_coefficient, throughput_fraction
 from planner.cost.setting import PlanBatch, Setting
 from planner.solvers import monotone
 from planner.space import CHUNK, Classes, PipeRows
@@ -194,3 +208,33 @@ def _eta_c(s: Setting, b: PlanBatch) -> np.ndarray:
     pairs = PlanBatch.of(b.mode, b.precision, nodes=1, compression=np.repeat(values, 2),
                          streaming=np.tile([False, True], values.size))
     return run.compression_efficiency(s, pairs)[2 * at.reshape(streaming.shape) + streaming]
+
+
+def wan_lower_bound(s: Setting, precision: str, stages: np.ndarray, activation_compression, measure) -> float:
+    """A lower bound of `measure` (1/C_quality or 1/C_local) on every pipeline over the WAN at `precision` with
+    S in `stages` and Ca in `activation_compression` (any M, schedule and chunk count): the least over S of the
+    module docstring's 1 / (max_Ca eta_A(Ca, S) 6 P_act W' B f S / t_comp), divided by 1 + MARGIN; +inf where
+    there is no S; -inf (no bound) for another measure, where a tensor-parallel degree is chosen (t_comp then
+    differs per degree), where a fact of the proof fails on this setting (WAN bandwidth > 0, latency >= 0,
+    straggler coefficient >= 0, backward_share in (0, 1], pipeline_chunks >= 0, every Ca > 0), or where some
+    S's bound is not finite and above ROW_FLOOR."""
+    a = s.assumptions
+    stages = np.asarray(stages, dtype=float)
+    ca = np.asarray(activation_compression, dtype=float)
+    if not (isinstance(measure, str) and measure in COMPUTE_MEASURES) \
+            or tensor_parallel.choices(a, s.accelerators_per_node, s.is_moe):
+        return -np.inf
+    if stages.size == 0:
+        return np.inf
+    facts = (s.wan_up_bps > 0, s.wan_rtt_s >= 0, straggler_coefficient(a) >= 0, 0 < a.backward_share <= 1,
+             a.pipeline_chunks >= 0, ca.size > 0 and bool((ca > 0).all()))
+    if not all(facts):
+        return -np.inf
+    t_comp = float(np.max(modes._compute_s(s, PlanBatch.of("pipeline_wan", precision, nodes=1))))
+    eta_a = np.max(quality.activation_quality(ca[None, :], stages[:, None], a), axis=1)       # per S
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        tokens_up = s.training_window_s * s.local_batch_tokens * throughput_fraction(a) * stages / t_comp
+        lower = 1.0 / (eta_a * 6.0 * s.active_params * tokens_up * (1.0 + MARGIN))
+    if not (np.isfinite(eta_a).all() and (eta_a > 0).all() and np.isfinite(lower).all() and (lower > ROW_FLOOR).all()):
+        return -np.inf
+    return float(lower.min() / (1.0 + MARGIN))
