@@ -42,7 +42,7 @@ def _f(x) -> np.ndarray:
 def _common(s: Setting, b: PlanBatch) -> dict[str, np.ndarray]:
     """Quantities every mode shares: compute time, payload and the EP latency."""
     a = s.assumptions
-    t_comp = _compute_s(s, b)
+    t_comp = inner_step_compute_s(s, b)
     per_stage = a.per_stage_payload and b.mode == "pp_group"
     synced = stage_shards.payload_params(a, s.accelerators_per_node, b.mode, s.is_moe, s.params, s.active_params,
                                          np.floor(_f(b.nodes) / np.maximum(_f(b.stages), 1.0)))     # G groups
@@ -51,7 +51,7 @@ def _common(s: Setting, b: PlanBatch) -> dict[str, np.ndarray]:
             "node_mfu": np.full(b.nodes.shape, a.mfu_for(b.precision))}
 
 
-def _compute_s(s: Setting, b: PlanBatch):
+def inner_step_compute_s(s: Setting, b: PlanBatch):
     """`_common`'s t_comp before it is spread over the plans: one inner step's compute, with the
     tensor-parallel collectives and the in-node data-parallel exchange (the setting and the precision only)."""
     a = s.assumptions
@@ -536,7 +536,7 @@ def pipeline_probe(s: Setting, b: PlanBatch) -> dict[str, np.ndarray]:
     sync, outer step and tokens, which do not enter them. Equal to `throughput`'s where no tensor-parallel
     degree is to be chosen (`throughput` is then the mode function itself; the listing asks for these
     fields of every pipe row, `planner.space.scored`)."""
-    out = {"t_comp_s": np.broadcast_to(_compute_s(s, b), b.nodes.shape).astype(float)}    # `_common`'s
+    out = {"t_comp_s": np.broadcast_to(inner_step_compute_s(s, b), b.nodes.shape).astype(float)}    # `_common`'s
     t_pp, parts, state, eta_a, _ = _pipeline(s, b, out, *_links(s, b), lean=True)
     return {"t_step_s": t_pp, "step_compute_s": parts["step_compute_s"], "state_bytes_per_node": state,
             "eta_activation": eta_a}

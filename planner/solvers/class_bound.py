@@ -47,9 +47,9 @@ A pipeline over the WAN (`wan_lower_bound`, issue 27 item 5): one pipeline of S 
 effect (its outer step is H t_pp for H t_pp's tokens B H f: `modes.pipeline_wan`), so its tokens within the
 window are T = W' B f / t_pp and C <= eta_A 6 P_act T (`run.quality_terms`: g = eta_A where nothing syncs;
 C_quality = g min(C_thr, max(C'_1, 1e10)) <= g C_thr, C_local = g C_thr eta_R with eta_R <= 1:
-`bnb._compute_box`). t_pp >= t_comp / S, t_comp = `modes._compute_s` (what every pipeline plan's step reads,
-`modes.pipeline_probe`): t_pp = slots (c + k (x + lat) f(S)) with c = t_comp (1 + r / 3) / (S M), r in [0, 1]
-(`physics.recompute_share`), slots >= M in every schedule (`physics.pipeline_ticks`: M + S - 1; max(M + (S -
+`bnb._compute_box`). t_pp >= t_comp / S, t_comp = `modes.inner_step_compute_s` (what every pipeline plan's
+step reads, `modes.pipeline_probe`): t_pp = slots (c + k (x + lat) f(S)) with c = t_comp (1 + r / 3) / (S M),
+r in [0, 1] (`physics.recompute_share`), slots >= M in every schedule (`physics.pipeline_ticks`: M + S - 1; max(M + (S -
 1) / v, S) with v > 0; M + max(0, ...) / 3; M + (S / 2 - 1)(1 - b / 2) with b = backward_share in (0, 1]; or
 inf), k >= 1, x = (2 a / M) / bw >= 0, lat >= 0 and f(S) = 1 + c_s log2 S >= 1 (c_s >= 0): each checked on
 the setting, else no bound. So every plan with S stages has 1 / C >= 1 / (max over Ca of eta_A(Ca, S) 6 P_act
@@ -230,7 +230,7 @@ def wan_lower_bound(s: Setting, precision: str, stages: np.ndarray, activation_c
              a.pipeline_chunks >= 0, ca.size > 0 and bool((ca > 0).all()))
     if not all(facts):
         return -np.inf
-    t_comp = float(np.max(modes._compute_s(s, PlanBatch.of("pipeline_wan", precision, nodes=1))))
+    t_comp = float(np.max(modes.inner_step_compute_s(s, PlanBatch.of("pipeline_wan", precision, nodes=1))))
     eta_a = np.max(quality.activation_quality(ca[None, :], stages[:, None], a), axis=1)       # per S
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         tokens_up = s.training_window_s * s.local_batch_tokens * throughput_fraction(a) * stages / t_comp
