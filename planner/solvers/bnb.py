@@ -60,7 +60,7 @@ from planner.cost.straggler import eta_h_divisor
 from planner.cost.score import time_to_target, window_compute
 from planner.cost.setting import PlanBatch, Setting
 from planner.schema.errors import InputError
-from planner.solvers import class_bound, monotone
+from planner.solvers import class_bound, hier_bound, monotone
 from planner.space import CHUNK, MODE_ORDER, PRECISION_ORDER, Classes, DecisionSpace
 
 TIE_REL = 1e-12          # plans whose objectives differ by less are tied, broken by `tie_key`
@@ -73,6 +73,8 @@ MANY_BOXES = 1024        # left alive (`_branch_and_bound`); both measured in do
                          # thirteenth round): a performance choice, every count of parts >= 2 is exact
 COMPUTE_SIDE_WEIGHT = 2.0   # under the max_compute measures, n's and H's log ratios count twice in `_split`'s choice of
                             # side (R's once): measured in docs/planner.md (issue 27 item 5); a performance choice
+COUPLED_SIDE_WEIGHTS = (3.0, 1.0)   # n's and H's under the max_compute measures where `hier_bound` bounds the boxes
+                                   # (hierarchical classes, fitted quality model): measured in docs/planner.md
 EP_ORDER = ("none", "regional", "global")
 _FLOAT_MAX = float(np.finfo(float).max)
 _SCALARS = (float, np.float64)   # the types `tie_limit` computes in python floats
@@ -277,6 +279,12 @@ def _compute_box(s: Setting, c: Classes, box, kind: str, mono: monotone.Monotoni
     max(1, eta_H(H2 sqrt R2) / eta_H(H1 sqrt R1)) (eta_H is monotone in H_eff; g is eta_H
     times factors that do not rise with n or H_eff).
 
+    Hierarchical classes under the fitted quality model (`_coupled_applies`; not with `tokens_up`, `tokens_low`):
+    C is also at most `hier_bound.coupled_upper`, the tokens and eta_R taken at the same H_eff (the tokens per
+    second B K f min(1 / t_step, H_eff / sqrt(t_reg t_glob(G1))), eta_R at K1 and that H_eff, maximised over the
+    box's H_eff range in closed form; proof in `planner.solvers.hier_bound`), and the lesser bound is kept: it is
+    taken before the corners are chosen, so boxes it prunes have no corner scored (issue 27 item 5).
+
     What is scored once (issue 27 item 5). The corners' compute, C at (n1, H2, r_fast) and at
     (n1, H1, r_slow) for the boxes not pruned by g_up C_up, is computed (`score.window_compute`) from the
     very throughput and slow-corner efficiencies and quality terms the bound was computed from, taken at
@@ -371,6 +379,12 @@ def _bound_boxes(s: Setting, c: Classes, box, kind: str, mono: monotone.Monotoni
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         # C <= g_up C_up (chi, eta_R <= 1): boxes this prunes need no chi at all (`cut`)
         upper_m = np.where(with_chi, g_up * c_up_m, c_up_m)
+        if tokens_up is None and tokens_low is None and _coupled_applies(s, c):
+            # hierarchical under the fitted model (not another cost model's tokens): eta_R and the tokens at one H_eff
+            upper_m = np.minimum(upper_m, hier_bound.coupled_upper(
+                s, lo_t["replicas"], c.nodes(at(i), at(box["n2"])) / np.maximum(c.rows.zero_shards[at(i)], 1),
+                lo_t["h_eff"], at(hi_t["h_eff"]), lo_t["t_step_s"], lo_t["t_regional_s"], lo_t["t_sync_s"],
+                lo_eff["eta_h"] * lo_eff["eta_c"] * lo_eff["eta_a"]))
         k = np.flatnonzero(~(1.0 / upper_m > at(cut))) if cut is not None else np.arange(rows_m.size)
         mk = rows_m[k]      # the boxes k among all: their fields taken once, from the boxes' own arrays
         i_k, n1_k, fast_k, slow_k = i[mk], box["n1"][mk], (box["h2"][mk], r_fast[mk]), (box["h1"][mk], r_slow[mk])
@@ -409,6 +423,15 @@ def _bound_boxes(s: Setting, c: Classes, box, kind: str, mono: monotone.Monotoni
         else:
             upper[m] = upper_m
         return np.nan_to_num(1.0 / upper, nan=0.0), corners
+
+
+def _coupled_applies(s: Setting, c: Classes) -> bool:
+    """Whether `hier_bound.coupled_upper` bounds the boxes of `c`: hierarchical classes whose t_step and t_reg
+    read the class alone (no tensor-parallel degree to choose, experts not sharded globally:
+    `modes.hierarchical_class_parts`) under the fitted quality model (`hier_bound.applies`)."""
+    rows = c.rows
+    return rows.mode == "hierarchical" and c.members is None and rows.expert_parallel != "global" \
+        and hier_bound.applies(s) and not tensor_parallel.choices(s.assumptions, s.accelerators_per_node, s.is_moe)
 
 
 def _corner_throughput(s: Setting, c: Classes, b: PlanBatch, idx: np.ndarray, pipe=None,
@@ -663,6 +686,11 @@ def _branch_and_bound(s: Setting, c: Classes, h_max: int, r_max: int, visit: Cal
     if box_bound is None and isinstance(measure, str) and measure != TIME:
         # each box's g_up and tokens per replica (T_up / n2), written by `_compute_box`, handed on by `_split`
         box.update({key: np.full(size, np.inf) for key in INHERITED})
+    # the side weights of `_split` where `_compute_box` couples eta_R with the tokens (`hier_bound`) under C_local:
+    # H's width no longer widens the bound's efficiency range, n's still does (a performance choice, as every weight
+    # is; under C_quality, whose bound Q(T_up, g_up, m_lo) is most often the sharper, they were measured worse)
+    weights = COUPLED_SIDE_WEIGHTS if box_bound is None and isinstance(measure, str) and measure == "1/c_local" \
+        and _coupled_applies(s, c) else None
     evaluations = 0
     if box["i"].size and time.perf_counter() > deadline:     # not even the first bounds: every box open, bound 0
         return evaluations, {**box, "lower": np.zeros(box["i"].size)}
@@ -692,7 +720,7 @@ def _branch_and_bound(s: Setting, c: Classes, h_max: int, r_max: int, visit: Cal
         del lower, cut, leaf, corners        # this round's arrays, freed before its children are made (peak memory)
         compute = getattr(measure, "base", measure) != TIME
         box = _split(box, tied, c, compute=compute,
-                     most=COMPUTE_SPLIT if compute and box["i"].size >= MANY_BOXES else SPLIT)
+                     most=COMPUTE_SPLIT if compute and box["i"].size >= MANY_BOXES else SPLIT, weights=weights)
     return evaluations, None
 
 
@@ -732,10 +760,11 @@ def _geometric_edges_of(lo: np.ndarray, hi: np.ndarray, parts: np.ndarray) -> np
 
 
 def _split(box: dict[str, np.ndarray], tied: np.ndarray | None = None, c: Classes | None = None,
-           compute: bool = False, most: int = SPLIT) -> dict[str, np.ndarray]:
+           compute: bool = False, most: int = SPLIT, weights: tuple[float, float] | None = None) -> dict[str, np.ndarray]:
     """Cut each box along its longest side (in log terms) into up to `most` parts (2 <= most <= SPLIT,
     the width of `_geometric_edges`; any such count is exact: the children cover their box plan for
-    plan, and each is bounded or searched as any box); a `tied` box
+    plan, and each is bounded or searched as any box); `weights` (n's, H's), under `compute` only: the
+    factors on n's and H's log ratios instead of COMPUTE_SIDE_WEIGHT for both; a `tied` box
     (its bound at the cutoff: its plans can at best tie) along n, else H, else R, the tie order.
     The member axis of a pipeline class counts by the ratio of its pipeline steps (what
     its width adds to the bound's slack), plus a trace of log(j2 / j1) so that a side of
@@ -752,7 +781,11 @@ def _split(box: dict[str, np.ndarray], tied: np.ndarray | None = None, c: Classe
     sides = ("n", "h", "r")
     ratios = np.stack([np.log(box[f"{d}2"] / box[f"{d}1"]) for d in sides])
     if compute:
-        ratios[:2] *= COMPUTE_SIDE_WEIGHT
+        if weights is None:
+            ratios[:2] *= COMPUTE_SIDE_WEIGHT
+        else:
+            ratios[0] *= weights[0]
+            ratios[1] *= weights[1]
     if c is not None and c.members is not None:
         step = c.member_step_s
         with np.errstate(divide="ignore", invalid="ignore"):
