@@ -587,11 +587,12 @@ def test_rows_from_the_cached_grid_are_the_rows_as_before(seed, monkeypatch):
     original = sweep_search._grid_key
     for drop, other in (((2,), other_c), ((3, 4), other_points)):  # mutations: the key without c, without the points
         with monkeypatch.context() as m:
-            m.setattr(sweep_search, "_GRIDS", {})
+            sweep_search._grid_of.cache_clear()
             m.setattr(sweep_search, "_grid_key",
                       lambda *args, drop=drop: tuple(x for n, x in enumerate(original(*args)) if n not in drop))
             sweep_search._Rows(base, space, sizes)
             assert not same(sweep_search._Rows(other, space, sizes), _RowsAsBefore(other, space, sizes))
+        sweep_search._grid_of.cache_clear()      # the grids cached under the mutated keys
 
 
 def _batch_bits(b) -> list:

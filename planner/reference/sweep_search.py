@@ -104,6 +104,7 @@ Layer: search (planner.reference).
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -343,10 +344,6 @@ class _Rows:
         return beta * e_prime[i] * (1.0 + MARGIN) <= right * (1.0 - MARGIN)
 
 
-_GRIDS: dict = {}             # `_grid` per (top, Ca, straggler coefficient, activation-quality points)
-_GRIDS_MAX = 64
-
-
 def _grid(a, top: int, activation_compression) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """(S, Ca, f(S), eta_A(Ca, S)) over every (S, Ca), S in 2..top major, Ca in the space's order minor
     (read-only arrays; `_Rows._pipes`), worked once per process and key instead of once per sweep (about
@@ -354,20 +351,38 @@ def _grid(a, top: int, activation_compression) -> tuple[np.ndarray, np.ndarray, 
     `straggler_factor` reads the straggler coefficient c alone and `quality.activation_quality` the
     activation-quality table's points at the scenario (`Assumptions.quality_points`): the key holds c,
     the points' and the Ca's bits and top, so that a cached grid is the one these expressions build
-    (tests/test_reference_sweep_search.py checks the rows against the per-sweep construction)."""
+    (tests/test_reference_sweep_search.py checks the rows against the per-sweep construction). The
+    cache is `_grid_of`'s (functools.lru_cache on the key; the assumptions and Ca ride along unhashed)."""
     ca = np.asarray(activation_compression, dtype=float)
-    key = _grid_key(a, top, ca)
-    grid = _GRIDS.get(key)
-    if grid is None:
-        stages = np.arange(2, top + 1, dtype=float)
-        # every (S, Ca), S major (`arange % n`: np.tile's values without its Python wrapper)
-        grid_s, grid_ca = np.repeat(stages, ca.size), ca[np.arange(stages.size * ca.size) % ca.size]
-        grid = (grid_s, grid_ca, straggler_factor(grid_s, a), quality.activation_quality(grid_ca, grid_s, a))
-        for x in grid:
-            x.flags.writeable = False
-        if len(_GRIDS) >= _GRIDS_MAX:
-            _GRIDS.pop(next(iter(_GRIDS)))
-        _GRIDS[key] = grid
+    return _grid_of(_Keyed(_grid_key(a, top, ca), (a, ca)))
+
+
+class _Keyed:
+    """`value` hashed and compared by `key` alone: an lru_cache argument whose key is all the cached
+    function reads of `value` (`_grid_of`: the assumptions' tables are dicts, not hashable)."""
+
+    __slots__ = ("key", "value")
+
+    def __init__(self, key: tuple, value):
+        self.key, self.value = key, value
+
+    def __hash__(self) -> int:
+        return hash(self.key)
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, _Keyed) and self.key == other.key
+
+
+@functools.lru_cache(maxsize=64)
+def _grid_of(keyed: _Keyed) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """`_grid` of the assumptions and Ca `keyed.value`, top `keyed.key[0]` (`_grid_key`)."""
+    (a, ca), top = keyed.value, keyed.key[0]
+    stages = np.arange(2, top + 1, dtype=float)
+    # every (S, Ca), S major (`arange % n`: np.tile's values without its Python wrapper)
+    grid_s, grid_ca = np.repeat(stages, ca.size), ca[np.arange(stages.size * ca.size) % ca.size]
+    grid = (grid_s, grid_ca, straggler_factor(grid_s, a), quality.activation_quality(grid_ca, grid_s, a))
+    for x in grid:
+        x.flags.writeable = False
     return grid
 
 
