@@ -275,6 +275,39 @@ def test_the_answers_limits_are_the_evaluators():
     assert not all(want == got for want, got in both(no_memory))
 
 
+@pytest.mark.parametrize("seed", range(4))
+def test_the_answers_throughput_is_modes_throughput(seed):
+    """`sweep_search._throughput` (the answer's figures; a pp_group plan's without the step's parts beyond its
+    compute) gives every field `modes.throughput` gives but `modes.PIPELINE_PARTS_LEFT`, bit for bit, and so
+    the same window value and limits, on random flat and pp_group plans of perturbed cases of both profiles
+    and recomputation rules. Mutations caught: a part left out that `PIPELINE_PARTS_LEFT` does not name,
+    the lean step's compute taken as c for M c."""
+    from planner.cost import modes
+    from planner.cost.score import window_compute
+    rows, base, space = _rows(seed)
+    rng = np.random.default_rng(seed)
+    precision, checked = space.precisions[0], 0
+    for _ in range(60):
+        s = base.replace(params=float(rng.choice(rows.params)))
+        s = s.replace(active_params=s.params)
+        mode = str(rng.choice(("flat", "pp_group")))
+        b = PlanBatch.of(mode, precision, nodes=int(rng.integers(1, 5000)), inner_steps=int(rng.integers(1, 300)),
+                         compression=float(space.compression[0]), stages=int(rng.integers(2, 40)) if mode != "flat" else 1,
+                         micro_batches=int(rng.integers(1, 65)), streaming=True,
+                         activation_compression=float(rng.choice((1.0, 2.0, 4.0, 10.0))) if mode != "flat" else 1.0)
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            want, got = modes.throughput(s, b), sweep_search._throughput(s, b)
+            left = modes.PIPELINE_PARTS_LEFT if mode == "pp_group" else ()
+            assert set(got) == set(want) - set(left)
+            for k in got:
+                assert got[k].dtype == want[k].dtype and got[k].tobytes() == want[k].tobytes(), k
+            value = window_compute(s, b, "c_quality", t=got)["c_quality"]
+            assert value.tobytes() == window_compute(s, b, "c_quality", t=want)["c_quality"].tobytes()
+            assert search._limits(s, b, got) == search._limits(s, b, want)
+        checked += mode == "pp_group"
+    assert checked >= 15
+
+
 def _losses(seed: int, draw: int, least: float, count: int):
     """(assumptions of `_rows(seed)`, excess losses, losses, the cost model's C' of each): random excess
     losses from `least` to 50 (in, below and beyond the table), 0, a negative one, the table's ends,
