@@ -491,6 +491,43 @@ def test_split_children_cover_each_box_once(boxes):
         assert np.any(b1 < b2)
 
 
+@pytest.mark.parametrize("boxes", [1, 3, 8, 30])
+def test_split_children_in_order(boxes):
+    """`_split`'s children, array for array (dtype, bits) and in order, are those listed by loops over the
+    K child (low half, high half), the piece of H and the box (np.nonzero's C order, which the search's path
+    follows), each kept where its K and H ranges are not empty: the pieces from `_pieces`, the K middle as
+    the docstring says. Mutations caught: the piece and box taken as the flat place mod boxes, the box
+    as the flat place mod pieces x boxes."""
+    rng = np.random.default_rng(100 + boxes)
+    for _ in range(20):
+        k1 = rng.integers(2, 400, boxes).astype(float)
+        k2 = k1 + rng.integers(0, 900, boxes) * (rng.random(boxes) < 0.8)
+        h1 = rng.integers(1, 50, boxes).astype(float)
+        h2 = h1 + rng.integers(0, 3000 if rng.random() < 0.5 else 40, boxes)
+        collapsed = (rng.random(boxes) < 0.4) & (k1 < k2)
+        i = rng.permutation(5 * boxes)[:boxes]
+        got = sweep_search._split(i, k1, k2, h1, h2, collapsed)
+        widest = int((h2 - h1).max()) + 1
+        pieces = sweep_search.H_PIECES
+        if boxes <= sweep_search.ENUM_BOXES and widest <= sweep_search.ENUM_H:
+            pieces = max(pieces, widest)
+        s1, s2 = sweep_search._pieces(h1, h2, pieces)
+        want = []
+        for child in (0, 1):
+            for p in range(pieces):
+                for r in range(boxes):
+                    if collapsed[r]:
+                        mid = k2[r] - 1.0 if s1[p, r] == s2[p, r] else k2[r]
+                    else:
+                        mid = min(max(math.floor(math.sqrt(k1[r] * k2[r])), k1[r]), max(k1[r], k2[r] - 1.0))
+                    lo, hi = (k1[r], mid) if child == 0 else (mid + 1.0, k2[r])
+                    if lo <= hi and s1[p, r] <= s2[p, r]:
+                        want.append((i[r], lo, hi, s1[p, r], s2[p, r], bool(collapsed[r] and lo < hi)))
+        columns = [np.array([w[n] for w in want], dtype=x.dtype) for n, x in enumerate(got)]
+        for x, y in zip(got, columns):
+            assert x.dtype == y.dtype and x.shape == y.shape and x.tobytes() == y.tobytes()
+
+
 def _table_as_written(a):
     """`_c_eq_table`'s losses, C' above them (+inf first), grid u and ln(L - E) by its formulas as
     expressions, a new array at each step (as before they were worked in place): what `_in_place`,

@@ -713,9 +713,14 @@ def _split(i, k1, k2, h1, h2, collapsed):
     km = np.where(collapsed, np.where(b1 == b2, k2 - 1.0, k2), km)      # per piece
     a1, a2 = np.empty((2,) + km.shape), np.empty((2,) + km.shape)     # the two K children, per piece
     a1[0], a1[1], a2[0], a2[1] = k1, km + 1.0, km, k2
-    ka, hb, box = np.nonzero((a1 <= a2) & (b1 <= b2)[None])             # the children not empty
-    a1, a2 = a1[ka, hb, box], a2[ka, hb, box]
-    return i[box], a1, a2, b1[hb, box], b2[hb, box], collapsed[box] & (a1 < a2)
+    # the children not empty, by their flat places f in the (K child, piece, box) arrays in C order (np.nonzero's):
+    # f's piece and box are f mod (pieces x boxes) in b1 and b2, its box f mod boxes; one-axis takes of the same
+    # elements as the three-index gathers of np.nonzero's indices, at a fraction of their cost
+    flat = np.flatnonzero((a1 <= a2) & (b1 <= b2)[None])
+    piece_box = flat % b1.size
+    box = piece_box % i.size
+    a1, a2 = a1.ravel()[flat], a2.ravel()[flat]
+    return i[box], a1, a2, b1.ravel()[piece_box], b2.ravel()[piece_box], collapsed[box] & (a1 < a2)
 
 
 def _answer(rows: _Rows, kept, one: float, best: float):
