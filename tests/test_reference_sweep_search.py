@@ -292,7 +292,8 @@ def test_the_answers_throughput_is_modes_throughput(seed):
         s = s.replace(active_params=s.params)
         mode = str(rng.choice(("flat", "pp_group")))
         b = PlanBatch.of(mode, precision, nodes=int(rng.integers(1, 5000)), inner_steps=int(rng.integers(1, 300)),
-                         compression=float(space.compression[0]), stages=int(rng.integers(2, 40)) if mode != "flat" else 1,
+                         compression=float(space.compression[0]),
+                         stages=int(rng.integers(2, 40)) if mode != "flat" else 1,
                          micro_batches=int(rng.integers(1, 65)), streaming=True,
                          activation_compression=float(rng.choice((1.0, 2.0, 4.0, 10.0))) if mode != "flat" else 1.0)
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
