@@ -189,3 +189,59 @@ def test_the_two_term_rows_give_the_term_by_term_iteration_bit_for_bit(name):
         got = chinchilla._equivalent_optimal_compute(losses, *constants)
         want = term_by_term_newton(losses, *constants)
         assert got.shape == want.shape and np.array_equal(got.view(np.uint64), want.view(np.uint64))
+
+
+def _random_one_loss_cases(rng: np.random.Generator, count: int):
+    """(loss, E, A, alpha, B, beta, r): the profiles' constants scaled at random (some ints, zeros and
+    negatives among them), losses from just above E to far above it, with NaN, inf, E itself and below."""
+    base = (1.8172, 482.01, 0.3478, 2085.43, 0.3658, 25.6)
+    edge = (np.nan, np.inf, -np.inf, 0.0)
+    out = []
+    for i in range(count):
+        e, a, alpha, b, beta, r = (x * float(rng.uniform(0.5, 2.0)) for x in base)
+        if i % 50 == 0:
+            a, b = float(round(a)), float(round(b))
+        if i % 97 == 0:
+            alpha = 0.0                    # a Python division by zero: the array path's inf / NaN
+        if i % 89 == 0:
+            b = -b
+        if i % 83 == 0:
+            beta = int(rng.integers(1, 3))     # an int exponent (an int row in the array path)
+        excess = 10 ** rng.uniform(-14, 3) * (1 if i % 13 else -1)
+        loss = e + excess if i % 31 else edge[(i // 31) % 4]
+        if i % 37 == 0:
+            loss = e
+        out.append((loss, e, a, alpha, b, beta, r))
+    return out
+
+
+def test_newton_one_is_the_array_newton_bit_for_bit():
+    """`_newton_one` (one excess loss in Python floats, numpy's exp and log) gives the double `_newton` gives
+    on the one-element array, or None exactly where a Python division would raise; and C' of one loss is
+    the same bits with the scalar path on and off (off: the array path of every earlier version), on
+    10,000 random losses and constants (edge values included). Mutations caught: math.exp for np.exp,
+    the step's sum grouped as A_term + (B_term - k), np.maximum's NaN dropped (Python's max(u_a, u_b)).
+    (Python's max in the stopping test is not caught, and changes nothing: a NaN u comes with a NaN step.)"""
+    rng = np.random.default_rng(27)
+    answered = 0
+    with np.errstate(all="ignore"):
+        for loss, e, a, alpha, b, beta, r in _random_one_loss_cases(rng, 10_000):
+            excess = np.array([loss]) - e
+            k = float(np.where((excess > 0) & np.isfinite(excess), excess, 1.0)[0])
+            b_coef = b * r ** (-beta)
+            one = chinchilla._newton_one(k, a, alpha, b_coef, beta)
+            many = chinchilla._newton(np.array([k]), a, alpha, b_coef, beta)
+            if one is None:
+                assert alpha == 0 or beta == 0 or not np.all(np.isfinite(many)) or not k
+                continue
+            answered += 1
+            assert one.dtype == many.dtype and one.shape == many.shape and one.tobytes() == many.tobytes(), \
+                (loss, e, a, alpha, b, beta, r)
+            for shape in ((), (1,), (1, 1)):
+                losses = np.full(shape, loss)
+                got = chinchilla._equivalent_optimal_compute(losses, e, a, alpha, b, beta, r)
+                with pytest.MonkeyPatch.context() as m:
+                    m.setattr(chinchilla, "_newton_one", lambda *args: None)
+                    want = chinchilla._equivalent_optimal_compute(losses, e, a, alpha, b, beta, r)
+                assert got.shape == want.shape and got.tobytes() == want.tobytes()
+    assert answered > 9_500

@@ -275,6 +275,40 @@ def test_the_answers_limits_are_the_evaluators():
     assert not all(want == got for want, got in both(no_memory))
 
 
+@pytest.mark.parametrize("seed", range(4))
+def test_the_answers_throughput_is_modes_throughput(seed):
+    """`sweep_search._throughput` (the answer's figures; a pp_group plan's without the step's parts beyond its
+    compute) gives every field `modes.throughput` gives but `modes.PIPELINE_PARTS_LEFT`, bit for bit, and so
+    the same window value and limits, on random flat and pp_group plans of perturbed cases of both profiles
+    and recomputation rules. Mutations caught: a part left out that `PIPELINE_PARTS_LEFT` does not name,
+    the lean step's compute taken as c for M c."""
+    from planner.cost import modes
+    from planner.cost.score import window_compute
+    rows, base, space = _rows(seed)
+    rng = np.random.default_rng(seed)
+    precision, checked = space.precisions[0], 0
+    for _ in range(60):
+        s = base.replace(params=float(rng.choice(rows.params)))
+        s = s.replace(active_params=s.params)
+        mode = str(rng.choice(("flat", "pp_group")))
+        b = PlanBatch.of(mode, precision, nodes=int(rng.integers(1, 5000)), inner_steps=int(rng.integers(1, 300)),
+                         compression=float(space.compression[0]),
+                         stages=int(rng.integers(2, 40)) if mode != "flat" else 1,
+                         micro_batches=int(rng.integers(1, 65)), streaming=True,
+                         activation_compression=float(rng.choice((1.0, 2.0, 4.0, 10.0))) if mode != "flat" else 1.0)
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            want, got = modes.throughput(s, b), sweep_search._throughput(s, b)
+            left = modes.PIPELINE_PARTS_LEFT if mode == "pp_group" else ()
+            assert set(got) == set(want) - set(left)
+            for k in got:
+                assert got[k].dtype == want[k].dtype and got[k].tobytes() == want[k].tobytes(), k
+            value = window_compute(s, b, "c_quality", t=got)["c_quality"]
+            assert value.tobytes() == window_compute(s, b, "c_quality", t=want)["c_quality"].tobytes()
+            assert search._limits(s, b, got) == search._limits(s, b, want)
+        checked += mode == "pp_group"
+    assert checked >= 15
+
+
 def _losses(seed: int, draw: int, least: float, count: int):
     """(assumptions of `_rows(seed)`, excess losses, losses, the cost model's C' of each): random excess
     losses from `least` to 50 (in, below and beyond the table), 0, a negative one, the table's ends,
@@ -458,6 +492,43 @@ def test_split_children_cover_each_box_once(boxes):
         assert np.any(b1 < b2)
 
 
+@pytest.mark.parametrize("boxes", [1, 3, 8, 30])
+def test_split_children_in_order(boxes):
+    """`_split`'s children, array for array (dtype, bits) and in order, are those listed by loops over the
+    K child (low half, high half), the piece of H and the box (np.nonzero's C order, which the search's path
+    follows), each kept where its K and H ranges are not empty: the pieces from `_pieces`, the K middle as
+    the docstring says. Mutations caught: the piece and box taken as the flat place mod boxes, the box
+    as the flat place mod pieces x boxes."""
+    rng = np.random.default_rng(100 + boxes)
+    for _ in range(20):
+        k1 = rng.integers(2, 400, boxes).astype(float)
+        k2 = k1 + rng.integers(0, 900, boxes) * (rng.random(boxes) < 0.8)
+        h1 = rng.integers(1, 50, boxes).astype(float)
+        h2 = h1 + rng.integers(0, 3000 if rng.random() < 0.5 else 40, boxes)
+        collapsed = (rng.random(boxes) < 0.4) & (k1 < k2)
+        i = rng.permutation(5 * boxes)[:boxes]
+        got = sweep_search._split(i, k1, k2, h1, h2, collapsed)
+        widest = int((h2 - h1).max()) + 1
+        pieces = sweep_search.H_PIECES
+        if boxes <= sweep_search.ENUM_BOXES and widest <= sweep_search.ENUM_H:
+            pieces = max(pieces, widest)
+        s1, s2 = sweep_search._pieces(h1, h2, pieces)
+        want = []
+        for child in (0, 1):
+            for p in range(pieces):
+                for r in range(boxes):
+                    if collapsed[r]:
+                        mid = k2[r] - 1.0 if s1[p, r] == s2[p, r] else k2[r]
+                    else:
+                        mid = min(max(math.floor(math.sqrt(k1[r] * k2[r])), k1[r]), max(k1[r], k2[r] - 1.0))
+                    lo, hi = (k1[r], mid) if child == 0 else (mid + 1.0, k2[r])
+                    if lo <= hi and s1[p, r] <= s2[p, r]:
+                        want.append((i[r], lo, hi, s1[p, r], s2[p, r], bool(collapsed[r] and lo < hi)))
+        columns = [np.array([w[n] for w in want], dtype=x.dtype) for n, x in enumerate(got)]
+        for x, y in zip(got, columns):
+            assert x.dtype == y.dtype and x.shape == y.shape and x.tobytes() == y.tobytes()
+
+
 def _table_as_written(a):
     """`_c_eq_table`'s losses, C' above them (+inf first), grid u and ln(L - E) by its formulas as
     expressions, a new array at each step (as before they were worked in place): what `_in_place`,
@@ -587,11 +658,12 @@ def test_rows_from_the_cached_grid_are_the_rows_as_before(seed, monkeypatch):
     original = sweep_search._grid_key
     for drop, other in (((2,), other_c), ((3, 4), other_points)):  # mutations: the key without c, without the points
         with monkeypatch.context() as m:
-            m.setattr(sweep_search, "_GRIDS", {})
+            sweep_search._grid_of.cache_clear()
             m.setattr(sweep_search, "_grid_key",
                       lambda *args, drop=drop: tuple(x for n, x in enumerate(original(*args)) if n not in drop))
             sweep_search._Rows(base, space, sizes)
             assert not same(sweep_search._Rows(other, space, sizes), _RowsAsBefore(other, space, sizes))
+        sweep_search._grid_of.cache_clear()      # the grids cached under the mutated keys
 
 
 def _batch_bits(b) -> list:

@@ -99,6 +99,19 @@ def _equivalent_optimal_compute(losses: np.ndarray, e: float, a_coef: float, a_e
     ok = (excess > 0) & np.isfinite(excess)
     k = np.where(ok, excess, 1.0).reshape(-1)
     b_coef = b * r ** (-b_exp)
+    u = _newton_one(float(k[0]), a_coef, a_exp, b_coef, b_exp) if k.size == 1 else None
+    if u is None:
+        u = _newton(k, a_coef, a_exp, b_coef, b_exp)
+    n_opt = np.exp(u.reshape(losses.shape))
+    compute = 6.0 * r * n_opt * n_opt
+    # No compute reaches a loss at or below E (+inf); an infinite loss (no tokens) needs none (0).
+    return np.where(ok, compute, np.where(excess > 0, 0.0, np.inf))
+
+
+def _newton(k: np.ndarray, a_coef: float, a_exp: float, b_coef: float, b_exp: float) -> np.ndarray:
+    """u = ln N* solving A e^(-alpha u) + B' e^(-beta u) = k (B' = B r^-beta) for every excess loss of `k`
+    (one-dimensional), by Newton from the right of both single terms' roots, until every step is within
+    1e-15 max(1, |u|) or `_NEWTON_ITERATIONS` steps."""
     # Each single term alone reaches k at u_a or u_b; the root lies right of both.
     u = np.maximum(np.log(a_coef / k) / a_exp, np.log(b_coef / k) / b_exp)
     # The two terms A e^(-alpha u) and B' e^(-beta u) as the rows of one array, so that each numpy
@@ -114,10 +127,41 @@ def _equivalent_optimal_compute(losses: np.ndarray, e: float, a_coef: float, a_e
         u = u + step
         if (np.abs(step) <= 1e-15 * np.maximum(1.0, np.abs(u))).all():   # the method: fewer python frames than np.all
             break
-    n_opt = np.exp(u.reshape(losses.shape))
-    compute = 6.0 * r * n_opt * n_opt
-    # No compute reaches a loss at or below E (+inf); an infinite loss (no tokens) needs none (0).
-    return np.where(ok, compute, np.where(excess > 0, 0.0, np.inf))
+    return u
+
+
+def _newton_one(k: float, a_coef: float, a_exp: float, b_coef: float, b_exp: float) -> np.ndarray | None:
+    """`_newton` of one excess loss `k`, the same double, in Python floats (about 37 us instead of 163 us warm:
+    a sweep's answer scores one plan, and each numpy call on a one-element array costs about 1.5 us), or
+    None where a Python division by zero would raise (numpy gives an infinity or NaN there: the caller then
+    runs `_newton`, so such a case gets `_newton`'s value and warnings).
+
+    Why the same double, operation for operation: +, -, *, / and abs of Python floats are the IEEE
+    double operations numpy's float64 ufuncs perform (round to nearest, no fused multiply-add; the
+    products of `_newton` with its constant rows commute exactly); the exponentials and logarithms are
+    numpy's own ufuncs on a contiguous float64 array, as in `_newton` (the same loop element by element,
+    `tolist` giving each double as it is); np.maximum(x, y) is written as `x > y or x is NaN ? x : y`
+    (NaN kept; of equal values the second, as numpy here; only 0 and -0 are equal with other bits, and the
+    sign of a zero u changes no value after it: e^(-alpha u), |u|, u + a nonzero step and e^u are the same
+    at either); the sums and the step's quotient group as `_newton` writes them ((A_term + B_term) - k);
+    the loop runs and stops on the same test, on one value instead of `.all()` of one.
+    tests/test_chinchilla_cache.py compares both bit for bit on random losses and constants, edge values
+    included."""
+    try:
+        log_a, log_b = np.log(np.array([a_coef / k, b_coef / k])).tolist()
+        u_a, u_b = log_a / a_exp, log_b / b_exp
+        u = u_a if (u_a > u_b or u_a != u_a) else u_b
+        for _ in range(_NEWTON_ITERATIONS):
+            exp_a, exp_b = np.exp(np.array([-a_exp * u, -b_exp * u])).tolist()
+            term_a, term_b = a_coef * exp_a, b_coef * exp_b
+            step = (term_a + term_b - k) / (a_exp * term_a + b_exp * term_b)
+            u = u + step
+            size = abs(u)
+            if abs(step) <= 1e-15 * (1.0 if 1.0 > size else size):
+                break
+    except (ZeroDivisionError, OverflowError):     # numpy: inf or NaN (a warning); OverflowError: an int constant
+        return None                                # beyond the doubles, which numpy would not convert either
+    return np.array([u])
 
 
 def chi(params, tokens, compute_flop, a: Assumptions, loss_multiplier=1.0):

@@ -475,7 +475,7 @@ def pp_group(s: Setting, b: PlanBatch, pipe=None) -> dict[str, np.ndarray]:
     return out
 
 
-def pp_group_pipeline(s: Setting, b: PlanBatch):
+def pp_group_pipeline(s: Setting, b: PlanBatch, lean: bool = False):
     """What `pp_group` computes before it reads the plans' H: `_common` (t_comp, the payload, which reads the
     groups G = floor(N / S), and the MFU) and `_pipeline` over the pipeline links (the step, its parts, the
     stage's memory, eta_A and the last micro-batch's compute, which read the setting and the class decisions S,
@@ -483,8 +483,18 @@ def pp_group_pipeline(s: Setting, b: PlanBatch):
     and node count, never H or R, and elementwise (the rows of the interleaved schedule are picked by S and the
     schedule, plan by plan: `pipeline_probe_over_ca`): plans of the same classes at the same n, or a subset of
     rows (`pp_group_pipeline_rows`), share it. tests/test_shared_corners.py compares `pp_group` with and
-    without it bit for bit."""
-    return _pipeline_of_mode(s, b)
+    without it bit for bit. `lean`: of the step's parts only step_compute_s (`_pipeline`'s `lean`, as
+    `pipeline_probe`): `pp_group` given it returns every field but PIPELINE_PARTS_LEFT, the same doubles (the
+    parts left out are worked from the same figures and enter no other field; tests/test_reference_sweep_search.py)."""
+    if not lean:
+        return _pipeline_of_mode(s, b)
+    out = _common(s, b)
+    return out, _pipeline(s, b, out, *_links(s, b), lean=True)
+
+
+# the fields of `pp_group` that a lean `pp_group_pipeline` leaves out (`_step_parts` beyond the step's compute)
+PIPELINE_PARTS_LEFT = ("step_bubble_s", "step_link_s", "step_link_straggler_s", "f_pipeline", "activation_bits",
+                       "bubble_fraction", "recompute_share")
 
 
 def pp_group_pipeline_rows(pipe, rows: np.ndarray):

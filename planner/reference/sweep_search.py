@@ -104,6 +104,7 @@ Layer: search (planner.reference).
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -343,10 +344,6 @@ class _Rows:
         return beta * e_prime[i] * (1.0 + MARGIN) <= right * (1.0 - MARGIN)
 
 
-_GRIDS: dict = {}             # `_grid` per (top, Ca, straggler coefficient, activation-quality points)
-_GRIDS_MAX = 64
-
-
 def _grid(a, top: int, activation_compression) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """(S, Ca, f(S), eta_A(Ca, S)) over every (S, Ca), S in 2..top major, Ca in the space's order minor
     (read-only arrays; `_Rows._pipes`), worked once per process and key instead of once per sweep (about
@@ -354,20 +351,38 @@ def _grid(a, top: int, activation_compression) -> tuple[np.ndarray, np.ndarray, 
     `straggler_factor` reads the straggler coefficient c alone and `quality.activation_quality` the
     activation-quality table's points at the scenario (`Assumptions.quality_points`): the key holds c,
     the points' and the Ca's bits and top, so that a cached grid is the one these expressions build
-    (tests/test_reference_sweep_search.py checks the rows against the per-sweep construction)."""
+    (tests/test_reference_sweep_search.py checks the rows against the per-sweep construction). The
+    cache is `_grid_of`'s (functools.lru_cache on the key; the assumptions and Ca ride along unhashed)."""
     ca = np.asarray(activation_compression, dtype=float)
-    key = _grid_key(a, top, ca)
-    grid = _GRIDS.get(key)
-    if grid is None:
-        stages = np.arange(2, top + 1, dtype=float)
-        # every (S, Ca), S major (`arange % n`: np.tile's values without its Python wrapper)
-        grid_s, grid_ca = np.repeat(stages, ca.size), ca[np.arange(stages.size * ca.size) % ca.size]
-        grid = (grid_s, grid_ca, straggler_factor(grid_s, a), quality.activation_quality(grid_ca, grid_s, a))
-        for x in grid:
-            x.flags.writeable = False
-        if len(_GRIDS) >= _GRIDS_MAX:
-            _GRIDS.pop(next(iter(_GRIDS)))
-        _GRIDS[key] = grid
+    return _grid_of(_Keyed(_grid_key(a, top, ca), (a, ca)))
+
+
+class _Keyed:
+    """`value` hashed and compared by `key` alone: an lru_cache argument whose key is all the cached
+    function reads of `value` (`_grid_of`: the assumptions' tables are dicts, not hashable)."""
+
+    __slots__ = ("key", "value")
+
+    def __init__(self, key: tuple, value):
+        self.key, self.value = key, value
+
+    def __hash__(self) -> int:
+        return hash(self.key)
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, _Keyed) and self.key == other.key
+
+
+@functools.lru_cache(maxsize=64)
+def _grid_of(keyed: _Keyed) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """`_grid` of the assumptions and Ca `keyed.value`, top `keyed.key[0]` (`_grid_key`)."""
+    (a, ca), top = keyed.value, keyed.key[0]
+    stages = np.arange(2, top + 1, dtype=float)
+    # every (S, Ca), S major (`arange % n`: np.tile's values without its Python wrapper)
+    grid_s, grid_ca = np.repeat(stages, ca.size), ca[np.arange(stages.size * ca.size) % ca.size]
+    grid = (grid_s, grid_ca, straggler_factor(grid_s, a), quality.activation_quality(grid_ca, grid_s, a))
+    for x in grid:
+        x.flags.writeable = False
     return grid
 
 
@@ -582,16 +597,27 @@ def best_size(s: Setting, space: DecisionSpace, params) -> SizeRun | None:
     j, batch = found
     setting = s.replace(params=params[j], active_params=params[j])
     with np.errstate(divide="ignore", invalid="ignore"):          # as `score.window_compute` scores it
-        throughput = modes.throughput(setting, batch)
+        throughput = _throughput(setting, batch)
     value = float(window_compute(setting, batch, "c_quality", t=throughput)["c_quality"][0])
     run = SweepRun(setting.params, setting, space, (batch, value), 0, value)
     run.throughput = throughput
     return run
 
 
+def _throughput(s: Setting, batch) -> dict[str, np.ndarray]:
+    """`modes.throughput` of the answer's plan, a pp_group one without the step's parts beyond its compute
+    (`modes.pp_group_pipeline`'s `lean`; `modes.PIPELINE_PARTS_LEFT`, which neither `window_compute` nor
+    `search._limits` reads: about 0.05 ms of a sweep). Where `applies` holds no tensor-parallel degree is
+    searched (`tensor_parallel.choices` is empty), so `modes.throughput` is the mode's function itself."""
+    if batch.mode != "pp_group":
+        return modes.throughput(s, batch)
+    return modes.pp_group(s, batch, pipe=modes.pp_group_pipeline(s, batch, lean=True))
+
+
 class SweepRun(SizeRun):
-    """The answer's run, with its plan's throughput (`modes.throughput`), which its value was worked
-    from and its limits are checked from (`search._limits`), so that it is evaluated once."""
+    """The answer's run, with its plan's throughput (`_throughput`: `modes.throughput` but for the parts of
+    a pipeline step no one reads here), which its value was worked from and its limits are checked from
+    (`search._limits`), so that it is evaluated once."""
 
 
 def _search(rows: _Rows):
@@ -687,9 +713,14 @@ def _split(i, k1, k2, h1, h2, collapsed):
     km = np.where(collapsed, np.where(b1 == b2, k2 - 1.0, k2), km)      # per piece
     a1, a2 = np.empty((2,) + km.shape), np.empty((2,) + km.shape)     # the two K children, per piece
     a1[0], a1[1], a2[0], a2[1] = k1, km + 1.0, km, k2
-    ka, hb, box = np.nonzero((a1 <= a2) & (b1 <= b2)[None])             # the children not empty
-    a1, a2 = a1[ka, hb, box], a2[ka, hb, box]
-    return i[box], a1, a2, b1[hb, box], b2[hb, box], collapsed[box] & (a1 < a2)
+    # the children not empty, by their flat places f in the (K child, piece, box) arrays in C order (np.nonzero's):
+    # f's piece and box are f mod (pieces x boxes) in b1 and b2, its box f mod boxes; one-axis takes of the same
+    # elements as the three-index gathers of np.nonzero's indices, at a fraction of their cost
+    flat = np.flatnonzero((a1 <= a2) & (b1 <= b2)[None])
+    piece_box = flat % b1.size
+    box = piece_box % i.size
+    a1, a2 = a1.ravel()[flat], a2.ravel()[flat]
+    return i[box], a1, a2, b1.ravel()[piece_box], b2.ravel()[piece_box], collapsed[box] & (a1 < a2)
 
 
 def _answer(rows: _Rows, kept, one: float, best: float):
