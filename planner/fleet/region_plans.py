@@ -139,19 +139,18 @@ class SiteSets:
     site names `names` (bit i: names[i]), with every set's slowest route from one table
     (`network.site_set_routes`) instead of the route graph per set: the partitions, their order and
     the refusal beyond `partition.MAX_PARTITIONS` are those of `region_choices` (the same search over
-    set partitions in restricted-growth order, blocks grown only by sites meeting the tier with every
-    site already in them; dominance by single merges; best regional link first, then fewer regions).
+    set partitions in restricted-growth order, `partition.clique_partitions`, blocks grown only by sites
+    meeting the tier with every site already in them; dominance by single merges; best regional link
+    first, then fewer regions).
     tests/test_pool_regions_families.py compares them with `region_choices` on every set of sites."""
 
     def __init__(self, sites, names: Sequence[str]):
         from planner.fleet.network import site_set_routes
-        from planner.sites.partition import tier_relation
+        from planner.sites.partition import tier_masks
         self.names = list(names)
         self.graph = sites.graph
         self.mbps, self.rtt_ms = site_set_routes(sites, self.names)
-        pairs = tier_relation(sites.graph)
-        self.tier = [sum(1 << j for j, b in enumerate(self.names) if j != i and pairs.has_edge(a, b))
-                     for i, a in enumerate(self.names)]
+        self.tier = tier_masks(sites.graph, self.names)
         self._kept: dict[int, list] = {}
         self._links: dict[int, tuple[int, frozenset] | None] = {0: (1, frozenset([(math.inf, -math.inf)]))}
         self._cliques: dict[int, bool] = {}
@@ -164,22 +163,11 @@ class SiteSets:
     def partitions(self, mask: int) -> list[tuple[int, ...]]:
         """The undominated region partitions of the sites of `mask`, each a tuple of block masks."""
         if mask not in self._kept:
-            from planner.sites.partition import MAX_PARTITIONS
+            from planner.sites.partition import MAX_PARTITIONS, clique_partitions
             members = [i for i in range(len(self.names)) if mask >> i & 1]
-            listed: list[tuple[int, ...]] = []
-            stack = [(0, ())]
-            while stack:                        # depth first, the same order as the recursive listing
-                depth, blocks = stack.pop()
-                if depth == len(members):
-                    listed.append(blocks)
-                    if len(listed) > MAX_PARTITIONS:
-                        self.refuse(members)
-                    continue
-                site = members[depth]
-                grown = [blocks[:j] + (b | 1 << site,) + blocks[j + 1:] for j, b in enumerate(blocks)
-                         if self.tier[site] & b == b]
-                for nxt in reversed(grown + [blocks + (1 << site,)]):
-                    stack.append((depth + 1, nxt))
+            listed = clique_partitions(self.tier, members, MAX_PARTITIONS)
+            if listed is None:
+                self.refuse(members)
             kept = [p for p in listed if not self.dominated(p)]
             kept.sort(key=self._order)
             self._kept[mask] = kept
