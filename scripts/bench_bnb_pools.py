@@ -10,7 +10,7 @@ geography's).
         [--objectives min_time,min_cost,max_compute] [--rule proportional|auto] [--precisions fp16]
         [--replica-penalty linear_v1] [--budget 2e8] [--max-nodes 60]
         [--nodes-per-pool 2] [--kinds 16xH100-SXM,8xB200] [--regions chosen] [--regional-rtt-ms 20]
-        [--cities 6]
+        [--cities 6] [--instructions]
 
 `--rule`: fleet.sync_rule (the proportional rule's families, planner.solvers.proportional_families);
 `--precisions`: search.precisions (fp16: every preset runs it, so the pools' speeds differ);
@@ -26,7 +26,10 @@ the proportional rule some pools run more inner steps than the slowest). With `-
 `--regional-rtt-ms` (network.regional.rtt_ms, 40 as shipped: with chosen regions 13 cities then have more
 than 1,000 region partitions, refused), `--cities K` (the P pools in the first K cities in turn, several
 pools a city).
-A solver that refuses (exit 2) prints its message.
+A solver that refuses (exit 2) prints its message. `--instructions` also runs each case once as a fresh
+`dtplan solve --json` process under valgrind (callgrind, PYTHONHASHSEED=0: `bench_max_compute.instructions`)
+and prints the instructions it executed, a figure the machine's load does not move (start-up and the
+explanations included; about 50 times the CPU seconds under valgrind).
 
 Prints per case the median CPU seconds (`time.process_time`, parse and solve; a warm-up solve
 first pays the imports; the solvers alternate run after run), the status and objective value, then the
@@ -36,9 +39,11 @@ machine's load average.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import statistics
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -64,6 +69,8 @@ def main() -> int:
     parser.add_argument("--regions", choices=("geography", "chosen"), default=None, help="network.regions (--sites)")
     parser.add_argument("--regional-rtt-ms", type=float, default=None, help="network.regional.rtt_ms (--sites)")
     parser.add_argument("--cities", type=int, default=None, help="the pools in this many cities, in turn (--sites)")
+    parser.add_argument("--instructions", action="store_true",
+                        help="also the instructions of one dtplan process per case (valgrind's callgrind)")
     opts = parser.parse_args()
     from bench_mixed import pools_data, pools_nosites_data
     from planner.schema.errors import InputError
@@ -112,8 +119,22 @@ def main() -> int:
                 print(f"{count:2d} pools{' in cities' if opts.sites else ''} {objective:11s} {solver:5s} cpu median "
                       f"{statistics.median(t):6.3f} s (min {min(t):.3f}, max {max(t):.3f}, {opts.repeats} runs)  "
                       f"{result.status} {result.objective_value}; load {os.getloadavg()[0]:.2f}", flush=True)
+                if opts.instructions:
+                    found = instructions_of(data, objective, solver)
+                    shown = "(no valgrind)" if found is None else f"{found / 1e9:.3f} G"
+                    print(f"{'':9s} instructions {shown}; load {os.getloadavg()[0]:.2f}", flush=True)
     print(f"load after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     return 0
+
+
+def instructions_of(data: dict, objective: str, solver: str) -> int | None:
+    """Instructions of one `dtplan solve` process on the instance `data` (written to a temporary file),
+    by `bench_max_compute.instructions` (valgrind's callgrind; None without valgrind)."""
+    from bench_max_compute import instructions
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "instance.json"
+        path.write_text(json.dumps(data))
+        return instructions(["solve", str(path), "--objective", objective, "--solver", solver, "--json"])
 
 
 def cities_data(data: dict, cities: int) -> dict:

@@ -135,6 +135,88 @@ def test_site_sets_equal_the_listing_of_partitions(seed):
             assert sets.link(blocks) == partition_link(net.graph, p)
 
 
+def linked_cities(rng, count=7):
+    """`bench_mixed.py`'s `count` cities with chosen regions, random LANs, extra links and link speeds and
+    a regional tier of 15 to 60 ms: sets of sites whose partitions have several distinct links."""
+    import sys
+    from pathlib import Path
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
+    from bench_mixed import pools_data
+    data = pools_data(count)
+    net = data["network"]
+    net["regions"] = "chosen"
+    net["regional"].update(mbps=1000.0, rtt_ms=float(rng.uniform(15, 60)))
+    for site in net["sites"]:
+        if rng.random() < 0.7:
+            site.update(lan_mbps=float(rng.choice([2000.0, 10000.0, 40000.0])), lan_rtt_ms=float(rng.uniform(0.2, 2)))
+    names = [s["name"] for s in net["sites"]]
+    for a, b in itertools.combinations(names, 2):
+        if rng.random() < 0.3 and not any({link["a"], link["b"]} == {a, b} for link in net["links"]):
+            net["links"].append({"a": a, "b": b, "up_mbps": 1000.0})
+    for link in net["links"]:
+        link["up_mbps"] = float(rng.choice([1000.0, 2000.0, 5000.0]))
+    return data
+
+
+def test_partition_links_are_the_links_of_every_partition():
+    """`SiteSets.partition_links` (no partition listed) against brute force on every set of sites of 12
+    random networks of 7 cities (`linked_cities`): the distinct links of every set partition into
+    regions (`all_set_partitions`, blocks meeting the tier pairwise, `partition_link` on the route
+    graph), most Mb/s then least RTT first; the distinct links of the undominated partitions
+    `partitions` lists, in its order (first appearance); and `SiteSetViews.link_numbers` against the
+    five numbers `partitions` gives them."""
+    from planner.sites.partition import all_set_partitions, tier_relation
+    from planner.solvers.pool_parts import SiteSetViews
+    several = 0
+    for seed in range(12):
+        instance = parse_instance(linked_cities(np.random.default_rng(5400 + seed)))
+        net = site_network(instance)
+        names = sorted({p.site for p in instance.fleet.pools})
+        sets, pairs = SiteSets(net, names), tier_relation(net.graph)
+        views = SiteSetViews(net, pool_settings(instance))
+        for mask in range(1, 1 << len(names)):
+            chosen = [n for i, n in enumerate(names) if mask >> i & 1]
+            every = {partition_link(net.graph, p) for p in all_set_partitions(chosen)
+                     if all(pairs.has_edge(a, b) for block in p for a, b in itertools.combinations(block, 2))}
+            got = sets.partition_links(mask)
+            assert got == sorted(every, key=lambda link: (-link[0], link[1])), (seed, chosen)
+            assert got == list(dict.fromkeys(sets.link(blocks) for blocks in sets.partitions(mask)))
+            numbers = list(dict.fromkeys(numbers for _, _, numbers in views.partitions(mask)))
+            assert views.link_numbers(mask) == numbers, (seed, chosen)
+            several += len(got) > 1
+    assert several >= 100
+
+
+def test_partition_links_refuse_where_the_listing_does():
+    """The 13 cities of `bench_mixed.py` at the shipped 40 ms regional tier: more than 1,000 partitions
+    for the whole set (refused); `partition_links` is None exactly on the sets `partitions` refuses, and
+    elsewhere the distinct links of the listing, on 200 random sets and the whole."""
+    import sys
+    from pathlib import Path
+    from planner.solvers.pool_parts import SiteSetViews
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
+    from bench_mixed import pools_data
+    data = pools_data(13)
+    data["network"]["regions"] = "chosen"
+    instance = parse_instance(data)
+    net = site_network(instance)
+    names = sorted({p.site for p in instance.fleet.pools})
+    sets = SiteSets(net, names)
+    masks = [(1 << len(names)) - 1] + [int(m) for m in np.random.default_rng(7).integers(1, 1 << len(names), 200)]
+    refused = 0
+    for mask in masks:
+        try:
+            listed = list(dict.fromkeys(sets.link(blocks) for blocks in sets.partitions(mask)))
+        except InputError as err:
+            assert err.problems[0].path == "network.regions"
+            listed = None
+        assert sets.partition_links(mask) == listed, mask
+        refused += listed is None
+    assert sets.partition_links(masks[0]) is None and 0 < refused < len(masks)
+    with pytest.raises(InputError):
+        SiteSetViews(net, pool_settings(instance)).link_numbers(masks[0])
+
+
 def test_thirteen_pools_with_chosen_regions_are_answered_and_a_quality_target_refused(tmp_path):
     """13 pools at random sites with chosen regions: answered (the plan's regions re-scored); under
     'proportional' with a C_quality target refused, exit 2 naming fleet.pools (the proportional rule with

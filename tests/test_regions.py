@@ -78,6 +78,37 @@ def test_region_partitions_are_exactly_the_valid_set_partitions(seed):
                        for q in kept if q != p)
 
 
+def _growth_strings(k: int):
+    """Every restricted growth string of length k (a_0 = 0, a_i <= 1 + max of those before), in
+    lexicographic order: each set partition of k items once, block a_i holding item i."""
+    if k == 0:
+        yield ()
+        return
+    for head in _growth_strings(k - 1):
+        for a in range(max(head, default=-1) + 2):
+            yield head + (a,)
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_region_partitions_in_restricted_growth_order_up_to_the_limit(seed):
+    """`region_partitions` lists the valid partitions in the lexicographic order of their restricted
+    growth strings over the sorted sites (the order the planner's ties follow), blocks in order of
+    their first site; with exactly that many allowed it lists them, with one fewer it refuses."""
+    rng = random.Random(seed)
+    g = _random_graph(rng, rng.randint(1, 6))
+    names = sorted(g.nodes)
+    expected = []
+    for string in _growth_strings(len(names)):
+        blocks = tuple(tuple(n for n, a in zip(names, string) if a == b) for b in range(max(string, default=-1) + 1))
+        if all(_meets_tier(g, a, b) for block in blocks for a, b in itertools.combinations(block, 2)):
+            expected.append(blocks)
+    assert region_partitions(g, names) == expected
+    assert region_partitions(g, names, limit=len(expected)) == expected
+    if expected:
+        with pytest.raises(InputError):
+            region_partitions(g, names, limit=len(expected) - 1)
+
+
 def test_placeable_mask_is_the_rule_over_every_assignment():
     rng = random.Random(3)
     for _ in range(400):

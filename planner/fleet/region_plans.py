@@ -139,20 +139,22 @@ class SiteSets:
     site names `names` (bit i: names[i]), with every set's slowest route from one table
     (`network.site_set_routes`) instead of the route graph per set: the partitions, their order and
     the refusal beyond `partition.MAX_PARTITIONS` are those of `region_choices` (the same search over
-    set partitions in restricted-growth order, blocks grown only by sites meeting the tier with every
-    site already in them; dominance by single merges; best regional link first, then fewer regions).
+    set partitions in restricted-growth order, `partition.clique_partitions`, blocks grown only by sites
+    meeting the tier with every site already in them; dominance by single merges; best regional link
+    first, then fewer regions).
     tests/test_pool_regions_families.py compares them with `region_choices` on every set of sites."""
 
     def __init__(self, sites, names: Sequence[str]):
         from planner.fleet.network import site_set_routes
-        from planner.sites.partition import tier_relation
+        from planner.sites.partition import tier_masks
         self.names = list(names)
         self.graph = sites.graph
         self.mbps, self.rtt_ms = site_set_routes(sites, self.names)
-        pairs = tier_relation(sites.graph)
-        self.tier = [sum(1 << j for j, b in enumerate(self.names) if j != i and pairs.has_edge(a, b))
-                     for i, a in enumerate(self.names)]
+        self.tier = tier_masks(sites.graph, self.names)
         self._kept: dict[int, list] = {}
+        self._links: dict[int, tuple[int, frozenset] | None] = {0: (1, frozenset([(math.inf, -math.inf)]))}
+        self._cliques: dict[int, bool] = {}
+        self._route = (self.mbps.tolist(), self.rtt_ms.tolist())   # the same floats, as Python floats
 
     def link(self, blocks: Sequence[int]) -> tuple[float, float]:
         """(Mb/s, RTT ms) of the slowest route inside any of the blocks (`partition.partition_link`)."""
@@ -161,22 +163,11 @@ class SiteSets:
     def partitions(self, mask: int) -> list[tuple[int, ...]]:
         """The undominated region partitions of the sites of `mask`, each a tuple of block masks."""
         if mask not in self._kept:
-            from planner.sites.partition import MAX_PARTITIONS
+            from planner.sites.partition import MAX_PARTITIONS, clique_partitions
             members = [i for i in range(len(self.names)) if mask >> i & 1]
-            listed: list[tuple[int, ...]] = []
-            stack = [(0, ())]
-            while stack:                        # depth first, the same order as the recursive listing
-                depth, blocks = stack.pop()
-                if depth == len(members):
-                    listed.append(blocks)
-                    if len(listed) > MAX_PARTITIONS:
-                        self.refuse(members)
-                    continue
-                site = members[depth]
-                grown = [blocks[:j] + (b | 1 << site,) + blocks[j + 1:] for j, b in enumerate(blocks)
-                         if self.tier[site] & b == b]
-                for nxt in reversed(grown + [blocks + (1 << site,)]):
-                    stack.append((depth + 1, nxt))
+            listed = clique_partitions(self.tier, members, MAX_PARTITIONS)
+            if listed is None:
+                self.refuse(members)
             kept = [p for p in listed if not self.dominated(p)]
             kept.sort(key=self._order)
             self._kept[mask] = kept
@@ -196,6 +187,58 @@ class SiteSets:
                         and self.mbps[a | b] >= mbps and self.rtt_ms[a | b] <= rtt:
                     return True
         return False
+
+    def partition_links(self, mask: int) -> list[tuple[float, float]] | None:
+        """The distinct links (Mb/s, RTT ms) of the undominated partitions of the sites of `mask`, in the
+        order `partitions` lists them (most Mb/s, then least RTT), without listing them: None where
+        `partitions` refuses (more than `partition.MAX_PARTITIONS` partitions).
+
+        Every partition's link is an undominated one's (so the links of every partition into regions
+        are those of the undominated ones): if P is dominated, merging some two of its blocks a, b
+        (meeting the tier pairwise) gives P' with mbps[a | b] >= link_mbps(P), rtt[a | b] <= link_rtt(P);
+        a route's least Mb/s and largest RTT over a set of sites are a minimum and a maximum over its
+        pairs and LANs (`site_set_routes`), so mbps[a | b] <= min(mbps[a], mbps[b]) and rtt[a | b] >=
+        max(rtt[a], rtt[b]), and P''s link, min(mbps[a | b], the other blocks') and the max of the RTTs,
+        is P's exactly (the same floats: a minimum and a maximum pick one of their arguments); P' has
+        one block fewer, so merging on ends at an undominated partition of P's link. The links of every
+        partition are found block by block (the block holding the lowest site, a clique of the tier
+        holding it: the restricted-growth listing's blocks, once each), with the partitions counted for
+        the refusal (a set has at least as many partitions as any set of sites inside it, so a set with
+        a refused rest is refused). tests/test_pool_regions_families.py compares it with `partitions`."""
+        found = self._partition_links(mask)
+        return None if found is None else sorted(found[1], key=lambda link: (-link[0], link[1]))
+
+    def _partition_links(self, mask: int) -> tuple[int, frozenset] | None:
+        """(the count of partitions of `mask`, the set of their links); None beyond MAX_PARTITIONS."""
+        if mask in self._links:
+            return self._links[mask]
+        from planner.sites.partition import MAX_PARTITIONS
+        low = mask & -mask
+        rest = mask ^ low
+        near = self.tier[low.bit_length() - 1] & rest
+        count, links, sub = 0, set(), near
+        while True:                     # every block holding the lowest site: low with a subset of its tier
+            block = low | sub
+            below = self._partition_links(rest & ~sub) if self._clique(block) else (0, ())
+            if below is None:
+                count = MAX_PARTITIONS + 1
+                break
+            count += below[0]
+            mbps, rtt_ms = self._route[0][block], self._route[1][block]
+            links.update((min(mbps, m), max(rtt_ms, r)) for m, r in below[1])
+            if count > MAX_PARTITIONS or sub == 0:
+                break
+            sub = (sub - 1) & near
+        self._links[mask] = None if count > MAX_PARTITIONS else (count, frozenset(links))
+        return self._links[mask]
+
+    def _clique(self, block: int) -> bool:
+        """Whether the sites of `block` meet the tier pairwise (a region)."""
+        if block not in self._cliques:
+            top = 1 << (block.bit_length() - 1)
+            rest = block ^ top
+            self._cliques[block] = rest == 0 or (self.tier[top.bit_length() - 1] & rest == rest and self._clique(rest))
+        return self._cliques[block]
 
     def refuse(self, members: Sequence[int]) -> None:
         """InputError naming network.regions, as `partition.region_partitions` beyond its limit."""

@@ -53,34 +53,49 @@ def tier_relation(graph: nx.Graph) -> nx.Graph:
 def region_partitions(graph: nx.Graph, sites: Iterable[str], limit: int = MAX_PARTITIONS) -> list[Partition]:
     """Every set partition of `sites` into regions (blocks that are cliques of the tier relation),
     each block sorted, blocks in order of their first site in sorted order (the restricted-growth
-    order of the sorted sites). InputError naming network.regions when there are more than `limit`
-    (each is a part the planner solves: the count grows like the Bell numbers)."""
+    order of the sorted sites: `clique_partitions`). InputError naming network.regions when there are
+    more than `limit` (each is a part the planner solves: the count grows like the Bell numbers)."""
     names = sorted(set(sites))
+    listed = clique_partitions(tier_masks(graph, names), range(len(names)), limit)
+    if listed is None:
+        from planner.schema.errors import InputError, Problem
+        raise InputError([Problem("network.regions", f"'chosen': the sites {', '.join(names)} have more than "
+                                                     f"{limit} partitions into regions, beyond the exact "
+                                                     "search; use 'geography', or merge pools that share "
+                                                     "a site")])
+    return [tuple(tuple(n for i, n in enumerate(names) if block >> i & 1) for block in blocks) for blocks in listed]
+
+
+def tier_masks(graph: nx.Graph, names: Sequence[str]) -> list[int]:
+    """Per site of `names`, the mask of the others it meets the tier with (bit j: names[j];
+    `tier_relation`)."""
     pairs = tier_relation(graph)
-    out: list[Partition] = []
+    return [sum(1 << j for j, b in enumerate(names) if j != i and pairs.has_edge(a, b)) for i, a in enumerate(names)]
 
-    def grow(i: int, blocks: list[list[str]]) -> None:
-        if i == len(names):
-            out.append(tuple(tuple(b) for b in blocks))
-            if len(out) > limit:
-                from planner.schema.errors import InputError, Problem
-                raise InputError([Problem("network.regions", f"'chosen': the sites {', '.join(names)} have more than "
-                                                             f"{limit} partitions into regions, beyond the exact "
-                                                             "search; use 'geography', or merge pools that share "
-                                                             "a site")])
-            return
-        site = names[i]
-        for block in blocks:
-            if all(pairs.has_edge(site, other) for other in block):
-                block.append(site)
-                grow(i + 1, blocks)
-                block.pop()
-        blocks.append([site])
-        grow(i + 1, blocks)
-        blocks.pop()
 
-    grow(0, [])
-    return out
+def clique_partitions(tier: Sequence[int], members: Iterable[int], limit: int) -> list[tuple[int, ...]] | None:
+    """Every set partition of the sites `members` (bit indices, ascending) into cliques of the relation
+    `tier` (tier[i]: the mask of the sites related to site i), each a tuple of block masks, in
+    restricted-growth order: depth first over the members, each joining every block it is related to
+    with every site of (in the blocks' order), then a block of its own; each set partition into
+    cliques is produced once. None when there are more than `limit` (the listing stops there).
+    `region_partitions` names the sites; `region_plans.SiteSets` lists every set of an instance's
+    sites by masks."""
+    members = list(members)
+    listed: list[tuple[int, ...]] = []
+    stack: list[tuple[int, tuple[int, ...]]] = [(0, ())]
+    while stack:                        # depth first: a node's children pushed in reverse, popped in order
+        depth, blocks = stack.pop()
+        if depth == len(members):
+            listed.append(blocks)
+            if len(listed) > limit:
+                return None
+            continue
+        site = members[depth]
+        grown = [blocks[:j] + (b | 1 << site,) + blocks[j + 1:] for j, b in enumerate(blocks) if tier[site] & b == b]
+        for nxt in reversed(grown + [blocks + (1 << site,)]):
+            stack.append((depth + 1, nxt))
+    return listed
 
 
 def partition_link(graph: nx.Graph, partition: Partition) -> tuple[float, float]:

@@ -187,6 +187,7 @@ class SiteSetViews:
         self.table = site_set_links(net, names)
         self.wan = self.table[:, :3]
         self.listed: dict = {}
+        self.numbers: dict = {}
 
     def mask(self, used) -> int:
         """The sites of the pools `used`, as a mask."""
@@ -205,6 +206,21 @@ class SiteSetViews:
             self.listed[mask] = [(sets.named(blocks), blocks, wan_links + (float(mbps * 1e6), float(rtt_ms / 1e3)))
                                  for blocks in sets.partitions(mask) for mbps, rtt_ms in [sets.link(blocks)]]
         return self.listed[mask]
+
+    def link_numbers(self, mask: int) -> list[tuple[float, ...]]:
+        """The distinct five link numbers of the undominated partitions of the sites of `mask`, in the
+        order `partitions` lists them (the first of each), without listing the partitions
+        (`SiteSets.partition_links`: the links of every partition are those of the undominated ones);
+        the same InputError as `partitions` where it refuses."""
+        if mask not in self.numbers:
+            links = self.sets.partition_links(mask)
+            if links is None:
+                self.partitions(mask)           # refuses, naming network.regions
+                raise AssertionError("more region partitions by masks than by the listing")
+            wan_links = tuple(float(x) for x in self.wan[mask])
+            self.numbers[mask] = list(dict.fromkeys(wan_links + (float(mbps * 1e6), float(rtt_ms / 1e3))
+                                                    for mbps, rtt_ms in links))
+        return self.numbers[mask]
 
     def geography(self, mask: int) -> list:
         """[(None, None, the five link numbers)] of the sites of `mask` with the network's own regions

@@ -447,36 +447,46 @@ class Search:
         each), each with its undominated partitions (`pool_parts.SiteSetViews`, the listing's
         `region_choices`; with the geography's regions the network's own view alone, partition None),
         grouped by their five link numbers; E_L the pools of E at a site of a set of
-        sites in the group; L the `SiteNetwork.links` of the group's first set and partition (every
-        member's is equal). None when a node reaching several sets of sites has one with more than
-        `partition.MAX_PARTITIONS` partitions (no bound: only a leaf refuses, as before); a node of one set
-        of sites refuses there as the listing does."""
+        sites in the group; L the `SiteNetwork.links` of the group's first set and its first partition
+        with those numbers (every member's is equal). Each set's distinct numbers come from
+        `SiteSetViews.link_numbers` (the links of every partition are those of the undominated ones,
+        `SiteSets.partition_links`: no partition listed, in the listing's order of first appearance, with
+        its refusal), so the groups, their order and their representatives are those of the listing
+        (the 2^16 sets of 16 cities: 0.45 s instead of 9.7 s). None when a node reaching several sets of
+        sites has one with more than `partition.MAX_PARTITIONS` partitions (no bound: only a leaf refuses,
+        as before); a node of one set of sites refuses there as the listing does."""
         if self.views is None:
             self.views = SiteSetViews(self.net, self.pools)
         views = self.views
         need = views.mask(forced)
         free = views.mask(eligible) & ~need
-        groups: dict = {}               # five link numbers -> [partition, sites mask, union of the masks]
+        groups: dict = {}               # five link numbers -> [its first sites mask, union of the masks]
         sub = free
         while True:                     # every set of sites of the node's subsets
             mask = need | sub
             if mask in self.unlisted:
                 return None
             try:
-                listed = views.partitions(mask) if self.chosen else views.geography(mask)
+                listed = views.link_numbers(mask) if self.chosen else [views.geography(mask)[0][2]]
             except InputError:
                 if not free:            # a node of one set of sites refuses as before (as its leaves would)
                     raise
                 self.unlisted.add(mask)
                 return None
-            for partition, _, numbers in listed:
-                group = groups.setdefault(numbers, [partition, mask, 0])
-                group[2] |= mask
+            for numbers in listed:
+                group = groups.get(numbers)
+                if group is None:
+                    groups[numbers] = [mask, mask]
+                else:
+                    group[1] |= mask
             if sub == 0:
                 break
             sub = (sub - 1) & free
         out = []
-        for partition, mask, union in groups.values():
+        for numbers, (mask, union) in groups.items():
+            partition = None            # the first partition of the group's first set with its numbers
+            if self.chosen:
+                partition = next(p for p, _, listed in views.partitions(mask) if listed == numbers)
             if (partition, mask) not in self.view_links:
                 names = [n for i, n in enumerate(views.names) if mask >> i & 1]
                 view = self.net if partition is None else self.net.with_regions(partition)
