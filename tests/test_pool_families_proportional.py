@@ -72,13 +72,13 @@ def test_fill_rows_are_the_per_node_listing_bit_for_bit(monkeypatch):
         pools = [SimpleNamespace(count=int(rng.integers(1, 12)), price=float(rng.choice([1.5, 2.25, 0.1, 7.3, 0.7])))
                  for _ in range(size)]
         used = sorted(rng.choice(size, size=int(rng.integers(1, size + 1)), replace=False).tolist())
-        ratios = {i: float(rng.choice([1.0, 1.5, 2.0, 3.7, 1.01])) for i in used}
+        ratios = {i: float(rng.choice([1.0, 1.5, 2.0, 3.7, 1.01, 2.3])) for i in used}   # 50 x 2.3 < 115: the slack
         forced = None if rng.random() < 0.3 else tuple(used[:int(rng.integers(1, len(used) + 1))])
         h, max_nodes = int(rng.integers(1, 40)), int(rng.integers(0, 80))
         weighted, cost = rule.fill_row(pools, ratios, h, max_nodes, forced)
         w_old, c_old = per_node_lists(pools, ratios, h, max_nodes, list(ratios) if forced is None else list(forced))
         assert weighted.tobytes() == w_old.tobytes() and cost.tobytes() == c_old.tobytes()
-        h_values = rng.integers(1, 60, size=int(rng.integers(0, 6)))
+        h_values = np.append(rng.integers(1, 60, size=int(rng.integers(0, 6))), 50)
         rows_w, rows_c = rule.fill_rows(pools, ratios, h_values, max_nodes, forced)
         assert rows_w.shape == rows_c.shape == (h_values.size, max_nodes + 1)
         for k, hk in enumerate(h_values):
