@@ -38,6 +38,59 @@ def test_the_fastest_fill_with_pools_that_may_hold_none(monkeypatch):
     assert list(cost[1:8]) == [3, 12, 21, 22, 23, 26, 29] and cost[0] == cost[8] == np.inf
 
 
+def test_fill_rows_are_the_per_node_listing_bit_for_bit(monkeypatch):
+    """`rule.fill_row` and `rule.fill_rows` (every H at once: the fill order by lexsort, the spare
+    nodes' H_p and prices gathered, running sums along rows) against the per-node lists they replaced
+    (a concatenation of [H_p] x spare and [price] x spare in `fill_order`, then the same cumulative
+    sums, one H at a time): W and cost bit for bit on random fleets of 1 to 9 pools (prices with
+    fractions, so the order of the additions shows; ratios with ties in H_p, so the price and index
+    keys decide), random H, node caps and forced pools; and W against `fastest_fill`'s counts N by N
+    (the exchange argument's fill)."""
+    import math
+    from types import SimpleNamespace
+    from planner.sync.proportional import rule
+    monkeypatch.setattr(rule, "node_price_usd", lambda pool: pool.price)
+
+    def per_node_lists(pools, ratios, h, max_nodes, forced):
+        weighted, cost = np.zeros(max_nodes + 1), np.full(max_nodes + 1, math.inf)
+        steps = {i: int(v) for i, v in rule.inner_steps(ratios, h).items()}
+        order = rule.fill_order(pools, steps)
+        spare = {i: pools[i].count - (i in forced) for i in order}
+        extra_steps = np.concatenate([[steps[i]] * spare[i] for i in order] + [[]])
+        extra_price = np.concatenate([[pools[i].price] * spare[i] for i in order] + [[]])
+        base = len(forced)
+        top = min(max_nodes, base + extra_steps.size)
+        if top >= base:
+            span = top - base + 1
+            weighted[base:top + 1] = sum(steps[i] for i in forced) + np.concatenate([[0.0], np.cumsum(extra_steps)])[:span]
+            cost[base:top + 1] = sum(pools[i].price for i in forced) + np.concatenate([[0.0], np.cumsum(extra_price)])[:span]
+        return weighted, cost
+
+    rng = np.random.default_rng(3100)
+    for _ in range(300):
+        size = int(rng.integers(1, 10))
+        pools = [SimpleNamespace(count=int(rng.integers(1, 12)), price=float(rng.choice([1.5, 2.25, 0.1, 7.3, 0.7])))
+                 for _ in range(size)]
+        used = sorted(rng.choice(size, size=int(rng.integers(1, size + 1)), replace=False).tolist())
+        ratios = {i: float(rng.choice([1.0, 1.5, 2.0, 3.7, 1.01, 2.3])) for i in used}   # 50 x 2.3 < 115: the slack
+        forced = None if rng.random() < 0.3 else tuple(used[:int(rng.integers(1, len(used) + 1))])
+        h, max_nodes = int(rng.integers(1, 40)), int(rng.integers(0, 80))
+        weighted, cost = rule.fill_row(pools, ratios, h, max_nodes, forced)
+        w_old, c_old = per_node_lists(pools, ratios, h, max_nodes, list(ratios) if forced is None else list(forced))
+        assert weighted.tobytes() == w_old.tobytes() and cost.tobytes() == c_old.tobytes()
+        h_values = np.append(rng.integers(1, 60, size=int(rng.integers(0, 6))), 50)
+        rows_w, rows_c = rule.fill_rows(pools, ratios, h_values, max_nodes, forced)
+        assert rows_w.shape == rows_c.shape == (h_values.size, max_nodes + 1)
+        for k, hk in enumerate(h_values):
+            w_old, c_old = per_node_lists(pools, ratios, int(hk), max_nodes,
+                                          list(ratios) if forced is None else list(forced))
+            assert rows_w[k].tobytes() == w_old.tobytes() and rows_c[k].tobytes() == c_old.tobytes()
+        steps = {i: int(v) for i, v in rule.inner_steps(ratios, h).items()}
+        for n in range(max_nodes + 1):
+            counts = rule.fastest_fill(pools, steps, n, forced)
+            assert weighted[n] == (0 if counts is None else sum(counts[i] * steps[i] for i in used))
+
+
 @pytest.mark.parametrize("seed", range(8))
 def test_rule_families_equal_the_listing_on_random_fleets(seed, monkeypatch):
     """1 to 7 pools under 'proportional' and 'auto' (`random_rule_pools`), the families against the

@@ -129,21 +129,50 @@ def fastest_fill(pools: Sequence[PoolSetting], steps: dict[int, int], nodes: int
 def fill_row(pools: Sequence[PoolSetting], ratios: dict[int, float], h: int,
              max_nodes: int, forced: Sequence[int] | None = None) -> tuple[np.ndarray, np.ndarray]:
     """W and cost of `fastest_fill` at H = h for every 0 <= N <= max_nodes (as float; W = 0 and
-    cost = inf where N is out of range); `forced` as there."""
+    cost = inf where N is out of range); `forced` as there: `fill_rows`' row of h."""
+    weighted, cost = fill_rows(pools, ratios, [h], max_nodes, forced)
+    return weighted[0], cost[0]
+
+
+def fill_rows(pools: Sequence[PoolSetting], ratios: dict[int, float], h_values,
+              max_nodes: int, forced: Sequence[int] | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """`fill_row` of each H of `h_values` at once: W and cost [len(h_values), max_nodes + 1].
+
+    After the forced pools' one node each, the N-th node of `fastest_fill` goes to the next spare
+    node in the fill order (`fill_order`: most H_p, then cheapest node, then listing order), so
+    W(N) = W_forced + the running sum of the spare nodes' H_p in that order (the cost alike with the
+    node prices). Per H: H_p = floor(H r_p (1 + ROUNDING_SLACK)) elementwise as `inner_steps` (the
+    same products, so the same doubles), the order by `np.lexsort` on (-H_p, price, index) (the keys
+    of `fill_order`, the index breaking every tie), the spare nodes (a pool's count less its forced
+    node) taken in that order, and the running sums by `np.cumsum` along each row: the same doubles
+    added in the same order as a cumulative sum of the per-node list of that H (the spare nodes of a
+    pool all carry its H_p and price), so each row is bit for bit the one-H row
+    (tests/test_pool_families_proportional.py compares them with the per-node listing)."""
     forced = list(ratios) if forced is None else list(forced)
-    weighted, cost = np.zeros(max_nodes + 1), np.full(max_nodes + 1, math.inf)
-    steps = {i: int(v) for i, v in inner_steps(ratios, h).items()}
-    order = fill_order(pools, steps)
-    spare = {i: pools[i].count - (i in forced) for i in order}
-    extra_steps = np.concatenate([[steps[i]] * spare[i] for i in order] + [[]])
-    extra_price = np.concatenate([[node_price_usd(pools[i])] * spare[i] for i in order] + [[]])
+    used = list(ratios)
+    h = np.asarray(h_values, dtype=float).reshape(-1)
+    rate = np.array([ratios[i] for i in used], dtype=float)
+    steps = np.floor(h[:, None] * rate[None, :] * (1.0 + ROUNDING_SLACK))          # [H, pools used]
+    price = np.array([node_price_usd(pools[i]) for i in used], dtype=float)
+    place = np.arange(len(used))
+    order = np.lexsort((np.broadcast_to(place, steps.shape), np.broadcast_to(price, steps.shape), -steps), axis=-1)
+    spare = np.array([max(0, pools[i].count - (i in forced)) for i in used], dtype=np.int64)
+    nodes = np.repeat(place, spare)                          # each spare node's pool column, by column
+    rank = np.argsort(order, axis=1)                         # each column's place in its row's order
+    node_pool = nodes[np.argsort(rank[:, nodes], axis=1, kind="stable")]           # [H, spare nodes] in order
+    extra_steps = np.take_along_axis(steps, node_pool, axis=1)
+    extra_price = price[node_pool]
+    weighted, cost = np.zeros((h.size, max_nodes + 1)), np.full((h.size, max_nodes + 1), math.inf)
     base = len(forced)
-    top = min(max_nodes, base + extra_steps.size)
+    top = min(max_nodes, base + node_pool.shape[1])
     if top >= base:
         span = top - base + 1
-        weighted[base:top + 1] = sum(steps[i] for i in forced) + np.concatenate([[0.0], np.cumsum(extra_steps)])[:span]
-        cost[base:top + 1] = sum(node_price_usd(pools[i]) for i in forced) + \
-            np.concatenate([[0.0], np.cumsum(extra_price)])[:span]
+        column = {i: k for k, i in enumerate(used)}
+        forced_steps = steps[:, [column[i] for i in forced]].sum(axis=1) if forced else np.zeros(h.size)
+        zero = np.zeros((h.size, 1))
+        weighted[:, base:top + 1] = forced_steps[:, None] + np.concatenate([zero, np.cumsum(extra_steps, axis=1)], axis=1)[:, :span]
+        cost[:, base:top + 1] = sum(node_price_usd(pools[i]) for i in forced) + \
+            np.concatenate([zero, np.cumsum(extra_price, axis=1)], axis=1)[:, :span]
     return weighted, cost
 
 

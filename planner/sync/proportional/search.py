@@ -48,7 +48,7 @@ import numpy as np
 
 from planner.objectives import MIN_COST, MIN_TIME, Objective
 from planner.cost.setting import PlanBatch, Setting
-from planner.sync.proportional.rule import adjust_for, fastest_fill, fill_row, inner_steps, step_ratios
+from planner.sync.proportional.rule import adjust_for, fastest_fill, fill_row, fill_rows, inner_steps, step_ratios
 from planner.sync.proportional.measure import best_with_tie, measure, unique_pairs
 from planner.fleet.region_plans import units_of
 from planner.sync.proportional.placement import fastest_placed_counts, fastest_placement, placeable_splits
@@ -205,8 +205,24 @@ class Splits:
         """(W, cost) of the split of each plan (H, N, u)."""
         units = np.ones_like(h) if units is None or self.placement is None else np.asarray(units)
         pairs, inverse = unique_pairs(h, units)
+        self._fill_missing(pairs)
         rows = [self.row(hv, uv) for hv, uv in pairs]
         return np.stack([w for w, _, _ in rows])[inverse, nodes], np.stack([c for _, c, _ in rows])[inverse, nodes]
+
+    def _fill_missing(self, pairs) -> None:
+        """The fastest-fill rows (no budget, u = 1 or no placement) of `pairs` not yet kept, computed
+        together (`rule.fill_rows`: each row bit for bit `fill_row`'s, which `row` would compute one
+        by one), kept as `row` keeps them."""
+        if self.table is not None or self.vectors is not None:
+            return
+        missing = list(dict.fromkeys(hv for hv, uv in pairs if self.unit(uv) == 1 and (hv, 1) not in self.rows))
+        if len(missing) < 2:
+            return
+        weighted, cost = fill_rows(self.pools, self.ratios, missing, self.max_nodes, self.forced)
+        for k, hv in enumerate(missing):
+            if len(self.rows) * (self.max_nodes + 1) > ROWS_CELLS:
+                self.rows.clear()
+            self.rows[hv, 1] = (weighted[k], cost[k], None)
 
     def counts(self, h: int, nodes: int, unit: int = 1) -> list[int]:
         u = self.unit(unit)
