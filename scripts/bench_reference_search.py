@@ -3,7 +3,7 @@
 questions, in one process (issue 27 item 3).
 
 Usage: scripts/bench_reference_search.py PATH_TO_REFERENCE [--cases FILE] [--repeat K] [--only FUNCTION] [--verbose]
-       [--grouped] [--instructions]
+       [--grouped] [--instructions] [--processes K]
 (--cases defaults to ../shared/conformance/reference_cases.json, or $DTPLAN_SHARED_DIR/conformance/.)
 
 PATH_TO_REFERENCE is a folder holding the public reference calculator's evasion_calculator.py
@@ -29,6 +29,13 @@ PYTHONHASHSEED=0) of a first pass over the selected cases in a process (first ca
 everything and run 0, 1 and 2 passes of one side (`--side`, `--passes`), subtracted. The machine's
 load does not move them; each process runs 50-100 times slower under valgrind (minutes).
 
+`--processes K` runs K fresh processes of this script, one after the other, each with `--repeat 1` (first
+calls) in the chosen order, and prints per function and profile the median over the processes of each
+side's total first-call CPU time and of their ratio (the ratio's median is taken per process, not the
+ratio of the medians), with the lowest and highest ratio and the load average before and after: one
+process's `--repeat 1` ratio moves by 0.2-0.4 between processes on this machine (the reference's own time
+by up to 2x), so a first-call figure is a median over many.
+
 The reference's code is the calculator as published (the `current` profile): on the
 `v1_48xA100` cases (the report's older assumptions, which it no longer has) it runs the same
 search on the same arguments under its current physics, so its time is comparable but its
@@ -44,6 +51,7 @@ import json
 import os
 import re
 import shutil
+import statistics
 import subprocess
 import sys
 import time
@@ -130,6 +138,31 @@ def print_instructions(args, cases: list[dict]) -> int:
     return 0
 
 
+def print_processes(args) -> int:
+    """`--processes K`: K fresh processes with `--repeat 1`, each printing its rows (`--rows-json`); per
+    function and profile the medians over processes of each side's first-call seconds and of the ratio."""
+    command = [sys.executable, str(Path(__file__).resolve()), str(args.reference), "--cases", str(args.cases),
+               "--repeat", "1", "--rows-json"] + (["--grouped"] if args.grouped else [])
+    for fn in args.only or ():
+        command += ["--only", fn]
+    print(f"load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())}; {args.processes} processes, "
+          f"--repeat 1{' --grouped' if args.grouped else ''}")
+    runs = collections.defaultdict(list)        # (function, profile) -> [(reference s, dtplan s)] per process
+    for _ in range(args.processes):
+        done = subprocess.run(command, capture_output=True, text=True, check=True)
+        for fn, profile, ref_s, dt_s in json.loads(done.stdout.splitlines()[-1]):
+            runs[(fn, profile)].append((ref_s, dt_s))
+    print(f"{'function':32} {'profile':11} {'reference ms':>12} {'dtplan ms':>10} {'ratio':>7} {'least':>6} {'most':>6}"
+          f"   (medians over processes; ratio per process)")
+    for (fn, profile), pairs in sorted(runs.items()):
+        ratios = [dt / ref for ref, dt in pairs]
+        print(f"{fn:32} {profile:11} {statistics.median(r for r, _ in pairs) * 1e3:12.2f} "
+              f"{statistics.median(d for _, d in pairs) * 1e3:10.2f} {statistics.median(ratios):7.2f} "
+              f"{min(ratios):6.2f} {max(ratios):6.2f}")
+    print(f"load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("reference", type=Path, help="folder holding the reference calculator's evasion_calculator.py")
@@ -142,6 +175,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="every case with the reference, then every case with dtplan (default: side by side per case)")
     parser.add_argument("--instructions", action="store_true",
                         help="instructions of a first and a repeated pass per side instead (valgrind; minutes)")
+    parser.add_argument("--processes", type=int, default=0,
+                        help="K fresh processes with --repeat 1: medians of first-call times and ratios (0: this one)")
+    parser.add_argument("--rows-json", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--side", choices=("reference", "dtplan"), help=argparse.SUPPRESS)
     parser.add_argument("--passes", type=int, default=0, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -160,7 +196,10 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.instructions:
         return print_instructions(args, cases)
-    print(f"load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())}"
+    if args.processes > 0:
+        return print_processes(args)
+    if not args.rows_json:
+        print(f"load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())}"
           + ("; grouped: every reference call, then every dtplan call" if args.grouped else ""))
     totals = collections.defaultdict(lambda: [0, 0.0, 0.0, 0, 0])   # cases, ref s, dtplan s, passed, same answer
     def ref_call(case):
@@ -185,6 +224,9 @@ def main(argv: list[str] | None = None) -> int:
         if args.verbose:
             print(f"{case['id']:45} reference {ref_value!s:>22} {ref_s * 1e3:8.2f} ms   dtplan {outcome.dtplan!s:>22} "
                   f"{dt_s * 1e3:8.2f} ms  {outcome.status}", flush=True)
+    if args.rows_json:      # one line for `--processes`: [function, profile, reference s, dtplan s] per row
+        print(json.dumps([[fn, profile, row[1], row[2]] for (fn, profile), row in sorted(totals.items())]))
+        return 0
     print(f"{'function':32} {'profile':11} {'cases':>5} {'reference s':>12} {'dtplan s':>10} {'ratio':>7}  answers")
     for (fn, profile), (n, ref_s, dt_s, passed, same) in sorted(totals.items()):
         print(f"{fn:32} {profile:11} {n:5d} {ref_s:12.4f} {dt_s:10.4f} {dt_s / ref_s:7.2f}  "
