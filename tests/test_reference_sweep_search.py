@@ -774,3 +774,129 @@ def test_newton_only_at_one_k_and_h(seed, monkeypatch):
     assert np.any(got[~point] > exact[~point])
     monkeypatch.setattr(sweep_search, "_c_eq", lambda loss, a, table: sweep_search._c_eq_above(loss, a, table))
     assert not np.array_equal(bounds()[point], exact[point])      # no exact solve at the plans: caught
+
+
+class _RowsPerRow(sweep_search._Rows):
+    """`_Rows` with the per-row arrays of P's values built in `__init__` and read per row, as before
+    `_Rows` kept them per size (the test's oracle): `sync`, `bound`, `least_loss_h`, `first_bound` and
+    `monotone_in_k` as they were written then."""
+
+    def __init__(self, *args):
+        super().__init__(*args)
+        a, params, j = self.a, self.params, self.j
+        self.old_p = params[j]
+        self.old_base = self.base[j]
+        self.old_alpha = quality_alpha(params, a)[j]
+        self.old_beta0 = (a.replica_beta_coefficient * params ** a.replica_beta_exponent)[j]
+        self.old_loss0 = (a.chinchilla_e + a.chinchilla_a * params ** (-a.chinchilla_alpha))[j]
+        self.old_six_p = 6.0 * self.old_p
+
+    def sync(self, i, k):
+        return self.old_base[i] * (1.0 + self.c * np.log2(k))
+
+    def bound(self, i, k1, k2, h1, h2, cut):
+        a = self.a
+        t, sync2 = self.t[i], self.sync(i, k2)
+        tokens = self.wbt * (k2 * h2) / np.maximum(h2 * t, sync2)
+        g = np.maximum(a.eta_h_floor, (1.0 - self.old_alpha[i] * np.log10(h1)) / self.div) * self.eta_c * self.eta_a[i]
+        six_p_t = self.old_six_p[i] * tokens
+        out = g * six_p_t
+        need = (~(out < cut)).nonzero()[0]
+        if need.size:
+            if need.size < i.size:
+                i, six_p_t, t, sync2, k1, k2, h1, h2 = (x[need] for x in (i, six_p_t, t, sync2, k1, k2, h1, h2))
+            hm = self.least_loss_h(i, k1, k2, h1, h2, t, sync2)
+            tokens = self.wbt * (k2 * hm) / np.maximum(hm * t, sync2)
+            mu = k1 ** (self.old_beta0[i] * (np.log(hm) / self.log_h_ref))
+            loss = (self.old_loss0[i] + a.chinchilla_b * tokens ** (-a.chinchilla_beta)) * mu
+            out[need] = g[need] * np.minimum(six_p_t, np.maximum(sweep_search._c_eq_above(loss, a, self.table),
+                                                                 a.chi_search_low_flop))
+            exact = (~(out[need] < cut) & (k1 == k2) & (h1 == h2)).nonzero()[0]
+            if exact.size:
+                c_eq = sweep_search._c_eq(loss[exact], a, self.table)
+                need = need[exact]
+                out[need] = g[need] * np.minimum(six_p_t[exact], np.maximum(c_eq, a.chi_search_low_flop))
+        return out
+
+    def least_loss_h(self, i, k1, k2, h1, h2, t, sync2):
+        gamma = self.old_beta0[i] * (np.log(k1) / self.log_h_ref)
+        b = self.a.chinchilla_beta
+        star = ((b - gamma) * self.a.chinchilla_b / (gamma * self.old_loss0[i])) ** (1.0 / b) * sync2 / (self.wbt * k2)
+        star = np.where(gamma < b, star, h1)
+        return np.fmin(np.fmax(star, h1), np.fmax(h1, np.fmin(h2, sync2 / t)))
+
+    def first_bound(self):
+        a = self.a
+        with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
+            tokens = self.wbt * self.k_max_f / self.t
+            j = self.j
+            starts = np.concatenate(([True], j[1:] != j[:-1]))[:j.size].nonzero()[0]
+            most = np.zeros(self.params.size)
+            np.maximum.at(most, self.j[starts], np.maximum.reduceat(tokens, starts))
+            loss = chinchilla.chinchilla_loss(self.params, most, a)
+            q = np.minimum(6.0 * self.params * most,
+                           np.maximum(sweep_search._c_eq_above(loss, a, self.table), a.chi_search_low_flop))
+            out = self.eta_c * self.eta_a * np.minimum(6.0 * self.old_p * tokens, q[self.j])
+        return np.where(np.isnan(out), np.inf, out)
+
+    def monotone_in_k(self, i, k1, k2, h2):
+        a = self.a
+        beta = self.old_beta0[i] * (np.log(h2) / self.log_h_ref)
+        tokens = self.tokens(i, k1, k2, h2)
+        right = (self.lemma_be - beta) * a.chinchilla_b * tokens ** (-a.chinchilla_beta)
+        return beta * self.old_loss0[i] * (1.0 + sweep_search.MARGIN) <= right * (1.0 - sweep_search.MARGIN)
+
+
+def quality_alpha(params, a):
+    from planner.cost import quality
+    return quality.alpha(params, a)
+
+
+def _bits(x) -> tuple:
+    x = np.asarray(x)
+    return x.dtype.str, x.shape, x.tobytes()
+
+
+def _per_row_outputs(rows, rng) -> list[tuple]:
+    """`sync`, `tokens`, `least_loss_h`, `bound` (cuts 0, the boxes' median value and inf: every branch),
+    `monotone_in_k` and `first_bound` of random boxes of every kind (wide, one K, one H, plans), as bits."""
+    out = [_bits(rows.first_bound())]
+    boxes = [np.array(x) for x in zip(*_boxes(rows, rng, 300))]
+    r, k1, k2, h1, h2 = boxes
+    r = r.astype(np.int64)
+    k1p, h1p = np.where(rng.random(r.size) < 0.3, k2, k1), np.where(rng.random(r.size) < 0.3, h2, h1)
+    with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
+        sync2 = rows.sync(r, k2)
+        out += [_bits(sync2), _bits(rows.tokens(r, k1p, k2, h2)),
+                _bits(rows.least_loss_h(r, k1p, k2, h1p, h2, rows.t[r], sync2)),
+                _bits(rows.monotone_in_k(r, k1p, k2, h2))]
+        middle = float(np.median(rows.bound(r, k1p, k2, h1p, h2, 0.0)))
+        for cut in (0.0, middle, np.inf):
+            out.append(_bits(rows.bound(r, k1p, k2, h1p, h2, cut)))
+    return out
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_per_size_values_give_the_per_row_results(seed, monkeypatch):
+    """`_Rows` keeps P's values per size and takes them per row when asked (size_x[j[i]]) instead of
+    per-row arrays: `sync`, `tokens`, `least_loss_h`, `bound` (every cut's branch), `monotone_in_k` and
+    `first_bound` are, bit for bit, those of the methods as written before on the per-row arrays
+    (`_RowsPerRow`), before and after the rows are made exact; the per-row views (`row_*`, `p`, `k_max`,
+    `lemma`) are the expressions taken per row. Mutations caught (of sweep_search.py, by hand): `bound`'s
+    size index not cut with its rows (`need`), `least_loss_h` or `monotone_in_k` indexing by the rows
+    instead of their sizes' index, `first_bound` with 6 P taken by row instead of by size."""
+    rows, base, space = _rows(seed)
+    old = _RowsPerRow(base, space, rows.params)
+    a, j = base.assumptions, rows.j
+    assert _bits(rows.p) == _bits(old.old_p) and _bits(rows.row_base) == _bits(old.old_base)
+    assert _bits(rows.row_alpha) == _bits(old.old_alpha) and _bits(rows.row_beta0) == _bits(old.old_beta0)
+    assert _bits(rows.row_loss0) == _bits(old.old_loss0) and _bits(rows.row_six_p) == _bits(old.old_six_p)
+    assert _bits(rows.lemma[0]) == _bits(old.old_loss0) and rows.lemma[1] == a.chinchilla_beta * (
+        1.0 - sweep_search.straggler_coefficient(a) / math.log(2.0))
+    assert rows.k_max.dtype == np.int64 and np.array_equal(rows.k_max, rows.k_max_f.astype(np.int64))
+    for exact in (False, True):
+        if exact:
+            rows.make_exact(np.arange(j.size))
+            old.make_exact(np.arange(j.size))
+        assert _per_row_outputs(rows, np.random.default_rng(700 + seed)) == \
+            _per_row_outputs(old, np.random.default_rng(700 + seed))

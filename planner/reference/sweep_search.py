@@ -180,17 +180,28 @@ class _Rows:
         self.one = np.where(fits & ("flat" in space.modes) & (space.min_nodes <= 1),
                             6.0 * params * (self.wbt / flat_t), 0.0)
         j_flat = fits.nonzero()[0] if "flat" in space.modes and n_max >= 2 else np.zeros(0, np.int64)
-        parts = [(j_flat, flat_t[j_flat], np.ones(j_flat.size), np.full(j_flat.size, n_max), np.ones(j_flat.size),
-                  np.zeros(j_flat.size), np.log2(np.full(j_flat.size, float(n_max))))]
+        parts = [[j_flat, flat_t[j_flat], np.ones(j_flat.size), np.full(j_flat.size, n_max), np.ones(j_flat.size),
+                  np.zeros(j_flat.size), np.log2(np.full(j_flat.size, float(n_max)))]]
         top = min(space.max_stages, n_max // 2)
         self.ok = True
         self.pipe = (np.zeros(0),) * 3
         if "pp_group" in space.modes and top >= 2:
-            parts.append(self._pipes(s, space, params, t_comp, beta, top))
-        j, t, eta_a, k_max, stages, ca, log2_k_max = (np.concatenate([p[x] for p in parts]) for x in range(7))
-        self.j, self.t, self.eta_a, self.k_max = j.astype(np.int64), t, eta_a, k_max.astype(np.int64)
-        self.k_max_f = k_max.astype(float)                # the same counts as doubles (the bounds' K)
-        self.stages, self.ca, self.p = stages.astype(np.int64), ca, params[j]
+            parts.append(list(self._pipes(s, space, params, t_comp, beta, top)))
+        # Fewer row-length arrays alive at once (a first sweep's fresh heap pages are its peak's, about 2.3 us
+        # each): each column's parts dropped once it is joined, no copy where the dtype is already the one
+        # wanted (j: int64 from nonzero; K_max: float64 wherever there are pipeline rows), the float
+        # columns that only give an int64 one dropped after it. The same arrays, dtype and bits as before.
+        columns = []
+        for x in range(7):
+            columns.append(np.concatenate([p[x] for p in parts]))
+            for p in parts:
+                p[x] = None
+        j, t, eta_a, k_max, stages, ca, log2_k_max = columns
+        del parts, columns
+        self.j, self.t, self.eta_a = j.astype(np.int64, copy=False), t, eta_a
+        self.k_max_f = k_max.astype(float, copy=False)    # K_max as doubles (the bounds' K; `k_max` the counts)
+        self.stages, self.ca = stages.astype(np.int64), ca
+        del k_max, stages
         self.flat = np.arange(j.size) < j_flat.size
         self.n_flat = j_flat.size
         self.m = np.zeros(j.size, np.int64)               # M* of pipeline rows, once `exact`
@@ -199,22 +210,33 @@ class _Rows:
         self.div = eta_h_divisor(a)
         self.table = _c_eq_table(a)
         e_min = 1.0 - straggler_coefficient(a) / math.log(2.0)
-        self.lemma = ((a.chinchilla_e + a.chinchilla_a * params ** (-a.chinchilla_alpha))[self.j], a.chinchilla_beta * e_min)
-        # What `bound`, `tokens` and `monotone_in_k` read of a row's P, worked once per size and taken
-        # per row: the same operations on the same doubles as the cost functions they stand for
-        # (`quality.alpha`, `quality.replica_beta`'s beta0, `chinchilla.chinchilla_loss`'s E + A P^-alpha),
-        # so the same values; with K >= 2 and H >= 1 in every box, `straggler_factor`'s f(K) is
-        # 1 + c log2 K and `replica_loss_multiplier`'s K^beta(H) needs no case of its own (K^0 = 1 at H = 1).
+        self.lemma_be = a.chinchilla_beta * e_min
+        # What `bound`, `tokens` and `monotone_in_k` read of a row's P, worked once per size (`size_*`) and
+        # taken for the rows they are asked about (size_x[j[i]], the element size_x[j][i] is: the same
+        # double), not kept per row (`row_*`, for the tests): the same operations on the same doubles as the
+        # cost functions they stand for (`quality.alpha`, `quality.replica_beta`'s beta0,
+        # `chinchilla.chinchilla_loss`'s E + A P^-alpha), so the same values; with K >= 2 and H >= 1 in every
+        # box, `straggler_factor`'s f(K) is 1 + c log2 K and `replica_loss_multiplier`'s K^beta(H) needs no
+        # case of its own (K^0 = 1 at H = 1).
         self.c, self.log_h_ref = straggler_coefficient(a), np.log(a.replica_h_ref)
-        self.row_base = self.base[self.j]
-        self.row_alpha = quality.alpha(params, a)[self.j]
-        self.row_beta0 = (a.replica_beta_coefficient * params ** a.replica_beta_exponent)[self.j]
-        self.row_loss0 = self.lemma[0]                 # E + A P^-alpha, the loss without the data term
-        self.row_six_p = 6.0 * self.p
+        self.size_alpha = quality.alpha(params, a)
+        self.size_beta0 = a.replica_beta_coefficient * params ** a.replica_beta_exponent
+        self.size_loss0 = a.chinchilla_e + a.chinchilla_a * params ** (-a.chinchilla_alpha)   # E + A P^-alpha
+        self.size_six_p = 6.0 * params
         # H beyond ceil(t_sync(K_max) / t) is dominated (module docstring); one more against rounding
         with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
-            h_c = np.ceil(self.row_base * (1.0 + self.c * log2_k_max) / self.t) + 1.0     # `sync` at K_max
+            h_c = np.ceil(self.base[self.j] * (1.0 + self.c * log2_k_max) / self.t) + 1.0     # `sync` at K_max
         self.h_hi = np.maximum(np.fmin(h_c, space.max_inner_steps), 1).astype(np.int64)     # NaN, inf: H_max
+
+    # Per row, as arrays over every row (for the tests; the search takes the per-size values for the rows asked)
+    p = property(lambda self: self.params[self.j], doc="P per row")
+    row_base = property(lambda self: self.base[self.j], doc="the sync's base (s) per row")
+    row_alpha = property(lambda self: self.size_alpha[self.j], doc="`quality.alpha` per row")
+    row_beta0 = property(lambda self: self.size_beta0[self.j], doc="`quality.replica_beta`'s beta0 per row")
+    row_loss0 = property(lambda self: self.size_loss0[self.j], doc="E + A P^-alpha per row")
+    row_six_p = property(lambda self: self.size_six_p[self.j], doc="6 P per row")
+    k_max = property(lambda self: self.k_max_f.astype(np.int64), doc="K_max per row, as counts")
+    lemma = property(lambda self: (self.row_loss0, self.lemma_be), doc="Lemma K's (E + A P^-alpha per row, b e_min)")
 
     def _pipes(self, s, space, params, t_comp, beta, top):
         """The pp_group rows (S, Ca) that fit their node, each with a lower bound on its step over
@@ -257,7 +279,7 @@ class _Rows:
 
     def sync(self, i, k):
         """t_sync(K) = base f(K) of rows `i` (`modes._wan_sync`), K >= 2 (f(K) = 1 + c log2 K)."""
-        return self.row_base[i] * (1.0 + self.c * np.log2(k))
+        return self.base[self.j[i]] * (1.0 + self.c * np.log2(k))
 
     def tokens(self, i, k1, k2, h):
         """W' B tf K2 H / max(H t, t_sync(K1)): the tokens at (K2, H) with the sync of K1 (K1 = K2: a plan's,
@@ -274,19 +296,20 @@ class _Rows:
         the loss E + A P^-alpha + B T^-b (`chinchilla.chinchilla_loss`; T > 0 here), each by the same
         operations as those functions (`__init__`)."""
         a = self.a
-        t, sync2 = self.t[i], self.sync(i, k2)
+        t, ji = self.t[i], self.j[i]
+        sync2 = self.base[ji] * (1.0 + self.c * np.log2(k2))               # `sync` at K2
         tokens = self.wbt * (k2 * h2) / np.maximum(h2 * t, sync2)          # `tokens` at (K2, H2)
-        g = np.maximum(a.eta_h_floor, (1.0 - self.row_alpha[i] * np.log10(h1)) / self.div) * self.eta_c * self.eta_a[i]
-        six_p_t = self.row_six_p[i] * tokens
+        g = np.maximum(a.eta_h_floor, (1.0 - self.size_alpha[ji] * np.log10(h1)) / self.div) * self.eta_c * self.eta_a[i]
+        six_p_t = self.size_six_p[ji] * tokens
         out = g * six_p_t
         need = (~(out < cut)).nonzero()[0]
         if need.size:
             if need.size < i.size:
-                i, six_p_t, t, sync2, k1, k2, h1, h2 = (x[need] for x in (i, six_p_t, t, sync2, k1, k2, h1, h2))
+                i, ji, six_p_t, t, sync2, k1, k2, h1, h2 = (x[need] for x in (i, ji, six_p_t, t, sync2, k1, k2, h1, h2))
             hm = self.least_loss_h(i, k1, k2, h1, h2, t, sync2)
             tokens = self.wbt * (k2 * hm) / np.maximum(hm * t, sync2)
-            mu = k1 ** (self.row_beta0[i] * (np.log(hm) / self.log_h_ref))
-            loss = (self.row_loss0[i] + a.chinchilla_b * tokens ** (-a.chinchilla_beta)) * mu
+            mu = k1 ** (self.size_beta0[ji] * (np.log(hm) / self.log_h_ref))
+            loss = (self.size_loss0[ji] + a.chinchilla_b * tokens ** (-a.chinchilla_beta)) * mu
             out[need] = g[need] * np.minimum(six_p_t, np.maximum(_c_eq_above(loss, a, self.table), a.chi_search_low_flop))
             # the exact C' (a Newton solve) only at one (K, H) whose table bound reaches the cut: a plan, whose
             # value it is, or a collapsed box of one H; a wider box keeps the table's bound (module docstring)
@@ -300,9 +323,10 @@ class _Rows:
     def least_loss_h(self, i, k1, k2, h1, h2, t, sync2):
         """The real h in [H1, H2] where K1^beta(h) L(T(K2, h)) is least (module docstring); `t`, `sync2`:
         the rows' step and t_sync(K2)."""
-        gamma = self.row_beta0[i] * (np.log(k1) / self.log_h_ref)
+        ji = self.j[i]
+        gamma = self.size_beta0[ji] * (np.log(k1) / self.log_h_ref)
         b = self.a.chinchilla_beta
-        star = ((b - gamma) * self.a.chinchilla_b / (gamma * self.row_loss0[i])) ** (1.0 / b) * sync2 / (self.wbt * k2)
+        star = ((b - gamma) * self.a.chinchilla_b / (gamma * self.size_loss0[ji])) ** (1.0 / b) * sync2 / (self.wbt * k2)
         star = np.where(gamma < b, star, h1)
         # fmax / fmin: at K1 = 1 with no sync time (t_sync = 0) `star` is inf x 0 = NaN, and every h of the
         # box has the same product (the tokens do not depend on h, nor the multiplier 1^beta): h1 is then as
@@ -331,17 +355,17 @@ class _Rows:
             loss = chinchilla.chinchilla_loss(self.params, most, a)
             q = np.minimum(6.0 * self.params * most,
                            np.maximum(_c_eq_above(loss, a, self.table), a.chi_search_low_flop))
-            out = self.eta_c * self.eta_a * np.minimum(6.0 * self.p * tokens, q[self.j])
+            out = self.eta_c * self.eta_a * np.minimum(self.size_six_p[j] * tokens, q[j])     # (6 P)[j] = 6 (P[j])
         return np.where(np.isnan(out), np.inf, out)
 
     def monotone_in_k(self, i, k1, k2, h2) -> np.ndarray:
         """Lemma K's condition over boxes [K1, K2] x [.., H2] (module docstring), with a margin."""
         a = self.a
-        e_prime, be = self.lemma
-        beta = self.row_beta0[i] * (np.log(h2) / self.log_h_ref)     # `quality.replica_beta` (H >= 1)
+        ji, be = self.j[i], self.lemma_be
+        beta = self.size_beta0[ji] * (np.log(h2) / self.log_h_ref)     # `quality.replica_beta` (H >= 1)
         tokens = self.tokens(i, k1, k2, h2)
         right = (be - beta) * a.chinchilla_b * tokens ** (-a.chinchilla_beta)
-        return beta * e_prime[i] * (1.0 + MARGIN) <= right * (1.0 - MARGIN)
+        return beta * self.size_loss0[ji] * (1.0 + MARGIN) <= right * (1.0 - MARGIN)
 
 
 def _grid(a, top: int, activation_compression) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
