@@ -345,7 +345,8 @@ class _Rows:
         search's path, never its answer (`_search`)."""
         a = self.a
         with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
-            tokens = self.wbt * self.k_max_f / self.t
+            tokens = self.wbt * self.k_max_f
+            tokens /= self.t
             # per size the most of 0 and its rows' tokens (NaN kept): the most of each run of rows of one size
             # (the flat rows, then the pipeline rows, each in size order), then of the runs of each size
             j = self.j
@@ -355,8 +356,15 @@ class _Rows:
             loss = chinchilla.chinchilla_loss(self.params, most, a)
             q = np.minimum(6.0 * self.params * most,
                            np.maximum(_c_eq_above(loss, a, self.table), a.chi_search_low_flop))
-            out = self.eta_c * self.eta_a * np.minimum(self.size_six_p[j] * tokens, q[j])     # (6 P)[j] = 6 (P[j])
-        return np.where(np.isnan(out), np.inf, out)
+            # eta_C eta_A min((6 P)[j] T, q[j]), (6 P)[j] = 6 (P[j]), worked in place: the same operations in the
+            # same order on the same operands, fewer row-length arrays (a first sweep's fresh pages)
+            six_p_t = self.size_six_p[j]
+            six_p_t *= tokens
+            np.minimum(six_p_t, q[j], out=six_p_t)
+            out = self.eta_c * self.eta_a
+            out *= six_p_t
+        out[np.isnan(out)] = np.inf
+        return out
 
     def monotone_in_k(self, i, k1, k2, h2) -> np.ndarray:
         """Lemma K's condition over boxes [K1, K2] x [.., H2] (module docstring), with a margin."""
@@ -648,11 +656,11 @@ def _search(rows: _Rows):
     """(size index, one-plan batch) of the best reduced plan when no other comes within MARGIN of
     it, else None (module docstring: the first incumbent, the rows' first bound, the rounds)."""
     one = float(rows.one.max(initial=0.0))
-    i = np.arange(rows.j.size)
     first = rows.first_bound()
     kept = []                                    # (i, K, H, value) of plans within MARGIN of the best so far
     best = max(one, _seed(rows, _highest(first, SEED_ROWS), kept))
-    i = i[~(first < best * (1.0 - MARGIN))]
+    i = (~(first < best * (1.0 - MARGIN))).nonzero()[0]         # the rows left, in order (int64 as np.arange's)
+    del first
     h1, h2 = np.ones(i.size), rows.h_hi[i].astype(float)       # one box per row: its whole H range (h_hi >= 1)
     k1, k2 = np.full(i.size, 2.0), rows.k_max_f[i]
     collapsed = np.zeros(i.size, bool)
