@@ -56,12 +56,16 @@ class SiteNetwork:
     """The site graph of an instance and the links of any set of its sites (cached per set)."""
 
     def __init__(self, network, graph=None, candidates=None, partition=None):
-        from planner.sites import regional_groups, site_graph
         self.network = network
-        self.graph = site_graph(network) if graph is None else graph
-        regional = network.regional
-        self.candidates = (regional_groups(self.graph, regional.mbps, regional.rtt_ms)
-                           if candidates is None else candidates)
+        if graph is None:
+            from planner.sites import site_graph
+            graph = site_graph(network)
+        self.graph = graph
+        if candidates is None:
+            from planner.sites import regional_groups
+            regional = network.regional
+            candidates = regional_groups(self.graph, regional.mbps, regional.rtt_ms)
+        self.candidates = candidates
         self.partition = partition          # regions chosen by the planner or the plan (None: geography)
         self._cache: dict[frozenset[str], SiteLinks] = {}
 

@@ -287,23 +287,31 @@ def choice_curve(forced_usd: Sequence[float], extras: Sequence[tuple[float, int]
     return f
 
 
-def choice_placement(pools, partition: Partition, forced_in, pools_in) -> ChoicePlacement:
+def choice_placement(pools, partition: Partition, forced_in, pools_in, curves=None, whole=None) -> ChoicePlacement:
     """The `ChoicePlacement` of the regions of `partition` with these pools that must and may hold
-    nodes in each (indices into `pools`)."""
-    from planner.fleet.replicas import node_price_usd
-
-    def extras(must, may):
-        return [(node_price_usd(pools[i]), pools[i].count - (i in must)) for i in may
-                if pools[i].count - (i in must) > 0]
-
-    curves = tuple(choice_curve([node_price_usd(pools[i]) for i in must], extras(must, may))
-                   for must, may in zip(forced_in, pools_in))
-    every_must = [i for block in forced_in for i in block]
-    every_may = [i for block in pools_in for i in block]
-    whole = choice_curve([node_price_usd(pools[i]) for i in every_must], extras(set(every_must), every_may))
+    nodes in each (indices into `pools`). `curves`, `whole`: f_r of each region and F(N) of every
+    region's pools at once, when the caller has them (`choice_curve_of`, the same arrays; read only)."""
+    if curves is None:
+        curves = tuple(choice_curve_of(pools, must, may) for must, may in zip(forced_in, pools_in))
+    if whole is None:
+        whole = choice_curve_of(pools, [i for block in forced_in for i in block],
+                                [i for block in pools_in for i in block])
     return ChoicePlacement(partition, tuple(len(m) for m in forced_in),
                            tuple(sum(pools[i].count for i in may) for may in pools_in), tuple(pools_in),
-                           forced_in=tuple(forced_in), curves=curves, whole=whole)
+                           forced_in=tuple(forced_in), curves=tuple(curves), whole=whole)
+
+
+def choice_curve_of(pools, must: Sequence[int], may: Sequence[int]) -> np.ndarray:
+    """`choice_curve` of the pools `must` (one node each) and `may` (indices into `pools`; the nodes of
+    `may` beyond one of each of `must`), read only: the order of either does not matter (both are
+    sorted there)."""
+    from planner.fleet.replicas import node_price_usd
+    forced = set(must)
+    extras = [(node_price_usd(pools[i]), pools[i].count - (i in forced)) for i in may
+              if pools[i].count - (i in forced) > 0]
+    curve = choice_curve([node_price_usd(pools[i]) for i in must], extras)
+    curve.flags.writeable = False
+    return curve
 
 
 def placement_of(pools, used: Sequence[int], partition: Partition) -> Placement:

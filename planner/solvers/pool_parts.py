@@ -186,7 +186,9 @@ class SiteSetViews:
         self.sets = SiteSets(net, names)
         self.table = site_set_links(net, names)
         self.wan = self.table[:, :3]
+        self._wan = self.wan.tolist()                 # the same floats, as Python floats
         self.listed: dict = {}
+        self.linked: dict = {}
         self.numbers: dict = {}
 
     def mask(self, used) -> int:
@@ -201,11 +203,18 @@ class SiteSetViews:
         partition of the sites of `mask` (InputError naming network.regions beyond
         `partition.MAX_PARTITIONS`, as the listing)."""
         if mask not in self.listed:
-            sets = self.sets
-            wan_links = tuple(float(x) for x in self.wan[mask])
-            self.listed[mask] = [(sets.named(blocks), blocks, wan_links + (float(mbps * 1e6), float(rtt_ms / 1e3)))
-                                 for blocks in sets.partitions(mask) for mbps, rtt_ms in [sets.link(blocks)]]
+            self.listed[mask] = [(self.sets.named(blocks), blocks, links) for blocks, links in self.block_links(mask)]
         return self.listed[mask]
+
+    def block_links(self, mask: int) -> list:
+        """(block masks, the five link numbers) of each partition `partitions` lists, in its order, without
+        naming the sites."""
+        if mask not in self.linked:
+            sets = self.sets
+            wan_links = tuple(self._wan[mask])
+            self.linked[mask] = [(blocks, wan_links + (mbps * 1e6, rtt_ms / 1e3))
+                                 for blocks, (mbps, rtt_ms) in sets.linked_partitions(mask)]
+        return self.linked[mask]
 
     def link_numbers(self, mask: int) -> list[tuple[float, ...]]:
         """The distinct five link numbers of the undominated partitions of the sites of `mask`, in the
@@ -217,8 +226,8 @@ class SiteSetViews:
             if links is None:
                 self.partitions(mask)           # refuses, naming network.regions
                 raise AssertionError("more region partitions by masks than by the listing")
-            wan_links = tuple(float(x) for x in self.wan[mask])
-            self.numbers[mask] = list(dict.fromkeys(wan_links + (float(mbps * 1e6), float(rtt_ms / 1e3))
+            wan_links = tuple(self._wan[mask])
+            self.numbers[mask] = list(dict.fromkeys(wan_links + (mbps * 1e6, rtt_ms / 1e3)
                                                     for mbps, rtt_ms in links))
         return self.numbers[mask]
 

@@ -61,7 +61,7 @@ import time
 
 from planner.evaluate import with_params
 from planner.fleet.network import site_network
-from planner.fleet.regions import choice_placement
+from planner.fleet.regions import choice_curve_of, choice_placement
 from planner.fleet.replicas import node_price_usd
 from planner.solvers.pool_families import ceiling, on_rule, record, setting_classes
 from planner.solvers.pool_parts import Part, PartsRun, SiteSetViews, base_space, slowest_and_memory, unit_price
@@ -87,6 +87,7 @@ def choice_parts(instance, pools, params: float | None, keep=None, twin=None) ->
     views: dict = {}
     settings: dict = {}              # the setting of each key (q, class of s, v, links): one per key
     seen: set = set()
+    regions_ids: dict = {}           # each region's (prices of F_r, (price, count) of E_r), numbered
     out = []
     for q, s, v, eligible, lows in slowest_and_memory(pools, space.precisions):
         if keep is not None:
@@ -94,37 +95,30 @@ def choice_parts(instance, pools, params: float | None, keep=None, twin=None) ->
             lows = tuple(m for m in lows if m in eligible)
             if not lows:
                 continue
-        cheapest: dict[int, int] = {}
-        for p in eligible:                     # each site's eligible pool of least node price (first listed)
-            b = site_bit[p]
-            if b not in cheapest or node_price_usd(pools[p]) < node_price_usd(pools[cheapest[b]]):
-                cheapest[b] = p
-        every = 0
-        for b in cheapest:
-            every |= b
+        cheapest, every = site_cheapest(pools, site_bit, eligible)
         for forced in [(s,)] if lows == (s,) else [(s, m) for m in lows]:
             required = site_views.mask(forced)
             free = every & ~required
+            regions_of = RegionsOf(pools, site_bit, forced, required, cheapest, eligible, regions_ids)
             sub = free
             while True:                        # every subset of the free sites
                 mask = required | sub
-                extra = tuple(p for b, p in cheapest.items() if mask & b and not required & b)
-                must = tuple(sorted(set(forced) | set(extra)))
-                may = tuple(p for p in eligible if mask & site_bit[p])
-                for partition, blocks, links in site_views.partitions(mask):
-                    forced_in = tuple(tuple(p for p in must if site_bit[p] & b) for b in blocks)
-                    pools_in = tuple(tuple(p for p in may if site_bit[p] & b) for b in blocks)
-                    regions = tuple(sorted(
-                        (tuple(sorted(node_price_usd(pools[p]) for p in f)),
-                         tuple(sorted((node_price_usd(pools[p]), pools[p].count - (p in f)) for p in e)))
-                        for f, e in zip(forced_in, pools_in)))
-                    key = (q, classes[s], v, links, regions)
+                whole = None
+                for blocks, links in site_views.block_links(mask):
+                    numbers = [regions_of[b] for b in blocks]
+                    key = (q, classes[s], v, links, tuple(sorted(numbers)) if len(numbers) > 1 else tuple(numbers))
                     if key in seen:
                         continue
                     seen.add(key)
+                    partition = site_views.sets.named(blocks)
+                    forced_in, pools_in, curves = regions_of.members(blocks)
+                    must = tuple(sorted(p for f in forced_in for p in f))
+                    if whole is None:          # F(N) of the pools of S: the same for every partition of S
+                        whole = choice_curve_of(pools, must, [p for f in pools_in for p in f])
                     view = views.setdefault(partition, net.with_regions(partition))
-                    part = choice_part(instance, pools, params, space, cap, budget, q, must, view,
-                                       choice_placement(pools, partition, forced_in, pools_in), settings, key[:4])
+                    placement = choice_placement(pools, partition, forced_in, pools_in, curves, whole)
+                    part = choice_part(instance, pools, params, space, cap, budget, q, must, view, placement,
+                                       settings, key[:4])
                     if part is not None and twin is not None:
                         part = twin(part)
                     if part is not None:
@@ -133,6 +127,66 @@ def choice_parts(instance, pools, params: float | None, keep=None, twin=None) ->
                     break
                 sub = (sub - 1) & free
     return out
+
+
+def site_cheapest(pools, site_bit, eligible) -> tuple[dict[int, int], int]:
+    """({site bit: the pool of `eligible` there of least node price, the first listed among equals},
+    the mask of those sites)."""
+    cheapest: dict[int, int] = {}
+    for p in eligible:
+        b = site_bit[p]
+        if b not in cheapest or node_price_usd(pools[p]) < node_price_usd(pools[cheapest[b]]):
+            cheapest[b] = p
+    every = 0
+    for b in cheapest:
+        every |= b
+    return cheapest, every
+
+
+class RegionsOf(dict):
+    """The regions of the choices of one (q, s, v, forced pools) (`choice_parts`), per block mask b of
+    sites inside the choice's set S: F_r, the pools of `forced` at b's sites and the eligible pool
+    of least price (`cheapest`) at each other site of b outside `required` (the forced pools' sites),
+    as F restricted to b, F being `forced` and those pools at the sites of S outside `required`; E_r,
+    the pools of `eligible` at b's sites in `eligible`'s order, as E_S restricted to b (b within S).
+    A region depends on b alone, not on the rest of S: found once per block (`region`). `self[b]`:
+    the region's (sorted node prices of F_r, sorted (price, count less one if forced) of E_r),
+    numbered in `ids` (shared by every (q, s, v, forced): equal regions, equal numbers), so two
+    partitions have the same multiset of regions iff their sorted numbers are equal."""
+
+    def __init__(self, pools, site_bit, forced, required: int, cheapest: dict, eligible, ids: dict):
+        super().__init__()
+        self.pools, self.site_bit, self.forced, self.required = pools, site_bit, forced, required
+        self.cheapest, self.eligible, self.ids = cheapest, eligible, ids
+        self.found: dict[int, tuple] = {}
+        self.curves: dict[int, object] = {}
+
+    def __missing__(self, b: int) -> int:
+        number = self[b] = self.region(b)[2]
+        return number
+
+    def region(self, b: int) -> tuple:
+        """(F_r, E_r, number) of the block of sites `b`."""
+        found = self.found.get(b)
+        if found is None:
+            pools, site_bit = self.pools, self.site_bit
+            must = set(p for p in self.forced if site_bit[p] & b)
+            must.update(p for bit, p in self.cheapest.items() if b & bit and not self.required & bit)
+            forced_in = tuple(sorted(must))
+            pools_in = tuple(p for p in self.eligible if site_bit[p] & b)
+            described = (tuple(sorted(node_price_usd(pools[p]) for p in forced_in)),
+                         tuple(sorted((node_price_usd(pools[p]), pools[p].count - (p in must)) for p in pools_in)))
+            found = self.found[b] = (forced_in, pools_in, self.ids.setdefault(described, len(self.ids)))
+        return found
+
+    def members(self, blocks) -> tuple[tuple, tuple, tuple]:
+        """(forced_in, pools_in, f_r of each region: `regions.choice_curve_of`) of the partition's
+        blocks, in its order."""
+        regions = [self.region(b) for b in blocks]
+        for b, (must, may, _) in zip(blocks, regions):
+            if b not in self.curves:
+                self.curves[b] = choice_curve_of(self.pools, must, may)
+        return tuple(r[0] for r in regions), tuple(r[1] for r in regions), tuple(self.curves[b] for b in blocks)
 
 
 def choice_part(instance, pools, params, space, cap, budget, q, must, view, placement, settings: dict,
