@@ -574,7 +574,7 @@ def test_the_table_worked_in_place_gives_the_same_bits(monkeypatch, name):
         dropped += some_dropped
     assert 1 <= dropped < len(settings)                     # the branch that drops losses which do not rise is exercised
 
-    def other_roundings(coef, exponent, u):
+    def other_roundings(coef, exponent, u, out=None):
         return np.exp(exponent * u + math.log(coef))
     monkeypatch.setattr(sweep_search, "_in_place", other_roundings)
     monkeypatch.setattr(sweep_search, "_TABLES", {})

@@ -474,28 +474,35 @@ def _c_eq_table(a):
         u_lo = max(math.log(a_coef / hi) / a_exp, math.log(b_coef / hi) / b_exp)
         u_hi = max(math.log(2.0 * a_coef / lo) / a_exp, math.log(2.0 * b_coef / lo) / b_exp)
         u = u_hi - TABLE_DU * np.arange(math.ceil((u_hi - u_lo) / TABLE_DU) + 1.0)
-        # the expressions of the formulas, worked in place (`_in_place`: the same doubles, fewer fresh pages)
-        excess = _in_place(a_coef, -a_exp, u) + _in_place(b_coef, -b_exp, u)
-        losses = e + excess
+        # The expressions of the formulas worked in place, in four grid-length arrays (u, C', the excess then
+        # its log, the losses) and one scratch array reused, where they took six: a process's first sweep
+        # faults in the fresh heap pages of each (11 a 45 KB array, about 2.3 us each). The same IEEE
+        # operations on the same operands (`_in_place`; a product or sum with its operands swapped is the
+        # same double), so the same doubles (tests/test_reference_sweep_search.py).
+        c_eq = np.empty(u.size + 1)                        # +inf, then 6 r N*^2 (1 + slack) left to right
+        c_eq[0] = np.inf
+        n_opt = np.exp(u, out=c_eq[1:])
+        scratch = np.multiply(n_opt, 6.0 * r)              # 6 r N*, then 6 r N*^2
+        scratch *= n_opt
+        np.multiply(scratch, 1.0 + TABLE_SLACK, out=c_eq[1:])
+        excess = _in_place(a_coef, -a_exp, u, out=scratch)
+        losses = _in_place(b_coef, -b_exp, u)
+        excess += losses                                   # A e^(-alpha u) + B' e^(-beta u)
+        np.add(excess, e, out=losses)                      # e + excess
         rising = losses[1:] > losses[:-1]                  # strictly, for searchsorted (all, unless rounding ties)
         if not rising.all():
             rising = np.concatenate(([True], rising))
             u, excess, losses = u[rising], excess[rising], losses[rising]
-        n_opt = np.exp(u)
-        c_eq = np.empty(u.size + 1)                        # +inf, then 6 r N*^2 (1 + slack) left to right
-        c_eq[0] = np.inf
-        above = np.multiply(n_opt, 6.0 * r, out=c_eq[1:])
-        above *= n_opt
-        above *= 1.0 + TABLE_SLACK
+            c_eq = np.concatenate((c_eq[:1], c_eq[1:][rising]))   # each element worked from its own u alone
         table = _TABLES[key] = (losses, c_eq, u, np.log(excess, out=excess), _newton_constants(key))
     return table
 
 
-def _in_place(coef: float, exponent: float, u: np.ndarray) -> np.ndarray:
-    """coef e^(exponent u) as `coef * np.exp(exponent * u)` works it, in one new array instead of three:
-    the same three roundings (the product exponent u, its exp, the product with coef; IEEE products
-    commute), so the same doubles (tests/test_reference_sweep_search.py)."""
-    out = np.multiply(u, exponent)
+def _in_place(coef: float, exponent: float, u: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+    """coef e^(exponent u) as `coef * np.exp(exponent * u)` works it, in one array (`out`, else a new one)
+    instead of three new ones: the same three roundings (the product exponent u, its exp, the product with
+    coef; IEEE products commute), so the same doubles (tests/test_reference_sweep_search.py)."""
+    out = np.multiply(u, exponent, out=out)
     np.exp(out, out=out)
     out *= coef
     return out
