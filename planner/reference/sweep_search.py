@@ -129,7 +129,7 @@ ENUM_BOXES = 8         # at most this many boxes left, each of at most ENUM_H va
 ENUM_H = 64
 
 
-def applies(s: Setting, space: DecisionSpace, params) -> bool:
+def applies(s: Setting, space: DecisionSpace, params, alpha: np.ndarray | None = None) -> bool:
     """Whether the proofs of the module docstring hold for the model sizes `params` (total = active
     parameters; `s` is any of their settings, which differ in P alone), besides `search._reach_bounds`
     and `size_bound.applies` on `s` (the caller checks them; of their conditions only alpha(P) >= 0
@@ -138,11 +138,11 @@ def applies(s: Setting, space: DecisionSpace, params) -> bool:
     a straggler coefficient 0 <= c < ln 2 / 2, GPipe the only schedule and M entering only the
     pipeline step, no tensor parallelism or sharded state, no budget, no node floor above 1, no
     placement, and the branch and bound's own monotonicity facts (`monotone.check`: of them only
-    a finite alpha(P) reads P)."""
+    a finite alpha(P) reads P). `alpha`: `size_alpha(params, s.assumptions)` where the caller has it."""
     a = s.assumptions
     c = straggler_coefficient(a)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        alpha = quality.alpha(np.asarray(params, dtype=float), a)
+    if alpha is None:
+        alpha = size_alpha(params, a)
     return (s.target_kind == "c_quality" and not s.is_moe and a.replica_penalty == "chinchilla"
             and bool(np.all(np.isfinite(alpha) & (alpha >= 0)))
             and set(space.modes) <= {"flat", "pp_group"} and space.streaming == (True,)
@@ -155,12 +155,21 @@ def applies(s: Setting, space: DecisionSpace, params) -> bool:
             and not monotone.check(s).unsupported)
 
 
+def size_alpha(params, a) -> np.ndarray:
+    """`quality.alpha` of the sizes `params` (a list or array of doubles: `np.asarray(params, dtype=float)` is
+    the same doubles either way), without warnings: worked once per sweep for `applies` and `_Rows` (each
+    computed it, about 10 us warm and 25 us in a first sweep's order, issue 27 item 3), the same call on the
+    same doubles, so the same array (tests/test_reference_sweep_search.py)."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return quality.alpha(np.asarray(params, dtype=float), a)
+
+
 class _Rows:
     """The rows of every size at once (module docstring): per row its size index, P, step t (s),
     eta_A, K_max, stages S (1 flat), activation compression Ca (0 flat), M* (0 flat), and per size
     the sync's base (s) and, where one node holds the model, one node's C_quality (else 0)."""
 
-    def __init__(self, s: Setting, space: DecisionSpace, params: np.ndarray):
+    def __init__(self, s: Setting, space: DecisionSpace, params: np.ndarray, alpha: np.ndarray | None = None):
         a, precision = s.assumptions, space.precisions[0]
         self.a, self.s, self.space, self.params = a, s, space, params
         n_max = space.max_nodes
@@ -219,7 +228,7 @@ class _Rows:
         # box, `straggler_factor`'s f(K) is 1 + c log2 K and `replica_loss_multiplier`'s K^beta(H) needs no
         # case of its own (K^0 = 1 at H = 1).
         self.c, self.log_h_ref = straggler_coefficient(a), np.log(a.replica_h_ref)
-        self.size_alpha = quality.alpha(params, a)
+        self.size_alpha = quality.alpha(params, a) if alpha is None else alpha     # `alpha`: `size_alpha`'s
         self.size_beta0 = a.replica_beta_coefficient * params ** a.replica_beta_exponent
         self.size_loss0 = a.chinchilla_e + a.chinchilla_a * params ** (-a.chinchilla_alpha)   # E + A P^-alpha
         self.size_six_p = 6.0 * params
@@ -625,9 +634,11 @@ def best_size(s: Setting, space: DecisionSpace, params) -> SizeRun | None:
     (module docstring), or None where this search does not answer: a condition of `applies` fails,
     M* or the best plan is a near tie, or the search gives up. Only the winner's setting is built."""
     params = [float(p) for p in params]
-    if not applies(s, space, params):
+    sizes = np.asarray(params)
+    alpha = size_alpha(sizes, s.assumptions)           # read by `applies` and the rows: worked once
+    if not applies(s, space, params, alpha):
         return None
-    rows = _Rows(s, space, np.asarray(params))
+    rows = _Rows(s, space, sizes, alpha)
     if not rows.ok:
         return None
     found = _search(rows)
