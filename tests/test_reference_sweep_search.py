@@ -10,7 +10,7 @@ import math
 import numpy as np
 import pytest
 
-from planner.cost import chinchilla, timing
+from planner.cost import chinchilla, quality, timing
 from planner.cost.score import window_compute
 from planner.cost.setting import PlanBatch
 from planner.reference import conformance, search, sweep_search
@@ -574,7 +574,7 @@ def test_the_table_worked_in_place_gives_the_same_bits(monkeypatch, name):
         dropped += some_dropped
     assert 1 <= dropped < len(settings)                     # the branch that drops losses which do not rise is exercised
 
-    def other_roundings(coef, exponent, u):
+    def other_roundings(coef, exponent, u, out=None):
         return np.exp(exponent * u + math.log(coef))
     monkeypatch.setattr(sweep_search, "_in_place", other_roundings)
     monkeypatch.setattr(sweep_search, "_TABLES", {})
@@ -900,3 +900,30 @@ def test_per_size_values_give_the_per_row_results(seed, monkeypatch):
             old.make_exact(np.arange(j.size))
         assert _per_row_outputs(rows, np.random.default_rng(700 + seed)) == \
             _per_row_outputs(old, np.random.default_rng(700 + seed))
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_alpha_worked_once_is_the_one_each_worked(seed, monkeypatch):
+    """`best_size` works `quality.alpha` of the sizes once (`size_alpha`) for `applies` and `_Rows`, which each
+    worked it: the same array bit for bit as `quality.alpha` of the sizes (list or array), `applies` the
+    same answer given it or not (sizes at and below the singular 1e4 too), `_Rows` the same size_alpha and
+    first bounds; one call of `quality.alpha` of the sizes for both (`monotone.check` makes its own of the
+    setting's P). Mutation caught: `_Rows` given alpha of the sizes
+    reversed; `applies` reading its own `alpha` only when none is given (inverted test)."""
+    rows, base, space = _rows(seed)
+    sizes = list(rows.params)
+    a = base.assumptions
+    alpha = sweep_search.size_alpha(sizes, a)
+    assert _bits(alpha) == _bits(quality.alpha(np.asarray(sizes), a))
+    assert _bits(sweep_search.size_alpha(rows.params, a)) == _bits(alpha)
+    given = sweep_search._Rows(base, space, rows.params, alpha)
+    assert _bits(given.size_alpha) == _bits(rows.size_alpha) and _bits(given.first_bound()) == _bits(rows.first_bound())
+    rng = np.random.default_rng(seed)
+    for odd in ([1e4], [5e3, 1e9], [1e9, 1e4 * (1 + 1e-16)], list(10.0 ** rng.uniform(3.5, 13, 6))):
+        assert sweep_search.applies(base, space, odd, sweep_search.size_alpha(odd, a)) == \
+            sweep_search.applies(base, space, odd)
+    calls = []
+    real = quality.alpha
+    monkeypatch.setattr(quality, "alpha", lambda *args: calls.append(np.size(args[0])) or real(*args))
+    monkeypatch.setattr(sweep_search, "_search", lambda rows: None)       # the sweep up to its rows
+    assert sweep_search.best_size(base, space, sizes) is None and calls.count(len(sizes)) == 1    # (and P's own)

@@ -129,7 +129,7 @@ ENUM_BOXES = 8         # at most this many boxes left, each of at most ENUM_H va
 ENUM_H = 64
 
 
-def applies(s: Setting, space: DecisionSpace, params) -> bool:
+def applies(s: Setting, space: DecisionSpace, params, alpha: np.ndarray | None = None) -> bool:
     """Whether the proofs of the module docstring hold for the model sizes `params` (total = active
     parameters; `s` is any of their settings, which differ in P alone), besides `search._reach_bounds`
     and `size_bound.applies` on `s` (the caller checks them; of their conditions only alpha(P) >= 0
@@ -138,11 +138,11 @@ def applies(s: Setting, space: DecisionSpace, params) -> bool:
     a straggler coefficient 0 <= c < ln 2 / 2, GPipe the only schedule and M entering only the
     pipeline step, no tensor parallelism or sharded state, no budget, no node floor above 1, no
     placement, and the branch and bound's own monotonicity facts (`monotone.check`: of them only
-    a finite alpha(P) reads P)."""
+    a finite alpha(P) reads P). `alpha`: `size_alpha(params, s.assumptions)` where the caller has it."""
     a = s.assumptions
     c = straggler_coefficient(a)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        alpha = quality.alpha(np.asarray(params, dtype=float), a)
+    if alpha is None:
+        alpha = size_alpha(params, a)
     return (s.target_kind == "c_quality" and not s.is_moe and a.replica_penalty == "chinchilla"
             and bool(np.all(np.isfinite(alpha) & (alpha >= 0)))
             and set(space.modes) <= {"flat", "pp_group"} and space.streaming == (True,)
@@ -155,12 +155,21 @@ def applies(s: Setting, space: DecisionSpace, params) -> bool:
             and not monotone.check(s).unsupported)
 
 
+def size_alpha(params, a) -> np.ndarray:
+    """`quality.alpha` of the sizes `params` (a list or array of doubles: `np.asarray(params, dtype=float)` is
+    the same doubles either way), without warnings: worked once per sweep for `applies` and `_Rows` (each
+    computed it, about 10 us warm and 25 us in a first sweep's order, issue 27 item 3), the same call on the
+    same doubles, so the same array (tests/test_reference_sweep_search.py)."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return quality.alpha(np.asarray(params, dtype=float), a)
+
+
 class _Rows:
     """The rows of every size at once (module docstring): per row its size index, P, step t (s),
     eta_A, K_max, stages S (1 flat), activation compression Ca (0 flat), M* (0 flat), and per size
     the sync's base (s) and, where one node holds the model, one node's C_quality (else 0)."""
 
-    def __init__(self, s: Setting, space: DecisionSpace, params: np.ndarray):
+    def __init__(self, s: Setting, space: DecisionSpace, params: np.ndarray, alpha: np.ndarray | None = None):
         a, precision = s.assumptions, space.precisions[0]
         self.a, self.s, self.space, self.params = a, s, space, params
         n_max = space.max_nodes
@@ -219,7 +228,7 @@ class _Rows:
         # box, `straggler_factor`'s f(K) is 1 + c log2 K and `replica_loss_multiplier`'s K^beta(H) needs no
         # case of its own (K^0 = 1 at H = 1).
         self.c, self.log_h_ref = straggler_coefficient(a), np.log(a.replica_h_ref)
-        self.size_alpha = quality.alpha(params, a)
+        self.size_alpha = quality.alpha(params, a) if alpha is None else alpha     # `alpha`: `size_alpha`'s
         self.size_beta0 = a.replica_beta_coefficient * params ** a.replica_beta_exponent
         self.size_loss0 = a.chinchilla_e + a.chinchilla_a * params ** (-a.chinchilla_alpha)   # E + A P^-alpha
         self.size_six_p = 6.0 * params
@@ -474,28 +483,35 @@ def _c_eq_table(a):
         u_lo = max(math.log(a_coef / hi) / a_exp, math.log(b_coef / hi) / b_exp)
         u_hi = max(math.log(2.0 * a_coef / lo) / a_exp, math.log(2.0 * b_coef / lo) / b_exp)
         u = u_hi - TABLE_DU * np.arange(math.ceil((u_hi - u_lo) / TABLE_DU) + 1.0)
-        # the expressions of the formulas, worked in place (`_in_place`: the same doubles, fewer fresh pages)
-        excess = _in_place(a_coef, -a_exp, u) + _in_place(b_coef, -b_exp, u)
-        losses = e + excess
+        # The expressions of the formulas worked in place, in four grid-length arrays (u, C', the excess then
+        # its log, the losses) and one scratch array reused, where they took six: a process's first sweep
+        # faults in the fresh heap pages of each (11 a 45 KB array, about 2.3 us each). The same IEEE
+        # operations on the same operands (`_in_place`; a product or sum with its operands swapped is the
+        # same double), so the same doubles (tests/test_reference_sweep_search.py).
+        c_eq = np.empty(u.size + 1)                        # +inf, then 6 r N*^2 (1 + slack) left to right
+        c_eq[0] = np.inf
+        n_opt = np.exp(u, out=c_eq[1:])
+        scratch = np.multiply(n_opt, 6.0 * r)              # 6 r N*, then 6 r N*^2
+        scratch *= n_opt
+        np.multiply(scratch, 1.0 + TABLE_SLACK, out=c_eq[1:])
+        excess = _in_place(a_coef, -a_exp, u, out=scratch)
+        losses = _in_place(b_coef, -b_exp, u)
+        excess += losses                                   # A e^(-alpha u) + B' e^(-beta u)
+        np.add(excess, e, out=losses)                      # e + excess
         rising = losses[1:] > losses[:-1]                  # strictly, for searchsorted (all, unless rounding ties)
         if not rising.all():
             rising = np.concatenate(([True], rising))
             u, excess, losses = u[rising], excess[rising], losses[rising]
-        n_opt = np.exp(u)
-        c_eq = np.empty(u.size + 1)                        # +inf, then 6 r N*^2 (1 + slack) left to right
-        c_eq[0] = np.inf
-        above = np.multiply(n_opt, 6.0 * r, out=c_eq[1:])
-        above *= n_opt
-        above *= 1.0 + TABLE_SLACK
+            c_eq = np.concatenate((c_eq[:1], c_eq[1:][rising]))   # each element worked from its own u alone
         table = _TABLES[key] = (losses, c_eq, u, np.log(excess, out=excess), _newton_constants(key))
     return table
 
 
-def _in_place(coef: float, exponent: float, u: np.ndarray) -> np.ndarray:
-    """coef e^(exponent u) as `coef * np.exp(exponent * u)` works it, in one new array instead of three:
-    the same three roundings (the product exponent u, its exp, the product with coef; IEEE products
-    commute), so the same doubles (tests/test_reference_sweep_search.py)."""
-    out = np.multiply(u, exponent)
+def _in_place(coef: float, exponent: float, u: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+    """coef e^(exponent u) as `coef * np.exp(exponent * u)` works it, in one array (`out`, else a new one)
+    instead of three new ones: the same three roundings (the product exponent u, its exp, the product with
+    coef; IEEE products commute), so the same doubles (tests/test_reference_sweep_search.py)."""
+    out = np.multiply(u, exponent, out=out)
     np.exp(out, out=out)
     out *= coef
     return out
@@ -618,9 +634,11 @@ def best_size(s: Setting, space: DecisionSpace, params) -> SizeRun | None:
     (module docstring), or None where this search does not answer: a condition of `applies` fails,
     M* or the best plan is a near tie, or the search gives up. Only the winner's setting is built."""
     params = [float(p) for p in params]
-    if not applies(s, space, params):
+    sizes = np.asarray(params)
+    alpha = size_alpha(sizes, s.assumptions)           # read by `applies` and the rows: worked once
+    if not applies(s, space, params, alpha):
         return None
-    rows = _Rows(s, space, np.asarray(params))
+    rows = _Rows(s, space, sizes, alpha)
     if not rows.ok:
         return None
     found = _search(rows)
