@@ -303,13 +303,14 @@ def hierarchical_plan_parts(s: Setting, b: PlanBatch, fixed, wan=None) -> dict[s
                 synchronised=np.ones_like(n))
 
 
-def _pipeline(s: Setting, b: PlanBatch, out, link_bps: float, link_rtt_s: float, lean: bool = False):
+def _pipeline(s: Setting, b: PlanBatch, out, link_bps: float, link_rtt_s: float, lean: bool = False, known=None):
     """Pipeline step parts over links of the given bandwidth and latency. Under `pipeline_chunks` 0 the
     interleaved plans' chunk count v is the planner's, chosen here per plan: of the v of
     `physics.chunk_choices` the layers allow, the fastest step among those whose stage fits its node
     (v changes only the step and the stage's memory, so this is each plan's best v for every objective);
     the choice is shown as values.pipeline_chunks. `lean`: of the parts only step_compute_s (`pipeline_probe`;
-    the others are computed from the same figures and decide nothing here).
+    the others are computed from the same figures and decide nothing here). `known`: `_chunk_free` figures the
+    caller has already (`pp_group_pipeline`'s).
 
     The interleaved plans are taken apart (`_take_rows`), tried at each v and put back (`_put`); where they are
     one run of consecutive plans (the listing's probe lists them so: `DecisionSpace._probe_over_ca`) they are
@@ -322,8 +323,9 @@ def _pipeline(s: Setting, b: PlanBatch, out, link_bps: float, link_rtt_s: float,
     stages = _f(b.stages)
     hidden = s.hidden_size if s.hidden_size is not None else timing.hidden_size(s.params, a.hidden_size_coefficient)
     if a.pipeline_chunks > 0:
-        return _pipeline_at(s, b, out, link_bps, link_rtt_s, hidden, None, lean)
-    fixed = _chunk_free(s, b, hidden, stages)
+        return _pipeline_at(s, b, out, link_bps, link_rtt_s, hidden, None, lean,
+                            _chunk_free(s, b, hidden, stages, known) if known else None)
+    fixed = _chunk_free(s, b, hidden, stages, known)
     best = _pipeline_at(s, b, out, link_bps, link_rtt_s, hidden, np.ones(stages.shape), lean, fixed)   # v = 1: 1F1B's
     rows = np.flatnonzero(physics.schedule_codes(a, b.schedule) == physics.INTERLEAVED)
     if rows.size == 0:                       # v changes nothing
@@ -378,15 +380,20 @@ def _where(take, got, best):
             np.where(take, got[4], best[4]))
 
 
-def _chunk_free(s: Setting, b: PlanBatch, hidden, stages) -> dict[str, np.ndarray]:
+def _chunk_free(s: Setting, b: PlanBatch, hidden, stages, known=None) -> dict[str, np.ndarray]:
     """The figures of `_pipeline_at` that no chunk count changes: the activations sent per micro-batch (act), the
     links' straggler factor f(S), the stage's training state and eta_A (they read S, Ca, the schedule and the
-    precision): computed once per plan by `_pipeline`, for every v it tries (issue 27 item 5)."""
+    precision): computed once per plan by `_pipeline`, for every v it tries (issue 27 item 5). `known`: those of
+    act, f_pp and eta_a the caller has, each the value of the expression below for the plans of `b` (the same
+    function of the same operands: `pp_group_pipeline`'s `known`), taken as given instead of worked again."""
     a = s.assumptions
-    return {"act": timing.activation_bits(s.local_batch_tokens, hidden, a.activation_bytes(b.precision),
-                                          b.activation_compression),
-            "f_pp": _per_run(lambda x: straggler_factor(x, a), stages), "state": _stage_state(s, b, stages),
-            "eta_a": _per_run(lambda ca, x: quality.activation_quality(ca, x, a), b.activation_compression, stages)}
+    known = known or {}
+    act = known["act"] if "act" in known else \
+        timing.activation_bits(s.local_batch_tokens, hidden, a.activation_bytes(b.precision), b.activation_compression)
+    f_pp = known["f_pp"] if "f_pp" in known else _per_run(lambda x: straggler_factor(x, a), stages)
+    eta_a = known["eta_a"] if "eta_a" in known else \
+        _per_run(lambda ca, x: quality.activation_quality(ca, x, a), b.activation_compression, stages)
+    return {"act": act, "f_pp": f_pp, "state": _stage_state(s, b, stages), "eta_a": eta_a}
 
 
 def _pipeline_at(s: Setting, b: PlanBatch, out, link_bps: float, link_rtt_s: float, hidden, chunks, lean=False,
@@ -475,7 +482,7 @@ def pp_group(s: Setting, b: PlanBatch, pipe=None) -> dict[str, np.ndarray]:
     return out
 
 
-def pp_group_pipeline(s: Setting, b: PlanBatch, lean: bool = False):
+def pp_group_pipeline(s: Setting, b: PlanBatch, lean: bool = False, known: dict[str, np.ndarray] | None = None):
     """What `pp_group` computes before it reads the plans' H: `_common` (t_comp, the payload, which reads the
     groups G = floor(N / S), and the MFU) and `_pipeline` over the pipeline links (the step, its parts, the
     stage's memory, eta_A and the last micro-batch's compute, which read the setting and the class decisions S,
@@ -485,11 +492,17 @@ def pp_group_pipeline(s: Setting, b: PlanBatch, lean: bool = False):
     rows (`pp_group_pipeline_rows`), share it. tests/test_shared_corners.py compares `pp_group` with and
     without it bit for bit. `lean`: of the step's parts only step_compute_s (`_pipeline`'s `lean`, as
     `pipeline_probe`): `pp_group` given it returns every field but PIPELINE_PARTS_LEFT, the same doubles (the
-    parts left out are worked from the same figures and enter no other field; tests/test_reference_sweep_search.py)."""
+    parts left out are worked from the same figures and enter no other field; tests/test_reference_sweep_search.py).
+    `known` (with `lean`): of the plans' activations sent per micro-batch ("act", `timing.activation_bits`), the
+    pipeline links' straggler factor ("f_pp", `straggler_factor` of S) and eta_A ("eta_a",
+    `quality.activation_quality` of Ca and S), those the caller has worked already by these functions on the
+    plans' own operands (`planner.reference.sweep_search`: its rows'), so the same doubles; they are taken as
+    given instead of worked again (`_chunk_free`; about 20 us a plan warm). Only the caller's claim that they are
+    these functions' values on `b` makes the result `pp_group_pipeline`'s: tests/test_pipeline_known.py."""
     if not lean:
         return _pipeline_of_mode(s, b)
     out = _common(s, b)
-    return out, _pipeline(s, b, out, *_links(s, b), lean=True)
+    return out, _pipeline(s, b, out, *_links(s, b), lean=True, known=known)
 
 
 # the fields of `pp_group` that a lean `pp_group_pipeline` leaves out (`_step_parts` beyond the step's compute)

@@ -27,10 +27,12 @@ def alpha(params, a: Assumptions):
     return a.alpha_coefficient / (1.0 + np.log10(params_b) / a.alpha_log_divisor)
 
 
-def eta_sync_interval(h_eff, params, a: Assumptions, divisor: float = 1.0):
-    """eta_H = max(0.4, (1 - alpha(P) * log10(H_eff)) / s), s = 1.15 for threshold, else 1."""
+def eta_sync_interval(h_eff, params, a: Assumptions, divisor: float = 1.0, alpha_p=None):
+    """eta_H = max(0.4, (1 - alpha(P) * log10(H_eff)) / s), s = 1.15 for threshold, else 1. `alpha_p`:
+    `alpha(params, a)` where the caller has it (`run.efficiency_without_replicas`, which shows it too)."""
     h = np.asarray(h_eff, dtype=float)
-    return np.maximum(a.eta_h_floor, (1.0 - alpha(params, a) * np.log10(h)) / divisor)
+    alpha_p = alpha(params, a) if alpha_p is None else alpha_p
+    return np.maximum(a.eta_h_floor, (1.0 - alpha_p * np.log10(h)) / divisor)
 
 
 def interpolate_quality(table: QualityTable, ratio, scenario_index: int):

@@ -32,19 +32,22 @@ from planner.cost.straggler import eta_h_divisor
 
 
 def efficiency_without_replicas(s: Setting, b: PlanBatch, t: dict[str, np.ndarray],
-                                eta_c: np.ndarray | None = None) -> dict[str, np.ndarray]:
+                                eta_c: np.ndarray | None = None, alpha_p=None) -> dict[str, np.ndarray]:
     """eta_H, eta_C, eta_A (eta_R depends on the run's tokens; see `replica_efficiency`).
 
     eta_H = max(0.4, (1 - alpha(P) log10 H_eff) / s) with alpha on total P;
     eta_C = q(Cr) (`compression_efficiency`); both 1 where there is no DiLoCo sync (one node, pipeline
-    over WAN). `eta_c`: the plans' `compression_efficiency` when the caller has it.
+    over WAN). `eta_c`: the plans' `compression_efficiency` when the caller has it; `alpha_p`: likewise
+    `quality.alpha(s.params)`. alpha(P) is worked once, for eta_H and the alpha shown (it was worked for
+    each: the same call on the same operands, so the same double; tests/test_alpha_once.py).
     """
     a = s.assumptions
     synced = t["synchronised"] > 0
-    eta_h = quality.eta_sync_interval(t["h_eff"], s.params, a, eta_h_divisor(a))
+    alpha_p = quality.alpha(s.params, a) if alpha_p is None else alpha_p
+    eta_h = quality.eta_sync_interval(t["h_eff"], s.params, a, eta_h_divisor(a), alpha_p)
     eta_c = compression_efficiency(s, b) if eta_c is None else eta_c
     return {"eta_h": np.where(synced, eta_h, 1.0), "eta_c": np.where(synced, eta_c, 1.0),
-            "eta_a": t["eta_activation"], "alpha": np.where(synced, quality.alpha(s.params, a), 0.0)}
+            "eta_a": t["eta_activation"], "alpha": np.where(synced, alpha_p, 0.0)}
 
 
 def compression_efficiency(s: Setting, b: PlanBatch) -> np.ndarray:

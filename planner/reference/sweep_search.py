@@ -110,6 +110,7 @@ import math
 import numpy as np
 
 from planner.cost import chinchilla, memory, modes, physics, quality, timing, tensor_parallel
+from planner.cost.run import efficiency_without_replicas
 from planner.cost.score import window_compute
 from planner.cost.setting import Setting
 from planner.cost.straggler import eta_h_divisor, straggler_coefficient, straggler_factor, throughput_fraction
@@ -215,6 +216,7 @@ class _Rows:
         self.n_flat = j_flat.size
         self.m = np.zeros(j.size, np.int64)               # M* of pipeline rows, once `exact`
         self.exact = self.flat.copy()                     # t is the row's step (else a lower bound on it)
+        self.chosen = -1                                  # the answer's row, once `_answer` has it
         self.eta_c = float(quality.compression_quality(float(space.compression[0]), a))
         self.div = eta_h_divisor(a)
         self.table = _c_eq_table(a)
@@ -269,6 +271,19 @@ class _Rows:
         low = _least_step_bound(tc, S, act, f, s.pipeline_bps, s.pipeline_rtt_s, space.max_micro_batches)
         grid_k = space.max_nodes // grid_s                 # K_max = floor(N_max / S) and its log2, per (S, Ca)
         return (j, low, grid_eta[g], grid_k[g], S, Ca, np.log2(grid_k)[g])
+
+    def known(self, r: int) -> dict[str, np.ndarray]:
+        """What `modes.pp_group_pipeline`'s `known` takes of pipeline row r's plan (S, Ca of the row; P,
+        the precision and the setting's other fields those of the plan's setting, which differ from the rows'
+        in P alone), as one-element arrays: the activations sent per micro-batch (`_pipes`' act:
+        `timing.activation_bits` with h of the row's size), f(S) and eta_A (`_grid`'s `straggler_factor`
+        and `quality.activation_quality`, taken for the row). Each is the function `modes._chunk_free`
+        applies, applied to the same doubles (S and Ca as floats, h = c sqrt(P) of the same P, the same
+        assumptions), elementwise, so the same double; tests/test_pipeline_known.py checks them bit for
+        bit against `modes.pp_group_pipeline` without them."""
+        q = r - self.n_flat
+        tc, act, f = self.pipe
+        return {"act": act[q:q + 1], "f_pp": f[q:q + 1], "eta_a": self.eta_a[r:r + 1]}
 
     def make_exact(self, rows) -> None:
         """M* and its step for the pipeline rows among `rows` not yet exact (`_micro_batches`); `ok`
@@ -647,21 +662,26 @@ def best_size(s: Setting, space: DecisionSpace, params) -> SizeRun | None:
     j, batch = found
     setting = s.replace(params=params[j], active_params=params[j])
     with np.errstate(divide="ignore", invalid="ignore"):          # as `score.window_compute` scores it
-        throughput = _throughput(setting, batch)
-    value = float(window_compute(setting, batch, "c_quality", t=throughput)["c_quality"][0])
+        throughput = _throughput(setting, batch, rows.known(rows.chosen) if batch.mode == "pp_group" else None)
+        # eta_C and alpha(P) of the rows (`quality.compression_quality` of the space's one compression, what
+        # `run.compression_efficiency` is where `applies` holds, and `size_alpha`: the same functions of the
+        # same doubles), given to the cost model's efficiencies instead of worked again
+        eff = efficiency_without_replicas(setting, batch, throughput, eta_c=rows.eta_c, alpha_p=alpha[j])
+    value = float(window_compute(setting, batch, "c_quality", t=throughput, eff=eff)["c_quality"][0])
     run = SweepRun(setting.params, setting, space, (batch, value), 0, value)
     run.throughput = throughput
     return run
 
 
-def _throughput(s: Setting, batch) -> dict[str, np.ndarray]:
+def _throughput(s: Setting, batch, known: dict[str, np.ndarray] | None = None) -> dict[str, np.ndarray]:
     """`modes.throughput` of the answer's plan, a pp_group one without the step's parts beyond its compute
     (`modes.pp_group_pipeline`'s `lean`; `modes.PIPELINE_PARTS_LEFT`, which neither `window_compute` nor
     `search._limits` reads: about 0.05 ms of a sweep). Where `applies` holds no tensor-parallel degree is
-    searched (`tensor_parallel.choices` is empty), so `modes.throughput` is the mode's function itself."""
+    searched (`tensor_parallel.choices` is empty), so `modes.throughput` is the mode's function itself.
+    `known`: the pp_group plan's row's act, f(S) and eta_A (`_Rows.known`), given to the pipeline step."""
     if batch.mode != "pp_group":
         return modes.throughput(s, batch)
-    return modes.pp_group(s, batch, pipe=modes.pp_group_pipeline(s, batch, lean=True))
+    return modes.pp_group(s, batch, pipe=modes.pp_group_pipeline(s, batch, lean=True, known=known))
 
 
 class SweepRun(SizeRun):
@@ -790,6 +810,7 @@ def _answer(rows: _Rows, kept, one: float, best: float):
     if not plans or (len(plans) > 1 and max(values) > min(values) * (1.0 + SURE_TIE)):
         return None
     j, nodes, h, flat, stages, ca, _, r = min(plans)
+    rows.chosen = r                                   # the answer's row (-1: one node), for `_Rows.known`
     space = rows.space
     precision, compression = space.precisions[0], float(space.compression[0])
     if r < 0 or rows.flat[r]:
