@@ -122,11 +122,14 @@ def window_compute(s: Setting, b: PlanBatch, kind: str | None = None, adjust=Non
         return out
 
 
+INT64_MAX = int(np.iinfo(np.int64).max)   # `violations`' node cap without a limit: the same int, not an iinfo a call
+
+
 def violations(s: Setting, b: PlanBatch, out: dict[str, np.ndarray], fleet_nodes: int | None) -> dict[str, np.ndarray]:
     """One boolean array per constraint family, True where the plan breaks it."""
     n = np.asarray(b.nodes)
     groups = out["groups"]
-    node_cap = min(x for x in (fleet_nodes, s.max_nodes, np.iinfo(np.int64).max) if x is not None)
+    node_cap = min(x for x in (fleet_nodes, s.max_nodes, INT64_MAX) if x is not None)
     if b.mode in ("hierarchical", "pp_group"):
         bad_shape = groups < 2
     elif b.mode == "pipeline_wan":
