@@ -165,26 +165,33 @@ def _cap_error(value: Any, cap: float | None, hint: str) -> str | None:
 
 
 def number_error(value: Any, gt=None, ge=None, le=None, hint: str = "", cap: float | None = None) -> str | None:
-    """None if `value` is a finite JSON number within the bounds (and |value| <= cap), else the message."""
-    want = _describe("a number", gt, ge, le, integer=False)
-    is_number = isinstance(value, (int, float)) and not isinstance(value, bool)
-    try:
-        ok = is_number and math.isfinite(value) and _in_range(value, gt, ge, le)
-    except OverflowError:
-        ok = False
-    if not ok:
-        return f"must be {want}{hint}, {_got(value)}"
+    """None if `value` is a finite JSON number within the bounds (and |value| <= cap), else the message
+    (the bounds described only then: a valid value, every field of every valid instance and plan, builds
+    no text)."""
+    if not _is_number_within(value, gt, ge, le):
+        return f"must be {_describe('a number', gt, ge, le, integer=False)}{hint}, {_got(value)}"
     return _cap_error(value, cap, hint)
+
+
+def _is_number_within(value: Any, gt, ge, le) -> bool:
+    """Whether `value` is a finite JSON number (int or float, not bool) within the bounds."""
+    if not isinstance(value, (int, float)) or isinstance(value, bool):
+        return False
+    try:
+        return math.isfinite(value) and _in_range(value, gt, ge, le)
+    except OverflowError:
+        return False
 
 
 def integer_error(value: Any, gt=None, ge=None, le=None, hint: str = "", cap: float | None = None) -> str | None:
     """None if `value` is a whole JSON number (72 or 72.0, not 72.5) within the bounds."""
-    want = _describe("an integer", gt, ge, le, integer=True)
     if isinstance(value, float) and math.isfinite(value) and not value.is_integer():
-        return f"must be {want}{hint}, got {show(value)} (not a whole number)"
-    if number_error(value, gt, ge, le) is None:
+        got = f"got {show(value)} (not a whole number)"
+    elif _is_number_within(value, gt, ge, le):
         return _cap_error(value, cap, hint)
-    return f"must be {want}{hint}, {_got(value)}"
+    else:
+        got = _got(value)
+    return f"must be {_describe('an integer', gt, ge, le, integer=True)}{hint}, {got}"
 
 
 def choice_error(value: Any, choices: Sequence[str]) -> str | None:
