@@ -85,7 +85,7 @@ def test_each_known_figure_alone_and_either_chunk_rule(seed, chunks):
 
 
 def test_the_answer_is_scored_with_its_rows_figures(monkeypatch):
-    """`best_size` hands the answer's own row to `_throughput` (`_answer` records it): the run's throughput is
+    """`best_size` hands the answer's own row to `_throughput` (`_answer` returns it): the run's throughput is
     `modes.throughput`'s of the answer's plan on the shipped sweeps answered with a pipeline plan."""
     from tests.test_reference_sweep_search import _sweep_cases
     given = []

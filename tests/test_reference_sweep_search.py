@@ -113,10 +113,10 @@ def test_a_dropped_tie_break_is_caught(monkeypatch):
         found = original(rows, kept, one, best)
         if found is None or found[1].mode != "pp_group":
             return found
-        j, b = found
+        j, b, r = found
         return j, PlanBatch.of("pp_group", b.precision, nodes=rows.space.max_nodes, inner_steps=b.inner_steps,
                                compression=b.compression, streaming=b.streaming, stages=b.stages,
-                               micro_batches=b.micro_batches, activation_compression=b.activation_compression)
+                               micro_batches=b.micro_batches, activation_compression=b.activation_compression), r
     cases = [_perturbed(seed) for seed in range(0, 24, 2)]
     plain = [_general(case, monkeypatch) for case in cases]
     monkeypatch.setattr(sweep_search, "_answer", more_nodes)

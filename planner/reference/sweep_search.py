@@ -216,7 +216,6 @@ class _Rows:
         self.n_flat = j_flat.size
         self.m = np.zeros(j.size, np.int64)               # M* of pipeline rows, once `exact`
         self.exact = self.flat.copy()                     # t is the row's step (else a lower bound on it)
-        self.chosen = -1                                  # the answer's row, once `_answer` has it
         self.eta_c = float(quality.compression_quality(float(space.compression[0]), a))
         self.div = eta_h_divisor(a)
         self.table = _c_eq_table(a)
@@ -659,10 +658,10 @@ def best_size(s: Setting, space: DecisionSpace, params) -> SizeRun | None:
     found = _search(rows)
     if found is None:
         return None
-    j, batch = found
+    j, batch, r = found
     setting = s.replace(params=params[j], active_params=params[j])
     with np.errstate(divide="ignore", invalid="ignore"):          # as `score.window_compute` scores it
-        throughput = _throughput(setting, batch, rows.known(rows.chosen) if batch.mode == "pp_group" else None)
+        throughput = _throughput(setting, batch, rows.known(r) if batch.mode == "pp_group" else None)
         # eta_C and alpha(P) of the rows (`quality.compression_quality` of the space's one compression, what
         # `run.compression_efficiency` is where `applies` holds, and `size_alpha`: the same functions of the
         # same doubles), given to the cost model's efficiencies instead of worked again
@@ -691,8 +690,8 @@ class SweepRun(SizeRun):
 
 
 def _search(rows: _Rows):
-    """(size index, one-plan batch) of the best reduced plan when no other comes within MARGIN of
-    it, else None (module docstring: the first incumbent, the rows' first bound, the rounds)."""
+    """(size index, one-plan batch, its row: `_answer`'s) of the best reduced plan when no other comes within
+    MARGIN of it, else None (module docstring: the first incumbent, the rows' first bound, the rounds)."""
     one = float(rows.one.max(initial=0.0))
     first = rows.first_bound()
     kept = []                                    # (i, K, H, value) of plans within MARGIN of the best so far
@@ -794,8 +793,8 @@ def _split(i, k1, k2, h1, h2, collapsed):
 
 
 def _answer(rows: _Rows, kept, one: float, best: float):
-    """(size index, batch) of the answer among the plans within MARGIN of `best` (module docstring),
-    or None where they are a near tie: more than one of them and not all within SURE_TIE of each
+    """(size index, batch, its row: -1 for one node) of the answer among the plans within MARGIN of `best`
+    (module docstring), or None where they are a near tie: more than one of them and not all within SURE_TIE of each
     other. Plans all within SURE_TIE are tied for the branch and bound too (TIE_REL), and every
     other plan is not: the answer is then the smallest size's (`best_of_sizes` keeps the earlier
     of tied sizes), and of its plans the first in `bnb.tie_key` order (fewer nodes, smaller H,
@@ -810,10 +809,9 @@ def _answer(rows: _Rows, kept, one: float, best: float):
     if not plans or (len(plans) > 1 and max(values) > min(values) * (1.0 + SURE_TIE)):
         return None
     j, nodes, h, flat, stages, ca, _, r = min(plans)
-    rows.chosen = r                                   # the answer's row (-1: one node), for `_Rows.known`
     space = rows.space
     precision, compression = space.precisions[0], float(space.compression[0])
     if r < 0 or rows.flat[r]:
-        return j, one_plan("flat", precision, nodes=nodes, inner_steps=h, compression=compression, streaming=True)
+        return j, one_plan("flat", precision, nodes=nodes, inner_steps=h, compression=compression, streaming=True), r
     return j, one_plan("pp_group", precision, nodes=nodes, inner_steps=h, compression=compression, streaming=True,
-                       stages=stages, micro_batches=int(rows.m[r]), activation_compression=ca)
+                       stages=stages, micro_batches=int(rows.m[r]), activation_compression=ca), r
