@@ -9,7 +9,7 @@ evaluation's setting beside it.
 
 `planner.fleet.evaluate` (and with it the fleet and sync-rule modules, ~7 ms of CPU at import) is
 imported only when a fleet of pools is evaluated or checked: a solve of identical nodes never
-loads it (docs/cli.md, "Start-up time").
+loads it (docs/speed.md, "Start-up time").
 """
 
 from __future__ import annotations

@@ -125,7 +125,7 @@ def test_a_piped_solve_loads_neither_rich_nor_the_other_commands():
                    "planner.questions.sweep", "difflib", "importlib.metadata", "email",
                    # pydantic.types imports `secrets` for SecretStr's __eq__ only: run on first use
                    "hashlib", "hmac", "_hashlib",
-                   # only for a fleet of pools, an instance with sites, an internal error (docs/cli.md):
+                   # only for a fleet of pools, an instance with sites, an internal error (docs/speed.md):
                    "planner.fleet.evaluate", "planner.sync.rules", "planner.sites.places", "traceback",
                    # the per-layer compute model: only where the assumptions use it (planner/cost/physics.py)
                    "planner.cost.compute", "planner.cost.compute.shape", "planner.cost.compute.utilisation"):
@@ -252,7 +252,7 @@ def test_a_dtplan_process_starts_without_collections_and_freezes_what_is_left():
                           cwd=REPO, capture_output=True, text=True)
     seen = json.loads(next(l for l in done.stderr.splitlines() if l.startswith("@@gc ")).split(" ", 1)[1])
     assert seen["code"] == 0
-    assert seen["collections"] == []            # dozens at CPython's default threshold (docs/cli.md)
+    assert seen["collections"] == []            # dozens at CPython's default threshold (docs/speed.md)
     assert seen["frozen"] > 20_000              # what start-up made: not traced again at exit
     assert seen["after"] == seen["before"]      # the thresholds are given back
 

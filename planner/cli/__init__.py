@@ -3,7 +3,7 @@
 Exit codes (planner.cli.common): 0 success, 1 no plan meets every limit (or the plan given
 breaks one), 2 bad input, 3 time limit reached before any plan was found, 4 internal error.
 
-Start-up (docs/cli.md, "Start-up time"): a command imports only its own module
+Start-up (docs/speed.md, "Start-up time"): a command imports only its own module
 (`COMMANDS` maps each name to it; `dtplan --help` imports them all for their help), and the
 process sets two variables for itself before numpy or pydantic load, unless the user set them:
 

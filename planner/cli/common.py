@@ -177,7 +177,7 @@ class DtplanGroup(click.Group):
     @staticmethod
     def _internal_error(err: Exception, as_json: bool) -> None:
         if os.environ.get(DEBUG_ENV, "") not in ("", "0"):
-            import traceback            # only on a bug, and only when asked for (start-up, docs/cli.md)
+            import traceback            # only on a bug, and only when asked for (start-up, docs/speed.md)
             traceback.print_exception(err, file=sys.stderr)
         kind = type(err).__name__
         detail = str(err).splitlines()[0][:300] if str(err) else ""
@@ -196,7 +196,7 @@ class DtplanGroup(click.Group):
 # those freed), ~42,000 of them after the command line's own import, nearly all long-lived
 # modules, classes and tables of start-up (numpy, pydantic and the schema's models, the cost
 # model); at the default they cost 72 young and 6 middle collections, the solve itself one
-# (docs/cli.md, "Start-up time"). Twice that, so that a command importing more still starts
+# (docs/speed.md, "Start-up time"). Twice that, so that a command importing more still starts
 # without a collection.
 PROCESS_GC_THRESHOLD0 = 100_000
 

@@ -1,5 +1,5 @@
 """The compiled code of the methods `@dataclass` writes, kept between runs of dtplan (issue 27 item 1;
-docs/cli.md, "Start-up time").
+docs/speed.md, "Start-up time").
 
 Python's `dataclasses` writes each method it generates (`__init__`, `__repr__`, `__eq__`, `__hash__`,
 `__setattr__`, ...) as source text and compiles it, `exec(text, globals, namespace)` in

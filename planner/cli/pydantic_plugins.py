@@ -4,7 +4,7 @@ pydantic (2.x, `pydantic/plugin/_schema_validator.py: create_schema_validator`) 
 plugin loader (`pydantic.plugin._loader`) the first time a model is built, and that module
 imports `importlib.metadata` at its top (`from importlib.metadata import entry_points`) whether
 or not plugins are wanted: `importlib.metadata` brings `email`, `zipfile`, `csv` and more, about
-15-25 ms of CPU per `dtplan` command on the project machine (docs/cli.md, "Start-up time"),
+15-25 ms of CPU per `dtplan` command on the project machine (docs/speed.md, "Start-up time"),
 for an answer (`get_plugins()`) that is `()` as soon as PYDANTIC_DISABLE_PLUGINS says so.
 
 `install()` adds an import finder that, when pydantic imports its loader, gives it a small
@@ -21,7 +21,7 @@ While installed, the same finder makes `secrets` load on first use (`importlib.u
 rest of `sys.meta_path` finds for it, whatever the plugin setting): `pydantic.types` imports it at its
 top for one call, `secrets.compare_digest` in the `__eq__` of SecretStr and SecretBytes, which dtplan's
 schema never compares, and the import brings `hmac`, `hashlib` with OpenSSL's library and `random`,
-about 15 million instructions of `dtplan solve` (docs/cli.md, "Start-up time"). The module object is
+about 15 million instructions of `dtplan solve` (docs/speed.md, "Start-up time"). The module object is
 in `sys.modules` at once; reading any of its attributes (or importing it again) runs it, as an eager
 import would have, so only the moment it runs changes.
 """

@@ -282,7 +282,7 @@ def _value_methods(cls: type) -> type:
     repr `Name(field=value!r, ...)`, "..." on recursion; equality of the same class's field tuples, else
     NotImplemented; the hash of that tuple; FrozenInstanceError on assigning or deleting a field), as loops
     over the fields instead of source text: Python 3.11 writes and compiles each generated method of a
-    130-field class at import (issue 27 item 1; docs/cli.md, "Start-up time").
+    130-field class at import (issue 27 item 1; docs/speed.md, "Start-up time").
     tests/test_assumptions_methods.py compares them with those @dataclass(frozen=True) writes."""
     fields = dataclasses.fields(cls)
     names = tuple(f.name for f in fields)

@@ -42,7 +42,7 @@ if TYPE_CHECKING:
 
 # The per-layer compute model (planner/cost/compute) is imported by the functions that use it, where
 # `mfu_from_compute_model`, a `model_shape` preset or the expert fabric asks for it: a profile that uses none
-# of them (the reference's, for one) does not load its modules (~35 million instructions; docs/cli.md,
+# of them (the reference's, for one) does not load its modules (~35 million instructions; docs/speed.md,
 # "Start-up time").
 
 MFU_TABLE = MODELS_DIR / "mfu.json"

@@ -346,7 +346,7 @@ def render_feasibility(f, console: "Console | PlainConsole", notes: list[str] | 
                           f"{fix.result.objective_value / SECONDS_PER_DAY:,.1f} days", plan)
         print_table(table, console)
         console.print(Styled.line("Each fix as options for dtplan solve/feasible INSTANCE (paste as printed):", "bold"))
-        import shlex        # only an infeasible answer with fixes quotes them (docs/cli.md, "Start-up time")
+        import shlex        # only an infeasible answer with fixes quotes them (docs/speed.md, "Start-up time")
         for fix in f.fixes:       # one unwrapped line each, the values as --set parses them
             console.print(Styled.line("  " + " ".join("--set " + shlex.quote(arg) for arg in fix.set_args())),
                           soft_wrap=True)

@@ -100,7 +100,7 @@ class LLMSpec(StrictModel):
     """A model preset. Parameter counts are raw counts (7e9, not 7)."""
 
     # Built by pydantic when first used (`defer_build`): a model preset is read only when an
-    # instance names one, and no other model nests this one (docs/cli.md, "Start-up time").
+    # instance names one, and no other model nests this one (docs/speed.md, "Start-up time").
     # (A comment, not the docstring: the docstring is the JSON schema's description.)
     model_config = ConfigDict(**StrictModel.model_config, defer_build=True)
 

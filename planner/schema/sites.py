@@ -10,7 +10,7 @@ Empty lists (the default) mean today's uniform network: every node reaches every
 `network.wan`, groups over `network.regional`, stages over `network.pipeline`.
 
 The table of places (`planner.sites.places`, ~3 ms of CPU at import) is imported by the checks
-that read it, when an instance has sites: an instance without sites never loads it (docs/cli.md,
+that read it, when an instance has sites: an instance without sites never loads it (docs/speed.md,
 "Start-up time").
 """
 

@@ -39,7 +39,7 @@ def made_by(make: Callable[[], Any]) -> Callable[[], Any]:
     pydantic reads a default factory's signature when it builds the model (does it take the
     validated data?): for a builtin such as `list` or `dict` that means parsing its text
     signature with `tokenize`, for a model class building the class's whole signature, about
-    5 ms of CPU at import for the schema's 13 factories (docs/cli.md, "Start-up time"). A plain
+    5 ms of CPU at import for the schema's 13 factories (docs/speed.md, "Start-up time"). A plain
     function of no arguments answers at once; the default it makes is the same.
     """
     def factory() -> Any:
@@ -99,7 +99,7 @@ def close_matches(word: str, choices: Iterable[str], n: int = 3, cutoff: float =
     """Choices resembling `word` (case-insensitive), best first: substrings, then difflib.
 
     difflib is imported here, on bad input only: a valid instance never needs it, and its
-    import is part of every command's start-up otherwise (docs/cli.md, "Start-up time")."""
+    import is part of every command's start-up otherwise (docs/speed.md, "Start-up time")."""
     import difflib
 
     choices = list(choices)
@@ -210,7 +210,7 @@ class JsonBounds:
 
     The field's own check (`number_error`, `integer_error`) enforces the bounds first, with
     dtplan's messages, so pydantic's constraint schema for them never rejected anything; building
-    it cost ~5 ms of CPU at every start (the schema's ~110 number fields; docs/cli.md, "Start-up
+    it cost ~5 ms of CPU at every start (the schema's ~110 number fields; docs/speed.md, "Start-up
     time"). pydantic calls `__get_pydantic_json_schema__` of an `Annotated` item only when it
     writes a JSON schema (`dtplan schema`, the web page's form).
     """

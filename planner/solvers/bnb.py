@@ -69,7 +69,7 @@ INHERITED_MARGIN = 1e-9  # relative: an enclosing box's g_up as a bound on a box
                          # the rounding of either g_up
 SPLIT = 8                # children per box and level (at most)
 COMPUTE_SPLIT = 4        # children per box under the max_compute measures in a round of at least MANY_BOXES boxes
-MANY_BOXES = 1024        # left alive (`_branch_and_bound`); both measured in docs/cli.md (issue 27 item 5,
+MANY_BOXES = 1024        # left alive (`_branch_and_bound`); both measured in docs/speed.md (issue 27 item 5,
                          # thirteenth round): a performance choice, every count of parts >= 2 is exact
 COMPUTE_SIDE_WEIGHT = 2.0   # under the max_compute measures, n's and H's log ratios count twice in `_split`'s choice of
                             # side (R's once): measured in docs/planner.md (issue 27 item 5); a performance choice
@@ -526,7 +526,7 @@ def _box_bound(s: Setting, c: Classes, box, measure: str, mono: monotone.Monoton
     if not isinstance(measure, str):
         return measure.box(s, c, box, mono, cut)
     # CHUNK boxes at a time (row by row: the same bounds), corners in order; half as many would save ~3 MB of
-    # peak at 10^4 nodes for ~3% more instructions (docs/cli.md, max_compute)
+    # peak at 10^4 nodes for ~3% more instructions (docs/speed.md, max_compute)
     if box["i"].size > CHUNK:
         parts = [_box_bound_of(s, c, {key: v[k:k + CHUNK] for key, v in box.items()}, measure, mono,
                                None if cut is None else cut[k:k + CHUNK])
