@@ -289,6 +289,25 @@ class Tables:
         with np.errstate(divide="ignore"):
             return np.where(np.isfinite(t) & (t > 0), np.log(t), np.inf)
 
+    def log_time_and_compute(self, plans: PlanBatch, at: dict | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """(`log_time(plans)`, `log_compute(plans)`) from ONE `modes.throughput` and ONE
+        `run.efficiency_without_replicas` of the plans (`at`: their throughput when the caller has it).
+
+        Exact: `score.time_to_target` is `run.time_to_target(s, b, throughput(s, b), efficiency(s, b, ...))`
+        and `score.window_compute` takes the throughput and efficiency as arguments (`t`, `eff`); each
+        of the two methods scores them afresh, the same pure functions on the same operands (neither
+        result dict is written to by its readers), so the same doubles, once instead of twice.
+        `build_tables` reads both at three batches of plans per class group (tests/test_tables_shared.py
+        compares them with the two methods bit for bit)."""
+        s = self.setting
+        with np.errstate(divide="ignore", invalid="ignore"):
+            at = throughput(s, plans) if at is None else at
+            eff = run.efficiency_without_replicas(s, plans, at)
+            t = run.time_to_target(s, plans, at, eff, details=False)["time_to_target_s"]
+            c = window_compute(s, plans, s.target_kind, t=at, eff=eff)[s.target_kind]
+            return np.where(np.isfinite(t) & (t > 0), np.log(t), np.inf), \
+                np.where(np.isfinite(c) & (c > 0), np.log(c), -np.inf)
+
 
 @dataclass
 class _Nodes:
@@ -369,7 +388,8 @@ def _sync_classes(t: Tables, g: int, c: Classes, ks: np.ndarray) -> list[SyncCla
     s, mode = t.setting, c.rows.mode
     lo = np.maximum(c.n_lo[ks], 2) if mode == "flat" else c.n_lo[ks]
     hi = c.n_hi[ks]
-    at_lo = throughput(s, c.plans(ks, lo, 1, 1))
+    at_plans = c.plans(ks, lo, 1, 1)
+    at_lo = throughput(s, at_plans)
     at_hi = throughput(s, c.plans(ks, hi, 1, 1))
     if np.any(np.abs(at_lo["t_step_s"] - at_hi["t_step_s"]) > 1e-12 * at_lo["t_step_s"]):
         raise FormulationError(f"t_step varies with n in a {mode} class")
@@ -380,17 +400,17 @@ def _sync_classes(t: Tables, g: int, c: Classes, ks: np.ndarray) -> list[SyncCla
     # kappa = ln T + ln n - z + omega at (n_lo, H = 1, R = 1)
     z1 = np.log(at_lo["outer_time_s"])
     if t.quality_target:
-        eff = run.efficiency_without_replicas(s, c.plans(ks, lo, 1, 1), at_lo)
+        eff = run.efficiency_without_replicas(s, at_plans, at_lo)
         gain = eff["eta_c"] * eff["eta_a"]
     else:
         gain = np.ones(ks.size)
-    kappa = t.log_time(c.plans(ks, lo, 1, 1)) + np.log(lo) - z1 + t.omega(lo, np.ones(lo.shape), gain)
+    log_t, log_c = t.log_time_and_compute(at_plans, at_lo)
+    kappa = log_t + np.log(lo) - z1 + t.omega(lo, np.ones(lo.shape), gain)
     # max_compute: u = ln(window tokens) = u_const + ln n - z, ln C = compute_const + psi(u, n, H_eff)
-    at_plans = c.plans(ks, lo, 1, 1)
     u1 = np.log(s.training_window_s * at_lo["tokens_per_outer"] / at_lo["outer_time_s"])
     u_const = u1 - np.log(lo) + z1
     with np.errstate(invalid="ignore"):
-        compute_const = t.log_compute(at_plans) - t.psi(lo, np.ones(lo.shape), u1)
+        compute_const = log_c - t.psi(lo, np.ones(lo.shape), u1)
     structure = 2 * k_size if hierarchical else np.full(ks.size, 2)
     memory = c.n_lo[ks] if c.rows.expert_parallel == "global" and mode in ("flat", "hierarchical") else np.ones(ks.size)
     # the columns as Python lists (int and float), zipped into one SyncClass per class
@@ -446,7 +466,8 @@ def _check(t: Tables, c: Classes, ks: np.ndarray, classes: list[SyncClass]) -> N
     for pick_n, h, r in ((lambda e: e.n_hi, t.space.max_inner_steps, t.space.max_regional_rounds if hier else 1),
                          (lambda e: e.n_lo, t.space.max_inner_steps // 2 + 1, 1)):
         n = np.array([pick_n(e) for e in classes])
-        want = t.log_time(c.plans(ks, n, h, r))
+        plans = c.plans(ks, n, h, r)
+        want, want_c = t.log_time_and_compute(plans)
         omega = t.omega(n, np.full(n.shape, h * math.sqrt(r)), np.array([e.gain for e in classes]))
         kappa = np.array([e.kappa for e in classes])
         z = _outer_per_step_all(classes, t, n, h, r)
@@ -459,8 +480,6 @@ def _check(t: Tables, c: Classes, ks: np.ndarray, classes: list[SyncClass]) -> N
             raise FormulationError(f"ln T does not factor for {classes[a].label} at n={n[a]}, H={h}, R={r}: "
                                    f"{got[a]} != {want[a]}")
         # max_compute: ln C = compute_const + psi(u_const + ln n - z, n, H_eff)
-        plans = c.plans(ks, n, h, r)
-        want_c = t.log_compute(plans)
         u = np.array([e.u_const for e in classes]) + np.log(n) - z
         psi = t.psi(n, np.full(n.shape, h * math.sqrt(r)), u)
         with np.errstate(invalid="ignore"):
