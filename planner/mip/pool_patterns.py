@@ -363,27 +363,39 @@ def key_counts(pools: Sequence[PoolSetting], key: PoolKey, nodes: int,
     for cover in key.covers:
         if not len(cover) <= nodes <= total:
             continue
-        counts = [0] * len(pools)
-        for p in cover:
-            counts[p] = 1
-        left = nodes - len(cover)
-        for p in order:
-            if left == 0:
-                break
-            take = min(left, sizes[p] - counts[p])
-            counts[p] += take
-            left -= take
+        counts = cover_counts(sizes, order, cover, nodes)
+        if counts is None:
+            continue
         cost = fill.cost_usd(counts)
-        if left == 0 and cost < best_cost:
+        if cost < best_cost:
             best, best_cost = counts, cost
     return best
 
 
+def cover_counts(sizes: Sequence[int], order: Sequence[int], cover: Sequence[int], nodes: int) -> list[int] | None:
+    """The cheapest counts of `nodes` nodes that use every pool of `cover`: one node each, the rest taken
+    from the pools of `order` (the pattern's allowed pools, cheapest first) up to their sizes; None where
+    they hold fewer. Greedy by price is the least cost of any counts with n_p >= 1 on the cover, n_p <=
+    size_p on the allowed pools and sum n_p = nodes, and as prices are >= 0 (the schema's ge=0) that cost
+    never falls as `nodes` grows: the next node costs the price of the next pool in `order`. (Over the
+    covers together it can fall: a larger cover of cheap pools first fits at a larger N, `key_intervals`.)"""
+    counts = [0] * len(sizes)
+    for p in cover:
+        counts[p] = 1
+    left = nodes - len(cover)
+    for p in order:
+        if left == 0:
+            break
+        take = min(left, sizes[p] - counts[p])
+        counts[p] += take
+        left -= take
+    return counts if left == 0 else None
+
+
 class PatternCosts:
     """The cost of `key_counts` (`fleet_cost_usd` of the counts) of a set of patterns at any node count,
-    worked over arrays: one row per (pattern, cover). `least(nodes, ranges)`: the least over the patterns
-    whose range reaches `nodes` of the cost at max(nodes, the range's lower end), as `pools._least_cost`
-    listed them one `key_counts` at a time.
+    worked over arrays: one row per (pattern, cover). `least(nodes, ranges)`: a lower bound on the cost of
+    any plan of the patterns with at least `nodes` nodes (`pools._least_cost`).
 
     The same counts: `key_counts` gives the cover one node each, then takes from the allowed pools in fill
     order min(left, the pool's nodes less the cover's one) until none is left; in a row that is, per pool
@@ -421,7 +433,13 @@ class PatternCosts:
 
     def costs(self, nodes: np.ndarray) -> np.ndarray:
         """USD per pattern: fleet_cost_usd(pools, key_counts(pools, key_a, nodes[a])), inf without counts."""
-        n = nodes[self.pattern]
+        out = np.full(self.count, math.inf)
+        np.minimum.at(out, self.pattern, self.row_costs(nodes[self.pattern]))
+        return out
+
+    def row_costs(self, n: np.ndarray) -> np.ndarray:
+        """USD per (pattern, cover) row: fleet_cost_usd of the cover's cheapest counts (`cover_counts`) at
+        n[row] nodes, inf where they do not fit (fewer nodes than the cover, or more than the pattern's)."""
         left = n - self.cover_len
         take = np.clip(left[:, None] - self.before, 0, self.capacity)
         counts = self.cover.copy()
@@ -430,50 +448,84 @@ class PatternCosts:
         for p, price in enumerate(self.prices):
             cost = cost + counts[:, p] * price
         fits = (self.cover_len <= n) & (n <= self.total[self.pattern]) & (take.sum(axis=1) == left)
-        cost = np.where(fits, cost, math.inf)
-        out = np.full(self.count, math.inf)
-        np.minimum.at(out, self.pattern, cost)
-        return out
+        return np.where(fits, cost, math.inf)
 
     def least(self, nodes: int, ranges: np.ndarray) -> float:
-        """USD: the least cost at max(nodes, lo) of the patterns whose range [lo, hi] (`ranges`, one row a
-        pattern) has hi >= nodes; inf if none."""
-        reach = ranges[:, 1] >= nodes
-        if not reach.any():
-            return math.inf
-        return float(self.costs(np.maximum(nodes, ranges[:, 0]))[reach].min())
+        """USD: the least cost of a plan of these patterns with at least `nodes` nodes within their ranges
+        [lo, hi] (`ranges`, one row a pattern): per (pattern, cover) row the cost of its cover's cheapest
+        counts (`cover_counts`) at n = max(nodes, lo, |cover|) where n <= hi, the least over the rows; inf
+        if none. A lower bound on every such plan, and the least cost where one exists at n: a plan of the
+        pattern with N >= nodes nodes uses every pool of one of its covers c, so it costs at least c's
+        cheapest counts at N, which never cost less at a smaller N >= |c| (`cover_counts`). Not the least
+        cost of the pattern's cheapest counts at max(nodes, lo) (`key_counts`): a cover larger than that
+        n may be cheaper at its own size (`key_intervals`)."""
+        lo, hi = ranges[self.pattern, 0], ranges[self.pattern, 1]
+        n = np.maximum(np.maximum(nodes, lo), self.cover_len)
+        cost = np.where(n <= hi, self.row_costs(n), math.inf)
+        return float(cost.min(initial=math.inf))
 
 
 def key_range(pools: Sequence[PoolSetting], key: PoolKey, min_nodes: int, cap: float,
               budget_usd: float | None, fill: FillOrder | None = None) -> tuple[int, int] | None:
-    """[lo, hi]: the node counts N a plan of this pattern can have (every N between is realisable within
-    the node cap and the budget: the cheapest counts never cost less as N grows). `fill`: as `key_counts`."""
-    lo = max(min_nodes, min(map(len, key.covers)))
+    """[lo, hi]: the least and most node counts N a plan of this pattern can have within the node cap and
+    the budget (the hull of `key_intervals`), None where it has none. Every N between is realisable
+    unless `key_intervals` has more than one interval (only under a budget). `fill`: as `key_counts`."""
+    spans = key_intervals(pools, key, min_nodes, cap, budget_usd, fill)
+    return (spans[0][0], spans[-1][1]) if spans else None
+
+
+def key_intervals(pools: Sequence[PoolSetting], key: PoolKey, min_nodes: int, cap: float,
+                  budget_usd: float | None, fill: FillOrder | None = None) -> list[tuple[int, int]]:
+    """The node counts N >= `min_nodes` at which a plan of this pattern fits the node cap and the budget,
+    as disjoint intervals in order (none: an empty list).
+
+    Without a budget: [max(min_nodes, fewest pools of a cover), min(nodes of the allowed pools, cap)]
+    (a cover of at most that many pools, one node each, the rest from the allowed pools: every N between).
+    Under a budget, per cover c: its cheapest counts (`cover_counts`) cost f_c(N), which never falls as N
+    grows, so the N of c within the budget are [a_c, h_c] with a_c = max(min_nodes, |c|) when f_c(a_c) is
+    within it, h_c found by bisection; the pattern's N are the union over its covers. The union need not
+    be one interval, nor start at its least cover: a cover of two pools, one of them dear, can exceed the
+    budget at N = 2 where a cover of three cheap pools meets it at N = 3 (and the cheapest counts of the
+    pattern then cost less at N = 3 than at N = 2)."""
     counts = fill.counts if fill is not None and fill.counts else [p.count for p in pools]
     hi = int(min(sum([counts[p] for p in key.allowed]), cap))
-    if hi < lo:
-        return None
-    if budget_usd is None:      # lo <= hi <= the allowed pools' nodes and a cover of at most lo pools: counts exist
-        return lo, hi           # (key_counts finds them, the prices being finite: the schema caps them)
+    if budget_usd is None:
+        lo = max(min_nodes, min(map(len, key.covers)))
+        return [(lo, hi)] if lo <= hi else []
     fill = fill_order(pools) if fill is None else fill
+    sizes = fill.counts if fill.counts else tuple(p.count for p in pools)
+    allowed = set(key.allowed)
+    order = [p for p in fill.order if p in allowed]
+    spans = []
+    for cover in key.covers:
 
-    def within(n: int) -> bool:
-        counts = key_counts(pools, key, n, fill)
-        return counts is not None and fill.cost_usd(counts) <= budget_usd
+        def within(n: int) -> bool:
+            found = cover_counts(sizes, order, cover, n)
+            return found is not None and fill.cost_usd(found) <= budget_usd
 
-    if not within(lo):
-        return None
-    low, high = lo, hi
-    while low < high:
-        mid = (low + high + 1) // 2
-        low, high = (mid, high) if within(mid) else (low, mid - 1)
-    return lo, low
+        low = max(min_nodes, len(cover))
+        if low > hi or not within(low):
+            continue
+        a, high = low, hi
+        while low < high:
+            mid = (low + high + 1) // 2
+            low, high = (mid, high) if within(mid) else (low, mid - 1)
+        spans.append((a, low))
+    merged: list[tuple[int, int]] = []
+    for a, b in sorted(spans):
+        if merged and a <= merged[-1][1] + 1:
+            merged[-1] = (merged[-1][0], max(merged[-1][1], b))
+        else:
+            merged.append((a, b))
+    return merged
 
 
 def key_ranges(pools: Sequence[PoolSetting], keys: Sequence[PoolKey], min_nodes: int, cap: float,
                budget_usd: float | None, fill: FillOrder | None = None,
-               deadline: float = math.inf) -> list[tuple[int, int] | None]:
-    """`key_range` of every key, in order. Without a budget `key_range` is lo = max(min_nodes, fewest pools
+               deadline: float = math.inf, gapped: set[int] | None = None) -> list[tuple[int, int] | None]:
+    """`key_range` of every key, in order; the indices of the keys whose node counts within the budget are
+    not one interval (`key_intervals`: its hull is their range, and not every N of it has a plan) are added
+    to `gapped` where given (only under a budget). Without a budget `key_range` is lo = max(min_nodes, fewest pools
     of a cover), hi = min(nodes of the allowed pools, cap), None when hi < lo: here worked for all keys
     at once, the nodes of each key's allowed pools summed as int64 prefix sums over the keys' allowed
     pools laid end to end (integers: exact, the same numbers as `key_range`'s Python sum; on 16 pools in
@@ -482,9 +534,12 @@ def key_ranges(pools: Sequence[PoolSetting], keys: Sequence[PoolKey], min_nodes:
     check_deadline(deadline)
     if budget_usd is not None or not keys:
         out = []
-        for key in keys:
+        for k, key in enumerate(keys):
             check_deadline(deadline)
-            out.append(key_range(pools, key, min_nodes, cap, budget_usd, fill))
+            spans = key_intervals(pools, key, min_nodes, cap, budget_usd, fill)
+            out.append((spans[0][0], spans[-1][1]) if spans else None)
+            if len(spans) > 1 and gapped is not None:
+                gapped.add(k)
         return out
     counts = np.array(fill.counts if fill is not None and fill.counts else [p.count for p in pools], dtype=np.int64)
     sizes = np.fromiter(map(len, map(attrgetter("allowed"), keys)), dtype=np.int64, count=len(keys))

@@ -180,12 +180,15 @@ def pool_tables(instance, pools: list[PoolSetting], objective: Objective, params
     fill = fill_order(pools)                                          # node prices, cheapest pools first
     items = site_links(pools, sites) if sites is not None else None      # the links of every set of sites
     listed_links = items.key_links(listed) if items is not None else [()] * len(listed)
-    spans = key_ranges(pools, listed, space.min_nodes, cap, budget, fill, deadline)
+    gapped: set[int] = set()             # patterns whose node counts within the budget are not one interval
+    spans = key_ranges(pools, listed, space.min_nodes, cap, budget, fill, deadline, gapped)
     kept = [k for k, span in enumerate(spans) if span is not None]
     keys, key_links, ranges = [listed[k] for k in kept], [listed_links[k] for k in kept], [spans[k] for k in kept]
     pt = PoolTables(pools, keys, [], None, space.min_nodes, budget, ranges, rule=rule_of(instance))
     pt.parts, part_of_key = setting_parts(pt, key_links, sites, params)
     parts, rule = pt.parts, pt.rule
+    for k in (a for a, k in enumerate(kept) if k in gapped):      # a range with a gap inside: not every N
+        parts[int(part_of_key[k])].exact_range = False
     if parts:
         check_supported(parts[0].setting, objective)
     pt.groups = pattern_groups(pools, keys, sites, key_links)
@@ -394,10 +397,10 @@ def _part_costs(pt: "PoolTables", part: SettingPart, fill: FillOrder) -> tuple[P
 
 
 def _least_cost(pt: "PoolTables", part: SettingPart, nodes: int, fill: FillOrder | None = None) -> float:
-    """USD: the least cost of a plan of the part's patterns with at least `nodes` nodes (the cheapest counts
-    never cost less as N grows; a pattern's least N is its range's lower end); inf if none has that many:
-    min over the part's patterns k with hi_k >= nodes of fleet_cost_usd of `key_counts(pools, key_k, max(nodes, lo_k))`,
-    all patterns at once (`PatternCosts.least`, the same doubles; tests/test_pool_tables_vector.py).
+    """USD: a lower bound on the cost of every plan of the part's patterns with at least `nodes` nodes,
+    inf if none has that many: over the part's patterns k and their covers c, the cost of c's cheapest
+    counts at max(nodes, lo_k, |c|) where that is <= hi_k (`PatternCosts.least`, which says why it is a
+    bound; tests/test_pool_tables_vector.py and tests/test_pool_cover_sizes.py).
     `fill`: the fleet's `fill_order` when the caller holds it."""
     costs, ranges = _part_costs(pt, part, fill_order(pt.pools) if fill is None else fill)
     return costs.least(nodes, ranges)
