@@ -96,3 +96,42 @@ def test_the_collector_is_paused_inside_and_restored_after(enabled):
         assert seen == [False] and gc.isenabled() == enabled
     finally:
         gc.enable()
+
+
+def test_min_cost_shared_bounds_and_costs_leave_the_tables_as_recomputed(monkeypatch):
+    """6 pools in 6 cities, min_cost: `pool_tables` computes each setting's `class_bounds` once for
+    `presolve` and `_feasible_classes`, and lays out each setting's `PatternCosts` once for its skip test
+    and the cut at the incumbent; the merged tables, bounds, incumbent and every setting's classes equal
+    those of the run where each of them computes its own (lead46's path). Prices differ by pool, so that
+    the settings' cheapest counts differ (a setting cut at another's costs would show)."""
+    from planner.objectives import MIN_COST
+    sys.path.insert(0, str(REPO / "scripts"))
+    from bench_mixed import pools_data
+    data = pools_data(6)
+    for i, pool in enumerate(data["fleet"]["pools"]):
+        pool["price_usd_per_accelerator"] = 30000 - 2500 * i
+    instance = parse_instance(data)
+    pools = pool_settings(instance)
+    shared = _summary(pools_module.pool_tables(instance, pools, MIN_COST, None))
+    real_presolve, real_feasible, real_costs = pools_module.presolve, pools_module._feasible_classes, \
+        pools_module._least_costs
+    calls = {"presolve": 0, "feasible": 0, "costs": 0}
+
+    def own_presolve(t, objective, bounds=None):
+        calls["presolve"] += bounds is not None
+        return real_presolve(t, objective)
+
+    def own_feasible(t, ln_w, bounds=None):
+        calls["feasible"] += bounds is not None
+        return real_feasible(t, ln_w)
+
+    def own_costs(pt, part, laid_out=None):
+        calls["costs"] += laid_out is not None
+        return real_costs(pt, part)
+    monkeypatch.setattr(pools_module, "presolve", own_presolve)
+    monkeypatch.setattr(pools_module, "_feasible_classes", own_feasible)
+    monkeypatch.setattr(pools_module, "_least_costs", own_costs)
+    recomputed = _summary(pools_module.pool_tables(instance, pools, MIN_COST, None))
+    assert min(calls.values()) >= 2, calls        # the shared path was taken for several settings
+    assert len(shared["parts"]) >= 3 and shared["sync"]
+    assert shared == recomputed

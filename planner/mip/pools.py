@@ -202,6 +202,7 @@ def pool_tables(instance, pools: list[PoolSetting], objective: Objective, params
     pt.sites = items
     ln_w = math.log(parts[0].setting.window_s) if parts else 0.0
     best, best_plan, solved, least = math.inf, None, [None] * len(parts), [None] * len(parts)
+    held_costs: dict[int, tuple[PatternCosts, np.ndarray]] = {}     # min_cost: each part's patterns laid out once
     # settings of least compute-only bound first: once a plan is known, a setting whose bound cannot beat it
     # is skipped before its tables are built (`straggler.search.compute_bound_s`, 0 where it is not known to hold)
     floor_s = [compute_bound_s(part.setting, part.hi) for part in parts]
@@ -220,7 +221,8 @@ def pool_tables(instance, pools: list[PoolSetting], objective: Objective, params
             continue                  # C <= N F u W gamma = C_target W / floor_s (same facts): below the best
         if objective.by_cost and math.isfinite(best) and floor_s[j] > 0:
             fewest = math.ceil(part.hi * floor_s[j] / part.setting.window_s - 1e-9)    # N T >= N_hi floor_s
-            if _least_cost(pt, part, fewest, fill) / price_scale(pools) > best * (1 + 1e-12):
+            costs, ranges = held_costs[j] = _part_costs(pt, part, fill)     # `_least_cost`, kept for the cut
+            if costs.least(fewest, ranges) / price_scale(pools) > best * (1 + 1e-12):
                 continue
         key = keys[part.keys[0]]
         part_space = rule_space(dataclasses.replace(space, precisions=(key.precision,), min_nodes=part.lo,
@@ -244,14 +246,15 @@ def pool_tables(instance, pools: list[PoolSetting], objective: Objective, params
         elif objective.maximise:      # no exact incumbent from a setting whose node counts have gaps
             pruned = _compute_bounded(t)
         else:
+            bounds = class_bounds(t) if t.sync else None      # once for both (the same arrays: neither writes them)
             if objective.by_cost and part.exact_range:       # its incumbent: the fewest nodes it scored
-                _, plan, _, _ = presolve(t, MIN_COST)
+                _, plan, _, _ = presolve(t, MIN_COST, bounds)
                 if plan is not None:
                     found = mixed_plan(pt, j, t, plan)
                     cost = fleet_cost_usd(pools, found.counts) / price_scale(pools)
                     if cost < best:
                         best, best_plan = cost, found
-            pruned, least[j] = _feasible_classes(t, ln_w)
+            pruned, least[j] = _feasible_classes(t, ln_w, bounds)
         part.tables = pruned
     if objective.by_cost and math.isfinite(best):      # drop what cannot cost less than the incumbent
         cut = best * (1 + 1e-12)
@@ -259,7 +262,7 @@ def pool_tables(instance, pools: list[PoolSetting], objective: Objective, params
             t, fewest = part.tables, least[j]
             if t is None:
                 continue
-            costs = _least_costs(pt, part)
+            costs = _least_costs(pt, part, held_costs.get(j))
             keep = np.array([costs(x) <= cut for x in fewest], dtype=bool)
             part.tables = Tables(t.setting, t.space, t.groups, [e for e, k in zip(t.sync, keep) if k],
                                  [f for f in t.fixed if costs(f.nodes) <= cut], t.n_max, t.h_max, t.r_max,
@@ -343,14 +346,18 @@ def node_bounds(t: Tables, fixed, objective: Objective) -> tuple[np.ndarray, np.
     return np.concatenate(least), np.concatenate(value)
 
 
-def _feasible_classes(t: Tables, ln_w: float) -> tuple[Tables, np.ndarray]:
+def _feasible_classes(t: Tables, ln_w: float,
+                      bounds: tuple[np.ndarray, np.ndarray] | None = None) -> tuple[Tables, np.ndarray]:
     """The classes (and fixed plans) that can meet the duration limit, with their box bounds on ln T, and
     the fewest nodes each kept class needs to meet it (the lower end of its first box that can, times its
-    unit, as `presolve.presolve` for min_cost)."""
+    unit, as `presolve.presolve` for min_cost). `bounds`: `class_bounds(t)` when the caller holds them
+    already (min_cost's `pool_tables` computes them once for `presolve.presolve` and for this: the same
+    arrays, read and never written by either, so the same answer; on 16 pools in 16 cities that was
+    ~1/6 of min_cost's solve)."""
     if not t.sync:
         return Tables(t.setting, t.space, t.groups, [], [f for f in t.fixed if f.log_time <= ln_w],
                       t.n_max, t.h_max, t.r_max, None, t.eta_h_falls), np.zeros(0)
-    bound, boxes = class_bounds(t)
+    bound, boxes = class_bounds(t) if bounds is None else bounds
     lower = bound.min(axis=1)
     first_box = np.argmax(bound <= ln_w, axis=1)
     fewest = boxes[np.arange(len(t.sync)), first_box, 0] * np.array([e.unit for e in t.sync])
@@ -371,14 +378,16 @@ def _compute_bounded(t: Tables) -> Tables:
                   t.n_max, t.h_max, t.r_max, -upper[keep], t.eta_h_falls)
 
 
-def _least_costs(pt: "PoolTables", part: SettingPart):
+def _least_costs(pt: "PoolTables", part: SettingPart, laid_out: tuple[PatternCosts, np.ndarray] | None = None):
     """n -> `_least_cost(pt, part, n)` in units of the dearest node's price, each n computed once: the
     kept classes of a setting share few least node counts, and each `_least_cost` fills every pattern
     of the setting (on 13 pools in 13 cities, min_cost, recomputing it per class was most of the solve).
-    The part's patterns are laid out for `PatternCosts` once, on the first n asked."""
+    The part's patterns are laid out for `PatternCosts` once, on the first n asked, unless the caller
+    holds them (`laid_out`: `_part_costs(pt, part, fill_order(pt.pools))`, which `pool_tables`' skip test
+    built; a PatternCosts is never written after it is built, so the same costs)."""
     known: dict[int, float] = {}
     scale = price_scale(pt.pools)
-    held: list = []
+    held: list = [] if laid_out is None else [laid_out]
 
     def costs(nodes) -> float:
         n = int(nodes)
