@@ -149,13 +149,13 @@ def test_ranges_links_and_parts_are_those_of_the_loop(seed):
 
 @pytest.mark.parametrize("seed", range(4))
 def test_least_cost_with_the_fill_order_is_that_of_fleet_cost(seed):
-    """min_cost's cut at the incumbent: `pools._least_cost` with the fleet's fill order held (and the
+    """min_cost's cut at the incumbent: `PatternCosts.least` of a part's patterns (`pools._part_costs`; the
     patterns' costs worked over arrays, `PatternCosts`) equals the least over the part's patterns of
     `fleet_cost_usd` of the counts of `key_counts` as it stood (`old_key_counts`), bit for bit, at every n;
     and `key_counts` of every pattern at every n are those counts."""
     from planner.fleet.replicas import fleet_cost_usd
     from planner.mip.pool_patterns import key_counts
-    from planner.mip.pools import _least_cost
+    from planner.mip.pools import _part_costs
     compared = 0
     for instance, pools in fleets(4, 4400 + seed):
         sites = site_network(instance)
@@ -171,10 +171,11 @@ def test_least_cost_with_the_fill_order_is_that_of_fleet_cost(seed):
                 counts = old_key_counts(pools, key, n)
                 assert key_counts(pools, key, n, fill) == counts and key_counts(pools, key, n) == counts
         for part in setting_parts(pt, links, sites, None)[0]:
+            (held, ranges), (fresh, _) = _part_costs(pt, part, fill), _part_costs(pt, part, fill_order(pools))
             for n in range(1, part.hi + 2):
                 want = min([fleet_cost_usd(pools, old_key_counts(pools, pt.keys[k], max(n, pt.ranges[k][0])))
                             for k in part.keys if pt.ranges[k][1] >= n], default=math.inf)
-                assert _least_cost(pt, part, n, fill) == want and _least_cost(pt, part, n) == want
+                assert held.least(n, ranges) == want and fresh.least(n, ranges) == want
                 compared += want < math.inf
     assert compared > 0
 

@@ -355,10 +355,8 @@ def key_counts(pools: Sequence[PoolSetting], key: PoolKey, nodes: int,
     from the cheapest allowed pools (min over the covers); None if no cover fits. `fill`: the fleet's
     `fill_order` when the caller holds it. (The allowed pools in fill order are listed once per call.)"""
     fill = fill_order(pools) if fill is None else fill
-    sizes = fill.counts if fill.counts else tuple(p.count for p in pools)
+    sizes, order = _fill_of(pools, key, fill)
     total = sum([sizes[p] for p in key.allowed])
-    allowed = set(key.allowed)
-    order = [p for p in fill.order if p in allowed]
     best, best_cost = None, math.inf
     for cover in key.covers:
         if not len(cover) <= nodes <= total:
@@ -370,6 +368,12 @@ def key_counts(pools: Sequence[PoolSetting], key: PoolKey, nodes: int,
         if cost < best_cost:
             best, best_cost = counts, cost
     return best
+
+
+def _fill_of(pools: Sequence[PoolSetting], key: PoolKey, fill: FillOrder) -> tuple[Sequence[int], list[int]]:
+    """(the nodes of each pool, the pattern's allowed pools in fill order: cheapest first)."""
+    allowed = set(key.allowed)
+    return (fill.counts if fill.counts else tuple(p.count for p in pools)), [p for p in fill.order if p in allowed]
 
 
 def cover_counts(sizes: Sequence[int], order: Sequence[int], cover: Sequence[int], nodes: int) -> list[int] | None:
@@ -393,18 +397,17 @@ def cover_counts(sizes: Sequence[int], order: Sequence[int], cover: Sequence[int
 
 
 class PatternCosts:
-    """The cost of `key_counts` (`fleet_cost_usd` of the counts) of a set of patterns at any node count,
-    worked over arrays: one row per (pattern, cover). `least(nodes, ranges)`: a lower bound on the cost of
-    any plan of the patterns with at least `nodes` nodes (`pools._least_cost`).
+    """The cost of each cover's cheapest counts (`cover_counts`, `fleet_cost_usd` of the counts) of a set of
+    patterns at any node count, worked over arrays: one row per (pattern, cover). `least(nodes, ranges)`: a
+    lower bound on the cost of any plan of the patterns with at least `nodes` nodes (min_cost's cut).
 
     The same counts: `key_counts` gives the cover one node each, then takes from the allowed pools in fill
     order min(left, the pool's nodes less the cover's one) until none is left; in a row that is, per pool
     i in fill order, clip(left0 - (capacity before i), 0, capacity_i), capacity 0 where not allowed. The
     same double: the cost sums n_p x node price_p from 0 over the pools in listing order, one product and
     one addition per pool for every row at once (numpy's float64 multiply and add of an exactly converted
-    int: `FillOrder.cost_usd`'s operations on every row, not a pairwise `sum`); a pattern's cost is its
-    covers' least (`key_counts` keeps the first of the least; the value is the same), inf where none fits
-    (left over, or fewer nodes than the cover); the least of those over the patterns is exact. (On 16
+    int: `FillOrder.cost_usd`'s operations on every row, not a pairwise `sum`), inf where the cover does not
+    fit (left over, or fewer nodes than the cover). (On 16
     pools in 16 cities, min_cost, the patterns filled one at a time took 26 of 42 s.)"""
 
     def __init__(self, pools: Sequence[PoolSetting], keys: Sequence[PoolKey], fill: FillOrder):
@@ -429,13 +432,6 @@ class PatternCosts:
         self.before = np.cumsum(self.capacity, axis=1) - self.capacity      # capacity ahead in fill order
         self.order = order
         self.prices = [float(x) for x in fill.prices]
-        self.count = len(keys)
-
-    def costs(self, nodes: np.ndarray) -> np.ndarray:
-        """USD per pattern: fleet_cost_usd(pools, key_counts(pools, key_a, nodes[a])), inf without counts."""
-        out = np.full(self.count, math.inf)
-        np.minimum.at(out, self.pattern, self.row_costs(nodes[self.pattern]))
-        return out
 
     def row_costs(self, n: np.ndarray) -> np.ndarray:
         """USD per (pattern, cover) row: fleet_cost_usd of the cover's cheapest counts (`cover_counts`) at
@@ -493,9 +489,7 @@ def key_intervals(pools: Sequence[PoolSetting], key: PoolKey, min_nodes: int, ca
         lo = max(min_nodes, min(map(len, key.covers)))
         return [(lo, hi)] if lo <= hi else []
     fill = fill_order(pools) if fill is None else fill
-    sizes = fill.counts if fill.counts else tuple(p.count for p in pools)
-    allowed = set(key.allowed)
-    order = [p for p in fill.order if p in allowed]
+    sizes, order = _fill_of(pools, key, fill)
     spans = []
     for cover in key.covers:
 
@@ -529,8 +523,8 @@ def key_ranges(pools: Sequence[PoolSetting], keys: Sequence[PoolKey], min_nodes:
     of a cover), hi = min(nodes of the allowed pools, cap), None when hi < lo: here worked for all keys
     at once, the nodes of each key's allowed pools summed as int64 prefix sums over the keys' allowed
     pools laid end to end (integers: exact, the same numbers as `key_range`'s Python sum; on 16 pools in
-    16 cities 131,070 calls were ~0.3 s). With a budget, `key_range` per key (its bisection reads the
-    cheapest counts). `deadline` read before the batch (and per key with a budget), as `check_deadline`."""
+    16 cities 131,070 calls were ~0.3 s). With a budget, `key_intervals` per key (its bisections read each
+    cover's cheapest counts). `deadline` read before the batch (and per key with a budget), as `check_deadline`."""
     check_deadline(deadline)
     if budget_usd is not None or not keys:
         out = []

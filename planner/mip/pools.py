@@ -221,7 +221,7 @@ def pool_tables(instance, pools: list[PoolSetting], objective: Objective, params
             continue                  # C <= N F u W gamma = C_target W / floor_s (same facts): below the best
         if objective.by_cost and math.isfinite(best) and floor_s[j] > 0:
             fewest = math.ceil(part.hi * floor_s[j] / part.setting.window_s - 1e-9)    # N T >= N_hi floor_s
-            costs, ranges = held_costs[j] = _part_costs(pt, part, fill)     # `_least_cost`, kept for the cut
+            costs, ranges = held_costs[j] = _part_costs(pt, part, fill)     # kept for the cut (`_least_costs`)
             if costs.least(fewest, ranges) / price_scale(pools) > best * (1 + 1e-12):
                 continue
         key = keys[part.keys[0]]
@@ -379,8 +379,9 @@ def _compute_bounded(t: Tables) -> Tables:
 
 
 def _least_costs(pt: "PoolTables", part: SettingPart, laid_out: tuple[PatternCosts, np.ndarray] | None = None):
-    """n -> `_least_cost(pt, part, n)` in units of the dearest node's price, each n computed once: the
-    kept classes of a setting share few least node counts, and each `_least_cost` fills every pattern
+    """n -> `PatternCosts.least` of the part's patterns at n (a lower bound on the cost of its plans of at
+    least n nodes) in units of the dearest node's price, each n computed once: the
+    kept classes of a setting share few least node counts, and each call fills every pattern
     of the setting (on 13 pools in 13 cities, min_cost, recomputing it per class was most of the solve).
     The part's patterns are laid out for `PatternCosts` once, on the first n asked, unless the caller
     holds them (`laid_out`: `_part_costs(pt, part, fill_order(pt.pools))`, which `pool_tables`' skip test
@@ -403,13 +404,3 @@ def _part_costs(pt: "PoolTables", part: SettingPart, fill: FillOrder) -> tuple[P
     """The part's patterns as `PatternCosts` and their node ranges (one row each)."""
     ranges = np.array([pt.ranges[k] for k in part.keys], dtype=np.int64).reshape(len(part.keys), 2)
     return PatternCosts(pt.pools, [pt.keys[k] for k in part.keys], fill), ranges
-
-
-def _least_cost(pt: "PoolTables", part: SettingPart, nodes: int, fill: FillOrder | None = None) -> float:
-    """USD: a lower bound on the cost of every plan of the part's patterns with at least `nodes` nodes,
-    inf if none has that many: over the part's patterns k and their covers c, the cost of c's cheapest
-    counts at max(nodes, lo_k, |c|) where that is <= hi_k (`PatternCosts.least`, which says why it is a
-    bound; tests/test_pool_tables_vector.py and tests/test_pool_cover_sizes.py).
-    `fill`: the fleet's `fill_order` when the caller holds it."""
-    costs, ranges = _part_costs(pt, part, fill_order(pt.pools) if fill is None else fill)
-    return costs.least(nodes, ranges)
