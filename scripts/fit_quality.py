@@ -34,6 +34,10 @@ reruns it and compares (tests/test_quality_fit.py).
    ln eta_C = -k (r - 1)^p, r = 1 / (1 - pruned fraction) the sparsification; eta_C against the
    unpruned run (0%). Three rows, two parameters: the scenarios refit with every loss moved by its
    rounding half-unit the favourable / unfavourable way.
+5. Checks written beside the fit (not used by the planner): per row outside its rounding interval, the
+   run-to-run sd of the data-parallel run's loss that would take the prediction in (`spread_to_within`);
+   and the same form fitted to the rows' rounding intervals instead of their printed values
+   (`interval_fit`), which shows the rows outside are the form's, not the least-squares choice's.
 """
 
 from __future__ import annotations
@@ -143,8 +147,47 @@ def published_eta(data: dict, b: dict[str, float]) -> dict[str, dict]:
         eta = math.exp(ln_eta)
         ends = sorted(math.exp(ln_eta + inv * (math.log((loss + s * du) / loss) - math.log((loss_dp - s * du_dp) / loss_dp)))
                       for s in (1.0, -1.0))          # the rounding's two worst cases
-        out[r["id"]] = {"eta": eta, "noise": eta * abs(inv) * rel, "interval": ends}
+        out[r["id"]] = {"eta": eta, "noise": eta * abs(inv) * rel, "interval": ends,
+                        "loss": loss, "loss_dp": loss_dp, "half_unit": du, "half_unit_dp": du_dp, "b": b[r["paper"]]}
     return out
+
+
+def spread_to_within(e: dict, pr: float) -> float | None:
+    """The run-to-run spread s of the data-parallel baseline's loss (in the row's loss units: nats, or
+    log-perplexity) that, added to the rounding on that one run, would widen the row's interval to take
+    in the prediction pr (module docstring, 1): eta = (L / L_DP)^(1/b) with b < 0, so the interval's ends
+    are ((L + u) / (L_DP - u - s))^(1/b) and ((L - u) / (L_DP + u + s))^(1/b), and pr on an end gives
+        below:  s = L_DP - u - (L + u) pr^-b        above:  s = (L - u) pr^-b - L_DP - u.
+    None when pr is inside the rounding interval already."""
+    lo, hi = e["interval"]
+    if lo <= pr <= hi:
+        return None
+    loss, loss_dp, u, u_dp, b = e["loss"], e["loss_dp"], e["half_unit"], e["half_unit_dp"], e["b"]
+    if pr < lo:
+        return loss_dp - u_dp - (loss + u) * pr ** -b
+    return (loss - u) * pr ** -b - loss_dp - u_dp
+
+
+def interval_fit(rows: list[dict], eta: dict[str, dict], p0) -> dict:
+    """The same form fitted to the rows' rounding intervals instead of their printed values: least squares of
+    each prediction's distance (in ln eta) outside its row's interval, with the printed values at weight
+    1e-3 to choose among equal fits. A check of the form (docs/quality.md, "Forms tried"), not the model."""
+    f = features(rows)
+    lo = np.log([eta[r["id"]]["interval"][0] for r in rows])
+    hi = np.log([eta[r["id"]]["interval"][1] for r in rows])
+    y = np.log([eta[r["id"]]["eta"] for r in rows])
+
+    def outside(q):
+        m = model(q, f)
+        return np.maximum(lo - m, 0.0) + np.maximum(m - hi, 0.0)
+    p, _ = levenberg_marquardt(lambda q: np.concatenate([outside(q), 1e-3 * (model(q, f) - y)]), p0)
+    pr = np.exp(model(p, f))
+    e_pub = np.exp(y)
+    inside = (pr >= np.exp(lo)) & (pr <= np.exp(hi))
+    within = inside | (np.abs(e_pub - pr) <= NOISE_FLOOR)
+    return {"rows_outside_noise": int((~within).sum()), "rows_within_rounding": int(inside.sum()),
+            "largest_outside_ln_eta": sig(float(outside(p).max()), 3),
+            "parameters": {k: sig(v) for k, v in zip(MAIN, p)}}
 
 
 def features(rows: list[dict]) -> dict[str, np.ndarray]:
@@ -232,6 +275,7 @@ def main() -> dict:
         return {"eta_published": sig(e["eta"], 4), "rounding_noise": sig(e["noise"], 3),
                 "rounding_interval": [sig(lo, 4), sig(hi, 4)], "eta_predicted": sig(float(pr), 4),
                 "residual": sig(e["eta"] - float(pr), 3), "outside_rounding_by": sig(max(lo - pr, pr - hi, 0.0), 3),
+                "spread_to_within": None if (s := spread_to_within(e, float(pr))) is None else sig(s, 3),
                 "within_rounding": bool(inside), "within_noise": bool(inside or abs(e["eta"] - pr) <= NOISE_FLOOR)}
 
     for r, pr in zip(f_all, pred):
@@ -255,6 +299,7 @@ def main() -> dict:
                     "within_noise": sum(t["within_noise"] for t in fitted_rows),
                     "within_rounding": sum(t["within_rounding"] for t in fitted_rows),
                     "rms_residual": sig(float(np.sqrt(np.mean([t["residual"] ** 2 for t in fitted_rows]))), 3)},
+        "interval_fit": interval_fit(fitted, eta, central),
         "rows": table,
     }
     inputs = []
