@@ -182,6 +182,34 @@ def test_the_limits_read_in_megabytes_by_hand():
         assert figure in text, figure
 
 
+def test_the_payload_as_the_runs_code_builds_it_by_hand():
+    """tplr-ai/templar at c2397ac stores each kept value, quantised to 4 levels, in one byte (src/tplr/compress.py):
+    20 bits per kept value, 72e9 / 64 x 20 = 22.5e9 bits (2.81 GB, 102x of 32 bits). The model with
+    compressor_value_bits = 8 gives 204.5 s up + 20 x 45.0 s down + 0.1 s = 1,104.6 s as printed and
+    25.6 s + 112.5 s + 0.1 s = 138.2 s in megabytes; the 70 s deadline (time_window_delta_seconds) needs an upload
+    link of 15.75e9 / 70 = 225 Mb/s (321 Mb/s at the coded payload). The reported file states these figures."""
+    instance, plan, reported = _covenant_dtplan()
+    bits = 72e9 / 64 * 20
+    assert 32 / (20 / 64) == pytest.approx(102.4)
+    figures = []
+    for scale in (1, 8):
+        raw = instance.model_dump()
+        raw["assumptions"]["constants"] = {**raw["assumptions"]["constants"], "compressor_value_bits": 8.0}
+        raw["network"]["wan"].update(up_mbps=scale * 110.0, down_mbps=scale * 500.0)
+        v = evaluate(parse_instance(raw), plan).values
+        up, down = bits / (scale * 110e6), 20 * bits / (scale * 500e6)
+        assert v["t_sync_base_s"] == pytest.approx(up + down + 0.1, rel=1e-12)
+        figures.append((up, down))
+    assert figures[0] == pytest.approx((204.5, 900.0), abs=0.05)
+    assert figures[1] == pytest.approx((25.6, 112.5), abs=0.05)
+    assert 72e9 / 64 * 14 / 70 / 1e6 == pytest.approx(225.0) and bits / 70 / 1e6 == pytest.approx(321.4, abs=0.05)
+    text = reported["dtplan"]["missing"]
+    for figure in ("2.81 GB", "102x", "204.5 s + 900.0 s = 1,104.5 s", "25.6 s + 112.5 s = 138.1 s", "225 Mb/s",
+                   "321 Mb/s", "time_window_delta_seconds = 70", "1,200 / (1,200 + 70)"):
+        assert figure in text, figure
+    assert 1200 / 1270 == pytest.approx(reported["reported"]["compute_utilization"]["value"], abs=5e-4)
+
+
 def test_the_reference_report_figure_and_the_reference_profile_by_hand():
     """The reference report (Covenant_72B_Analysis.md 3.2): 72B x 16 bits / 146 at 100 Mb/s = 78.9 s, upload only.
     The reference profile on the instance as written: Cr = 64 read as 16 / 64 bits, v / up + v / down + RTT."""
