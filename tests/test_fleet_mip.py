@@ -218,7 +218,9 @@ def test_more_pools_than_the_decomposition_takes():
         two = solve(parse_instance(dict(data, fleet={"pools": merged})), solver="bnb")
         assert many.status == two.status == "optimal"
         assert many.objective_value == pytest.approx(two.objective_value, rel=1e-9)
-        assert many.mip[0]["certified_by"] == "the loop's bound"
+        # the loop's bound, or (a loop that did not close) the families' branch and bound
+        assert many.mip[0]["certified_by"] == ("the loop's bound" if many.mip[0]["status"] == "optimal"
+                                               else "decomposition")
         by_type = {"h": 0, "a": 0}
         for name, n in many.plan.pool_nodes.items():
             by_type[name[0]] += n
@@ -396,12 +398,29 @@ def dataclasses_replace_nodes(batch, nodes: int):
     return dataclasses.replace(batch, nodes=np.array([nodes], dtype=np.int64))
 
 
+def test_max_compute_beyond_twelve_pools_is_proven_by_the_families():
+    """13 pools in 13 cities (scripts/bench_mixed.py), max_compute with --solver highs: the loop's first round
+    does not close its bound, so the families' branch and bound certifies it (before: status time_limit with a
+    gap of about 96%); the answer is bnb's, proven."""
+    import sys
+    sys.path.insert(0, str(ROOT / "scripts"))
+    from bench_mixed import pools_data
+    instance = parse_instance(dict(pools_data(13), objective="max_compute"))
+    mip, exact = solve(instance, solver="highs"), solve(instance, solver="bnb")
+    assert mip.status == exact.status == "optimal" and mip.gap == 0.0
+    assert mip.objective_value == pytest.approx(exact.objective_value, rel=1e-9)
+    assert mip.plan.pool_nodes == exact.plan.pool_nodes
+    assert mip.mip[0]["certified_by"] == "decomposition" and mip.mip[0]["status"] != "optimal"
+
+
 @pytest.mark.parametrize("rule", ["proportional", "auto"])
-def test_the_rule_beyond_the_decomposition(rule, tmp_path):
+def test_the_rule_beyond_the_decomposition(rule, tmp_path, monkeypatch):
     """14 pools (splits of an H100 and an A100 pool) under the rule, beyond the decomposition's 12: min_time
     and min_cost are answered when the loop's own bound proves them, with the optimum of the two merged
     pools (bnb; the rule's W and the cost depend on the nodes per hardware only); max_compute of C_quality,
-    whose loop does not close, exits 2 naming fleet.sync_rule and the gap."""
+    whose loop does not close, is certified by the rule's families (`pool_families.refusal` is None here)
+    with that same optimum, and where the families do not apply (refusal monkeypatched to a reason) exits 2
+    naming fleet.sync_rule and the gap."""
     from click.testing import CliRunner
     from planner.cli import main
     split = [{"name": f"h{i}", "hardware": "16xH100-SXM", "count": 2} for i in range(7)] + \
@@ -420,6 +439,13 @@ def test_the_rule_beyond_the_decomposition(rule, tmp_path):
         assert sum(many.plan.pool_nodes.values()) == many.plan.nodes
     data = dict(base, objective="max_compute", training={"target_flop": 3e22, "target_kind": "c_quality"},
                 fleet={"pools": split, "sync_rule": rule})
+    many = solve(parse_instance(data), solver="highs")
+    two = solve(parse_instance(dict(data, fleet={"pools": merged, "sync_rule": rule})), solver="bnb")
+    assert many.status == two.status == "optimal"
+    assert many.objective_value == pytest.approx(two.objective_value, rel=1e-9)
+    assert many.mip[0]["certified_by"] == "decomposition" and many.mip[0]["status"] != "optimal"
+    import planner.solvers.pool_families as families
+    monkeypatch.setattr(families, "refusal", lambda instance, pools: "a reason the families do not apply")
     path = tmp_path / "many.json"
     path.write_text(json.dumps(data))
     out = CliRunner().invoke(main, ["solve", str(path), "--solver", "highs"])

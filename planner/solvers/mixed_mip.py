@@ -10,14 +10,19 @@
    best plan (1e-9 in ln T; min_cost: 1e-9 of the cost) or `MAX_ROUNDS`.
 3. Certification: the exact decomposition (`planner.solvers.decomposition.decompose` with the branch and
    bound) with the loop's value as its incumbent, when the fleet has at most `MAX_EXACT_POOLS` pools.
-   Beyond, the loop's own bound is the proof (status optimal only when it met the best plan), and
-   time ties are not broken by cost as the decomposition breaks them.
+   Beyond, where the families of `planner.solvers.pool_families` give the exact optimum (`refusal` is
+   None), the same decomposition (by families) certifies a loop that did not prove its plan: max_compute,
+   whose relaxation rarely closes, then runs `CERTIFIED_COMPUTE_ROUNDS` rounds and is proven by the
+   families instead of stopping at its time limit with the gap open. Elsewhere beyond, and wherever the
+   loop proved its plan, the loop's own bound is the proof (status optimal only when it met the best
+   plan), and time ties are not broken by cost as the decomposition breaks them.
 
 Under fleet.sync_rule proportional or auto (`planner.sync.proportional.mip_rows`): the tables and the
 incumbent are the rule's, the model has the rule's rows, a decoded plan is scored under the rule
 (`rule_candidates`), no class is solved exactly in the loop (its exact optima are the straggler
 rule's), the loop runs `RULE_ROUNDS` rounds before the certification, the part bounds are not passed to it,
-and beyond `MAX_EXACT_POOLS` pools an unproven loop is refused (exit 2, `refuse_unproven`).
+and beyond `MAX_EXACT_POOLS` pools an unproven loop is certified by the rule's families
+(`planner.solvers.proportional_families`) where they apply, else refused (exit 2, `refuse_unproven`).
 
 With `network.regions = "chosen"` (`planner.mip.pool_regions`) the model is a relaxation scored on
 every site its own region and without the placement rule; every plan the loop keeps is re-scored on
@@ -273,6 +278,7 @@ def solve_mixed_mip(instance, objective: Objective, solver: str, deadline: float
     """`planner.solve.solve` of a fleet of pools with a MIP backend (module docstring)."""
     from planner.fleet.pools import pool_settings
     from planner.solvers.decomposition import answer, decompose
+    from planner.solvers.pool_families import refusal
     from planner.solvers.pool_parts import MAX_EXACT_POOLS, Part, PartResult
     refusals(instance, solver, len(instance.fleet.pools), MAX_EXACT_POOLS)       # chosen regions (pool_regions)
     pools = pool_settings(instance)
@@ -281,9 +287,13 @@ def solve_mixed_mip(instance, objective: Objective, solver: str, deadline: float
     reports, shapes, incumbents, found, bound = [], [], {}, [], (0.0 if maximise else math.inf)
     bounds = SettingBounds(objective)
     certify = len(pools) <= MAX_EXACT_POOLS
+    # beyond it, where the families of `planner.solvers.pool_families` give the exact optimum, they certify a loop
+    # that did not prove its plan (the loop's rounds then as for a certified loop)
+    by_families = not certify and refusal(instance, pools) is None
     added = list(FAMILIES) + (list(RULE_FAMILIES) if ruled else [])
     for params in instance.search.params or [None]:
-        loop_rounds = UNCERTIFIED_ROUNDS if not certify else RULE_ROUNDS if ruled else CERTIFIED_COMPUTE_ROUNDS
+        loop_rounds = UNCERTIFIED_ROUNDS if not (certify or by_families) else \
+            RULE_ROUNDS if ruled else CERTIFIED_COMPUTE_ROUNDS
         try:
             plan, value, report, pt = outer_approximation(instance, pools, objective, solver, params, deadline,
                                                           loop_rounds)
@@ -311,7 +321,8 @@ def solve_mixed_mip(instance, objective: Objective, solver: str, deadline: float
         else:
             bound = min(bound, report.bound if report.bound is not None else (math.inf if report.status == "infeasible"
                                                                               else 0.0))
-    if certify:       # certification: the exact decomposition from the loop's plans
+    proven = all(r.status in ("optimal", "infeasible") for r in reports)
+    if certify or (by_families and not proven):       # certification: the exact decomposition from the loop's plans
         t0 = time.perf_counter()
         part_bound = None if objective.by_cost or ruled else \
             relaxed_bounds(instance, pools, bounds) if is_chosen(instance) else bounds
@@ -335,7 +346,6 @@ def solve_mixed_mip(instance, objective: Objective, solver: str, deadline: float
         result.solve_time_s = time.perf_counter() - start
         return result
     # more pools than the decomposition takes: the loop's own bound is the proof (its gap <= LOG_TOL / COST_TOL)
-    proven = all(r.status in ("optimal", "infeasible") for r in reports)
     if ruled and not proven:
         refuse_unproven(instance, solver, MAX_EXACT_POOLS, len(pools), reports)
     if proven:
