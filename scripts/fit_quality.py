@@ -147,7 +147,7 @@ def published_eta(data: dict, b: dict[str, float]) -> dict[str, dict]:
         eta = math.exp(ln_eta)
         ends = sorted(math.exp(ln_eta + inv * (math.log((loss + s * du) / loss) - math.log((loss_dp - s * du_dp) / loss_dp)))
                       for s in (1.0, -1.0))          # the rounding's two worst cases
-        out[r["id"]] = {"eta": eta, "noise": eta * abs(inv) * rel, "interval": ends,
+        out[r["id"]] = {"eta": eta, "noise": eta * abs(inv) * rel, "interval": ends, "ln_eta": ln_eta,
                         "loss": loss, "loss_dp": loss_dp, "half_unit": du, "half_unit_dp": du_dp, "b": b[r["paper"]]}
     return out
 
@@ -155,17 +155,20 @@ def published_eta(data: dict, b: dict[str, float]) -> dict[str, dict]:
 def spread_to_within(e: dict, pr: float) -> float | None:
     """The run-to-run spread s of the data-parallel baseline's loss (in the row's loss units: nats, or
     log-perplexity) that, added to the rounding on that one run, would widen the row's interval to take
-    in the prediction pr (module docstring, 1): eta = (L / L_DP)^(1/b) with b < 0, so the interval's ends
-    are ((L + u) / (L_DP - u - s))^(1/b) and ((L - u) / (L_DP + u + s))^(1/b), and pr on an end gives
-        below:  s = L_DP - u - (L + u) pr^-b        above:  s = (L - u) pr^-b - L_DP - u.
+    in the prediction pr (module docstring, 1). The interval's ends move the losses by their half-units
+    u, u_DP the unfavourable ways, ln eta_end = ln eta + (1/b) (ln((L + u) / L) - ln((L_DP - u_DP - s) / L_DP))
+    below (b < 0) and the signs reversed above; pr on an end gives, with x = exp(-b (ln pr - ln eta)),
+        below:  s = L_DP - u_DP - L_DP x (L + u) / L        above:  s = L_DP x (L - u) / L - L_DP - u_DP,
+    for a plain row (eta = (L / L_DP)^(1/b)) s = L_DP - u_DP - (L + u) pr^-b and (L - u) pr^-b - L_DP - u_DP.
     None when pr is inside the rounding interval already."""
     lo, hi = e["interval"]
     if lo <= pr <= hi:
         return None
     loss, loss_dp, u, u_dp, b = e["loss"], e["loss_dp"], e["half_unit"], e["half_unit_dp"], e["b"]
+    x = math.exp(-b * (math.log(pr) - e["ln_eta"]))
     if pr < lo:
-        return loss_dp - u_dp - (loss + u) * pr ** -b
-    return (loss - u) * pr ** -b - loss_dp - u_dp
+        return loss_dp - u_dp - loss_dp * x * (loss + u) / loss
+    return loss_dp * x * (loss - u) / loss - loss_dp - u_dp
 
 
 def interval_fit(rows: list[dict], eta: dict[str, dict], p0) -> dict:
