@@ -136,8 +136,9 @@ def published_eta(data: dict, b: dict[str, float]) -> dict[str, dict]:
         loss, loss_dp = _loss(r), _loss(base)
         ln_eta = inv * math.log(loss / loss_dp)
         if r["paper"] == "diloco2023" and r["role"] != "compression":   # DiLoCo at 8x compute, DP curve from 1x
-            ln_eta = inv * math.log(loss / _loss(by_id["diloco2023-t2-baseline"])) - math.log(r["compute_multiple"])
-            loss_dp = _loss(by_id["diloco2023-t2-baseline"])
+            base = by_id["diloco2023-t2-baseline"]        # its rounding too (the 8x-batch run is not in eta)
+            ln_eta = inv * math.log(loss / _loss(base)) - math.log(r["compute_multiple"])
+            loss_dp = _loss(base)
         u = 0.5 * 10.0 ** -r["decimals"]
         if "perplexity" in r:      # rounding of the perplexity, in log-perplexity
             du, du_dp = u / r["perplexity"], u / base["perplexity"]

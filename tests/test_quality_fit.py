@@ -114,7 +114,7 @@ def test_the_spread_that_would_take_a_prediction_in_by_hand():
     b_ppl = math.log(math.log(14.72) / math.log(16.23)) / math.log(8)
     row = ROWS["diloco2023-t2-diloco"]
     pr, lp, lp_dp = row["eta_predicted"], math.log(15.02), math.log(16.23)
-    u, u_dp = 0.005 / 15.02, 0.005 / 15.3           # its rounding: the row and its baseline, the 8x-batch run (15.3)
+    u, u_dp = 0.005 / 15.02, 0.005 / 16.23          # its rounding: the row and the 1x run its eta runs through
     assert pr < row["rounding_interval"][0]
     s = _bisect_root(lambda x: ((lp + u) / (lp_dp - u_dp - x)) ** (1 / b_ppl) / 8 - pr, 0.0, 1.0)
     assert row["spread_to_within"] == pytest.approx(s, rel=2e-3)
