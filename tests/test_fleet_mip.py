@@ -5,6 +5,7 @@ planner.solvers.mixed_mip) against the exhaustive oracle over every assignment o
 from __future__ import annotations
 
 import json
+import math
 from itertools import combinations
 from pathlib import Path
 
@@ -411,6 +412,36 @@ def test_max_compute_beyond_twelve_pools_is_proven_by_the_families():
     assert mip.objective_value == pytest.approx(exact.objective_value, rel=1e-9)
     assert mip.plan.pool_nodes == exact.plan.pool_nodes
     assert mip.mip[0]["certified_by"] == "decomposition" and mip.mip[0]["status"] != "optimal"
+
+
+def test_an_interrupted_certification_keeps_the_better_plan_and_the_tighter_bound():
+    """Beyond 12 pools a certification the deadline stops (`mixed_mip.with_loop`): the better plan of the families
+    and the loop (the families' on a tie), the tighter proven bound (max_compute: the smaller upper bound; min_*: the
+    larger lower bound), gap and status from them, by hand."""
+    from planner.objectives import MAX_COMPUTE, MIN_TIME
+    from planner.solvers.mixed_mip import with_loop
+    from planner.solvers.uniform import SolveResult
+
+    def result(objective, value, bound):
+        return SolveResult(objective, "highs", "time_limit", value, bound, None, 1.0, 0)
+    # max_compute: the families found nothing in time, the loop a plan of 1e26 FLOP under its bound 2e26
+    loop = result(MAX_COMPUTE, 1e26, 2e26)
+    r = with_loop(result(MAX_COMPUTE, None, math.inf), loop, True)
+    assert r is loop and r.best_bound == 2e26 and r.gap == pytest.approx(1.0) and r.status == "time_limit"
+    # the families found more compute (1.5e26) before the deadline: their plan, the loop's bound
+    fam = result(MAX_COMPUTE, 1.5e26, math.inf)
+    r = with_loop(fam, result(MAX_COMPUTE, 1e26, 2e26), True)
+    assert r is fam and r.best_bound == 2e26 and r.gap == pytest.approx(0.5 / 1.5)
+    # the loop's bound meets the families' plan: proven
+    r = with_loop(result(MAX_COMPUTE, 1.5e26, math.inf), result(MAX_COMPUTE, 1e26, 1.5e26), True)
+    assert r.status == "optimal" and r.gap == 0.0 and r.objective_value == 1.5e26
+    # min_time: the families' 100 s (their bound 0 s) against the loop's 120 s (bound 90 s): 100 s, bound 90 s
+    fam = result(MIN_TIME, 100.0, 0.0)
+    r = with_loop(fam, result(MIN_TIME, 120.0, 90.0), False)
+    assert r is fam and r.best_bound == 90.0 and r.gap == pytest.approx(0.1) and r.status == "time_limit"
+    # a tie of values goes to the families' plan (they break time ties by cost)
+    fam = result(MIN_TIME, 100.0, 0.0)
+    assert with_loop(fam, result(MIN_TIME, 100.0, 95.0), False) is fam
 
 
 @pytest.mark.parametrize("rule", ["proportional", "auto"])

@@ -327,6 +327,10 @@ def solve_mixed_mip(instance, objective: Objective, solver: str, deadline: float
         part_bound = None if objective.by_cost or ruled else \
             relaxed_bounds(instance, pools, bounds) if is_chosen(instance) else bounds
         result = decompose(instance, objective, "bnb", deadline, start, incumbents=incumbents, part_bound=part_bound)
+        if by_families and not ruled and result.status != "optimal":
+            # the families stopped at the deadline: the loop's plan and bound (its own proof beyond 12 pools) hold
+            result = with_loop(result, answer(instance, pools, objective, solver, found, bound, 0, start, deadline,
+                                              dict(space_size=None, candidates=[]), explain=False), maximise)
         certify_s = time.perf_counter() - t0
         mine = {tuple(sorted((pools[p].label, c) for p, c in enumerate(r.counts) if c)): r for r in found}
         for report in reports:
@@ -355,6 +359,27 @@ def solve_mixed_mip(instance, objective: Objective, solver: str, deadline: float
     result.mip = [dict(r.to_dict(), **shape, families_added=added, certified_by="the loop's bound")
                   for r, shape in zip(reports, shapes)]
     return result
+
+
+def with_loop(certified, loop, maximise: bool):
+    """An interrupted certification (`certified`, the families stopped by the deadline) and the loop's own answer
+    (`loop`, its plans and its bound, valid beyond `MAX_EXACT_POOLS` pools under the straggler rule): the better
+    plan (the certification's on a tie: it breaks time ties by cost) with the tighter of the two proven bounds
+    (max_compute: the smaller upper bound; else the larger lower bound), status and gap as `decomposition.answer`
+    gives them."""
+    def better(a, b):
+        return a > b if maximise else a < b
+    pick = certified if certified.objective_value is not None and (
+        loop.objective_value is None or not better(loop.objective_value, certified.objective_value)) else loop
+    bounds = [b for b in (certified.best_bound, loop.best_bound) if b is not None]
+    if bounds:
+        pick.best_bound = min(bounds) if maximise else max(bounds)
+    value, bound = pick.objective_value, pick.best_bound
+    if value is not None and bound is not None:
+        met = bound <= value * (1 + 1e-12) if maximise else bound >= value * (1 - 1e-12)
+        pick.status = "optimal" if met else "time_limit"
+        pick.gap = 0.0 if met else ((bound - value) / value if maximise else (value - bound) / value)
+    return pick
 
 
 def _plan_fields(batch) -> tuple:
