@@ -153,6 +153,13 @@ def published_eta(data: dict, b: dict[str, float]) -> dict[str, dict]:
     return out
 
 
+def noise_rule(eta, pr, lo, hi):
+    """(inside the rounding interval, within noise) of predictions pr against published eta (module docstring, 1):
+    within noise = inside [lo, hi] or within NOISE_FLOOR of eta. Scalars or numpy arrays alike."""
+    inside = (pr >= lo) & (pr <= hi)
+    return inside, inside | (abs(eta - pr) <= NOISE_FLOOR)
+
+
 def spread_to_within(e: dict, pr: float) -> float | None:
     """The run-to-run spread s of the data-parallel baseline's loss (in the row's loss units: nats, or
     log-perplexity) that, added to the rounding on that one run, would widen the row's interval to take
@@ -185,10 +192,7 @@ def interval_fit(rows: list[dict], eta: dict[str, dict], p0) -> dict:
         m = model(q, f)
         return np.maximum(lo - m, 0.0) + np.maximum(m - hi, 0.0)
     p, _ = levenberg_marquardt(lambda q: np.concatenate([outside(q), 1e-3 * (model(q, f) - y)]), p0)
-    pr = np.exp(model(p, f))
-    e_pub = np.exp(y)
-    inside = (pr >= np.exp(lo)) & (pr <= np.exp(hi))
-    within = inside | (np.abs(e_pub - pr) <= NOISE_FLOOR)
+    inside, within = noise_rule(np.exp(y), np.exp(model(p, f)), np.exp(lo), np.exp(hi))
     return {"rows_outside_noise": int((~within).sum()), "rows_within_rounding": int(inside.sum()),
             "largest_outside_ln_eta": sig(float(outside(p).max()), 3),
             "parameters": {k: sig(v) for k, v in zip(MAIN, p)}}
@@ -275,12 +279,12 @@ def main() -> dict:
     def judged(e: dict, pr: float) -> dict:
         """The row's noise and whether the prediction pr is within it (module docstring, 1)."""
         lo, hi = e["interval"]
-        inside = lo <= pr <= hi
+        inside, within = noise_rule(e["eta"], pr, lo, hi)
         return {"eta_published": sig(e["eta"], 4), "rounding_noise": sig(e["noise"], 3),
                 "rounding_interval": [sig(lo, 4), sig(hi, 4)], "eta_predicted": sig(float(pr), 4),
                 "residual": sig(e["eta"] - float(pr), 3), "outside_rounding_by": sig(max(lo - pr, pr - hi, 0.0), 3),
                 "spread_to_within": None if (s := spread_to_within(e, float(pr))) is None else sig(s, 3),
-                "within_rounding": bool(inside), "within_noise": bool(inside or abs(e["eta"] - pr) <= NOISE_FLOOR)}
+                "within_rounding": bool(inside), "within_noise": bool(within)}
 
     for r, pr in zip(f_all, pred):
         table.append({"id": r["id"], "paper": r["paper"], "table": r["table"], "role": r["role"],

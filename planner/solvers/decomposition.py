@@ -148,6 +148,16 @@ def decompose(instance: Instance, objective: Objective, solver: str, deadline: f
                   dict(space_size=size, candidates=candidates), explain)
 
 
+def status_and_gap(value: float, bound: float, maximise: bool) -> tuple[str, float]:
+    """("optimal", 0) when the proven bound meets the value (1e-12 relative; an upper bound under max_compute, a
+    lower bound otherwise), else ("time_limit", the relative gap between them)."""
+    if maximise:
+        met = bound <= value * (1 + 1e-12)
+        return ("optimal", 0.0) if met else ("time_limit", (bound - value) / value)
+    met = bound >= value * (1 - 1e-12)
+    return ("optimal", 0.0) if met else ("time_limit", (value - bound) / value)
+
+
 def answer(instance: Instance, pools: list[PoolSetting], objective: Objective, solver: str, found: list[PartResult],
            bound: float, evaluations: int, start: float, deadline: float, common: dict, explain: bool = True):
     """The SolveResult of the best of `found` (one PartResult per model size, key's last entry its
@@ -165,12 +175,7 @@ def answer(instance: Instance, pools: list[PoolSetting], objective: Objective, s
         return SolveResult(objective, solver, "infeasible", None, None, None, elapsed, evaluations,
                            infeasibility=reasons, fastest_time_s=fastest, **common)
     value = best.value
-    if maximise:
-        status = "optimal" if bound <= value * (1 + 1e-12) else "time_limit"
-        gap = 0.0 if status == "optimal" else (bound - value) / value
-    else:
-        status = "optimal" if bound >= value * (1 - 1e-12) else "time_limit"
-        gap = 0.0 if status == "optimal" else (value - bound) / value
+    status, gap = status_and_gap(value, bound, maximise)
     plan = plan_of(best, pools, best.part.setting.is_moe)
     result = evaluate_mixed(instance, plan, params=best.part.params, pools=pools)
     rescored = result.values[objective.value_field(kind)]

@@ -365,8 +365,9 @@ def with_loop(certified, loop, maximise: bool):
     """An interrupted certification (`certified`, the families stopped by the deadline) and the loop's own answer
     (`loop`, its plans and its bound, valid beyond `MAX_EXACT_POOLS` pools under the straggler rule): the better
     plan (the certification's on a tie: it breaks time ties by cost) with the tighter of the two proven bounds
-    (max_compute: the smaller upper bound; else the larger lower bound), status and gap as `decomposition.answer`
-    gives them."""
+    (max_compute: the smaller upper bound; else the larger lower bound), status and gap by
+    `decomposition.status_and_gap`."""
+    from planner.solvers.decomposition import status_and_gap
     def better(a, b):
         return a > b if maximise else a < b
     pick = certified if certified.objective_value is not None and (
@@ -374,11 +375,8 @@ def with_loop(certified, loop, maximise: bool):
     bounds = [b for b in (certified.best_bound, loop.best_bound) if b is not None]
     if bounds:
         pick.best_bound = min(bounds) if maximise else max(bounds)
-    value, bound = pick.objective_value, pick.best_bound
-    if value is not None and bound is not None:
-        met = bound <= value * (1 + 1e-12) if maximise else bound >= value * (1 - 1e-12)
-        pick.status = "optimal" if met else "time_limit"
-        pick.gap = 0.0 if met else ((bound - value) / value if maximise else (value - bound) / value)
+    if pick.objective_value is not None and pick.best_bound is not None:
+        pick.status, pick.gap = status_and_gap(pick.objective_value, pick.best_bound, maximise)
     return pick
 
 
